@@ -1,0 +1,23 @@
+"""The ``adjudge`` command: one Typer app; each area registers its commands from its own module."""
+
+from __future__ import annotations
+
+import typer
+
+app = typer.Typer(
+    name="adjudge",
+    help="Decide whether paid work gets paid, and prove why.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+@app.callback()
+def _root() -> None:
+    """Decide whether paid work gets paid, and prove why."""
+
+
+def main() -> None:
+    """Entry point of the ``adjudge`` console script."""
+    app()
