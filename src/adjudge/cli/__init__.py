@@ -1,11 +1,16 @@
 """The ``adjudge`` command: one Typer app; each area registers its commands from its own module.
 
-Each command module exposes ``register(app)``; adding an area is one import and one call below.
+Each command module exposes ``register(app)``; adding an area is one import and one entry in
+``AREAS`` below.
 """
 
 from __future__ import annotations
 
 import typer
+
+from adjudge.cli import check
+
+AREAS = (check,)
 
 app = typer.Typer(
     name="adjudge",
@@ -19,6 +24,10 @@ app = typer.Typer(
 @app.callback()
 def _root() -> None:
     """Decide whether paid work gets paid, and prove why."""
+
+
+for _area in AREAS:
+    _area.register(app)
 
 
 def main() -> None:
