@@ -9,11 +9,11 @@ of the result's distinct words, filler aside). A longer answer scores the share 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
-import regex
-
-from adjudge.autocheck.text import WORD_PATTERN, canonical, flatten
+from adjudge.autocheck._unicode_tables import CJK, CJK_ASTRAL, NUMBER, NUMBER_ASTRAL
+from adjudge.autocheck.text import canonical, flatten
 
 SHORT_EXPECTED_TOKENS = 3
 MIN_EXPECTED_SHARE = 1 / 3
@@ -54,8 +54,12 @@ ANSWER_DRESSING = frozenset(
 OPPOSITES = {"yes": ("no",), "no": ("yes",), "true": ("false",), "false": ("true",)}
 
 # Answer tokens keep a number whole ("12.5", "1,234.56"), so "13.5" never half-matches "12.5".
-_ANSWER_WORD = regex.compile(r"\p{N}+(?:[.,]\p{N}+)+(?![\p{L}\p{N}])|" + WORD_PATTERN)
-_NUMBER = regex.compile(r"\p{N}+(?:[.,]\p{N}+)*")
+# Expected answers and results are short next to a report; the full classes are fine here.
+_N = f"[{NUMBER}{NUMBER_ASTRAL}]"
+_ANSWER_WORD = re.compile(
+    rf"{_N}+(?:[.,]{_N}+)+(?![^\W_])|[{CJK}{CJK_ASTRAL}]|[^\W_]+(?:['-][^\W_]+)*"
+)
+_NUMBER = re.compile(rf"{_N}+(?:[.,]{_N}+)*")
 
 
 def answer_words(text: str) -> list[str]:

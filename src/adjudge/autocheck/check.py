@@ -33,7 +33,7 @@ from adjudge.autocheck.jsvalues import (
     trim,
     utf16_len,
 )
-from adjudge.autocheck.text import canonical, flatten, fold, words
+from adjudge.autocheck.text import canonical, flatten, fold, has_distinct_words
 from adjudge.errors import CriteriaError
 
 MIN_DISTINCT_TOKENS = 3
@@ -178,8 +178,8 @@ def auto_check(
         where = ' outside the "Not done / assumptions" section' if split.disclosed else ""
         return _hard_fail(f"Output too short: {visible_length} characters{where}, minimum {floor}")
     if not pins_short_answer:
-        head = visible[:SCAN_WINDOW] if len(visible) <= SCAN_WINDOW else _head16(visible)
-        distinct = len(set(words(head)))
+        head = visible if len(visible) <= SCAN_WINDOW else _head16(visible)
+        distinct = has_distinct_words(head, MIN_DISTINCT_TOKENS)
         if distinct < MIN_DISTINCT_TOKENS:
             return _hard_fail(
                 f"Output has no real content: {distinct} distinct words, "

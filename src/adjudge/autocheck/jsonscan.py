@@ -17,8 +17,6 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import regex
-
 from adjudge.autocheck.jsvalues import (
     WHITESPACE,
     from_units,
@@ -222,7 +220,7 @@ def _label_source(field: str) -> str:
 _LINE_START = r"(?:\A|(?<=[\n\r\u2028\u2029]))"
 _LINE_END = r"(?=[\n\r\u2028\u2029]|\Z)"
 _NEXT_HEADING = re.compile(r"\n[ \t]*#{1,6}[ \t]")
-_LETTER_OR_DIGIT = regex.compile(r"[\p{L}\p{N}]")
+_LETTER_OR_DIGIT = re.compile(r"[^\W_]")  # \p{L} or \p{N}
 
 
 def has_fields(fields: Sequence[str]) -> Callable[[str], float]:
