@@ -54,10 +54,18 @@ CRITERIA: list[dict[str, Any]] = [
     {"expected_schema": {"type": "object", "required": ["name", "price"]}},
     {"expected_answer": "Paris"},
     {"regex_pattern": "\\d{2,}", "min_length": 50},
-    {"max_length": 4000, "min_length": 100, "rubric": [
-        {"criterion": "depth", "keywords": ["latency", "cache", "percentile"], "min_mentions": 2},
-        {"criterion": "sources", "keywords": ["source", "report"]},
-    ]},
+    {
+        "max_length": 4000,
+        "min_length": 100,
+        "rubric": [
+            {
+                "criterion": "depth",
+                "keywords": ["latency", "cache", "percentile"],
+                "min_mentions": 2,
+            },
+            {"criterion": "sources", "keywords": ["source", "report"]},
+        ],
+    },
 ]
 
 
@@ -65,10 +73,16 @@ def make_result(rng: random.Random) -> str | dict[str, Any]:
     """One result of 200 B to 20 KB."""
     kind = rng.random()
     if kind < 0.1:
-        return {"name": "Acme Widget", "price": rng.choice(["", "9.99"]), "currency": "USD",
-                "notes": " ".join(rng.choices(SENTENCES, k=rng.randint(1, 6)))}
+        return {
+            "name": "Acme Widget",
+            "price": rng.choice(["", "9.99"]),
+            "currency": "USD",
+            "notes": " ".join(rng.choices(SENTENCES, k=rng.randint(1, 6))),
+        }
     if kind < 0.15:
-        return rng.choice(["The answer is Paris.", "Paris", "It is Paris, not Lyon."]) * rng.randint(1, 3)
+        return rng.choice(
+            ["The answer is Paris.", "Paris", "It is Paris, not Lyon."]
+        ) * rng.randint(1, 3)
     target = int(200 * (100 ** rng.random()))  # log-uniform 200 B .. 20 KB
     parts: list[str] = []
     size = 0
@@ -115,9 +129,11 @@ def main() -> None:
     auto_check(*cases[0])  # warm up (the regex worker, compiled patterns)
     runs = _time(lambda: [auto_check(r, c) for r, c in cases], args.repeat)
     median = statistics.median(runs)
-    print(f"auto_check: median {len(cases) / median:,.0f} checks/s on one core "
-          f"({median / len(cases) * 1e6:.0f} µs per check; runs: "
-          f"{', '.join(f'{len(cases) / r:,.0f}' for r in runs)})")
+    print(
+        f"auto_check: median {len(cases) / median:,.0f} checks/s on one core "
+        f"({median / len(cases) * 1e6:.0f} µs per check; runs: "
+        f"{', '.join(f'{len(cases) / r:,.0f}' for r in runs)})"
+    )
 
     canon = [canonical(t) for t in texts]
     visible = [flatten(split_disclosure(c).deliverable) for c in canon]

@@ -123,17 +123,22 @@ def _hard_fail(reason: str) -> VerificationResult:
     return VerificationResult(passed=False, score=0, reasons=(reason,))
 
 
-def result_text(result: str | Mapping[str, Any]) -> str:
-    """The text the check reads: a string ``output`` field, else the whole result as JSON."""
+def result_text(result: object) -> str:
+    """The text the check reads: a string ``output`` field, else the whole result as JSON.
+
+    A plain ``str`` is taken as the text itself (the common case for callers); any other JSON
+    value (an array, a number) is read as its JSON text, as the reference reads it.
+    """
     if isinstance(result, str):
         return result
-    output = result.get("output")
-    return output if isinstance(output, str) else stringify(result)
+    if isinstance(result, Mapping):
+        output = result.get("output")
+        if isinstance(output, str):
+            return output
+    return stringify(result)
 
 
-def auto_check(
-    result: str | Mapping[str, Any], criteria: Mapping[str, Any] | Criteria
-) -> VerificationResult:
+def auto_check(result: object, criteria: Mapping[str, Any] | Criteria) -> VerificationResult:
     """Score ``result`` against ``criteria``: spec 000's auto check, as the reference runs it.
 
     Never raises on any text, JSON value or criteria: malformed criteria are a hard failure, as
@@ -178,7 +183,7 @@ def auto_check(
         where = ' outside the "Not done / assumptions" section' if split.disclosed else ""
         return _hard_fail(f"Output too short: {visible_length} characters{where}, minimum {floor}")
     if not pins_short_answer:
-        head = visible if len(visible) <= SCAN_WINDOW else _head16(visible)
+        head = visible if utf16_len(visible) <= SCAN_WINDOW else _head16(visible)
         distinct = has_distinct_words(head, MIN_DISTINCT_TOKENS)
         if distinct < MIN_DISTINCT_TOKENS:
             return _hard_fail(

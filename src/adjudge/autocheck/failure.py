@@ -128,7 +128,9 @@ NEUTRAL_PATTERNS: tuple[Phrase, ...] = (
 )
 
 # What a worker writes when its own model call throws; looked for near the start.
-ERROR_MARKER = re.compile(r"\berror during llm execution\b|\bllm execution (?:failed|error)\b")
+ERROR_MARKER = re.compile(
+    r"\berror during llm execution\b|\bllm execution (?:failed|error)\b", re.ASCII
+)
 ERROR_MARKER_WINDOW = 200
 
 # How far either side of a failure phrase its sentence may extend (unpunctuated lists).

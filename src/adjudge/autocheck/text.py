@@ -54,6 +54,7 @@ _CJK_ASTRAL = re.compile(f"[{CJK_ASTRAL}]")
 def _has_astral_in(text: str, cls: re.Pattern[str]) -> bool:
     return not text.isascii() and any(cls.match(c) for c in _ASTRAL_CHAR.findall(text))
 
+
 # Words, as the reference counts them: each CJK ideograph or kana is a word of its own (no
 # spaces between them), otherwise runs of letters and digits joined by ' or -. `[^\W_]` is a
 # letter or a digit (\p{L}\p{N}).
