@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 
 from adjudge.autocheck._unicode_tables import CJK, CJK_ASTRAL, NUMBER, NUMBER_ASTRAL
-from adjudge.autocheck.text import canonical, flatten
+from adjudge.autocheck.text import canonical, flatten, has_astral_in
 
 SHORT_EXPECTED_TOKENS = 3
 MIN_EXPECTED_SHARE = 1 / 3
@@ -54,17 +54,24 @@ ANSWER_DRESSING = frozenset(
 OPPOSITES = {"yes": ("no",), "no": ("yes",), "true": ("false",), "false": ("true",)}
 
 # Answer tokens keep a number whole ("12.5", "1,234.56"), so "13.5" never half-matches "12.5".
-# Expected answers and results are short next to a report; the full classes are fine here.
-_N = f"[{NUMBER}{NUMBER_ASTRAL}]"
-_ANSWER_WORD = re.compile(
-    rf"{_N}+(?:[.,]{_N}+)+(?![^\W_])|[{CJK}{CJK_ASTRAL}]|[^\W_]+(?:['-][^\W_]+)*"
-)
-_NUMBER = re.compile(rf"{_N}+(?:[.,]{_N}+)*")
+
+
+def _answer_word(number: str, cjk: str) -> re.Pattern[str]:
+    return re.compile(rf"{number}+(?:[.,]{number}+)+(?![^\W_])|{cjk}|[^\W_]+(?:['-][^\W_]+)*")
+
+
+# The BMP-only form is fast; the full form is used when the text has astral digits or CJK.
+_ANSWER_WORD = _answer_word(f"[{NUMBER}]", f"[{CJK}]")
+_ANSWER_WORD_ALL = _answer_word(f"(?:[{NUMBER}]|[{NUMBER_ASTRAL}])", f"(?:[{CJK}]|[{CJK_ASTRAL}])")
+_ASTRAL_SPECIAL = re.compile(f"[{NUMBER_ASTRAL}{CJK_ASTRAL}]")
+_NUMBER = re.compile(f"(?:[{NUMBER}]|[{NUMBER_ASTRAL}])+(?:[.,](?:[{NUMBER}]|[{NUMBER_ASTRAL}])+)*")
 
 
 def answer_words(text: str) -> list[str]:
     """The lowercase answer tokens of ``text``."""
-    return _ANSWER_WORD.findall(text.lower())
+    text = text.lower()
+    pattern = _ANSWER_WORD_ALL if has_astral_in(text, _ASTRAL_SPECIAL) else _ANSWER_WORD
+    return pattern.findall(text)
 
 
 def is_number(token: str) -> bool:

@@ -157,7 +157,7 @@ def auto_check(result: object, criteria: Mapping[str, Any] | Criteria) -> Verifi
     visible = flatten(split.deliverable)
     scan_text = _fold_for_scan(visible)
 
-    if ERROR_MARKER.search(scan_text[:ERROR_MARKER_WINDOW]):  # (5)
+    if ERROR_MARKER.search(to_units(scan_text[:ERROR_MARKER_WINDOW])[:ERROR_MARKER_WINDOW]):  # (5)
         return _hard_fail(REASON_LLM_ERROR)
 
     regex_matched: bool | None = None  # (6)
@@ -258,12 +258,13 @@ def _head16(text: str) -> str:
 
 
 def _fold_for_scan(flat: str) -> str:
-    """The deliverable as the failure patterns read it: folded, bounded to both ends, in code units.
+    """The deliverable as the failure patterns read it: folded and bounded to both ends.
 
     "The checker reads failure language in the first and last 64,000 characters of the
-    deliverable only."
+    deliverable only." The window is cut in UTF-16 code units, as the reference cuts it; the
+    result is in characters (``scan`` takes the code-unit view only when it has work to do).
     """
-    flat_units = to_units(flat)
-    if len(flat_units) > 2 * SCAN_WINDOW:
+    if len(flat) > SCAN_WINDOW and utf16_len(flat) > 2 * SCAN_WINDOW:
+        flat_units = to_units(flat)
         flat = from_units(f"{flat_units[:SCAN_WINDOW]} … {flat_units[-SCAN_WINDOW:]}")
-    return to_units(fold(flat))
+    return fold(flat)

@@ -16,6 +16,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+import ahocorasick
+
+from adjudge.autocheck.jsvalues import to_units
 from adjudge.autocheck.text import words
 
 _GAP = r"[^.!?]{0,80}?"
@@ -163,12 +166,25 @@ def _sentence_span(text: str, start: int, end: int) -> tuple[int, int]:
     return s, e
 
 
-def _collect(text: str, phrases: tuple[Phrase, ...]) -> list[tuple[int, int]]:
+def _literal_finder() -> ahocorasick.Automaton:
+    finder = ahocorasick.Automaton()
+    for phrase in REFUSAL_PATTERNS + NEUTRAL_PATTERNS:
+        for literal in phrase.any_of + phrase.all_of:
+            finder.add_word(literal, literal)
+    finder.make_automaton()
+    return finder
+
+
+# Every screen literal, found in one pass over the text (Aho-Corasick), overlaps included.
+_LITERALS = _literal_finder()
+
+
+def _collect(text: str, phrases: tuple[Phrase, ...], present: set[str]) -> list[tuple[int, int]]:
     spans: list[tuple[int, int]] = []
     for phrase in phrases:
-        if not any(lit in text for lit in phrase.any_of):
+        if not any(lit in present for lit in phrase.any_of):
             continue
-        if not all(lit in text for lit in phrase.all_of):
+        if not all(lit in present for lit in phrase.all_of):
             continue
         pattern = phrase.pattern
         pos = 0
@@ -198,9 +214,14 @@ def _words_in_spans(text: str, spans: list[tuple[int, int]]) -> int:
 
 
 def scan(text: str) -> FailureLanguage:
-    """Scan folded ``text`` (in its code-unit view) for failure language."""
-    refusal_spans = _collect(text, REFUSAL_PATTERNS)
-    neutral_spans = _collect(text, NEUTRAL_PATTERNS)
+    """Scan folded ``text`` for failure language, as JavaScript would over its code units."""
+    present = {literal for _, literal in _LITERALS.iter(text)} if text else set()
+    if not present:
+        return FailureLanguage(False, False, 0, 0, 0, 0)
+    # Indices, the sentence radius and the bounded gaps count UTF-16 code units.
+    text = to_units(text)
+    refusal_spans = _collect(text, REFUSAL_PATTERNS, present)
+    neutral_spans = _collect(text, NEUTRAL_PATTERNS, present)
     if not refusal_spans and not neutral_spans:
         # Nothing found: the word counts are not read (the gates need failure language).
         return FailureLanguage(False, False, 0, 0, 0, 0)

@@ -51,7 +51,8 @@ _MARK_ASTRAL = re.compile(f"[{MARK_ASTRAL}]")
 _CJK_ASTRAL = re.compile(f"[{CJK_ASTRAL}]")
 
 
-def _has_astral_in(text: str, cls: re.Pattern[str]) -> bool:
+def has_astral_in(text: str, cls: re.Pattern[str]) -> bool:
+    """Whether ``text`` has an astral character in ``cls`` (only its astral ones are tested)."""
     return not text.isascii() and any(cls.match(c) for c in _ASTRAL_CHAR.findall(text))
 
 
@@ -90,6 +91,14 @@ HOMOGLYPHS = {
 }
 _HOMOGLYPH = re.compile("[" + "".join(HOMOGLYPHS) + "]")
 _HOMOGLYPH_TABLE = str.maketrans(HOMOGLYPHS)
+_FOLD_WORK = re.compile(f"[{MARK}{''.join(HOMOGLYPHS)}]")
+
+
+# Any character that one of the steps after NFKC would change (BMP part; astral format
+# characters are looked for separately). Text without one, and without a double space, is done.
+_CANONICAL_WORK = re.compile(
+    f"[\r\u2018\u2019\u02bc{FORMAT}\ufe00-\ufe0f\x00-\x08\x0e-\x1f\x7f-\x9f{_HSPACE_NOT_SPACE}]"
+)
 
 
 def canonical(text: str) -> str:
@@ -97,13 +106,20 @@ def canonical(text: str) -> str:
 
     Line structure is kept (the disclosure section is found by its heading line).
     """
-    if not text.isascii():
+    ascii_text = text.isascii()
+    if not ascii_text:
         text = unicodedata.normalize("NFKC", text)
-        if "\u2018" in text or "\u2019" in text or "\u02bc" in text:
-            text = _CURLY_APOSTROPHES.sub("'", text)
+    if (
+        _CANONICAL_WORK.search(text) is None
+        and "  " not in text
+        and (ascii_text or not has_astral_in(text, _FORMAT_ASTRAL))
+    ):
+        return text
+    if not ascii_text and ("\u2018" in text or "\u2019" in text or "\u02bc" in text):
+        text = _CURLY_APOSTROPHES.sub("'", text)
     if "\r" in text:
         text = _NEWLINES.sub("\n", text)
-    invisible = _INVISIBLE_ALL if _has_astral_in(text, _FORMAT_ASTRAL) else _INVISIBLE
+    invisible = _INVISIBLE_ALL if has_astral_in(text, _FORMAT_ASTRAL) else _INVISIBLE
     if invisible.search(text):
         text = invisible.sub("", text)
     if "  " in text or _ODD_HSPACE.search(text):
@@ -127,7 +143,9 @@ def fold(text: str) -> str:
     if text.isascii():
         return text
     text = unicodedata.normalize("NFKD", text)
-    marks = _MARKS_ALL if _has_astral_in(text, _MARK_ASTRAL) else _MARKS
+    if _FOLD_WORK.search(text) is None and not has_astral_in(text, _MARK_ASTRAL):
+        return text
+    marks = _MARKS_ALL if has_astral_in(text, _MARK_ASTRAL) else _MARKS
     if marks.search(text):
         text = marks.sub("", text)
     if _HOMOGLYPH.search(text):
@@ -155,7 +173,7 @@ def words(text: str) -> list[str]:
 def _word_pattern(text: str) -> re.Pattern[str]:
     if text.isascii():
         return _ASCII_WORD
-    return _WORD_ALL if _has_astral_in(text, _CJK_ASTRAL) else _WORD
+    return _WORD_ALL if has_astral_in(text, _CJK_ASTRAL) else _WORD
 
 
 def has_distinct_words(text: str, n: int) -> int:
