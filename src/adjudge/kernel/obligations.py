@@ -150,7 +150,7 @@ def find_witness(p: Predicate) -> Mapping[str, str] | Refused | None:
         if isinstance(leaf, DigestEquals):
             constants.setdefault(leaf.symbol, set()).add(leaf.digest)
     symbols = sorted(constants)
-    domains = [sorted(constants[s]) + [_fresh(constants[s])] for s in symbols]
+    domains = [[*sorted(constants[s]), _fresh(constants[s])] for s in symbols]
     size = 1
     for domain in domains:
         size *= len(domain)
