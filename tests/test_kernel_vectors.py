@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -185,8 +185,6 @@ def run_independence(i: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_freshness(i: dict[str, Any]) -> dict[str, Any]:
-    from datetime import timedelta
-
     seen = i.get("observedAt")
     value = ev.assess_freshness(
         None if seen is None else _time(seen),
@@ -279,7 +277,7 @@ def run_chain(i: dict[str, Any]) -> dict[str, Any]:
         d = determine(content_digest(stored), checks, now=now)
         supersedes = entry.get("supersedes")
         log.append(
-            d, KEY, supersedes=None if supersedes is None else list(log)[supersedes].receipt_id
+            d, KEY, supersedes=None if supersedes is None else log.receipts[supersedes].receipt_id
         )
     lines = log.lines()
     tamper = i.get("tamper")

@@ -28,6 +28,7 @@ PRESENT: Final = "evidence.present"
 
 SHA256_DIGEST: Final = re.compile(r"sha256:[0-9a-f]{64}")
 _SYMBOL: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
+_EXACT: Final = re.compile(r'\(= ([A-Za-z_][A-Za-z0-9_.\-]*) "(sha256:[0-9a-f]{64})"\)')
 _TOKEN: Final = re.compile(r'\s*(?:(\()|(\))|"((?:[^"\\]|\\.)*)"|([^\s()"]+))')
 
 
@@ -105,6 +106,9 @@ def parse_digest_equals(expression: str) -> DigestEquals | None:
 
     Malformed text raises ``EXPRESSION_MALFORMED``; well-formed text of another shape is None.
     """
+    exact = _EXACT.fullmatch(expression) if isinstance(expression, str) else None
+    if exact is not None:  # the canonical spelling, without building a tree
+        return DigestEquals(exact.group(1), exact.group(2))
     value = read(expression)
     if (
         isinstance(value, tuple)

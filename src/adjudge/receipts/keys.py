@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import hashlib
 import re
 from dataclasses import dataclass
@@ -60,7 +61,7 @@ class VerifyingKey:
     def verify(self, signature: bytes, data: bytes) -> bool:
         """Whether ``signature`` is this key's signature of ``data``; never raises."""
         try:
-            Ed25519PublicKey.from_public_bytes(self.raw).verify(signature, data)
+            _loaded(self.raw).verify(signature, data)
         except (InvalidSignature, ValueError):
             return False
         return True
@@ -99,6 +100,12 @@ class VerifyingKey:
         if not isinstance(key, Ed25519PublicKey):
             raise ReceiptError("The public key is not an Ed25519 key.", code="KEY_INVALID")
         return cls(key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw))
+
+
+@functools.lru_cache(maxsize=64)
+def _loaded(raw: bytes) -> Ed25519PublicKey:
+    """The parsed public key; a log is verified against one key many times."""
+    return Ed25519PublicKey.from_public_bytes(raw)
 
 
 class SigningKey:
