@@ -23,6 +23,7 @@ from adjudge.kernel import (
     oracle,
     resolve,
 )
+from adjudge.kernel import evidence as ev
 from adjudge.kernel import verdicts as verdicts_module
 from adjudge.kernel.adapters import auto_check_check, determine_auto_check
 from adjudge.kernel.observables import content_digest
@@ -175,3 +176,42 @@ def test_errors_share_the_family() -> None:
     """Kernel refusals are adjudge errors with stable codes."""
     with pytest.raises(Error):
         oracle.integrity(b"x", "md5:abc")
+
+
+def test_exactly_six_verdicts_and_no_flake_state() -> None:
+    """Six verdicts; flaky tests are not modelled, so there is no quarantine or flake state."""
+    assert {v.value for v in Verdict} == {
+        "PASS",
+        "FAIL",
+        "MISMATCH",
+        "UNKNOWN",
+        "NOT_RUN",
+        "PENDING",
+    }
+
+
+def test_check_evidence_is_digests() -> None:
+    """A check's evidence is sha256 digests; anything else is refused."""
+    with pytest.raises(CriteriaError) as err:
+        Check("c", Verdict.FAIL, Authority.HUMAN, evidence=("not a digest",))
+    assert err.value.code == "CHECK_INVALID"
+
+
+def test_evidence_is_typed_on_six_axes_and_independence_is_assessed() -> None:
+    """Evidence carries the six axes; its independence comes with the basis it was assessed on."""
+    item = ev.admit(
+        content_digest(b"log"),
+        type=ev.EvidenceType.OBSERVATION,
+        admission_source=ev.AdmissionSource.COLLECTOR,
+        producer=ev.Party("worker", "box-1", "store-1"),
+        source=ev.Party("ci", "box-2", "store-2"),
+        mutability=ev.Mutability.IMMUTABLE,
+        freshness=ev.Freshness.FRESH,
+        accessibility=ev.Accessibility.ACCESSIBLE,
+    )
+    axes = {"type", "admission_source", "independence", "mutability", "freshness", "accessibility"}
+    assert axes <= {f.name for f in dataclasses.fields(item)}
+    assessment = item.independence
+    assert assessment.independence is ev.Independence.INDEPENDENT
+    assert (assessment.actor_distinct, assessment.boundary_distinct) == (True, True)
+    assert "custody distinct: True" in assessment.basis

@@ -16,7 +16,8 @@ from securesystemslib.dsse import Envelope as SslibEnvelope
 from securesystemslib.signer import SSlibKey
 
 from adjudge.errors import ReceiptError
-from adjudge.kernel import Authority, Check, Verdict, determine, oracle
+from adjudge.kernel import Authority, Check, TrustPolicy, Verdict, determine, oracle
+from adjudge.kernel.determination import Determination
 from adjudge.kernel.observables import content_digest
 from adjudge.receipts import (
     Envelope,
@@ -287,3 +288,17 @@ def test_securesystemslib_verifies_an_adjudge_envelope() -> None:
     accepted = theirs.verify([key], 1)
     assert set(accepted) == {KEY.keyid}
     assert base64.b64decode(json.loads(RECEIPT.to_bytes())["payload"]) == theirs.payload
+
+
+def test_issue_refuses_a_hand_built_pass_without_proof() -> None:
+    """A Determination built around determine() cannot be signed as a PASS without its proof."""
+    forged = Determination(
+        content_digest(b"x"),
+        (Check("auto-check", Verdict.PASS, Authority.DETERMINISTIC),),
+        TrustPolicy(),
+        Verdict.PASS,
+        NOW,
+    )
+    with pytest.raises(ReceiptError) as err:
+        issue(forged, KEY)
+    assert err.value.code == "RECEIPT_VERDICT_INVALID"

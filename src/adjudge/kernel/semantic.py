@@ -19,7 +19,7 @@ from enum import StrEnum
 from typing import Final, Literal
 
 from adjudge.kernel.authority import Authority
-from adjudge.kernel.observables import content_digest
+from adjudge.kernel.observables import SHA256_DIGEST, content_digest
 from adjudge.kernel.verdicts import Check, Verdict
 
 
@@ -161,6 +161,9 @@ def semantic_check(name: str, judgment: Judgment, routed: Routed) -> Check:
         name=name,
         verdict=verdict,
         authority=Authority.SEMANTIC,
-        evidence=tuple(c.quote_hash for c in judgment.citations if c.quote_hash),
+        # Only well-formed hashes are recorded; a malformed one already made it ungrounded.
+        evidence=tuple(
+            c.quote_hash for c in judgment.citations if SHA256_DIGEST.fullmatch(c.quote_hash)
+        ),
         reason=f"{outcome}: {routed.reason}",
     )

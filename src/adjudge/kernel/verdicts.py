@@ -13,6 +13,7 @@ verdicts are guarded at construction, so that an invalid check cannot exist:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import InitVar, dataclass
 from datetime import UTC, datetime
@@ -21,6 +22,9 @@ from typing import Any, Final, Literal, NoReturn, cast
 
 from adjudge.errors import CriteriaError
 from adjudge.kernel.authority import Authority
+
+# The digest form, repeated here because observables imports this module.
+_DIGEST: Final = re.compile(r"sha256:[0-9a-f]{64}")
 
 
 class Verdict(StrEnum):
@@ -161,8 +165,13 @@ class Check:
             raise CriteriaError(f"{self.verdict!r} is not a verdict.", code="CHECK_INVALID")
         if not isinstance(self.authority, Authority):
             raise CriteriaError(f"{self.authority!r} is not an authority.", code="CHECK_INVALID")
-        if not isinstance(self.evidence, tuple):
-            raise CriteriaError("A check's evidence is a tuple of digests.", code="CHECK_INVALID")
+        if not isinstance(self.evidence, tuple) or not all(
+            isinstance(e, str) and _DIGEST.fullmatch(e) for e in self.evidence
+        ):
+            raise CriteriaError(
+                "A check's evidence is a tuple of sha256:<64 lowercase hex> digests.",
+                code="CHECK_INVALID",
+            )
         if (self.verdict is Verdict.PENDING) != (self.pending is not None):
             raise CriteriaError(
                 "A PENDING check carries a deadline and an expiry verdict; no other check does.",

@@ -24,7 +24,7 @@ from adjudge.kernel.verdicts import Verdict
 from adjudge.receipts import envelope, statement
 from adjudge.receipts.canonical import canonical_bytes, parse_exact
 from adjudge.receipts.envelope import IN_TOTO_PAYLOAD_TYPE, Envelope
-from adjudge.receipts.keys import Signer, VerifyingKey
+from adjudge.receipts.keys import FINGERPRINT, Signer, VerifyingKey
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,8 +77,10 @@ def issue(
 ) -> Receipt:
     """Sign ``determination`` as the receipt that follows ``previous_head`` (None: a new log).
 
-    ``supersedes`` names the receipt this one replaces; the old one stays on the log. The
-    determination already enforces the kernel's rules (a PASS carries its integrity proof).
+    ``supersedes`` names the receipt this one replaces; the old one stays on the log. Before
+    signing, the statement goes through the same re-derivation a verifier runs, so a
+    determination built by hand (a PASS without its integrity proof, a verdict that does not
+    follow) is refused here with ``RECEIPT_VERDICT_INVALID`` and never signed.
     """
     sequence = 0 if previous_head is None else previous_head.sequence + 1
     previous = None if previous_head is None else previous_head.receipt_id
@@ -89,6 +91,7 @@ def issue(
         previous=previous,
         supersedes=supersedes,
     )
+    statement.check_statement(body)
     payload = canonical_bytes(body)
     signed = envelope.sign(payload, IN_TOTO_PAYLOAD_TYPE, signer)
     return _receipt(signed, body, payload)
@@ -122,6 +125,11 @@ def verify(data: bytes | Envelope, key: VerifyingKey | str) -> Receipt:
     carried = VerifyingKey.from_base64(str(signer_field.get("publicKey")))
     pinned = key if isinstance(key, VerifyingKey) else None
     fingerprint = key.keyid if isinstance(key, VerifyingKey) else key.lower()
+    if not FINGERPRINT.fullmatch(fingerprint):
+        raise ReceiptError(
+            "A pinned key is a public key or its fingerprint (64 hex characters).",
+            code="KEY_INVALID",
+        )
     if carried.keyid != fingerprint or signer_field.get("keyid") != fingerprint:  # (3)
         raise ReceiptError(
             f"The receipt was signed by key {carried.keyid}, not the pinned key {fingerprint}.",
