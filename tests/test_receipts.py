@@ -9,13 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import rfc8785
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from securesystemslib.dsse import Envelope as SslibEnvelope
 from securesystemslib.signer import SSlibKey
 
-from adjudge.errors import ReceiptError
+from adjudge.errors import CriteriaError, ReceiptError
 from adjudge.kernel import Authority, Check, TrustPolicy, Verdict, determine, oracle
 from adjudge.kernel.determination import Determination
 from adjudge.kernel.observables import content_digest
@@ -31,6 +32,7 @@ from adjudge.receipts import (
     verify,
     verify_chain,
 )
+from adjudge.receipts.canonical import parse_exact
 from adjudge.receipts.envelope import IN_TOTO_PAYLOAD_TYPE, sign
 from adjudge.receipts.statement import PREDICATE_TYPE, STATEMENT_TYPE
 
@@ -290,15 +292,43 @@ def test_securesystemslib_verifies_an_adjudge_envelope() -> None:
     assert base64.b64decode(json.loads(RECEIPT.to_bytes())["payload"]) == theirs.payload
 
 
-def test_issue_refuses_a_hand_built_pass_without_proof() -> None:
-    """A Determination built around determine() cannot be signed as a PASS without its proof."""
-    forged = Determination(
-        content_digest(b"x"),
-        (Check("auto-check", Verdict.PASS, Authority.DETERMINISTIC),),
-        TrustPolicy(),
-        Verdict.PASS,
-        NOW,
-    )
+def test_a_hand_built_determination_cannot_exist_invalid() -> None:
+    """Built around determine(), a PASS without its proof, or a verdict that does not follow from
+    the checks, is refused at construction — so it can never be signed."""
     with pytest.raises(ReceiptError) as err:
-        issue(forged, KEY)
-    assert err.value.code == "RECEIPT_VERDICT_INVALID"
+        Determination(
+            content_digest(b"x"),
+            (Check("auto-check", Verdict.PASS, Authority.DETERMINISTIC),),
+            TrustPolicy(),
+            Verdict.PASS,
+            NOW,
+        )
+    assert err.value.code == "INTEGRITY_PROOF_REQUIRED"
+    with pytest.raises(CriteriaError) as bad:
+        Determination(
+            content_digest(b"x"),
+            (Check("auto-check", Verdict.FAIL, Authority.DETERMINISTIC),),
+            TrustPolicy(),
+            Verdict.NOT_RUN,
+            NOW,
+        )
+    assert bad.value.code == "DETERMINATION_INVALID"
+
+
+ascii_json = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**53) + 1, 2**53 - 1)
+    | st.text(st.characters(max_codepoint=127)),
+    lambda children: (
+        st.lists(children) | st.dictionaries(st.text(st.characters(max_codepoint=127)), children)
+    ),
+    max_leaves=25,
+)
+
+
+@given(ascii_json | json_values)
+def test_canonical_bytes_are_rfc8785(value: Any) -> None:
+    """The fast path and the rfc8785 package agree byte for byte, control characters included."""
+    assert canonical_bytes(value) == rfc8785.dumps(value)
+    assert parse_exact(canonical_bytes(value)) == value

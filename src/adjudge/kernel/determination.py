@@ -52,49 +52,13 @@ def is_integrity_proof(
     return predicate is not None and predicate.digest == subject_digest
 
 
-@dataclass(frozen=True, slots=True)
-class Determination:
-    """One judged subject, its checks, the policy they were folded under, and the verdict.
+def derive(
+    subject_digest: str, checks: tuple[Check, ...], policy: TrustPolicy, now: datetime
+) -> Verdict:
+    """Steps (1)-(4): the verdict of ``checks`` about the subject as at ``now``.
 
-    Build it with :func:`determine`, which enforces the rules; ``verdict`` is derived, and a PASS
-    here always carries an integrity proof.
+    Raises ``INTEGRITY_PROOF_REQUIRED`` (a ReceiptError) for a PASS without its proof.
     """
-
-    subject_digest: str
-    checks: tuple[Check, ...]
-    policy: TrustPolicy
-    verdict: Verdict
-    decided_at: datetime
-    criteria_digest: str | None = None
-    subject_name: str = "result"
-
-
-def determine(
-    subject_digest: str,
-    checks: Iterable[Check],
-    *,
-    now: datetime,
-    policy: TrustPolicy = DEFAULT_POLICY,
-    criteria_digest: str | None = None,
-    subject_name: str = "result",
-) -> Determination:
-    """Fold ``checks`` about the subject into a :class:`Determination` as at ``now``.
-
-    An empty set folds to NOT_RUN. Raises ``INTEGRITY_PROOF_REQUIRED`` (a ReceiptError) when the
-    fold is PASS but no deterministic check proves ``(= result "<subject_digest>")``.
-    """
-    require_aware(now, "now")
-    if not isinstance(subject_digest, str) or not SHA256_DIGEST.fullmatch(subject_digest):
-        raise CriteriaError(
-            f"{subject_digest!r} is not a digest of the form sha256:<64 lowercase hex>.",
-            code="DIGEST_INVALID",
-        )
-    if criteria_digest is not None and not SHA256_DIGEST.fullmatch(criteria_digest):
-        raise CriteriaError(
-            f"{criteria_digest!r} is not a digest of the form sha256:<64 lowercase hex>.",
-            code="DIGEST_INVALID",
-        )
-    checks = tuple(checks)
     resolved = [resolve(check, now) for check in checks]  # (1)
     verdict = fold(  # (2) and (3)
         effective(v, c.authority, c.verifier_key, policy)
@@ -109,6 +73,71 @@ def determine(
             f'{CONTENT_DIGEST} with (= result "{subject_digest}"). The determination is refused.',
             code="INTEGRITY_PROOF_REQUIRED",
         )
+    return verdict
+
+
+@dataclass(frozen=True, slots=True)
+class Determination:
+    """One judged subject, its checks, the policy they were folded under, and the verdict.
+
+    Usually built with :func:`determine`. Built directly, it re-derives its verdict and refuses
+    one that does not follow (``DETERMINATION_INVALID``) or a PASS without its integrity proof
+    (``INTEGRITY_PROOF_REQUIRED``): an invalid determination cannot exist, so none is signed.
+    """
+
+    subject_digest: str
+    checks: tuple[Check, ...]
+    policy: TrustPolicy
+    verdict: Verdict
+    decided_at: datetime
+    criteria_digest: str | None = None
+    subject_name: str = "result"
+
+    def __post_init__(self) -> None:
+        require_aware(self.decided_at, "decided_at")
+        for name, value in (("subject", self.subject_digest), ("criteria", self.criteria_digest)):
+            if value is None and name == "criteria":
+                continue
+            if not isinstance(value, str) or not SHA256_DIGEST.fullmatch(value):
+                raise CriteriaError(
+                    f"The {name} digest {value!r} is not of the form sha256:<64 lowercase hex>.",
+                    code="DIGEST_INVALID",
+                )
+        if not isinstance(self.checks, tuple) or not all(isinstance(c, Check) for c in self.checks):
+            raise CriteriaError(
+                "A determination's checks are a tuple of Check.", code="CHECK_INVALID"
+            )
+        derived = derive(self.subject_digest, self.checks, self.policy, self.decided_at)
+        if derived is not self.verdict:
+            raise CriteriaError(
+                f"The checks fold to {derived.value}, not {self.verdict!r}.",
+                code="DETERMINATION_INVALID",
+            )
+
+
+def determine(
+    subject_digest: str,
+    checks: Iterable[Check],
+    *,
+    now: datetime,
+    policy: TrustPolicy = DEFAULT_POLICY,
+    criteria_digest: str | None = None,
+    subject_name: str = "result",
+) -> Determination:
+    """Fold ``checks`` about the subject into a :class:`Determination` as at ``now``.
+
+    An empty set folds to NOT_RUN. Raises ``INTEGRITY_PROOF_REQUIRED`` (a ReceiptError) when the
+    fold is PASS but no deterministic check proves ``(= result "<subject_digest>")``, and
+    ``DIGEST_INVALID`` for a subject or criteria digest that is not ``sha256:<64 hex>``.
+    """
+    require_aware(now, "now")
+    if not isinstance(subject_digest, str) or not SHA256_DIGEST.fullmatch(subject_digest):
+        raise CriteriaError(
+            f"{subject_digest!r} is not a digest of the form sha256:<64 lowercase hex>.",
+            code="DIGEST_INVALID",
+        )
+    checks = tuple(checks)
+    verdict = derive(subject_digest, checks, policy, now)
     return Determination(
         subject_digest=subject_digest,
         checks=checks,

@@ -18,9 +18,15 @@ from adjudge.errors import ReceiptError
 def canonical_bytes(value: Any) -> bytes:
     """RFC 8785 bytes of ``value`` (mappings, lists, strings, integers, booleans, null).
 
-    Refuses floats, non-string keys and other types with ``RECEIPT_UNSIGNABLE``.
+    Refuses floats, non-string keys, integers outside the I-JSON range and other types with
+    ``RECEIPT_UNSIGNABLE``. For a document whose output is pure ASCII, sorted compact
+    ``json.dumps`` output is byte-identical to RFC 8785 (code-point and UTF-16 key order agree
+    on ASCII; the escapes agree), so that fast path is taken; anything else goes to ``rfc8785``.
     """
-    _refuse_floats(value)
+    _check_signable(value)
+    fast = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    if fast.isascii():
+        return fast.encode("ascii")
     try:
         return bytes(rfc8785.dumps(value))
     except (rfc8785.CanonicalizationError, TypeError, ValueError) as exc:
@@ -76,17 +82,29 @@ def digest(value: Any) -> str:
     return "sha256:" + hashlib.sha256(canonical_bytes(value)).hexdigest()
 
 
-def _refuse_floats(value: Any) -> None:
+def _check_signable(value: Any) -> None:
     stack = [value]
     while stack:
         item = stack.pop()
-        if isinstance(item, float):
-            raise ReceiptError(
-                f"Signed documents hold no floats ({item!r}); use integers (money in minor "
-                "units) or strings.",
-                code="RECEIPT_UNSIGNABLE",
-            )
-        if isinstance(item, dict):
+        if item is None or isinstance(item, str | bool):
+            continue
+        if isinstance(item, int):
+            if not -_MAX_SAFE <= item <= _MAX_SAFE:
+                raise _unsignable(f"the integer {item} is outside the I-JSON range")
+        elif isinstance(item, dict):
+            if not all(isinstance(k, str) for k in item):
+                raise _unsignable("object keys must be strings")
             stack.extend(item.values())
         elif isinstance(item, list | tuple):
             stack.extend(item)
+        elif isinstance(item, float):
+            raise _unsignable(
+                f"signed documents hold no floats ({item!r}); use integers (money in minor "
+                "units) or strings"
+            )
+        else:
+            raise _unsignable(f"{type(item).__name__} is not a JSON value")
+
+
+def _unsignable(why: str) -> ReceiptError:
+    return ReceiptError(f"Cannot canonicalize: {why}.", code="RECEIPT_UNSIGNABLE")

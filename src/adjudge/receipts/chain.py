@@ -77,10 +77,9 @@ def issue(
 ) -> Receipt:
     """Sign ``determination`` as the receipt that follows ``previous_head`` (None: a new log).
 
-    ``supersedes`` names the receipt this one replaces; the old one stays on the log. Before
-    signing, the statement goes through the same re-derivation a verifier runs, so a
-    determination built by hand (a PASS without its integrity proof, a verdict that does not
-    follow) is refused here with ``RECEIPT_VERDICT_INVALID`` and never signed.
+    ``supersedes`` names the receipt this one replaces; the old one stays on the log. A
+    :class:`Determination` cannot exist with a verdict that does not follow from its checks, or a
+    PASS without its integrity proof, so neither can ever be signed.
     """
     sequence = 0 if previous_head is None else previous_head.sequence + 1
     previous = None if previous_head is None else previous_head.receipt_id
@@ -91,7 +90,6 @@ def issue(
         previous=previous,
         supersedes=supersedes,
     )
-    statement.check_statement(body)
     payload = canonical_bytes(body)
     signed = envelope.sign(payload, IN_TOTO_PAYLOAD_TYPE, signer)
     return _receipt(signed, body, payload)
