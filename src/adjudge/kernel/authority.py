@@ -7,6 +7,7 @@ fails closed: an authority added to :class:`Authority` later is untrusted until 
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -96,13 +97,19 @@ class TrustPolicy:
         """Parse the wire shape; anything unusable is a ``TRUST_POLICY_INVALID`` refusal."""
         if not isinstance(data, dict):
             raise CriteriaError("A trust policy is an object.", code="TRUST_POLICY_INVALID")
-        authorities = _strings(data.get("authorities"), "authorities")
-        keys = _strings(data.get("verifierKeys", []), "verifierKeys")
-        try:
-            parsed = frozenset(Authority(a) for a in authorities)
-        except ValueError as exc:
-            raise CriteriaError(str(exc), code="TRUST_POLICY_INVALID") from exc
-        return cls(parsed, frozenset(keys))
+        authorities = tuple(_strings(data.get("authorities"), "authorities"))
+        keys = tuple(_strings(data.get("verifierKeys", []), "verifierKeys"))
+        return _parsed_policy(authorities, keys)
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed_policy(authorities: tuple[str, ...], keys: tuple[str, ...]) -> TrustPolicy:
+    # Policies repeat across a log; a frozen policy is safe to share.
+    try:
+        parsed = frozenset(Authority(a) for a in authorities)
+    except ValueError as exc:
+        raise CriteriaError(str(exc), code="TRUST_POLICY_INVALID") from exc
+    return TrustPolicy(parsed, frozenset(keys))
 
 
 def _strings(value: object, name: str) -> Iterable[str]:

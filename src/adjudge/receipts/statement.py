@@ -12,7 +12,7 @@ with the kernel's own rules, so a verifier does not take the recorded verdict on
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from adjudge.errors import CriteriaError, ReceiptError
 from adjudge.kernel.authority import Authority, TrustPolicy
@@ -131,8 +131,8 @@ def _replay(
 ) -> tuple[Verdict, bool]:
     """One recorded check's contribution to the fold, and whether it is the integrity proof."""
     c = _object(raw, "a check")
-    verdict = Verdict(_text(c.get("verdict")))
-    authority = Authority(_text(c.get("authority")))
+    verdict = _member(_VERDICTS, c.get("verdict"), "verdict")
+    authority = _member(_AUTHORITIES, c.get("authority"), "authority")
     key = c.get("verifierKey")
     if key is not None and not isinstance(key, str):
         raise _malformed("verifierKey is a string")
@@ -140,7 +140,7 @@ def _replay(
         raise _malformed("a PENDING check, and only one, carries pending")
     if verdict is Verdict.PENDING:
         pending = _object(c["pending"], "pending")
-        expires_to = Verdict(_text(pending.get("expiresTo")))
+        expires_to = _member(_VERDICTS, pending.get("expiresTo"), "expiresTo")
         if expires_to not in EXPIRY_VERDICTS:
             raise _malformed("a PENDING check can never expire into PASS")
         deadline = parse_time(pending.get("deadline"), "deadline")
@@ -152,6 +152,20 @@ def _replay(
         and is_integrity_proof(verdict, authority, observable, expression, subject_digest)
     )
     return effective(verdict, authority, key, policy), proof
+
+
+_T = TypeVar("_T")
+
+# Plain lookups: a log of ten thousand receipts parses these twenty thousand times.
+_VERDICTS: Final[dict[object, Verdict]] = {v.value: v for v in Verdict}
+_AUTHORITIES: Final[dict[object, Authority]] = {a.value: a for a in Authority}
+
+
+def _member(table: dict[object, _T], value: object, what: str) -> _T:
+    try:
+        return table[value]
+    except (KeyError, TypeError):
+        raise _malformed(f"{value!r} is not a known {what}") from None
 
 
 def _text(value: object) -> str:
