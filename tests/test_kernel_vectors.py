@@ -89,6 +89,10 @@ def _policy(spec: dict[str, Any] | None) -> TrustPolicy:
     return TrustPolicy() if spec is None else TrustPolicy.from_dict(spec)
 
 
+def run_verdict_set(i: dict[str, Any]) -> dict[str, Any]:
+    return {"verdicts": sorted(v.value for v in Verdict)}
+
+
 def run_fold(i: dict[str, Any]) -> dict[str, Any]:
     return {"verdict": fold(Verdict(v) for v in i["verdicts"]).value}
 
@@ -302,6 +306,7 @@ def run_chain(i: dict[str, Any]) -> dict[str, Any]:
 
 
 RUNNERS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "verdict-set": run_verdict_set,
     "fold": run_fold,
     "resolve": run_resolve,
     "check": run_check,

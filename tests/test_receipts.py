@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import socket
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -332,3 +333,16 @@ def test_canonical_bytes_are_rfc8785(value: Any) -> None:
     """The fast path and the rfc8785 package agree byte for byte, control characters included."""
     assert canonical_bytes(value) == rfc8785.dumps(value)
     assert parse_exact(canonical_bytes(value)) == value
+
+
+def test_verification_needs_no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Offline means offline: with sockets disabled, issuing and verifying still work."""
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("verification tried to open a socket")
+
+    monkeypatch.setattr(socket, "socket", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    log = _log(3)
+    assert verify_chain(log.lines(), KEY.keyid).count == 3
+    assert verify(log.receipts[0].to_bytes(), KEY.keyid).sequence == 0

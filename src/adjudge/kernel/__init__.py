@@ -3,7 +3,8 @@
 Nothing here reads a file, the network or the clock: time is passed in.
 """
 
-# The oracle must load first: it takes the kernel's one MISMATCH seal as the package loads.
+# The oracle takes the kernel's one MISMATCH seal while this package loads, before any caller's
+# code can run, since importing any kernel module loads this package first.
 from adjudge.kernel import oracle
 from adjudge.kernel.authority import DEFAULT_POLICY, Authority, TrustPolicy
 from adjudge.kernel.determination import Determination, determine
