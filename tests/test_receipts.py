@@ -346,3 +346,16 @@ def test_verification_needs_no_network(monkeypatch: pytest.MonkeyPatch) -> None:
     log = _log(3)
     assert verify_chain(log.lines(), KEY.keyid).count == 3
     assert verify(log.receipts[0].to_bytes(), KEY.keyid).sequence == 0
+
+
+def test_non_ascii_receipts_round_trip() -> None:
+    """A statement with non-ASCII text takes the rfc8785 path and still verifies."""
+    text = b"r\xc3\xa9sum\xc3\xa9"
+    checks = [
+        oracle.integrity(text, content_digest(text)),
+        Check("revue — 検証", Verdict.PASS, Authority.HUMAN, reason="looks right 👍"),
+    ]
+    receipt = issue(determine(content_digest(text), checks, now=NOW), KEY)
+    assert not receipt.envelope.payload.isascii()
+    assert receipt.envelope.payload == rfc8785.dumps(json.loads(receipt.envelope.payload))
+    assert verify(receipt.to_bytes(), KEY.keyid).verdict is Verdict.PASS

@@ -95,6 +95,11 @@ class Determination:
 
     def __post_init__(self) -> None:
         require_aware(self.decided_at, "decided_at")
+        if type(self.subject_name) is not str or not isinstance(self.policy, TrustPolicy):
+            raise CriteriaError(
+                "A determination names its subject with a string and carries a TrustPolicy.",
+                code="DETERMINATION_INVALID",
+            )
         for name, value in (("subject", self.subject_digest), ("criteria", self.criteria_digest)):
             if value is None and name == "criteria":
                 continue

@@ -163,6 +163,14 @@ class Check:
     def __post_init__(self, seal: _OracleSeal | None) -> None:
         if not isinstance(self.verdict, Verdict):
             raise CriteriaError(f"{self.verdict!r} is not a verdict.", code="CHECK_INVALID")
+        if type(self.name) is not str or type(self.reason) is not str:
+            raise CriteriaError("A check's name and reason are strings.", code="CHECK_INVALID")
+        for optional in (self.observable, self.expression, self.verifier_key):
+            if optional is not None and type(optional) is not str:
+                raise CriteriaError(
+                    "A check's observable, expression and verifier key are strings.",
+                    code="CHECK_INVALID",
+                )
         if not isinstance(self.authority, Authority):
             raise CriteriaError(f"{self.authority!r} is not an authority.", code="CHECK_INVALID")
         if not isinstance(self.evidence, tuple) or not all(

@@ -24,6 +24,11 @@ def canonical_bytes(value: Any) -> bytes:
     on ASCII; the escapes agree), so that fast path is taken; anything else goes to ``rfc8785``.
     """
     _check_signable(value)
+    return encode_plain(value)
+
+
+def encode_plain(value: Any) -> bytes:
+    """RFC 8785 bytes of a value already known to be plain JSON (no floats, safe integers)."""
     fast = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     if fast.isascii():
         return fast.encode("ascii")
@@ -83,27 +88,32 @@ def digest(value: Any) -> str:
 
 
 def _check_signable(value: Any) -> None:
+    # Exact-type checks first: a statement is mostly plain strings, and this runs on every sign.
     stack = [value]
+    pop, push = stack.pop, stack.extend
     while stack:
-        item = stack.pop()
-        if item is None or isinstance(item, str | bool):
+        item = pop()
+        kind = type(item)
+        if kind is str or kind is bool or item is None:
             continue
-        if isinstance(item, int):
+        if kind is dict:
+            for key in item:
+                if type(key) is not str:
+                    raise _unsignable("object keys must be strings")
+            push(item.values())
+        elif kind is list or kind is tuple:
+            push(item)
+        elif kind is int:
             if not -_MAX_SAFE <= item <= _MAX_SAFE:
                 raise _unsignable(f"the integer {item} is outside the I-JSON range")
-        elif isinstance(item, dict):
-            if not all(isinstance(k, str) for k in item):
-                raise _unsignable("object keys must be strings")
-            stack.extend(item.values())
-        elif isinstance(item, list | tuple):
-            stack.extend(item)
         elif isinstance(item, float):
             raise _unsignable(
                 f"signed documents hold no floats ({item!r}); use integers (money in minor "
                 "units) or strings"
             )
         else:
-            raise _unsignable(f"{type(item).__name__} is not a JSON value")
+            # Subclasses (an IntEnum, a dict subclass) would serialize unpredictably; refuse them.
+            raise _unsignable(f"{kind.__name__} is not a plain JSON value")
 
 
 def _unsignable(why: str) -> ReceiptError:

@@ -22,7 +22,7 @@ from adjudge.errors import ReceiptError
 from adjudge.kernel.determination import Determination
 from adjudge.kernel.verdicts import Verdict
 from adjudge.receipts import envelope, statement
-from adjudge.receipts.canonical import canonical_bytes, parse_exact
+from adjudge.receipts.canonical import encode_plain, parse_exact
 from adjudge.receipts.envelope import IN_TOTO_PAYLOAD_TYPE, Envelope
 from adjudge.receipts.keys import FINGERPRINT, Signer, VerifyingKey
 
@@ -82,6 +82,10 @@ def issue(
     PASS without its integrity proof, so neither can ever be signed.
     """
     sequence = 0 if previous_head is None else previous_head.sequence + 1
+    if not 0 <= sequence <= 2**53 - 1:
+        raise ReceiptError(
+            "A log's sequence stays within the I-JSON integer range.", code="RECEIPT_UNSIGNABLE"
+        )
     previous = None if previous_head is None else previous_head.receipt_id
     body = statement.build(
         determination,
@@ -90,7 +94,10 @@ def issue(
         previous=previous,
         supersedes=supersedes,
     )
-    payload = canonical_bytes(body)
+    # The statement is built from validated, typed values (a Determination, its Checks, its
+    # TrustPolicy: strings, lists, None, one small sequence number), so the generic type walk
+    # of canonical_bytes() is skipped here; the encoding itself is the same RFC 8785.
+    payload = encode_plain(body)
     signed = envelope.sign(payload, IN_TOTO_PAYLOAD_TYPE, signer)
     return _receipt(signed, body, payload)
 

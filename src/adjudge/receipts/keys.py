@@ -14,7 +14,7 @@ import binascii
 import functools
 import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from cryptography.exceptions import InvalidSignature
@@ -48,15 +48,13 @@ class VerifyingKey:
     """An Ed25519 public key."""
 
     raw: bytes
+    #: The fingerprint: sha256 of the raw public key, hex.
+    keyid: str = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.raw, bytes) or len(self.raw) != 32:
             raise ReceiptError("An Ed25519 public key is 32 bytes.", code="KEY_INVALID")
-
-    @property
-    def keyid(self) -> str:
-        """The fingerprint: sha256 of the raw public key, hex."""
-        return fingerprint(self.raw)
+        object.__setattr__(self, "keyid", fingerprint(self.raw))
 
     def verify(self, signature: bytes, data: bytes) -> bool:
         """Whether ``signature`` is this key's signature of ``data``; never raises."""
