@@ -6,9 +6,12 @@ import stat
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+import typer
 from typer.testing import CliRunner
 
 from adjudge.cli import app
+from adjudge.cli.receipts import read_signing_key, write_receipt
 from adjudge.kernel import Authority, Check, Verdict, determine, oracle
 from adjudge.kernel.observables import content_digest
 from adjudge.receipts import ReceiptLog, SigningKey
@@ -107,3 +110,18 @@ def test_verify_chain(tmp_path: Path) -> None:
     broken = RUNNER.invoke(app, ["receipt", "verify-chain", str(path), "--key", KEY.keyid])
     assert broken.exit_code == 1
     assert "RECEIPT_CHAIN_BROKEN" in broken.output
+
+
+def test_signing_helpers_for_other_commands(tmp_path: Path) -> None:
+    """read_signing_key loads a key file (exit 2 when it cannot); write_receipt writes one line."""
+    key_file = tmp_path / "k.key"
+    key_file.write_bytes(KEY.to_pem())
+    assert read_signing_key(key_file).keyid == KEY.keyid
+    (tmp_path / "bad.key").write_text("nope")
+    for bad in (tmp_path / "bad.key", tmp_path / "missing.key"):
+        with pytest.raises(typer.Exit) as exit_info:
+            read_signing_key(bad)
+        assert exit_info.value.exit_code == 2
+    out = tmp_path / "r.json"
+    write_receipt(out, _log(1).receipts[0])
+    assert out.read_bytes().endswith(b"\n") and out.read_bytes().count(b"\n") == 1

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import textwrap
 from pathlib import Path
 from typing import Annotated, NoReturn
 
@@ -130,37 +131,91 @@ def receipt_verify_chain(
         typer.echo(f"head: {report.head.receipt_id} (sequence {report.head.sequence})")
     typer.echo(f"superseded receipts: {len(report.superseded)}")
     typer.echo("What this proves:")
-    typer.echo("  - no receipt was edited, and none was deleted, inserted or reordered;")
-    typer.echo("  - every verdict follows from the checks and trust policy its receipt records.")
+    _bullets(
+        [
+            "no receipt was edited, and none was deleted, inserted or reordered"
+            + ("; the log ends at the head you pinned;" if head else ";"),
+            "every verdict follows from the checks and trust policy its receipt records.",
+        ]
+    )
     typer.echo("What this does not prove:")
     if head is None:
-        typer.echo("  - that the log is complete: receipts cut from its end leave no trace; pin")
-        typer.echo("    the head (--head) you obtained through a channel this system does not")
-        typer.echo("    control;")
-    for line in DOES_NOT_PROVE[:3]:
-        typer.echo(f"  - {line}")
+        _bullets(
+            [
+                "that the log is complete: receipts cut from its end leave no trace. Pin the "
+                "head (--head) you obtained through a channel this system does not control."
+            ]
+        )
+    _bullets(DOES_NOT_PROVE[:3])
+
+
+def _bullets(lines: list[str] | tuple[str, ...]) -> None:
+    for line in lines:
+        typer.echo(
+            textwrap.fill(
+                line,
+                width=88,
+                initial_indent="  - ",
+                subsequent_indent="    ",
+                break_on_hyphens=False,
+                break_long_words=False,
+            )
+        )
 
 
 def _report(receipt: Receipt) -> None:
+    p = receipt.predicate
     typer.echo(f"VALID receipt {receipt.receipt_id}")
-    typer.echo(f"verdict: {receipt.verdict.value}")
-    typer.echo(f"subject: {receipt.subject_digest}")
-    typer.echo(f"decided at: {receipt.predicate['decidedAt']}")
+    typer.echo(f"verdict:       {receipt.verdict.value}")
+    typer.echo(f"subject:       {receipt.subject_digest}")
+    typer.echo(f"decided at:    {p['decidedAt']}")
     typer.echo(f"signed by key: {receipt.keyid}")
-    typer.echo(f"log position: sequence {receipt.sequence}, previous {receipt.previous}")
+    previous = receipt.previous or "none (first on its log)"
+    typer.echo(f"log position:  sequence {receipt.sequence}, previous {previous}")
     if receipt.supersedes is not None:
-        typer.echo(f"supersedes: {receipt.supersedes}")
+        typer.echo(f"supersedes:    {receipt.supersedes}")
+    policy = p["trustPolicy"]
+    trusted = ", ".join(policy["authorities"] + [f"key {k}" for k in policy["verifierKeys"]])
+    typer.echo(f"trusted:       {trusted or 'nothing'}")
+    typer.echo("checks:")
+    for check in p["checks"]:
+        typer.echo(f"  {check['verdict']:<9} {check['authority']:<14} {check['name']}")
     typer.echo("What this proves:")
-    typer.echo(f"  - the receipt has not been altered since the holder of key {receipt.keyid}")
-    typer.echo("    signed it;")
-    typer.echo("  - its verdict follows, by adjudge's rules, from the checks and the trust policy")
-    typer.echo("    it records;")
+    proves = [
+        f"the receipt has not been altered since the holder of key {receipt.keyid} signed it;",
+        "its verdict follows, by adjudge's rules, from the checks and the trust policy it records;",
+    ]
     if receipt.verdict.value == "PASS":
-        typer.echo("  - it carries a deterministic evidence-integrity proof: the judged result is")
-        typer.echo(f"    the one with digest {receipt.subject_digest}.")
+        proves.append(
+            "it carries a deterministic evidence-integrity proof: the judged result is the one "
+            f"with digest {receipt.subject_digest}."
+        )
+    _bullets(proves)
     typer.echo("What this does not prove:")
-    for line in DOES_NOT_PROVE:
-        typer.echo(f"  - {line}")
+    _bullets(DOES_NOT_PROVE)
+
+
+def read_signing_key(path: Path) -> SigningKey:
+    """Load a private key file for ``--sign``; unreadable or not a key: exit 2 with the reason.
+
+    For command modules that sign (``adjudge check --sign KEY --receipt OUT``).
+    """
+    try:
+        return SigningKey.from_pem(path.read_bytes())
+    except OSError as exc:
+        typer.echo(f"FILE_UNREADABLE: cannot read {path}: {exc.strerror}", err=True)
+        raise typer.Exit(EXIT_BAD_INPUT) from exc
+    except ReceiptError as exc:
+        _fail(exc, EXIT_BAD_INPUT)
+
+
+def write_receipt(path: Path, receipt: Receipt) -> None:
+    """Write one receipt (canonical JSON, one line); a write failure exits 2 with the reason."""
+    try:
+        path.write_bytes(receipt.to_bytes() + b"\n")
+    except OSError as exc:
+        typer.echo(f"FILE_UNWRITABLE: cannot write {path}: {exc.strerror}", err=True)
+        raise typer.Exit(EXIT_BAD_INPUT) from exc
 
 
 def _pinned_key(value: str) -> VerifyingKey | str:
