@@ -51,7 +51,7 @@ def test_receipt_verify_valid_says_what_it_proves_and_does_not(tmp_path: Path) -
     path.write_bytes(_log(1).receipts[0].to_bytes())
     result = RUNNER.invoke(app, ["receipt", "verify", str(path), "--key", KEY.keyid])
     assert result.exit_code == 0, result.output
-    assert "VALID" in result.output and "verdict: PASS" in result.output
+    assert "VALID" in result.output and "verdict:       PASS" in result.output
     assert "What this proves" in result.output
     assert "What this does not prove" in result.output
     assert "not the tenant's key" in result.output or "tenant's key" in result.output
