@@ -359,3 +359,50 @@ def test_non_ascii_receipts_round_trip() -> None:
     assert not receipt.envelope.payload.isascii()
     assert receipt.envelope.payload == rfc8785.dumps(json.loads(receipt.envelope.payload))
     assert verify(receipt.to_bytes(), KEY.keyid).verdict is Verdict.PASS
+
+
+def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    found = [prefix]
+    if isinstance(value, dict):
+        for k, v in value.items():
+            found += _paths(v, (*prefix, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            found += _paths(v, (*prefix, i))
+    return found
+
+
+STATEMENT = json.loads(RECEIPT.envelope.payload)
+STATEMENT_PATHS = _paths(STATEMENT)[1:]
+
+
+@settings(max_examples=300)
+@given(st.sampled_from(STATEMENT_PATHS), json_values | st.just("<delete>"))
+def test_any_signed_statement_edit_is_refused_cleanly(path: tuple[Any, ...], new: Any) -> None:
+    """Any field of a statement replaced (or deleted), then correctly signed: verification either
+    accepts a still-coherent receipt or refuses with a ReceiptError — it never crashes."""
+    body = json.loads(json.dumps(STATEMENT))
+    parent = body
+    for step in path[:-1]:
+        parent = parent[step]
+    if new == "<delete>":
+        del parent[path[-1]]
+    else:
+        parent[path[-1]] = new
+    try:
+        signed = _signed(body)
+    except ReceiptError:
+        return  # not even signable (an integer out of range): nothing to verify
+    try:
+        receipt = verify(signed, KEY.keyid)
+    except ReceiptError:
+        return
+    # Accepted: then a PASS still carries its deterministic integrity proof for its subject.
+    if receipt.verdict is Verdict.PASS:
+        assert any(
+            c["authority"] == "deterministic"
+            and c["verdict"] == "PASS"
+            and c.get("observable") == "evidence.content-digest"
+            and c.get("expression") == f'(= result "{receipt.subject_digest}")'
+            for c in receipt.predicate["checks"]
+        )

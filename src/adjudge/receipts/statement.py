@@ -112,11 +112,13 @@ def check_statement(statement: object) -> dict[str, Any]:
             "The receipt records a PASS without a deterministic evidence-integrity proof.",
             code="RECEIPT_VERDICT_INVALID",
         )
-    for name in ("sequence",):
-        if not isinstance(p.get(name), int) or isinstance(p.get(name), bool) or p[name] < 0:
-            raise _malformed("sequence is a whole number")
+    sequence = p.get("sequence")
+    if type(sequence) is not int or sequence < 0:
+        raise _malformed("sequence is a whole number")
     for name in ("previous", "criteriaDigest"):
-        value = p.get(name)
+        if name not in p:
+            raise _malformed(f"the predicate has no {name} (null when there is none)")
+        value = p[name]
         if value is not None and not (isinstance(value, str) and SHA256_DIGEST.fullmatch(value)):
             raise _malformed(f"{name} is a sha256: digest or null")
     if "supersedesReceiptId" in p:
@@ -133,6 +135,11 @@ def _replay(
     c = _object(raw, "a check")
     verdict = _member(_VERDICTS, c.get("verdict"), "verdict")
     authority = _member(_AUTHORITIES, c.get("authority"), "authority")
+    evidence = c.get("evidence")
+    if not isinstance(evidence, list) or not all(
+        isinstance(e, str) and SHA256_DIGEST.fullmatch(e) for e in evidence
+    ):
+        raise _malformed("a check's evidence is a list of sha256: digests")
     key = c.get("verifierKey")
     if key is not None and not isinstance(key, str):
         raise _malformed("verifierKey is a string")
