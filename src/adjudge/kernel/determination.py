@@ -23,6 +23,10 @@ from adjudge.kernel.authority import DEFAULT_POLICY, Authority, TrustPolicy
 from adjudge.kernel.observables import CONTENT_DIGEST, SHA256_DIGEST, parse_digest_equals
 from adjudge.kernel.verdicts import Check, Verdict, fold, require_aware, resolve
 
+#: The symbol that names the judged result in the integrity proof, ``(= result "sha256:…")``,
+#: and the name of a receipt's subject.
+SUBJECT = "result"
+
 
 def effective(
     verdict: Verdict, authority: Authority, verifier_key: str | None, policy: TrustPolicy
@@ -49,7 +53,9 @@ def is_integrity_proof(
     if observable != CONTENT_DIGEST or expression is None:
         return False
     predicate = parse_digest_equals(expression)
-    return predicate is not None and predicate.digest == subject_digest
+    return (
+        predicate is not None and predicate.symbol == SUBJECT and predicate.digest == subject_digest
+    )
 
 
 def derive(
@@ -91,13 +97,12 @@ class Determination:
     verdict: Verdict
     decided_at: datetime
     criteria_digest: str | None = None
-    subject_name: str = "result"
 
     def __post_init__(self) -> None:
         require_aware(self.decided_at, "decided_at")
-        if type(self.subject_name) is not str or not isinstance(self.policy, TrustPolicy):
+        if not isinstance(self.policy, TrustPolicy):
             raise CriteriaError(
-                "A determination names its subject with a string and carries a TrustPolicy.",
+                "A determination carries a TrustPolicy.",
                 code="DETERMINATION_INVALID",
             )
         for name, value in (("subject", self.subject_digest), ("criteria", self.criteria_digest)):
@@ -127,7 +132,6 @@ def determine(
     now: datetime,
     policy: TrustPolicy = DEFAULT_POLICY,
     criteria_digest: str | None = None,
-    subject_name: str = "result",
 ) -> Determination:
     """Fold ``checks`` about the subject into a :class:`Determination` as at ``now``.
 
@@ -150,5 +154,4 @@ def determine(
         verdict=verdict,
         decided_at=now,
         criteria_digest=criteria_digest,
-        subject_name=subject_name,
     )

@@ -16,7 +16,12 @@ from typing import Any, Final, TypeVar
 
 from adjudge.errors import CriteriaError, ReceiptError
 from adjudge.kernel.authority import Authority, TrustPolicy
-from adjudge.kernel.determination import Determination, effective, is_integrity_proof
+from adjudge.kernel.determination import (
+    SUBJECT,
+    Determination,
+    effective,
+    is_integrity_proof,
+)
 from adjudge.kernel.observables import SHA256_DIGEST
 from adjudge.kernel.verdicts import (
     EXPIRY_VERDICTS,
@@ -61,7 +66,7 @@ def build(
         "_type": STATEMENT_TYPE,
         "subject": [
             {
-                "name": determination.subject_name,
+                "name": SUBJECT,
                 "digest": {"sha256": determination.subject_digest.removeprefix("sha256:")},
             }
         ],
@@ -83,7 +88,10 @@ def check_statement(statement: object) -> dict[str, Any]:
     subject = s.get("subject")
     if not isinstance(subject, list) or len(subject) != 1:
         raise _malformed("a receipt has exactly one subject")
-    subject_digest = _object(_object(subject[0], "the subject").get("digest"), "subject.digest")
+    named = _object(subject[0], "the subject")
+    if named.get("name") != SUBJECT:
+        raise _malformed(f"the subject is named {SUBJECT!r}")
+    subject_digest = _object(named.get("digest"), "subject.digest")
     hex_digest = subject_digest.get("sha256")
     if not isinstance(hex_digest, str) or not SHA256_DIGEST.fullmatch("sha256:" + hex_digest):
         raise _malformed("the subject has no sha256 digest")
