@@ -2,13 +2,27 @@
 
 from __future__ import annotations
 
+import itertools
 from datetime import UTC, datetime, timedelta
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from adjudge.kernel import PRECEDENCE, Authority, Check, Pending, TrustPolicy, Verdict, fold
+from adjudge.errors import CriteriaError
+from adjudge.kernel import (
+    PRECEDENCE,
+    Authority,
+    Check,
+    Pending,
+    TrustPolicy,
+    Verdict,
+    fold,
+    observables,
+    semantic,
+)
+from adjudge.kernel import obligations as ob
 from adjudge.kernel.determination import effective
+from adjudge.kernel.observables import content_digest
 from adjudge.kernel.verdicts import EXPIRY_VERDICTS, resolve
 
 verdicts = st.sampled_from(list(Verdict))
@@ -69,3 +83,84 @@ def test_trust_only_lowers_verdicts(
     assert PRECEDENCE[got] >= PRECEDENCE[verdict]
     if got is Verdict.PASS:
         assert authority in trusted
+
+
+@given(st.sampled_from(["evidence.content-digest", "evidence.present", "x.y"]), st.text())
+def test_any_expression_binds_or_is_refused_cleanly(observable: str, expression: str) -> None:
+    """Arbitrary text either binds (and answers PASS, FAIL or UNKNOWN) or is a clean refusal."""
+    try:
+        binding = observables.bind(observable, expression)
+    except CriteriaError as exc:
+        assert exc.code == "EXPRESSION_MALFORMED"
+        return
+    seen = observables.evaluate(binding, {"result": content_digest(b"r")})
+    assert seen.verdict in {Verdict.PASS, Verdict.FAIL, Verdict.UNKNOWN}
+    if seen.verdict is not Verdict.UNKNOWN:
+        assert binding.status is observables.BindingStatus.DECIDABLE
+
+
+citations = st.builds(
+    semantic.Citation,
+    st.sampled_from(["log", "diff", "missing"]),
+    st.text(max_size=12),
+    st.one_of(st.text(max_size=8), st.builds(lambda t: content_digest(t.encode()), st.text())),
+)
+
+
+@given(
+    st.sampled_from(list(semantic.Stance)),
+    st.lists(citations, max_size=3),
+    st.one_of(st.none(), st.text(max_size=5)),
+    st.booleans(),
+)
+def test_a_model_never_says_yes(
+    stance: semantic.Stance,
+    cited: list[semantic.Citation],
+    predicate: str | None,
+    frozen: bool,
+) -> None:
+    """Whatever a model outputs, its routed verdict is never PASS, and only a cited conflict
+    on a grounded judgment is FAIL."""
+    case = semantic.EvaluationCase("c", content_digest(b"c"), frozen)
+    judgment = semantic.Judgment("c", content_digest(b"c"), stance, tuple(cited), predicate)
+    admitted = {"log": b"tests: 3 failed", "diff": b"+ added line"}
+    routed = semantic.route(judgment, case, admitted)
+    assert routed.verdict is not Verdict.PASS
+    if routed.verdict is Verdict.FAIL:
+        assert routed.outcome is semantic.Outcome.CITED_CONFLICT and cited and frozen
+    check = semantic.semantic_check("m", judgment, routed)
+    assert check.verdict in {Verdict.FAIL, Verdict.UNKNOWN}
+
+
+D1, D2, D3 = (content_digest(b"%d" % i) for i in range(3))
+leaves = st.builds(
+    observables.DigestEquals, st.sampled_from(["a", "b"]), st.sampled_from([D1, D2])
+) | st.builds(ob.Const, st.booleans())
+predicates = st.recursive(
+    leaves,
+    lambda inner: (
+        st.builds(ob.Not, inner)
+        | st.builds(ob.AllOf, st.lists(inner, max_size=3).map(tuple))
+        | st.builds(ob.AnyOf, st.lists(inner, max_size=3).map(tuple))
+    ),
+    max_leaves=8,
+)
+
+
+@given(predicates)
+def test_falsifiability_is_decided_exactly(predicate: ob.Predicate) -> None:
+    """An obligation is admitted exactly when some assignment makes it fail, and the witness it
+    returns does fail it (checked against brute force over a wider domain)."""
+    result = ob.admit(ob.Obligation("o", predicate), None)
+    leaves_ = list(ob._leaves(predicate))
+    symbols = sorted({x.symbol for x in leaves_ if isinstance(x, observables.DigestEquals)})
+    if not symbols:
+        assert isinstance(result, ob.Refused) and result.code is ob.ObligationCode.VACUOUS_PREDICATE
+        return
+    can_fail = any(
+        not ob.holds(predicate, dict(zip(symbols, values, strict=True)))
+        for values in itertools.product([D1, D2, D3], repeat=len(symbols))
+    )
+    assert isinstance(result, ob.Admitted) is can_fail
+    if isinstance(result, ob.Admitted):
+        assert not ob.holds(predicate, result.witness)
