@@ -406,3 +406,17 @@ def test_any_signed_statement_edit_is_refused_cleanly(path: tuple[Any, ...], new
             and c.get("expression") == f'(= result "{receipt.subject_digest}")'
             for c in receipt.predicate["checks"]
         )
+
+
+def test_base64_must_be_canonical() -> None:
+    """Stray padding bits or missing padding in the envelope's base64 are refused."""
+    data = json.loads(RECEIPT.to_bytes())
+    sig = data["signatures"][0]["sig"]  # 64 bytes: ends in one data char and "=="
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+    last = sig[-3]
+    stray = alphabet[alphabet.index(last) ^ 1]  # same decoded byte, different unused bits
+    for bad in (sig[:-3] + stray + "==", sig.rstrip("=")):
+        data["signatures"][0]["sig"] = bad
+        with pytest.raises(ReceiptError) as err:
+            Envelope.from_dict(json.loads(json.dumps(data)))
+        assert err.value.code == "RECEIPT_MALFORMED"

@@ -29,7 +29,7 @@ def canonical_bytes(value: Any) -> bytes:
 
 def encode_plain(value: Any) -> bytes:
     """RFC 8785 bytes of a value already known to be plain JSON (no floats, safe integers)."""
-    fast = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    fast = _ENCODER.encode(value)
     if fast.isascii():
         return fast.encode("ascii")
     try:
@@ -47,18 +47,11 @@ def parse_exact(data: bytes) -> Any:
     byte-identical to RFC 8785 (same key order, same escapes); anything else takes ``rfc8785``.
     """
     try:
-        value = json.loads(
-            data.decode("utf-8"),
-            parse_float=_no_float,
-            parse_constant=_no_float,
-            parse_int=_safe_int,
-        )
+        value = _DECODER.decode(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise ReceiptError(f"Not canonical JSON: {exc}", code="RECEIPT_MALFORMED") from exc
-    if data.isascii():
-        fast = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-        if fast.encode("ascii") == data:
-            return value
+    if data.isascii() and _ENCODER.encode(value).encode("ascii") == data:
+        return value
     try:
         exact = canonical_bytes(value)
     except ReceiptError as exc:
@@ -80,6 +73,11 @@ def _safe_int(text: str) -> int:
     if not -_MAX_SAFE <= number <= _MAX_SAFE:
         raise ValueError(f"integer {text} is outside the I-JSON range")
     return number
+
+
+# Built once: json.dumps/json.loads with options build a new coder on every call.
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+_DECODER = json.JSONDecoder(parse_float=_no_float, parse_constant=_no_float, parse_int=_safe_int)
 
 
 def digest(value: Any) -> str:

@@ -13,6 +13,7 @@ stay on the log. Nothing here edits or deletes.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -127,7 +128,10 @@ def verify(data: bytes | Envelope, key: VerifyingKey | str) -> Receipt:
     signer_field = predicate.get("signer") if isinstance(predicate, dict) else None
     if not isinstance(signer_field, dict):
         raise ReceiptError("The statement names no signer key.", code="RECEIPT_MALFORMED")
-    carried = VerifyingKey.from_base64(str(signer_field.get("publicKey")))
+    carried_text = signer_field.get("publicKey")
+    if not isinstance(carried_text, str):
+        raise ReceiptError("The statement's signer key is not a string.", code="RECEIPT_MALFORMED")
+    carried = _carried_key(carried_text)
     pinned = key if isinstance(key, VerifyingKey) else None
     fingerprint = key.keyid if isinstance(key, VerifyingKey) else key.lower()
     if not FINGERPRINT.fullmatch(fingerprint):
@@ -250,6 +254,12 @@ class ReceiptLog:
     def lines(self) -> list[bytes]:
         """The log as JSON Lines, one canonical envelope per line."""
         return [r.to_bytes() for r in self._receipts]
+
+
+@functools.lru_cache(maxsize=64)
+def _carried_key(text: str) -> VerifyingKey:
+    """The public key a statement carries; a log repeats one key, so parse it once."""
+    return VerifyingKey.from_base64(text)
 
 
 def _receipt(signed: Envelope, body: dict[str, Any], payload: bytes) -> Receipt:

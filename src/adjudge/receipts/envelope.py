@@ -134,11 +134,13 @@ def _unb64(value: object, name: str) -> bytes:
     if not isinstance(value, str):
         raise _malformed(f"{name} is a base64 string")
     try:
-        data = base64.b64decode(value, validate=True)
+        data = binascii.a2b_base64(value, strict_mode=True)
     except (binascii.Error, ValueError) as exc:
         raise _malformed(f"{name} is not standard base64") from exc
-    # Refuse non-canonical encodings (stray padding bits), so no two texts carry one value.
-    if _b64(data) != value:
+    # Refuse non-canonical encodings, so no two texts carry one value: the length must be the
+    # padded length, and the last group must re-encode to itself (no stray padding bits).
+    tail = len(data) % 3
+    if len(value) != 4 * ((len(data) + 2) // 3) or (tail and _b64(data[-tail:]) != value[-4:]):
         raise _malformed(f"{name} is not canonical base64")
     return data
 
