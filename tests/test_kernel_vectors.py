@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 from adjudge.errors import Error
@@ -52,13 +53,28 @@ def _expand(value: Any) -> Any:
     return value
 
 
+FILES = sorted(VECTORS.glob("kernel_*.json"))
+SCHEMA = json.loads((VECTORS / "kernel.schema.json").read_text(encoding="utf-8"))
+
+
 def _load() -> list[Any]:
     cases = []
-    for path in sorted(VECTORS.glob("kernel_*.json")):
+    for path in FILES:
         for vector in json.loads(path.read_text(encoding="utf-8"))["vectors"]:
-            assert {"description", "rule", "kind", "input", "expect"} <= set(vector), vector
             cases.append(pytest.param(vector, id=f"{path.stem}: {vector['description']}"))
     return cases
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_vector_file_matches_its_schema(path: Path) -> None:
+    """Every vector file is well-formed: the schema catches a typo before a runner does."""
+    jsonschema.validate(json.loads(path.read_text(encoding="utf-8")), SCHEMA)
+
+
+def test_descriptions_are_unique() -> None:
+    """Test ids come from descriptions, so no two vectors may share one."""
+    ids = [p.id for p in _load()]
+    assert len(ids) == len(set(ids))
 
 
 def _time(text: str) -> datetime:

@@ -66,9 +66,16 @@ def no_self_verification(
     claims: Iterable[Claim], verifications: Iterable[Verification], *, current_cycle: int
 ) -> Refusal | None:
     """A completion is legitimate only if a named actor who never claimed the task verified it
-    in the current cycle. Stale approvals from earlier cycles and unnamed actors never count.
+    in the current cycle. Stale approvals from earlier cycles and unnamed verifiers never count,
+    and a claim by an unnamed actor refuses outright: no verifier can be shown distinct from it.
     """
-    claimers = {c.actor for c in claims if _named(c.actor)}
+    claims = list(claims)
+    if any(not _named(c.actor) for c in claims):
+        return Refusal(
+            RailCode.SELF_VERIFICATION,
+            "an unnamed actor claimed the task, so no verifier can be shown distinct from it",
+        )
+    claimers = {c.actor for c in claims}
     if any(
         v.cycle == current_cycle and _named(v.actor) and v.actor not in claimers
         for v in verifications
@@ -98,6 +105,11 @@ def verifier_not_author(verifier: str | None, links: Iterable[Link]) -> Refusal 
     if not _named(verifier):
         return Refusal(RailCode.VERIFIER_AUTHORED_WORK, "the verifier is unnamed")
     for link in links:
+        if not _named(link.committer):
+            return Refusal(
+                RailCode.VERIFIER_AUTHORED_WORK,
+                "a link anchoring the work has no named committer; it could be the verifier's",
+            )
         if link.committer == verifier:
             state = "a superseded" if link.superseded else "a"
             return Refusal(
