@@ -108,45 +108,62 @@ def verify(data: bytes | Envelope, key: VerifyingKey | str) -> Receipt:
 
     The steps:
 
-    1. Parse the envelope (``RECEIPT_MALFORMED`` if it is not one).
-    2. Its payload type is in-toto's and its statement is canonical JSON.
-    3. The key: a fingerprint pins the public key the statement carries, which must hash to
-       it; a public key must be the one the statement names (``RECEIPT_KEY_MISMATCH``).
-    4. The DSSE signature over the PAE verifies under that key (``RECEIPT_SIGNATURE_INVALID``).
+    1. Parse the envelope (``RECEIPT_MALFORMED`` if it is not one); the payload type must be
+       in-toto's.
+    2. The key. A pinned public key is used as given. A pinned fingerprint pins the public key
+       the statement carries, which must hash to it; this is the one thing read from the payload
+       before its signature is checked, and nothing read is trusted until step 3 passes.
+       Either way the statement must name the pinned key (``RECEIPT_KEY_MISMATCH``).
+    3. The DSSE signature over the PAE verifies under that key (``RECEIPT_SIGNATURE_INVALID``).
+    4. The statement is RFC 8785 canonical JSON (``RECEIPT_MALFORMED``).
     5. The verdict re-derives from the recorded checks and policy (``RECEIPT_VERDICT_INVALID``).
     """
     signed = data if isinstance(data, Envelope) else Envelope.from_bytes(data)  # (1)
-    if signed.payload_type != IN_TOTO_PAYLOAD_TYPE:  # (2)
+    if signed.payload_type != IN_TOTO_PAYLOAD_TYPE:
         raise ReceiptError(
             f"payloadType is {signed.payload_type!r}, not {IN_TOTO_PAYLOAD_TYPE}.",
             code="RECEIPT_MALFORMED",
         )
-    body = parse_exact(signed.payload)
+    if isinstance(key, VerifyingKey):  # (2) and (3): a known key verifies before any parsing
+        envelope.verify(signed, key)
+        body = _statement(signed.payload)  # (4)
+        _require_signer(body, key.keyid, key)
+    else:
+        fingerprint = key.lower() if isinstance(key, str) else ""
+        if not FINGERPRINT.fullmatch(fingerprint):
+            raise ReceiptError(
+                "A pinned key is a public key or its fingerprint (64 hex characters).",
+                code="KEY_INVALID",
+            )
+        body = _statement(signed.payload)  # (4), which also yields the carried key
+        carried = _require_signer(body, fingerprint, None)
+        envelope.verify(signed, carried)  # (3)
+    statement.check_statement(body)  # (5)
+    return _receipt(signed, body, signed.payload)
+
+
+def _statement(payload: bytes) -> dict[str, Any]:
+    body = parse_exact(payload)
     if not isinstance(body, dict):
         raise ReceiptError("The payload is not a JSON object.", code="RECEIPT_MALFORMED")
+    return body
+
+
+def _require_signer(
+    body: dict[str, Any], fingerprint: str, pinned: VerifyingKey | None
+) -> VerifyingKey:
+    """The key the statement carries, if it is the pinned one; else ``RECEIPT_KEY_MISMATCH``."""
     predicate = body.get("predicate")
     signer_field = predicate.get("signer") if isinstance(predicate, dict) else None
-    if not isinstance(signer_field, dict):
+    if not isinstance(signer_field, dict) or not isinstance(signer_field.get("publicKey"), str):
         raise ReceiptError("The statement names no signer key.", code="RECEIPT_MALFORMED")
-    carried_text = signer_field.get("publicKey")
-    if not isinstance(carried_text, str):
-        raise ReceiptError("The statement's signer key is not a string.", code="RECEIPT_MALFORMED")
-    carried = _carried_key(carried_text)
-    pinned = key if isinstance(key, VerifyingKey) else None
-    fingerprint = key.keyid if isinstance(key, VerifyingKey) else key.lower()
-    if not FINGERPRINT.fullmatch(fingerprint):
-        raise ReceiptError(
-            "A pinned key is a public key or its fingerprint (64 hex characters).",
-            code="KEY_INVALID",
-        )
-    if carried.keyid != fingerprint or signer_field.get("keyid") != fingerprint:  # (3)
+    carried = _carried_key(signer_field["publicKey"])
+    if carried.keyid != fingerprint or signer_field.get("keyid") != fingerprint:
         raise ReceiptError(
             f"The receipt was signed by key {carried.keyid}, not the pinned key {fingerprint}.",
             code="RECEIPT_KEY_MISMATCH",
         )
-    envelope.verify(signed, pinned or carried)  # (4)
-    statement.check_statement(body)  # (5)
-    return _receipt(signed, body, signed.payload)
+    return pinned or carried
 
 
 @dataclass(frozen=True, slots=True)
