@@ -8,6 +8,7 @@ can reach ``adjudge.workers`` — and fails, too, if the scan covers fewer modul
 
 from __future__ import annotations
 
+import ast
 import sys
 from pathlib import Path
 
@@ -67,3 +68,23 @@ def test_the_gate_catches_an_indirect_import(
     ]
     for name in [m for m in sys.modules if m.startswith("gatepkg")]:
         del sys.modules[name]
+
+
+CLOCK_READS = {"now", "utcnow", "today", "time", "monotonic", "perf_counter"}
+IO_CALLS = {"open", "input", "print"}
+
+
+def test_the_pure_core_reads_no_clock_and_does_no_io() -> None:
+    """kernel and receipts never call a clock or a file/console function: time is passed in."""
+    package = Path(adjudge.__file__).parent
+    found = []
+    for area in ("kernel", "receipts"):
+        for path in sorted((package / area).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if not isinstance(node, ast.Call):
+                    continue
+                func = node.func
+                name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+                if name in CLOCK_READS or (isinstance(func, ast.Name) and name in IO_CALLS):
+                    found.append(f"{path.relative_to(package)}:{node.lineno} calls {name}")
+    assert found == []
