@@ -125,3 +125,16 @@ def test_signing_helpers_for_other_commands(tmp_path: Path) -> None:
     out = tmp_path / "r.json"
     write_receipt(out, _log(1).receipts[0])
     assert out.read_bytes().endswith(b"\n") and out.read_bytes().count(b"\n") == 1
+
+
+def test_verify_chain_against_a_head_it_does_not_end_at(tmp_path: Path) -> None:
+    """A log cut short fails against the head pinned before the cut (exit 1)."""
+    log = _log(3)
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(b"\n".join(log.lines()[:2]))
+    head = log.receipts[-1].receipt_id
+    result = RUNNER.invoke(
+        app, ["receipt", "verify-chain", str(path), "--key", KEY.keyid, "--head", head]
+    )
+    assert result.exit_code == 1
+    assert "truncated" in result.output

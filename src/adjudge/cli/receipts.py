@@ -59,8 +59,8 @@ def keys_new(
 ) -> None:
     """Make a new Ed25519 key pair; print the fingerprint to pin.
 
-    Writes ``adjudge-<fingerprint prefix>.key`` (private, PKCS#8 PEM, mode 0600) and ``.pub``
-    (public, PEM). Never overwrites an existing file (exit 2).
+    Writes adjudge-FINGERPRINT_PREFIX.key (private, PKCS#8 PEM, mode 0600) and .pub (public,
+    PEM). Never overwrites an existing file (exit 2).
     """
     key = SigningKey.generate()
     stem = out / f"adjudge-{key.keyid[:16]}"
