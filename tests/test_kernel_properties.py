@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from datetime import UTC, datetime, timedelta
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from adjudge.errors import CriteriaError
@@ -33,6 +33,7 @@ moments = st.datetimes(
 evaluator_expiries = st.sampled_from(sorted(EXPIRY_VERDICTS - {Verdict.MISMATCH}))
 
 
+@settings(deadline=None)  # speed is not the property under test; machines vary
 @given(st.lists(verdicts), st.randoms())
 def test_fold_is_order_free(items: list[Verdict], rnd: object) -> None:
     """Shuffling the checks never changes the fold."""
@@ -41,6 +42,7 @@ def test_fold_is_order_free(items: list[Verdict], rnd: object) -> None:
     assert fold(items) is fold(shuffled)
 
 
+@settings(deadline=None)  # speed is not the property under test; machines vary
 @given(st.lists(verdicts), st.integers(min_value=0))
 def test_adding_fail_never_improves_a_fold(items: list[Verdict], at: int) -> None:
     """Adding a FAIL anywhere never moves the fold towards PASS."""
@@ -50,6 +52,7 @@ def test_adding_fail_never_improves_a_fold(items: list[Verdict], at: int) -> Non
     assert fold(worse) is not Verdict.PASS
 
 
+@settings(deadline=None)  # speed is not the property under test; machines vary
 @given(st.lists(verdicts, min_size=1))
 def test_fold_is_one_of_its_inputs(items: list[Verdict]) -> None:
     """A non-empty fold returns the highest-ranked input, never an invented verdict."""
@@ -57,6 +60,7 @@ def test_fold_is_one_of_its_inputs(items: list[Verdict]) -> None:
     assert fold(items) is max(items, key=PRECEDENCE.__getitem__)
 
 
+@settings(deadline=None)  # speed is not the property under test; machines vary
 @given(moments, evaluator_expiries, moments)
 def test_pending_never_resolves_to_pass(
     deadline: datetime, expires_to: Verdict, now: datetime
@@ -74,6 +78,7 @@ def test_pending_never_resolves_to_pass(
     assert resolve(check, deadline + timedelta(microseconds=1)) is expires_to
 
 
+@settings(deadline=None)  # speed is not the property under test; machines vary
 @given(verdicts, st.sampled_from(list(Authority)), st.frozensets(st.sampled_from(list(Authority))))
 def test_trust_only_lowers_verdicts(
     verdict: Verdict, authority: Authority, trusted: frozenset[Authority]
@@ -85,6 +90,7 @@ def test_trust_only_lowers_verdicts(
         assert authority in trusted
 
 
+@settings(deadline=None)  # speed is not the property under test; machines vary
 @given(st.sampled_from(["evidence.content-digest", "evidence.present", "x.y"]), st.text())
 def test_any_expression_binds_or_is_refused_cleanly(observable: str, expression: str) -> None:
     """Arbitrary text either binds (and answers PASS, FAIL or UNKNOWN) or is a clean refusal."""
@@ -107,6 +113,7 @@ citations = st.builds(
 )
 
 
+@settings(deadline=None)  # speed is not the property under test; machines vary
 @given(
     st.sampled_from(list(semantic.Stance)),
     st.lists(citations, max_size=3),
@@ -147,6 +154,7 @@ predicates = st.recursive(
 )
 
 
+@settings(deadline=None)  # speed is not the property under test; machines vary
 @given(predicates)
 def test_falsifiability_is_decided_exactly(predicate: ob.Predicate) -> None:
     """An obligation is admitted exactly when some assignment makes it fail, and the witness it

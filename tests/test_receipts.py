@@ -174,7 +174,7 @@ def test_non_canonical_payload_is_refused() -> None:
     assert err.value.code == "RECEIPT_MALFORMED"
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(st.data())
 def test_flipping_any_byte_breaks_verification(data: st.DataObject) -> None:
     """Any single byte changed anywhere in a serialized envelope: it no longer verifies."""
@@ -193,6 +193,7 @@ json_values = st.recursive(
 )
 
 
+@settings(deadline=None)  # speed is not the property under test; machines vary
 @given(st.dictionaries(st.text(), json_values), st.randoms())
 def test_canonical_bytes_ignore_key_order(value: dict[str, Any], rnd: Any) -> None:
     """The same mapping in any key order canonicalizes to the same bytes."""
@@ -328,6 +329,7 @@ ascii_json = st.recursive(
 )
 
 
+@settings(deadline=None)  # speed is not the property under test; machines vary
 @given(ascii_json | json_values)
 def test_canonical_bytes_are_rfc8785(value: Any) -> None:
     """The fast path and the rfc8785 package agree byte for byte, control characters included."""
@@ -376,7 +378,7 @@ STATEMENT = json.loads(RECEIPT.envelope.payload)
 STATEMENT_PATHS = _paths(STATEMENT)[1:]
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(st.sampled_from(STATEMENT_PATHS), json_values | st.just("<delete>"))
 def test_any_signed_statement_edit_is_refused_cleanly(path: tuple[Any, ...], new: Any) -> None:
     """Any field of a statement replaced (or deleted), then correctly signed: verification either
