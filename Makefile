@@ -28,6 +28,7 @@ demo: setup
 
 bench: setup
 	$(BIN)/python benchmarks/autocheck.py
+	$(BIN)/python benchmarks/receipts.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

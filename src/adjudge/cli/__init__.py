@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import typer
 
-from adjudge.cli import check
+from adjudge.cli import check, receipts
 
-AREAS = (check,)
+AREAS = (check, receipts)
 
 app = typer.Typer(
     name="adjudge",
