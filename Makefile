@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: setup test lint demo bench clean
+.PHONY: setup test lint demo bench bench-calls clean
 
 setup: $(VENV)/.installed
 
@@ -28,6 +28,9 @@ demo: setup
 
 bench: setup
 	$(BIN)/python benchmarks/autocheck.py
+
+bench-calls: setup
+	$(BIN)/python benchmarks/calls.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

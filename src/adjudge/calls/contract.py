@@ -24,11 +24,13 @@ from jsonschema.exceptions import SchemaError, ValidationError, best_match
 from referencing import Registry
 from referencing.jsonschema import DRAFT202012
 
+from adjudge.calls._jmes import compile_node
 from adjudge.errors import CriteriaError
 
 __all__ = [
     "Contract",
     "Expression",
+    "ExpressionError",
     "ShapeCheck",
     "compile_expression",
     "map_response",
@@ -59,18 +61,32 @@ _SCHEMA_ONE = frozenset(
 )
 
 
-class Expression:
-    """A compiled JMESPath expression that remembers its source text."""
+class ExpressionError(Exception):
+    """A JMESPath expression broke on the data it was given (a type error in the data)."""
 
-    __slots__ = ("_parsed", "source")
+
+class Expression:
+    """A compiled JMESPath expression that remembers its source text.
+
+    Searching gives exactly the interpreter's answer; common node types run as compiled
+    closures (see ``_jmes``), the rest through ``jmespath``'s own interpreter.
+    """
+
+    __slots__ = ("_fast", "_parsed", "source")
 
     def __init__(self, source: str, parsed: jmespath.parser.ParsedResult) -> None:
         self.source = source
         self._parsed = parsed
+        self._fast = compile_node(parsed.parsed)
 
     def search(self, data: Any) -> Any:
-        """Evaluate on ``data``; raises ``jmespath.exceptions.JMESPathError`` on a type error."""
-        return self._parsed.search(data)
+        """Evaluate on ``data``; raises :class:`ExpressionError` when the data breaks it."""
+        try:
+            if self._fast is not None:
+                return self._fast(data)
+            return self._parsed.search(data)
+        except (jmespath.exceptions.JMESPathError, TypeError, ValueError) as exc:
+            raise ExpressionError(str(exc)) from None
 
     def __repr__(self) -> str:
         return f"Expression({self.source!r})"
@@ -131,10 +147,9 @@ class Contract:
         if self._fast is not None:
             try:
                 self._fast(output)
-            except fastjsonschema.JsonSchemaException:
-                pass  # the authoritative validator below finds and names the error
-            else:
-                return ShapeCheck(ok=True, output=output)
+            except fastjsonschema.JsonSchemaValueException as exc:
+                return self._fast_failure(output, exc)
+            return ShapeCheck(ok=True, output=output)
         error = best_match(self._validator.iter_errors(output))
         if error is None:
             return ShapeCheck(ok=True, output=output)
@@ -149,6 +164,28 @@ class Contract:
             stage="schema",
             path=path,
             reason=error.message + self._mapped_from(path),
+        )
+
+    def _fast_failure(
+        self, output: Any, exc: fastjsonschema.JsonSchemaValueException
+    ) -> ShapeCheck:
+        """The fast validator's first error, spelled like the reference validator's path."""
+        name = exc.name or "data"
+        path = "$" + name[4:] if name.startswith("data") else "$"
+        reason = exc.message
+        if reason.startswith(name):
+            reason = path + reason[len(name) :]
+        if exc.rule == "required" and isinstance(exc.value, dict):
+            missing = [n for n in exc.rule_definition or () if n not in exc.value]
+            if missing:  # name the field that is missing, not the object that lacks it
+                path = f"{path}.{missing[0]}"
+                reason = f"{missing[0]!r} is a required property"
+        return ShapeCheck(
+            ok=False,
+            output=output,
+            stage="schema",
+            path=path,
+            reason=reason + self._mapped_from(path),
         )
 
     def _mapped_from(self, path: str) -> str:
@@ -173,10 +210,11 @@ def _json_path(error: ValidationError) -> str:
 def map_response(contract: Contract, raw: Any) -> ShapeCheck:
     """Map the provider's raw JSON into the tool's output shape, then check the shape.
 
-    With no mapping the raw JSON is the output. With a field mapping, each output field is its
-    expression's value; a field whose expression finds nothing (null) is left out, so the schema's
-    ``required`` names it. An expression that breaks on the data (a JMESPath type error) fails
-    the shape check at the mapping boundary, naming the field and the expression.
+    With no mapping the raw JSON is the output, as sent. With a mapping (one expression, or one
+    expression per output field) object members whose value is null are left out at every depth,
+    so the schema's ``required`` names a missing field. An expression that breaks on the data
+    (a JMESPath type error) fails the shape check at the mapping boundary, naming the field and
+    the expression.
     """
     mapping = contract.mapping
     where, expr = "$", mapping if isinstance(mapping, Expression) else None
@@ -184,15 +222,15 @@ def map_response(contract: Contract, raw: Any) -> ShapeCheck:
         if mapping is None:
             output = raw
         elif isinstance(mapping, Expression):
-            output = mapping.search(raw)
+            output = _drop_nulls(mapping.search(raw))
         else:
             output = {}
             for name, expr in mapping:
                 where = f"$.{name}"
                 value = expr.search(raw)
                 if value is not None:
-                    output[name] = value
-    except jmespath.exceptions.JMESPathError as exc:
+                    output[name] = _drop_nulls(value)
+    except ExpressionError as exc:
         source = f" (expression {expr.source!r})" if expr is not None else ""
         return ShapeCheck(
             ok=False,
@@ -203,6 +241,20 @@ def map_response(contract: Contract, raw: Any) -> ShapeCheck:
             schema_declared=contract.output_schema is not None,
         )
     return contract.check_shape(output)
+
+
+def _drop_nulls(value: Any) -> Any:
+    """The mapped value with null object members removed, at every depth.
+
+    JMESPath answers null for what it cannot find, so ``{url: url}`` on an item without a URL
+    yields ``{"url": null}``. In the tool's shape a missing optional field is absent, and the
+    schema's ``required`` names a missing required one, rather than a type error on null.
+    """
+    if isinstance(value, dict):
+        return {k: _drop_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_drop_nulls(v) for v in value]
+    return value
 
 
 def register_contract(data: object) -> Contract:
@@ -350,7 +402,8 @@ def _compile_fast(schema: object) -> Callable[[Any], Any] | None:
             schema,  # type: ignore[arg-type]
             use_default=False,  # never write defaults into the data being judged
             use_formats=False,  # 2020-12: `format` is an annotation, not an assertion
-            detailed_exceptions=False,
+            # Details cost nothing on valid data and name the path on invalid data.
+            detailed_exceptions=True,
         )
     except Exception:  # a schema the fast compiler cannot handle simply takes the slow path
         return None

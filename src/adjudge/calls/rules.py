@@ -28,9 +28,8 @@ from datetime import datetime
 from fractions import Fraction
 from typing import Any
 
-import jmespath.exceptions
-
-from adjudge.calls.contract import Expression, compile_expression
+from adjudge.calls._jmes import is_false
+from adjudge.calls.contract import Expression, ExpressionError, compile_expression
 from adjudge.calls.outcomes import DETERMINISTIC, CheckRow, Outcome
 from adjudge.errors import CriteriaError
 
@@ -47,8 +46,8 @@ __all__ = [
 
 _CODE = "POLICY_RULE_INVALID"
 
-# One judged value: where it sits in the output (a JSON path) and the value itself.
-_Located = tuple[str, Any]
+# One judged value: its index in the list at the rule's path (-1: not in a list), and the value.
+_Located = tuple[int, Any]
 # A judging function returns (outcome, path that decided it, reason).
 _Judgment = tuple[Outcome, str, str]
 
@@ -110,36 +109,45 @@ def _resolve(rule: Rule, output: Any) -> Any:
         return output
     try:
         return rule.path.search(output)
-    except jmespath.exceptions.JMESPathError as exc:
+    except ExpressionError as exc:
         raise _Misapplied(rule.where, f"the rule's path cannot be evaluated here: {exc}") from None
 
 
 def _values(rule: Rule, output: Any) -> list[_Located]:
-    """The values a per-value rule judges, each with its JSON path.
+    """The values a per-value rule judges, each with its index (-1: not in a list).
 
     The path must exist (else the rule is misapplied). A list is judged item by item; with a
     ``field`` each item (or the single object) must be an object and its field is judged. A
-    missing optional field is skipped, not failed: the schema decides what is required.
+    missing optional field is skipped, not failed: the schema decides what is required. Paths
+    are only spelled out for the value that decides, so a passing rule builds no strings.
     """
     base = _resolve(rule, output)
-    where = rule.where
     if base is None:
-        raise _Misapplied(where, f"the output has nothing at {where}")
-    items: list[_Located] = (
-        [(f"{where}[{i}]", item) for i, item in enumerate(base)]
-        if isinstance(base, list)
-        else [(where, base)]
-    )
-    if rule.field is None:
-        return [(p, v) for p, v in items if v is not None]
+        raise _Misapplied(rule.where, f"the output has nothing at {rule.where}")
+    items = list(enumerate(base)) if isinstance(base, list) else [(-1, base)]
+    field = rule.field
+    if field is None:
+        return [(i, v) for i, v in items if v is not None]
     out: list[_Located] = []
-    for path, item in items:
-        if not isinstance(item, Mapping):
-            raise _Misapplied(path, f"{path} is not an object, so it has no field {rule.field!r}")
-        value = item.get(rule.field)
+    for i, item in items:
+        if not isinstance(item, dict):
+            path = _item_path(rule, i)
+            raise _Misapplied(path, f"{path} is not an object, so it has no field {field!r}")
+        value = item.get(field)
         if value is not None:
-            out.append((f"{path}.{rule.field}", value))
+            out.append((i, value))
     return out
+
+
+def _item_path(rule: Rule, index: int) -> str:
+    """``$.path[3]`` (or ``$.path`` for a value not in a list)."""
+    return rule.where if index < 0 else f"{rule.where}[{index}]"
+
+
+def _value_path(rule: Rule, index: int) -> str:
+    """``$.path[3].field``: where a judged value sits."""
+    path = _item_path(rule, index)
+    return path if rule.field is None else f"{path}.{rule.field}"
 
 
 def _list_at(rule: Rule, output: Any) -> list[Any]:
@@ -156,14 +164,29 @@ def _kind_of(value: Any) -> str:
     )
 
 
-def _judge_each(values: list[_Located], check: Callable[[str, Any], str | None]) -> _Judgment:
-    """Apply ``check`` to every value; the first failure decides. No values: nothing to judge."""
+class _Unjudgeable(Exception):
+    """Raised by a per-value check for a value it cannot judge (the rule is misapplied)."""
+
+
+def _judge_each(
+    rule: Rule, values: list[_Located], check: Callable[[Any], str | None]
+) -> _Judgment:
+    """Apply ``check`` to every value; the first failure decides. No values: nothing to judge.
+
+    ``check`` returns why the value fails (a phrase the value's path is put before) or ``None``,
+    and raises ``_Unjudgeable`` for a value of the wrong kind.
+    """
     if not values:
         return Outcome.NOT_APPLICABLE, "", "there was nothing to judge"
-    for path, value in values:
-        failure = check(path, value)
+    for index, value in values:
+        try:
+            failure = check(value)
+        except _Unjudgeable as exc:
+            path = _value_path(rule, index)
+            raise _Misapplied(path, f"{path} {exc}") from None
         if failure is not None:
-            return Outcome.FAIL, path, failure
+            path = _value_path(rule, index)
+            return Outcome.FAIL, path, f"{path} {failure}"
     return Outcome.PASS, "", f"{len(values)} value(s) met the rule"
 
 
@@ -180,131 +203,127 @@ def _min_results(rule: Rule, output: Any, request: Any, at: datetime) -> _Judgme
 
 def _required_values(rule: Rule, output: Any, request: Any, at: datetime) -> _Judgment:
     base = _resolve(rule, output)
-    where = rule.where
     if base is None:
-        raise _Misapplied(where, f"the output has nothing at {where}")
-    items = (
-        [(f"{where}[{i}]", item) for i, item in enumerate(base)]
-        if isinstance(base, list)
-        else [(where, base)]
-    )
+        raise _Misapplied(rule.where, f"the output has nothing at {rule.where}")
+    items = list(enumerate(base)) if isinstance(base, list) else [(-1, base)]
     if not items:
         return Outcome.NOT_APPLICABLE, "", "there was nothing to judge"
-    for path, item in items:
-        if not isinstance(item, Mapping):
+    for index, item in items:
+        if not isinstance(item, dict):
+            path = _item_path(rule, index)
             raise _Misapplied(path, f"{path} is {_kind_of(item)}, not an object with fields")
         for name in rule.params["fields"]:
             value = item.get(name)
-            # "Required" means present and carrying something: null, "" and [] carry nothing.
-            if (
-                value is None
-                or value in ("", [], {})
-                or (isinstance(value, str) and not value.strip())
-            ):
-                return Outcome.FAIL, f"{path}.{name}", f"{path}.{name} is missing or empty"
+            # "Required" means present and carrying something: null, "", [] and {} carry
+            # nothing, nor does a string of only whitespace.
+            if value is None or value in ("", [], {}) or (type(value) is str and value.isspace()):
+                path = f"{_item_path(rule, index)}.{name}"
+                return Outcome.FAIL, path, f"{path} is missing or empty"
     return Outcome.PASS, "", f"{len(items)} item(s) carry every required value"
 
 
 def _freshness(rule: Rule, output: Any, request: Any, at: datetime) -> _Judgment:
     max_age = rule.params["max_age_seconds"]
 
-    def check(path: str, value: Any) -> str | None:
-        stamp = _timestamp(path, value)
-        age = (at - stamp).total_seconds()
+    def check(value: Any) -> str | None:
+        age = (at - _timestamp(value)).total_seconds()
         if age > max_age:
-            return f"{path} is {int(age)} s old at the call's time; the limit is {max_age} s"
+            return f"is {int(age)} s old at the call's time; the limit is {max_age} s"
         return None
 
-    return _judge_each(_values(rule, output), check)
+    return _judge_each(rule, _values(rule, output), check)
 
 
-def _timestamp(path: str, value: Any) -> datetime:
+def _timestamp(value: Any) -> datetime:
     """An RFC 3339 / ISO 8601 timestamp with an offset; anything else cannot be judged."""
     if not isinstance(value, str):
-        raise _Misapplied(path, f"{path} is {_kind_of(value)}, not a timestamp")
+        raise _Unjudgeable(f"is {_kind_of(value)}, not a timestamp")
     try:
         stamp = datetime.fromisoformat(value)
     except ValueError:
-        raise _Misapplied(path, f"{path} is not an ISO 8601 timestamp: {value[:40]!r}") from None
+        raise _Unjudgeable(f"is not an ISO 8601 timestamp: {value[:40]!r}") from None
     if stamp.tzinfo is None:
-        raise _Misapplied(path, f"{path} has no UTC offset, so its age cannot be known")
+        raise _Unjudgeable("has no UTC offset, so its age cannot be known")
     return stamp
 
 
 def _numeric_range(rule: Rule, output: Any, request: Any, at: datetime) -> _Judgment:
     low, high = rule.params.get("min"), rule.params.get("max")
 
-    def check(path: str, value: Any) -> str | None:
+    def check(value: Any) -> str | None:
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise _Misapplied(path, f"{path} is {_kind_of(value)}, not a number")
+            raise _Unjudgeable(f"is {_kind_of(value)}, not a number")
         if not math.isfinite(value):
-            return f"{path} is not a finite number"
+            return "is not a finite number"
         if low is not None and value < low:
-            return f"{path} is {value}, below the minimum {low}"
+            return f"is {value}, below the minimum {low}"
         if high is not None and value > high:
-            return f"{path} is {value}, above the maximum {high}"
+            return f"is {value}, above the maximum {high}"
         return None
 
-    return _judge_each(_values(rule, output), check)
+    return _judge_each(rule, _values(rule, output), check)
 
 
-# RFC 3986: the characters a URI may contain at all (unreserved, reserved, and "%" for escapes).
-_URI_CHARS = re.compile(r"[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=%]*\Z")
-_URI = re.compile(
+# RFC 3986, by syntax: scheme "://" [userinfo "@"] host [":" port] [path / query / fragment],
+# where the host is DNS labels (1-63 characters, no leading or trailing hyphen) or a bracketed
+# IPv6 literal, and every character is one a URI may contain (unreserved, reserved, "%" escape).
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?"
+_URL = re.compile(
     r"(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*)://"
-    r"(?:(?P<userinfo>[^@/?#]*)@)?"
-    r"(?P<host>\[[0-9A-Fa-f:.]+\]|[^:/?#\[\]@]*)"
-    r"(?::(?P<port>[0-9]*))?"
-    r"(?P<rest>[/?#].*)?\Z",
-    re.DOTALL,
+    r"(?:[A-Za-z0-9\-._~!$&'()*+,;=:%]*@)?"
+    rf"(?:\[[0-9A-Fa-f:.]+:[0-9A-Fa-f:.]*\]|(?:{_LABEL}\.)*{_LABEL}\.?)"
+    r"(?::(?P<port>[0-9]{0,5}))?"
+    r"(?:[/?#][A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=%]*)?\Z"
 )
 _BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
-_HOST_LABEL = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9\-]*[A-Za-z0-9])?\Z")
 
 
 def is_valid_url(text: str, schemes: Sequence[str] = ("http", "https")) -> bool:
     """True when ``text`` is an absolute URL with a host, by syntax alone (nothing is fetched).
 
     RFC 3986 characters only (an internationalized address must be percent-encoded or punycode),
-    a scheme from ``schemes``, a non-empty host of DNS labels or a bracketed IPv6 literal, and a
-    port of at most 65535.
+    a scheme from ``schemes``, a host of DNS labels or a bracketed IPv6 literal, a port of at
+    most 65535, and every ``%`` starting a two-digit hexadecimal escape.
     """
-    if not _URI_CHARS.match(text) or _BAD_ESCAPE.search(text):
-        return False
-    match = _URI.match(text)
+    match = _URL.match(text)
     if match is None or match["scheme"].lower() not in schemes:
         return False
-    host, port = match["host"], match["port"]
+    port = match["port"]
     if port and int(port) > 65535:
         return False
-    if host.startswith("["):
-        return ":" in host
-    labels = host[:-1].split(".") if host.endswith(".") else host.split(".")
-    return bool(host) and all(_HOST_LABEL.match(label) and len(label) <= 63 for label in labels)
+    return "%" not in text or _BAD_ESCAPE.search(text) is None
 
 
 def _valid_url(rule: Rule, output: Any, request: Any, at: datetime) -> _Judgment:
     schemes = rule.params["schemes"]
 
-    def check(path: str, value: Any) -> str | None:
+    def check(value: Any) -> str | None:
         if not isinstance(value, str):
-            raise _Misapplied(path, f"{path} is {_kind_of(value)}, not a URL string")
+            raise _Unjudgeable(f"is {_kind_of(value)}, not a URL string")
         if not is_valid_url(value, schemes):
-            return f"{path} is not a valid {'/'.join(schemes)} URL: {value[:80]!r}"
+            return f"is not a valid {'/'.join(schemes)} URL: {value[:80]!r}"
         return None
 
-    return _judge_each(_values(rule, output), check)
+    return _judge_each(rule, _values(rule, output), check)
+
+
+def _token(value: Any) -> object:
+    """A hashable stand-in for a JSON value: equal JSON values, equal tokens; true is not 1."""
+    if isinstance(value, str):
+        return value
+    # Canonical text makes objects and lists comparable and keeps 1 and true apart.
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def _no_duplicates(rule: Rule, output: Any, request: Any, at: datetime) -> _Judgment:
     items = _list_at(rule, output)
     key = rule.params.get("key")
-    seen: dict[str, int] = {}
+    seen: dict[object, int] = {}
     judged = 0
     for i, item in enumerate(items):
         path = f"{rule.where}[{i}]"
         if key is not None:
-            if not isinstance(item, Mapping):
+            if not isinstance(item, dict):
                 raise _Misapplied(path, f"{path} is {_kind_of(item)}, so it has no key {key!r}")
             value = item.get(key)
             if value is None:
@@ -312,8 +331,7 @@ def _no_duplicates(rule: Rule, output: Any, request: Any, at: datetime) -> _Judg
             path = f"{path}.{key}"
         else:
             value = item
-        # Canonical text makes objects and lists comparable and keeps 1 and true apart.
-        token = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        token = _token(value)
         judged += 1
         if token in seen:
             first = f"{rule.where}[{seen[token]}]"
@@ -344,10 +362,9 @@ def _applies(rule: Rule, output: Any, request: Any) -> bool:
         return True
     try:
         value = rule.when.search({"request": request, "output": output})
-    except jmespath.exceptions.JMESPathError as exc:
+    except ExpressionError as exc:
         raise _Misapplied("", f"the rule's condition cannot be evaluated: {exc}") from None
-    # JMESPath truthiness: null, false, "", [] and {} are false.
-    return value not in (None, False, "", [], {})
+    return not is_false(value)  # JMESPath truthiness: 0 is true; null, false, "", [], {} are not
 
 
 def judge_rule(rule: Rule, output: Any, request: Any, at: datetime) -> CheckRow:
@@ -455,13 +472,14 @@ def _params(kind: str, data: Mapping[str, Any], label: str) -> dict[str, Any]:
     return {"key": key}
 
 
-_COMMON = {"kind", "name", "weight", "path", "field", "when"}
+_COMMON = {"kind", "name", "weight", "path", "when"}
+# Per kind: its own parameters (``field`` only where one value per item is judged).
 _EXTRA = {
     "min_results": {"min"},
     "required_values": {"fields"},
-    "freshness": {"max_age_seconds"},
-    "numeric_range": {"min", "max"},
-    "valid_url": {"schemes"},
+    "freshness": {"max_age_seconds", "field"},
+    "numeric_range": {"min", "max", "field"},
+    "valid_url": {"schemes", "field"},
     "no_duplicates": {"key"},
 }
 

@@ -25,9 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-import jmespath.exceptions
-
-from adjudge.calls.contract import Contract, ShapeCheck, map_response
+from adjudge.calls.contract import Contract, ExpressionError, ShapeCheck, map_response
 from adjudge.calls.outcomes import DETERMINISTIC, SEMANTIC, CheckRow, Outcome
 from adjudge.calls.policy import Policy, parse_time, sampled
 from adjudge.calls.rules import RulesStage, evaluate_rules
@@ -424,7 +422,7 @@ def _is_empty(policy: Policy, output: Any) -> bool:
         return False
     try:
         found = rule.path.search(output)
-    except jmespath.exceptions.JMESPathError:  # a path that fails here is not an empty result
+    except ExpressionError:  # a path that fails here is not an empty result
         return False
     return isinstance(found, list) and not found
 

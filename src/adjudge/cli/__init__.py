@@ -16,6 +16,11 @@ app = typer.Typer(
 )
 
 
+from adjudge.cli import calls  # noqa: E402  (each area registers after the app exists)
+
+calls.register(app)
+
+
 @app.callback()
 def _root() -> None:
     """Decide whether paid work gets paid, and prove why."""
