@@ -79,6 +79,11 @@ class Expression:
         self._parsed = parsed
         self._fast = compile_node(parsed.parsed)
 
+    @property
+    def compiled(self) -> bool:
+        """True when the expression runs as compiled closures rather than interpreted."""
+        return self._fast is not None
+
     def search(self, data: Any) -> Any:
         """Evaluate on ``data``; raises :class:`ExpressionError` when the data breaks it."""
         try:
