@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+import rfc8785
+
 from adjudge.calls.contract import Contract, ExpressionError, ShapeCheck, map_response
 from adjudge.calls.outcomes import DETERMINISTIC, SEMANTIC, CheckRow, Outcome
 from adjudge.calls.policy import Policy, parse_time, sampled
@@ -291,12 +293,23 @@ def parse_corroboration(data: object) -> Corroboration:
 
 
 def _canonical(value: Any) -> bytes:
-    """Sorted-key, compact, UTF-8 JSON: the bytes a digest of a parsed value is taken over."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    """RFC 8785 canonical JSON: the bytes a digest of a parsed JSON value is taken over.
+
+    A value outside I-JSON (an integer beyond 2**53, say) has no RFC 8785 form; it is digested
+    over sorted-key compact JSON instead, so a provider's odd number cannot crash a call.
+    """
+    try:
+        return bytes(rfc8785.dumps(value))
+    except rfc8785.CanonicalizationError:
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def digest_of(value: Any) -> str:
-    """``sha256:<hex>`` of a JSON value (a string is hashed as its UTF-8 text)."""
+    """``sha256:<hex>`` of a JSON value: a string over its UTF-8 text, else its canonical JSON.
+
+    The edge that received a response should pass the digest of the bytes it read instead
+    (``ProviderResponse.digest``); this is the fallback, and the form citations use.
+    """
     data = value.encode() if isinstance(value, str) else _canonical(value)
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
