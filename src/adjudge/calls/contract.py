@@ -41,7 +41,8 @@ __all__ = [
 # 2020-12. A schema that uses only these takes the fast path for its yes/no answer; anything else
 # (prefixItems, unevaluated*, dependentSchemas, $dynamicRef, uniqueItems, …) is validated by
 # jsonschema's Draft202012Validator alone. multipleOf is left out because the two libraries
-# round floats differently (0.3 is a multiple of 0.1 to one and not to the other). Annotations are listed because they assert nothing.
+# round floats differently (0.3 is a multiple of 0.1 to one and not to the other). Annotations
+# are listed because they assert nothing.
 _FAST_KEYWORDS = frozenset(
     {
         "$schema", "$comment", "$defs", "$ref", "title", "description", "default",
