@@ -134,7 +134,7 @@ class Contract:
 
     tool: str
     version: str
-    output_schema: Mapping[str, Any] | None
+    output_schema: Mapping[str, Any] | bool | None
     mapping: tuple[tuple[str, Expression], ...] | Expression | None
     _validator: Draft202012Validator | None = field(compare=False)
     _fast: Callable[[Any], Any] | None = field(compare=False)

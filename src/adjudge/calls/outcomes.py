@@ -11,10 +11,11 @@ from __future__ import annotations
 import enum
 from typing import Any, NamedTuple
 
-__all__ = ["DETERMINISTIC", "SEMANTIC", "CheckRow", "Outcome"]
+__all__ = ["DETERMINISTIC", "IMPORTED", "SEMANTIC", "CheckRow", "Outcome"]
 
-DETERMINISTIC = "deterministic"
-SEMANTIC = "semantic"
+DETERMINISTIC = "deterministic"  # a machine re-ran something: the schema, the rules
+SEMANTIC = "semantic"  # a model judged: the meaning check
+IMPORTED = "imported"  # relayed from elsewhere: an independent source's corroboration
 
 
 class Outcome(enum.StrEnum):

@@ -28,7 +28,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from fractions import Fraction
-from typing import Any
 
 from adjudge.calls.contract import Contract, Expression, compile_expression
 from adjudge.calls.rules import Rule, parse_rules
@@ -118,12 +117,6 @@ class Policy:
     def withdrawn(self, at: datetime) -> bool:
         """True when the policy had been withdrawn by the call's time."""
         return self.withdrawn_at is not None and at >= self.withdrawn_at
-
-    def declares(self, name: str) -> bool:
-        """True when ``name`` is a declared check (or a rule of the declared rule stage)."""
-        if name in self.checks:
-            return True
-        return "quality_rules" in self.checks and any(r.name == name for r in self.rules)
 
 
 def sampled(call_id: str, policy_id: str, version: int, rate: Fraction) -> bool:
@@ -316,8 +309,3 @@ def _clauses(raw: object, declared: frozenset[str], rules: tuple[Rule, ...]) -> 
             clause = Clause(match=match, verdict=verdict, count=count)
         out.append(clause)
     return tuple(out)
-
-
-def policy_summary(policy: Policy) -> dict[str, Any]:
-    """The policy's identity as a call record names it."""
-    return {"policy": policy.policy_id, "version": policy.version, "mode": policy.mode.value}

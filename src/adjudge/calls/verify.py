@@ -28,7 +28,7 @@ from typing import Any
 import rfc8785
 
 from adjudge.calls.contract import Contract, ExpressionError, ShapeCheck, map_response
-from adjudge.calls.outcomes import DETERMINISTIC, SEMANTIC, CheckRow, Outcome
+from adjudge.calls.outcomes import DETERMINISTIC, IMPORTED, SEMANTIC, CheckRow, Outcome
 from adjudge.calls.policy import Policy, parse_time, sampled
 from adjudge.calls.rules import RulesStage, evaluate_rules
 from adjudge.calls.verdicts import CallVerdict, Effect, Payment, apply_clauses, effect_of
@@ -50,7 +50,6 @@ __all__ = [
 ]
 
 _INPUT = "CALL_INPUT_INVALID"
-IMPORTED = "imported"  # corroboration relayed from another source
 
 
 # ----------------------------------------------------------------------------- inputs
@@ -455,8 +454,8 @@ def verify_call(
 ) -> CallResult:
     """Verify one call at time ``at``; never raises for bad *data*, only for unusable inputs.
 
-    Raises ``CriteriaError`` (``CALL_INPUT_INVALID``) when the request names another tool than
-    the contract, or ``at`` has no UTC offset.
+    Raises ``CriteriaError`` (``CALL_INPUT_INVALID``) when the request or the policy names
+    another tool than the contract, or ``at`` has no UTC offset.
     """
     if request.tool != contract.tool:
         raise CriteriaError(
@@ -465,6 +464,10 @@ def verify_call(
         )
     if at.tzinfo is None:
         raise CriteriaError("The call's time needs a UTC offset.", code=_INPUT)
+    if policy is not None and policy.tool != contract.tool:
+        raise CriteriaError(
+            f"The policy governs tool {policy.tool!r}, not {contract.tool!r}.", code=_INPUT
+        )
 
     def result(
         verdict: CallVerdict | None,
