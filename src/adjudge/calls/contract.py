@@ -257,10 +257,15 @@ def _drop_nulls(value: Any) -> Any:
     yields ``{"url": null}``. In the tool's shape a missing optional field is absent, and the
     schema's ``required`` names a missing required one, rather than a type error on null.
     """
+    # Only containers are walked into; scalars are returned as they are without a call.
     if isinstance(value, dict):
-        return {k: _drop_nulls(v) for k, v in value.items() if v is not None}
+        return {
+            k: _drop_nulls(v) if isinstance(v, dict | list) else v
+            for k, v in value.items()
+            if v is not None
+        }
     if isinstance(value, list):
-        return [_drop_nulls(v) for v in value]
+        return [_drop_nulls(v) if isinstance(v, dict | list) else v for v in value]
     return value
 
 

@@ -321,28 +321,27 @@ def _no_duplicates(rule: Rule, output: Any, request: Any, at: datetime) -> _Judg
     seen: dict[object, int] = {}
     judged = 0
     for i, item in enumerate(items):
-        path = f"{rule.where}[{i}]"
         if key is not None:
             if not isinstance(item, dict):
+                path = _item_path(rule, i)
                 raise _Misapplied(path, f"{path} is {_kind_of(item)}, so it has no key {key!r}")
             value = item.get(key)
             if value is None:
                 continue  # an item without the key cannot duplicate another by that key
-            path = f"{path}.{key}"
         else:
             value = item
         token = _token(value)
         judged += 1
         if token in seen:
-            first = f"{rule.where}[{seen[token]}]"
-            return Outcome.FAIL, path, f"{path} duplicates {first}"
+            path = _item_path(rule, i) + ("" if key is None else f".{key}")
+            return Outcome.FAIL, path, f"{path} duplicates {_item_path(rule, seen[token])}"
         seen[token] = i
     if judged == 0:
         return Outcome.NOT_APPLICABLE, "", "there was nothing to judge"
     return Outcome.PASS, "", f"{judged} item(s), no duplicates"
 
 
-# The rule table: kind -> (judging function, parameter parser).
+# The rule table: kind -> judging function.
 _JUDGES: dict[str, Callable[[Rule, Any, Any, datetime], _Judgment]] = {
     "min_results": _min_results,
     "required_values": _required_values,
@@ -403,7 +402,7 @@ def evaluate_rules(
         outcome = Outcome.MISAPPLIED
     elif applied == 0:
         outcome = Outcome.NOT_APPLICABLE
-    elif Fraction(passed, applied) >= threshold:
+    elif passed * threshold.denominator >= threshold.numerator * applied:  # score >= threshold
         outcome = Outcome.PASS
     else:
         outcome = Outcome.FAIL
