@@ -16,6 +16,7 @@ from adjudge.calls import (
     CallVerdict,
     Outcome,
     Payment,
+    binomial_tail_test,
     binomial_upper_tail,
     parse_request,
     parse_response,
@@ -257,6 +258,29 @@ def test_the_binomial_tail_matches_a_direct_sum(n: int, data: st.DataObject) -> 
         math.comb(n, i) * float(p) ** i * (1 - float(p)) ** (n - i) for i in range(k, n + 1)
     )
     assert math.isclose(float(binomial_upper_tail(n, k, p)), direct, abs_tol=1e-9)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 80), st.data())
+def test_the_early_stopping_test_decides_like_the_full_sum(n: int, data: st.DataObject) -> None:
+    """Stopping early never changes the decision, and the bounds hold the exact p-value."""
+    k = data.draw(st.integers(0, n + 1))
+    p = Fraction(data.draw(st.integers(0, 50)), 50)
+    alpha = Fraction(data.draw(st.integers(0, 20)), 100)
+    exact = binomial_upper_tail(n, k, p)
+    test = binomial_tail_test(n, k, p, alpha)
+    assert test.rejected is (exact <= alpha)
+    assert test.p_low <= float(exact) * (1 + 1e-12) + 1e-300
+    assert float(exact) <= test.p_high * (1 + 1e-12) + 1e-300
+
+
+def test_a_large_window_is_decided_quickly() -> None:
+    """A busy provider's window (200,000 calls) is decided exactly without summing every term."""
+    test = binomial_tail_test(200_000, 4_600, Fraction(1, 50), Fraction(1, 20))
+    assert test.rejected
+    assert test.p_high < 0.05
+    not_enough = binomial_tail_test(200_000, 4_020, Fraction(1, 50), Fraction(1, 20))
+    assert not not_enough.rejected
 
 
 def test_sampling_selects_about_the_rate() -> None:

@@ -8,7 +8,8 @@ A penalty against stake is only *proposed*, and only when (1) the window holds a
 sample gate of observations, (2) the observed rate is above the provider's declared failure
 rate, and (3) a one-sided exact binomial test rejects "the true rate is at most the declared
 rate" at the stated confidence: P(X >= failures | n, declared rate) <= 1 - confidence. The tail
-is summed exactly in integers (``math.comb``), so no floating-point rounding decides a penalty.
+is summed exactly in integers (``math.comb``), so no floating-point rounding decides a penalty,
+and summing stops as soon as the decision is certain.
 
 A proposal becomes enforceable after a delay (72 hours by default) and lapses if not enforced
 within a grace period after that (7 days by default); it can be withdrawn until it is enforced.
@@ -38,7 +39,9 @@ __all__ = [
     "ProposalStatus",
     "QualityTerms",
     "QualityWindow",
+    "TailTest",
     "assess_penalty",
+    "binomial_tail_test",
     "binomial_upper_tail",
     "enforce",
     "observation_from_record",
@@ -197,6 +200,54 @@ def binomial_upper_tail(n: int, k: int, p: Fraction) -> Fraction:
     return Fraction(total, b**n)
 
 
+@dataclass(frozen=True)
+class TailTest:
+    """The one-sided binomial test, decided exactly; the p-value known to lie in [low, high].
+
+    ``rejected`` is True when P(X >= k) <= alpha: the declared rate does not explain the
+    failures. The bounds are floats for reading only; the decision never rounds.
+    """
+
+    rejected: bool
+    p_low: float
+    p_high: float
+
+
+def binomial_tail_test(n: int, k: int, p: Fraction, alpha: Fraction) -> TailTest:
+    """Decide P(X >= k) <= alpha for X ~ Binomial(n, p) exactly, stopping once it is known.
+
+    The terms are summed in integers (as in :func:`binomial_upper_tail`) against alpha * b^n.
+    Summing stops as soon as the partial sum exceeds that limit (not rejected), or the partial
+    sum plus a bound on the rest is within it (rejected). Past the mode each term is at most the
+    ratio r of the previous one, and r only shrinks, so the rest after term T is at most
+    T * r / (1 - r). A large window therefore costs a few terms, not one per observation.
+    """
+    if not 0 <= p <= 1 or n < 0 or not 0 <= alpha <= 1:
+        raise ValueError("need 0 <= p <= 1, 0 <= alpha <= 1 and n >= 0")
+    if k <= 0 or (p == 1 and k <= n):
+        return TailTest(alpha >= 1, 1.0, 1.0)
+    if k > n or p == 0:
+        return TailTest(True, 0.0, 0.0)
+    a, b = p.numerator, p.denominator
+    c = b - a
+    whole = b**n
+    limit = alpha.numerator * whole  # total / whole <= alpha  <=>  total * alpha.den <= limit
+    term = math.comb(n, k) * a**k * c ** (n - k)
+    total = term
+    for i in range(k, n):
+        if total * alpha.denominator > limit:
+            return TailTest(False, total / whole, 1.0)
+        r_num, r_den = (n - i) * a, (i + 1) * c
+        if r_num < r_den:
+            rest = term * r_num // (r_den - r_num) + 1
+            if (total + rest) * alpha.denominator <= limit:
+                return TailTest(True, total / whole, min(1.0, (total + rest) / whole))
+        term = term * r_num // r_den
+        total += term
+    exact = total / whole
+    return TailTest(total * alpha.denominator <= limit, exact, exact)
+
+
 class ProposalStatus(enum.StrEnum):
     """Where a penalty proposal stands at a given time."""
 
@@ -218,7 +269,7 @@ class PenaltyProposal:
     observations: int
     failures: int
     declared_failure_rate: Fraction
-    p_value: Fraction
+    p_value: float  # an upper bound on P(X >= failures | n, declared rate), for reading
     confidence: Fraction
     penalty_minor: int
     withdrawn_at: datetime | None = None
@@ -246,7 +297,7 @@ class PenaltyProposal:
             "observations": self.observations,
             "failures": self.failures,
             "declared_failure_rate": str(self.declared_failure_rate),
-            "p_value": f"{float(self.p_value):.6g}",
+            "p_value_at_most": f"{self.p_value:.6g}",
             "confidence": str(self.confidence),
             "penalty_minor": self.penalty_minor,
         }
@@ -278,7 +329,7 @@ class PenaltyAssessment:
 
     window: QualityWindow
     reason: str
-    p_value: Fraction | None = None
+    test: TailTest | None = None
     proposal: PenaltyProposal | None = None
 
 
@@ -302,14 +353,13 @@ def assess_penalty(
         return PenaltyAssessment(
             window, f"observed rate {rate} is not above the declared {terms.declared_failure_rate}"
         )
-    p_value = binomial_upper_tail(n, k, terms.declared_failure_rate)  # (3)
-    alpha = 1 - terms.confidence
-    if p_value > alpha:
+    test = binomial_tail_test(n, k, terms.declared_failure_rate, 1 - terms.confidence)  # (3)
+    if not test.rejected:
         return PenaltyAssessment(
             window,
             f"observed rate {rate} is above the declared {terms.declared_failure_rate}, but not "
-            f"at {terms.confidence} confidence (p = {float(p_value):.4g})",
-            p_value,
+            f"at {terms.confidence} confidence (p >= {test.p_low:.4g})",
+            test,
         )
     proposal = PenaltyProposal(
         provider=window.provider,
@@ -319,15 +369,15 @@ def assess_penalty(
         observations=n,
         failures=k,
         declared_failure_rate=terms.declared_failure_rate,
-        p_value=p_value,
+        p_value=test.p_high,
         confidence=terms.confidence,
         penalty_minor=terms.penalty_minor,
     )
     return PenaltyAssessment(
         window,
         f"observed rate {rate} is above the declared {terms.declared_failure_rate} at "
-        f"{terms.confidence} confidence (p = {float(p_value):.4g})",
-        p_value,
+        f"{terms.confidence} confidence (p <= {test.p_high:.4g})",
+        test,
         proposal,
     )
 
