@@ -226,8 +226,8 @@ def report_command(
         proposal = item["proposal"]
         if proposal is not None:
             console.print(
-                f"  proposal      {proposal['status']}; enforceable from "
-                f"{proposal['enforceable_at']}, lapses {proposal['lapses_at']}"
+                f"  proposal      {proposal['penalty_minor']} minor units, {proposal['status']}; "
+                f"enforceable from {proposal['enforceable_at']}, lapses {proposal['lapses_at']}"
             )
 
 
