@@ -29,6 +29,7 @@ demo: setup
 bench: setup
 	$(BIN)/python benchmarks/autocheck.py
 	$(BIN)/python benchmarks/receipts.py
+	$(BIN)/python benchmarks/calls.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import typer
 
-from adjudge.cli import check, receipts
+from adjudge.cli import calls, check, receipts
 
-AREAS = (check, receipts)
+AREAS = (check, receipts, calls)
 
 app = typer.Typer(
     name="adjudge",
