@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 
@@ -272,3 +273,163 @@ def test_a_verify_record_replays_into_a_report(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     (provider,) = json.loads(result.output)["providers"]
     assert provider["window"]["fail"] == 1
+
+
+# ----------------------------------------------------------------------------- signed receipts
+
+
+def _key(tmp_path: Path) -> tuple[Path, str]:
+    """A fresh key pair from `adjudge keys new`: the private key file and its fingerprint."""
+    result = runner.invoke(app, ["keys", "new", "--out", str(tmp_path / "keys")])
+    assert result.exit_code == 0, result.output
+    key_file = next((tmp_path / "keys").glob("*.key"))
+    fingerprint = result.output.split("fingerprint: ")[1].split()[0]
+    return key_file, fingerprint
+
+
+def _signed(tmp_path: Path, tool: str, kind: str, *extra: str) -> tuple[int, str, Path, str]:
+    key_file, fingerprint = _key(tmp_path)
+    out = tmp_path / "receipt.json"
+    result = runner.invoke(
+        app,
+        [
+            "call",
+            "verify",
+            "--contract",
+            str(EXAMPLES / f"{tool}.contract.json"),
+            "--policy",
+            str(EXAMPLES / f"{tool}.policy.json"),
+            "--request",
+            str(EXAMPLES / f"{tool}.request.json"),
+            "--response",
+            str(EXAMPLES / f"{tool}.{kind}.response.json"),
+            "--sign",
+            str(key_file),
+            "--receipt",
+            str(out),
+            *extra,
+        ],
+    )
+    return result.exit_code, result.stdout, out, fingerprint
+
+
+@pytest.mark.parametrize(
+    ("tool", "kind", "code", "kernel", "call"),
+    [
+        ("weather", "good", 0, "PASS", "PASS"),
+        ("weather", "bad", 1, "FAIL", "FAIL"),
+        ("search", "good", 0, "NOT_RUN", "SKIPPED"),
+        ("search", "bad", 1, "FAIL", "FAIL"),
+    ],
+)
+def test_sign_writes_a_receipt_that_verifies(
+    tmp_path: Path, tool: str, kind: str, code: int, kernel: str, call: str
+) -> None:
+    """--sign/--receipt write a receipt `receipt verify` accepts: the fold and the call verdict."""
+    exit_code, output, out, fingerprint = _signed(tmp_path, tool, kind, "--json")
+    assert exit_code == code, output
+    assert json.loads(output)["verdict"] == call  # the record is printed as before
+    checked = runner.invoke(app, ["receipt", "verify", str(out), "--key", fingerprint])
+    assert checked.exit_code == 0, checked.output
+    assert f"verdict:       {kernel}" in checked.output
+    assert f"  verdict: {call}" in checked.output  # the policy decision, beside the fold
+    assert "evidence-integrity" in checked.output
+    predicate = json.loads(base64.b64decode(json.loads(out.read_text())["payload"]))["predicate"]
+    assert predicate["verdict"] == kernel
+    assert predicate["policyDecision"]["verdict"] == call
+    assert predicate["criteriaDigest"].startswith("sha256:")
+    rows = [c["name"] for c in predicate["checks"]]
+    assert rows[0] == "evidence-integrity" and "schema" in rows
+
+
+def test_a_tampered_call_receipt_fails(tmp_path: Path) -> None:
+    """Edit the signed payload or the recorded decision: `receipt verify` exits 1."""
+    exit_code, output, out, fingerprint = _signed(tmp_path, "weather", "good")
+    assert exit_code == 0, output
+    envelope = json.loads(out.read_text())
+    statement = json.loads(base64.b64decode(envelope["payload"]))
+    statement["predicate"]["policyDecision"]["payment"] = "refund"
+    payload = json.dumps(statement, sort_keys=True, separators=(",", ":")).encode()
+    envelope["payload"] = base64.b64encode(payload).decode()
+    out.write_text(json.dumps(envelope))
+    checked = runner.invoke(app, ["receipt", "verify", str(out), "--key", fingerprint])
+    assert checked.exit_code == 1, checked.output
+    assert "RECEIPT_SIGNATURE_INVALID" in checked.output
+
+
+def test_a_receipt_under_another_key_fails(tmp_path: Path) -> None:
+    """Pinned to another fingerprint, the genuine receipt is refused."""
+    _, _, out, _ = _signed(tmp_path, "weather", "bad")
+    _, other = _key(tmp_path / "other")
+    checked = runner.invoke(app, ["receipt", "verify", str(out), "--key", other])
+    assert checked.exit_code == 1
+    assert "RECEIPT_KEY_MISMATCH" in checked.output
+
+
+def test_sign_without_receipt_is_bad_input(tmp_path: Path) -> None:
+    """--sign alone is refused with a code before anything is verified or written."""
+    exit_code, output = _verify("weather", "good", "--sign", str(tmp_path / "k.key"), "--json")
+    assert exit_code == 2
+    assert json.loads(output)["error"]["code"] == "SIGN_NEEDS_RECEIPT"
+
+
+def test_a_pass_with_a_declared_digest_cannot_be_signed(tmp_path: Path) -> None:
+    """A declared digest covers bytes the command does not hold: no proof, so exit 2 and a code."""
+    key_file, _ = _key(tmp_path)
+    envelope = json.loads((EXAMPLES / "weather.good.response.json").read_text())
+    envelope["digest"] = "sha256:" + "1" * 64
+    (tmp_path / "response.json").write_text(json.dumps(envelope))
+    out = tmp_path / "receipt.json"
+    result = runner.invoke(
+        app,
+        [
+            "call",
+            "verify",
+            "--contract",
+            str(EXAMPLES / "weather.contract.json"),
+            "--policy",
+            str(EXAMPLES / "weather.policy.json"),
+            "--request",
+            str(EXAMPLES / "weather.request.json"),
+            "--response",
+            str(tmp_path / "response.json"),
+            "--sign",
+            str(key_file),
+            "--receipt",
+            str(out),
+            "--json",
+        ],
+    )
+    assert result.exit_code == 2, result.output
+    assert json.loads(result.stdout)["error"]["code"] == "INTEGRITY_PROOF_REQUIRED"
+    assert not out.exists()
+
+
+def test_an_error_call_cannot_be_signed(tmp_path: Path) -> None:
+    """A request error has no response to determine: exit 2 with CALL_NO_RESPONSE."""
+    key_file, _ = _key(tmp_path)
+    (tmp_path / "response.json").write_text(
+        json.dumps({"status": "request_error", "error": {"code": "HTTP_503"}})
+    )
+    result = runner.invoke(
+        app,
+        [
+            "call",
+            "verify",
+            "--contract",
+            str(EXAMPLES / "weather.contract.json"),
+            "--policy",
+            str(EXAMPLES / "weather.policy.json"),
+            "--request",
+            str(EXAMPLES / "weather.request.json"),
+            "--response",
+            str(tmp_path / "response.json"),
+            "--sign",
+            str(key_file),
+            "--receipt",
+            str(tmp_path / "receipt.json"),
+        ],
+    )
+    assert result.exit_code == 2
+    assert "CALL_NO_RESPONSE: " in result.output
+    assert not (tmp_path / "receipt.json").exists()

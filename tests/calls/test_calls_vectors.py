@@ -31,10 +31,14 @@ from adjudge.calls import (
     sampled,
     verify_call,
 )
+from adjudge.calls.kernel_rows import kernel_check
+from adjudge.calls.outcomes import CheckRow
 from adjudge.calls.quality import Observation, QualityWindow, enforce, withdraw
 from adjudge.calls.rules import judge_rule, parse_rule
 from adjudge.calls.verify import digest_of
 from adjudge.errors import CriteriaError, Error
+from adjudge.kernel import DEFAULT_POLICY, Verdict
+from adjudge.kernel.determination import effective
 
 VECTORS = Path(__file__).resolve().parent.parent / "vectors"
 
@@ -231,12 +235,31 @@ def run_quality(data: dict[str, Any], case: dict[str, Any]) -> None:
                     assert caught.value.code == step[action]
 
 
+# ----------------------------------------------------------------------------- kernel checks
+
+_RESPONSE_DIGEST = "sha256:" + "ab" * 32
+
+
+def run_kernel(data: dict[str, Any], case: dict[str, Any]) -> None:
+    row = CheckRow("check", "rule", case["authority"], Outcome(case["outcome"]), "why")
+    check = kernel_check(row, _RESPONSE_DIGEST)
+    expect = case["expect"]
+    assert check.verdict is Verdict(expect["verdict"])
+    assert check.authority.value == case["authority"]
+    assert check.evidence == (_RESPONSE_DIGEST,)
+    counted = effective(check.verdict, check.authority, None, DEFAULT_POLICY)
+    assert counted is Verdict(expect["counts_as"])
+    if row.outcome is not Outcome.PASS:  # a check that did not pass is never shown as passed
+        assert check.verdict is not Verdict.PASS
+
+
 RUNNERS: dict[str, Callable[[dict[str, Any], dict[str, Any]], None]] = {
     "rule": run_rule,
     "verdict": run_verdict,
     "registration": run_registration,
     "sampling": run_sampling,
     "quality": run_quality,
+    "kernel": run_kernel,
 }
 
 

@@ -7,9 +7,11 @@ corroboration of an empty answer are inputs.
     policy = register_policy(policy_json, contract)
     result = verify_call(contract, policy, parse_request(r), parse_response(resp), at)
     result.verdict, result.effect.payment, result.effect.strike, result.rows
+    determination = determine_call(result, now=now, response_bytes=stored)   # for a receipt
 """
 
 from adjudge.calls.contract import Contract, register_contract
+from adjudge.calls.kernel_rows import determine_call, kernel_checks
 from adjudge.calls.outcomes import CheckRow, Outcome
 from adjudge.calls.policy import Mode, Policy, register_policy, sampled
 from adjudge.calls.quality import (
@@ -65,7 +67,9 @@ __all__ = [
     "assess_penalty",
     "binomial_tail_test",
     "binomial_upper_tail",
+    "determine_call",
     "is_valid_url",
+    "kernel_checks",
     "observation_of",
     "parse_corroboration",
     "parse_judgment",

@@ -52,6 +52,7 @@ class CheckRow(NamedTuple):
     path: str = ""
     weight: int | None = None
     declared: bool = True  # False: recorded for the reader, but the policy does not count it
+    cited: tuple[str, ...] = ()  # sha256 quote hashes a cited conflict relied on (meaning only)
 
     def to_dict(self) -> dict[str, Any]:
         """The row's wire shape (keys always present, so readers never guess)."""
@@ -64,4 +65,5 @@ class CheckRow(NamedTuple):
             "path": self.path,
             "weight": self.weight,
             "declared": self.declared,
+            "cited": list(self.cited),
         }

@@ -42,6 +42,7 @@ __all__ = [
     "Judgment",
     "ProviderResponse",
     "digest_of",
+    "digested_bytes",
     "parse_corroboration",
     "parse_judgment",
     "parse_request",
@@ -233,7 +234,14 @@ def parse_response(data: object) -> ProviderResponse:
     if status == "ok":
         if "body" not in obj:
             raise CriteriaError("An `ok` response needs a `body`.", code=_INPUT)
-        return ProviderResponse(status="ok", body=obj["body"], digest=str(obj.get("digest", "")))
+        digest = obj.get("digest", "")
+        if digest != "" and not (isinstance(digest, str) and _DIGEST.match(digest)):
+            raise CriteriaError(
+                "The response's `digest` must be sha256:<64 lowercase hex> (the sha256 of the "
+                "bytes as received), or absent.",
+                code=_INPUT,
+            )
+        return ProviderResponse(status="ok", body=obj["body"], digest=digest)
     if status in _ERROR_EFFECTS:
         error = _object(obj.get("error", {}), "The response's `error`")
         return ProviderResponse(
@@ -303,14 +311,18 @@ def _canonical(value: Any) -> bytes:
         return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
+def digested_bytes(value: Any) -> bytes:
+    """The bytes :func:`digest_of` hashes: a string's UTF-8 text, else its canonical JSON."""
+    return value.encode() if isinstance(value, str) else _canonical(value)
+
+
 def digest_of(value: Any) -> str:
     """``sha256:<hex>`` of a JSON value: a string over its UTF-8 text, else its canonical JSON.
 
     The edge that received a response should pass the digest of the bytes it read instead
     (``ProviderResponse.digest``); this is the fallback, and the form citations use.
     """
-    data = value.encode() if isinstance(value, str) else _canonical(value)
-    return "sha256:" + hashlib.sha256(data).hexdigest()
+    return "sha256:" + hashlib.sha256(digested_bytes(value)).hexdigest()
 
 
 _PATH_PART = re.compile(r"\.([^.\[\]]+)|\[(\d+)\]")
@@ -395,8 +407,8 @@ def _stage_row(stage: RulesStage) -> CheckRow:
 def _meaning_row(
     policy: Policy, request: CallRequest, output: Any, digest: str, judgment: Judgment | None
 ) -> CheckRow:
-    def row(outcome: Outcome, reason: str, path: str = "") -> CheckRow:
-        return CheckRow("meaning", "meaning", SEMANTIC, outcome, reason, path)
+    def row(outcome: Outcome, reason: str, path: str = "", cited: tuple[str, ...] = ()) -> CheckRow:
+        return CheckRow("meaning", "meaning", SEMANTIC, outcome, reason, path, cited=cited)
 
     assert policy.meaning_rate is not None
     if not sampled(request.call_id, policy.policy_id, policy.version, policy.meaning_rate):
@@ -411,7 +423,9 @@ def _meaning_row(
     cited = [c for c in judgment.citations if _resolves(c, output)]
     if not cited:
         return row(Outcome.UNCITED, "the model claimed a conflict but cited nothing that resolves")
-    return row(Outcome.FAIL, f"cited conflict: {judgment.reason}".rstrip(": "), cited[0].path)
+    quotes = tuple(dict.fromkeys(c.quote_sha256 for c in cited))
+    reason = f"cited conflict: {judgment.reason}".rstrip(": ")
+    return row(Outcome.FAIL, reason, cited[0].path, quotes)
 
 
 def _empty_row(request: CallRequest, corroboration: Corroboration | None) -> CheckRow:

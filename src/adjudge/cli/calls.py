@@ -1,14 +1,16 @@
 """``adjudge call verify`` and ``adjudge provider report``: the paid-call commands.
 
-The edge: reads files, reads the clock only when no time is given, prints. Every decision is
-made by the pure ``adjudge.calls`` package.
+The edge: reads files, reads the clock (for the call's time when none is given, and for a
+receipt's decision time), writes a signed receipt when asked, prints. Every decision is made by
+the pure ``adjudge.calls`` package.
 
 Exit codes of ``call verify``: 0 when the call settles, 1 on refund or void, 2 on bad input
-(the error's code and sentence are printed).
+(the error's code and sentence are printed), including a receipt that cannot be issued.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -20,8 +22,11 @@ from rich.console import Console
 from rich.table import Table
 
 from adjudge.calls import (
+    CallResult,
     Payment,
+    ProviderResponse,
     assess_penalty,
+    determine_call,
     parse_corroboration,
     parse_judgment,
     parse_request,
@@ -38,7 +43,10 @@ from adjudge.calls.quality import (
     observation_from_record,
     parse_terms,
 )
-from adjudge.errors import CriteriaError, Error
+from adjudge.calls.verify import digested_bytes
+from adjudge.cli.receipts import read_signing_key, write_receipt
+from adjudge.errors import CriteriaError, Error, ReceiptError
+from adjudge.receipts import issue
 
 __all__ = ["register"]
 
@@ -64,12 +72,23 @@ def _reject_constant(name: str) -> NoReturn:
     raise ValueError(f"{name} is not JSON")
 
 
+def _read_bytes(path: Path, what: str) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise CriteriaError(f"Cannot read {what} {path}: {exc}", code="INPUT_UNREADABLE") from None
+
+
+def _parse(data: bytes, path: Path, what: str) -> Any:
+    try:
+        return json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise CriteriaError(f"Cannot read {what} {path}: {exc}", code="INPUT_UNREADABLE") from None
+
+
 def _load(path: Path, what: str) -> Any:
     """A JSON file's value; unreadable or invalid JSON is refused as ``INPUT_UNREADABLE``."""
-    try:
-        return json.loads(path.read_text(encoding="utf-8"), parse_constant=_reject_constant)
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise CriteriaError(f"Cannot read {what} {path}: {exc}", code="INPUT_UNREADABLE") from None
+    return _parse(_read_bytes(path, what), path, what)
 
 
 def _time(text: str | None) -> datetime | None:
@@ -99,12 +118,30 @@ def verify_command(
         Path | None, typer.Option("--corroboration", help="Independent corroboration of empty.")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the call record as JSON.")] = False,
+    sign: Annotated[
+        Path | None, typer.Option("--sign", help="Private key file: sign a receipt of this call.")
+    ] = None,
+    receipt: Annotated[
+        Path | None, typer.Option("--receipt", help="Where to write the signed receipt.")
+    ] = None,
 ) -> None:
-    """Verify one call: print the verdict, payment decision, strike and every check row."""
+    """Verify one call: print the verdict, payment decision, strike and every check row.
+
+    With ``--sign KEY --receipt OUT`` the call's kernel determination (the integrity of the
+    response, every check with its kernel verdict, and the policy's verdict and payment beside
+    it) is also written as a signed receipt, verifiable offline with ``adjudge receipt verify``.
+    """
+    if (sign is None) != (receipt is None):
+        pair = "--sign and --receipt go together; give both."
+        _refuse(CriteriaError(pair, code="SIGN_NEEDS_RECEIPT"), as_json)
     try:
-        registered = register_contract(_load(contract, "the contract"))
+        contract_bytes = _read_bytes(contract, "the contract")
+        registered = register_contract(_parse(contract_bytes, contract, "the contract"))
+        policy_bytes = None if policy is None else _read_bytes(policy, "the policy")
         governing = (
-            None if policy is None else register_policy(_load(policy, "the policy"), registered)
+            None
+            if policy is None or policy_bytes is None
+            else register_policy(_parse(policy_bytes, policy, "the policy"), registered)
         )
         call = parse_request(_load(request, "the request"))
         answer = parse_response(_load(response, "the response"))
@@ -118,6 +155,8 @@ def verify_command(
             judgment=_optional(judgment, "the judgment", parse_judgment),
             corroboration=_optional(corroboration, "the corroboration", parse_corroboration),
         )
+        if sign is not None and receipt is not None:
+            _sign_receipt(sign, receipt, result, answer, contract_bytes, policy_bytes)
     except Error as exc:
         _refuse(exc, as_json)
     record = result.to_dict()
@@ -126,6 +165,50 @@ def verify_command(
     else:
         _print_call(record)
     raise typer.Exit(0 if result.effect.payment is Payment.SETTLE else 1)
+
+
+def _file_digest(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def _sign_receipt(
+    key: Path,
+    out_path: Path,
+    result: CallResult,
+    answer: ProviderResponse,
+    contract_bytes: bytes,
+    policy_bytes: bytes | None,
+) -> None:
+    """Issue and write the signed receipt of one verified call (the clock is read here).
+
+    The integrity check needs the bytes the response digest covers. Without a declared
+    ``digest`` that is the body's canonical form, which this command holds; a declared digest
+    covers the bytes as the edge received them, which it does not, so no integrity check runs
+    and a PASS cannot be signed (``INTEGRITY_PROOF_REQUIRED``).
+    """
+    signer = read_signing_key(key)
+    stored = None if answer.digest else digested_bytes(answer.body)
+    try:
+        determination = determine_call(
+            result,
+            now=datetime.now(UTC),
+            response_bytes=stored,
+            policy_digest=None if policy_bytes is None else _file_digest(policy_bytes),
+            contract_digest=_file_digest(contract_bytes),
+        )
+    except ReceiptError as exc:
+        if exc.code != "INTEGRITY_PROOF_REQUIRED" or stored is not None:
+            raise
+        raise ReceiptError(
+            f"{exc.message} The response declares the digest {answer.digest} of bytes this "
+            "command does not hold, so it cannot prove them; sign where the bytes were received.",
+            code=exc.code,
+        ) from exc
+    issued = issue(determination, signer)
+    write_receipt(out_path, issued)
+    typer.echo(
+        f"receipt {issued.receipt_id} ({issued.verdict.value}) written to {out_path}", err=True
+    )
 
 
 def _print_call(record: dict[str, Any]) -> None:

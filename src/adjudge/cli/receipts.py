@@ -180,11 +180,22 @@ def _report(receipt: Receipt) -> None:
     typer.echo("checks:")
     for check in p["checks"]:
         typer.echo(f"  {check['verdict']:<9} {check['authority']:<14} {check['name']}")
+    decision = p.get("policyDecision")
+    if decision is not None:
+        typer.echo("policy decision (recorded and signed; not part of the verdict above):")
+        for name in sorted(decision):
+            typer.echo(f"  {name}: {_scalar(decision[name])}")
     typer.echo("What this proves:")
     proves = [
         f"the receipt has not been altered since the holder of key {receipt.keyid} signed it;",
         "its verdict follows, by adjudge's rules, from the checks and the trust policy it records;",
     ]
+    if decision is not None:
+        proves.append(
+            "the policy decision is the one the key holder signed with these checks; it is "
+            "recorded, not re-derived (re-deriving it needs the policy named by the criteria "
+            "digest);"
+        )
     if receipt.verdict.value == "PASS":
         proves.append(
             "it carries a deterministic evidence-integrity proof: the judged result is the one "
@@ -193,6 +204,14 @@ def _report(receipt: Receipt) -> None:
     _bullets(proves)
     typer.echo("What this does not prove:")
     _bullets(DOES_NOT_PROVE)
+
+
+def _scalar(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
 
 
 def read_signing_key(path: Path) -> SigningKey:

@@ -10,18 +10,29 @@ The steps, in order:
 4. A PASS must carry a deterministic evidence-integrity proof, ``(= result "sha256:…")`` naming
    the subject's own digest; without one the determination is refused outright
    (``INTEGRITY_PROOF_REQUIRED``), so no PASS receipt can be issued.
+
+A determination may also record a *policy decision*: what another rulebook concluded from the
+same checks (a paid call's verdict and payment, say). It is recorded and signed with the
+determination, but it is never folded: it neither changes the kernel's verdict nor is derived
+from it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from types import MappingProxyType
 
 from adjudge.errors import CriteriaError, ReceiptError
 from adjudge.kernel.authority import DEFAULT_POLICY, Authority, TrustPolicy
 from adjudge.kernel.observables import CONTENT_DIGEST, SHA256_DIGEST, parse_digest_equals
 from adjudge.kernel.verdicts import Check, Verdict, fold, require_aware, resolve
+
+#: A policy decision's values: plain JSON scalars that sign to the same bytes everywhere (no
+#: floats; integers within the I-JSON range).
+PolicyValue = str | int | bool | None
+_SAFE_INTEGER = 2**53 - 1
 
 #: The symbol that names the judged result in the integrity proof, ``(= result "sha256:…")``,
 #: and the name of a receipt's subject.
@@ -97,9 +108,14 @@ class Determination:
     verdict: Verdict
     decided_at: datetime
     criteria_digest: str | None = None
+    policy_decision: Mapping[str, PolicyValue] | None = None
 
     def __post_init__(self) -> None:
         require_aware(self.decided_at, "decided_at")
+        if self.policy_decision is not None:
+            # Frozen: a read-only copy, so the signed record cannot change under the holder.
+            decision = MappingProxyType(dict(policy_decision(self.policy_decision)))
+            object.__setattr__(self, "policy_decision", decision)
         if not isinstance(self.policy, TrustPolicy):
             raise CriteriaError(
                 "A determination carries a TrustPolicy.",
@@ -125,6 +141,31 @@ class Determination:
             )
 
 
+def policy_decision(value: object) -> Mapping[str, PolicyValue]:
+    """Check a policy decision's shape: an object of string keys and plain scalar values.
+
+    Nested values, floats and integers outside the I-JSON range are refused
+    (``POLICY_DECISION_INVALID``): the decision is signed, so it must have one canonical form.
+    """
+    if not isinstance(value, Mapping):
+        raise CriteriaError("A policy decision is an object.", code="POLICY_DECISION_INVALID")
+    for key, item in value.items():
+        if not isinstance(key, str):
+            raise CriteriaError(
+                f"A policy decision's keys are strings, not {key!r}.",
+                code="POLICY_DECISION_INVALID",
+            )
+        plain = item is None or isinstance(item, str | bool)
+        whole = type(item) is int and -_SAFE_INTEGER <= item <= _SAFE_INTEGER
+        if not (plain or whole):
+            raise CriteriaError(
+                f"A policy decision's {key!r} must be a string, a whole number within "
+                f"±(2^53−1), true, false or null, not {item!r}.",
+                code="POLICY_DECISION_INVALID",
+            )
+    return value
+
+
 def determine(
     subject_digest: str,
     checks: Iterable[Check],
@@ -132,9 +173,12 @@ def determine(
     now: datetime,
     policy: TrustPolicy = DEFAULT_POLICY,
     criteria_digest: str | None = None,
+    policy_decision: Mapping[str, PolicyValue] | None = None,
 ) -> Determination:
     """Fold ``checks`` about the subject into a :class:`Determination` as at ``now``.
 
+    ``policy_decision`` records what another rulebook decided from the same checks (a paid
+    call's verdict and payment); it is signed with the determination but never folded.
     An empty set folds to NOT_RUN. Raises ``INTEGRITY_PROOF_REQUIRED`` (a ReceiptError) when the
     fold is PASS but no deterministic check proves ``(= result "<subject_digest>")``, and
     ``DIGEST_INVALID`` for a subject or criteria digest that is not ``sha256:<64 hex>``.
@@ -154,4 +198,5 @@ def determine(
         verdict=verdict,
         decided_at=now,
         criteria_digest=criteria_digest,
+        policy_decision=policy_decision,
     )

@@ -3,7 +3,9 @@
 A receipt's statement names the judged result as its subject (by sha256) and carries our
 predicate: the verdict, every check with its authority and evidence digests, the trust policy,
 the criteria (or policy) digest, the engine, the signer's public key, and the chain fields
-``sequence`` and ``previous`` (plus ``supersedesReceiptId`` when it supersedes a receipt).
+``sequence`` and ``previous`` (plus ``supersedesReceiptId`` when it supersedes a receipt, and
+``policyDecision`` when the determination records what another rulebook decided, such as how a
+paid call is paid: signed with the rest, never folded into the verdict).
 
 :func:`check_statement` re-derives the verdict from the recorded checks, policy and decision time
 with the kernel's own rules, so a verifier does not take the recorded verdict on trust.
@@ -21,6 +23,7 @@ from adjudge.kernel.determination import (
     Determination,
     effective,
     is_integrity_proof,
+    policy_decision,
 )
 from adjudge.kernel.observables import SHA256_DIGEST
 from adjudge.kernel.verdicts import (
@@ -62,6 +65,8 @@ def build(
     }
     if supersedes is not None:
         predicate["supersedesReceiptId"] = supersedes
+    if determination.policy_decision is not None:
+        predicate["policyDecision"] = dict(determination.policy_decision)
     return {
         "_type": STATEMENT_TYPE,
         "subject": [
@@ -133,6 +138,12 @@ def check_statement(statement: object) -> dict[str, Any]:
         value = p["supersedesReceiptId"]
         if not (isinstance(value, str) and SHA256_DIGEST.fullmatch(value)):
             raise _malformed("supersedesReceiptId is a receipt id (sha256: digest)")
+    if "policyDecision" in p:
+        # Recorded, never folded: its shape is checked, its content is not re-derived here.
+        try:
+            policy_decision(p["policyDecision"])
+        except CriteriaError as exc:
+            raise _malformed(exc.message) from exc
     return p
 
 
