@@ -19,7 +19,6 @@ from __future__ import annotations
 import os
 import signal
 import struct
-import sys
 from typing import Any
 
 HEADER = struct.Struct("<dII")
@@ -88,4 +87,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

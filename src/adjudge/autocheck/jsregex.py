@@ -102,12 +102,13 @@ class CompiledPattern:
     bounded: bool = field(repr=False)
     _regex: Any = field(repr=False, compare=False)
 
-    def search(self, subject: str) -> bool:
-        """Whether the pattern matches ``subject``, which is already in the engine's alphabet.
+    def search(self, text: str) -> bool:
+        """Whether the pattern matches the first 20,000 code units of ``text``, in-process.
 
-        No time limit: only for ``bounded`` patterns, or when the caller bounds it otherwise.
+        No time limit: for ``bounded`` patterns, or when the caller bounds the text otherwise
+        (``test`` is the bounded call).
         """
-        return self._regex.find(subject) is not None
+        return self._regex.find(_regexsource.engine_text(text, INPUT_CAP)) is not None
 
 
 def is_safe(pattern: str) -> bool:
@@ -118,7 +119,7 @@ def is_safe(pattern: str) -> bool:
     return _unsafe_reason(pattern) is None
 
 
-def compile(pattern: str) -> CompiledPattern:  # noqa: A001  # the API's own verb, like re.compile
+def compile(pattern: str) -> CompiledPattern:  # the API's own verb, like re.compile
     """Step 2: compile ``pattern`` as ``new RegExp(pattern)`` would, without flags.
 
     Raises InvalidPattern where JavaScript throws a SyntaxError. The empty pattern compiles
@@ -142,11 +143,12 @@ def test(pattern: str, text: str, *, timeout: float = TIMEOUT_SECONDS) -> bool:
             pattern=pattern,
         )
     compiled = _compile(pattern)  # (2)
-    subject = _regexsource.engine_text(text, INPUT_CAP)  # (3)
-    if compiled.bounded:
-        return compiled.search(subject)
-    try:
-        return _sandbox.find(compiled.engine_source, subject, timeout)
+    if compiled.bounded:  # (3) at most one path per start position: no time limit needed
+        return compiled.search(text)
+    try:  # (3) in the worker, killed at the limit
+        return _sandbox.find(
+            compiled.engine_source, _regexsource.engine_text(text, INPUT_CAP), timeout
+        )
     except _sandbox.MatchTimeout:
         raise PatternTimeout(
             f"regex_pattern timed out on this output: matching took longer than "
