@@ -187,6 +187,11 @@ class _Rewriter:
         if _is_surrogate(ord(d)):
             self.out.append(_private(ord(d)))  # (1) identity escape of a surrogate code unit
             return i + 2
+        if d == "c" and not (i + 2 < n and u[i + 2] in _ASCII_LETTERS):
+            # "\c" without a control letter is a literal backslash, then "c". Say so
+            # explicitly, or a rewrite of what follows ("\c\u{0}" -> "\cu{0}") changes it.
+            self.out.append("\\\\")
+            return i + 1
         if d in "123456789":
             self.bounded = False  # a back reference (or an octal escape; either way not linear)
         if d == "k":
@@ -258,7 +263,7 @@ class _Rewriter:
         if d == "c":
             if j + 2 < n and u[j + 2] in _CLASS_CONTROL:
                 return _ClassAtom(ord(u[j + 2]) % 32, u[j : j + 3]), j + 3
-            return _ClassAtom(0x5C, "\\"), j + 1  # "\c" alone is a backslash, then "c"
+            return _ClassAtom(0x5C, "\\\\"), j + 1  # "\c" alone is a backslash, then "c"
         if d in _OCTAL:
             k = j + 2
             limit = j + (4 if d in "0123" else 3)

@@ -131,7 +131,9 @@ def find(pattern: str, text: str, limit: float) -> bool:
                 _worker = None
                 if attempt:
                     raise MatchTimeout("the match worker keeps dying") from None
-            except MatchTimeout:
+            except BaseException:
+                # A timeout, or anything that interrupts the exchange (KeyboardInterrupt): the
+                # worker may still owe a reply, which the next request must never read.
                 worker.kill()
                 _worker = None
                 raise

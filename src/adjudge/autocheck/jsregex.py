@@ -70,7 +70,7 @@ class JsRegexError(Error):
 
     code = "REGEX_PATTERN_UNUSABLE"
 
-    def __init__(self, message: str, *, pattern: str) -> None:
+    def __init__(self, message: str, *, pattern: str = "") -> None:
         super().__init__(message)
         self.pattern = pattern
 
