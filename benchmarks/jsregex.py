@@ -86,7 +86,7 @@ def main() -> None:
         (
             "worker round trip",
             "8 B",
-            f"{per_call(lambda: _sandbox.find('a+b', 'xxaab', 0.1), 3_000):9.1f}",
+            f"{per_call(lambda: _sandbox.find('a+b', b'xxaab', 0.1), 3_000):9.1f}",
         )
     )
     big = corpus(20_000, astral=True)
@@ -94,7 +94,7 @@ def main() -> None:
         (
             "text to UTF-16 alphabet",
             "20 KB astral",
-            f"{per_call(lambda: _regexsource.engine_text(big, 20_000), 300):9.1f}",
+            f"{per_call(lambda: _regexsource.engine_utf8(big, 20_000), 300):9.1f}",
         )
     )
     started = time.perf_counter()

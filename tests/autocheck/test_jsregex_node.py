@@ -196,6 +196,11 @@ TABLE: dict[str, list[str]] = {
     "(?<\\u0061>.)\\k<a>": ["bb"],
     "(?<\\u{61}>.)": ["b"],
     "(?<\\uD835\\uDC9C>.)": ["b"],
+    "(?<\\uD835\\uDC9C>x)|(?<𝒜>y)": ["y"],
+    "(?<\\u{1D49C}>x)|(?<𝒜>y)": ["y"],
+    "(?<\\uD835\\uDC9C>x)\\k<𝒜>": ["xx"],
+    "(?<𝒜>x)\\k<\\u{1D49C}>": ["xx"],
+    "(?<\\uD835>x)": ["x"],
     "(?<a": ["a"],
     "(?<1a>.)": ["a"],
     # Lookarounds, including lookbehind and quantified lookahead (Annex B).

@@ -41,6 +41,7 @@ PRIVATE_BASE = 0xF0000
 
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 _ASTRAL_OR_SURROGATE = re.compile("[\U00010000-\U0010ffff\ud800-\udfff]")
+_BELOW_F0 = bytes(range(0xF0))
 _HEX = frozenset("0123456789abcdefABCDEF")
 _OCTAL = frozenset("01234567")
 _CLASS_ESCAPES = frozenset("dDsSwW")
@@ -89,9 +90,33 @@ def engine_text(text: str, cap: int) -> str:
     JavaScript's ``text.slice(0, cap)`` does.
     """
     head = text[:cap]  # cap code points hold at least cap code units
-    if head.isascii() or _ASTRAL_OR_SURROGATE.search(head) is None:
+    if head.isascii() or _plain_utf8(head) is not None:
         return head  # every character is one code unit already
     return _ASTRAL_OR_SURROGATE.sub(_to_private, head)[:cap]
+
+
+def engine_utf8(text: str, cap: int) -> bytes:
+    """``engine_text(text, cap)`` encoded in UTF-8 (what the match worker reads), computed fast."""
+    head = text[:cap]
+    if head.isascii():
+        return head.encode("ascii")
+    data = _plain_utf8(head)
+    if data is not None:
+        return data
+    return _ASTRAL_OR_SURROGATE.sub(_to_private, head)[:cap].encode()
+
+
+def _plain_utf8(head: str) -> bytes | None:
+    """The UTF-8 of ``head`` if it has no astral character and no lone surrogate, else None.
+
+    Cheaper than searching the text: encoding fails on a lone surrogate, and an astral
+    character is the only one whose UTF-8 holds a byte from 0xF0 up.
+    """
+    try:
+        data = head.encode()
+    except UnicodeEncodeError:
+        return None
+    return None if data.translate(None, _BELOW_F0) else data
 
 
 def rewrite(pattern: str) -> EngineSource:
@@ -327,13 +352,16 @@ def _has_group_names(units: str) -> bool:
 
 
 def _decode_group_name(raw: str) -> str:
-    """A group name's identity: ``\\u0061`` and ``\\u{61}`` name the same group as ``a``."""
+    """A group name's identity: ``\\u0061`` and ``\\u{61}`` name the same group as ``a``,
+    ``\\uD835\\uDC9C`` and ``\\u{1D49C}`` the same as ``𝒜``."""
 
     def char(m: re.Match[str]) -> str:
         value = int(m.group(1) or m.group(2), 16)
         return chr(value) if value <= 0x10FFFF else m.group()
 
-    return _GROUP_NAME_ESCAPE.sub(char, raw)
+    decoded = _GROUP_NAME_ESCAPE.sub(char, raw)
+    # Surrogates, literal (split into units) or escaped, pair up as JavaScript pairs them here.
+    return decoded.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
 
 
 def _join(parts: list[str]) -> str:

@@ -107,15 +107,14 @@ _lock = threading.Lock()
 _worker: _Worker | None = None
 
 
-def find(pattern: str, text: str, limit: float) -> bool:
-    """Whether ``pattern`` (engine alphabet) matches ``text`` (engine alphabet) within ``limit``.
+def find(pattern: str, text: bytes, limit: float) -> bool:
+    """Whether ``pattern`` matches ``text`` (both in the engine alphabet; the text as UTF-8).
 
     Raises MatchTimeout when the limit passes or the worker dies mid-match; the worker is then
     gone and the next call starts a new one.
     """
     global _worker  # noqa: PLW0603  # one worker per process, replaced when it is killed
     pattern_bytes = pattern.encode()
-    text_bytes = text.encode()
     with _lock:
         for attempt in range(2):
             worker = _worker
@@ -124,7 +123,7 @@ def find(pattern: str, text: str, limit: float) -> bool:
                     worker.kill()
                 worker = _worker = _Worker()
             try:
-                return worker.find(pattern_bytes, text_bytes, limit)
+                return worker.find(pattern_bytes, text, limit)
             except BrokenPipeError:
                 # The worker died between requests (killed from outside): start another once.
                 worker.kill()

@@ -147,7 +147,7 @@ def test(pattern: str, text: str, *, timeout: float = TIMEOUT_SECONDS) -> bool:
         return compiled.search(text)
     try:  # (3) in the worker, killed at the limit
         return _sandbox.find(
-            compiled.engine_source, _regexsource.engine_text(text, INPUT_CAP), timeout
+            compiled.engine_source, _regexsource.engine_utf8(text, INPUT_CAP), timeout
         )
     except _sandbox.MatchTimeout:
         raise PatternTimeout(
