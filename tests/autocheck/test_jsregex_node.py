@@ -435,3 +435,48 @@ def test_safety_scan_agrees_with_node(node: Node, patterns: list[str]) -> None:
     cases = [(pattern, "") for pattern in patterns]
     theirs = [safe for safe, _ in node.run(cases)]
     assert [jsregex.is_safe(p) for p in patterns] == theirs
+
+
+# Classes whose ranges start, end or sit around the surrogate block, which the rewrite splits.
+_EDGES = [0x0, 0x2D, 0x5C, 0x5D, 0x61, 0xFF, 0xD7FF, 0xD800, 0xD83D, 0xDBFF, 0xDC00, 0xDE00]
+_EDGES += [0xDFFF, 0xE000, 0xFFFE, 0xFFFF]
+_CLASS_TEXT = ["\ud800", "\udbff", "\udc00", "\udfff", "\ud83d", "\ude00", "😀", "\ue000", "\uffff"]
+_CLASS_TEXT += ["a", "-", "\\", "]", "\x00", "\xff", "\ud7ff", "1", "c", "u", "{"]
+
+
+def _endpoint(unit: int, form: int) -> str:
+    """A class endpoint for ``unit``: an escape, or the character itself where it can be."""
+    if form == 0 or 0xD800 <= unit <= 0xDFFF:
+        return f"\\u{unit:04X}"
+    if form == 1 and unit < 0x100:
+        return f"\\x{unit:02x}"
+    return "\\" + chr(unit) if chr(unit) in "\\]-^[" else chr(unit)
+
+
+_CLASS_ATOM = st.one_of(
+    st.builds(
+        _endpoint,
+        st.one_of(st.sampled_from(_EDGES), st.integers(0, 0xFFFF)),
+        st.integers(0, 2),
+    ),
+    st.sampled_from(["\\d", "\\S", "\\W", "\\c", "\\c1", "\\-", "\\u{41}", "😀", "\\😀", "\\b"]),
+)
+_CLASS_ITEM = st.one_of(_CLASS_ATOM, st.tuples(_CLASS_ATOM, _CLASS_ATOM).map("-".join))
+_CLASSES = st.builds(
+    lambda negated, items, tail: "^[" + negated + "".join(items) + "]" + tail,
+    st.sampled_from(["", "^"]),
+    st.lists(_CLASS_ITEM, max_size=4),
+    st.sampled_from(["", "+", "{2}", "$"]),
+)
+
+
+@settings(_FAST, max_examples=15)
+@given(
+    st.lists(
+        st.tuples(_CLASSES, st.lists(st.sampled_from(_CLASS_TEXT), max_size=3).map("".join)),
+        min_size=40,
+    )
+)
+def test_generated_classes_agree_with_node(node: Node, cases: list[Case]) -> None:
+    """Class ranges around and across the surrogate block match the code units node matches."""
+    assert divergences(node, cases) == []

@@ -37,6 +37,13 @@ class MatchTimeout(Exception):
     """The match did not finish within its limit (the worker was killed), or the worker died."""
 
 
+class WorkerStartError(RuntimeError):
+    """The worker process could not start (regress not importable, no processes left).
+
+    Not a verdict on any pattern: the check itself broke, so it is not turned into a timeout.
+    """
+
+
 class MatchRefused(Exception):
     """The worker's regress refused the pattern (the caller compiled it first, so: a bug)."""
 
@@ -60,7 +67,9 @@ class _Worker:
         self.poll.register(self.reply_fd, select.POLLIN)
         if self._reply(time.monotonic() + _START_SECONDS) != protocol.READY:
             self.kill()
-            raise MatchTimeout("the match worker did not start")
+            raise WorkerStartError(
+                "the regex match worker did not start; its error output says why"
+            )
 
     def find(self, pattern: bytes, text: bytes, limit: float) -> bool:
         """Whether ``pattern`` matches ``text``; raises MatchTimeout past ``limit`` seconds."""
