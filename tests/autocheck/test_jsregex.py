@@ -353,3 +353,27 @@ def test_worker_dies_with_its_parent(mode: str) -> None:
     while not _gone(worker) and time.monotonic() < deadline:
         time.sleep(0.02)
     assert _gone(worker)
+
+
+def test_worker_killed_between_calls_is_replaced() -> None:
+    """A worker that died while idle is replaced on the next call, which still answers."""
+    jsregex.test("a+", "a")
+    pid = _sandbox.worker_pid()
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    while not _gone(pid):
+        time.sleep(0.01)
+    assert jsregex.test("a+b", "aab")
+    assert _sandbox.worker_pid() not in (None, pid)
+
+
+def test_worker_that_cannot_start_is_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker that cannot start breaks the check loudly instead of reading as a timeout."""
+    broken = tmp_path / "broken_worker.py"
+    broken.write_text("raise SystemExit(3)\n")
+    monkeypatch.setattr(_sandbox, "_WORKER_SCRIPT", broken)
+    monkeypatch.setattr(_sandbox, "_worker", None)  # the running worker comes back afterwards
+    with pytest.raises(_sandbox.WorkerStartError):
+        jsregex.test("a+", "a")
