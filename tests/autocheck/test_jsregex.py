@@ -11,9 +11,11 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from adjudge import Error
-from adjudge.autocheck import _sandbox, jsregex
+from adjudge.autocheck import _regexsource, _sandbox, jsregex
 
 CATASTROPHIC = [
     ("(a|a)+$", "a" * 40 + "b"),
@@ -377,3 +379,37 @@ def test_worker_that_cannot_start_is_an_error(
     monkeypatch.setattr(_sandbox, "_worker", None)  # the running worker comes back afterwards
     with pytest.raises(_sandbox.WorkerStartError):
         jsregex.test("a+", "a")
+
+
+def _engine_text_by_definition(text: str, cap: int) -> str:
+    """The engine alphabet, character by character: one code point per UTF-16 code unit."""
+    out = []
+    for ch in text:
+        c = ord(ch)
+        if c >= 0x10000:
+            c -= 0x10000
+            units = [0xD800 + (c >> 10), 0xDC00 + (c & 0x3FF)]
+        else:
+            units = [c]
+        out += [chr(0xF0000 + u - 0xD800) if 0xD800 <= u <= 0xDFFF else chr(u) for u in units]
+    return "".join(out[:cap])
+
+
+_UNIT_TEXT = st.text(
+    alphabet=st.one_of(
+        st.sampled_from(["a", "é", "😀", "\U000f0000", "\U0010ffff", "\uffff", "\ue000"]),
+        st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF),
+        st.characters(),
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_UNIT_TEXT, st.integers(0, 50))
+def test_engine_text_has_one_code_point_per_code_unit(text: str, cap: int) -> None:
+    """The fast byte-level rewrite of the text equals the per-character definition."""
+    expected = _engine_text_by_definition(text, cap)
+    assert _regexsource.engine_text(text, cap) == expected
+    assert _regexsource.engine_utf8(text, cap) == expected.encode()
+    assert len(expected) == min(_regexsource.utf16_length(text), cap)

@@ -40,8 +40,11 @@ SURROGATE_LAST = 0xDFFF
 PRIVATE_BASE = 0xF0000
 
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]")
-_ASTRAL_OR_SURROGATE = re.compile("[\U00010000-\U0010ffff\ud800-\udfff]")
 _BELOW_F0 = bytes(range(0xF0))
+# Byte tables for _units_as_code_points: a surrogate's high byte D8..DF becomes 0..7 (and the
+# code point's third byte 0x0F, plane 15); any other high byte stays (third byte 0).
+_HIGH_BYTE = bytes(b - 0xD8 if 0xD8 <= b <= 0xDF else b for b in range(256))
+_PLANE_BYTE = bytes(PRIVATE_BASE >> 16 if 0xD8 <= b <= 0xDF else 0 for b in range(256))
 _HEX = frozenset("0123456789abcdefABCDEF")
 _OCTAL = frozenset("01234567")
 _CLASS_ESCAPES = frozenset("dDsSwW")
@@ -92,7 +95,7 @@ def engine_text(text: str, cap: int) -> str:
     head = text[:cap]  # cap code points hold at least cap code units
     if head.isascii() or _plain_utf8(head) is not None:
         return head  # every character is one code unit already
-    return _ASTRAL_OR_SURROGATE.sub(_to_private, head)[:cap]
+    return _units_as_code_points(head, cap)
 
 
 def engine_utf8(text: str, cap: int) -> bytes:
@@ -103,7 +106,23 @@ def engine_utf8(text: str, cap: int) -> bytes:
     data = _plain_utf8(head)
     if data is not None:
         return data
-    return _ASTRAL_OR_SURROGATE.sub(_to_private, head)[:cap].encode()
+    return _units_as_code_points(head, cap).encode()
+
+
+def _units_as_code_points(head: str, cap: int) -> str:
+    """The first ``cap`` UTF-16 code units of ``head``, one code point each, surrogates moved.
+
+    Done on bytes, in C, rather than per character: each 2-byte little-endian code unit
+    ``lo, hi`` becomes the 4-byte UTF-32 code point ``lo, hi, 0, 0``, except a surrogate
+    (``hi`` in D8..DF), which becomes ``PRIVATE_BASE + unit - 0xD800``: ``lo, hi - 0xD8, 0x0F, 0``.
+    """
+    units = head.encode("utf-16-le", "surrogatepass")[: 2 * cap]
+    high = units[1::2]
+    out = bytearray(2 * len(units))
+    out[0::4] = units[0::2]
+    out[1::4] = high.translate(_HIGH_BYTE)
+    out[2::4] = high.translate(_PLANE_BYTE)
+    return out.decode("utf-32-le")
 
 
 def _plain_utf8(head: str) -> bytes | None:
@@ -131,14 +150,6 @@ def rewrite(pattern: str) -> EngineSource:
 def _split_astral(m: re.Match[str]) -> str:
     c = ord(m.group()) - 0x10000
     return chr(0xD800 + (c >> 10)) + chr(0xDC00 + (c & 0x3FF))
-
-
-def _to_private(m: re.Match[str]) -> str:
-    c = ord(m.group())
-    if c >= 0x10000:
-        c -= 0x10000
-        return _private(0xD800 + (c >> 10)) + _private(0xDC00 + (c & 0x3FF))
-    return _private(c)
 
 
 def _private(unit: int) -> str:
