@@ -480,3 +480,14 @@ _CLASSES = st.builds(
 def test_generated_classes_agree_with_node(node: Node, cases: list[Case]) -> None:
     """Class ranges around and across the surrogate block match the code units node matches."""
     assert divergences(node, cases) == []
+
+
+@pytest.mark.skip(
+    reason="known gap: the 100 ms limit is wall-clock and regress is up to ~13x slower than V8 "
+    "on backtracking-heavy matches, so a match node finishes in 10-100 ms may time out here "
+    "(docs/autocheck-regex.md, Known gaps)"
+)
+def test_timeouts_agree_with_node() -> None:
+    """A match node finishes well within the limit also finishes here."""
+    text = "ab" * 3_800  # (?:a|b)*?c on this: about 50 ms in node 20, about 0.6 s in regress
+    assert not jsregex.test("(?:a|b)*?c", text)
