@@ -363,8 +363,11 @@ def _has_group_names(units: str) -> bool:
 
 
 def _decode_group_name(raw: str) -> str:
-    """A group name's identity: ``\\u0061`` and ``\\u{61}`` name the same group as ``a``,
-    ``\\uD835\\uDC9C`` and ``\\u{1D49C}`` the same as ``𝒜``."""
+    """A group name's identity, its escapes decoded, as the duplicate check compares it.
+
+    ``\\u0061`` and ``\\u{61}`` name the same group as ``a``; ``\\uD835\\uDC9C`` and
+    ``\\u{1D49C}`` the same as ``𝒜``.
+    """
 
     def char(m: re.Match[str]) -> str:
         value = int(m.group(1) or m.group(2), 16)
