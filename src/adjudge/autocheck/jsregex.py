@@ -216,8 +216,15 @@ def _unsafe_reason(pattern: str) -> str | None:
     return None
 
 
-@functools.lru_cache(maxsize=1024)
 def _compile(pattern: str) -> CompiledPattern:
+    # Only patterns of a usable length are cached, so a caller compiling huge ones cannot fill
+    # memory (the cache holds 1,024 entries).
+    if len(pattern) <= 2 * MAX_PATTERN_LENGTH:
+        return _compile_cached(pattern)
+    return _compile_uncached(pattern)
+
+
+def _compile_uncached(pattern: str) -> CompiledPattern:
     try:
         engine = _regexsource.rewrite(pattern)
         regex = regress.Regex(engine.source)
@@ -229,3 +236,6 @@ def _compile(pattern: str) -> CompiledPattern:
             pattern=pattern,
         ) from None
     return CompiledPattern(pattern, engine.source, engine.bounded, regex)
+
+
+_compile_cached = functools.lru_cache(maxsize=1024)(_compile_uncached)
