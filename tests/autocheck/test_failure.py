@@ -7,6 +7,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from adjudge.autocheck import _unicode_tables as tables
 from adjudge.autocheck.failure import NEUTRAL_PATTERNS, REFUSAL_PATTERNS, fast_form, scan
 
 FRAGMENTS = [
@@ -90,8 +91,6 @@ def test_screens_never_hide_a_match() -> None:
 
 def test_emoji_blocks_hold_no_table_character() -> None:
     """The fast path of has_astral_in assumes U+1F201–U+1FAFF is in none of the Unicode tables."""
-    from adjudge.autocheck import _unicode_tables as tables
-
     every = re.compile(
         f"[{tables.FORMAT_ASTRAL}{tables.MARK_ASTRAL}{tables.CJK_ASTRAL}{tables.NUMBER_ASTRAL}]"
     )
