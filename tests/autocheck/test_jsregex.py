@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from adjudge import Error
 from adjudge.autocheck import _regexsource, _sandbox, jsregex
+from adjudge.autocheck.jsvalues import utf16_len
 
 CATASTROPHIC = [
     ("(a|a)+$", "a" * 40 + "b"),
@@ -442,4 +443,4 @@ def test_engine_text_has_one_code_point_per_code_unit(text: str, cap: int) -> No
     expected = _engine_text_by_definition(text, cap)
     assert _regexsource.engine_text(text, cap) == expected
     assert _regexsource.engine_utf8(text, cap) == expected.encode()
-    assert len(expected) == min(_regexsource.utf16_length(text), cap)
+    assert len(expected) == min(utf16_len(text), cap)

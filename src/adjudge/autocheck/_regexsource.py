@@ -34,12 +34,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from adjudge.autocheck.jsvalues import to_units
+
 SURROGATE_FIRST = 0xD800
 SURROGATE_LAST = 0xDFFF
 #: Where surrogate code unit ``0xD800 + k`` lives in the engine's alphabet (plane 15, private use).
 PRIVATE_BASE = 0xF0000
 
-_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 _BELOW_F0 = bytes(range(0xF0))
 # Byte tables for _units_as_code_points: a surrogate's high byte D8..DF becomes 0..7 (and the
 # code point's third byte 0x0F, plane 15); any other high byte stays (third byte 0).
@@ -79,20 +80,6 @@ class EngineSource:
 
     source: str
     bounded: bool
-
-
-def utf16_length(s: str) -> int:
-    """How many UTF-16 code units JavaScript's ``s.length`` would count."""
-    if s.isascii():
-        return len(s)
-    return len(s) + len(_ASTRAL.findall(s))
-
-
-def utf16_units(s: str) -> str:
-    """``s`` with each astral character split into its two surrogate code units (one per char)."""
-    if s.isascii():
-        return s
-    return _ASTRAL.sub(_split_astral, s)
 
 
 def engine_text(text: str, cap: int) -> str:
@@ -153,12 +140,7 @@ def rewrite(pattern: str) -> EngineSource:
     Raises SourceError for the refusals regress would not make itself. Everything else that is
     malformed is passed through for regress to refuse.
     """
-    return _Rewriter(utf16_units(pattern)).run()
-
-
-def _split_astral(m: re.Match[str]) -> str:
-    c = ord(m.group()) - 0x10000
-    return chr(0xD800 + (c >> 10)) + chr(0xDC00 + (c & 0x3FF))
+    return _Rewriter(to_units(pattern)).run()
 
 
 def _private(unit: int) -> str:

@@ -42,6 +42,7 @@ from typing import Any
 import regress
 
 from adjudge.autocheck import _regexsource, _sandbox
+from adjudge.autocheck.jsvalues import to_units, utf16_len
 from adjudge.errors import Error
 
 __all__ = [
@@ -171,13 +172,13 @@ def _unsafe_reason(pattern: str) -> str | None:
     whether the group closed last held one, and whether the previous character closed a group.
     "?" is not a quantifier for this scan; "[...]" and "\\x" are skipped.
     """
-    length = _regexsource.utf16_length(pattern)
+    length = utf16_len(pattern)
     if length > MAX_PATTERN_LENGTH:
         return (
             f"is {length} characters long and the limit is {MAX_PATTERN_LENGTH}; "
             f"shorten the pattern"
         )
-    src = _regexsource.utf16_units(pattern)
+    src = to_units(pattern)
     n = len(src)
     stack: list[bool] = []
     closed_group_had_quant = False
