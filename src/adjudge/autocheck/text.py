@@ -56,6 +56,11 @@ _CJK_ASTRAL = re.compile(f"[{CJK_ASTRAL}]")
 _TABLE_ASTRAL = re.compile("[\U00010000-\U0001f200\U0001fb00-\U0010ffff]")
 
 
+_CURLY = frozenset("\u2018\u2019\u02bc")
+
+_ODD_HSPACE_CHARS = frozenset(WHITESPACE) - {" ", "\n"}
+
+
 def has_astral_in(text: str, cls: re.Pattern[str]) -> bool:
     """Whether ``text`` has an astral character in ``cls`` (only its astral ones are tested)."""
     if text.isascii() or _TABLE_ASTRAL.search(text) is None:
@@ -116,20 +121,18 @@ def canonical(text: str) -> str:
     ascii_text = text.isascii()
     if not ascii_text:
         text = unicodedata.normalize("NFKC", text)
-    if (
-        _CANONICAL_WORK.search(text) is None
-        and "  " not in text
-        and (ascii_text or not has_astral_in(text, _FORMAT_ASTRAL))
-    ):
+    # One pass lists the characters the steps below would touch; each step runs only if needed.
+    work = set(_CANONICAL_WORK.findall(text))
+    astral_format = not ascii_text and has_astral_in(text, _FORMAT_ASTRAL)
+    if not work and not astral_format and "  " not in text:
         return text
-    if not ascii_text and ("\u2018" in text or "\u2019" in text or "\u02bc" in text):
-        text = _CURLY_APOSTROPHES.sub("'", text)
-    if "\r" in text:
+    for curly in _CURLY & work:
+        text = text.replace(curly, "'")
+    if "\r" in work:
         text = _NEWLINES.sub("\n", text)
-    invisible = _INVISIBLE_ALL if has_astral_in(text, _FORMAT_ASTRAL) else _INVISIBLE
-    if invisible.search(text):
-        text = invisible.sub("", text)
-    if "  " in text or _ODD_HSPACE.search(text):
+    if astral_format or any(_INVISIBLE.match(c) for c in work):
+        text = (_INVISIBLE_ALL if astral_format else _INVISIBLE).sub("", text)
+    if work & _ODD_HSPACE_CHARS or "  " in text:
         text = _HORIZONTAL_WS.sub(" ", text)
     return text
 
