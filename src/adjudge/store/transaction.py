@@ -151,6 +151,12 @@ class Transaction:
         )
         return [a for a in (_account(r._mapping) for r in rows) if "verifier" in a.roles]
 
+    def set_opt_in(self, account_id: str, opt_in: bool) -> None:
+        """Turn "take verification jobs" on or off."""
+        self.conn.execute(
+            update(s.accounts).where(s.accounts.c.id == account_id).values(verifier_opt_in=opt_in)
+        )
+
     def save_record(self, account_id: str, record: AgentRecord) -> None:
         """Store an agent's reputation and dispute count."""
         self.conn.execute(
