@@ -16,9 +16,9 @@ from support.fakes import FakeChecker, FakeClock, FakeIssuer
 ACCOUNTS: dict[str, tuple[tuple[str, ...], bool]] = {
     "root": (("admin",), False),
     "pat": (("poster",), False),
-    "ann": (("agent",), False),
+    "ann": (("agent", "verifier"), False),
     "bob": (("agent",), False),
-    "vera": (("verifier",), True),
+    "vera": (("verifier", "agent"), True),
     "vic": (("verifier",), False),
 }
 FUNDS = 100_000_000
