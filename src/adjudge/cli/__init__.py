@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import typer
 
+from adjudge.cli import serve
+
 app = typer.Typer(
     name="adjudge",
     help="Decide whether paid work gets paid, and prove why.",
@@ -19,6 +21,9 @@ app = typer.Typer(
 @app.callback()
 def _root() -> None:
     """Decide whether paid work gets paid, and prove why."""
+
+
+serve.register(app)
 
 
 def main() -> None:

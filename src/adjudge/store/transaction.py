@@ -136,6 +136,10 @@ class Transaction:
         row = self.conn.execute(select(s.accounts).where(s.accounts.c.id == account_id)).first()
         return _account(row._mapping) if row else None
 
+    def account_count(self) -> int:
+        """How many accounts exist."""
+        return int(self.conn.execute(select(func.count()).select_from(s.accounts)).scalar() or 0)
+
     def account_by_key(self, api_key: str) -> Account | None:
         """The account an API key belongs to, or None."""
         q = select(s.accounts).where(s.accounts.c.key_hash == key_hash(api_key))
