@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import typer
 
-from adjudge.cli import serve
+from adjudge.cli import serve, tasks
 
 app = typer.Typer(
     name="adjudge",
@@ -24,6 +24,7 @@ def _root() -> None:
 
 
 serve.register(app)
+tasks.register(app)
 
 
 def main() -> None:
