@@ -33,7 +33,7 @@ serve: setup
 
 demo-check: setup
 	$(BIN)/adjudge check --criteria examples/criteria.json examples/report.md
-	$(BIN)/adjudge check --criteria examples/criteria.json examples/refusal.txt || true
+	$(BIN)/adjudge check --criteria examples/criteria-short.json examples/refusal.txt || true
 
 bench: setup
 	$(BIN)/python benchmarks/autocheck.py

@@ -96,10 +96,14 @@ class Harness:
         return timedelta(days=1)
 
 
-def make_harness(store: Store) -> Harness:
-    """A harness over ``store`` (already migrated) with every account funded."""
+def make_harness(store: Store, *, real_checker: bool = False) -> Harness:
+    """A harness over ``store`` (already migrated) with every account funded.
+
+    The checker is a fake unless ``real_checker`` asks for the auto check itself.
+    """
     clock = FakeClock()
-    market = Marketplace(store, clock=clock, checker=FakeChecker(), issuer=FakeIssuer())
+    checker = None if real_checker else FakeChecker()
+    market = Marketplace(store, clock=clock, checker=checker, issuer=FakeIssuer())
     harness = Harness(market, TestClient(create_app(market)), clock)
     for name, (roles, opt_in) in ACCOUNTS.items():
         _, key = market.create_account(name, roles, opt_in=opt_in)

@@ -1,13 +1,16 @@
 """The ``adjudge`` command: one Typer app; each area registers its commands from its own module.
 
-Each command module exposes ``register(app)``; adding an area is one import and one call below.
+Each command module exposes ``register(app)``; adding an area is one import and one entry in
+``AREAS`` below.
 """
 
 from __future__ import annotations
 
 import typer
 
-from adjudge.cli import serve, tasks
+from adjudge.cli import check, serve, tasks
+
+AREAS = (check, serve, tasks)
 
 app = typer.Typer(
     name="adjudge",
@@ -23,8 +26,8 @@ def _root() -> None:
     """Decide whether paid work gets paid, and prove why."""
 
 
-serve.register(app)
-tasks.register(app)
+for _area in AREAS:
+    _area.register(app)
 
 
 def main() -> None:

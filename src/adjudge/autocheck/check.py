@@ -1,0 +1,264 @@
+"""The auto check: hard failures, scored items, gates, the score and the pass rule.
+
+Spec 000, *Auto check*. The procedure, as the reference checker runs it:
+
+1. read the text: a string ``output`` field, else the whole result as JSON;
+2. criteria over the size limits (or malformed) → hard fail;
+3. empty or white-space result → hard fail;
+4. normalize, take out the disclosure section, flatten: the deliverable;
+5. an LLM execution error in the first 200 characters → hard fail;
+6. ``regex_pattern``: unsafe, invalid or timed out → hard fail; else remember whether it matched;
+7. the content floor and the 3-distinct-words rule → hard fail;
+8. refusals and bare failure wording → hard fail;
+9. score every rule, weighted average, gates, threshold → the verdict and its reasons.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from adjudge.autocheck import jsregex
+from adjudge.autocheck.criteria import Criteria, parse
+from adjudge.autocheck.disclosure import split_disclosure
+from adjudge.autocheck.failure import ERROR_MARKER, ERROR_MARKER_WINDOW, scan
+from adjudge.autocheck.items import DEFAULT_MIN_CONTENT_CHARS, Context, Rule, rules_for
+from adjudge.autocheck.jsvalues import (
+    from_units,
+    js_round,
+    stringify,
+    to_fixed0,
+    to_units,
+    trim,
+    utf16_len,
+)
+from adjudge.autocheck.text import canonical, flatten, fold, words
+from adjudge.errors import CriteriaError
+
+MIN_DISTINCT_TOKENS = 3
+MIN_WORDS_BESIDE_REFUSAL = 40
+MAX_REFUSAL_SHARE = 0.5
+MIN_SUBSTANTIVE_WORDS = 15
+MIN_DISTINCT_WORDS = 25
+SCAN_WINDOW = 64_000
+
+PASSED_REASON = "All verification criteria met"
+REASON_OVER_LIMITS = (
+    "Verification criteria exceed the supported size — cannot auto-verify against them"
+)
+REASON_EMPTY = "Empty output"
+REASON_LLM_ERROR = "Worker reported an LLM execution error instead of output"
+REASON_REGEX_UNSAFE = (
+    "regex_pattern was not applied (nested quantifiers or too long) — cannot auto-verify against it"
+)
+REASON_REGEX_TIMEOUT = "regex_pattern timed out on this output — cannot auto-verify against it"
+REASON_REGEX_INVALID = (
+    "regex_pattern is not a valid regular expression — cannot auto-verify against it"
+)
+REASON_EXCUSE = "Output is a failure excuse, not a deliverable"
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One scored item of the breakdown: a score in 0..1 and its weight."""
+
+    name: str
+    score: float
+    weight: float
+    gate: bool = False
+    reason: str = ""
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The reference's breakdown entry: ``{name, score, weight, reason[, error]}``."""
+        out: dict[str, Any] = {
+            "name": self.name,
+            "score": _number(self.score),
+            "weight": _number(self.weight),
+            "reason": self.reason,
+        }
+        if self.error is not None:
+            out["error"] = self.error
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class VerificationResult:
+    """The verdict of one auto check, shaped as spec 000's ``verificationResult``."""
+
+    passed: bool
+    score: int
+    reasons: tuple[str, ...]
+    breakdown: tuple[Item, ...] = ()
+    errors: Mapping[str, str] = field(default_factory=dict)
+    #: The unrounded weighted score in 0..1 (the pass rule compares this, not ``score``).
+    exact_score: float = 0.0
+
+    @property
+    def hard_failure(self) -> bool:
+        """A step-1 failure: one reason, an empty breakdown, score 0."""
+        return not self.breakdown
+
+    def to_dict(self) -> dict[str, Any]:
+        """Exactly the ``verificationResult`` object of spec 000."""
+        return {
+            "passed": self.passed,
+            "score": self.score,
+            "reasons": list(self.reasons),
+            "breakdown": [item.to_dict() for item in self.breakdown],
+            "errors": dict(self.errors),
+        }
+
+    def to_json(self) -> str:
+        """``to_dict`` as JavaScript's ``JSON.stringify`` writes it: the reference's bytes."""
+        return stringify(self.to_dict())
+
+
+def _number(x: float) -> float | int:
+    return int(x) if float(x).is_integer() else x
+
+
+def _hard_fail(reason: str) -> VerificationResult:
+    return VerificationResult(passed=False, score=0, reasons=(reason,))
+
+
+def result_text(result: str | Mapping[str, Any]) -> str:
+    """The text the check reads: a string ``output`` field, else the whole result as JSON."""
+    if isinstance(result, str):
+        return result
+    output = result.get("output")
+    return output if isinstance(output, str) else stringify(result)
+
+
+def auto_check(
+    result: str | Mapping[str, Any], criteria: Mapping[str, Any] | Criteria
+) -> VerificationResult:
+    """Score ``result`` against ``criteria``: spec 000's auto check, as the reference runs it.
+
+    Never raises on any text, JSON value or criteria: malformed criteria are a hard failure, as
+    the reference treats them. Use :func:`adjudge.autocheck.criteria.parse` to refuse them with a
+    code instead.
+    """
+    output = result_text(result)  # (1)
+    try:
+        c = parse(criteria)  # (2)
+    except CriteriaError:
+        return _hard_fail(REASON_OVER_LIMITS)
+    if not trim(output):  # (3)
+        return _hard_fail(REASON_EMPTY)
+
+    split = split_disclosure(canonical(output))  # (4)
+    visible = flatten(split.deliverable)
+    scan_text = _fold_for_scan(visible)
+
+    if ERROR_MARKER.search(scan_text[:ERROR_MARKER_WINDOW]):  # (5)
+        return _hard_fail(REASON_LLM_ERROR)
+
+    regex_matched: bool | None = None  # (6)
+    if c.regex_pattern:
+        try:
+            regex_matched = jsregex.test(c.regex_pattern, output)
+        except jsregex.UnsafePattern:
+            return _hard_fail(REASON_REGEX_UNSAFE)
+        except jsregex.PatternTimeout:
+            return _hard_fail(REASON_REGEX_TIMEOUT)
+        except jsregex.JsRegexError:
+            return _hard_fail(REASON_REGEX_INVALID)
+
+    pins_short_answer = bool(  # (7)
+        (c.expected_answer is not None and trim(c.expected_answer))
+        or regex_matched is not None
+        or (c.expected_schema and any(trim(k) for k in c.expected_schema.required or ()))
+        or any(trim(f) for f in c.required_fields or ())
+    )
+    floor = max(c.min_length or 0, 0 if pins_short_answer else DEFAULT_MIN_CONTENT_CHARS)
+    visible_length = utf16_len(visible)
+    if visible_length < floor:
+        where = ' outside the "Not done / assumptions" section' if split.disclosed else ""
+        return _hard_fail(f"Output too short: {visible_length} characters{where}, minimum {floor}")
+    if not pins_short_answer:
+        head = visible[:SCAN_WINDOW] if len(visible) <= SCAN_WINDOW else _head16(visible)
+        distinct = len(set(words(head)))
+        if distinct < MIN_DISTINCT_TOKENS:
+            return _hard_fail(
+                f"Output has no real content: {distinct} distinct words, "
+                f"minimum {MIN_DISTINCT_TOKENS}"
+            )
+
+    lang = scan(scan_text)  # (8)
+    if lang.refusal and (
+        lang.substantive_words < MIN_WORDS_BESIDE_REFUSAL
+        or lang.refusal_words > MAX_REFUSAL_SHARE * lang.total_words
+    ):
+        return _hard_fail(REASON_EXCUSE)
+    if (
+        lang.neutral
+        and lang.substantive_words < MIN_SUBSTANTIVE_WORDS
+        and lang.distinct_words < MIN_DISTINCT_WORDS
+    ):
+        return _hard_fail(REASON_EXCUSE)
+
+    ctx = Context(output, visible, regex_matched, lang.refusal or lang.neutral)  # (9)
+    return _score(rules_for(c, ctx), c.threshold)
+
+
+def _score(rules: list[Rule], threshold: float) -> VerificationResult:
+    notes: dict[str, str] = {}
+    breakdown: list[Item] = []
+    errors: dict[str, str] = {}
+    weighted_sum = 0.0
+    total_weight = 0.0
+    for rule in rules:
+
+        def note(text: str, name: str = rule.name) -> None:
+            notes[name] = text
+
+        try:
+            value = min(1.0, max(0.0, rule.score(note)))
+            item = Item(rule.name, value, rule.weight, rule.gate)
+        except Exception as exc:  # a scorer that breaks scores 0 and says so; it never passes
+            errors[rule.name] = f"{rule.name}: {exc}"
+            item = Item(rule.name, 0.0, rule.weight, rule.gate, "CRASHED", errors[rule.name])
+        breakdown.append(item)
+        weighted_sum += item.score * item.weight
+        total_weight += item.weight
+
+    exact = weighted_sum / total_weight if total_weight > 0 else 0.0
+    gate_missed = any(i.gate and (i.error is not None or i.score < 1) for i in breakdown)
+    passed = exact >= threshold / 100 and not gate_missed
+    reasons = [
+        f"[CRASHED] {i.error}"
+        if i.error is not None
+        else f"{i.name}: {notes[i.name] if i.name in notes else to_fixed0(i.score * 100) + '%'}"
+        for i in breakdown
+        if i.error is not None or i.score < 0.5 or (i.gate and i.score < 1)
+    ]
+    if passed:
+        reasons.insert(0, PASSED_REASON)
+    # The reference rounds to three decimals first, then to a whole percent.
+    rounded = js_round(exact * 1000) / 1000
+    return VerificationResult(
+        passed=passed,
+        score=js_round(rounded * 100),
+        reasons=tuple(reasons),
+        breakdown=tuple(breakdown),
+        errors=errors,
+        exact_score=exact,
+    )
+
+
+def _head16(text: str) -> str:
+    return to_units(text)[:SCAN_WINDOW]
+
+
+def _fold_for_scan(flat: str) -> str:
+    """The deliverable as the failure patterns read it: folded, bounded to both ends, in code units.
+
+    "The checker reads failure language in the first and last 64,000 characters of the
+    deliverable only."
+    """
+    flat_units = to_units(flat)
+    if len(flat_units) > 2 * SCAN_WINDOW:
+        flat = from_units(f"{flat_units[:SCAN_WINDOW]} … {flat_units[-SCAN_WINDOW:]}")
+    return to_units(fold(flat))

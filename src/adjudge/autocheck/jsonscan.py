@@ -1,0 +1,305 @@
+"""JSON objects inside agent output, labelled prose sections, and whether a value has content.
+
+Spec 000, ``required_fields``: "If the result contains a JSON object (bare, in a code fence, or
+embedded in text), fields are looked up only in that object, and ``""``, ``[]``, ``{}``, and
+``null`` don't count. If there's no JSON object, a field also counts as a labelled section:
+``Summary:``, ``## Summary``, or ``**Summary**`` followed by text."
+
+Lookups follow JavaScript's ``key in object``, which the reference uses: a key inherited from
+``Object.prototype`` (``constructor``, ``toString`` …) is "in" every object and holds a function,
+which counts as content. adjudge reproduces that rather than silently disagreeing with the
+reference's verdicts.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import regex
+
+from adjudge.autocheck.jsvalues import (
+    WHITESPACE,
+    from_units,
+    parse,
+    slice16,
+    to_units,
+    trim,
+    utf16_len,
+)
+
+JSON_SCAN_CAP = 200_000
+JSON_SCAN_MAX_STARTS = 50  # bounds the balanced-brace scan on brace-heavy prose
+LABEL_BODY_CHARS = 400  # how far past a prose label to look for its content
+LABEL_MAX_TRIES = 20
+
+_WS = "[" + re.escape(WHITESPACE) + "]"
+_FENCE = re.compile(r"```(?:json)?" + _WS + r"*\n([\s\S]*?)```", re.IGNORECASE)
+_BRACE_SCAN = re.compile(r'[{}"\\]')
+_IN_STRING = re.compile(r'["\\]')
+
+
+class _Function:
+    """A method inherited from a JavaScript prototype: present, and content."""
+
+
+_FUNCTION = _Function()
+_PROTO_OBJECT: dict[str, Any] = {}  # Object.prototype: no own enumerable keys
+
+OBJECT_PROTOTYPE: dict[str, Any] = dict.fromkeys(
+    (
+        "constructor",
+        "__defineGetter__",
+        "__defineSetter__",
+        "hasOwnProperty",
+        "__lookupGetter__",
+        "__lookupSetter__",
+        "isPrototypeOf",
+        "propertyIsEnumerable",
+        "toString",
+        "valueOf",
+        "toLocaleString",
+    ),
+    _FUNCTION,
+) | {"__proto__": _PROTO_OBJECT}
+
+ARRAY_PROTOTYPE_METHODS = frozenset(
+    [
+        "constructor",
+        "at",
+        "concat",
+        "copyWithin",
+        "fill",
+        "find",
+        "findIndex",
+        "findLast",
+        "findLastIndex",
+        "lastIndexOf",
+        "pop",
+        "push",
+        "reverse",
+        "shift",
+        "unshift",
+        "slice",
+        "sort",
+        "splice",
+        "includes",
+        "indexOf",
+        "join",
+        "keys",
+        "entries",
+        "values",
+        "forEach",
+        "filter",
+        "flat",
+        "flatMap",
+        "map",
+        "every",
+        "some",
+        "reduce",
+        "reduceRight",
+        "toLocaleString",
+        "toString",
+        "toReversed",
+        "toSorted",
+        "toSpliced",
+        "with",
+    ]
+)
+
+_MISSING = object()
+
+
+def get_property(obj: dict[str, Any] | list[Any], key: str) -> Any:
+    """``obj[key]`` if ``key in obj`` in JavaScript, else a sentinel meaning "not in"."""
+    if isinstance(obj, dict):
+        if key in obj:
+            return obj[key]
+        return OBJECT_PROTOTYPE.get(key, _MISSING)
+    if key == "length":
+        return len(obj)
+    if key.isdigit() and key.isascii() and (key == "0" or key[0] != "0") and int(key) < len(obj):
+        return obj[int(key)]
+    if key in ARRAY_PROTOTYPE_METHODS:
+        return _FUNCTION
+    return OBJECT_PROTOTYPE.get(key, _MISSING)
+
+
+def has_property_with_content(obj: dict[str, Any] | list[Any], key: str) -> bool:
+    """``key in obj && hasContent(obj[key])``."""
+    value = get_property(obj, key)
+    return value is not _MISSING and has_content(value)
+
+
+def has_content(value: Any) -> bool:
+    """A field counts only when it holds something: ``""``, ``[]``, ``{}`` and ``null`` do not.
+
+    ``0`` and ``false`` are real values.
+    """
+    if value is None:
+        return False
+    if isinstance(value, str):
+        return len(trim(value)) > 0
+    if isinstance(value, list | dict):
+        return len(value) > 0
+    return True
+
+
+def _as_object(text: str) -> dict[str, Any] | None:
+    try:
+        parsed = parse(text)
+    except ValueError:
+        return None
+    return parsed if isinstance(parsed, dict) else None
+
+
+def extract_json_object(output: str) -> dict[str, Any] | None:
+    """The first JSON object in ``output``: the whole text, a fenced block, or balanced braces.
+
+    Tries, in order: the whole output, each fenced block, then the first balanced ``{…}`` that
+    parses (string-aware, at most 50 starting braces). ``None`` when there is no JSON object.
+    """
+    src = slice16(output, 0, JSON_SCAN_CAP) if len(output) > JSON_SCAN_CAP // 2 else output
+    if "{" not in src:
+        return None
+    whole = _as_object(trim(src))
+    if whole is not None:
+        return whole
+    if "```" in src:
+        for m in _FENCE.finditer(src):
+            fenced = _as_object(trim(m.group(1)))
+            if fenced is not None:
+                return fenced
+    starts = 0
+    start = src.find("{")
+    while start != -1 and starts < JSON_SCAN_MAX_STARTS:
+        end = _balanced_end(src, start)
+        if end is not None:
+            candidate = _as_object(src[start : end + 1])
+            if candidate is not None:
+                return candidate
+        start = src.find("{", start + 1)
+        starts += 1
+    return None
+
+
+def _balanced_end(src: str, start: int) -> int | None:
+    """Index of the ``}`` closing the ``{`` at ``start``, skipping strings; None if unclosed."""
+    depth = 0
+    pos = start
+    while (m := _BRACE_SCAN.search(src, pos)) is not None:
+        ch = m.group()
+        i = m.start()
+        if ch == '"':
+            # Inside a string: a backslash escapes the next character; a quote ends it.
+            j = i + 1
+            while (s := _IN_STRING.search(src, j)) is not None and s.group() == "\\":
+                j = s.start() + 2
+            if s is None:
+                return None
+            pos = s.start() + 1
+            continue
+        if ch == "\\":
+            pos = i + 1
+            continue
+        if ch == "{":
+            depth += 1
+        else:
+            depth -= 1
+            if depth == 0:
+                return i
+        pos = i + 1
+    return None
+
+
+def _label_source(field: str) -> str:
+    """A field name as a label pattern: escaped, with runs of space, ``_`` or ``-`` alike."""
+    escaped = re.sub(r"[.*+?^${}()|[\]\\]", lambda m: "\\" + m.group(), trim(field))
+    return re.sub(_WS.replace("]", "_-]") + "+", lambda _: "[" + _WS[1:-1] + "_-]+", escaped)
+
+
+_LINE_START = r"(?:\A|(?<=[\n\r\u2028\u2029]))"
+_LINE_END = r"(?=[\n\r\u2028\u2029]|\Z)"
+_NEXT_HEADING = re.compile(r"\n[ \t]*#{1,6}[ \t]")
+_LETTER_OR_DIGIT = regex.compile(r"[\p{L}\p{N}]")
+
+
+def has_fields(fields: Sequence[str]) -> Callable[[str], float]:
+    """The ``required_fields`` scorer: the share of fields present, in JSON or as labelled prose.
+
+    A field's content ends where the next field's label starts ("Summary: Score: 5"), and bare
+    labels ("Summary:\\nScore:") are a template, not a deliverable.
+    """
+    named = [f for f in fields if trim(f)]
+    any_label = re.compile(
+        "(?:" + ("|".join(_label_source(f) for f in named) or "(?!)") + r")(?:\*\*|__)?[ \t]*:",
+        re.IGNORECASE,
+    )
+    labels = {
+        f: re.compile(
+            rf"(?:{_LINE_START}|[.!?]{_WS})[ \t]*(?:#{{1,6}}[ \t]*|[-*][ \t]+)?(?:\*\*|__)?"
+            rf"{_label_source(f)}(?:\*\*|__)?[ \t]*(?::|{_LINE_END})",
+            re.IGNORECASE,
+        )
+        for f in named
+    }
+
+    def score(output: str) -> float:
+        if not fields:
+            return 1.0
+        parsed = extract_json_object(output)
+        if parsed is not None:
+            present = sum(1 for f in fields if has_property_with_content(parsed, f))
+            return present / len(fields)
+        src = to_units(
+            slice16(output, 0, JSON_SCAN_CAP) if utf16_len(output) > JSON_SCAN_CAP else output
+        )
+        present = sum(1 for f in fields if f in labels and _labelled(labels[f], any_label, src))
+        return present / len(fields)
+
+    return score
+
+
+def _labelled(label: re.Pattern[str], any_label: re.Pattern[str], src: str) -> bool:
+    pos = 0
+    for _ in range(LABEL_MAX_TRIES):
+        m = label.search(src, pos)
+        if m is None:
+            return False
+        after = src[m.end() : m.end() + LABEL_BODY_CHARS]
+        heading = _NEXT_HEADING.search(after)
+        section = after if heading is None else after[: heading.start()]
+        next_label = any_label.search(section)
+        body = section if next_label is None else section[: next_label.start()]
+        if _LETTER_OR_DIGIT.search(from_units(body)):
+            return True
+        pos = m.end() if m.end() > m.start() else m.end() + 1
+    return False
+
+
+def json_schema(schema: dict[str, Any]) -> Callable[[str], float]:
+    """The ``expected_schema`` scorer: the share of ``required`` keys with non-empty values.
+
+    ``properties`` types are not checked (spec 000). Output without JSON scores 0.
+    """
+    required = schema.get("required")
+    wants_object = schema.get("type") == "object"
+
+    def score(output: str) -> float:
+        parsed: Any = extract_json_object(output)
+        if parsed is None:
+            try:
+                parsed = parse(output)
+            except ValueError:
+                return 0.0
+        if wants_object and not isinstance(parsed, dict):
+            return 0.0
+        if required is not None and isinstance(parsed, dict | list):
+            if not required:
+                return 1.0
+            present = sum(1 for k in required if has_property_with_content(parsed, k))
+            return present / len(required)
+        return 1.0
+
+    return score

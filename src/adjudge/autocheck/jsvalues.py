@@ -1,0 +1,244 @@
+"""JavaScript's view of strings, numbers and JSON, which the reference checker's output depends on.
+
+The reference checker is JavaScript, so its numbers are what JavaScript computes: a string's
+``length`` counts UTF-16 code units (an emoji is 2), ``slice`` cuts code units, ``Math.round``
+rounds halves up, ``toFixed`` rounds the exact binary value half up, ``trim`` and ``\\s`` know
+their own set of white space, and ``JSON.stringify``/``JSON.parse`` differ from Python's ``json``
+in number formatting, key order and the constants they accept. Each function here reproduces one
+of those behaviours; ``tests/autocheck/test_jsvalues.py`` checks them against node.
+
+No library offers these (they are JavaScript's quirks, not a standard), hence our own code.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from decimal import ROUND_HALF_UP, Decimal
+from typing import Any
+
+# ECMAScript WhiteSpace + LineTerminator: what `\s` matches and `trim()` removes. Python's `\s`
+# differs (it adds \x1c-\x1f and \x85, and lacks U+FEFF).
+WHITESPACE = (
+    "\t\n\x0b\x0c\r \xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009"
+    "\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
+WS_CLASS = "[" + re.escape(WHITESPACE) + "]"
+
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+_SURROGATE_PAIR = re.compile("[\ud800-\udbff][\udc00-\udfff]")
+
+
+def has_astral(text: str) -> bool:
+    """Whether any character of ``text`` takes two UTF-16 code units."""
+    return not text.isascii() and _ASTRAL.search(text) is not None
+
+
+def utf16_len(text: str) -> int:
+    """``text.length`` in JavaScript: UTF-16 code units."""
+    if text.isascii():
+        return len(text)
+    return len(text) + len(_ASTRAL.findall(text))
+
+
+def _split_pair(match: re.Match[str]) -> str:
+    code = ord(match.group()) - 0x10000
+    return chr(0xD800 + (code >> 10)) + chr(0xDC00 + (code & 0x3FF))
+
+
+def _join_pair(match: re.Match[str]) -> str:
+    pair = match.group()
+    return chr(0x10000 + ((ord(pair[0]) - 0xD800) << 10) + (ord(pair[1]) - 0xDC00))
+
+
+def to_units(text: str) -> str:
+    """The string as JavaScript indexes it: each astral character becomes its surrogate pair.
+
+    Python regular expressions run over this view see exactly the code units a JavaScript
+    regular expression without the ``u`` flag sees, and indices into it are JavaScript indices.
+    """
+    if text.isascii():
+        return text
+    return _ASTRAL.sub(_split_pair, text)
+
+
+def from_units(units: str) -> str:
+    """Undo :func:`to_units`: well-formed pairs become characters again; lone ones stay."""
+    if units.isascii():
+        return units
+    return _SURROGATE_PAIR.sub(_join_pair, units)
+
+
+def slice16(text: str, start: int, end: int | None = None) -> str:
+    """``text.slice(start, end)`` in code units (negative indices count from the end)."""
+    if text.isascii() or not has_astral(text):
+        return text[start:end]
+    return from_units(to_units(text)[start:end])
+
+
+def trim(text: str) -> str:
+    """``String.prototype.trim``."""
+    return text.strip(WHITESPACE)
+
+
+def js_round(x: float) -> int:
+    """``Math.round``: the nearest integer, halves toward +∞ (Python's ``round`` goes to even)."""
+    floor = math.floor(x)
+    return int(floor + 1 if x - floor >= 0.5 else floor)
+
+
+def to_fixed0(x: float) -> str:
+    """``x.toFixed(0)``: the exact binary value rounded half away from zero, as JavaScript does."""
+    if math.isnan(x):
+        return "NaN"
+    if math.isinf(x):
+        return "Infinity" if x > 0 else "-Infinity"
+    text = str(Decimal(x).quantize(Decimal(1), rounding=ROUND_HALF_UP))
+    return "0" if text == "-0" else text
+
+
+def number_to_string(x: float) -> str:
+    """``Number.prototype.toString()`` (and so ``JSON.stringify`` of a number).
+
+    JavaScript and Python both print the shortest digits that round-trip; only the layout
+    differs (``1`` vs ``1.0``, ``1e-7`` vs ``1e-07``, ``1e+21`` vs ``1e+21``).
+    """
+    if isinstance(x, bool):
+        return "true" if x else "false"
+    if isinstance(x, int):
+        if abs(x) < 2**53:
+            return str(x)
+        x = float(x)  # JavaScript would have parsed it into a double already
+    if math.isnan(x) or math.isinf(x):
+        return "NaN" if math.isnan(x) else ("Infinity" if x > 0 else "-Infinity")
+    if x == 0:
+        return "0"
+    sign = "-" if x < 0 else ""
+    digits, exponent = _shortest_digits(abs(x))
+    k = len(digits)
+    n = exponent + k  # the decimal point sits after n digits
+    if k <= n <= 21:
+        return sign + digits + "0" * (n - k)
+    if 0 < n <= 21:
+        return sign + digits[:n] + "." + digits[n:]
+    if -6 < n <= 0:
+        return sign + "0." + "0" * (-n) + digits
+    e = n - 1
+    mantissa = digits if k == 1 else digits[0] + "." + digits[1:]
+    return f"{sign}{mantissa}e{'+' if e >= 0 else '-'}{abs(e)}"
+
+
+def _shortest_digits(x: float) -> tuple[str, int]:
+    """Shortest round-trip digits of a positive double and the power of ten of the last one."""
+    text = repr(x)
+    mantissa, _, exp = text.partition("e")
+    whole, _, frac = mantissa.partition(".")
+    digits = (whole + frac).lstrip("0")
+    exponent = (int(exp) if exp else 0) - len(frac)
+    stripped = digits.rstrip("0")
+    exponent += len(digits) - len(stripped)
+    return stripped or "0", exponent
+
+
+_ESCAPES = {
+    '"': '\\"',
+    "\\": "\\\\",
+    "\b": "\\b",
+    "\f": "\\f",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\t": "\\t",
+}
+_NEEDS_ESCAPE = re.compile('["\\\\\x00-\x1f\ud800-\udfff]')
+
+
+def _escape_char(match: re.Match[str]) -> str:
+    char = match.group()
+    return _ESCAPES.get(char) or f"\\u{ord(char):04x}"
+
+
+def _quote(text: str) -> str:
+    # Well-formed JSON.stringify (ES2019): a surrogate pair stays as it is, a lone surrogate is
+    # escaped. Joining adjacent pairs first leaves only lone surrogates for the escape pass.
+    if not text.isascii():
+        text = from_units(text)
+    return '"' + _NEEDS_ESCAPE.sub(_escape_char, text) + '"'
+
+
+def _is_array_index(key: str) -> bool:
+    return (
+        key.isdigit() and key.isascii() and (key == "0" or key[0] != "0") and int(key) < 2**32 - 1
+    )
+
+
+def _ordered_keys(obj: Mapping[str, Any]) -> list[str]:
+    """Property order of a JavaScript object: integer-like keys ascending, then insertion order."""
+    keys = [str(k) for k in obj]
+    indices = sorted((k for k in keys if _is_array_index(k)), key=int)
+    if not indices:
+        return keys
+    return indices + [k for k in keys if not _is_array_index(k)]
+
+
+def stringify(value: Any) -> str:
+    """``JSON.stringify(value)`` of a JSON-like Python value (dicts, lists, str, numbers, None)."""
+    parts: list[str] = []
+    _stringify_into(value, parts)
+    return "".join(parts)
+
+
+def _stringify_into(value: Any, out: list[str]) -> None:
+    if value is None:
+        out.append("null")
+    elif value is True:
+        out.append("true")
+    elif value is False:
+        out.append("false")
+    elif isinstance(value, str):
+        out.append(_quote(value))
+    elif isinstance(value, int | float):
+        if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
+            out.append("null")
+        else:
+            out.append(number_to_string(value))
+    elif isinstance(value, Mapping):
+        out.append("{")
+        first = True
+        for key in _ordered_keys(value):
+            item = value[key] if key in value else _lookup_nonstring_key(value, key)
+            out.append("" if first else ",")
+            first = False
+            out.append(_quote(key))
+            out.append(":")
+            _stringify_into(item, out)
+        out.append("}")
+    elif isinstance(value, Sequence):
+        out.append("[")
+        for i, item in enumerate(value):
+            if i:
+                out.append(",")
+            _stringify_into(item, out)
+        out.append("]")
+    else:
+        out.append(_quote(str(value)))
+
+
+def _lookup_nonstring_key(mapping: Mapping[Any, Any], key: str) -> Any:
+    for k, v in mapping.items():
+        if str(k) == key:
+            return v
+    return None
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def parse(text: str) -> Any:
+    """``JSON.parse(text)``: raises ``ValueError`` where JavaScript throws a SyntaxError.
+
+    Python's ``json`` also accepts ``NaN`` and ``Infinity``; JavaScript does not.
+    """
+    return json.loads(text, parse_constant=_reject_constant)

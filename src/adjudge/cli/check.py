@@ -1,0 +1,196 @@
+"""``adjudge check`` and ``adjudge check-batch``: the auto check from a terminal."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import Progress
+from rich.table import Table
+
+from adjudge.autocheck import VerificationResult, auto_check, parse
+from adjudge.autocheck.jsvalues import to_fixed0
+from adjudge.errors import CriteriaError
+
+EXIT_PASS, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
+
+out = Console()
+err = Console(stderr=True)
+
+
+def _bad_input(code: str, message: str) -> typer.Exit:
+    err.print(f"[bold red]error[/] {code}: {message}")
+    return typer.Exit(EXIT_BAD_INPUT)
+
+
+def _read_json(path: Path, what: str) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise _bad_input("FILE_UNREADABLE", f"cannot read {what} {path}: {exc.strerror}.") from exc
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise _bad_input("INVALID_JSON", f"{what} {path} is not valid JSON: {exc}.") from exc
+
+
+def _read_result(source: str, as_json: bool) -> Any:
+    try:
+        text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise _bad_input(
+            "FILE_UNREADABLE", f"cannot read result {source}: {exc.strerror}."
+        ) from exc
+    except UnicodeDecodeError as exc:
+        raise _bad_input("INVALID_TEXT", f"result {source} is not UTF-8 text.") from exc
+    if not (as_json or source.endswith(".json")):
+        return text
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise _bad_input("INVALID_JSON", f"result {source} is not valid JSON: {exc}.") from exc
+    if not isinstance(value, dict | str):
+        raise _bad_input("INVALID_RESULT", "a JSON result must be an object or a string.")
+    return value
+
+
+def _validate(criteria: Any) -> None:
+    """Refuse criteria of the wrong shape (exit 2); warn about dropped fields and limits."""
+    try:
+        parsed = parse(criteria)
+    except CriteriaError as exc:
+        if exc.code == "CRITERIA_INVALID":
+            raise _bad_input(exc.code, exc.message) from exc
+        # Over a limit: the check itself fails it, as the reference does; say which limit.
+        err.print(f"[yellow]warning[/] {exc.code}: {exc.message}")
+        return
+    for name in parsed.dropped:
+        err.print(f"[yellow]warning[/] unknown criteria field {name!r} was dropped (misspelled?)")
+
+
+def _render(verdict: VerificationResult) -> None:
+    colour = "green" if verdict.passed else "red"
+    out.print(f"[bold {colour}]{'PASS' if verdict.passed else 'FAIL'}[/]  score {verdict.score}")
+    for reason in verdict.reasons:
+        out.print(f"  • {reason}")
+    if verdict.breakdown:
+        table = Table("item", "score", "weight", "gate")
+        for item in verdict.breakdown:
+            table.add_row(
+                item.name,
+                to_fixed0(item.score * 100) + "%",
+                f"{item.weight:g}",
+                "gate" if item.gate else "",
+            )
+        out.print(table)
+
+
+def check(
+    criteria: Annotated[Path, typer.Option("--criteria", "-c", help="Criteria JSON file.")],
+    result: Annotated[str, typer.Argument(help="Result file, or - for standard input.")] = "-",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the exact JSON verdict.")] = False,
+    result_json: Annotated[
+        bool, typer.Option("--result-json", help="Read the result as JSON (.json files are).")
+    ] = False,
+) -> None:
+    """Score one result against criteria. Exit 0 on pass, 1 on fail, 2 on bad input."""
+    raw_criteria = _read_json(criteria, "criteria")
+    _validate(raw_criteria)
+    verdict = auto_check(_read_result(result, result_json), raw_criteria)
+    if as_json:
+        sys.stdout.write(verdict.to_json() + "\n")
+    else:
+        _render(verdict)
+    raise typer.Exit(EXIT_PASS if verdict.passed else EXIT_FAIL)
+
+
+def _check_line(line: str) -> dict[str, Any]:
+    """One JSONL case → one JSONL verdict (or an error record); never raises."""
+    try:
+        case = json.loads(line)
+        if not isinstance(case, dict) or "result" not in case or "criteria" not in case:
+            raise ValueError("each line must be an object with result and criteria")
+    except ValueError as exc:
+        return {"id": None, "error": {"code": "INVALID_LINE", "message": str(exc)}}
+    result = case["result"]
+    if not isinstance(result, dict | str):
+        return {
+            "id": case.get("id"),
+            "error": {"code": "INVALID_RESULT", "message": "result must be a string or object"},
+        }
+    verdict = auto_check(result, case["criteria"])
+    return {"id": case.get("id"), **verdict.to_dict()}
+
+
+def _check_chunk(lines: list[str]) -> list[dict[str, Any]]:
+    return [_check_line(line) for line in lines]
+
+
+def _chunks(lines: list[str], size: int) -> Iterator[list[str]]:
+    for start in range(0, len(lines), size):
+        yield lines[start : start + size]
+
+
+def check_batch(
+    cases: Annotated[Path, typer.Argument(help="JSONL file: one {id, result, criteria} per line.")],
+    output: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Write verdicts as JSONL here.")
+    ] = None,
+    workers: Annotated[int, typer.Option(help="Processes (default: every core).")] = 0,
+) -> None:
+    """Check many results on all cores; print a summary. Exit 2 if any line was unusable."""
+    try:
+        lines = [ln for ln in cases.read_text(encoding="utf-8").splitlines() if ln.strip()]
+    except OSError as exc:
+        raise _bad_input("FILE_UNREADABLE", f"cannot read {cases}: {exc.strerror}.") from exc
+    procs = workers or os.cpu_count() or 1
+    chunk = max(1, min(256, len(lines) // (procs * 8) or 1))
+    verdicts: list[dict[str, Any]] = []
+    with Progress(console=err, transient=True) as progress:
+        bar = progress.add_task("checking", total=len(lines))
+        with ProcessPoolExecutor(max_workers=procs) as pool:
+            for done in pool.map(_check_chunk, _chunks(lines, chunk)):
+                verdicts.extend(done)
+                progress.advance(bar, len(done))
+    sink = output.open("w", encoding="utf-8") if output else sys.stdout
+    try:
+        for verdict in verdicts:
+            sink.write(json.dumps(verdict, ensure_ascii=False) + "\n")
+    finally:
+        if output:
+            sink.close()
+    _summary(verdicts)
+    if any("error" in v for v in verdicts):
+        raise typer.Exit(EXIT_BAD_INPUT)
+
+
+def _summary(verdicts: list[dict[str, Any]]) -> None:
+    judged = [v for v in verdicts if "error" not in v]
+    passed = sum(1 for v in judged if v["passed"])
+    rate = f"{100 * passed / len(judged):.1f}%" if judged else "n/a"
+    err.print(f"{len(judged)} checked, {passed} passed ({rate}), {len(verdicts) - len(judged)} bad")
+    histogram = Counter(min(v["score"] // 10, 9) for v in judged)
+    table = Table("score", "results", title="Scores")
+    for bucket in range(10):
+        table.add_row(
+            f"{bucket * 10}–{bucket * 10 + (10 if bucket == 9 else 9)}", str(histogram[bucket])
+        )
+    err.print(table)
+    reasons = Counter(r.split(":")[0] for v in judged if not v["passed"] for r in v["reasons"])
+    if reasons:
+        top = Table("reason", "failed results", title="Top failure reasons")
+        for reason, count in reasons.most_common(8):
+            top.add_row(reason, str(count))
+        err.print(top)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``check`` and ``check-batch`` to the ``adjudge`` command."""
+    app.command("check")(check)
+    app.command("check-batch")(check_batch)

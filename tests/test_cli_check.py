@@ -1,0 +1,115 @@
+"""The `adjudge check` and `adjudge check-batch` commands: output, exit codes, warnings."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from adjudge.cli import app
+
+runner = CliRunner()
+EXAMPLES = Path(__file__).parent.parent / "examples"
+
+
+def test_check_pass_prints_table_and_exits_0() -> None:
+    """A passing result exits 0 and shows the breakdown."""
+    res = runner.invoke(
+        app, ["check", "-c", str(EXAMPLES / "criteria.json"), str(EXAMPLES / "report.md")]
+    )
+    assert res.exit_code == 0, res.output
+    assert "PASS" in res.output and "contains_keywords" in res.output
+
+
+def test_check_fail_json_exits_1(tmp_path: Path) -> None:
+    """--json prints the exact verificationResult; a fail exits 1."""
+    crit = tmp_path / "c.json"
+    crit.write_text('{"required_fields": ["name", "price", "currency"]}')
+    res = runner.invoke(
+        app,
+        ["check", "-c", str(crit), "--json", "-"],
+        input='{"name": "Acme Widget", "price": "", "currency": "USD"}',
+    )
+    assert res.exit_code == 1
+    assert json.loads(res.stdout) == {
+        "passed": False,
+        "score": 73,
+        "reasons": ["required_fields: 67%"],
+        "breakdown": [
+            {"name": "required_fields", "score": 0.6666666666666666, "weight": 2, "reason": ""},
+            {"name": "system_failure_detection", "score": 1, "weight": 0.5, "reason": ""},
+        ],
+        "errors": {},
+    }
+
+
+def test_check_json_flag(tmp_path: Path) -> None:
+    """The JSON form is byte-for-byte what the reference serializes."""
+    crit = tmp_path / "c.json"
+    crit.write_text('{"expected_answer": "42"}')
+    res = runner.invoke(app, ["check", "-c", str(crit), "--json", "-"], input="The answer is 42.")
+    assert res.exit_code == 0
+    assert res.stdout.startswith(
+        '{"passed":true,"score":100,"reasons":["All verification criteria met"]'
+    )
+
+
+def test_bad_criteria_exit_2(tmp_path: Path) -> None:
+    """Wrong types and unreadable files are bad input: exit 2 with the code and a sentence."""
+    crit = tmp_path / "c.json"
+    crit.write_text('{"min_length": "ten"}')
+    res = runner.invoke(app, ["check", "-c", str(crit), "-"], input="hello world and more")
+    assert res.exit_code == 2
+    assert "CRITERIA_INVALID" in res.stderr and "min_length" in res.stderr
+    res = runner.invoke(app, ["check", "-c", str(tmp_path / "missing.json"), "-"], input="x")
+    assert res.exit_code == 2 and "FILE_UNREADABLE" in res.stderr
+    crit.write_text("{not json")
+    res = runner.invoke(app, ["check", "-c", str(crit), "-"], input="x")
+    assert res.exit_code == 2 and "INVALID_JSON" in res.stderr
+
+
+def test_dropped_field_warns(tmp_path: Path) -> None:
+    """A misspelled field is dropped, as the spec says, and the CLI warns about it."""
+    crit = tmp_path / "c.json"
+    crit.write_text('{"min_lenght": 500, "min_length": 10}')
+    res = runner.invoke(
+        app, ["check", "-c", str(crit), "-"], input="The capital of France is Paris."
+    )
+    assert res.exit_code == 0
+    assert "min_lenght" in res.stderr
+
+
+def test_over_limit_is_a_verdict_with_a_warning(tmp_path: Path) -> None:
+    """Criteria past a limit fail the check (as the reference does) and say which limit."""
+    crit = tmp_path / "c.json"
+    crit.write_text(json.dumps({"contains_keywords": ["k"] * 51}))
+    res = runner.invoke(
+        app, ["check", "-c", str(crit), "-"], input="The capital of France is Paris."
+    )
+    assert res.exit_code == 1
+    assert "CRITERIA_OVER_LIMIT" in res.stderr and "exceed the supported size" in res.stdout
+
+
+def test_check_batch(tmp_path: Path) -> None:
+    """JSONL in, JSONL out in order, a summary, and exit 2 when a line is unusable."""
+    cases = tmp_path / "cases.jsonl"
+    lines = [
+        {"id": "a", "result": "The capital of France is Paris.", "criteria": {"min_length": 10}},
+        {"id": "b", "result": "Paris", "criteria": {"min_length": 10}},
+        {
+            "id": "c",
+            "result": {"output": "The answer is 42."},
+            "criteria": {"expected_answer": "42"},
+        },
+    ]
+    cases.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    out = tmp_path / "out.jsonl"
+    res = runner.invoke(app, ["check-batch", str(cases), "--out", str(out), "--workers", "2"])
+    assert res.exit_code == 0, res.output
+    got = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [(g["id"], g["passed"]) for g in got] == [("a", True), ("b", False), ("c", True)]
+    assert "3 checked, 2 passed" in res.stderr
+    cases.write_text(cases.read_text() + "not json\n")
+    res = runner.invoke(app, ["check-batch", str(cases), "--out", str(out), "--workers", "1"])
+    assert res.exit_code == 2
