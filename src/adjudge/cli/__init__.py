@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import typer
 
-from adjudge.cli import check, serve, tasks
+from adjudge.cli import check, serve, tasks, worker
 
-AREAS = (check, serve, tasks)
+AREAS = (check, serve, tasks, worker)
 
 app = typer.Typer(
     name="adjudge",

@@ -180,4 +180,16 @@ idempotency = Table(
     Column("at", UTCDateTime, nullable=False),
 )
 
+review_leases = Table(
+    "review_leases",
+    metadata,
+    # One row per submission a verifier worker has tried to judge.
+    Column("task_id", String(64), ForeignKey("tasks.id"), primary_key=True),
+    Column("attempt", Integer, primary_key=True),
+    Column("tries", Integer, nullable=False),  # failed model calls so far
+    Column("locked_until", UTCDateTime, nullable=False),  # no other worker takes it before
+    Column("gave_up", Boolean, nullable=False),  # after 5 failures: delivered, never judged
+    Column("last_error", String(500), nullable=True),
+)
+
 Index("ix_tasks_status_verifier", tasks.c.status, tasks.c.verifier)

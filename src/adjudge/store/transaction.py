@@ -6,7 +6,7 @@ import hashlib
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Connection, RowMapping, and_, func, insert, or_, select, update
@@ -470,6 +470,83 @@ class Transaction:
             _receipt(r._mapping)
             for r in self.conn.execute(select(s.receipts).order_by(s.receipts.c.seq))
         ]
+
+    # --- the review queue -------------------------------------------------------------------
+
+    def claim_reviews(
+        self, verifiers: Sequence[str] | None, *, now: datetime, lease: timedelta, limit: int
+    ) -> list[StoredTask]:
+        """Take up to ``limit`` submissions waiting for a verifier, leased until ``now + lease``.
+
+        A submission is free when nobody holds an unexpired lease on it and its worker has not
+        given up. On PostgreSQL the task rows are taken ``FOR UPDATE SKIP LOCKED``, so workers
+        polling at once never take the same one; SQLite's write lock serializes claims.
+        """
+        rl = s.review_leases
+        joined = s.tasks.outerjoin(
+            rl, and_(rl.c.task_id == s.tasks.c.id, rl.c.attempt == s.tasks.c.attempts)
+        )
+        q = (
+            select(s.tasks, rl.c.tries)
+            .select_from(joined)
+            .where(s.tasks.c.status == Status.AWAITING_VERIFICATION.value)
+            .where(
+                or_(rl.c.task_id.is_(None), and_(rl.c.gave_up.is_(False), rl.c.locked_until <= now))
+            )
+            .order_by(s.tasks.c.submitted_at)
+            .limit(limit)
+        )
+        if verifiers is not None:
+            q = q.where(s.tasks.c.verifier.in_(list(verifiers)))
+        if self.conn.dialect.name == "postgresql":
+            q = q.with_for_update(skip_locked=True, of=s.tasks)
+        claimed = []
+        for row in self.conn.execute(q).all():
+            stored = _stored_task(row._mapping)
+            until = now + lease
+            if row.tries is None:
+                self.conn.execute(
+                    insert(rl).values(
+                        task_id=stored.task.id,
+                        attempt=stored.task.attempts,
+                        tries=0,
+                        locked_until=until,
+                        gave_up=False,
+                    )
+                )
+            else:
+                self.conn.execute(
+                    update(rl)
+                    .where(
+                        and_(rl.c.task_id == stored.task.id, rl.c.attempt == stored.task.attempts)
+                    )
+                    .values(locked_until=until)
+                )
+            claimed.append(stored)
+        return claimed
+
+    def review_failed(
+        self, task_id: str, attempt: int, *, error: str, now: datetime, max_tries: int
+    ) -> bool:
+        """Count a failed model call; release the lease for a later poll. True once given up."""
+        rl = s.review_leases
+        where = and_(rl.c.task_id == task_id, rl.c.attempt == attempt)
+        tries = int(self.conn.execute(select(rl.c.tries).where(where)).scalar_one()) + 1
+        gave_up = tries >= max_tries
+        self.conn.execute(
+            update(rl)
+            .where(where)
+            .values(tries=tries, locked_until=now, gave_up=gave_up, last_error=error[:500])
+        )
+        return gave_up
+
+    def review_lease(self, task_id: str, attempt: int) -> dict[str, Any] | None:
+        """A submission's lease row, or None."""
+        rl = s.review_leases
+        row = self.conn.execute(
+            select(rl).where(and_(rl.c.task_id == task_id, rl.c.attempt == attempt))
+        ).first()
+        return dict(row._mapping) if row else None
 
     # --- idempotency ------------------------------------------------------------------------
 
