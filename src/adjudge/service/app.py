@@ -164,7 +164,13 @@ def create_account(*, body: NewAccount, who: Caller, market: Market) -> dict[str
 @router.get("/accounts/me", tags=["accounts"])
 def me(*, who: Caller, market: Market) -> dict[str, Any]:
     """The caller's account and wallet balance."""
-    return market.read(lambda tx: account_view(who, tx))
+
+    def run(tx: Transaction) -> dict[str, Any]:
+        fresh = tx.account(who.id)
+        assert fresh is not None
+        return account_view(fresh, tx)
+
+    return market.read(run)
 
 
 @router.patch("/accounts/me", tags=["accounts"])

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, RowMapping, and_, func, insert, or_, select, update
+from sqlalchemy import Connection, RowMapping, and_, bindparam, func, insert, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
@@ -249,32 +249,32 @@ class Transaction:
 
     def submission(self, task_id: str, attempt: int) -> Submission | None:
         """One submission, or None."""
-        for sub in self.submissions(task_id):
-            if sub.attempt == attempt:
-                return sub
-        return None
+        q = select(s.submissions).where(
+            and_(s.submissions.c.task_id == task_id, s.submissions.c.attempt == attempt)
+        )
+        r = self.conn.execute(q).first()
+        return Submission(r.task_id, r.attempt, r.result, r.digest, r.submitted_at) if r else None
 
     def add_verdict(self, verdict: VerdictReached, receipt_id: str) -> StoredVerdict:
         """Record a determination; a second verdict on the same submission is refused."""
         kind = "ruling" if verdict.detail.get("ruling") else "verdict"
         detail = {k: v for k, v in verdict.detail.items() if k != "ruling"}
         try:
-            with self.conn.begin_nested():
-                self.conn.execute(
-                    insert(s.verdicts).values(
-                        task_id=verdict.task_id,
-                        attempt=verdict.attempt,
-                        kind=kind,
-                        passed=verdict.passed,
-                        score=verdict.score,
-                        reasons=list(verdict.reasons),
-                        authority=verdict.authority,
-                        judge=verdict.judge,
-                        detail=detail,
-                        receipt_id=receipt_id,
-                        at=verdict.at,
-                    )
+            self.conn.execute(
+                insert(s.verdicts).values(
+                    task_id=verdict.task_id,
+                    attempt=verdict.attempt,
+                    kind=kind,
+                    passed=verdict.passed,
+                    score=verdict.score,
+                    reasons=list(verdict.reasons),
+                    authority=verdict.authority,
+                    judge=verdict.judge,
+                    detail=detail,
+                    receipt_id=receipt_id,
+                    at=verdict.at,
                 )
+            )
         except IntegrityError as exc:
             raise ConcurrentUpdate("This submission already has a verdict.") from exc
         return StoredVerdict(
@@ -319,54 +319,26 @@ class Transaction:
         """Apply transfers as double entries; ``INSUFFICIENT_FUNDS`` if a debit would overdraw.
 
         The debit is one conditional UPDATE, so two racing spends of one balance cannot both
-        succeed. Only the world account may go below zero.
+        succeed; the credit is one upsert. Only the world account may go below zero.
         """
+        if not transfers:
+            return
+        upsert = _upsert(self.conn.dialect.name)
+        legs: list[dict[str, Any]] = []
         for t in transfers:
-            txn = uuid.uuid4().hex
-            for account in (t.debit, t.credit):
-                self._ensure_balance(account)
-            debit = update(s.balances).where(s.balances.c.account == t.debit)
-            if t.debit != WORLD:
-                debit = debit.where(s.balances.c.balance >= t.amount)
-            moved = self.conn.execute(debit.values(balance=s.balances.c.balance - t.amount))
-            if moved.rowcount != 1:
+            if t.debit == WORLD:
+                self.conn.execute(upsert, {"account": WORLD, "amount": 0})
+                self.conn.execute(_DEBIT_WORLD, {"acct": t.debit, "amt": t.amount})
+            elif self.conn.execute(_DEBIT, {"acct": t.debit, "amt": t.amount}).rowcount != 1:
                 raise Error(
                     f"{t.debit} holds too little to move {t.amount}.", code="INSUFFICIENT_FUNDS"
                 )
-            self.conn.execute(
-                update(s.balances)
-                .where(s.balances.c.account == t.credit)
-                .values(balance=s.balances.c.balance + t.amount)
-            )
-            self.conn.execute(
-                insert(s.ledger_entries),
-                [
-                    {
-                        "txn": txn,
-                        "account": t.debit,
-                        "amount": -t.amount,
-                        "task_id": task_id,
-                        "memo": t.memo,
-                        "at": at,
-                    },
-                    {
-                        "txn": txn,
-                        "account": t.credit,
-                        "amount": t.amount,
-                        "task_id": task_id,
-                        "memo": t.memo,
-                        "at": at,
-                    },
-                ],
-            )
-
-    def _ensure_balance(self, account: str) -> None:
-        table = s.balances
-        values = {"account": account, "balance": 0}
-        if self.conn.dialect.name == "postgresql":
-            self.conn.execute(postgresql.insert(table).values(values).on_conflict_do_nothing())
-        else:
-            self.conn.execute(sqlite.insert(table).values(values).on_conflict_do_nothing())
+            self.conn.execute(upsert, {"account": t.credit, "amount": t.amount})
+            txn = uuid.uuid4().hex
+            common = {"txn": txn, "task_id": task_id, "memo": t.memo, "at": at}
+            legs.append({**common, "account": t.debit, "amount": -t.amount})
+            legs.append({**common, "account": t.credit, "amount": t.amount})
+        self.conn.execute(insert(s.ledger_entries), legs)
 
     def balance(self, account: str) -> int:
         """The balance of a ledger account (0 if never touched)."""
@@ -575,17 +547,16 @@ class Transaction:
         :class:`ConcurrentUpdate`; the retry then finds and replays the stored response.
         """
         try:
-            with self.conn.begin_nested():
-                self.conn.execute(
-                    insert(s.idempotency).values(
-                        account_id=account_id,
-                        key=key,
-                        fingerprint=fingerprint,
-                        status_code=status_code,
-                        body=body,
-                        at=at,
-                    )
+            self.conn.execute(
+                insert(s.idempotency).values(
+                    account_id=account_id,
+                    key=key,
+                    fingerprint=fingerprint,
+                    status_code=status_code,
+                    body=body,
+                    at=at,
                 )
+            )
         except IntegrityError as exc:
             raise ConcurrentUpdate("The same Idempotency-Key is in flight; try again.") from exc
 
@@ -651,4 +622,29 @@ def _receipt(m: RowMapping) -> StoredReceipt:
         previous=m["previous"],
         body=m["body"],
         at=m["at"],
+    )
+
+
+_DEBIT = (
+    update(s.balances)
+    .where(s.balances.c.account == bindparam("acct"))
+    .where(s.balances.c.balance >= bindparam("amt"))
+    .values(balance=s.balances.c.balance - bindparam("amt"))
+)
+_DEBIT_WORLD = (
+    update(s.balances)
+    .where(s.balances.c.account == bindparam("acct"))
+    .values(balance=s.balances.c.balance - bindparam("amt"))
+)
+
+
+def _upsert(dialect: str) -> Any:
+    """Add ``amount`` to an account's balance, creating the row at that amount if missing."""
+    module: Any = postgresql if dialect == "postgresql" else sqlite
+    stmt = module.insert(s.balances).values(
+        account=bindparam("account"), balance=bindparam("amount")
+    )
+    return stmt.on_conflict_do_update(
+        index_elements=[s.balances.c.account],
+        set_={"balance": s.balances.c.balance + stmt.excluded.balance},
     )
