@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: setup test lint demo demo-check serve bench clean
+.PHONY: setup test lint demo demo-check serve bench bench-service clean
 
 setup: $(VENV)/.installed
 
@@ -14,8 +14,8 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 lint: setup
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks scripts
+	$(BIN)/ruff format --check src tests benchmarks scripts
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
@@ -37,6 +37,10 @@ demo-check: setup
 
 bench: setup
 	$(BIN)/python benchmarks/autocheck.py
+
+# Finalize throughput and latency over loopback (add ARGS="--db postgresql+psycopg://…").
+bench-service: setup
+	$(BIN)/python benchmarks/service.py $(ARGS)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

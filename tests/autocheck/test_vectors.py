@@ -17,7 +17,17 @@ def _cases(name: str) -> list[Any]:
     path = VECTORS / name
     if not path.exists():
         return []
-    return [pytest.param(case, id=case["id"]) for case in json.loads(path.read_text())["cases"]]
+    return [
+        pytest.param(
+            case,
+            id=case["id"],
+            # A documented gap is expected to fail; strict, so fixing it shows up here.
+            marks=[pytest.mark.xfail(strict=True, reason=case["known_gap"])]
+            if "known_gap" in case
+            else [],
+        )
+        for case in json.loads(path.read_text())["cases"]
+    ]
 
 
 def _check(case: dict[str, Any]) -> None:

@@ -9,11 +9,11 @@ of the result's distinct words, filler aside). A longer answer scores the share 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
-import regex
-
-from adjudge.autocheck.text import WORD_PATTERN, canonical, flatten
+from adjudge.autocheck._unicode_tables import CJK, CJK_ASTRAL, NUMBER, NUMBER_ASTRAL
+from adjudge.autocheck.text import canonical, flatten, has_astral_in
 
 SHORT_EXPECTED_TOKENS = 3
 MIN_EXPECTED_SHARE = 1 / 3
@@ -54,13 +54,24 @@ ANSWER_DRESSING = frozenset(
 OPPOSITES = {"yes": ("no",), "no": ("yes",), "true": ("false",), "false": ("true",)}
 
 # Answer tokens keep a number whole ("12.5", "1,234.56"), so "13.5" never half-matches "12.5".
-_ANSWER_WORD = regex.compile(r"\p{N}+(?:[.,]\p{N}+)+(?![\p{L}\p{N}])|" + WORD_PATTERN)
-_NUMBER = regex.compile(r"\p{N}+(?:[.,]\p{N}+)*")
+
+
+def _answer_word(number: str, cjk: str) -> re.Pattern[str]:
+    return re.compile(rf"{number}+(?:[.,]{number}+)+(?![^\W_])|{cjk}|[^\W_]+(?:['-][^\W_]+)*")
+
+
+# The BMP-only form is fast; the full form is used when the text has astral digits or CJK.
+_ANSWER_WORD = _answer_word(f"[{NUMBER}]", f"[{CJK}]")
+_ANSWER_WORD_ALL = _answer_word(f"(?:[{NUMBER}]|[{NUMBER_ASTRAL}])", f"(?:[{CJK}]|[{CJK_ASTRAL}])")
+_ASTRAL_SPECIAL = re.compile(f"[{NUMBER_ASTRAL}{CJK_ASTRAL}]")
+_NUMBER = re.compile(f"(?:[{NUMBER}]|[{NUMBER_ASTRAL}])+(?:[.,](?:[{NUMBER}]|[{NUMBER_ASTRAL}])+)*")
 
 
 def answer_words(text: str) -> list[str]:
     """The lowercase answer tokens of ``text``."""
-    return _ANSWER_WORD.findall(text.lower())
+    text = text.lower()
+    pattern = _ANSWER_WORD_ALL if has_astral_in(text, _ASTRAL_SPECIAL) else _ANSWER_WORD
+    return pattern.findall(text)
 
 
 def is_number(token: str) -> bool:

@@ -33,7 +33,7 @@ from adjudge.autocheck.jsvalues import (
     trim,
     utf16_len,
 )
-from adjudge.autocheck.text import canonical, flatten, fold, words
+from adjudge.autocheck.text import canonical, flatten, fold, has_distinct_words
 from adjudge.errors import CriteriaError
 
 MIN_DISTINCT_TOKENS = 3
@@ -123,17 +123,22 @@ def _hard_fail(reason: str) -> VerificationResult:
     return VerificationResult(passed=False, score=0, reasons=(reason,))
 
 
-def result_text(result: str | Mapping[str, Any]) -> str:
-    """The text the check reads: a string ``output`` field, else the whole result as JSON."""
+def result_text(result: object) -> str:
+    """The text the check reads: a string ``output`` field, else the whole result as JSON.
+
+    A plain ``str`` is taken as the text itself (the common case for callers); any other JSON
+    value (an array, a number) is read as its JSON text, as the reference reads it.
+    """
     if isinstance(result, str):
         return result
-    output = result.get("output")
-    return output if isinstance(output, str) else stringify(result)
+    if isinstance(result, Mapping):
+        output = result.get("output")
+        if isinstance(output, str):
+            return output
+    return stringify(result)
 
 
-def auto_check(
-    result: str | Mapping[str, Any], criteria: Mapping[str, Any] | Criteria
-) -> VerificationResult:
+def auto_check(result: object, criteria: Mapping[str, Any] | Criteria) -> VerificationResult:
     """Score ``result`` against ``criteria``: spec 000's auto check, as the reference runs it.
 
     Never raises on any text, JSON value or criteria: malformed criteria are a hard failure, as
@@ -152,7 +157,7 @@ def auto_check(
     visible = flatten(split.deliverable)
     scan_text = _fold_for_scan(visible)
 
-    if ERROR_MARKER.search(scan_text[:ERROR_MARKER_WINDOW]):  # (5)
+    if ERROR_MARKER.search(to_units(scan_text[:ERROR_MARKER_WINDOW])[:ERROR_MARKER_WINDOW]):  # (5)
         return _hard_fail(REASON_LLM_ERROR)
 
     regex_matched: bool | None = None  # (6)
@@ -178,8 +183,8 @@ def auto_check(
         where = ' outside the "Not done / assumptions" section' if split.disclosed else ""
         return _hard_fail(f"Output too short: {visible_length} characters{where}, minimum {floor}")
     if not pins_short_answer:
-        head = visible[:SCAN_WINDOW] if len(visible) <= SCAN_WINDOW else _head16(visible)
-        distinct = len(set(words(head)))
+        head = visible if utf16_len(visible) <= SCAN_WINDOW else _head16(visible)
+        distinct = has_distinct_words(head, MIN_DISTINCT_TOKENS)
         if distinct < MIN_DISTINCT_TOKENS:
             return _hard_fail(
                 f"Output has no real content: {distinct} distinct words, "
@@ -253,12 +258,13 @@ def _head16(text: str) -> str:
 
 
 def _fold_for_scan(flat: str) -> str:
-    """The deliverable as the failure patterns read it: folded, bounded to both ends, in code units.
+    """The deliverable as the failure patterns read it: folded and bounded to both ends.
 
     "The checker reads failure language in the first and last 64,000 characters of the
-    deliverable only."
+    deliverable only." The window is cut in UTF-16 code units, as the reference cuts it; the
+    result is in characters (``scan`` takes the code-unit view only when it has work to do).
     """
-    flat_units = to_units(flat)
-    if len(flat_units) > 2 * SCAN_WINDOW:
+    if len(flat) > SCAN_WINDOW and utf16_len(flat) > 2 * SCAN_WINDOW:
+        flat_units = to_units(flat)
         flat = from_units(f"{flat_units[:SCAN_WINDOW]} … {flat_units[-SCAN_WINDOW:]}")
-    return to_units(fold(flat))
+    return fold(flat)

@@ -16,57 +16,125 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+import ahocorasick
+
+from adjudge.autocheck.jsvalues import to_units
 from adjudge.autocheck.text import words
 
 _GAP = r"[^.!?]{0,80}?"
 
-REFUSAL_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
-    re.compile(p, re.ASCII)
-    for p in (
-        r"\bi(?:'m| am| was| have been|'ve been)? (?:\w+ )?(?:unable|not able) to\b",
+
+@dataclass(frozen=True, slots=True)
+class Phrase:
+    """One failure pattern, and the literals it cannot match without (a cheap exact screen)."""
+
+    pattern: re.Pattern[str]
+    any_of: tuple[str, ...]  # the text must contain at least one of these…
+    all_of: tuple[str, ...] = ()  # …and every one of these
+    source: str = ""  # the pattern as the reference writes it
+
+
+def _word_start(literal: str) -> str:
+    """``\\b`` + ``literal`` (a word character first), written so ``re`` searches the literal.
+
+    ``\\b`` before a word character means "the character before is not a word character"; a
+    look-behind placed after the literal says the same thing, and a pattern that starts with a
+    literal is found by searching for that literal instead of being tried at every position.
+    """
+    lit = re.escape(literal)
+    return f"{lit}(?<!\\w{lit})"
+
+
+_LEADING_LITERAL = re.compile(r"\\b([a-z' ]+)(?![?*+{])")
+_LEADING_ALTERNATION = re.compile(r"\\b\(\?:((?:[a-z' ]+\|)+[a-z' ]+)\)")
+
+
+def fast_form(source: str) -> str:
+    """The same pattern with its leading ``\\b`` moved behind the literal that follows it.
+
+    Only plain leading literals (or an alternation of them) are rewritten; anything else is
+    returned as it is. The matches are the same (``tests/autocheck/test_failure.py``).
+    """
+    if m := _LEADING_ALTERNATION.match(source):
+        alternatives = "|".join(_word_start(a) for a in m.group(1).split("|"))
+        return f"(?:{alternatives}){source[m.end() :]}"
+    if m := _LEADING_LITERAL.match(source):
+        return _word_start(m.group(1)) + source[m.end() :]
+    return source
+
+
+def _phrase(source: str, any_of: str, all_of: str = "") -> Phrase:
+    return Phrase(
+        re.compile(fast_form(source), re.ASCII),
+        tuple(any_of.split("|")),
+        tuple(all_of.split("|")) if all_of else (),
+        source,
+    )
+
+
+_I_MODALS = "i cannot|i can't|i can not|i couldn't|i could not|i won't|i will not"
+REFUSAL_PATTERNS: tuple[Phrase, ...] = (
+    _phrase(
+        r"\bi(?:'m| am| was| have been|'ve been)? (?:\w+ )?(?:unable|not able) to\b", "able to"
+    ),
+    _phrase(
         r"\bi (?:wasn't|was not|am not|'m not|won't be|will not be|haven't been|have not been)"
         r" able to\b",
-        r"\bi'm not able to\b",
+        "able to",
+    ),
+    _phrase(r"\bi'm not able to\b", "i'm not able to"),
+    _phrase(
         r"\bi (?:cannot|can't|can not|couldn't|could not|won't|will not) (?:\w+ )?"
         r"(?:complete|finish|fulfil|fulfill|deliver|help|assist|do|provide|perform|comply|proceed"
         r"|continue|access|browse|generate|produce|accomplish)\b",
-        r"\bas an ai\b",
+        _I_MODALS,
+    ),
+    _phrase(r"\bas an ai\b", "as an ai"),
+    _phrase(
         r"\bi (?:do not|don't|did not|didn't) have (?:the )?"
         r"(?:access|ability|tools?|capabilit(?:y|ies)|means|permissions?)\b",
+        "i do not have|i don't have|i did not have|i didn't have",
+    ),
+    _phrase(
         rf"\b(?:sorry|apologi[sz]e|apologies|regret|unfortunately)\b{_GAP}"
         r"(?:\bunable\b|\bcannot\b|\bcan't\b|\bcan not\b|\bcouldn't\b|\bcould not\b|n't able\b"
         r"|\bnot able\b|\bnot possible\b)",
+        "sorry|apologi|regret|unfortunately",
+    ),
+    _phrase(
         r"\b(?:unable|not able|failed|impossible) to (?:complete|finish|fulfil|fulfill|deliver|do"
         r"|perform) (?:the|this|your|that) (?:task|request|job|assignment|work)\b",
+        "able to|failed to|impossible to",
+    ),
+    _phrase(
         r"\bcan(?:'t|not| not) (?:help|assist) (?:you )?with\b",
-        r"\b(?:outside|beyond|not(?: with)?in|not) my control\b",
-    )
+        "can't help|can't assist|cannot help|cannot assist|can not help|can not assist",
+    ),
+    _phrase(r"\b(?:outside|beyond|not(?: with)?in|not) my control\b", "my control"),
 )
 
-NEUTRAL_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
-    re.compile(p, re.ASCII)
-    for p in (
+NEUTRAL_PATTERNS: tuple[Phrase, ...] = (
+    _phrase(
         r"\b(?:unable to|could not|couldn't|failed to) (?:complete|fulfil|fulfill|deliver)\b",
-        r"\b(?:was|were) (?:unable|not able) to\b",
+        "to complete|to fulfil|to deliver|not complete|not fulfil|not deliver"
+        "|n't complete|n't fulfil|n't deliver",
+    ),
+    _phrase(r"\b(?:was|were) (?:unable|not able) to\b", "able to"),
+    _phrase(
         r"\bservice (?:unavailable|is currently|appears to be)\b",
-        r"\bexperiencing technical difficulties\b",
-        rf"\bincomplete\b{_GAP}\btask\b",
-        rf"\b(?:task|status)\b{_GAP}\bincomplete\b",
-        rf"\bstatus\b{_GAP}\bfailed\b",
-    )
+        "service unavailable|service is currently|service appears to be",
+    ),
+    _phrase(r"\bexperiencing technical difficulties\b", "experiencing technical difficulties"),
+    _phrase(rf"\bincomplete\b{_GAP}\btask\b", "incomplete", "task"),
+    _phrase(rf"\b(?:task|status)\b{_GAP}\bincomplete\b", "incomplete"),
+    _phrase(rf"\bstatus\b{_GAP}\bfailed\b", "status", "failed"),
 )
 
 # What a worker writes when its own model call throws; looked for near the start.
-ERROR_MARKER = re.compile(r"\berror during llm execution\b|\bllm execution (?:failed|error)\b")
-ERROR_MARKER_WINDOW = 200
-
-# A cheap screen: every pattern above needs one of these words. Text without any of them has no
-# failure language, and skips seventeen scans.
-_SCREEN = re.compile(
-    r"unable|able to|cannot|can't|can not|couldn't|could not|won't|will not|as an ai|have"
-    r"|sorry|apologi|regret|unfortunately|impossible|control|service|difficulties|incomplete"
-    r"|failed"
+ERROR_MARKER = re.compile(
+    r"\berror during llm execution\b|\bllm execution (?:failed|error)\b", re.ASCII
 )
+ERROR_MARKER_WINDOW = 200
 
 # How far either side of a failure phrase its sentence may extend (unpunctuated lists).
 SPAN_RADIUS = 160
@@ -98,9 +166,27 @@ def _sentence_span(text: str, start: int, end: int) -> tuple[int, int]:
     return s, e
 
 
-def _collect(text: str, patterns: tuple[re.Pattern[str], ...]) -> list[tuple[int, int]]:
+def _literal_finder() -> ahocorasick.Automaton:
+    finder = ahocorasick.Automaton()
+    for phrase in REFUSAL_PATTERNS + NEUTRAL_PATTERNS:
+        for literal in phrase.any_of + phrase.all_of:
+            finder.add_word(literal, literal)
+    finder.make_automaton()
+    return finder
+
+
+# Every screen literal, found in one pass over the text (Aho-Corasick), overlaps included.
+_LITERALS = _literal_finder()
+
+
+def _collect(text: str, phrases: tuple[Phrase, ...], present: set[str]) -> list[tuple[int, int]]:
     spans: list[tuple[int, int]] = []
-    for pattern in patterns:
+    for phrase in phrases:
+        if not any(lit in present for lit in phrase.any_of):
+            continue
+        if not all(lit in present for lit in phrase.all_of):
+            continue
+        pattern = phrase.pattern
         pos = 0
         while (m := pattern.search(text, pos)) is not None:
             span = _sentence_span(text, m.start(), m.end())
@@ -128,12 +214,18 @@ def _words_in_spans(text: str, spans: list[tuple[int, int]]) -> int:
 
 
 def scan(text: str) -> FailureLanguage:
-    """Scan folded ``text`` (in its code-unit view) for failure language."""
+    """Scan folded ``text`` for failure language, as JavaScript would over its code units."""
+    present = {literal for _, literal in _LITERALS.iter(text)} if text else set()
+    if not present:
+        return FailureLanguage(False, False, 0, 0, 0, 0)
+    # Indices, the sentence radius and the bounded gaps count UTF-16 code units.
+    text = to_units(text)
+    refusal_spans = _collect(text, REFUSAL_PATTERNS, present)
+    neutral_spans = _collect(text, NEUTRAL_PATTERNS, present)
+    if not refusal_spans and not neutral_spans:
+        # Nothing found: the word counts are not read (the gates need failure language).
+        return FailureLanguage(False, False, 0, 0, 0, 0)
     all_words = words(text)
-    if _SCREEN.search(text) is None:
-        return FailureLanguage(False, False, len(all_words), len(set(all_words)), 0, len(all_words))
-    refusal_spans = _collect(text, REFUSAL_PATTERNS)
-    neutral_spans = _collect(text, NEUTRAL_PATTERNS)
     refusal_words = _words_in_spans(text, refusal_spans)
     failure_words = _words_in_spans(text, refusal_spans + neutral_spans)
     return FailureLanguage(

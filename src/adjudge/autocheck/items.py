@@ -15,7 +15,7 @@ from adjudge.autocheck.answer import is_short, score_expected_answer
 from adjudge.autocheck.criteria import Criteria
 from adjudge.autocheck.jsonscan import extract_json_object, has_fields, json_schema
 from adjudge.autocheck.jsvalues import trim, utf16_len
-from adjudge.autocheck.text import phrase_text, words
+from adjudge.autocheck.text import iter_words, phrase_text, words
 
 DEFAULT_MIN_CONTENT_CHARS = 20
 MIN_KEYWORD_CONTEXT_WORDS = 30
@@ -61,7 +61,12 @@ def _contains_keywords(c: Criteria, ctx: Context) -> list[Rule]:
         # echoing the keywords back does not score.
         if (c.min_length or 0) < DEFAULT_MIN_CONTENT_CHARS:
             keyword_words = {w for k in keywords for w in words(k)}
-            context = sum(1 for w in words(ctx.output) if w not in keyword_words)
+            context = 0
+            for w in iter_words(ctx.output):
+                if w not in keyword_words:
+                    context += 1
+                    if context >= MIN_KEYWORD_CONTEXT_WORDS:
+                        break
             if context < MIN_KEYWORD_CONTEXT_WORDS:
                 note(
                     f"only {context} words besides the keywords (need {MIN_KEYWORD_CONTEXT_WORDS})"

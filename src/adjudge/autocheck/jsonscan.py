@@ -17,11 +17,10 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import regex
-
 from adjudge.autocheck.jsvalues import (
     WHITESPACE,
     from_units,
+    ignorecase_source,
     parse,
     slice16,
     to_units,
@@ -35,7 +34,8 @@ LABEL_BODY_CHARS = 400  # how far past a prose label to look for its content
 LABEL_MAX_TRIES = 20
 
 _WS = "[" + re.escape(WHITESPACE) + "]"
-_FENCE = re.compile(r"```(?:json)?" + _WS + r"*\n([\s\S]*?)```", re.IGNORECASE)
+# ASCII case folding is exactly JavaScript's for an ASCII pattern (see ignorecase_source).
+_FENCE = re.compile(r"```(?:json)?" + _WS + r"*\n([\s\S]*?)```", re.IGNORECASE | re.ASCII)
 _BRACE_SCAN = re.compile(r'[{}"\\]')
 _IN_STRING = re.compile(r'["\\]')
 
@@ -213,16 +213,29 @@ def _balanced_end(src: str, start: int) -> int | None:
     return None
 
 
+_LABEL_GAP = re.compile(_WS.replace("]", "_-]") + "+")
+
+
 def _label_source(field: str) -> str:
-    """A field name as a label pattern: escaped, with runs of space, ``_`` or ``-`` alike."""
-    escaped = re.sub(r"[.*+?^${}()|[\]\\]", lambda m: "\\" + m.group(), trim(field))
-    return re.sub(_WS.replace("]", "_-]") + "+", lambda _: "[" + _WS[1:-1] + "_-]+", escaped)
+    """A field name as a label pattern, in code units, matched as JavaScript's ``i`` flag does.
+
+    Runs of white space, ``_`` or ``-`` in the name match any such run in the text.
+    """
+    parts = []
+    pos = 0
+    name = to_units(trim(field))
+    for gap in _LABEL_GAP.finditer(name):
+        parts.append(ignorecase_source(name[pos : gap.start()]))
+        parts.append(_LABEL_GAP.pattern)
+        pos = gap.end()
+    parts.append(ignorecase_source(name[pos:]))
+    return "".join(parts)
 
 
 _LINE_START = r"(?:\A|(?<=[\n\r\u2028\u2029]))"
 _LINE_END = r"(?=[\n\r\u2028\u2029]|\Z)"
 _NEXT_HEADING = re.compile(r"\n[ \t]*#{1,6}[ \t]")
-_LETTER_OR_DIGIT = regex.compile(r"[\p{L}\p{N}]")
+_LETTER_OR_DIGIT = re.compile(r"[^\W_]")  # \p{L} or \p{N}
 
 
 def has_fields(fields: Sequence[str]) -> Callable[[str], float]:
@@ -233,14 +246,12 @@ def has_fields(fields: Sequence[str]) -> Callable[[str], float]:
     """
     named = [f for f in fields if trim(f)]
     any_label = re.compile(
-        "(?:" + ("|".join(_label_source(f) for f in named) or "(?!)") + r")(?:\*\*|__)?[ \t]*:",
-        re.IGNORECASE,
+        "(?:" + ("|".join(_label_source(f) for f in named) or "(?!)") + r")(?:\*\*|__)?[ \t]*:"
     )
     labels = {
         f: re.compile(
             rf"(?:{_LINE_START}|[.!?]{_WS})[ \t]*(?:#{{1,6}}[ \t]*|[-*][ \t]+)?(?:\*\*|__)?"
-            rf"{_label_source(f)}(?:\*\*|__)?[ \t]*(?::|{_LINE_END})",
-            re.IGNORECASE,
+            rf"{_label_source(f)}(?:\*\*|__)?[ \t]*(?::|{_LINE_END})"
         )
         for f in named
     }

@@ -15,8 +15,11 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
+import threading
 from collections.abc import Mapping, Sequence
 from decimal import ROUND_HALF_UP, Decimal
+from functools import cache
 from typing import Any
 
 # ECMAScript WhiteSpace + LineTerminator: what `\s` matches and `trim()` removes. Python's `\s`
@@ -110,7 +113,10 @@ def number_to_string(x: float) -> str:
     if isinstance(x, int):
         if abs(x) < 2**53:
             return str(x)
-        x = float(x)  # JavaScript would have parsed it into a double already
+        try:
+            x = float(x)  # JavaScript would have parsed it into a double already
+        except OverflowError:
+            x = math.inf if x > 0 else -math.inf
     if math.isnan(x) or math.isinf(x):
         return "NaN" if math.isnan(x) else ("Infinity" if x > 0 else "-Infinity")
     if x == 0:
@@ -199,10 +205,8 @@ def _stringify_into(value: Any, out: list[str]) -> None:
     elif isinstance(value, str):
         out.append(_quote(value))
     elif isinstance(value, int | float):
-        if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
-            out.append("null")
-        else:
-            out.append(number_to_string(value))
+        text = number_to_string(value)
+        out.append("null" if text in ("NaN", "Infinity", "-Infinity") else text)
     elif isinstance(value, Mapping):
         out.append("{")
         first = True
@@ -236,9 +240,87 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+def _loads(text: str) -> Any:
+    # Every JSON number is a double in JavaScript: `float` parses an integer literal exactly as
+    # JavaScript does (correctly rounded; huge ones become Infinity, where Python's int would
+    # refuse more than 4,300 digits).
+    return json.loads(text, parse_constant=_reject_constant, parse_int=float)
+
+
 def parse(text: str) -> Any:
     """``JSON.parse(text)``: raises ``ValueError`` where JavaScript throws a SyntaxError.
 
-    Python's ``json`` also accepts ``NaN`` and ``Infinity``; JavaScript does not.
+    Python's ``json`` also accepts ``NaN`` and ``Infinity``; JavaScript does not. Numbers come
+    back as floats, as JavaScript has them. Nesting deeper than Python's recursion limit, which
+    JavaScript parses, is parsed on a thread with a stack large enough for it.
     """
-    return json.loads(text, parse_constant=_reject_constant)
+    try:
+        return _loads(text)
+    except RecursionError:
+        return _parse_deep(text)
+
+
+_DEEP_STACK_BYTES = 1 << 30  # virtual; only what the nesting uses is ever touched
+_deep_lock = threading.Lock()
+
+
+def _parse_deep(text: str) -> Any:
+    outcome: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            outcome["value"] = _loads(text)
+        except (ValueError, RecursionError) as exc:
+            outcome["error"] = exc
+
+    with _deep_lock:
+        old_limit = sys.getrecursionlimit()
+        old_stack = threading.stack_size(_DEEP_STACK_BYTES)
+        sys.setrecursionlimit(max(old_limit, len(text) + 1000))
+        try:
+            worker = threading.Thread(target=work, name="json-deep-parse")
+            worker.start()
+            worker.join()
+        finally:
+            threading.stack_size(old_stack)
+            sys.setrecursionlimit(old_limit)
+    if "error" in outcome:
+        raise ValueError(str(outcome["error"]))
+    return outcome["value"]
+
+
+def _canonicalize(unit: str) -> str:
+    """ECMAScript Canonicalize for ``i`` without ``u``: a code unit's upper case, with limits.
+
+    The upper case counts only if it is one code unit, and never maps a non-ASCII unit to an
+    ASCII one (so ``ſ`` does not match ``s``, nor the Kelvin sign ``k``).
+    """
+    upper = unit.upper()
+    if len(upper) != 1 or ord(upper) > 0xFFFF:
+        return unit
+    if ord(unit) >= 128 and ord(upper) < 128:
+        return unit
+    return upper
+
+
+@cache
+def _case_classes() -> dict[str, str]:
+    groups: dict[str, list[str]] = {}
+    for code in range(0x10000):
+        unit = chr(code)
+        groups.setdefault(_canonicalize(unit), []).append(unit)
+    return {unit: "".join(members) for members in groups.values() for unit in members}
+
+
+def ignorecase_source(units: str) -> str:
+    """A ``re`` source matching the code units ``units`` as JavaScript's ``i`` flag (no ``u``).
+
+    Python's ``re.IGNORECASE`` folds more (``ſ``/``s``, Kelvin sign/``k``, ``İ``/``i``), so each
+    letter becomes an explicit class of the units JavaScript treats as the same.
+    """
+    classes = _case_classes()
+    out = []
+    for unit in units:
+        members = classes.get(unit, unit)
+        out.append(re.escape(unit) if len(members) == 1 else "[" + re.escape(members) + "]")
+    return "".join(out)

@@ -6,36 +6,62 @@ Forbidden phrases are folded further: "case, accents, Cyrillic and Greek look-al
 invisible characters are folded away".
 
 Every function keeps the reference checker's order of operations, because the order shows in the
-result (folding after NFKC, for instance, is what makes a full-width letter match).
+result (folding after NFKC, for instance, is what makes a full-width letter match). This is the
+hot path of every check, so each step first asks cheaply whether it has anything to do; the
+Unicode classes come from ``_unicode_tables`` (the standard ``re`` has no ``\\p{…}``), at the
+Unicode version of the running Python.
 """
 
 from __future__ import annotations
 
+import re
 import unicodedata
+from collections.abc import Iterator
 
-import regex
-
+from adjudge.autocheck._unicode_tables import (
+    CJK,
+    CJK_ASTRAL,
+    FORMAT,
+    FORMAT_ASTRAL,
+    MARK,
+    MARK_ASTRAL,
+)
 from adjudge.autocheck.jsvalues import WHITESPACE, from_units
 
-_WS = "[" + regex.escape(WHITESPACE) + "]"
-_WS_BUT_NEWLINE = "[" + regex.escape(WHITESPACE.replace("\n", "")) + "]+"
+_HSPACE = re.escape(WHITESPACE.replace("\n", ""))
+_HSPACE_NOT_SPACE = re.escape(WHITESPACE.replace("\n", "").replace(" ", ""))
 
-_NEWLINES = regex.compile(r"\r\n?")
-_CURLY_APOSTROPHES = regex.compile("[\u2018\u2019\u02bc]")
+_NEWLINES = re.compile(r"\r\n?")
+_CURLY_APOSTROPHES = re.compile("[\u2018\u2019\u02bc]")
 # Format characters (zero-width, soft hyphen, bidi marks), variation selectors, and control
 # characters that are not white space.
-_INVISIBLE = regex.compile(r"[\p{Cf}\uFE00-\uFE0F\x00-\x08\x0e-\x1f\x7f-\x9f]+")
-_HORIZONTAL_WS = regex.compile(_WS_BUT_NEWLINE)
-_ANY_WS = regex.compile(_WS + "+")
-_MARKS = regex.compile(r"\p{M}+")
+# Each Unicode class has a fast BMP-only form and a full form for text with astral characters.
+_INVISIBLE = re.compile(f"[{FORMAT}\ufe00-\ufe0f\x00-\x08\x0e-\x1f\x7f-\x9f]+")
+_INVISIBLE_ALL = re.compile(f"{_INVISIBLE.pattern}|[{FORMAT_ASTRAL}]+")
+# Only the runs that change: two or more spaces, or any white space that is not a plain space.
+_HORIZONTAL_WS = re.compile(f"[{_HSPACE}]{{2,}}|[{_HSPACE_NOT_SPACE}]")
+_ODD_HSPACE = re.compile(f"[{_HSPACE_NOT_SPACE}]")
+_MARKS = re.compile(f"[{MARK}]+")
+_MARKS_ALL = re.compile(f"[{MARK}]+|[{MARK_ASTRAL}]+")
+# The astral halves of the classes are long lists of ranges, slow to test at every position, so
+# they are tested only against the astral characters a text actually has.
+_ASTRAL_CHAR = re.compile("[\U00010000-\U0010ffff]")
+_FORMAT_ASTRAL = re.compile(f"[{FORMAT_ASTRAL}]")
+_MARK_ASTRAL = re.compile(f"[{MARK_ASTRAL}]")
+_CJK_ASTRAL = re.compile(f"[{CJK_ASTRAL}]")
+
+
+def has_astral_in(text: str, cls: re.Pattern[str]) -> bool:
+    """Whether ``text`` has an astral character in ``cls`` (only its astral ones are tested)."""
+    return not text.isascii() and any(cls.match(c) for c in _ASTRAL_CHAR.findall(text))
+
 
 # Words, as the reference counts them: each CJK ideograph or kana is a word of its own (no
-# spaces between them), otherwise runs of letters and digits joined by ' or -.
-WORD_PATTERN = (
-    r"[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}]"
-    r"|[\p{L}\p{N}]+(?:['-][\p{L}\p{N}]+)*"
-)
-_WORD = regex.compile(WORD_PATTERN)
+# spaces between them), otherwise runs of letters and digits joined by ' or -. `[^\W_]` is a
+# letter or a digit (\p{L}\p{N}).
+_WORD = re.compile(rf"[{CJK}]|[^\W_]+(?:['-][^\W_]+)*")
+_WORD_ALL = re.compile(rf"[{CJK}]|[{CJK_ASTRAL}]|[^\W_]+(?:['-][^\W_]+)*")
+_ASCII_WORD = re.compile(r"[a-z0-9]+(?:['-][a-z0-9]+)*")
 
 # Cyrillic and Greek letters that render as Latin ones. Cheap and partial: it stops the
 # copy-paste look-alike trick, not a determined adversary.
@@ -63,7 +89,16 @@ HOMOGLYPHS = {
     "\u03c4": "t",
     "\u03c5": "u",
 }
+_HOMOGLYPH = re.compile("[" + "".join(HOMOGLYPHS) + "]")
 _HOMOGLYPH_TABLE = str.maketrans(HOMOGLYPHS)
+_FOLD_WORK = re.compile(f"[{MARK}{''.join(HOMOGLYPHS)}]")
+
+
+# Any character that one of the steps after NFKC would change (BMP part; astral format
+# characters are looked for separately). Text without one, and without a double space, is done.
+_CANONICAL_WORK = re.compile(
+    f"[\r\u2018\u2019\u02bc{FORMAT}\ufe00-\ufe0f\x00-\x08\x0e-\x1f\x7f-\x9f{_HSPACE_NOT_SPACE}]"
+)
 
 
 def canonical(text: str) -> str:
@@ -71,21 +106,35 @@ def canonical(text: str) -> str:
 
     Line structure is kept (the disclosure section is found by its heading line).
     """
-    if text.isascii():
-        if "\r" in text:
-            text = _NEWLINES.sub("\n", text)
-        text = _INVISIBLE.sub("", text)
-        return _HORIZONTAL_WS.sub(" ", text)
-    text = unicodedata.normalize("NFKC", text)
-    text = _NEWLINES.sub("\n", text)
-    text = _CURLY_APOSTROPHES.sub("'", text)
-    text = _INVISIBLE.sub("", text)
-    return _HORIZONTAL_WS.sub(" ", text)
+    ascii_text = text.isascii()
+    if not ascii_text:
+        text = unicodedata.normalize("NFKC", text)
+    if (
+        _CANONICAL_WORK.search(text) is None
+        and "  " not in text
+        and (ascii_text or not has_astral_in(text, _FORMAT_ASTRAL))
+    ):
+        return text
+    if not ascii_text and ("\u2018" in text or "\u2019" in text or "\u02bc" in text):
+        text = _CURLY_APOSTROPHES.sub("'", text)
+    if "\r" in text:
+        text = _NEWLINES.sub("\n", text)
+    invisible = _INVISIBLE_ALL if has_astral_in(text, _FORMAT_ASTRAL) else _INVISIBLE
+    if invisible.search(text):
+        text = invisible.sub("", text)
+    if "  " in text or _ODD_HSPACE.search(text):
+        text = _HORIZONTAL_WS.sub(" ", text)
+    return text
 
 
 def flatten(text: str) -> str:
-    """One line: every white-space run, newlines included, becomes one space; ends trimmed."""
-    return _ANY_WS.sub(" ", text).strip(WHITESPACE)
+    """One line: every white-space run, newlines included, becomes one space; ends trimmed.
+
+    ``text`` must be canonical: there, Python's white space and JavaScript's are the same
+    characters (the ones they disagree on, \\x1c-\\x1f, \\x85 and U+FEFF, are gone), so the
+    fast ``str.split`` does exactly what the reference's ``/\\s+/`` does.
+    """
+    return " ".join(text.split())
 
 
 def fold(text: str) -> str:
@@ -93,8 +142,15 @@ def fold(text: str) -> str:
     text = text.lower()
     if text.isascii():
         return text
-    text = _MARKS.sub("", unicodedata.normalize("NFKD", text))
-    return text.translate(_HOMOGLYPH_TABLE)
+    text = unicodedata.normalize("NFKD", text)
+    if _FOLD_WORK.search(text) is None and not has_astral_in(text, _MARK_ASTRAL):
+        return text
+    marks = _MARKS_ALL if has_astral_in(text, _MARK_ASTRAL) else _MARKS
+    if marks.search(text):
+        text = marks.sub("", text)
+    if _HOMOGLYPH.search(text):
+        text = text.translate(_HOMOGLYPH_TABLE)
+    return text
 
 
 def phrase_text(text: str) -> str:
@@ -102,6 +158,29 @@ def phrase_text(text: str) -> str:
     return fold(flatten(canonical(text)))
 
 
+def iter_words(text: str) -> Iterator[str]:
+    """The lowercase words of ``text``, lazily (a code-unit view is joined back first)."""
+    text = from_units(text).lower()
+    return (m.group() for m in _word_pattern(text).finditer(text))
+
+
 def words(text: str) -> list[str]:
     """The lowercase words of ``text`` (a code-unit view is joined back into characters first)."""
-    return _WORD.findall(from_units(text).lower())
+    text = from_units(text).lower()
+    return _word_pattern(text).findall(text)
+
+
+def _word_pattern(text: str) -> re.Pattern[str]:
+    if text.isascii():
+        return _ASCII_WORD
+    return _WORD_ALL if has_astral_in(text, _CJK_ASTRAL) else _WORD
+
+
+def has_distinct_words(text: str, n: int) -> int:
+    """How many distinct words ``text`` has, counting no further than ``n``."""
+    seen: set[str] = set()
+    for word in iter_words(text):
+        seen.add(word)
+        if len(seen) >= n:
+            break
+    return len(seen)

@@ -1,0 +1,157 @@
+"""Auto-check throughput on a deterministic corpus, and the cost of each stage.
+
+Run: ``python benchmarks/autocheck.py [--n 10000] [--repeat 5]``. One core (no pool): the figure
+is checks per second per core. The corpus is 10,000 realistic results of 200 B to 20 KB (reports,
+JSON answers, short answers, refusals, incident notes with failure wording, disclosure sections,
+some non-ASCII) under mixed rules, generated from a fixed seed so every run sees the same bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+from adjudge import auto_check
+from adjudge.autocheck import jsregex
+from adjudge.autocheck.check import _fold_for_scan
+from adjudge.autocheck.disclosure import split_disclosure
+from adjudge.autocheck.failure import scan
+from adjudge.autocheck.text import canonical, flatten, words
+
+SENTENCES = [
+    "Revenue grew in every region, led by the Nordics, while churn fell after onboarding changed.",
+    "The migration moved 1,204 tables to the new cluster without downtime.",
+    "Northvolt and ACC face price pressure from Chinese suppliers.",
+    "We recommend renewing certificates thirty days before they expire.",
+    "The capital of France is Paris, and its population is about 2.1 million.",
+    "Latency at the 99th percentile dropped from 480 ms to 120 ms after the cache fix.",
+    "Les résultats du trimestre sont meilleurs que prévu, surtout à Lyon.",
+    "Die Umsätze stiegen im dritten Quartal um 12 % gegenüber dem Vorjahr.",
+    "数据显示第三季度收入增长了百分之十二。",
+    "The summary table lists every risk with the line of the plan it comes from.",
+    "Emoji in customer feedback 😀 were counted as positive sentiment.",
+]
+# Incident wording: in about one result in ten.
+FAILURE_WORDING = [
+    "Status: failed for 3 of 200 nightly jobs, all retried successfully.",
+    "Users were unable to connect for twelve minutes during the failover.",
+]
+REFUSALS = [
+    "I'm sorry, but I can't browse the web, so I was unable to check today's prices.",
+    "As an AI, I don't have access to your internal dashboards.",
+]
+DISCLOSURE = "\n\n## Not done / assumptions\n\n- I could not verify the 2025 capacity figure.\n"
+CRITERIA: list[dict[str, Any]] = [
+    {"min_length": 10, "pass_threshold": 60},
+    {"min_length": 300, "contains_keywords": ["revenue", "churn"]},
+    {"contains_keywords": ["Paris"], "forbidden_phrases": ["lorem ipsum", "as an ai"]},
+    {"required_fields": ["summary", "risks", "owner"]},
+    {"expected_schema": {"type": "object", "required": ["name", "price"]}},
+    {"expected_answer": "Paris"},
+    {"regex_pattern": "\\d{2,}", "min_length": 50},
+    {
+        "max_length": 4000,
+        "min_length": 100,
+        "rubric": [
+            {
+                "criterion": "depth",
+                "keywords": ["latency", "cache", "percentile"],
+                "min_mentions": 2,
+            },
+            {"criterion": "sources", "keywords": ["source", "report"]},
+        ],
+    },
+]
+
+
+def make_result(rng: random.Random) -> str | dict[str, Any]:
+    """One result of 200 B to 20 KB."""
+    kind = rng.random()
+    if kind < 0.1:
+        return {
+            "name": "Acme Widget",
+            "price": rng.choice(["", "9.99"]),
+            "currency": "USD",
+            "notes": " ".join(rng.choices(SENTENCES, k=rng.randint(1, 6))),
+        }
+    if kind < 0.15:
+        return rng.choice(
+            ["The answer is Paris.", "Paris", "It is Paris, not Lyon."]
+        ) * rng.randint(1, 3)
+    target = int(200 * (100 ** rng.random()))  # log-uniform 200 B .. 20 KB
+    parts: list[str] = []
+    size = 0
+    while size < target:
+        if rng.random() < 0.15:
+            parts.append(f"\n\n## {rng.choice(['Summary', 'Risks', 'Owner', 'Details'])}\n\n")
+        sentence = rng.choice(SENTENCES)
+        parts.append(sentence + " ")
+        size += len(sentence) + 1
+    if rng.random() < 0.1:
+        parts.insert(rng.randrange(len(parts) + 1), rng.choice(FAILURE_WORDING) + " ")
+    if rng.random() < 0.05:
+        parts.insert(0, rng.choice(REFUSALS) + " ")
+    if rng.random() < 0.2:
+        parts.append(DISCLOSURE)
+    return "".join(parts)
+
+
+def corpus(n: int, seed: int = 7) -> list[tuple[str | dict[str, Any], dict[str, Any]]]:
+    """``n`` (result, criteria) pairs, the same for the same seed."""
+    rng = random.Random(seed)
+    return [(make_result(rng), rng.choice(CRITERIA)) for _ in range(n)]
+
+
+def _time(fn: Callable[[], object], repeat: int) -> list[float]:
+    runs = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        runs.append(time.perf_counter() - start)
+    return runs
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--n", type=int, default=10_000)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    cases = corpus(args.n)
+    texts = [r if isinstance(r, str) else json.dumps(r) for r, _ in cases]
+    total_bytes = sum(len(t.encode()) for t in texts)
+    print(f"corpus: {len(cases)} results, {total_bytes / len(cases) / 1024:.1f} KiB average")
+
+    auto_check(*cases[0])  # warm up (the regex worker, compiled patterns)
+    runs = _time(lambda: [auto_check(r, c) for r, c in cases], args.repeat)
+    median = statistics.median(runs)
+    print(
+        f"auto_check: median {len(cases) / median:,.0f} checks/s on one core "
+        f"({median / len(cases) * 1e6:.0f} µs per check; runs: "
+        f"{', '.join(f'{len(cases) / r:,.0f}' for r in runs)})"
+    )
+
+    canon = [canonical(t) for t in texts]
+    visible = [flatten(split_disclosure(c).deliverable) for c in canon]
+    folded = [_fold_for_scan(v) for v in visible]
+    stages: list[tuple[str, Callable[[], object]]] = [
+        ("canonical (NFKC, invisibles, spaces)", lambda: [canonical(t) for t in texts]),
+        ("disclosure section", lambda: [split_disclosure(c) for c in canon]),
+        ("flatten", lambda: [flatten(c) for c in canon]),
+        ("fold for scan", lambda: [_fold_for_scan(v) for v in visible]),
+        ("words (content floor)", lambda: [words(v) for v in visible]),
+        ("failure-language scan", lambda: [scan(f) for f in folded]),
+        ("regex_pattern (worker round trip)", lambda: [jsregex.test("\\d{2,}", t) for t in texts]),
+    ]
+    print(f"{'stage':40} {'µs per check':>14}")
+    for name, fn in stages:
+        per = statistics.median(_time(fn, 3)) / len(cases) * 1e6
+        print(f"{name:40} {per:14.1f}")
+
+
+if __name__ == "__main__":
+    main()

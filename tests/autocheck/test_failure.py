@@ -1,0 +1,88 @@
+"""Failure-language detection: the fast forms match exactly what the reference patterns match."""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from adjudge.autocheck.failure import NEUTRAL_PATTERNS, REFUSAL_PATTERNS, fast_form, scan
+
+FRAGMENTS = [
+    "i",
+    "i ",
+    "xi ",
+    "_i ",
+    "i'm not able to",
+    "unable to",
+    "not able to",
+    "was",
+    "were",
+    " ",
+    "able to",
+    "as an ai",
+    "as an aix",
+    "cannot",
+    "can't",
+    "help",
+    "with",
+    "service",
+    "unavailable",
+    "status",
+    "failed",
+    "incomplete",
+    "task",
+    "my control",
+    "sorry",
+    "complete",
+    "do not have",
+    "access",
+    ". ",
+    "!",
+    "?",
+    "a",
+    "1",
+    "é",
+    "😀",
+    "\n",
+    "experiencing technical difficulties",
+]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(FRAGMENTS), max_size=40).map("".join))
+def test_fast_forms_find_the_same_matches(text: str) -> None:
+    """Every rewritten pattern finds the same matches, at the same places, as the original."""
+    for phrase in REFUSAL_PATTERNS + NEUTRAL_PATTERNS:
+        original = re.compile(phrase.source, re.ASCII)
+        assert [m.span() for m in phrase.pattern.finditer(text)] == [
+            m.span() for m in original.finditer(text)
+        ], phrase.source
+
+
+def test_fast_form_rewrites_only_plain_leading_literals() -> None:
+    """A leading literal or alternation of literals is rewritten; other shapes are kept."""
+    assert fast_form(r"\bas an ai\b") == r"as\ an\ ai(?<!\was\ an\ ai)\b"
+    assert fast_form(r"\b(?:was|were) x") == r"(?:was(?<!\wwas)|were(?<!\wwere)) x"
+    kept = r"\b(?:sorry|apologi[sz]e)\b"
+    assert fast_form(kept) == kept
+    assert fast_form(r"\bab?c") == r"a(?<!\wa)b?c"
+
+
+def test_screens_never_hide_a_match() -> None:
+    """Each pattern's screen literals are necessary: the reference phrases are all still found."""
+    samples = {
+        "i was unable to reach it": (True, True),
+        "i'm not able to do that": (True, False),
+        "as an ai, i have limits": (True, False),
+        "i don't have access to the file": (True, False),
+        "sorry, this is not possible today": (True, False),
+        "the service unavailable banner": (False, True),
+        "status of the run: failed": (False, True),
+        "the task is incomplete": (False, True),
+        "users were not able to log in": (False, True),
+    }
+    for text, (refusal, neutral) in samples.items():
+        found = scan(text)
+        assert (found.refusal, found.neutral) == (refusal, neutral), text
