@@ -27,6 +27,9 @@ def serve(
     fee_bps: Annotated[
         int, typer.Option(help="Platform fee in basis points, read at each payout (max 3000).")
     ] = 1000,
+    threads: Annotated[
+        int, typer.Option(help="Threads running requests (0: the default, 40).")
+    ] = 0,
     demo: Annotated[
         bool, typer.Option(help="Seed demo accounts and tasks into an empty database.")
     ] = False,
@@ -55,7 +58,9 @@ def serve(
         _bootstrap_admin(market)
     typer.echo(f"adjudge serving {base}/api/v1 on {store.dialect}; API docs at {base}/docs")
 
-    uvicorn.run(create_app(market), host=host, port=port, log_level="warning")
+    if threads <= 0:
+        threads = 40
+    uvicorn.run(create_app(market, threads=threads), host=host, port=port, log_level="warning")
 
 
 def _bootstrap_admin(market: Marketplace) -> None:
