@@ -263,7 +263,7 @@ def list_tasks(
     mode: str | None = None,
     mine: bool = False,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=1_000_000_000)] = 0,
 ) -> dict[str, Any]:
     """Tasks, newest first; ``mine`` keeps the caller's own (posted, taken or verifying)."""
 

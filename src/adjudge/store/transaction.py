@@ -184,18 +184,17 @@ class Transaction:
         Raises :class:`ConcurrentUpdate` when the version moved: the caller re-reads and
         re-decides, so two racing events never both apply.
         """
-        result = self.conn.execute(
-            update(s.tasks)
-            .where(and_(s.tasks.c.id == task.id, s.tasks.c.version == stored.version))
-            .values(version=stored.version + 1, **_task_row(task))
-        )
+        row = _task_row(task)
+        del row["id"]
+        row.update(k_id=task.id, k_version=stored.version, version=stored.version + 1)
+        result = self.conn.execute(_UPDATE_TASK, row)
         if result.rowcount != 1:
             raise ConcurrentUpdate(f"Task {task.id} changed while this request ran; try again.")
         return StoredTask(task, stored.version + 1, stored.title, stored.brief)
 
     def task(self, task_id: str) -> StoredTask | None:
         """The task with this id, or None."""
-        row = self.conn.execute(select(s.tasks).where(s.tasks.c.id == task_id)).first()
+        row = self.conn.execute(_TASK, {"k_id": task_id}).first()
         return _stored_task(row._mapping) if row else None
 
     def tasks(
@@ -243,16 +242,12 @@ class Transaction:
 
     def submissions(self, task_id: str) -> list[Submission]:
         """Every submission of a task, oldest first."""
-        q = select(s.submissions).where(s.submissions.c.task_id == task_id)
-        rows = self.conn.execute(q.order_by(s.submissions.c.attempt))
+        rows = self.conn.execute(_SUBMISSIONS, {"k_task": task_id})
         return [Submission(r.task_id, r.attempt, r.result, r.digest, r.submitted_at) for r in rows]
 
     def submission(self, task_id: str, attempt: int) -> Submission | None:
         """One submission, or None."""
-        q = select(s.submissions).where(
-            and_(s.submissions.c.task_id == task_id, s.submissions.c.attempt == attempt)
-        )
-        r = self.conn.execute(q).first()
+        r = self.conn.execute(_SUBMISSION, {"k_task": task_id, "k_attempt": attempt}).first()
         return Submission(r.task_id, r.attempt, r.result, r.digest, r.submitted_at) if r else None
 
     def add_verdict(self, verdict: VerdictReached, receipt_id: str) -> StoredVerdict:
@@ -294,8 +289,9 @@ class Transaction:
     def verdicts(self, task_id: str | None = None) -> list[StoredVerdict]:
         """Recorded determinations (of one task, or all), oldest first."""
         q = select(s.verdicts).order_by(s.verdicts.c.id)
+        params: dict[str, Any] = {}
         if task_id is not None:
-            q = q.where(s.verdicts.c.task_id == task_id)
+            q, params = _VERDICTS, {"k_task": task_id}
         return [
             StoredVerdict(
                 r.task_id,
@@ -310,7 +306,7 @@ class Transaction:
                 r.receipt_id,
                 r.at,
             )
-            for r in self.conn.execute(q)
+            for r in self.conn.execute(q, params)
         ]
 
     # --- the ledger -------------------------------------------------------------------------
@@ -360,7 +356,6 @@ class Transaction:
 
     def entries(self, task_id: str) -> list[dict[str, Any]]:
         """The ledger entries of one task, oldest first."""
-        q = select(s.ledger_entries).where(s.ledger_entries.c.task_id == task_id)
         return [
             {
                 "txn": r.txn,
@@ -369,7 +364,7 @@ class Transaction:
                 "memo": r.memo,
                 "at": r.at.isoformat(),
             }
-            for r in self.conn.execute(q.order_by(s.ledger_entries.c.id))
+            for r in self.conn.execute(_ENTRIES, {"k_task": task_id})
         ]
 
     # --- receipts ---------------------------------------------------------------------------
@@ -387,9 +382,7 @@ class Transaction:
         The head row is locked for the rest of the transaction, so concurrent appends queue
         instead of forking the chain.
         """
-        head = self.conn.execute(
-            select(s.chain_head).where(s.chain_head.c.id == 1).with_for_update()
-        ).one()
+        head = self.conn.execute(_HEAD_FOR_UPDATE).one()
         body = dict(issuer.issue(statement, head.digest))
         digest = body.get("digest")
         if not isinstance(digest, str):
@@ -428,8 +421,7 @@ class Transaction:
 
     def receipts(self, task_id: str) -> list[StoredReceipt]:
         """A task's receipts in chain order."""
-        q = select(s.receipts).where(s.receipts.c.task_id == task_id).order_by(s.receipts.c.seq)
-        return [_receipt(r._mapping) for r in self.conn.execute(q)]
+        return [_receipt(r._mapping) for r in self.conn.execute(_RECEIPTS, {"k_task": task_id})]
 
     def head(self) -> tuple[int, str | None]:
         """The chain's length and the digest of its last receipt (None when empty)."""
@@ -648,3 +640,35 @@ def _upsert(dialect: str) -> Any:
         index_elements=[s.balances.c.account],
         set_={"balance": s.balances.c.balance + stmt.excluded.balance},
     )
+
+
+# Statements of the hot path, built once: building a statement costs more than running it.
+_TASK = select(s.tasks).where(s.tasks.c.id == bindparam("k_id"))
+_UPDATE_TASK = (
+    update(s.tasks)
+    .where(s.tasks.c.id == bindparam("k_id"))
+    .where(s.tasks.c.version == bindparam("k_version"))
+)
+_SUBMISSIONS = (
+    select(s.submissions)
+    .where(s.submissions.c.task_id == bindparam("k_task"))
+    .order_by(s.submissions.c.attempt)
+)
+_SUBMISSION = select(s.submissions).where(
+    and_(
+        s.submissions.c.task_id == bindparam("k_task"),
+        s.submissions.c.attempt == bindparam("k_attempt"),
+    )
+)
+_VERDICTS = (
+    select(s.verdicts).where(s.verdicts.c.task_id == bindparam("k_task")).order_by(s.verdicts.c.id)
+)
+_ENTRIES = (
+    select(s.ledger_entries)
+    .where(s.ledger_entries.c.task_id == bindparam("k_task"))
+    .order_by(s.ledger_entries.c.id)
+)
+_RECEIPTS = (
+    select(s.receipts).where(s.receipts.c.task_id == bindparam("k_task")).order_by(s.receipts.c.seq)
+)
+_HEAD_FOR_UPDATE = select(s.chain_head).where(s.chain_head.c.id == 1).with_for_update()
