@@ -47,6 +47,15 @@ RESULT = (
 )
 
 
+def _cpu_seconds(pid: int) -> float | None:
+    """User + system CPU time of a process (Linux ``/proc``; None elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -177,9 +186,11 @@ def main() -> None:
             except httpx.TransportError:
                 time.sleep(0.05)
         asyncio.run(drive(base, key, ids[: args.warmup], args.clients))
+        cpu_before = _cpu_seconds(server.pid)
         started = time.perf_counter()
         latencies = asyncio.run(drive(base, key, ids[args.warmup :], args.clients, args.rate))
         elapsed = time.perf_counter() - started
+        cpu_after = _cpu_seconds(server.pid)
     finally:
         server.terminate()
         server.wait(timeout=10)
@@ -195,6 +206,12 @@ def main() -> None:
         "p95_ms": round(ms[int(len(ms) * 0.95) - 1], 1),
         "p99_ms": round(ms[int(len(ms) * 0.99) - 1], 1),
         "max_ms": round(ms[-1], 1),
+        "server_cpu_ms_per_finalize": (
+            round((cpu_after - cpu_before) * 1000 / len(ms), 2)
+            if cpu_before is not None and cpu_after is not None
+            else None
+        ),
+        "cpus": os.cpu_count(),
     }
     if args.json:
         print(json.dumps(figures))

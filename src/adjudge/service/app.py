@@ -104,7 +104,9 @@ def _reply(response: Response) -> JSONResponse:
     return JSONResponse(response.body, status_code=response.status, headers=headers)
 
 
-def _market(request: Request) -> Marketplace:
+# The two dependencies are async so they run on the event loop instead of costing a thread
+# handoff each; a key seen recently is answered from memory, an unknown one reads the store once.
+async def _market(request: Request) -> Marketplace:
     market = request.app.state.market
     assert isinstance(market, Marketplace)
     return market
@@ -113,7 +115,7 @@ def _market(request: Request) -> Marketplace:
 Market = Annotated[Marketplace, Depends(_market)]
 
 
-def _caller(
+async def _caller(
     market: Market, creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
 ) -> Account:
     return market.authenticate(creds.credentials if creds else None)
