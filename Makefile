@@ -37,6 +37,8 @@ demo-check: setup
 
 bench: setup
 	$(BIN)/python benchmarks/autocheck.py
+	$(BIN)/python benchmarks/receipts.py
+	$(BIN)/python benchmarks/calls.py
 
 # Finalize throughput and latency over loopback (add ARGS="--db postgresql+psycopg://…").
 bench-service: setup

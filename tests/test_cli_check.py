@@ -113,3 +113,42 @@ def test_check_batch(tmp_path: Path) -> None:
     cases.write_text(cases.read_text() + "not json\n")
     res = runner.invoke(app, ["check-batch", str(cases), "--out", str(out), "--workers", "1"])
     assert res.exit_code == 2
+
+
+def test_check_signs_a_receipt_that_verifies(tmp_path: Path) -> None:
+    """--sign/--receipt write a receipt `adjudge receipt verify` accepts; a tampered one fails."""
+    keys = tmp_path / "keys"
+    res = runner.invoke(app, ["keys", "new", "--out", str(keys)])
+    assert res.exit_code == 0, res.output
+    key_file = next(p for p in keys.iterdir() if "pub" not in p.name)
+    fingerprint = next(
+        w for w in res.output.split() if len(w) == 64 and all(c in "0123456789abcdef" for c in w)
+    )
+    receipt = tmp_path / "receipt.json"
+    res = runner.invoke(
+        app,
+        [
+            "check",
+            "-c",
+            str(EXAMPLES / "criteria.json"),
+            str(EXAMPLES / "report.md"),
+            "--sign",
+            str(key_file),
+            "--receipt",
+            str(receipt),
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(app, ["receipt", "verify", str(receipt), "--key", fingerprint])
+    assert res.exit_code == 0, res.output
+    receipt.write_text(receipt.read_text().replace('"payload":"', '"payload":"A', 1))
+    res = runner.invoke(app, ["receipt", "verify", str(receipt), "--key", fingerprint])
+    assert res.exit_code != 0
+
+
+def test_sign_without_receipt_is_bad_input() -> None:
+    """--sign alone is refused with a code: nothing is checked or written half-way."""
+    res = runner.invoke(
+        app, ["check", "-c", str(EXAMPLES / "criteria.json"), "--sign", "k.pem", "-"], input="x"
+    )
+    assert res.exit_code == 2 and "SIGN_NEEDS_RECEIPT" in res.stderr

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
 from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -18,7 +20,10 @@ from rich.table import Table
 
 from adjudge.autocheck import VerificationResult, auto_check, parse
 from adjudge.autocheck.jsvalues import to_fixed0
+from adjudge.cli.receipts import read_signing_key, write_receipt
 from adjudge.errors import CriteriaError
+from adjudge.kernel.adapters import determine_auto_check
+from adjudge.receipts import issue
 
 EXIT_PASS, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -40,9 +45,11 @@ def _read_json(path: Path, what: str) -> Any:
         raise _bad_input("INVALID_JSON", f"{what} {path} is not valid JSON: {exc}.") from exc
 
 
-def _read_result(source: str, as_json: bool) -> Any:
+def _read_result(source: str, as_json: bool) -> tuple[Any, bytes]:
+    """The result to check, and its bytes as stored (what a receipt's digest covers)."""
     try:
-        text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
+        raw = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
+        text = raw.decode("utf-8")
     except OSError as exc:
         raise _bad_input(
             "FILE_UNREADABLE", f"cannot read result {source}: {exc.strerror}."
@@ -50,14 +57,14 @@ def _read_result(source: str, as_json: bool) -> Any:
     except UnicodeDecodeError as exc:
         raise _bad_input("INVALID_TEXT", f"result {source} is not UTF-8 text.") from exc
     if not (as_json or source.endswith(".json")):
-        return text
+        return text, raw
     try:
         value = json.loads(text)
     except ValueError as exc:
         raise _bad_input("INVALID_JSON", f"result {source} is not valid JSON: {exc}.") from exc
     if not isinstance(value, dict | str):
         raise _bad_input("INVALID_RESULT", "a JSON result must be an object or a string.")
-    return value
+    return value, raw
 
 
 def _validate(criteria: Any) -> None:
@@ -98,16 +105,48 @@ def check(
     result_json: Annotated[
         bool, typer.Option("--result-json", help="Read the result as JSON (.json files are).")
     ] = False,
+    sign: Annotated[
+        Path | None, typer.Option("--sign", help="Private key file: sign a receipt of this check.")
+    ] = None,
+    receipt: Annotated[
+        Path | None, typer.Option("--receipt", help="Where to write the signed receipt.")
+    ] = None,
 ) -> None:
-    """Score one result against criteria. Exit 0 on pass, 1 on fail, 2 on bad input."""
+    """Score one result against criteria. Exit 0 on pass, 1 on fail, 2 on bad input.
+
+    With ``--sign KEY --receipt OUT`` the determination (the integrity of the result's bytes and
+    the check's outcome) is also written as a signed receipt a third party can verify offline
+    with ``adjudge receipt verify``.
+    """
+    if (sign is None) != (receipt is None):
+        raise _bad_input("SIGN_NEEDS_RECEIPT", "--sign and --receipt go together; give both.")
     raw_criteria = _read_json(criteria, "criteria")
     _validate(raw_criteria)
-    verdict = auto_check(_read_result(result, result_json), raw_criteria)
+    value, stored = _read_result(result, result_json)
+    verdict = auto_check(value, raw_criteria)
+    if sign is not None and receipt is not None:
+        _sign_receipt(sign, receipt, stored, verdict, criteria.read_bytes())
     if as_json:
         sys.stdout.write(verdict.to_json() + "\n")
     else:
         _render(verdict)
     raise typer.Exit(EXIT_PASS if verdict.passed else EXIT_FAIL)
+
+
+def _sign_receipt(
+    key: Path, out_path: Path, stored: bytes, verdict: VerificationResult, criteria: bytes
+) -> None:
+    """Issue and write the signed receipt of one standalone check (the clock is read here)."""
+    signer = read_signing_key(key)
+    determination = determine_auto_check(
+        stored,
+        verdict,
+        now=datetime.now(UTC),
+        criteria_digest="sha256:" + hashlib.sha256(criteria).hexdigest(),
+    )
+    issued = issue(determination, signer)
+    write_receipt(out_path, issued)
+    err.print(f"receipt {issued.receipt_id} written to {out_path}")
 
 
 def _check_line(line: str) -> dict[str, Any]:

@@ -1,0 +1,83 @@
+"""Paid-call verification (spec 003): contracts, quality rules, policies, verdicts, quality.
+
+Pure: no IO, no clock reads, no randomness. The call's time, a model's meaning judgment and any
+corroboration of an empty answer are inputs.
+
+    contract = register_contract(contract_json)
+    policy = register_policy(policy_json, contract)
+    result = verify_call(contract, policy, parse_request(r), parse_response(resp), at)
+    result.verdict, result.effect.payment, result.effect.strike, result.rows
+    determination = determine_call(result, now=now, response_bytes=stored)   # for a receipt
+"""
+
+from adjudge.calls.contract import Contract, register_contract
+from adjudge.calls.kernel_rows import determine_call, kernel_checks
+from adjudge.calls.outcomes import CheckRow, Outcome
+from adjudge.calls.policy import Mode, Policy, register_policy, sampled
+from adjudge.calls.quality import (
+    PenaltyAssessment,
+    PenaltyProposal,
+    ProposalStatus,
+    QualityTerms,
+    QualityWindow,
+    TailTest,
+    assess_penalty,
+    binomial_tail_test,
+    binomial_upper_tail,
+    observation_of,
+    quality_window,
+)
+from adjudge.calls.rules import Rule, is_valid_url
+from adjudge.calls.verdicts import EFFECTS, CallVerdict, Effect, Payment
+from adjudge.calls.verify import (
+    CallRequest,
+    CallResult,
+    Corroboration,
+    Judgment,
+    ProviderResponse,
+    parse_corroboration,
+    parse_judgment,
+    parse_request,
+    parse_response,
+    verify_call,
+)
+
+__all__ = [
+    "EFFECTS",
+    "CallRequest",
+    "CallResult",
+    "CallVerdict",
+    "CheckRow",
+    "Contract",
+    "Corroboration",
+    "Effect",
+    "Judgment",
+    "Mode",
+    "Outcome",
+    "Payment",
+    "PenaltyAssessment",
+    "PenaltyProposal",
+    "Policy",
+    "ProposalStatus",
+    "ProviderResponse",
+    "QualityTerms",
+    "QualityWindow",
+    "Rule",
+    "TailTest",
+    "assess_penalty",
+    "binomial_tail_test",
+    "binomial_upper_tail",
+    "determine_call",
+    "is_valid_url",
+    "kernel_checks",
+    "observation_of",
+    "parse_corroboration",
+    "parse_judgment",
+    "parse_request",
+    "parse_response",
+    "quality_window",
+    "register_contract",
+    "register_policy",
+    "sampled",
+    "verify_call",
+]

@@ -1,0 +1,311 @@
+"""Versioned decision policies: declared checks, quality rules, sampling and ordered clauses.
+
+A policy is registered once against the contract of the tool it governs; a malformed policy is
+refused there with a stable code (``POLICY_INVALID``, ``POLICY_RULE_INVALID``,
+``POLICY_CLAUSE_INVALID``), never discovered at call time.
+
+The clauses are tried in order and the first one that matches decides the verdict:
+
+- ``{"match": "veto", "check": NAME, "verdict": V}`` — the named check (a declared stage or one
+  rule) failed;
+- ``{"match": "failures_at_least", "count": N, "verdict": V}`` — at least N declared checks
+  voted fail;
+- ``{"match": "failure_fraction_at_least", "fraction": F, "verdict": V}`` — failed votes over
+  all votes reach F (no votes: no fraction, so the clause does not match);
+- ``{"match": "votes_fewer_than", "count": N, "verdict": V}`` — fewer than N declared checks
+  cast a vote (too few checks ran).
+
+Only checks the policy declares in ``checks`` vote, and only a ``pass`` or ``fail`` is a vote: an
+unavailable, skipped, inapplicable or moot check casts none.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from fractions import Fraction
+
+from adjudge.calls.contract import Contract, Expression, compile_expression
+from adjudge.calls.rules import Rule, parse_rules
+from adjudge.errors import CriteriaError
+
+__all__ = [
+    "CHECKS",
+    "Clause",
+    "EmptyResultRule",
+    "Mode",
+    "Policy",
+    "register_policy",
+    "sampled",
+]
+
+_CODE = "POLICY_INVALID"
+_CLAUSE = "POLICY_CLAUSE_INVALID"
+
+# The checks a policy can declare, in the order they run.
+CHECKS = ("schema", "quality_rules", "meaning")
+# A clause may only decide these; MISAPPLIED, the empty verdicts and SKIPPED are not a policy's
+# to choose (they follow from what the checks found).
+_CLAUSE_VERDICTS = ("PASS", "FAIL", "DEGRADED")
+_MATCHES = ("veto", "failures_at_least", "failure_fraction_at_least", "votes_fewer_than")
+
+
+class Mode(enum.StrEnum):
+    """Whether a policy's verdicts have effects."""
+
+    ENFORCE = "enforce"  # verdicts settle, refund, void and strike
+    SHADOW = "shadow"  # verdicts are computed and recorded; nothing is refunded or struck
+
+
+@dataclass(frozen=True)
+class Clause:
+    """One ordered clause of a policy."""
+
+    match: str
+    verdict: str
+    count: int | None = None
+    fraction: Fraction | None = None
+    check: str | None = None
+
+    def describe(self) -> str:
+        """The clause as a short sentence for the record."""
+        if self.match == "veto":
+            return f"veto by {self.check!r} -> {self.verdict}"
+        if self.match == "failures_at_least":
+            return f"at least {self.count} failure(s) -> {self.verdict}"
+        if self.match == "failure_fraction_at_least":
+            return f"failure fraction at least {self.fraction} -> {self.verdict}"
+        return f"fewer than {self.count} vote(s) -> {self.verdict}"
+
+
+@dataclass(frozen=True)
+class EmptyResultRule:
+    """The policy's own rule for an empty result.
+
+    ``path`` names the result list in the mapped output. ``on_empty`` is ``"accept"`` (an honest
+    empty answer is not a failure: EMPTY_CONFIRMED with independent corroboration, else
+    EMPTY_UNVERIFIED) or ``"judge"`` (an empty list gets no special treatment; the rules decide).
+    """
+
+    path: Expression
+    on_empty: str
+
+
+@dataclass(frozen=True, repr=False)
+class Policy:
+    """A registered, versioned decision policy. Build one with :func:`register_policy`."""
+
+    policy_id: str
+    version: int
+    tool: str
+    mode: Mode
+    withdrawn_at: datetime | None
+    checks: frozenset[str]
+    threshold: Fraction
+    rules: tuple[Rule, ...]
+    empty_result: EmptyResultRule | None
+    meaning_rate: Fraction | None
+    clauses: tuple[Clause, ...]
+
+    def __repr__(self) -> str:
+        return f"<Policy {self.policy_id} v{self.version} ({self.mode.value})>"
+
+    def withdrawn(self, at: datetime) -> bool:
+        """True when the policy had been withdrawn by the call's time."""
+        return self.withdrawn_at is not None and at >= self.withdrawn_at
+
+
+def sampled(call_id: str, policy_id: str, version: int, rate: Fraction) -> bool:
+    """Whether a call is selected for a sampled check, reproducibly from its identity.
+
+    The first 8 bytes of sha256(call id, policy id, version) read as a number in [0, 1) are
+    compared with the rate: the same call under the same policy version is always selected the
+    same way, and about ``rate`` of calls are selected. Rate 0 selects none, rate 1 selects all.
+    """
+    if rate <= 0:
+        return False
+    if rate >= 1:
+        return True
+    digest = hashlib.sha256(f"{call_id}\x00{policy_id}\x00{version}".encode()).digest()
+    draw = int.from_bytes(digest[:8], "big")
+    # draw / 2**64 < num / den, in integers so no rounding can move the boundary.
+    return draw * rate.denominator < rate.numerator * (1 << 64)
+
+
+def parse_fraction(value: object, what: str, code: str) -> Fraction:
+    """A number in [0, 1] from a decimal string ("0.05"), a ratio ("1/20") or a JSON number."""
+    try:
+        if isinstance(value, bool) or not isinstance(value, str | int | float):
+            raise ValueError
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError
+        # str(float) first, so 0.1 means one tenth rather than the nearest binary fraction.
+        result = Fraction(value if isinstance(value, str) else str(value))
+    except (ValueError, ZeroDivisionError):
+        raise CriteriaError(f"{what} must be a number between 0 and 1.", code=code) from None
+    if not 0 <= result <= 1:
+        raise CriteriaError(f"{what} must be between 0 and 1; got {value!r}.", code=code)
+    return result
+
+
+def parse_time(value: object, what: str, code: str) -> datetime:
+    """An ISO 8601 timestamp with a UTC offset."""
+    if not isinstance(value, str):
+        raise CriteriaError(f"{what} must be an ISO 8601 timestamp.", code=code)
+    try:
+        stamp = datetime.fromisoformat(value)
+    except ValueError:
+        raise CriteriaError(f"{what} is not an ISO 8601 timestamp: {value!r}.", code=code) from None
+    if stamp.tzinfo is None:
+        raise CriteriaError(f"{what} needs a UTC offset (for example Z).", code=code)
+    return stamp
+
+
+_FIELDS = {
+    "policy", "version", "tool", "mode", "withdrawn_at", "checks", "threshold", "rules",
+    "empty_result", "meaning", "clauses", "description",
+}  # fmt: skip
+
+
+def register_policy(data: object, contract: Contract) -> Policy:
+    """Parse and check a policy document against the contract it governs.
+
+    Refuses (with ``CriteriaError``) a policy for another tool, a declared check that cannot run
+    (rules without rules, meaning without a sample rate), a veto naming an undeclared check, and
+    any malformed field. Declaring ``schema`` for a contract without an output schema is allowed:
+    the stage then judges only the mapping boundary and otherwise does not apply.
+    """
+    if not isinstance(data, Mapping):
+        raise CriteriaError("A policy must be a JSON object.", code=_CODE)
+    unknown = set(data) - _FIELDS
+    if unknown:
+        raise CriteriaError(
+            f"A policy has unknown fields: {', '.join(sorted(unknown))}.", code=_CODE
+        )
+    policy_id, version, tool = data.get("policy"), data.get("version"), data.get("tool")
+    if not isinstance(policy_id, str) or not policy_id:
+        raise CriteriaError("A policy needs a non-empty string `policy` (its id).", code=_CODE)
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise CriteriaError("A policy needs a whole-number `version`, at least 1.", code=_CODE)
+    if tool != contract.tool:
+        raise CriteriaError(
+            f"The policy governs tool {tool!r}, but the contract is for {contract.tool!r}.",
+            code=_CODE,
+        )
+    try:
+        mode = Mode(data.get("mode", "enforce"))
+    except ValueError:
+        raise CriteriaError("`mode` must be `enforce` or `shadow`.", code=_CODE) from None
+    withdrawn = data.get("withdrawn_at")
+    withdrawn_at = None if withdrawn is None else parse_time(withdrawn, "`withdrawn_at`", _CODE)
+
+    checks = data.get("checks")
+    if not isinstance(checks, list) or not checks or not all(c in CHECKS for c in checks):
+        raise CriteriaError(
+            f"`checks` must list the declared checks, from {', '.join(CHECKS)}.", code=_CODE
+        )
+    declared = frozenset(checks)
+    rules = parse_rules(data.get("rules", []))
+    if ("quality_rules" in declared) != bool(rules):
+        raise CriteriaError(
+            "Declare `quality_rules` in `checks` exactly when the policy has `rules`.", code=_CODE
+        )
+    threshold = parse_fraction(data.get("threshold", 1), "`threshold`", _CODE)
+    if threshold == 0:
+        raise CriteriaError("`threshold` must be above 0, or every score would pass.", code=_CODE)
+
+    meaning = data.get("meaning")
+    meaning_rate: Fraction | None = None
+    if ("meaning" in declared) != (meaning is not None):
+        raise CriteriaError(
+            "Declare `meaning` in `checks` exactly when the policy configures `meaning`.",
+            code=_CODE,
+        )
+    if meaning is not None:
+        if not isinstance(meaning, Mapping) or set(meaning) != {"sample_rate"}:
+            raise CriteriaError('`meaning` must be {"sample_rate": RATE}.', code=_CODE)
+        meaning_rate = parse_fraction(meaning["sample_rate"], "`meaning.sample_rate`", _CODE)
+
+    return Policy(
+        policy_id=policy_id,
+        version=version,
+        tool=tool,
+        mode=mode,
+        withdrawn_at=withdrawn_at,
+        checks=declared,
+        threshold=threshold,
+        rules=rules,
+        empty_result=_empty_result(data.get("empty_result")),
+        meaning_rate=meaning_rate,
+        clauses=_clauses(data.get("clauses"), declared, rules),
+    )
+
+
+def _empty_result(raw: object) -> EmptyResultRule | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping) or set(raw) - {"path", "on_empty"}:
+        raise CriteriaError('`empty_result` must be {"path": …, "on_empty": …}.', code=_CODE)
+    on_empty = raw.get("on_empty", "accept")
+    if on_empty not in ("accept", "judge"):
+        raise CriteriaError("`empty_result.on_empty` must be `accept` or `judge`.", code=_CODE)
+    path = compile_expression(raw.get("path"), what="`empty_result.path`", code=_CODE)
+    return EmptyResultRule(path=path, on_empty=on_empty)
+
+
+def _clauses(raw: object, declared: frozenset[str], rules: tuple[Rule, ...]) -> tuple[Clause, ...]:
+    if not isinstance(raw, list) or not raw:
+        # Like an empty AllOf: a policy with no clauses would decide nothing, so it is refused.
+        raise CriteriaError("`clauses` must be a non-empty list.", code=_CLAUSE)
+    names = set(declared) | ({r.name for r in rules} if "quality_rules" in declared else set())
+    out = []
+    for i, item in enumerate(raw):
+        label = f"clause {i}"
+        if not isinstance(item, Mapping):
+            raise CriteriaError(f"{label} must be a JSON object.", code=_CLAUSE)
+        match, verdict = item.get("match"), item.get("verdict")
+        if match not in _MATCHES:
+            raise CriteriaError(
+                f"{label}: `match` must be one of {', '.join(_MATCHES)}.", code=_CLAUSE
+            )
+        if verdict not in _CLAUSE_VERDICTS:
+            raise CriteriaError(
+                f"{label}: `verdict` must be one of {', '.join(_CLAUSE_VERDICTS)}.", code=_CLAUSE
+            )
+        allowed = {"match", "verdict"} | {
+            "veto": {"check"},
+            "failures_at_least": {"count"},
+            "failure_fraction_at_least": {"fraction"},
+            "votes_fewer_than": {"count"},
+        }[match]
+        if set(item) - allowed:
+            raise CriteriaError(
+                f"{label}: unknown fields {', '.join(sorted(set(item) - allowed))}.", code=_CLAUSE
+            )
+        clause = Clause(match=match, verdict=verdict)
+        if match == "veto":
+            check = item.get("check")
+            if check not in names:
+                raise CriteriaError(
+                    f"{label}: a veto must name a declared check or rule; {check!r} is neither.",
+                    code=_CLAUSE,
+                )
+            clause = Clause(match=match, verdict=verdict, check=check)
+        elif match == "failure_fraction_at_least":
+            fraction = parse_fraction(item.get("fraction"), f"{label}: `fraction`", _CLAUSE)
+            if fraction == 0:
+                raise CriteriaError(f"{label}: `fraction` must be above 0.", code=_CLAUSE)
+            clause = Clause(match=match, verdict=verdict, fraction=fraction)
+        else:
+            count = item.get("count")
+            if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+                raise CriteriaError(
+                    f"{label}: `count` must be a whole number, at least 1.", code=_CLAUSE
+                )
+            clause = Clause(match=match, verdict=verdict, count=count)
+        out.append(clause)
+    return tuple(out)

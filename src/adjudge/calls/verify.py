@@ -1,0 +1,586 @@
+"""Verify one paid call end to end: mapping and schema, empty result, rules, meaning, clauses.
+
+Pure: the call's time, the model's judgment and any corroboration arrive as inputs. The steps:
+
+(1) A request or system error is recorded apart from data quality; no check runs.
+(2) With no policy the call is UNVERIFIED; the shape is still checked and listed, undeclared.
+(3) The response is mapped into the tool's shape and checked against the output schema.
+(4) If the shape broke, every later check is listed as not run and the clauses decide.
+(5) An empty result under an ``accept`` empty-result rule is EMPTY_CONFIRMED only with
+    independent corroboration, else EMPTY_UNVERIFIED.
+(6) The quality rules run and the stage is scored; a misapplied rule makes the call MISAPPLIED.
+(7) The meaning check, if declared: skipped unless sampled; unavailable without a grounded
+    judgment; a FAIL vote only for a conflict citing the response; never a PASS vote.
+(8) The clauses decide; a withdrawn policy turns any verdict into DEGRADED.
+(9) The verdict's payment decision and strike under the policy's mode.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import rfc8785
+
+from adjudge.calls.contract import Contract, ExpressionError, ShapeCheck, map_response
+from adjudge.calls.outcomes import DETERMINISTIC, IMPORTED, SEMANTIC, CheckRow, Outcome
+from adjudge.calls.policy import Policy, parse_time, sampled
+from adjudge.calls.rules import RulesStage, evaluate_rules
+from adjudge.calls.verdicts import CallVerdict, Effect, Payment, apply_clauses, effect_of
+from adjudge.errors import CriteriaError
+
+__all__ = [
+    "CallError",
+    "CallRequest",
+    "CallResult",
+    "Corroboration",
+    "Judgment",
+    "ProviderResponse",
+    "digest_of",
+    "digested_bytes",
+    "parse_corroboration",
+    "parse_judgment",
+    "parse_request",
+    "parse_response",
+    "verify_call",
+]
+
+_INPUT = "CALL_INPUT_INVALID"
+
+
+# ----------------------------------------------------------------------------- inputs
+
+
+@dataclass(frozen=True)
+class CallRequest:
+    """The call as the caller made it: identity, provider, tool, arguments and reserved price."""
+
+    call_id: str
+    provider: str
+    tool: str
+    arguments: Mapping[str, Any]
+    price_minor: int  # integer minor units (cents); never a float
+    currency: str
+    at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class ProviderResponse:
+    """What came back: a body, or a request error (the provider's) or a system error (ours).
+
+    ``digest`` is the sha256 of the response as received; the edge that read the bytes should
+    set it. When absent it is computed from the body's canonical JSON.
+    """
+
+    status: str  # "ok", "request_error" or "system_error"
+    body: Any = None
+    error_code: str = ""
+    error_message: str = ""
+    digest: str = ""
+
+
+@dataclass(frozen=True)
+class Citation:
+    """A cited piece of the mapped output: its JSON path and the sha256 of its value."""
+
+    path: str
+    quote_sha256: str
+
+
+@dataclass(frozen=True)
+class Judgment:
+    """A model's meaning-and-relevance judgment, produced outside the pure core.
+
+    It is grounded only when bound to this call and to this response's digest. ``available``
+    False means the judge was asked and could not answer.
+    """
+
+    call_id: str
+    response_digest: str
+    available: bool
+    conflict: bool = False
+    citations: tuple[Citation, ...] = ()
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Corroboration:
+    """An independent source's answer to the same request: did it also find nothing?"""
+
+    source: str
+    empty: bool
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class CallError:
+    """A request or system error, recorded apart from data-quality failures."""
+
+    kind: str  # "request_error" (the provider failed to answer) or "system_error" (ours)
+    code: str
+    message: str
+
+    def to_dict(self) -> dict[str, str]:
+        """The error's wire shape."""
+        return {"kind": self.kind, "code": self.code, "message": self.message}
+
+
+# A request error means the provider did not deliver: the reservation goes back. A system error
+# is nobody's data-quality failure: no charge, no provider credit. Neither strikes.
+_ERROR_EFFECTS = {"request_error": Payment.REFUND, "system_error": Payment.VOID}
+
+
+@dataclass(frozen=True)
+class CallResult:
+    """A verified call: verdict (or error), effect, and every check considered."""
+
+    call_id: str
+    provider: str
+    tool: str
+    at: datetime
+    policy: Policy | None
+    verdict: CallVerdict | None
+    decided_by: str
+    effect: Effect
+    rows: tuple[CheckRow, ...]
+    response_digest: str
+    price_minor: int
+    currency: str
+    policy_verdict: CallVerdict | None = None  # before a withdrawal turned it into DEGRADED
+    error: CallError | None = None
+    score: tuple[int, int] | None = None  # (passed weight, applied weight) of the rule stage
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def charge_minor(self) -> int:
+        """What the caller may be charged, in minor units: the price on settle, else 0."""
+        return self.price_minor if self.effect.payment is Payment.SETTLE else 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """The call record's wire shape (stable key order; exact integers for money)."""
+        policy = self.policy
+        return {
+            "call_id": self.call_id,
+            "provider": self.provider,
+            "tool": self.tool,
+            "at": self.at.isoformat(),
+            "policy": None
+            if policy is None
+            else {"policy": policy.policy_id, "version": policy.version, "mode": policy.mode.value},
+            "verdict": None if self.verdict is None else self.verdict.value,
+            "policy_verdict": None if self.policy_verdict is None else self.policy_verdict.value,
+            "decided_by": self.decided_by,
+            "payment": self.effect.payment.value,
+            "strike": self.effect.strike,
+            "effect": self.effect.to_dict(),
+            "error": None if self.error is None else self.error.to_dict(),
+            "price": {"amount_minor": self.price_minor, "currency": self.currency},
+            "charge_minor": self.charge_minor,
+            "score": None
+            if self.score is None
+            else {"passed_weight": self.score[0], "applied_weight": self.score[1]},
+            "response_digest": self.response_digest,
+            "checks": [row.to_dict() for row in self.rows],
+        }
+
+
+# ----------------------------------------------------------------------------- parsing inputs
+
+
+def _object(data: object, what: str) -> Mapping[str, Any]:
+    if not isinstance(data, Mapping):
+        raise CriteriaError(f"{what} must be a JSON object.", code=_INPUT)
+    return data
+
+
+def _text(data: Mapping[str, Any], key: str, what: str) -> str:
+    value = data.get(key)
+    if not isinstance(value, str) or not value:
+        raise CriteriaError(f"{what} needs a non-empty string `{key}`.", code=_INPUT)
+    return value
+
+
+def parse_request(data: object) -> CallRequest:
+    """Parse a call request; the price is integer minor units (a float is refused)."""
+    obj = _object(data, "The request")
+    price = _object(obj.get("price"), "The request's `price`")
+    amount = price.get("amount_minor")
+    if isinstance(amount, bool) or not isinstance(amount, int) or amount < 0:
+        raise CriteriaError(
+            "`price.amount_minor` must be a whole number of minor units (cents), 0 or more.",
+            code=_INPUT,
+        )
+    arguments = obj.get("arguments", {})
+    return CallRequest(
+        call_id=_text(obj, "call_id", "The request"),
+        provider=_text(obj, "provider", "The request"),
+        tool=_text(obj, "tool", "The request"),
+        arguments=_object(arguments, "The request's `arguments`"),
+        price_minor=amount,
+        currency=_text(price, "currency", "The request's `price`"),
+        at=None if obj.get("at") is None else parse_time(obj["at"], "`at`", _INPUT),
+    )
+
+
+def parse_response(data: object) -> ProviderResponse:
+    """Parse a provider response envelope: ``{"status", "body"}`` or ``{"status", "error"}``."""
+    obj = _object(data, "The response")
+    status = obj.get("status")
+    if status == "ok":
+        if "body" not in obj:
+            raise CriteriaError("An `ok` response needs a `body`.", code=_INPUT)
+        digest = obj.get("digest", "")
+        if digest != "" and not (isinstance(digest, str) and _DIGEST.match(digest)):
+            raise CriteriaError(
+                "The response's `digest` must be sha256:<64 lowercase hex> (the sha256 of the "
+                "bytes as received), or absent.",
+                code=_INPUT,
+            )
+        return ProviderResponse(status="ok", body=obj["body"], digest=digest)
+    if status in _ERROR_EFFECTS:
+        error = _object(obj.get("error", {}), "The response's `error`")
+        return ProviderResponse(
+            status=status,
+            error_code=str(error.get("code", status.upper())),
+            error_message=str(error.get("message", "")),
+        )
+    raise CriteriaError(
+        "The response's `status` must be `ok`, `request_error` or `system_error`.", code=_INPUT
+    )
+
+
+_DIGEST = re.compile(r"sha256:[0-9a-f]{64}\Z")
+
+
+def parse_judgment(data: object) -> Judgment:
+    """Parse a meaning judgment as a judge worker hands it in."""
+    obj = _object(data, "The judgment")
+    status = obj.get("status")
+    if status not in ("judged", "unavailable"):
+        raise CriteriaError("A judgment's `status` must be `judged` or `unavailable`.", code=_INPUT)
+    citations = []
+    for item in obj.get("citations", []):
+        cite = _object(item, "A citation")
+        quote = _text(cite, "quote_sha256", "A citation")
+        if not _DIGEST.match(quote):
+            raise CriteriaError("A citation's `quote_sha256` must be sha256:<64 hex>.", code=_INPUT)
+        citations.append(Citation(path=_text(cite, "path", "A citation"), quote_sha256=quote))
+    conflict = obj.get("conflict", False)
+    if not isinstance(conflict, bool):
+        raise CriteriaError("A judgment's `conflict` must be true or false.", code=_INPUT)
+    return Judgment(
+        call_id=_text(obj, "call_id", "The judgment"),
+        response_digest=_text(obj, "response_digest", "The judgment"),
+        available=status == "judged",
+        conflict=conflict,
+        citations=tuple(citations),
+        reason=str(obj.get("reason", "")),
+    )
+
+
+def parse_corroboration(data: object) -> Corroboration:
+    """Parse a corroboration: ``{"source", "empty", "reason"?}``."""
+    obj = _object(data, "The corroboration")
+    empty = obj.get("empty")
+    if not isinstance(empty, bool):
+        raise CriteriaError("A corroboration's `empty` must be true or false.", code=_INPUT)
+    return Corroboration(
+        source=_text(obj, "source", "The corroboration"),
+        empty=empty,
+        reason=str(obj.get("reason", "")),
+    )
+
+
+# ----------------------------------------------------------------------------- evidence
+
+
+def _canonical(value: Any) -> bytes:
+    """RFC 8785 canonical JSON: the bytes a digest of a parsed JSON value is taken over.
+
+    A value outside I-JSON (an integer beyond 2**53, say) has no RFC 8785 form; it is digested
+    over sorted-key compact JSON instead, so a provider's odd number cannot crash a call.
+    """
+    try:
+        return bytes(rfc8785.dumps(value))
+    except rfc8785.CanonicalizationError:
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def digested_bytes(value: Any) -> bytes:
+    """The bytes :func:`digest_of` hashes: a string's UTF-8 text, else its canonical JSON."""
+    return value.encode() if isinstance(value, str) else _canonical(value)
+
+
+def digest_of(value: Any) -> str:
+    """``sha256:<hex>`` of a JSON value: a string over its UTF-8 text, else its canonical JSON.
+
+    The edge that received a response should pass the digest of the bytes it read instead
+    (``ProviderResponse.digest``); this is the fallback, and the form citations use.
+    """
+    return "sha256:" + hashlib.sha256(digested_bytes(value)).hexdigest()
+
+
+_PATH_PART = re.compile(r"\.([^.\[\]]+)|\[(\d+)\]")
+
+
+def _at_path(output: Any, path: str) -> tuple[bool, Any]:
+    """The value at a ``$.a[0].b`` path; ``(False, None)`` if the path does not resolve."""
+    if not path.startswith("$"):
+        return False, None
+    rest, value = path[1:], output
+    while rest:
+        match = _PATH_PART.match(rest)
+        if match is None:
+            return False, None
+        key, index = match.groups()
+        if key is not None:
+            if not isinstance(value, Mapping) or key not in value:
+                return False, None
+            value = value[key]
+        else:
+            if not isinstance(value, list) or int(index) >= len(value):
+                return False, None
+            value = value[int(index)]
+        rest = rest[match.end() :]
+    return True, value
+
+
+def _resolves(citation: Citation, output: Any) -> bool:
+    found, value = _at_path(output, citation.path)
+    return found and digest_of(value) == citation.quote_sha256
+
+
+# ----------------------------------------------------------------------------- the stages
+
+
+def _shape_row(shape: ShapeCheck, declared: bool) -> CheckRow:
+    if shape.ok:
+        if not shape.schema_declared:
+            outcome, reason = Outcome.NOT_APPLICABLE, "the contract declares no output schema"
+        else:
+            outcome, reason = Outcome.PASS, "the mapped response matches the output schema"
+    else:
+        outcome, reason = Outcome.FAIL, f"{shape.stage}: {shape.reason}"
+    return CheckRow(
+        name="schema",
+        stage="schema",
+        authority=DETERMINISTIC,
+        outcome=outcome,
+        reason=reason,
+        path=shape.path,
+        declared=declared,
+    )
+
+
+def _not_run(policy: Policy, why: str) -> list[CheckRow]:
+    """Rows for every later check that an earlier stage made moot: listed, never passed."""
+    rows = [
+        CheckRow(rule.name, "rule", DETERMINISTIC, Outcome.NOT_RUN, why, weight=rule.weight)
+        for rule in policy.rules
+    ]
+    if policy.rules:
+        rows.append(CheckRow("quality_rules", "quality_rules", DETERMINISTIC, Outcome.NOT_RUN, why))
+    if "meaning" in policy.checks:
+        rows.append(CheckRow("meaning", "meaning", SEMANTIC, Outcome.NOT_RUN, why))
+    return rows
+
+
+def _stage_row(stage: RulesStage) -> CheckRow:
+    score = stage.score
+    if score is None:
+        text = "no rule applied, so there is no score"
+    else:
+        text = (
+            f"passed weight {stage.passed_weight} of applied weight {stage.applied_weight}"
+            f" ({float(score):.4g}) against threshold {stage.threshold}"
+        )
+    if stage.outcome is Outcome.MISAPPLIED:
+        text = f"a rule was misapplied (the policy is wrong); {text}"
+    return CheckRow("quality_rules", "quality_rules", DETERMINISTIC, stage.outcome, text)
+
+
+def _meaning_row(
+    policy: Policy, request: CallRequest, output: Any, digest: str, judgment: Judgment | None
+) -> CheckRow:
+    def row(outcome: Outcome, reason: str, path: str = "", cited: tuple[str, ...] = ()) -> CheckRow:
+        return CheckRow("meaning", "meaning", SEMANTIC, outcome, reason, path, cited=cited)
+
+    assert policy.meaning_rate is not None
+    if not sampled(request.call_id, policy.policy_id, policy.version, policy.meaning_rate):
+        return row(Outcome.SKIPPED, f"not selected by sampling (rate {policy.meaning_rate})")
+    if judgment is None or not judgment.available:
+        return row(Outcome.UNAVAILABLE, "selected by sampling, but no judgment was available")
+    if judgment.call_id != request.call_id or judgment.response_digest != digest:
+        # An ungrounded judgment is not considered at all: it is bound to another case.
+        return row(Outcome.UNAVAILABLE, "the judgment is not bound to this call's response")
+    if not judgment.conflict:
+        return row(Outcome.NO_CONFLICT, "the model found no conflict; a model cannot vote PASS")
+    cited = [c for c in judgment.citations if _resolves(c, output)]
+    if not cited:
+        return row(Outcome.UNCITED, "the model claimed a conflict but cited nothing that resolves")
+    quotes = tuple(dict.fromkeys(c.quote_sha256 for c in cited))
+    reason = f"cited conflict: {judgment.reason}".rstrip(": ")
+    return row(Outcome.FAIL, reason, cited[0].path, quotes)
+
+
+def _empty_row(request: CallRequest, corroboration: Corroboration | None) -> CheckRow:
+    def row(outcome: Outcome, reason: str) -> CheckRow:
+        return CheckRow("empty_result", "empty_result", IMPORTED, outcome, reason, declared=False)
+
+    if corroboration is None:
+        return row(Outcome.NOT_RUN, "no independent corroboration was available")
+    if corroboration.source == request.provider:
+        # Independence is read from structure: a provider cannot corroborate itself.
+        return row(Outcome.NOT_APPLICABLE, "the corroboration came from the provider itself")
+    if corroboration.empty:
+        return row(Outcome.PASS, f"{corroboration.source} also found nothing")
+    return row(Outcome.FAIL, f"{corroboration.source} found results")
+
+
+def _is_empty(policy: Policy, output: Any) -> bool:
+    rule = policy.empty_result
+    if rule is None or rule.on_empty != "accept":
+        return False
+    try:
+        found = rule.path.search(output)
+    except ExpressionError:  # a path that fails here is not an empty result
+        return False
+    return isinstance(found, list) and not found
+
+
+# ----------------------------------------------------------------------------- verify
+
+
+def verify_call(
+    contract: Contract,
+    policy: Policy | None,
+    request: CallRequest,
+    response: ProviderResponse,
+    at: datetime,
+    *,
+    judgment: Judgment | None = None,
+    corroboration: Corroboration | None = None,
+) -> CallResult:
+    """Verify one call at time ``at``; never raises for bad *data*, only for unusable inputs.
+
+    Raises ``CriteriaError`` (``CALL_INPUT_INVALID``) when the request or the policy names
+    another tool than the contract, or ``at`` has no UTC offset.
+    """
+    if request.tool != contract.tool:
+        raise CriteriaError(
+            f"The request is for tool {request.tool!r}, but the contract is for {contract.tool!r}.",
+            code=_INPUT,
+        )
+    if at.tzinfo is None:
+        raise CriteriaError("The call's time needs a UTC offset.", code=_INPUT)
+    if policy is not None and policy.tool != contract.tool:
+        raise CriteriaError(
+            f"The policy governs tool {policy.tool!r}, not {contract.tool!r}.", code=_INPUT
+        )
+
+    def result(
+        verdict: CallVerdict | None,
+        decided: str,
+        effect: Effect,
+        rows: list[CheckRow],
+        digest: str,
+        **extra: Any,
+    ) -> CallResult:
+        return CallResult(
+            call_id=request.call_id,
+            provider=request.provider,
+            tool=contract.tool,
+            at=at,
+            policy=policy,
+            verdict=verdict,
+            decided_by=decided,
+            effect=effect,
+            rows=tuple(rows),
+            response_digest=digest,
+            price_minor=request.price_minor,
+            currency=request.currency,
+            **extra,
+        )
+
+    if response.status != "ok":  # (1)
+        error = CallError(response.status, response.error_code, response.error_message)
+        payment = _ERROR_EFFECTS[response.status]
+        effect = Effect(payment, False, False, payment, False)
+        return result(None, f"{response.status}: no check ran", effect, [], "", error=error)
+
+    digest = response.digest or digest_of(response.body)
+    withdrawn = policy is not None and policy.withdrawn(at)
+    shape = map_response(contract, response.body)  # (3)
+    if policy is None:  # (2)
+        effect = effect_of(CallVerdict.UNVERIFIED, None, withdrawn=False)
+        rows = [_shape_row(shape, declared=False)]
+        return result(CallVerdict.UNVERIFIED, "no decision policy", effect, rows, digest)
+
+    rows = [_shape_row(shape, declared="schema" in policy.checks)]
+    score: tuple[int, int] | None = None
+    verdict, decided = _decide(
+        policy, request, shape, rows=rows, at=at, digest=digest, judgment=judgment
+    )
+    if verdict is None:  # (5)
+        empty = _empty_row(request, corroboration)
+        rows.append(empty)
+        rows.extend(_not_run(policy, "the result is empty; the empty-result rule decides"))
+        confirmed = empty.outcome is Outcome.PASS
+        verdict = CallVerdict.EMPTY_CONFIRMED if confirmed else CallVerdict.EMPTY_UNVERIFIED
+        decided = "empty-result rule: " + (
+            "independently corroborated" if confirmed else "no independent corroboration"
+        )
+    stage_row = next((r for r in rows if r.stage == "quality_rules"), None)
+    if stage_row is not None and stage_row.outcome in (Outcome.PASS, Outcome.FAIL):
+        weights = [(r.outcome, r.weight or 0) for r in rows if r.stage == "rule"]
+        passed = sum(w for o, w in weights if o is Outcome.PASS)
+        score = (passed, passed + sum(w for o, w in weights if o is Outcome.FAIL))
+    policy_verdict = verdict
+    if withdrawn:  # (8)
+        verdict, decided = CallVerdict.DEGRADED, f"the policy was withdrawn ({decided})"
+    effect = effect_of(verdict, policy, withdrawn=withdrawn)  # (9)
+    return result(
+        verdict, decided, effect, rows, digest, policy_verdict=policy_verdict, score=score
+    )
+
+
+def _decide(
+    policy: Policy,
+    request: CallRequest,
+    shape: ShapeCheck,
+    *,
+    rows: list[CheckRow],
+    at: datetime,
+    digest: str,
+    judgment: Judgment | None,
+) -> tuple[CallVerdict | None, str]:
+    """Steps (4)-(8) before withdrawal; ``None`` means the empty-result rule decides."""
+    if not shape.ok:  # (4)
+        rows.extend(_not_run(policy, "the response did not have the tool's shape"))
+        return apply_clauses(policy, rows)
+    output = shape.output
+    if _is_empty(policy, output):
+        return None, ""
+    if policy.rules:  # (6)
+        stage = evaluate_rules(policy.rules, output, request.arguments, at, policy.threshold)
+        rows.extend(stage.rows)
+        rows.append(_stage_row(stage))
+        if stage.outcome is Outcome.MISAPPLIED:
+            if "meaning" in policy.checks:
+                rows.append(
+                    CheckRow(
+                        "meaning", "meaning", SEMANTIC, Outcome.NOT_RUN, "the policy is misapplied"
+                    )
+                )
+            return (
+                CallVerdict.MISAPPLIED,
+                "a rule was misapplied: the policy is wrong, not the provider",
+            )
+    if "meaning" in policy.checks:  # (7)
+        rows.append(_meaning_row(policy, request, output, digest, judgment))
+    return apply_clauses(policy, rows)

@@ -1,0 +1,267 @@
+"""``adjudge keys …`` and ``adjudge receipt …``: make a signing key; verify receipts offline.
+
+Exit codes of the verify commands: 0 the receipt (or log) is valid, 1 it is not, 2 bad input
+(a file that cannot be read or is not a DSSE envelope, a key that is neither a fingerprint nor a
+public key file).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import textwrap
+from pathlib import Path
+from typing import Annotated, NoReturn
+
+import typer
+
+from adjudge.errors import ReceiptError
+from adjudge.receipts import Receipt, SigningKey, VerifyingKey, verify, verify_chain
+from adjudge.receipts.envelope import Envelope
+
+EXIT_VALID = 0
+EXIT_INVALID = 1
+EXIT_BAD_INPUT = 2
+
+_FINGERPRINT = re.compile(r"[0-9a-fA-F]{64}")
+
+#: Spec 002, *What this does not claim*, said where the verdict is read.
+DOES_NOT_PROVE = (
+    "that the key is the tenant's key. If you obtained the key or its fingerprint from the same "
+    "system that issued the verdict, a forged receipt re-signed under an attacker's key verifies "
+    "exactly as cleanly as a genuine one. Confirm the fingerprint through a channel this system "
+    "does not control, then pin it.",
+    "that the verifier was an adversarial third party. Independence today is process-distinct, "
+    "not party-distinct: a verifier in a separate boundary on the same machine, under the same "
+    "operator, is structurally separated from the producer, nothing more.",
+    "that the checks were right, or that they were re-run now. The verdict is re-derived from the "
+    "recorded checks and trust policy, not from the work itself.",
+    "that this is the latest word on the result: a later receipt may supersede it. Verify the "
+    "whole log with `adjudge receipt verify-chain`, against a head you pinned.",
+)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``keys`` and ``receipt`` command groups to ``app``."""
+    keys = typer.Typer(help="Ed25519 signing keys for receipts.", no_args_is_help=True)
+    receipt = typer.Typer(help="Verify signed receipts offline.", no_args_is_help=True)
+    keys.command("new")(keys_new)
+    receipt.command("verify")(receipt_verify)
+    receipt.command("verify-chain")(receipt_verify_chain)
+    app.add_typer(keys, name="keys")
+    app.add_typer(receipt, name="receipt")
+
+
+def keys_new(
+    out: Annotated[
+        Path, typer.Option("--out", help="Directory to write the key pair into.")
+    ] = Path("."),
+) -> None:
+    """Make a new Ed25519 key pair; print the fingerprint to pin.
+
+    Writes adjudge-FINGERPRINT_PREFIX.key (private, PKCS#8 PEM, mode 0600) and .pub (public,
+    PEM). Never overwrites an existing file (exit 2).
+    """
+    key = SigningKey.generate()
+    stem = out / f"adjudge-{key.keyid[:16]}"
+    private, public = stem.with_suffix(".key"), stem.with_suffix(".pub")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        # Created 0600 from the first byte: the private key is never readable by others.
+        fd = os.open(private, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            os.fchmod(handle.fileno(), 0o600)
+            handle.write(key.to_pem())
+        with public.open("xb") as handle:
+            handle.write(key.public_key.to_pem())
+    except OSError as exc:
+        typer.echo(f"KEY_WRITE_FAILED: cannot write the key pair: {exc}", err=True)
+        raise typer.Exit(EXIT_BAD_INPUT) from exc
+    typer.echo(f"private key: {private}  (mode 0600; keep it secret)")
+    typer.echo(f"public key:  {public}")
+    typer.echo(f"fingerprint: {key.keyid}")
+    typer.echo("Publish the fingerprint through a channel you control; verifiers pin it.")
+
+
+def receipt_verify(
+    receipt_file: Annotated[Path, typer.Argument(metavar="RECEIPT.json")],
+    key: Annotated[str, typer.Option("--key", help="Pinned fingerprint, or a public key file.")],
+) -> None:
+    """Verify one receipt offline against a pinned key; say what that proves and what it does not.
+
+    Exit 0 valid, 1 invalid, 2 bad input.
+    """
+    pinned = _pinned_key(key)
+    data = _read(receipt_file)
+    try:
+        Envelope.from_bytes(data.strip())
+    except ReceiptError as exc:
+        _fail(exc, EXIT_BAD_INPUT)
+    try:
+        receipt = verify(data.strip(), pinned)
+    except ReceiptError as exc:
+        typer.echo(f"INVALID: {exc}")
+        typer.echo("Nothing in this receipt can be relied on.")
+        raise typer.Exit(EXIT_INVALID) from exc
+    _report(receipt)
+
+
+def receipt_verify_chain(
+    log_file: Annotated[Path, typer.Argument(metavar="LOG.jsonl")],
+    key: Annotated[str, typer.Option("--key", help="Pinned fingerprint, or a public key file.")],
+    head: Annotated[
+        str | None,
+        typer.Option("--head", help="The receipt id the log must end at (detects truncation)."),
+    ] = None,
+) -> None:
+    """Verify a receipt log: every receipt, and the hash chain that links them.
+
+    Exit 0 valid, 1 invalid (a receipt edited, deleted, reordered or truncated), 2 bad input.
+    """
+    pinned = _pinned_key(key)
+    lines = _read(log_file).splitlines()
+    try:
+        report = verify_chain(lines, pinned, expected_head=head)
+    except ReceiptError as exc:
+        typer.echo(f"INVALID: {exc}")
+        raise typer.Exit(EXIT_INVALID) from exc
+    fingerprint = pinned.keyid if isinstance(pinned, VerifyingKey) else pinned
+    typer.echo(f"VALID log: {report.count} receipts, all signed by key {fingerprint}")
+    if report.head is not None:
+        typer.echo(f"head: {report.head.receipt_id} (sequence {report.head.sequence})")
+    typer.echo(f"superseded receipts: {len(report.superseded)}")
+    typer.echo("What this proves:")
+    _bullets(
+        [
+            "no receipt was edited, and none was deleted, inserted or reordered"
+            + ("; the log ends at the head you pinned;" if head else ";"),
+            "every verdict follows from the checks and trust policy its receipt records.",
+        ]
+    )
+    typer.echo("What this does not prove:")
+    if head is None:
+        _bullets(
+            [
+                "that the log is complete: receipts cut from its end leave no trace. Pin the "
+                "head (--head) you obtained through a channel this system does not control."
+            ]
+        )
+    _bullets(DOES_NOT_PROVE[:3])
+
+
+def _bullets(lines: list[str] | tuple[str, ...]) -> None:
+    for line in lines:
+        typer.echo(
+            textwrap.fill(
+                line,
+                width=88,
+                initial_indent="  - ",
+                subsequent_indent="    ",
+                break_on_hyphens=False,
+                break_long_words=False,
+            )
+        )
+
+
+def _report(receipt: Receipt) -> None:
+    p = receipt.predicate
+    typer.echo(f"VALID receipt {receipt.receipt_id}")
+    typer.echo(f"verdict:       {receipt.verdict.value}")
+    typer.echo(f"subject:       {receipt.subject_digest}")
+    typer.echo(f"decided at:    {p['decidedAt']}")
+    typer.echo(f"signed by key: {receipt.keyid}")
+    previous = receipt.previous or "none (first on its log)"
+    typer.echo(f"log position:  sequence {receipt.sequence}, previous {previous}")
+    if receipt.supersedes is not None:
+        typer.echo(f"supersedes:    {receipt.supersedes}")
+    policy = p["trustPolicy"]
+    trusted = ", ".join(policy["authorities"] + [f"key {k}" for k in policy["verifierKeys"]])
+    typer.echo(f"trusted:       {trusted or 'nothing'}")
+    typer.echo("checks:")
+    for check in p["checks"]:
+        typer.echo(f"  {check['verdict']:<9} {check['authority']:<14} {check['name']}")
+    decision = p.get("policyDecision")
+    if decision is not None:
+        typer.echo("policy decision (recorded and signed; not part of the verdict above):")
+        for name in sorted(decision):
+            typer.echo(f"  {name}: {_scalar(decision[name])}")
+    typer.echo("What this proves:")
+    proves = [
+        f"the receipt has not been altered since the holder of key {receipt.keyid} signed it;",
+        "its verdict follows, by adjudge's rules, from the checks and the trust policy it records;",
+    ]
+    if decision is not None:
+        proves.append(
+            "the policy decision is the one the key holder signed with these checks; it is "
+            "recorded, not re-derived (re-deriving it needs the policy named by the criteria "
+            "digest);"
+        )
+    if receipt.verdict.value == "PASS":
+        proves.append(
+            "it carries a deterministic evidence-integrity proof: the judged result is the one "
+            f"with digest {receipt.subject_digest}."
+        )
+    _bullets(proves)
+    typer.echo("What this does not prove:")
+    _bullets(DOES_NOT_PROVE)
+
+
+def _scalar(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def read_signing_key(path: Path) -> SigningKey:
+    """Load a private key file for ``--sign``; unreadable or not a key: exit 2 with the reason.
+
+    For command modules that sign (``adjudge check --sign KEY --receipt OUT``).
+    """
+    try:
+        return SigningKey.from_pem(path.read_bytes())
+    except OSError as exc:
+        typer.echo(f"FILE_UNREADABLE: cannot read {path}: {exc.strerror}", err=True)
+        raise typer.Exit(EXIT_BAD_INPUT) from exc
+    except ReceiptError as exc:
+        _fail(exc, EXIT_BAD_INPUT)
+
+
+def write_receipt(path: Path, receipt: Receipt) -> None:
+    """Write one receipt (canonical JSON, one line); a write failure exits 2 with the reason."""
+    try:
+        path.write_bytes(receipt.to_bytes() + b"\n")
+    except OSError as exc:
+        typer.echo(f"FILE_UNWRITABLE: cannot write {path}: {exc.strerror}", err=True)
+        raise typer.Exit(EXIT_BAD_INPUT) from exc
+
+
+def _pinned_key(value: str) -> VerifyingKey | str:
+    if _FINGERPRINT.fullmatch(value):
+        return value.lower()
+    path = Path(value)
+    try:
+        return VerifyingKey.from_text(path.read_bytes())
+    except OSError:
+        typer.echo(
+            f"KEY_INVALID: --key {value!r} is neither a 64-hex fingerprint nor a readable public "
+            "key file.",
+            err=True,
+        )
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+    except ReceiptError as exc:
+        _fail(exc, EXIT_BAD_INPUT)
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        typer.echo(f"FILE_UNREADABLE: cannot read {path}: {exc.strerror}", err=True)
+        raise typer.Exit(EXIT_BAD_INPUT) from exc
+
+
+def _fail(exc: ReceiptError, code: int) -> NoReturn:
+    typer.echo(str(exc), err=True)
+    raise typer.Exit(code) from exc

@@ -1,0 +1,38 @@
+"""Signed, append-only receipts: RFC 8785 JSON, in-toto statements in DSSE envelopes, Ed25519.
+
+Pure: keys are generated from the operating system's randomness, but nothing here reads or
+writes a file, the network or the clock.
+"""
+
+from adjudge.receipts.canonical import canonical_bytes, digest
+from adjudge.receipts.chain import (
+    ChainReport,
+    Head,
+    Receipt,
+    ReceiptLog,
+    issue,
+    receipt_id,
+    verify,
+    verify_chain,
+)
+from adjudge.receipts.envelope import Envelope, pae
+from adjudge.receipts.keys import Signer, SigningKey, VerifyingKey, fingerprint
+
+__all__ = [
+    "ChainReport",
+    "Envelope",
+    "Head",
+    "Receipt",
+    "ReceiptLog",
+    "Signer",
+    "SigningKey",
+    "VerifyingKey",
+    "canonical_bytes",
+    "digest",
+    "fingerprint",
+    "issue",
+    "pae",
+    "receipt_id",
+    "verify",
+    "verify_chain",
+]

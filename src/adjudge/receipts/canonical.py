@@ -1,0 +1,118 @@
+"""Canonical JSON (RFC 8785, JCS): the exact bytes that get signed and hashed.
+
+Signed documents hold no floats: money is integer minor units, scores are integers or strings,
+so that every implementation agrees on the bytes. A float anywhere is refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+import rfc8785
+
+from adjudge.errors import ReceiptError
+
+
+def canonical_bytes(value: Any) -> bytes:
+    """RFC 8785 bytes of ``value`` (mappings, lists, strings, integers, booleans, null).
+
+    Refuses floats, non-string keys, integers outside the I-JSON range and other types with
+    ``RECEIPT_UNSIGNABLE``. For a document whose output is pure ASCII, sorted compact
+    ``json.dumps`` output is byte-identical to RFC 8785 (code-point and UTF-16 key order agree
+    on ASCII; the escapes agree), so that fast path is taken; anything else goes to ``rfc8785``.
+    """
+    _check_signable(value)
+    return encode_plain(value)
+
+
+def encode_plain(value: Any) -> bytes:
+    """RFC 8785 bytes of a value already known to be plain JSON (no floats, safe integers)."""
+    fast = _ENCODER.encode(value)
+    if fast.isascii():
+        return fast.encode("ascii")
+    try:
+        return bytes(rfc8785.dumps(value))
+    except (rfc8785.CanonicalizationError, TypeError, ValueError) as exc:
+        raise ReceiptError(f"Cannot canonicalize: {exc}", code="RECEIPT_UNSIGNABLE") from exc
+
+
+def parse_exact(data: bytes) -> Any:
+    """Parse JSON bytes that must be RFC 8785 canonical; return the value.
+
+    Refuses (``RECEIPT_MALFORMED``) invalid UTF-8 or JSON, floats, integers outside the I-JSON
+    range, and any encoding other than the canonical one, so one value has one signed form.
+    A fast path covers ASCII documents, for which sorted compact ``json.dumps`` output is
+    byte-identical to RFC 8785 (same key order, same escapes); anything else takes ``rfc8785``.
+    """
+    try:
+        value = _DECODER.decode(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise ReceiptError(f"Not canonical JSON: {exc}", code="RECEIPT_MALFORMED") from exc
+    if data.isascii() and _ENCODER.encode(value).encode("ascii") == data:
+        return value
+    try:
+        exact = canonical_bytes(value)
+    except ReceiptError as exc:
+        raise ReceiptError(exc.message, code="RECEIPT_MALFORMED") from exc
+    if exact != data:
+        raise ReceiptError("The JSON is not in RFC 8785 canonical form.", code="RECEIPT_MALFORMED")
+    return value
+
+
+def _no_float(text: str) -> Any:
+    raise ValueError(f"signed documents hold no floats ({text})")
+
+
+_MAX_SAFE = 2**53 - 1
+
+
+def _safe_int(text: str) -> int:
+    number = int(text)
+    if not -_MAX_SAFE <= number <= _MAX_SAFE:
+        raise ValueError(f"integer {text} is outside the I-JSON range")
+    return number
+
+
+# Built once: json.dumps/json.loads with options build a new coder on every call.
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+_DECODER = json.JSONDecoder(parse_float=_no_float, parse_constant=_no_float, parse_int=_safe_int)
+
+
+def digest(value: Any) -> str:
+    """``sha256:<hex>`` of the canonical bytes of ``value``."""
+    return "sha256:" + hashlib.sha256(canonical_bytes(value)).hexdigest()
+
+
+def _check_signable(value: Any) -> None:
+    # Exact-type checks first: a statement is mostly plain strings, and this runs on every sign.
+    stack = [value]
+    pop, push = stack.pop, stack.extend
+    while stack:
+        item = pop()
+        kind = type(item)
+        if kind is str or kind is bool or item is None:
+            continue
+        if kind is dict:
+            for key in item:
+                if type(key) is not str:
+                    raise _unsignable("object keys must be strings")
+            push(item.values())
+        elif kind is list or kind is tuple:
+            push(item)
+        elif kind is int:
+            if not -_MAX_SAFE <= item <= _MAX_SAFE:
+                raise _unsignable(f"the integer {item} is outside the I-JSON range")
+        elif isinstance(item, float):
+            raise _unsignable(
+                f"signed documents hold no floats ({item!r}); use integers (money in minor "
+                "units) or strings"
+            )
+        else:
+            # Subclasses (an IntEnum, a dict subclass) would serialize unpredictably; refuse them.
+            raise _unsignable(f"{kind.__name__} is not a plain JSON value")
+
+
+def _unsignable(why: str) -> ReceiptError:
+    return ReceiptError(f"Cannot canonicalize: {why}.", code="RECEIPT_UNSIGNABLE")

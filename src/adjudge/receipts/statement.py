@@ -1,0 +1,210 @@
+"""The in-toto Statement (v1) a receipt signs, and its offline re-derivation.
+
+A receipt's statement names the judged result as its subject (by sha256) and carries our
+predicate: the verdict, every check with its authority and evidence digests, the trust policy,
+the criteria (or policy) digest, the engine, the signer's public key, and the chain fields
+``sequence`` and ``previous`` (plus ``supersedesReceiptId`` when it supersedes a receipt, and
+``policyDecision`` when the determination records what another rulebook decided, such as how a
+paid call is paid: signed with the rest, never folded into the verdict).
+
+:func:`check_statement` re-derives the verdict from the recorded checks, policy and decision time
+with the kernel's own rules, so a verifier does not take the recorded verdict on trust.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Final, TypeVar
+
+from adjudge.errors import CriteriaError, ReceiptError
+from adjudge.kernel.authority import Authority, TrustPolicy
+from adjudge.kernel.determination import (
+    SUBJECT,
+    Determination,
+    effective,
+    is_integrity_proof,
+    policy_decision,
+)
+from adjudge.kernel.observables import SHA256_DIGEST
+from adjudge.kernel.verdicts import (
+    EXPIRY_VERDICTS,
+    Verdict,
+    fold,
+    format_time,
+    parse_time,
+)
+from adjudge.receipts.keys import VerifyingKey
+
+STATEMENT_TYPE: Final = "https://in-toto.io/Statement/v1"
+PREDICATE_TYPE: Final = "urn:adjudge:receipt:v1"
+ENGINE: Final = "adjudge"
+
+
+def build(
+    determination: Determination,
+    signer_key: VerifyingKey,
+    *,
+    sequence: int,
+    previous: str | None,
+    supersedes: str | None,
+) -> dict[str, Any]:
+    """The statement of ``determination`` as the ``sequence``-th entry of a log."""
+    # Imported at call time: the package root may itself still be importing this module.
+    from adjudge import __version__  # noqa: PLC0415
+
+    predicate: dict[str, Any] = {
+        "verdict": determination.verdict.value,
+        "decidedAt": format_time(determination.decided_at),
+        "checks": [check.to_dict() for check in determination.checks],
+        "trustPolicy": determination.policy.to_dict(),
+        "criteriaDigest": determination.criteria_digest,
+        "engine": {"name": ENGINE, "version": __version__},
+        "signer": {"keyid": signer_key.keyid, "publicKey": signer_key.to_base64()},
+        "sequence": sequence,
+        "previous": previous,
+    }
+    if supersedes is not None:
+        predicate["supersedesReceiptId"] = supersedes
+    if determination.policy_decision is not None:
+        predicate["policyDecision"] = dict(determination.policy_decision)
+    return {
+        "_type": STATEMENT_TYPE,
+        "subject": [
+            {
+                "name": SUBJECT,
+                "digest": {"sha256": determination.subject_digest.removeprefix("sha256:")},
+            }
+        ],
+        "predicateType": PREDICATE_TYPE,
+        "predicate": predicate,
+    }
+
+
+def check_statement(statement: object) -> dict[str, Any]:
+    """Validate a statement's shape and re-derive its verdict; return the predicate.
+
+    Raises ``RECEIPT_MALFORMED`` for a statement that is not ours, and
+    ``RECEIPT_VERDICT_INVALID`` when the recorded verdict is not what the kernel derives from the
+    recorded checks — or is a PASS with no integrity proof.
+    """
+    s = _object(statement, "the statement")
+    if s.get("_type") != STATEMENT_TYPE or s.get("predicateType") != PREDICATE_TYPE:
+        raise _malformed("not an adjudge receipt statement (in-toto Statement v1)")
+    subject = s.get("subject")
+    if not isinstance(subject, list) or len(subject) != 1:
+        raise _malformed("a receipt has exactly one subject")
+    named = _object(subject[0], "the subject")
+    if named.get("name") != SUBJECT:
+        raise _malformed(f"the subject is named {SUBJECT!r}")
+    subject_digest = _object(named.get("digest"), "subject.digest")
+    hex_digest = subject_digest.get("sha256")
+    if not isinstance(hex_digest, str) or not SHA256_DIGEST.fullmatch("sha256:" + hex_digest):
+        raise _malformed("the subject has no sha256 digest")
+    p = _object(s.get("predicate"), "the predicate")
+    try:
+        decided_at = parse_time(p.get("decidedAt"), "decidedAt")
+        policy = TrustPolicy.from_dict(p.get("trustPolicy"))
+        recorded = Verdict(_text(p.get("verdict")))
+        checks = p.get("checks")
+        if not isinstance(checks, list):
+            raise _malformed("checks is a list")
+        replayed = [_replay(c, decided_at, policy, "sha256:" + hex_digest) for c in checks]
+    except (ValueError, CriteriaError) as exc:
+        raise _malformed(str(exc)) from exc
+    contributions = [contribution for contribution, _ in replayed]
+    proven = any(proof for _, proof in replayed)
+    derived = fold(contributions)
+    if derived is not recorded:
+        raise ReceiptError(
+            f"The receipt records {recorded.value}, but its own checks under its own trust "
+            f"policy fold to {derived.value}.",
+            code="RECEIPT_VERDICT_INVALID",
+        )
+    if recorded is Verdict.PASS and not proven:
+        raise ReceiptError(
+            "The receipt records a PASS without a deterministic evidence-integrity proof.",
+            code="RECEIPT_VERDICT_INVALID",
+        )
+    sequence = p.get("sequence")
+    if type(sequence) is not int or sequence < 0:
+        raise _malformed("sequence is a whole number")
+    for name in ("previous", "criteriaDigest"):
+        if name not in p:
+            raise _malformed(f"the predicate has no {name} (null when there is none)")
+        value = p[name]
+        if value is not None and not (isinstance(value, str) and SHA256_DIGEST.fullmatch(value)):
+            raise _malformed(f"{name} is a sha256: digest or null")
+    if "supersedesReceiptId" in p:
+        value = p["supersedesReceiptId"]
+        if not (isinstance(value, str) and SHA256_DIGEST.fullmatch(value)):
+            raise _malformed("supersedesReceiptId is a receipt id (sha256: digest)")
+    if "policyDecision" in p:
+        # Recorded, never folded: its shape is checked, its content is not re-derived here.
+        try:
+            policy_decision(p["policyDecision"])
+        except CriteriaError as exc:
+            raise _malformed(exc.message) from exc
+    return p
+
+
+def _replay(
+    raw: object, decided_at: datetime, policy: TrustPolicy, subject_digest: str
+) -> tuple[Verdict, bool]:
+    """One recorded check's contribution to the fold, and whether it is the integrity proof."""
+    c = _object(raw, "a check")
+    verdict = _member(_VERDICTS, c.get("verdict"), "verdict")
+    authority = _member(_AUTHORITIES, c.get("authority"), "authority")
+    evidence = c.get("evidence")
+    if not isinstance(evidence, list) or not all(
+        isinstance(e, str) and SHA256_DIGEST.fullmatch(e) for e in evidence
+    ):
+        raise _malformed("a check's evidence is a list of sha256: digests")
+    key = c.get("verifierKey")
+    if key is not None and not isinstance(key, str):
+        raise _malformed("verifierKey is a string")
+    if (verdict is Verdict.PENDING) != ("pending" in c):
+        raise _malformed("a PENDING check, and only one, carries pending")
+    if verdict is Verdict.PENDING:
+        pending = _object(c["pending"], "pending")
+        expires_to = _member(_VERDICTS, pending.get("expiresTo"), "expiresTo")
+        if expires_to not in EXPIRY_VERDICTS:
+            raise _malformed("a PENDING check can never expire into PASS")
+        deadline = parse_time(pending.get("deadline"), "deadline")
+        verdict = expires_to if decided_at >= deadline else Verdict.PENDING
+    observable, expression = c.get("observable"), c.get("expression")
+    proof = (
+        isinstance(observable, str)
+        and isinstance(expression, str)
+        and is_integrity_proof(verdict, authority, observable, expression, subject_digest)
+    )
+    return effective(verdict, authority, key, policy), proof
+
+
+_T = TypeVar("_T")
+
+# Plain lookups: a log of ten thousand receipts parses these twenty thousand times.
+_VERDICTS: Final[dict[object, Verdict]] = {v.value: v for v in Verdict}
+_AUTHORITIES: Final[dict[object, Authority]] = {a.value: a for a in Authority}
+
+
+def _member(table: dict[object, _T], value: object, what: str) -> _T:
+    try:
+        return table[value]
+    except (KeyError, TypeError):
+        raise _malformed(f"{value!r} is not a known {what}") from None
+
+
+def _text(value: object) -> str:
+    if not isinstance(value, str):
+        raise _malformed(f"{value!r} is not a string")
+    return value
+
+
+def _object(value: object, what: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise _malformed(f"{what} is an object")
+    return value
+
+
+def _malformed(why: str) -> ReceiptError:
+    return ReceiptError(f"Not a valid adjudge receipt: {why}.", code="RECEIPT_MALFORMED")

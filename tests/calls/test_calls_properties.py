@@ -1,0 +1,334 @@
+"""Invariants of paid-call verification, checked with hypothesis over generated calls."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime, timedelta
+from fractions import Fraction
+from typing import Any
+
+import jmespath
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from adjudge.calls import (
+    CallVerdict,
+    Outcome,
+    Payment,
+    binomial_tail_test,
+    binomial_upper_tail,
+    parse_request,
+    parse_response,
+    quality_window,
+    register_contract,
+    register_policy,
+    sampled,
+    verify_call,
+)
+from adjudge.calls.contract import Expression, compile_expression
+from adjudge.calls.quality import Observation
+
+AT = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+
+CONTRACT = register_contract(
+    {
+        "tool": "t",
+        "version": "1",
+        "response_mapping": {"items": "data.items", "meta": "meta"},
+        "output_schema": {
+            "type": "object",
+            "properties": {"items": {"type": "array", "items": {"type": "object"}}},
+        },
+    }
+)
+
+# Rules that can pass, fail, not apply or be misapplied, depending on the generated data.
+RULES: list[dict[str, Any]] = [
+    {"kind": "min_results", "name": "some", "path": "items", "min": 2},
+    {"kind": "valid_url", "name": "urls", "path": "items", "field": "url"},
+    {
+        "kind": "numeric_range",
+        "name": "scores",
+        "path": "items",
+        "field": "score",
+        "min": 0,
+        "max": 1,
+    },
+    {"kind": "numeric_range", "name": "titles", "path": "items", "field": "title", "max": 5},
+    {"kind": "freshness", "name": "fresh", "path": "items", "field": "at", "max_age_seconds": 3600},
+    {"kind": "no_duplicates", "name": "distinct", "path": "items", "key": "url"},
+    {"kind": "required_values", "name": "ids", "path": "items", "fields": ["id"]},
+    {"kind": "min_results", "name": "hits", "path": "hits", "min": 1, "when": "request.strict"},
+]
+CLAUSES: list[dict[str, Any]] = [
+    {"match": "veto", "check": "schema", "verdict": "FAIL"},
+    {"match": "failures_at_least", "count": 1, "verdict": "FAIL"},
+    {"match": "failure_fraction_at_least", "fraction": "1/2", "verdict": "FAIL"},
+    {"match": "votes_fewer_than", "count": 2, "verdict": "DEGRADED"},
+    {"match": "failures_at_least", "count": 1, "verdict": "PASS"},
+]
+
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-5, 5),
+    st.floats(-2, 2, allow_nan=False),
+    st.sampled_from(["", "x", "https://a.example/1", "https://a.example/2", "not a url"]),
+    st.sampled_from(["2026-11-29T11:30:00Z", "2026-11-01T00:00:00Z", "2026-11-29T11:30:00"]),
+)
+json_values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.dictionaries(st.sampled_from(["a", "b", "id", "url"]), inner, max_size=4),
+    ),
+    max_leaves=12,
+)
+items = st.lists(
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "id": scalars,
+            "url": scalars,
+            "score": scalars,
+            "title": scalars,
+            "at": scalars,
+        },
+    ),
+    max_size=5,
+)
+bodies = st.one_of(
+    st.fixed_dictionaries({"data": st.fixed_dictionaries({"items": items})}),
+    st.fixed_dictionaries({"data": st.fixed_dictionaries({"items": scalars})}),
+)
+
+
+@st.composite
+def calls(draw: st.DrawFn, mode: str = "enforce") -> dict[str, Any]:
+    """A whole call: a policy drawn from the rule and clause tables, a body, a request."""
+    rules = draw(
+        st.lists(st.sampled_from(RULES), min_size=1, max_size=5, unique_by=lambda r: r["name"])
+    )
+    checks = draw(st.sampled_from([["schema", "quality_rules"], ["quality_rules"]]))
+    clauses = draw(st.lists(st.sampled_from(CLAUSES), min_size=1, max_size=4))
+    clauses = [c for c in clauses if c.get("check", "schema") in checks or c["match"] != "veto"]
+    if not clauses:
+        clauses = [CLAUSES[1]]
+    policy = {
+        "policy": "p",
+        "version": draw(st.integers(1, 3)),
+        "tool": "t",
+        "mode": mode,
+        "checks": checks,
+        "threshold": draw(st.sampled_from(["1", "0.5", "2/3"])),
+        "rules": rules,
+        "clauses": clauses,
+    }
+    if draw(st.booleans()):
+        policy["empty_result"] = {
+            "path": "items",
+            "on_empty": draw(st.sampled_from(["accept", "judge"])),
+        }
+    request = {
+        "call_id": draw(st.text("abc123", min_size=1, max_size=6)),
+        "provider": "prov",
+        "tool": "t",
+        "arguments": {"strict": draw(st.booleans())},
+        "price": {"amount_minor": draw(st.integers(0, 10_000)), "currency": "EUR"},
+    }
+    return {"policy": policy, "request": request, "body": draw(bodies)}
+
+
+def _verify(call: dict[str, Any]) -> Any:
+    policy = register_policy(call["policy"], CONTRACT)
+    request = parse_request(call["request"])
+    response = parse_response({"status": "ok", "body": call["body"]})
+    return verify_call(CONTRACT, policy, request, response, AT)
+
+
+@settings(max_examples=300, deadline=None)
+@given(calls())
+def test_a_misapplied_rule_never_causes_a_refund(call: dict[str, Any]) -> None:
+    """Whenever a rule is misapplied, the call is MISAPPLIED and never refunded or struck."""
+    result = _verify(call)
+    if any(row.outcome is Outcome.MISAPPLIED for row in result.rows):
+        assert result.verdict is CallVerdict.MISAPPLIED
+        assert result.effect.payment is not Payment.REFUND
+        assert result.effect.strike is False
+
+
+@settings(max_examples=200, deadline=None)
+@given(calls(mode="shadow"))
+def test_a_shadow_policy_never_strikes(call: dict[str, Any]) -> None:
+    """A shadow policy records its verdict but always settles and never strikes."""
+    result = _verify(call)
+    assert result.effect.strike is False
+    assert result.effect.payment is Payment.SETTLE
+    assert result.effect.enforced is False
+
+
+@settings(max_examples=100, deadline=None)
+@given(calls())
+def test_a_withdrawn_policy_never_penalizes(call: dict[str, Any]) -> None:
+    """A withdrawn policy's calls are DEGRADED: settled, never refunded or struck."""
+    call["policy"]["withdrawn_at"] = "2026-01-01T00:00:00Z"
+    result = _verify(call)
+    assert result.verdict is CallVerdict.DEGRADED
+    assert (result.effect.payment, result.effect.strike) == (Payment.SETTLE, False)
+
+
+@settings(max_examples=200, deadline=None)
+@given(calls())
+def test_the_verdict_is_deterministic(call: dict[str, Any]) -> None:
+    """The same inputs give the same record, whatever the order of the body's keys."""
+    first = _verify(call).to_dict()
+    reordered = dict(call, body=dict(reversed(list(call["body"].items()))))
+    assert _verify(call).to_dict() == first
+    assert _verify(reordered).to_dict() == first
+
+
+@settings(max_examples=200, deadline=None)
+@given(calls())
+def test_only_deterministic_passes_carry_pass_and_nothing_unrun_is_passed(
+    call: dict[str, Any],
+) -> None:
+    """A PASS has a deterministic pass vote; after a shape failure no later check passes."""
+    result = _verify(call)
+    if result.verdict is CallVerdict.PASS:
+        assert any(
+            r.declared and r.authority == "deterministic" and r.outcome is Outcome.PASS
+            for r in result.rows
+        )
+    shape = result.rows[0]
+    if shape.outcome is Outcome.FAIL:
+        assert all(r.outcome is Outcome.NOT_RUN for r in result.rows[1:])
+
+
+observations = st.builds(
+    Observation,
+    provider=st.sampled_from(["prov", "other"]),
+    call_id=st.just("c"),
+    at=st.integers(-40, 5).map(lambda d: AT + timedelta(days=d)),
+    verdict=st.one_of(st.none(), st.sampled_from(list(CallVerdict))),
+    enforced=st.booleans(),
+    error_kind=st.sampled_from([None, None, "request_error", "system_error"]),
+)
+
+
+@given(st.lists(observations, max_size=30))
+def test_the_failure_rate_formula(obs: list[Observation]) -> None:
+    """Rate = FAIL / (PASS + FAIL) over enforced observations; no observations, no rate."""
+    window = quality_window(obs, "prov", AT, timedelta(days=30))
+    counted = [
+        o
+        for o in obs
+        if o.provider == "prov"
+        and AT - timedelta(days=30) < o.at <= AT
+        and o.error_kind is None
+        and o.enforced
+        and o.verdict in (CallVerdict.PASS, CallVerdict.FAIL)
+    ]
+    fails = sum(1 for o in counted if o.verdict is CallVerdict.FAIL)
+    if not counted:
+        assert window.failure_rate is None
+    else:
+        assert window.failure_rate == Fraction(fails, len(counted))
+
+
+@given(
+    st.lists(
+        observations.filter(
+            lambda o: o.verdict not in (CallVerdict.PASS, CallVerdict.FAIL) or not o.enforced
+        ),
+        max_size=30,
+    )
+)
+def test_no_observations_never_yield_a_rate(obs: list[Observation]) -> None:
+    """Calls that are not enforced PASS or FAIL never produce a rate, not even 0."""
+    assert quality_window(obs, "prov", AT, timedelta(days=30)).failure_rate is None
+
+
+@given(st.integers(0, 60), st.data())
+def test_the_binomial_tail_matches_a_direct_sum(n: int, data: st.DataObject) -> None:
+    """The exact tail agrees with a floating-point sum of the binomial terms."""
+    k = data.draw(st.integers(0, n + 1))
+    p = Fraction(data.draw(st.integers(0, 100)), 100)
+    direct = sum(
+        math.comb(n, i) * float(p) ** i * (1 - float(p)) ** (n - i) for i in range(k, n + 1)
+    )
+    assert math.isclose(float(binomial_upper_tail(n, k, p)), direct, abs_tol=1e-9)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 80), st.data())
+def test_the_early_stopping_test_decides_like_the_full_sum(n: int, data: st.DataObject) -> None:
+    """Stopping early never changes the decision, and the bounds hold the exact p-value."""
+    k = data.draw(st.integers(0, n + 1))
+    p = Fraction(data.draw(st.integers(0, 50)), 50)
+    alpha = Fraction(data.draw(st.integers(0, 20)), 100)
+    exact = binomial_upper_tail(n, k, p)
+    test = binomial_tail_test(n, k, p, alpha)
+    assert test.rejected is (exact <= alpha)
+    assert test.p_low <= float(exact) * (1 + 1e-12) + 1e-300
+    assert float(exact) <= test.p_high * (1 + 1e-12) + 1e-300
+
+
+def test_a_large_window_is_decided_quickly() -> None:
+    """A busy provider's window (200,000 calls) is decided exactly without summing every term."""
+    test = binomial_tail_test(200_000, 4_600, Fraction(1, 50), Fraction(1, 20))
+    assert test.rejected
+    assert test.p_high < 0.05
+    not_enough = binomial_tail_test(200_000, 4_020, Fraction(1, 50), Fraction(1, 20))
+    assert not not_enough.rejected
+
+
+def test_sampling_selects_about_the_rate() -> None:
+    """Over many call ids the reproducible draw selects close to the configured rate."""
+    chosen = sum(sampled(f"call-{i}", "p", 1, Fraction(1, 4)) for i in range(8000))
+    assert abs(chosen / 8000 - 0.25) < 0.02
+
+
+EXPRESSIONS = [
+    "a",
+    "a.b",
+    "a[0]",
+    "a[-1].b",
+    "a[*].b",
+    "a[*].{x: b, y: id}",
+    "{x: a, y: b.url}",
+    "[a, b]",
+    "a[]",
+    "*.a",
+    "a[?b]",
+    "a[?id == 'x'].url",
+    "a == b",
+    "a != `1`",
+    "a < `1`",
+    "a || b",
+    "a && b",
+    "!a",
+    "a[1:3]",
+    "a | [0]",
+    "@",
+    "`true`",
+]
+
+
+@pytest.mark.parametrize("source", EXPRESSIONS)
+@settings(max_examples=60, deadline=None)
+@given(data=json_values)
+def test_compiled_expressions_answer_like_the_interpreter(source: str, data: Any) -> None:
+    """The compiled closures give the interpreter's answer, or both fail."""
+    expression = compile_expression(source, what="x", code="X")
+    assert isinstance(expression, Expression)
+    assert expression.compiled
+    try:
+        expected: Any = ("ok", jmespath.search(source, data))
+    except Exception as exc:
+        expected = ("error", type(exc).__name__)
+    try:
+        got: Any = ("ok", expression.search(data))
+    except Exception:
+        got = ("error", expected[1] if expected[0] == "error" else "unexpected")
+    assert got == expected

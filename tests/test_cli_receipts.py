@@ -1,0 +1,140 @@
+"""The ``adjudge keys`` and ``adjudge receipt`` commands, run in-process."""
+
+from __future__ import annotations
+
+import stat
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from adjudge.cli import app
+from adjudge.cli.receipts import read_signing_key, write_receipt
+from adjudge.kernel import Authority, Check, Verdict, determine, oracle
+from adjudge.kernel.observables import content_digest
+from adjudge.receipts import ReceiptLog, SigningKey
+
+RUNNER = CliRunner()
+KEY = SigningKey.from_seed(bytes(range(32)))
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def _log(n: int) -> ReceiptLog:
+    log = ReceiptLog()
+    for i in range(n):
+        text = b"r%d" % i
+        checks = [
+            oracle.integrity(text, content_digest(text)),
+            Check("auto-check", Verdict.PASS, Authority.DETERMINISTIC),
+        ]
+        log.append(determine(content_digest(text), checks, now=NOW), KEY)
+    return log
+
+
+def test_keys_new_writes_a_private_key_only_its_owner_can_read(tmp_path: Path) -> None:
+    """keys new writes the key pair, the private half mode 0600, and prints the fingerprint."""
+    result = RUNNER.invoke(app, ["keys", "new", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    private = next(tmp_path.glob("*.key"))
+    public = next(tmp_path.glob("*.pub"))
+    assert stat.S_IMODE(private.stat().st_mode) == 0o600
+    loaded = SigningKey.from_pem(private.read_bytes())
+    assert f"fingerprint: {loaded.keyid}" in result.output
+    assert public.read_bytes() == loaded.public_key.to_pem()
+
+
+def test_receipt_verify_valid_says_what_it_proves_and_does_not(tmp_path: Path) -> None:
+    """A valid receipt exits 0 and states both what it proves and what it does not."""
+    path = tmp_path / "receipt.json"
+    path.write_bytes(_log(1).receipts[0].to_bytes())
+    result = RUNNER.invoke(app, ["receipt", "verify", str(path), "--key", KEY.keyid])
+    assert result.exit_code == 0, result.output
+    assert "VALID" in result.output and "verdict:       PASS" in result.output
+    assert "What this proves" in result.output
+    assert "What this does not prove" in result.output
+    assert "not the tenant's key" in result.output or "tenant's key" in result.output
+    assert "process-distinct, not party-distinct" in result.output
+
+
+def test_receipt_verify_by_public_key_file(tmp_path: Path) -> None:
+    """--key may name a public key file instead of a fingerprint."""
+    path = tmp_path / "receipt.json"
+    path.write_bytes(_log(1).receipts[0].to_bytes())
+    pub = tmp_path / "key.pub"
+    pub.write_bytes(KEY.public_key.to_pem())
+    result = RUNNER.invoke(app, ["receipt", "verify", str(path), "--key", str(pub)])
+    assert result.exit_code == 0, result.output
+
+
+def test_receipt_verify_tampered_exits_1(tmp_path: Path) -> None:
+    """A receipt that fails verification exits 1."""
+    path = tmp_path / "receipt.json"
+    path.write_bytes(_log(1).receipts[0].to_bytes())
+    other = SigningKey.from_seed(bytes(32)).keyid
+    result = RUNNER.invoke(app, ["receipt", "verify", str(path), "--key", other])
+    assert result.exit_code == 1
+    assert "INVALID" in result.output
+
+
+def test_receipt_verify_bad_input_exits_2(tmp_path: Path) -> None:
+    """Unreadable files, non-envelopes and unusable keys exit 2."""
+    missing = RUNNER.invoke(app, ["receipt", "verify", str(tmp_path / "no"), "--key", KEY.keyid])
+    assert missing.exit_code == 2
+    junk = tmp_path / "junk.json"
+    junk.write_text("not json")
+    assert RUNNER.invoke(app, ["receipt", "verify", str(junk), "--key", KEY.keyid]).exit_code == 2
+    good = tmp_path / "receipt.json"
+    good.write_bytes(_log(1).receipts[0].to_bytes())
+    bad_key = RUNNER.invoke(app, ["receipt", "verify", str(good), "--key", "nonsense"])
+    assert bad_key.exit_code == 2
+
+
+def test_verify_chain(tmp_path: Path) -> None:
+    """verify-chain exits 0 on an intact log and 1 when a line was deleted or the head is off."""
+    log = _log(3)
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(b"\n".join(log.lines()) + b"\n")
+    ok = RUNNER.invoke(app, ["receipt", "verify-chain", str(path), "--key", KEY.keyid])
+    assert ok.exit_code == 0, ok.output
+    assert "VALID log: 3 receipts" in ok.output
+    head = log.receipts[-1].receipt_id
+    pinned = RUNNER.invoke(
+        app, ["receipt", "verify-chain", str(path), "--key", KEY.keyid, "--head", head]
+    )
+    assert pinned.exit_code == 0, pinned.output
+    lines = log.lines()
+    del lines[1]
+    path.write_bytes(b"\n".join(lines))
+    broken = RUNNER.invoke(app, ["receipt", "verify-chain", str(path), "--key", KEY.keyid])
+    assert broken.exit_code == 1
+    assert "RECEIPT_CHAIN_BROKEN" in broken.output
+
+
+def test_signing_helpers_for_other_commands(tmp_path: Path) -> None:
+    """read_signing_key loads a key file (exit 2 when it cannot); write_receipt writes one line."""
+    key_file = tmp_path / "k.key"
+    key_file.write_bytes(KEY.to_pem())
+    assert read_signing_key(key_file).keyid == KEY.keyid
+    (tmp_path / "bad.key").write_text("nope")
+    for bad in (tmp_path / "bad.key", tmp_path / "missing.key"):
+        with pytest.raises(typer.Exit) as exit_info:
+            read_signing_key(bad)
+        assert exit_info.value.exit_code == 2
+    out = tmp_path / "r.json"
+    write_receipt(out, _log(1).receipts[0])
+    assert out.read_bytes().endswith(b"\n") and out.read_bytes().count(b"\n") == 1
+
+
+def test_verify_chain_against_a_head_it_does_not_end_at(tmp_path: Path) -> None:
+    """A log cut short fails against the head pinned before the cut (exit 1)."""
+    log = _log(3)
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(b"\n".join(log.lines()[:2]))
+    head = log.receipts[-1].receipt_id
+    result = RUNNER.invoke(
+        app, ["receipt", "verify-chain", str(path), "--key", KEY.keyid, "--head", head]
+    )
+    assert result.exit_code == 1
+    assert "truncated" in result.output

@@ -1,0 +1,174 @@
+"""Hypothesis properties of the fold, resolution and trust (spec 002 invariants)."""
+
+from __future__ import annotations
+
+import itertools
+from datetime import UTC, datetime, timedelta
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from adjudge.errors import CriteriaError
+from adjudge.kernel import (
+    PRECEDENCE,
+    Authority,
+    Check,
+    Pending,
+    TrustPolicy,
+    Verdict,
+    fold,
+    observables,
+    semantic,
+)
+from adjudge.kernel import obligations as ob
+from adjudge.kernel.determination import effective
+from adjudge.kernel.observables import content_digest
+from adjudge.kernel.verdicts import EXPIRY_VERDICTS, resolve
+
+verdicts = st.sampled_from(list(Verdict))
+moments = st.datetimes(
+    min_value=datetime(2000, 1, 1), max_value=datetime(2100, 1, 1), timezones=st.just(UTC)
+)
+# An evaluator's expiry verdicts: MISMATCH needs the oracle's seal.
+evaluator_expiries = st.sampled_from(sorted(EXPIRY_VERDICTS - {Verdict.MISMATCH}))
+
+
+@settings(deadline=None)  # speed is not the property under test; machines vary
+@given(st.lists(verdicts), st.randoms())
+def test_fold_is_order_free(items: list[Verdict], rnd: object) -> None:
+    """Shuffling the checks never changes the fold."""
+    shuffled = list(items)
+    rnd.shuffle(shuffled)  # type: ignore[attr-defined]
+    assert fold(items) is fold(shuffled)
+
+
+@settings(deadline=None)  # speed is not the property under test; machines vary
+@given(st.lists(verdicts), st.integers(min_value=0))
+def test_adding_fail_never_improves_a_fold(items: list[Verdict], at: int) -> None:
+    """Adding a FAIL anywhere never moves the fold towards PASS."""
+    worse = list(items)
+    worse.insert(at % (len(items) + 1), Verdict.FAIL)
+    assert PRECEDENCE[fold(worse)] >= PRECEDENCE[fold(items)]
+    assert fold(worse) is not Verdict.PASS
+
+
+@settings(deadline=None)  # speed is not the property under test; machines vary
+@given(st.lists(verdicts, min_size=1))
+def test_fold_is_one_of_its_inputs(items: list[Verdict]) -> None:
+    """A non-empty fold returns the highest-ranked input, never an invented verdict."""
+    assert fold(items) in items
+    assert fold(items) is max(items, key=PRECEDENCE.__getitem__)
+
+
+@settings(deadline=None)  # speed is not the property under test; machines vary
+@given(moments, evaluator_expiries, moments)
+def test_pending_never_resolves_to_pass(
+    deadline: datetime, expires_to: Verdict, now: datetime
+) -> None:
+    """Whenever it is read, a PENDING reads as PENDING or its expiry — never PASS."""
+    check = Check(
+        "p",
+        Verdict.PENDING,
+        Authority.HUMAN,
+        pending=Pending(deadline, expires_to),  # type: ignore[arg-type]
+    )
+    got = resolve(check, now)
+    assert got is not Verdict.PASS
+    assert got is (expires_to if now >= deadline else Verdict.PENDING)
+    assert resolve(check, deadline + timedelta(microseconds=1)) is expires_to
+
+
+@settings(deadline=None)  # speed is not the property under test; machines vary
+@given(verdicts, st.sampled_from(list(Authority)), st.frozensets(st.sampled_from(list(Authority))))
+def test_trust_only_lowers_verdicts(
+    verdict: Verdict, authority: Authority, trusted: frozenset[Authority]
+) -> None:
+    """Applying a trust policy never raises a verdict, and PASS survives only by membership."""
+    got = effective(verdict, authority, None, TrustPolicy(trusted))
+    assert PRECEDENCE[got] >= PRECEDENCE[verdict]
+    if got is Verdict.PASS:
+        assert authority in trusted
+
+
+@settings(deadline=None)  # speed is not the property under test; machines vary
+@given(st.sampled_from(["evidence.content-digest", "evidence.present", "x.y"]), st.text())
+def test_any_expression_binds_or_is_refused_cleanly(observable: str, expression: str) -> None:
+    """Arbitrary text either binds (and answers PASS, FAIL or UNKNOWN) or is a clean refusal."""
+    try:
+        binding = observables.bind(observable, expression)
+    except CriteriaError as exc:
+        assert exc.code == "EXPRESSION_MALFORMED"
+        return
+    seen = observables.evaluate(binding, {"result": content_digest(b"r")})
+    assert seen.verdict in {Verdict.PASS, Verdict.FAIL, Verdict.UNKNOWN}
+    if seen.verdict is not Verdict.UNKNOWN:
+        assert binding.status is observables.BindingStatus.DECIDABLE
+
+
+citations = st.builds(
+    semantic.Citation,
+    st.sampled_from(["log", "diff", "missing"]),
+    st.text(max_size=12),
+    st.one_of(st.text(max_size=8), st.builds(lambda t: content_digest(t.encode()), st.text())),
+)
+
+
+@settings(deadline=None)  # speed is not the property under test; machines vary
+@given(
+    st.sampled_from(list(semantic.Stance)),
+    st.lists(citations, max_size=3),
+    st.one_of(st.none(), st.text(max_size=5)),
+    st.booleans(),
+)
+def test_a_model_never_says_yes(
+    stance: semantic.Stance,
+    cited: list[semantic.Citation],
+    predicate: str | None,
+    frozen: bool,
+) -> None:
+    """Whatever a model outputs, its routed verdict is never PASS, and only a cited conflict
+    on a grounded judgment is FAIL."""
+    case = semantic.EvaluationCase("c", content_digest(b"c"), frozen)
+    judgment = semantic.Judgment("c", content_digest(b"c"), stance, tuple(cited), predicate)
+    admitted = {"log": b"tests: 3 failed", "diff": b"+ added line"}
+    routed = semantic.route(judgment, case, admitted)
+    assert routed.verdict is not Verdict.PASS
+    if routed.verdict is Verdict.FAIL:
+        assert routed.outcome is semantic.Outcome.CITED_CONFLICT and cited and frozen
+    check = semantic.semantic_check("m", judgment, routed)
+    assert check.verdict in {Verdict.FAIL, Verdict.UNKNOWN}
+
+
+D1, D2, D3 = (content_digest(b"%d" % i) for i in range(3))
+leaves = st.builds(
+    observables.DigestEquals, st.sampled_from(["a", "b"]), st.sampled_from([D1, D2])
+) | st.builds(ob.Const, st.booleans())
+predicates = st.recursive(
+    leaves,
+    lambda inner: (
+        st.builds(ob.Not, inner)
+        | st.builds(ob.AllOf, st.lists(inner, max_size=3).map(tuple))
+        | st.builds(ob.AnyOf, st.lists(inner, max_size=3).map(tuple))
+    ),
+    max_leaves=8,
+)
+
+
+@settings(deadline=None)  # speed is not the property under test; machines vary
+@given(predicates)
+def test_falsifiability_is_decided_exactly(predicate: ob.Predicate) -> None:
+    """An obligation is admitted exactly when some assignment makes it fail, and the witness it
+    returns does fail it (checked against brute force over a wider domain)."""
+    result = ob.admit(ob.Obligation("o", predicate), None)
+    leaves_ = list(ob._leaves(predicate))
+    symbols = sorted({x.symbol for x in leaves_ if isinstance(x, observables.DigestEquals)})
+    if not symbols:
+        assert isinstance(result, ob.Refused) and result.code is ob.ObligationCode.VACUOUS_PREDICATE
+        return
+    can_fail = any(
+        not ob.holds(predicate, dict(zip(symbols, values, strict=True)))
+        for values in itertools.product([D1, D2, D3], repeat=len(symbols))
+    )
+    assert isinstance(result, ob.Admitted) is can_fail
+    if isinstance(result, ob.Admitted):
+        assert not ob.holds(predicate, result.witness)

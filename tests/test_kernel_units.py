@@ -1,0 +1,217 @@
+"""Kernel behaviour that vectors cannot express: the oracle's seal, types, and wire shapes."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import pickle
+from datetime import UTC, datetime, timedelta
+from typing import Any, cast
+
+import pytest
+
+from adjudge.errors import CriteriaError, Error
+from adjudge.kernel import (
+    DEFAULT_POLICY,
+    PRECEDENCE,
+    Authority,
+    Check,
+    Pending,
+    TrustPolicy,
+    Verdict,
+    fold,
+    oracle,
+    resolve,
+)
+from adjudge.kernel import evidence as ev
+from adjudge.kernel import verdicts as verdicts_module
+from adjudge.kernel.adapters import auto_check_check, determine_auto_check
+from adjudge.kernel.observables import content_digest
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def _mismatch() -> Check:
+    return oracle.integrity(b"stored", content_digest(b"claimed"))
+
+
+def test_oracle_mints_mismatch() -> None:
+    """The oracle seam compares stored bytes with the declared digest and mints MISMATCH."""
+    check = _mismatch()
+    assert check.verdict is Verdict.MISMATCH
+    assert check.authority is Authority.DETERMINISTIC
+
+
+def test_evaluator_cannot_construct_mismatch() -> None:
+    """A Check(MISMATCH) without the seal is refused with MISMATCH_ORACLE_ONLY."""
+    with pytest.raises(CriteriaError) as err:
+        Check("evil", Verdict.MISMATCH, Authority.DETERMINISTIC)
+    assert err.value.code == "MISMATCH_ORACLE_ONLY"
+
+
+def test_evaluator_cannot_take_or_build_the_seal() -> None:
+    """The seal was taken by the oracle at import; it cannot be taken again, built or subclassed."""
+    with pytest.raises(PermissionError):
+        verdicts_module._take_oracle_seal()
+    with pytest.raises(TypeError):
+        verdicts_module._OracleSeal()
+    with pytest.raises(TypeError):
+        type("Forged", (verdicts_module._OracleSeal,), {})
+
+
+def test_mismatch_cannot_be_rewritten_or_its_seal_reused() -> None:
+    """A minted MISMATCH does not hold the seal, and replace() on it is refused."""
+    check = _mismatch()
+    assert not any(
+        isinstance(getattr(check, f.name), verdicts_module._OracleSeal)
+        for f in dataclasses.fields(check)
+    )
+    with pytest.raises(CriteriaError):
+        dataclasses.replace(check, reason="edited")
+    fail = Check("f", Verdict.FAIL, Authority.DETERMINISTIC)
+    with pytest.raises(CriteriaError):
+        dataclasses.replace(fail, verdict=Verdict.MISMATCH)
+
+
+def test_seal_cannot_be_pickled() -> None:
+    """The seal refuses pickling, so it cannot be smuggled out and back in as bytes."""
+    seal = cast(Any, object.__new__(cast(type, verdicts_module._OracleSeal)))
+    with pytest.raises(TypeError):
+        pickle.dumps(seal)
+    assert copy.copy(_mismatch()).verdict is Verdict.MISMATCH  # copying an accusation is fine
+
+
+def test_pending_expiring_into_pass_is_refused_at_run_time() -> None:
+    """Even past the type checker (a cast), a PENDING cannot expire into PASS."""
+    with pytest.raises(CriteriaError) as err:
+        Pending(NOW, cast(Any, Verdict.PASS))
+    assert err.value.code == "PENDING_EXPIRY_INVALID"
+
+
+def test_pending_needs_aware_times() -> None:
+    """A naive deadline or a naive now is refused: a deadline without a zone means nothing."""
+    with pytest.raises(CriteriaError):
+        Pending(datetime(2026, 1, 1), Verdict.UNKNOWN)
+    check = Check("p", Verdict.PENDING, Authority.HUMAN, pending=Pending(NOW, Verdict.UNKNOWN))
+    with pytest.raises(CriteriaError):
+        resolve(check, datetime(2026, 1, 1))
+
+
+def test_only_pending_carries_pending() -> None:
+    """PENDING without a deadline, or a deadline on another verdict, cannot exist."""
+    with pytest.raises(CriteriaError):
+        Check("p", Verdict.PENDING, Authority.HUMAN)
+    with pytest.raises(CriteriaError):
+        Check("p", Verdict.FAIL, Authority.HUMAN, pending=Pending(NOW, Verdict.UNKNOWN))
+
+
+def test_resolve_does_not_write_back() -> None:
+    """Reading a PENDING past its deadline leaves the check itself PENDING."""
+    check = Check("p", Verdict.PENDING, Authority.HUMAN, pending=Pending(NOW, Verdict.FAIL))
+    assert resolve(check, NOW + timedelta(days=1)) is Verdict.FAIL
+    assert check.verdict is Verdict.PENDING
+
+
+def test_precedence_table_is_total_and_pass_is_last() -> None:
+    """Every verdict has one rank; PASS is the lowest."""
+    assert set(PRECEDENCE) == set(Verdict)
+    assert len(set(PRECEDENCE.values())) == len(Verdict)
+    assert min(PRECEDENCE, key=PRECEDENCE.__getitem__) is Verdict.PASS
+    assert fold([Verdict.PASS, Verdict.PENDING]) is Verdict.PENDING
+
+
+def test_default_policy_trusts_exactly_deterministic_and_human() -> None:
+    """Membership, not exclusion: every authority not listed is untrusted."""
+    assert {a for a in Authority if DEFAULT_POLICY.trusts(a)} == {
+        Authority.DETERMINISTIC,
+        Authority.HUMAN,
+    }
+    assert not TrustPolicy(frozenset()).trusts(Authority.DETERMINISTIC)
+
+
+def test_named_verifier_policy_round_trips() -> None:
+    """A policy with a named verifier survives its wire shape."""
+    policy = DEFAULT_POLICY.with_verifier("a" * 64)
+    assert TrustPolicy.from_dict(policy.to_dict()) == policy
+    assert policy.trusts(Authority.SEMANTIC, "a" * 64)
+    assert not policy.trusts(Authority.SEMANTIC, "b" * 64)
+    assert not policy.trusts(Authority.SEMANTIC)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Result:
+    passed: bool
+    score: int | float
+    reasons: tuple[str, ...]
+
+
+def test_auto_check_adapter_is_deterministic() -> None:
+    """The auto check becomes one deterministic check over the result's digest, reproducibly."""
+    digest = content_digest(b"answer")
+    check = auto_check_check(_Result(False, 40.0, ("too short",)), digest)
+    assert check == auto_check_check(_Result(False, 40.0, ("too short",)), digest)
+    assert check.verdict is Verdict.FAIL
+    assert check.authority is Authority.DETERMINISTIC
+    assert check.evidence == (digest,)
+    assert check.reason == "auto check failed with score 40: too short"
+
+
+def test_determine_auto_check_pass_carries_the_integrity_proof() -> None:
+    """A passing auto check over stored bytes folds to PASS with its integrity proof."""
+    d = determine_auto_check(b"answer", _Result(True, 90, ()), now=NOW)
+    assert d.verdict is Verdict.PASS
+    assert d.subject_digest == content_digest(b"answer")
+    assert [c.name for c in d.checks] == ["evidence-integrity", "auto-check"]
+
+
+def test_determine_auto_check_declared_digest_disagreeing_is_mismatch() -> None:
+    """When the submitter declared another digest than the stored bytes have: MISMATCH."""
+    d = determine_auto_check(
+        b"answer", _Result(True, 90, ()), now=NOW, declared_digest=content_digest(b"other")
+    )
+    assert d.verdict is Verdict.MISMATCH
+
+
+def test_errors_share_the_family() -> None:
+    """Kernel refusals are adjudge errors with stable codes."""
+    with pytest.raises(Error):
+        oracle.integrity(b"x", "md5:abc")
+
+
+def test_exactly_six_verdicts_and_no_flake_state() -> None:
+    """Six verdicts; flaky tests are not modelled, so there is no quarantine or flake state."""
+    assert {v.value for v in Verdict} == {
+        "PASS",
+        "FAIL",
+        "MISMATCH",
+        "UNKNOWN",
+        "NOT_RUN",
+        "PENDING",
+    }
+
+
+def test_check_evidence_is_digests() -> None:
+    """A check's evidence is sha256 digests; anything else is refused."""
+    with pytest.raises(CriteriaError) as err:
+        Check("c", Verdict.FAIL, Authority.HUMAN, evidence=("not a digest",))
+    assert err.value.code == "CHECK_INVALID"
+
+
+def test_evidence_is_typed_on_six_axes_and_independence_is_assessed() -> None:
+    """Evidence carries the six axes; its independence comes with the basis it was assessed on."""
+    item = ev.admit(
+        content_digest(b"log"),
+        type=ev.EvidenceType.OBSERVATION,
+        admission_source=ev.AdmissionSource.COLLECTOR,
+        producer=ev.Party("worker", "box-1", "store-1"),
+        source=ev.Party("ci", "box-2", "store-2"),
+        mutability=ev.Mutability.IMMUTABLE,
+        freshness=ev.Freshness.FRESH,
+        accessibility=ev.Accessibility.ACCESSIBLE,
+    )
+    axes = {"type", "admission_source", "independence", "mutability", "freshness", "accessibility"}
+    assert axes <= {f.name for f in dataclasses.fields(item)}
+    assessment = item.independence
+    assert assessment.independence is ev.Independence.INDEPENDENT
+    assert (assessment.actor_distinct, assessment.boundary_distinct) == (True, True)
+    assert "custody distinct: True" in assessment.basis

@@ -1,0 +1,424 @@
+"""Receipts: exact signed bytes, verification, the hash chain, and interop with securesystemslib."""
+
+from __future__ import annotations
+
+import base64
+import json
+import socket
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+import rfc8785
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from securesystemslib.dsse import Envelope as SslibEnvelope
+from securesystemslib.signer import SSlibKey
+
+from adjudge.errors import CriteriaError, ReceiptError
+from adjudge.kernel import Authority, Check, TrustPolicy, Verdict, determine, oracle
+from adjudge.kernel.determination import Determination
+from adjudge.kernel.observables import content_digest
+from adjudge.receipts import (
+    Envelope,
+    ReceiptLog,
+    SigningKey,
+    VerifyingKey,
+    canonical_bytes,
+    fingerprint,
+    issue,
+    pae,
+    verify,
+    verify_chain,
+)
+from adjudge.receipts.canonical import parse_exact
+from adjudge.receipts.envelope import IN_TOTO_PAYLOAD_TYPE, sign
+from adjudge.receipts.statement import PREDICATE_TYPE, STATEMENT_TYPE
+
+KNOWN = json.loads(
+    (Path(__file__).parent / "vectors" / "receipts_known_answers.json").read_text("utf-8")
+)
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+KEY = SigningKey.from_seed(bytes(range(32)))
+ATTACKER = SigningKey.from_seed(bytes(range(1, 33)))
+
+
+def _determination(text: bytes = b"result", verdict: Verdict = Verdict.PASS) -> Any:
+    checks = [
+        oracle.integrity(text, content_digest(text)),
+        Check("auto-check", verdict, Authority.DETERMINISTIC, (content_digest(text),)),
+    ]
+    return determine(content_digest(text), checks, now=NOW)
+
+
+RECEIPT = issue(_determination(), KEY)
+
+
+@pytest.mark.parametrize("case", KNOWN["pae"], ids=lambda c: c["description"])
+def test_pae_known_answers(case: dict[str, str]) -> None:
+    """PAE is byte-exact to the DSSE v1 definition."""
+    assert pae(case["payloadType"], case["payload"].encode()) == case["pae"].encode()
+
+
+@pytest.mark.parametrize("case", KNOWN["ed25519"], ids=lambda c: c["description"])
+def test_ed25519_known_answers(case: dict[str, str]) -> None:
+    """Signing is RFC 8032 Ed25519, and the fingerprint is sha256 of the raw public key."""
+    key = SigningKey.from_seed(bytes.fromhex(case["seed"]))
+    assert key.public_key.raw.hex() == case["public"]
+    assert key.sign(bytes.fromhex(case["message"])).hex() == case["signature"]
+    assert key.keyid == fingerprint(bytes.fromhex(case["public"]))
+
+
+@pytest.mark.parametrize("case", KNOWN["envelopes"], ids=lambda c: c["description"])
+def test_envelope_known_answers(case: dict[str, str]) -> None:
+    """A fixed key and statement sign to a fixed envelope (a regression pin), which verifies."""
+    key = SigningKey.from_seed(bytes.fromhex(case["seed"]))
+    envelope = sign(case["payload"].encode(), IN_TOTO_PAYLOAD_TYPE, key)
+    assert envelope.to_bytes().decode() == case["envelope"]
+    receipt = verify(case["envelope"].encode(), case["fingerprint"])
+    assert receipt.receipt_id == case["receiptId"]
+    assert receipt.verdict is Verdict.PASS
+
+
+def test_receipt_is_an_in_toto_statement_in_dsse() -> None:
+    """The payload is an in-toto Statement v1 naming the result's digest as its subject."""
+    body = json.loads(RECEIPT.envelope.payload)
+    assert RECEIPT.envelope.payload_type == "application/vnd.in-toto+json"
+    assert body["_type"] == STATEMENT_TYPE == "https://in-toto.io/Statement/v1"
+    assert body["predicateType"] == PREDICATE_TYPE
+    assert body["subject"] == [
+        {"name": "result", "digest": {"sha256": content_digest(b"result")[7:]}}
+    ]
+    predicate = body["predicate"]
+    assert predicate["verdict"] == "PASS"
+    assert predicate["trustPolicy"] == {
+        "authorities": ["deterministic", "human"],
+        "verifierKeys": [],
+    }
+    assert [c["authority"] for c in predicate["checks"]] == ["deterministic", "deterministic"]
+    assert predicate["sequence"] == 0 and predicate["previous"] is None
+    assert "supersedesReceiptId" not in predicate
+    assert RECEIPT.envelope.signatures[0].keyid == KEY.keyid
+
+
+def test_verify_round_trip_by_fingerprint_and_by_key() -> None:
+    """A receipt verifies against its pinned fingerprint, and against the public key itself."""
+    assert verify(RECEIPT.to_bytes(), KEY.keyid).receipt_id == RECEIPT.receipt_id
+    assert verify(RECEIPT.to_bytes(), KEY.public_key).verdict is Verdict.PASS
+
+
+def test_wrong_pinned_key_is_refused() -> None:
+    """Pinned to another fingerprint, a genuine receipt does not verify."""
+    with pytest.raises(ReceiptError) as err:
+        verify(RECEIPT.to_bytes(), ATTACKER.keyid)
+    assert err.value.code == "RECEIPT_KEY_MISMATCH"
+
+
+def test_resigned_forgery_verifies_only_under_the_attackers_key() -> None:
+    """Why the fingerprint must be pinned out of band: a forgery re-signed under an attacker's key
+    verifies cleanly against that key, and fails against the genuine one."""
+    forged = issue(_determination(b"forged"), ATTACKER)
+    assert verify(forged.to_bytes(), ATTACKER.keyid).verdict is Verdict.PASS
+    with pytest.raises(ReceiptError):
+        verify(forged.to_bytes(), KEY.keyid)
+
+
+def test_swapping_the_carried_key_is_refused() -> None:
+    """Replacing the statement's public key breaks the signature or the pin."""
+    body = json.loads(RECEIPT.envelope.payload)
+    body["predicate"]["signer"]["publicKey"] = ATTACKER.public_key.to_base64()
+    env = Envelope(canonical_bytes(body), IN_TOTO_PAYLOAD_TYPE, RECEIPT.envelope.signatures)
+    with pytest.raises(ReceiptError):
+        verify(env.to_bytes(), KEY.keyid)
+
+
+def _signed(body: dict[str, Any]) -> bytes:
+    return sign(canonical_bytes(body), IN_TOTO_PAYLOAD_TYPE, KEY).to_bytes()
+
+
+def test_signed_pass_without_integrity_proof_is_invalid() -> None:
+    """Even correctly signed, a PASS receipt without an integrity proof does not verify."""
+    body = json.loads(RECEIPT.envelope.payload)
+    body["predicate"]["checks"] = body["predicate"]["checks"][1:]
+    with pytest.raises(ReceiptError) as err:
+        verify(_signed(body), KEY.keyid)
+    assert err.value.code == "RECEIPT_VERDICT_INVALID"
+
+
+def test_signed_verdict_that_does_not_follow_is_invalid() -> None:
+    """A recorded verdict the kernel does not derive from the recorded checks is refused."""
+    body = json.loads(issue(_determination(verdict=Verdict.FAIL), KEY).envelope.payload)
+    body["predicate"]["verdict"] = "PASS"
+    with pytest.raises(ReceiptError) as err:
+        verify(_signed(body), KEY.keyid)
+    assert err.value.code == "RECEIPT_VERDICT_INVALID"
+
+
+def test_signed_model_pass_is_invalid() -> None:
+    """A receipt claiming PASS from a semantic check under the default policy is refused."""
+    body = json.loads(RECEIPT.envelope.payload)
+    body["predicate"]["checks"][1]["authority"] = "semantic"
+    with pytest.raises(ReceiptError) as err:
+        verify(_signed(body), KEY.keyid)
+    assert err.value.code == "RECEIPT_VERDICT_INVALID"
+
+
+def test_non_canonical_payload_is_refused() -> None:
+    """The signed payload must be RFC 8785 canonical JSON."""
+    body = json.loads(RECEIPT.envelope.payload)
+    loose = json.dumps(body, indent=1).encode()
+    with pytest.raises(ReceiptError) as err:
+        verify(sign(loose, IN_TOTO_PAYLOAD_TYPE, KEY).to_bytes(), KEY.keyid)
+    assert err.value.code == "RECEIPT_MALFORMED"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_flipping_any_byte_breaks_verification(data: st.DataObject) -> None:
+    """Any single byte changed anywhere in a serialized envelope: it no longer verifies."""
+    raw = bytearray(RECEIPT.to_bytes())
+    at = data.draw(st.integers(min_value=0, max_value=len(raw) - 1))
+    flip = data.draw(st.integers(min_value=1, max_value=255))
+    raw[at] ^= flip
+    with pytest.raises(ReceiptError):
+        verify(bytes(raw), KEY.keyid)
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**53) + 1, 2**53 - 1) | st.text(),
+    lambda children: st.lists(children) | st.dictionaries(st.text(), children),
+    max_leaves=20,
+)
+
+
+@settings(deadline=None)  # speed is not the property under test; machines vary
+@given(st.dictionaries(st.text(), json_values), st.randoms())
+def test_canonical_bytes_ignore_key_order(value: dict[str, Any], rnd: Any) -> None:
+    """The same mapping in any key order canonicalizes to the same bytes."""
+    items = list(value.items())
+    rnd.shuffle(items)
+    assert canonical_bytes(dict(items)) == canonical_bytes(value)
+
+
+def test_canonical_refuses_floats() -> None:
+    """Signed documents hold no floats (money is integer minor units)."""
+    with pytest.raises(ReceiptError) as err:
+        canonical_bytes({"amount": 1.5})
+    assert err.value.code == "RECEIPT_UNSIGNABLE"
+
+
+def _log(n: int) -> ReceiptLog:
+    log = ReceiptLog()
+    for i in range(n):
+        log.append(_determination(b"r%d" % i), KEY)
+    return log
+
+
+def test_chain_links_each_receipt_to_the_previous_head() -> None:
+    """Each receipt's previous is the id of the one before it; the report names the head."""
+    log = _log(3)
+    receipts = list(log)
+    assert receipts[0].previous is None
+    assert receipts[1].previous == receipts[0].receipt_id
+    assert receipts[2].previous == receipts[1].receipt_id
+    report = verify_chain(log.lines(), KEY.keyid, expected_head=receipts[2].receipt_id)
+    assert report.count == 3 and report.head == receipts[2].head
+
+
+def test_truncation_is_detected_against_a_pinned_head() -> None:
+    """A log cut short verifies on its own, but not against the head pinned before the cut."""
+    log = _log(3)
+    head = log.receipts[-1].receipt_id
+    verify_chain(log.lines()[:2], KEY.keyid)
+    with pytest.raises(ReceiptError) as err:
+        verify_chain(log.lines()[:2], KEY.keyid, expected_head=head)
+    assert err.value.code == "RECEIPT_CHAIN_BROKEN"
+
+
+def test_insertion_is_detected() -> None:
+    """A receipt inserted from another log breaks the chain."""
+    log, other = _log(2), _log(3)
+    lines = log.lines()
+    lines.insert(1, other.lines()[1])
+    with pytest.raises(ReceiptError) as err:
+        verify_chain(lines, KEY.keyid)
+    assert err.value.code == "RECEIPT_CHAIN_BROKEN"
+
+
+def test_supersession_rules() -> None:
+    """A receipt supersedes only an earlier one on its log, and each at most once."""
+    log = _log(1)
+    first = log.receipts[0]
+    with pytest.raises(ReceiptError):
+        log.append(_determination(), KEY, supersedes="sha256:" + "0" * 64)
+    second = log.append(_determination(b"fixed"), KEY, supersedes=first.receipt_id)
+    assert second.supersedes == first.receipt_id
+    log.append(_determination(b"again"), KEY, supersedes=first.receipt_id)  # a fork
+    with pytest.raises(ReceiptError) as err:
+        verify_chain(log.lines(), KEY.keyid)
+    assert "already superseded" in err.value.message
+
+
+def test_chain_of_other_signers_is_refused() -> None:
+    """Every receipt of a log must be signed by the pinned key."""
+    lines = _log(1).lines()
+    lines.append(issue(_determination(), ATTACKER, _log(1).receipts[0].head).to_bytes())
+    with pytest.raises(ReceiptError):
+        verify_chain(lines, KEY.keyid)
+
+
+def test_public_key_text_forms() -> None:
+    """A public key file may be PEM or 64 hex characters; both give the same key."""
+    assert VerifyingKey.from_text(KEY.public_key.to_pem()) == KEY.public_key
+    assert VerifyingKey.from_text(KEY.public_key.raw.hex().encode()) == KEY.public_key
+    with pytest.raises(ReceiptError):
+        VerifyingKey.from_text(b"not a key")
+
+
+def test_private_key_round_trips_through_pem() -> None:
+    """A key written as PKCS#8 PEM loads back to the same signer."""
+    assert SigningKey.from_pem(KEY.to_pem()).keyid == KEY.keyid
+
+
+def test_securesystemslib_verifies_an_adjudge_envelope() -> None:
+    """Interop: securesystemslib's own DSSE implementation verifies adjudge's envelope."""
+    theirs = SslibEnvelope.from_dict(json.loads(RECEIPT.to_bytes()))
+    assert theirs.pae() == pae(RECEIPT.envelope.payload_type, RECEIPT.envelope.payload)
+    key = SSlibKey.from_crypto(
+        Ed25519PublicKey.from_public_bytes(KEY.public_key.raw), keyid=KEY.keyid
+    )
+    accepted = theirs.verify([key], 1)
+    assert set(accepted) == {KEY.keyid}
+    assert base64.b64decode(json.loads(RECEIPT.to_bytes())["payload"]) == theirs.payload
+
+
+def test_a_hand_built_determination_cannot_exist_invalid() -> None:
+    """Built around determine(), a PASS without its proof, or a verdict that does not follow from
+    the checks, is refused at construction — so it can never be signed."""
+    with pytest.raises(ReceiptError) as err:
+        Determination(
+            content_digest(b"x"),
+            (Check("auto-check", Verdict.PASS, Authority.DETERMINISTIC),),
+            TrustPolicy(),
+            Verdict.PASS,
+            NOW,
+        )
+    assert err.value.code == "INTEGRITY_PROOF_REQUIRED"
+    with pytest.raises(CriteriaError) as bad:
+        Determination(
+            content_digest(b"x"),
+            (Check("auto-check", Verdict.FAIL, Authority.DETERMINISTIC),),
+            TrustPolicy(),
+            Verdict.NOT_RUN,
+            NOW,
+        )
+    assert bad.value.code == "DETERMINATION_INVALID"
+
+
+ascii_json = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**53) + 1, 2**53 - 1)
+    | st.text(st.characters(max_codepoint=127)),
+    lambda children: (
+        st.lists(children) | st.dictionaries(st.text(st.characters(max_codepoint=127)), children)
+    ),
+    max_leaves=25,
+)
+
+
+@settings(deadline=None)  # speed is not the property under test; machines vary
+@given(ascii_json | json_values)
+def test_canonical_bytes_are_rfc8785(value: Any) -> None:
+    """The fast path and the rfc8785 package agree byte for byte, control characters included."""
+    assert canonical_bytes(value) == rfc8785.dumps(value)
+    assert parse_exact(canonical_bytes(value)) == value
+
+
+def test_verification_needs_no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Offline means offline: with sockets disabled, issuing and verifying still work."""
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("verification tried to open a socket")
+
+    monkeypatch.setattr(socket, "socket", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    log = _log(3)
+    assert verify_chain(log.lines(), KEY.keyid).count == 3
+    assert verify(log.receipts[0].to_bytes(), KEY.keyid).sequence == 0
+
+
+def test_non_ascii_receipts_round_trip() -> None:
+    """A statement with non-ASCII text takes the rfc8785 path and still verifies."""
+    text = b"r\xc3\xa9sum\xc3\xa9"
+    checks = [
+        oracle.integrity(text, content_digest(text)),
+        Check("revue — 検証", Verdict.PASS, Authority.HUMAN, reason="looks right 👍"),
+    ]
+    receipt = issue(determine(content_digest(text), checks, now=NOW), KEY)
+    assert not receipt.envelope.payload.isascii()
+    assert receipt.envelope.payload == rfc8785.dumps(json.loads(receipt.envelope.payload))
+    assert verify(receipt.to_bytes(), KEY.keyid).verdict is Verdict.PASS
+
+
+def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    found = [prefix]
+    if isinstance(value, dict):
+        for k, v in value.items():
+            found += _paths(v, (*prefix, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            found += _paths(v, (*prefix, i))
+    return found
+
+
+STATEMENT = json.loads(RECEIPT.envelope.payload)
+STATEMENT_PATHS = _paths(STATEMENT)[1:]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(STATEMENT_PATHS), json_values | st.just("<delete>"))
+def test_any_signed_statement_edit_is_refused_cleanly(path: tuple[Any, ...], new: Any) -> None:
+    """Any field of a statement replaced (or deleted), then correctly signed: verification either
+    accepts a still-coherent receipt or refuses with a ReceiptError — it never crashes."""
+    body = json.loads(json.dumps(STATEMENT))
+    parent = body
+    for step in path[:-1]:
+        parent = parent[step]
+    if new == "<delete>":
+        del parent[path[-1]]
+    else:
+        parent[path[-1]] = new
+    try:
+        signed = _signed(body)
+    except ReceiptError:
+        return  # not even signable (an integer out of range): nothing to verify
+    try:
+        receipt = verify(signed, KEY.keyid)
+    except ReceiptError:
+        return
+    # Accepted: then a PASS still carries its deterministic integrity proof for its subject.
+    if receipt.verdict is Verdict.PASS:
+        assert any(
+            c["authority"] == "deterministic"
+            and c["verdict"] == "PASS"
+            and c.get("observable") == "evidence.content-digest"
+            and c.get("expression") == f'(= result "{receipt.subject_digest}")'
+            for c in receipt.predicate["checks"]
+        )
+
+
+def test_base64_must_be_canonical() -> None:
+    """Stray padding bits or missing padding in the envelope's base64 are refused."""
+    data = json.loads(RECEIPT.to_bytes())
+    sig = data["signatures"][0]["sig"]  # 64 bytes: ends in one data char and "=="
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+    last = sig[-3]
+    stray = alphabet[alphabet.index(last) ^ 1]  # same decoded byte, different unused bits
+    for bad in (sig[:-3] + stray + "==", sig.rstrip("=")):
+        data["signatures"][0]["sig"] = bad
+        with pytest.raises(ReceiptError) as err:
+            Envelope.from_dict(json.loads(json.dumps(data)))
+        assert err.value.code == "RECEIPT_MALFORMED"
