@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from adjudge.errors import Error, TransitionError
+from adjudge.kernel import rails
 from adjudge.market.effects import AgentPenalized, Effect, VerdictReached
 from adjudge.market.events import (
     Accept,
@@ -215,6 +216,7 @@ def _review(task: Task, event: Review, ctx: Context) -> Outcome:
             code="NOT_MANUAL_MODE",
         )
     _need_status(task, Status.SUBMITTED, "reviewed")
+    _rail_no_self_verification(task, event.actor)
     _need_reasons(event.reasons, MAX_REVIEW_REASONS)
     return _judge(
         task,
@@ -228,8 +230,7 @@ def _review(task: Task, event: Review, ctx: Context) -> Outcome:
 
 
 def _verifier_verdict(task: Task, event: VerifierVerdict, ctx: Context) -> Outcome:
-    if event.actor == task.agent:
-        raise Error("An agent never judges its own work.", code="SELF_VERIFICATION")
+    _rail_no_self_verification(task, event.actor)
     if task.mode is not Mode.AGENT:
         raise TransitionError(
             "Only agent-review tasks take a verifier's verdict.", code="NOT_AGENT_MODE"
@@ -405,6 +406,24 @@ def _refund(task: Task, ctx: Context, ending: Ending) -> Outcome:
     refund = Transfer(escrow_account(task.id), wallet_account(task.poster), task.reward, "refund")
     done = replace(task, status=Status.CANCELLED, ending=ending, closed_at=ctx.now)
     return Outcome(done, (refund,))
+
+
+def _rail_no_self_verification(task: Task, judge: str) -> None:
+    """The kernel's first rail: only a named actor who never claimed the task may conclude it.
+
+    The task's current cycle is its latest submission; the agent claimed it in every cycle. A
+    task nobody holds has nothing to judge: the state checks refuse it instead.
+    """
+    if task.agent is None:
+        return
+    cycle = task.attempts
+    refusal = rails.no_self_verification(
+        [rails.Claim(task.agent, cycle)], [rails.Verification(judge, cycle)], current_cycle=cycle
+    )
+    if refusal is not None:
+        raise Error(
+            f"An agent never judges its own work ({refusal.reason}).", code="SELF_VERIFICATION"
+        )
 
 
 def _need_status(task: Task, allowed: Status | Sequence[Status], doing: str) -> None:
