@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from adjudge import Error
+from adjudge.service import Marketplace
 from adjudge.service.marketplace import Idempotency
 from adjudge.store import Store
 from support.harness import FUNDS, Harness, make_harness
@@ -299,3 +300,26 @@ def test_concurrent_retries_with_one_key_pay_once(store: Store) -> None:
     assert results == [200] * 8
     assert h.balance("wallet:ann") == FUNDS + 1_800_000
     assert len(h.ok("pat", "GET", f"/tasks/{tid}")["verdicts"]) == 1
+
+
+def test_two_services_on_one_database_pay_once(store: Store) -> None:
+    """Two services with their own connection pools (as two processes) race on every task."""
+    h = make_harness(store)
+    other = Marketplace(Store(store.url), clock=h.clock, checker=h.market.checker)
+    tids = [h.post("auto") for _ in range(4)]
+    for tid in tids:
+        h.ok("ann", "POST", f"/tasks/{tid}/accept")
+        h.ok("ann", "POST", f"/tasks/{tid}/submissions", {"result": GOOD})
+    ann = h.market.authenticate(h.keys["ann"])
+    for tid in tids:
+        markets = iter([h.market, other] * 4)
+        results = _race(
+            8,
+            lambda m=markets, t=tid: (
+                next(m).finalize(ann, t, idem=None, render=lambda *a: "ok").status
+            ),
+        )
+        assert sorted(map(str, results)) == ["200"] + ["ILLEGAL_TRANSITION"] * 7
+    other.store.dispose()
+    assert h.balance("wallet:ann") == FUNDS + 4 * 1_800_000
+    assert h.ok("root", "GET", "/receipts/head")["seq"] == 4
