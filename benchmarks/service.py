@@ -172,6 +172,8 @@ def main() -> None:
             str(port),
             "--threads",
             str(args.threads),
+            "--signing-key",
+            str(Path(tmp.name) / "signing-key.pem"),
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

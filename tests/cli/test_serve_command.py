@@ -23,7 +23,9 @@ def test_serve_demo_on_loopback(tmp_path: Path) -> None:
     """The demo prints keys; the poster's key lists the demo tasks; a second seed is refused."""
     port = _free_port()
     db = f"sqlite:///{tmp_path / 'demo.db'}"
+    key = str(tmp_path / "signing-key.pem")
     cmd = [sys.executable, "-m", "adjudge.cli", "serve", "--demo", "--db", db, "--port", str(port)]
+    cmd += ["--signing-key", key]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
@@ -36,9 +38,10 @@ def test_serve_demo_on_loopback(tmp_path: Path) -> None:
             if "serving" in line:
                 break
         out = "".join(lines)
-        key = re.search(r"^  pat\s+(\S+)", out, re.M)
-        assert key, out
-        headers = {"Authorization": f"Bearer {key.group(1)}"}
+        pat = re.search(r"^  pat\s+(\S+)", out, re.M)
+        assert pat, out
+        assert "Receipts are signed by key" in out and Path(key).exists()
+        headers = {"Authorization": f"Bearer {pat.group(1)}"}
         for _ in range(100):
             try:
                 r = httpx.get(f"http://127.0.0.1:{port}/api/v1/tasks", headers=headers)

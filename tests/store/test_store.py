@@ -74,8 +74,8 @@ def test_receipts_chain(store: Store) -> None:
     _seed(store)
     issuer = FakeIssuer()
     with store.write() as tx:
-        first = tx.append_receipt({"n": 1}, issuer, task_id="t1", at=T0)
-        second = tx.append_receipt({"n": 2}, issuer, task_id="t1", at=T0)
+        first = tx.append_receipt({"n": 1}, issuer, result=None, task_id="t1", at=T0)  # type: ignore[arg-type]
+        second = tx.append_receipt({"n": 2}, issuer, result=None, task_id="t1", at=T0)  # type: ignore[arg-type]
     assert first.previous is None and second.previous == first.digest
     with store.read() as tx:
         assert tx.head() == (2, second.digest)

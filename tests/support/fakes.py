@@ -33,9 +33,12 @@ class FakeChecker:
 class FakeIssuer:
     """Chains receipts by sha256 over sorted-key JSON; unsigned."""
 
-    def issue(self, statement: Mapping[str, Any], previous: str | None) -> Mapping[str, Any]:
+    def issue(
+        self, verdict: Any, result: str | None, previous: tuple[str, int] | None
+    ) -> Mapping[str, Any]:
         """A receipt naming the previous digest."""
-        body = {"statement": dict(statement), "previous": previous}
+        statement = verdict.statement() if hasattr(verdict, "statement") else dict(verdict)
+        body = {"statement": statement, "previous": previous[0] if previous else None}
         digest = "sha256:" + hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
         return {**body, "digest": digest}
 

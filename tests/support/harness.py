@@ -8,6 +8,7 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
+from adjudge.market import ReceiptIssuer
 from adjudge.service import Marketplace, create_app
 from adjudge.store import Store
 from support.fakes import FakeChecker, FakeClock, FakeIssuer
@@ -96,14 +97,16 @@ class Harness:
         return timedelta(days=1)
 
 
-def make_harness(store: Store, *, real_checker: bool = False) -> Harness:
+def make_harness(
+    store: Store, *, real_checker: bool = False, issuer: ReceiptIssuer | None = None
+) -> Harness:
     """A harness over ``store`` (already migrated) with every account funded.
 
     The checker is a fake unless ``real_checker`` asks for the auto check itself.
     """
     clock = FakeClock()
     checker = None if real_checker else FakeChecker()
-    market = Marketplace(store, clock=clock, checker=checker, issuer=FakeIssuer())
+    market = Marketplace(store, clock=clock, checker=checker, issuer=issuer or FakeIssuer())
     harness = Harness(market, TestClient(create_app(market)), clock)
     for name, (roles, opt_in) in ACCOUNTS.items():
         _, key = market.create_account(name, roles, opt_in=opt_in)

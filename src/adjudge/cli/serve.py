@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -27,6 +28,10 @@ def serve(
     fee_bps: Annotated[
         int, typer.Option(help="Platform fee in basis points, read at each payout (max 3000).")
     ] = 1000,
+    signing_key: Annotated[
+        Path,
+        typer.Option(help="PEM file of the Ed25519 key that signs receipts (made if missing)."),
+    ] = Path("adjudge-signing-key.pem"),
     threads: Annotated[
         int, typer.Option(help="Threads running requests (0: the default, 40).")
     ] = 0,
@@ -41,13 +46,22 @@ def serve(
     # Imported here so the rest of the CLI starts without loading the web stack.
     import uvicorn  # noqa: PLC0415
 
+    from adjudge.receipts import SigningKey  # noqa: PLC0415
     from adjudge.service import Marketplace, Settings, create_app  # noqa: PLC0415
+    from adjudge.service.wiring import SignedReceipts  # noqa: PLC0415
     from adjudge.store import Store  # noqa: PLC0415
 
     try:
+        if signing_key.exists():
+            key = SigningKey.from_pem(signing_key.read_bytes())
+        else:
+            key = SigningKey.generate()
+            signing_key.touch(mode=0o600)
+            signing_key.write_bytes(key.to_pem())
+            typer.echo(f"Made a receipt signing key: {signing_key}")
         store = Store(db)
         store.migrate()
-        market = Marketplace(store, settings=Settings(fee_bps=fee_bps))
+        market = Marketplace(store, settings=Settings(fee_bps=fee_bps), issuer=SignedReceipts(key))
     except Error as exc:
         typer.echo(f"{exc.code}: {exc.message}", err=True)
         raise typer.Exit(2) from exc
@@ -56,6 +70,7 @@ def serve(
         _seed_demo(market, base)
     else:
         _bootstrap_admin(market)
+    typer.echo(f"Receipts are signed by key {key.keyid}")
     typer.echo(f"adjudge serving {base}/api/v1 on {store.dialect}; API docs at {base}/docs")
 
     if threads <= 0:

@@ -28,6 +28,7 @@ class VerdictReached:
     result_digest: str | None
     at: datetime
     detail: Mapping[str, Any] = field(default_factory=dict)
+    verifier_key: str | None = None  # the named verifier's key, for agent review
 
     def statement(self) -> dict[str, Any]:
         """The determination as plain JSON data (money-free; integers and strings only)."""

@@ -124,6 +124,7 @@ def post(task_id: str, draft: Draft, ctx: Context) -> Outcome:
         deadline=draft.deadline,
         criteria=dict(draft.criteria),
         verifier=verifier,
+        verifier_key=draft.verifier_key if mode is Mode.AGENT else None,
         private=draft.private,
     )
     fund = Transfer(wallet_account(draft.poster), escrow_account(task_id), reward, "fund")
@@ -381,6 +382,7 @@ def _judge(
         result_digest=task.result_digest,
         at=ctx.now,
         detail=detail or {},
+        verifier_key=task.verifier_key if authority == "verifier" else None,
     )
     if passed:
         paid = _pay(task, ctx, Ending.PAID_ON_PASS)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from adjudge.errors import Error
+from adjudge.market.effects import VerdictReached
 
 
 @dataclass(frozen=True)
@@ -36,8 +37,15 @@ class Checker(Protocol):
 
 
 class ReceiptIssuer(Protocol):
-    """Signs a determination into a receipt chained after ``previous`` (None for the first)."""
+    """Turns a verdict into a receipt appended after the log's head."""
 
-    def issue(self, statement: Mapping[str, Any], previous: str | None) -> Mapping[str, Any]:
-        """The receipt for ``statement``; it must carry its own ``digest`` for the next link."""
+    def issue(
+        self, verdict: VerdictReached, result: str | None, previous: tuple[str, int] | None
+    ) -> Mapping[str, Any]:
+        """The receipt for ``verdict`` over the stored ``result``.
+
+        ``previous`` is the id and sequence number (from 0) of the log's last receipt, None for
+        the first. The receipt must carry its own id as ``digest``: the next one names it.
+        Raises :class:`adjudge.Error` when the verdict cannot be proven (nothing is written).
+        """
         ...

@@ -60,7 +60,9 @@ def digest_of(result: str) -> str:
 class Draft:
     """What a poster sends to post a task, already parsed from the wire.
 
-    ``verifier_opted_in`` is looked up by the caller (the market reads no directory).
+    ``verifier_opted_in`` and ``verifier_key`` (the fingerprint of the verifier's public key,
+    which the task's trust policy will name) are looked up by the caller (the market reads no
+    directory).
     """
 
     poster: str
@@ -70,6 +72,7 @@ class Draft:
     criteria: Mapping[str, Any] = field(default_factory=dict)
     verifier: str | None = None
     verifier_opted_in: bool = False
+    verifier_key: str | None = None
     private: bool = False
 
 
@@ -85,6 +88,7 @@ class Task:
     deadline: datetime
     criteria: Mapping[str, Any] = field(default_factory=dict)
     verifier: str | None = None
+    verifier_key: str | None = None  # the named verifier's key fingerprint, fixed at posting
     private: bool = False
     status: Status = Status.FUNDED
     agent: str | None = None

@@ -78,6 +78,12 @@ class NewAccount(BaseModel):
     id: str = Field(min_length=1, max_length=64)
     roles: list[str] = Field(min_length=1)
     verifier_opt_in: bool = False
+    verifier_public_key: str | None = Field(
+        default=None,
+        max_length=100,
+        description="A verifier's Ed25519 public key (base64, raw 32 bytes); without it a new "
+        "key pair is made and its private key returned once.",
+    )
 
 
 class Deposit(BaseModel):
@@ -174,8 +180,16 @@ def create_account(*, body: NewAccount, who: Caller, market: Market) -> dict[str
     """Create an account (admin). The API key is returned once and never stored."""
     if "admin" not in who.roles:
         raise Error("Only an admin creates accounts.", code="ROLE_REQUIRED")
-    account, key = market.create_account(body.id, body.roles, opt_in=body.verifier_opt_in)
-    return {"account": account_view(account), "api_key": key}
+    account, key, private = market.create_account_with_keys(
+        body.id,
+        body.roles,
+        opt_in=body.verifier_opt_in,
+        verifier_public_key=body.verifier_public_key,
+    )
+    made: dict[str, Any] = {"account": account_view(account), "api_key": key}
+    if private is not None:
+        made["verifier_private_key"] = private
+    return made
 
 
 @router.get("/accounts/me", tags=["accounts"])
@@ -446,7 +460,7 @@ def dry_run(*, task_id: str, body: SubmitResult, who: Caller, market: Market) ->
 def receipts_head(*, who: Caller, market: Market) -> dict[str, Any]:
     """The receipt log's length and the digest of its last receipt."""
     seq, digest = market.read(lambda tx: tx.head())
-    return {"seq": seq, "digest": digest}
+    return {"seq": seq, "digest": digest, "key": getattr(market.issuer, "fingerprint", None)}
 
 
 @router.get("/receipts/{receipt_id}", tags=["receipts"])
@@ -460,6 +474,24 @@ def receipt(*, receipt_id: str, who: Caller, market: Market) -> dict[str, Any]:
         if found.task_id:
             _may_see(market, tx, found.task_id, who)
         return receipt_view(found)
+
+    return market.read(run)
+
+
+@router.get("/receipts/{receipt_id}/envelope", tags=["receipts"])
+def receipt_envelope(*, receipt_id: str, who: Caller, market: Market) -> dict[str, Any]:
+    """The signed envelope alone, to save and check with ``adjudge receipt verify``."""
+
+    def run(tx: Transaction) -> dict[str, Any]:
+        found = tx.receipt(receipt_id)
+        if found is None:
+            raise Error(f"No receipt {receipt_id}.", code="RECEIPT_NOT_FOUND")
+        if found.task_id:
+            _may_see(market, tx, found.task_id, who)
+        envelope = found.body.get("envelope")
+        if not isinstance(envelope, dict):
+            raise Error("This receipt is not signed.", code="RECEIPT_NOT_FOUND")
+        return envelope
 
     return market.read(run)
 

@@ -43,6 +43,7 @@ STATUS: dict[str, int] = {
     "CONCURRENT_UPDATE": 409,
     "RESULT_DIGEST_MISMATCH": 409,
     "NO_CRITERIA": 409,
+    "VERDICT_UNPROVABLE": 409,
     # 405: the route exists, the method does not
     "METHOD_NOT_ALLOWED": 405,
     # 503: the database failed; nothing was written

@@ -55,6 +55,7 @@ from adjudge.market import (
     step,
     wallet_account,
 )
+from adjudge.receipts import SigningKey, VerifyingKey
 from adjudge.service.clock import Clock, SystemClock
 from adjudge.service.wiring import default_checker, default_issuer
 from adjudge.store import Account, ConcurrentUpdate, Store, StoredTask, Submission, Transaction
@@ -159,7 +160,38 @@ class Marketplace:
         self, account_id: str, roles: Iterable[str], *, opt_in: bool = False
     ) -> tuple[Account, str]:
         """Create an account and return it with its new API key (shown only this once)."""
+        account, api_key, _ = self.create_account_with_keys(account_id, roles, opt_in=opt_in)
+        return account, api_key
+
+    def create_account_with_keys(
+        self,
+        account_id: str,
+        roles: Iterable[str],
+        *,
+        opt_in: bool = False,
+        verifier_public_key: str | None = None,
+    ) -> tuple[Account, str, str | None]:
+        """Create an account; returns it, its API key, and a new verifier's private key (PEM).
+
+        A verifier is known in receipts by its Ed25519 key: send its public key (base64 of the
+        raw 32 bytes), or get a new key pair whose private half is returned once, never stored.
+        """
         roles = frozenset(roles)
+        private_pem: str | None = None
+        verifier_key: str | None = None
+        if "verifier" in roles:
+            if verifier_public_key:
+                try:
+                    verifier_key = VerifyingKey.from_base64(verifier_public_key).keyid
+                except Error as exc:
+                    raise Error(
+                        "verifier_public_key must be base64 of a raw 32-byte Ed25519 key.",
+                        code="INVALID_REQUEST",
+                    ) from exc
+            else:
+                pair = SigningKey.generate()
+                verifier_key = pair.keyid
+                private_pem = pair.to_pem().decode("ascii")
         if not _ACCOUNT_ID.match(account_id):
             raise Error(
                 "An account id is 1-64 lowercase letters, digits, '_' or '-'.",
@@ -173,11 +205,16 @@ class Marketplace:
         account = self._retry(
             lambda: self._write(
                 lambda tx: tx.create_account(
-                    account_id, roles, api_key, opt_in=opt_in, at=self.clock.now()
+                    account_id,
+                    roles,
+                    api_key,
+                    opt_in=opt_in,
+                    at=self.clock.now(),
+                    verifier_key=verifier_key,
                 )
             )
         )
-        return account, api_key
+        return account, api_key, private_pem
 
     def set_opt_in(self, account: Account, opt_in: bool) -> Account:
         """Turn "take verification jobs" on or off for a verifier."""
@@ -229,9 +266,11 @@ class Marketplace:
 
         def run(tx: Transaction) -> Response:
             opted_in = False
+            verifier_key = None
             if verifier:
                 named = tx.account(verifier)
                 opted_in = bool(named and "verifier" in named.roles and named.verifier_opt_in)
+                verifier_key = named.verifier_key if named else None
             draft = Draft(
                 poster=account.id,
                 reward=reward,
@@ -240,6 +279,7 @@ class Marketplace:
                 criteria=criteria,
                 verifier=verifier,
                 verifier_opted_in=opted_in,
+                verifier_key=verifier_key,
                 private=private,
             )
             ctx = self.context()
@@ -480,8 +520,13 @@ class Marketplace:
         tx.transfer(_transfers(out), task_id=out.task.id, at=now)
         for effect in out.effects:
             if isinstance(effect, VerdictReached):
+                sub = tx.submission(effect.task_id, effect.attempt)
                 receipt = tx.append_receipt(
-                    effect.statement(), self.issuer, task_id=effect.task_id, at=now
+                    effect,
+                    self.issuer,
+                    result=sub.result if sub else None,
+                    task_id=effect.task_id,
+                    at=now,
                 )
                 tx.add_verdict(effect, receipt.id)
             elif isinstance(effect, AgentPenalized):

@@ -115,6 +115,7 @@ def account_view(a: Account, tx: Transaction | None = None) -> dict[str, Any]:
         "id": a.id,
         "roles": sorted(a.roles),
         "verifier_opt_in": a.verifier_opt_in,
+        "verifier_key": a.verifier_key,
         "reputation": a.record.reputation,
         "disputes": a.record.disputes,
     }

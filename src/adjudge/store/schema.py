@@ -67,6 +67,7 @@ accounts = Table(
     Column("roles", JSON, nullable=False),  # a list of poster / agent / verifier / admin
     Column("key_hash", String(71), nullable=False, unique=True),  # sha256:<hex> of the API key
     Column("verifier_opt_in", Boolean, nullable=False, default=False),
+    Column("verifier_key", String(64), nullable=True),  # fingerprint of a verifier's public key
     Column("reputation", Integer, nullable=False),
     Column("disputes", Integer, nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
@@ -99,6 +100,7 @@ tasks = Table(
     Column("poster", String(64), ForeignKey("accounts.id"), nullable=False, index=True),
     Column("agent", String(64), ForeignKey("accounts.id"), nullable=True, index=True),
     Column("verifier", String(64), ForeignKey("accounts.id"), nullable=True, index=True),
+    Column("verifier_key", String(64), nullable=True),
     Column("mode", String(16), nullable=False),
     Column("status", String(32), nullable=False, index=True),
     Column("reward", BigInteger, nullable=False),

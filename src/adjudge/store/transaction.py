@@ -48,6 +48,7 @@ class Account:
     verifier_opt_in: bool
     record: AgentRecord
     created_at: datetime
+    verifier_key: str | None = None
 
 
 @dataclass(frozen=True)
@@ -110,7 +111,14 @@ class Transaction:
     # --- accounts ---------------------------------------------------------------------------
 
     def create_account(
-        self, account_id: str, roles: Iterable[str], api_key: str, *, opt_in: bool, at: datetime
+        self,
+        account_id: str,
+        roles: Iterable[str],
+        api_key: str,
+        *,
+        opt_in: bool,
+        at: datetime,
+        verifier_key: str | None = None,
     ) -> Account:
         """Add an account; ``ACCOUNT_EXISTS`` if the id is taken."""
         record = AgentRecord()
@@ -122,6 +130,7 @@ class Transaction:
                 roles=sorted(set(roles)),
                 key_hash=key_hash(api_key),
                 verifier_opt_in=opt_in,
+                verifier_key=verifier_key,
                 reputation=record.reputation,
                 disputes=record.disputes,
                 created_at=at,
@@ -371,19 +380,21 @@ class Transaction:
 
     def append_receipt(
         self,
-        statement: Mapping[str, Any],
+        verdict: VerdictReached,
         issuer: ReceiptIssuer,
         *,
+        result: str | None,
         task_id: str | None,
         at: datetime,
     ) -> StoredReceipt:
-        """Issue a receipt for ``statement`` after the chain's head and append it.
+        """Issue the receipt of ``verdict`` after the chain's head and append it.
 
         The head row is locked for the rest of the transaction, so concurrent appends queue
         instead of forking the chain.
         """
         head = self.conn.execute(_HEAD_FOR_UPDATE).one()
-        body = dict(issuer.issue(statement, head.digest))
+        previous = (head.digest, head.seq - 1) if head.digest is not None else None
+        body = dict(issuer.issue(verdict, result, previous))
         digest = body.get("digest")
         if not isinstance(digest, str):
             raise StorageError("The receipt issuer returned a receipt without a digest.")
@@ -560,6 +571,7 @@ def _account(m: RowMapping) -> Account:
         verifier_opt_in=bool(m["verifier_opt_in"]),
         record=AgentRecord(reputation=m["reputation"], disputes=m["disputes"]),
         created_at=m["created_at"],
+        verifier_key=m["verifier_key"],
     )
 
 
@@ -567,6 +579,7 @@ _TASK_FIELDS = (
     "poster",
     "agent",
     "verifier",
+    "verifier_key",
     "reward",
     "posted_at",
     "deadline",
