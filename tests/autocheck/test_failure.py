@@ -7,6 +7,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from adjudge.autocheck import _unicode_tables as tables
 from adjudge.autocheck.failure import NEUTRAL_PATTERNS, REFUSAL_PATTERNS, fast_form, scan
 
 FRAGMENTS = [
@@ -86,3 +87,11 @@ def test_screens_never_hide_a_match() -> None:
     for text, (refusal, neutral) in samples.items():
         found = scan(text)
         assert (found.refusal, found.neutral) == (refusal, neutral), text
+
+
+def test_emoji_blocks_hold_no_table_character() -> None:
+    """The fast path of has_astral_in assumes U+1F201–U+1FAFF is in none of the Unicode tables."""
+    every = re.compile(
+        f"[{tables.FORMAT_ASTRAL}{tables.MARK_ASTRAL}{tables.CJK_ASTRAL}{tables.NUMBER_ASTRAL}]"
+    )
+    assert not any(every.match(chr(cp)) for cp in range(0x1F201, 0x1FB00))

@@ -204,7 +204,9 @@ def auto_check(result: object, criteria: Mapping[str, Any] | Criteria) -> Verifi
     ):
         return _hard_fail(REASON_EXCUSE)
 
-    ctx = Context(output, visible, regex_matched, lang.refusal or lang.neutral)  # (9)
+    # Without a disclosure section or a scan window, the folded deliverable is the folded result.
+    folded = scan_text if not split.disclosed and len(visible) <= SCAN_WINDOW else None
+    ctx = Context(output, visible, regex_matched, lang.refusal or lang.neutral, folded)  # (9)
     return _score(rules_for(c, ctx), c.threshold)
 
 

@@ -36,6 +36,9 @@ def split_disclosure(text: str) -> Split:
 
     Text without a section comes back unchanged with ``disclosed`` false.
     """
+    lowered = text.lower()
+    if "not done" not in lowered and "assumptions" not in lowered:
+        return Split(text, False)  # every heading form names one of them
     parts: list[str] = []
     pos = 0
     search_from = 0

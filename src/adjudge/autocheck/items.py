@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property, lru_cache
 
 from adjudge.autocheck.answer import is_short, score_expected_answer
 from adjudge.autocheck.criteria import Criteria
@@ -21,7 +22,7 @@ DEFAULT_MIN_CONTENT_CHARS = 20
 MIN_KEYWORD_CONTEXT_WORDS = 30
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Context:
     """What the items read besides the criteria: the full result and the deliverable."""
 
@@ -29,6 +30,19 @@ class Context:
     visible: str  # the deliverable: canonical, disclosure removed, one line
     regex_matched: bool | None  # the regex_pattern outcome, already run in step 1
     failure_language: bool  # any refusal or neutral failure wording in the deliverable
+    #: ``phrase_text(output)`` when the pipeline already has it (no disclosure section and no
+    #: scan window, so the folded deliverable is the folded result), else None.
+    folded_output: str | None = None
+
+    @cached_property
+    def lower_output(self) -> str:
+        """The full result lowercased, as keyword and rubric matching read it."""
+        return self.output.lower()
+
+    @cached_property
+    def phrase_output(self) -> str:
+        """The full result as forbidden phrases are looked for in it."""
+        return self.folded_output if self.folded_output is not None else phrase_text(self.output)
 
 
 Note = Callable[[str], None]
@@ -47,7 +61,7 @@ class Rule:
 def _required_fields(c: Criteria, ctx: Context) -> list[Rule]:
     if not c.required_fields:
         return []
-    scorer = has_fields(c.required_fields)
+    scorer = _has_fields(c.required_fields)
     return [Rule("required_fields", 2, True, lambda _note: scorer(ctx.output))]
 
 
@@ -72,7 +86,7 @@ def _contains_keywords(c: Criteria, ctx: Context) -> list[Rule]:
                     f"only {context} words besides the keywords (need {MIN_KEYWORD_CONTEXT_WORDS})"
                 )
                 return 0.0
-        lower = ctx.output.lower()
+        lower = ctx.lower_output
         return sum(1 for k in keywords if k.lower() in lower) / len(keywords)
 
     return [Rule("contains_keywords", 1.5, True, score)]
@@ -91,12 +105,12 @@ def _max_length(c: Criteria, ctx: Context) -> list[Rule]:
 
 
 def _forbidden_phrases(c: Criteria, ctx: Context) -> list[Rule]:
-    phrases = [p for p in map(phrase_text, c.forbidden_phrases or ()) if p]
+    phrases = _folded_phrases(c.forbidden_phrases or ())
     if not phrases:
         return []
 
     def score(_note: Note) -> float:
-        folded = phrase_text(ctx.output).lower()
+        folded = ctx.phrase_output.lower()
         return 0.0 if any(p.lower() in folded for p in phrases) else 1.0
 
     return [Rule("forbidden_phrases", 2, True, score)]
@@ -148,13 +162,22 @@ def _rubric(c: Criteria, ctx: Context) -> list[Rule]:
         ) -> float:
             if not keywords:
                 return 0.5  # an item with no keywords scores a flat 0.5
-            lower = ctx.output.lower()
+            lower = ctx.lower_output
             hits = sum(1 for k in keywords if k.lower() in lower)
             return min(1.0, hits / max(1, min_mentions or 1))
 
         weight = 1 if item.weight is None else item.weight
         rules.append(Rule(f"rubric_{item.criterion}", weight, False, score))
     return rules
+
+
+# Criteria repeat across checks (a task's rules, a batch's few rule sets): build each scorer once.
+_has_fields = lru_cache(maxsize=256)(has_fields)
+
+
+@lru_cache(maxsize=256)
+def _folded_phrases(raw: tuple[str, ...]) -> list[str]:
+    return [p for p in map(phrase_text, raw) if p]
 
 
 # The table: criteria field → the items it adds, in the reference's order.

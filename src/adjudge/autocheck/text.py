@@ -51,9 +51,16 @@ _MARK_ASTRAL = re.compile(f"[{MARK_ASTRAL}]")
 _CJK_ASTRAL = re.compile(f"[{CJK_ASTRAL}]")
 
 
+# The emoji blocks U+1F201–U+1FAFF hold no character of any table (a test keeps it so): text
+# whose only astral characters are emoji never needs the slow classes.
+_TABLE_ASTRAL = re.compile("[\U00010000-\U0001f200\U0001fb00-\U0010ffff]")
+
+
 def has_astral_in(text: str, cls: re.Pattern[str]) -> bool:
     """Whether ``text`` has an astral character in ``cls`` (only its astral ones are tested)."""
-    return not text.isascii() and any(cls.match(c) for c in _ASTRAL_CHAR.findall(text))
+    if text.isascii() or _TABLE_ASTRAL.search(text) is None:
+        return False
+    return any(cls.match(c) for c in set(_ASTRAL_CHAR.findall(text)))
 
 
 # Words, as the reference counts them: each CJK ideograph or kana is a word of its own (no
@@ -177,10 +184,20 @@ def _word_pattern(text: str) -> re.Pattern[str]:
 
 
 def has_distinct_words(text: str, n: int) -> int:
-    """How many distinct words ``text`` has, counting no further than ``n``."""
-    seen: set[str] = set()
-    for word in iter_words(text):
-        seen.add(word)
-        if len(seen) >= n:
-            break
-    return len(seen)
+    """How many distinct words ``text`` has, counting no further than ``n``.
+
+    Reads a growing prefix instead of lowercasing the whole text: a word the cut may have split
+    (the last one, when the cut is not at the end) is left for the next, longer read.
+    """
+    size = 256
+    while True:
+        whole = size >= len(text)
+        chunk = text if whole else text[:size]
+        lowered = chunk.lower()
+        matches = list(_word_pattern(lowered).finditer(lowered))
+        if not whole and matches and matches[-1].end() >= len(lowered) - 1:
+            matches.pop()
+        seen = {m.group() for m in matches}
+        if len(seen) >= n or whole:
+            return min(len(seen), n)
+        size *= 4
