@@ -323,3 +323,13 @@ def test_two_services_on_one_database_pay_once(store: Store) -> None:
     other.store.dispose()
     assert h.balance("wallet:ann") == FUNDS + 4 * 1_800_000
     assert h.ok("root", "GET", "/receipts/head")["seq"] == 4
+
+
+def test_deposits_cannot_overflow_the_ledger(h: Harness) -> None:
+    """Deposits stop at the most money the 64-bit ledger holds; nothing overflows."""
+    big = str(2**63 - 1)
+    assert h.refused("root", "POST", "/accounts/pat/deposits", {"amount": big}) == (
+        400,
+        "INVALID_AMOUNT",
+    )
+    assert h.balance("wallet:pat") == FUNDS

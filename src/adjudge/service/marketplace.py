@@ -62,6 +62,8 @@ from adjudge.store import Account, ConcurrentUpdate, Store, StoredTask, Submissi
 
 #: Roles an account may hold.
 ROLES = frozenset({"poster", "agent", "verifier", "admin"})
+#: The most money the ledger holds in total (its columns are signed 64-bit integers).
+MAX_MONEY = 2**63 - 1
 #: How long a verified API key is remembered in this process.
 AUTH_CACHE_SECONDS = 30.0
 #: How often a request that lost a race is re-run before giving up with CONCURRENT_UPDATE.
@@ -237,6 +239,12 @@ class Marketplace:
             if tx.account(account_id) is None:
                 raise Error(f"No account {account_id}.", code="ACCOUNT_NOT_FOUND")
             wallet = wallet_account(account_id)
+            # Only deposits bring money in, so capping their total keeps every balance within
+            # the ledger's 64-bit columns (SQLite would silently turn an overflow into a float).
+            if -tx.balance(WORLD) + amount > MAX_MONEY:
+                raise Error(
+                    "Deposits would exceed the most money the ledger holds.", code="INVALID_AMOUNT"
+                )
             tx.transfer(
                 [Transfer(WORLD, wallet, amount, "deposit")], task_id=None, at=self.clock.now()
             )
