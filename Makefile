@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: setup test lint demo bench clean
+.PHONY: setup test lint demo demo-check serve bench bench-service clean
 
 setup: $(VENV)/.installed
 
@@ -22,7 +22,16 @@ lint: setup
 test: lint
 	$(BIN)/pytest -q
 
+# The service with a demo marketplace on a fresh SQLite file: accounts, keys and tasks are printed.
 demo: setup
+	rm -f adjudge-demo.db adjudge-demo.db-wal adjudge-demo.db-shm
+	$(BIN)/adjudge serve --demo --db sqlite:///adjudge-demo.db
+
+# The service on ./adjudge.db (created on first start, with an admin key printed once).
+serve: setup
+	$(BIN)/adjudge serve
+
+demo-check: setup
 	$(BIN)/adjudge check --criteria examples/criteria.json examples/report.md
 	$(BIN)/adjudge check --criteria examples/criteria-short.json examples/refusal.txt || true
 
@@ -30,6 +39,10 @@ bench: setup
 	$(BIN)/python benchmarks/autocheck.py
 	$(BIN)/python benchmarks/receipts.py
 	$(BIN)/python benchmarks/calls.py
+
+# Finalize throughput and latency over loopback (add ARGS="--db postgresql+psycopg://…").
+bench-service: setup
+	$(BIN)/python benchmarks/service.py $(ARGS)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -1,0 +1,112 @@
+"""``adjudge serve``: the HTTP service on an embedded SQLite file, or on PostgreSQL by URL."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from adjudge.errors import Error
+
+if TYPE_CHECKING:
+    from adjudge.service import Marketplace
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``serve`` to the ``adjudge`` command."""
+    app.command("serve")(serve)
+
+
+def serve(
+    *,
+    db: Annotated[
+        str, typer.Option(help="Database URL: sqlite:///FILE or postgresql+psycopg://…")
+    ] = "sqlite:///adjudge.db",
+    host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
+    fee_bps: Annotated[
+        int, typer.Option(help="Platform fee in basis points, read at each payout (max 3000).")
+    ] = 1000,
+    signing_key: Annotated[
+        Path,
+        typer.Option(help="PEM file of the Ed25519 key that signs receipts (made if missing)."),
+    ] = Path("adjudge-signing-key.pem"),
+    threads: Annotated[
+        int, typer.Option(help="Threads running requests (0: the default, 40).")
+    ] = 0,
+    demo: Annotated[
+        bool, typer.Option(help="Seed demo accounts and tasks into an empty database.")
+    ] = False,
+) -> None:
+    """Start the service: migrate the database, print how to reach it, and serve the API.
+
+    On an empty database it creates the first admin account and prints its API key once.
+    """
+    # Imported here so the rest of the CLI starts without loading the web stack.
+    import uvicorn  # noqa: PLC0415
+
+    from adjudge.receipts import SigningKey  # noqa: PLC0415
+    from adjudge.service import Marketplace, Settings, create_app  # noqa: PLC0415
+    from adjudge.service.wiring import SignedReceipts  # noqa: PLC0415
+    from adjudge.store import Store  # noqa: PLC0415
+
+    try:
+        if signing_key.exists():
+            key = SigningKey.from_pem(signing_key.read_bytes())
+        else:
+            key = SigningKey.generate()
+            signing_key.touch(mode=0o600)
+            signing_key.write_bytes(key.to_pem())
+            typer.echo(f"Made a receipt signing key: {signing_key}")
+        store = Store(db)
+        store.migrate()
+        market = Marketplace(store, settings=Settings(fee_bps=fee_bps), issuer=SignedReceipts(key))
+    except Error as exc:
+        typer.echo(f"{exc.code}: {exc.message}", err=True)
+        raise typer.Exit(2) from exc
+    base = f"http://{host}:{port}"
+    if demo:
+        _seed_demo(market, base)
+    else:
+        _bootstrap_admin(market)
+    typer.echo(f"Receipts are signed by key {key.keyid}")
+    typer.echo(f"adjudge serving {base}/api/v1 on {store.dialect}; API docs at {base}/docs")
+
+    if threads <= 0:
+        threads = 40
+    uvicorn.run(create_app(market, threads=threads), host=host, port=port, log_level="warning")
+
+
+def _bootstrap_admin(market: Marketplace) -> None:
+    """On a database without accounts, create the first admin and print its key once."""
+    with market.store.read() as tx:
+        if tx.account_count():
+            return
+    _, key = market.create_account("admin", ["admin"])
+    typer.echo(f"Created the first admin account 'admin'. Its API key (shown once): {key}")
+
+
+def _seed_demo(market: Marketplace, base: str) -> None:
+    from adjudge.service.demo import seed  # noqa: PLC0415
+
+    try:
+        seeded = seed(market)
+    except Error as exc:
+        typer.echo(
+            f"{exc.code}: the demo seeds an empty database only ({exc.message}). "
+            "Start from a new file, or drop --demo.",
+            err=True,
+        )
+        raise typer.Exit(2) from exc
+    typer.echo("Demo accounts (API keys are shown only now):")
+    for account_id, key in seeded.keys.items():
+        typer.echo(f"  {account_id:6} {key}")
+    typer.echo("Demo tasks:")
+    for task_id, mode, status, note in seeded.tasks:
+        typer.echo(f"  {task_id}  {mode:6} {status:22} {note}")
+    for note in seeded.skipped:
+        typer.echo(f"  (skipped {note})")
+    pat = seeded.keys["pat"]
+    typer.echo(f"Try:  curl -s -H 'Authorization: Bearer {pat}' {base}/api/v1/tasks")
+    typer.echo(f"  or: ADJUDGE_URL={base} ADJUDGE_API_KEY={pat} adjudge task list")

@@ -1,0 +1,78 @@
+"""The task lifecycle of spec 000 as a pure state machine: events in, new state and effects out.
+
+Nothing here does IO or reads a clock: the caller passes the time, the checker and the fee in a
+:class:`Context`, and applies the returned effects (ledger transfers, verdicts, reputation) in one
+transaction. An event that is not allowed raises an :class:`adjudge.Error` with a stable code and
+changes nothing.
+"""
+
+from adjudge.market.effects import AgentPenalized, Effect, VerdictReached
+from adjudge.market.events import (
+    Accept,
+    Cancel,
+    Collect,
+    Dispute,
+    Event,
+    Finalize,
+    Reclaim,
+    Review,
+    Rule,
+    Submit,
+    VerifierVerdict,
+)
+from adjudge.market.lifecycle import Context, Outcome, post, step
+from adjudge.market.money import (
+    DEFAULT_FEE_BPS,
+    MAX_FEE_BPS,
+    WORLD,
+    Ledger,
+    Transfer,
+    escrow_account,
+    fee_of,
+    platform_account,
+    wallet_account,
+)
+from adjudge.market.ports import Checker, CheckOutcome, ReceiptIssuer
+from adjudge.market.reputation import AgentRecord, penalize
+from adjudge.market.tasks import Draft, Ending, Mode, Status, Task, digest_of
+
+__all__ = [
+    "DEFAULT_FEE_BPS",
+    "MAX_FEE_BPS",
+    "WORLD",
+    "Accept",
+    "AgentPenalized",
+    "AgentRecord",
+    "Cancel",
+    "CheckOutcome",
+    "Checker",
+    "Collect",
+    "Context",
+    "Dispute",
+    "Draft",
+    "Effect",
+    "Ending",
+    "Event",
+    "Finalize",
+    "Ledger",
+    "Mode",
+    "Outcome",
+    "ReceiptIssuer",
+    "Reclaim",
+    "Review",
+    "Rule",
+    "Status",
+    "Submit",
+    "Task",
+    "Transfer",
+    "VerdictReached",
+    "VerifierVerdict",
+    "digest_of",
+    "escrow_account",
+    "fee_of",
+    "penalize",
+    "platform_account",
+    "post",
+    "step",
+    "wallet_account",
+]

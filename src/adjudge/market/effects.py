@@ -1,0 +1,56 @@
+"""What the caller must apply, in the same transaction as the new task state."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from adjudge.market.money import Transfer
+
+
+@dataclass(frozen=True)
+class VerdictReached:
+    """A determination on one submission; the caller records it and issues its receipt.
+
+    ``authority`` says who decided: ``deterministic`` (the auto check), ``human`` (the poster or
+    an admin) or ``verifier`` (the agent the poster named and trusted at posting).
+    """
+
+    task_id: str
+    attempt: int
+    passed: bool
+    score: int | None
+    reasons: tuple[str, ...]
+    authority: str
+    judge: str
+    result_digest: str | None
+    at: datetime
+    detail: Mapping[str, Any] = field(default_factory=dict)
+    verifier_key: str | None = None  # the named verifier's key, for agent review
+
+    def statement(self) -> dict[str, Any]:
+        """The determination as plain JSON data (money-free; integers and strings only)."""
+        return {
+            "type": "adjudge.task.verdict/v1",
+            "task_id": self.task_id,
+            "attempt": self.attempt,
+            "passed": self.passed,
+            "score": self.score,
+            "reasons": list(self.reasons),
+            "authority": self.authority,
+            "judge": self.judge,
+            "result_digest": self.result_digest,
+            "at": self.at.isoformat(),
+        }
+
+
+@dataclass(frozen=True)
+class AgentPenalized:
+    """A failed round: the agent's reputation drops by 10 and its dispute count rises by one."""
+
+    agent: str
+
+
+Effect = Transfer | VerdictReached | AgentPenalized

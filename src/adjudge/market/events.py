@@ -1,0 +1,102 @@
+"""What can happen to a task. Each event names the account that acts (``actor``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Accept:
+    """An agent takes a funded task."""
+
+    actor: str
+
+
+@dataclass(frozen=True)
+class Submit:
+    """The agent holding the task delivers a result (one attempt)."""
+
+    actor: str
+    result: str
+
+
+@dataclass(frozen=True)
+class Finalize:
+    """The agent asks for the auto check of its latest submission (auto mode only).
+
+    ``result`` is the stored copy of that submission; its digest must match the one recorded at
+    submission, which is the integrity proof a pass needs.
+    """
+
+    actor: str
+    result: str
+
+
+@dataclass(frozen=True)
+class Review:
+    """The poster approves or rejects a submitted result (manual mode), with up to 20 reasons."""
+
+    actor: str
+    passed: bool
+    reasons: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class VerifierVerdict:
+    """The named verifier's judgment (agent mode), with up to 10 reasons."""
+
+    actor: str
+    passed: bool
+    reasons: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Dispute:
+    """The poster or the agent asks an admin to rule."""
+
+    actor: str
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Reclaim:
+    """The poster asks for the reward back after the deadline."""
+
+    actor: str
+
+
+@dataclass(frozen=True)
+class Collect:
+    """The agent collects an escalated reward 14 days after escalation."""
+
+    actor: str
+
+
+@dataclass(frozen=True)
+class Cancel:
+    """The poster withdraws a task nobody has accepted."""
+
+    actor: str
+
+
+@dataclass(frozen=True)
+class Rule:
+    """An admin rules on a disputed or escalated task: pay the agent or refund the poster."""
+
+    actor: str
+    pay_agent: bool
+    note: str = ""
+
+
+Event = (
+    Accept
+    | Submit
+    | Finalize
+    | Review
+    | VerifierVerdict
+    | Dispute
+    | Reclaim
+    | Collect
+    | Cancel
+    | Rule
+)

@@ -1,0 +1,449 @@
+"""The lifecycle: :func:`post` creates a funded task, :func:`step` applies one event.
+
+Both are pure: the time, the fee and the checker come in a :class:`Context`; the result is the
+new task and the effects to apply (ledger transfers, verdicts, reputation). A refused event raises
+:class:`adjudge.Error` with the spec's code where it names one, and nothing changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from typing import Any
+
+from adjudge.errors import Error, TransitionError
+from adjudge.kernel import rails
+from adjudge.market.effects import AgentPenalized, Effect, VerdictReached
+from adjudge.market.events import (
+    Accept,
+    Cancel,
+    Collect,
+    Dispute,
+    Event,
+    Finalize,
+    Reclaim,
+    Review,
+    Rule,
+    Submit,
+    VerifierVerdict,
+)
+from adjudge.market.money import (
+    DEFAULT_FEE_BPS,
+    Transfer,
+    escrow_account,
+    fee_of,
+    platform_account,
+    wallet_account,
+)
+from adjudge.market.ports import Checker
+from adjudge.market.tasks import DELIVERED, Draft, Ending, Mode, Status, Task, digest_of
+
+#: "A deadline between 1 hour and 90 days" from posting.
+MIN_DEADLINE = timedelta(hours=1)
+MAX_DEADLINE = timedelta(days=90)
+#: "Up to 3 submissions in total, all before the deadline."
+MAX_ATTEMPTS = 3
+#: "Only the agent can [dispute], within 3 days of the failed verdict" once the deadline passed.
+APPEAL_WINDOW = timedelta(days=3)
+#: "The agent can collect the reward 14 days later unless the admin rules."
+ESCALATION_WAIT = timedelta(days=14)
+#: "You can send up to 20 reasons" (manual review); a verifier returns "up to 10 reasons".
+MAX_REVIEW_REASONS = 20
+MAX_VERIFIER_REASONS = 10
+#: The longest result the market accepts, in characters (the spec is silent; docs/service.md).
+MAX_RESULT_CHARS = 200_000
+
+
+@dataclass(frozen=True)
+class Context:
+    """Everything a decision may depend on besides the task and the event."""
+
+    now: datetime
+    checker: Checker
+    fee_bps: int = DEFAULT_FEE_BPS
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The task after an event and what the caller must apply with it."""
+
+    task: Task
+    effects: tuple[Effect, ...] = ()
+
+
+def post(task_id: str, draft: Draft, ctx: Context) -> Outcome:
+    """Post and fund a task: validate the draft, then move the reward into the task's escrow.
+
+    Refusals, in the order they are checked: ``VERIFICATION_MODE_UNSUPPORTED`` (``oracle`` or any
+    unknown mode), ``INVALID_REWARD``, ``INVALID_DEADLINE``, the verifier rules of agent mode
+    (``VERIFIER_REQUIRED``, ``VERIFIER_IS_POSTER``, ``VERIFIER_NOT_OPTED_IN``), then the
+    checker's own post-time refusals (``AUTO_CRITERIA_REQUIRED``, ``REGEX_PATTERN_UNUSABLE``…).
+    Whether the poster can pay is the ledger's to say when the transfer is applied.
+    """
+    try:
+        mode = Mode(draft.mode)
+    except ValueError:
+        raise Error(
+            f"Verification mode {draft.mode!r} is not supported; use auto, agent or manual.",
+            code="VERIFICATION_MODE_UNSUPPORTED",
+        ) from None
+    reward = draft.reward
+    if isinstance(reward, bool) or not isinstance(reward, int) or reward <= 0:
+        raise Error(
+            "The reward must be a positive whole number of minor units.", code="INVALID_REWARD"
+        )
+    span = draft.deadline - ctx.now
+    if not MIN_DEADLINE <= span <= MAX_DEADLINE:
+        raise Error(
+            "The deadline must be between 1 hour and 90 days after posting.",
+            code="INVALID_DEADLINE",
+        )
+    verifier = draft.verifier
+    if mode is Mode.AGENT:
+        if not verifier:
+            raise Error("Agent review needs a verifier agent.", code="VERIFIER_REQUIRED")
+        if verifier == draft.poster:
+            raise Error("You cannot name yourself as the verifier.", code="VERIFIER_IS_POSTER")
+        if not draft.verifier_opted_in:
+            raise Error(
+                f"Agent {verifier} does not take verification jobs; name an opted-in verifier.",
+                code="VERIFIER_NOT_OPTED_IN",
+            )
+    elif verifier is not None:
+        raise Error("Only agent review names a verifier.", code="VERIFIER_NOT_ALLOWED")
+    refusals = list(ctx.checker.admissibility(draft.criteria, mode.value))
+    if refusals:
+        raise refusals[0]
+    task = Task(
+        id=task_id,
+        poster=draft.poster,
+        mode=mode,
+        reward=reward,
+        posted_at=ctx.now,
+        deadline=draft.deadline,
+        criteria=dict(draft.criteria),
+        verifier=verifier,
+        verifier_key=draft.verifier_key if mode is Mode.AGENT else None,
+        private=draft.private,
+    )
+    fund = Transfer(wallet_account(draft.poster), escrow_account(task_id), reward, "fund")
+    return Outcome(task, (fund,))
+
+
+def step(task: Task, event: Event, ctx: Context) -> Outcome:
+    """Apply one event to a task; raises :class:`adjudge.Error` when the event is refused.
+
+    A terminal task (completed or cancelled) refuses every event with ``ILLEGAL_TRANSITION``.
+    """
+    if task.terminal:
+        raise TransitionError(f"Task {task.id} is {task.status}; nothing more can happen to it.")
+    handler = _HANDLERS[type(event)]
+    return handler(task, event, ctx)
+
+
+# --- the handlers: one per event, each with the same signature ---------------------------------
+
+
+def _accept(task: Task, event: Accept, ctx: Context) -> Outcome:
+    _need_status(task, Status.FUNDED, "accepted")
+    if event.actor == task.poster:
+        raise Error("You cannot take your own task.", code="POSTER_CANNOT_ACCEPT")
+    if event.actor == task.verifier:
+        raise Error("The task's verifier cannot also take it.", code="IS_VERIFIER")
+    if ctx.now >= task.deadline:
+        raise TransitionError("The task's deadline has passed.", code="DEADLINE_REACHED")
+    return Outcome(replace(task, status=Status.ASSIGNED, agent=event.actor))
+
+
+def _submit(task: Task, event: Submit, ctx: Context) -> Outcome:
+    _need_agent(task, event.actor)
+    _need_status(task, (Status.ASSIGNED, Status.FAILED), "given a new submission")
+    if task.attempts >= MAX_ATTEMPTS:
+        raise TransitionError(
+            f"All {MAX_ATTEMPTS} submissions have been used.", code="MAX_ATTEMPTS_REACHED"
+        )
+    if ctx.now >= task.deadline:
+        raise TransitionError(
+            "The deadline has passed; no more submissions.", code="DEADLINE_REACHED"
+        )
+    if len(event.result) > MAX_RESULT_CHARS:
+        raise Error(
+            f"A result may be at most {MAX_RESULT_CHARS} characters.", code="RESULT_TOO_LARGE"
+        )
+    status = Status.AWAITING_VERIFICATION if task.mode is Mode.AGENT else Status.SUBMITTED
+    return Outcome(
+        replace(
+            task,
+            status=status,
+            attempts=task.attempts + 1,
+            result_digest=digest_of(event.result),
+            submitted_at=ctx.now,
+        )
+    )
+
+
+def _finalize(task: Task, event: Finalize, ctx: Context) -> Outcome:
+    _need_agent(task, event.actor)
+    if task.mode is not Mode.AUTO:
+        raise TransitionError(
+            f"Only auto tasks are finalized; this one is judged by {task.mode} review.",
+            code="NOT_AUTO_MODE",
+        )
+    _need_status(task, Status.SUBMITTED, "finalized")
+    # The integrity proof a pass needs: the judged bytes are the bytes that were submitted.
+    if digest_of(event.result) != task.result_digest:
+        raise Error(
+            "The result to judge differs from the one submitted.", code="RESULT_DIGEST_MISMATCH"
+        )
+    outcome = ctx.checker.check(event.result, task.criteria)
+    return _judge(
+        task,
+        ctx,
+        passed=outcome.passed,
+        score=outcome.score,
+        reasons=tuple(outcome.reasons),
+        authority="deterministic",
+        judge="service",
+        detail=dict(outcome.detail),
+    )
+
+
+def _review(task: Task, event: Review, ctx: Context) -> Outcome:
+    _need_poster(task, event.actor)
+    if task.mode is not Mode.MANUAL:
+        raise TransitionError(
+            f"Only manual tasks are reviewed by the poster; this one is {task.mode}.",
+            code="NOT_MANUAL_MODE",
+        )
+    _need_status(task, Status.SUBMITTED, "reviewed")
+    _rail_no_self_verification(task, event.actor)
+    _need_reasons(event.reasons, MAX_REVIEW_REASONS)
+    return _judge(
+        task,
+        ctx,
+        passed=event.passed,
+        score=None,
+        reasons=event.reasons,
+        authority="human",
+        judge=event.actor,
+    )
+
+
+def _verifier_verdict(task: Task, event: VerifierVerdict, ctx: Context) -> Outcome:
+    _rail_no_self_verification(task, event.actor)
+    if task.mode is not Mode.AGENT:
+        raise TransitionError(
+            "Only agent-review tasks take a verifier's verdict.", code="NOT_AGENT_MODE"
+        )
+    if event.actor != task.verifier:
+        raise Error(
+            "Only the verifier named at posting may judge this task.", code="NOT_TASK_VERIFIER"
+        )
+    _need_status(task, Status.AWAITING_VERIFICATION, "judged by its verifier")
+    _need_reasons(event.reasons, MAX_VERIFIER_REASONS)
+    return _judge(
+        task,
+        ctx,
+        passed=event.passed,
+        score=None,
+        reasons=event.reasons,
+        authority="verifier",
+        judge=event.actor,
+    )
+
+
+def _dispute(task: Task, event: Dispute, ctx: Context) -> Outcome:
+    if event.actor not in (task.poster, task.agent):
+        raise Error("Only the poster or the agent can dispute a task.", code="NOT_A_PARTY")
+    _need_status(task, (*DELIVERED, Status.FAILED), "disputed")
+    if ctx.now >= task.deadline:
+        # "After the deadline, only the agent can, within 3 days of the failed verdict."
+        if event.actor != task.agent or task.status is not Status.FAILED:
+            raise TransitionError(
+                "After the deadline only the agent can dispute, and only a failed verdict.",
+                code="DEADLINE_REACHED",
+            )
+        assert task.failed_at is not None
+        if ctx.now >= task.failed_at + APPEAL_WINDOW:
+            raise TransitionError(
+                "The 3-day appeal window after the failed verdict has closed.",
+                code="APPEAL_WINDOW_CLOSED",
+            )
+    return Outcome(replace(task, status=Status.DISPUTED, disputed_by=event.actor))
+
+
+def _reclaim(task: Task, event: Reclaim, ctx: Context) -> Outcome:
+    _need_poster(task, event.actor)
+    if ctx.now < task.deadline:
+        raise TransitionError(
+            "The reward can be reclaimed only after the deadline (cancel an unaccepted task).",
+            code="DEADLINE_NOT_REACHED",
+        )
+    if task.status is Status.FUNDED:
+        return _refund(task, ctx, Ending.REFUNDED_UNACCEPTED)
+    if task.status is Status.ASSIGNED:
+        return _refund(task, ctx, Ending.REFUNDED_UNDELIVERED)
+    if task.status is Status.FAILED:
+        assert task.failed_at is not None
+        if ctx.now < task.failed_at + APPEAL_WINDOW:
+            raise TransitionError(
+                "The agent's 3-day appeal window after the failed verdict is still open.",
+                code="APPEAL_WINDOW_OPEN",
+            )
+        return _refund(task, ctx, Ending.REFUNDED_AFTER_FAIL)
+    if task.status in DELIVERED:
+        # Delivered on time and never judged: reclaiming escalates instead of refunding.
+        return Outcome(replace(task, status=Status.ESCALATED, escalated_at=ctx.now))
+    raise TransitionError(f"A {task.status} task cannot be reclaimed.")
+
+
+def _collect(task: Task, event: Collect, ctx: Context) -> Outcome:
+    _need_agent(task, event.actor)
+    _need_status(task, Status.ESCALATED, "collected")
+    assert task.escalated_at is not None
+    if ctx.now < task.escalated_at + ESCALATION_WAIT:
+        raise TransitionError(
+            "An escalated reward can be collected 14 days after escalation.",
+            code="COLLECT_TOO_EARLY",
+        )
+    return _pay(task, ctx, Ending.PAID_AFTER_ESCALATION)
+
+
+def _cancel(task: Task, event: Cancel, ctx: Context) -> Outcome:
+    _need_poster(task, event.actor)
+    _need_status(task, Status.FUNDED, "cancelled (an agent holds it)")
+    return _refund(task, ctx, Ending.REFUNDED_ON_CANCEL)
+
+
+def _rule(task: Task, event: Rule, ctx: Context) -> Outcome:
+    if event.actor in (task.poster, task.agent):
+        raise Error(
+            "An admin cannot rule on a task they are party to.", code="CONFLICT_OF_INTEREST"
+        )
+    _need_status(task, (Status.DISPUTED, Status.ESCALATED), "ruled on")
+    verdict = VerdictReached(
+        task_id=task.id,
+        attempt=task.attempts,
+        passed=event.pay_agent,
+        score=None,
+        reasons=(event.note,) if event.note else (),
+        authority="human",
+        judge=event.actor,
+        result_digest=task.result_digest,
+        at=ctx.now,
+        detail={"ruling": True},
+    )
+    if event.pay_agent:
+        paid = _pay(task, ctx, Ending.PAID_BY_RULING)
+        return Outcome(paid.task, (verdict, *paid.effects))
+    refunded = _refund(task, ctx, Ending.REFUNDED_BY_RULING)
+    return Outcome(refunded.task, (verdict, *refunded.effects))
+
+
+_HANDLERS: dict[type[Any], Callable[[Task, Any, Context], Outcome]] = {
+    Accept: _accept,
+    Submit: _submit,
+    Finalize: _finalize,
+    Review: _review,
+    VerifierVerdict: _verifier_verdict,
+    Dispute: _dispute,
+    Reclaim: _reclaim,
+    Collect: _collect,
+    Cancel: _cancel,
+    Rule: _rule,
+}
+
+
+# --- shared steps ------------------------------------------------------------------------------
+
+
+def _judge(
+    task: Task,
+    ctx: Context,
+    *,
+    passed: bool,
+    score: int | None,
+    reasons: tuple[str, ...],
+    authority: str,
+    judge: str,
+    detail: dict[str, Any] | None = None,
+) -> Outcome:
+    """A verdict on the latest submission: a pass pays out, a fail costs the agent a round."""
+    assert task.agent is not None
+    verdict = VerdictReached(
+        task_id=task.id,
+        attempt=task.attempts,
+        passed=passed,
+        score=score,
+        reasons=reasons,
+        authority=authority,
+        judge=judge,
+        result_digest=task.result_digest,
+        at=ctx.now,
+        detail=detail or {},
+        verifier_key=task.verifier_key if authority == "verifier" else None,
+    )
+    if passed:
+        paid = _pay(task, ctx, Ending.PAID_ON_PASS)
+        return Outcome(paid.task, (verdict, *paid.effects))
+    failed = replace(task, status=Status.FAILED, failed_at=ctx.now)
+    return Outcome(failed, (verdict, AgentPenalized(task.agent)))
+
+
+def _pay(task: Task, ctx: Context, ending: Ending) -> Outcome:
+    """Pay the agent and the platform in one step; the fee is read now, at settlement."""
+    assert task.agent is not None
+    fee = fee_of(task.reward, ctx.fee_bps)
+    escrow = escrow_account(task.id)
+    transfers = [Transfer(escrow, wallet_account(task.agent), task.reward - fee, "payout")]
+    if fee:
+        transfers.append(Transfer(escrow, platform_account(), fee, "fee"))
+    done = replace(task, status=Status.COMPLETED, ending=ending, closed_at=ctx.now)
+    return Outcome(done, tuple(transfers))
+
+
+def _refund(task: Task, ctx: Context, ending: Ending) -> Outcome:
+    """Return the full reward to the poster; refunds carry no fee."""
+    refund = Transfer(escrow_account(task.id), wallet_account(task.poster), task.reward, "refund")
+    done = replace(task, status=Status.CANCELLED, ending=ending, closed_at=ctx.now)
+    return Outcome(done, (refund,))
+
+
+def _rail_no_self_verification(task: Task, judge: str) -> None:
+    """The kernel's first rail: only a named actor who never claimed the task may conclude it.
+
+    The task's current cycle is its latest submission; the agent claimed it in every cycle. A
+    task nobody holds has nothing to judge: the state checks refuse it instead.
+    """
+    if task.agent is None:
+        return
+    cycle = task.attempts
+    refusal = rails.no_self_verification(
+        [rails.Claim(task.agent, cycle)], [rails.Verification(judge, cycle)], current_cycle=cycle
+    )
+    if refusal is not None:
+        raise Error(
+            f"An agent never judges its own work ({refusal.reason}).", code="SELF_VERIFICATION"
+        )
+
+
+def _need_status(task: Task, allowed: Status | Sequence[Status], doing: str) -> None:
+    states = (allowed,) if isinstance(allowed, Status) else tuple(allowed)
+    if task.status not in states:
+        raise TransitionError(f"A {task.status} task cannot be {doing}.")
+
+
+def _need_agent(task: Task, actor: str) -> None:
+    if actor != task.agent:
+        raise Error("Only the agent holding the task can do this.", code="NOT_TASK_AGENT")
+
+
+def _need_poster(task: Task, actor: str) -> None:
+    if actor != task.poster:
+        raise Error("Only the task's poster can do this.", code="NOT_TASK_POSTER")
+
+
+def _need_reasons(reasons: Sequence[str], limit: int) -> None:
+    if len(reasons) > limit:
+        raise Error(f"Send at most {limit} reasons.", code="TOO_MANY_REASONS")

@@ -1,0 +1,51 @@
+"""The two edges the market is coded against: the checker and the receipt issuer.
+
+Both are small protocols so the real implementations (``adjudge.autocheck`` and
+``adjudge.receipts``) plug in without the market importing them, and tests use plain fakes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from adjudge.errors import Error
+from adjudge.market.effects import VerdictReached
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    """What the auto check said about one result: pass or fail, 0-100, reasons, full detail."""
+
+    passed: bool
+    score: int
+    reasons: tuple[str, ...]
+    detail: Mapping[str, Any] = field(default_factory=dict)
+
+
+class Checker(Protocol):
+    """The auto check of spec 000, as the market needs it. Must be pure."""
+
+    def admissibility(self, criteria: Mapping[str, Any], mode: str) -> Sequence[Error]:
+        """Post-time refusals for ``criteria`` in ``mode``; empty when the task may be posted."""
+        ...
+
+    def check(self, result: str, criteria: Mapping[str, Any]) -> CheckOutcome:
+        """Judge ``result`` against ``criteria``; a failed check is a value, never an exception."""
+        ...
+
+
+class ReceiptIssuer(Protocol):
+    """Turns a verdict into a receipt appended after the log's head."""
+
+    def issue(
+        self, verdict: VerdictReached, result: str | None, previous: tuple[str, int] | None
+    ) -> Mapping[str, Any]:
+        """The receipt for ``verdict`` over the stored ``result``.
+
+        ``previous`` is the id and sequence number (from 0) of the log's last receipt, None for
+        the first. The receipt must carry its own id as ``digest``: the next one names it.
+        Raises :class:`adjudge.Error` when the verdict cannot be proven (nothing is written).
+        """
+        ...

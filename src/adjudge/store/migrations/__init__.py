@@ -1,0 +1,1 @@
+"""Alembic migrations of the store's schema; :func:`adjudge.store.migrate` applies them."""

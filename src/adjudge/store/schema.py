@@ -1,0 +1,197 @@
+"""The tables. Alembic migrations (``migrations/``) create and change them; this module is the
+current shape the code reads and writes.
+
+Money columns are 64-bit integers of minor units; times are stored as naive UTC and read back as
+aware UTC (SQLite keeps no time zone).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Column,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+)
+from sqlalchemy.engine import Dialect
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """An aware UTC datetime stored without a zone."""
+
+    impl = DateTime
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        """Refuse naive times; store UTC without the zone."""
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime; the store keeps aware UTC times only")
+        return value.astimezone(UTC).replace(tzinfo=None)
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
+        """Read back as aware UTC."""
+        if value is None:
+            return None
+        assert isinstance(value, datetime)
+        return value.replace(tzinfo=UTC)
+
+
+metadata = MetaData(
+    naming_convention={
+        "ix": "ix_%(column_0_label)s",
+        "uq": "uq_%(table_name)s_%(column_0_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+accounts = Table(
+    "accounts",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("roles", JSON, nullable=False),  # a list of poster / agent / verifier / admin
+    Column("key_hash", String(71), nullable=False, unique=True),  # sha256:<hex> of the API key
+    Column("verifier_opt_in", Boolean, nullable=False, default=False),
+    Column("verifier_key", String(64), nullable=True),  # fingerprint of a verifier's public key
+    Column("reputation", Integer, nullable=False),
+    Column("disputes", Integer, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+)
+
+balances = Table(
+    "balances",
+    metadata,
+    Column("account", String(160), primary_key=True),  # a ledger account name (wallet:…)
+    Column("balance", BigInteger, nullable=False),
+)
+
+ledger_entries = Table(
+    "ledger_entries",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("txn", String(64), nullable=False, index=True),  # both legs of a transfer share it
+    Column("account", String(160), nullable=False, index=True),
+    Column("amount", BigInteger, nullable=False),  # signed: the debit leg is negative
+    Column("task_id", String(64), nullable=True, index=True),
+    Column("memo", String(64), nullable=False),
+    Column("at", UTCDateTime, nullable=False),
+)
+
+tasks = Table(
+    "tasks",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("version", Integer, nullable=False),  # optimistic concurrency: bumped on each change
+    Column("poster", String(64), ForeignKey("accounts.id"), nullable=False, index=True),
+    Column("agent", String(64), ForeignKey("accounts.id"), nullable=True, index=True),
+    Column("verifier", String(64), ForeignKey("accounts.id"), nullable=True, index=True),
+    Column("verifier_key", String(64), nullable=True),
+    Column("mode", String(16), nullable=False),
+    Column("status", String(32), nullable=False, index=True),
+    Column("reward", BigInteger, nullable=False),
+    Column("title", String(200), nullable=False),
+    Column("brief", Text, nullable=False),
+    Column("criteria", JSON, nullable=False),
+    Column("private", Boolean, nullable=False),
+    Column("posted_at", UTCDateTime, nullable=False),
+    Column("deadline", UTCDateTime, nullable=False),
+    Column("attempts", Integer, nullable=False),
+    Column("result_digest", String(71), nullable=True),
+    Column("submitted_at", UTCDateTime, nullable=True),
+    Column("failed_at", UTCDateTime, nullable=True),
+    Column("escalated_at", UTCDateTime, nullable=True),
+    Column("disputed_by", String(64), nullable=True),
+    Column("ending", String(32), nullable=True),
+    Column("closed_at", UTCDateTime, nullable=True),
+)
+
+submissions = Table(
+    "submissions",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("task_id", String(64), ForeignKey("tasks.id"), nullable=False),
+    Column("attempt", Integer, nullable=False),
+    Column("result", Text, nullable=False),
+    Column("digest", String(71), nullable=False),
+    Column("submitted_at", UTCDateTime, nullable=False),
+    UniqueConstraint("task_id", "attempt"),
+)
+
+verdicts = Table(
+    "verdicts",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("task_id", String(64), ForeignKey("tasks.id"), nullable=False, index=True),
+    Column("attempt", Integer, nullable=False),
+    Column("kind", String(16), nullable=False),  # verdict | ruling
+    Column("passed", Boolean, nullable=False),
+    Column("score", Integer, nullable=True),
+    Column("reasons", JSON, nullable=False),
+    Column("authority", String(32), nullable=False),
+    Column("judge", String(64), nullable=False),
+    Column("detail", JSON, nullable=False),
+    Column("receipt_id", String(64), nullable=False),
+    Column("at", UTCDateTime, nullable=False),
+    # At most one verdict per submission and one ruling per attempt, whatever races.
+    UniqueConstraint("task_id", "attempt", "kind"),
+)
+
+receipts = Table(
+    "receipts",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("seq", Integer, nullable=False, unique=True),  # position in the one hash chain
+    Column("task_id", String(64), nullable=True, index=True),
+    Column("digest", String(160), nullable=False, unique=True),
+    Column("previous", String(160), nullable=True),
+    Column("body", JSON, nullable=False),
+    Column("at", UTCDateTime, nullable=False),
+)
+
+chain_head = Table(
+    "chain_head",
+    metadata,
+    Column("id", Integer, primary_key=True),  # always 1: the row every append locks
+    Column("seq", Integer, nullable=False),
+    Column("digest", String(160), nullable=True),
+)
+
+idempotency = Table(
+    "idempotency",
+    metadata,
+    Column("account_id", String(64), primary_key=True),
+    Column("key", String(255), primary_key=True),
+    Column("fingerprint", String(71), nullable=False),  # method, path and body of the request
+    Column("status_code", Integer, nullable=False),
+    Column("body", JSON, nullable=False),
+    Column("at", UTCDateTime, nullable=False),
+)
+
+review_leases = Table(
+    "review_leases",
+    metadata,
+    # One row per submission a verifier worker has tried to judge.
+    Column("task_id", String(64), ForeignKey("tasks.id"), primary_key=True),
+    Column("attempt", Integer, primary_key=True),
+    Column("tries", Integer, nullable=False),  # failed model calls so far
+    Column("locked_until", UTCDateTime, nullable=False),  # no other worker takes it before
+    Column("gave_up", Boolean, nullable=False),  # after 5 failures: delivered, never judged
+    Column("last_error", String(500), nullable=True),
+)
+
+Index("ix_tasks_status_verifier", tasks.c.status, tasks.c.verifier)

@@ -1,0 +1,46 @@
+"""``adjudge task …`` walks a task through its life against a real server on loopback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from adjudge.cli import app
+from adjudge.store import Store
+from support.harness import make_harness
+from support.live import free_port, serving
+
+
+def test_walk_a_manual_task_from_the_terminal(sqlite_store: Store, tmp_path: Path) -> None:
+    """Post, accept, submit, reject, resubmit, approve; refusals exit 1 with their code."""
+    h = make_harness(sqlite_store)
+    runner = CliRunner()
+    result_file = tmp_path / "result.txt"
+    result_file.write_text("Here is the summary.", encoding="utf-8")
+    with serving(h.market) as url:
+
+        def run(who: str, *args: str) -> tuple[int, str, str]:
+            r = runner.invoke(app, ["task", "--url", url, "--key", h.keys[who], *args])
+            return r.exit_code, r.stdout, r.stderr
+
+        code, out, _ = run("pat", "post", "--title", "Summary", "--reward", "2000000")
+        assert code == 0 and "manual  funded" in out
+        tid = out.split()[0]
+        assert run("ann", "accept", tid)[0] == 0
+        assert run("ann", "submit", tid, str(result_file))[0] == 0
+        code, out, _ = run("pat", "review", tid, "--reject", "--reason", "Too short.")
+        assert code == 0 and "FAIL" in out and "Too short." in out
+        code, _, err = run("pat", "review", tid)
+        assert code == 1 and err.startswith("ILLEGAL_TRANSITION:")
+        assert run("ann", "submit", tid, str(result_file))[0] == 0
+        code, out, _ = run("pat", "review", tid)
+        assert code == 0 and "paid_on_pass" in out
+        code, out, _ = run("pat", "list", "--mine")
+        assert tid in out and "completed" in out
+        code, out, _ = run("pat", "--json", "show", tid)
+        assert code == 0 and '"ending": "paid_on_pass"' in out
+    gone = runner.invoke(
+        app, ["task", "--url", f"http://127.0.0.1:{free_port()}", "--key", "k", "list"]
+    )
+    assert gone.exit_code == 2 and "Cannot reach" in gone.stderr

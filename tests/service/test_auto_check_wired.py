@@ -1,0 +1,39 @@
+"""The service with the real auto check: posting refusals and verdicts come from it."""
+
+from __future__ import annotations
+
+from adjudge.store import Store
+from support.harness import make_harness
+
+CRITERIA = {"min_length": 40, "contains_keywords": ["escrow"], "pass_threshold": 60}
+GOOD = (
+    "An escrow holds the reward until the work is judged; a pass releases it to the agent and "
+    "a refund returns it to the poster."
+)
+
+
+def test_real_auto_check_judges_on_finalize(sqlite_store: Store) -> None:
+    """Auto tasks are admitted and judged by adjudge.autocheck; its full result is stored."""
+    h = make_harness(sqlite_store, real_checker=True)
+    base = {"title": "t", "reward": "1000", "deadline_hours": 2, "mode": "auto"}
+    assert h.refused("pat", "POST", "/tasks", {**base, "criteria": {}}) == (
+        400,
+        "AUTO_CRITERIA_REQUIRED",
+    )
+    bad_regex = {**base, "criteria": {"regex_pattern": "(a+)+$"}}
+    assert h.refused("pat", "POST", "/tasks", bad_regex) == (400, "REGEX_PATTERN_UNUSABLE")
+    tid = h.post("auto", criteria=CRITERIA)
+    h.ok("ann", "POST", f"/tasks/{tid}/accept")
+    h.ok("ann", "POST", f"/tasks/{tid}/submissions", {"result": "No."})
+    failed = h.ok("ann", "POST", f"/tasks/{tid}/finalize")
+    assert failed["status"] == "failed"
+    assert failed["verification_result"]["verification_result"]["passed"] is False
+    dry = h.ok("ann", "POST", f"/tasks/{tid}/dry-run", {"result": GOOD})
+    assert dry["passed"] is True and dry["reasons"][0].startswith("All verification criteria met")
+    h.ok("ann", "POST", f"/tasks/{tid}/submissions", {"result": GOOD})
+    passed = h.ok("ann", "POST", f"/tasks/{tid}/finalize")
+    assert passed["ending"] == "paid_on_pass"
+    result = passed["verification_result"]
+    assert result["authority"] == "deterministic" and result["score"] >= 60
+    assert set(result["verification_result"]) >= {"passed", "score", "reasons", "breakdown"}
+    h.ledger()

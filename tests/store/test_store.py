@@ -1,0 +1,137 @@
+"""The store on SQLite and PostgreSQL: schema, optimistic locking, the ledger, the chain."""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+
+from adjudge import Error
+from adjudge.market import WORLD, Mode, Task, Transfer, VerdictReached, wallet_account
+from adjudge.store import ConcurrentUpdate, Store
+from adjudge.store.schema import metadata
+from support.fakes import FakeIssuer
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def _seed(store: Store) -> Task:
+    task = Task(
+        id="t1",
+        poster="p",
+        mode=Mode.MANUAL,
+        reward=100,
+        posted_at=T0,
+        deadline=T0 + timedelta(days=1),
+        criteria={"min_length": 10},
+    )
+    with store.write() as tx:
+        for name in ("p", "a"):
+            tx.create_account(name, ["poster", "agent"], f"key-{name}", opt_in=False, at=T0)
+        tx.transfer([Transfer(WORLD, wallet_account("p"), 1000)], task_id=None, at=T0)
+        tx.insert_task(task, title="A task", brief="Do it.")
+    return task
+
+
+def test_migrations_match_the_tables(store: Store) -> None:
+    """After migrating, the database has exactly the declared tables; migrating again is a no-op."""
+    store.migrate()
+    with store.engine.connect() as conn:
+        diff = compare_metadata(MigrationContext.configure(conn), metadata)
+    assert diff == []
+
+
+def test_task_round_trip_and_optimistic_lock(store: Store) -> None:
+    """A task reads back equal; an update from a stale version is refused."""
+    task = _seed(store)
+    with store.read() as tx:
+        stored = tx.task("t1")
+    assert stored is not None and stored.task == task and stored.version == 1
+    with store.write() as tx:
+        tx.update_task(stored, task)
+    with pytest.raises(ConcurrentUpdate), store.write() as tx:
+        tx.update_task(stored, task)
+
+
+def test_ledger_is_double_entry_and_all_or_nothing(store: Store) -> None:
+    """Every transfer writes two legs; an overdraft rolls the whole transaction back."""
+    _seed(store)
+    with pytest.raises(Error) as err, store.write() as tx:
+        tx.transfer([Transfer(wallet_account("p"), "escrow:t1", 600)], task_id="t1", at=T0)
+        tx.transfer([Transfer(wallet_account("p"), "escrow:t1", 600)], task_id="t1", at=T0)
+    assert err.value.code == "INSUFFICIENT_FUNDS"
+    with store.read() as tx:
+        assert tx.balance(wallet_account("p")) == 1000
+        assert tx.entries("t1") == []
+        assert tx.ledger_total() == (0, 0)
+
+
+def test_receipts_chain(store: Store) -> None:
+    """Each receipt names the digest of the one before it; the head is the last one."""
+    _seed(store)
+    issuer = FakeIssuer()
+    with store.write() as tx:
+        first = tx.append_receipt({"n": 1}, issuer, result=None, task_id="t1", at=T0)  # type: ignore[arg-type]
+        second = tx.append_receipt({"n": 2}, issuer, result=None, task_id="t1", at=T0)  # type: ignore[arg-type]
+    assert first.previous is None and second.previous == first.digest
+    with store.read() as tx:
+        assert tx.head() == (2, second.digest)
+        assert [r.id for r in tx.receipts("t1")] == [first.id, second.id]
+
+
+def test_one_verdict_per_submission(store: Store) -> None:
+    """A second verdict on the same attempt is refused by the database itself."""
+    _seed(store)
+    v = VerdictReached("t1", 1, True, 100, (), "human", "p", None, T0)
+    with store.write() as tx:
+        tx.add_verdict(v, "r1")
+    with pytest.raises(ConcurrentUpdate), store.write() as tx:
+        tx.add_verdict(v, "r2")
+
+
+def test_idempotency_key_stored_once(store: Store) -> None:
+    """The same key cannot be stored twice; the first response is what is recalled."""
+    _seed(store)
+    args = {"account_id": "p", "key": "k", "fingerprint": "f", "status_code": 201, "at": T0}
+    with store.write() as tx:
+        tx.remember(body={"n": 1}, **args)  # type: ignore[arg-type]
+    with pytest.raises(ConcurrentUpdate), store.write() as tx:
+        tx.remember(body={"n": 2}, **args)  # type: ignore[arg-type]
+    with store.read() as tx:
+        assert tx.recalled("p", "k") == ("f", 201, {"n": 1})
+
+
+def test_racing_spends_never_overdraw(store: Store) -> None:
+    """Eight threads each try to spend 300 of 1000: at most three succeed, the rest are refused."""
+    _seed(store)
+    outcomes: list[str] = []
+    lock = threading.Lock()
+
+    def spend(i: int) -> None:
+        for _ in range(50):
+            try:
+                with store.write() as tx:
+                    tx.transfer(
+                        [Transfer(wallet_account("p"), f"escrow:x{i}", 300)], task_id=None, at=T0
+                    )
+                result = "ok"
+            except ConcurrentUpdate:
+                continue
+            except Error as exc:
+                result = exc.code
+            with lock:
+                outcomes.append(result)
+            return
+
+    threads = [threading.Thread(target=spend, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert outcomes.count("ok") == 3 and outcomes.count("INSUFFICIENT_FUNDS") == 5
+    with store.read() as tx:
+        assert tx.balance(wallet_account("p")) == 100
+        assert tx.ledger_total() == (0, 0)

@@ -1,0 +1,1 @@
+"""Fakes and helpers shared by the tests."""

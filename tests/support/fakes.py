@@ -1,0 +1,58 @@
+"""Fakes that satisfy the market's protocols: a tiny checker and a hash-chained issuer."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from adjudge import Error
+from adjudge.market import CheckOutcome
+
+
+class FakeChecker:
+    """Passes a result at least ``min_length`` characters long that holds no ``FAIL``."""
+
+    def admissibility(self, criteria: Mapping[str, Any], mode: str) -> Sequence[Error]:
+        """Auto mode needs criteria; ``regex_pattern: "(a+)+$"`` stands for an unusable one."""
+        if mode == "auto" and not criteria:
+            return [Error("Auto mode needs criteria.", code="AUTO_CRITERIA_REQUIRED")]
+        if criteria.get("regex_pattern") == "(a+)+$":
+            return [Error("Unsafe pattern.", code="REGEX_PATTERN_UNUSABLE")]
+        return []
+
+    def check(self, result: str, criteria: Mapping[str, Any]) -> CheckOutcome:
+        """Pass or fail by length and the word FAIL."""
+        ok = len(result) >= int(criteria.get("min_length", 10)) and "FAIL" not in result
+        reasons = ("All verification criteria met",) if ok else ("min_length: 0%",)
+        return CheckOutcome(ok, 100 if ok else 0, reasons, {"passed": ok})
+
+
+class FakeIssuer:
+    """Chains receipts by sha256 over sorted-key JSON; unsigned."""
+
+    def issue(
+        self, verdict: Any, result: str | None, previous: tuple[str, int] | None
+    ) -> Mapping[str, Any]:
+        """A receipt naming the previous digest."""
+        statement = verdict.statement() if hasattr(verdict, "statement") else dict(verdict)
+        body = {"statement": statement, "previous": previous[0] if previous else None}
+        digest = "sha256:" + hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+        return {**body, "digest": digest}
+
+
+class FakeClock:
+    """A clock tests move by hand."""
+
+    def __init__(self, start: datetime | None = None) -> None:
+        self.current = start or datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+
+    def now(self) -> datetime:
+        """The current fake time."""
+        return self.current
+
+    def advance(self, **kwargs: float) -> None:
+        """Move the clock forward by a ``timedelta(**kwargs)``."""
+        self.current += timedelta(**kwargs)

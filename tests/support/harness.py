@@ -1,0 +1,115 @@
+"""A running service over a fresh store with a fake clock, checker and issuer, and its accounts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from fastapi.testclient import TestClient
+
+from adjudge.market import ReceiptIssuer
+from adjudge.service import Marketplace, create_app
+from adjudge.store import Store
+from support.fakes import FakeChecker, FakeClock, FakeIssuer
+
+#: The accounts every harness starts with: id -> (roles, opted in as a verifier).
+ACCOUNTS: dict[str, tuple[tuple[str, ...], bool]] = {
+    "root": (("admin",), False),
+    "pat": (("poster",), False),
+    "ann": (("agent", "verifier"), False),
+    "bob": (("agent",), False),
+    "vera": (("verifier", "agent"), True),
+    "vic": (("verifier",), False),
+}
+FUNDS = 100_000_000
+
+
+@dataclass
+class Harness:
+    """The app, its clock, and each account's API key."""
+
+    market: Marketplace
+    client: TestClient
+    clock: FakeClock
+    keys: dict[str, str] = field(default_factory=dict)
+
+    def call(
+        self, who: str | None, method: str, path: str, body: Any = None, **headers: str
+    ) -> Any:
+        """Call ``/api/v1`` + ``path`` as ``who``; returns the httpx response."""
+        h = {k.replace("_", "-"): v for k, v in headers.items()}
+        if who is not None:
+            h["Authorization"] = f"Bearer {self.keys[who]}"
+        return self.client.request(method, "/api/v1" + path, json=body, headers=h)
+
+    def ok(self, who: str, method: str, path: str, body: Any = None, **headers: str) -> Any:
+        """Like :meth:`call`, asserting a 2xx and returning the JSON body."""
+        r = self.call(who, method, path, body, **headers)
+        assert r.status_code < 300, r.text
+        return r.json()
+
+    def refused(self, who: str | None, method: str, path: str, body: Any = None) -> tuple[int, str]:
+        """Call, assert the error shape, and return (status, code)."""
+        r = self.call(who, method, path, body)
+        assert r.status_code >= 400, r.text
+        payload = r.json()
+        assert set(payload) == {"error"} and set(payload["error"]) == {"code", "message"}
+        return r.status_code, payload["error"]["code"]
+
+    def post(self, mode: str = "manual", **fields: Any) -> str:
+        """Post a task as pat (a 2 USDC reward, one day, min_length 10 for auto)."""
+        body: dict[str, Any] = {
+            "title": f"A {mode} task",
+            "brief": "Write a summary.",
+            "reward": "2000000",
+            "deadline_hours": 24,
+            "mode": mode,
+        }
+        if mode == "auto":
+            body["criteria"] = {"min_length": 10}
+        if mode == "agent":
+            body["verifier"] = "vera"
+        body.update(fields)
+        return str(self.ok("pat", "POST", "/tasks", body)["id"])
+
+    def ledger(self) -> dict[str, Any]:
+        """The admin's ledger view; asserts both sums are zero."""
+        view = self.ok("root", "GET", "/ledger")
+        assert view["sum_of_balances"] == "0" and view["sum_of_entries"] == "0"
+        return dict(view["balances"])
+
+    def balance(self, account: str) -> int:
+        """A ledger account's balance (0 if absent)."""
+        return int(self.ledger().get(account, "0"))
+
+    def advance(self, **kwargs: float) -> None:
+        """Move the clock."""
+        self.clock.advance(**kwargs)
+
+    def later(self, days: float) -> None:
+        """Move the clock by days."""
+        self.clock.advance(days=days)
+
+    @property
+    def day(self) -> timedelta:
+        """One day."""
+        return timedelta(days=1)
+
+
+def make_harness(
+    store: Store, *, real_checker: bool = False, issuer: ReceiptIssuer | None = None
+) -> Harness:
+    """A harness over ``store`` (already migrated) with every account funded.
+
+    The checker is a fake unless ``real_checker`` asks for the auto check itself.
+    """
+    clock = FakeClock()
+    checker = None if real_checker else FakeChecker()
+    market = Marketplace(store, clock=clock, checker=checker, issuer=issuer or FakeIssuer())
+    harness = Harness(market, TestClient(create_app(market)), clock)
+    for name, (roles, opt_in) in ACCOUNTS.items():
+        _, key = market.create_account(name, roles, opt_in=opt_in)
+        harness.keys[name] = key
+        market.deposit(name, FUNDS)
+    return harness

@@ -1,0 +1,138 @@
+"""The agent-review worker against a real model-like HTTP server on loopback."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from adjudge.store import Store
+from adjudge.workers import MAX_TRIES, ChatCompletionsJudge, JudgeError, ReviewWorker, parse_answer
+from adjudge.workers.judges import PROMPT
+from support.harness import Harness, make_harness
+from support.model_server import completion, model_server, user_data
+
+
+def delivered(h: Harness, result: str, **fields: Any) -> str:
+    tid = h.post("agent", **fields)
+    h.ok("ann", "POST", f"/tasks/{tid}/accept")
+    h.ok("ann", "POST", f"/tasks/{tid}/submissions", {"result": result})
+    return tid
+
+
+def by_content(request: dict[str, Any]) -> tuple[int, str, float]:
+    """Pass results that say PASS_ME, fail the rest, wrapping the JSON in prose and fences."""
+    passed = "PASS_ME" in user_data(request)["result"]
+    answer = {"passed": passed, "reasons": [] if passed else ["The table is missing."]}
+    return 200, completion(f"Here is my verdict:\n```json\n{json.dumps(answer)}\n```"), 0.0
+
+
+def test_worker_records_verdicts_as_the_verifier(sqlite_store: Store) -> None:
+    """Passes pay, fails fail; the model saw the prompt, the cut brief and result, the note."""
+    h = make_harness(sqlite_store)
+    long_brief = "B" * 20_000
+    good = delivered(
+        h, "PASS_ME " + "r" * 20_000, brief=long_brief, criteria={"acceptance": "Five risks."}
+    )
+    bad = delivered(h, "nothing useful")
+    with model_server(by_content) as (url, seen):
+        worker = ReviewWorker(h.market, ChatCompletionsJudge(url, "judge-1"))
+        report = worker.poll()
+    assert sorted(report.judged) == sorted([good, bad])
+    assert h.ok("pat", "GET", f"/tasks/{good}")["ending"] == "paid_on_pass"
+    failed = h.ok("pat", "GET", f"/tasks/{bad}")
+    assert failed["status"] == "failed"
+    verdict = failed["verification_result"]
+    assert verdict["judge"] == "vera" and verdict["authority"] == "verifier"
+    assert verdict["reasons"] == ["The table is missing."]
+    first = next(r for r in seen if "PASS_ME" in user_data(r)["result"])
+    assert first["model"] == "judge-1" and first["messages"][0]["content"] == PROMPT
+    data = user_data(first)
+    assert len(data["brief"]) == 12_000 and len(data["result"]) == 12_000
+    assert data["acceptance"] == "Five risks."
+    assert worker.poll().judged == []  # nothing left to judge
+    h.ledger()
+
+
+@pytest.mark.parametrize(
+    "behaviour",
+    [
+        pytest.param(lambda r: (200, completion("I think it is fine."), 0.0), id="garbage"),
+        pytest.param(lambda r: (200, "not json", 0.0), id="not-a-completion"),
+        pytest.param(lambda r: (500, '{"error": "boom"}', 0.0), id="server-error"),
+        pytest.param(lambda r: (200, completion('{"passed": "yes"}'), 0.0), id="wrong-type"),
+        pytest.param(lambda r: (200, completion("{}"), 0.6), id="timeout"),
+    ],
+)
+def test_model_failures_post_nothing_then_give_up(sqlite_store: Store, behaviour: Any) -> None:
+    """A model failure posts no verdict; after 5 the work counts as delivered, never judged."""
+    h = make_harness(sqlite_store)
+    tid = delivered(h, "some work")
+    with model_server(behaviour) as (url, seen):
+        worker = ReviewWorker(h.market, ChatCompletionsJudge(url, "m", timeout=0.3))
+        reports = [worker.poll() for _ in range(MAX_TRIES + 1)]
+    assert [len(r.failed) for r in reports] == [1] * (MAX_TRIES - 1) + [0, 0]
+    assert reports[MAX_TRIES - 1].gave_up == [tid] and reports[-1].gave_up == []
+    assert len(seen) == MAX_TRIES
+    view = h.ok("pat", "GET", f"/tasks/{tid}")
+    assert view["status"] == "awaiting_verification" and view["verdicts"] == []
+    h.later(1)
+    assert h.ok("pat", "POST", f"/tasks/{tid}/reclaim")["status"] == "escalated"
+
+
+def test_a_failure_then_a_good_answer_judges(sqlite_store: Store) -> None:
+    """An error is retried on the next poll, which can then judge."""
+    h = make_harness(sqlite_store)
+    tid = delivered(h, "PASS_ME")
+    answers = itertools.chain([(503, "{}", 0.0)], itertools.repeat(None))
+
+    def flaky(request: dict[str, Any]) -> tuple[int, str, float]:
+        return next(answers) or by_content(request)
+
+    with model_server(flaky) as (url, _):
+        worker = ReviewWorker(h.market, ChatCompletionsJudge(url, "m"))
+        assert worker.poll().failed == [tid]
+        assert worker.poll().judged == [tid]
+    assert h.ok("pat", "GET", f"/tasks/{tid}")["ending"] == "paid_on_pass"
+
+
+def test_two_workers_never_judge_one_result_twice(store: Store) -> None:
+    """Workers polling at once each take different results: one model call and verdict each."""
+    h = make_harness(store)
+    tids = [delivered(h, f"PASS_ME {i}") for i in range(8)]
+
+    def slow(request: dict[str, Any]) -> tuple[int, str, float]:
+        status, body, _ = by_content(request)
+        return status, body, 0.05
+
+    with model_server(slow) as (url, seen):
+        workers = [
+            ReviewWorker(h.market, ChatCompletionsJudge(url, "m"), batch=3) for _ in range(3)
+        ]
+        threads = [
+            threading.Thread(target=lambda w=w: [w.poll() for _ in range(4)]) for w in workers
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    calls = Counter(user_data(r)["result"] for r in seen)
+    assert len(calls) == 8 and set(calls.values()) == {1}
+    for tid in tids:
+        view = h.ok("pat", "GET", f"/tasks/{tid}")
+        assert view["ending"] == "paid_on_pass" and len(view["verdicts"]) == 1
+    h.ledger()
+
+
+def test_parse_answer_rules() -> None:
+    """The first object with a boolean passed counts; reasons are capped at 10."""
+    answer = parse_answer(
+        'noise {"x": 1} {"passed": false, "reasons": ' + json.dumps(["r"] * 12) + "}"
+    )
+    assert answer.passed is False and len(answer.reasons) == 10
+    with pytest.raises(JudgeError):
+        parse_answer("no verdict here")
