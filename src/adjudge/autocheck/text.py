@@ -192,7 +192,7 @@ def has_distinct_words(text: str, n: int) -> int:
     Reads a growing prefix instead of lowercasing the whole text: a word the cut may have split
     (the last one, when the cut is not at the end) is left for the next, longer read.
     """
-    size = 256
+    size = 64
     while True:
         whole = size >= len(text)
         chunk = text if whole else text[:size]
