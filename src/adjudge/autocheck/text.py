@@ -74,6 +74,7 @@ def has_astral_in(text: str, cls: re.Pattern[str]) -> bool:
 _WORD = re.compile(rf"[{CJK}]|[^\W_]+(?:['-][^\W_]+)*")
 _WORD_ALL = re.compile(rf"[{CJK}]|[{CJK_ASTRAL}]|[^\W_]+(?:['-][^\W_]+)*")
 _ASCII_WORD = re.compile(r"[a-z0-9]+(?:['-][a-z0-9]+)*")
+NON_ASCII_ALNUM = re.compile(r"[^\W_\x00-\x7f]")
 
 # Cyrillic and Greek letters that render as Latin ones. Cheap and partial: it stops the
 # copy-paste look-alike trick, not a determined adversary.
@@ -181,7 +182,9 @@ def words(text: str) -> list[str]:
 
 
 def _word_pattern(text: str) -> re.Pattern[str]:
-    if text.isascii():
+    # Without a non-ASCII letter or digit (typographic quotes and dashes are neither), the ASCII
+    # pattern finds exactly the same words, faster.
+    if text.isascii() or NON_ASCII_ALNUM.search(text) is None:
         return _ASCII_WORD
     return _WORD_ALL if has_astral_in(text, _CJK_ASTRAL) else _WORD
 
