@@ -230,3 +230,47 @@ def test_a_call_under_a_named_policy_version(sqlite_store: Store) -> None:
     assert latest["record"]["strike"] is False and latest["record"]["payment"] == "settle"
     window = h.ok("pat", "GET", "/providers/skycast/quality")["window"]
     assert (window["fail"], window["not_counted"]) == (1, 1)
+
+
+def test_names_the_store_cannot_hold_are_refused_not_crashed(store: Store) -> None:
+    """Over-long or NUL-bearing names are 400, NUL in a path is 404, NUL inside JSON is kept."""
+    h, _ = _harness(store)
+    contract = _example("weather.contract.json")
+    long_version = {**contract, "version": "9" * 65}
+    assert h.refused("skycast", "POST", "/tools", {"contract": long_version}) == (
+        400,
+        "CONTRACT_INVALID",
+    )
+    nul_tool = {**contract, "tool": "weather\x00forecast"}
+    assert h.refused("skycast", "POST", "/tools", {"contract": nul_tool}) == (
+        400,
+        "CONTRACT_INVALID",
+    )
+    _register_weather(h)
+    big = {**_example("weather.policy.json"), "version": 2**31}
+    path = "/tools/weather.forecast/policies"
+    assert h.refused("pat", "POST", path, {"policy": big}) == (400, "POLICY_INVALID")
+    assert h.refused("pat", "POST", "/tools/a%00b/policies", {"policy": big})[0] == 404
+    assert h.refused("pat", "GET", "/calls/a%00b") == (404, "CALL_NOT_FOUND")
+    assert h.refused("pat", "GET", "/providers/a%00b/quality") == (404, "ACCOUNT_NOT_FOUND")
+    assert h.refused("pat", "POST", "/calls", _call("wx\x00")) == (400, "CALL_INPUT_INVALID")
+    odd = _call("wx-nul")
+    odd["request"]["arguments"]["note"] = "a\x00b"
+    odd["response"]["body"]["timezone"] = "Europe\x00Berlin"
+    made = h.ok("pat", "POST", "/calls", odd)
+    assert made["record"]["verdict"] == "PASS"
+    assert h.ok("pat", "GET", "/calls/wx-nul")["request"]["arguments"]["note"] == "a\x00b"
+
+
+def test_a_declared_digest_cannot_be_proven_so_a_pass_is_not_stored(sqlite_store: Store) -> None:
+    """The service holds the parsed body, not the bytes a declared digest covers."""
+    h, _ = _harness(sqlite_store)
+    _register_weather(h)
+    declared = _call("wx-1")
+    declared["response"]["digest"] = "sha256:" + "0" * 64
+    assert h.refused("pat", "POST", "/calls", declared) == (400, "INTEGRITY_PROOF_REQUIRED")
+    assert h.refused("pat", "GET", "/calls/wx-1") == (404, "CALL_NOT_FOUND")
+    assert h.ok("pat", "GET", "/receipts/head")["seq"] == 0
+    failing = _call("wx-2", "bad")
+    failing["response"]["digest"] = "sha256:" + "0" * 64
+    assert h.ok("pat", "POST", "/calls", failing)["record"]["verdict"] == "FAIL"

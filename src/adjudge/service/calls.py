@@ -48,6 +48,8 @@ from adjudge.store import calls as db
 
 __all__ = ["DEFAULT_WINDOW_DAYS", "router"]
 
+#: The highest policy version the store holds (a 32-bit integer column).
+MAX_VERSION = 2**31 - 1
 #: The quality window of a provider that declared no terms.
 DEFAULT_WINDOW_DAYS = 30
 
@@ -85,7 +87,7 @@ class PolicyRef(BaseModel):
     """Which registered policy governs a call; without a version, its highest."""
 
     id: str = Field(min_length=1, max_length=200)
-    version: int | None = Field(default=None, ge=1, le=2**31 - 1)
+    version: int | None = Field(default=None, ge=1, le=MAX_VERSION)
 
 
 class VerifyCall(BaseModel):
@@ -132,6 +134,18 @@ def _need_any(who: Account, roles: set[str], what: str) -> None:
     if not roles & who.roles:
         wanted = " or ".join(sorted(roles))
         raise Error(f"Only a {wanted} account {what}.", code="ROLE_REQUIRED")
+
+
+def _storable(value: str, what: str, limit: int, code: str) -> str:
+    """Refuse a name the store's columns cannot hold on every database (length, NUL)."""
+    if len(value) > limit or "\x00" in value:
+        raise CriteriaError(f"{what} is at most {limit} characters, without NUL.", code=code)
+    return value
+
+
+def _findable(value: str) -> bool:
+    """A path parameter the store can look up (PostgreSQL refuses NUL in text)."""
+    return "\x00" not in value
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -181,6 +195,8 @@ def register_tool(
     """A provider registers its tool's contract (refusals carry the calls package's codes)."""
     _need_any(who, {"provider"}, "registers a tool's contract")
     contract = register_contract(body.contract)
+    _storable(contract.tool, "A tool name", 200, "CONTRACT_INVALID")
+    _storable(contract.version, "A contract version", 64, "CONTRACT_INVALID")
     if body.quality is not None:
         _terms(body.quality)
 
@@ -218,10 +234,15 @@ def register_tool_policy(
     _need_any(who, {"poster", "admin"}, "registers a decision policy")
 
     def run(tx: Transaction) -> Response:
-        current = db.latest_contract(tx, tool)
+        current = db.latest_contract(tx, tool) if _findable(tool) else None
         if current is None:
             raise Error(f"No tool {tool} is registered.", code="TOOL_NOT_FOUND")
         policy = register_policy(body.policy, register_contract(current.document))
+        _storable(policy.policy_id, "A policy id", 200, "POLICY_INVALID")
+        if policy.version > MAX_VERSION:
+            raise CriteriaError(
+                f"A policy version is at most {MAX_VERSION}.", code="POLICY_INVALID"
+            )
         stored = db.add_policy(
             tx,
             policy_id=policy.policy_id,
@@ -256,7 +277,7 @@ def _call_view(c: db.StoredCall) -> dict[str, Any]:
 def _governing(tx: Transaction, tool: str, ref: PolicyRef | None) -> db.StoredPolicy | None:
     if ref is None:
         return db.latest_policy(tx, tool)
-    found = db.policy(tx, ref.id, ref.version)
+    found = db.policy(tx, ref.id, ref.version) if _findable(ref.id) else None
     if found is None:
         named = ref.id if ref.version is None else f"{ref.id} version {ref.version}"
         raise Error(f"No policy {named} is registered.", code="POLICY_NOT_FOUND")
@@ -281,6 +302,9 @@ def verify(
     """Verify one call; its record and signed receipt are stored together, once per call id."""
     _need_any(who, {"poster", "admin"}, "submits calls for verification")
     call = parse_request(body.request)
+    _storable(call.call_id, "A call id", 200, "CALL_INPUT_INVALID")
+    _storable(call.tool, "A tool name", 200, "CALL_INPUT_INVALID")
+    _storable(call.provider, "A provider", 200, "CALL_INPUT_INVALID")
     answer = parse_response(body.response)
     judgment = None if body.judgment is None else parse_judgment(body.judgment)
     corroboration = None if body.corroboration is None else parse_corroboration(body.corroboration)
@@ -343,7 +367,7 @@ def get_call(*, call_id: str, who: Caller, market: Market) -> dict[str, Any]:
     """A verified call's record with every check row (its submitter, its provider, admins)."""
 
     def run(tx: Transaction) -> dict[str, Any]:
-        found = db.call(tx, call_id)
+        found = db.call(tx, call_id) if _findable(call_id) else None
         if found is None:
             raise Error(f"No call {call_id}.", code="CALL_NOT_FOUND")
         if who.id not in (found.submitted_by, found.provider) and "admin" not in who.roles:
@@ -404,7 +428,7 @@ def provider_quality(
     penalty assessment under its declared terms, and its latest proposal with its status now."""
 
     def run(tx: Transaction) -> dict[str, Any]:
-        account = tx.account(provider)
+        account = tx.account(provider) if _findable(provider) else None
         if account is None or "provider" not in account.roles:
             raise Error(f"No provider {provider}.", code="ACCOUNT_NOT_FOUND")
         now = market.clock.now()
