@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import copy
 import json
+import threading
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from fastapi.testclient import TestClient
 
 from adjudge.receipts import SigningKey, canonical_bytes, verify, verify_chain
 from adjudge.service.wiring import SignedReceipts
@@ -274,3 +277,37 @@ def test_a_declared_digest_cannot_be_proven_so_a_pass_is_not_stored(sqlite_store
     failing = _call("wx-2", "bad")
     failing["response"]["digest"] = "sha256:" + "0" * 64
     assert h.ok("pat", "POST", "/calls", failing)["record"]["verdict"] == "FAIL"
+
+
+def _race(h: Harness, n: int, body: Any, headers: dict[str, str]) -> list[int]:
+    """``n`` clients post ``body`` to ``/calls`` as pat at once; their status codes."""
+    barrier = threading.Barrier(n)
+    codes: list[int] = []
+    lock = threading.Lock()
+    auth = {"Authorization": f"Bearer {h.keys['pat']}", **headers}
+
+    def run() -> None:
+        client = TestClient(h.client.app)
+        barrier.wait()
+        code = client.post("/api/v1/calls", json=body, headers=auth).status_code
+        with lock:
+            codes.append(code)
+
+    threads = [threading.Thread(target=run) for _ in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return sorted(codes)
+
+
+def test_concurrent_verifications_of_one_call_sign_once(store: Store) -> None:
+    """Racing retries of one call: without a key one wins and the rest are CALL_EXISTS; with
+    one key every client gets the same answer. One record, one receipt, one observation."""
+    h, _ = _harness(store)
+    _register_weather(h)
+    assert _race(h, 6, _call("wx-1"), {}) == [201] + [409] * 5
+    assert _race(h, 6, _call("wx-2"), {"Idempotency-Key": "same"}) == [201] * 6
+    assert h.ok("pat", "GET", "/receipts/head")["seq"] == 2
+    window = h.ok("pat", "GET", "/providers/skycast/quality")["window"]
+    assert window["pass"] == 2
