@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field
 import adjudge
 from adjudge.errors import Error
 from adjudge.service import errors
+from adjudge.service.calls import router as calls_router
 from adjudge.service.marketplace import Idempotency, Marketplace, Response
 from adjudge.service.views import account_view, is_party, receipt_view, task_view
 from adjudge.store import Account, Transaction
@@ -162,6 +163,7 @@ def create_app(market: Marketplace, *, threads: int | None = None) -> FastAPI:
     app.state.market = market
     errors.install(app)
     app.include_router(router)
+    app.include_router(calls_router)
     return app
 
 

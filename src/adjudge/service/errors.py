@@ -27,11 +27,15 @@ STATUS: dict[str, int] = {
     "NOT_A_PARTY": 403,
     "ROLE_REQUIRED": 403,
     "CONFLICT_OF_INTEREST": 403,
+    "NOT_TOOL_PROVIDER": 403,
     # 404: no such thing
     "NOT_FOUND": 404,
     "TASK_NOT_FOUND": 404,
     "RECEIPT_NOT_FOUND": 404,
     "ACCOUNT_NOT_FOUND": 404,
+    "TOOL_NOT_FOUND": 404,
+    "POLICY_NOT_FOUND": 404,
+    "CALL_NOT_FOUND": 404,
     # 409: not now, not in this state (spec: 409 for each of these)
     "VERIFIER_NOT_OPTED_IN": 409,
     "SELF_VERIFICATION": 409,
@@ -44,11 +48,15 @@ STATUS: dict[str, int] = {
     "RESULT_DIGEST_MISMATCH": 409,
     "NO_CRITERIA": 409,
     "VERDICT_UNPROVABLE": 409,
+    "CONTRACT_EXISTS": 409,
+    "POLICY_EXISTS": 409,
+    "CALL_EXISTS": 409,
     # 405: the route exists, the method does not
     "METHOD_NOT_ALLOWED": 405,
     # 503: the database failed; nothing was written
     "STORAGE_ERROR": 503,
     "CHECKER_UNAVAILABLE": 503,
+    "CALL_RECEIPTS_UNAVAILABLE": 503,
 }
 
 

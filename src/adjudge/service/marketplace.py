@@ -61,7 +61,7 @@ from adjudge.service.wiring import default_checker, default_issuer
 from adjudge.store import Account, ConcurrentUpdate, Store, StoredTask, Submission, Transaction
 
 #: Roles an account may hold.
-ROLES = frozenset({"poster", "agent", "verifier", "admin"})
+ROLES = frozenset({"poster", "agent", "verifier", "admin", "provider"})
 #: The most money the ledger holds in total (its columns are signed 64-bit integers).
 MAX_MONEY = 2**63 - 1
 #: How long a verified API key is remembered in this process.

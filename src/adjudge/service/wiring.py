@@ -12,7 +12,7 @@ from typing import Any
 
 from adjudge.autocheck import admissibility, auto_check
 from adjudge.errors import Error
-from adjudge.kernel import DEFAULT_POLICY, Authority, Check, Verdict, determine
+from adjudge.kernel import DEFAULT_POLICY, Authority, Check, Determination, Verdict, determine
 from adjudge.kernel.adapters import auto_check_check
 from adjudge.kernel.oracle import integrity
 from adjudge.market import Checker, CheckOutcome, ReceiptIssuer, VerdictReached
@@ -105,6 +105,21 @@ class SignedReceipts:
                 f"The kernel folds this verdict to {determination.verdict}, not {wanted}.",
                 code="VERDICT_UNPROVABLE",
             )
+        head = Head(previous[0], previous[1]) if previous else None
+        receipt = issue(determination, self.signer, head)
+        return {
+            "digest": receipt.receipt_id,
+            "sequence": receipt.sequence,
+            "verdict": receipt.verdict.value,
+            "keyid": receipt.keyid,
+            "envelope": receipt.to_dict(),
+        }
+
+    def issue_call(
+        self, determination: Determination, previous: tuple[str, int] | None
+    ) -> Mapping[str, Any]:
+        """The signed receipt of a verified paid call's determination, chained after
+        ``previous`` (the same receipt shape as a verdict's)."""
         head = Head(previous[0], previous[1]) if previous else None
         receipt = issue(determination, self.signer, head)
         return {

@@ -5,6 +5,7 @@
 idempotency records. Nothing is half-written: a transaction commits whole or not at all.
 """
 
+from adjudge.store import calls  # registers the paid-call tables in the one metadata
 from adjudge.store.database import DEFAULT_URL, Store, migrate
 from adjudge.store.transaction import (
     Account,
@@ -26,5 +27,6 @@ __all__ = [
     "StoredVerdict",
     "Submission",
     "Transaction",
+    "calls",
     "migrate",
 ]

@@ -1,0 +1,486 @@
+"""Paid-call verification in the store: tool contracts, decision policies, verified calls, a
+provider's declared quality terms and its penalty proposals.
+
+The tables live in the same metadata as the marketplace's (``schema.metadata``), so one Alembic
+history creates them. Every function works inside a :class:`~adjudge.store.Transaction`; a call
+record and its signed receipt are written in one transaction, the receipt appended to the
+service's one hash chain under the same locked head row as the marketplace's verdicts.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    Column,
+    ForeignKey,
+    Integer,
+    String,
+    Table,
+    UniqueConstraint,
+    and_,
+    insert,
+    select,
+    update,
+)
+from sqlalchemy.exc import IntegrityError
+
+from adjudge.calls.quality import Observation
+from adjudge.calls.verdicts import CallVerdict
+from adjudge.errors import Error, StorageError
+from adjudge.store import schema as s
+from adjudge.store.transaction import ConcurrentUpdate, StoredReceipt, Transaction
+
+__all__ = [
+    "StoredCall",
+    "StoredContract",
+    "StoredPolicy",
+    "add_call",
+    "add_contract",
+    "add_policy",
+    "add_proposal",
+    "append_signed_receipt",
+    "call",
+    "contract",
+    "latest_contract",
+    "latest_policy",
+    "latest_proposal",
+    "observations",
+    "policy",
+    "set_terms",
+    "terms",
+    "tool_owner",
+]
+
+call_contracts = Table(
+    "call_contracts",
+    s.metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("tool", String(200), nullable=False, index=True),
+    Column("version", String(64), nullable=False),
+    Column("provider", String(64), ForeignKey("accounts.id"), nullable=False),
+    Column("document", JSON, nullable=False),
+    Column("digest", String(71), nullable=False),  # sha256 of the document's canonical JSON
+    Column("registered_at", s.UTCDateTime, nullable=False),
+    UniqueConstraint("tool", "version"),
+)
+
+call_policies = Table(
+    "call_policies",
+    s.metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("policy_id", String(200), nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("tool", String(200), nullable=False, index=True),
+    Column("contract_version", String(64), nullable=False),  # the contract it was checked on
+    Column("document", JSON, nullable=False),
+    Column("digest", String(71), nullable=False),
+    Column("registered_by", String(64), ForeignKey("accounts.id"), nullable=False),
+    Column("registered_at", s.UTCDateTime, nullable=False),
+    UniqueConstraint("policy_id", "version"),
+)
+
+call_records = Table(
+    "call_records",
+    s.metadata,
+    Column("id", String(200), primary_key=True),  # the caller's call id: verified once
+    Column("provider", String(200), nullable=False, index=True),
+    Column("tool", String(200), nullable=False),
+    Column("contract_version", String(64), nullable=False),
+    Column("policy_id", String(200), nullable=True),
+    Column("policy_version", Integer, nullable=True),
+    Column("submitted_by", String(64), ForeignKey("accounts.id"), nullable=False),
+    Column("at", s.UTCDateTime, nullable=False, index=True),
+    Column("verdict", String(32), nullable=True),  # None for a request or system error
+    Column("enforced", Boolean, nullable=False),
+    Column("error_kind", String(32), nullable=True),
+    Column("record", JSON, nullable=False),  # CallResult.to_dict(): every check row
+    Column("request", JSON, nullable=False),
+    Column("response", JSON, nullable=False),
+    Column("receipt_id", String(64), nullable=True),  # None: an error has no determination
+)
+
+call_provider_terms = Table(
+    "call_provider_terms",
+    s.metadata,
+    Column("provider", String(64), ForeignKey("accounts.id"), primary_key=True),
+    Column("terms", JSON, nullable=False),
+    Column("declared_at", s.UTCDateTime, nullable=False),
+)
+
+call_penalty_proposals = Table(
+    "call_penalty_proposals",
+    s.metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("provider", String(64), nullable=False, index=True),
+    Column("proposal", JSON, nullable=False),  # PenaltyProposal.to_dict()
+    Column("proposed_at", s.UTCDateTime, nullable=False),
+)
+
+
+@dataclass(frozen=True)
+class StoredContract:
+    """A registered contract document and who provides the tool."""
+
+    tool: str
+    version: str
+    provider: str
+    document: Mapping[str, Any]
+    digest: str
+    registered_at: datetime
+
+
+@dataclass(frozen=True)
+class StoredPolicy:
+    """A registered policy document and the contract version it was checked against."""
+
+    policy_id: str
+    version: int
+    tool: str
+    contract_version: str
+    document: Mapping[str, Any]
+    digest: str
+    registered_by: str
+    registered_at: datetime
+
+
+@dataclass(frozen=True)
+class StoredCall:
+    """A verified call: its record (every check row), inputs and receipt."""
+
+    id: str
+    provider: str
+    tool: str
+    submitted_by: str
+    at: datetime
+    record: Mapping[str, Any]
+    request: Mapping[str, Any]
+    response: Mapping[str, Any]
+    receipt_id: str | None
+
+
+def _contract(m: Any) -> StoredContract:
+    return StoredContract(m.tool, m.version, m.provider, m.document, m.digest, m.registered_at)
+
+
+def _policy(m: Any) -> StoredPolicy:
+    return StoredPolicy(
+        m.policy_id,
+        int(m.version),
+        m.tool,
+        m.contract_version,
+        m.document,
+        m.digest,
+        m.registered_by,
+        m.registered_at,
+    )
+
+
+# --- contracts and policies ---------------------------------------------------------------
+
+
+def tool_owner(tx: Transaction, tool: str) -> str | None:
+    """The provider that registered ``tool`` first, or None."""
+    q = (
+        select(call_contracts.c.provider)
+        .where(call_contracts.c.tool == tool)
+        .order_by(call_contracts.c.id)
+        .limit(1)
+    )
+    value = tx.conn.execute(q).scalar_one_or_none()
+    return None if value is None else str(value)
+
+
+def add_contract(
+    tx: Transaction,
+    *,
+    tool: str,
+    version: str,
+    provider: str,
+    document: Mapping[str, Any],
+    digest: str,
+    at: datetime,
+) -> StoredContract:
+    """Store a contract; one provider per tool, each version once."""
+    owner = tool_owner(tx, tool)
+    if owner is not None and owner != provider:
+        raise Error(f"The tool {tool} belongs to another provider.", code="NOT_TOOL_PROVIDER")
+    if contract(tx, tool, version) is not None:
+        raise Error(f"{tool} version {version} is already registered.", code="CONTRACT_EXISTS")
+    try:
+        tx.conn.execute(
+            insert(call_contracts).values(
+                tool=tool,
+                version=version,
+                provider=provider,
+                document=dict(document),
+                digest=digest,
+                registered_at=at,
+            )
+        )
+    except IntegrityError as exc:
+        raise ConcurrentUpdate("The same contract is being registered; try again.") from exc
+    return StoredContract(tool, version, provider, document, digest, at)
+
+
+def contract(tx: Transaction, tool: str, version: str) -> StoredContract | None:
+    """One version of a tool's contract, or None."""
+    q = select(call_contracts).where(
+        and_(call_contracts.c.tool == tool, call_contracts.c.version == version)
+    )
+    row = tx.conn.execute(q).first()
+    return _contract(row) if row else None
+
+
+def latest_contract(tx: Transaction, tool: str) -> StoredContract | None:
+    """The tool's most recently registered contract, or None."""
+    q = (
+        select(call_contracts)
+        .where(call_contracts.c.tool == tool)
+        .order_by(call_contracts.c.id.desc())
+        .limit(1)
+    )
+    row = tx.conn.execute(q).first()
+    return _contract(row) if row else None
+
+
+def add_policy(
+    tx: Transaction,
+    *,
+    policy_id: str,
+    version: int,
+    tool: str,
+    contract_version: str,
+    document: Mapping[str, Any],
+    digest: str,
+    by: str,
+    at: datetime,
+) -> StoredPolicy:
+    """Store a policy version; each (policy, version) once."""
+    if policy(tx, policy_id, version) is not None:
+        raise Error(
+            f"Policy {policy_id} version {version} is already registered.", code="POLICY_EXISTS"
+        )
+    try:
+        tx.conn.execute(
+            insert(call_policies).values(
+                policy_id=policy_id,
+                version=version,
+                tool=tool,
+                contract_version=contract_version,
+                document=dict(document),
+                digest=digest,
+                registered_by=by,
+                registered_at=at,
+            )
+        )
+    except IntegrityError as exc:
+        raise ConcurrentUpdate("The same policy is being registered; try again.") from exc
+    return StoredPolicy(policy_id, version, tool, contract_version, document, digest, by, at)
+
+
+def policy(tx: Transaction, policy_id: str, version: int | None = None) -> StoredPolicy | None:
+    """A policy version (the highest when ``version`` is None), or None."""
+    q = select(call_policies).where(call_policies.c.policy_id == policy_id)
+    if version is not None:
+        q = q.where(call_policies.c.version == version)
+    row = tx.conn.execute(q.order_by(call_policies.c.version.desc()).limit(1)).first()
+    return _policy(row) if row else None
+
+
+def latest_policy(tx: Transaction, tool: str) -> StoredPolicy | None:
+    """The policy most recently registered for ``tool``, or None."""
+    q = (
+        select(call_policies)
+        .where(call_policies.c.tool == tool)
+        .order_by(call_policies.c.id.desc())
+        .limit(1)
+    )
+    row = tx.conn.execute(q).first()
+    return _policy(row) if row else None
+
+
+# --- calls --------------------------------------------------------------------------------
+
+
+def add_call(
+    tx: Transaction,
+    *,
+    record: Mapping[str, Any],
+    contract_version: str,
+    submitted_by: str,
+    at: datetime,
+    request: Mapping[str, Any],
+    response: Mapping[str, Any],
+    receipt_id: str | None,
+) -> StoredCall:
+    """Store a verified call; a call id is verified once (``CALL_EXISTS``)."""
+    call_id = str(record["call_id"])
+    if call(tx, call_id) is not None:
+        raise Error(f"The call {call_id} was already verified.", code="CALL_EXISTS")
+    governing = record.get("policy") or {}
+    error = record.get("error")
+    try:
+        tx.conn.execute(
+            insert(call_records).values(
+                id=call_id,
+                provider=record["provider"],
+                tool=record["tool"],
+                contract_version=contract_version,
+                policy_id=governing.get("policy"),
+                policy_version=governing.get("version"),
+                submitted_by=submitted_by,
+                at=at,
+                verdict=record.get("verdict"),
+                enforced=bool(record["effect"]["enforced"]),
+                error_kind=None if error is None else error["kind"],
+                record=dict(record),
+                request=dict(request),
+                response=dict(response),
+                receipt_id=receipt_id,
+            )
+        )
+    except IntegrityError as exc:
+        raise ConcurrentUpdate("The same call is being verified; try again.") from exc
+    return StoredCall(
+        call_id,
+        str(record["provider"]),
+        str(record["tool"]),
+        submitted_by,
+        at,
+        record,
+        request,
+        response,
+        receipt_id,
+    )
+
+
+def call(tx: Transaction, call_id: str) -> StoredCall | None:
+    """A stored call, or None."""
+    row = tx.conn.execute(select(call_records).where(call_records.c.id == call_id)).first()
+    if row is None:
+        return None
+    return StoredCall(
+        row.id,
+        row.provider,
+        row.tool,
+        row.submitted_by,
+        row.at,
+        row.record,
+        row.request,
+        row.response,
+        row.receipt_id,
+    )
+
+
+def observations(
+    tx: Transaction, provider: str, after: datetime, until: datetime
+) -> list[Observation]:
+    """What ``provider``'s calls in ``(after, until]`` contribute to its quality window."""
+    c = call_records.c
+    q = select(c.id, c.at, c.verdict, c.enforced, c.error_kind).where(
+        and_(c.provider == provider, c.at > after, c.at <= until)
+    )
+    return [
+        Observation(
+            provider=provider,
+            call_id=r.id,
+            at=r.at,
+            verdict=None if r.verdict is None else CallVerdict(r.verdict),
+            enforced=bool(r.enforced),
+            error_kind=r.error_kind,
+        )
+        for r in tx.conn.execute(q)
+    ]
+
+
+# --- quality terms and penalty proposals --------------------------------------------------
+
+
+def set_terms(tx: Transaction, provider: str, declared: Mapping[str, Any], at: datetime) -> None:
+    """Store a provider's declared quality terms (the latest declaration holds)."""
+    t = call_provider_terms
+    if terms(tx, provider) is None:
+        tx.conn.execute(insert(t).values(provider=provider, terms=dict(declared), declared_at=at))
+    else:
+        tx.conn.execute(
+            update(t).where(t.c.provider == provider).values(terms=dict(declared), declared_at=at)
+        )
+
+
+def terms(tx: Transaction, provider: str) -> Mapping[str, Any] | None:
+    """A provider's declared quality terms as declared, or None."""
+    t = call_provider_terms
+    value = tx.conn.execute(select(t.c.terms).where(t.c.provider == provider)).scalar()
+    return None if value is None else dict(value)
+
+
+def add_proposal(tx: Transaction, provider: str, proposal: Mapping[str, Any], at: datetime) -> None:
+    """Record a penalty proposal."""
+    tx.conn.execute(
+        insert(call_penalty_proposals).values(
+            provider=provider, proposal=dict(proposal), proposed_at=at
+        )
+    )
+
+
+def latest_proposal(tx: Transaction, provider: str) -> Mapping[str, Any] | None:
+    """The provider's most recent penalty proposal, or None."""
+    p = call_penalty_proposals
+    q = select(p.c.proposal).where(p.c.provider == provider).order_by(p.c.id.desc()).limit(1)
+    value = tx.conn.execute(q).scalar()
+    return None if value is None else dict(value)
+
+
+# --- the receipt chain --------------------------------------------------------------------
+
+_HEAD_FOR_UPDATE = select(s.chain_head).where(s.chain_head.c.id == 1).with_for_update()
+
+
+def append_signed_receipt(
+    tx: Transaction,
+    issue: Callable[[tuple[str, int] | None], Mapping[str, Any]],
+    *,
+    at: datetime,
+) -> StoredReceipt:
+    """Append the receipt ``issue(previous)`` returns to the service's one hash chain.
+
+    Like :meth:`Transaction.append_receipt`: the head row is locked for the rest of the
+    transaction, so this append queues behind (and chains after) any verdict's receipt.
+    """
+    head = tx.conn.execute(_HEAD_FOR_UPDATE).one()
+    previous = (head.digest, head.seq - 1) if head.digest is not None else None
+    body = dict(issue(previous))
+    digest = body.get("digest")
+    if not isinstance(digest, str):
+        raise StorageError("The receipt issuer returned a receipt without a digest.")
+    receipt = StoredReceipt(
+        id="rcpt_" + uuid.uuid4().hex,
+        seq=head.seq + 1,
+        task_id=None,
+        digest=digest,
+        previous=head.digest,
+        body=body,
+        at=at,
+    )
+    tx.conn.execute(
+        insert(s.receipts).values(
+            id=receipt.id,
+            seq=receipt.seq,
+            task_id=None,
+            digest=digest,
+            previous=head.digest,
+            body=body,
+            at=at,
+        )
+    )
+    tx.conn.execute(
+        update(s.chain_head).where(s.chain_head.c.id == 1).values(seq=receipt.seq, digest=digest)
+    )
+    return receipt

@@ -1,0 +1,313 @@
+"""Paid-call verification through the HTTP API: tools, policies, calls, receipts, quality."""
+
+from __future__ import annotations
+
+import copy
+import json
+import threading
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from fastapi.testclient import TestClient
+
+from adjudge.receipts import SigningKey, canonical_bytes, verify, verify_chain
+from adjudge.service.wiring import SignedReceipts
+from adjudge.store import Store
+from support.harness import Harness, make_harness
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "calls"
+CALL_TIME = datetime(2026, 11, 29, 19, 30, tzinfo=UTC)  # the requests say 19:00; the clock rules
+
+
+def _example(name: str) -> Any:
+    return json.loads((EXAMPLES / name).read_text(encoding="utf-8"))
+
+
+def _harness(store: Store) -> tuple[Harness, SignedReceipts]:
+    issuer = SignedReceipts(SigningKey.generate())
+    h = make_harness(store, issuer=issuer)
+    for provider in ("skycast", "findly"):
+        _, key = h.market.create_account(provider, ["provider"])
+        h.keys[provider] = key
+    h.clock.current = CALL_TIME
+    return h, issuer
+
+
+def _register_weather(h: Harness, quality: dict[str, Any] | None = None) -> None:
+    body: dict[str, Any] = {"contract": _example("weather.contract.json")}
+    if quality is not None:
+        body["quality"] = quality
+    made = h.ok("skycast", "POST", "/tools", body)
+    assert made["tool"] == "weather.forecast" and made["provider"] == "skycast"
+    policy = h.ok(
+        "pat",
+        "POST",
+        "/tools/weather.forecast/policies",
+        {"policy": _example("weather.policy.json")},
+    )
+    assert policy["policy"] == "weather-forecast-standard" and policy["version"] == 1
+
+
+def _call(call_id: str, response: str = "good", **extra: Any) -> dict[str, Any]:
+    request = _example("weather.request.json")
+    request["call_id"] = call_id
+    return {
+        "request": request,
+        "response": _example(f"weather.{response}.response.json"),
+        **extra,
+    }
+
+
+def _envelope(h: Harness, receipt_id: str) -> bytes:
+    return canonical_bytes(h.ok("pat", "GET", f"/receipts/{receipt_id}/envelope"))
+
+
+def test_verify_a_passing_and_a_failing_call(store: Store) -> None:
+    """The shipped weather examples: PASS settles, FAIL refunds and strikes; both are stored
+    with every check row and a signed receipt on the service's chain."""
+    h, issuer = _harness(store)
+    _register_weather(h)
+
+    good = h.ok("pat", "POST", "/calls", _call("wx-1"))
+    record = good["record"]
+    assert record["verdict"] == "PASS" and record["payment"] == "settle"
+    assert record["strike"] is False
+    assert record["at"] == CALL_TIME.isoformat()  # the clock's time, not the request's
+    assert good["verified_at"] == CALL_TIME.isoformat()
+
+    h.advance(minutes=1)
+    bad = h.ok("pat", "POST", "/calls", _call("wx-2", "bad"))
+    assert bad["record"]["verdict"] == "FAIL"
+    assert bad["record"]["payment"] == "refund" and bad["record"]["strike"] is True
+
+    stored = h.ok("skycast", "GET", "/calls/wx-2")  # the provider reads its call too
+    assert stored["record"] == bad["record"]
+    names = {row["name"]: row["outcome"] for row in stored["record"]["checks"]}
+    assert names["schema"] == "pass" and "fail" in names.values()
+    assert stored["request"]["call_id"] == "wx-2"
+
+    lines = [_envelope(h, good["receipt_id"]), _envelope(h, bad["receipt_id"])]
+    receipts = [verify(line, issuer.fingerprint) for line in lines]
+    assert receipts[0].verdict.value == "PASS"
+    assert receipts[1].verdict.value == "FAIL"
+    assert receipts[0].predicate["policyDecision"]["verdict"] == "PASS"
+    assert receipts[1].predicate["policyDecision"]["strike"] is True
+    assert verify_chain(lines, issuer.fingerprint).count == 2
+    assert h.ok("pat", "GET", "/receipts/head")["digest"] == receipts[1].receipt_id
+
+
+def test_a_retried_call_is_verified_and_counted_once(sqlite_store: Store) -> None:
+    """Same Idempotency-Key: the stored answer; no key: CALL_EXISTS; the chain grows once."""
+    h, _ = _harness(sqlite_store)
+    _register_weather(h)
+    first = h.call("pat", "POST", "/calls", _call("wx-1"), Idempotency_Key="k1")
+    assert first.status_code == 201
+    head = h.ok("pat", "GET", "/receipts/head")
+    again = h.call("pat", "POST", "/calls", _call("wx-1"), Idempotency_Key="k1")
+    assert again.status_code == 201 and again.headers["Idempotent-Replayed"] == "true"
+    assert again.json() == first.json()
+    assert h.refused("pat", "POST", "/calls", _call("wx-1")) == (409, "CALL_EXISTS")
+    reused = h.call("pat", "POST", "/calls", _call("wx-9"), Idempotency_Key="k1")
+    assert reused.status_code == 409
+    assert reused.json()["error"]["code"] == "IDEMPOTENCY_KEY_REUSED"
+    assert h.ok("pat", "GET", "/receipts/head") == head
+    window = h.ok("pat", "GET", "/providers/skycast/quality")["window"]
+    assert (window["pass"], window["fail"]) == (1, 0)
+
+
+def test_bad_contracts_policies_and_calls_are_refused_with_codes(sqlite_store: Store) -> None:
+    """The calls package's codes as 400; roles, ownership and duplicates as 403/404/409."""
+    h, _ = _harness(sqlite_store)
+    contract = _example("weather.contract.json")
+    policy = _example("weather.policy.json")
+    assert h.refused("skycast", "POST", "/tools", {"contract": {**contract, "bogus": 1}}) == (
+        400,
+        "CONTRACT_INVALID",
+    )
+    broken = {**contract, "output_schema": {"type": 12}}
+    assert h.refused("skycast", "POST", "/tools", {"contract": broken}) == (
+        400,
+        "CONTRACT_SCHEMA_INVALID",
+    )
+    terms = {"declared_failure_rate": "2", "sample_gate": 5, "window_days": 7}
+    assert h.refused("skycast", "POST", "/tools", {"contract": contract, "quality": terms}) == (
+        400,
+        "QUALITY_TERMS_INVALID",
+    )
+    assert h.refused("pat", "POST", "/tools", {"contract": contract}) == (403, "ROLE_REQUIRED")
+    path = "/tools/weather.forecast/policies"
+    assert h.refused("pat", "POST", path, {"policy": policy}) == (404, "TOOL_NOT_FOUND")
+
+    _register_weather(h)
+    assert h.refused("skycast", "POST", "/tools", {"contract": contract}) == (
+        409,
+        "CONTRACT_EXISTS",
+    )
+    assert h.refused("findly", "POST", "/tools", {"contract": contract}) == (
+        403,
+        "NOT_TOOL_PROVIDER",
+    )
+    assert h.refused("skycast", "POST", path, {"policy": policy}) == (403, "ROLE_REQUIRED")
+    assert h.refused("pat", "POST", path, {"policy": policy}) == (409, "POLICY_EXISTS")
+    empty = {**policy, "version": 2, "clauses": []}
+    assert h.refused("pat", "POST", path, {"policy": empty}) == (400, "POLICY_CLAUSE_INVALID")
+    other = {**policy, "version": 2, "tool": "web.search"}
+    assert h.refused("pat", "POST", path, {"policy": other}) == (400, "POLICY_INVALID")
+
+    wrong = _call("wx-1")
+    wrong["request"]["provider"] = "findly"
+    assert h.refused("pat", "POST", "/calls", wrong) == (400, "CALL_PROVIDER_MISMATCH")
+    unknown = _call("wx-1")
+    unknown["request"]["tool"] = "web.search"
+    assert h.refused("pat", "POST", "/calls", unknown) == (404, "TOOL_NOT_FOUND")
+    floated = _call("wx-1")
+    floated["request"]["price"]["amount_minor"] = 2.5
+    assert h.refused("pat", "POST", "/calls", floated) == (400, "CALL_INPUT_INVALID")
+    missing = _call("wx-1", policy={"id": "nope"})
+    assert h.refused("pat", "POST", "/calls", missing) == (404, "POLICY_NOT_FOUND")
+    assert h.refused("skycast", "POST", "/calls", _call("wx-1")) == (403, "ROLE_REQUIRED")
+    assert h.refused("pat", "GET", "/calls/wx-1") == (404, "CALL_NOT_FOUND")
+
+    h.ok("pat", "POST", "/calls", _call("wx-1"))
+    assert h.refused("ann", "GET", "/calls/wx-1") == (403, "NOT_A_PARTY")
+    assert h.ok("root", "GET", "/calls/wx-1")["id"] == "wx-1"
+    assert h.refused("pat", "GET", "/providers/pat/quality") == (404, "ACCOUNT_NOT_FOUND")
+
+
+def test_quality_window_rate_and_penalty_proposal(sqlite_store: Store) -> None:
+    """No rate before any call; counted PASS/FAIL after; errors apart; a proposal with its
+    status moving from pending to enforceable on the clock."""
+    h, _ = _harness(sqlite_store)
+    terms = {
+        "declared_failure_rate": "1/10",
+        "sample_gate": 3,
+        "window_days": 7,
+        "penalty_minor": 500,
+    }
+    _register_weather(h, quality=terms)
+    before = h.ok("ann", "GET", "/providers/skycast/quality")
+    assert before["failure_rate"] is None and before["window"]["failure_rate"] is None
+    assert before["window"]["pass"] == before["window"]["fail"] == 0
+    assert before["proposal"] is None and before["terms"] == terms
+
+    for i, outcome in enumerate(["bad", "bad", "good", "bad", "good"]):
+        h.ok("pat", "POST", "/calls", _call(f"wx-{i}", outcome))
+        h.advance(minutes=1)
+    failed = _call("wx-err")
+    failed["response"] = {"status": "request_error", "error": {"code": "TIMEOUT"}}
+    errored = h.ok("pat", "POST", "/calls", failed)
+    assert errored["record"]["verdict"] is None and errored["receipt_id"] is None
+
+    now = h.ok("ann", "GET", "/providers/skycast/quality")
+    window = now["window"]
+    assert (window["pass"], window["fail"], window["request_errors"]) == (2, 3, 1)
+    assert now["failure_rate"] == "3/5"
+    proposal = now["proposal"]
+    assert proposal is not None and proposal["status"] == "pending"
+    assert proposal["penalty_minor"] == 500
+    assert proposal["proposed_at"] == datetime(2026, 11, 29, 19, 32, tzinfo=UTC).isoformat()
+
+    h.advance(hours=72)
+    assert h.ok("ann", "GET", "/providers/skycast/quality")["proposal"]["status"] == "enforceable"
+    h.advance(days=8)
+    later = h.ok("ann", "GET", "/providers/skycast/quality")
+    assert later["proposal"]["status"] == "lapsed"
+    assert later["failure_rate"] is None  # the calls have left the 7-day window
+    wide = h.ok("ann", "GET", "/providers/skycast/quality?window_days=30")
+    assert wide["failure_rate"] == "3/5"
+
+
+def test_a_call_under_a_named_policy_version(sqlite_store: Store) -> None:
+    """A call may name the policy (and version) that governs it; a shadow version counts nothing."""
+    h, _ = _harness(sqlite_store)
+    _register_weather(h)
+    shadow = copy.deepcopy(_example("weather.policy.json"))
+    shadow.update(version=2, mode="shadow")
+    h.ok("pat", "POST", "/tools/weather.forecast/policies", {"policy": shadow})
+    ref = {"id": "weather-forecast-standard", "version": 1}
+    enforced = h.ok("pat", "POST", "/calls", _call("wx-1", "bad", policy=ref))
+    assert enforced["record"]["policy"]["version"] == 1 and enforced["record"]["strike"] is True
+    latest = h.ok("pat", "POST", "/calls", _call("wx-2", "bad"))
+    assert latest["record"]["policy"]["mode"] == "shadow"
+    assert latest["record"]["strike"] is False and latest["record"]["payment"] == "settle"
+    window = h.ok("pat", "GET", "/providers/skycast/quality")["window"]
+    assert (window["fail"], window["not_counted"]) == (1, 1)
+
+
+def test_names_the_store_cannot_hold_are_refused_not_crashed(store: Store) -> None:
+    """Over-long or NUL-bearing names are 400, NUL in a path is 404, NUL inside JSON is kept."""
+    h, _ = _harness(store)
+    contract = _example("weather.contract.json")
+    long_version = {**contract, "version": "9" * 65}
+    assert h.refused("skycast", "POST", "/tools", {"contract": long_version}) == (
+        400,
+        "CONTRACT_INVALID",
+    )
+    nul_tool = {**contract, "tool": "weather\x00forecast"}
+    assert h.refused("skycast", "POST", "/tools", {"contract": nul_tool}) == (
+        400,
+        "CONTRACT_INVALID",
+    )
+    _register_weather(h)
+    big = {**_example("weather.policy.json"), "version": 2**31}
+    path = "/tools/weather.forecast/policies"
+    assert h.refused("pat", "POST", path, {"policy": big}) == (400, "POLICY_INVALID")
+    assert h.refused("pat", "POST", "/tools/a%00b/policies", {"policy": big})[0] == 404
+    assert h.refused("pat", "GET", "/calls/a%00b") == (404, "CALL_NOT_FOUND")
+    assert h.refused("pat", "GET", "/providers/a%00b/quality") == (404, "ACCOUNT_NOT_FOUND")
+    assert h.refused("pat", "POST", "/calls", _call("wx\x00")) == (400, "CALL_INPUT_INVALID")
+    odd = _call("wx-nul")
+    odd["request"]["arguments"]["note"] = "a\x00b"
+    odd["response"]["body"]["timezone"] = "Europe\x00Berlin"
+    made = h.ok("pat", "POST", "/calls", odd)
+    assert made["record"]["verdict"] == "PASS"
+    assert h.ok("pat", "GET", "/calls/wx-nul")["request"]["arguments"]["note"] == "a\x00b"
+
+
+def test_a_declared_digest_cannot_be_proven_so_a_pass_is_not_stored(sqlite_store: Store) -> None:
+    """The service holds the parsed body, not the bytes a declared digest covers."""
+    h, _ = _harness(sqlite_store)
+    _register_weather(h)
+    declared = _call("wx-1")
+    declared["response"]["digest"] = "sha256:" + "0" * 64
+    assert h.refused("pat", "POST", "/calls", declared) == (400, "INTEGRITY_PROOF_REQUIRED")
+    assert h.refused("pat", "GET", "/calls/wx-1") == (404, "CALL_NOT_FOUND")
+    assert h.ok("pat", "GET", "/receipts/head")["seq"] == 0
+    failing = _call("wx-2", "bad")
+    failing["response"]["digest"] = "sha256:" + "0" * 64
+    assert h.ok("pat", "POST", "/calls", failing)["record"]["verdict"] == "FAIL"
+
+
+def _race(h: Harness, n: int, body: Any, headers: dict[str, str]) -> list[int]:
+    """``n`` clients post ``body`` to ``/calls`` as pat at once; their status codes."""
+    barrier = threading.Barrier(n)
+    codes: list[int] = []
+    lock = threading.Lock()
+    auth = {"Authorization": f"Bearer {h.keys['pat']}", **headers}
+
+    def run() -> None:
+        client = TestClient(h.client.app)
+        barrier.wait()
+        code = client.post("/api/v1/calls", json=body, headers=auth).status_code
+        with lock:
+            codes.append(code)
+
+    threads = [threading.Thread(target=run) for _ in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return sorted(codes)
+
+
+def test_concurrent_verifications_of_one_call_sign_once(store: Store) -> None:
+    """Racing retries of one call: without a key one wins and the rest are CALL_EXISTS; with
+    one key every client gets the same answer. One record, one receipt, one observation."""
+    h, _ = _harness(store)
+    _register_weather(h)
+    assert _race(h, 6, _call("wx-1"), {}) == [201] + [409] * 5
+    assert _race(h, 6, _call("wx-2"), {"Idempotency-Key": "same"}) == [201] * 6
+    assert h.ok("pat", "GET", "/receipts/head")["seq"] == 2
+    window = h.ok("pat", "GET", "/providers/skycast/quality")["window"]
+    assert window["pass"] == 2
