@@ -110,11 +110,8 @@ def score_expected_answer(
     expected_set = set(expected)
     others = [w for w in actual if w not in expected_set and w not in ANSWER_DRESSING]
     expects_number = any(is_number(w) for w in expected)
-    competing = [
-        w
-        for w in others
-        if (expects_number and is_number(w)) or any(w in OPPOSITES.get(e, ()) for e in expected)
-    ]
+    opposites = {o for e in expected for o in OPPOSITES.get(e, ())}
+    competing = [w for w in others if (expects_number and is_number(w)) or w in opposites]
     if competing:
         note(f'output also offers "{competing[0]}" — more than one answer')
         return 0.0
