@@ -84,10 +84,11 @@ def worker(
     with store.read() as tx:
         accounts = [tx.account(v) for v in verifier] if verifier else tx.verifiers()
     held = {key.keyid for key in keys}
-    for name, account in zip(verifier or [], accounts, strict=True):
-        if account is None or account.verifier_key not in held:
-            typer.echo(f"No --verifier-key is the key verifier {name} registered.", err=True)
-            raise typer.Exit(2)
+    if verifier:
+        for name, account in zip(verifier, accounts, strict=True):
+            if account is None or account.verifier_key not in held:
+                typer.echo(f"No --verifier-key is the key verifier {name} registered.", err=True)
+                raise typer.Exit(2)
     served = [a.id for a in accounts if a is not None and a.verifier_key in held]
     if not served:
         typer.echo("No opted-in verifier registered any of these keys.", err=True)
