@@ -627,7 +627,10 @@ def _signed(
     for effect in out.effects:
         if isinstance(effect, VerdictReached) and effect.authority == "verifier":
             if not named_key or effect.result_digest is None:
-                raise Error("The task names no verifier key.", code="VERDICT_UNPROVABLE")
+                raise Error(
+                    "The task names no verifier key or holds no result to sign.",
+                    code="VERDICT_UNPROVABLE",
+                )
             payload = verdict_payload(
                 task_id=effect.task_id,
                 attempt=effect.attempt,
