@@ -41,6 +41,7 @@ def test_serve_demo_on_loopback(tmp_path: Path) -> None:
         pat = re.search(r"^  pat\s+(\S+)", out, re.M)
         assert pat, out
         assert "Receipts are signed by key" in out and Path(key).exists()
+        assert "Verifier vera's private key" in out and "BEGIN PRIVATE KEY" in out
         headers = {"Authorization": f"Bearer {pat.group(1)}"}
         for _ in range(100):
             try:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from adjudge.cli import app
+from adjudge.receipts import SigningKey
 from adjudge.store import Store
 from support.harness import make_harness
 from support.live import free_port, serving
@@ -44,3 +45,32 @@ def test_walk_a_manual_task_from_the_terminal(sqlite_store: Store, tmp_path: Pat
         app, ["task", "--url", f"http://127.0.0.1:{free_port()}", "--key", "k", "list"]
     )
     assert gone.exit_code == 2 and "Cannot reach" in gone.stderr
+
+
+def test_a_verifier_signs_its_verdict_from_the_terminal(
+    sqlite_store: Store, tmp_path: Path
+) -> None:
+    """`task verdict --verifier-key` signs the latest submission; another key is refused."""
+    h = make_harness(sqlite_store)
+    runner = CliRunner()
+    tid = h.post("agent")
+    h.ok("ann", "POST", f"/tasks/{tid}/accept")
+    h.ok("ann", "POST", f"/tasks/{tid}/submissions", {"result": "Here is the summary."})
+    mine = tmp_path / "vera.pem"
+    mine.write_bytes(h.signers["vera"].to_pem())
+    other = tmp_path / "other.pem"
+    other.write_bytes(SigningKey.generate().to_pem())
+    with serving(h.market) as url:
+
+        def run(*args: str) -> tuple[int, str, str]:
+            r = runner.invoke(app, ["task", "--url", url, "--key", h.keys["vera"], *args])
+            return r.exit_code, r.stdout, r.stderr
+
+        code, _, err = run("verdict", tid, "--verifier-key", str(other))
+        assert code == 1 and err.startswith("VERDICT_SIGNATURE_INVALID:")
+        code, _, err = run("verdict", tid, "--verifier-key", str(tmp_path / "none.pem"))
+        assert code == 2 and "Cannot read" in err
+        code, out, _ = run("verdict", tid, "--verifier-key", str(mine), "--reason", "Fine.")
+        assert code == 0 and "paid_on_pass" in out
+    verdict = h.ok("pat", "GET", f"/tasks/{tid}")["verdicts"][0]
+    assert verdict["verification_result"]["verifier_signature"]["payload"]["reasons"] == ["Fine."]

@@ -44,7 +44,7 @@ def judge(h: Harness, tid: str, mode: str, passed: bool) -> dict:
     body = {"passed": passed, "reasons": [] if passed else ["The summary table is missing."]}
     if mode == "manual":
         return h.ok("pat", "POST", f"/tasks/{tid}/review", body)
-    return h.ok("vera", "POST", f"/tasks/{tid}/verdict", body)
+    return h.verdict("vera", tid, passed, body["reasons"])
 
 
 def wallets(h: Harness) -> tuple[int, int, int]:

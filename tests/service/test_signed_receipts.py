@@ -41,7 +41,7 @@ def test_receipts_verify_offline_in_every_mode(sqlite_store: Store, mode: str) -
         elif mode == "manual":
             h.ok("pat", "POST", f"/tasks/{tid}/review", {"passed": passed})
         else:
-            h.ok("vera", "POST", f"/tasks/{tid}/verdict", {"passed": passed})
+            h.verdict("vera", tid, passed)
     receipts = h.ok("pat", "GET", f"/tasks/{tid}/receipts")["receipts"]
     lines = [canonical_bytes(r["receipt"]["envelope"]) for r in receipts]
     verdicts = [verify(line, issuer.fingerprint).verdict.value for line in lines]

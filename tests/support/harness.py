@@ -9,7 +9,9 @@ from typing import Any
 from fastapi.testclient import TestClient
 
 from adjudge.market import ReceiptIssuer
+from adjudge.receipts import SigningKey
 from adjudge.service import Marketplace, create_app
+from adjudge.service.signed_verdicts import sign_verdict, verdict_payload
 from adjudge.store import Store
 from support.fakes import FakeChecker, FakeClock, FakeIssuer
 
@@ -33,6 +35,8 @@ class Harness:
     client: TestClient
     clock: FakeClock
     keys: dict[str, str] = field(default_factory=dict)
+    #: Each verifier's private key, as its account was given it.
+    signers: dict[str, SigningKey] = field(default_factory=dict)
 
     def call(
         self, who: str | None, method: str, path: str, body: Any = None, **headers: str
@@ -56,6 +60,29 @@ class Harness:
         payload = r.json()
         assert set(payload) == {"error"} and set(payload["error"]) == {"code", "message"}
         return r.status_code, payload["error"]["code"]
+
+    def signed(
+        self, who: str, tid: str, passed: bool, reasons: list[str] | None = None
+    ) -> dict[str, Any]:
+        """A verdict body for the task's latest submission, signed with ``who``'s key."""
+        task = self.ok(who, "GET", f"/tasks/{tid}")
+        payload = verdict_payload(
+            task_id=tid,
+            attempt=task["attempts"],
+            result_digest=task["result_digest"],
+            passed=passed,
+            reasons=reasons or [],
+            verifier_key=self.signers[who].keyid,
+        )
+        return {
+            "passed": passed,
+            "reasons": reasons or [],
+            **sign_verdict(self.signers[who], payload),
+        }
+
+    def verdict(self, who: str, tid: str, passed: bool, reasons: list[str] | None = None) -> Any:
+        """Post ``who``'s signed verdict on the task's latest submission; returns the task."""
+        return self.ok(who, "POST", f"/tasks/{tid}/verdict", self.signed(who, tid, passed, reasons))
 
     def post(self, mode: str = "manual", **fields: Any) -> str:
         """Post a task as pat (a 2 USDC reward, one day, min_length 10 for auto)."""
@@ -109,7 +136,9 @@ def make_harness(
     market = Marketplace(store, clock=clock, checker=checker, issuer=issuer or FakeIssuer())
     harness = Harness(market, TestClient(create_app(market)), clock)
     for name, (roles, opt_in) in ACCOUNTS.items():
-        _, key = market.create_account(name, roles, opt_in=opt_in)
+        _, key, private = market.create_account_with_keys(name, roles, opt_in=opt_in)
         harness.keys[name] = key
+        if private is not None:
+            harness.signers[name] = SigningKey.from_pem(private.encode("ascii"))
         market.deposit(name, FUNDS)
     return harness

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import itertools
 import json
 import threading
@@ -10,6 +11,9 @@ from typing import Any
 
 import pytest
 
+from adjudge.receipts import SigningKey, canonical_bytes, verify
+from adjudge.service.signed_verdicts import verdict_payload
+from adjudge.service.wiring import SignedReceipts
 from adjudge.store import Store
 from adjudge.workers import MAX_TRIES, ChatCompletionsJudge, JudgeError, ReviewWorker, parse_answer
 from adjudge.workers.judges import PROMPT
@@ -40,7 +44,9 @@ def test_worker_records_verdicts_as_the_verifier(sqlite_store: Store) -> None:
     )
     bad = delivered(h, "nothing useful")
     with model_server(by_content) as (url, seen):
-        worker = ReviewWorker(h.market, ChatCompletionsJudge(url, "judge-1"))
+        worker = ReviewWorker(
+            h.market, ChatCompletionsJudge(url, "judge-1"), keys=[h.signers["vera"]]
+        )
         report = worker.poll()
     assert sorted(report.judged) == sorted([good, bad])
     assert h.ok("pat", "GET", f"/tasks/{good}")["ending"] == "paid_on_pass"
@@ -55,7 +61,52 @@ def test_worker_records_verdicts_as_the_verifier(sqlite_store: Store) -> None:
     assert len(data["brief"]) == 12_000 and len(data["result"]) == 12_000
     assert data["acceptance"] == "Five risks."
     assert worker.poll().judged == []  # nothing left to judge
+    signed = failed["verdicts"][-1]["verification_result"]["verifier_signature"]
+    assert signed["payload"] == verdict_payload(
+        task_id=bad,
+        attempt=1,
+        result_digest=failed["result_digest"],
+        passed=False,
+        reasons=["The table is missing."],
+        verifier_key=h.signers["vera"].keyid,
+    )
+    assert signed["public_key"] == h.signers["vera"].public_key.to_base64()
     h.ledger()
+
+
+def test_worker_signs_with_the_verifiers_key_into_the_receipt(sqlite_store: Store) -> None:
+    """With the service's signed receipts, the agent-review check names the signed payload."""
+    issuer = SignedReceipts(SigningKey.generate())
+    h = make_harness(sqlite_store, issuer=issuer)
+    tid = delivered(h, "PASS_ME")
+    with model_server(by_content) as (url, _):
+        worker = ReviewWorker(h.market, ChatCompletionsJudge(url, "m"), keys=[h.signers["vera"]])
+        assert worker.poll().judged == [tid]
+    view = h.ok("pat", "GET", f"/tasks/{tid}")
+    assert view["ending"] == "paid_on_pass"
+    signed = view["verdicts"][0]["verification_result"]["verifier_signature"]
+    receipt = h.ok("pat", "GET", f"/receipts/{view['receipts'][0]}")
+    line = canonical_bytes(receipt["receipt"]["envelope"])
+    assert verify(line, issuer.fingerprint).verdict.value == "PASS"
+    statement = json.loads(base64.b64decode(receipt["receipt"]["envelope"]["payload"]))
+    check = next(c for c in statement["predicate"]["checks"] if c["name"] == "agent-review")
+    assert signed["digest"] in check["evidence"]
+    assert check["verifierKey"] == h.signers["vera"].keyid
+
+
+@pytest.mark.parametrize("keys", ["none", "unregistered"])
+def test_worker_without_the_registered_key_judges_nothing(sqlite_store: Store, keys: str) -> None:
+    """No key, or a key the verifier account did not register: no claim, no model call."""
+    h = make_harness(sqlite_store)
+    tid = delivered(h, "PASS_ME")
+    held = [] if keys == "none" else [SigningKey.generate()]
+    with model_server(by_content) as (url, seen):
+        report = ReviewWorker(h.market, ChatCompletionsJudge(url, "m"), keys=held).poll()
+        named = ReviewWorker(
+            h.market, ChatCompletionsJudge(url, "m"), keys=held, verifiers=["vera"]
+        ).poll()
+    assert report.judged == named.judged == [] and seen == []
+    assert h.ok("pat", "GET", f"/tasks/{tid}")["status"] == "awaiting_verification"
 
 
 @pytest.mark.parametrize(
@@ -73,7 +124,9 @@ def test_model_failures_post_nothing_then_give_up(sqlite_store: Store, behaviour
     h = make_harness(sqlite_store)
     tid = delivered(h, "some work")
     with model_server(behaviour) as (url, seen):
-        worker = ReviewWorker(h.market, ChatCompletionsJudge(url, "m", timeout=0.3))
+        worker = ReviewWorker(
+            h.market, ChatCompletionsJudge(url, "m", timeout=0.3), keys=[h.signers["vera"]]
+        )
         reports = [worker.poll() for _ in range(MAX_TRIES + 1)]
     assert [len(r.failed) for r in reports] == [1] * (MAX_TRIES - 1) + [0, 0]
     assert reports[MAX_TRIES - 1].gave_up == [tid] and reports[-1].gave_up == []
@@ -94,7 +147,7 @@ def test_a_failure_then_a_good_answer_judges(sqlite_store: Store) -> None:
         return next(answers) or by_content(request)
 
     with model_server(flaky) as (url, _):
-        worker = ReviewWorker(h.market, ChatCompletionsJudge(url, "m"))
+        worker = ReviewWorker(h.market, ChatCompletionsJudge(url, "m"), keys=[h.signers["vera"]])
         assert worker.poll().failed == [tid]
         assert worker.poll().judged == [tid]
     assert h.ok("pat", "GET", f"/tasks/{tid}")["ending"] == "paid_on_pass"
@@ -111,7 +164,10 @@ def test_two_workers_never_judge_one_result_twice(store: Store) -> None:
 
     with model_server(slow) as (url, seen):
         workers = [
-            ReviewWorker(h.market, ChatCompletionsJudge(url, "m"), batch=3) for _ in range(3)
+            ReviewWorker(
+                h.market, ChatCompletionsJudge(url, "m"), keys=[h.signers["vera"]], batch=3
+            )
+            for _ in range(3)
         ]
         threads = [
             threading.Thread(target=lambda w=w: [w.poll() for _ in range(4)]) for w in workers

@@ -102,6 +102,12 @@ def _seed_demo(market: Marketplace, base: str) -> None:
     typer.echo("Demo accounts (API keys are shown only now):")
     for account_id, key in seeded.keys.items():
         typer.echo(f"  {account_id:6} {key}")
+    for account_id, pem in seeded.verifier_keys.items():
+        typer.echo(
+            f"Verifier {account_id}'s private key (shown only now; save it to a file for "
+            "`adjudge task verdict --verifier-key` or `adjudge worker --verifier-key`):"
+        )
+        typer.echo(pem.rstrip("\n"))
     typer.echo("Demo tasks:")
     for task_id, mode, status, note in seeded.tasks:
         typer.echo(f"  {task_id}  {mode:6} {status:22} {note}")

@@ -241,12 +241,44 @@ def verdict(
     ctx: typer.Context,
     task_id: str,
     *,
+    verifier_key: Annotated[
+        Path,
+        typer.Option(
+            help="Your verifier private key (PEM), the one your account registered; the "
+            "verdict is signed with it."
+        ),
+    ],
     fail: Annotated[bool, typer.Option(help="Fail instead of passing.")] = False,
     reason: Annotated[list[str] | None, typer.Option(help="A reason (repeat, up to 10).")] = None,
 ) -> None:
-    """Judge a delivered result as the task's named verifier (agent mode)."""
+    """Judge the latest submission as the task's named verifier (agent mode), signed."""
+    from adjudge.errors import Error  # noqa: PLC0415 - keep `adjudge --help` fast
+    from adjudge.receipts import SigningKey  # noqa: PLC0415
+    from adjudge.service.signed_verdicts import sign_verdict, verdict_payload  # noqa: PLC0415
+
     client = _client(ctx)
-    body = {"passed": not fail, "reasons": reason or []}
+    try:
+        signer = SigningKey.from_pem(verifier_key.read_bytes())
+    except OSError as exc:
+        typer.echo(f"Cannot read {verifier_key}: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    except Error as exc:
+        typer.echo(f"{exc.code}: {exc.message}", err=True)
+        raise typer.Exit(2) from exc
+    task = client.call("GET", f"/tasks/{task_id}")
+    if not task.get("result_digest"):
+        typer.echo("This task has no delivered result to judge.", err=True)
+        raise typer.Exit(1)
+    reasons = reason or []
+    payload = verdict_payload(
+        task_id=task_id,
+        attempt=task["attempts"],
+        result_digest=task["result_digest"],
+        passed=not fail,
+        reasons=reasons,
+        verifier_key=signer.keyid,
+    )
+    body = {"passed": not fail, "reasons": reasons, **sign_verdict(signer, payload)}
     _show(client, client.call("POST", f"/tasks/{task_id}/verdict", body, change=True))
 
 

@@ -39,6 +39,13 @@ def worker(
     signing_key: Annotated[
         Path, typer.Option(help="The receipt signing key `adjudge serve` uses (PEM).")
     ] = Path("adjudge-signing-key.pem"),
+    verifier_key: Annotated[
+        list[Path] | None,
+        typer.Option(
+            help="A verifier's private key (PEM), the one its account registered (repeat); "
+            "each verdict is signed with it."
+        ),
+    ] = None,
     poll: Annotated[float, typer.Option(help="Seconds between polls.")] = 5.0,
     once: Annotated[bool, typer.Option(help="Poll once and exit.")] = False,
     timeout: Annotated[float, typer.Option(help="Seconds to wait for the model.")] = 60.0,
@@ -56,16 +63,39 @@ def worker(
     if not signing_key.exists():
         typer.echo(f"No signing key at {signing_key}: start `adjudge serve` first.", err=True)
         raise typer.Exit(2)
+    if not verifier_key:
+        typer.echo(
+            "Give each verifier's private key with --verifier-key FILE (the key its account "
+            "registered): verdicts are signed as the verifier.",
+            err=True,
+        )
+        raise typer.Exit(2)
     try:
         issuer = SignedReceipts(SigningKey.from_pem(signing_key.read_bytes()))
+        keys = [SigningKey.from_pem(path.read_bytes()) for path in verifier_key]
         store = Store(db)
         store.migrate()
+    except OSError as exc:
+        typer.echo(f"Cannot read a key file: {exc}", err=True)
+        raise typer.Exit(2) from exc
     except Error as exc:
         typer.echo(f"{exc.code}: {exc.message}", err=True)
         raise typer.Exit(2) from exc
+    with store.read() as tx:
+        accounts = [tx.account(v) for v in verifier] if verifier else tx.verifiers()
+    held = {key.keyid for key in keys}
+    if verifier:
+        for name, account in zip(verifier, accounts, strict=True):
+            if account is None or account.verifier_key not in held:
+                typer.echo(f"No --verifier-key is the key verifier {name} registered.", err=True)
+                raise typer.Exit(2)
+    served = [a.id for a in accounts if a is not None and a.verifier_key in held]
+    if not served:
+        typer.echo("No opted-in verifier registered any of these keys.", err=True)
+        raise typer.Exit(2)
     judge = ChatCompletionsJudge(base_url, model, api_key, timeout=timeout)
-    review = ReviewWorker(Marketplace(store, issuer=issuer), judge, verifiers=verifier)
-    typer.echo(f"adjudge worker judging with {model} at {base_url}")
+    review = ReviewWorker(Marketplace(store, issuer=issuer), judge, keys=keys, verifiers=verifier)
+    typer.echo(f"adjudge worker judging for {', '.join(served)} with {model} at {base_url}")
     while True:
         report = review.poll()
         for name in ("judged", "failed", "gave_up"):

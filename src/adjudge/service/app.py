@@ -60,6 +60,24 @@ class Judgment(BaseModel):
     reasons: list[Annotated[str, Field(max_length=2000)]] = Field(default_factory=list)
 
 
+class SignedJudgment(Judgment):
+    """A verifier's verdict with the verifier's own Ed25519 signature over its payload."""
+
+    signature: str | None = Field(
+        default=None,
+        max_length=200,
+        description="Standard base64 of the Ed25519 signature of the verdict payload's RFC 8785 "
+        "JSON: type adjudge.verifier-verdict/v1, task_id, attempt, result_digest, passed, "
+        "reasons, verifier_key (see docs/service.md).",
+    )
+    public_key: str | None = Field(
+        default=None,
+        max_length=100,
+        description="Standard base64 of the raw 32-byte public key the verifier account "
+        "registered (its fingerprint is the task's verifier key).",
+    )
+
+
 class DisputeBody(BaseModel):
     """Why the task is disputed."""
 
@@ -365,19 +383,21 @@ def review(
 def verdict(
     *,
     task_id: str,
-    body: Judgment,
+    body: SignedJudgment,
     who: Caller,
     market: Market,
     request: Request,
     key: IdemKey = None,
 ) -> JSONResponse:
-    """The named verifier judges (agent mode, up to 10 reasons)."""
+    """The named verifier judges (agent mode, up to 10 reasons), signed with its own key."""
     return _reply(
         market.verifier_verdict(
             who,
             task_id,
             passed=body.passed,
             reasons=body.reasons,
+            signature=body.signature,
+            public_key=body.public_key,
             idem=idem(key, request, body),
             render=task_view,
         )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
@@ -29,6 +29,8 @@ class Seeded:
     keys: dict[str, str]
     tasks: list[tuple[str, str, str, str]]  # id, mode, status, note
     skipped: list[str]
+    #: Each demo verifier's private key (PEM), which signs its verdicts.
+    verifier_keys: dict[str, str] = field(default_factory=dict)
 
 
 def _id(_: Transaction, stored: StoredTask, __: Any) -> str:
@@ -38,8 +40,13 @@ def _id(_: Transaction, stored: StoredTask, __: Any) -> str:
 def seed(market: Marketplace) -> Seeded:
     """Create the demo accounts and tasks; ``ACCOUNT_EXISTS`` if the database is not empty."""
     keys: dict[str, str] = {}
+    verifier_keys: dict[str, str] = {}
     for account_id, roles, opt_in in ACCOUNTS:
-        _, keys[account_id] = market.create_account(account_id, roles, opt_in=opt_in)
+        _, keys[account_id], private = market.create_account_with_keys(
+            account_id, roles, opt_in=opt_in
+        )
+        if private is not None:
+            verifier_keys[account_id] = private
     market.deposit("pat", DEPOSIT)
     pat = market.authenticate(keys["pat"])
     ann = market.authenticate(keys["ann"])
@@ -90,4 +97,4 @@ def seed(market: Marketplace) -> Seeded:
         tasks.append((auto_done, "auto", "submitted", "ann finalizes to run the auto check"))
     except Error as exc:
         skipped.append(f"auto tasks: {exc.message}")
-    return Seeded(keys, tasks, skipped)
+    return Seeded(keys, tasks, skipped, verifier_keys)

@@ -28,6 +28,7 @@ STATUS: dict[str, int] = {
     "ROLE_REQUIRED": 403,
     "CONFLICT_OF_INTEREST": 403,
     "NOT_TOOL_PROVIDER": 403,
+    "VERDICT_SIGNATURE_INVALID": 403,
     # 404: no such thing
     "NOT_FOUND": 404,
     "TASK_NOT_FOUND": 404,

@@ -22,7 +22,7 @@ import secrets
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -39,6 +39,7 @@ from adjudge.market import (
     Context,
     Dispute,
     Draft,
+    Effect,
     Event,
     Finalize,
     Outcome,
@@ -57,6 +58,7 @@ from adjudge.market import (
 )
 from adjudge.receipts import SigningKey, VerifyingKey
 from adjudge.service.clock import Clock, SystemClock
+from adjudge.service.signed_verdicts import DETAIL_KEY, check_signature, verdict_payload
 from adjudge.service.wiring import default_checker, default_issuer
 from adjudge.store import Account, ConcurrentUpdate, Store, StoredTask, Submission, Transaction
 
@@ -376,13 +378,31 @@ class Marketplace:
         *,
         passed: bool,
         reasons: Sequence[str],
+        signature: str | None = None,
+        public_key: str | None = None,
         idem: Idempotency | None,
         render: Render,
     ) -> Response:
-        """The named verifier's judgment (agent mode)."""
+        """The named verifier's judgment (agent mode), signed with the verifier's own key.
+
+        The market's rules decide first (who, which state, how many reasons); then the signature
+        is checked against the payload rebuilt from the judged submission and the key the task's
+        trust policy names (:mod:`adjudge.service.signed_verdicts`), before any receipt is built
+        or anything is written. The verified signature is kept with the verdict.
+        """
         _need_role(account, "verifier")
         ev = VerifierVerdict(account.id, passed, tuple(reasons))
-        return self._act(account, task_id, idem=idem, render=render, make_event=lambda tx, st: ev)
+
+        def run(tx: Transaction) -> Response:
+            stored = self._task(tx, task_id)
+            ctx = self.context()
+            out = _signed(
+                step(stored.task, ev, ctx), stored.task.verifier_key, signature, public_key
+            )
+            updated = self._apply(tx, stored, out, ctx.now)
+            return Response(200, render(tx, updated, account))
+
+        return self._idempotent(account, idem, run)
 
     def dispute(
         self,
@@ -597,6 +617,33 @@ class Marketplace:
                     raise
                 time.sleep(random.uniform(0, 0.002 * 2**attempt))
         raise AssertionError("unreachable")
+
+
+def _signed(
+    out: Outcome, named_key: str | None, signature: str | None, public_key: str | None
+) -> Outcome:
+    """``out`` with its verifier verdict carrying the verified signature (refused otherwise)."""
+    effects: list[Effect] = []
+    for effect in out.effects:
+        if isinstance(effect, VerdictReached) and effect.authority == "verifier":
+            if not named_key or effect.result_digest is None:
+                raise Error(
+                    "The task names no verifier key or holds no result to sign.",
+                    code="VERDICT_UNPROVABLE",
+                )
+            payload = verdict_payload(
+                task_id=effect.task_id,
+                attempt=effect.attempt,
+                result_digest=effect.result_digest,
+                passed=effect.passed,
+                reasons=effect.reasons,
+                verifier_key=named_key,
+            )
+            record = check_signature(payload, signature, public_key)
+            effects.append(replace(effect, detail={**effect.detail, DETAIL_KEY: record}))
+        else:
+            effects.append(effect)
+    return replace(out, effects=tuple(effects))
 
 
 def _transfers(out: Outcome) -> list[Transfer]:

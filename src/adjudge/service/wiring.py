@@ -17,6 +17,7 @@ from adjudge.kernel.adapters import auto_check_check
 from adjudge.kernel.oracle import integrity
 from adjudge.market import Checker, CheckOutcome, ReceiptIssuer, VerdictReached
 from adjudge.receipts import Head, SigningKey, issue
+from adjudge.service.signed_verdicts import DETAIL_KEY, check_signature, verdict_payload
 
 
 class AutoCheck:
@@ -78,12 +79,13 @@ class SignedReceipts:
             if not verdict.verifier_key:
                 raise Error("The verifier has no key to name.", code="VERDICT_UNPROVABLE")
             policy = DEFAULT_POLICY.with_verifier(verdict.verifier_key)
+            signed = _verifier_signature(verdict, subject)
             checks.append(
                 Check(
                     name="agent-review",
                     verdict=wanted,
                     authority=Authority.SEMANTIC,
-                    evidence=(subject,),
+                    evidence=(subject, signed),
                     reason=f"verifier {verdict.judge}: {reason}",
                     verifier_key=verdict.verifier_key,
                 )
@@ -129,6 +131,29 @@ class SignedReceipts:
             "keyid": receipt.keyid,
             "envelope": receipt.to_dict(),
         }
+
+
+def _verifier_signature(verdict: VerdictReached, subject: str) -> str:
+    """The digest of the verifier's signed verdict payload, re-verified against the named key.
+
+    The kernel does not authenticate a check's ``verifier_key``; this does, so no agent-review
+    check is built for a verdict its verifier did not sign.
+    """
+    record = verdict.detail.get(DETAIL_KEY)
+    if not isinstance(record, Mapping):
+        raise Error(
+            "A verifier's verdict must carry its signature.", code="VERDICT_SIGNATURE_REQUIRED"
+        )
+    payload = verdict_payload(
+        task_id=verdict.task_id,
+        attempt=verdict.attempt,
+        result_digest=subject,
+        passed=verdict.passed,
+        reasons=verdict.reasons,
+        verifier_key=str(verdict.verifier_key),
+    )
+    checked = check_signature(payload, record.get("signature"), record.get("public_key"))
+    return str(checked["digest"])
 
 
 def default_checker() -> Checker:

@@ -5,8 +5,10 @@ Each poll:
 1. claims up to ``batch`` submissions awaiting a verifier (a lease, so no other worker takes
    them meanwhile);
 2. asks the judge about each, with the task's brief, the stored result and the acceptance note;
-3. on an answer, records the verdict as the task's named verifier through the market (so every
-   rule and the receipt apply, and a verdict that lost a race is simply refused);
+3. on an answer, signs the verdict payload with the verifier's own private key (the key its
+   account registered; see :mod:`adjudge.service.signed_verdicts`) and records the verdict as
+   the task's named verifier through the market (so the signature check, every rule and the
+   receipt apply, and a verdict that lost a race is simply refused);
 4. on a model failure, posts nothing and releases the submission for a later poll; after
    :data:`MAX_TRIES` failures the worker gives up and the work counts as delivered but never
    judged (the poster's reclaim after the deadline escalates it).
@@ -14,13 +16,15 @@ Each poll:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
 from adjudge.errors import Error
+from adjudge.receipts import Signer
 from adjudge.service.marketplace import Idempotency, Marketplace
+from adjudge.service.signed_verdicts import sign_verdict, verdict_payload
 from adjudge.store import ConcurrentUpdate, StoredTask, Transaction
 from adjudge.workers.judges import Judge, JudgeError
 
@@ -43,19 +47,25 @@ def _status(_: Transaction, stored: StoredTask, __: Any) -> str:
 
 
 class ReviewWorker:
-    """Judges results awaiting the verifiers it serves (all opted-in verifiers by default)."""
+    """Judges results awaiting the verifiers it serves and signs each verdict as its verifier.
+
+    ``keys`` are the verifiers' private keys; the worker only claims work for verifiers whose
+    registered key it holds (of ``verifiers`` if given, else of all opted-in verifiers).
+    """
 
     def __init__(
         self,
         market: Marketplace,
         judge: Judge,
         *,
+        keys: Iterable[Signer] = (),
         verifiers: Sequence[str] | None = None,
         lease: timedelta = timedelta(minutes=5),
         batch: int = 10,
     ) -> None:
         self.market = market
         self.judge = judge
+        self.keys = {key.keyid: key for key in keys}
         self.verifiers = list(verifiers) if verifiers is not None else None
         self.lease = lease
         self.batch = batch
@@ -68,7 +78,8 @@ class ReviewWorker:
             with self.market.store.read() as tx:
                 sub = tx.submission(task.id, task.attempts)
                 verifier = tx.account(task.verifier or "")
-            if sub is None or verifier is None:
+            signer = self.keys.get(task.verifier_key or "")
+            if sub is None or verifier is None or signer is None:
                 report.skipped.append(task.id)
                 continue
             acceptance = task.criteria.get("acceptance", "")
@@ -83,12 +94,21 @@ class ReviewWorker:
                     report.failed.append(task.id)
                 continue
             key = Idempotency.of(f"review:{task.id}:{task.attempts}", "POST", "worker", None)
+            payload = verdict_payload(
+                task_id=task.id,
+                attempt=sub.attempt,
+                result_digest=sub.digest,
+                passed=judgment.passed,
+                reasons=judgment.reasons,
+                verifier_key=signer.keyid,
+            )
             try:  # (3)
                 self.market.verifier_verdict(
                     verifier,
                     task.id,
                     passed=judgment.passed,
                     reasons=judgment.reasons,
+                    **sign_verdict(signer, payload),
                     idem=key,
                     render=_status,
                 )
@@ -97,12 +117,24 @@ class ReviewWorker:
                 report.skipped.append(task.id)  # judged, escalated or ruled meanwhile
         return report
 
+    def _served(self) -> list[str]:
+        """The verifiers this worker judges for: those whose registered key it holds."""
+        with self.market.store.read() as tx:
+            if self.verifiers is None:
+                accounts = tx.verifiers()
+            else:
+                accounts = [a for a in map(tx.account, self.verifiers) if a is not None]
+        return [a.id for a in accounts if a.verifier_key in self.keys]
+
     def _claim(self) -> list[StoredTask]:
+        served = self._served()
+        if not served:
+            return []
         for _ in range(8):
             try:
                 with self.market.store.write() as tx:
                     return tx.claim_reviews(
-                        self.verifiers,
+                        served,
                         now=self.market.clock.now(),
                         lease=self.lease,
                         limit=self.batch,
