@@ -107,6 +107,8 @@ class Transaction:
 
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
+        # A stored submission never changes, so one read per transaction is enough.
+        self._submissions: dict[tuple[str, int], Submission] = {}
 
     # --- accounts ---------------------------------------------------------------------------
 
@@ -256,8 +258,15 @@ class Transaction:
 
     def submission(self, task_id: str, attempt: int) -> Submission | None:
         """One submission, or None."""
+        known = self._submissions.get((task_id, attempt))
+        if known is not None:
+            return known
         r = self.conn.execute(_SUBMISSION, {"k_task": task_id, "k_attempt": attempt}).first()
-        return Submission(r.task_id, r.attempt, r.result, r.digest, r.submitted_at) if r else None
+        if r is None:
+            return None
+        sub = Submission(r.task_id, r.attempt, r.result, r.digest, r.submitted_at)
+        self._submissions[(task_id, attempt)] = sub
+        return sub
 
     def add_verdict(self, verdict: VerdictReached, receipt_id: str) -> StoredVerdict:
         """Record a determination; a second verdict on the same submission is refused."""
@@ -265,19 +274,20 @@ class Transaction:
         detail = {k: v for k, v in verdict.detail.items() if k != "ruling"}
         try:
             self.conn.execute(
-                insert(s.verdicts).values(
-                    task_id=verdict.task_id,
-                    attempt=verdict.attempt,
-                    kind=kind,
-                    passed=verdict.passed,
-                    score=verdict.score,
-                    reasons=list(verdict.reasons),
-                    authority=verdict.authority,
-                    judge=verdict.judge,
-                    detail=detail,
-                    receipt_id=receipt_id,
-                    at=verdict.at,
-                )
+                _INSERT_VERDICT,
+                {
+                    "task_id": verdict.task_id,
+                    "attempt": verdict.attempt,
+                    "kind": kind,
+                    "passed": verdict.passed,
+                    "score": verdict.score,
+                    "reasons": list(verdict.reasons),
+                    "authority": verdict.authority,
+                    "judge": verdict.judge,
+                    "detail": detail,
+                    "receipt_id": receipt_id,
+                    "at": verdict.at,
+                },
             )
         except IntegrityError as exc:
             raise ConcurrentUpdate("This submission already has a verdict.") from exc
@@ -328,7 +338,7 @@ class Transaction:
         """
         if not transfers:
             return
-        upsert = _upsert(self.conn.dialect.name)
+        upsert = _UPSERT[self.conn.dialect.name]
         legs: list[dict[str, Any]] = []
         for t in transfers:
             if t.debit == WORLD:
@@ -343,7 +353,7 @@ class Transaction:
             common = {"txn": txn, "task_id": task_id, "memo": t.memo, "at": at}
             legs.append({**common, "account": t.debit, "amount": -t.amount})
             legs.append({**common, "account": t.credit, "amount": t.amount})
-        self.conn.execute(insert(s.ledger_entries), legs)
+        self.conn.execute(_INSERT_ENTRIES, legs)
 
     def balance(self, account: str) -> int:
         """The balance of a ledger account (0 if never touched)."""
@@ -408,21 +418,18 @@ class Transaction:
             at=at,
         )
         self.conn.execute(
-            insert(s.receipts).values(
-                id=receipt.id,
-                seq=receipt.seq,
-                task_id=task_id,
-                digest=digest,
-                previous=head.digest,
-                body=body,
-                at=at,
-            )
+            _INSERT_RECEIPT,
+            {
+                "id": receipt.id,
+                "seq": receipt.seq,
+                "task_id": task_id,
+                "digest": digest,
+                "previous": head.digest,
+                "body": body,
+                "at": at,
+            },
         )
-        self.conn.execute(
-            update(s.chain_head)
-            .where(s.chain_head.c.id == 1)
-            .values(seq=receipt.seq, digest=digest)
-        )
+        self.conn.execute(_SET_HEAD, {"h_seq": receipt.seq, "h_digest": digest})
         return receipt
 
     def receipt(self, receipt_id: str) -> StoredReceipt | None:
@@ -433,6 +440,10 @@ class Transaction:
     def receipts(self, task_id: str) -> list[StoredReceipt]:
         """A task's receipts in chain order."""
         return [_receipt(r._mapping) for r in self.conn.execute(_RECEIPTS, {"k_task": task_id})]
+
+    def receipt_ids(self, task_id: str) -> list[str]:
+        """The ids of a task's receipts in chain order (without reading their bodies)."""
+        return list(self.conn.execute(_RECEIPT_IDS, {"k_task": task_id}).scalars())
 
     def head(self) -> tuple[int, str | None]:
         """The chain's length and the digest of its last receipt (None when empty)."""
@@ -684,4 +695,18 @@ _ENTRIES = (
 _RECEIPTS = (
     select(s.receipts).where(s.receipts.c.task_id == bindparam("k_task")).order_by(s.receipts.c.seq)
 )
+_RECEIPT_IDS = (
+    select(s.receipts.c.id)
+    .where(s.receipts.c.task_id == bindparam("k_task"))
+    .order_by(s.receipts.c.seq)
+)
 _HEAD_FOR_UPDATE = select(s.chain_head).where(s.chain_head.c.id == 1).with_for_update()
+_SET_HEAD = (
+    update(s.chain_head)
+    .where(s.chain_head.c.id == 1)
+    .values(seq=bindparam("h_seq"), digest=bindparam("h_digest"))
+)
+_INSERT_RECEIPT = insert(s.receipts)
+_INSERT_VERDICT = insert(s.verdicts)
+_INSERT_ENTRIES = insert(s.ledger_entries)
+_UPSERT = {dialect: _upsert(dialect) for dialect in ("sqlite", "postgresql")}
