@@ -334,25 +334,27 @@ class Transaction:
         """Apply transfers as double entries; ``INSUFFICIENT_FUNDS`` if a debit would overdraw.
 
         The debit is one conditional UPDATE, so two racing spends of one balance cannot both
-        succeed; the credit is one upsert. Only the world account may go below zero.
+        succeed; the credit is one upsert. Consecutive transfers out of one account (a payout
+        and its fee) are debited together: the total either fits or the whole step is refused,
+        as one at a time would be. Only the world account may go below zero.
         """
         if not transfers:
             return
         upsert = _UPSERT[self.conn.dialect.name]
         legs: list[dict[str, Any]] = []
-        for t in transfers:
-            if t.debit == WORLD:
+        for run in _runs(transfers):
+            debit, total = run[0].debit, sum(t.amount for t in run)
+            if debit == WORLD:
                 self.conn.execute(upsert, {"account": WORLD, "amount": 0})
-                self.conn.execute(_DEBIT_WORLD, {"acct": t.debit, "amt": t.amount})
-            elif self.conn.execute(_DEBIT, {"acct": t.debit, "amt": t.amount}).rowcount != 1:
-                raise Error(
-                    f"{t.debit} holds too little to move {t.amount}.", code="INSUFFICIENT_FUNDS"
-                )
-            self.conn.execute(upsert, {"account": t.credit, "amount": t.amount})
-            txn = uuid.uuid4().hex
-            common = {"txn": txn, "task_id": task_id, "memo": t.memo, "at": at}
-            legs.append({**common, "account": t.debit, "amount": -t.amount})
-            legs.append({**common, "account": t.credit, "amount": t.amount})
+                self.conn.execute(_DEBIT_WORLD, {"acct": debit, "amt": total})
+            elif self.conn.execute(_DEBIT, {"acct": debit, "amt": total}).rowcount != 1:
+                raise Error(f"{debit} holds too little to move {total}.", code="INSUFFICIENT_FUNDS")
+            for t in run:
+                self.conn.execute(upsert, {"account": t.credit, "amount": t.amount})
+                txn = uuid.uuid4().hex
+                common = {"txn": txn, "task_id": task_id, "memo": t.memo, "at": at}
+                legs.append({**common, "account": t.debit, "amount": -t.amount})
+                legs.append({**common, "account": t.credit, "amount": t.amount})
         self.conn.execute(_INSERT_ENTRIES, legs)
 
     def balance(self, account: str) -> int:
@@ -573,6 +575,18 @@ class Transaction:
             )
         except IntegrityError as exc:
             raise ConcurrentUpdate("The same Idempotency-Key is in flight; try again.") from exc
+
+
+def _runs(transfers: Sequence[Transfer]) -> list[list[Transfer]]:
+    """Consecutive transfers out of one account, none of them back into it."""
+    runs: list[list[Transfer]] = []
+    for t in transfers:
+        last = runs[-1] if runs else None
+        if last and last[0].debit == t.debit and t.credit != t.debit != last[0].credit:
+            last.append(t)
+        else:
+            runs.append([t])
+    return runs
 
 
 def _account(m: RowMapping) -> Account:
