@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import socket
@@ -113,13 +114,20 @@ class _Http:
 
     async def post(self, path: str) -> tuple[int, bytes]:
         """POST ``path`` with no body; returns the status and the body."""
+        request = f"POST {path} HTTP/1.1\r\n{self.head}".encode()
+        line = b""
         if self.free:
             reader, writer = self.free.pop()
-        else:
+            # The server closes a connection idle for 5 s before reading from it: send again.
+            with contextlib.suppress(ConnectionError):
+                writer.write(request)
+                line = await reader.readline()
+        if not line:
             reader, writer = await asyncio.open_connection(self.host, self.port)
             self.opened.append(writer)
-        writer.write(f"POST {path} HTTP/1.1\r\n{self.head}".encode())
-        status = int((await reader.readline()).split()[1])
+            writer.write(request)
+            line = await reader.readline()
+        status = int(line.split()[1])
         length = None
         while (line := await reader.readline()) not in (b"\r\n", b""):
             name, _, value = line.partition(b":")
