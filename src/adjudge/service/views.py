@@ -92,7 +92,7 @@ def task_view(tx: Transaction, stored: StoredTask, viewer: Account) -> dict[str,
             for s in tx.submissions(t.id)
         ]
         view["ledger"] = tx.entries(t.id)
-        view["receipts"] = [r.id for r in tx.receipts(t.id)]
+        view["receipts"] = tx.receipt_ids(t.id)
     return view
 
 

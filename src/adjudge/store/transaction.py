@@ -107,6 +107,8 @@ class Transaction:
 
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
+        # A stored submission never changes, so one read per transaction is enough.
+        self._submissions: dict[tuple[str, int], Submission] = {}
 
     # --- accounts ---------------------------------------------------------------------------
 
@@ -256,8 +258,15 @@ class Transaction:
 
     def submission(self, task_id: str, attempt: int) -> Submission | None:
         """One submission, or None."""
+        known = self._submissions.get((task_id, attempt))
+        if known is not None:
+            return known
         r = self.conn.execute(_SUBMISSION, {"k_task": task_id, "k_attempt": attempt}).first()
-        return Submission(r.task_id, r.attempt, r.result, r.digest, r.submitted_at) if r else None
+        if r is None:
+            return None
+        sub = Submission(r.task_id, r.attempt, r.result, r.digest, r.submitted_at)
+        self._submissions[(task_id, attempt)] = sub
+        return sub
 
     def add_verdict(self, verdict: VerdictReached, receipt_id: str) -> StoredVerdict:
         """Record a determination; a second verdict on the same submission is refused."""
@@ -265,19 +274,20 @@ class Transaction:
         detail = {k: v for k, v in verdict.detail.items() if k != "ruling"}
         try:
             self.conn.execute(
-                insert(s.verdicts).values(
-                    task_id=verdict.task_id,
-                    attempt=verdict.attempt,
-                    kind=kind,
-                    passed=verdict.passed,
-                    score=verdict.score,
-                    reasons=list(verdict.reasons),
-                    authority=verdict.authority,
-                    judge=verdict.judge,
-                    detail=detail,
-                    receipt_id=receipt_id,
-                    at=verdict.at,
-                )
+                _INSERT_VERDICT,
+                {
+                    "task_id": verdict.task_id,
+                    "attempt": verdict.attempt,
+                    "kind": kind,
+                    "passed": verdict.passed,
+                    "score": verdict.score,
+                    "reasons": list(verdict.reasons),
+                    "authority": verdict.authority,
+                    "judge": verdict.judge,
+                    "detail": detail,
+                    "receipt_id": receipt_id,
+                    "at": verdict.at,
+                },
             )
         except IntegrityError as exc:
             raise ConcurrentUpdate("This submission already has a verdict.") from exc
@@ -324,26 +334,28 @@ class Transaction:
         """Apply transfers as double entries; ``INSUFFICIENT_FUNDS`` if a debit would overdraw.
 
         The debit is one conditional UPDATE, so two racing spends of one balance cannot both
-        succeed; the credit is one upsert. Only the world account may go below zero.
+        succeed; the credit is one upsert. Consecutive transfers out of one account (a payout
+        and its fee) are debited together: the total either fits or the whole step is refused,
+        as one at a time would be. Only the world account may go below zero.
         """
         if not transfers:
             return
-        upsert = _upsert(self.conn.dialect.name)
+        upsert = _UPSERT[self.conn.dialect.name]
         legs: list[dict[str, Any]] = []
-        for t in transfers:
-            if t.debit == WORLD:
+        for run in _runs(transfers):
+            debit, total = run[0].debit, sum(t.amount for t in run)
+            if debit == WORLD:
                 self.conn.execute(upsert, {"account": WORLD, "amount": 0})
-                self.conn.execute(_DEBIT_WORLD, {"acct": t.debit, "amt": t.amount})
-            elif self.conn.execute(_DEBIT, {"acct": t.debit, "amt": t.amount}).rowcount != 1:
-                raise Error(
-                    f"{t.debit} holds too little to move {t.amount}.", code="INSUFFICIENT_FUNDS"
-                )
-            self.conn.execute(upsert, {"account": t.credit, "amount": t.amount})
-            txn = uuid.uuid4().hex
-            common = {"txn": txn, "task_id": task_id, "memo": t.memo, "at": at}
-            legs.append({**common, "account": t.debit, "amount": -t.amount})
-            legs.append({**common, "account": t.credit, "amount": t.amount})
-        self.conn.execute(insert(s.ledger_entries), legs)
+                self.conn.execute(_DEBIT_WORLD, {"acct": debit, "amt": total})
+            elif self.conn.execute(_DEBIT, {"acct": debit, "amt": total}).rowcount != 1:
+                raise Error(f"{debit} holds too little to move {total}.", code="INSUFFICIENT_FUNDS")
+            for t in run:
+                self.conn.execute(upsert, {"account": t.credit, "amount": t.amount})
+                txn = uuid.uuid4().hex
+                common = {"txn": txn, "task_id": task_id, "memo": t.memo, "at": at}
+                legs.append({**common, "account": t.debit, "amount": -t.amount})
+                legs.append({**common, "account": t.credit, "amount": t.amount})
+        self.conn.execute(_INSERT_ENTRIES, legs)
 
     def balance(self, account: str) -> int:
         """The balance of a ledger account (0 if never touched)."""
@@ -408,21 +420,18 @@ class Transaction:
             at=at,
         )
         self.conn.execute(
-            insert(s.receipts).values(
-                id=receipt.id,
-                seq=receipt.seq,
-                task_id=task_id,
-                digest=digest,
-                previous=head.digest,
-                body=body,
-                at=at,
-            )
+            _INSERT_RECEIPT,
+            {
+                "id": receipt.id,
+                "seq": receipt.seq,
+                "task_id": task_id,
+                "digest": digest,
+                "previous": head.digest,
+                "body": body,
+                "at": at,
+            },
         )
-        self.conn.execute(
-            update(s.chain_head)
-            .where(s.chain_head.c.id == 1)
-            .values(seq=receipt.seq, digest=digest)
-        )
+        self.conn.execute(_SET_HEAD, {"h_seq": receipt.seq, "h_digest": digest})
         return receipt
 
     def receipt(self, receipt_id: str) -> StoredReceipt | None:
@@ -433,6 +442,10 @@ class Transaction:
     def receipts(self, task_id: str) -> list[StoredReceipt]:
         """A task's receipts in chain order."""
         return [_receipt(r._mapping) for r in self.conn.execute(_RECEIPTS, {"k_task": task_id})]
+
+    def receipt_ids(self, task_id: str) -> list[str]:
+        """The ids of a task's receipts in chain order (without reading their bodies)."""
+        return list(self.conn.execute(_RECEIPT_IDS, {"k_task": task_id}).scalars())
 
     def head(self) -> tuple[int, str | None]:
         """The chain's length and the digest of its last receipt (None when empty)."""
@@ -564,6 +577,18 @@ class Transaction:
             raise ConcurrentUpdate("The same Idempotency-Key is in flight; try again.") from exc
 
 
+def _runs(transfers: Sequence[Transfer]) -> list[list[Transfer]]:
+    """Consecutive transfers out of one account, none of them back into it."""
+    runs: list[list[Transfer]] = []
+    for t in transfers:
+        last = runs[-1] if runs else None
+        if last and last[0].debit == t.debit and t.credit != t.debit != last[0].credit:
+            last.append(t)
+        else:
+            runs.append([t])
+    return runs
+
+
 def _account(m: RowMapping) -> Account:
     return Account(
         id=m["id"],
@@ -684,4 +709,18 @@ _ENTRIES = (
 _RECEIPTS = (
     select(s.receipts).where(s.receipts.c.task_id == bindparam("k_task")).order_by(s.receipts.c.seq)
 )
+_RECEIPT_IDS = (
+    select(s.receipts.c.id)
+    .where(s.receipts.c.task_id == bindparam("k_task"))
+    .order_by(s.receipts.c.seq)
+)
 _HEAD_FOR_UPDATE = select(s.chain_head).where(s.chain_head.c.id == 1).with_for_update()
+_SET_HEAD = (
+    update(s.chain_head)
+    .where(s.chain_head.c.id == 1)
+    .values(seq=bindparam("h_seq"), digest=bindparam("h_digest"))
+)
+_INSERT_RECEIPT = insert(s.receipts)
+_INSERT_VERDICT = insert(s.verdicts)
+_INSERT_ENTRIES = insert(s.ledger_entries)
+_UPSERT = {dialect: _upsert(dialect) for dialect in ("sqlite", "postgresql")}
