@@ -491,27 +491,28 @@ class Transaction:
         claimed = []
         for row in self.conn.execute(q).all():
             stored = _stored_task(row._mapping)
-            until = now + lease
-            if row.tries is None:
-                self.conn.execute(
-                    insert(rl).values(
-                        task_id=stored.task.id,
-                        attempt=stored.task.attempts,
-                        tries=0,
-                        locked_until=until,
-                        gave_up=False,
-                    )
-                )
-            else:
-                self.conn.execute(
-                    update(rl)
-                    .where(
-                        and_(rl.c.task_id == stored.task.id, rl.c.attempt == stored.task.attempts)
-                    )
-                    .values(locked_until=until)
-                )
-            claimed.append(stored)
+            if self._take_lease(stored.task.id, stored.task.attempts, now=now, until=now + lease):
+                claimed.append(stored)
         return claimed
+
+    def _take_lease(self, task_id: str, attempt: int, *, now: datetime, until: datetime) -> bool:
+        """Lease one submission if it is still free; False if another worker just took it.
+
+        One statement decides: insert the lease, or, if one exists, extend it only when it has
+        expired and its worker has not given up. Under PostgreSQL's read-committed isolation the
+        lease row a claim saw can be a moment old, so the check is made again where it is written.
+        """
+        rl = s.review_leases
+        dialect = postgresql if self.conn.dialect.name == "postgresql" else sqlite
+        stmt = dialect.insert(rl).values(
+            task_id=task_id, attempt=attempt, tries=0, locked_until=until, gave_up=False
+        )
+        stmt = stmt.on_conflict_do_update(
+            index_elements=[rl.c.task_id, rl.c.attempt],
+            set_={"locked_until": until},
+            where=and_(rl.c.gave_up.is_(False), rl.c.locked_until <= now),
+        ).returning(rl.c.task_id)
+        return self.conn.execute(stmt).first() is not None
 
     def review_failed(
         self, task_id: str, attempt: int, *, error: str, now: datetime, max_tries: int
