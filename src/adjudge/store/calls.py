@@ -9,7 +9,6 @@ service's one hash chain under the same locked head row as the marketplace's ver
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -33,7 +32,7 @@ from sqlalchemy.exc import IntegrityError
 
 from adjudge.calls.quality import Observation
 from adjudge.calls.verdicts import CallVerdict
-from adjudge.errors import Error, StorageError
+from adjudge.errors import Error
 from adjudge.store import schema as s
 from adjudge.store.transaction import ConcurrentUpdate, StoredReceipt, Transaction
 
@@ -440,8 +439,6 @@ def latest_proposal(tx: Transaction, provider: str) -> Mapping[str, Any] | None:
 
 # --- the receipt chain --------------------------------------------------------------------
 
-_HEAD_FOR_UPDATE = select(s.chain_head).where(s.chain_head.c.id == 1).with_for_update()
-
 
 def append_signed_receipt(
     tx: Transaction,
@@ -449,38 +446,5 @@ def append_signed_receipt(
     *,
     at: datetime,
 ) -> StoredReceipt:
-    """Append the receipt ``issue(previous)`` returns to the service's one hash chain.
-
-    Like :meth:`Transaction.append_receipt`: the head row is locked for the rest of the
-    transaction, so this append queues behind (and chains after) any verdict's receipt.
-    """
-    head = tx.conn.execute(_HEAD_FOR_UPDATE).one()
-    previous = (head.digest, head.seq - 1) if head.digest is not None else None
-    body = dict(issue(previous))
-    digest = body.get("digest")
-    if not isinstance(digest, str):
-        raise StorageError("The receipt issuer returned a receipt without a digest.")
-    receipt = StoredReceipt(
-        id="rcpt_" + uuid.uuid4().hex,
-        seq=head.seq + 1,
-        task_id=None,
-        digest=digest,
-        previous=head.digest,
-        body=body,
-        at=at,
-    )
-    tx.conn.execute(
-        insert(s.receipts).values(
-            id=receipt.id,
-            seq=receipt.seq,
-            task_id=None,
-            digest=digest,
-            previous=head.digest,
-            body=body,
-            at=at,
-        )
-    )
-    tx.conn.execute(
-        update(s.chain_head).where(s.chain_head.c.id == 1).values(seq=receipt.seq, digest=digest)
-    )
-    return receipt
+    """Append a paid call's receipt to the service's one hash chain (no task of its own)."""
+    return tx.append_to_chain(issue, task_id=None, at=at)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -399,14 +399,26 @@ class Transaction:
         task_id: str | None,
         at: datetime,
     ) -> StoredReceipt:
-        """Issue the receipt of ``verdict`` after the chain's head and append it.
+        """Issue the receipt of ``verdict`` after the chain's head and append it."""
+        return self.append_to_chain(
+            lambda previous: issuer.issue(verdict, result, previous), task_id=task_id, at=at
+        )
 
-        The head row is locked for the rest of the transaction, so concurrent appends queue
-        instead of forking the chain.
+    def append_to_chain(
+        self,
+        issue: Callable[[tuple[str, int] | None], Mapping[str, Any]],
+        *,
+        task_id: str | None,
+        at: datetime,
+    ) -> StoredReceipt:
+        """Append the receipt ``issue(previous head)`` returns to the service's one hash chain.
+
+        The head row is locked for the rest of the transaction, so concurrent appends (a task's
+        verdict, a paid call) queue instead of forking the chain.
         """
         head = self.conn.execute(_HEAD_FOR_UPDATE).one()
         previous = (head.digest, head.seq - 1) if head.digest is not None else None
-        body = dict(issuer.issue(verdict, result, previous))
+        body = dict(issue(previous))
         digest = body.get("digest")
         if not isinstance(digest, str):
             raise StorageError("The receipt issuer returned a receipt without a digest.")
