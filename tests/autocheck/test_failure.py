@@ -8,8 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from adjudge.autocheck import _unicode_tables as tables
-from adjudge.autocheck import answer
+from adjudge.autocheck import answer, jsvalues
 from adjudge.autocheck import text as text_module
+from adjudge.autocheck.disclosure import split_disclosure
 from adjudge.autocheck.failure import NEUTRAL_PATTERNS, REFUSAL_PATTERNS, fast_form, scan
 
 FRAGMENTS = [
@@ -109,3 +110,40 @@ def test_ascii_word_fast_path_finds_the_same_words(text: str) -> None:
     if text_module.NON_ASCII_ALNUM.search(lowered) is None:
         assert text_module._ASCII_WORD.findall(lowered) == text_module._WORD.findall(lowered)
         assert answer._ASCII_ANSWER_WORD.findall(lowered) == answer._ANSWER_WORD.findall(lowered)
+
+
+_JS_WHITESPACE_RUN = re.compile(f"[{re.escape(jsvalues.WHITESPACE)}]+")
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "a",
+                "b",
+                " ",
+                "  ",
+                "\n",
+                " \n ",
+                "\r\n",
+                "\t",
+                "\u2028",
+                "\xa0",
+                "\u200b",
+                "## Not done",
+                "## Next",
+                "\n## Assumptions:\n",
+                "é",
+                "😀",
+            ]
+        ),
+        max_size=30,
+    ).map("".join)
+)
+def test_flatten_is_javascripts_flatten_on_canonical_text(raw: str) -> None:
+    """On canonical text (and its deliverable), flatten equals /\\s+/ → " " and trim."""
+    canonical_text = text_module.canonical(raw)
+    for text in (canonical_text, split_disclosure(canonical_text).deliverable):
+        expected = _JS_WHITESPACE_RUN.sub(" ", text).strip(jsvalues.WHITESPACE)
+        assert text_module.flatten(text) == expected

@@ -41,6 +41,7 @@ _INVISIBLE_ALL = re.compile(f"{_INVISIBLE.pattern}|[{FORMAT_ASTRAL}]+")
 # Only the runs that change: two or more spaces, or any white space that is not a plain space.
 _HORIZONTAL_WS = re.compile(f"[{_HSPACE}]{{2,}}|[{_HSPACE_NOT_SPACE}]")
 _ODD_HSPACE = re.compile(f"[{_HSPACE_NOT_SPACE}]")
+_NEWLINE_RUN = re.compile("\n[\n ]*")
 _MARKS = re.compile(f"[{MARK}]+")
 _MARKS_ALL = re.compile(f"[{MARK}]+|[{MARK_ASTRAL}]+")
 # The astral halves of the classes are long lists of ranges, slow to test at every position, so
@@ -141,11 +142,13 @@ def canonical(text: str) -> str:
 def flatten(text: str) -> str:
     """One line: every white-space run, newlines included, becomes one space; ends trimmed.
 
-    ``text`` must be canonical: there, Python's white space and JavaScript's are the same
-    characters (the ones they disagree on, \\x1c-\\x1f, \\x85 and U+FEFF, are gone), so the
-    fast ``str.split`` does exactly what the reference's ``/\\s+/`` does.
+    ``text`` must be canonical (or canonical with disclosure sections cut out at line starts):
+    there the only white space left is single spaces and newlines, so only the runs around a
+    newline change, and a space before a newline can be dropped before they are joined.
     """
-    return " ".join(text.split())
+    if "\n" not in text:
+        return text.strip(" ")
+    return _NEWLINE_RUN.sub(" ", text.replace(" \n", "\n")).strip(" ")
 
 
 def fold(text: str) -> str:
