@@ -183,7 +183,7 @@ def auto_check(result: object, criteria: Mapping[str, Any] | Criteria) -> Verifi
         where = ' outside the "Not done / assumptions" section' if split.disclosed else ""
         return _hard_fail(f"Output too short: {visible_length} characters{where}, minimum {floor}")
     if not pins_short_answer:
-        head = visible if utf16_len(visible) <= SCAN_WINDOW else _head16(visible)
+        head = visible if visible_length <= SCAN_WINDOW else _head16(visible)
         distinct = has_distinct_words(head, MIN_DISTINCT_TOKENS)
         if distinct < MIN_DISTINCT_TOKENS:
             return _hard_fail(

@@ -179,13 +179,13 @@ def _is_array_index(key: str) -> bool:
     )
 
 
-def _ordered_keys(obj: Mapping[str, Any]) -> list[str]:
+def _ordered_items(obj: Mapping[Any, Any]) -> list[tuple[str, Any]]:
     """Property order of a JavaScript object: integer-like keys ascending, then insertion order."""
-    keys = [str(k) for k in obj]
-    indices = sorted((k for k in keys if _is_array_index(k)), key=int)
+    items = [(str(k), v) for k, v in obj.items()]
+    indices = sorted((kv for kv in items if _is_array_index(kv[0])), key=lambda kv: int(kv[0]))
     if not indices:
-        return keys
-    return indices + [k for k in keys if not _is_array_index(k)]
+        return items
+    return indices + [kv for kv in items if not _is_array_index(kv[0])]
 
 
 def stringify(value: Any) -> str:
@@ -210,8 +210,7 @@ def _stringify_into(value: Any, out: list[str]) -> None:
     elif isinstance(value, Mapping):
         out.append("{")
         first = True
-        for key in _ordered_keys(value):
-            item = value[key] if key in value else _lookup_nonstring_key(value, key)
+        for key, item in _ordered_items(value):
             out.append("" if first else ",")
             first = False
             out.append(_quote(key))
@@ -227,13 +226,6 @@ def _stringify_into(value: Any, out: list[str]) -> None:
         out.append("]")
     else:
         out.append(_quote(str(value)))
-
-
-def _lookup_nonstring_key(mapping: Mapping[Any, Any], key: str) -> Any:
-    for k, v in mapping.items():
-        if str(k) == key:
-            return v
-    return None
 
 
 def _reject_constant(name: str) -> Any:

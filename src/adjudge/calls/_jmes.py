@@ -93,19 +93,17 @@ def _chain(node: dict[str, Any], subs: list[Fn]) -> Fn:
     return chain
 
 
+def _project(elements: Any, right: Fn) -> list[Any]:
+    """JMESPath's projection step: ``right`` over each element, nulls dropped."""
+    return [current for current in map(right, elements) if current is not None]
+
+
 def _projection(node: dict[str, Any], subs: list[Fn]) -> Fn:
     left, right = subs
 
     def projection(value: Any) -> Any:
         base = left(value)
-        if not isinstance(base, list):
-            return None
-        collected = []
-        for element in base:
-            current = right(element)
-            if current is not None:
-                collected.append(current)
-        return collected
+        return _project(base, right) if isinstance(base, list) else None
 
     return projection
 
@@ -116,15 +114,10 @@ def _value_projection(node: dict[str, Any], subs: list[Fn]) -> Fn:
     def value_projection(value: Any) -> Any:
         base = left(value)
         try:
-            base = base.values()
+            values = base.values()
         except AttributeError:
             return None
-        collected = []
-        for element in base:
-            current = right(element)
-            if current is not None:
-                collected.append(current)
-        return collected
+        return _project(values, right)
 
     return value_projection
 
@@ -136,13 +129,7 @@ def _filter_projection(node: dict[str, Any], subs: list[Fn]) -> Fn:
         base = left(value)
         if not isinstance(base, list):
             return None
-        collected = []
-        for element in base:
-            if not is_false(condition(element)):
-                current = right(element)
-                if current is not None:
-                    collected.append(current)
-        return collected
+        return _project((e for e in base if not is_false(condition(e))), right)
 
     return filter_projection
 
