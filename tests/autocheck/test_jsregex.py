@@ -235,13 +235,27 @@ def test_bounded_patterns_are_recognized() -> None:
         "\\u{2}",  # "u" twice, without the u flag
         "." * 200,
         "(.)" * 50,
-    ]
-    unbounded = [
+        # A repeat of a single atom that ends the pattern never backtracks.
         "a+",
         "a*",
         "a?",
+        "a+?",
         "a{2,3}",
-        "a{2,}",
+        "\\d{2,}",
+        "^ID-\\w+",
+        "(?<=x)[a-z]*",
+        "." * 190 + "a{10,}",
+    ]
+    unbounded = [
+        "a+b",
+        "a+$",
+        "\\d+\\b",
+        "(a+)",
+        "(?:a+)",
+        "(?=a+)",
+        "a+|b",
+        "a?b?",
+        "." * 190 + "a{11,}",  # over the step budget: a{11,} fails only after 11 steps
         "a{2}?",
         "a{",
         "a|b",
@@ -267,6 +281,17 @@ def test_bounded_worst_case_is_far_below_the_limit(pattern: str) -> None:
     assert time.perf_counter() - started < 1.0  # 5-8 ms measured; generous for a busy machine
 
 
+def test_final_repeat_worst_case_is_far_below_the_limit() -> None:
+    """A pattern ending in a repeat fails within its low count at every start position."""
+    pattern = "." * 190 + "a{10,}"
+    assert jsregex.compile(pattern).bounded
+    text = ("a" * 9 + "b") * 2_000
+    started = time.perf_counter()
+    assert not jsregex.test(pattern, text)
+    assert jsregex.test(pattern, text[:-1] + "a" * 10)
+    assert time.perf_counter() - started < 1.0
+
+
 # Step 3: the time limit and the worker.
 
 
@@ -274,7 +299,7 @@ def test_bounded_worst_case_is_far_below_the_limit(pattern: str) -> None:
 def test_catastrophic_match_is_stopped(pattern: str, text: str) -> None:
     """A pattern that passes the scan but backtracks exponentially is stopped at the limit."""
     assert jsregex.is_safe(pattern)
-    jsregex.test("a+", "a")  # start the worker outside the measured time
+    jsregex.test("a+$", "a")  # start the worker outside the measured time
     started = time.perf_counter()
     with pytest.raises(jsregex.PatternTimeout) as info:
         jsregex.test(pattern, text)
@@ -289,7 +314,7 @@ def test_catastrophic_match_is_stopped(pattern: str, text: str) -> None:
 
 def test_worker_is_reused() -> None:
     """Calls share one worker process while none times out."""
-    jsregex.test("a+", "a")
+    jsregex.test("a+$", "a")
     pid = _sandbox.worker_pid()
     assert pid is not None
     for _ in range(20):
@@ -334,16 +359,16 @@ def test_concurrent_callers_get_their_own_answers() -> None:
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX only")
 def test_forked_child_starts_its_own_worker() -> None:
     """After fork the child neither shares nor kills its parent's worker."""
-    jsregex.test("a+", "a")
+    jsregex.test("a+$", "a")
     parent_worker = _sandbox.worker_pid()
     child = os.fork()
     if child == 0:  # pragma: no cover  # runs in the child
-        ok = jsregex.test("b+", "b") and _sandbox.worker_pid() not in (None, parent_worker)
+        ok = jsregex.test("b+$", "b") and _sandbox.worker_pid() not in (None, parent_worker)
         os._exit(0 if ok else 1)
     _, status = os.waitpid(child, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert _sandbox.worker_pid() == parent_worker
-    assert jsregex.test("a+", "a")
+    assert jsregex.test("a+$", "a")
 
 
 def _gone(pid: int) -> bool:
@@ -358,7 +383,7 @@ def _gone(pid: int) -> bool:
 _ORPHAN_SCRIPT = """
 import sys
 from adjudge.autocheck import _sandbox, jsregex
-jsregex.test("a+", "a")
+jsregex.test("a+$", "a")
 print(_sandbox.worker_pid(), flush=True)
 if sys.argv[1] == "busy":
     jsregex.test("(a|a)+$", "a" * 40 + "b", timeout=0.5)
@@ -390,7 +415,7 @@ def test_worker_dies_with_its_parent(mode: str) -> None:
 
 def test_worker_killed_between_calls_is_replaced() -> None:
     """A worker that died while idle is replaced on the next call, which still answers."""
-    jsregex.test("a+", "a")
+    jsregex.test("a+$", "a")
     pid = _sandbox.worker_pid()
     assert pid is not None
     os.kill(pid, signal.SIGKILL)
@@ -409,7 +434,7 @@ def test_worker_that_cannot_start_is_an_error(
     monkeypatch.setattr(_sandbox, "_WORKER_SCRIPT", broken)
     monkeypatch.setattr(_sandbox, "_worker", None)  # the running worker comes back afterwards
     with pytest.raises(_sandbox.WorkerStartError):
-        jsregex.test("a+", "a")
+        jsregex.test("a+$", "a")
 
 
 def _engine_text_by_definition(text: str, cap: int) -> str:

@@ -10,6 +10,8 @@ from hypothesis import strategies as st
 
 from adjudge import auto_check
 from adjudge.autocheck.check import PASSED_REASON
+from adjudge.autocheck.jsvalues import to_units
+from adjudge.autocheck.text import count_words, words
 
 WORDS = [
     "revenue",
@@ -113,3 +115,28 @@ def test_never_raises_on_any_criteria(result: Any, crit: Any) -> None:
 def test_deterministic(result: Any, crit: dict[str, Any]) -> None:
     """The same inputs always give the same bytes."""
     assert auto_check(result, crit).to_json() == auto_check(result, crit).to_json()
+
+
+# Mostly short words over two letters (so prefixes repeat and split words), and the characters
+# that make word boundaries hard: quotes, hyphens, a final sigma, astral ideographs.
+_wordy = st.lists(
+    st.sampled_from(
+        ["a", "b", "ab", "ba", " ", " ", "  ", "'", "-", ".\n", "Σ", "é", "😀", "数", "\U00020000"]
+    ),
+    min_size=20,
+    max_size=150,
+).map("".join)
+
+
+@settings(max_examples=400)
+@given(_wordy, st.integers(0, 30), st.integers(0, 10))
+def test_count_words_is_exact_below_its_bounds(
+    text: str, enough: int, enough_distinct: int
+) -> None:
+    """The count is the whole text's, or a prefix's (its first words) that reaches both bounds."""
+    every = words(text)
+    exact = (len(every), len(set(every)))
+    total, distinct = count_words(to_units(text), enough, enough_distinct)
+    if (total, distinct) != exact:
+        assert enough <= total <= exact[0]
+        assert enough_distinct <= distinct == len(set(every[:total]))

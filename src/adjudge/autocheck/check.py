@@ -37,10 +37,6 @@ from adjudge.autocheck.text import canonical, flatten, fold, has_distinct_words
 from adjudge.errors import CriteriaError
 
 MIN_DISTINCT_TOKENS = 3
-MIN_WORDS_BESIDE_REFUSAL = 40
-MAX_REFUSAL_SHARE = 0.5
-MIN_SUBSTANTIVE_WORDS = 15
-MIN_DISTINCT_WORDS = 25
 SCAN_WINDOW = 64_000
 
 PASSED_REASON = "All verification criteria met"
@@ -192,16 +188,7 @@ def auto_check(result: object, criteria: Mapping[str, Any] | Criteria) -> Verifi
             )
 
     lang = scan(scan_text)  # (8)
-    if lang.refusal and (
-        lang.substantive_words < MIN_WORDS_BESIDE_REFUSAL
-        or lang.refusal_words > MAX_REFUSAL_SHARE * lang.total_words
-    ):
-        return _hard_fail(REASON_EXCUSE)
-    if (
-        lang.neutral
-        and lang.substantive_words < MIN_SUBSTANTIVE_WORDS
-        and lang.distinct_words < MIN_DISTINCT_WORDS
-    ):
+    if lang.excuse:
         return _hard_fail(REASON_EXCUSE)
 
     # Without a disclosure section or a scan window, the folded deliverable is the folded result.

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import ahocorasick
 
 from adjudge.autocheck.jsvalues import to_units
-from adjudge.autocheck.text import words
+from adjudge.autocheck.text import count_words, words
 
 _GAP = r"[^.!?]{0,80}?"
 
@@ -141,9 +141,22 @@ SPAN_RADIUS = 160
 _ENDS = ".!?"
 
 
+# The hard gate (spec 000): a refusal needs 40 words outside failure sentences and refusals at
+# most half of all words; neutral wording needs 15 words outside or 25 distinct words.
+MIN_WORDS_BESIDE_REFUSAL = 40
+MAX_REFUSAL_SHARE = 0.5
+MIN_SUBSTANTIVE_WORDS = 15
+MIN_DISTINCT_WORDS = 25
+
+
 @dataclass(frozen=True, slots=True)
 class FailureLanguage:
-    """What the scan found, and the word counts the hard gate compares."""
+    """What the scan found, and the word counts the hard gate compares.
+
+    ``total_words`` and ``distinct_words`` are counted only as far as the gate needs: exact
+    when the gate could turn on them, a lower bound past that (a long report is not read to
+    its end to learn that it is long).
+    """
 
     refusal: bool
     neutral: bool
@@ -151,6 +164,20 @@ class FailureLanguage:
     distinct_words: int
     refusal_words: int  # words in sentences carrying a refusal
     substantive_words: int  # words in sentences carrying no failure phrase at all
+
+    @property
+    def excuse(self) -> bool:
+        """Step 1's hard gate: a refusal, or a bare failure message, with too little besides."""
+        if self.refusal and (
+            self.substantive_words < MIN_WORDS_BESIDE_REFUSAL
+            or self.refusal_words > MAX_REFUSAL_SHARE * self.total_words
+        ):
+            return True
+        return (
+            self.neutral
+            and self.substantive_words < MIN_SUBSTANTIVE_WORDS
+            and self.distinct_words < MIN_DISTINCT_WORDS
+        )
 
 
 def _sentence_span(text: str, start: int, end: int) -> tuple[int, int]:
@@ -225,14 +252,16 @@ def scan(text: str) -> FailureLanguage:
     if not refusal_spans and not neutral_spans:
         # Nothing found: the word counts are not read (the gates need failure language).
         return FailureLanguage(False, False, 0, 0, 0, 0)
-    all_words = words(text)
     refusal_words = _words_in_spans(text, refusal_spans)
     failure_words = _words_in_spans(text, refusal_spans + neutral_spans)
+    # Enough words to decide "40 besides the failure sentences" and "refusals at most half".
+    enough = max(failure_words + MIN_WORDS_BESIDE_REFUSAL, 2 * refusal_words)
+    total, distinct = count_words(text, enough, MIN_DISTINCT_WORDS)
     return FailureLanguage(
         refusal=bool(refusal_spans),
         neutral=bool(neutral_spans),
-        total_words=len(all_words),
-        distinct_words=len(set(all_words)),
+        total_words=total,
+        distinct_words=distinct,
         refusal_words=refusal_words,
-        substantive_words=len(all_words) - failure_words,
+        substantive_words=total - failure_words,
     )

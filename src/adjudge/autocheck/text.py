@@ -26,7 +26,7 @@ from adjudge.autocheck._unicode_tables import (
     MARK,
     MARK_ASTRAL,
 )
-from adjudge.autocheck.jsvalues import WHITESPACE, from_units
+from adjudge.autocheck.jsvalues import WHITESPACE, from_units, has_astral
 
 _HSPACE = re.escape(WHITESPACE.replace("\n", ""))
 _HSPACE_NOT_SPACE = re.escape(WHITESPACE.replace("\n", "").replace(" ", ""))
@@ -36,14 +36,16 @@ _CURLY_APOSTROPHES = re.compile("[\u2018\u2019\u02bc]")
 # Format characters (zero-width, soft hyphen, bidi marks), variation selectors, and control
 # characters that are not white space.
 # Each Unicode class has a fast BMP-only form and a full form for text with astral characters.
-_INVISIBLE = re.compile(f"[{FORMAT}\ufe00-\ufe0f\x00-\x08\x0e-\x1f\x7f-\x9f]+")
-_INVISIBLE_ALL = re.compile(f"{_INVISIBLE.pattern}|[{FORMAT_ASTRAL}]+")
+# Classes that are removed match one character, not a run: ``re`` scans for a lone class much
+# faster than for a repeated one (a run is removed all the same).
+_INVISIBLE = re.compile(f"[{FORMAT}\ufe00-\ufe0f\x00-\x08\x0e-\x1f\x7f-\x9f]")
+_INVISIBLE_ALL = re.compile(f"{_INVISIBLE.pattern}|[{FORMAT_ASTRAL}]")
 # Only the runs that change: two or more spaces, or any white space that is not a plain space.
 _HORIZONTAL_WS = re.compile(f"[{_HSPACE}]{{2,}}|[{_HSPACE_NOT_SPACE}]")
 _ODD_HSPACE = re.compile(f"[{_HSPACE_NOT_SPACE}]")
 _NEWLINE_RUN = re.compile("\n[\n ]*")
-_MARKS = re.compile(f"[{MARK}]+")
-_MARKS_ALL = re.compile(f"[{MARK}]+|[{MARK_ASTRAL}]+")
+_MARKS = re.compile(f"[{MARK}]")
+_MARKS_ALL = re.compile(f"[{MARK}]|[{MARK_ASTRAL}]")
 # The astral halves of the classes are long lists of ranges, slow to test at every position, so
 # they are tested only against the astral characters a text actually has.
 _ASTRAL_CHAR = re.compile("[\U00010000-\U0010ffff]")
@@ -64,7 +66,7 @@ _ODD_HSPACE_CHARS = frozenset(WHITESPACE) - {" ", "\n"}
 
 def has_astral_in(text: str, cls: re.Pattern[str]) -> bool:
     """Whether ``text`` has an astral character in ``cls`` (only its astral ones are tested)."""
-    if text.isascii() or _TABLE_ASTRAL.search(text) is None:
+    if not has_astral(text) or _TABLE_ASTRAL.search(text) is None:
         return False
     return any(cls.match(c) for c in set(_ASTRAL_CHAR.findall(text)))
 
@@ -157,11 +159,12 @@ def fold(text: str) -> str:
     if text.isascii():
         return text
     text = unicodedata.normalize("NFKD", text)
-    if _FOLD_WORK.search(text) is None and not has_astral_in(text, _MARK_ASTRAL):
+    if has_astral_in(text, _MARK_ASTRAL):
+        text = _MARKS_ALL.sub("", text)
+    elif _FOLD_WORK.search(text) is None:
         return text
-    marks = _MARKS_ALL if has_astral_in(text, _MARK_ASTRAL) else _MARKS
-    if marks.search(text):
-        text = marks.sub("", text)
+    else:
+        text = _MARKS.sub("", text)
     if _HOMOGLYPH.search(text):
         text = text.translate(_HOMOGLYPH_TABLE)
     return text
@@ -192,8 +195,9 @@ def _word_pattern(text: str) -> re.Pattern[str]:
     return _WORD_ALL if has_astral_in(text, _CJK_ASTRAL) else _WORD
 
 
-def has_distinct_words(text: str, n: int) -> int:
-    """How many distinct words ``text`` has, counting no further than ``n``.
+def count_words(text: str, enough: int, enough_distinct: int) -> tuple[int, int]:
+    """How many words ``text`` has, and how many different ones, counted until both reach the
+    bounds given: exact below them, at least them otherwise (a code-unit view is fine).
 
     Reads a growing prefix instead of lowercasing the whole text: a word the cut may have split
     (the last one, when the cut is not at the end) is left for the next, longer read.
@@ -201,12 +205,16 @@ def has_distinct_words(text: str, n: int) -> int:
     size = 64
     while True:
         whole = size >= len(text)
-        chunk = text if whole else text[:size]
-        lowered = chunk.lower()
-        matches = list(_word_pattern(lowered).finditer(lowered))
-        if not whole and matches and matches[-1].end() >= len(lowered) - 1:
+        chunk = from_units(text if whole else text[:size]).lower()
+        matches = list(_word_pattern(chunk).finditer(chunk))
+        if not whole and matches and matches[-1].end() >= len(chunk) - 1:
             matches.pop()
-        seen = {m.group() for m in matches}
-        if len(seen) >= n or whole:
-            return min(len(seen), n)
+        distinct = len({m.group() for m in matches})
+        if whole or (len(matches) >= enough and distinct >= enough_distinct):
+            return len(matches), distinct
         size *= 4
+
+
+def has_distinct_words(text: str, n: int) -> int:
+    """How many distinct words ``text`` has, counting no further than ``n``."""
+    return min(count_words(text, 0, n)[1], n)
