@@ -9,8 +9,19 @@ from typing import Any
 import pytest
 
 from adjudge import auto_check
+from adjudge.autocheck import chars
 
 VECTORS = Path(__file__).parent.parent / "vectors"
+
+
+@pytest.fixture(autouse=True, params=["speedups", "re"])
+def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every vector runs twice: on the C extension, and on its ``re`` twin (where none is built)."""
+    if request.param == "re":
+        monkeypatch.setattr(chars, "classes", chars.classes_re)
+        monkeypatch.setattr(chars, "tokens", chars.tokens_re)
+    elif chars.speedups is None:
+        pytest.skip("the C extension adjudge.autocheck._speedups was not built here")
 
 
 def _cases(name: str) -> list[Any]:

@@ -12,8 +12,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from adjudge.autocheck._unicode_tables import CJK, CJK_ASTRAL, NUMBER, NUMBER_ASTRAL
-from adjudge.autocheck.text import NON_ASCII_ALNUM, canonical, flatten, has_astral_in
+from adjudge.autocheck import chars
+from adjudge.autocheck._unicode_tables import NUMBER, NUMBER_ASTRAL
+from adjudge.autocheck.text import canonical, flatten
 
 SHORT_EXPECTED_TOKENS = 3
 MIN_EXPECTED_SHARE = 1 / 3
@@ -54,29 +55,12 @@ ANSWER_DRESSING = frozenset(
 OPPOSITES = {"yes": ("no",), "no": ("yes",), "true": ("false",), "false": ("true",)}
 
 # Answer tokens keep a number whole ("12.5", "1,234.56"), so "13.5" never half-matches "12.5".
-
-
-def _answer_word(number: str, cjk: str) -> re.Pattern[str]:
-    return re.compile(rf"{number}+(?:[.,]{number}+)+(?![^\W_])|{cjk}|[^\W_]+(?:['-][^\W_]+)*")
-
-
-# The BMP-only form is fast; the full form is used when the text has astral digits or CJK.
-_ANSWER_WORD = _answer_word(f"[{NUMBER}]", f"[{CJK}]")
-_ANSWER_WORD_ALL = _answer_word(f"(?:[{NUMBER}]|[{NUMBER_ASTRAL}])", f"(?:[{CJK}]|[{CJK_ASTRAL}])")
-_ASCII_ANSWER_WORD = re.compile(r"[0-9]+(?:[.,][0-9]+)+(?![a-z0-9])|[a-z0-9]+(?:['-][a-z0-9]+)*")
-_ASTRAL_SPECIAL = re.compile(f"[{NUMBER_ASTRAL}{CJK_ASTRAL}]")
 _NUMBER = re.compile(f"(?:[{NUMBER}]|[{NUMBER_ASTRAL}])+(?:[.,](?:[{NUMBER}]|[{NUMBER_ASTRAL}])+)*")
 
 
 def answer_words(text: str) -> list[str]:
     """The lowercase answer tokens of ``text``."""
-    text = text.lower()
-    if text.isascii() or NON_ASCII_ALNUM.search(text) is None:
-        return _ASCII_ANSWER_WORD.findall(
-            text
-        )  # the same tokens when no letter or digit is not ASCII
-    pattern = _ANSWER_WORD_ALL if has_astral_in(text, _ASTRAL_SPECIAL) else _ANSWER_WORD
-    return pattern.findall(text)
+    return chars.tokens(text.lower(), True)
 
 
 def is_number(token: str) -> bool:

@@ -18,103 +18,42 @@ import re
 import unicodedata
 from collections.abc import Iterator
 
-from adjudge.autocheck._unicode_tables import (
-    CJK,
-    CJK_ASTRAL,
-    FORMAT,
-    FORMAT_ASTRAL,
-    MARK,
-    MARK_ASTRAL,
+from adjudge.autocheck import chars
+from adjudge.autocheck._unicode_tables import FORMAT, FORMAT_ASTRAL, MARK, MARK_ASTRAL
+from adjudge.autocheck.chars import (
+    ASCII_WORD,
+    ASTRAL,
+    CJK_BIT,
+    CR,
+    CURLY,
+    HOMOGLYPH,
+    HOMOGLYPHS,
+    INVISIBLE,
+    MARK_BIT,
+    NON_ASCII_ALNUM,
+    ODD_SPACE,
+    WORD,
+    WORD_BMP,
 )
-from adjudge.autocheck.jsvalues import WHITESPACE, from_units, has_astral
+from adjudge.autocheck.jsvalues import WHITESPACE, from_units
 
 _HSPACE = re.escape(WHITESPACE.replace("\n", ""))
 _HSPACE_NOT_SPACE = re.escape(WHITESPACE.replace("\n", "").replace(" ", ""))
 
 _NEWLINES = re.compile(r"\r\n?")
-_CURLY_APOSTROPHES = re.compile("[\u2018\u2019\u02bc]")
 # Format characters (zero-width, soft hyphen, bidi marks), variation selectors, and control
-# characters that are not white space.
-# Each Unicode class has a fast BMP-only form and a full form for text with astral characters.
-# Classes that are removed match one character, not a run: ``re`` scans for a lone class much
-# faster than for a repeated one (a run is removed all the same).
+# characters that are not white space. Each class is removed in two passes, its BMP part and,
+# in text with astral characters, its astral part: ``re`` skips quickly to the next member of
+# one class, and tests a long astral list or an alternation at every position. A removed class
+# matches one character, not a run: a run goes all the same.
 _INVISIBLE = re.compile(f"[{FORMAT}\ufe00-\ufe0f\x00-\x08\x0e-\x1f\x7f-\x9f]")
-_INVISIBLE_ALL = re.compile(f"{_INVISIBLE.pattern}|[{FORMAT_ASTRAL}]")
+_INVISIBLE_ASTRAL = re.compile(f"[{FORMAT_ASTRAL}]")
 # Only the runs that change: two or more spaces, or any white space that is not a plain space.
 _HORIZONTAL_WS = re.compile(f"[{_HSPACE}]{{2,}}|[{_HSPACE_NOT_SPACE}]")
-_ODD_HSPACE = re.compile(f"[{_HSPACE_NOT_SPACE}]")
 _NEWLINE_RUN = re.compile("\n[\n ]*")
 _MARKS = re.compile(f"[{MARK}]")
-_MARKS_ALL = re.compile(f"[{MARK}]|[{MARK_ASTRAL}]")
-# The astral halves of the classes are long lists of ranges, slow to test at every position, so
-# they are tested only against the astral characters a text actually has.
-_ASTRAL_CHAR = re.compile("[\U00010000-\U0010ffff]")
-_FORMAT_ASTRAL = re.compile(f"[{FORMAT_ASTRAL}]")
-_MARK_ASTRAL = re.compile(f"[{MARK_ASTRAL}]")
-_CJK_ASTRAL = re.compile(f"[{CJK_ASTRAL}]")
-
-
-# The emoji blocks U+1F201–U+1FAFF hold no character of any table (a test keeps it so): text
-# whose only astral characters are emoji never needs the slow classes.
-_TABLE_ASTRAL = re.compile("[\U00010000-\U0001f200\U0001fb00-\U0010ffff]")
-
-
-_CURLY = frozenset("\u2018\u2019\u02bc")
-
-_ODD_HSPACE_CHARS = frozenset(WHITESPACE) - {" ", "\n"}
-
-
-def has_astral_in(text: str, cls: re.Pattern[str]) -> bool:
-    """Whether ``text`` has an astral character in ``cls`` (only its astral ones are tested)."""
-    if not has_astral(text) or _TABLE_ASTRAL.search(text) is None:
-        return False
-    return any(cls.match(c) for c in set(_ASTRAL_CHAR.findall(text)))
-
-
-# Words, as the reference counts them: each CJK ideograph or kana is a word of its own (no
-# spaces between them), otherwise runs of letters and digits joined by ' or -. `[^\W_]` is a
-# letter or a digit (\p{L}\p{N}).
-_WORD = re.compile(rf"[{CJK}]|[^\W_]+(?:['-][^\W_]+)*")
-_WORD_ALL = re.compile(rf"[{CJK}]|[{CJK_ASTRAL}]|[^\W_]+(?:['-][^\W_]+)*")
-_ASCII_WORD = re.compile(r"[a-z0-9]+(?:['-][a-z0-9]+)*")
-NON_ASCII_ALNUM = re.compile(r"[^\W_\x00-\x7f]")
-
-# Cyrillic and Greek letters that render as Latin ones. Cheap and partial: it stops the
-# copy-paste look-alike trick, not a determined adversary.
-HOMOGLYPHS = {
-    "\u0430": "a",
-    "\u0435": "e",
-    "\u043e": "o",
-    "\u0440": "p",
-    "\u0441": "c",
-    "\u0445": "x",
-    "\u0443": "y",
-    "\u0456": "i",
-    "\u0455": "s",
-    "\u0458": "j",
-    "\u051b": "q",
-    "\u051d": "w",
-    "\u04bb": "h",
-    "\u03b1": "a",
-    "\u03bf": "o",
-    "\u03b9": "i",
-    "\u03bd": "v",
-    "\u03c1": "p",
-    "\u03b5": "e",
-    "\u03ba": "k",
-    "\u03c4": "t",
-    "\u03c5": "u",
-}
-_HOMOGLYPH = re.compile("[" + "".join(HOMOGLYPHS) + "]")
+_MARKS_ASTRAL = re.compile(f"[{MARK_ASTRAL}]")
 _HOMOGLYPH_TABLE = str.maketrans(HOMOGLYPHS)
-_FOLD_WORK = re.compile(f"[{MARK}{''.join(HOMOGLYPHS)}]")
-
-
-# Any character that one of the steps after NFKC would change (BMP part; astral format
-# characters are looked for separately). Text without one, and without a double space, is done.
-_CANONICAL_WORK = re.compile(
-    f"[\r\u2018\u2019\u02bc{FORMAT}\ufe00-\ufe0f\x00-\x08\x0e-\x1f\x7f-\x9f{_HSPACE_NOT_SPACE}]"
-)
 
 
 def canonical(text: str) -> str:
@@ -122,21 +61,19 @@ def canonical(text: str) -> str:
 
     Line structure is kept (the disclosure section is found by its heading line).
     """
-    ascii_text = text.isascii()
-    if not ascii_text:
+    if not text.isascii():
         text = unicodedata.normalize("NFKC", text)
-    # One pass lists the characters the steps below would touch; each step runs only if needed.
-    work = set(_CANONICAL_WORK.findall(text))
-    astral_format = not ascii_text and has_astral_in(text, _FORMAT_ASTRAL)
-    if not work and not astral_format and "  " not in text:
-        return text
-    for curly in _CURLY & work:
-        text = text.replace(curly, "'")
-    if "\r" in work:
+    # One pass tells which of the steps below have work; each runs only if it has.
+    work = chars.classes(text)
+    if work & CURLY:
+        text = text.replace("\u2018", "'").replace("\u2019", "'").replace("\u02bc", "'")
+    if work & CR:
         text = _NEWLINES.sub("\n", text)
-    if astral_format or any(_INVISIBLE.match(c) for c in work):
-        text = (_INVISIBLE_ALL if astral_format else _INVISIBLE).sub("", text)
-    if work & _ODD_HSPACE_CHARS or "  " in text:
+    if work & INVISIBLE:
+        text = _INVISIBLE.sub("", text)
+    if work & INVISIBLE << ASTRAL:
+        text = _INVISIBLE_ASTRAL.sub("", text)
+    if work & ODD_SPACE or "  " in text:
         text = _HORIZONTAL_WS.sub(" ", text)
     return text
 
@@ -159,13 +96,12 @@ def fold(text: str) -> str:
     if text.isascii():
         return text
     text = unicodedata.normalize("NFKD", text)
-    if has_astral_in(text, _MARK_ASTRAL):
-        text = _MARKS_ALL.sub("", text)
-    elif _FOLD_WORK.search(text) is None:
-        return text
-    else:
+    work = chars.classes(text)
+    if work & MARK_BIT:
         text = _MARKS.sub("", text)
-    if _HOMOGLYPH.search(text):
+    if work & MARK_BIT << ASTRAL:
+        text = _MARKS_ASTRAL.sub("", text)
+    if work & HOMOGLYPH:
         text = text.translate(_HOMOGLYPH_TABLE)
     return text
 
@@ -182,17 +118,20 @@ def iter_words(text: str) -> Iterator[str]:
 
 
 def words(text: str) -> list[str]:
-    """The lowercase words of ``text`` (a code-unit view is joined back into characters first)."""
-    text = from_units(text).lower()
-    return _word_pattern(text).findall(text)
+    """The lowercase words of ``text`` (a code-unit view is joined back into characters first).
+
+    Words, as the reference counts them: each CJK ideograph or kana is a word of its own (no
+    spaces between them), otherwise runs of letters and digits joined by ' or -.
+    """
+    return chars.tokens(from_units(text).lower(), False)
 
 
 def _word_pattern(text: str) -> re.Pattern[str]:
     # Without a non-ASCII letter or digit (typographic quotes and dashes are neither), the ASCII
     # pattern finds exactly the same words, faster.
     if text.isascii() or NON_ASCII_ALNUM.search(text) is None:
-        return _ASCII_WORD
-    return _WORD_ALL if has_astral_in(text, _CJK_ASTRAL) else _WORD
+        return ASCII_WORD
+    return WORD if chars.classes(text) & CJK_BIT << ASTRAL else WORD_BMP
 
 
 def count_words(text: str, enough: int, enough_distinct: int) -> tuple[int, int]:

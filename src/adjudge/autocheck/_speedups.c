@@ -1,0 +1,185 @@
+/*
+ * The two questions the auto check asks of every text, answered in one pass each.
+ *
+ * classes(table, text) -> int
+ *     The OR of table[ord(c)] over the BMP characters of text, and above it (shifted left by 8)
+ *     the OR over its astral characters: which character classes occur, and whether in the
+ *     astral planes (curly apostrophes, invisibles, marks, ...). ``re`` scans once per class.
+ *
+ * tokens(table, text, numbers) -> list[str]
+ *     The words of text, exactly as ``re.findall`` finds them with
+ *         NUM+(?:[.,]NUM+)+(?![^\W_])|CJK|[^\W_]+(?:['-][^\W_]+)*     (numbers true)
+ *         CJK|[^\W_]+(?:['-][^\W_]+)*                                  (numbers false)
+ *     where NUM and CJK are table bits and [^\W_] is Py_UNICODE_ISALNUM, as in ``re``.
+ *
+ * adjudge.autocheck.chars holds the same functions in ``re``, used where this module was not
+ * built; tests/autocheck/test_chars.py proves the two equal.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#define NUMBER_BIT 0x40
+#define CJK_BIT 0x80
+
+typedef struct {
+    int kind;
+    const void *data;
+    Py_ssize_t n;
+    const unsigned char *table;
+    Py_ssize_t table_len;
+} Text;
+
+static inline Py_UCS4 at(const Text *t, Py_ssize_t i) { return PyUnicode_READ(t->kind, t->data, i); }
+
+static inline unsigned char bits(const Text *t, Py_UCS4 c)
+{
+    return (Py_ssize_t)c < t->table_len ? t->table[c] : 0;
+}
+
+/* [^\W_] as ``re`` reads it: Py_UNICODE_ISALNUM, with ASCII answered without a lookup. */
+static inline int is_alnum(Py_UCS4 c)
+{
+    if (c < 128)
+        return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z');
+    return Py_UNICODE_ISALNUM(c);
+}
+
+static inline int alnum(const Text *t, Py_ssize_t i) { return i < t->n && is_alnum(at(t, i)); }
+
+static inline int number(const Text *t, Py_ssize_t i)
+{
+    return i < t->n && (bits(t, at(t, i)) & NUMBER_BIT);
+}
+
+static Py_ssize_t number_run(const Text *t, Py_ssize_t i)
+{
+    while (number(t, i))
+        i++;
+    return i;
+}
+
+/* End of NUM+(?:[.,]NUM+)+(?![^\W_]) from i (a NUM), or -1. Every NUM is alnum (a test checks
+ * it), so a run cut short is followed by an alnum and fails: only whole runs can end a match,
+ * and backtracking settles on the most groups whose end is not followed by an alnum. */
+static Py_ssize_t number_end(const Text *t, Py_ssize_t i)
+{
+    Py_ssize_t j = number_run(t, i), best = -1;
+    while (j + 1 < t->n) {
+        Py_UCS4 c = at(t, j);
+        if ((c != '.' && c != ',') || !number(t, j + 1))
+            break;
+        j = number_run(t, j + 1);
+        if (!alnum(t, j))
+            best = j;
+    }
+    return best;
+}
+
+/* End of [^\W_]+(?:['-][^\W_]+)* from i (an alnum). */
+static Py_ssize_t word_end(const Text *t, Py_ssize_t i)
+{
+    Py_ssize_t j = i;
+    for (;;) {
+        while (alnum(t, j))
+            j++;
+        if (j + 1 < t->n && (at(t, j) == '\'' || at(t, j) == '-') && alnum(t, j + 1))
+            j++;
+        else
+            return j;
+    }
+}
+
+static void open_text(Text *t, PyObject *text, Py_buffer *table)
+{
+    t->kind = PyUnicode_KIND(text);
+    t->data = PyUnicode_DATA(text);
+    t->n = PyUnicode_GET_LENGTH(text);
+    t->table = table->buf;
+    t->table_len = table->len;
+}
+
+static PyObject *classes(PyObject *self, PyObject *args)
+{
+    PyObject *text;
+    Py_buffer table;
+    if (!PyArg_ParseTuple(args, "y*U:classes", &table, &text))
+        return NULL;
+    Text t;
+    open_text(&t, text, &table);
+    unsigned int acc = 0;
+    Py_ssize_t i;
+    switch (t.kind) { /* one loop per width: the hot loop has no branch on the kind */
+    case PyUnicode_1BYTE_KIND: {
+        const Py_UCS1 *p = t.data;
+        for (i = 0; i < t.n; i++)
+            acc |= bits(&t, p[i]);
+        break;
+    }
+    case PyUnicode_2BYTE_KIND: {
+        const Py_UCS2 *p = t.data;
+        for (i = 0; i < t.n; i++)
+            acc |= bits(&t, p[i]);
+        break;
+    }
+    default: {
+        const Py_UCS4 *p = t.data;
+        unsigned int astral = 0;
+        for (i = 0; i < t.n; i++) {
+            if (p[i] > 0xFFFF)
+                astral |= bits(&t, p[i]);
+            else
+                acc |= bits(&t, p[i]);
+        }
+        acc |= astral << 8;
+    }
+    }
+    PyBuffer_Release(&table);
+    return PyLong_FromUnsignedLong(acc);
+}
+
+static PyObject *tokens(PyObject *self, PyObject *args)
+{
+    PyObject *text;
+    Py_buffer table;
+    int numbers;
+    if (!PyArg_ParseTuple(args, "y*Up:tokens", &table, &text, &numbers))
+        return NULL;
+    Text t;
+    open_text(&t, text, &table);
+    PyObject *out = PyList_New(0);
+    Py_ssize_t i = 0;
+    while (out != NULL && i < t.n) {
+        Py_UCS4 c = at(&t, i);
+        unsigned char b = bits(&t, c);
+        Py_ssize_t end = -1;
+        if (numbers && (b & NUMBER_BIT))
+            end = number_end(&t, i);
+        if (end < 0 && (b & CJK_BIT))
+            end = i + 1;
+        if (end < 0 && is_alnum(c))
+            end = word_end(&t, i);
+        if (end < 0) {
+            i++;
+            continue;
+        }
+        PyObject *word = PyUnicode_Substring(text, i, end);
+        if (word == NULL || PyList_Append(out, word) < 0)
+            Py_CLEAR(out);
+        Py_XDECREF(word);
+        i = end;
+    }
+    PyBuffer_Release(&table);
+    return out;
+}
+
+static PyMethodDef methods[] = {
+    {"classes", classes, METH_VARARGS, "classes(table, text): the class bits of text (BMP | astral << 8)."},
+    {"tokens", tokens, METH_VARARGS, "tokens(table, text, numbers): the words of text."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_speedups", "One-pass character classes and words.", -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__speedups(void) { return PyModule_Create(&module); }

@@ -1,0 +1,162 @@
+"""Character classes and words: one table of class bits, one pass over a text for each question.
+
+Normalizing and folding first ask which of their steps have work (a curly apostrophe, an
+invisible character, a combining mark…), and several rules split a text into words. With ``re``
+each class is a scan of its own, about 10 µs per 4 KB each, several times per result. Here every
+code point has one byte of class bits, and two functions read a text once:
+
+- ``classes(text)``: the OR of the bits of the text's BMP characters, and above them (shifted
+  by ``ASTRAL``) of its astral ones, which ``re`` removes in a pass of their own;
+- ``tokens(text, numbers=…)``: its words, as the reference's word patterns find them.
+
+Both run in a small C extension, ``_speedups``, where it was built (``pip install`` compiles it;
+no library answers "which of these classes occur" in one pass), and otherwise in ``re``, with
+the same results: ``tests/autocheck/test_chars.py`` compares the two on random text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from functools import partial
+from types import ModuleType
+
+from adjudge.autocheck._unicode_tables import (
+    CJK,
+    CJK_ASTRAL,
+    FORMAT,
+    FORMAT_ASTRAL,
+    MARK,
+    MARK_ASTRAL,
+    NUMBER,
+    NUMBER_ASTRAL,
+)
+from adjudge.autocheck.jsvalues import WHITESPACE, has_astral
+
+speedups: ModuleType | None
+try:
+    from adjudge.autocheck import _speedups as speedups
+except ImportError:  # not built (no compiler where it was installed): ``re`` does the work
+    speedups = None
+
+CURLY = 0x01  # ‘ ’ ʼ, straightened to '
+CR = 0x02  # \r, of \r\n and lone \r line ends
+INVISIBLE = 0x04  # format characters, variation selectors, controls that are not white space
+ODD_SPACE = 0x08  # white space other than " " and "\n"
+MARK_BIT = 0x10  # combining marks (accents, once decomposed)
+HOMOGLYPH = 0x20  # Cyrillic and Greek letters that look Latin
+NUMBER_BIT = 0x40  # \p{N}
+CJK_BIT = 0x80  # one word per character: ideographs, kana
+#: ``classes`` reports the bits of astral characters shifted left by this much.
+ASTRAL = 8
+
+# Cyrillic and Greek letters that render as Latin ones. Cheap and partial: it stops the
+# copy-paste look-alike trick, not a determined adversary.
+HOMOGLYPHS = {
+    "\u0430": "a",
+    "\u0435": "e",
+    "\u043e": "o",
+    "\u0440": "p",
+    "\u0441": "c",
+    "\u0445": "x",
+    "\u0443": "y",
+    "\u0456": "i",
+    "\u0455": "s",
+    "\u0458": "j",
+    "\u051b": "q",
+    "\u051d": "w",
+    "\u04bb": "h",
+    "\u03b1": "a",
+    "\u03bf": "o",
+    "\u03b9": "i",
+    "\u03bd": "v",
+    "\u03c1": "p",
+    "\u03b5": "e",
+    "\u03ba": "k",
+    "\u03c4": "t",
+    "\u03c5": "u",
+}
+
+_CONTROLS = "\x00-\x08\x0e-\x1f\x7f-\x9f"
+# Each class: its bit, its BMP members and its astral members, as ``re`` class source.
+_CLASSES: tuple[tuple[int, str, str], ...] = (
+    (CURLY, "\u2018\u2019\u02bc", ""),
+    (CR, "\r", ""),
+    (INVISIBLE, f"{FORMAT}\ufe00-\ufe0f{_CONTROLS}", FORMAT_ASTRAL),
+    (ODD_SPACE, WHITESPACE.replace("\n", "").replace(" ", ""), ""),
+    (MARK_BIT, MARK, MARK_ASTRAL),
+    (HOMOGLYPH, "".join(HOMOGLYPHS), ""),
+    (NUMBER_BIT, NUMBER, NUMBER_ASTRAL),
+    (CJK_BIT, CJK, CJK_ASTRAL),
+)
+
+
+def _spans(cls: str) -> list[tuple[int, int]]:
+    """The ranges of a class written as ``re`` source: characters, and ``a-b`` ranges."""
+    spans = []
+    i = 0
+    while i < len(cls):
+        if i + 2 < len(cls) and cls[i + 1] == "-":
+            spans.append((ord(cls[i]), ord(cls[i + 2])))
+            i += 3
+        else:
+            spans.append((ord(cls[i]), ord(cls[i])))
+            i += 1
+    return spans
+
+
+def _table() -> bytes:
+    """One byte of class bits per code point (1.1 MB, built in a few milliseconds)."""
+    combined = 0
+    for bit, bmp, astral in _CLASSES:
+        layer = bytearray(0x110000)
+        for lo, hi in _spans(bmp + astral):
+            layer[lo : hi + 1] = bytes([bit]) * (hi - lo + 1)
+        combined |= int.from_bytes(layer, "little")
+    return combined.to_bytes(0x110000, "little")
+
+
+TABLE = _table()
+
+# The same in ``re``: every BMP class member in one class, and astral characters looked up in
+# the table (``re`` tests a long list of astral ranges slowly).
+_MEMBER = re.compile("[" + "".join(bmp for _, bmp, _ in _CLASSES) + "]")
+_ASTRAL_CHAR = re.compile("[\U00010000-\U0010ffff]")
+_NUM = f"(?:[{NUMBER}]|[{NUMBER_ASTRAL}])"
+_ALNUM_WORD = r"[^\W_]+(?:['-][^\W_]+)*"
+WORD = re.compile(rf"[{CJK}]|[{CJK_ASTRAL}]|{_ALNUM_WORD}")
+WORD_BMP = re.compile(rf"[{CJK}]|{_ALNUM_WORD}")  # the same where no astral CJK can occur
+_ANSWER_WORD = re.compile(rf"{_NUM}+(?:[.,]{_NUM}+)+(?![^\W_])|{WORD.pattern}")
+_ANSWER_WORD_BMP = re.compile(rf"[{NUMBER}]+(?:[.,][{NUMBER}]+)+(?![^\W_])|{WORD_BMP.pattern}")
+ASCII_WORD = re.compile(r"[a-z0-9]+(?:['-][a-z0-9]+)*")
+_ASCII_ANSWER_WORD = re.compile(rf"[0-9]+(?:[.,][0-9]+)+(?![a-z0-9])|{ASCII_WORD.pattern}")
+NON_ASCII_ALNUM = re.compile(r"[^\W_\x00-\x7f]")
+
+
+def classes_re(text: str) -> int:
+    """``classes`` in ``re``: the bits of each distinct class member found."""
+    bits = 0
+    for c in set(_MEMBER.findall(text)):
+        bits |= TABLE[ord(c)]
+    if has_astral(text):
+        for c in set(_ASTRAL_CHAR.findall(text)):
+            bits |= TABLE[ord(c)] << ASTRAL
+    return bits
+
+
+def tokens_re(text: str, numbers: bool) -> list[str]:
+    """``tokens`` in ``re``."""
+    if text.isascii() or NON_ASCII_ALNUM.search(text) is None:
+        # Without a letter or digit beyond ASCII, the ASCII patterns find the same words.
+        return (_ASCII_ANSWER_WORD if numbers else ASCII_WORD).findall(text)
+    if classes_re(text) & (CJK_BIT | NUMBER_BIT) << ASTRAL:
+        return (_ANSWER_WORD if numbers else WORD).findall(text)
+    return (_ANSWER_WORD_BMP if numbers else WORD_BMP).findall(text)  # faster, and the same
+
+
+if speedups is not None:
+    classes: Callable[[str], int] = partial(speedups.classes, TABLE)
+    tokens: Callable[[str, bool], list[str]] = partial(speedups.tokens, TABLE)
+else:
+    classes = classes_re
+    tokens = tokens_re

@@ -1,0 +1,132 @@
+"""The one-pass character classes and tokenizer: the C extension equals its ``re`` twin."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from adjudge.autocheck import _unicode_tables as tables
+from adjudge.autocheck import chars
+from adjudge.autocheck.chars import (
+    ASTRAL,
+    CJK_BIT,
+    CR,
+    CURLY,
+    HOMOGLYPH,
+    INVISIBLE,
+    MARK_BIT,
+    NUMBER_BIT,
+    ODD_SPACE,
+    TABLE,
+    classes_re,
+    tokens_re,
+)
+
+needs_speedups = pytest.mark.skipif(
+    chars.speedups is None,
+    reason="the C extension adjudge.autocheck._speedups was not built here (no compiler at "
+    "install time); the auto check runs on its re twin, which these tests compare against",
+)
+
+# A little of every class, in both planes, and the characters that make word boundaries hard.
+_ALPHABET = [
+    *"aZz09 \n\t\r.,'-_:!?",
+    "\u2019",  # curly apostrophe
+    "\u200b",  # zero-width space (format)
+    "\x07",  # a control
+    "\u00a0",  # no-break space
+    "\u0301",  # combining acute
+    "\u0430",  # Cyrillic a
+    "é",
+    "ß",
+    "İ",
+    "²",  # superscript two: a number, and alnum
+    "٣",  # Arabic-Indic three
+    "Ⅻ",  # a letter number
+    "〇",  # ideographic zero: a number and CJK
+    "中",
+    "の",
+    "😀",
+    "\U00020000",  # an astral ideograph
+    "\U0001d7d8",  # mathematical double-struck zero: an astral digit
+    "\U000e0001",  # language tag: astral format
+    "\U0001d167",  # musical combining mark: astral mark
+    "\ud800",  # a lone surrogate (a code-unit view)
+]
+texts = st.lists(st.sampled_from(_ALPHABET), max_size=60).map("".join)
+
+
+def test_speedups_are_built_where_required() -> None:
+    """`make test` requires the extension (it is built by `make setup`); elsewhere it may lack."""
+    if os.environ.get("ADJUDGE_REQUIRE_SPEEDUPS") == "1":
+        assert chars.speedups is not None, "adjudge.autocheck._speedups did not build"
+    elif chars.speedups is None:
+        pytest.skip("the C extension was not built here and ADJUDGE_REQUIRE_SPEEDUPS is unset")
+
+
+@needs_speedups
+@settings(max_examples=600)
+@given(texts)
+def test_classes_equal_their_re_twin(text: str) -> None:
+    assert chars.speedups is not None
+    assert chars.speedups.classes(TABLE, text) == classes_re(text)
+
+
+@needs_speedups
+@settings(max_examples=600)
+@given(texts, st.booleans())
+def test_tokens_equal_their_re_twin(text: str, numbers: bool) -> None:
+    """On lowercased text, which is what both are given (the ``re`` side's ASCII fast path reads
+    only lowercase letters)."""
+    assert chars.speedups is not None
+    text = text.lower()
+    assert chars.speedups.tokens(TABLE, text, numbers) == tokens_re(text, numbers)
+
+
+@pytest.mark.parametrize(
+    ("text", "numbers", "expected"),
+    [
+        ("it's 1,234.56 and 12.5a", True, ["it's", "1,234.56", "and", "12", "5a"]),
+        ("1.2.3a", True, ["1.2", "3a"]),
+        ("12-34 rock-n-roll --x", True, ["12-34", "rock-n-roll", "x"]),
+        ("12.5", False, ["12", "5"]),
+        ("数据显示", False, ["数", "据", "显", "示"]),
+        ("snake_case", False, ["snake", "case"]),
+    ],
+)
+def test_tokens_examples(text: str, numbers: bool, expected: list[str]) -> None:
+    """Numbers stay whole only in answer mode; CJK is a word per character; "_" splits."""
+    assert chars.tokens(text, numbers) == expected
+    assert tokens_re(text, numbers) == expected
+
+
+def test_classes_report_each_class_and_its_plane() -> None:
+    assert chars.classes("plain ascii") & ~NUMBER_BIT == 0
+    assert chars.classes("it\u2019s\r\n") == CURLY | CR | ODD_SPACE  # \r is odd space too
+    assert chars.classes("a\u200bb\u00a0c") == INVISIBLE | ODD_SPACE
+    assert chars.classes("e\u0301\u0430") == MARK_BIT | HOMOGLYPH
+    assert chars.classes("中\U00020000") == CJK_BIT | CJK_BIT << ASTRAL
+    assert chars.classes("x\U0001d167") == MARK_BIT << ASTRAL
+    assert chars.classes("😀") == 0  # emoji belong to no class
+
+
+def test_every_number_is_a_letter_or_digit() -> None:
+    """The C tokenizer's number rule relies on it: a number run cut short is followed by alnum."""
+    members = [cp for cp in range(0x110000) if TABLE[cp] & NUMBER_BIT]
+    assert len(members) > 1_000
+    assert all(chr(cp).isalnum() for cp in members)
+
+
+def test_table_matches_the_generated_classes() -> None:
+    """Spot checks: the table holds the generated ranges at their ends."""
+    for bit, cls in [
+        (MARK_BIT, tables.MARK + tables.MARK_ASTRAL),
+        (NUMBER_BIT, tables.NUMBER + tables.NUMBER_ASTRAL),
+        (CJK_BIT, tables.CJK + tables.CJK_ASTRAL),
+        (INVISIBLE, tables.FORMAT + tables.FORMAT_ASTRAL),
+    ]:
+        assert TABLE[ord(cls[0])] & bit
+        assert TABLE[ord(cls[-1])] & bit
