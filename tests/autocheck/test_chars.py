@@ -22,6 +22,8 @@ from adjudge.autocheck.chars import (
     ODD_SPACE,
     TABLE,
     classes_re,
+    flatten_re,
+    has_ascii_ci_re,
     tokens_re,
 )
 
@@ -84,6 +86,38 @@ def test_tokens_equal_their_re_twin(text: str, numbers: bool) -> None:
     assert chars.speedups is not None
     text = text.lower()
     assert chars.speedups.tokens(TABLE, text, numbers) == tokens_re(text, numbers)
+
+
+@needs_speedups
+@settings(max_examples=600)
+@given(
+    st.lists(st.sampled_from([" ", " ", "\n", "\n", "a", "é", "😀", "\t"]), max_size=40).map(
+        "".join
+    )
+)
+def test_flatten_equals_its_re_twin(text: str) -> None:
+    assert chars.speedups is not None
+    assert chars.speedups.flatten(text) == flatten_re(text)
+
+
+_NEEDLES = ("not done", "assumptions", "ab")
+
+
+@needs_speedups
+@settings(max_examples=600)
+@given(
+    st.lists(
+        st.sampled_from(
+            ["not done", "NoT DoNe", "assumptions", "ASSUMPTİONS", "a", "B", "K", "ſ", " "]
+        ),
+        max_size=12,
+    ).map("".join)
+)
+def test_has_ascii_ci_equals_its_re_twin(text: str) -> None:
+    """Only ASCII letters fold: the Kelvin sign is no "k", a dotted capital I no "i"."""
+    assert chars.speedups is not None
+    for needles in (_NEEDLES, ("k",), ("i",), ("",)):
+        assert chars.speedups.has_ascii_ci(text, needles) == has_ascii_ci_re(text, needles)
 
 
 @pytest.mark.parametrize(

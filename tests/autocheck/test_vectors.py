@@ -20,6 +20,8 @@ def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> N
     if request.param == "re":
         monkeypatch.setattr(chars, "classes", chars.classes_re)
         monkeypatch.setattr(chars, "tokens", chars.tokens_re)
+        monkeypatch.setattr(chars, "flatten", chars.flatten_re)
+        monkeypatch.setattr(chars, "has_ascii_ci", chars.has_ascii_ci_re)
     elif chars.speedups is None:
         pytest.skip("the C extension adjudge.autocheck._speedups was not built here")
 

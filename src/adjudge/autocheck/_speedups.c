@@ -12,6 +12,14 @@
  *         CJK|[^\W_]+(?:['-][^\W_]+)*                                  (numbers false)
  *     where NUM and CJK are table bits and [^\W_] is Py_UNICODE_ISALNUM, as in ``re``.
  *
+ * flatten(text) -> str
+ *     text.replace(" \n", "\n"), then every run of "\n" and " " that starts with "\n" made one
+ *     space, then spaces stripped from both ends: the deliverable on one line.
+ *
+ * has_ascii_ci(text, needles) -> bool
+ *     Whether one of the lowercase ASCII needles occurs in text, ASCII letters matched in
+ *     either case (and no other character folded).
+ *
  * adjudge.autocheck.chars holds the same functions in ``re``, used where this module was not
  * built; tests/autocheck/test_chars.py proves the two equal.
  */
@@ -172,9 +180,78 @@ static PyObject *tokens(PyObject *self, PyObject *args)
     return out;
 }
 
+static PyObject *flatten(PyObject *self, PyObject *text)
+{
+    if (!PyUnicode_Check(text)) {
+        PyErr_SetString(PyExc_TypeError, "flatten() takes a str");
+        return NULL;
+    }
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text), i = 0, m = 0;
+    void *out = PyMem_Malloc(n ? n * kind : 1);
+    if (out == NULL)
+        return PyErr_NoMemory();
+    while (i < n) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (c == '\n') {
+            while (i < n && (PyUnicode_READ(kind, data, i) == '\n' || PyUnicode_READ(kind, data, i) == ' '))
+                i++;
+            PyUnicode_WRITE(kind, out, m++, ' ');
+            continue;
+        }
+        if (!(c == ' ' && i + 1 < n && PyUnicode_READ(kind, data, i + 1) == '\n'))
+            PyUnicode_WRITE(kind, out, m++, c);
+        i++;
+    }
+    Py_ssize_t start = 0;
+    while (start < m && PyUnicode_READ(kind, out, start) == ' ')
+        start++;
+    while (m > start && PyUnicode_READ(kind, out, m - 1) == ' ')
+        m--;
+    /* FromKindAndData finds the narrowest kind again (only spaces and line breaks are gone). */
+    PyObject *result = PyUnicode_FromKindAndData(
+        kind, (const char *)out + start * kind, m - start);
+    PyMem_Free(out);
+    return result;
+}
+
+static inline Py_UCS4 ascii_lower(Py_UCS4 c) { return (c >= 'A' && c <= 'Z') ? c + 32 : c; }
+
+static PyObject *has_ascii_ci(PyObject *self, PyObject *args)
+{
+    PyObject *text, *needles;
+    if (!PyArg_ParseTuple(args, "UO!:has_ascii_ci", &text, &PyTuple_Type, &needles))
+        return NULL;
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(needles); k++) {
+        PyObject *needle = PyTuple_GET_ITEM(needles, k);
+        if (!PyUnicode_Check(needle) || !PyUnicode_IS_ASCII(needle)) {
+            PyErr_SetString(PyExc_ValueError, "needles must be ASCII str");
+            return NULL;
+        }
+        const Py_UCS1 *w = PyUnicode_1BYTE_DATA(needle);
+        Py_ssize_t len = PyUnicode_GET_LENGTH(needle);
+        if (len == 0)
+            Py_RETURN_TRUE;
+        for (Py_ssize_t i = 0; i + len <= n; i++) {
+            Py_ssize_t j = 0;
+            while (j < len && ascii_lower(PyUnicode_READ(kind, data, i + j)) == w[j])
+                j++;
+            if (j == len)
+                Py_RETURN_TRUE;
+        }
+    }
+    Py_RETURN_FALSE;
+}
+
 static PyMethodDef methods[] = {
     {"classes", classes, METH_VARARGS, "classes(table, text): the class bits of text (BMP | astral << 8)."},
     {"tokens", tokens, METH_VARARGS, "tokens(table, text, numbers): the words of text."},
+    {"flatten", flatten, METH_O, "flatten(text): the text on one line (see the module comment)."},
+    {"has_ascii_ci", has_ascii_ci, METH_VARARGS, "has_ascii_ci(text, needles): a needle, any case."},
     {NULL, NULL, 0, NULL},
 };
 

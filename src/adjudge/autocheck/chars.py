@@ -1,15 +1,17 @@
-"""Character classes and words: one table of class bits, one pass over a text for each question.
+"""One pass over a text for each question the auto check asks of every result.
 
 Normalizing and folding first ask which of their steps have work (a curly apostrophe, an
 invisible character, a combining mark…), and several rules split a text into words. With ``re``
 each class is a scan of its own, about 10 µs per 4 KB each, several times per result. Here every
-code point has one byte of class bits, and two functions read a text once:
+code point has one byte of class bits, and four functions read a text once:
 
 - ``classes(text)``: the OR of the bits of the text's BMP characters, and above them (shifted
   by ``ASTRAL``) of its astral ones, which ``re`` removes in a pass of their own;
-- ``tokens(text, numbers=…)``: its words, as the reference's word patterns find them.
+- ``tokens(text, numbers)``: its words, as the reference's word patterns find them;
+- ``flatten(text)``: the text on one line;
+- ``has_ascii_ci(text, needles)``: whether a needle occurs, ASCII letters in either case.
 
-Both run in a small C extension, ``_speedups``, where it was built (``pip install`` compiles it;
+They run in a small C extension, ``_speedups``, where it was built (``pip install`` compiles it;
 no library answers "which of these classes occur" in one pass), and otherwise in ``re``, with
 the same results: ``tests/autocheck/test_chars.py`` compares the two on random text.
 """
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from functools import partial
+from functools import lru_cache, partial
 from types import ModuleType
 
 from adjudge.autocheck._unicode_tables import (
@@ -154,9 +156,32 @@ def tokens_re(text: str, numbers: bool) -> list[str]:
     return (_ANSWER_WORD_BMP if numbers else WORD_BMP).findall(text)  # faster, and the same
 
 
+_NEWLINE_RUN = re.compile("\n[\n ]*")
+
+
+def flatten_re(text: str) -> str:
+    """``flatten`` in ``re``: a space before a line break dropped, each run from a line break on
+    made one space, spaces stripped from both ends."""
+    return _NEWLINE_RUN.sub(" ", text.replace(" \n", "\n")).strip(" ")
+
+
+@lru_cache(maxsize=16)
+def _needles_re(needles: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile("|".join(map(re.escape, needles)), re.IGNORECASE | re.ASCII)
+
+
+def has_ascii_ci_re(text: str, needles: tuple[str, ...]) -> bool:
+    """``has_ascii_ci`` in ``re``."""
+    return _needles_re(needles).search(text) is not None
+
+
 if speedups is not None:
     classes: Callable[[str], int] = partial(speedups.classes, TABLE)
     tokens: Callable[[str, bool], list[str]] = partial(speedups.tokens, TABLE)
+    flatten: Callable[[str], str] = speedups.flatten
+    has_ascii_ci: Callable[[str, tuple[str, ...]], bool] = speedups.has_ascii_ci
 else:
     classes = classes_re
     tokens = tokens_re
+    flatten = flatten_re
+    has_ascii_ci = has_ascii_ci_re

@@ -22,7 +22,7 @@ from typing import Any
 from adjudge.autocheck import jsregex
 from adjudge.autocheck.criteria import Criteria, parse
 from adjudge.autocheck.disclosure import split_disclosure
-from adjudge.autocheck.failure import ERROR_MARKER, ERROR_MARKER_WINDOW, scan
+from adjudge.autocheck.failure import llm_error, scan
 from adjudge.autocheck.items import DEFAULT_MIN_CONTENT_CHARS, Context, Rule, rules_for
 from adjudge.autocheck.jsvalues import (
     from_units,
@@ -153,7 +153,7 @@ def auto_check(result: object, criteria: Mapping[str, Any] | Criteria) -> Verifi
     visible = flatten(split.deliverable)
     scan_text = _fold_for_scan(visible)
 
-    if ERROR_MARKER.search(to_units(scan_text[:ERROR_MARKER_WINDOW])[:ERROR_MARKER_WINDOW]):  # (5)
+    if llm_error(scan_text):  # (5)
         return _hard_fail(REASON_LLM_ERROR)
 
     regex_matched: bool | None = None  # (6)

@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from adjudge.autocheck import chars
+
 # Runs over canonical text, where "\n" is the only line break left. ASCII case folding only,
 # as JavaScript's `i` flag without `u` folds.
 _JOINER = r" ?(?:/|&|and|,) ?"
@@ -21,6 +23,7 @@ DISCLOSURE_HEADING = re.compile(
     r"(?: made)? ?(?:\*\*|__)? ?(?::|$)",
     re.IGNORECASE | re.MULTILINE | re.ASCII,
 )
+_NAMES = ("not done", "assumptions")
 _MD_HEADING = re.compile(r"^ ?(#{1,6}) [^\s]", re.MULTILINE | re.ASCII)
 
 
@@ -36,8 +39,7 @@ def split_disclosure(text: str) -> Split:
 
     Text without a section comes back unchanged with ``disclosed`` false.
     """
-    lowered = text.lower()
-    if "not done" not in lowered and "assumptions" not in lowered:
+    if not chars.has_ascii_ci(text, _NAMES):
         return Split(text, False)  # every heading form names one of them
     parts: list[str] = []
     pos = 0

@@ -136,6 +136,18 @@ ERROR_MARKER = re.compile(
 )
 ERROR_MARKER_WINDOW = 200
 
+
+def llm_error(folded: str) -> bool:
+    """Whether the folded deliverable starts like a model-call error (its first 200 code units).
+
+    Both forms of the marker contain "llm execution": text without it is not searched.
+    """
+    head = folded[:ERROR_MARKER_WINDOW]  # 200 characters hold at least 200 code units
+    if "llm execution" not in head:
+        return False
+    return ERROR_MARKER.search(to_units(head)[:ERROR_MARKER_WINDOW]) is not None
+
+
 # How far either side of a failure phrase its sentence may extend (unpunctuated lists).
 SPAN_RADIUS = 160
 _ENDS = ".!?"

@@ -50,7 +50,6 @@ _INVISIBLE = re.compile(f"[{FORMAT}\ufe00-\ufe0f\x00-\x08\x0e-\x1f\x7f-\x9f]")
 _INVISIBLE_ASTRAL = re.compile(f"[{FORMAT_ASTRAL}]")
 # Only the runs that change: two or more spaces, or any white space that is not a plain space.
 _HORIZONTAL_WS = re.compile(f"[{_HSPACE}]{{2,}}|[{_HSPACE_NOT_SPACE}]")
-_NEWLINE_RUN = re.compile("\n[\n ]*")
 _MARKS = re.compile(f"[{MARK}]")
 _MARKS_ASTRAL = re.compile(f"[{MARK_ASTRAL}]")
 _HOMOGLYPH_TABLE = str.maketrans(HOMOGLYPHS)
@@ -87,7 +86,7 @@ def flatten(text: str) -> str:
     """
     if "\n" not in text:
         return text.strip(" ")
-    return _NEWLINE_RUN.sub(" ", text.replace(" \n", "\n")).strip(" ")
+    return chars.flatten(text)
 
 
 def fold(text: str) -> str:
