@@ -218,31 +218,51 @@ static PyObject *flatten(PyObject *self, PyObject *text)
 
 static inline Py_UCS4 ascii_lower(Py_UCS4 c) { return (c >= 'A' && c <= 'Z') ? c + 32 : c; }
 
+/* Whether the lowercase ASCII needle w (len >= 1) occurs in p[0:n], ASCII letters in any case:
+ * a tight loop for its first character, then the rest compared. */
+#define FIND_CI(TYPE)                                                                      \
+    {                                                                                      \
+        const TYPE *p = data;                                                              \
+        Py_UCS4 first = w[0], upper = first >= 'a' && first <= 'z' ? first - 32 : first;   \
+        for (Py_ssize_t i = 0; i + len <= n; i++) {                                        \
+            if (p[i] != first && p[i] != upper)                                            \
+                continue;                                                                  \
+            Py_ssize_t j = 1;                                                              \
+            while (j < len && ascii_lower(p[i + j]) == w[j])                               \
+                j++;                                                                       \
+            if (j == len)                                                                  \
+                return 1;                                                                  \
+        }                                                                                  \
+        return 0;                                                                          \
+    }
+
+static int find_ci(int kind, const void *data, Py_ssize_t n, const Py_UCS1 *w, Py_ssize_t len)
+{
+    switch (kind) {
+    case PyUnicode_1BYTE_KIND:
+        FIND_CI(Py_UCS1)
+    case PyUnicode_2BYTE_KIND:
+        FIND_CI(Py_UCS2)
+    default:
+        FIND_CI(Py_UCS4)
+    }
+}
+
 static PyObject *has_ascii_ci(PyObject *self, PyObject *args)
 {
     PyObject *text, *needles;
     if (!PyArg_ParseTuple(args, "UO!:has_ascii_ci", &text, &PyTuple_Type, &needles))
         return NULL;
-    int kind = PyUnicode_KIND(text);
-    const void *data = PyUnicode_DATA(text);
-    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
     for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(needles); k++) {
         PyObject *needle = PyTuple_GET_ITEM(needles, k);
         if (!PyUnicode_Check(needle) || !PyUnicode_IS_ASCII(needle)) {
             PyErr_SetString(PyExc_ValueError, "needles must be ASCII str");
             return NULL;
         }
-        const Py_UCS1 *w = PyUnicode_1BYTE_DATA(needle);
         Py_ssize_t len = PyUnicode_GET_LENGTH(needle);
-        if (len == 0)
+        if (len == 0 || find_ci(PyUnicode_KIND(text), PyUnicode_DATA(text),
+                                PyUnicode_GET_LENGTH(text), PyUnicode_1BYTE_DATA(needle), len))
             Py_RETURN_TRUE;
-        for (Py_ssize_t i = 0; i + len <= n; i++) {
-            Py_ssize_t j = 0;
-            while (j < len && ascii_lower(PyUnicode_READ(kind, data, i + j)) == w[j])
-                j++;
-            if (j == len)
-                Py_RETURN_TRUE;
-        }
     }
     Py_RETURN_FALSE;
 }
