@@ -123,8 +123,8 @@ _wordy = st.lists(
     st.sampled_from(
         ["a", "b", "ab", "ba", " ", " ", "  ", "'", "-", ".\n", "Σ", "é", "😀", "数", "\U00020000"]
     ),
-    min_size=20,
-    max_size=150,
+    min_size=100,
+    max_size=900,
 ).map("".join)
 
 

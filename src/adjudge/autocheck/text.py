@@ -137,20 +137,20 @@ def count_words(text: str, enough: int, enough_distinct: int) -> tuple[int, int]
     """How many words ``text`` has, and how many different ones, counted until both reach the
     bounds given: exact below them, at least them otherwise (a code-unit view is fine).
 
-    Reads a growing prefix instead of lowercasing the whole text: a word the cut may have split
-    (the last one, when the cut is not at the end) is left for the next, longer read.
+    Reads a growing prefix instead of the whole text, cut at its last space: no word spans a
+    space, and no word before it reads past it, so the prefix holds exactly the text's first words.
     """
-    size = 64
-    while True:
-        whole = size >= len(text)
-        chunk = from_units(text if whole else text[:size]).lower()
-        matches = list(_word_pattern(chunk).finditer(chunk))
-        if not whole and matches and matches[-1].end() >= len(chunk) - 1:
-            matches.pop()
-        distinct = len({m.group() for m in matches})
-        if whole or (len(matches) >= enough and distinct >= enough_distinct):
-            return len(matches), distinct
+    size = 256
+    while size < len(text):
+        cut = text.rfind(" ", 0, size)
+        if cut > 0:
+            found = words(text[:cut])
+            distinct = len(set(found))
+            if len(found) >= enough and distinct >= enough_distinct:
+                return len(found), distinct
         size *= 4
+    found = words(text)
+    return len(found), len(set(found))
 
 
 def has_distinct_words(text: str, n: int) -> int:
