@@ -17,11 +17,13 @@ from collections.abc import Callable
 from typing import Any
 
 from adjudge import auto_check
-from adjudge.autocheck import jsregex
-from adjudge.autocheck.check import _fold_for_scan
+from adjudge.autocheck import chars, jsregex
+from adjudge.autocheck.check import _fold_for_scan, _score
+from adjudge.autocheck.criteria import parse
 from adjudge.autocheck.disclosure import split_disclosure
 from adjudge.autocheck.failure import scan
-from adjudge.autocheck.text import canonical, flatten, words
+from adjudge.autocheck.items import Context, rules_for
+from adjudge.autocheck.text import canonical, flatten, has_distinct_words
 
 # Results are written in one language each: mostly English with typographic punctuation (curly
 # quotes, dashes, the odd emoji), some French and German (accents to fold), some Chinese.
@@ -175,22 +177,35 @@ def main() -> None:
         f"({per * 1e6:.0f} µs per check)"
     )
 
+    # Each stage of the pipeline on the corpus, in order, fed what the one before produced.
+    crits = [parse(c) for _, c in cases]
     canon = [canonical(t) for t in texts]
     visible = [flatten(split_disclosure(c).deliverable) for c in canon]
     folded = [_fold_for_scan(v) for v in visible]
+    langs = [scan(f) for f in folded]
+    patterns = [(c.regex_pattern, t) for c, t in zip(crits, texts, strict=True) if c.regex_pattern]
+
+    def items() -> None:
+        for c, t, v, f, lang in zip(crits, texts, visible, folded, langs, strict=True):
+            ctx = Context(t, v, None, lang.refusal or lang.neutral, f)
+            _score(rules_for(c, ctx), c.threshold)
+
     stages: list[tuple[str, Callable[[], object]]] = [
+        ("parse criteria", lambda: [parse(c) for _, c in cases]),
         ("canonical (NFKC, invisibles, spaces)", lambda: [canonical(t) for t in texts]),
         ("disclosure section", lambda: [split_disclosure(c) for c in canon]),
         ("flatten", lambda: [flatten(c) for c in canon]),
         ("fold for scan", lambda: [_fold_for_scan(v) for v in visible]),
-        ("words (content floor)", lambda: [words(v) for v in visible]),
+        ("content floor (distinct words)", lambda: [has_distinct_words(v, 3) for v in visible]),
         ("failure-language scan", lambda: [scan(f) for f in folded]),
-        ("regex_pattern (worker round trip)", lambda: [jsregex.test("\\d{2,}", t) for t in texts]),
+        ("scored items", items),
+        ("regex_pattern", lambda: [jsregex.test(p, t) for p, t in patterns]),
     ]
     print(f"{'stage':40} {'µs per check':>14}")
     for name, fn in stages:
         per = statistics.median(_time(fn, 3)) / len(cases) * 1e6
         print(f"{name:40} {per:14.1f}")
+    print(f"C extension: {'built' if chars.speedups is not None else 'not built (re twins)'}")
 
 
 if __name__ == "__main__":

@@ -75,6 +75,8 @@ def test_speedups_are_built_where_required() -> None:
 def test_classes_equal_their_re_twin(text: str) -> None:
     assert chars.speedups is not None
     assert chars.speedups.classes(TABLE, text) == classes_re(text)
+    for mask in (CURLY | INVISIBLE << ASTRAL, MARK_BIT, CJK_BIT << ASTRAL, 0):
+        assert chars.classes(text, mask) == classes_re(text, mask)
 
 
 @needs_speedups

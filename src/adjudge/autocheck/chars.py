@@ -5,8 +5,9 @@ invisible character, a combining mark…), and several rules split a text into w
 each class is a scan of its own, about 10 µs per 4 KB each, several times per result. Here every
 code point has one byte of class bits, and four functions read a text once:
 
-- ``classes(text)``: the OR of the bits of the text's BMP characters, and above them (shifted
-  by ``ASTRAL``) of its astral ones, which ``re`` removes in a pass of their own;
+- ``classes(text, mask)``: the OR of the bits of the text's BMP characters, and above them
+  (shifted by ``ASTRAL``) of its astral ones, which ``re`` removes in a pass of their own, for
+  the classes in ``mask`` (the ``re`` twin then searches for those only);
 - ``tokens(text, numbers)``: its words, as the reference's word patterns find them;
 - ``flatten(text)``: the text on one line;
 - ``has_ascii_ci(text, needles)``: whether a needle occurs, ASCII letters in either case.
@@ -19,9 +20,9 @@ the same results: ``tests/autocheck/test_chars.py`` compares the two on random t
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from functools import lru_cache, partial
+from functools import lru_cache
 from types import ModuleType
+from typing import cast
 
 from adjudge.autocheck._unicode_tables import (
     CJK,
@@ -120,10 +121,18 @@ def _table() -> bytes:
 
 TABLE = _table()
 
-# The same in ``re``: every BMP class member in one class, and astral characters looked up in
-# the table (``re`` tests a long list of astral ranges slowly).
-_MEMBER = re.compile("[" + "".join(bmp for _, bmp, _ in _CLASSES) + "]")
+# The same in ``re``: the BMP members of the classes asked about in one class, and astral
+# characters looked up in the table (``re`` tests a long list of astral ranges slowly).
 _ASTRAL_CHAR = re.compile("[\U00010000-\U0010ffff]")
+EVERY = 0xFFFF  # every class, in both planes
+
+
+@lru_cache(maxsize=32)
+def _members(mask: int) -> re.Pattern[str]:
+    bmp = "".join(cls for bit, cls, _ in _CLASSES if bit & (mask | mask >> ASTRAL))
+    return re.compile(f"[{bmp}]" if bmp else "(?!)")
+
+
 _NUM = f"(?:[{NUMBER}]|[{NUMBER_ASTRAL}])"
 _ALNUM_WORD = r"[^\W_]+(?:['-][^\W_]+)*"
 WORD = re.compile(rf"[{CJK}]|[{CJK_ASTRAL}]|{_ALNUM_WORD}")
@@ -135,15 +144,16 @@ _ASCII_ANSWER_WORD = re.compile(rf"[0-9]+(?:[.,][0-9]+)+(?![a-z0-9])|{ASCII_WORD
 NON_ASCII_ALNUM = re.compile(r"[^\W_\x00-\x7f]")
 
 
-def classes_re(text: str) -> int:
-    """``classes`` in ``re``: the bits of each distinct class member found."""
+def classes_re(text: str, mask: int = EVERY) -> int:
+    """``classes`` in ``re``: the bits of each distinct member found of the classes asked about."""
     bits = 0
-    for c in set(_MEMBER.findall(text)):
-        bits |= TABLE[ord(c)]
-    if has_astral(text):
+    if mask & 0xFF:
+        for c in set(_members(mask).findall(text)):
+            bits |= TABLE[ord(c)]
+    if mask >> ASTRAL and has_astral(text):
         for c in set(_ASTRAL_CHAR.findall(text)):
             bits |= TABLE[ord(c)] << ASTRAL
-    return bits
+    return bits & mask
 
 
 def tokens_re(text: str, numbers: bool) -> list[str]:
@@ -151,7 +161,7 @@ def tokens_re(text: str, numbers: bool) -> list[str]:
     if text.isascii() or NON_ASCII_ALNUM.search(text) is None:
         # Without a letter or digit beyond ASCII, the ASCII patterns find the same words.
         return (_ASCII_ANSWER_WORD if numbers else ASCII_WORD).findall(text)
-    if classes_re(text) & (CJK_BIT | NUMBER_BIT) << ASTRAL:
+    if classes_re(text, (CJK_BIT | NUMBER_BIT) << ASTRAL):
         return (_ANSWER_WORD if numbers else WORD).findall(text)
     return (_ANSWER_WORD_BMP if numbers else WORD_BMP).findall(text)  # faster, and the same
 
@@ -175,13 +185,18 @@ def has_ascii_ci_re(text: str, needles: tuple[str, ...]) -> bool:
     return _needles_re(needles).search(text) is not None
 
 
-if speedups is not None:
-    classes: Callable[[str], int] = partial(speedups.classes, TABLE)
-    tokens: Callable[[str, bool], list[str]] = partial(speedups.tokens, TABLE)
-    flatten: Callable[[str], str] = speedups.flatten
-    has_ascii_ci: Callable[[str, tuple[str, ...]], bool] = speedups.has_ascii_ci
-else:
-    classes = classes_re
-    tokens = tokens_re
-    flatten = flatten_re
-    has_ascii_ci = has_ascii_ci_re
+def _classes_c(text: str, mask: int = EVERY) -> int:
+    assert speedups is not None
+    return cast(int, speedups.classes(TABLE, text)) & mask
+
+
+def _tokens_c(text: str, numbers: bool) -> list[str]:
+    assert speedups is not None
+    return cast(list[str], speedups.tokens(TABLE, text, numbers))
+
+
+# The C functions where the extension was built, else their twins.
+classes = _classes_c if speedups is not None else classes_re
+tokens = _tokens_c if speedups is not None else tokens_re
+flatten = speedups.flatten if speedups is not None else flatten_re
+has_ascii_ci = speedups.has_ascii_ci if speedups is not None else has_ascii_ci_re

@@ -53,6 +53,9 @@ _HORIZONTAL_WS = re.compile(f"[{_HSPACE}]{{2,}}|[{_HSPACE_NOT_SPACE}]")
 _MARKS = re.compile(f"[{MARK}]")
 _MARKS_ASTRAL = re.compile(f"[{MARK_ASTRAL}]")
 _HOMOGLYPH_TABLE = str.maketrans(HOMOGLYPHS)
+# The classes each step asks about.
+_CANONICAL_WORK = CURLY | CR | INVISIBLE | ODD_SPACE | INVISIBLE << ASTRAL
+_FOLD_WORK = MARK_BIT | HOMOGLYPH | MARK_BIT << ASTRAL
 
 
 def canonical(text: str) -> str:
@@ -63,7 +66,7 @@ def canonical(text: str) -> str:
     if not text.isascii():
         text = unicodedata.normalize("NFKC", text)
     # One pass tells which of the steps below have work; each runs only if it has.
-    work = chars.classes(text)
+    work = chars.classes(text, _CANONICAL_WORK)
     if work & CURLY:
         text = text.replace("\u2018", "'").replace("\u2019", "'").replace("\u02bc", "'")
     if work & CR:
@@ -95,7 +98,7 @@ def fold(text: str) -> str:
     if text.isascii():
         return text
     text = unicodedata.normalize("NFKD", text)
-    work = chars.classes(text)
+    work = chars.classes(text, _FOLD_WORK)
     if work & MARK_BIT:
         text = _MARKS.sub("", text)
     if work & MARK_BIT << ASTRAL:
@@ -130,7 +133,7 @@ def _word_pattern(text: str) -> re.Pattern[str]:
     # pattern finds exactly the same words, faster.
     if text.isascii() or NON_ASCII_ALNUM.search(text) is None:
         return ASCII_WORD
-    return WORD if chars.classes(text) & CJK_BIT << ASTRAL else WORD_BMP
+    return WORD if chars.classes(text, CJK_BIT << ASTRAL) else WORD_BMP
 
 
 def count_words(text: str, enough: int, enough_distinct: int) -> tuple[int, int]:
