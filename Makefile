@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 setup: $(VENV)/.installed
 
 # The auto check's C extension is compiled by the install: rebuilt when its source changes.
-$(VENV)/.installed: pyproject.toml src/adjudge/autocheck/_speedups.c
+$(VENV)/.installed: pyproject.toml setup.py src/adjudge/autocheck/_speedups.c
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
