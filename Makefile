@@ -20,9 +20,12 @@ lint: setup
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-# The C extension must have been built here: its tests compare it with its `re` twin.
+# Where a C compiler is found, the auto check's C extension must have been built (its tests
+# compare it with its `re` twin); without one, the twins alone are tested.
+HAVE_CC := $(if $(shell command -v cc gcc clang 2>/dev/null),1,0)
+
 test: lint
-	ADJUDGE_REQUIRE_SPEEDUPS=1 $(BIN)/pytest -q
+	ADJUDGE_REQUIRE_SPEEDUPS=$(HAVE_CC) $(BIN)/pytest -q
 
 # The service with a demo marketplace on a fresh SQLite file: accounts, keys and tasks are printed.
 demo: setup
