@@ -122,6 +122,17 @@ def test_has_ascii_ci_equals_its_re_twin(text: str) -> None:
         assert chars.speedups.has_ascii_ci(text, needles) == has_ascii_ci_re(text, needles)
 
 
+@needs_speedups
+@settings(max_examples=1000)
+@given(st.text(max_size=40), st.booleans())
+def test_twins_agree_on_any_text(text: str, numbers: bool) -> None:
+    """Any code point of any plane, assigned or not."""
+    assert chars.speedups is not None
+    assert chars.speedups.classes(TABLE, text) == classes_re(text)
+    assert chars.speedups.tokens(TABLE, text.lower(), numbers) == tokens_re(text.lower(), numbers)
+    assert chars.speedups.flatten(text) == flatten_re(text)
+
+
 @pytest.mark.parametrize(
     ("text", "numbers", "expected"),
     [
@@ -131,6 +142,9 @@ def test_has_ascii_ci_equals_its_re_twin(text: str) -> None:
         ("12.5", False, ["12", "5"]),
         ("数据显示", False, ["数", "据", "显", "示"]),
         ("snake_case", False, ["snake", "case"]),
+        # CJK radicals are words of their own though not letters: no ASCII shortcut past them.
+        ("\u2e80\u2e81 x", False, ["\u2e80", "\u2e81", "x"]),
+        ("\u2e80 12.5", True, ["\u2e80", "12.5"]),
     ],
 )
 def test_tokens_examples(text: str, numbers: bool, expected: list[str]) -> None:

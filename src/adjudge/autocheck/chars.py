@@ -156,10 +156,17 @@ def classes_re(text: str, mask: int = EVERY) -> int:
     return bits & mask
 
 
+def ascii_words_suffice(text: str) -> bool:
+    """Whether the ASCII word patterns find the same words in ``text`` as the full ones: it has
+    no letter or digit beyond ASCII, and no CJK character (a radical is CJK but no letter)."""
+    return text.isascii() or (
+        NON_ASCII_ALNUM.search(text) is None and not classes(text, CJK_BIT | CJK_BIT << ASTRAL)
+    )
+
+
 def tokens_re(text: str, numbers: bool) -> list[str]:
     """``tokens`` in ``re``."""
-    if text.isascii() or NON_ASCII_ALNUM.search(text) is None:
-        # Without a letter or digit beyond ASCII, the ASCII patterns find the same words.
+    if ascii_words_suffice(text):
         return (_ASCII_ANSWER_WORD if numbers else ASCII_WORD).findall(text)
     if classes_re(text, (CJK_BIT | NUMBER_BIT) << ASTRAL):
         return (_ANSWER_WORD if numbers else WORD).findall(text)

@@ -30,7 +30,6 @@ from adjudge.autocheck.chars import (
     HOMOGLYPHS,
     INVISIBLE,
     MARK_BIT,
-    NON_ASCII_ALNUM,
     ODD_SPACE,
     WORD,
     WORD_BMP,
@@ -129,9 +128,9 @@ def words(text: str) -> list[str]:
 
 
 def _word_pattern(text: str) -> re.Pattern[str]:
-    # Without a non-ASCII letter or digit (typographic quotes and dashes are neither), the ASCII
-    # pattern finds exactly the same words, faster.
-    if text.isascii() or NON_ASCII_ALNUM.search(text) is None:
+    # Without a non-ASCII letter, digit or CJK character (typographic quotes and dashes are none
+    # of them), the ASCII pattern finds exactly the same words, faster.
+    if chars.ascii_words_suffice(text):
         return ASCII_WORD
     return WORD if chars.classes(text, CJK_BIT << ASTRAL) else WORD_BMP
 
