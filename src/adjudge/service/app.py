@@ -15,11 +15,13 @@ from typing import Annotated, Any
 
 import anyio.to_thread
 from fastapi import APIRouter, Depends, FastAPI, Header, Query, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, RedirectResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, Field
 
 import adjudge
+from adjudge import web
 from adjudge.errors import Error
 from adjudge.service import errors
 from adjudge.service.calls import router as calls_router
@@ -182,6 +184,13 @@ def create_app(market: Marketplace, *, threads: int | None = None) -> FastAPI:
     errors.install(app)
     app.include_router(router)
     app.include_router(calls_router)
+    app.mount("/ui", StaticFiles(directory=web.STATIC, html=True), name="ui")
+
+    @app.get("/", include_in_schema=False)
+    def home() -> RedirectResponse:
+        """The web UI."""
+        return RedirectResponse("/ui/")
+
     return app
 
 

@@ -1,0 +1,112 @@
+// The web UI's pure helpers: no DOM, no network. tests/web/ui.test.mjs runs them in node.
+
+/** Minor units ("2000000") as a decimal amount ("2") with `decimals` places (USDC has 6). */
+export function formatAmount(minor, decimals = 6) {
+  const digits = String(minor ?? "");
+  if (!/^-?\d+$/.test(digits)) return digits;
+  const negative = digits.startsWith("-");
+  const padded = (negative ? digits.slice(1) : digits).padStart(decimals + 1, "0");
+  const whole = padded.slice(0, padded.length - decimals).replace(/^0+(?=\d)/, "");
+  const fraction = padded.slice(padded.length - decimals).replace(/0+$/, "");
+  return (negative ? "-" : "") + whole + (fraction ? "." + fraction : "");
+}
+
+/** A 0..1 item score as the breakdown shows it: "84%". */
+export function percent(score) {
+  return `${Math.round(Number(score) * 100)}%`;
+}
+
+/** An ISO time, shorter: "2026-12-06 22:17 UTC" (UTC, to the minute). */
+export function shortTime(iso) {
+  if (!iso) return "";
+  const t = new Date(iso);
+  if (Number.isNaN(t.getTime())) return String(iso);
+  return t.toISOString().slice(0, 16).replace("T", " ") + " UTC";
+}
+
+/**
+ * The actions worth offering `me` on `task`: the service decides for real (and answers with a
+ * code when it refuses); this only hides buttons that cannot apply. Each is [action, label].
+ */
+export function actionsFor(task, me) {
+  if (!task || !me) return [];
+  const roles = new Set(me.roles || []);
+  const isPoster = task.poster === me.id;
+  const isAgent = task.agent === me.id;
+  const open = task.attempts < task.max_attempts;
+  const out = [];
+  const add = (action, label) => out.push([action, label]);
+  switch (task.status) {
+    case "funded":
+      if (roles.has("agent") && !isPoster) add("accept", "Take this task");
+      if (isPoster) add("cancel", "Cancel and refund");
+      break;
+    case "assigned":
+      if (isAgent) {
+        add("submit", "Submit a result");
+        add("dry-run", "Dry run a draft");
+      }
+      if (isPoster) add("reclaim", "Reclaim after the deadline");
+      break;
+    case "submitted":
+      if (isAgent && task.mode === "auto") add("finalize", "Finalize: run the auto check");
+      if (isPoster && task.mode === "manual") add("review", "Review: approve or reject");
+      if (isPoster || isAgent) add("dispute", "Dispute");
+      if (isPoster) add("reclaim", "Reclaim after the deadline");
+      break;
+    case "awaiting_verification":
+      // A verifier's verdict is signed with the verifier's private key, which stays out of the
+      // browser: the page shows the command that signs and posts it.
+      if (task.verifier === me.id) add("verdict-help", "Post a verifier verdict");
+      if (isPoster) add("reclaim", "Reclaim after the deadline");
+      break;
+    case "failed":
+      if (isAgent && open) {
+        add("submit", "Submit again");
+        add("dry-run", "Dry run a draft");
+      }
+      if (isPoster || isAgent) add("dispute", "Dispute");
+      if (isPoster) add("reclaim", "Reclaim after the deadline");
+      break;
+    case "escalated":
+      if (isAgent) add("collect", "Collect (14 days after escalation)");
+      break;
+    default:
+      break;
+  }
+  if ((task.status === "disputed" || task.status === "escalated") && roles.has("admin")) {
+    add("ruling", "Rule as admin");
+  }
+  return out;
+}
+
+/** Reasons typed one per line, as the API takes them (blank lines dropped). */
+export function reasonLines(text) {
+  return String(text ?? "")
+    .split("\n")
+    .map((line) => line.trim())
+    .filter((line) => line.length > 0);
+}
+
+/** Parse the criteria textarea: an object, or an error sentence a person can act on. */
+export function parseCriteria(text) {
+  const source = String(text ?? "").trim();
+  if (!source) return { criteria: {} };
+  let value;
+  try {
+    value = JSON.parse(source);
+  } catch (err) {
+    return { error: `Criteria are not JSON: ${err.message}` };
+  }
+  if (value === null || typeof value !== "object" || Array.isArray(value)) {
+    return { error: "Criteria must be a JSON object, such as {\"min_length\": 200}." };
+  }
+  return { criteria: value };
+}
+
+/** The message to show for a failed request: the service's error code and sentence. */
+export function errorText(status, body) {
+  const err = body && typeof body === "object" ? body.error : null;
+  if (err && err.code) return `${err.code}: ${err.message}`;
+  return `The service answered ${status}.`;
+}
