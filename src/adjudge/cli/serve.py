@@ -72,7 +72,10 @@ def serve(
     else:
         _bootstrap_admin(market)
     typer.echo(f"Receipts are signed by key {key.keyid}")
-    typer.echo(f"adjudge serving {base}/api/v1 on {store.dialect}; API docs at {base}/docs")
+    typer.echo(
+        f"adjudge serving {base}/api/v1 on {store.dialect}; web UI at {base}/, "
+        f"API docs at {base}/docs"
+    )
 
     if threads <= 0:
         # SQLite takes one writer at a time: more threads only contend for it and the GIL
