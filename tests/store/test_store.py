@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
+from sqlalchemy import select
 
 from adjudge import Error
 from adjudge.market import WORLD, Mode, Task, Transfer, VerdictReached, wallet_account
 from adjudge.store import ConcurrentUpdate, Store
-from adjudge.store.schema import metadata
+from adjudge.store.schema import metadata, tasks
 from support.fakes import FakeIssuer
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -54,6 +56,31 @@ def test_task_round_trip_and_optimistic_lock(store: Store) -> None:
         tx.update_task(stored, task)
     with pytest.raises(ConcurrentUpdate), store.write() as tx:
         tx.update_task(stored, task)
+
+
+def test_hot_path_stores_what_sqlalchemy_would(store: Store) -> None:
+    """A task written on the driver reads back equal through SQLAlchemy's column types, and
+    the reverse: times with and without microseconds, JSON, booleans, NULLs."""
+    task = _seed(store)
+    changed = replace(
+        task,
+        criteria={"min_length": 3, "contains_keywords": ["é", "x"], "nested": {"a": [1, None]}},
+        private=True,
+        deadline=T0 + timedelta(days=2, microseconds=7),
+        submitted_at=T0 + timedelta(hours=1),
+        result_digest="sha256:00",
+    )
+    with store.write() as tx:
+        stored = tx.task("t1")
+        assert stored is not None
+        tx.update_task(stored, changed)
+    with store.read() as tx:
+        row = tx.conn.execute(select(tasks).where(tasks.c.id == "t1")).one()._mapping
+        assert row["criteria"] == changed.criteria and row["private"] is True
+        assert row["deadline"] == changed.deadline and row["submitted_at"] == changed.submitted_at
+        assert row["failed_at"] is None
+        again = tx.task("t1")
+    assert again is not None and again.task == changed and again.version == 2
 
 
 def test_ledger_is_double_entry_and_all_or_nothing(store: Store) -> None:
