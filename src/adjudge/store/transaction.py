@@ -170,10 +170,12 @@ class Transaction:
     ) -> Any:
         """The parameters as SQLAlchemy's column types would send them (see ``schema``)."""
         if kinds:
-            params = {k: self._bind(v, kinds.get(k)) for k, v in params.items()}
-        return tuple(params[k] for k in order) if order is not None else params
+            params = dict(params)
+            for key, kind in kinds.items():
+                params[key] = self._bind(params[key], kind)
+        return tuple([params[k] for k in order]) if order is not None else params
 
-    def _bind(self, value: Any, kind: str | None) -> Any:
+    def _bind(self, value: Any, kind: str) -> Any:
         if kind == "json":
             return json.dumps(value)
         if kind == "time" and value is not None:
@@ -186,22 +188,21 @@ class Transaction:
 
     def _rows(self, stmt: ClauseElement, params: Mapping[str, Any]) -> list[dict[str, Any]]:
         """The rows of a select of the hot path, typed as SQLAlchemy would return them."""
-        columns = _columns(stmt)
-        rows = self._run(stmt, params).fetchall()
-        if not rows:
-            return []
+        names, kinds = _columns(stmt)
         sqlite_ = self._sqlite
         out = []
-        for row in rows:
-            m: dict[str, Any] = {}
-            for (name, kind), value in zip(columns, row, strict=True):
-                if value is None or kind is None:
-                    m[name] = value
-                elif kind == "time":
+        for row in self._run(stmt, params).fetchall():
+            m = dict(zip(names, row, strict=True))
+            for name, kind in kinds:
+                value = m[name]
+                if value is None:
+                    continue
+                if kind == "time":
                     when = datetime.fromisoformat(value) if sqlite_ else value
                     m[name] = when.replace(tzinfo=UTC)
                 elif kind == "json":
-                    m[name] = json.loads(value) if sqlite_ else value
+                    if sqlite_:
+                        m[name] = json.loads(value)
                 else:
                     m[name] = bool(value)
             out.append(m)
@@ -797,8 +798,8 @@ def _upsert(dialect: str) -> Any:
 _Compiled = tuple[str, tuple[str, ...] | None, dict[str, str], dict[str, Any]]
 #: Hot statements compiled per dialect and parameter names (see :func:`_compiled`).
 _COMPILED: dict[tuple[Any, ...], _Compiled] = {}
-#: The columns of hot selects, each with how its values are read back (time, json, bool).
-_COLUMNS: dict[int, tuple[tuple[str, str | None], ...]] = {}
+#: The column names of hot selects, and those read back as times, JSON or booleans.
+_COLUMNS: dict[int, tuple[tuple[str, ...], tuple[tuple[str, str], ...]]] = {}
 
 
 def _compiled(
@@ -829,11 +830,14 @@ def _compiled(
     return found
 
 
-def _columns(stmt: ClauseElement) -> tuple[tuple[str, str | None], ...]:
+def _columns(stmt: ClauseElement) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
     found = _COLUMNS.get(id(stmt))
     if found is None:
         assert isinstance(stmt, Select)
-        found = _COLUMNS[id(stmt)] = tuple((c.name, _kind(c.type)) for c in stmt.selected_columns)
+        columns = [(c.name, _kind(c.type)) for c in stmt.selected_columns]
+        names = tuple(name for name, _ in columns)
+        typed = tuple((name, kind) for name, kind in columns if kind is not None)
+        found = _COLUMNS[id(stmt)] = (names, typed)
     return found
 
 
