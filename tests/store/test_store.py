@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
@@ -14,6 +15,7 @@ from sqlalchemy import select
 from adjudge import Error
 from adjudge.market import WORLD, Mode, Task, Transfer, VerdictReached, wallet_account
 from adjudge.store import ConcurrentUpdate, Store
+from adjudge.store.database import CHECKPOINT_DELAY
 from adjudge.store.schema import metadata, tasks
 from support.fakes import FakeIssuer
 
@@ -162,3 +164,39 @@ def test_racing_spends_never_overdraw(store: Store) -> None:
     with store.read() as tx:
         assert tx.balance(wallet_account("p")) == 100
         assert tx.ledger_total() == (0, 0)
+
+
+def test_sqlite_log_is_checkpointed_off_the_commit(sqlite_store: Store) -> None:
+    """Commits never checkpoint SQLite's log; after writes from several threads the
+    checkpointer copies it to its end, the next writer starts it over, and dispose ends the
+    checkpointer's thread."""
+    _seed(sqlite_store)
+    with sqlite_store.read() as tx:
+        assert tx.conn.exec_driver_sql("PRAGMA wal_autocheckpoint").scalar() == 0
+
+    def spend(i: int) -> None:
+        for _ in range(150):
+            with sqlite_store.write() as tx:
+                tx.transfer([Transfer(WORLD, f"escrow:x{i}", 1)], task_id=None, at=T0)
+
+    threads = [threading.Thread(target=spend, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    time.sleep(CHECKPOINT_DELAY * 4)
+    with sqlite_store.write() as tx:  # starts the log over
+        tx.transfer([Transfer(WORLD, "escrow:last", 1)], task_id=None, at=T0)
+    time.sleep(CHECKPOINT_DELAY * 4)
+    raw = sqlite_store.engine.raw_connection()
+    try:
+        busy, log, copied = raw.driver_connection.execute(  # type: ignore[union-attr]
+            "PRAGMA wal_checkpoint(PASSIVE)"
+        ).fetchone()
+    finally:
+        raw.close()
+    assert busy == 0 and log == copied and log < 100
+    with sqlite_store.read() as tx:
+        assert tx.ledger_total() == (0, 0) and tx.balance("escrow:x3") == 150
+    sqlite_store.dispose()  # ends the checkpointer's thread
+    assert not [t for t in threading.enumerate() if t.name == "adjudge-wal-checkpoints"]
