@@ -149,7 +149,9 @@ class Transaction:
 
     def _run_many(self, stmt: ClauseElement, rows: Sequence[Mapping[str, Any]]) -> None:
         """:meth:`_run` once per row of ``rows`` (all with the same keys) in one call."""
-        sql, order, kinds, _ = _compiled(stmt, self.conn.dialect, tuple(rows[0]), many=True)
+        sql, order, kinds, fixed = _compiled(stmt, self.conn.dialect, tuple(rows[0]), many=True)
+        if fixed:
+            rows = [{**fixed, **r} for r in rows]
         self._execute(sql, [self._args(r, order, kinds) for r in rows], many=True)
 
     def _execute(self, sql: str, args: Any, *, many: bool) -> Any:
@@ -807,7 +809,10 @@ def _compiled(
 ) -> _Compiled:
     """SQL text, the parameters' order (positional paramstyles), which parameters are times or
     JSON (those that set a column of that type), and the values of the statement's own
-    literals (``chain_head.id == 1``)."""
+    literals (``chain_head.id == 1``).
+
+    Cached by the statement's ``id``: only for the statements built once in this module.
+    """
     cache_key = (dialect.name, dialect.driver, id(stmt), keys, many)
     found = _COMPILED.get(cache_key)
     if found is None:
