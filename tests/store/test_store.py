@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import threading
+import time
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
+from sqlalchemy import select
 
 from adjudge import Error
 from adjudge.market import WORLD, Mode, Task, Transfer, VerdictReached, wallet_account
 from adjudge.store import ConcurrentUpdate, Store
-from adjudge.store.schema import metadata
+from adjudge.store.database import CHECKPOINT_DELAY
+from adjudge.store.schema import metadata, tasks
 from support.fakes import FakeIssuer
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -54,6 +58,31 @@ def test_task_round_trip_and_optimistic_lock(store: Store) -> None:
         tx.update_task(stored, task)
     with pytest.raises(ConcurrentUpdate), store.write() as tx:
         tx.update_task(stored, task)
+
+
+def test_hot_path_stores_what_sqlalchemy_would(store: Store) -> None:
+    """A task written on the driver reads back equal through SQLAlchemy's column types, and
+    the reverse: times with and without microseconds, JSON, booleans, NULLs."""
+    task = _seed(store)
+    changed = replace(
+        task,
+        criteria={"min_length": 3, "contains_keywords": ["é", "x"], "nested": {"a": [1, None]}},
+        private=True,
+        deadline=T0 + timedelta(days=2, microseconds=7),
+        submitted_at=T0 + timedelta(hours=1),
+        result_digest="sha256:00",
+    )
+    with store.write() as tx:
+        stored = tx.task("t1")
+        assert stored is not None
+        tx.update_task(stored, changed)
+    with store.read() as tx:
+        row = tx.conn.execute(select(tasks).where(tasks.c.id == "t1")).one()._mapping
+        assert row["criteria"] == changed.criteria and row["private"] is True
+        assert row["deadline"] == changed.deadline and row["submitted_at"] == changed.submitted_at
+        assert row["failed_at"] is None
+        again = tx.task("t1")
+    assert again is not None and again.task == changed and again.version == 2
 
 
 def test_ledger_is_double_entry_and_all_or_nothing(store: Store) -> None:
@@ -135,3 +164,39 @@ def test_racing_spends_never_overdraw(store: Store) -> None:
     with store.read() as tx:
         assert tx.balance(wallet_account("p")) == 100
         assert tx.ledger_total() == (0, 0)
+
+
+def test_sqlite_log_is_checkpointed_off_the_commit(sqlite_store: Store) -> None:
+    """Commits never checkpoint SQLite's log; after writes from several threads the
+    checkpointer copies it to its end, the next writer starts it over, and dispose ends the
+    checkpointer's thread."""
+    _seed(sqlite_store)
+    with sqlite_store.read() as tx:
+        assert tx.conn.exec_driver_sql("PRAGMA wal_autocheckpoint").scalar() == 0
+
+    def spend(i: int) -> None:
+        for _ in range(150):
+            with sqlite_store.write() as tx:
+                tx.transfer([Transfer(WORLD, f"escrow:x{i}", 1)], task_id=None, at=T0)
+
+    threads = [threading.Thread(target=spend, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    time.sleep(CHECKPOINT_DELAY * 4)
+    with sqlite_store.write() as tx:  # starts the log over
+        tx.transfer([Transfer(WORLD, "escrow:last", 1)], task_id=None, at=T0)
+    time.sleep(CHECKPOINT_DELAY * 4)
+    raw = sqlite_store.engine.raw_connection()
+    try:
+        busy, log, copied = raw.driver_connection.execute(  # type: ignore[union-attr]
+            "PRAGMA wal_checkpoint(PASSIVE)"
+        ).fetchone()
+    finally:
+        raw.close()
+    assert busy == 0 and log == copied and log < 100
+    with sqlite_store.read() as tx:
+        assert tx.ledger_total() == (0, 0) and tx.balance("escrow:x3") == 150
+    sqlite_store.dispose()  # ends the checkpointer's thread
+    assert not [t for t in threading.enumerate() if t.name == "adjudge-wal-checkpoints"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib.resources import files
@@ -21,6 +22,14 @@ DEFAULT_URL = "sqlite:///adjudge.db"
 
 #: PostgreSQL's "try again" conditions: serialization failure and deadlock.
 _RETRYABLE_PG = {"40001", "40P01"}
+#: How long the WAL checkpointer lets writes gather before it runs, and how long it waits idle
+#: before its thread ends (the next write starts it again).
+CHECKPOINT_DELAY = 0.05
+CHECKPOINT_IDLE = 5.0
+
+
+def _file_sqlite(url: str) -> bool:
+    return url.startswith("sqlite") and ":memory:" not in url and url.rstrip("/") != "sqlite:"
 
 
 def _engine(url: str) -> Engine:
@@ -34,9 +43,11 @@ def _engine(url: str) -> Engine:
             dbapi_conn.isolation_level = None
             cursor = dbapi_conn.cursor()
             cursor.execute("PRAGMA foreign_keys=ON")
-            if ":memory:" not in url and url.rstrip("/") != "sqlite:":
+            if _file_sqlite(url):
                 cursor.execute("PRAGMA journal_mode=WAL")
                 cursor.execute("PRAGMA synchronous=NORMAL")
+                # Checkpoints run on a thread of their own (_Checkpoints), not in a commit.
+                cursor.execute("PRAGMA wal_autocheckpoint=0")
             cursor.close()
 
         @event.listens_for(engine, "begin")
@@ -57,6 +68,80 @@ def migrate(engine: Engine) -> None:
         command.upgrade(config, "head")
 
 
+class _Checkpoints:
+    """SQLite's write-ahead log copied into the database file on a thread of its own.
+
+    By default the commit that brings the log past 1000 pages checkpoints it: it copies them
+    into the database file (7-11 ms, about every 70th finalize) while it holds the write lock
+    and every writer queues behind it. Here connections never checkpoint
+    (``wal_autocheckpoint=0``); shortly after writes, this thread runs a PASSIVE checkpoint
+    alongside the writers, which copies the bulk, then a second one holding the store's write
+    lock, which copies the few pages written meanwhile. Only a log copied to its end is started
+    over by the next writer: without that second step it would grow under steady writes.
+
+    The thread ends after :data:`CHECKPOINT_IDLE` seconds without writes and the next write
+    starts it again; a failed checkpoint is retried after the next write (and SQLite
+    checkpoints when the last connection closes).
+    """
+
+    def __init__(self, engine: Engine, writer: threading.Lock) -> None:
+        self._engine = engine
+        self._writer = writer
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stopping = False
+        self._thread: threading.Thread | None = None
+
+    def nudge(self) -> None:
+        """Note a commit: a checkpoint follows shortly."""
+        self._wake.set()
+        with self._lock:
+            if self._thread is None and not self._stopping:
+                self._thread = threading.Thread(
+                    target=self._run, name="adjudge-wal-checkpoints", daemon=True
+                )
+                self._thread.start()
+
+    def stop(self) -> None:
+        """End the thread after a last checkpoint."""
+        with self._lock:
+            thread, self._stopping = self._thread, True
+        self._wake.set()
+        if thread is not None:
+            thread.join(timeout=10)
+        with self._lock:
+            self._stopping = False
+
+    def _run(self) -> None:
+        while True:
+            woken = self._wake.wait(CHECKPOINT_IDLE)
+            if woken and not self._stopping:
+                time.sleep(CHECKPOINT_DELAY)  # let a few more commits gather
+            with self._lock:  # (a nudge now either sees this thread or finds it gone)
+                woken = woken or self._wake.is_set()
+                self._wake.clear()
+                ending = self._stopping or not woken
+                if ending:
+                    self._thread = None
+            if woken:
+                self._checkpoint()
+            if ending:
+                return
+
+    def _checkpoint(self) -> None:
+        try:
+            raw = self._engine.raw_connection()
+            try:
+                driver: Any = raw.driver_connection
+                driver.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                with self._writer:
+                    driver.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            finally:
+                raw.close()
+        except Exception:  # the checkpoint after the next write tries again
+            return
+
+
 class Store:
     """One database. ``Store(url)`` connects; :meth:`migrate` creates or upgrades the schema."""
 
@@ -66,6 +151,11 @@ class Store:
         # SQLite admits one writer at a time and makes the others poll with growing sleeps;
         # queueing this process's writers on a lock instead keeps latency flat under load.
         self._writer = threading.Lock() if self.dialect == "sqlite" else None
+        self._checkpoints = (
+            _Checkpoints(self.engine, self._writer)
+            if self._writer is not None and _file_sqlite(url)
+            else None
+        )
 
     @property
     def dialect(self) -> str:
@@ -77,7 +167,9 @@ class Store:
         migrate(self.engine)
 
     def dispose(self) -> None:
-        """Close every pooled connection."""
+        """Close every pooled connection (and end the checkpointer's thread)."""
+        if self._checkpoints is not None:
+            self._checkpoints.stop()
         self.engine.dispose()
 
     @contextmanager
@@ -94,6 +186,8 @@ class Store:
             return
         with self._writer, self._transaction(write=True) as tx:
             yield tx
+        if self._checkpoints is not None:
+            self._checkpoints.nudge()
 
     @contextmanager
     def read(self) -> Iterator[Transaction]:
