@@ -7,7 +7,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from adjudge.autocheck import jsvalues
+from adjudge.autocheck import failure, jsvalues
 from adjudge.autocheck import text as text_module
 from adjudge.autocheck.disclosure import split_disclosure
 from adjudge.autocheck.failure import NEUTRAL_PATTERNS, REFUSAL_PATTERNS, fast_form, scan
@@ -126,3 +126,29 @@ def test_flatten_is_javascripts_flatten_on_canonical_text(raw: str) -> None:
     for text in (canonical_text, split_disclosure(canonical_text).deliverable):
         expected = _JS_WHITESPACE_RUN.sub(" ", text).strip(jsvalues.WHITESPACE)
         assert text_module.flatten(text) == expected
+
+
+def _sentence_span_by_steps(text: str, start: int, end: int) -> tuple[int, int]:
+    """The span as the reference walks it, one character at a time."""
+    s = start
+    min_s = max(0, start - failure.SPAN_RADIUS)
+    while s > min_s and not (text[s - 1] == " " and s >= 2 and text[s - 2] in ".!?"):
+        s -= 1
+    e = end
+    max_e = min(len(text), end + failure.SPAN_RADIUS)
+    while e < max_e and text[e - 1] not in ".!?":
+        e += 1
+    return s, e
+
+
+@settings(max_examples=500)
+@given(
+    st.lists(st.sampled_from(["a", " ", ". ", "!", "? ", "x" * 40]), max_size=80).map("".join),
+    st.data(),
+)
+def test_sentence_span_equals_the_walk(text: str, data: st.DataObject) -> None:
+    if not text:
+        return
+    start = data.draw(st.integers(0, len(text) - 1))
+    end = data.draw(st.integers(start + 1, len(text)))
+    assert failure._sentence_span(text, start, end) == _sentence_span_by_steps(text, start, end)

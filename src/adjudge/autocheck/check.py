@@ -174,7 +174,11 @@ def auto_check(result: object, criteria: Mapping[str, Any] | Criteria) -> Verifi
         or any(trim(f) for f in c.required_fields or ())
     )
     floor = max(c.min_length or 0, 0 if pins_short_answer else DEFAULT_MIN_CONTENT_CHARS)
-    visible_length = utf16_len(visible)
+    # A length in UTF-16 code units is at least the length in characters and at most twice it:
+    # it is counted only where the floor or the scan window could turn on the difference.
+    visible_length = len(visible)
+    if visible_length < floor or 2 * visible_length > SCAN_WINDOW:
+        visible_length = utf16_len(visible)
     if visible_length < floor:
         where = ' outside the "Not done / assumptions" section' if split.disclosed else ""
         return _hard_fail(f"Output too short: {visible_length} characters{where}, minimum {floor}")

@@ -151,6 +151,7 @@ def llm_error(folded: str) -> bool:
 # How far either side of a failure phrase its sentence may extend (unpunctuated lists).
 SPAN_RADIUS = 160
 _ENDS = ".!?"
+_END_MARK = re.compile("[.!?]")
 
 
 # The hard gate (spec 000): a refusal needs 40 words outside failure sentences and refusals at
@@ -193,16 +194,17 @@ class FailureLanguage:
 
 
 def _sentence_span(text: str, start: int, end: int) -> tuple[int, int]:
-    """The sentence around a phrase hit, at most SPAN_RADIUS either side."""
-    s = start
-    min_s = max(0, start - SPAN_RADIUS)
-    while s > min_s and not (text[s - 1] == " " and s >= 2 and text[s - 2] in _ENDS):
-        s -= 1
-    e = end
-    max_e = min(len(text), end + SPAN_RADIUS)
-    while e < max_e and text[e - 1] not in _ENDS:
-        e += 1
-    return s, e
+    """The sentence around a phrase hit, at most SPAN_RADIUS either side.
+
+    It starts after the last ". ", "! " or "? " before the hit, and ends after the first ".",
+    "!" or "?" from the hit's last character on.
+    """
+    lo = max(0, start - SPAN_RADIUS)
+    mark = max(text.rfind(f"{end_mark} ", max(0, lo - 1), start) for end_mark in _ENDS)
+    s = mark + 2 if mark >= 0 else lo
+    hi = min(len(text), end + SPAN_RADIUS)
+    m = _END_MARK.search(text, end - 1, hi)
+    return s, (m.end() if m is not None else max(hi, end))
 
 
 def _literal_finder() -> ahocorasick.Automaton:
