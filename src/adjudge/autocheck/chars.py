@@ -136,12 +136,12 @@ def _members(mask: int) -> re.Pattern[str]:
 _NUM = f"(?:[{NUMBER}]|[{NUMBER_ASTRAL}])"
 _ALNUM_WORD = r"[^\W_]+(?:['-][^\W_]+)*"
 WORD = re.compile(rf"[{CJK}]|[{CJK_ASTRAL}]|{_ALNUM_WORD}")
-WORD_BMP = re.compile(rf"[{CJK}]|{_ALNUM_WORD}")  # the same where no astral CJK can occur
+WORD_BMP = re.compile(rf"[{CJK}]|{_ALNUM_WORD}")
 _ANSWER_WORD = re.compile(rf"{_NUM}+(?:[.,]{_NUM}+)+(?![^\W_])|{WORD.pattern}")
 _ANSWER_WORD_BMP = re.compile(rf"[{NUMBER}]+(?:[.,][{NUMBER}]+)+(?![^\W_])|{WORD_BMP.pattern}")
 ASCII_WORD = re.compile(r"[a-z0-9]+(?:['-][a-z0-9]+)*")
 _ASCII_ANSWER_WORD = re.compile(rf"[0-9]+(?:[.,][0-9]+)+(?![a-z0-9])|{ASCII_WORD.pattern}")
-NON_ASCII_ALNUM = re.compile(r"[^\W_\x00-\x7f]")
+_NON_ASCII_ALNUM = re.compile(r"[^\W_\x00-\x7f]")
 
 
 def classes_re(text: str, mask: int = EVERY) -> int:
@@ -156,21 +156,32 @@ def classes_re(text: str, mask: int = EVERY) -> int:
     return bits & mask
 
 
-def ascii_words_suffice(text: str) -> bool:
-    """Whether the ASCII word patterns find the same words in ``text`` as the full ones: it has
-    no letter or digit beyond ASCII, and no CJK character (a radical is CJK but no letter)."""
-    return text.isascii() or (
-        NON_ASCII_ALNUM.search(text) is None and not classes(text, CJK_BIT | CJK_BIT << ASTRAL)
-    )
+def word_pattern(text: str, numbers: bool) -> re.Pattern[str]:
+    """The ``re`` pattern that finds ``text``'s words, the fastest of those that find the same.
+
+    Without a letter or digit beyond ASCII and without a CJK character (a radical is CJK but no
+    letter), the ASCII patterns do; without an astral CJK character or number, the BMP ones.
+    """
+    if text.isascii() or (
+        _NON_ASCII_ALNUM.search(text) is None and not classes(text, CJK_BIT | CJK_BIT << ASTRAL)
+    ):
+        return _ASCII_ANSWER_WORD if numbers else ASCII_WORD
+    if classes(text, (CJK_BIT | NUMBER_BIT) << ASTRAL):
+        return _ANSWER_WORD if numbers else WORD
+    return _ANSWER_WORD_BMP if numbers else WORD_BMP
 
 
 def tokens_re(text: str, numbers: bool) -> list[str]:
     """``tokens`` in ``re``."""
-    if ascii_words_suffice(text):
-        return (_ASCII_ANSWER_WORD if numbers else ASCII_WORD).findall(text)
-    if classes_re(text, (CJK_BIT | NUMBER_BIT) << ASTRAL):
-        return (_ANSWER_WORD if numbers else WORD).findall(text)
-    return (_ANSWER_WORD_BMP if numbers else WORD_BMP).findall(text)  # faster, and the same
+    return word_pattern(text, numbers).findall(text)
+
+
+def member_pattern(bit: int) -> re.Pattern[str]:
+    """One character of a class: its BMP members for ``bit``, its astral ones for
+    ``bit << ASTRAL`` (a class is removed one plane at a time: see ``text.canonical``)."""
+    astral = bit >> ASTRAL
+    source = next(a if astral else b for flag, b, a in _CLASSES if flag == (astral or bit))
+    return re.compile(f"[{source}]")
 
 
 _NEWLINE_RUN = re.compile("\n[\n ]*")

@@ -28,7 +28,6 @@ WHITESPACE = (
     "\t\n\x0b\x0c\r \xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009"
     "\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
 )
-WS_CLASS = "[" + re.escape(WHITESPACE) + "]"
 
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 _SURROGATE_PAIR = re.compile("[\ud800-\udbff][\udc00-\udfff]")

@@ -19,11 +19,8 @@ import unicodedata
 from collections.abc import Iterator
 
 from adjudge.autocheck import chars
-from adjudge.autocheck._unicode_tables import FORMAT, FORMAT_ASTRAL, MARK, MARK_ASTRAL
 from adjudge.autocheck.chars import (
-    ASCII_WORD,
     ASTRAL,
-    CJK_BIT,
     CR,
     CURLY,
     HOMOGLYPH,
@@ -31,8 +28,6 @@ from adjudge.autocheck.chars import (
     INVISIBLE,
     MARK_BIT,
     ODD_SPACE,
-    WORD,
-    WORD_BMP,
 )
 from adjudge.autocheck.jsvalues import WHITESPACE, from_units
 
@@ -45,12 +40,12 @@ _NEWLINES = re.compile(r"\r\n?")
 # in text with astral characters, its astral part: ``re`` skips quickly to the next member of
 # one class, and tests a long astral list or an alternation at every position. A removed class
 # matches one character, not a run: a run goes all the same.
-_INVISIBLE = re.compile(f"[{FORMAT}\ufe00-\ufe0f\x00-\x08\x0e-\x1f\x7f-\x9f]")
-_INVISIBLE_ASTRAL = re.compile(f"[{FORMAT_ASTRAL}]")
+_INVISIBLE = chars.member_pattern(INVISIBLE)
+_INVISIBLE_ASTRAL = chars.member_pattern(INVISIBLE << ASTRAL)
 # Only the runs that change: two or more spaces, or any white space that is not a plain space.
 _HORIZONTAL_WS = re.compile(f"[{_HSPACE}]{{2,}}|[{_HSPACE_NOT_SPACE}]")
-_MARKS = re.compile(f"[{MARK}]")
-_MARKS_ASTRAL = re.compile(f"[{MARK_ASTRAL}]")
+_MARKS = chars.member_pattern(MARK_BIT)
+_MARKS_ASTRAL = chars.member_pattern(MARK_BIT << ASTRAL)
 _HOMOGLYPH_TABLE = str.maketrans(HOMOGLYPHS)
 # The classes each step asks about.
 _CANONICAL_WORK = CURLY | CR | INVISIBLE | ODD_SPACE | INVISIBLE << ASTRAL
@@ -115,7 +110,7 @@ def phrase_text(text: str) -> str:
 def iter_words(text: str) -> Iterator[str]:
     """The lowercase words of ``text``, lazily (a code-unit view is joined back first)."""
     text = from_units(text).lower()
-    return (m.group() for m in _word_pattern(text).finditer(text))
+    return (m.group() for m in chars.word_pattern(text, False).finditer(text))
 
 
 def words(text: str) -> list[str]:
@@ -125,14 +120,6 @@ def words(text: str) -> list[str]:
     spaces between them), otherwise runs of letters and digits joined by ' or -.
     """
     return chars.tokens(from_units(text).lower(), False)
-
-
-def _word_pattern(text: str) -> re.Pattern[str]:
-    # Without a non-ASCII letter, digit or CJK character (typographic quotes and dashes are none
-    # of them), the ASCII pattern finds exactly the same words, faster.
-    if chars.ascii_words_suffice(text):
-        return ASCII_WORD
-    return WORD if chars.classes(text, CJK_BIT << ASTRAL) else WORD_BMP
 
 
 def count_words(text: str, enough: int, enough_distinct: int) -> tuple[int, int]:
