@@ -38,9 +38,9 @@ from pathlib import Path
 
 import httpx
 
-from adjudge.market import Accept, Context, Draft, Submit, Transfer, post, step
-from adjudge.service import Marketplace
-from adjudge.store import Store, Submission
+from adjudge.app import App, settlement
+from adjudge.market import Accept, Context, Draft, Submit, post, step
+from adjudge.store import Store, Submission, records
 from adjudge.store.schema import metadata
 
 CRITERIA = {"min_length": 40, "contains_keywords": ["escrow"], "pass_threshold": 60}
@@ -73,12 +73,13 @@ def seed(url: str, count: int) -> tuple[str, list[str]]:
             metadata.drop_all(conn)
             conn.exec_driver_sql("DROP TABLE IF EXISTS alembic_version")
     store.migrate()
-    market = Marketplace(store)
-    market.create_account("poster", ["poster"])
-    _, agent_key = market.create_account("agent", ["agent"])
-    market.deposit("poster", 1_000_000 * count)
+    app = App(store)
+    admin_key = app.accounts.create(None, "admin", ["admin"]).value["api_key"]
+    app.accounts.create(None, "poster", ["poster"])
+    agent_key = app.accounts.create(None, "agent", ["agent"]).value["api_key"]
+    app.accounts.deposit(app.accounts.authenticate(admin_key), "poster", 1_000_000 * count)
     now = datetime.now(UTC)
-    ctx = Context(now=now, checker=market.checker)
+    ctx = Context(now=now, checker=app.checker)
     ids: list[str] = []
     for start in range(0, count, 500):
         with store.write() as tx:
@@ -86,16 +87,14 @@ def seed(url: str, count: int) -> tuple[str, list[str]]:
                 draft = Draft("poster", 1_000_000, now + timedelta(days=1), "auto", CRITERIA)
                 out = post(f"task_bench_{i:07d}", draft, ctx)
                 task = out.task
-                tx.insert_task(task, title=f"bench {i}", brief="Explain escrow.")
-                funding = [e for e in out.effects if isinstance(e, Transfer)]
-                tx.transfer(funding, task_id=task.id, at=now)
-                stored = tx.task(task.id)
-                assert stored is not None
+                stored = settlement.post(
+                    tx, out, title=f"bench {i}", brief="Explain escrow.", at=now
+                )
                 task = step(task, Accept("agent"), ctx).task
                 task = step(task, Submit("agent", RESULT), ctx).task
-                stored = tx.update_task(stored, task)
+                stored = records.update_task(tx, stored, task)
                 assert task.result_digest is not None
-                tx.add_submission(Submission(task.id, 1, RESULT, task.result_digest, now))
+                records.add_submission(tx, Submission(task.id, 1, RESULT, task.result_digest, now))
                 ids.append(task.id)
     store.dispose()
     return agent_key, ids

@@ -50,3 +50,13 @@ class StorageError(Error):
     """The store could not do what was asked; nothing was half-written."""
 
     code = "STORAGE_ERROR"
+
+
+class RateLimited(Error):
+    """A bounded action was used up for now; ``retry_after`` says in how many seconds to retry."""
+
+    code = "RATE_LIMITED"
+
+    def __init__(self, message: str, *, retry_after: int, code: str | None = None) -> None:
+        super().__init__(message, code=code)
+        self.retry_after = retry_after

@@ -432,9 +432,10 @@ def test_worker_that_cannot_start_is_an_error(
     broken = tmp_path / "broken_worker.py"
     broken.write_text("raise SystemExit(3)\n")
     monkeypatch.setattr(_sandbox, "_WORKER_SCRIPT", broken)
-    monkeypatch.setattr(_sandbox, "_worker", None)  # the running worker comes back afterwards
-    with pytest.raises(_sandbox.WorkerStartError):
+    monkeypatch.setattr(_sandbox, "_pool", _sandbox._Pool(1))  # the running pool comes back
+    with pytest.raises(jsregex.EngineUnavailable) as info:
         jsregex.test("a+$", "a")
+    assert info.value.code == "CHECKER_UNAVAILABLE"
 
 
 def _engine_text_by_definition(text: str, cap: int) -> str:

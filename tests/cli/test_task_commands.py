@@ -19,7 +19,7 @@ def test_walk_a_manual_task_from_the_terminal(sqlite_store: Store, tmp_path: Pat
     runner = CliRunner()
     result_file = tmp_path / "result.txt"
     result_file.write_text("Here is the summary.", encoding="utf-8")
-    with serving(h.market) as url:
+    with serving(h.app) as url:
 
         def run(who: str, *args: str) -> tuple[int, str, str]:
             r = runner.invoke(app, ["task", "--url", url, "--key", h.keys[who], *args])
@@ -60,7 +60,7 @@ def test_a_verifier_signs_its_verdict_from_the_terminal(
     mine.write_bytes(h.signers["vera"].to_pem())
     other = tmp_path / "other.pem"
     other.write_bytes(SigningKey.generate().to_pem())
-    with serving(h.market) as url:
+    with serving(h.app) as url:
 
         def run(*args: str) -> tuple[int, str, str]:
             r = runner.invoke(app, ["task", "--url", url, "--key", h.keys["vera"], *args])

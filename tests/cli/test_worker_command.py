@@ -1,4 +1,4 @@
-"""``adjudge worker`` signs each verdict with the verifier's registered key."""
+"""``adjudge worker``: a client of the service that signs each verdict with the verifier's key."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from adjudge.cli import app
 from adjudge.receipts import SigningKey
 from adjudge.store import Store
 from support.harness import make_harness
+from support.live import free_port, serving
 from support.model_server import completion, model_server
 
 
@@ -19,35 +20,41 @@ def passes(request: dict[str, Any]) -> tuple[int, str, float]:
     return 200, completion(json.dumps({"passed": True, "reasons": []})), 0.0
 
 
-def test_the_worker_needs_the_verifiers_registered_key(sqlite_store: Store, tmp_path: Path) -> None:
-    """No key or a key nobody registered: exit 2 before judging; the registered key judges."""
+def test_the_worker_is_a_client_that_needs_the_verifiers_key(
+    sqlite_store: Store, tmp_path: Path
+) -> None:
+    """No key, a key the verifier did not register, the wrong account or no service: exit 2
+    before judging, saying why; with the verifier's API key and registered key it judges."""
     h = make_harness(sqlite_store)
     tid = h.post("agent")
     h.ok("ann", "POST", f"/tasks/{tid}/accept")
     h.ok("ann", "POST", f"/tasks/{tid}/submissions", {"result": "Here is the summary."})
-    service_key = tmp_path / "service.pem"
-    service_key.write_bytes(SigningKey.generate().to_pem())
     vera = tmp_path / "vera.pem"
     vera.write_bytes(h.signers["vera"].to_pem())
     other = tmp_path / "other.pem"
     other.write_bytes(SigningKey.generate().to_pem())
     runner = CliRunner()
-    with model_server(passes) as (url, seen):
+    with serving(h.app) as service, model_server(passes) as (url, seen):
 
-        def run(*args: str) -> tuple[int, str, str]:
-            base = ["worker", "--db", sqlite_store.url, "--base-url", url]
-            r = runner.invoke(
-                app, [*base, "--model", "m", "--signing-key", str(service_key), "--once", *args]
-            )
+        def run(*args: str, at: str = service, key: str = h.keys["vera"]) -> tuple[int, str, str]:
+            base = ["worker", "--url", at, "--key", key, "--base-url", url, "--model", "m"]
+            r = runner.invoke(app, [*base, "--once", *args])
             assert r.exception is None or isinstance(r.exception, SystemExit), r.exception
             return r.exit_code, r.stdout, r.stderr
 
         code, _, err = run()
         assert code == 2 and "--verifier-key" in err
+        code, _, err = run("--verifier-key", str(tmp_path / "missing.pem"))
+        assert code == 2 and "Cannot read the key file" in err
         code, _, err = run("--verifier-key", str(other))
-        assert code == 2 and "No opted-in verifier" in err
-        code, _, err = run("--verifier-key", str(other), "--verifier", "vera")
-        assert code == 2 and "verifier vera registered" in err
+        assert code == 2 and "active key is" in err
+        code, _, err = run("--verifier-key", str(vera), key=h.keys["bob"])
+        assert code == 2 and "not a verifier" in err
+        code, _, err = run("--verifier-key", str(vera), key="adj_wrong")
+        assert code == 2 and "UNAUTHORIZED" in err
+        nowhere = f"http://127.0.0.1:{free_port()}"
+        code, _, err = run("--verifier-key", str(vera), at=nowhere)
+        assert code == 2 and "Cannot reach the service" in err and "adjudge serve" in err
         assert seen == []
         code, out, _ = run("--verifier-key", str(vera))
         assert code == 0 and f"judged   {tid}" in out, out

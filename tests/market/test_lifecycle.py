@@ -79,7 +79,7 @@ def judge(task: Task, passed: bool) -> Outcome:
 
 
 def transfers(out: Outcome) -> list[Transfer]:
-    return [e for e in out.effects if isinstance(e, Transfer)]
+    return list(out.transfers)
 
 
 MODES = ["auto", "agent", "manual"]

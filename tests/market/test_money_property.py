@@ -21,6 +21,7 @@ from adjudge.market import (
     Finalize,
     Ledger,
     Reclaim,
+    Release,
     Review,
     Rule,
     Status,
@@ -43,6 +44,7 @@ RESULTS = st.sampled_from(["A long enough result.", "FAIL", "short"])
 
 EVENTS: st.SearchStrategy[Event] = st.one_of(
     st.builds(Accept, ACTORS),
+    st.builds(Release, ACTORS),
     st.builds(Submit, ACTORS, RESULTS),
     st.builds(Finalize, ACTORS, RESULTS),
     st.builds(Review, ACTORS, st.booleans()),
@@ -87,7 +89,7 @@ def test_no_event_creates_or_destroys_money(
             verifier_opted_in=True,
         )
         out = post(f"t{i}", draft, Context(now, checker, fee_bps))
-        ledger = ledger.apply(t for t in out.effects if isinstance(t, Transfer))
+        ledger = ledger.apply(out.transfers)
         tasks.append(out.task)
     records: dict[str, AgentRecord] = {}
     for (event, dt), pick in zip(steps, picks, strict=False):
@@ -99,7 +101,7 @@ def test_no_event_creates_or_destroys_money(
         except Error:
             continue  # a refused event changes nothing
         assert not before.terminal
-        ledger = ledger.apply(t for t in out.effects if isinstance(t, Transfer))
+        ledger = ledger.apply(out.transfers)
         for e in out.effects:
             if isinstance(e, AgentPenalized):
                 records[e.agent] = penalize(records.get(e.agent, AgentRecord()))

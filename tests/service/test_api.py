@@ -3,26 +3,16 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from adjudge import Error
-from adjudge.service import Marketplace
-from adjudge.service.marketplace import Idempotency
+from adjudge.app import App
 from adjudge.store import Store
 from support.harness import FUNDS, Harness, make_harness
 
 GOOD = "A long enough result."
-
-
-@pytest.fixture
-def h(sqlite_store: Store) -> Iterator[Harness]:
-    """A fresh service on SQLite."""
-    harness = make_harness(sqlite_store)
-    yield harness
-    harness.ledger()
 
 
 BASE = {"title": "t", "reward": "2000000", "deadline_hours": 24}
@@ -48,7 +38,7 @@ BASE = {"title": "t", "reward": "2000000", "deadline_hours": 24}
         ("pat", {**BASE, "deadline_hours": 0.5}, (400, "INVALID_DEADLINE")),
         ("pat", {**BASE, "deadline_hours": 24 * 91}, (400, "INVALID_DEADLINE")),
         ("pat", {"title": "t", "reward": "1"}, (400, "INVALID_DEADLINE")),
-        ("pat", {"reward": "1", "deadline_hours": 2}, (400, "INVALID_REQUEST")),
+        ("pat", {"reward": "1", "deadline_hours": 2}, (422, "INVALID_REQUEST")),
         ("ann", BASE, (403, "ROLE_REQUIRED")),
         (None, BASE, (401, "UNAUTHORIZED")),
     ],
@@ -68,7 +58,7 @@ def test_default_mode_is_manual(h: Harness) -> None:
 
 
 def test_not_found_and_bad_requests(h: Harness) -> None:
-    """Unknown things are 404, malformed bodies 400, wrong methods 405, bad keys 401."""
+    """Unknown things are 404, bodies that fit no schema 422, wrong methods 405, bad keys 401."""
     assert h.refused("pat", "GET", "/tasks/task_nope") == (404, "TASK_NOT_FOUND")
     assert h.refused("pat", "GET", "/receipts/rcpt_nope") == (404, "RECEIPT_NOT_FOUND")
     assert h.refused("pat", "GET", "/agents/nobody") == (404, "ACCOUNT_NOT_FOUND")
@@ -76,7 +66,7 @@ def test_not_found_and_bad_requests(h: Harness) -> None:
     assert h.refused("pat", "DELETE", "/tasks") == (405, "METHOD_NOT_ALLOWED")
     tid = h.post("manual")
     assert h.refused("ann", "POST", f"/tasks/{tid}/submissions", {"nope": 1}) == (
-        400,
+        422,
         "INVALID_REQUEST",
     )
     r = h.client.get("/api/v1/tasks", headers={"Authorization": "Bearer wrong"})
@@ -153,10 +143,11 @@ def test_dry_run_uses_no_attempt(h: Harness) -> None:
     assert h.ok("ann", "GET", "/agents/ann")["reputation"] == 100
     assert h.refused("bob", "POST", f"/tasks/{tid}/dry-run", {"result": GOOD}) == (
         403,
-        "NOT_A_PARTY",
+        "NOT_TASK_AGENT",
     )
     manual = h.post("manual")
-    assert h.refused("pat", "POST", f"/tasks/{manual}/dry-run", {"result": GOOD}) == (
+    h.ok("ann", "POST", f"/tasks/{manual}/accept")
+    assert h.refused("ann", "POST", f"/tasks/{manual}/dry-run", {"result": GOOD}) == (
         409,
         "NO_CRITERIA",
     )
@@ -192,7 +183,7 @@ def test_accounts_admin_and_opt_in(h: Harness) -> None:
         "ACCOUNT_EXISTS",
     )
     assert h.refused("root", "POST", "/accounts", {"id": "Z Z", "roles": ["agent"]}) == (
-        400,
+        422,
         "INVALID_REQUEST",
     )
     assert h.refused("pat", "POST", "/accounts", {"id": "y", "roles": ["agent"]}) == (
@@ -273,8 +264,8 @@ def test_concurrent_finalizes_yield_one_verdict(store: Store) -> None:
     tid = h.post("auto")
     h.ok("ann", "POST", f"/tasks/{tid}/accept")
     h.ok("ann", "POST", f"/tasks/{tid}/submissions", {"result": GOOD})
-    ann = h.market.authenticate(h.keys["ann"])
-    results = _race(8, lambda: h.market.finalize(ann, tid, idem=None, render=lambda *a: "ok"))
+    ann = h.account("ann")
+    results = _race(8, lambda: h.app.tasks.finalize(ann, tid).value["status"])
     assert sorted(map(str, results)).count("ILLEGAL_TRANSITION") == 7
     view = h.ok("pat", "GET", f"/tasks/{tid}")
     assert len(view["verdicts"]) == 1 and len(view["receipts"]) == 1
@@ -287,17 +278,11 @@ def test_concurrent_retries_with_one_key_pay_once(store: Store) -> None:
     tid = h.post("manual")
     h.ok("ann", "POST", f"/tasks/{tid}/accept")
     h.ok("ann", "POST", f"/tasks/{tid}/submissions", {"result": GOOD})
-    pat = h.market.authenticate(h.keys["pat"])
-    key = Idempotency.of("same", "POST", f"/api/v1/tasks/{tid}/review", {"passed": True})
+    pat = h.account("pat")
     results = _race(
-        8,
-        lambda: (
-            h.market.review(
-                pat, tid, passed=True, reasons=(), idem=key, render=lambda *a: "ok"
-            ).status
-        ),
+        8, lambda: h.app.tasks.review(pat, tid, passed=True, reasons=(), key="same").value["status"]
     )
-    assert results == [200] * 8
+    assert results == ["completed"] * 8
     assert h.balance("wallet:ann") == FUNDS + 1_800_000
     assert len(h.ok("pat", "GET", f"/tasks/{tid}")["verdicts"]) == 1
 
@@ -305,21 +290,16 @@ def test_concurrent_retries_with_one_key_pay_once(store: Store) -> None:
 def test_two_services_on_one_database_pay_once(store: Store) -> None:
     """Two services with their own connection pools (as two processes) race on every task."""
     h = make_harness(store)
-    other = Marketplace(Store(store.url), clock=h.clock, checker=h.market.checker)
+    other = App(Store(store.url), clock=h.clock, checker=h.app.checker)
     tids = [h.post("auto") for _ in range(4)]
     for tid in tids:
         h.ok("ann", "POST", f"/tasks/{tid}/accept")
         h.ok("ann", "POST", f"/tasks/{tid}/submissions", {"result": GOOD})
-    ann = h.market.authenticate(h.keys["ann"])
+    ann = h.account("ann")
     for tid in tids:
-        markets = iter([h.market, other] * 4)
-        results = _race(
-            8,
-            lambda m=markets, t=tid: (
-                next(m).finalize(ann, t, idem=None, render=lambda *a: "ok").status
-            ),
-        )
-        assert sorted(map(str, results)) == ["200"] + ["ILLEGAL_TRANSITION"] * 7
+        apps = iter([h.app, other] * 4)
+        results = _race(8, lambda m=apps, t=tid: next(m).tasks.finalize(ann, t).value["status"])
+        assert sorted(map(str, results)) == ["ILLEGAL_TRANSITION"] * 7 + ["completed"]
     other.store.dispose()
     assert h.balance("wallet:ann") == FUNDS + 4 * 1_800_000
     assert h.ok("root", "GET", "/receipts/head")["seq"] == 4

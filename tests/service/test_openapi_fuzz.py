@@ -27,7 +27,7 @@ def _harness() -> Harness:
 
 
 HARNESS = _harness()
-schema = schemathesis.openapi.from_asgi("/openapi.json", create_app(HARNESS.market))
+schema = schemathesis.openapi.from_asgi("/openapi.json", create_app(HARNESS.app))
 
 
 @schema.parametrize()

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from adjudge.app.wiring import SignedReceipts
 from adjudge.receipts import SigningKey, canonical_bytes, verify, verify_chain
-from adjudge.service.wiring import SignedReceipts
 from adjudge.store import Store
 from support.harness import Harness, make_harness
 
@@ -80,22 +80,48 @@ def test_rulings_are_signed_too(sqlite_store: Store) -> None:
     assert head["digest"] == last.receipt_id
 
 
-def test_new_verifier_gets_a_key_pair_once(sqlite_store: Store) -> None:
-    """A verifier created without a public key gets a private key in the answer, once."""
-    h, _ = _harness(sqlite_store)
+def test_verifier_keys_are_the_verifiers_own(sqlite_store: Store) -> None:
+    """The service never makes or returns a private key: a verifier registers its public key,
+    rotates to a new one and revokes the old; a revoked key signs nothing, and receipts that
+    name it still verify."""
+    h, issuer = _harness(sqlite_store)
     made = h.ok("root", "POST", "/accounts", {"id": "val", "roles": ["verifier"]})
-    key = SigningKey.from_pem(made["verifier_private_key"].encode())
-    assert made["account"]["verifier_key"] == key.keyid
-    public = (
-        base64.b64encode(key.public_key.raw).decode() if hasattr(key.public_key, "raw") else None
-    )
-    if public:
-        mine = h.ok(
-            "root",
-            "POST",
-            "/accounts",
-            {"id": "vol", "roles": ["verifier"], "verifier_public_key": public},
-        )
-        assert "verifier_private_key" not in mine and mine["account"]["verifier_key"] == key.keyid
+    assert "verifier_private_key" not in made and made["account"]["verifier_key"] is None
     bad = {"id": "vul", "roles": ["verifier"], "verifier_public_key": "nope"}
-    assert h.refused("root", "POST", "/accounts", bad) == (400, "INVALID_REQUEST")
+    assert h.refused("root", "POST", "/accounts", bad) == (422, "INVALID_REQUEST")
+
+    tid = h.post("agent")
+    h.ok("ann", "POST", f"/tasks/{tid}/accept")
+    h.ok("ann", "POST", f"/tasks/{tid}/submissions", {"result": BAD})
+    h.verdict("vera", tid, False, ["Not yet."])
+    old = h.signers["vera"]
+    new = SigningKey.generate()
+    added = h.ok(
+        "vera", "POST", "/accounts/me/verifier-keys", {"public_key": new.public_key.to_base64()}
+    )
+    assert added["fingerprint"] == new.keyid
+    me = h.ok("vera", "GET", "/accounts/me")
+    assert me["verifier_key"] == new.keyid
+    assert {k["fingerprint"] for k in me["verifier_keys"]} == {old.keyid, new.keyid}
+    assert all("private" not in json.dumps(k) for k in me["verifier_keys"])
+    # The task was posted trusting the old key; it still judges with it until revoked.
+    h.ok("ann", "POST", f"/tasks/{tid}/submissions", {"result": GOOD})
+    h.ok("vera", "POST", f"/accounts/me/verifier-keys/{old.keyid}/revoke")
+    assert h.refused("vera", "POST", f"/tasks/{tid}/verdict", h.signed("vera", tid, True)) == (
+        403,
+        "VERDICT_SIGNATURE_INVALID",
+    )
+    revoke = f"/accounts/me/verifier-keys/{old.keyid}/revoke"
+    assert h.refused("ann", "POST", revoke) == (404, "KEY_NOT_FOUND")  # not ann's key
+    assert h.refused("bob", "POST", revoke) == (403, "ROLE_REQUIRED")
+    receipts = h.ok("pat", "GET", f"/tasks/{tid}/receipts")["receipts"]
+    line = canonical_bytes(receipts[0]["receipt"]["envelope"])
+    assert verify(line, issuer.fingerprint).verdict.value == "FAIL"
+    checks = _statement(receipts[0])["predicate"]["checks"]
+    assert [c.get("verifierKey") for c in checks if c["name"] == "agent-review"] == [old.keyid]
+    # A task posted now trusts the new key.
+    later = h.post("agent")
+    h.ok("bob", "POST", f"/tasks/{later}/accept")
+    h.ok("bob", "POST", f"/tasks/{later}/submissions", {"result": GOOD})
+    h.signers["vera"] = new
+    assert h.verdict("vera", later, True)["ending"] == "paid_on_pass"

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from adjudge.app.signed_verdicts import sign_verdict, verdict_payload
+from adjudge.app.wiring import SignedReceipts
 from adjudge.receipts import SigningKey, canonical_bytes, verify
-from adjudge.service.signed_verdicts import sign_verdict, verdict_payload
-from adjudge.service.wiring import SignedReceipts
 from adjudge.store import Store
 from support.harness import Harness, make_harness
 
@@ -90,11 +90,6 @@ def _variants(h: Harness, tid: str) -> dict[str, tuple[dict[str, Any], int, str]
     by_vic = sign_verdict(h.signers["vic"], veras)["signature"]
     return {
         "missing": ({"passed": True}, 400, "VERDICT_SIGNATURE_REQUIRED"),
-        "no-public-key": (
-            {"passed": True, "signature": good["signature"]},
-            400,
-            "VERDICT_SIGNATURE_REQUIRED",
-        ),
         "another-key": (
             {"passed": True, **sign_verdict(stranger, payload)},
             403,
@@ -124,7 +119,6 @@ def _variants(h: Harness, tid: str) -> dict[str, tuple[dict[str, Any], int, str]
     "case",
     [
         "missing",
-        "no-public-key",
         "another-key",
         "another-key-claiming-veras",
         "tampered-passed",

@@ -14,8 +14,9 @@ from sqlalchemy import select
 
 from adjudge import Error
 from adjudge.market import WORLD, Mode, Task, Transfer, VerdictReached, wallet_account
-from adjudge.store import ConcurrentUpdate, Store
+from adjudge.store import ConcurrentUpdate, Store, idempotency, ledger, receipt_log, records
 from adjudge.store.database import CHECKPOINT_DELAY
+from adjudge.store.ledger import UnprovenRelease
 from adjudge.store.schema import metadata, tasks
 from support.fakes import FakeIssuer
 
@@ -34,9 +35,11 @@ def _seed(store: Store) -> Task:
     )
     with store.write() as tx:
         for name in ("p", "a"):
-            tx.create_account(name, ["poster", "agent"], f"key-{name}", opt_in=False, at=T0)
-        tx.transfer([Transfer(WORLD, wallet_account("p"), 1000)], task_id=None, at=T0)
-        tx.insert_task(task, title="A task", brief="Do it.")
+            records.create_account(
+                tx, name, ["poster", "agent"], f"key-{name}", opt_in=False, at=T0
+            )
+        ledger.transfer(tx, [Transfer(WORLD, wallet_account("p"), 1000)], task_id=None, at=T0)
+        records.insert_task(tx, task, title="A task", brief="Do it.")
     return task
 
 
@@ -52,12 +55,12 @@ def test_task_round_trip_and_optimistic_lock(store: Store) -> None:
     """A task reads back equal; an update from a stale version is refused."""
     task = _seed(store)
     with store.read() as tx:
-        stored = tx.task("t1")
+        stored = records.task(tx, "t1")
     assert stored is not None and stored.task == task and stored.version == 1
     with store.write() as tx:
-        tx.update_task(stored, task)
+        records.update_task(tx, stored, task)
     with pytest.raises(ConcurrentUpdate), store.write() as tx:
-        tx.update_task(stored, task)
+        records.update_task(tx, stored, task)
 
 
 def test_hot_path_stores_what_sqlalchemy_would(store: Store) -> None:
@@ -73,15 +76,15 @@ def test_hot_path_stores_what_sqlalchemy_would(store: Store) -> None:
         result_digest="sha256:00",
     )
     with store.write() as tx:
-        stored = tx.task("t1")
+        stored = records.task(tx, "t1")
         assert stored is not None
-        tx.update_task(stored, changed)
+        records.update_task(tx, stored, changed)
     with store.read() as tx:
         row = tx.conn.execute(select(tasks).where(tasks.c.id == "t1")).one()._mapping
         assert row["criteria"] == changed.criteria and row["private"] is True
         assert row["deadline"] == changed.deadline and row["submitted_at"] == changed.submitted_at
         assert row["failed_at"] is None
-        again = tx.task("t1")
+        again = records.task(tx, "t1")
     assert again is not None and again.task == changed and again.version == 2
 
 
@@ -89,13 +92,14 @@ def test_ledger_is_double_entry_and_all_or_nothing(store: Store) -> None:
     """Every transfer writes two legs; an overdraft rolls the whole transaction back."""
     _seed(store)
     with pytest.raises(Error) as err, store.write() as tx:
-        tx.transfer([Transfer(wallet_account("p"), "escrow:t1", 600)], task_id="t1", at=T0)
-        tx.transfer([Transfer(wallet_account("p"), "escrow:t1", 600)], task_id="t1", at=T0)
+        fund = [Transfer(wallet_account("p"), "escrow:t1", 600)]
+        ledger.transfer(tx, fund, task_id="t1", at=T0)
+        ledger.transfer(tx, fund, task_id="t1", at=T0)
     assert err.value.code == "INSUFFICIENT_FUNDS"
     with store.read() as tx:
-        assert tx.balance(wallet_account("p")) == 1000
-        assert tx.entries("t1") == []
-        assert tx.ledger_total() == (0, 0)
+        assert ledger.balance(tx, wallet_account("p")) == 1000
+        assert ledger.entries(tx, "t1") == []
+        assert ledger.total(tx) == (0, 0)
 
 
 def test_receipts_chain(store: Store) -> None:
@@ -103,12 +107,16 @@ def test_receipts_chain(store: Store) -> None:
     _seed(store)
     issuer = FakeIssuer()
     with store.write() as tx:
-        first = tx.append_receipt({"n": 1}, issuer, result=None, task_id="t1", at=T0)  # type: ignore[arg-type]
-        second = tx.append_receipt({"n": 2}, issuer, result=None, task_id="t1", at=T0)  # type: ignore[arg-type]
+        first = receipt_log.append(
+            tx, lambda prev: issuer.issue({"n": 1}, None, prev), task_id="t1", at=T0
+        )
+        second = receipt_log.append(
+            tx, lambda prev: issuer.issue({"n": 2}, None, prev), task_id="t1", at=T0
+        )
     assert first.previous is None and second.previous == first.digest
     with store.read() as tx:
-        assert tx.head() == (2, second.digest)
-        assert [r.id for r in tx.receipts("t1")] == [first.id, second.id]
+        assert receipt_log.head(tx) == (2, second.digest)
+        assert [r.id for r in receipt_log.receipts(tx, "t1")] == [first.id, second.id]
 
 
 def test_one_verdict_per_submission(store: Store) -> None:
@@ -116,21 +124,22 @@ def test_one_verdict_per_submission(store: Store) -> None:
     _seed(store)
     v = VerdictReached("t1", 1, True, 100, (), "human", "p", None, T0)
     with store.write() as tx:
-        tx.add_verdict(v, "r1")
+        records.add_verdict(tx, v, "r1")
     with pytest.raises(ConcurrentUpdate), store.write() as tx:
-        tx.add_verdict(v, "r2")
+        records.add_verdict(tx, v, "r2")
 
 
 def test_idempotency_key_stored_once(store: Store) -> None:
     """The same key cannot be stored twice; the first response is what is recalled."""
     _seed(store)
-    args = {"account_id": "p", "key": "k", "fingerprint": "f", "status_code": 201, "at": T0}
     with store.write() as tx:
-        tx.remember(body={"n": 1}, **args)  # type: ignore[arg-type]
+        idempotency.remember(tx, account_id="p", key="k", fingerprint="f", answer={"n": 1}, at=T0)
     with pytest.raises(ConcurrentUpdate), store.write() as tx:
-        tx.remember(body={"n": 2}, **args)  # type: ignore[arg-type]
+        idempotency.remember(tx, account_id="p", key="k", fingerprint="f", answer={"n": 2}, at=T0)
     with store.read() as tx:
-        assert tx.recalled("p", "k") == ("f", 201, {"n": 1})
+        assert idempotency.recalled(tx, "p", "k") == ("f", {"n": 1})
+        stored = tx.conn.exec_driver_sql("SELECT key FROM idempotency").scalar()
+    assert stored != "k" and str(stored).startswith("sha256:")  # the key itself is never stored
 
 
 def test_racing_spends_never_overdraw(store: Store) -> None:
@@ -143,8 +152,11 @@ def test_racing_spends_never_overdraw(store: Store) -> None:
         for _ in range(50):
             try:
                 with store.write() as tx:
-                    tx.transfer(
-                        [Transfer(wallet_account("p"), f"escrow:x{i}", 300)], task_id=None, at=T0
+                    ledger.transfer(
+                        tx,
+                        [Transfer(wallet_account("p"), f"escrow:x{i}", 300)],
+                        task_id=None,
+                        at=T0,
                     )
                 result = "ok"
             except ConcurrentUpdate:
@@ -162,8 +174,8 @@ def test_racing_spends_never_overdraw(store: Store) -> None:
         t.join()
     assert outcomes.count("ok") == 3 and outcomes.count("INSUFFICIENT_FUNDS") == 5
     with store.read() as tx:
-        assert tx.balance(wallet_account("p")) == 100
-        assert tx.ledger_total() == (0, 0)
+        assert ledger.balance(tx, wallet_account("p")) == 100
+        assert ledger.total(tx) == (0, 0)
 
 
 def test_sqlite_log_is_checkpointed_off_the_commit(sqlite_store: Store) -> None:
@@ -177,7 +189,7 @@ def test_sqlite_log_is_checkpointed_off_the_commit(sqlite_store: Store) -> None:
     def spend(i: int) -> None:
         for _ in range(150):
             with sqlite_store.write() as tx:
-                tx.transfer([Transfer(WORLD, f"escrow:x{i}", 1)], task_id=None, at=T0)
+                ledger.transfer(tx, [Transfer(WORLD, f"escrow:x{i}", 1)], task_id=None, at=T0)
 
     threads = [threading.Thread(target=spend, args=(i,)) for i in range(4)]
     for t in threads:
@@ -186,7 +198,7 @@ def test_sqlite_log_is_checkpointed_off_the_commit(sqlite_store: Store) -> None:
         t.join()
     time.sleep(CHECKPOINT_DELAY * 4)
     with sqlite_store.write() as tx:  # starts the log over
-        tx.transfer([Transfer(WORLD, "escrow:last", 1)], task_id=None, at=T0)
+        ledger.transfer(tx, [Transfer(WORLD, "escrow:last", 1)], task_id=None, at=T0)
     time.sleep(CHECKPOINT_DELAY * 4)
     raw = sqlite_store.engine.raw_connection()
     try:
@@ -197,6 +209,33 @@ def test_sqlite_log_is_checkpointed_off_the_commit(sqlite_store: Store) -> None:
         raw.close()
     assert busy == 0 and log == copied and log < 100
     with sqlite_store.read() as tx:
-        assert tx.ledger_total() == (0, 0) and tx.balance("escrow:x3") == 150
+        assert ledger.total(tx) == (0, 0) and ledger.balance(tx, "escrow:x3") == 150
     sqlite_store.dispose()  # ends the checkpointer's thread
     assert not [t for t in threading.enumerate() if t.name == "adjudge-wal-checkpoints"]
+
+
+def test_escrow_is_released_only_against_a_receipt_of_the_same_transaction(store: Store) -> None:
+    """Money leaves an escrow only with a receipt appended in the same transaction, and each leg
+    names it; no receipt, another transaction's receipt, or a made-up id moves nothing."""
+    _seed(store)
+    fund = [Transfer(wallet_account("p"), "escrow:t1", 100, "fund")]
+    payout = [Transfer("escrow:t1", wallet_account("a"), 100, "payout")]
+    issuer = FakeIssuer()
+    with store.write() as tx:
+        ledger.transfer(tx, fund, task_id="t1", at=T0)
+        earlier = receipt_log.append(
+            tx, lambda prev: issuer.issue({"n": 1}, None, prev), task_id="t1", at=T0
+        )
+    for receipt_id in (None, earlier.id, "rcpt_made_up"):
+        with pytest.raises(UnprovenRelease), store.write() as tx:
+            ledger.transfer(tx, payout, task_id="t1", at=T0, receipt_id=receipt_id)
+    with store.write() as tx:
+        receipt = receipt_log.append(
+            tx, lambda prev: issuer.issue({"n": 2}, None, prev), task_id="t1", at=T0
+        )
+        ledger.transfer(tx, payout, task_id="t1", at=T0, receipt_id=receipt.id)
+    with store.read() as tx:
+        assert ledger.balance(tx, wallet_account("a")) == 100
+        legs = [e for e in ledger.entries(tx, "t1") if e["memo"] == "payout"]
+        assert {e["receipt_id"] for e in legs} == {receipt.id}
+        assert ledger.total(tx) == (0, 0)

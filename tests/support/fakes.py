@@ -34,10 +34,31 @@ class FakeIssuer:
     """Chains receipts by sha256 over sorted-key JSON; unsigned."""
 
     def issue(
-        self, verdict: Any, result: str | None, previous: tuple[str, int] | None
+        self,
+        verdict: Any,
+        result: str | None,
+        previous: tuple[str, int] | None,
+        settlement: Any = None,
     ) -> Mapping[str, Any]:
-        """A receipt naming the previous digest."""
+        """A receipt naming the previous digest (and the settlement it releases)."""
         statement = verdict.statement() if hasattr(verdict, "statement") else dict(verdict)
+        if settlement is not None:
+            statement = {**statement, "settlement": settlement.decision()}
+        return self._chained(statement, previous)
+
+    def issue_settlement(
+        self,
+        settlement: Any,
+        task: Any,
+        result: str | None,
+        basis: str | None,
+        previous: tuple[str, int] | None,
+    ) -> Mapping[str, Any]:
+        """A receipt for an ending no verdict decided."""
+        return self._chained({**settlement.decision(), "basis": basis}, previous)
+
+    @staticmethod
+    def _chained(statement: Any, previous: tuple[str, int] | None) -> Mapping[str, Any]:
         body = {"statement": statement, "previous": previous[0] if previous else None}
         digest = "sha256:" + hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
         return {**body, "digest": digest}

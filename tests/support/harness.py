@@ -8,10 +8,11 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
+from adjudge.app import Account, App
+from adjudge.app.signed_verdicts import sign_verdict, verdict_payload
 from adjudge.market import ReceiptIssuer
 from adjudge.receipts import SigningKey
-from adjudge.service import Marketplace, create_app
-from adjudge.service.signed_verdicts import sign_verdict, verdict_payload
+from adjudge.service import create_app
 from adjudge.store import Store
 from support.fakes import FakeChecker, FakeClock, FakeIssuer
 
@@ -31,7 +32,7 @@ FUNDS = 100_000_000
 class Harness:
     """The app, its clock, and each account's API key."""
 
-    market: Marketplace
+    app: App
     client: TestClient
     clock: FakeClock
     keys: dict[str, str] = field(default_factory=dict)
@@ -114,6 +115,10 @@ class Harness:
         """Move the clock."""
         self.clock.advance(**kwargs)
 
+    def account(self, name: str) -> Account:
+        """The account ``name`` as the use cases see it."""
+        return self.app.accounts.authenticate(self.keys[name])
+
     def later(self, days: float) -> None:
         """Move the clock by days."""
         self.clock.advance(days=days)
@@ -133,12 +138,16 @@ def make_harness(
     """
     clock = FakeClock()
     checker = None if real_checker else FakeChecker()
-    market = Marketplace(store, clock=clock, checker=checker, issuer=issuer or FakeIssuer())
-    harness = Harness(market, TestClient(create_app(market)), clock)
+    app = App(store, clock=clock, checker=checker, issuer=issuer or FakeIssuer())
+    harness = Harness(app, TestClient(create_app(app)), clock)
     for name, (roles, opt_in) in ACCOUNTS.items():
-        _, key, private = market.create_account_with_keys(name, roles, opt_in=opt_in)
-        harness.keys[name] = key
-        if private is not None:
-            harness.signers[name] = SigningKey.from_pem(private.encode("ascii"))
-        market.deposit(name, FUNDS)
+        public = None
+        if "verifier" in roles:  # a verifier makes its own key pair and registers the public key
+            harness.signers[name] = SigningKey.generate()
+            public = harness.signers[name].public_key.to_base64()
+        made = app.accounts.create(None, name, roles, opt_in=opt_in, verifier_public_key=public)
+        harness.keys[name] = made.value["api_key"]
+    root = app.accounts.authenticate(harness.keys["root"])
+    for name in ACCOUNTS:
+        app.accounts.deposit(root, name, FUNDS)
     return harness

@@ -1,4 +1,4 @@
-"""A real uvicorn server on loopback, in a thread, over a harness's marketplace."""
+"""A real uvicorn server on loopback, in a thread, over a harness's use cases."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from contextlib import contextmanager
 
 import uvicorn
 
-from adjudge.service import Marketplace, create_app
+from adjudge.app import App
+from adjudge.service import create_app
 
 
 def free_port() -> int:
@@ -21,10 +22,10 @@ def free_port() -> int:
 
 
 @contextmanager
-def serving(market: Marketplace) -> Iterator[str]:
-    """Serve ``market`` on loopback; yields the base URL; stops the server on exit."""
+def serving(app: App) -> Iterator[str]:
+    """Serve ``app`` on loopback; yields the base URL; stops the server on exit."""
     port = free_port()
-    config = uvicorn.Config(create_app(market), host="127.0.0.1", port=port, log_level="warning")
+    config = uvicorn.Config(create_app(app), host="127.0.0.1", port=port, log_level="warning")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

@@ -11,14 +11,24 @@ from typing import Any
 
 import pytest
 
+from adjudge.app.reviews import MAX_TRIES
+from adjudge.app.signed_verdicts import verdict_payload
+from adjudge.app.wiring import SignedReceipts
+from adjudge.client import Client
 from adjudge.receipts import SigningKey, canonical_bytes, verify
-from adjudge.service.signed_verdicts import verdict_payload
-from adjudge.service.wiring import SignedReceipts
 from adjudge.store import Store
-from adjudge.workers import MAX_TRIES, ChatCompletionsJudge, JudgeError, ReviewWorker, parse_answer
-from adjudge.workers.judges import PROMPT
+from adjudge.workers import ChatCompletionsJudge, JudgeError, ReviewWorker, parse_answer
+from adjudge.workers.judges import PROMPT, Judge
 from support.harness import Harness, make_harness
+from support.live import serving
 from support.model_server import completion, model_server, user_data
+
+
+def worker(
+    h: Harness, service: str, judge: Judge, signer: SigningKey | None = None, **kw: Any
+) -> ReviewWorker:
+    """vera's worker: a client of the service at ``service`` with vera's API key."""
+    return ReviewWorker(Client(service, h.keys["vera"]), judge, signer or h.signers["vera"], **kw)
 
 
 def delivered(h: Harness, result: str, **fields: Any) -> str:
@@ -43,11 +53,10 @@ def test_worker_records_verdicts_as_the_verifier(sqlite_store: Store) -> None:
         h, "PASS_ME " + "r" * 20_000, brief=long_brief, criteria={"acceptance": "Five risks."}
     )
     bad = delivered(h, "nothing useful")
-    with model_server(by_content) as (url, seen):
-        worker = ReviewWorker(
-            h.market, ChatCompletionsJudge(url, "judge-1"), keys=[h.signers["vera"]]
-        )
-        report = worker.poll()
+    with serving(h.app) as service, model_server(by_content) as (url, seen):
+        review = worker(h, service, ChatCompletionsJudge(url, "judge-1"))
+        report = review.poll()
+        assert review.poll().judged == []  # nothing left to judge
     assert sorted(report.judged) == sorted([good, bad])
     assert h.ok("pat", "GET", f"/tasks/{good}")["ending"] == "paid_on_pass"
     failed = h.ok("pat", "GET", f"/tasks/{bad}")
@@ -60,7 +69,6 @@ def test_worker_records_verdicts_as_the_verifier(sqlite_store: Store) -> None:
     data = user_data(first)
     assert len(data["brief"]) == 12_000 and len(data["result"]) == 12_000
     assert data["acceptance"] == "Five risks."
-    assert worker.poll().judged == []  # nothing left to judge
     signed = failed["verdicts"][-1]["verification_result"]["verifier_signature"]
     assert signed["payload"] == verdict_payload(
         task_id=bad,
@@ -79,9 +87,8 @@ def test_worker_signs_with_the_verifiers_key_into_the_receipt(sqlite_store: Stor
     issuer = SignedReceipts(SigningKey.generate())
     h = make_harness(sqlite_store, issuer=issuer)
     tid = delivered(h, "PASS_ME")
-    with model_server(by_content) as (url, _):
-        worker = ReviewWorker(h.market, ChatCompletionsJudge(url, "m"), keys=[h.signers["vera"]])
-        assert worker.poll().judged == [tid]
+    with serving(h.app) as service, model_server(by_content) as (url, _):
+        assert worker(h, service, ChatCompletionsJudge(url, "m")).poll().judged == [tid]
     view = h.ok("pat", "GET", f"/tasks/{tid}")
     assert view["ending"] == "paid_on_pass"
     signed = view["verdicts"][0]["verification_result"]["verifier_signature"]
@@ -94,19 +101,26 @@ def test_worker_signs_with_the_verifiers_key_into_the_receipt(sqlite_store: Stor
     assert check["verifierKey"] == h.signers["vera"].keyid
 
 
-@pytest.mark.parametrize("keys", ["none", "unregistered"])
-def test_worker_without_the_registered_key_judges_nothing(sqlite_store: Store, keys: str) -> None:
-    """No key, or a key the verifier account did not register: no claim, no model call."""
+def test_worker_without_the_trusted_key_judges_nothing(sqlite_store: Store) -> None:
+    """A worker holding a key the task does not trust spends no model call and posts nothing;
+    it says why."""
     h = make_harness(sqlite_store)
     tid = delivered(h, "PASS_ME")
-    held = [] if keys == "none" else [SigningKey.generate()]
-    with model_server(by_content) as (url, seen):
-        report = ReviewWorker(h.market, ChatCompletionsJudge(url, "m"), keys=held).poll()
-        named = ReviewWorker(
-            h.market, ChatCompletionsJudge(url, "m"), keys=held, verifiers=["vera"]
-        ).poll()
-    assert report.judged == named.judged == [] and seen == []
+    with serving(h.app) as service, model_server(by_content) as (url, seen):
+        report = worker(h, service, ChatCompletionsJudge(url, "m"), SigningKey.generate()).poll()
+    assert report.judged == [] and report.skipped == [tid] and seen == []
+    assert "trusts key" in report.why[tid]
     assert h.ok("pat", "GET", f"/tasks/{tid}")["status"] == "awaiting_verification"
+
+
+def test_only_the_named_verifier_claims_its_work(sqlite_store: Store) -> None:
+    """Another verifier's worker sees none of vera's submissions; a non-verifier is refused."""
+    h = make_harness(sqlite_store)
+    delivered(h, "PASS_ME")
+    with serving(h.app) as service:
+        assert Client(service, h.keys["vic"]).claim_reviews() == []
+        with pytest.raises(Exception, match="ROLE_REQUIRED"):
+            Client(service, h.keys["pat"]).claim_reviews()
 
 
 @pytest.mark.parametrize(
@@ -123,11 +137,9 @@ def test_model_failures_post_nothing_then_give_up(sqlite_store: Store, behaviour
     """A model failure posts no verdict; after 5 the work counts as delivered, never judged."""
     h = make_harness(sqlite_store)
     tid = delivered(h, "some work")
-    with model_server(behaviour) as (url, seen):
-        worker = ReviewWorker(
-            h.market, ChatCompletionsJudge(url, "m", timeout=0.3), keys=[h.signers["vera"]]
-        )
-        reports = [worker.poll() for _ in range(MAX_TRIES + 1)]
+    with serving(h.app) as service, model_server(behaviour) as (url, seen):
+        review = worker(h, service, ChatCompletionsJudge(url, "m", timeout=0.3))
+        reports = [review.poll() for _ in range(MAX_TRIES + 1)]
     assert [len(r.failed) for r in reports] == [1] * (MAX_TRIES - 1) + [0, 0]
     assert reports[MAX_TRIES - 1].gave_up == [tid] and reports[-1].gave_up == []
     assert len(seen) == MAX_TRIES
@@ -146,10 +158,11 @@ def test_a_failure_then_a_good_answer_judges(sqlite_store: Store) -> None:
     def flaky(request: dict[str, Any]) -> tuple[int, str, float]:
         return next(answers) or by_content(request)
 
-    with model_server(flaky) as (url, _):
-        worker = ReviewWorker(h.market, ChatCompletionsJudge(url, "m"), keys=[h.signers["vera"]])
-        assert worker.poll().failed == [tid]
-        assert worker.poll().judged == [tid]
+    with serving(h.app) as service, model_server(flaky) as (url, _):
+        review = worker(h, service, ChatCompletionsJudge(url, "m"))
+        first = review.poll()
+        assert first.failed == [tid] and "503" in first.why[tid]
+        assert review.poll().judged == [tid]
     assert h.ok("pat", "GET", f"/tasks/{tid}")["ending"] == "paid_on_pass"
 
 
@@ -162,13 +175,8 @@ def test_two_workers_never_judge_one_result_twice(store: Store) -> None:
         status, body, _ = by_content(request)
         return status, body, 0.05
 
-    with model_server(slow) as (url, seen):
-        workers = [
-            ReviewWorker(
-                h.market, ChatCompletionsJudge(url, "m"), keys=[h.signers["vera"]], batch=3
-            )
-            for _ in range(3)
-        ]
+    with serving(h.app) as service, model_server(slow) as (url, seen):
+        workers = [worker(h, service, ChatCompletionsJudge(url, "m"), batch=3) for _ in range(3)]
         threads = [
             threading.Thread(target=lambda w=w: [w.poll() for _ in range(4)]) for w in workers
         ]

@@ -99,6 +99,17 @@ class PatternTimeout(JsRegexError):
     code = "REGEX_PATTERN_TIMEOUT"
 
 
+class EngineUnavailable(Error):
+    """The time-limited engine could not run (no worker could start, or all stayed busy).
+
+    Not a verdict on the pattern or the text — the check itself could not run — so it is not a
+    :class:`JsRegexError`, which the auto check turns into a reason: it propagates, and the
+    caller refuses the request (``CHECKER_UNAVAILABLE``) without judging anything.
+    """
+
+    code = "CHECKER_UNAVAILABLE"
+
+
 @dataclass(frozen=True)
 class CompiledPattern:
     """A pattern that compiles: its source and the rewritten source regress runs."""
@@ -155,6 +166,11 @@ def test(pattern: str, text: str, *, timeout: float = TIMEOUT_SECONDS) -> bool:
         return _sandbox.find(
             compiled.engine_source, _regexsource.engine_utf8(text, INPUT_CAP), timeout
         )
+    except _sandbox.WorkerStartError as exc:
+        raise EngineUnavailable(
+            f"The regex engine could not run this check now ({exc}); nothing was judged. "
+            "Try again shortly."
+        ) from None
     except _sandbox.MatchTimeout:
         raise PatternTimeout(
             f"regex_pattern timed out on this output: matching took longer than "

@@ -252,9 +252,9 @@ def verdict(
     reason: Annotated[list[str] | None, typer.Option(help="A reason (repeat, up to 10).")] = None,
 ) -> None:
     """Judge the latest submission as the task's named verifier (agent mode), signed."""
+    from adjudge.app.signed_verdicts import sign_verdict, verdict_payload  # noqa: PLC0415
     from adjudge.errors import Error  # noqa: PLC0415 - keep `adjudge --help` fast
     from adjudge.receipts import SigningKey  # noqa: PLC0415
-    from adjudge.service.signed_verdicts import sign_verdict, verdict_payload  # noqa: PLC0415
 
     client = _client(ctx)
     try:

@@ -1,10 +1,14 @@
-"""``adjudge worker``: judge results awaiting a verifier agent with a model."""
+"""``adjudge worker``: judge, as one verifier agent, the results awaiting it, with a model.
+
+A client of the service: it leases work over the API with the verifier's API key and signs each
+verdict with the verifier's private key; it needs no database.
+"""
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 
@@ -18,9 +22,17 @@ def register(app: typer.Typer) -> None:
 
 def worker(
     *,
-    db: Annotated[str, typer.Option(help="Database URL, as for `adjudge serve`.")] = (
-        "sqlite:///adjudge.db"
-    ),
+    url: Annotated[
+        str, typer.Option(envvar="ADJUDGE_URL", help="The service's base URL.")
+    ] = "http://127.0.0.1:8000",
+    key: Annotated[
+        str | None,
+        typer.Option(envvar="ADJUDGE_API_KEY", help="The verifier account's API key."),
+    ] = None,
+    verifier_key: Annotated[
+        Path | None,
+        typer.Option(help="The verifier's private key (PEM): the key its account registered."),
+    ] = None,
     base_url: Annotated[
         str,
         typer.Option(
@@ -30,77 +42,71 @@ def worker(
     ] = "http://127.0.0.1:11434/v1",
     model: Annotated[str, typer.Option(envvar="ADJUDGE_MODEL", help="The model name.")] = "",
     api_key: Annotated[
-        str | None, typer.Option(envvar="ADJUDGE_MODEL_API_KEY", help="The endpoint's key.")
-    ] = None,
-    verifier: Annotated[
-        list[str] | None,
-        typer.Option(help="Judge for this verifier account (repeat); default: all opted in."),
-    ] = None,
-    signing_key: Annotated[
-        Path, typer.Option(help="The receipt signing key `adjudge serve` uses (PEM).")
-    ] = Path("adjudge-signing-key.pem"),
-    verifier_key: Annotated[
-        list[Path] | None,
-        typer.Option(
-            help="A verifier's private key (PEM), the one its account registered (repeat); "
-            "each verdict is signed with it."
-        ),
+        str | None, typer.Option(envvar="ADJUDGE_MODEL_API_KEY", help="The model endpoint's key.")
     ] = None,
     poll: Annotated[float, typer.Option(help="Seconds between polls.")] = 5.0,
     once: Annotated[bool, typer.Option(help="Poll once and exit.")] = False,
     timeout: Annotated[float, typer.Option(help="Seconds to wait for the model.")] = 60.0,
 ) -> None:
-    """Poll the agent-review queue, judge each result with the model, record the verdicts."""
-    from adjudge.receipts import SigningKey  # noqa: PLC0415 - keep `adjudge --help` fast
-    from adjudge.service import Marketplace  # noqa: PLC0415
-    from adjudge.service.wiring import SignedReceipts  # noqa: PLC0415
-    from adjudge.store import Store  # noqa: PLC0415
+    """Lease the results awaiting this verifier, judge each with the model, post the verdicts."""
+    from adjudge.client import Client, ServiceUnavailable  # noqa: PLC0415 - keep --help fast
+    from adjudge.receipts import SigningKey  # noqa: PLC0415
     from adjudge.workers import ChatCompletionsJudge, ReviewWorker  # noqa: PLC0415
 
     if not model:
-        typer.echo("Name the model with --model (or ADJUDGE_MODEL).", err=True)
-        raise typer.Exit(2)
-    if not signing_key.exists():
-        typer.echo(f"No signing key at {signing_key}: start `adjudge serve` first.", err=True)
-        raise typer.Exit(2)
-    if not verifier_key:
-        typer.echo(
-            "Give each verifier's private key with --verifier-key FILE (the key its account "
-            "registered): verdicts are signed as the verifier.",
-            err=True,
+        _stop("Name the model with --model (or ADJUDGE_MODEL).")
+    if not key:
+        _stop("Give the verifier account's API key with --key (or ADJUDGE_API_KEY).")
+    if verifier_key is None:
+        _stop(
+            "Give the verifier's private key with --verifier-key FILE (the key its account "
+            "registered): verdicts are signed as the verifier."
         )
-        raise typer.Exit(2)
     try:
-        issuer = SignedReceipts(SigningKey.from_pem(signing_key.read_bytes()))
-        keys = [SigningKey.from_pem(path.read_bytes()) for path in verifier_key]
-        store = Store(db)
-        store.migrate()
+        signer = SigningKey.from_pem(verifier_key.read_bytes())
     except OSError as exc:
-        typer.echo(f"Cannot read a key file: {exc}", err=True)
-        raise typer.Exit(2) from exc
+        _stop(f"Cannot read the key file {verifier_key}: {exc.strerror}.")
     except Error as exc:
-        typer.echo(f"{exc.code}: {exc.message}", err=True)
-        raise typer.Exit(2) from exc
-    with store.read() as tx:
-        accounts = [tx.account(v) for v in verifier] if verifier else tx.verifiers()
-    held = {key.keyid for key in keys}
-    if verifier:
-        for name, account in zip(verifier, accounts, strict=True):
-            if account is None or account.verifier_key not in held:
-                typer.echo(f"No --verifier-key is the key verifier {name} registered.", err=True)
-                raise typer.Exit(2)
-    served = [a.id for a in accounts if a is not None and a.verifier_key in held]
-    if not served:
-        typer.echo("No opted-in verifier registered any of these keys.", err=True)
-        raise typer.Exit(2)
+        _stop(f"{exc.code}: {exc.message}")
+    client = Client(url, key)
+    try:
+        me = client.me()
+    except ServiceUnavailable as exc:
+        _stop(f"{exc.message} Is `adjudge serve` running there?")
+    except Error as exc:
+        _stop(f"{exc.code}: {exc.message}")
+    if "verifier" not in me.get("roles", []):
+        _stop(f"Account {me.get('id')} is not a verifier.")
+    if me.get("verifier_key") != signer.keyid:
+        _stop(
+            f"Verifier {me.get('id')}'s active key is {me.get('verifier_key')}, but "
+            f"--verifier-key holds {signer.keyid}: register it first "
+            "(POST /api/v1/accounts/me/verifier-keys)."
+        )
     judge = ChatCompletionsJudge(base_url, model, api_key, timeout=timeout)
-    review = ReviewWorker(Marketplace(store, issuer=issuer), judge, keys=keys, verifiers=verifier)
-    typer.echo(f"adjudge worker judging for {', '.join(served)} with {model} at {base_url}")
+    review = ReviewWorker(client, judge, signer)
+    typer.echo(f"adjudge worker judging for {me['id']} with {model} at {base_url}")
     while True:
-        report = review.poll()
-        for name in ("judged", "failed", "gave_up"):
-            for task_id in getattr(report, name):
-                typer.echo(f"{name:8} {task_id}")
+        try:
+            report = review.poll()
+        except ServiceUnavailable as exc:
+            typer.echo(f"poll failed: {exc.message}", err=True)
+            if once:
+                raise typer.Exit(2) from exc
+        except Error as exc:
+            typer.echo(f"poll refused: {exc.code}: {exc.message}", err=True)
+            if once:
+                raise typer.Exit(1) from exc
+        else:
+            for name in ("judged", "failed", "gave_up", "skipped"):
+                for task_id in getattr(report, name):
+                    why = report.why.get(task_id)
+                    typer.echo(f"{name:8} {task_id}" + (f"  ({why})" if why else ""))
         if once:
             return
         time.sleep(poll)
+
+
+def _stop(message: str) -> NoReturn:
+    typer.echo(message, err=True)
+    raise typer.Exit(2)

@@ -6,7 +6,7 @@ transaction. An event that is not allowed raises an :class:`adjudge.Error` with 
 changes nothing.
 """
 
-from adjudge.market.effects import AgentPenalized, Effect, VerdictReached
+from adjudge.market.effects import AgentPenalized, DisputeFiled, Effect, Settlement, VerdictReached
 from adjudge.market.events import (
     Accept,
     Cancel,
@@ -15,6 +15,7 @@ from adjudge.market.events import (
     Event,
     Finalize,
     Reclaim,
+    Release,
     Review,
     Rule,
     Submit,
@@ -49,6 +50,7 @@ __all__ = [
     "Collect",
     "Context",
     "Dispute",
+    "DisputeFiled",
     "Draft",
     "Effect",
     "Ending",
@@ -59,8 +61,10 @@ __all__ = [
     "Outcome",
     "ReceiptIssuer",
     "Reclaim",
+    "Release",
     "Review",
     "Rule",
+    "Settlement",
     "Status",
     "Submit",
     "Task",

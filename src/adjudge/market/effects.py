@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from adjudge.market.money import Transfer
+from adjudge.market.tasks import Ending
 
 
 @dataclass(frozen=True)
@@ -47,10 +48,52 @@ class VerdictReached:
 
 
 @dataclass(frozen=True)
+class Settlement:
+    """Money leaving a task's escrow, and why: the payout and its fee, or the refund.
+
+    The caller moves it only against a receipt it signs in the same transaction: the receipt of
+    the verdict or ruling in the same outcome, or one of its own that records the ending (a
+    refund of undelivered work, a payout after escalation), so no money leaves an escrow without
+    a signed record of the rule that released it.
+    """
+
+    task_id: str
+    attempt: int
+    ending: Ending
+    transfers: tuple[Transfer, ...]
+    result_digest: str | None
+    at: datetime
+
+    def decision(self) -> dict[str, str | int | None]:
+        """What the receipt signs about the money (amounts as decimal strings)."""
+        decision: dict[str, str | int | None] = {
+            "type": "adjudge.task.settlement/v1",
+            "task": self.task_id,
+            "attempt": self.attempt,
+            "ending": self.ending.value,
+        }
+        for t in self.transfers:
+            decision[t.memo or "transfer"] = str(t.amount)
+            decision[f"{t.memo or 'transfer'}To"] = t.credit
+        return decision
+
+
+@dataclass(frozen=True)
 class AgentPenalized:
     """A failed round: the agent's reputation drops by 10 and its dispute count rises by one."""
 
     agent: str
 
 
-Effect = Transfer | VerdictReached | AgentPenalized
+@dataclass(frozen=True)
+class DisputeFiled:
+    """A dispute to record: who, about which round, when, and why."""
+
+    task_id: str
+    attempt: int
+    by: str
+    reason: str
+    at: datetime
+
+
+Effect = Transfer | VerdictReached | Settlement | AgentPenalized | DisputeFiled

@@ -13,6 +13,13 @@ class Accept:
 
 
 @dataclass(frozen=True)
+class Release:
+    """The poster takes back a task an agent accepted but never delivered, after the grace."""
+
+    actor: str
+
+
+@dataclass(frozen=True)
 class Submit:
     """The agent holding the task delivers a result (one attempt)."""
 
@@ -90,6 +97,7 @@ class Rule:
 
 Event = (
     Accept
+    | Release
     | Submit
     | Finalize
     | Review

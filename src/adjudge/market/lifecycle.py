@@ -14,7 +14,7 @@ from typing import Any
 
 from adjudge.errors import Error, TransitionError
 from adjudge.kernel import rails
-from adjudge.market.effects import AgentPenalized, Effect, VerdictReached
+from adjudge.market.effects import AgentPenalized, DisputeFiled, Effect, Settlement, VerdictReached
 from adjudge.market.events import (
     Accept,
     Cancel,
@@ -23,6 +23,7 @@ from adjudge.market.events import (
     Event,
     Finalize,
     Reclaim,
+    Release,
     Review,
     Rule,
     Submit,
@@ -53,6 +54,9 @@ MAX_REVIEW_REASONS = 20
 MAX_VERIFIER_REASONS = 10
 #: The longest result the market accepts, in characters (the spec is silent; docs/service.md).
 MAX_RESULT_CHARS = 200_000
+#: How long an agent may hold a task without delivering before the poster may release it (the
+#: reference escrow has no such way out; docs/service.md says why adjudge adds one).
+RELEASE_GRACE = timedelta(hours=24)
 
 
 @dataclass(frozen=True)
@@ -70,6 +74,17 @@ class Outcome:
 
     task: Task
     effects: tuple[Effect, ...] = ()
+
+    @property
+    def transfers(self) -> tuple[Transfer, ...]:
+        """Every ledger transfer of the outcome: funding, then each settlement's."""
+        out: list[Transfer] = []
+        for effect in self.effects:
+            if isinstance(effect, Transfer):
+                out.append(effect)
+            elif isinstance(effect, Settlement):
+                out.extend(effect.transfers)
+        return tuple(out)
 
 
 def post(task_id: str, draft: Draft, ctx: Context) -> Outcome:
@@ -151,9 +166,44 @@ def _accept(task: Task, event: Accept, ctx: Context) -> Outcome:
         raise Error("You cannot take your own task.", code="POSTER_CANNOT_ACCEPT")
     if event.actor == task.verifier:
         raise Error("The task's verifier cannot also take it.", code="IS_VERIFIER")
+    if event.actor in task.released:
+        raise Error(
+            "The poster released you from this task; another agent may take it.",
+            code="RELEASED_FROM_TASK",
+        )
     if ctx.now >= task.deadline:
         raise TransitionError("The task's deadline has passed.", code="DEADLINE_REACHED")
-    return Outcome(replace(task, status=Status.ASSIGNED, agent=event.actor))
+    return Outcome(replace(task, status=Status.ASSIGNED, agent=event.actor, accepted_at=ctx.now))
+
+
+def _release(task: Task, event: Release, ctx: Context) -> Outcome:
+    """The poster's way out of an agent holding the escrow without delivering.
+
+    Only while nothing was ever delivered, and only :data:`RELEASE_GRACE` after the agent took
+    the task: the task is open again (the poster may then cancel it) and that agent may not take
+    it back.
+    """
+    _need_poster(task, event.actor)
+    _need_status(task, Status.ASSIGNED, "released (it holds a delivery)")
+    assert task.agent is not None
+    if task.attempts:
+        raise TransitionError("A task with a submission cannot be released.")
+    taken = task.accepted_at or task.posted_at
+    if ctx.now < taken + RELEASE_GRACE:
+        raise TransitionError(
+            f"The agent may hold the task for {RELEASE_GRACE.total_seconds() / 3600:g} hours "
+            f"before you release it: from {(taken + RELEASE_GRACE).isoformat()}.",
+            code="RELEASE_TOO_EARLY",
+        )
+    return Outcome(
+        replace(
+            task,
+            status=Status.FUNDED,
+            agent=None,
+            accepted_at=None,
+            released=(*task.released, task.agent),
+        )
+    )
 
 
 def _submit(task: Task, event: Submit, ctx: Context) -> Outcome:
@@ -270,7 +320,8 @@ def _dispute(task: Task, event: Dispute, ctx: Context) -> Outcome:
                 "The 3-day appeal window after the failed verdict has closed.",
                 code="APPEAL_WINDOW_CLOSED",
             )
-    return Outcome(replace(task, status=Status.DISPUTED, disputed_by=event.actor))
+    filed = DisputeFiled(task.id, task.attempts, event.actor, event.reason, ctx.now)
+    return Outcome(replace(task, status=Status.DISPUTED, disputed_by=event.actor), (filed,))
 
 
 def _reclaim(task: Task, event: Reclaim, ctx: Context) -> Outcome:
@@ -317,9 +368,10 @@ def _cancel(task: Task, event: Cancel, ctx: Context) -> Outcome:
 
 
 def _rule(task: Task, event: Rule, ctx: Context) -> Outcome:
-    if event.actor in (task.poster, task.agent):
+    if event.actor in (task.poster, task.agent, task.verifier):
         raise Error(
-            "An admin cannot rule on a task they are party to.", code="CONFLICT_OF_INTEREST"
+            "An admin cannot rule on a task they are party to (its poster, agent or verifier).",
+            code="CONFLICT_OF_INTEREST",
         )
     _need_status(task, (Status.DISPUTED, Status.ESCALATED), "ruled on")
     verdict = VerdictReached(
@@ -343,6 +395,7 @@ def _rule(task: Task, event: Rule, ctx: Context) -> Outcome:
 
 _HANDLERS: dict[type[Any], Callable[[Task, Any, Context], Outcome]] = {
     Accept: _accept,
+    Release: _release,
     Submit: _submit,
     Finalize: _finalize,
     Review: _review,
@@ -400,14 +453,20 @@ def _pay(task: Task, ctx: Context, ending: Ending) -> Outcome:
     if fee:
         transfers.append(Transfer(escrow, platform_account(), fee, "fee"))
     done = replace(task, status=Status.COMPLETED, ending=ending, closed_at=ctx.now)
-    return Outcome(done, tuple(transfers))
+    return Outcome(done, (_settlement(task, ctx, ending, transfers),))
 
 
 def _refund(task: Task, ctx: Context, ending: Ending) -> Outcome:
     """Return the full reward to the poster; refunds carry no fee."""
     refund = Transfer(escrow_account(task.id), wallet_account(task.poster), task.reward, "refund")
     done = replace(task, status=Status.CANCELLED, ending=ending, closed_at=ctx.now)
-    return Outcome(done, (refund,))
+    return Outcome(done, (_settlement(task, ctx, ending, [refund]),))
+
+
+def _settlement(
+    task: Task, ctx: Context, ending: Ending, transfers: Sequence[Transfer]
+) -> Settlement:
+    return Settlement(task.id, task.attempts, ending, tuple(transfers), task.result_digest, ctx.now)
 
 
 def _rail_no_self_verification(task: Task, judge: str) -> None:

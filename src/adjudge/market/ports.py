@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from adjudge.errors import Error
-from adjudge.market.effects import VerdictReached
+from adjudge.market.effects import Settlement, VerdictReached
+from adjudge.market.tasks import Task
 
 
 @dataclass(frozen=True)
@@ -37,15 +38,33 @@ class Checker(Protocol):
 
 
 class ReceiptIssuer(Protocol):
-    """Turns a verdict into a receipt appended after the log's head."""
+    """Turns a verdict, or a settlement no verdict decided, into a receipt after the log's head.
+
+    ``previous`` is the id and sequence number (from 0) of the log's last receipt, None for the
+    first. A receipt must carry its own id as ``digest``: the next one names it. Raises
+    :class:`adjudge.Error` when the determination cannot be proven (nothing is written).
+    """
 
     def issue(
-        self, verdict: VerdictReached, result: str | None, previous: tuple[str, int] | None
+        self,
+        verdict: VerdictReached,
+        result: str | None,
+        previous: tuple[str, int] | None,
+        settlement: Settlement | None = None,
     ) -> Mapping[str, Any]:
-        """The receipt for ``verdict`` over the stored ``result``.
+        """The receipt for ``verdict`` over the stored ``result``, recording the money it
+        releases (``settlement``) when it pays or refunds."""
+        ...
 
-        ``previous`` is the id and sequence number (from 0) of the log's last receipt, None for
-        the first. The receipt must carry its own id as ``digest``: the next one names it.
-        Raises :class:`adjudge.Error` when the verdict cannot be proven (nothing is written).
-        """
+    def issue_settlement(
+        self,
+        settlement: Settlement,
+        task: Task,
+        result: str | None,
+        basis: str | None,
+        previous: tuple[str, int] | None,
+    ) -> Mapping[str, Any]:
+        """The receipt of an ending no judgment decided (a refund, a payout after escalation):
+        over the delivered ``result`` if any, else the task's own record, naming ``basis`` (the
+        receipt of the task's last verdict, if any)."""
         ...

@@ -92,6 +92,8 @@ class Task:
     private: bool = False
     status: Status = Status.FUNDED
     agent: str | None = None
+    accepted_at: datetime | None = None  # when the agent holding it took it
+    released: tuple[str, ...] = ()  # agents the poster released, who cannot take it again
     attempts: int = 0
     result_digest: str | None = None  # of the latest submission
     submitted_at: datetime | None = None

@@ -1,7 +1,5 @@
-"""The HTTP service: FastAPI routes over the market, the store, an injected clock."""
+"""The HTTP service: FastAPI routes over the use cases of :mod:`adjudge.app`."""
 
-from adjudge.service.app import create_app
-from adjudge.service.clock import Clock, SystemClock
-from adjudge.service.marketplace import Marketplace, Settings
+from adjudge.service.app import MAX_BODY_BYTES, create_app
 
-__all__ = ["Clock", "Marketplace", "Settings", "SystemClock", "create_app"]
+__all__ = ["MAX_BODY_BYTES", "create_app"]

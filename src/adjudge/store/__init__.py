@@ -1,32 +1,46 @@
 """Persistence behind one interface: SQLite by default, PostgreSQL by URL (SQLAlchemy 2).
 
-:class:`Store` opens a database, migrates it with Alembic, and hands out transactions; a
-:class:`Transaction` reads and writes tasks, accounts, the ledger, verdicts, receipts and
-idempotency records. Nothing is half-written: a transaction commits whole or not at all.
+:class:`Store` opens a database, migrates it with Alembic, and hands out transactions. What it
+holds is read and written by the module named for it, each a set of functions over a
+:class:`Transaction`: ``records`` (accounts, tasks, submissions, verdicts, disputes),
+``ledger`` (balances and entries), ``receipt_log`` (the hash chain), ``leases`` (the review
+queue), ``idempotency``, ``quotas`` and ``calls`` (paid calls). Nothing is half-written: a
+transaction commits whole or not at all.
 """
 
-from adjudge.store import calls  # registers the paid-call tables in the one metadata
+from adjudge.store import calls, idempotency, leases, ledger, quotas, receipt_log, records
 from adjudge.store.database import DEFAULT_URL, Store, migrate
-from adjudge.store.transaction import (
+from adjudge.store.receipt_log import StoredReceipt
+from adjudge.store.records import (
     Account,
-    ConcurrentUpdate,
-    StoredReceipt,
+    Page,
+    StoredDispute,
     StoredTask,
     StoredVerdict,
     Submission,
-    Transaction,
+    VerifierKey,
 )
+from adjudge.store.transaction import ConcurrentUpdate, Transaction
 
 __all__ = [
     "DEFAULT_URL",
     "Account",
     "ConcurrentUpdate",
+    "Page",
     "Store",
+    "StoredDispute",
     "StoredReceipt",
     "StoredTask",
     "StoredVerdict",
     "Submission",
     "Transaction",
+    "VerifierKey",
     "calls",
+    "idempotency",
+    "leases",
+    "ledger",
     "migrate",
+    "quotas",
+    "receipt_log",
+    "records",
 ]

@@ -9,7 +9,7 @@ service's one hash chain under the same locked head row as the marketplace's ver
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -34,7 +34,7 @@ from adjudge.calls.quality import Observation
 from adjudge.calls.verdicts import CallVerdict
 from adjudge.errors import Error
 from adjudge.store import schema as s
-from adjudge.store.transaction import ConcurrentUpdate, StoredReceipt, Transaction
+from adjudge.store.transaction import ConcurrentUpdate, Transaction
 
 __all__ = [
     "StoredCall",
@@ -44,8 +44,8 @@ __all__ = [
     "add_contract",
     "add_policy",
     "add_proposal",
-    "append_signed_receipt",
     "call",
+    "call_by_receipt",
     "contract",
     "latest_contract",
     "latest_policy",
@@ -95,6 +95,9 @@ call_records = Table(
     Column("policy_id", String(200), nullable=True),
     Column("policy_version", Integer, nullable=True),
     Column("submitted_by", String(64), ForeignKey("accounts.id"), nullable=False),
+    # Who supplied the response: "gateway" (adjudge forwarded the call and read the answer
+    # itself) or "reported" (a caller pasted it). Only observed calls feed provider quality.
+    Column("source", String(16), nullable=False, server_default="reported"),
     Column("at", s.UTCDateTime, nullable=False, index=True),
     Column("verdict", String(32), nullable=True),  # None for a request or system error
     Column("enforced", Boolean, nullable=False),
@@ -102,7 +105,8 @@ call_records = Table(
     Column("record", JSON, nullable=False),  # CallResult.to_dict(): every check row
     Column("request", JSON, nullable=False),
     Column("response", JSON, nullable=False),
-    Column("receipt_id", String(64), nullable=True),  # None: an error has no determination
+    # None: an error has no determination.
+    Column("receipt_id", String(64), nullable=True, index=True),
 )
 
 call_provider_terms = Table(
@@ -162,6 +166,7 @@ class StoredCall:
     request: Mapping[str, Any]
     response: Mapping[str, Any]
     receipt_id: str | None
+    source: str = "reported"
 
 
 def _contract(m: Any) -> StoredContract:
@@ -318,8 +323,13 @@ def add_call(
     request: Mapping[str, Any],
     response: Mapping[str, Any],
     receipt_id: str | None,
+    source: str,
 ) -> StoredCall:
-    """Store a verified call; a call id is verified once (``CALL_EXISTS``)."""
+    """Store a verified call; a call id is verified once (``CALL_EXISTS``).
+
+    ``source`` says who supplied the response: ``gateway`` (adjudge itself forwarded the call
+    and read the answer) or ``reported`` (a caller sent it); only the first feeds quality.
+    """
     call_id = str(record["call_id"])
     if call(tx, call_id) is not None:
         raise Error(f"The call {call_id} was already verified.", code="CALL_EXISTS")
@@ -335,6 +345,7 @@ def add_call(
                 policy_id=governing.get("policy"),
                 policy_version=governing.get("version"),
                 submitted_by=submitted_by,
+                source=source,
                 at=at,
                 verdict=record.get("verdict"),
                 enforced=bool(record["effect"]["enforced"]),
@@ -357,14 +368,24 @@ def add_call(
         request,
         response,
         receipt_id,
+        source,
     )
 
 
 def call(tx: Transaction, call_id: str) -> StoredCall | None:
     """A stored call, or None."""
     row = tx.conn.execute(select(call_records).where(call_records.c.id == call_id)).first()
-    if row is None:
-        return None
+    return None if row is None else _call(row)
+
+
+def call_by_receipt(tx: Transaction, receipt_id: str) -> StoredCall | None:
+    """The call a receipt was issued for, or None."""
+    q = select(call_records).where(call_records.c.receipt_id == receipt_id)
+    row = tx.conn.execute(q).first()
+    return None if row is None else _call(row)
+
+
+def _call(row: Any) -> StoredCall:
     return StoredCall(
         row.id,
         row.provider,
@@ -375,16 +396,21 @@ def call(tx: Transaction, call_id: str) -> StoredCall | None:
         row.request,
         row.response,
         row.receipt_id,
+        row.source,
     )
 
 
 def observations(
     tx: Transaction, provider: str, after: datetime, until: datetime
 ) -> list[Observation]:
-    """What ``provider``'s calls in ``(after, until]`` contribute to its quality window."""
+    """What ``provider``'s observed calls in ``(after, until]`` contribute to its quality window.
+
+    Only calls adjudge itself forwarded count: a reported call is a caller's word about what the
+    provider answered, and nobody's word alone may strike a provider.
+    """
     c = call_records.c
     q = select(c.id, c.at, c.verdict, c.enforced, c.error_kind).where(
-        and_(c.provider == provider, c.at > after, c.at <= until)
+        and_(c.provider == provider, c.at > after, c.at <= until, c.source == "gateway")
     )
     return [
         Observation(
@@ -435,16 +461,3 @@ def latest_proposal(tx: Transaction, provider: str) -> Mapping[str, Any] | None:
     q = select(p.c.proposal).where(p.c.provider == provider).order_by(p.c.id.desc()).limit(1)
     value = tx.conn.execute(q).scalar()
     return None if value is None else dict(value)
-
-
-# --- the receipt chain --------------------------------------------------------------------
-
-
-def append_signed_receipt(
-    tx: Transaction,
-    issue: Callable[[tuple[str, int] | None], Mapping[str, Any]],
-    *,
-    at: datetime,
-) -> StoredReceipt:
-    """Append a paid call's receipt to the service's one hash chain (no task of its own)."""
-    return tx.append_to_chain(issue, task_id=None, at=at)

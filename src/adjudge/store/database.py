@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -11,7 +12,7 @@ from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
 
 from adjudge.errors import StorageError
@@ -32,8 +33,22 @@ def _file_sqlite(url: str) -> bool:
     return url.startswith("sqlite") and ":memory:" not in url and url.rstrip("/") != "sqlite:"
 
 
+def _private_file(url: str) -> None:
+    """Create a SQLite file readable by its owner only (0600) before SQLite makes it 0644.
+
+    The file holds API key digests, results and the ledger; its WAL and shared-memory files
+    take the same mode from it.
+    """
+    path = make_url(url).database
+    if not path or os.path.exists(path):
+        return
+    os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
+
+
 def _engine(url: str) -> Engine:
     if url.startswith("sqlite"):
+        if _file_sqlite(url):
+            _private_file(url)
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
 
         @event.listens_for(engine, "connect")

@@ -89,6 +89,8 @@ ledger_entries = Table(
     Column("amount", BigInteger, nullable=False),  # signed: the debit leg is negative
     Column("task_id", String(64), nullable=True, index=True),
     Column("memo", String(64), nullable=False),
+    # The receipt whose determination released this money (legs out of a holding account).
+    Column("receipt_id", String(64), nullable=True),
     Column("at", UTCDateTime, nullable=False),
 )
 
@@ -110,6 +112,8 @@ tasks = Table(
     Column("private", Boolean, nullable=False),
     Column("posted_at", UTCDateTime, nullable=False),
     Column("deadline", UTCDateTime, nullable=False),
+    Column("accepted_at", UTCDateTime, nullable=True),
+    Column("released", JSON, nullable=True),  # agents the poster released (a list)
     Column("attempts", Integer, nullable=False),
     Column("result_digest", String(71), nullable=True),
     Column("submitted_at", UTCDateTime, nullable=True),
@@ -194,4 +198,36 @@ review_leases = Table(
     Column("last_error", String(500), nullable=True),
 )
 
+disputes = Table(
+    "disputes",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("task_id", String(64), ForeignKey("tasks.id"), nullable=False, index=True),
+    Column("attempt", Integer, nullable=False),  # the round it concerns
+    Column("by", String(64), nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("at", UTCDateTime, nullable=False),
+)
+
+verifier_keys = Table(
+    "verifier_keys",
+    metadata,
+    Column("fingerprint", String(64), primary_key=True),  # sha256 hex of the raw public key
+    Column("account_id", String(64), ForeignKey("accounts.id"), nullable=False, index=True),
+    # Standard base64 of the raw 32-byte key; null only for keys registered before keys were
+    # kept whole (their verdicts carry the key, checked against the fingerprint).
+    Column("public_key", String(64), nullable=True),
+    Column("added_at", UTCDateTime, nullable=False),
+    Column("revoked_at", UTCDateTime, nullable=True),
+)
+
+quotas = Table(
+    "quotas",
+    metadata,
+    Column("scope", String(200), primary_key=True),  # e.g. dry-run:<task>:<account>
+    Column("window", UTCDateTime, primary_key=True),  # the start of the counting window
+    Column("used", Integer, nullable=False),
+)
+
 Index("ix_tasks_status_verifier", tasks.c.status, tasks.c.verifier)
+Index("ix_tasks_posted", tasks.c.posted_at, tasks.c.id)

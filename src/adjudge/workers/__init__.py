@@ -1,15 +1,14 @@
 """Review workers: the agent-review queue and the model judges (the only place a model is called).
 
-``ReviewWorker(market, judge).poll()`` takes results awaiting a verifier agent, asks the judge,
-and records each verdict as the task's verifier. ``ChatCompletionsJudge`` talks to any
-OpenAI-compatible chat-completions endpoint.
+``ReviewWorker(client, judge, signer).poll()`` leases the results awaiting one verifier agent
+from the service (a client of its API), asks the judge, and posts each verdict signed as that
+verifier. ``ChatCompletionsJudge`` talks to any OpenAI-compatible chat-completions endpoint.
 """
 
 from adjudge.workers.judges import ChatCompletionsJudge, Judge, JudgeError, Judgment, parse_answer
-from adjudge.workers.review import MAX_TRIES, PollReport, ReviewWorker
+from adjudge.workers.review import PollReport, ReviewWorker
 
 __all__ = [
-    "MAX_TRIES",
     "ChatCompletionsJudge",
     "Judge",
     "JudgeError",

@@ -1,4 +1,4 @@
-"""The one place the service reads the time; tests inject their own clock."""
+"""The one place adjudge reads the time; tests inject their own clock."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The checker and the receipt issuer the service uses unless it is given others.
+"""The checker and the receipt issuer adjudge uses unless it is given others.
 
 The checker is the auto check of spec 000 (``adjudge.autocheck``); receipts are the kernel's
 determinations signed by ``adjudge.receipts``.
@@ -10,22 +10,38 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from adjudge.autocheck import admissibility, auto_check
+from adjudge.app.signed_verdicts import DETAIL_KEY, check_signature, verdict_payload
+from adjudge.autocheck import admissibility, auto_check, redos
+from adjudge.errors import CriteriaError
 from adjudge.errors import Error
 from adjudge.kernel import DEFAULT_POLICY, Authority, Check, Determination, Verdict, determine
 from adjudge.kernel.adapters import auto_check_check
 from adjudge.kernel.oracle import integrity
-from adjudge.market import Checker, CheckOutcome, ReceiptIssuer, VerdictReached
-from adjudge.receipts import Head, SigningKey, issue
-from adjudge.service.signed_verdicts import DETAIL_KEY, check_signature, verdict_payload
+from adjudge.market import Checker, CheckOutcome, ReceiptIssuer, Settlement, Task, VerdictReached
+from adjudge.receipts import Head, SigningKey, digest, issue
 
 
 class AutoCheck:
     """The market's :class:`~adjudge.market.Checker` over ``adjudge.autocheck``."""
 
     def admissibility(self, criteria: Mapping[str, Any], mode: str) -> Sequence[Error]:
-        """The auto check's post-time refusals."""
-        return admissibility(criteria, mode)
+        """The auto check's post-time refusals, and one more: a ``regex_pattern`` whose
+        repeated alternatives can match the same text (:mod:`adjudge.autocheck.redos`), which
+        the reference's scan cannot see. The verdict keeps the reference's scan alone."""
+        refusals = list(admissibility(criteria, mode))
+        pattern = criteria.get("regex_pattern")
+        if not refusals and isinstance(pattern, str):
+            why = redos.ambiguous_repeat(pattern)
+            if why is not None:
+                refusals.append(
+                    CriteriaError(
+                        f"regex_pattern {pattern!r} can take exponential time: {why} under a "
+                        "repetition. Rewrite it so the alternatives cannot overlap (for "
+                        "example (a|aa)+ as a+, (http|https)+ as (https?)+).",
+                        code="REGEX_PATTERN_UNUSABLE",
+                    )
+                )
+        return refusals
 
     def check(self, result: str, criteria: Mapping[str, Any]) -> CheckOutcome:
         """Run the auto check and keep its full ``verificationResult``."""
@@ -60,9 +76,14 @@ class SignedReceipts:
         return self.signer.keyid
 
     def issue(
-        self, verdict: VerdictReached, result: str | None, previous: tuple[str, int] | None
+        self,
+        verdict: VerdictReached,
+        result: str | None,
+        previous: tuple[str, int] | None,
+        settlement: Settlement | None = None,
     ) -> Mapping[str, Any]:
-        """The signed receipt of ``verdict``, chained after ``previous``."""
+        """The signed receipt of ``verdict``, chained after ``previous``; the money it releases
+        (``settlement``) is its signed policy decision."""
         subject = verdict.result_digest
         if subject is None or result is None:
             raise Error(
@@ -101,27 +122,61 @@ class SignedReceipts:
                     reason=f"{verdict.judge}: {reason}",
                 )
             )
-        determination = determine(subject, checks, now=verdict.at, policy=policy)
+        determination = determine(
+            subject,
+            checks,
+            now=verdict.at,
+            policy=policy,
+            policy_decision=settlement.decision() if settlement else None,
+        )
         if determination.verdict is not wanted:
             raise Error(
                 f"The kernel folds this verdict to {determination.verdict}, not {wanted}.",
                 code="VERDICT_UNPROVABLE",
             )
-        head = Head(previous[0], previous[1]) if previous else None
-        receipt = issue(determination, self.signer, head)
-        return {
-            "digest": receipt.receipt_id,
-            "sequence": receipt.sequence,
-            "verdict": receipt.verdict.value,
-            "keyid": receipt.keyid,
-            "envelope": receipt.to_dict(),
-        }
+        return self.issue_call(determination, previous)
+
+    def issue_settlement(
+        self,
+        settlement: Settlement,
+        task: Task,
+        result: str | None,
+        basis: str | None,
+        previous: tuple[str, int] | None,
+    ) -> Mapping[str, Any]:
+        """The signed receipt of an ending no judgment decided.
+
+        Its determination is NOT_RUN: no judgment happens at settlement. Over delivered work it
+        holds the oracle's integrity check of the stored result and a ``judgment`` check that
+        did not run (so it can never fold to PASS); over work never delivered it holds no check
+        and its subject is the task's own record. The ending and every amount it releases are
+        its signed policy decision, with ``basis``, the receipt of the task's last verdict.
+        """
+        decision = dict(settlement.decision())
+        decision["basis"] = basis
+        if settlement.result_digest is not None and result is not None:
+            subject = settlement.result_digest
+            checks = [
+                integrity(result.encode("utf-8"), subject),
+                Check(
+                    name="judgment",
+                    verdict=Verdict.NOT_RUN,
+                    authority=Authority.DETERMINISTIC,
+                    evidence=(subject,),
+                    reason=f"settled as {settlement.ending.value}: no judgment decided it",
+                ),
+            ]
+        else:
+            subject = task_record_digest(task)
+            checks = []
+        determination = determine(subject, checks, now=settlement.at, policy_decision=decision)
+        return self.issue_call(determination, previous)
 
     def issue_call(
         self, determination: Determination, previous: tuple[str, int] | None
     ) -> Mapping[str, Any]:
-        """The signed receipt of a verified paid call's determination, chained after
-        ``previous`` (the same receipt shape as a verdict's)."""
+        """The signed receipt of a determination (a verified paid call's, or any other),
+        chained after ``previous``."""
         head = Head(previous[0], previous[1]) if previous else None
         receipt = issue(determination, self.signer, head)
         return {
@@ -154,6 +209,20 @@ def _verifier_signature(verdict: VerdictReached, subject: str) -> str:
     )
     checked = check_signature(payload, record.get("signature"), record.get("public_key"))
     return str(checked["digest"])
+
+
+def task_record_digest(task: Task) -> str:
+    """The subject of a receipt about a task that holds no delivered result: its posting."""
+    return digest(
+        {
+            "type": "adjudge.task/v1",
+            "id": task.id,
+            "poster": task.poster,
+            "reward": str(task.reward),
+            "postedAt": task.posted_at.isoformat(),
+            "deadline": task.deadline.isoformat(),
+        }
+    )
 
 
 def default_checker() -> Checker:

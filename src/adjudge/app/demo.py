@@ -6,9 +6,9 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+from adjudge.app import App
 from adjudge.errors import Error
-from adjudge.service.marketplace import Marketplace
-from adjudge.store import StoredTask, Transaction
+from adjudge.receipts import SigningKey
 
 #: Demo accounts: id, roles, opted in as a verifier.
 ACCOUNTS: tuple[tuple[str, tuple[str, ...], bool], ...] = (
@@ -29,33 +29,38 @@ class Seeded:
     keys: dict[str, str]
     tasks: list[tuple[str, str, str, str]]  # id, mode, status, note
     skipped: list[str]
-    #: Each demo verifier's private key (PEM), which signs its verdicts.
+    #: Each demo verifier's private key (PEM), made here as the verifier would make its own.
     verifier_keys: dict[str, str] = field(default_factory=dict)
 
 
-def _id(_: Transaction, stored: StoredTask, __: Any) -> str:
-    return stored.task.id
+def seed(app: App) -> Seeded:
+    """Create the demo accounts and tasks; ``ACCOUNT_EXISTS`` if the database is not empty.
 
-
-def seed(market: Marketplace) -> Seeded:
-    """Create the demo accounts and tasks; ``ACCOUNT_EXISTS`` if the database is not empty."""
+    The demo plays each verifier: it makes the verifier's key pair and registers the public
+    half, as a verifier does; the service itself never holds a private key.
+    """
     keys: dict[str, str] = {}
     verifier_keys: dict[str, str] = {}
     for account_id, roles, opt_in in ACCOUNTS:
-        _, keys[account_id], private = market.create_account_with_keys(
-            account_id, roles, opt_in=opt_in
-        )
-        if private is not None:
-            verifier_keys[account_id] = private
-    market.deposit("pat", DEPOSIT)
-    pat = market.authenticate(keys["pat"])
-    ann = market.authenticate(keys["ann"])
-    deadline = market.clock.now() + timedelta(days=7)
+        public = None
+        if "verifier" in roles:
+            pair = SigningKey.generate()
+            verifier_keys[account_id] = pair.to_pem().decode("ascii")
+            public = pair.public_key.to_base64()
+        made = app.accounts.create(
+            None, account_id, roles, opt_in=opt_in, verifier_public_key=public
+        ).value
+        keys[account_id] = made["api_key"]
+    admin = app.accounts.authenticate(keys["admin"])
+    app.accounts.deposit(admin, "pat", DEPOSIT)
+    pat = app.accounts.authenticate(keys["pat"])
+    ann = app.accounts.authenticate(keys["ann"])
+    deadline = app.clock.now() + timedelta(days=7)
     tasks: list[tuple[str, str, str, str]] = []
     skipped: list[str] = []
 
     def post(mode: str, title: str, reward: int, **extra: Any) -> str:
-        response = market.post_task(
+        answer = app.tasks.post(
             pat,
             title=title,
             brief=extra.pop("brief", f"{title}. Reply in plain text."),
@@ -65,14 +70,12 @@ def seed(market: Marketplace) -> Seeded:
             criteria=extra.pop("criteria", {}),
             verifier=extra.pop("verifier", None),
             private=extra.pop("private", False),
-            idem=None,
-            render=_id,
         )
-        return str(response.body)
+        return str(answer.value["id"])
 
     def deliver(task_id: str, result: str) -> None:
-        market.accept(ann, task_id, idem=None, render=_id)
-        market.submit(ann, task_id, result=result, idem=None, render=_id)
+        app.tasks.accept(ann, task_id)
+        app.tasks.submit(ann, task_id, result)
 
     manual_open = post("manual", "Review a refactor plan and list every risk", 2_000_000)
     tasks.append((manual_open, "manual", "funded", "take it as bob, submit, review as pat"))

@@ -1,0 +1,97 @@
+"""adjudge's use cases: the one object the HTTP service, the CLI and the workers hold.
+
+``App(store, clock=…, checker=…, issuer=…)`` groups the use cases by what they act on:
+``accounts``, ``tasks``, ``calls``, ``receipts`` and ``reviews``. Each state change is one unit
+of work (:mod:`adjudge.app.unit`: the transaction, the clock, the lost-race retry, the
+Idempotency-Key); each money movement happens in :mod:`adjudge.app.settlement`, and only from a
+determination signed into a receipt in the same transaction. Nothing here knows HTTP: answers
+are plain JSON data, refusals are :class:`adjudge.Error` with stable codes.
+"""
+
+from __future__ import annotations
+
+from adjudge.app.accounts import Accounts
+from adjudge.app.calls import Calls
+from adjudge.app.clock import Clock, SystemClock
+from adjudge.app.receipts import Receipts
+from adjudge.app.reviews import Reviews
+from adjudge.app.tasks import Settings, Tasks
+from adjudge.app.unit import Answer, Idempotency, UnitOfWork
+from adjudge.app.wiring import default_checker, default_issuer
+from adjudge.market import Checker, ReceiptIssuer
+from adjudge.store import Account, Store
+
+__all__ = [
+    "Account",
+    "Answer",
+    "App",
+    "Clock",
+    "Idempotency",
+    "Settings",
+    "SystemClock",
+    "open_app",
+]
+
+
+class App:
+    """The use cases over one store, with an injected clock, checker and receipt issuer."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        clock: Clock | None = None,
+        checker: Checker | None = None,
+        issuer: ReceiptIssuer | None = None,
+        settings: Settings | None = None,
+    ) -> None:
+        self.store = store
+        self.unit = UnitOfWork(store, clock or SystemClock())
+        self.checker = checker or default_checker()
+        self.issuer = issuer or default_issuer()
+        self.settings = settings or Settings()
+        self.accounts = Accounts(self.unit)
+        self.tasks = Tasks(self.unit, self.checker, self.issuer, self.settings)
+        self.calls = Calls(self.unit, self.issuer)
+        self.receipts = Receipts(self.unit, getattr(self.issuer, "fingerprint", None))
+        self.reviews = Reviews(self.unit)
+
+    @classmethod
+    def open(
+        cls,
+        url: str,
+        *,
+        clock: Clock | None = None,
+        checker: Checker | None = None,
+        issuer: ReceiptIssuer | None = None,
+        settings: Settings | None = None,
+    ) -> App:
+        """Open the database at ``url``, bring its schema up to date, and return the use cases
+        over it (``STORAGE_ERROR`` when it cannot be opened)."""
+        store = Store(url)
+        store.migrate()
+        return cls(store, clock=clock, checker=checker, issuer=issuer, settings=settings)
+
+    def close(self) -> None:
+        """Close the database's connections."""
+        self.store.dispose()
+
+    @property
+    def clock(self) -> Clock:
+        """The clock every use case reads."""
+        return self.unit.clock
+
+    @property
+    def dialect(self) -> str:
+        """The database kind: ``sqlite`` or ``postgresql``."""
+        return self.store.dialect
+
+    def health(self) -> dict[str, object]:
+        """Liveness, the database kind and the chain head."""
+        head = self.receipts.head()
+        return {
+            "ok": True,
+            "database": self.dialect,
+            "receipts": head["seq"],
+            "head": head["digest"],
+        }

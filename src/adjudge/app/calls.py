@@ -1,0 +1,436 @@
+"""Paid-call use cases (spec 003): register a tool and its policies, verify a call, read quality.
+
+- A provider registers its tool's contract, and optionally declares its quality terms; the tool
+  belongs to the provider that registered it first.
+- A poster (the marketplace) or an admin registers a versioned decision policy, checked against
+  the tool's current contract.
+- A poster or an admin *reports* a call: the request and the response it says the provider
+  gave. It is verified at the clock's time and stored with its signed receipt in one
+  transaction, marked ``reported``: a caller's word about a provider, so it never counts toward
+  the provider's quality window or a penalty (only calls adjudge forwarded itself do).
+- Anyone may read a provider's quality window, failure rate and penalty proposal.
+
+Every decision is the pure ``adjudge.calls`` package's. Parsed contracts and policies are kept
+per process by their digest (a stored document never changes), so a call does not parse them
+again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from fractions import Fraction
+from typing import Any, Protocol
+
+from adjudge.app.unit import Answer, Idempotency, UnitOfWork
+from adjudge.calls import (
+    Contract,
+    Policy,
+    ProposalStatus,
+    assess_penalty,
+    determine_call,
+    parse_corroboration,
+    parse_judgment,
+    parse_request,
+    parse_response,
+    quality_window,
+    register_contract,
+    register_policy,
+    verify_call,
+)
+from adjudge.calls.quality import PenaltyProposal, QualityTerms, parse_terms
+from adjudge.calls.verify import digest_of, digested_bytes
+from adjudge.errors import CriteriaError, Error
+from adjudge.kernel import Determination
+from adjudge.store import Account, Transaction, receipt_log, records
+from adjudge.store import calls as db
+
+#: The highest policy version the store holds (a 32-bit integer column).
+MAX_VERSION = 2**31 - 1
+#: The quality window of a provider that declared no terms.
+DEFAULT_WINDOW_DAYS = 30
+
+
+class CallReceiptIssuer(Protocol):
+    """What signs a call's determination: :class:`adjudge.app.wiring.SignedReceipts`."""
+
+    def issue_call(
+        self, determination: Determination, previous: tuple[str, int] | None
+    ) -> Mapping[str, Any]:
+        """The receipt of ``determination`` chained after ``previous``."""
+        ...
+
+
+def _need_any(who: Account, roles: set[str], what: str) -> None:
+    if not roles & who.roles:
+        wanted = " or ".join(sorted(roles))
+        raise Error(f"Only a {wanted} account {what}.", code="ROLE_REQUIRED")
+
+
+def _storable(value: str, what: str, limit: int, code: str) -> str:
+    """Refuse a name the store's columns cannot hold on every database (length, NUL)."""
+    if len(value) > limit or "\x00" in value:
+        raise CriteriaError(f"{what} is at most {limit} characters, without NUL.", code=code)
+    return value
+
+
+def _iso(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat()
+
+
+def _terms(declared: Mapping[str, Any]) -> QualityTerms:
+    try:
+        return parse_terms({"type": "provider", **declared})
+    except CriteriaError as exc:
+        raise CriteriaError(exc.message, code="QUALITY_TERMS_INVALID") from None
+
+
+#: Contracts and policies parsed in this process, by digest (a digest names one document).
+_PARSED: dict[tuple[str, ...], Any] = {}
+_PARSED_MAX = 1024
+
+
+def _parsed(key: tuple[str, ...], parse: Any) -> Any:
+    found = _PARSED.get(key)
+    if found is None:
+        if len(_PARSED) >= _PARSED_MAX:
+            _PARSED.clear()
+        found = _PARSED[key] = parse()
+    return found
+
+
+def contract_view(c: db.StoredContract) -> dict[str, Any]:
+    """A registered contract."""
+    return {
+        "tool": c.tool,
+        "version": c.version,
+        "provider": c.provider,
+        "digest": c.digest,
+        "registered_at": _iso(c.registered_at),
+        "contract": dict(c.document),
+    }
+
+
+def policy_view(p: db.StoredPolicy) -> dict[str, Any]:
+    """A registered decision policy."""
+    return {
+        "policy": p.policy_id,
+        "version": p.version,
+        "tool": p.tool,
+        "contract_version": p.contract_version,
+        "digest": p.digest,
+        "registered_by": p.registered_by,
+        "registered_at": _iso(p.registered_at),
+    }
+
+
+def call_view(c: db.StoredCall) -> dict[str, Any]:
+    """A verified call: its record (every check row), inputs, source and receipt."""
+    return {
+        "id": c.id,
+        "submitted_by": c.submitted_by,
+        "source": c.source,
+        "verified_at": _iso(c.at),
+        "receipt_id": c.receipt_id,
+        "record": dict(c.record),
+        "request": dict(c.request),
+        "response": dict(c.response),
+    }
+
+
+def _proposal_of(stored: Mapping[str, Any]) -> PenaltyProposal:
+    return PenaltyProposal(
+        provider=str(stored["provider"]),
+        proposed_at=datetime.fromisoformat(stored["proposed_at"]),
+        enforceable_at=datetime.fromisoformat(stored["enforceable_at"]),
+        lapses_at=datetime.fromisoformat(stored["lapses_at"]),
+        observations=int(stored["observations"]),
+        failures=int(stored["failures"]),
+        declared_failure_rate=Fraction(stored["declared_failure_rate"]),
+        p_value=float(stored["p_value_at_most"]),
+        confidence=Fraction(stored["confidence"]),
+        penalty_minor=int(stored["penalty_minor"]),
+    )
+
+
+def _open(stored: Mapping[str, Any] | None, now: datetime) -> bool:
+    if stored is None:
+        return False
+    status = _proposal_of(stored).status(now)
+    return status in (ProposalStatus.PENDING, ProposalStatus.ENFORCEABLE)
+
+
+def propose_if_due(tx: Transaction, provider: str, now: datetime) -> None:
+    """After an observed call: record a penalty proposal when the window supports one and none
+    is open."""
+    declared = db.terms(tx, provider)
+    if declared is None or _open(db.latest_proposal(tx, provider), now):
+        return
+    terms = _terms(declared)
+    window = quality_window(
+        db.observations(tx, provider, now - terms.window, now), provider, now, terms.window
+    )
+    assessment = assess_penalty(window, terms, now)
+    if assessment.proposal is not None:
+        db.add_proposal(tx, provider, assessment.proposal.to_dict(), now)
+
+
+class Calls:
+    """The paid-call use cases."""
+
+    def __init__(self, unit: UnitOfWork, issuer: object) -> None:
+        self.unit = unit
+        self.issuer = issuer
+
+    def _call_issuer(self) -> CallReceiptIssuer:
+        issuer = self.issuer
+        if not callable(getattr(issuer, "issue_call", None)):
+            raise Error(
+                "This service has no signer for call receipts.", code="CALL_RECEIPTS_UNAVAILABLE"
+            )
+        return issuer  # type: ignore[return-value]
+
+    def register_tool(
+        self,
+        who: Account,
+        contract: Mapping[str, Any],
+        quality: Mapping[str, Any] | None = None,
+        *,
+        key: str | None = None,
+    ) -> Answer[dict[str, Any]]:
+        """A provider registers its tool's contract (refusals carry the calls package's codes)."""
+        _need_any(who, {"provider"}, "registers a tool's contract")
+        parsed = register_contract(contract)
+        _storable(parsed.tool, "A tool name", 200, "CONTRACT_INVALID")
+        _storable(parsed.version, "A contract version", 64, "CONTRACT_INVALID")
+        if quality is not None:
+            _terms(quality)
+        idem = Idempotency.of(
+            key, "calls.register_tool", {"contract": contract, "quality": quality}
+        )
+
+        def run(tx: Transaction) -> dict[str, Any]:
+            now = self.unit.now()
+            stored = db.add_contract(
+                tx,
+                tool=parsed.tool,
+                version=parsed.version,
+                provider=who.id,
+                document=contract,
+                digest=digest_of(contract),
+                at=now,
+            )
+            view = contract_view(stored)
+            if quality is not None:
+                db.set_terms(tx, who.id, quality, now)
+                view["quality"] = dict(quality)
+            return view
+
+        return self.unit.once(who.id, idem, run)
+
+    def register_policy(
+        self, who: Account, tool: str, policy: Mapping[str, Any], *, key: str | None = None
+    ) -> Answer[dict[str, Any]]:
+        """A poster (marketplace) or an admin registers a versioned decision policy."""
+        _need_any(who, {"poster", "admin"}, "registers a decision policy")
+        idem = Idempotency.of(key, "calls.register_policy", {"tool": tool, "policy": policy})
+
+        def run(tx: Transaction) -> dict[str, Any]:
+            current = db.latest_contract(tx, tool)
+            if current is None:
+                raise Error(f"No tool {tool} is registered.", code="TOOL_NOT_FOUND")
+            parsed = register_policy(policy, _contract(current))
+            _storable(parsed.policy_id, "A policy id", 200, "POLICY_INVALID")
+            if parsed.version > MAX_VERSION:
+                raise CriteriaError(
+                    f"A policy version is at most {MAX_VERSION}.", code="POLICY_INVALID"
+                )
+            stored = db.add_policy(
+                tx,
+                policy_id=parsed.policy_id,
+                version=parsed.version,
+                tool=tool,
+                contract_version=current.version,
+                document=policy,
+                digest=digest_of(policy),
+                by=who.id,
+                at=self.unit.now(),
+            )
+            return policy_view(stored)
+
+        return self.unit.once(who.id, idem, run)
+
+    def report(
+        self,
+        who: Account,
+        *,
+        request: Mapping[str, Any],
+        response: Mapping[str, Any],
+        policy_id: str | None = None,
+        policy_version: int | None = None,
+        judgment: Mapping[str, Any] | None = None,
+        corroboration: Mapping[str, Any] | None = None,
+        key: str | None = None,
+    ) -> Answer[dict[str, Any]]:
+        """Verify a call the caller reports; its record and receipt are stored together, once
+        per call id. The record says it was reported: it never feeds provider quality."""
+        _need_any(who, {"poster", "admin"}, "submits calls for verification")
+        call = parse_request(request)
+        _storable(call.call_id, "A call id", 200, "CALL_INPUT_INVALID")
+        _storable(call.tool, "A tool name", 200, "CALL_INPUT_INVALID")
+        _storable(call.provider, "A provider", 200, "CALL_INPUT_INVALID")
+        answer = parse_response(response)
+        parsed_judgment = None if judgment is None else parse_judgment(judgment)
+        parsed_corroboration = None if corroboration is None else parse_corroboration(corroboration)
+        if policy_version is not None and not 1 <= policy_version <= MAX_VERSION:
+            raise Error(f"A policy version is 1 to {MAX_VERSION}.", code="INVALID_REQUEST")
+        issuer = self._call_issuer()
+        inputs = {
+            "request": request,
+            "response": response,
+            "policy": [policy_id, policy_version],
+            "judgment": judgment,
+            "corroboration": corroboration,
+        }
+        idem = Idempotency.of(key, "calls.report", inputs)
+
+        def run(tx: Transaction) -> dict[str, Any]:
+            if db.call(tx, call.call_id) is not None:
+                raise Error(f"The call {call.call_id} was already verified.", code="CALL_EXISTS")
+            current = db.latest_contract(tx, call.tool)
+            if current is None:
+                raise Error(f"No tool {call.tool} is registered.", code="TOOL_NOT_FOUND")
+            if call.provider != current.provider:
+                raise Error(
+                    f"{call.tool} is provided by {current.provider}, not {call.provider}.",
+                    code="CALL_PROVIDER_MISMATCH",
+                )
+            governing = _governing(tx, call.tool, policy_id, policy_version)
+            used = current
+            if governing is not None:
+                found = db.contract(tx, call.tool, governing.contract_version)
+                assert found is not None  # a policy is registered against a stored contract
+                used = found
+            contract = _contract(used)
+            parsed_policy = None if governing is None else _policy(governing, contract)
+            now = self.unit.now()
+            result = verify_call(
+                contract,
+                parsed_policy,
+                call,
+                answer,
+                now,
+                judgment=parsed_judgment,
+                corroboration=parsed_corroboration,
+            )
+            receipt_id = None
+            if result.error is None:
+                determination = determine_call(
+                    result,
+                    now=now,
+                    response_bytes=None if answer.digest else digested_bytes(answer.body),
+                    policy_digest=None if governing is None else governing.digest,
+                    contract_digest=used.digest,
+                )
+                receipt = receipt_log.append(
+                    tx,
+                    lambda previous: issuer.issue_call(determination, previous),
+                    task_id=None,
+                    at=now,
+                )
+                receipt_id = receipt.id
+            stored = db.add_call(
+                tx,
+                record=result.to_dict(),
+                contract_version=used.version,
+                submitted_by=who.id,
+                at=now,
+                request=request,
+                response=response,
+                receipt_id=receipt_id,
+                source="reported",
+            )
+            return call_view(stored)
+
+        return self.unit.once(who.id, idem, run)
+
+    def get(self, who: Account, call_id: str) -> dict[str, Any]:
+        """A verified call's record with every check row (its submitter, its provider, admins)."""
+
+        def run(tx: Transaction) -> dict[str, Any]:
+            found = db.call(tx, call_id)
+            if found is None:
+                raise Error(f"No call {call_id}.", code="CALL_NOT_FOUND")
+            if who.id not in (found.submitted_by, found.provider) and "admin" not in who.roles:
+                raise Error("A call record is for its submitter and provider.", code="NOT_A_PARTY")
+            return call_view(found)
+
+        return self.unit.read(run)
+
+    def quality(self, provider: str, *, window_days: int | None = None) -> dict[str, Any]:
+        """A provider's quality window now: counts, failure rate (null with no observations),
+        the penalty assessment under its declared terms, and its latest proposal's status."""
+
+        def run(tx: Transaction) -> dict[str, Any]:
+            account = records.account(tx, provider)
+            if account is None or "provider" not in account.roles:
+                raise Error(f"No provider {provider}.", code="ACCOUNT_NOT_FOUND")
+            now = self.unit.now()
+            declared = db.terms(tx, provider)
+            terms = None if declared is None else _terms(declared)
+            if window_days is not None:
+                span = timedelta(days=window_days)
+            elif terms is not None:
+                span = terms.window
+            else:
+                span = timedelta(days=DEFAULT_WINDOW_DAYS)
+            window = quality_window(
+                db.observations(tx, provider, now - span, now), provider, now, span
+            )
+            assessment = None if terms is None else assess_penalty(window, terms, now).reason
+            stored = db.latest_proposal(tx, provider)
+            proposal = None
+            if stored is not None:
+                proposal = dict(stored) | {"status": _proposal_of(stored).status(now).value}
+            return {
+                "provider": provider,
+                "at": now.isoformat(),
+                "terms": declared,
+                "window": window.to_dict(),
+                "failure_rate": window.to_dict()["failure_rate"],
+                "assessment": assessment,
+                "proposal": proposal,
+            }
+
+        return self.unit.read(run)
+
+
+def _contract(stored: db.StoredContract) -> Contract:
+    """A stored contract, parsed once per process."""
+    parsed: Contract = _parsed((stored.digest,), lambda: register_contract(stored.document))
+    return parsed
+
+
+def _policy(stored: db.StoredPolicy, contract: Contract) -> Policy:
+    """A stored policy on the contract it was registered against, parsed once per process."""
+    parsed: Policy = _parsed(
+        ("policy", stored.digest, stored.tool, stored.contract_version),
+        lambda: register_policy(stored.document, contract),
+    )
+    return parsed
+
+
+def _governing(
+    tx: Transaction, tool: str, policy_id: str | None, version: int | None
+) -> db.StoredPolicy | None:
+    if policy_id is None:
+        return db.latest_policy(tx, tool)
+    found = db.policy(tx, policy_id, version)
+    if found is None:
+        named = policy_id if version is None else f"{policy_id} version {version}"
+        raise Error(f"No policy {named} is registered.", code="POLICY_NOT_FOUND")
+    if found.tool != tool:
+        raise Error(
+            f"The policy {policy_id} is for {found.tool}, not {tool}.", code="POLICY_INVALID"
+        )
+    return found

@@ -1,0 +1,110 @@
+"""The agent-review queue: a verifier leases the submissions waiting for it, and reports failures.
+
+A verifier's worker (``adjudge worker``, a client of the service) claims work through these use
+cases with the verifier's own API key, so it needs no database access: it gets each claimed
+submission's brief, acceptance note and result, judges it, and posts a signed verdict through
+:meth:`adjudge.app.tasks.Tasks.verdict` like any verifier. A lease keeps other workers off a
+submission for its duration; after :data:`MAX_TRIES` failed judgments the submission is given up
+(delivered, never judged: the poster's reclaim after the deadline escalates it).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from adjudge.app.accounts import need_role
+from adjudge.app.unit import UnitOfWork
+from adjudge.errors import Error
+from adjudge.store import Account, Transaction, leases, records
+
+#: "After 5 failed attempts it stops."
+MAX_TRIES = 5
+#: How long a claim keeps other workers off a submission, by default and at most.
+LEASE = timedelta(minutes=5)
+MAX_LEASE = timedelta(hours=1)
+#: The most submissions one claim takes.
+MAX_BATCH = 50
+
+
+class Reviews:
+    """The review-queue use cases, for verifiers."""
+
+    def __init__(self, unit: UnitOfWork) -> None:
+        self.unit = unit
+
+    def claim(
+        self, verifier: Account, *, limit: int = 10, lease: timedelta = LEASE
+    ) -> list[dict[str, Any]]:
+        """Lease up to ``limit`` submissions waiting for ``verifier``; each with what judging it
+        needs: the task, the attempt and its digest, the brief, the acceptance note, the result
+        and the verifier key the task trusts."""
+        need_role(verifier, "verifier")
+        if not 1 <= limit <= MAX_BATCH:
+            raise Error(f"A claim takes 1 to {MAX_BATCH} submissions.", code="INVALID_REQUEST")
+        if not timedelta(seconds=1) <= lease <= MAX_LEASE:
+            raise Error("A lease lasts 1 second to 1 hour.", code="INVALID_REQUEST")
+
+        def run(tx: Transaction) -> list[dict[str, Any]]:
+            now = self.unit.now()
+            jobs = []
+            for stored in leases.claim(tx, [verifier.id], now=now, lease=lease, limit=limit):
+                t = stored.task
+                sub = records.submission(tx, t.id, t.attempts)
+                if sub is None:
+                    continue
+                acceptance = t.criteria.get("acceptance", "")
+                jobs.append(
+                    {
+                        "task_id": t.id,
+                        "attempt": sub.attempt,
+                        "result_digest": sub.digest,
+                        "verifier_key": t.verifier_key,
+                        "brief": stored.brief,
+                        "acceptance": acceptance if isinstance(acceptance, str) else "",
+                        "result": sub.result,
+                        "leased_until": (now + lease).isoformat(),
+                    }
+                )
+            return jobs
+
+        return self.unit.write(run)
+
+    def failed(self, verifier: Account, task_id: str, attempt: int, error: str) -> dict[str, Any]:
+        """Record a failed judgment of a leased submission; the lease ends so a later claim can
+        try again, until :data:`MAX_TRIES` failures give it up."""
+        need_role(verifier, "verifier")
+
+        def run(tx: Transaction) -> dict[str, Any]:
+            stored = records.task(tx, task_id)
+            if stored is None:
+                raise Error(f"No task {task_id}.", code="TASK_NOT_FOUND")
+            if stored.task.verifier != verifier.id:
+                raise Error(
+                    "Only the task's named verifier reports on its review.",
+                    code="NOT_TASK_VERIFIER",
+                )
+            gave_up = leases.failed(
+                tx, task_id, attempt, error=error, now=self.unit.now(), max_tries=MAX_TRIES
+            )
+            if gave_up is None:
+                raise Error("That submission was never claimed.", code="NOT_CLAIMED")
+            row = leases.lease(tx, task_id, attempt)
+            return {
+                "task_id": task_id,
+                "attempt": attempt,
+                "gave_up": gave_up,
+                "lease": _lease(row),
+            }
+
+        return self.unit.write(run)
+
+
+def _lease(row: dict[str, Any] | None) -> dict[str, Any] | None:
+    if row is None:
+        return None
+    return {
+        "tries": int(row["tries"]),
+        "gave_up": bool(row["gave_up"]),
+        "last_error": row["last_error"],
+    }

@@ -1,0 +1,613 @@
+"""The task use cases: post, take, deliver, judge, dispute, rule, reclaim, collect, cancel.
+
+Each state change runs in one unit of work (:mod:`adjudge.app.unit`): read the task, ask the pure
+market for the outcome of the event at the clock's time, and store it through
+:mod:`adjudge.app.settlement` — the new state, the verdict's signed receipt and the money it
+releases, together. The answer is the task as the caller may see it (:mod:`adjudge.app.views`).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from typing import Any
+
+from adjudge.app import settlement
+from adjudge.app.accounts import need_role
+from adjudge.app.signed_verdicts import DETAIL_KEY, check_signature, verdict_payload
+from adjudge.app.unit import Answer, Idempotency, UnitOfWork
+from adjudge.app.views import rendered, task_summary, task_view
+from adjudge.autocheck import criteria as autocriteria
+from adjudge.errors import CriteriaError, Error, RateLimited
+from adjudge.market import (
+    DEFAULT_FEE_BPS,
+    MAX_FEE_BPS,
+    Accept,
+    Cancel,
+    Checker,
+    CheckOutcome,
+    Collect,
+    Context,
+    Dispute,
+    Draft,
+    Effect,
+    Event,
+    Finalize,
+    Mode,
+    Outcome,
+    ReceiptIssuer,
+    Reclaim,
+    Release,
+    Review,
+    Rule,
+    Status,
+    Submit,
+    VerdictReached,
+    VerifierVerdict,
+    post,
+    step,
+)
+from adjudge.market.lifecycle import MAX_RESULT_CHARS
+from adjudge.store import Account, StoredTask, Submission, Transaction, quotas, records
+
+#: Criteria a task is posted with, at most (their canonical JSON, in bytes): well above what
+#: spec 000's own limits allow (about 130 KB of text), far below what would burden a reader.
+MAX_CRITERIA_BYTES = 256 * 1024
+#: Criteria fields an agent never sees, and so a dry run never runs (spec 000: "It's hidden
+#: from agents").
+HIDDEN_FIELDS = ("expected_answer",)
+#: Dry runs an agent may make per task per hour (docs/service.md).
+DRY_RUN_QUOTA = 20
+DRY_RUN_WINDOW = timedelta(hours=1)
+#: The furthest deadline ``deadline_hours`` can name (the market refuses beyond 90 days).
+MAX_DEADLINE_HOURS = 24 * 366
+#: Known fields inside a rubric item and inside ``expected_schema``.
+_RUBRIC_FIELDS = ("criterion", "keywords", "min_mentions", "weight")
+_SCHEMA_FIELDS = ("type", "required", "properties")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Deployment settings; ``fee_bps`` is read at each settlement."""
+
+    fee_bps: int = DEFAULT_FEE_BPS
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.fee_bps <= MAX_FEE_BPS:
+            raise Error(f"fee_bps must be between 0 and {MAX_FEE_BPS}.", code="INVALID_FEE")
+
+
+@dataclass(frozen=True)
+class _Checked:
+    """An auto check run before the write transaction, on the stored submission."""
+
+    result: str
+    criteria: Mapping[str, Any]
+    outcome: CheckOutcome
+
+
+class _Precomputed:
+    """The market's checker, answering the one check already run from its stored outcome."""
+
+    def __init__(self, inner: Checker, done: _Checked | None) -> None:
+        self._inner = inner
+        self._done = done
+
+    def admissibility(self, criteria: Mapping[str, Any], mode: str) -> Sequence[Error]:
+        return self._inner.admissibility(criteria, mode)
+
+    def check(self, result: str, criteria: Mapping[str, Any]) -> CheckOutcome:
+        done = self._done
+        if done is not None and result == done.result and criteria == done.criteria:
+            return done.outcome
+        return self._inner.check(result, criteria)
+
+
+def criteria_refusals(criteria: Mapping[str, Any]) -> list[Error]:
+    """Posting refuses what the auto check would silently drop: an unknown field, named with
+    the closest known one (``CRITERIA_UNKNOWN_FIELD``) — inside rubric items and
+    ``expected_schema`` too. The auto check itself keeps the reference's behaviour."""
+    found: list[Error] = []
+
+    def unknown(where: str, name: str, known: Sequence[str]) -> None:
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+        hint = f" Did you mean `{close[0]}`?" if close else f" Known: {', '.join(known)}."
+        found.append(
+            CriteriaError(
+                f"{where}{name!r} is not a criteria field, so it would check nothing.{hint} "
+                "(Send lenient_criteria to post it anyway.)",
+                code="CRITERIA_UNKNOWN_FIELD",
+            )
+        )
+
+    for name in criteria:
+        if name not in autocriteria.FIELDS:
+            unknown("criteria.", name, autocriteria.FIELDS)
+    rubric = criteria.get("rubric")
+    if isinstance(rubric, list):
+        for i, item in enumerate(rubric):
+            if isinstance(item, Mapping):
+                for name in item:
+                    if name not in _RUBRIC_FIELDS:
+                        unknown(f"criteria.rubric[{i}].", name, _RUBRIC_FIELDS)
+    schema = criteria.get("expected_schema")
+    if isinstance(schema, Mapping):
+        for name in schema:
+            if name not in _SCHEMA_FIELDS:
+                unknown("criteria.expected_schema.", name, _SCHEMA_FIELDS)
+    return found
+
+
+class Tasks:
+    """The task use cases over one store, with an injected clock, checker and receipt issuer."""
+
+    def __init__(
+        self,
+        unit: UnitOfWork,
+        checker: Checker,
+        issuer: ReceiptIssuer,
+        settings: Settings,
+    ) -> None:
+        self.unit = unit
+        self.checker = checker
+        self.issuer = issuer
+        self.settings = settings
+
+    def context(self, checker: Checker | None = None) -> Context:
+        """The market's context now."""
+        return Context(
+            now=self.unit.now(), checker=checker or self.checker, fee_bps=self.settings.fee_bps
+        )
+
+    # --- posting --------------------------------------------------------------------------
+
+    def post(
+        self,
+        account: Account,
+        *,
+        title: str,
+        brief: str,
+        reward: int,
+        mode: str,
+        criteria: Mapping[str, Any],
+        deadline: datetime | None = None,
+        deadline_hours: float | None = None,
+        verifier: str | None = None,
+        private: bool = False,
+        lenient_criteria: bool = False,
+        key: str | None = None,
+    ) -> Answer[dict[str, Any]]:
+        """Post a task and fund its escrow from the poster's wallet (``INSUFFICIENT_FUNDS``).
+
+        The deadline is an aware time, or ``deadline_hours`` from the moment of posting (the
+        same moment the market measures the 1-hour minimum from).
+        """
+        need_role(account, "poster")
+        if (deadline is None) == (deadline_hours is None):
+            raise Error("Send a deadline or deadline_hours (one of them).", code="INVALID_DEADLINE")
+        if deadline_hours is not None and not 0 < deadline_hours <= MAX_DEADLINE_HOURS:
+            raise Error(
+                "The deadline must be between 1 hour and 90 days after posting.",
+                code="INVALID_DEADLINE",
+            )
+        size = len(json.dumps(criteria, ensure_ascii=False, separators=(",", ":")).encode())
+        if size > MAX_CRITERIA_BYTES:
+            raise CriteriaError(
+                f"Criteria are at most {MAX_CRITERIA_BYTES} bytes of JSON; these are {size}.",
+                code="CRITERIA_OVER_LIMIT",
+            )
+        if not lenient_criteria:
+            refusals = criteria_refusals(criteria)
+            if refusals:
+                raise refusals[0]
+        inputs = {
+            "title": title,
+            "brief": brief,
+            "reward": str(reward),
+            "mode": mode,
+            "criteria": criteria,
+            "deadline": deadline.isoformat() if deadline else None,
+            "deadline_hours": deadline_hours,
+            "verifier": verifier,
+            "private": private,
+            "lenient_criteria": lenient_criteria,
+        }
+        idem = Idempotency.of(key, "tasks.post", inputs)
+
+        def run(tx: Transaction) -> dict[str, Any]:
+            opted_in = False
+            verifier_key = None
+            if verifier:
+                named = records.account(tx, verifier)
+                opted_in = bool(named and "verifier" in named.roles and named.verifier_opt_in)
+                verifier_key = named.verifier_key if named else None
+                if opted_in and verifier_key is None and mode == Mode.AGENT.value:
+                    raise Error(
+                        f"Verifier {verifier} has registered no key to sign its verdicts with.",
+                        code="VERIFIER_KEY_REQUIRED",
+                    )
+            ctx = self.context()
+            when = deadline or ctx.now + timedelta(hours=deadline_hours or 0)
+            draft = Draft(
+                poster=account.id,
+                reward=reward,
+                deadline=when,
+                mode=mode,
+                criteria=criteria,
+                verifier=verifier,
+                verifier_opted_in=opted_in,
+                verifier_key=verifier_key,
+                private=private,
+            )
+            out = post("task_" + uuid.uuid4().hex[:24], draft, ctx)
+            stored = settlement.post(tx, out, title=title, brief=brief, at=ctx.now)
+            return task_view(tx, stored, account)
+
+        return self.unit.once(account.id, idem, run)
+
+    # --- the lifecycle ----------------------------------------------------------------------
+
+    def accept(self, account: Account, task_id: str, *, key: str | None = None) -> Answer[Any]:
+        """An agent takes a funded task."""
+        need_role(account, "agent")
+        return self._act(account, task_id, "accept", {}, key, lambda tx, st: Accept(account.id))
+
+    def release(self, account: Account, task_id: str, *, key: str | None = None) -> Answer[Any]:
+        """The poster takes back a task its agent holds without delivering, after the grace."""
+        need_role(account, "poster")
+        return self._act(account, task_id, "release", {}, key, lambda tx, st: Release(account.id))
+
+    def submit(
+        self, account: Account, task_id: str, result: str, *, key: str | None = None
+    ) -> Answer[Any]:
+        """The agent delivers a result; it is stored with its digest for the integrity proof."""
+        need_role(account, "agent")
+
+        def after(tx: Transaction, out: Outcome) -> None:
+            t = out.task
+            assert t.submitted_at is not None and t.result_digest is not None
+            records.add_submission(
+                tx, Submission(t.id, t.attempts, result, t.result_digest, t.submitted_at)
+            )
+
+        return self._act(
+            account,
+            task_id,
+            "submit",
+            {"result": result},
+            key,
+            lambda tx, st: Submit(account.id, result),
+            after=after,
+        )
+
+    def finalize(self, account: Account, task_id: str, *, key: str | None = None) -> Answer[Any]:
+        """The agent asks for the auto check of its latest submission.
+
+        The check is pure and can take a while (a regular expression may run 100 ms), so it
+        runs before the write transaction, on the stored submission, holding no lock; the
+        write re-reads the task and applies the outcome only to that same submission.
+        """
+        need_role(account, "agent")
+        done = self._precheck(account, task_id)
+
+        def event(tx: Transaction, stored: StoredTask) -> Event:
+            sub = records.submission(tx, task_id, stored.task.attempts)
+            # The server's stored copy is what is judged; no submission judges an empty result
+            # whose digest cannot match, so the market refuses it.
+            return Finalize(account.id, sub.result if sub else "")
+
+        return self._act(
+            account,
+            task_id,
+            "finalize",
+            {},
+            key,
+            event,
+            checker=_Precomputed(self.checker, done),
+        )
+
+    def review(
+        self,
+        account: Account,
+        task_id: str,
+        *,
+        passed: bool,
+        reasons: Sequence[str],
+        key: str | None = None,
+    ) -> Answer[Any]:
+        """The poster approves or rejects a submitted result (manual mode)."""
+        need_role(account, "poster")
+        ev = Review(account.id, passed, tuple(reasons))
+        inputs = {"passed": passed, "reasons": list(reasons)}
+        return self._act(account, task_id, "review", inputs, key, lambda tx, st: ev)
+
+    def verdict(
+        self,
+        account: Account,
+        task_id: str,
+        *,
+        passed: bool,
+        reasons: Sequence[str],
+        signature: str | None,
+        public_key: str | None = None,
+        key: str | None = None,
+    ) -> Answer[Any]:
+        """The named verifier's judgment (agent mode), signed with the verifier's own key.
+
+        The market's rules decide first (who, which state, how many reasons); then the signature
+        is checked against the payload rebuilt from the judged submission and the key the task's
+        trust policy names (:mod:`adjudge.app.signed_verdicts`), before any receipt is built or
+        anything is written. A revoked key signs nothing. The verified signature is kept with
+        the verdict.
+        """
+        need_role(account, "verifier")
+        ev = VerifierVerdict(account.id, passed, tuple(reasons))
+        inputs = {
+            "passed": passed,
+            "reasons": list(reasons),
+            "signature": signature,
+            "public_key": public_key,
+        }
+
+        def sign(tx: Transaction, out: Outcome) -> Outcome:
+            return _signed(tx, out, signature, public_key, self.unit.now())
+
+        return self._act(
+            account, task_id, "verdict", inputs, key, lambda tx, st: ev, transform=sign
+        )
+
+    def dispute(
+        self, account: Account, task_id: str, *, reason: str, key: str | None = None
+    ) -> Answer[Any]:
+        """The poster or the agent asks an admin to rule; the reason is kept with the task."""
+        return self._act(
+            account,
+            task_id,
+            "dispute",
+            {"reason": reason},
+            key,
+            lambda tx, st: Dispute(account.id, reason),
+        )
+
+    def reclaim(self, account: Account, task_id: str, *, key: str | None = None) -> Answer[Any]:
+        """The poster reclaims after the deadline (a refund, or an escalation)."""
+        need_role(account, "poster")
+        return self._act(account, task_id, "reclaim", {}, key, lambda tx, st: Reclaim(account.id))
+
+    def collect(self, account: Account, task_id: str, *, key: str | None = None) -> Answer[Any]:
+        """The agent collects an escalated reward after 14 days."""
+        need_role(account, "agent")
+        return self._act(account, task_id, "collect", {}, key, lambda tx, st: Collect(account.id))
+
+    def cancel(self, account: Account, task_id: str, *, key: str | None = None) -> Answer[Any]:
+        """The poster withdraws a task nobody holds."""
+        need_role(account, "poster")
+        return self._act(account, task_id, "cancel", {}, key, lambda tx, st: Cancel(account.id))
+
+    def rule(
+        self,
+        account: Account,
+        task_id: str,
+        *,
+        pay_agent: bool,
+        note: str,
+        key: str | None = None,
+    ) -> Answer[Any]:
+        """An admin rules on a disputed or escalated task."""
+        need_role(account, "admin")
+        ev = Rule(account.id, pay_agent, note)
+        inputs = {"pay_agent": pay_agent, "note": note}
+        return self._act(account, task_id, "rule", inputs, key, lambda tx, st: ev)
+
+    # --- the dry run --------------------------------------------------------------------------
+
+    def dry_run(self, account: Account, task_id: str, result: str) -> dict[str, Any]:
+        """Check a draft against a task's public rules: no attempt used, no reputation touched.
+
+        Only for the agent holding the task while it is open, at most :data:`DRY_RUN_QUOTA`
+        times per task per hour (``DRY_RUN_QUOTA_EXCEEDED``, with the seconds to wait). The
+        hidden rules (``expected_answer``) never run: a dry run must not be an oracle for what
+        the agent may not see. The answer lists the rules it did not run.
+        """
+        if len(result) > MAX_RESULT_CHARS:
+            raise Error(
+                f"A result may be at most {MAX_RESULT_CHARS} characters.", code="RESULT_TOO_LARGE"
+            )
+        now = self.unit.now()
+
+        def count(tx: Transaction) -> StoredTask:
+            stored = _task(tx, task_id)
+            t = stored.task
+            if account.id != t.agent or t.terminal:
+                raise Error(
+                    "Only the agent holding the task can dry-run it, while it is open.",
+                    code="NOT_TASK_AGENT",
+                )
+            if not t.criteria:
+                raise Error("This task has no criteria to check against.", code="NO_CRITERIA")
+            start = datetime.fromtimestamp(
+                now.timestamp() // DRY_RUN_WINDOW.total_seconds() * DRY_RUN_WINDOW.total_seconds(),
+                tz=now.tzinfo,
+            )
+            used = quotas.use(tx, f"dry-run:{task_id}:{account.id}", start)
+            if used > DRY_RUN_QUOTA:
+                wait = max(1, int((start + DRY_RUN_WINDOW - now).total_seconds()) + 1)
+                raise RateLimited(
+                    f"A task allows {DRY_RUN_QUOTA} dry runs an hour; try again in {wait} s.",
+                    retry_after=wait,
+                    code="DRY_RUN_QUOTA_EXCEEDED",
+                )
+            return stored
+
+        stored = self.unit.write(count)
+        public = {k: v for k, v in stored.task.criteria.items() if k not in HIDDEN_FIELDS}
+        withheld = [k for k in HIDDEN_FIELDS if k in stored.task.criteria]
+        outcome = self.checker.check(result, public)
+        return {
+            "dry_run": True,
+            "passed": outcome.passed,
+            "score": outcome.score,
+            "reasons": list(outcome.reasons),
+            "detail": dict(outcome.detail),
+            "rules_not_run": withheld,
+            "note": (
+                "Only the task's public rules ran; the finalized check also runs "
+                + ", ".join(withheld)
+                + "."
+                if withheld
+                else "Every rule of the task ran."
+            ),
+        }
+
+    # --- reads ----------------------------------------------------------------------------
+
+    def get(self, viewer: Account, task_id: str) -> dict[str, Any]:
+        """One task as ``viewer`` may see it (``TASK_NOT_FOUND``)."""
+        return self.unit.read(lambda tx: task_view(tx, _task(tx, task_id), viewer))
+
+    def find(
+        self,
+        viewer: Account,
+        *,
+        status: str | None = None,
+        mode: str | None = None,
+        mine: bool = False,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> dict[str, Any]:
+        """Tasks newest first, a page at a time: summaries only (no brief, no criteria)."""
+        if status is not None and status not in {s.value for s in Status}:
+            raise Error(
+                f"No status {status!r}; use one of {', '.join(s.value for s in Status)}.",
+                code="INVALID_REQUEST",
+            )
+        if mode is not None and mode not in {m.value for m in Mode}:
+            raise Error(
+                f"No mode {mode!r}; use one of {', '.join(m.value for m in Mode)}.",
+                code="INVALID_REQUEST",
+            )
+
+        def run(tx: Transaction) -> dict[str, Any]:
+            page = records.tasks(
+                tx,
+                status=status,
+                mode=mode,
+                involving=viewer.id if mine else None,
+                limit=limit,
+                cursor=cursor,
+            )
+            return {
+                "tasks": rendered(page.items, task_summary, "task"),
+                "next_cursor": page.next_cursor,
+            }
+
+        return self.unit.read(run)
+
+    # --- the machinery --------------------------------------------------------------------
+
+    def _precheck(self, account: Account, task_id: str) -> _Checked | None:
+        def read(tx: Transaction) -> tuple[StoredTask, Submission] | None:
+            stored = records.task(tx, task_id)
+            if stored is None:
+                return None
+            t = stored.task
+            if t.mode is not Mode.AUTO or t.status is not Status.SUBMITTED or t.agent != account.id:
+                return None  # the market refuses it; nothing to check
+            sub = records.submission(tx, task_id, t.attempts)
+            return None if sub is None else (stored, sub)
+
+        found = self.unit.read(read)
+        if found is None:
+            return None
+        stored, sub = found
+        criteria = stored.task.criteria
+        return _Checked(sub.result, criteria, self.checker.check(sub.result, criteria))
+
+    def _act(
+        self,
+        account: Account,
+        task_id: str,
+        operation: str,
+        inputs: Mapping[str, Any],
+        key: str | None,
+        make_event: Callable[[Transaction, StoredTask], Event],
+        *,
+        after: Callable[[Transaction, Outcome], None] | None = None,
+        transform: Callable[[Transaction, Outcome], Outcome] | None = None,
+        checker: Checker | None = None,
+    ) -> Answer[Any]:
+        idem = Idempotency.of(key, f"tasks.{operation}", {"task": task_id, **inputs})
+
+        def run(tx: Transaction) -> dict[str, Any]:
+            stored = _task(tx, task_id)
+            ctx = self.context(checker)
+            out = step(stored.task, make_event(tx, stored), ctx)
+            if transform is not None:
+                out = transform(tx, out)
+            updated = settlement.apply(tx, stored, out, self.issuer, at=ctx.now)
+            if after is not None:
+                after(tx, out)
+            return task_view(tx, updated, account)
+
+        return self.unit.once(account.id, idem, run)
+
+
+def _task(tx: Transaction, task_id: str) -> StoredTask:
+    stored = records.task(tx, task_id)
+    if stored is None:
+        raise Error(f"No task {task_id}.", code="TASK_NOT_FOUND")
+    return stored
+
+
+def _signed(
+    tx: Transaction, out: Outcome, signature: str | None, public_key: str | None, now: datetime
+) -> Outcome:
+    """``out`` with its verifier verdict carrying the verified signature (refused otherwise)."""
+    effects: list[Effect] = []
+    for effect in out.effects:
+        if isinstance(effect, VerdictReached) and effect.authority == "verifier":
+            effects.append(_verified(tx, effect, signature, public_key, now))
+        else:
+            effects.append(effect)
+    return replace(out, effects=tuple(effects))
+
+
+def _verified(
+    tx: Transaction,
+    effect: VerdictReached,
+    signature: str | None,
+    public_key: str | None,
+    now: datetime,
+) -> VerdictReached:
+    named = effect.verifier_key
+    if not named or effect.result_digest is None:
+        raise Error(
+            "The task names no verifier key or holds no result to sign.",
+            code="VERDICT_UNPROVABLE",
+        )
+    held = records.verifier_key(tx, named)
+    if held is not None and not held.active_at(now):
+        raise Error(
+            f"The verifier key {named} this task trusts was revoked; it signs nothing now.",
+            code="VERDICT_SIGNATURE_INVALID",
+        )
+    stored_key = held.public_key if held is not None else None
+    if stored_key is not None and public_key is not None and public_key != stored_key:
+        raise Error(
+            f"The verdict names a public key other than the registered key {named}.",
+            code="VERDICT_SIGNATURE_INVALID",
+        )
+    payload = verdict_payload(
+        task_id=effect.task_id,
+        attempt=effect.attempt,
+        result_digest=effect.result_digest,
+        passed=effect.passed,
+        reasons=effect.reasons,
+        verifier_key=named,
+    )
+    record = check_signature(payload, signature, stored_key or public_key)
+    return replace(effect, detail={**effect.detail, DETAIL_KEY: record})

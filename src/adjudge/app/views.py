@@ -1,0 +1,209 @@
+"""What each caller may see of a task, an account, a receipt: the answers use cases give.
+
+Spec 000: "Everyone else sees the full result on a public task. On a private task they see only
+``passed`` and ``score``, because the reasons can quote the brief and the result." Agents never
+see ``expected_answer`` ("Hosted agents receive your criteria as instructions, apart from
+``expected_answer``").
+
+These are plain JSON data: the HTTP service sends them as they are, the CLI prints them. A view
+is built from what one transaction read, so it is one consistent moment of the task.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Iterable
+from datetime import datetime
+from typing import Any, TypeVar
+
+from adjudge.market import Status, wallet_account
+from adjudge.market.lifecycle import MAX_ATTEMPTS
+from adjudge.store import (
+    Account,
+    StoredDispute,
+    StoredReceipt,
+    StoredTask,
+    StoredVerdict,
+    Transaction,
+    VerifierKey,
+    ledger,
+    receipt_log,
+    records,
+)
+
+log = logging.getLogger("adjudge.views")
+T = TypeVar("T")
+V = TypeVar("V")
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def is_party(task: StoredTask, viewer: Account) -> bool:
+    """The poster, the agent, the named verifier and admins see a task whole."""
+    t = task.task
+    return viewer.id in (t.poster, t.agent, t.verifier) or "admin" in viewer.roles
+
+
+def sees_brief(task: StoredTask, viewer: Account) -> bool:
+    """Whether ``viewer`` may read the brief and criteria: a party, anyone on a public task, and
+    any agent while a private task is open for taking."""
+    t = task.task
+    return (
+        is_party(task, viewer)
+        or not t.private
+        or (t.status is Status.FUNDED and "agent" in viewer.roles)
+    )
+
+
+def verdict_view(v: StoredVerdict, *, full: bool) -> dict[str, Any]:
+    """A verdict; without ``full`` only ``passed`` and ``score``."""
+    if not full:
+        return {"attempt": v.attempt, "kind": v.kind, "passed": v.passed, "score": v.score}
+    return {
+        "attempt": v.attempt,
+        "kind": v.kind,
+        "passed": v.passed,
+        "score": v.score,
+        "reasons": list(v.reasons),
+        "authority": v.authority,
+        "judge": v.judge,
+        "at": v.at.isoformat(),
+        "receipt_id": v.receipt_id,
+        "verification_result": dict(v.detail) or None,
+    }
+
+
+def dispute_view(d: StoredDispute) -> dict[str, Any]:
+    """A dispute as filed."""
+    return {"attempt": d.attempt, "by": d.by, "reason": d.reason, "at": d.at.isoformat()}
+
+
+def criteria_for(task: StoredTask, viewer: Account) -> dict[str, Any]:
+    """The criteria as ``viewer`` may read them: ``expected_answer`` only for the poster and
+    admins (everyone else sees ``has_expected_answer``)."""
+    criteria = dict(task.task.criteria)
+    hidden = viewer.id != task.task.poster and "admin" not in viewer.roles
+    if hidden and criteria.pop("expected_answer", None) is not None:
+        criteria["has_expected_answer"] = True
+    return criteria
+
+
+def task_summary(stored: StoredTask) -> dict[str, Any]:
+    """What a listing shows of a task: no brief, no criteria, no results."""
+    t = stored.task
+    return {
+        "id": t.id,
+        "title": stored.title,
+        "mode": t.mode.value,
+        "status": t.status.value,
+        "reward": str(t.reward),
+        "poster": t.poster,
+        "agent": t.agent,
+        "verifier": t.verifier,
+        "private": t.private,
+        "posted_at": t.posted_at.isoformat(),
+        "deadline": t.deadline.isoformat(),
+        "attempts": t.attempts,
+        "max_attempts": MAX_ATTEMPTS,
+        "ending": t.ending.value if t.ending else None,
+    }
+
+
+def task_view(tx: Transaction, stored: StoredTask, viewer: Account) -> dict[str, Any]:
+    """The task as ``viewer`` may see it."""
+    t = stored.task
+    party = is_party(stored, viewer)
+    brief = sees_brief(stored, viewer)
+    verdicts = records.verdicts(tx, t.id)
+    view = task_summary(stored)
+    view.update(
+        {
+            "accepted_at": _iso(t.accepted_at),
+            "failed_at": _iso(t.failed_at),
+            "escalated_at": _iso(t.escalated_at),
+            "disputed_by": t.disputed_by,
+            "closed_at": _iso(t.closed_at),
+            "brief": stored.brief if brief else None,
+            "criteria": criteria_for(stored, viewer) if brief else None,
+            "verdicts": [verdict_view(v, full=party or not t.private) for v in verdicts],
+            "verification_result": (
+                verdict_view(verdicts[-1], full=party or not t.private) if verdicts else None
+            ),
+        }
+    )
+    if party:
+        view["result_digest"] = t.result_digest
+        view["submissions"] = [
+            {
+                "attempt": s.attempt,
+                "digest": s.digest,
+                "submitted_at": s.submitted_at.isoformat(),
+                "result": s.result,
+            }
+            for s in records.submissions(tx, t.id)
+        ]
+        view["disputes"] = [dispute_view(d) for d in records.disputes(tx, t.id)]
+        view["ledger"] = ledger.entries(tx, t.id)
+        view["receipts"] = receipt_log.receipt_ids(tx, t.id)
+        view["released"] = list(t.released)
+    return view
+
+
+def receipt_view(r: StoredReceipt) -> dict[str, Any]:
+    """A receipt with its place in the chain."""
+    return {
+        "id": r.id,
+        "seq": r.seq,
+        "task_id": r.task_id,
+        "digest": r.digest,
+        "previous": r.previous,
+        "at": r.at.isoformat(),
+        "receipt": dict(r.body),
+    }
+
+
+def account_view(a: Account, tx: Transaction | None = None) -> dict[str, Any]:
+    """An account's public record, with its balance when a transaction is given."""
+    view: dict[str, Any] = {
+        "id": a.id,
+        "roles": sorted(a.roles),
+        "verifier_opt_in": a.verifier_opt_in,
+        "verifier_key": a.verifier_key,
+        "reputation": a.record.reputation,
+        "disputes": a.record.disputes,
+    }
+    if tx is not None:
+        view["balance"] = str(ledger.balance(tx, wallet_account(a.id)))
+    return view
+
+
+def key_view(k: VerifierKey) -> dict[str, Any]:
+    """A verifier key on record."""
+    return {
+        "fingerprint": k.fingerprint,
+        "public_key": k.public_key,
+        "added_at": k.added_at.isoformat(),
+        "revoked_at": _iso(k.revoked_at),
+    }
+
+
+def rendered(items: Iterable[T], render: Callable[[T], V], what: str) -> list[V]:
+    """Each item rendered; one that cannot be is left out and logged, never a failed listing.
+
+    A row written by an older version, or damaged by hand, must not take a listing down for
+    everyone: the listing is still the truth about every other row.
+    """
+    out = []
+    for item in items:
+        try:
+            view = render(item)
+            # What the wire cannot carry (NaN, a lone surrogate) fails here, not in the reply.
+            json.dumps(view, allow_nan=False).encode("utf-8")
+        except Exception:  # a bad row is skipped, whatever is wrong with it
+            log.exception("skipped a %s that could not be shown", what)
+            continue
+        out.append(view)
+    return out

@@ -1,0 +1,150 @@
+"""The edge: every request body is parsed once, strictly, as I-JSON (RFC 7493), before anything
+reads it.
+
+Python's ``json`` accepts what no other party can read back: lone surrogates (``"\\ud800"``),
+``NaN`` and ``Infinity``, duplicate keys (the last one silently wins), numbers too large for any
+double, and NUL, which PostgreSQL cannot store. Stored, such a value breaks every later reader of
+the row (a listing that cannot encode it). So a body is refused with ``400 INVALID_JSON`` and a
+sentence naming the problem, before it reaches a use case:
+
+- the bytes must be UTF-8 and one JSON text;
+- no duplicate member names; no ``NaN``/``Infinity`` (and no float that overflows to one);
+- integers within ±(2^53 − 1), where every JSON reader agrees on them (send larger amounts as
+  strings, as the API's money fields take them);
+- no lone surrogate and no NUL in any string or member name;
+- nesting at most :data:`MAX_DEPTH` deep.
+
+The body itself is capped before this, by Starlette's body-size limit (``413``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from fastapi import Request, Response
+from fastapi.routing import APIRoute
+from starlette.exceptions import HTTPException
+
+#: The deepest nesting of arrays and objects a body may have.
+MAX_DEPTH = 100
+#: I-JSON's interoperable integers: those a double holds exactly.
+MAX_SAFE_INTEGER = 2**53 - 1
+#: Where a string could hold a lone surrogate or a NUL: only an escape can put one there.
+_SUSPECT_ESCAPE = re.compile(r"\\u(?:[dD][89a-fA-F][0-9a-fA-F]{2}|0000)")
+_BAD_CHAR = re.compile("[\ud800-\udfff\x00]")
+
+
+class WireError(HTTPException):
+    """A request the edge refuses before any use case sees it, with a stable code."""
+
+    def __init__(self, status_code: int, code: str, message: str) -> None:
+        super().__init__(status_code=status_code, detail=message)
+        self.code = code
+
+
+def _refuse(message: str) -> WireError:
+    return WireError(400, "INVALID_JSON", f"The body is not I-JSON (RFC 7493): {message}")
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        seen: set[str] = set()
+        for name, _ in pairs:
+            if name in seen:
+                raise _refuse(f"the member name {name!r} appears twice in one object.")
+            seen.add(name)
+    return found
+
+
+def _constant(name: str) -> Any:
+    raise _refuse(f"{name} is not a JSON number.")
+
+
+def _float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _refuse(f"the number {text[:40]} is too large for a double.")
+    return value
+
+
+def _int(text: str) -> int:
+    # Checked on the digits first: int() of a 5,000-digit literal is itself refused by Python.
+    digits = len(text.lstrip("-"))
+    if digits > 16 or abs(int(text)) > MAX_SAFE_INTEGER:
+        raise _refuse(
+            f"the integer {text[:40]}{'…' if len(text) > 40 else ''} is beyond ±(2^53 − 1); "
+            "send it as a string."
+        )
+    return int(text)
+
+
+def _walk(value: Any, strings: bool, depth: int = 0) -> None:
+    if depth > MAX_DEPTH:
+        raise _refuse(f"arrays and objects nest more than {MAX_DEPTH} deep.")
+    if isinstance(value, dict):
+        for name, item in value.items():
+            if strings and _BAD_CHAR.search(name):
+                raise _refuse(f"the member name {name!r} holds a lone surrogate or a NUL.")
+            _walk(item, strings, depth + 1)
+    elif isinstance(value, list):
+        for item in value:
+            _walk(item, strings, depth + 1)
+    elif strings and isinstance(value, str) and _BAD_CHAR.search(value):
+        raise _refuse("a string holds a lone surrogate or a NUL character.")
+
+
+def parse(body: bytes) -> Any:
+    """The body as JSON data, or :class:`WireError` ``INVALID_JSON`` (see the module)."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _refuse(f"the bytes are not UTF-8 (at byte {exc.start}).") from None
+    try:
+        value = json.loads(
+            text,
+            object_pairs_hook=_pairs,
+            parse_constant=_constant,
+            parse_float=_float,
+            parse_int=_int,
+        )
+    except json.JSONDecodeError as exc:
+        raise _refuse(f"{exc.msg} at line {exc.lineno}, column {exc.colno}.") from None
+    except RecursionError:
+        raise _refuse(f"arrays and objects nest more than {MAX_DEPTH} deep.") from None
+    _walk(value, strings=_SUSPECT_ESCAPE.search(text) is not None)
+    return value
+
+
+class StrictRequest(Request):
+    """A request whose :meth:`json` is :func:`parse`."""
+
+    async def json(self) -> Any:
+        """The body, parsed strictly once."""
+        if not hasattr(self, "_json"):
+            self._json = parse(await self.body())
+        return self._json
+
+
+class StrictRoute(APIRoute):
+    """A route whose body is parsed by :func:`parse` (FastAPI reads it via ``request.json``),
+    and whose path and query hold no NUL."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        """The route's handler, given a :class:`StrictRequest`."""
+        handler = super().get_route_handler()
+
+        async def strict(request: Request) -> Response:
+            # A NUL in a path or query parameter can reach no record (PostgreSQL cannot even
+            # compare one), so it is refused here rather than failing in the database.
+            if "\x00" in request.scope["path"] or "%00" in request.scope["query_string"].decode(
+                "latin-1"
+            ):
+                raise WireError(400, "INVALID_REQUEST", "A path or query holds a NUL character.")
+            return await handler(StrictRequest(request.scope, request.receive))
+
+        return strict

@@ -1,0 +1,54 @@
+"""Receipt routes: the log's head, one receipt, its envelope, a task's receipts, the export,
+and the admin's ledger."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import Query
+
+from adjudge.service.deps import Caller, Use, router
+
+routes = router()
+
+
+@routes.get("/receipts/head", tags=["receipts"])
+def receipts_head(*, who: Caller, app: Use) -> dict[str, Any]:
+    """The receipt log's length, the digest of its last receipt, and the signing key."""
+    return app.receipts.head()
+
+
+@routes.get("/receipts", tags=["receipts"])
+def export(
+    *,
+    who: Caller,
+    app: Use,
+    after: Annotated[int, Query(ge=0, le=2**31)] = 0,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+) -> dict[str, Any]:
+    """The log in chain order from sequence ``after + 1`` (admins); ``next_after`` continues."""
+    return app.receipts.export(who, after=after, limit=limit)
+
+
+@routes.get("/receipts/{receipt_id}", tags=["receipts"])
+def receipt(*, receipt_id: str, who: Caller, app: Use) -> dict[str, Any]:
+    """One receipt (a private task's only for its parties, a call's for the call's)."""
+    return app.receipts.get(who, receipt_id)
+
+
+@routes.get("/receipts/{receipt_id}/envelope", tags=["receipts"])
+def receipt_envelope(*, receipt_id: str, who: Caller, app: Use) -> dict[str, Any]:
+    """The signed envelope alone, to save and check with ``adjudge receipt verify``."""
+    return app.receipts.envelope(who, receipt_id)
+
+
+@routes.get("/tasks/{task_id}/receipts", tags=["receipts"])
+def task_receipts(*, task_id: str, who: Caller, app: Use) -> dict[str, Any]:
+    """A task's receipts in chain order."""
+    return app.receipts.of_task(who, task_id)
+
+
+@routes.get("/ledger", tags=["service"])
+def ledger(*, who: Caller, app: Use) -> dict[str, Any]:
+    """Every balance, all deposits, and the two sums that prove the ledger whole (admin)."""
+    return app.receipts.ledger(who)

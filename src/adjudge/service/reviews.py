@@ -1,0 +1,38 @@
+"""Review-queue routes: a verifier's worker leases the submissions waiting for it."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from adjudge.service.deps import Caller, Use, router
+
+routes = router()
+
+
+class Claim(BaseModel):
+    """How many submissions to lease, and for how long."""
+
+    limit: int = Field(default=10, ge=1, le=50)
+    lease_seconds: int = Field(default=300, ge=1, le=3600)
+
+
+class Failure(BaseModel):
+    """Why judging a leased submission failed (a model error, a timeout, an unusable answer)."""
+
+    error: str = Field(max_length=2000)
+
+
+@routes.post("/reviews/claim", tags=["reviews"])
+def claim(*, body: Claim, who: Caller, app: Use) -> dict[str, Any]:
+    """Lease the submissions waiting for the calling verifier, with what judging each needs."""
+    jobs = app.reviews.claim(who, limit=body.limit, lease=timedelta(seconds=body.lease_seconds))
+    return {"jobs": jobs}
+
+
+@routes.post("/reviews/{task_id}/{attempt}/failed", tags=["reviews"])
+def failed(*, task_id: str, attempt: int, body: Failure, who: Caller, app: Use) -> dict[str, Any]:
+    """Report a failed judgment: the lease ends; after 5 failures the submission is given up."""
+    return app.reviews.failed(who, task_id, attempt, body.error)

@@ -1,0 +1,220 @@
+"""Task routes: post, list, read, and every step of the lifecycle."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+from fastapi import Query
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
+
+from adjudge.service.deps import Caller, IdemKey, Use, amount, reply, router
+
+routes = router()
+
+
+class PostTask(BaseModel):
+    """A task to post and fund. ``reward`` is in integer minor units ("2000000" is 2 USDC)."""
+
+    title: str = Field(min_length=1, max_length=200)
+    brief: str = Field(default="", max_length=100_000)
+    reward: int | str
+    deadline: datetime | None = Field(default=None, description="Aware ISO 8601; naive is UTC.")
+    deadline_hours: float | None = Field(
+        default=None, description="Instead of deadline: hours from posting (1 to 2160)."
+    )
+    mode: str = Field(default="manual", description="auto, agent or manual (the default).")
+    criteria: dict[str, Any] = Field(default_factory=dict)
+    verifier: str | None = Field(default=None, max_length=64)
+    private: bool = False
+    lenient_criteria: bool = Field(
+        default=False,
+        description="Post criteria with fields the auto check does not know (it ignores them); "
+        "without it such a field is refused with CRITERIA_UNKNOWN_FIELD.",
+    )
+
+
+class SubmitResult(BaseModel):
+    """A delivered result."""
+
+    result: str = Field(max_length=200_000)
+
+
+class Judgment(BaseModel):
+    """A pass or a fail with reasons (manual review: at most 20; a verifier: at most 10)."""
+
+    passed: bool
+    reasons: list[Annotated[str, Field(max_length=2000)]] = Field(
+        default_factory=list, max_length=100
+    )
+
+
+class SignedJudgment(Judgment):
+    """A verifier's verdict with the verifier's own Ed25519 signature over its payload."""
+
+    signature: str | None = Field(
+        default=None,
+        max_length=200,
+        description="Standard base64 of the Ed25519 signature of the verdict payload's RFC 8785 "
+        "JSON: type adjudge.verifier-verdict/v1, task_id, attempt, result_digest, passed, "
+        "reasons, verifier_key (see docs/service.md).",
+    )
+    public_key: str | None = Field(
+        default=None,
+        max_length=100,
+        description="Optional: standard base64 of the raw 32-byte public key (the service uses "
+        "the key the verifier registered).",
+    )
+
+
+class DisputeBody(BaseModel):
+    """Why the task is disputed."""
+
+    reason: str = Field(default="", max_length=4000)
+
+
+class Ruling(BaseModel):
+    """An admin's ruling: pay the agent, or refund the poster."""
+
+    pay_agent: bool
+    note: str = Field(default="", max_length=4000)
+
+
+@routes.post("/tasks", status_code=201, tags=["tasks"])
+def post_task(*, body: PostTask, who: Caller, app: Use, key: IdemKey = None) -> JSONResponse:
+    """Post a task and fund its escrow from the poster's wallet. Mode defaults to manual."""
+    deadline = body.deadline
+    if deadline is not None and deadline.tzinfo is None:
+        deadline = deadline.replace(tzinfo=UTC)
+    answer = app.tasks.post(
+        who,
+        title=body.title,
+        brief=body.brief,
+        reward=amount(body.reward, "INVALID_REWARD"),
+        deadline=deadline,
+        deadline_hours=body.deadline_hours,
+        mode=body.mode,
+        criteria=body.criteria,
+        verifier=body.verifier,
+        private=body.private,
+        lenient_criteria=body.lenient_criteria,
+        key=key,
+    )
+    return reply(answer, 201)
+
+
+@routes.get("/tasks", tags=["tasks"])
+def list_tasks(
+    *,
+    who: Caller,
+    app: Use,
+    status: Annotated[str | None, Query(max_length=32)] = None,
+    mode: Annotated[str | None, Query(max_length=16)] = None,
+    mine: bool = False,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    cursor: Annotated[str | None, Query(max_length=400)] = None,
+) -> dict[str, Any]:
+    """Tasks, newest first, a page at a time (``next_cursor`` fetches the next page); summaries
+    only. ``mine`` keeps the caller's own (posted, taken or verifying)."""
+    return app.tasks.find(who, status=status, mode=mode, mine=mine, limit=limit, cursor=cursor)
+
+
+@routes.get("/tasks/{task_id}", tags=["tasks"])
+def get_task(*, task_id: str, who: Caller, app: Use) -> dict[str, Any]:
+    """One task as the caller may see it."""
+    return app.tasks.get(who, task_id)
+
+
+@routes.post("/tasks/{task_id}/accept", tags=["lifecycle"])
+def accept(*, task_id: str, who: Caller, app: Use, key: IdemKey = None) -> JSONResponse:
+    """An agent takes a funded task."""
+    return reply(app.tasks.accept(who, task_id, key=key))
+
+
+@routes.post("/tasks/{task_id}/release", tags=["lifecycle"])
+def release(*, task_id: str, who: Caller, app: Use, key: IdemKey = None) -> JSONResponse:
+    """The poster takes back a task whose agent delivered nothing within 24 hours of taking it;
+    it is open again (and may then be cancelled), and that agent cannot take it back."""
+    return reply(app.tasks.release(who, task_id, key=key))
+
+
+@routes.post("/tasks/{task_id}/submissions", tags=["lifecycle"])
+def submit(
+    *, task_id: str, body: SubmitResult, who: Caller, app: Use, key: IdemKey = None
+) -> JSONResponse:
+    """The agent delivers a result: one of its 3 submissions, before the deadline."""
+    return reply(app.tasks.submit(who, task_id, body.result, key=key))
+
+
+@routes.post("/tasks/{task_id}/finalize", tags=["lifecycle"])
+def finalize(*, task_id: str, who: Caller, app: Use, key: IdemKey = None) -> JSONResponse:
+    """The agent asks for the auto check of its latest submission (auto mode)."""
+    return reply(app.tasks.finalize(who, task_id, key=key))
+
+
+@routes.post("/tasks/{task_id}/review", tags=["lifecycle"])
+def review(
+    *, task_id: str, body: Judgment, who: Caller, app: Use, key: IdemKey = None
+) -> JSONResponse:
+    """The poster approves or rejects a submitted result (manual mode, up to 20 reasons)."""
+    return reply(app.tasks.review(who, task_id, passed=body.passed, reasons=body.reasons, key=key))
+
+
+@routes.post("/tasks/{task_id}/verdict", tags=["lifecycle"])
+def verdict(
+    *, task_id: str, body: SignedJudgment, who: Caller, app: Use, key: IdemKey = None
+) -> JSONResponse:
+    """The named verifier judges (agent mode, up to 10 reasons), signed with its own key."""
+    return reply(
+        app.tasks.verdict(
+            who,
+            task_id,
+            passed=body.passed,
+            reasons=body.reasons,
+            signature=body.signature,
+            public_key=body.public_key,
+            key=key,
+        )
+    )
+
+
+@routes.post("/tasks/{task_id}/disputes", tags=["lifecycle"])
+def dispute(
+    *, task_id: str, body: DisputeBody, who: Caller, app: Use, key: IdemKey = None
+) -> JSONResponse:
+    """The poster or the agent disputes, with a reason kept on the task; an admin rules."""
+    return reply(app.tasks.dispute(who, task_id, reason=body.reason, key=key))
+
+
+@routes.post("/tasks/{task_id}/reclaim", tags=["lifecycle"])
+def reclaim(*, task_id: str, who: Caller, app: Use, key: IdemKey = None) -> JSONResponse:
+    """After the deadline: a refund, or an escalation for delivered work never judged."""
+    return reply(app.tasks.reclaim(who, task_id, key=key))
+
+
+@routes.post("/tasks/{task_id}/collect", tags=["lifecycle"])
+def collect(*, task_id: str, who: Caller, app: Use, key: IdemKey = None) -> JSONResponse:
+    """The agent collects an escalated reward 14 days after escalation."""
+    return reply(app.tasks.collect(who, task_id, key=key))
+
+
+@routes.post("/tasks/{task_id}/cancel", tags=["lifecycle"])
+def cancel(*, task_id: str, who: Caller, app: Use, key: IdemKey = None) -> JSONResponse:
+    """The poster withdraws a task nobody holds; the full reward comes back."""
+    return reply(app.tasks.cancel(who, task_id, key=key))
+
+
+@routes.post("/tasks/{task_id}/ruling", tags=["lifecycle"])
+def ruling(
+    *, task_id: str, body: Ruling, who: Caller, app: Use, key: IdemKey = None
+) -> JSONResponse:
+    """An admin rules on a disputed or escalated task."""
+    return reply(app.tasks.rule(who, task_id, pay_agent=body.pay_agent, note=body.note, key=key))
+
+
+@routes.post("/tasks/{task_id}/dry-run", tags=["tasks"])
+def dry_run(*, task_id: str, body: SubmitResult, who: Caller, app: Use) -> dict[str, Any]:
+    """The holding agent checks a draft against the task's public rules (its hidden expected
+    answer never runs); uses no attempt, touches no reputation; 20 an hour per task."""
+    return app.tasks.dry_run(who, task_id, body.result)

@@ -1,0 +1,55 @@
+"""Idempotency records: the answer a state change gave, under the key its caller sent.
+
+The key itself is stored only as its sha256: a stored answer can hold a secret sealed under the
+key (a new account's API key), so the database alone must not hand out the key that opens it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import and_, insert, select
+from sqlalchemy.exc import IntegrityError
+
+from adjudge.store import schema as s
+from adjudge.store.transaction import ConcurrentUpdate, Transaction
+
+
+def _hashed(key: str) -> str:
+    return "sha256:" + hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def recalled(tx: Transaction, account_id: str, key: str) -> tuple[str, Any] | None:
+    """The fingerprint and answer stored under an idempotency key, or None."""
+    i = s.idempotency
+    row = tx.conn.execute(
+        select(i.c.fingerprint, i.c.body).where(
+            and_(i.c.account_id == account_id, i.c.key == _hashed(key))
+        )
+    ).first()
+    return (row.fingerprint, row.body) if row else None
+
+
+def remember(
+    tx: Transaction, *, account_id: str, key: str, fingerprint: str, answer: Any, at: datetime
+) -> None:
+    """Store an answer under an idempotency key in the same transaction as its effects.
+
+    A concurrent request that stored the same key first makes this raise
+    :class:`ConcurrentUpdate`; the retry then finds and replays the stored answer.
+    """
+    try:
+        tx.conn.execute(
+            insert(s.idempotency).values(
+                account_id=account_id,
+                key=_hashed(key),
+                fingerprint=fingerprint,
+                status_code=0,
+                body=answer,
+                at=at,
+            )
+        )
+    except IntegrityError as exc:
+        raise ConcurrentUpdate("The same Idempotency-Key is in flight; try again.") from exc
