@@ -74,3 +74,36 @@ def test_a_verifier_signs_its_verdict_from_the_terminal(
         assert code == 0 and "paid_on_pass" in out
     verdict = h.ok("pat", "GET", f"/tasks/{tid}")["verdicts"][0]
     assert verdict["verification_result"]["verifier_signature"]["payload"]["reasons"] == ["Fine."]
+
+
+def test_posting_from_the_terminal_refuses_typos_and_keeps_disputes(sqlite_store: Store) -> None:
+    """A misspelled criteria field is refused with the field meant; --lenient posts it; one
+    hour is a valid deadline; a dispute's reason is kept and shown; a silent agent is released."""
+    h = make_harness(sqlite_store)
+    runner = CliRunner()
+    with serving(h.app) as url:
+
+        def run(who: str, *args: str) -> tuple[int, str, str]:
+            r = runner.invoke(app, ["task", "--url", url, "--key", h.keys[who], *args])
+            return r.exit_code, r.stdout, r.stderr
+
+        post = ["post", "--title", "T", "--reward", "1000", "--mode", "auto"]
+        typo = '{"contains_keyword": ["escrow"], "min_length": 10}'
+        code, _, err = run("pat", *post, "--criteria", typo)
+        assert code == 1 and err.startswith("CRITERIA_UNKNOWN_FIELD:")
+        assert "`contains_keyword`" in err and "Did you mean `contains_keywords`?" in err
+        code, out, _ = run("pat", *post, "--criteria", typo, "--lenient", "--hours", "1")
+        assert code == 0 and "auto  funded" in out
+        code, out, _ = run("pat", "post", "--title", "M", "--reward", "1000", "--hours", "72")
+        tid = out.split()[0]
+        assert run("ann", "accept", tid)[0] == 0
+        code, _, err = run("pat", "release", tid)
+        assert code == 1 and err.startswith("RELEASE_TOO_EARLY:")
+        h.advance(hours=24)
+        code, out, _ = run("pat", "release", tid)
+        assert code == 0 and "manual  funded" in out
+        assert run("bob", "accept", tid)[0] == 0
+        h.ok("bob", "POST", f"/tasks/{tid}/submissions", {"result": "Here is the work."})
+        assert run("pat", "review", tid, "--reject", "--reason", "No.")[0] == 0
+        code, out, _ = run("bob", "dispute", tid, "--reason", "It is all there.")
+        assert code == 0 and "dispute on round 1 by bob" in out and "It is all there." in out

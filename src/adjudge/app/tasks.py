@@ -20,7 +20,7 @@ from adjudge.app import settlement
 from adjudge.app.accounts import need_role
 from adjudge.app.signed_verdicts import DETAIL_KEY, check_signature, verdict_payload
 from adjudge.app.unit import Answer, Idempotency, UnitOfWork
-from adjudge.app.views import rendered, task_summary, task_view
+from adjudge.app.views import rendered, shown, task_summary, task_view
 from adjudge.autocheck import criteria as autocriteria
 from adjudge.errors import CriteriaError, Error, RateLimited
 from adjudge.market import (
@@ -115,30 +115,30 @@ def criteria_refusals(criteria: Mapping[str, Any]) -> list[Error]:
 
     def unknown(where: str, name: str, known: Sequence[str]) -> None:
         close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
-        hint = f" Did you mean `{close[0]}`?" if close else f" Known: {', '.join(known)}."
+        hint = f"Did you mean `{close[0]}`?" if close else f"Known: {', '.join(known)}."
         found.append(
             CriteriaError(
-                f"{where}{name!r} is not a criteria field, so it would check nothing.{hint} "
-                "(Send lenient_criteria to post it anyway.)",
+                f"The criteria field `{where}{name}` is not one the auto check knows, so it "
+                f"would check nothing. {hint} (Post with lenient criteria to keep it anyway.)",
                 code="CRITERIA_UNKNOWN_FIELD",
             )
         )
 
     for name in criteria:
         if name not in autocriteria.FIELDS:
-            unknown("criteria.", name, autocriteria.FIELDS)
+            unknown("", name, autocriteria.FIELDS)
     rubric = criteria.get("rubric")
     if isinstance(rubric, list):
         for i, item in enumerate(rubric):
             if isinstance(item, Mapping):
                 for name in item:
                     if name not in _RUBRIC_FIELDS:
-                        unknown(f"criteria.rubric[{i}].", name, _RUBRIC_FIELDS)
+                        unknown(f"rubric[{i}].", name, _RUBRIC_FIELDS)
     schema = criteria.get("expected_schema")
     if isinstance(schema, Mapping):
         for name in schema:
             if name not in _SCHEMA_FIELDS:
-                unknown("criteria.expected_schema.", name, _SCHEMA_FIELDS)
+                unknown("expected_schema.", name, _SCHEMA_FIELDS)
     return found
 
 
@@ -466,8 +466,9 @@ class Tasks:
     # --- reads ----------------------------------------------------------------------------
 
     def get(self, viewer: Account, task_id: str) -> dict[str, Any]:
-        """One task as ``viewer`` may see it (``TASK_NOT_FOUND``)."""
-        return self.unit.read(lambda tx: task_view(tx, _task(tx, task_id), viewer))
+        """One task as ``viewer`` may see it (``TASK_NOT_FOUND``; ``RECORD_UNREADABLE`` for a
+        stored row the wire cannot carry)."""
+        return shown(self.unit.read(lambda tx: task_view(tx, _task(tx, task_id), viewer)))
 
     def find(
         self,

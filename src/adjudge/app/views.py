@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any, TypeVar
 
+from adjudge.errors import StorageError
 from adjudge.market import Status, wallet_account
 from adjudge.market.lifecycle import MAX_ATTEMPTS
 from adjudge.store import (
@@ -188,6 +189,21 @@ def key_view(k: VerifierKey) -> dict[str, Any]:
         "added_at": k.added_at.isoformat(),
         "revoked_at": _iso(k.revoked_at),
     }
+
+
+def shown(view: dict[str, Any]) -> dict[str, Any]:
+    """``view``, refused (``RECORD_UNREADABLE``) when a stored value cannot go on the wire
+    (NaN, a lone surrogate: written before the edge refused them)."""
+    try:
+        json.dumps(view, allow_nan=False).encode("utf-8")
+    except (ValueError, UnicodeEncodeError) as exc:
+        log.error("a record could not be shown: %s", exc)
+        raise StorageError(
+            "This record holds a value that cannot be shown (it predates the strict input "
+            "checks); an operator must repair it.",
+            code="RECORD_UNREADABLE",
+        ) from None
+    return view
 
 
 def rendered(items: Iterable[T], render: Callable[[T], V], what: str) -> list[V]:

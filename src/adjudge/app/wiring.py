@@ -12,8 +12,7 @@ from typing import Any
 
 from adjudge.app.signed_verdicts import DETAIL_KEY, check_signature, verdict_payload
 from adjudge.autocheck import admissibility, auto_check, redos
-from adjudge.errors import CriteriaError
-from adjudge.errors import Error
+from adjudge.errors import CriteriaError, Error
 from adjudge.kernel import DEFAULT_POLICY, Authority, Check, Determination, Verdict, determine
 from adjudge.kernel.adapters import auto_check_check
 from adjudge.kernel.oracle import integrity

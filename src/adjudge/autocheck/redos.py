@@ -3,12 +3,12 @@
 The reference refuses nested quantifiers such as ``(a+)+`` and adjudge keeps that scan, exactly,
 for the verdict (:mod:`adjudge.autocheck.jsregex`). It cannot see the other classic cause of
 exponential backtracking: a repeated group whose alternatives can match the same text, as in
-``(a|aa)+$`` or ``(\\w|\\d)+$``. There every way of splitting a run of ``a`` between the branches
-is a path the matcher tries before it fails, and there are exponentially many.
+``(a|aa)+$`` or ``(\\w|\\d)+$``. There every way of splitting a run of ``a`` between the
+branches is a path the matcher tries before it fails, and there are exponentially many.
 
-This module parses a JavaScript pattern (Annex B, no flags) into a small tree and flags a repeat
-(``*``, ``+``, ``{n,}`` or ``{n,m}`` with ``m >`` :data:`FEW_REPEATS`) whose body is nullable or holds an
-alternation two of whose branches can begin the same way: their first characters overlap, and
+This module parses a JavaScript pattern (Annex B, no flags) into a small tree and flags a
+repeat (``*``, ``+``, ``{n,}`` or ``{n,m}`` with ``m >`` :data:`FEW_REPEATS`) whose body is
+nullable or holds an alternation two of whose branches can begin the same way: their first characters overlap, and
 their fixed leading characters never diverge before one of them ends. It errs on the side of
 refusing: ``(http|https)+`` is refused (write ``(https?)+``), while ``(ab|ac)+`` and
 ``(foo|bar)*`` pass. A pattern it cannot parse is not judged here (the compile check refuses
@@ -347,11 +347,8 @@ def _branches_collide(a: Node, b: Node) -> bool:
         return True
     if not overlaps(_first(a), _first(b)):
         return False
-    pa, pb = _fixed_prefix(a), _fixed_prefix(b)
-    for x, y in zip(pa, pb, strict=False):
-        if not overlaps(x, y):
-            return False  # they diverge on a fixed character before either ends
-    return True
+    # They do not collide if they diverge on a fixed character before either ends.
+    return all(overlaps(x, y) for x, y in zip(_fixed_prefix(a), _fixed_prefix(b), strict=False))
 
 
 def _ambiguous_body(n: Node) -> str | None:

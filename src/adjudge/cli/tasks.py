@@ -99,6 +99,11 @@ def _show(client: Client, task: dict[str, Any]) -> None:
         typer.echo(f"  verdict: {mark}{score}")
         for reason in verdict.get("reasons", []):
             typer.echo(f"    - {reason}")
+    for dispute in task.get("disputes") or []:
+        why = f": {dispute['reason']}" if dispute["reason"] else ""
+        typer.echo(
+            f"  dispute on round {dispute['attempt']} by {dispute['by']} at {dispute['at']}{why}"
+        )
 
 
 def _read(source: str) -> str:
@@ -125,6 +130,13 @@ def post(
     ] = None,
     verifier: Annotated[str | None, typer.Option(help="The verifier agent (agent mode).")] = None,
     private: Annotated[bool, typer.Option(help="Others see only passed and score.")] = False,
+    lenient: Annotated[
+        bool,
+        typer.Option(
+            help="Post criteria fields the auto check does not know (it ignores them); "
+            "without it a misspelled field is refused."
+        ),
+    ] = False,
 ) -> None:
     """Post a task and fund it from your wallet."""
     client = _client(ctx)
@@ -145,6 +157,8 @@ def post(
             raise typer.Exit(2) from exc
     if verifier:
         body["verifier"] = verifier
+    if lenient:
+        body["lenient_criteria"] = True
     _show(client, client.call("POST", "/tasks", body, change=True))
 
 
@@ -184,6 +198,13 @@ def accept(ctx: typer.Context, task_id: str) -> None:
     """Take a funded task (agents)."""
     client = _client(ctx)
     _show(client, client.call("POST", f"/tasks/{task_id}/accept", change=True))
+
+
+@task_app.command("release")
+def release(ctx: typer.Context, task_id: str) -> None:
+    """Take back a task whose agent delivered nothing within 24 hours of taking it (posters)."""
+    client = _client(ctx)
+    _show(client, client.call("POST", f"/tasks/{task_id}/release", change=True))
 
 
 @task_app.command("submit")

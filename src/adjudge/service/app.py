@@ -25,6 +25,7 @@ from adjudge import web
 from adjudge.app import App
 from adjudge.service import accounts, calls, errors, receipts, reviews, tasks
 from adjudge.service.deps import Use, router
+from adjudge.service.ingress import BodyCap
 
 #: The largest request body read, in bytes: a 200,000-character result fully escaped as
 #: ``\uXXXX`` surrogate pairs fits, and nothing much larger.
@@ -97,7 +98,6 @@ def create_app(use_cases: App, *, threads: int | None = None) -> FastAPI:
         title="adjudge",
         version=adjudge.__version__,
         description="Post paid tasks, judge results, move escrowed money, and prove every verdict.",
-        max_body_size=MAX_BODY_BYTES,
     )
     api.state.adjudge = use_cases
     errors.install(api)
@@ -111,5 +111,6 @@ def create_app(use_cases: App, *, threads: int | None = None) -> FastAPI:
         """The web UI."""
         return RedirectResponse("/ui/")
 
+    api.add_middleware(BodyCap, limit=MAX_BODY_BYTES)
     api.add_middleware(SecurityHeaders)
     return api

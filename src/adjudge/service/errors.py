@@ -69,6 +69,8 @@ STATUS: dict[str, int] = {
     # 429: a bounded action is used up for now (Retry-After says when to come back)
     "RATE_LIMITED": 429,
     "DRY_RUN_QUOTA_EXCEEDED": 429,
+    # 500: a stored record is damaged (nothing a caller can fix)
+    "RECORD_UNREADABLE": 500,
     # 503: the database failed; nothing was written
     "STORAGE_ERROR": 503,
     "CHECKER_UNAVAILABLE": 503,

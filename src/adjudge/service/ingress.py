@@ -14,7 +14,8 @@ sentence naming the problem, before it reaches a use case:
 - no lone surrogate and no NUL in any string or member name;
 - nesting at most :data:`MAX_DEPTH` deep.
 
-The body itself is capped before this, by Starlette's body-size limit (``413``).
+The body itself is capped before this, and before authentication, by :class:`BodyCap`
+(``413 PAYLOAD_TOO_LARGE``).
 """
 
 from __future__ import annotations
@@ -26,8 +27,10 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from fastapi import Request, Response
+from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 #: The deepest nesting of arrays and objects a body may have.
 MAX_DEPTH = 100
@@ -148,3 +151,63 @@ class StrictRoute(APIRoute):
             return await handler(StrictRequest(request.scope, request.receive))
 
         return strict
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class BodyCap:
+    """Refuses a request body over ``limit`` bytes with ``413 PAYLOAD_TOO_LARGE``, reading at
+    most ``limit`` bytes of it: by its ``Content-Length`` at once, or as it streams in.
+
+    Starlette has the same limit, but it answers in plain text; every refusal of this service
+    answers in its one error shape, so the few lines are written here.
+    """
+
+    def __init__(self, inner: ASGIApp, limit: int) -> None:
+        self.inner = inner
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.inner(scope, receive, send)
+            return
+        for name, value in scope.get("headers", ()):
+            if name == b"content-length" and (not value.isdigit() or int(value) > self.limit):
+                await self._refuse(scope, receive, send)
+                return
+        seen = 0
+        started = False
+
+        async def counted() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.limit:
+                    raise _TooLarge
+            return message
+
+        async def tracked(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.inner(scope, counted, tracked)
+        except _TooLarge:
+            if started:
+                raise
+            await self._refuse(scope, receive, send)
+
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
+        body = {
+            "error": {
+                "code": "PAYLOAD_TOO_LARGE",
+                "message": f"A request body is at most {self.limit} bytes; nothing was read.",
+            }
+        }
+        response = JSONResponse(body, status_code=413, headers={"Connection": "close"})
+        await response(scope, receive, send)
