@@ -10,9 +10,9 @@ This module parses a JavaScript pattern (Annex B, no flags) into a small tree an
 repeat (``*``, ``+``, ``{n,}`` or ``{n,m}`` with ``m >`` :data:`FEW_REPEATS`) whose body is
 nullable or holds an alternation two of whose branches can begin the same way: their first
 characters overlap, and their fixed leading characters never diverge before one of them ends.
-It errs on the side of refusing: ``(http|https)+`` is refused (write ``(https?)+``), while ``(ab|ac)+`` and
-``(foo|bar)*`` pass. A pattern it cannot parse is not judged here (the compile check refuses
-what JavaScript refuses). Whatever passes, the match itself still runs in the time-limited pool.
+It errs on the side of refusing: ``(http|https)+`` is refused (write ``(https?)+``), while
+``(ab|ac)+`` and ``(foo|bar)*`` pass. A pattern it cannot parse is not judged here (the compile
+check refuses what JavaScript refuses). Whatever passes still runs in the time-limited pool.
 """
 
 from __future__ import annotations
