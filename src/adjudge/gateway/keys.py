@@ -130,7 +130,7 @@ class GatewayKey:
 def new_key(now: datetime, *, kid: str | None = None) -> GatewayKey:
     """A fresh Ed25519 key created at ``now``; kid by default ``adjudge-<fingerprint[:16]>``."""
     key = SigningKey.generate()
-    return GatewayKey(kid or f"adjudge-{key.keyid[:16]}", key, now)
+    return GatewayKey(f"adjudge-{key.keyid[:16]}" if kid is None else kid, key, now)
 
 
 class KeyRing(Protocol):
