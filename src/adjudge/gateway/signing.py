@@ -13,8 +13,11 @@ provider's id: it is what stops a request signed for one provider being replayed
 
 What is whose:
 
-- **http-sf** (RFC 8941/9651) serializes the three structured headers, so strings are quoted
-  and escaped, integers and byte sequences written as the RFC says.
+- **http-sf** (RFC 8941/9651) defines the structured headers' syntax: it serializes the
+  component lists once, at import, and the tests hold every header written here equal to
+  ``http_sf.ser`` of the same structure. Per call the rest is concatenated, because each value
+  is checked first to need no escaping (integers; printable ASCII with no quote or backslash;
+  base64): ``http_sf.ser`` of the whole dictionary took a third of the signing time.
 - **cryptography** signs (through :class:`adjudge.receipts.keys.SigningKey`).
 - **Written here, on purpose**: the signature base and the profile's fixed parts. The general
   RFC 9421 library (``http-message-signatures`` 3.0.0) fixes the set of signature parameters it
@@ -27,12 +30,12 @@ What is whose:
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import re
 import secrets
 import time
 from dataclasses import dataclass
-from typing import Any
 
 import http_sf
 
@@ -64,8 +67,17 @@ MAX_VALIDITY_SECONDS = 300
 #: The default lifetime of a signature: long enough for a slow network, short for a replay.
 DEFAULT_VALIDITY_SECONDS = 60
 
-# What the verifier's structured-field parser takes in a quoted string: printable ASCII.
+# A call id the verifier reads back trimmed: printable ASCII, no surrounding space.
 _TEXT = re.compile(r"[\x21-\x7e](?:[\x20-\x7e]{0,254}[\x21-\x7e])?")
+# A quoted string's content that needs no escape (RFC 8941 sf-string minus '"' and '\\').
+_PLAIN_STRING = re.compile(
+    r"[\x21\x23-\x5b\x5d-\x7e](?:[\x20\x21\x23-\x5b\x5d-\x7e]{0,254}[\x21\x23-\x5b\x5d-\x7e])?"
+)
+# The component lists, serialized by the structured-field library once.
+_LISTS = {
+    digest: http_sf.ser({LABEL: [c for c in COMPONENTS if digest or c != "content-digest"]})
+    for digest in (True, False)
+}
 _AUTHORITY = re.compile(r"(?:\[[0-9a-f:.]+\]|[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?)(?::[0-9]{1,5})?")
 
 
@@ -107,7 +119,7 @@ class SignedRequest:
 
 def content_digest(body: bytes) -> str:
     """The RFC 9530 ``Content-Digest`` value: ``sha-256=:<padded base64 of sha256(body)>:``."""
-    return http_sf.ser({"sha-256": hashlib.sha256(body).digest()})
+    return f"sha-256=:{base64.b64encode(hashlib.sha256(body).digest()).decode('ascii')}:"
 
 
 def signature_base(
@@ -164,13 +176,16 @@ def sign_request(
     # (1) What the verifier will accept at all.
     if not PROVIDER_ID.fullmatch(provider):
         raise SigningError(f"Provider id {provider!r} is not one a verifier accepts as `aud`.")
-    for what, value in (("call id", call_id), ("key id", keyid)):
-        if not _TEXT.fullmatch(value):
-            raise SigningError(f"The {what} {value!r} must be 1-256 printable ASCII characters.")
+    if not _TEXT.fullmatch(call_id):
+        raise SigningError(f"The call id {call_id!r} must be 1-256 printable ASCII characters.")
+    if not _PLAIN_STRING.fullmatch(keyid):
+        raise SigningError(
+            f"The key id {keyid!r} must be 1-256 printable ASCII characters, no quote or backslash."
+        )
     if nonce is None:
         nonce = secrets.token_urlsafe(16)
-    elif not _TEXT.fullmatch(nonce):
-        raise SigningError("A nonce must be 1-256 printable ASCII characters.")
+    elif not _PLAIN_STRING.fullmatch(nonce):
+        raise SigningError("A nonce is 1-256 printable ASCII characters, no quote or backslash.")
     if not 0 < validity <= MAX_VALIDITY_SECONDS:
         raise SigningError(
             f"A signature lives 1 to {MAX_VALIDITY_SECONDS} seconds; got {validity}."
@@ -182,20 +197,13 @@ def sign_request(
     if not _AUTHORITY.fullmatch(signed_authority):
         raise SigningError(f"The authority {signed_authority!r} is not a lowercase host[:port].")
 
-    # (2) The headers the profile covers.
+    # (2) The headers the profile covers: the component list, then the parameters in a fixed
+    # order, exactly as http_sf.ser writes them (a test holds the two equal).
     digest = content_digest(request.body) if request.body is not None else None
-    components = [c for c in COMPONENTS if c != "content-digest" or digest is not None]
-    params: dict[str, Any] = {
-        "created": created,
-        "expires": expires,
-        "nonce": nonce,
-        "keyid": keyid,
-        "alg": ALG,
-        "tag": TAG,
-        "aud": provider,
-    }
-    field: Any = {LABEL: (components, params)}
-    signature_input = http_sf.ser(field)
+    signature_input = (
+        f'{_LISTS[digest is not None]};created={created};expires={expires};nonce="{nonce}"'
+        f';keyid="{keyid}";alg="{ALG}";tag="{TAG}";aud="{provider}"'
+    )
     member = signature_input[len(LABEL) + 1 :]  # what the verifier reads as "@signature-params"
 
     # (3) The base, from the bytes that will be sent, and the signature over it.
@@ -215,7 +223,7 @@ def sign_request(
     if digest is not None:
         headers.append(("content-digest", digest))
     headers.append(("signature-input", signature_input))
-    headers.append(("signature", http_sf.ser({LABEL: signature})))
+    headers.append(("signature", f"{LABEL}=:{base64.b64encode(signature).decode('ascii')}:"))
     return SignedRequest(
         method=request.method,
         url=request.url,
