@@ -14,6 +14,7 @@ import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -24,6 +25,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from adjudge.calls import CallVerdict, parse_request, register_policy, verify_call
+from adjudge.calls.openapi import import_openapi
 from adjudge.calls.tools import Tool, build_request, parse_tool
 from adjudge.gateway import (
     FailureKind,
@@ -32,6 +35,7 @@ from adjudge.gateway import (
     GatewayKey,
     ProviderAnswer,
     new_key,
+    provider_response,
     rotate,
     sign_request,
     signing_key,
@@ -306,3 +310,61 @@ def test_the_wsgi_fallback_re_quotes_the_path_so_only_plain_arguments_verify(
         tool = weather_tool(url)
         assert forwarder.forward(setup.sign(tool, {"city": "São Paulo", "units": "metric"})).ok
         refused(forwarder.forward(setup.sign(tool, {"city": "a(b)"})), "BAD_SIGNATURE")
+
+
+FIXTURE = Path(__file__).resolve().parent / "fixtures" / "weather-3.0.json"
+
+
+async def _forecast(request: Request) -> JSONResponse:
+    city = request.path_params["city"]
+    days = [{"date": "2026-11-01", "temp_max_c": 12.5}] if city != "Atlantis" else "none"
+    return JSONResponse(
+        {"location": {"lat": 1.0, "lon": 2.0}, "issued_at": "2026-11-01T06:00:00Z", "days": days}
+    )
+
+
+def test_an_imported_tool_end_to_end_settles_a_good_answer_and_fails_a_bad_one(
+    jwks_host: JwksHost, asgi_server: Callable[[Any], AsgiServer]
+) -> None:
+    """The blocks composed: OpenAPI import -> argument check -> request -> signature ->
+    forwarding through the middleware -> ProviderResponse -> the call verifier's verdict."""
+    app = Starlette(routes=[Route("/v1/forecast/{city:path}", _forecast, methods=["GET"])])
+    server = asgi_server(
+        AssayVerifyMiddleware(app, provider=PROVIDER, jwks_url=jwks_host.url("e2e"))
+    )
+    tool = import_openapi(
+        json.loads(FIXTURE.read_text(encoding="utf-8")),
+        operation="getForecast",
+        provider=PROVIDER,
+        price={"amount_minor": 7, "currency": "USD"},
+        base_url=f"{server.url}/v1",
+    )
+    policy = register_policy(
+        {
+            "policy": "forecast-shape",
+            "version": 1,
+            "tool": tool.name,
+            "checks": ["schema"],
+            "clauses": [{"match": "veto", "check": "schema", "verdict": "FAIL"}],
+        },
+        tool.contract,
+    )
+    verdicts = []
+    with Forwarder() as forwarder:
+        setup = Setup(jwks_host, server.url, forwarder)
+        for city in ("Paris", "Atlantis"):
+            signed = setup.sign(tool, {"city": city, "days": 1})
+            response = provider_response(forwarder.forward(signed))
+            assert response.status == "ok"
+            request = parse_request(
+                {
+                    "call_id": signed.call_id,
+                    "provider": tool.provider,
+                    "tool": tool.name,
+                    "arguments": {"city": city, "days": 1},
+                    "price": tool.price.to_dict(),
+                }
+            )
+            result = verify_call(tool.contract, policy, request, response, datetime.now(UTC))
+            verdicts.append((result.verdict, result.effect.payment.value, result.charge_minor))
+    assert verdicts == [(CallVerdict.PASS, "settle", 7), (CallVerdict.FAIL, "refund", 0)]
