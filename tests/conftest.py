@@ -6,16 +6,14 @@ import json
 import os
 import shutil
 import subprocess
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import create_engine, text
-from sqlalchemy.engine import make_url
 
 from adjudge.store import Store
+from support import postgres
 
 NODE = shutil.which("node")
 
@@ -47,34 +45,18 @@ def run_node(script: str, cases: list[Any]) -> list[Any]:
     return results
 
 
-#: Where the PostgreSQL tests look; any database the user may CREATE DATABASE from.
-POSTGRES_URL = os.environ.get(
-    "ADJUDGE_TEST_POSTGRES", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
-)
-
-
 def _postgres_or_skip() -> str:
-    """Create a throwaway database and return its URL, or skip saying why."""
+    """Create a throwaway database and return its URL, or skip (fail, in CI) saying why."""
     try:
-        admin = create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
-        name = "adjudge_test_" + uuid.uuid4().hex[:12]
-        with admin.connect() as conn:
-            conn.execute(text(f'CREATE DATABASE "{name}"'))
-        admin.dispose()
-    except Exception as exc:
-        why = f"PostgreSQL unreachable at {POSTGRES_URL} ({type(exc).__name__}): {exc}"
+        return postgres.create_database()
+    except postgres.Unreachable as exc:
         if os.environ.get("ADJUDGE_REQUIRE_POSTGRES"):
-            pytest.fail(why + " — and ADJUDGE_REQUIRE_POSTGRES is set (as CI sets it)")
-        pytest.skip(why)
-    return make_url(POSTGRES_URL).set(database=name).render_as_string(hide_password=False)
+            pytest.fail(f"{exc} — and ADJUDGE_REQUIRE_POSTGRES is set (as CI sets it)")
+        pytest.skip(str(exc))
 
 
 def _drop(url: str) -> None:
-    name = make_url(url).database
-    admin = create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
+    postgres.drop_database(url)
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])

@@ -23,7 +23,7 @@ def export(
     *,
     who: Caller,
     app: Use,
-    after: Annotated[int, Query(ge=0, le=2**31)] = 0,
+    after: Annotated[int, Query(ge=0, le=2**31 - 1)] = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> dict[str, Any]:
     """The log in chain order from sequence ``after + 1`` (admins); ``next_after`` continues."""

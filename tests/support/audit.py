@@ -1,0 +1,94 @@
+"""What must hold of a store after anything at all: the books, the receipts, the task states.
+
+Read straight from the database, so no use case can hide a fault from it:
+
+- the ledger balances (both sums zero) and holds exactly the money deposited;
+- no account but ``world`` is negative; an escrow holds its task's reward until the task ends,
+  and nothing after;
+- every leg that took money out of an escrow names a receipt of that task, whose signed policy
+  decision (or, for an unsigned test issuer, its statement) records that amount;
+- every verdict has its receipt; receipts form one unbroken chain;
+- every task is in a state the lifecycle can reach.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import delete, insert
+
+from adjudge.market import Status, escrow_account
+from adjudge.market.lifecycle import MAX_ATTEMPTS
+from adjudge.store import Store, ledger, receipt_log, records
+from adjudge.store import schema as s
+
+_NEEDS_AGENT = {
+    Status.ASSIGNED,
+    Status.SUBMITTED,
+    Status.AWAITING_VERIFICATION,
+    Status.FAILED,
+    Status.ESCALATED,
+}
+
+
+def audit(store: Store, deposited: int | None = None) -> dict[str, int]:
+    """Assert every invariant above; return counts of what was checked."""
+    with store.read() as tx:
+        balances, entries = ledger.total(tx)
+        assert (balances, entries) == (0, 0), (balances, entries)
+        held = ledger.balances(tx)
+        for account, amount in held.items():
+            assert account == "world" or amount >= 0, (account, amount)
+        if deposited is not None:
+            assert ledger.deposits(tx) == deposited, (ledger.deposits(tx), deposited)
+        chain = receipt_log.chain(tx)
+        by_id = {r.id: r for r in chain}
+        previous = None
+        for i, receipt in enumerate(chain, start=1):
+            assert receipt.seq == i and receipt.previous == previous, receipt.id
+            previous = receipt.digest
+        assert receipt_log.head(tx) == (len(chain), previous)
+        for leg in ledger.releases(tx):
+            receipt = by_id.get(leg["receipt_id"])
+            assert receipt is not None, f"a release without its receipt: {leg}"
+            assert receipt.task_id == leg["task_id"], leg
+            assert str(-int(leg["amount"])) in _decision_text(receipt.body), (leg, receipt.body)
+        verdicts = records.verdicts(tx)
+        for verdict in verdicts:
+            assert verdict.receipt_id in by_id, verdict
+        tasks = records.tasks(tx, limit=100_000).items
+        for stored in tasks:
+            t = stored.task
+            escrow = held.get(escrow_account(t.id), 0)
+            assert escrow == (0 if t.terminal else t.reward), (t.id, t.status, escrow)
+            assert 0 <= t.attempts <= MAX_ATTEMPTS
+            assert (t.ending is not None) == t.terminal, (t.id, t.status, t.ending)
+            if t.status in _NEEDS_AGENT:
+                assert t.agent is not None, (t.id, t.status)
+            if t.status is Status.FUNDED:
+                assert t.agent is None, t.id
+            if t.status in (Status.SUBMITTED, Status.AWAITING_VERIFICATION, Status.ESCALATED):
+                assert t.attempts >= 1 and t.result_digest is not None, t.id
+            if t.status is Status.FAILED:
+                assert t.failed_at is not None, t.id
+        return {"receipts": len(chain), "verdicts": len(verdicts), "tasks": len(tasks)}
+
+
+def _decision_text(body: Any) -> str:
+    """What a receipt records about money, as text (signed: its decoded statement)."""
+    import base64  # noqa: PLC0415
+    import json  # noqa: PLC0415
+
+    envelope = body.get("envelope") if isinstance(body, dict) else None
+    if isinstance(envelope, dict):
+        statement = json.loads(base64.b64decode(envelope["payload"]))
+        return json.dumps(statement["predicate"].get("policyDecision"))
+    return json.dumps(body)
+
+
+def reset(store: Store) -> None:
+    """Empty every table (keeping the schema) and put the chain head back at 0."""
+    with store.write() as tx:
+        for table in reversed(s.metadata.sorted_tables):
+            tx.conn.execute(delete(table))
+        tx.conn.execute(insert(s.chain_head).values(id=1, seq=0, digest=None))
