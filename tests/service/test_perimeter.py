@@ -471,3 +471,39 @@ def test_nul_in_a_path_is_a_clear_refusal(h: Harness) -> None:
     """A NUL in a path parameter never reaches the database."""
     assert h.refused("pat", "GET", "/tasks/a%00b") == (400, "INVALID_REQUEST")
     assert h.refused("pat", "POST", "/tasks/a%00b/accept") == (400, "INVALID_REQUEST")
+
+
+def test_a_catastrophic_pattern_times_out_apart_and_never_passes(sqlite_store: Store) -> None:
+    """A task whose pattern backtracks catastrophically (posted before the screen existed):
+    its checks run apart in the worker pool and stop at the limit — the dry run and the verdict
+    say so, the verdict is a FAIL, and the service keeps answering."""
+    from datetime import timedelta  # noqa: PLC0415
+
+    from adjudge.app import settlement  # noqa: PLC0415
+    from adjudge.market import Context, Draft, post  # noqa: PLC0415
+
+    h = make_harness(sqlite_store, real_checker=True)
+
+    class Admits:
+        def admissibility(self, criteria: Any, mode: str) -> list[Any]:
+            return []
+
+        def check(self, result: str, criteria: Any) -> Any:
+            raise AssertionError("not used")
+
+    now = h.clock.now()
+    draft = Draft("pat", 1000, now + timedelta(days=1), "auto", {"regex_pattern": "(a|aa)+$"})
+    out = post("task_catastrophic", draft, Context(now=now, checker=Admits()))
+    with sqlite_store.write() as tx:
+        settlement.post(tx, out, title="legacy", brief="", at=now)
+    tid = out.task.id
+    assert h.app.tasks.needs_slow_check(tid)
+    h.ok("ann", "POST", f"/tasks/{tid}/accept")
+    attack = "a" * 34 + "!"
+    dry = h.ok("ann", "POST", f"/tasks/{tid}/dry-run", {"result": attack})
+    assert dry["passed"] is False and any("timed out" in r for r in dry["reasons"])
+    h.ok("ann", "POST", f"/tasks/{tid}/submissions", {"result": attack})
+    done = h.ok("ann", "POST", f"/tasks/{tid}/finalize")
+    assert done["status"] == "failed"
+    assert any("timed out" in r for r in done["verification_result"]["reasons"])
+    assert h.client.get("/api/v1/health").status_code == 200

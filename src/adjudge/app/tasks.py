@@ -22,6 +22,7 @@ from adjudge.app.signed_verdicts import DETAIL_KEY, check_signature, verdict_pay
 from adjudge.app.unit import Answer, Idempotency, UnitOfWork
 from adjudge.app.views import rendered, shown, task_summary, task_view
 from adjudge.autocheck import criteria as autocriteria
+from adjudge.autocheck import jsregex
 from adjudge.errors import CriteriaError, Error, RateLimited
 from adjudge.market import (
     DEFAULT_FEE_BPS,
@@ -464,6 +465,23 @@ class Tasks:
         }
 
     # --- reads ----------------------------------------------------------------------------
+
+    def needs_slow_check(self, task_id: str) -> bool:
+        """Whether checking a result of this task may take a while: its ``regex_pattern`` runs
+        in the time-limited worker pool (one not provably linear). The service runs such
+        checks apart, so waiting for the pool never holds the threads everyone else needs."""
+
+        def read(tx: Transaction) -> bool:
+            stored = records.task(tx, task_id)
+            pattern = stored.task.criteria.get("regex_pattern") if stored else None
+            if not isinstance(pattern, str) or not jsregex.is_safe(pattern):
+                return False
+            try:
+                return not jsregex.compile(pattern).bounded
+            except jsregex.JsRegexError:
+                return False
+
+        return self.unit.read(read)
 
     def get(self, viewer: Account, task_id: str) -> dict[str, Any]:
         """One task as ``viewer`` may see it (``TASK_NOT_FOUND``; ``RECORD_UNREADABLE`` for a

@@ -2,19 +2,35 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+import asyncio
+import weakref
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
 
+import anyio
+import anyio.to_thread
 from fastapi import APIRouter, Depends, Header, Request
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from adjudge.app import Account, Answer, App
+from adjudge.autocheck._sandbox import POOL_SIZE
 from adjudge.errors import Error
 from adjudge.service.errors import RESPONSES
 from adjudge.service.ingress import StrictRoute
 
 #: The largest amount the ledger's 64-bit columns hold.
 MAX_AMOUNT = 2**63 - 1
+#: How many slow checks (a regex in the worker pool) run at once: one more than the pool has
+#: workers, so the pool stays busy while the rest wait without holding a request thread.
+SLOW_CHECKS = POOL_SIZE + 1
+#: How long a slow check waits for its turn before the service says it is too busy.
+SLOW_QUEUE_SECONDS = 10.0
+T = TypeVar("T")
+#: Per event loop (a limiter belongs to the loop it was made in): turns, and the threads.
+_SLOW: weakref.WeakKeyDictionary[
+    asyncio.AbstractEventLoop, tuple[anyio.CapacityLimiter, anyio.CapacityLimiter]
+] = weakref.WeakKeyDictionary()
 
 _bearer = HTTPBearer(auto_error=False, description="The account's API key.")
 
@@ -75,3 +91,33 @@ def reply(answer: Answer[Any], status: int = 200) -> JSONResponse:
     """A state change's answer, marked when it is a replay of the stored one."""
     headers = {"Idempotent-Replayed": "true"} if answer.replayed else None
     return JSONResponse(answer.value, status_code=status, headers=headers)
+
+
+async def checked(slow: bool, fn: Callable[[], T]) -> T:
+    """Run a use case that may check a result: on the request threads, or — when the check
+    needs the regex worker pool — apart, at most :data:`SLOW_CHECKS` at once, the others
+    waiting their turn without a thread (``CHECKER_UNAVAILABLE`` after
+    :data:`SLOW_QUEUE_SECONDS`). So catastrophic patterns occupy the pool, never the threads
+    that every other request (``/health`` included) needs."""
+    if not slow:
+        return await anyio.to_thread.run_sync(fn)
+    loop = asyncio.get_running_loop()
+    found = _SLOW.get(loop)
+    if found is None:
+        found = _SLOW[loop] = (
+            anyio.CapacityLimiter(SLOW_CHECKS),
+            anyio.CapacityLimiter(SLOW_CHECKS),
+        )
+    turns, threads = found
+    try:
+        with anyio.fail_after(SLOW_QUEUE_SECONDS):
+            await turns.acquire()
+    except TimeoutError:
+        raise Error(
+            "The service is busy with slow regex checks; nothing was judged. Try again shortly.",
+            code="CHECKER_UNAVAILABLE",
+        ) from None
+    try:
+        return await anyio.to_thread.run_sync(fn, limiter=threads)
+    finally:
+        turns.release()

@@ -5,11 +5,12 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
+import anyio.to_thread
 from fastapi import Query
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
-from adjudge.service.deps import Caller, IdemKey, Use, amount, reply, router
+from adjudge.service.deps import Caller, IdemKey, Use, amount, checked, reply, router
 
 routes = router()
 
@@ -148,9 +149,10 @@ def submit(
 
 
 @routes.post("/tasks/{task_id}/finalize", tags=["lifecycle"])
-def finalize(*, task_id: str, who: Caller, app: Use, key: IdemKey = None) -> JSONResponse:
+async def finalize(*, task_id: str, who: Caller, app: Use, key: IdemKey = None) -> JSONResponse:
     """The agent asks for the auto check of its latest submission (auto mode)."""
-    return reply(app.tasks.finalize(who, task_id, key=key))
+    slow = await anyio.to_thread.run_sync(app.tasks.needs_slow_check, task_id)
+    return reply(await checked(slow, lambda: app.tasks.finalize(who, task_id, key=key)))
 
 
 @routes.post("/tasks/{task_id}/review", tags=["lifecycle"])
@@ -214,7 +216,8 @@ def ruling(
 
 
 @routes.post("/tasks/{task_id}/dry-run", tags=["tasks"])
-def dry_run(*, task_id: str, body: SubmitResult, who: Caller, app: Use) -> dict[str, Any]:
+async def dry_run(*, task_id: str, body: SubmitResult, who: Caller, app: Use) -> dict[str, Any]:
     """The holding agent checks a draft against the task's public rules (its hidden expected
     answer never runs); uses no attempt, touches no reputation; 20 an hour per task."""
-    return app.tasks.dry_run(who, task_id, body.result)
+    slow = await anyio.to_thread.run_sync(app.tasks.needs_slow_check, task_id)
+    return await checked(slow, lambda: app.tasks.dry_run(who, task_id, body.result))
