@@ -52,6 +52,7 @@ test("actions follow the status, the mode and who is asking", () => {
   assert.deepEqual(names(task(), ann), ["accept"]);
   assert.deepEqual(names(task(), pat), ["cancel"]);
   assert.deepEqual(names(task({ status: "assigned", agent: "ann" }), ann), ["submit", "dry-run"]);
+  assert.deepEqual(names(task({ status: "assigned", agent: "ann" }), pat), ["release", "reclaim"]);
   assert.deepEqual(names(task({ status: "submitted", agent: "ann" }), ann), ["finalize", "dispute"]);
   assert.deepEqual(names(task({ status: "submitted", mode: "manual", agent: "ann" }), pat), [
     "review",

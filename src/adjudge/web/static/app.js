@@ -93,8 +93,9 @@ document.querySelector("#key-form").addEventListener("submit", async (event) => 
 
 // --- views ------------------------------------------------------------------------------------
 
-async function taskList() {
-  const { tasks } = await api("GET", "/tasks");
+async function taskList(cursor) {
+  const page = await api("GET", "/tasks" + (cursor ? `?cursor=${encodeURIComponent(cursor)}` : ""));
+  const tasks = page.tasks;
   const rows = tasks.map((t) =>
     h(
       "tr",
@@ -122,6 +123,9 @@ async function taskList() {
           h("tbody", {}, rows),
         )
       : h("p", {}, "No tasks yet."),
+    page.next_cursor
+      ? h("p", {}, h("button", { type: "button", onclick: () => taskList(page.next_cursor) }, "Older tasks"))
+      : null,
   );
 }
 
@@ -230,6 +234,7 @@ function actionForm(task, action, label) {
             status.replaceChildren(
               `Dry run: ${answer.passed ? "would pass" : "would fail"}, score ${answer.score}. `,
               h("ul", {}, (answer.reasons || []).map((r) => h("li", {}, r))),
+              h("p", {}, answer.note || ""),
             );
             return;
           }
@@ -288,6 +293,19 @@ async function taskDetail(id) {
         ]
       : null,
     t.verdicts && t.verdicts.length ? [h("h3", {}, "Verdicts"), t.verdicts.map(verdictCard)] : null,
+    t.disputes && t.disputes.length
+      ? [
+          h("h3", {}, "Disputes"),
+          t.disputes.map((d) =>
+            h(
+              "section",
+              { class: "dispute" },
+              h("h4", {}, `Round ${d.attempt} · disputed by ${d.by} · ${shortTime(d.at)}`),
+              d.reason ? h("pre", { class: "text" }, d.reason) : h("p", {}, "No reason given."),
+            ),
+          ),
+        ]
+      : null,
     me ? [h("h3", {}, "What you can do"), actions(t)] : null,
   );
 }
@@ -300,6 +318,7 @@ async function postForm() {
   const mode = h("select", {}, ["manual", "auto", "agent"].map((m) => h("option", { value: m }, m)));
   const verifier = h("input", { type: "text", placeholder: "for agent mode: an opted-in verifier" });
   const priv = h("input", { type: "checkbox" });
+  const lenient = h("input", { type: "checkbox" });
   const criteria = h("textarea", { rows: 6, placeholder: '{"min_length": 200, "contains_keywords": ["escrow"]}' });
   const status = h("p", { class: "status-line" });
   const label = (text, input) => h("label", {}, h("span", {}, text), input);
@@ -326,6 +345,7 @@ async function postForm() {
               verifier: verifier.value.trim() || null,
               private: priv.checked,
               criteria: parsed.criteria,
+              lenient_criteria: lenient.checked,
             });
             location.hash = `#/tasks/${task.id}`;
           } catch (err) {
@@ -341,6 +361,7 @@ async function postForm() {
       label("Verifier", verifier),
       label("Private", priv),
       label("Criteria (JSON)", criteria),
+      label("Keep fields the check does not know", lenient),
       h("button", { type: "submit" }, "Post and fund"),
       status,
     ),

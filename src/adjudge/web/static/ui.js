@@ -46,6 +46,7 @@ export function actionsFor(task, me) {
         add("submit", "Submit a result");
         add("dry-run", "Dry run a draft");
       }
+      if (isPoster && task.attempts === 0) add("release", "Release the agent (24 h after it took the task)");
       if (isPoster) add("reclaim", "Reclaim after the deadline");
       break;
     case "submitted":
