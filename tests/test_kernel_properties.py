@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import itertools
+import re
 from datetime import UTC, datetime, timedelta
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from adjudge.errors import CriteriaError
 from adjudge.kernel import (
     PRECEDENCE,
     Authority,
@@ -92,17 +92,42 @@ def test_trust_only_lowers_verdicts(
 
 @settings(deadline=None)  # speed is not the property under test; machines vary
 @given(st.sampled_from(["evidence.content-digest", "evidence.present", "x.y"]), st.text())
-def test_any_expression_binds_or_is_refused_cleanly(observable: str, expression: str) -> None:
-    """Arbitrary text either binds (and answers PASS, FAIL or UNKNOWN) or is a clean refusal."""
-    try:
-        binding = observables.bind(observable, expression)
-    except CriteriaError as exc:
-        assert exc.code == "EXPRESSION_MALFORMED"
-        return
+def test_any_expression_binds(observable: str, expression: str) -> None:
+    """Arbitrary text always binds (malformed text included) and answers PASS, FAIL or UNKNOWN;
+    only the exact decidable form can answer anything but UNKNOWN."""
+    binding = observables.bind(observable, expression)
     seen = observables.evaluate(binding, {"result": content_digest(b"r")})
     assert seen.verdict in {Verdict.PASS, Verdict.FAIL, Verdict.UNKNOWN}
     if seen.verdict is not Verdict.UNKNOWN:
         assert binding.status is observables.BindingStatus.DECIDABLE
+        assert observable == observables.CONTENT_DIGEST
+        assert re.fullmatch(r'\(= [A-Za-z_][A-Za-z0-9_.\-]* "sha256:[0-9a-f]{64}"\)', expression)
+
+
+_BLANKS = st.sampled_from([" ", "  ", "\t", "\n", "\r\n", "\u00a0", "\u2003", "\u200b", "\ufeff"])
+
+
+_EXACT = f'(= result "{content_digest(b"r")}")'
+
+
+@settings(deadline=None)  # speed is not the property under test; machines vary
+@given(st.integers(min_value=0, max_value=len(_EXACT)), _BLANKS, st.sampled_from([None, 2, 9]))
+def test_no_whitespace_variation_of_the_exact_form_decides(
+    at: int, blank: str, swap: int | None
+) -> None:
+    """A blank added anywhere in (= result "sha256:…") or around it, or one of its two spaces
+    swapped for another blank: the expression binds and answers UNKNOWN — only the exact form
+    decides."""
+    assert _EXACT[2] == _EXACT[9] == " "
+    if swap is not None and blank != " ":
+        varied = _EXACT[:swap] + blank + _EXACT[swap + 1 :]
+    else:
+        varied = _EXACT[:at] + blank + _EXACT[at:]
+    binding = observables.bind(observables.CONTENT_DIGEST, varied)
+    assert binding.status is observables.BindingStatus.UNDECIDABLE
+    assert observables.evaluate(binding, {"result": content_digest(b"r")}).verdict is (
+        Verdict.UNKNOWN
+    )
 
 
 citations = st.builds(
