@@ -35,7 +35,7 @@ KEY = SigningKey.from_seed(bytes(range(32)))
 def _determination(i: int) -> object:
     text = b"result %d" % i
     checks = [
-        oracle.integrity(text, content_digest(text)),
+        oracle.integrity(oracle.Record(text), content_digest(text)),
         Check("auto-check", Verdict.PASS, Authority.DETERMINISTIC, (content_digest(text),)),
     ]
     return determine(content_digest(text), checks, now=NOW)
@@ -124,7 +124,7 @@ def main() -> None:
     verdicts = [Verdict.PASS] * 999 + [Verdict.PENDING]
     _rate("fold 1,000 verdicts", 1_000, lambda i: fold(verdicts), args.repeat)
     text = b"bulk"
-    checks = [oracle.integrity(text, content_digest(text))] + [
+    checks = [oracle.integrity(oracle.Record(text), content_digest(text))] + [
         Check(f"c{i}", Verdict.PASS, Authority.DETERMINISTIC) for i in range(999)
     ]
     _rate(

@@ -26,7 +26,7 @@ def _log(n: int) -> ReceiptLog:
     for i in range(n):
         text = b"r%d" % i
         checks = [
-            oracle.integrity(text, content_digest(text)),
+            oracle.integrity(oracle.Record(text), content_digest(text)),
             Check("auto-check", Verdict.PASS, Authority.DETERMINISTIC),
         ]
         log.append(determine(content_digest(text), checks, now=NOW), KEY)

@@ -6,6 +6,7 @@ import copy
 import dataclasses
 import pickle
 from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
@@ -32,7 +33,7 @@ NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def _mismatch() -> Check:
-    return oracle.integrity(b"stored", content_digest(b"claimed"))
+    return oracle.integrity(oracle.Record(b"stored"), content_digest(b"claimed"))
 
 
 def test_oracle_mints_mismatch() -> None:
@@ -158,7 +159,7 @@ def test_auto_check_adapter_is_deterministic() -> None:
 
 def test_determine_auto_check_pass_carries_the_integrity_proof() -> None:
     """A passing auto check over stored bytes folds to PASS with its integrity proof."""
-    d = determine_auto_check(b"answer", _Result(True, 90, ()), now=NOW)
+    d = determine_auto_check(oracle.Record(b"answer"), _Result(True, 90, ()), now=NOW)
     assert d.verdict is Verdict.PASS
     assert d.subject_digest == content_digest(b"answer")
     assert [c.name for c in d.checks] == ["evidence-integrity", "auto-check"]
@@ -167,7 +168,10 @@ def test_determine_auto_check_pass_carries_the_integrity_proof() -> None:
 def test_determine_auto_check_declared_digest_disagreeing_is_mismatch() -> None:
     """When the submitter declared another digest than the stored bytes have: MISMATCH."""
     d = determine_auto_check(
-        b"answer", _Result(True, 90, ()), now=NOW, declared_digest=content_digest(b"other")
+        oracle.Record(b"answer"),
+        _Result(True, 90, ()),
+        now=NOW,
+        declared_digest=content_digest(b"other"),
     )
     assert d.verdict is Verdict.MISMATCH
 
@@ -175,7 +179,7 @@ def test_determine_auto_check_declared_digest_disagreeing_is_mismatch() -> None:
 def test_errors_share_the_family() -> None:
     """Kernel refusals are adjudge errors with stable codes."""
     with pytest.raises(Error):
-        oracle.integrity(b"x", "md5:abc")
+        oracle.integrity(oracle.Record(b"x"), "md5:abc")
 
 
 def test_exactly_six_verdicts_and_no_flake_state() -> None:
@@ -215,3 +219,40 @@ def test_evidence_is_typed_on_six_axes_and_independence_is_assessed() -> None:
     assert assessment.independence is ev.Independence.INDEPENDENT
     assert (assessment.actor_distinct, assessment.boundary_distinct) == (True, True)
     assert "custody distinct: True" in assessment.basis
+
+
+def test_a_plain_string_expiry_never_reaches_issue() -> None:
+    """Pending(deadline, "UNKNOWN") with a bare string is refused with a code when built, so
+    issuing a receipt never meets it (it used to crash issue() with an AttributeError)."""
+    with pytest.raises(CriteriaError) as err:
+        Pending(NOW, cast(Any, "UNKNOWN"))
+    assert err.value.code == "PENDING_EXPIRY_INVALID"
+
+
+def test_a_pending_must_be_a_pending() -> None:
+    """A look-alike object in ``pending`` (no validation of its own) is refused, so it cannot
+    carry a MISMATCH expiry past the seal."""
+    fake = SimpleNamespace(deadline=NOW, expires_to="MISMATCH", resolve=lambda now: "MISMATCH")
+    with pytest.raises(CriteriaError) as err:
+        Check("p", Verdict.PENDING, Authority.HUMAN, pending=cast(Any, fake))
+    assert err.value.code == "CHECK_INVALID"
+
+
+def test_the_oracle_reads_a_record_not_bytes_handed_to_it() -> None:
+    """The oracle's public function no longer takes caller-supplied bytes: it reads the verifying
+    side's Record, and refuses anything else with ORACLE_RECORD_REQUIRED."""
+    with pytest.raises(CriteriaError) as err:
+        oracle.integrity(cast(Any, b"stored"), content_digest(b"claimed"))
+    assert err.value.code == "ORACLE_RECORD_REQUIRED"
+    record = oracle.Record(b"stored")
+    assert record.digest == content_digest(b"stored") and record.name == "result"
+    assert "stored" not in repr(record)  # a record's repr names its digest, not its bytes
+    assert oracle.integrity(record, content_digest(b"claimed")).verdict is Verdict.MISMATCH
+
+
+def test_a_record_holds_bytes_and_a_symbol() -> None:
+    """A Record of text, or named by something that is not a symbol, is refused (RECORD_INVALID)."""
+    for content, name in ((cast(Any, "text"), "result"), (b"x", "not a symbol"), (b"x", "")):
+        with pytest.raises(CriteriaError) as err:
+            oracle.Record(content, name)
+        assert err.value.code == "RECORD_INVALID"

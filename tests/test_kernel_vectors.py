@@ -83,10 +83,16 @@ def _time(text: str) -> datetime:
 
 def _check(spec: dict[str, Any]) -> Check:
     if "oracle" in spec:
-        return oracle.integrity(spec["oracle"]["stored"].encode(), spec["oracle"]["declared"])
+        return oracle.integrity(
+            oracle.Record(spec["oracle"]["stored"].encode()), spec["oracle"]["declared"]
+        )
     if "semantic" in spec:
         return _semantic_check(spec["semantic"])
     pending = spec.get("pending")
+    expiry: Any = None
+    if pending is not None:
+        # "plain": the expiry as the bare string, the way parsed input or an Any arrives.
+        expiry = pending["expiresTo"] if pending.get("plain") else Verdict(pending["expiresTo"])
     return Check(
         name=spec.get("name", "check"),
         verdict=Verdict(spec["verdict"]),
@@ -95,9 +101,7 @@ def _check(spec: dict[str, Any]) -> Check:
         observable=spec.get("observable"),
         expression=spec.get("expression"),
         verifier_key=spec.get("verifierKey"),
-        pending=None
-        if pending is None
-        else Pending(_time(pending["deadline"]), Verdict(pending["expiresTo"])),  # type: ignore[arg-type]
+        pending=None if pending is None else Pending(_time(pending["deadline"]), expiry),
     )
 
 
@@ -292,7 +296,7 @@ def run_chain(i: dict[str, Any]) -> dict[str, Any]:
     now = _time("2026-01-01T00:00:00+00:00")
     for entry in i["receipts"]:
         stored = entry["result"].encode()
-        checks = [oracle.integrity(stored, content_digest(stored))]
+        checks = [oracle.integrity(oracle.Record(stored), content_digest(stored))]
         checks.append(Check("auto-check", Verdict(entry["verdict"]), Authority.DETERMINISTIC))
         d = determine(content_digest(stored), checks, now=now)
         supersedes = entry.get("supersedes")

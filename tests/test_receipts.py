@@ -47,7 +47,7 @@ ATTACKER = SigningKey.from_seed(bytes(range(1, 33)))
 
 def _determination(text: bytes = b"result", verdict: Verdict = Verdict.PASS) -> Any:
     checks = [
-        oracle.integrity(text, content_digest(text)),
+        oracle.integrity(oracle.Record(text), content_digest(text)),
         Check("auto-check", verdict, Authority.DETERMINISTIC, (content_digest(text),)),
     ]
     return determine(content_digest(text), checks, now=NOW)
@@ -354,7 +354,7 @@ def test_non_ascii_receipts_round_trip() -> None:
     """A statement with non-ASCII text takes the rfc8785 path and still verifies."""
     text = b"r\xc3\xa9sum\xc3\xa9"
     checks = [
-        oracle.integrity(text, content_digest(text)),
+        oracle.integrity(oracle.Record(text), content_digest(text)),
         Check("revue — 検証", Verdict.PASS, Authority.HUMAN, reason="looks right 👍"),
     ]
     receipt = issue(determine(content_digest(text), checks, now=NOW), KEY)

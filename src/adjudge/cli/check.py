@@ -23,6 +23,7 @@ from adjudge.autocheck.jsvalues import to_fixed0
 from adjudge.cli.receipts import read_signing_key, write_receipt
 from adjudge.errors import CriteriaError
 from adjudge.kernel.adapters import determine_auto_check
+from adjudge.kernel.oracle import Record
 from adjudge.receipts import issue
 
 EXIT_PASS, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
@@ -139,7 +140,7 @@ def _sign_receipt(
     """Issue and write the signed receipt of one standalone check (the clock is read here)."""
     signer = read_signing_key(key)
     determination = determine_auto_check(
-        stored,
+        Record(stored),
         verdict,
         now=datetime.now(UTC),
         criteria_digest="sha256:" + hashlib.sha256(criteria).hexdigest(),

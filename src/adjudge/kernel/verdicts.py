@@ -88,11 +88,13 @@ class Pending:
     def __post_init__(self) -> None:
         require_aware(self.deadline, "A pending deadline")
         # The type already excludes PASS; this is the run-time half of the guarantee, for
-        # callers that pass a plain value (parsed input, Any, a cast).
-        if self.expires_to not in EXPIRY_VERDICTS:
+        # callers that pass a plain value (parsed input, Any, a cast). A bare string is refused
+        # too, even "MISMATCH": it compares equal to the verdict but is not it, so it would slip
+        # past the seal's identity test and crash whatever later reads ``.value``.
+        if not isinstance(self.expires_to, Verdict) or self.expires_to not in EXPIRY_VERDICTS:
             raise CriteriaError(
-                f"A PENDING check can expire only into UNKNOWN, FAIL, MISMATCH or NOT_RUN, "
-                f"not {self.expires_to!r}.",
+                f"A PENDING check can expire only into the verdict UNKNOWN, FAIL, MISMATCH or "
+                f"NOT_RUN (a Verdict, not a string), not {self.expires_to!r}.",
                 code="PENDING_EXPIRY_INVALID",
             )
 
@@ -179,6 +181,10 @@ class Check:
             raise CriteriaError(
                 "A check's evidence is a tuple of sha256:<64 lowercase hex> digests.",
                 code="CHECK_INVALID",
+            )
+        if self.pending is not None and not isinstance(self.pending, Pending):
+            raise CriteriaError(
+                "A check's pending is a Pending(deadline, expires_to).", code="CHECK_INVALID"
             )
         if (self.verdict is Verdict.PENDING) != (self.pending is not None):
             raise CriteriaError(

@@ -14,7 +14,7 @@ from adjudge.autocheck import admissibility, auto_check
 from adjudge.errors import Error
 from adjudge.kernel import DEFAULT_POLICY, Authority, Check, Determination, Verdict, determine
 from adjudge.kernel.adapters import auto_check_check
-from adjudge.kernel.oracle import integrity
+from adjudge.kernel.oracle import Record, integrity
 from adjudge.market import Checker, CheckOutcome, ReceiptIssuer, VerdictReached
 from adjudge.receipts import Head, SigningKey, issue
 from adjudge.service.signed_verdicts import DETAIL_KEY, check_signature, verdict_payload
@@ -70,7 +70,7 @@ class SignedReceipts:
             )
         wanted = Verdict.PASS if verdict.passed else Verdict.FAIL
         reason = "; ".join(verdict.reasons) or ("approved" if verdict.passed else "rejected")
-        checks = [integrity(result.encode("utf-8"), subject)]
+        checks = [integrity(Record(result.encode("utf-8")), subject)]
         policy = DEFAULT_POLICY
         if verdict.authority == "deterministic":
             outcome = _Outcome(verdict.passed, verdict.score or 0, tuple(verdict.reasons))
