@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from adjudge.errors import ReceiptError
 from adjudge.kernel import (
     PRECEDENCE,
     Authority,
@@ -16,6 +17,7 @@ from adjudge.kernel import (
     Pending,
     TrustPolicy,
     Verdict,
+    determine,
     fold,
     observables,
     semantic,
@@ -197,3 +199,54 @@ def test_falsifiability_is_decided_exactly(predicate: ob.Predicate) -> None:
     assert isinstance(result, ob.Admitted) is can_fail
     if isinstance(result, ob.Admitted):
         assert not ob.holds(predicate, result.witness)
+
+
+SUBJECT = content_digest(b"result")
+_KEY = "1" * 64
+caller_checks = st.builds(
+    Check,
+    name=st.sampled_from(["evidence-integrity", "auto-check", "model", "x"]),
+    verdict=st.sampled_from(sorted(set(Verdict) - {Verdict.MISMATCH, Verdict.PENDING})),
+    authority=st.sampled_from(list(Authority)),
+    evidence=st.just((SUBJECT,)) | st.just(()),
+    reason=st.text(max_size=5),
+    observable=st.sampled_from([None, observables.CONTENT_DIGEST, observables.PRESENT, "x.y"]),
+    expression=st.sampled_from(
+        [None, f'(= result "{SUBJECT}")', f'(=  result "{SUBJECT}")', "(present result)"]
+    ),
+    verifier_key=st.sampled_from([None, _KEY]),
+)
+# The integrity proof's exact shape, as a caller (or a model) would write it.
+lookalike_proofs = st.builds(
+    Check,
+    name=st.sampled_from(["evidence-integrity", "integrity"]),
+    verdict=st.just(Verdict.PASS),
+    authority=st.sampled_from([Authority.DETERMINISTIC, Authority.HUMAN]),
+    evidence=st.just((SUBJECT,)),
+    reason=st.sampled_from(["the stored result has the declared digest", "the model says so"]),
+    observable=st.just(observables.CONTENT_DIGEST),
+    expression=st.just(f'(= result "{SUBJECT}")'),
+)
+policies = st.sampled_from(
+    [
+        TrustPolicy(),
+        TrustPolicy().with_verifier(_KEY),
+        TrustPolicy(frozenset({Authority.DETERMINISTIC})),
+    ]
+)
+
+
+@settings(deadline=None)  # speed is not the property under test; machines vary
+@given(st.lists(lookalike_proofs | caller_checks, max_size=5), policies)
+def test_no_caller_built_check_yields_pass_without_the_oracle(
+    checks: list[Check], policy: TrustPolicy
+) -> None:
+    """Whatever checks a caller builds — integrity look-alikes for the very subject included —
+    and under any policy, a set without the oracle's own proof never folds to PASS: it folds to
+    something else, or a PASS is refused outright."""
+    try:
+        got = determine(SUBJECT, checks, now=datetime(2026, 1, 1, tzinfo=UTC), policy=policy)
+    except ReceiptError as exc:
+        assert exc.code == "INTEGRITY_PROOF_REQUIRED"
+        return
+    assert got.verdict is not Verdict.PASS

@@ -11,7 +11,7 @@ from typing import Any, cast
 
 import pytest
 
-from adjudge.errors import CriteriaError, Error
+from adjudge.errors import CriteriaError, Error, ReceiptError
 from adjudge.kernel import (
     DEFAULT_POLICY,
     PRECEDENCE,
@@ -20,6 +20,7 @@ from adjudge.kernel import (
     Pending,
     TrustPolicy,
     Verdict,
+    determine,
     fold,
     oracle,
     resolve,
@@ -256,3 +257,18 @@ def test_a_record_holds_bytes_and_a_symbol() -> None:
         with pytest.raises(CriteriaError) as err:
             oracle.Record(content, name)
         assert err.value.code == "RECORD_INVALID"
+
+
+def test_only_the_oracles_own_proof_counts() -> None:
+    """The oracle's PASS is marked as minted; a replace() copy of it is not, and counts for
+    nothing, so no caller can launder a look-alike into the proof."""
+    digest = content_digest(b"answer")
+    proof = oracle.integrity(oracle.Record(b"answer"), digest)
+    assert proof.oracle and proof.to_dict()["oracle"] is True
+    copied = dataclasses.replace(proof)
+    assert not copied.oracle and "oracle" not in copied.to_dict()
+    auto = Check("auto-check", Verdict.PASS, Authority.DETERMINISTIC, (digest,))
+    assert determine(digest, [proof, auto], now=NOW).verdict is Verdict.PASS
+    with pytest.raises(ReceiptError) as err:
+        determine(digest, [copied, auto], now=NOW)
+    assert err.value.code == "INTEGRITY_PROOF_REQUIRED"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import socket
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from securesystemslib.signer import SSlibKey
 
 from adjudge.errors import CriteriaError, ReceiptError
 from adjudge.kernel import Authority, Check, TrustPolicy, Verdict, determine, oracle
+from adjudge.kernel.adapters import determine_auto_check
 from adjudge.kernel.determination import Determination
 from adjudge.kernel.observables import content_digest
 from adjudge.receipts import (
@@ -80,6 +82,25 @@ def test_envelope_known_answers(case: dict[str, str]) -> None:
     receipt = verify(case["envelope"].encode(), case["fingerprint"])
     assert receipt.receipt_id == case["receiptId"]
     assert receipt.verdict is Verdict.PASS
+
+
+@dataclass(frozen=True)
+class _Passed:
+    passed: bool = True
+    score: int = 90
+    reasons: tuple[str, ...] = ()
+
+
+def test_issue_builds_the_pinned_statement() -> None:
+    """The pinned statement is what issue() builds for its inputs (a passing auto check with
+    score 90 over "hello world", decided 2026-01-01), so the pin covers the statement builder,
+    not only the signer. The engine version is the one field allowed to differ."""
+    case = KNOWN["envelopes"][0]
+    key = SigningKey.from_seed(bytes.fromhex(case["seed"]))
+    built = issue(determine_auto_check(oracle.Record(b"hello world"), _Passed(), now=NOW), key)
+    body, pinned = json.loads(built.envelope.payload), json.loads(case["payload"])
+    body["predicate"]["engine"] = pinned["predicate"]["engine"]
+    assert canonical_bytes(body) == case["payload"].encode()
 
 
 def test_receipt_is_an_in_toto_statement_in_dsse() -> None:
@@ -406,6 +427,7 @@ def test_any_signed_statement_edit_is_refused_cleanly(path: tuple[Any, ...], new
             and c["verdict"] == "PASS"
             and c.get("observable") == "evidence.content-digest"
             and c.get("expression") == f'(= result "{receipt.subject_digest}")'
+            and c.get("oracle") is True
             for c in receipt.predicate["checks"]
         )
 
@@ -422,3 +444,47 @@ def test_base64_must_be_canonical() -> None:
         with pytest.raises(ReceiptError) as err:
             Envelope.from_dict(json.loads(json.dumps(data)))
         assert err.value.code == "RECEIPT_MALFORMED"
+
+
+def _self_written_proof(subject: str) -> dict[str, Any]:
+    return {
+        "name": "evidence-integrity",
+        "verdict": "PASS",
+        "authority": "deterministic",
+        "evidence": [subject],
+        "reason": "I computed the digest myself",
+        "observable": "evidence.content-digest",
+        "expression": f'(= result "{subject}")',
+    }
+
+
+def test_a_signed_pass_on_a_self_written_proof_is_invalid() -> None:
+    """A PASS receipt whose only integrity proof is a caller's look-alike (not the oracle's)
+    does not verify, even correctly signed: verification counts what determine() counts."""
+    body = json.loads(RECEIPT.envelope.payload)
+    body["predicate"]["checks"][0] = _self_written_proof(RECEIPT.subject_digest)
+    with pytest.raises(ReceiptError) as err:
+        verify(_signed(body), KEY.keyid)
+    assert err.value.code == "RECEIPT_VERDICT_INVALID"
+
+
+def test_a_signed_pass_on_a_declined_observable_is_invalid() -> None:
+    """A recorded PASS check naming evidence.present answers UNKNOWN on replay, so a PASS
+    receipt resting on it does not verify."""
+    body = json.loads(RECEIPT.envelope.payload)
+    body["predicate"]["checks"][1]["observable"] = "evidence.present"
+    body["predicate"]["checks"][1]["expression"] = "(present result)"
+    with pytest.raises(ReceiptError) as err:
+        verify(_signed(body), KEY.keyid)
+    assert err.value.code == "RECEIPT_VERDICT_INVALID"
+
+
+def test_a_signed_mismatch_not_minted_by_the_oracle_is_invalid() -> None:
+    """A MISMATCH in a statement that is not the oracle's is an accusation no evaluator could
+    have authored: the receipt does not verify."""
+    body = json.loads(RECEIPT.envelope.payload)
+    body["predicate"]["checks"][1].update(verdict="MISMATCH")
+    body["predicate"]["verdict"] = "MISMATCH"
+    with pytest.raises(ReceiptError) as err:
+        verify(_signed(body), KEY.keyid)
+    assert err.value.code == "RECEIPT_VERDICT_INVALID"

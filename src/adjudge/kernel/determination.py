@@ -3,13 +3,18 @@
 The steps, in order:
 
 1. Resolve every check as at ``now`` (a PENDING past its deadline reads as its expiry verdict).
-2. Apply the trust policy: a PASS from an authority (or verifier key) outside the allow-list
+2. Bind: a check that names an observable (or an expression) binds it, and unless it binds as
+   decidable — ``evidence.content-digest`` with exactly ``(= <symbol> "sha256:<64 hex>")`` — it
+   cannot decide anything and answers UNKNOWN, whatever verdict it carries. So a check naming
+   the declined ``evidence.present`` neither passes nor fails a set.
+3. Apply the trust policy: a PASS from an authority (or verifier key) outside the allow-list
    reads as UNKNOWN — it cannot carry the set to PASS. Nothing else changes: any authority may
    move a verdict *down*.
-3. Fold with the precedence table.
-4. A PASS must carry a deterministic evidence-integrity proof, ``(= result "sha256:…")`` naming
-   the subject's own digest; without one the determination is refused outright
-   (``INTEGRITY_PROOF_REQUIRED``), so no PASS receipt can be issued.
+4. Fold with the precedence table.
+5. A PASS must carry the evidence-integrity proof the *oracle seam minted* from the verifying
+   side's own record, ``(= result "sha256:…")`` naming the subject's own digest. A caller's
+   check of the same shape is not it, whoever computed its digest. Without it the determination
+   is refused outright (``INTEGRITY_PROOF_REQUIRED``), so no PASS receipt can be issued.
 
 A determination may also record a *policy decision*: what another rulebook concluded from the
 same checks (a paid call's verdict and payment, say). It is recorded and signed with the
@@ -39,10 +44,23 @@ _SAFE_INTEGER = 2**53 - 1
 SUBJECT = "result"
 
 
+def bound(verdict: Verdict, observable: str | None, expression: str | None) -> Verdict:
+    """The verdict a check can decide once its observable is bound (step 2).
+
+    A check that names no observable and no expression keeps its verdict. One that names either
+    decides only when it binds as decidable; otherwise it answers UNKNOWN.
+    """
+    if observable is None and expression is None:
+        return verdict
+    if observable == CONTENT_DIGEST and parse_digest_equals(expression) is not None:
+        return verdict
+    return Verdict.UNKNOWN
+
+
 def effective(
     verdict: Verdict, authority: Authority, verifier_key: str | None, policy: TrustPolicy
 ) -> Verdict:
-    """The verdict a check contributes to a fold under ``policy`` (step 2).
+    """The verdict a check contributes to a fold under ``policy`` (step 3).
 
     An untrusted PASS becomes UNKNOWN; every other verdict stands.
     """
@@ -52,16 +70,11 @@ def effective(
 
 
 def is_integrity_proof(
-    verdict: Verdict,
-    authority: Authority,
-    observable: str | None,
-    expression: str | None,
-    subject_digest: str,
+    verdict: Verdict, minted: bool, expression: str | None, subject_digest: str
 ) -> bool:
-    """Whether a resolved check proves the judged result is the one named by ``subject_digest``."""
-    if verdict is not Verdict.PASS or authority is not Authority.DETERMINISTIC:
-        return False
-    if observable != CONTENT_DIGEST or expression is None:
+    """Whether a resolved check proves the judged result is the one named by ``subject_digest``:
+    a PASS the oracle seam ``minted``, of ``(= result "<subject_digest>")``."""
+    if verdict is not Verdict.PASS or not minted:
         return False
     predicate = parse_digest_equals(expression)
     return (
@@ -72,22 +85,23 @@ def is_integrity_proof(
 def derive(
     subject_digest: str, checks: tuple[Check, ...], policy: TrustPolicy, now: datetime
 ) -> Verdict:
-    """Steps (1)-(4): the verdict of ``checks`` about the subject as at ``now``.
+    """Steps (1)-(5): the verdict of ``checks`` about the subject as at ``now``.
 
     Raises ``INTEGRITY_PROOF_REQUIRED`` (a ReceiptError) for a PASS without its proof.
     """
     resolved = [resolve(check, now) for check in checks]  # (1)
-    verdict = fold(  # (2) and (3)
-        effective(v, c.authority, c.verifier_key, policy)
+    verdict = fold(  # (2), (3) and (4)
+        effective(bound(v, c.observable, c.expression), c.authority, c.verifier_key, policy)
         for v, c in zip(resolved, checks, strict=True)
     )
-    if verdict is Verdict.PASS and not any(  # (4)
-        is_integrity_proof(v, c.authority, c.observable, c.expression, subject_digest)
+    if verdict is Verdict.PASS and not any(  # (5)
+        is_integrity_proof(v, c.oracle, c.expression, subject_digest)
         for v, c in zip(resolved, checks, strict=True)
     ):
         raise ReceiptError(
-            "A PASS needs a deterministic evidence-integrity proof: a check of "
-            f'{CONTENT_DIGEST} with (= result "{subject_digest}"). The determination is refused.',
+            "A PASS needs the evidence-integrity proof the oracle seam mints from the verifying "
+            f'side\'s own record: (= result "{subject_digest}") from oracle.integrity(). A '
+            "caller's check of that shape does not count. The determination is refused.",
             code="INTEGRITY_PROOF_REQUIRED",
         )
     return verdict

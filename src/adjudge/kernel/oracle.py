@@ -10,9 +10,11 @@ its store, the CLI from the file it was pointed at. Evaluators (the auto check, 
 a model's routing) read the bundle and never build one; the seam takes nothing else, so bytes
 handed to it by an evaluator are refused (``ORACLE_RECORD_REQUIRED``). The claim is the digest
 the submitter declared for it. Equal, and the check is the deterministic evidence-integrity
-proof a PASS needs, ``(= result "sha256:…")``. Different, and it is a MISMATCH. This module
-takes the kernel's single oracle seal when the package loads and keeps it in a closure; no
-public name exposes it.
+proof a PASS needs, ``(= result "sha256:…")``. Different, and it is a MISMATCH. Both are minted
+with the kernel's single oracle seal, which this module takes when the package loads and keeps
+in a closure (no public name exposes it): a MISMATCH cannot exist without it, and a
+determination counts only a sealed proof, so a caller's look-alike ``(= result "sha256:…")``
+check — whoever computed its digest — carries nothing.
 """
 
 from __future__ import annotations
@@ -66,27 +68,40 @@ class Record:
         return f"Record(name={self.name!r}, digest={self.digest!r}, size={len(self.content)})"
 
 
-def _minter() -> Callable[[str, str, str, str], Check]:
+def _minter() -> Callable[[str, str, str], Check]:
     seal = _take_oracle_seal()
 
-    def mint(name: str, symbol: str, recorded: str, declared: str) -> Check:
+    def mint(symbol: str, recorded: str, declared: str) -> Check:
+        if recorded != declared:
+            return Check(
+                name=INTEGRITY_CHECK,
+                verdict=Verdict.MISMATCH,
+                authority=Authority.DETERMINISTIC,
+                evidence=(recorded, declared),
+                reason=(
+                    f"the stored {symbol} has digest {recorded}, but the submitter declared "
+                    f"{declared}"
+                ),
+                observable=CONTENT_DIGEST,
+                expression=DigestEquals(symbol, declared).render(),
+                seal=seal,
+            )
+        # Sealed too: a determination counts only an integrity proof the oracle minted.
         return Check(
-            name=name,
-            verdict=Verdict.MISMATCH,
+            name=INTEGRITY_CHECK,
+            verdict=Verdict.PASS,
             authority=Authority.DETERMINISTIC,
-            evidence=(recorded, declared),
-            reason=(
-                f"the stored {symbol} has digest {recorded}, but the submitter declared {declared}"
-            ),
+            evidence=(recorded,),
+            reason=f"the stored {symbol} has the declared digest {recorded}",
             observable=CONTENT_DIGEST,
-            expression=DigestEquals(symbol, declared).render(),
+            expression=DigestEquals(symbol, recorded).render(),
             seal=seal,
         )
 
     return mint
 
 
-_mint_mismatch = _minter()
+_mint = _minter()
 
 
 def integrity(record: Record, declared: str) -> Check:
@@ -108,15 +123,4 @@ def integrity(record: Record, declared: str) -> Check:
             f"{declared!r} is not a digest of the form sha256:<64 lowercase hex>.",
             code="DIGEST_INVALID",
         )
-    symbol, recorded = record.name, record.digest
-    if recorded != declared:
-        return _mint_mismatch(INTEGRITY_CHECK, symbol, recorded, declared)
-    return Check(
-        name=INTEGRITY_CHECK,
-        verdict=Verdict.PASS,
-        authority=Authority.DETERMINISTIC,
-        evidence=(recorded,),
-        reason=f"the stored {symbol} has the declared digest {recorded}",
-        observable=CONTENT_DIGEST,
-        expression=DigestEquals(symbol, recorded).render(),
-    )
+    return _mint(record.name, record.digest, declared)

@@ -21,11 +21,12 @@ from adjudge.kernel.authority import Authority, TrustPolicy
 from adjudge.kernel.determination import (
     SUBJECT,
     Determination,
+    bound,
     effective,
     is_integrity_proof,
     policy_decision,
 )
-from adjudge.kernel.observables import SHA256_DIGEST
+from adjudge.kernel.observables import CONTENT_DIGEST, SHA256_DIGEST, parse_digest_equals
 from adjudge.kernel.verdicts import (
     EXPIRY_VERDICTS,
     Verdict,
@@ -36,7 +37,9 @@ from adjudge.kernel.verdicts import (
 from adjudge.receipts.keys import VerifyingKey
 
 STATEMENT_TYPE: Final = "https://in-toto.io/Statement/v1"
-PREDICATE_TYPE: Final = "urn:adjudge:receipt:v1"
+#: v2: the oracle's checks are marked (``"oracle": true``) and only a marked proof counts; a trust
+#: policy lists no authority beyond deterministic and human. A v1 statement is refused.
+PREDICATE_TYPE: Final = "urn:adjudge:receipt:v2"
 ENGINE: Final = "adjudge"
 
 
@@ -164,6 +167,7 @@ def _replay(
         raise _malformed("verifierKey is a string")
     if (verdict is Verdict.PENDING) != ("pending" in c):
         raise _malformed("a PENDING check, and only one, carries pending")
+    recorded = verdict
     if verdict is Verdict.PENDING:
         pending = _object(c["pending"], "pending")
         expires_to = _member(_VERDICTS, pending.get("expiresTo"), "expiresTo")
@@ -172,12 +176,49 @@ def _replay(
         deadline = parse_time(pending.get("deadline"), "deadline")
         verdict = expires_to if decided_at >= deadline else Verdict.PENDING
     observable, expression = c.get("observable"), c.get("expression")
-    proof = (
-        isinstance(observable, str)
-        and isinstance(expression, str)
-        and is_integrity_proof(verdict, authority, observable, expression, subject_digest)
+    for name, value in (("observable", observable), ("expression", expression)):
+        if value is not None and not isinstance(value, str):
+            raise _malformed(f"{name} is a string")
+    minted = c.get("oracle", False)
+    if minted is not True and minted is not False:
+        raise _malformed("oracle is true or absent")
+    _require_oracle_shape(c, minted, recorded, authority, observable, expression, key)
+    proof = is_integrity_proof(verdict, minted, expression, subject_digest)
+    return effective(bound(verdict, observable, expression), authority, key, policy), proof
+
+
+def _require_oracle_shape(
+    c: dict[str, Any],
+    minted: bool,
+    recorded: Verdict,
+    authority: Authority,
+    observable: object,
+    expression: object,
+    key: object,
+) -> None:
+    """A check marked as the oracle's must be one the oracle mints, and an accusation must be
+    marked: otherwise no kernel could have signed the statement (``RECEIPT_VERDICT_INVALID``)."""
+    accuses = recorded is Verdict.MISMATCH or (
+        recorded is Verdict.PENDING and c["pending"].get("expiresTo") == Verdict.MISMATCH.value
     )
-    return effective(verdict, authority, key, policy), proof
+    if accuses and not minted:
+        raise ReceiptError(
+            f"The check {c.get('name')!r} records a MISMATCH the oracle seam did not mint; only "
+            "the oracle can author an accusation.",
+            code="RECEIPT_VERDICT_INVALID",
+        )
+    if minted and not (
+        recorded in (Verdict.PASS, Verdict.MISMATCH)
+        and authority is Authority.DETERMINISTIC
+        and observable == CONTENT_DIGEST
+        and parse_digest_equals(expression) is not None
+        and key is None
+    ):
+        raise ReceiptError(
+            f"The check {c.get('name')!r} is marked as the oracle's, but the oracle seam mints "
+            "only a deterministic PASS or MISMATCH of evidence.content-digest.",
+            code="RECEIPT_VERDICT_INVALID",
+        )
 
 
 _T = TypeVar("_T")
