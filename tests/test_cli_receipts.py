@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from adjudge.cli import app
 from adjudge.cli.receipts import read_signing_key, write_receipt
-from adjudge.kernel import Authority, Check, Verdict, determine, oracle
+from adjudge.kernel import Authority, Check, TrustPolicy, Verdict, determine, oracle
 from adjudge.kernel.observables import content_digest
 from adjudge.receipts import ReceiptLog, SigningKey
 
@@ -138,3 +138,20 @@ def test_verify_chain_against_a_head_it_does_not_end_at(tmp_path: Path) -> None:
     )
     assert result.exit_code == 1
     assert "truncated" in result.output
+
+
+def test_receipt_verify_shows_a_pass_on_the_posters_trust(tmp_path: Path) -> None:
+    """A PASS resting on the named verifier's key is shown as exactly that, not as a plain PASS."""
+    verifier = "1" * 64
+    checks = [
+        oracle.integrity(oracle.Record(b"r"), content_digest(b"r")),
+        Check("agent-review", Verdict.PASS, Authority.SEMANTIC, verifier_key=verifier),
+    ]
+    policy = TrustPolicy().with_verifier(verifier)
+    log = ReceiptLog()
+    log.append(determine(content_digest(b"r"), checks, now=NOW, policy=policy), KEY)
+    path = tmp_path / "receipt.json"
+    path.write_bytes(log.receipts[0].to_bytes())
+    result = RUNNER.invoke(app, ["receipt", "verify", str(path), "--key", KEY.keyid])
+    assert result.exit_code == 0, result.output
+    assert f"PASS on the poster's trust in verifier key {verifier}" in result.output

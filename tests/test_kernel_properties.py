@@ -6,10 +6,11 @@ import itertools
 import re
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from adjudge.errors import ReceiptError
+from adjudge.errors import CriteriaError, ReceiptError
 from adjudge.kernel import (
     PRECEDENCE,
     Authority,
@@ -23,6 +24,7 @@ from adjudge.kernel import (
     semantic,
 )
 from adjudge.kernel import obligations as ob
+from adjudge.kernel.authority import DEFAULT_TRUSTED
 from adjudge.kernel.determination import effective
 from adjudge.kernel.observables import content_digest
 from adjudge.kernel.verdicts import EXPIRY_VERDICTS, resolve
@@ -83,13 +85,19 @@ def test_pending_never_resolves_to_pass(
 @settings(deadline=None)  # speed is not the property under test; machines vary
 @given(verdicts, st.sampled_from(list(Authority)), st.frozensets(st.sampled_from(list(Authority))))
 def test_trust_only_lowers_verdicts(
-    verdict: Verdict, authority: Authority, trusted: frozenset[Authority]
+    verdict: Verdict, authority: Authority, listed: frozenset[Authority]
 ) -> None:
-    """Applying a trust policy never raises a verdict, and PASS survives only by membership."""
-    got = effective(verdict, authority, None, TrustPolicy(trusted))
+    """A policy listing more than deterministic and human cannot exist; under any policy that
+    can, trust never raises a verdict, and PASS survives only by membership."""
+    if not listed <= DEFAULT_TRUSTED:
+        with pytest.raises(CriteriaError) as err:
+            TrustPolicy(listed)
+        assert err.value.code == "TRUST_POLICY_INVALID"
+        return
+    got = effective(verdict, authority, None, TrustPolicy(listed))
     assert PRECEDENCE[got] >= PRECEDENCE[verdict]
     if got is Verdict.PASS:
-        assert authority in trusted
+        assert authority in listed and authority in DEFAULT_TRUSTED
 
 
 @settings(deadline=None)  # speed is not the property under test; machines vary

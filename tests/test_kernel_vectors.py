@@ -129,7 +129,7 @@ def run_check(i: dict[str, Any]) -> dict[str, Any]:
 def run_determine(i: dict[str, Any]) -> dict[str, Any]:
     checks = [_check(c) for c in i["checks"]]
     d = determine(i["subject"], checks, now=_time(i["now"]), policy=_policy(i.get("policy")))
-    return {"verdict": d.verdict.value}
+    return {"verdict": d.verdict.value, "trustedVerifierKey": d.trusted_verifier_key}
 
 
 def run_trust(i: dict[str, Any]) -> dict[str, Any]:

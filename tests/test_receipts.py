@@ -488,3 +488,47 @@ def test_a_signed_mismatch_not_minted_by_the_oracle_is_invalid() -> None:
     with pytest.raises(ReceiptError) as err:
         verify(_signed(body), KEY.keyid)
     assert err.value.code == "RECEIPT_VERDICT_INVALID"
+
+
+VERIFIER = "1" * 64
+
+
+def _agent_review_receipt() -> Any:
+    """A PASS that rests on the poster's trust in one named verifier key."""
+    text = b"result"
+    checks = [
+        oracle.integrity(oracle.Record(text), content_digest(text)),
+        Check("agent-review", Verdict.PASS, Authority.SEMANTIC, verifier_key=VERIFIER),
+    ]
+    policy = TrustPolicy().with_verifier(VERIFIER)
+    return issue(determine(content_digest(text), checks, now=NOW, policy=policy), KEY)
+
+
+def test_a_signed_policy_trusting_a_model_class_is_refused() -> None:
+    """A receipt whose recorded trust policy lists semantic (so a model's PASS would fold to
+    PASS under it) does not verify: the recorded policy is checked against what the kernel
+    allows, not merely re-read."""
+    body = json.loads(RECEIPT.envelope.payload)
+    body["predicate"]["checks"][1]["authority"] = "semantic"
+    body["predicate"]["trustPolicy"]["authorities"] = ["deterministic", "human", "semantic"]
+    with pytest.raises(ReceiptError) as err:
+        verify(_signed(body), KEY.keyid)
+    assert err.value.code == "RECEIPT_POLICY_INVALID"
+
+
+def test_a_pass_on_a_named_verifier_says_so() -> None:
+    """The receipt of a PASS resting on the named verifier's key records that key as what the
+    PASS rests on, and verification re-derives it: dropping or forging the field is refused."""
+    receipt = _agent_review_receipt()
+    assert receipt.predicate["trustedVerifierKey"] == VERIFIER
+    assert verify(receipt.to_bytes(), KEY.keyid).verdict is Verdict.PASS
+    body = json.loads(receipt.envelope.payload)
+    del body["predicate"]["trustedVerifierKey"]
+    with pytest.raises(ReceiptError) as err:
+        verify(_signed(body), KEY.keyid)
+    assert err.value.code == "RECEIPT_VERDICT_INVALID"
+    plain = json.loads(RECEIPT.envelope.payload)
+    plain["predicate"]["trustedVerifierKey"] = VERIFIER
+    with pytest.raises(ReceiptError) as err:
+        verify(_signed(plain), KEY.keyid)
+    assert err.value.code == "RECEIPT_VERDICT_INVALID"

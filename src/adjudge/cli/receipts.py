@@ -16,6 +16,7 @@ from typing import Annotated, NoReturn
 import typer
 
 from adjudge.errors import ReceiptError
+from adjudge.kernel.authority import trust_basis
 from adjudge.receipts import Receipt, SigningKey, VerifyingKey, verify, verify_chain
 from adjudge.receipts.envelope import Envelope
 
@@ -165,8 +166,11 @@ def _bullets(lines: list[str] | tuple[str, ...]) -> None:
 
 def _report(receipt: Receipt) -> None:
     p = receipt.predicate
+    trusted_key = p.get("trustedVerifierKey")
     typer.echo(f"VALID receipt {receipt.receipt_id}")
     typer.echo(f"verdict:       {receipt.verdict.value}")
+    if trusted_key is not None:
+        typer.echo(f"basis:         {trust_basis(trusted_key)}")
     typer.echo(f"subject:       {receipt.subject_digest}")
     typer.echo(f"decided at:    {p['decidedAt']}")
     typer.echo(f"signed by key: {receipt.keyid}")
@@ -198,11 +202,19 @@ def _report(receipt: Receipt) -> None:
         )
     if receipt.verdict.value == "PASS":
         proves.append(
-            "it carries a deterministic evidence-integrity proof: the judged result is the one "
+            "it carries the oracle's evidence-integrity proof: the judged result is the one "
             f"with digest {receipt.subject_digest}."
         )
     _bullets(proves)
     typer.echo("What this does not prove:")
+    if trusted_key is not None:
+        _bullets(
+            [
+                f"that the work is right by any deterministic or human check: this PASS rests on "
+                f"the poster's trust in verifier key {trusted_key}, a verifier the poster named "
+                "for this task, and on nothing else a model said."
+            ]
+        )
     _bullets(DOES_NOT_PROVE)
 
 

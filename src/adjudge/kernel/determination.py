@@ -10,7 +10,9 @@ The steps, in order:
 3. Apply the trust policy: a PASS from an authority (or verifier key) outside the allow-list
    reads as UNKNOWN — it cannot carry the set to PASS. Nothing else changes: any authority may
    move a verdict *down*.
-4. Fold with the precedence table.
+4. Fold with the precedence table. A PASS that a check carries only because the policy names
+   its verifier key (seed 000's agent review) *rests on the poster's trust in that key*; the
+   determination says so (``trusted_verifier_key``), and so does its receipt.
 5. A PASS must carry the evidence-integrity proof the *oracle seam minted* from the verifying
    side's own record, ``(= result "sha256:…")`` naming the subject's own digest. A caller's
    check of the same shape is not it, whoever computed its digest. Without it the determination
@@ -67,6 +69,18 @@ def effective(
     if verdict is Verdict.PASS and not policy.trusts(authority, verifier_key):
         return Verdict.UNKNOWN
     return verdict
+
+
+def leans_on_key(
+    verdict: Verdict, authority: Authority, verifier_key: str | None, policy: TrustPolicy
+) -> bool:
+    """Whether a bound, resolved PASS counts only because ``policy`` names its verifier key."""
+    return (
+        verdict is Verdict.PASS
+        and authority not in policy.authorities
+        and verifier_key is not None
+        and verifier_key in policy.verifier_keys
+    )
 
 
 def is_integrity_proof(
@@ -153,6 +167,21 @@ class Determination:
                 f"The checks fold to {derived.value}, not {self.verdict!r}.",
                 code="DETERMINATION_INVALID",
             )
+
+    @property
+    def trusted_verifier_key(self) -> str | None:
+        """The verifier key this PASS rests on, when it rests on the poster's trust in one.
+
+        None for any other verdict, and for a PASS that deterministic and human checks carry on
+        their own (a trusted check that also names a key does not lean on it).
+        """
+        if self.verdict is not Verdict.PASS:
+            return None
+        for check in self.checks:
+            verdict = bound(resolve(check, self.decided_at), check.observable, check.expression)
+            if leans_on_key(verdict, check.authority, check.verifier_key, self.policy):
+                return check.verifier_key
+        return None
 
 
 def policy_decision(value: object) -> Mapping[str, PolicyValue]:

@@ -13,6 +13,7 @@ with the kernel's own rules, so a verifier does not take the recorded verdict on
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final, TypeVar
 
@@ -24,6 +25,7 @@ from adjudge.kernel.determination import (
     bound,
     effective,
     is_integrity_proof,
+    leans_on_key,
     policy_decision,
 )
 from adjudge.kernel.observables import CONTENT_DIGEST, SHA256_DIGEST, parse_digest_equals
@@ -66,6 +68,8 @@ def build(
         "sequence": sequence,
         "previous": previous,
     }
+    if determination.trusted_verifier_key is not None:
+        predicate["trustedVerifierKey"] = determination.trusted_verifier_key
     if supersedes is not None:
         predicate["supersedesReceiptId"] = supersedes
     if determination.policy_decision is not None:
@@ -86,48 +90,112 @@ def build(
 def check_statement(statement: object) -> dict[str, Any]:
     """Validate a statement's shape and re-derive its verdict; return the predicate.
 
-    Raises ``RECEIPT_MALFORMED`` for a statement that is not ours, and
-    ``RECEIPT_VERDICT_INVALID`` when the recorded verdict is not what the kernel derives from the
-    recorded checks — or is a PASS with no integrity proof.
+    Raises ``RECEIPT_MALFORMED`` for a statement that is not ours; ``RECEIPT_POLICY_INVALID``
+    for a recorded trust policy the kernel does not allow (one listing a model's class, say);
+    and ``RECEIPT_VERDICT_INVALID`` when the recorded verdict is not what the kernel derives from
+    the recorded checks — or is a PASS with no oracle-minted integrity proof, or does not say
+    (exactly) which verifier key its PASS rests on.
     """
     s = _object(statement, "the statement")
     if s.get("_type") != STATEMENT_TYPE or s.get("predicateType") != PREDICATE_TYPE:
-        raise _malformed("not an adjudge receipt statement (in-toto Statement v1)")
+        raise _malformed(f"not an adjudge receipt statement ({PREDICATE_TYPE})")
+    subject_digest = _subject_digest(s)
+    p = _object(s.get("predicate"), "the predicate")
+    replayed = replay(p, subject_digest)
+    _require_derivation(p, replayed)
+    _require_chain_fields(p)
+    if "policyDecision" in p:
+        # Recorded, never folded: its shape is checked, its content is not re-derived here.
+        try:
+            policy_decision(p["policyDecision"])
+        except CriteriaError as exc:
+            raise _malformed(exc.message) from exc
+    return p
+
+
+def _subject_digest(s: dict[str, Any]) -> str:
     subject = s.get("subject")
     if not isinstance(subject, list) or len(subject) != 1:
         raise _malformed("a receipt has exactly one subject")
     named = _object(subject[0], "the subject")
     if named.get("name") != SUBJECT:
         raise _malformed(f"the subject is named {SUBJECT!r}")
-    subject_digest = _object(named.get("digest"), "subject.digest")
-    hex_digest = subject_digest.get("sha256")
+    hex_digest = _object(named.get("digest"), "subject.digest").get("sha256")
     if not isinstance(hex_digest, str) or not SHA256_DIGEST.fullmatch("sha256:" + hex_digest):
         raise _malformed("the subject has no sha256 digest")
-    p = _object(s.get("predicate"), "the predicate")
+    return "sha256:" + hex_digest
+
+
+@dataclass(frozen=True, slots=True)
+class Replayed:
+    """What the kernel derives from a statement's recorded checks and policy at one time."""
+
+    recorded: Verdict  # the verdict the statement records (signed at decidedAt)
+    decided_at: datetime
+    verdict: Verdict  # the fold at the time replayed
+    proven: bool  # an oracle-minted integrity proof of the subject is among the checks
+    trusted_verifier_key: str | None  # the key a PASS rests on, if it rests on one
+
+
+def replay(p: dict[str, Any], subject_digest: str, at: datetime | None = None) -> Replayed:
+    """Re-derive the fold of a predicate's recorded checks under its recorded policy, as at
+    ``at`` (the recorded decision time when None; never earlier than it).
+
+    Raises ``RECEIPT_POLICY_INVALID`` for a policy the kernel does not allow,
+    ``RECEIPT_VERDICT_INVALID`` for a check no kernel could have signed (an accusation the
+    oracle did not mint), and ``RECEIPT_MALFORMED`` for anything unreadable.
+    """
+    try:
+        policy = TrustPolicy.from_dict(p.get("trustPolicy"))
+    except CriteriaError as exc:
+        raise ReceiptError(
+            f"The receipt's trust policy is not one the kernel allows: {exc.message}",
+            code="RECEIPT_POLICY_INVALID",
+        ) from exc
     try:
         decided_at = parse_time(p.get("decidedAt"), "decidedAt")
-        policy = TrustPolicy.from_dict(p.get("trustPolicy"))
         recorded = Verdict(_text(p.get("verdict")))
         checks = p.get("checks")
         if not isinstance(checks, list):
             raise _malformed("checks is a list")
-        replayed = [_replay(c, decided_at, policy, "sha256:" + hex_digest) for c in checks]
+        when = decided_at if at is None else max(at, decided_at)
+        replayed = [_replay(c, when, policy, subject_digest) for c in checks]
     except (ValueError, CriteriaError) as exc:
         raise _malformed(str(exc)) from exc
-    contributions = [contribution for contribution, _ in replayed]
-    proven = any(proof for _, proof in replayed)
-    derived = fold(contributions)
-    if derived is not recorded:
+    derived = fold(contribution for contribution, _, _ in replayed)
+    leaned = next((key for _, _, key in replayed if key is not None), None)
+    return Replayed(
+        recorded=recorded,
+        decided_at=decided_at,
+        verdict=derived,
+        proven=any(proof for _, proof, _ in replayed),
+        trusted_verifier_key=leaned if derived is Verdict.PASS else None,
+    )
+
+
+def _require_derivation(p: dict[str, Any], r: Replayed) -> None:
+    if r.verdict is not r.recorded:
         raise ReceiptError(
-            f"The receipt records {recorded.value}, but its own checks under its own trust "
-            f"policy fold to {derived.value}.",
+            f"The receipt records {r.recorded.value}, but its own checks under its own trust "
+            f"policy fold to {r.verdict.value}.",
             code="RECEIPT_VERDICT_INVALID",
         )
-    if recorded is Verdict.PASS and not proven:
+    if r.recorded is Verdict.PASS and not r.proven:
         raise ReceiptError(
-            "The receipt records a PASS without a deterministic evidence-integrity proof.",
+            "The receipt records a PASS without the oracle's evidence-integrity proof.",
             code="RECEIPT_VERDICT_INVALID",
         )
+    if p.get("trustedVerifierKey") != r.trusted_verifier_key:
+        raise ReceiptError(
+            "The receipt's PASS rests on the poster's trust in verifier key "
+            f"{r.trusted_verifier_key}, and its trustedVerifierKey must say exactly that."
+            if r.trusted_verifier_key is not None
+            else "The receipt names a trustedVerifierKey its verdict does not rest on.",
+            code="RECEIPT_VERDICT_INVALID",
+        )
+
+
+def _require_chain_fields(p: dict[str, Any]) -> None:
     sequence = p.get("sequence")
     if type(sequence) is not int or sequence < 0:
         raise _malformed("sequence is a whole number")
@@ -141,19 +209,13 @@ def check_statement(statement: object) -> dict[str, Any]:
         value = p["supersedesReceiptId"]
         if not (isinstance(value, str) and SHA256_DIGEST.fullmatch(value)):
             raise _malformed("supersedesReceiptId is a receipt id (sha256: digest)")
-    if "policyDecision" in p:
-        # Recorded, never folded: its shape is checked, its content is not re-derived here.
-        try:
-            policy_decision(p["policyDecision"])
-        except CriteriaError as exc:
-            raise _malformed(exc.message) from exc
-    return p
 
 
 def _replay(
     raw: object, decided_at: datetime, policy: TrustPolicy, subject_digest: str
-) -> tuple[Verdict, bool]:
-    """One recorded check's contribution to the fold, and whether it is the integrity proof."""
+) -> tuple[Verdict, bool, str | None]:
+    """One recorded check's contribution to the fold, whether it is the integrity proof, and the
+    verifier key its PASS leans on (None when it leans on none)."""
     c = _object(raw, "a check")
     verdict = _member(_VERDICTS, c.get("verdict"), "verdict")
     authority = _member(_AUTHORITIES, c.get("authority"), "authority")
@@ -184,7 +246,9 @@ def _replay(
         raise _malformed("oracle is true or absent")
     _require_oracle_shape(c, minted, recorded, authority, observable, expression, key)
     proof = is_integrity_proof(verdict, minted, expression, subject_digest)
-    return effective(bound(verdict, observable, expression), authority, key, policy), proof
+    decided = bound(verdict, observable, expression)
+    leaned = key if leans_on_key(decided, authority, key, policy) else None
+    return effective(decided, authority, key, policy), proof, leaned
 
 
 def _require_oracle_shape(
