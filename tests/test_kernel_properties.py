@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import re
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -21,8 +22,10 @@ from adjudge.kernel import (
     determine,
     fold,
     observables,
+    rails,
     semantic,
 )
+from adjudge.kernel import evidence as ev
 from adjudge.kernel import obligations as ob
 from adjudge.kernel.authority import DEFAULT_TRUSTED
 from adjudge.kernel.determination import effective
@@ -258,3 +261,23 @@ def test_no_caller_built_check_yields_pass_without_the_oracle(
         assert exc.code == "INTEGRITY_PROOF_REQUIRED"
         return
     assert got.verdict is not Verdict.PASS
+
+
+_SPELLINGS = st.sampled_from([str.upper, str.lower, str.title, lambda s: f" {s}\t", lambda s: s])
+
+
+@settings(deadline=None)  # speed is not the property under test; machines vary
+@given(st.text(st.characters(codec="ascii", categories=["L", "N"]), min_size=1), _SPELLINGS)
+def test_one_actor_in_any_case_or_padding_is_one_actor(name: str, spell: Any) -> None:
+    """An actor id respelt in another case or with blanks around it is the same actor to every
+    rail and to the independence assessment: never shown distinct from itself."""
+    other = spell(name)
+    claim, check = [rails.Claim(name, 1)], [rails.Verification(other, 1)]
+    assert rails.no_self_verification(claim, check, current_cycle=1) is not None
+    assert rails.verifier_not_author(other, [rails.Link(name)]) is not None
+    box = rails.Boundary("b", mutable=False)
+    assert rails.separate_boundary(name, box, other, rails.Boundary("c", False)) is not None
+    assert rails.no_contract_self_acceptance(name, other) is not None
+    assessed = ev.assess_independence(ev.Party(name, "b1", "s1"), ev.Party(other, "b2", "s2"))
+    assert assessed.actor_distinct is False
+    assert assessed.independence is ev.Independence.SELF_ATTESTED

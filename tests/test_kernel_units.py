@@ -272,3 +272,47 @@ def test_only_the_oracles_own_proof_counts() -> None:
     with pytest.raises(ReceiptError) as err:
         determine(digest, [copied, auto], now=NOW)
     assert err.value.code == "INTEGRITY_PROOF_REQUIRED"
+
+
+def _admitted() -> ev.Evidence:
+    return ev.admit(
+        content_digest(b"log"),
+        type=ev.EvidenceType.OBSERVATION,
+        admission_source=ev.AdmissionSource.COLLECTOR,
+        producer=ev.Party("worker", "box-1", "store-1"),
+        source=ev.Party("ci", "box-2", "store-2"),
+        mutability=ev.Mutability.IMMUTABLE,
+        freshness=ev.Freshness.FRESH,
+        accessibility=ev.Accessibility.ACCESSIBLE,
+    )
+
+
+def test_independence_cannot_be_forged_by_building_evidence_directly() -> None:
+    """Evidence built by hand with an INDEPENDENT assessment (skipping admit()), or an
+    assessment built by hand, is refused: independence comes only from the structural one."""
+    with pytest.raises(CriteriaError) as err:
+        ev.IndependenceAssessment(ev.Independence.INDEPENDENT, True, True, True, "trust me")
+    assert err.value.code == "INDEPENDENCE_NOT_ASSESSED"
+    genuine = _admitted().independence
+    with pytest.raises(CriteriaError) as err:
+        ev.Evidence(
+            content_digest(b"mine"),
+            ev.EvidenceType.ATTESTATION,
+            ev.AdmissionSource.PRODUCER,
+            genuine,
+            ev.Mutability.MUTABLE,
+            ev.Freshness.FRESH,
+            ev.Accessibility.ACCESSIBLE,
+        )
+    assert err.value.code == "EVIDENCE_NOT_ADMITTED"
+
+
+def test_admitted_evidence_cannot_be_relabelled() -> None:
+    """replace() on admitted evidence (a producer's own evidence keeping an INDEPENDENT
+    assessment, say) is refused, as is replace() on an assessment."""
+    item = _admitted()
+    assert item.independence.independence is ev.Independence.INDEPENDENT
+    with pytest.raises(CriteriaError):
+        dataclasses.replace(item, admission_source=ev.AdmissionSource.PRODUCER)
+    with pytest.raises(CriteriaError):
+        dataclasses.replace(item.independence, basis="relabelled")
