@@ -22,6 +22,7 @@ from adjudge.kernel import (
     determine,
     fold,
     observables,
+    oracle,
     rails,
     semantic,
 )
@@ -281,3 +282,90 @@ def test_one_actor_in_any_case_or_padding_is_one_actor(name: str, spell: Any) ->
     assessed = ev.assess_independence(ev.Party(name, "b1", "s1"), ev.Party(other, "b2", "s2"))
     assert assessed.actor_distinct is False
     assert assessed.independence is ev.Independence.SELF_ATTESTED
+
+
+_BRIEF_TEXT = "Name three primes and say why each is prime."
+_RESULT_TEXT = "2, 3 and 5 🌱: each has exactly two divisors, 1 and itself."
+_BRIEF_RECORD = oracle.Record(_BRIEF_TEXT.encode(), "brief")
+_RESULT_RECORD = oracle.Record(_RESULT_TEXT.encode())
+spans = st.tuples(st.integers(0, 60), st.integers(1, 20)).map(lambda t: (t[0], t[0] + t[1]))
+
+
+def _grounded_quotes(brief_span: tuple[int, int], result_span: tuple[int, int]) -> list[Any]:
+    b = (min(brief_span[0], len(_BRIEF_TEXT) - 1), min(brief_span[1], len(_BRIEF_TEXT)))
+    r = (min(result_span[0], len(_RESULT_TEXT) - 1), min(result_span[1], len(_RESULT_TEXT)))
+    return [
+        semantic.Quote.of("brief", _BRIEF_TEXT, *b),
+        semantic.Quote.of("result", _RESULT_TEXT, *r),
+    ]
+
+
+def _true_quote(q: semantic.Quote) -> bool:
+    """Whether ``q`` is what its artifact holds at its span, worked out here independently."""
+    text = {"brief": _BRIEF_TEXT, "result": _RESULT_TEXT}[q.artifact]
+    return (
+        0 <= q.start < q.end <= len(text)
+        and text[q.start : q.end] == q.text
+        and content_digest(q.text.encode()) == q.quote_hash
+    )
+
+
+def _ground(quotes: list[Any], passed: bool) -> semantic.Grounding:
+    review = semantic.Review(
+        "1" * 64, passed, _BRIEF_RECORD.digest, _RESULT_RECORD.digest, tuple(quotes)
+    )
+    return semantic.ground_review(review, brief=_BRIEF_RECORD, result=_RESULT_RECORD)
+
+
+@settings(deadline=None)  # speed is not the property under test; machines vary
+@given(spans, spans, st.booleans())
+def test_quotes_taken_from_the_records_ground(
+    brief_span: tuple[int, int], result_span: tuple[int, int], passed: bool
+) -> None:
+    """Quotes cut from the records at any code-point span (an emoji included) always ground,
+    and the check says exactly what the verifier said."""
+    grounding = _ground(_grounded_quotes(brief_span, result_span), passed)
+    assert grounding.grounded
+    assert grounding.check.verdict is (Verdict.PASS if passed else Verdict.FAIL)
+
+
+@settings(deadline=None)  # speed is not the property under test; machines vary
+@given(
+    spans,
+    spans,
+    st.booleans(),
+    st.sampled_from(["shift", "grow", "text", "hash", "artifact"]),
+    st.booleans(),
+)
+def test_any_altered_quote_is_ungrounded_and_decides_nothing(
+    brief_span: tuple[int, int],
+    result_span: tuple[int, int],
+    passed: bool,
+    how: str,
+    which: bool,
+) -> None:
+    """One grounded quote altered — its span moved or widened, its text or hash changed, its
+    artifact swapped — and the review is ungrounded: UNKNOWN, routed to the poster, whichever
+    way the verifier voted."""
+    quotes = _grounded_quotes(brief_span, result_span)
+    q = quotes[which]
+    if how == "shift":
+        altered = semantic.Quote(q.artifact, q.start + 1, q.end + 1, q.text, q.quote_hash)
+    elif how == "grow":
+        altered = semantic.Quote(q.artifact, q.start, q.end + 1, q.text, q.quote_hash)
+    elif how == "text":
+        changed = q.text[:-1] + ("x" if q.text[-1] != "x" else "y")
+        altered = semantic.Quote(
+            q.artifact, q.start, q.end, changed, content_digest(changed.encode())
+        )
+    elif how == "hash":
+        altered = semantic.Quote(q.artifact, q.start, q.end, q.text, content_digest(b"other"))
+    else:
+        other = "result" if q.artifact == "brief" else "brief"
+        altered = semantic.Quote(other, q.start, q.end, q.text, q.quote_hash)
+    if _true_quote(altered):
+        return  # the alteration happened to land on another true quote (same text there)
+    quotes[which] = altered
+    grounding = _ground(quotes, passed)
+    assert not grounding.grounded and grounding.route_to_poster
+    assert grounding.check.verdict is Verdict.UNKNOWN

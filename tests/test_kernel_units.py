@@ -24,6 +24,7 @@ from adjudge.kernel import (
     fold,
     oracle,
     resolve,
+    semantic,
 )
 from adjudge.kernel import evidence as ev
 from adjudge.kernel import verdicts as verdicts_module
@@ -316,3 +317,85 @@ def test_admitted_evidence_cannot_be_relabelled() -> None:
         dataclasses.replace(item, admission_source=ev.AdmissionSource.PRODUCER)
     with pytest.raises(CriteriaError):
         dataclasses.replace(item.independence, basis="relabelled")
+
+
+_BRIEF = oracle.Record(b"Summarise the report in one line.", "brief")
+_RESULT = oracle.Record("The report finds sales rose 4% — mostly abroad.".encode())
+
+
+def _review(quotes: tuple[semantic.Quote, ...], **changes: Any) -> semantic.Review:
+    fields: dict[str, Any] = {
+        "verifier_key": "1" * 64,
+        "passed": True,
+        "brief_digest": _BRIEF.digest,
+        "result_digest": _RESULT.digest,
+        "quotes": quotes,
+    }
+    return semantic.Review(**(fields | changes))
+
+
+def _both() -> tuple[semantic.Quote, semantic.Quote]:
+    brief, result = _BRIEF.content.decode(), _RESULT.content.decode()
+    return (
+        semantic.Quote.of("brief", brief, 0, 9),
+        semantic.Quote.of("result", result, result.index("sales"), result.index(" —")),
+    )
+
+
+def test_a_grounded_review_records_what_it_rests_on() -> None:
+    """A grounded review's check names both records and every quote hash as its evidence, and
+    the verifier key; its reason says it was grounded."""
+    grounding = semantic.ground_review(_review(_both()), brief=_BRIEF, result=_RESULT)
+    assert grounding.grounded and not grounding.route_to_poster
+    check = grounding.check
+    assert check.evidence[:2] == (_RESULT.digest, _BRIEF.digest)
+    assert {q.quote_hash for q in _both()} <= set(check.evidence)
+    assert check.verifier_key == "1" * 64 and check.reason.startswith("grounded review")
+
+
+def test_a_result_that_is_not_utf8_cannot_be_quoted() -> None:
+    """Stored bytes that are not UTF-8 have no code-point offsets: a quote of them is ungrounded."""
+    raw = oracle.Record(b"\xff\xfe not text")
+    quotes = (_both()[0], semantic.Quote("result", 0, 2, "xx", content_digest(b"xx")))
+    grounding = semantic.ground_review(
+        _review(quotes, result_digest=raw.digest), brief=_BRIEF, result=raw
+    )
+    assert not grounding.grounded and "not UTF-8" in grounding.reason
+    assert grounding.check.verdict is Verdict.UNKNOWN
+
+
+def test_a_review_round_trips_and_refuses_bad_types() -> None:
+    """Review.from_dict reads the wire shape; wrong types are REVIEW_INVALID, never a crash."""
+    wire = {
+        "verifierKey": "1" * 64,
+        "passed": True,
+        "briefDigest": _BRIEF.digest,
+        "resultDigest": _RESULT.digest,
+        "quotes": [q.to_dict() for q in _both()],
+        "reasons": ["it is one line"],
+    }
+    review = semantic.Review.from_dict(wire)
+    assert review == _review(_both(), reasons=("it is one line",))
+    bad: list[Any] = [
+        None,
+        wire | {"passed": "yes"},
+        wire | {"verifierKey": "A" * 64},
+        wire | {"quotes": "none"},
+        wire | {"quotes": [{"artifact": "brief"}]},
+        wire | {"quotes": [q | {"start": True} for q in wire["quotes"]]},
+        wire | {"quotes": [wire["quotes"][0]] * (semantic.MAX_QUOTES + 1)},
+        wire | {"reasons": [1]},
+    ]
+    for data in bad:
+        with pytest.raises(CriteriaError) as err:
+            semantic.Review.from_dict(data)
+        assert err.value.code == "REVIEW_INVALID"
+
+
+def test_grounding_reads_records_not_bytes() -> None:
+    """The brief and result a review is grounded in are the verifying side's Records."""
+    with pytest.raises(CriteriaError) as err:
+        semantic.ground_review(
+            _review(_both()), brief=cast(Any, _BRIEF.content), result=cast(Any, _RESULT.content)
+        )
+    assert err.value.code == "ORACLE_RECORD_REQUIRED"

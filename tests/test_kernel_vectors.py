@@ -189,6 +189,44 @@ def run_semantic(i: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _quote(q: dict[str, Any], brief: str, result: str) -> semantic.Quote:
+    """A quote as the vector gives it; text and hash default to what the artifact holds there."""
+    held = {"brief": brief, "result": result}.get(q["artifact"], "")
+    text = q.get("text", held[q["start"] : q["end"]])
+    return semantic.Quote(
+        q["artifact"], q["start"], q["end"], text, q.get("quoteHash", content_digest(text.encode()))
+    )
+
+
+def run_review(i: dict[str, Any]) -> dict[str, Any]:
+    brief, result = oracle.Record(i["brief"].encode(), "brief"), oracle.Record(i["result"].encode())
+    r = i["review"]
+    review = semantic.Review(
+        verifier_key=r["verifierKey"],
+        passed=r["passed"],
+        brief_digest=r.get("briefDigest", brief.digest),
+        result_digest=r.get("resultDigest", result.digest),
+        quotes=tuple(_quote(q, i["brief"], i["result"]) for q in r["quotes"]),
+        reasons=tuple(r.get("reasons", ())),
+    )
+    grounding = semantic.ground_review(review, brief=brief, result=result)
+    out: dict[str, Any] = {
+        "grounded": grounding.grounded,
+        "routeToPoster": grounding.route_to_poster,
+        "checkVerdict": grounding.check.verdict.value,
+        "authority": grounding.check.authority.value,
+        "verifierKey": grounding.check.verifier_key,
+    }
+    if "determine" in i:
+        how = i["determine"]
+        checks = [oracle.integrity(result, result.digest), grounding.check]
+        d = determine(
+            result.digest, checks, now=_time(how["now"]), policy=_policy(how.get("policy"))
+        )
+        out |= {"verdict": d.verdict.value, "trustedVerifierKey": d.trusted_verifier_key}
+    return out
+
+
 def _party(p: dict[str, Any]) -> ev.Party:
     return ev.Party(p.get("actor"), p.get("boundary"), p.get("custodian"))
 
@@ -334,6 +372,7 @@ RUNNERS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "trust": run_trust,
     "observable": run_observable,
     "semantic": run_semantic,
+    "review": run_review,
     "independence": run_independence,
     "freshness": run_freshness,
     "rail": run_rail,
