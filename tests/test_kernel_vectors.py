@@ -330,6 +330,13 @@ def run_obligation(i: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_chain(i: dict[str, Any]) -> dict[str, Any]:
+    try:
+        return _chain(i)
+    except Error as exc:  # refused while building the log: the same refusal a verifier gives
+        return {"valid": False, "code": exc.code}
+
+
+def _chain(i: dict[str, Any]) -> dict[str, Any]:
     log = ReceiptLog()
     now = _time("2026-01-01T00:00:00+00:00")
     for entry in i["receipts"]:
@@ -339,7 +346,10 @@ def run_chain(i: dict[str, Any]) -> dict[str, Any]:
         d = determine(content_digest(stored), checks, now=now)
         supersedes = entry.get("supersedes")
         log.append(
-            d, KEY, supersedes=None if supersedes is None else log.receipts[supersedes].receipt_id
+            d,
+            KEY,
+            supersedes=None if supersedes is None else log.receipts[supersedes].receipt_id,
+            about=entry.get("about"),
         )
     lines = log.lines()
     tamper = i.get("tamper")

@@ -32,6 +32,7 @@ from adjudge.receipts import (
     fingerprint,
     issue,
     pae,
+    statement,
     verify,
     verify_chain,
 )
@@ -269,16 +270,20 @@ def test_insertion_is_detected() -> None:
 
 
 def test_supersession_rules() -> None:
-    """A receipt supersedes only an earlier one on its log, and each at most once."""
-    log = _log(1)
-    first = log.receipts[0]
+    """A receipt supersedes only an earlier one on its log, and each at most once: the log
+    refuses a fork, and so does the chain verifier when one is signed anyway."""
+    log = ReceiptLog()
+    first = log.append(_determination(b"r0", Verdict.FAIL), KEY, about="t")
     with pytest.raises(ReceiptError):
-        log.append(_determination(), KEY, supersedes="sha256:" + "0" * 64)
-    second = log.append(_determination(b"fixed"), KEY, supersedes=first.receipt_id)
+        log.append(_determination(), KEY, supersedes="sha256:" + "0" * 64, about="t")
+    second = log.append(_determination(b"fixed"), KEY, supersedes=first.receipt_id, about="t")
     assert second.supersedes == first.receipt_id
-    log.append(_determination(b"again"), KEY, supersedes=first.receipt_id)  # a fork
+    with pytest.raises(ReceiptError) as refused:
+        log.append(_determination(b"again"), KEY, supersedes=first.receipt_id, about="t")
+    assert "already superseded" in refused.value.message
+    fork = issue(_determination(b"again"), KEY, log.head, supersedes=first, about="t")
     with pytest.raises(ReceiptError) as err:
-        verify_chain(log.lines(), KEY.keyid)
+        verify_chain([*log.lines(), fork.to_bytes()], KEY.keyid)
     assert "already superseded" in err.value.message
 
 
@@ -532,3 +537,70 @@ def test_a_pass_on_a_named_verifier_says_so() -> None:
     with pytest.raises(ReceiptError) as err:
         verify(_signed(plain), KEY.keyid)
     assert err.value.code == "RECEIPT_VERDICT_INVALID"
+
+
+def test_the_chain_verifier_refuses_a_supersession_about_another_subject() -> None:
+    """A PASS about result B signed as superseding a FAIL about result A (the log bypassed, as a
+    forger would) is refused by the chain verifier, not only by the log."""
+    first = issue(_determination(b"result A", Verdict.FAIL), KEY)
+    with pytest.raises(ReceiptError) as refused:  # issue() itself will not sign it
+        issue(_determination(b"result B"), KEY, first.head, supersedes=first)
+    assert refused.value.code == "RECEIPT_SUPERSESSION_INVALID"
+    body = statement.build(
+        _determination(b"result B"),
+        KEY.public_key,
+        sequence=1,
+        previous=first.receipt_id,
+        supersedes=first.receipt_id,
+    )
+    second = _signed(body)
+    with pytest.raises(ReceiptError) as err:
+        verify_chain([first.to_bytes(), second], KEY.keyid)
+    assert err.value.code == "RECEIPT_SUPERSESSION_INVALID"
+    assert "line 2" in err.value.message
+
+
+def test_a_repair_supersedes_across_results_when_both_name_the_subject() -> None:
+    """The same task and round named on both receipts: the repaired PASS supersedes the FAIL,
+    though the results differ, and both stay on the record."""
+    log = ReceiptLog()
+    failed = log.append(_determination(b"draft", Verdict.FAIL), KEY, about="task:t-1/round:1")
+    fixed = log.append(
+        _determination(b"repaired"), KEY, supersedes=failed.receipt_id, about="task:t-1/round:1"
+    )
+    assert fixed.about == "task:t-1/round:1" and fixed.supersedes == failed.receipt_id
+    report = verify_chain(log.lines(), KEY.keyid)
+    assert report.superseded == frozenset({failed.receipt_id})
+
+
+def test_about_must_be_a_plain_name() -> None:
+    """A subject name is 1 to 256 characters, no control characters, no surrounding blanks."""
+    for bad in ("", " task:1", "task:\n1", "x" * 257):
+        with pytest.raises(ReceiptError) as err:
+            issue(_determination(), KEY, about=bad)
+        assert err.value.code == "ABOUT_INVALID"
+
+
+subjects = st.tuples(
+    st.sampled_from([None, "task:t-1/round:1", "call:c-1"]), st.sampled_from([b"a", b"b"])
+)
+
+
+@settings(max_examples=50, deadline=None)
+@given(subjects, subjects)
+def test_a_receipt_supersedes_only_one_about_the_same_subject(
+    old: tuple[str | None, bytes], new: tuple[str | None, bytes]
+) -> None:
+    """Whatever two subjects: the log lets one receipt supersede the other exactly when they are
+    about the same subject (the same name, or no name and the same result), and what it lets
+    through verifies."""
+    log = ReceiptLog()
+    first = log.append(_determination(old[1], Verdict.FAIL), KEY, about=old[0])
+    same = new[0] == old[0] and (new[0] is not None or new[1] == old[1])
+    try:
+        log.append(_determination(new[1]), KEY, supersedes=first.receipt_id, about=new[0])
+    except ReceiptError as exc:
+        assert not same and exc.code == "RECEIPT_SUPERSESSION_INVALID"
+        return
+    assert same
+    assert verify_chain(log.lines(), KEY.keyid).superseded == frozenset({first.receipt_id})

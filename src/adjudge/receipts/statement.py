@@ -13,6 +13,7 @@ with the kernel's own rules, so a verifier does not take the recorded verdict on
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final, TypeVar
@@ -45,6 +46,32 @@ PREDICATE_TYPE: Final = "urn:adjudge:receipt:v2"
 ENGINE: Final = "adjudge"
 
 
+#: The longest ``about`` a receipt carries.
+MAX_ABOUT: Final = 256
+
+
+def require_about(about: object) -> str | None:
+    """``about`` if it is a usable subject name, None for None; else ``ABOUT_INVALID``.
+
+    A name is 1 to :data:`MAX_ABOUT` characters with no control characters and no blanks
+    around it, so that two receipts about one subject cannot spell it two ways by accident.
+    """
+    if about is None:
+        return None
+    if (
+        type(about) is not str
+        or not 0 < len(about) <= MAX_ABOUT
+        or about != about.strip()
+        or any(unicodedata.category(c) == "Cc" for c in about)
+    ):
+        raise ReceiptError(
+            f"{about!r} is not a subject name: 1 to {MAX_ABOUT} characters, no control "
+            "characters, no blanks around it (task:<id>/round:<n>, call:<id>, …).",
+            code="ABOUT_INVALID",
+        )
+    return about
+
+
 def build(
     determination: Determination,
     signer_key: VerifyingKey,
@@ -52,6 +79,7 @@ def build(
     sequence: int,
     previous: str | None,
     supersedes: str | None,
+    about: str | None = None,
 ) -> dict[str, Any]:
     """The statement of ``determination`` as the ``sequence``-th entry of a log."""
     # Imported at call time: the package root may itself still be importing this module.
@@ -70,6 +98,8 @@ def build(
     }
     if determination.trusted_verifier_key is not None:
         predicate["trustedVerifierKey"] = determination.trusted_verifier_key
+    if about is not None:
+        predicate["about"] = about
     if supersedes is not None:
         predicate["supersedesReceiptId"] = supersedes
     if determination.policy_decision is not None:
@@ -209,6 +239,11 @@ def _require_chain_fields(p: dict[str, Any]) -> None:
         value = p["supersedesReceiptId"]
         if not (isinstance(value, str) and SHA256_DIGEST.fullmatch(value)):
             raise _malformed("supersedesReceiptId is a receipt id (sha256: digest)")
+    if "about" in p:
+        try:
+            require_about(p["about"])
+        except ReceiptError as exc:
+            raise _malformed(exc.message) from exc
 
 
 def _replay(
