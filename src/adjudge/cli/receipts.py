@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, NoReturn
 
@@ -17,8 +18,20 @@ import typer
 
 from adjudge.errors import ReceiptError
 from adjudge.kernel.authority import trust_basis
-from adjudge.receipts import Receipt, SigningKey, VerifyingKey, verify, verify_chain
+from adjudge.receipts import (
+    Receipt,
+    ReceiptLog,
+    SigningKey,
+    VerifyingKey,
+    verify,
+    verify_chain,
+)
 from adjudge.receipts.envelope import Envelope
+
+try:  # POSIX: two runs appending to one log at once must not fork its chain
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX: appends are not locked
+    fcntl = None  # type: ignore[assignment]
 
 EXIT_VALID = 0
 EXIT_INVALID = 1
@@ -247,6 +260,52 @@ def write_receipt(path: Path, receipt: Receipt) -> None:
     except OSError as exc:
         typer.echo(f"FILE_UNWRITABLE: cannot write {path}: {exc.strerror}", err=True)
         raise typer.Exit(EXIT_BAD_INPUT) from exc
+
+
+def append_receipt(
+    path: Path, signer: SigningKey, append: Callable[[ReceiptLog], Receipt]
+) -> Receipt:
+    """Append one receipt to the receipt log at ``path`` (created when missing); never rewrite.
+
+    The file is locked, read and verified as a log under ``signer``'s key; ``append`` issues the
+    new receipt on it (at its head, superseding what it names); its one line is written at the
+    end. A file that is not such a log (``RECEIPT_LOG_INVALID``) or a receipt the log refuses
+    (``RECEIPT_CHAIN_BROKEN``, ``RECEIPT_SUPERSESSION_INVALID``, ``ABOUT_INVALID``, …) exits 2,
+    leaving the file byte for byte as it was (a file this call created is removed again).
+    """
+    existed = path.exists()
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+    except OSError as exc:
+        typer.echo(f"FILE_UNWRITABLE: cannot open {path}: {exc.strerror}", err=True)
+        raise typer.Exit(EXIT_BAD_INPUT) from exc
+    with os.fdopen(fd, "r+b") as handle:
+        if fcntl is not None:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            data = handle.read()
+            try:
+                log = ReceiptLog.load(data.splitlines(), signer.public_key)
+            except ReceiptError as exc:
+                raise ReceiptError(
+                    f"{path} is not a receipt log signed by key {signer.keyid}: {exc.message} "
+                    "Nothing was appended; name another file.",
+                    code="RECEIPT_LOG_INVALID",
+                ) from exc
+            receipt = append(log)
+            # A last line without its newline (a receipt written by hand) gets one first.
+            handle.write((b"\n" if data and not data.endswith(b"\n") else b"") + receipt.to_bytes())
+            handle.write(b"\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        except ReceiptError as exc:
+            if not existed and not data:
+                path.unlink(missing_ok=True)
+            _fail(exc, EXIT_BAD_INPUT)
+        except OSError as exc:
+            typer.echo(f"FILE_UNWRITABLE: cannot append to {path}: {exc.strerror}", err=True)
+            raise typer.Exit(EXIT_BAD_INPUT) from exc
+    return receipt
 
 
 def _pinned_key(value: str) -> VerifyingKey | str:
