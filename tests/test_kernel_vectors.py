@@ -35,8 +35,8 @@ from adjudge.kernel import (
 from adjudge.kernel import evidence as ev
 from adjudge.kernel import obligations as ob
 from adjudge.kernel.observables import content_digest
-from adjudge.kernel.verdicts import resolve
-from adjudge.receipts import ReceiptLog, SigningKey, verify_chain
+from adjudge.kernel.verdicts import format_time, resolve
+from adjudge.receipts import ReceiptLog, SigningKey, as_of, issue, verify_chain
 
 VECTORS = Path(__file__).parent / "vectors"
 _DIGEST = re.compile(r"digest\(([^)]*)\)")
@@ -373,6 +373,24 @@ def _chain(i: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def run_as_of(i: dict[str, Any]) -> dict[str, Any]:
+    checks = [_check(c) for c in i["checks"]]
+    d = determine(content_digest(b"result"), checks, now=_time(i["decidedAt"]))
+    receipt = issue(d, KEY)
+    standing = as_of(receipt, _time(i["at"]))
+    # The same read from the envelope, and from its JSON object as the service stores it.
+    assert as_of(receipt.envelope, _time(i["at"])) == standing
+    assert as_of(receipt.to_dict(), _time(i["at"])) == standing
+    return {
+        "signed": standing.signed.value,
+        "verdict": standing.verdict.value,
+        "deadlines": [
+            [d.check, format_time(d.deadline), d.expires_to.value, d.passed]
+            for d in standing.deadlines
+        ],
+    }
+
+
 RUNNERS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "verdict-set": run_verdict_set,
     "fold": run_fold,
@@ -388,6 +406,7 @@ RUNNERS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "rail": run_rail,
     "obligation": run_obligation,
     "chain": run_chain,
+    "as-of": run_as_of,
 }
 
 

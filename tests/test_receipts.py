@@ -19,7 +19,7 @@ from securesystemslib.dsse import Envelope as SslibEnvelope
 from securesystemslib.signer import SSlibKey
 
 from adjudge.errors import CriteriaError, ReceiptError
-from adjudge.kernel import Authority, Check, TrustPolicy, Verdict, determine, oracle
+from adjudge.kernel import Authority, Check, Pending, TrustPolicy, Verdict, determine, fold, oracle
 from adjudge.kernel.adapters import determine_auto_check
 from adjudge.kernel.determination import Determination
 from adjudge.kernel.observables import content_digest
@@ -28,6 +28,7 @@ from adjudge.receipts import (
     ReceiptLog,
     SigningKey,
     VerifyingKey,
+    as_of,
     canonical_bytes,
     fingerprint,
     issue,
@@ -604,3 +605,66 @@ def test_a_receipt_supersedes_only_one_about_the_same_subject(
         return
     assert same
     assert verify_chain(log.lines(), KEY.keyid).superseded == frozenset({first.receipt_id})
+
+
+moments = st.datetimes(
+    min_value=datetime(2025, 1, 1), max_value=datetime(2030, 1, 1), timezones=st.just(UTC)
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    moments,
+    st.sampled_from([Verdict.UNKNOWN, Verdict.FAIL, Verdict.NOT_RUN]),
+    moments,
+    st.sampled_from([Verdict.PASS, Verdict.FAIL]),
+)
+def test_a_receipt_read_at_any_time_never_turns_into_pass(
+    deadline: datetime, expires_to: Verdict, at: datetime, other: Verdict
+) -> None:
+    """A receipt with a PENDING check, read at any moment: never PASS, PENDING only before the
+    deadline, the expiry's fold after it — and the signed bytes never change."""
+    text = b"result"
+    pending = Pending(deadline, expires_to)  # type: ignore[arg-type]
+    checks = [
+        oracle.integrity(oracle.Record(text), content_digest(text)),
+        Check("review", Verdict.PENDING, Authority.HUMAN, pending=pending),
+        Check("auto-check", other, Authority.DETERMINISTIC),
+    ]
+    receipt = issue(determine(content_digest(text), checks, now=NOW), KEY)
+    before = receipt.to_bytes()
+    standing = as_of(receipt, at)
+    assert standing.verdict is not Verdict.PASS
+    reached = max(at, NOW) >= deadline
+    expected = fold([expires_to if reached else Verdict.PENDING, other])
+    assert standing.verdict is expected
+    assert [d.passed for d in standing.deadlines] == [reached]
+    assert receipt.to_bytes() == before and verify(before, KEY.keyid).verdict is standing.signed
+
+
+def test_a_standing_has_a_view_shape() -> None:
+    """Standing.to_dict is the shape a receipt view shows beside the signed record."""
+    deadline = datetime(2026, 1, 15, tzinfo=UTC)
+    checks = [
+        oracle.integrity(oracle.Record(b"r"), content_digest(b"r")),
+        Check("review", Verdict.PENDING, Authority.HUMAN, pending=Pending(deadline, Verdict.FAIL)),
+    ]
+    receipt = issue(determine(content_digest(b"r"), checks, now=NOW), KEY)
+    view = as_of(receipt.to_dict(), datetime(2026, 12, 1, tzinfo=UTC)).to_dict()
+    assert view == {
+        "verdict": "FAIL",
+        "asOf": "2026-12-01T00:00:00Z",
+        "signedVerdict": "PENDING",
+        "decidedAt": "2026-01-01T00:00:00Z",
+        "deadlines": [
+            {
+                "check": "review",
+                "deadline": "2026-01-15T00:00:00Z",
+                "expiresTo": "FAIL",
+                "passed": True,
+            }
+        ],
+    }
+    with pytest.raises(CriteriaError) as err:
+        as_of(receipt, datetime(2026, 12, 1))
+    assert err.value.code == "TIME_INVALID"

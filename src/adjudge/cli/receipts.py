@@ -11,18 +11,22 @@ import os
 import re
 import textwrap
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, NoReturn
 
 import typer
 
-from adjudge.errors import ReceiptError
+from adjudge.errors import CriteriaError, ReceiptError
 from adjudge.kernel.authority import trust_basis
+from adjudge.kernel.verdicts import format_time, parse_time
 from adjudge.receipts import (
     Receipt,
     ReceiptLog,
     SigningKey,
+    Standing,
     VerifyingKey,
+    as_of,
     verify,
     verify_chain,
 )
@@ -100,11 +104,18 @@ def keys_new(
 def receipt_verify(
     receipt_file: Annotated[Path, typer.Argument(metavar="RECEIPT.json")],
     key: Annotated[str, typer.Option("--key", help="Pinned fingerprint, or a public key file.")],
+    at: Annotated[
+        str | None,
+        typer.Option("--at", help="Read the verdict as of this RFC 3339 time (default: now)."),
+    ] = None,
 ) -> None:
     """Verify one receipt offline against a pinned key; say what that proves and what it does not.
 
+    The verdict is shown as of now (or ``--at``): a check signed PENDING whose deadline has
+    passed reads as what it expired into, with its deadline beside it; the file is not touched.
     Exit 0 valid, 1 invalid, 2 bad input.
     """
+    moment = _moment(at)
     pinned = _pinned_key(key)
     data = _read(receipt_file)
     try:
@@ -117,7 +128,18 @@ def receipt_verify(
         typer.echo(f"INVALID: {exc}")
         typer.echo("Nothing in this receipt can be relied on.")
         raise typer.Exit(EXIT_INVALID) from exc
-    _report(receipt)
+    _report(receipt, as_of(receipt, moment))
+
+
+def _moment(text: str | None) -> datetime:
+    """``--at`` parsed, or the clock now (the CLI is where the clock is read)."""
+    if text is None:
+        return datetime.now(UTC)
+    try:
+        return parse_time(text, "--at")
+    except CriteriaError as exc:
+        typer.echo(f"{exc.code}: {exc.message}")
+        raise typer.Exit(EXIT_BAD_INPUT) from exc
 
 
 def receipt_verify_chain(
@@ -177,16 +199,21 @@ def _bullets(lines: list[str] | tuple[str, ...]) -> None:
         )
 
 
-def _report(receipt: Receipt) -> None:
+def _report(receipt: Receipt, standing: Standing) -> None:
     p = receipt.predicate
     trusted_key = p.get("trustedVerifierKey")
     typer.echo(f"VALID receipt {receipt.receipt_id}")
-    typer.echo(f"verdict:       {receipt.verdict.value}")
+    signed = "" if standing.verdict is standing.signed else f"; signed {standing.signed.value}"
+    typer.echo(f"verdict:       {standing.verdict.value} as of {format_time(standing.at)}{signed}")
+    for deadline in standing.deadlines:
+        typer.echo(f"deadline:      {deadline.describe()}")
     if trusted_key is not None:
         typer.echo(f"basis:         {trust_basis(trusted_key)}")
     typer.echo(f"subject:       {receipt.subject_digest}")
     typer.echo(f"decided at:    {p['decidedAt']}")
     typer.echo(f"signed by key: {receipt.keyid}")
+    if receipt.about is not None:
+        typer.echo(f"about:         {receipt.about}")
     previous = receipt.previous or "none (first on its log)"
     typer.echo(f"log position:  sequence {receipt.sequence}, previous {previous}")
     if receipt.supersedes is not None:
