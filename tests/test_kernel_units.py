@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 from typing import Any, cast
 
+import grimp
 import pytest
 
 from adjudge.errors import CriteriaError, Error, ReceiptError
@@ -399,3 +400,24 @@ def test_grounding_reads_records_not_bytes() -> None:
             _review(_both()), brief=cast(Any, _BRIEF.content), result=cast(Any, _RESULT.content)
         )
     assert err.value.code == "ORACLE_RECORD_REQUIRED"
+
+
+def test_no_evaluator_reaches_for_the_oracle_seam() -> None:
+    """The evaluators — the auto check, the market, a call's rules, the kernel's own routing and
+    observables — never import the oracle seam: only the IO side and the assemblers of a
+    determination build a Record and call it, so no evaluator can author an accusation."""
+    graph = grimp.build_graph("adjudge", cache_dir=None)
+    importers = graph.find_modules_that_directly_import("adjudge.kernel.oracle")
+    evaluators = [
+        m
+        for m in importers
+        if m.startswith(("adjudge.autocheck", "adjudge.market", "adjudge.calls"))
+        and m != "adjudge.calls.kernel_rows"  # assembles a call's determination for its caller
+    ]
+    evaluators += [
+        m
+        for m in importers
+        if m in {"adjudge.kernel.observables", "adjudge.kernel.rails", "adjudge.kernel.evidence"}
+    ]
+    assert evaluators == []
+    assert "adjudge.kernel.adapters" in importers  # the seam is found at all (the scan works)
