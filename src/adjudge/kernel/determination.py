@@ -33,7 +33,12 @@ from types import MappingProxyType
 
 from adjudge.errors import CriteriaError, ReceiptError
 from adjudge.kernel.authority import DEFAULT_POLICY, Authority, TrustPolicy
-from adjudge.kernel.observables import CONTENT_DIGEST, SHA256_DIGEST, parse_digest_equals
+from adjudge.kernel.observables import (
+    CONTENT_DIGEST,
+    SHA256_DIGEST,
+    is_exact,
+    parse_digest_equals,
+)
 from adjudge.kernel.verdicts import Check, Verdict, fold, require_aware, resolve
 
 #: A policy decision's values: plain JSON scalars that sign to the same bytes everywhere (no
@@ -54,7 +59,7 @@ def bound(verdict: Verdict, observable: str | None, expression: str | None) -> V
     """
     if observable is None and expression is None:
         return verdict
-    if observable == CONTENT_DIGEST and parse_digest_equals(expression) is not None:
+    if observable == CONTENT_DIGEST and is_exact(expression):
         return verdict
     return Verdict.UNKNOWN
 

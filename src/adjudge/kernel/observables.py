@@ -55,6 +55,12 @@ def parse_digest_equals(expression: object) -> DigestEquals | None:
     return DigestEquals(exact.group(1), exact.group(2))
 
 
+def is_exact(expression: object) -> bool:
+    """Whether ``expression`` is exactly the decidable form (``parse_digest_equals`` is not None),
+    without building the predicate: the test a replayed receipt runs on every check."""
+    return type(expression) is str and _EXACT.fullmatch(expression) is not None
+
+
 def content_digest(data: bytes) -> str:
     """The ``sha256:<64 lowercase hex>`` digest of ``data``."""
     return "sha256:" + hashlib.sha256(data).hexdigest()

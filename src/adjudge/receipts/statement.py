@@ -29,7 +29,7 @@ from adjudge.kernel.determination import (
     leans_on_key,
     policy_decision,
 )
-from adjudge.kernel.observables import CONTENT_DIGEST, SHA256_DIGEST, parse_digest_equals
+from adjudge.kernel.observables import CONTENT_DIGEST, SHA256_DIGEST, is_exact
 from adjudge.kernel.verdicts import (
     EXPIRY_VERDICTS,
     Verdict,
@@ -273,14 +273,16 @@ def _replay(
         deadline = parse_time(pending.get("deadline"), "deadline")
         verdict = expires_to if decided_at >= deadline else Verdict.PENDING
     observable, expression = c.get("observable"), c.get("expression")
-    for name, value in (("observable", observable), ("expression", expression)):
-        if value is not None and not isinstance(value, str):
-            raise _malformed(f"{name} is a string")
+    if not (observable is None or type(observable) is str) or not (
+        expression is None or type(expression) is str
+    ):
+        raise _malformed("a check's observable and expression are strings")
     minted = c.get("oracle", False)
     if minted is not True and minted is not False:
         raise _malformed("oracle is true or absent")
-    _require_oracle_shape(c, minted, recorded, authority, observable, expression, key)
-    proof = is_integrity_proof(verdict, minted, expression, subject_digest)
+    if minted or recorded is Verdict.MISMATCH or recorded is Verdict.PENDING:
+        _require_oracle_shape(c, minted, recorded, authority, observable, expression, key)
+    proof = minted and is_integrity_proof(verdict, minted, expression, subject_digest)
     decided = bound(verdict, observable, expression)
     leaned = key if leans_on_key(decided, authority, key, policy) else None
     return effective(decided, authority, key, policy), proof, leaned
@@ -310,7 +312,7 @@ def _require_oracle_shape(
         recorded in (Verdict.PASS, Verdict.MISMATCH)
         and authority is Authority.DETERMINISTIC
         and observable == CONTENT_DIGEST
-        and parse_digest_equals(expression) is not None
+        and is_exact(expression)
         and key is None
     ):
         raise ReceiptError(
