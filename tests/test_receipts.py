@@ -668,3 +668,48 @@ def test_a_standing_has_a_view_shape() -> None:
     with pytest.raises(CriteriaError) as err:
         as_of(receipt, datetime(2026, 12, 1))
     assert err.value.code == "TIME_INVALID"
+
+
+_K = "1" * 64
+_SUBJECT = content_digest(b"result")
+signed_checks = st.one_of(
+    st.just(oracle.integrity(oracle.Record(b"result"), _SUBJECT)),
+    st.just(oracle.integrity(oracle.Record(b"other"), _SUBJECT)),
+    st.builds(
+        Check,
+        name=st.sampled_from(["auto-check", "review", "present"]),
+        verdict=st.sampled_from([Verdict.PASS, Verdict.FAIL, Verdict.UNKNOWN, Verdict.NOT_RUN]),
+        authority=st.sampled_from(list(Authority)),
+        observable=st.sampled_from([None, "evidence.content-digest", "evidence.present"]),
+        expression=st.sampled_from([None, f'(= result "{_SUBJECT}")', "(present result)"]),
+        verifier_key=st.sampled_from([None, _K]),
+    ),
+    st.builds(
+        lambda deadline, expiry: Check(
+            "wait", Verdict.PENDING, Authority.HUMAN, pending=Pending(deadline, expiry)
+        ),
+        st.sampled_from([NOW, datetime(2027, 1, 1, tzinfo=UTC)]),
+        st.sampled_from([Verdict.UNKNOWN, Verdict.FAIL]),
+    ),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(signed_checks, max_size=4),
+    st.sampled_from([TrustPolicy(), TrustPolicy().with_verifier(_K)]),
+)
+def test_verifying_a_receipt_derives_what_determine_derived(
+    checks: list[Check], policy: TrustPolicy
+) -> None:
+    """Whatever the checks and policy, a determination the kernel accepts signs into a receipt
+    that verifies with the same verdict and the same trusted verifier key: the replay on the
+    verifying side and determine() are one rule."""
+    try:
+        d = determine(_SUBJECT, checks, now=NOW, policy=policy)
+    except ReceiptError as exc:
+        assert exc.code == "INTEGRITY_PROOF_REQUIRED"
+        return
+    receipt = verify(issue(d, KEY).to_bytes(), KEY.keyid)
+    assert receipt.verdict is d.verdict
+    assert receipt.predicate.get("trustedVerifierKey") == d.trusted_verifier_key
