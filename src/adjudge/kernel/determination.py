@@ -109,12 +109,19 @@ def derive(
     Raises ``INTEGRITY_PROOF_REQUIRED`` (a ReceiptError) for a PASS without its proof.
     """
     resolved = [resolve(check, now) for check in checks]  # (1)
-    verdict = fold(  # (2), (3) and (4)
-        effective(bound(v, c.observable, c.expression), c.authority, c.verifier_key, policy)
+    verdict = fold(  # (2), (3) and (4); most checks name no observable, so bind only those
+        effective(
+            v
+            if c.observable is None and c.expression is None
+            else bound(v, c.observable, c.expression),
+            c.authority,
+            c.verifier_key,
+            policy,
+        )
         for v, c in zip(resolved, checks, strict=True)
     )
     if verdict is Verdict.PASS and not any(  # (5)
-        is_integrity_proof(v, c.oracle, c.expression, subject_digest)
+        c.oracle and is_integrity_proof(v, True, c.expression, subject_digest)
         for v, c in zip(resolved, checks, strict=True)
     ):
         raise ReceiptError(
