@@ -257,11 +257,12 @@ class _Walk:
 
     def receipts(self, lines: Iterable[bytes], key: VerifyingKey | str) -> Iterator[Receipt]:
         """Each receipt of ``lines``, verified and linked to the ones before it."""
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
+        for number, raw in enumerate(lines, start=1):
+            line = raw.strip()
+            if not line:
                 continue
             try:
-                receipt = verify(line.strip(), key)
+                receipt = verify(line, key)
             except ReceiptError as exc:
                 raise ReceiptError(f"line {number}: {exc.message}", code=exc.code) from exc
             self.link(receipt, f"line {number}: ")
