@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from typer.testing import CliRunner
 
 from adjudge.cli import app
+from adjudge.receipts import SigningKey, verify
 
 runner = CliRunner()
 EXAMPLES = Path(__file__).parent.parent / "examples"
@@ -151,4 +153,88 @@ def test_sign_without_receipt_is_bad_input() -> None:
     res = runner.invoke(
         app, ["check", "-c", str(EXAMPLES / "criteria.json"), "--sign", "k.pem", "-"], input="x"
     )
+    assert res.exit_code == 2 and "SIGN_NEEDS_RECEIPT" in res.stderr
+
+
+def _keys(tmp_path: Path) -> tuple[Path, str]:
+    res = runner.invoke(app, ["keys", "new", "--out", str(tmp_path / "keys")])
+    assert res.exit_code == 0, res.output
+    key_file = next(p for p in (tmp_path / "keys").iterdir() if p.suffix == ".key")
+    return key_file, next(w for w in res.output.split() if len(w) == 64)
+
+
+def _signed_check(key: Path, log: Path, result: str, *extra: str) -> Any:
+    crit = log.parent / "criteria.json"
+    crit.write_text('{"min_length": 10}')
+    return runner.invoke(
+        app,
+        ["check", "-c", str(crit), "--sign", str(key), "--receipt", str(log), *extra, "-"],
+        input=result,
+    )
+
+
+def test_a_re_run_appends_a_new_receipt_and_never_overwrites(tmp_path: Path) -> None:
+    """Signing a second run to the same file appends a second receipt chained after the first;
+    the first line is untouched and the log verifies."""
+    key, fingerprint = _keys(tmp_path)
+    log = tmp_path / "receipts.jsonl"
+    assert _signed_check(key, log, "short").exit_code == 1
+    first = log.read_bytes()
+    assert _signed_check(key, log, "now long enough to pass").exit_code == 0
+    data = log.read_bytes()
+    assert data.startswith(first) and len(data.splitlines()) == 2
+    receipts = [verify(line, fingerprint) for line in data.splitlines()]
+    assert [r.sequence for r in receipts] == [0, 1]
+    assert receipts[1].previous == receipts[0].receipt_id
+    assert receipts[1].supersedes is None
+    res = runner.invoke(app, ["receipt", "verify-chain", str(log), "--key", fingerprint])
+    assert res.exit_code == 0 and "VALID log: 2 receipts" in res.output
+
+
+def test_a_re_run_can_supersede_the_receipt_it_repairs(tmp_path: Path) -> None:
+    """--supersedes names the earlier receipt: a fail, a repair and a pass leave both on the
+    record, the pass naming the fail; both are about the same criteria."""
+    key, fingerprint = _keys(tmp_path)
+    log = tmp_path / "receipts.jsonl"
+    _signed_check(key, log, "short")
+    failed = verify(log.read_bytes().splitlines()[0], fingerprint)
+    res = _signed_check(key, log, "now long enough to pass", "--supersedes", failed.receipt_id)
+    assert res.exit_code == 0, res.output
+    passed = verify(log.read_bytes().splitlines()[1], fingerprint)
+    assert passed.supersedes == failed.receipt_id and passed.about == failed.about
+    assert failed.about is not None and failed.about.startswith("criteria:sha256:")
+    res = runner.invoke(app, ["receipt", "verify-chain", str(log), "--key", fingerprint])
+    assert res.exit_code == 0 and "superseded receipts: 1" in res.output
+
+
+def test_a_refused_append_leaves_the_log_as_it_was(tmp_path: Path) -> None:
+    """Superseding a receipt not on the log, or one about another subject, or appending to a
+    file that is not a log under this key: exit 2 with the code, and not a byte changes."""
+    key, _ = _keys(tmp_path)
+    log = tmp_path / "receipts.jsonl"
+    _signed_check(key, log, "short")
+    before = log.read_bytes()
+    missing = _signed_check(key, log, "long enough text", "--supersedes", "sha256:" + "0" * 64)
+    assert missing.exit_code == 2 and "RECEIPT_CHAIN_BROKEN" in missing.stderr
+    first = verify(before.splitlines()[0], SigningKey.from_pem(key.read_bytes()).keyid)
+    other = _signed_check(
+        key, log, "long enough text", "--supersedes", first.receipt_id, "--about", "task:other"
+    )
+    assert other.exit_code == 2 and "RECEIPT_SUPERSESSION_INVALID" in other.stderr
+    assert log.read_bytes() == before
+    other_key, _ = _keys(tmp_path / "other")
+    foreign = _signed_check(other_key, log, "long enough text")
+    assert foreign.exit_code == 2 and "RECEIPT_LOG_INVALID" in foreign.stderr
+    assert log.read_bytes() == before
+    junk = tmp_path / "junk.jsonl"
+    junk.write_bytes(b"not a receipt\n")
+    assert _signed_check(key, junk, "long enough text").exit_code == 2
+    assert junk.read_bytes() == b"not a receipt\n"
+
+
+def test_supersedes_needs_a_receipt_log(tmp_path: Path) -> None:
+    """--supersedes or --about without --sign/--receipt is refused before anything runs."""
+    crit = tmp_path / "c.json"
+    crit.write_text('{"min_length": 1}')
+    res = runner.invoke(app, ["check", "-c", str(crit), "--about", "t", "-"], input="x")
     assert res.exit_code == 2 and "SIGN_NEEDS_RECEIPT" in res.stderr

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from adjudge.cli import app
 from adjudge.cli.receipts import read_signing_key, write_receipt
-from adjudge.kernel import Authority, Check, Verdict, determine, oracle
+from adjudge.kernel import Authority, Check, Pending, TrustPolicy, Verdict, determine, oracle
 from adjudge.kernel.observables import content_digest
 from adjudge.receipts import ReceiptLog, SigningKey
 
@@ -26,7 +26,7 @@ def _log(n: int) -> ReceiptLog:
     for i in range(n):
         text = b"r%d" % i
         checks = [
-            oracle.integrity(text, content_digest(text)),
+            oracle.integrity(oracle.Record(text), content_digest(text)),
             Check("auto-check", Verdict.PASS, Authority.DETERMINISTIC),
         ]
         log.append(determine(content_digest(text), checks, now=NOW), KEY)
@@ -138,3 +138,54 @@ def test_verify_chain_against_a_head_it_does_not_end_at(tmp_path: Path) -> None:
     )
     assert result.exit_code == 1
     assert "truncated" in result.output
+
+
+def test_receipt_verify_shows_a_pass_on_the_posters_trust(tmp_path: Path) -> None:
+    """A PASS resting on the named verifier's key is shown as exactly that, not as a plain PASS."""
+    verifier = "1" * 64
+    checks = [
+        oracle.integrity(oracle.Record(b"r"), content_digest(b"r")),
+        Check("agent-review", Verdict.PASS, Authority.SEMANTIC, verifier_key=verifier),
+    ]
+    policy = TrustPolicy().with_verifier(verifier)
+    log = ReceiptLog()
+    log.append(determine(content_digest(b"r"), checks, now=NOW, policy=policy), KEY)
+    path = tmp_path / "receipt.json"
+    path.write_bytes(log.receipts[0].to_bytes())
+    result = RUNNER.invoke(app, ["receipt", "verify", str(path), "--key", KEY.keyid])
+    assert result.exit_code == 0, result.output
+    assert f"PASS on the poster's trust in verifier key {verifier}" in result.output
+
+
+def test_receipt_verify_reads_a_pending_verdict_as_of_now(tmp_path: Path) -> None:
+    """A receipt signed PENDING, read eleven months past its deadline, shows the verdict it
+    resolved to, the deadline, and that it was signed PENDING — and the file is not rewritten."""
+    deadline = datetime(2026, 1, 15, tzinfo=UTC)
+    checks = [
+        oracle.integrity(oracle.Record(b"r"), content_digest(b"r")),
+        Check(
+            "manual-review",
+            Verdict.PENDING,
+            Authority.HUMAN,
+            pending=Pending(deadline, Verdict.UNKNOWN),
+        ),
+    ]
+    log = ReceiptLog()
+    log.append(determine(content_digest(b"r"), checks, now=NOW), KEY)
+    path = tmp_path / "receipt.json"
+    path.write_bytes(log.receipts[0].to_bytes())
+    before = path.read_bytes()
+    at = "2026-12-15T00:00:00Z"
+    result = RUNNER.invoke(app, ["receipt", "verify", str(path), "--key", KEY.keyid, "--at", at])
+    assert result.exit_code == 0, result.output
+    assert f"verdict:       UNKNOWN as of {at}" in result.output
+    assert "signed PENDING" in result.output
+    assert "manual-review: 2026-01-15T00:00:00Z, passed: resolved to UNKNOWN" in result.output
+    assert path.read_bytes() == before
+    early = RUNNER.invoke(
+        app, ["receipt", "verify", str(path), "--key", KEY.keyid, "--at", "2026-01-10T00:00:00Z"]
+    )
+    assert "verdict:       PENDING as of" in early.output
+    assert "not yet reached: UNKNOWN from then on" in early.output
+    bad = RUNNER.invoke(app, ["receipt", "verify", str(path), "--key", KEY.keyid, "--at", "soon"])
+    assert bad.exit_code == 2 and "TIME_INVALID" in bad.output

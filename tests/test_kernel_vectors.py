@@ -35,8 +35,8 @@ from adjudge.kernel import (
 from adjudge.kernel import evidence as ev
 from adjudge.kernel import obligations as ob
 from adjudge.kernel.observables import content_digest
-from adjudge.kernel.verdicts import resolve
-from adjudge.receipts import ReceiptLog, SigningKey, verify_chain
+from adjudge.kernel.verdicts import format_time, resolve
+from adjudge.receipts import ReceiptLog, SigningKey, as_of, issue, verify_chain
 
 VECTORS = Path(__file__).parent / "vectors"
 _DIGEST = re.compile(r"digest\(([^)]*)\)")
@@ -83,10 +83,16 @@ def _time(text: str) -> datetime:
 
 def _check(spec: dict[str, Any]) -> Check:
     if "oracle" in spec:
-        return oracle.integrity(spec["oracle"]["stored"].encode(), spec["oracle"]["declared"])
+        return oracle.integrity(
+            oracle.Record(spec["oracle"]["stored"].encode()), spec["oracle"]["declared"]
+        )
     if "semantic" in spec:
         return _semantic_check(spec["semantic"])
     pending = spec.get("pending")
+    expiry: Any = None
+    if pending is not None:
+        # "plain": the expiry as the bare string, the way parsed input or an Any arrives.
+        expiry = pending["expiresTo"] if pending.get("plain") else Verdict(pending["expiresTo"])
     return Check(
         name=spec.get("name", "check"),
         verdict=Verdict(spec["verdict"]),
@@ -95,9 +101,7 @@ def _check(spec: dict[str, Any]) -> Check:
         observable=spec.get("observable"),
         expression=spec.get("expression"),
         verifier_key=spec.get("verifierKey"),
-        pending=None
-        if pending is None
-        else Pending(_time(pending["deadline"]), Verdict(pending["expiresTo"])),  # type: ignore[arg-type]
+        pending=None if pending is None else Pending(_time(pending["deadline"]), expiry),
     )
 
 
@@ -125,7 +129,7 @@ def run_check(i: dict[str, Any]) -> dict[str, Any]:
 def run_determine(i: dict[str, Any]) -> dict[str, Any]:
     checks = [_check(c) for c in i["checks"]]
     d = determine(i["subject"], checks, now=_time(i["now"]), policy=_policy(i.get("policy")))
-    return {"verdict": d.verdict.value}
+    return {"verdict": d.verdict.value, "trustedVerifierKey": d.trusted_verifier_key}
 
 
 def run_trust(i: dict[str, Any]) -> dict[str, Any]:
@@ -183,6 +187,44 @@ def run_semantic(i: dict[str, Any]) -> dict[str, Any]:
         "routeToHuman": routed.route_to_human,
         "checkVerdict": semantic.semantic_check("model", judgment, routed).verdict.value,
     }
+
+
+def _quote(q: dict[str, Any], brief: str, result: str) -> semantic.Quote:
+    """A quote as the vector gives it; text and hash default to what the artifact holds there."""
+    held = {"brief": brief, "result": result}.get(q["artifact"], "")
+    text = q.get("text", held[q["start"] : q["end"]])
+    return semantic.Quote(
+        q["artifact"], q["start"], q["end"], text, q.get("quoteHash", content_digest(text.encode()))
+    )
+
+
+def run_review(i: dict[str, Any]) -> dict[str, Any]:
+    brief, result = oracle.Record(i["brief"].encode(), "brief"), oracle.Record(i["result"].encode())
+    r = i["review"]
+    review = semantic.Review(
+        verifier_key=r["verifierKey"],
+        passed=r["passed"],
+        brief_digest=r.get("briefDigest", brief.digest),
+        result_digest=r.get("resultDigest", result.digest),
+        quotes=tuple(_quote(q, i["brief"], i["result"]) for q in r["quotes"]),
+        reasons=tuple(r.get("reasons", ())),
+    )
+    grounding = semantic.ground_review(review, brief=brief, result=result)
+    out: dict[str, Any] = {
+        "grounded": grounding.grounded,
+        "routeToPoster": grounding.route_to_poster,
+        "checkVerdict": grounding.check.verdict.value,
+        "authority": grounding.check.authority.value,
+        "verifierKey": grounding.check.verifier_key,
+    }
+    if "determine" in i:
+        how = i["determine"]
+        checks = [oracle.integrity(result, result.digest), grounding.check]
+        d = determine(
+            result.digest, checks, now=_time(how["now"]), policy=_policy(how.get("policy"))
+        )
+        out |= {"verdict": d.verdict.value, "trustedVerifierKey": d.trusted_verifier_key}
+    return out
 
 
 def _party(p: dict[str, Any]) -> ev.Party:
@@ -288,16 +330,26 @@ def run_obligation(i: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_chain(i: dict[str, Any]) -> dict[str, Any]:
+    try:
+        return _chain(i)
+    except Error as exc:  # refused while building the log: the same refusal a verifier gives
+        return {"valid": False, "code": exc.code}
+
+
+def _chain(i: dict[str, Any]) -> dict[str, Any]:
     log = ReceiptLog()
     now = _time("2026-01-01T00:00:00+00:00")
     for entry in i["receipts"]:
         stored = entry["result"].encode()
-        checks = [oracle.integrity(stored, content_digest(stored))]
+        checks = [oracle.integrity(oracle.Record(stored), content_digest(stored))]
         checks.append(Check("auto-check", Verdict(entry["verdict"]), Authority.DETERMINISTIC))
         d = determine(content_digest(stored), checks, now=now)
         supersedes = entry.get("supersedes")
         log.append(
-            d, KEY, supersedes=None if supersedes is None else log.receipts[supersedes].receipt_id
+            d,
+            KEY,
+            supersedes=None if supersedes is None else log.receipts[supersedes].receipt_id,
+            about=entry.get("about"),
         )
     lines = log.lines()
     tamper = i.get("tamper")
@@ -321,6 +373,24 @@ def run_chain(i: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def run_as_of(i: dict[str, Any]) -> dict[str, Any]:
+    checks = [_check(c) for c in i["checks"]]
+    d = determine(content_digest(b"result"), checks, now=_time(i["decidedAt"]))
+    receipt = issue(d, KEY)
+    standing = as_of(receipt, _time(i["at"]))
+    # The same read from the envelope, and from its JSON object as the service stores it.
+    assert as_of(receipt.envelope, _time(i["at"])) == standing
+    assert as_of(receipt.to_dict(), _time(i["at"])) == standing
+    return {
+        "signed": standing.signed.value,
+        "verdict": standing.verdict.value,
+        "deadlines": [
+            [d.check, format_time(d.deadline), d.expires_to.value, d.passed]
+            for d in standing.deadlines
+        ],
+    }
+
+
 RUNNERS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "verdict-set": run_verdict_set,
     "fold": run_fold,
@@ -330,11 +400,13 @@ RUNNERS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "trust": run_trust,
     "observable": run_observable,
     "semantic": run_semantic,
+    "review": run_review,
     "independence": run_independence,
     "freshness": run_freshness,
     "rail": run_rail,
     "obligation": run_obligation,
     "chain": run_chain,
+    "as-of": run_as_of,
 }
 
 

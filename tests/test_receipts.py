@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import socket
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,8 @@ from securesystemslib.dsse import Envelope as SslibEnvelope
 from securesystemslib.signer import SSlibKey
 
 from adjudge.errors import CriteriaError, ReceiptError
-from adjudge.kernel import Authority, Check, TrustPolicy, Verdict, determine, oracle
+from adjudge.kernel import Authority, Check, Pending, TrustPolicy, Verdict, determine, fold, oracle
+from adjudge.kernel.adapters import determine_auto_check
 from adjudge.kernel.determination import Determination
 from adjudge.kernel.observables import content_digest
 from adjudge.receipts import (
@@ -26,10 +28,12 @@ from adjudge.receipts import (
     ReceiptLog,
     SigningKey,
     VerifyingKey,
+    as_of,
     canonical_bytes,
     fingerprint,
     issue,
     pae,
+    statement,
     verify,
     verify_chain,
 )
@@ -47,7 +51,7 @@ ATTACKER = SigningKey.from_seed(bytes(range(1, 33)))
 
 def _determination(text: bytes = b"result", verdict: Verdict = Verdict.PASS) -> Any:
     checks = [
-        oracle.integrity(text, content_digest(text)),
+        oracle.integrity(oracle.Record(text), content_digest(text)),
         Check("auto-check", verdict, Authority.DETERMINISTIC, (content_digest(text),)),
     ]
     return determine(content_digest(text), checks, now=NOW)
@@ -80,6 +84,25 @@ def test_envelope_known_answers(case: dict[str, str]) -> None:
     receipt = verify(case["envelope"].encode(), case["fingerprint"])
     assert receipt.receipt_id == case["receiptId"]
     assert receipt.verdict is Verdict.PASS
+
+
+@dataclass(frozen=True)
+class _Passed:
+    passed: bool = True
+    score: int = 90
+    reasons: tuple[str, ...] = ()
+
+
+def test_issue_builds_the_pinned_statement() -> None:
+    """The pinned statement is what issue() builds for its inputs (a passing auto check with
+    score 90 over "hello world", decided 2026-01-01), so the pin covers the statement builder,
+    not only the signer. The engine version is the one field allowed to differ."""
+    case = KNOWN["envelopes"][0]
+    key = SigningKey.from_seed(bytes.fromhex(case["seed"]))
+    built = issue(determine_auto_check(oracle.Record(b"hello world"), _Passed(), now=NOW), key)
+    body, pinned = json.loads(built.envelope.payload), json.loads(case["payload"])
+    body["predicate"]["engine"] = pinned["predicate"]["engine"]
+    assert canonical_bytes(body) == case["payload"].encode()
 
 
 def test_receipt_is_an_in_toto_statement_in_dsse() -> None:
@@ -248,16 +271,20 @@ def test_insertion_is_detected() -> None:
 
 
 def test_supersession_rules() -> None:
-    """A receipt supersedes only an earlier one on its log, and each at most once."""
-    log = _log(1)
-    first = log.receipts[0]
+    """A receipt supersedes only an earlier one on its log, and each at most once: the log
+    refuses a fork, and so does the chain verifier when one is signed anyway."""
+    log = ReceiptLog()
+    first = log.append(_determination(b"r0", Verdict.FAIL), KEY, about="t")
     with pytest.raises(ReceiptError):
-        log.append(_determination(), KEY, supersedes="sha256:" + "0" * 64)
-    second = log.append(_determination(b"fixed"), KEY, supersedes=first.receipt_id)
+        log.append(_determination(), KEY, supersedes="sha256:" + "0" * 64, about="t")
+    second = log.append(_determination(b"fixed"), KEY, supersedes=first.receipt_id, about="t")
     assert second.supersedes == first.receipt_id
-    log.append(_determination(b"again"), KEY, supersedes=first.receipt_id)  # a fork
+    with pytest.raises(ReceiptError) as refused:
+        log.append(_determination(b"again"), KEY, supersedes=first.receipt_id, about="t")
+    assert "already superseded" in refused.value.message
+    fork = issue(_determination(b"again"), KEY, log.head, supersedes=first, about="t")
     with pytest.raises(ReceiptError) as err:
-        verify_chain(log.lines(), KEY.keyid)
+        verify_chain([*log.lines(), fork.to_bytes()], KEY.keyid)
     assert "already superseded" in err.value.message
 
 
@@ -354,7 +381,7 @@ def test_non_ascii_receipts_round_trip() -> None:
     """A statement with non-ASCII text takes the rfc8785 path and still verifies."""
     text = b"r\xc3\xa9sum\xc3\xa9"
     checks = [
-        oracle.integrity(text, content_digest(text)),
+        oracle.integrity(oracle.Record(text), content_digest(text)),
         Check("revue — 検証", Verdict.PASS, Authority.HUMAN, reason="looks right 👍"),
     ]
     receipt = issue(determine(content_digest(text), checks, now=NOW), KEY)
@@ -406,6 +433,7 @@ def test_any_signed_statement_edit_is_refused_cleanly(path: tuple[Any, ...], new
             and c["verdict"] == "PASS"
             and c.get("observable") == "evidence.content-digest"
             and c.get("expression") == f'(= result "{receipt.subject_digest}")'
+            and c.get("oracle") is True
             for c in receipt.predicate["checks"]
         )
 
@@ -422,3 +450,266 @@ def test_base64_must_be_canonical() -> None:
         with pytest.raises(ReceiptError) as err:
             Envelope.from_dict(json.loads(json.dumps(data)))
         assert err.value.code == "RECEIPT_MALFORMED"
+
+
+def _self_written_proof(subject: str) -> dict[str, Any]:
+    return {
+        "name": "evidence-integrity",
+        "verdict": "PASS",
+        "authority": "deterministic",
+        "evidence": [subject],
+        "reason": "I computed the digest myself",
+        "observable": "evidence.content-digest",
+        "expression": f'(= result "{subject}")',
+    }
+
+
+def test_a_signed_pass_on_a_self_written_proof_is_invalid() -> None:
+    """A PASS receipt whose only integrity proof is a caller's look-alike (not the oracle's)
+    does not verify, even correctly signed: verification counts what determine() counts."""
+    body = json.loads(RECEIPT.envelope.payload)
+    body["predicate"]["checks"][0] = _self_written_proof(RECEIPT.subject_digest)
+    with pytest.raises(ReceiptError) as err:
+        verify(_signed(body), KEY.keyid)
+    assert err.value.code == "RECEIPT_VERDICT_INVALID"
+
+
+def test_a_signed_pass_on_a_declined_observable_is_invalid() -> None:
+    """A recorded PASS check naming evidence.present answers UNKNOWN on replay, so a PASS
+    receipt resting on it does not verify."""
+    body = json.loads(RECEIPT.envelope.payload)
+    body["predicate"]["checks"][1]["observable"] = "evidence.present"
+    body["predicate"]["checks"][1]["expression"] = "(present result)"
+    with pytest.raises(ReceiptError) as err:
+        verify(_signed(body), KEY.keyid)
+    assert err.value.code == "RECEIPT_VERDICT_INVALID"
+
+
+def test_a_signed_mismatch_not_minted_by_the_oracle_is_invalid() -> None:
+    """A MISMATCH in a statement that is not the oracle's is an accusation no evaluator could
+    have authored: the receipt does not verify."""
+    body = json.loads(RECEIPT.envelope.payload)
+    body["predicate"]["checks"][1].update(verdict="MISMATCH")
+    body["predicate"]["verdict"] = "MISMATCH"
+    with pytest.raises(ReceiptError) as err:
+        verify(_signed(body), KEY.keyid)
+    assert err.value.code == "RECEIPT_VERDICT_INVALID"
+
+
+VERIFIER = "1" * 64
+
+
+def _agent_review_receipt() -> Any:
+    """A PASS that rests on the poster's trust in one named verifier key."""
+    text = b"result"
+    checks = [
+        oracle.integrity(oracle.Record(text), content_digest(text)),
+        Check("agent-review", Verdict.PASS, Authority.SEMANTIC, verifier_key=VERIFIER),
+    ]
+    policy = TrustPolicy().with_verifier(VERIFIER)
+    return issue(determine(content_digest(text), checks, now=NOW, policy=policy), KEY)
+
+
+def test_a_signed_policy_trusting_a_model_class_is_refused() -> None:
+    """A receipt whose recorded trust policy lists semantic (so a model's PASS would fold to
+    PASS under it) does not verify: the recorded policy is checked against what the kernel
+    allows, not merely re-read."""
+    body = json.loads(RECEIPT.envelope.payload)
+    body["predicate"]["checks"][1]["authority"] = "semantic"
+    body["predicate"]["trustPolicy"]["authorities"] = ["deterministic", "human", "semantic"]
+    with pytest.raises(ReceiptError) as err:
+        verify(_signed(body), KEY.keyid)
+    assert err.value.code == "RECEIPT_POLICY_INVALID"
+
+
+def test_a_pass_on_a_named_verifier_says_so() -> None:
+    """The receipt of a PASS resting on the named verifier's key records that key as what the
+    PASS rests on, and verification re-derives it: dropping or forging the field is refused."""
+    receipt = _agent_review_receipt()
+    assert receipt.predicate["trustedVerifierKey"] == VERIFIER
+    assert verify(receipt.to_bytes(), KEY.keyid).verdict is Verdict.PASS
+    body = json.loads(receipt.envelope.payload)
+    del body["predicate"]["trustedVerifierKey"]
+    with pytest.raises(ReceiptError) as err:
+        verify(_signed(body), KEY.keyid)
+    assert err.value.code == "RECEIPT_VERDICT_INVALID"
+    plain = json.loads(RECEIPT.envelope.payload)
+    plain["predicate"]["trustedVerifierKey"] = VERIFIER
+    with pytest.raises(ReceiptError) as err:
+        verify(_signed(plain), KEY.keyid)
+    assert err.value.code == "RECEIPT_VERDICT_INVALID"
+
+
+def test_the_chain_verifier_refuses_a_supersession_about_another_subject() -> None:
+    """A PASS about result B signed as superseding a FAIL about result A (the log bypassed, as a
+    forger would) is refused by the chain verifier, not only by the log."""
+    first = issue(_determination(b"result A", Verdict.FAIL), KEY)
+    with pytest.raises(ReceiptError) as refused:  # issue() itself will not sign it
+        issue(_determination(b"result B"), KEY, first.head, supersedes=first)
+    assert refused.value.code == "RECEIPT_SUPERSESSION_INVALID"
+    body = statement.build(
+        _determination(b"result B"),
+        KEY.public_key,
+        sequence=1,
+        previous=first.receipt_id,
+        supersedes=first.receipt_id,
+    )
+    second = _signed(body)
+    with pytest.raises(ReceiptError) as err:
+        verify_chain([first.to_bytes(), second], KEY.keyid)
+    assert err.value.code == "RECEIPT_SUPERSESSION_INVALID"
+    assert "line 2" in err.value.message
+
+
+def test_a_repair_supersedes_across_results_when_both_name_the_subject() -> None:
+    """The same task and round named on both receipts: the repaired PASS supersedes the FAIL,
+    though the results differ, and both stay on the record."""
+    log = ReceiptLog()
+    failed = log.append(_determination(b"draft", Verdict.FAIL), KEY, about="task:t-1/round:1")
+    fixed = log.append(
+        _determination(b"repaired"), KEY, supersedes=failed.receipt_id, about="task:t-1/round:1"
+    )
+    assert fixed.about == "task:t-1/round:1" and fixed.supersedes == failed.receipt_id
+    report = verify_chain(log.lines(), KEY.keyid)
+    assert report.superseded == frozenset({failed.receipt_id})
+
+
+def test_about_must_be_a_plain_name() -> None:
+    """A subject name is 1 to 256 characters, no control characters, no surrounding blanks."""
+    for bad in ("", " task:1", "task:\n1", "x" * 257):
+        with pytest.raises(ReceiptError) as err:
+            issue(_determination(), KEY, about=bad)
+        assert err.value.code == "ABOUT_INVALID"
+
+
+subjects = st.tuples(
+    st.sampled_from([None, "task:t-1/round:1", "call:c-1"]), st.sampled_from([b"a", b"b"])
+)
+
+
+@settings(max_examples=50, deadline=None)
+@given(subjects, subjects)
+def test_a_receipt_supersedes_only_one_about_the_same_subject(
+    old: tuple[str | None, bytes], new: tuple[str | None, bytes]
+) -> None:
+    """Whatever two subjects: the log lets one receipt supersede the other exactly when they are
+    about the same subject (the same name, or no name and the same result), and what it lets
+    through verifies."""
+    log = ReceiptLog()
+    first = log.append(_determination(old[1], Verdict.FAIL), KEY, about=old[0])
+    same = new[0] == old[0] and (new[0] is not None or new[1] == old[1])
+    try:
+        log.append(_determination(new[1]), KEY, supersedes=first.receipt_id, about=new[0])
+    except ReceiptError as exc:
+        assert not same and exc.code == "RECEIPT_SUPERSESSION_INVALID"
+        return
+    assert same
+    assert verify_chain(log.lines(), KEY.keyid).superseded == frozenset({first.receipt_id})
+
+
+moments = st.datetimes(
+    min_value=datetime(2025, 1, 1), max_value=datetime(2030, 1, 1), timezones=st.just(UTC)
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    moments,
+    st.sampled_from([Verdict.UNKNOWN, Verdict.FAIL, Verdict.NOT_RUN]),
+    moments,
+    st.sampled_from([Verdict.PASS, Verdict.FAIL]),
+)
+def test_a_receipt_read_at_any_time_never_turns_into_pass(
+    deadline: datetime, expires_to: Verdict, at: datetime, other: Verdict
+) -> None:
+    """A receipt with a PENDING check, read at any moment: never PASS, PENDING only before the
+    deadline, the expiry's fold after it — and the signed bytes never change."""
+    text = b"result"
+    pending = Pending(deadline, expires_to)  # type: ignore[arg-type]
+    checks = [
+        oracle.integrity(oracle.Record(text), content_digest(text)),
+        Check("review", Verdict.PENDING, Authority.HUMAN, pending=pending),
+        Check("auto-check", other, Authority.DETERMINISTIC),
+    ]
+    receipt = issue(determine(content_digest(text), checks, now=NOW), KEY)
+    before = receipt.to_bytes()
+    standing = as_of(receipt, at)
+    assert standing.verdict is not Verdict.PASS
+    reached = max(at, NOW) >= deadline
+    expected = fold([expires_to if reached else Verdict.PENDING, other])
+    assert standing.verdict is expected
+    assert [d.passed for d in standing.deadlines] == [reached]
+    assert receipt.to_bytes() == before and verify(before, KEY.keyid).verdict is standing.signed
+
+
+def test_a_standing_has_a_view_shape() -> None:
+    """Standing.to_dict is the shape a receipt view shows beside the signed record."""
+    deadline = datetime(2026, 1, 15, tzinfo=UTC)
+    checks = [
+        oracle.integrity(oracle.Record(b"r"), content_digest(b"r")),
+        Check("review", Verdict.PENDING, Authority.HUMAN, pending=Pending(deadline, Verdict.FAIL)),
+    ]
+    receipt = issue(determine(content_digest(b"r"), checks, now=NOW), KEY)
+    view = as_of(receipt.to_dict(), datetime(2026, 12, 1, tzinfo=UTC)).to_dict()
+    assert view == {
+        "verdict": "FAIL",
+        "asOf": "2026-12-01T00:00:00Z",
+        "signedVerdict": "PENDING",
+        "decidedAt": "2026-01-01T00:00:00Z",
+        "deadlines": [
+            {
+                "check": "review",
+                "deadline": "2026-01-15T00:00:00Z",
+                "expiresTo": "FAIL",
+                "passed": True,
+            }
+        ],
+    }
+    with pytest.raises(CriteriaError) as err:
+        as_of(receipt, datetime(2026, 12, 1))
+    assert err.value.code == "TIME_INVALID"
+
+
+_K = "1" * 64
+_SUBJECT = content_digest(b"result")
+signed_checks = st.one_of(
+    st.just(oracle.integrity(oracle.Record(b"result"), _SUBJECT)),
+    st.just(oracle.integrity(oracle.Record(b"other"), _SUBJECT)),
+    st.builds(
+        Check,
+        name=st.sampled_from(["auto-check", "review", "present"]),
+        verdict=st.sampled_from([Verdict.PASS, Verdict.FAIL, Verdict.UNKNOWN, Verdict.NOT_RUN]),
+        authority=st.sampled_from(list(Authority)),
+        observable=st.sampled_from([None, "evidence.content-digest", "evidence.present"]),
+        expression=st.sampled_from([None, f'(= result "{_SUBJECT}")', "(present result)"]),
+        verifier_key=st.sampled_from([None, _K]),
+    ),
+    st.builds(
+        lambda deadline, expiry: Check(
+            "wait", Verdict.PENDING, Authority.HUMAN, pending=Pending(deadline, expiry)
+        ),
+        st.sampled_from([NOW, datetime(2027, 1, 1, tzinfo=UTC)]),
+        st.sampled_from([Verdict.UNKNOWN, Verdict.FAIL]),
+    ),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(signed_checks, max_size=4),
+    st.sampled_from([TrustPolicy(), TrustPolicy().with_verifier(_K)]),
+)
+def test_verifying_a_receipt_derives_what_determine_derived(
+    checks: list[Check], policy: TrustPolicy
+) -> None:
+    """Whatever the checks and policy, a determination the kernel accepts signs into a receipt
+    that verifies with the same verdict and the same trusted verifier key: the replay on the
+    verifying side and determine() are one rule."""
+    try:
+        d = determine(_SUBJECT, checks, now=NOW, policy=policy)
+    except ReceiptError as exc:
+        assert exc.code == "INTEGRITY_PROOF_REQUIRED"
+        return
+    receipt = verify(issue(d, KEY).to_bytes(), KEY.keyid)
+    assert receipt.verdict is d.verdict
+    assert receipt.predicate.get("trustedVerifierKey") == d.trusted_verifier_key

@@ -338,7 +338,7 @@ def test_a_call_receipt_verifies_and_records_the_policy_decision() -> None:
 
 def test_a_receipt_without_a_policy_decision_is_unchanged() -> None:
     """Determinations that record no policy decision sign exactly as before (no new key)."""
-    checks = [oracle.integrity(b"r", content_digest(b"r"))]
+    checks = [oracle.integrity(oracle.Record(b"r"), content_digest(b"r"))]
     receipt = issue(determine(content_digest(b"r"), checks, now=NOW), KEY)
     assert "policyDecision" not in receipt.predicate
 
@@ -368,7 +368,7 @@ def test_a_policy_decision_is_never_folded() -> None:
 
 def test_a_policy_decision_is_plain_json() -> None:
     """Floats, nested values and non-string keys cannot be recorded: one canonical form."""
-    checks = [oracle.integrity(b"r", content_digest(b"r"))]
+    checks = [oracle.integrity(oracle.Record(b"r"), content_digest(b"r"))]
     for bad in ({"score": 0.5}, {"x": [1]}, {1: "a"}, {"n": 2**53}, "PASS"):
         with pytest.raises(CriteriaError) as caught:
             determine(content_digest(b"r"), checks, now=NOW, policy_decision=bad)  # type: ignore[arg-type]

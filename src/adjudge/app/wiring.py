@@ -15,7 +15,7 @@ from adjudge.autocheck import admissibility, auto_check, redos
 from adjudge.errors import CriteriaError, Error
 from adjudge.kernel import DEFAULT_POLICY, Authority, Check, Determination, Verdict, determine
 from adjudge.kernel.adapters import auto_check_check
-from adjudge.kernel.oracle import integrity
+from adjudge.kernel.oracle import Record, integrity
 from adjudge.market import Checker, CheckOutcome, ReceiptIssuer, Settlement, Task, VerdictReached
 from adjudge.receipts import Head, SigningKey, digest, issue
 
@@ -90,7 +90,7 @@ class SignedReceipts:
             )
         wanted = Verdict.PASS if verdict.passed else Verdict.FAIL
         reason = "; ".join(verdict.reasons) or ("approved" if verdict.passed else "rejected")
-        checks = [integrity(result.encode("utf-8"), subject)]
+        checks = [integrity(Record(result.encode("utf-8")), subject)]
         policy = DEFAULT_POLICY
         if verdict.authority == "deterministic":
             outcome = _Outcome(verdict.passed, verdict.score or 0, tuple(verdict.reasons))
@@ -156,7 +156,7 @@ class SignedReceipts:
         if settlement.result_digest is not None and result is not None:
             subject = settlement.result_digest
             checks = [
-                integrity(result.encode("utf-8"), subject),
+                integrity(Record(result.encode("utf-8")), subject),
                 Check(
                     name="judgment",
                     verdict=Verdict.NOT_RUN,

@@ -38,7 +38,7 @@ from adjudge.kernel import DEFAULT_POLICY, Authority, Check, Determination, Trus
 from adjudge.kernel import determine as kernel_determine
 from adjudge.kernel.determination import PolicyValue
 from adjudge.kernel.observables import SHA256_DIGEST
-from adjudge.kernel.oracle import integrity
+from adjudge.kernel.oracle import Record, integrity
 from adjudge.kernel.verdicts import format_time
 
 __all__ = [
@@ -207,7 +207,7 @@ def determine_call(
     subject = _require_digest(result.response_digest, "response digest")
     checks = list(kernel_checks(result))
     if response_bytes is not None:
-        checks.insert(0, integrity(bytes(response_bytes), subject))
+        checks.insert(0, integrity(Record(bytes(response_bytes)), subject))
     return kernel_determine(
         subject,
         checks,

@@ -20,10 +20,11 @@ from rich.table import Table
 
 from adjudge.autocheck import VerificationResult, auto_check, parse
 from adjudge.autocheck.jsvalues import to_fixed0
-from adjudge.cli.receipts import read_signing_key, write_receipt
+from adjudge.cli.receipts import append_receipt, read_signing_key
 from adjudge.errors import CriteriaError
 from adjudge.kernel.adapters import determine_auto_check
-from adjudge.receipts import issue
+from adjudge.kernel.oracle import Record
+from adjudge.receipts import Receipt, ReceiptLog
 
 EXIT_PASS, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -109,23 +110,41 @@ def check(
         Path | None, typer.Option("--sign", help="Private key file: sign a receipt of this check.")
     ] = None,
     receipt: Annotated[
-        Path | None, typer.Option("--receipt", help="Where to write the signed receipt.")
+        Path | None,
+        typer.Option("--receipt", help="Receipt log to append the signed receipt to."),
+    ] = None,
+    supersedes: Annotated[
+        str | None,
+        typer.Option("--supersedes", help="Receipt id on the log that this re-run supersedes."),
+    ] = None,
+    about: Annotated[
+        str | None,
+        typer.Option(
+            "--about", help="What the verdict is about (default: criteria:<criteria digest>)."
+        ),
     ] = None,
 ) -> None:
     """Score one result against criteria. Exit 0 on pass, 1 on fail, 2 on bad input.
 
-    With ``--sign KEY --receipt OUT`` the determination (the integrity of the result's bytes and
-    the check's outcome) is also written as a signed receipt a third party can verify offline
-    with ``adjudge receipt verify``.
+    With ``--sign KEY --receipt LOG`` the determination (the integrity of the result's bytes and
+    the check's outcome) is also appended to the receipt log LOG as a signed receipt a third
+    party can verify offline (``adjudge receipt verify-chain``). A re-run is a new receipt
+    after the earlier ones, never an overwrite; ``--supersedes ID`` names the receipt it
+    replaces, which must be about the same subject (``--about``; by default the criteria).
     """
-    if (sign is None) != (receipt is None):
-        raise _bad_input("SIGN_NEEDS_RECEIPT", "--sign and --receipt go together; give both.")
+    if (sign is None) != (receipt is None) or (
+        sign is None and (supersedes is not None or about is not None)
+    ):
+        raise _bad_input(
+            "SIGN_NEEDS_RECEIPT",
+            "--sign and --receipt go together, and --supersedes and --about need both.",
+        )
     raw_criteria = _read_json(criteria, "criteria")
     _validate(raw_criteria)
     value, stored = _read_result(result, result_json)
     verdict = auto_check(value, raw_criteria)
     if sign is not None and receipt is not None:
-        _sign_receipt(sign, receipt, stored, verdict, criteria.read_bytes())
+        _sign_receipt(sign, receipt, stored, verdict, criteria.read_bytes(), supersedes, about)
     if as_json:
         sys.stdout.write(verdict.to_json() + "\n")
     else:
@@ -134,19 +153,31 @@ def check(
 
 
 def _sign_receipt(
-    key: Path, out_path: Path, stored: bytes, verdict: VerificationResult, criteria: bytes
+    key: Path,
+    log_path: Path,
+    stored: bytes,
+    verdict: VerificationResult,
+    criteria: bytes,
+    supersedes: str | None,
+    about: str | None,
 ) -> None:
-    """Issue and write the signed receipt of one standalone check (the clock is read here)."""
+    """Issue the signed receipt of one standalone check and append it to the receipt log (the
+    clock is read here)."""
     signer = read_signing_key(key)
+    criteria_digest = "sha256:" + hashlib.sha256(criteria).hexdigest()
     determination = determine_auto_check(
-        stored,
-        verdict,
-        now=datetime.now(UTC),
-        criteria_digest="sha256:" + hashlib.sha256(criteria).hexdigest(),
+        Record(stored), verdict, now=datetime.now(UTC), criteria_digest=criteria_digest
     )
-    issued = issue(determination, signer)
-    write_receipt(out_path, issued)
-    err.print(f"receipt {issued.receipt_id} written to {out_path}")
+    subject = about if about is not None else f"criteria:{criteria_digest}"
+
+    def append(log: ReceiptLog) -> Receipt:
+        return log.append(determination, signer, supersedes=supersedes, about=subject)
+
+    issued = append_receipt(log_path, signer, append)
+    replaces = f", superseding {issued.supersedes}" if issued.supersedes else ""
+    err.print(
+        f"receipt {issued.receipt_id} appended to {log_path} (sequence {issued.sequence}{replaces})"
+    )
 
 
 def _check_line(line: str) -> dict[str, Any]:

@@ -10,14 +10,32 @@ from __future__ import annotations
 import os
 import re
 import textwrap
+from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, NoReturn
 
 import typer
 
-from adjudge.errors import ReceiptError
-from adjudge.receipts import Receipt, SigningKey, VerifyingKey, verify, verify_chain
+from adjudge.errors import CriteriaError, ReceiptError
+from adjudge.kernel.authority import trust_basis
+from adjudge.kernel.verdicts import format_time, parse_time
+from adjudge.receipts import (
+    Receipt,
+    ReceiptLog,
+    SigningKey,
+    Standing,
+    VerifyingKey,
+    as_of,
+    verify,
+    verify_chain,
+)
 from adjudge.receipts.envelope import Envelope
+
+try:  # POSIX: two runs appending to one log at once must not fork its chain
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX: appends are not locked
+    fcntl = None  # type: ignore[assignment]
 
 EXIT_VALID = 0
 EXIT_INVALID = 1
@@ -86,11 +104,18 @@ def keys_new(
 def receipt_verify(
     receipt_file: Annotated[Path, typer.Argument(metavar="RECEIPT.json")],
     key: Annotated[str, typer.Option("--key", help="Pinned fingerprint, or a public key file.")],
+    at: Annotated[
+        str | None,
+        typer.Option("--at", help="Read the verdict as of this RFC 3339 time (default: now)."),
+    ] = None,
 ) -> None:
     """Verify one receipt offline against a pinned key; say what that proves and what it does not.
 
+    The verdict is shown as of now (or ``--at``): a check signed PENDING whose deadline has
+    passed reads as what it expired into, with its deadline beside it; the file is not touched.
     Exit 0 valid, 1 invalid, 2 bad input.
     """
+    moment = _moment(at)
     pinned = _pinned_key(key)
     data = _read(receipt_file)
     try:
@@ -103,7 +128,18 @@ def receipt_verify(
         typer.echo(f"INVALID: {exc}")
         typer.echo("Nothing in this receipt can be relied on.")
         raise typer.Exit(EXIT_INVALID) from exc
-    _report(receipt)
+    _report(receipt, as_of(receipt, moment))
+
+
+def _moment(text: str | None) -> datetime:
+    """``--at`` parsed, or the clock now (the CLI is where the clock is read)."""
+    if text is None:
+        return datetime.now(UTC)
+    try:
+        return parse_time(text, "--at")
+    except CriteriaError as exc:
+        typer.echo(f"{exc.code}: {exc.message}")
+        raise typer.Exit(EXIT_BAD_INPUT) from exc
 
 
 def receipt_verify_chain(
@@ -163,13 +199,21 @@ def _bullets(lines: list[str] | tuple[str, ...]) -> None:
         )
 
 
-def _report(receipt: Receipt) -> None:
+def _report(receipt: Receipt, standing: Standing) -> None:
     p = receipt.predicate
+    trusted_key = p.get("trustedVerifierKey")
     typer.echo(f"VALID receipt {receipt.receipt_id}")
-    typer.echo(f"verdict:       {receipt.verdict.value}")
+    signed = "" if standing.verdict is standing.signed else f"; signed {standing.signed.value}"
+    typer.echo(f"verdict:       {standing.verdict.value} as of {format_time(standing.at)}{signed}")
+    for deadline in standing.deadlines:
+        typer.echo(f"deadline:      {deadline.describe()}")
+    if trusted_key is not None:
+        typer.echo(f"basis:         {trust_basis(trusted_key)}")
     typer.echo(f"subject:       {receipt.subject_digest}")
     typer.echo(f"decided at:    {p['decidedAt']}")
     typer.echo(f"signed by key: {receipt.keyid}")
+    if receipt.about is not None:
+        typer.echo(f"about:         {receipt.about}")
     previous = receipt.previous or "none (first on its log)"
     typer.echo(f"log position:  sequence {receipt.sequence}, previous {previous}")
     if receipt.supersedes is not None:
@@ -198,11 +242,19 @@ def _report(receipt: Receipt) -> None:
         )
     if receipt.verdict.value == "PASS":
         proves.append(
-            "it carries a deterministic evidence-integrity proof: the judged result is the one "
+            "it carries the oracle's evidence-integrity proof: the judged result is the one "
             f"with digest {receipt.subject_digest}."
         )
     _bullets(proves)
     typer.echo("What this does not prove:")
+    if trusted_key is not None:
+        _bullets(
+            [
+                f"that the work is right by any deterministic or human check: this PASS rests on "
+                f"the poster's trust in verifier key {trusted_key}, a verifier the poster named "
+                "for this task, and on nothing else a model said."
+            ]
+        )
     _bullets(DOES_NOT_PROVE)
 
 
@@ -235,6 +287,52 @@ def write_receipt(path: Path, receipt: Receipt) -> None:
     except OSError as exc:
         typer.echo(f"FILE_UNWRITABLE: cannot write {path}: {exc.strerror}", err=True)
         raise typer.Exit(EXIT_BAD_INPUT) from exc
+
+
+def append_receipt(
+    path: Path, signer: SigningKey, append: Callable[[ReceiptLog], Receipt]
+) -> Receipt:
+    """Append one receipt to the receipt log at ``path`` (created when missing); never rewrite.
+
+    The file is locked, read and verified as a log under ``signer``'s key; ``append`` issues the
+    new receipt on it (at its head, superseding what it names); its one line is written at the
+    end. A file that is not such a log (``RECEIPT_LOG_INVALID``) or a receipt the log refuses
+    (``RECEIPT_CHAIN_BROKEN``, ``RECEIPT_SUPERSESSION_INVALID``, ``ABOUT_INVALID``, …) exits 2,
+    leaving the file byte for byte as it was (a file this call created is removed again).
+    """
+    existed = path.exists()
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+    except OSError as exc:
+        typer.echo(f"FILE_UNWRITABLE: cannot open {path}: {exc.strerror}", err=True)
+        raise typer.Exit(EXIT_BAD_INPUT) from exc
+    with os.fdopen(fd, "r+b") as handle:
+        if fcntl is not None:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            data = handle.read()
+            try:
+                log = ReceiptLog.load(data.splitlines(), signer.public_key)
+            except ReceiptError as exc:
+                raise ReceiptError(
+                    f"{path} is not a receipt log signed by key {signer.keyid}: {exc.message} "
+                    "Nothing was appended; name another file.",
+                    code="RECEIPT_LOG_INVALID",
+                ) from exc
+            receipt = append(log)
+            # A last line without its newline (a receipt written by hand) gets one first.
+            handle.write((b"\n" if data and not data.endswith(b"\n") else b"") + receipt.to_bytes())
+            handle.write(b"\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        except ReceiptError as exc:
+            if not existed and not data:
+                path.unlink(missing_ok=True)
+            _fail(exc, EXIT_BAD_INPUT)
+        except OSError as exc:
+            typer.echo(f"FILE_UNWRITABLE: cannot append to {path}: {exc.strerror}", err=True)
+            raise typer.Exit(EXIT_BAD_INPUT) from exc
+    return receipt
 
 
 def _pinned_key(value: str) -> VerifyingKey | str:

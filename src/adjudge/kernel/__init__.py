@@ -8,6 +8,7 @@ Nothing here reads a file, the network or the clock: time is passed in.
 from adjudge.kernel import oracle
 from adjudge.kernel.authority import DEFAULT_POLICY, Authority, TrustPolicy
 from adjudge.kernel.determination import Determination, determine
+from adjudge.kernel.oracle import Record
 from adjudge.kernel.verdicts import PRECEDENCE, Check, Pending, Verdict, fold, resolve
 
 __all__ = [
@@ -17,6 +18,7 @@ __all__ = [
     "Check",
     "Determination",
     "Pending",
+    "Record",
     "TrustPolicy",
     "Verdict",
     "determine",

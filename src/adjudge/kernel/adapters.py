@@ -13,8 +13,7 @@ from typing import Protocol
 
 from adjudge.kernel.authority import DEFAULT_POLICY, Authority, TrustPolicy
 from adjudge.kernel.determination import Determination, determine
-from adjudge.kernel.observables import content_digest
-from adjudge.kernel.oracle import integrity
+from adjudge.kernel.oracle import Record, integrity
 from adjudge.kernel.verdicts import Check, Verdict
 
 AUTO_CHECK = "auto-check"
@@ -55,7 +54,7 @@ def auto_check_check(result: VerificationResultLike, result_digest: str) -> Chec
 
 
 def determine_auto_check(
-    stored_result: bytes,
+    stored_result: Record,
     result: VerificationResultLike,
     *,
     now: datetime,
@@ -65,10 +64,12 @@ def determine_auto_check(
 ) -> Determination:
     """The determination of one standalone auto check over ``stored_result``.
 
-    Two checks: the oracle's evidence-integrity check (the stored bytes against the digest the
-    submitter declared; with no declaration the verifying side's own digest is used, since it
-    holds the bytes itself) and the auto check. The subject is the declared digest.
+    ``stored_result`` is the verifying side's own record of the result it checked (built by the
+    IO side from the bytes it holds). Two checks: the oracle's evidence-integrity check (the
+    record against the digest the submitter declared; with no declaration the record's own
+    digest is used, since the verifying side holds the bytes itself) and the auto check. The
+    subject is the declared digest.
     """
-    declared = content_digest(stored_result) if declared_digest is None else declared_digest
+    declared = stored_result.digest if declared_digest is None else declared_digest
     checks = (integrity(stored_result, declared), auto_check_check(result, declared))
     return determine(declared, checks, now=now, policy=policy, criteria_digest=criteria_digest)

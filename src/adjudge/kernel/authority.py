@@ -3,6 +3,11 @@
 Every check records the authority of whatever decided it. Only an authority on the trust
 policy's allow-list can carry a set to PASS. The test is *membership*, never exclusion, so it
 fails closed: an authority added to :class:`Authority` later is untrusted until someone lists it.
+
+A policy can only *narrow* the kernel's allow-list (deterministic and human), never widen it:
+listing ``semantic`` or ``imported`` is refused. The one extension is seed 000's agent review,
+reconciled deliberately: a poster may trust *one named verifier key* for one task — never a
+class — and a PASS that rests on it says so (:func:`trust_basis`).
 """
 
 from __future__ import annotations
@@ -27,29 +32,49 @@ class Authority(StrEnum):
     IMPORTED = "imported"  # the result came from somewhere else
 
 
-#: "Only deterministic and human can carry a set to PASS."
+#: "Only deterministic and human can carry a set to PASS." Also the most a policy may list.
 DEFAULT_TRUSTED: frozenset[Authority] = frozenset({Authority.DETERMINISTIC, Authority.HUMAN})
+
+
+def trust_basis(verifier_key: str) -> str:
+    """How a PASS that rests on a named verifier key is described, wherever it is shown."""
+    return f"PASS on the poster's trust in verifier key {verifier_key}"
 
 
 @dataclass(frozen=True, slots=True)
 class TrustPolicy:
-    """An allow-list: the authorities, and the named verifier keys, whose PASS counts.
+    """An allow-list: the authorities, and the named verifier key, whose PASS counts.
 
-    ``verifier_keys`` models seed 000's agent review: a poster names one verifier agent when
-    posting, which adjudge records as that verifier's key fingerprint (64 lowercase hex) on the
-    task's policy. A PASS carrying that exact key counts; nothing else a model says does.
-    An empty policy trusts nothing.
+    ``authorities`` is a subset of deterministic and human (anything else is refused,
+    ``TRUST_POLICY_INVALID``). ``verifier_keys`` models seed 000's agent review: a poster names
+    one verifier agent when posting, which adjudge records as that verifier's key fingerprint
+    (64 lowercase hex) on the task's policy. A PASS carrying that exact key counts; nothing else
+    a model says does. An empty policy trusts nothing.
     """
 
     authorities: frozenset[Authority] = DEFAULT_TRUSTED
     verifier_keys: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
+        if not isinstance(self.authorities, frozenset) or not isinstance(
+            self.verifier_keys, frozenset
+        ):
+            raise CriteriaError(
+                "A trust policy's authorities and verifier keys are frozensets.",
+                code="TRUST_POLICY_INVALID",
+            )
         for authority in self.authorities:
             if not isinstance(authority, Authority):
                 raise CriteriaError(
                     f"{authority!r} is not an authority; use one of "
-                    f"{', '.join(a.value for a in Authority)}.",
+                    f"{', '.join(sorted(a.value for a in DEFAULT_TRUSTED))}.",
+                    code="TRUST_POLICY_INVALID",
+                )
+            if authority not in DEFAULT_TRUSTED:
+                raise CriteriaError(
+                    f"A trust policy cannot list {authority.value}: only deterministic and "
+                    "human can carry a set to PASS. Trust in a model extends to one named "
+                    "verifier key for one task (with_verifier), never to an authority class.",
                     code="TRUST_POLICY_INVALID",
                 )
         if len(self.verifier_keys) > 1:

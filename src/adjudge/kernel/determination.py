@@ -3,13 +3,20 @@
 The steps, in order:
 
 1. Resolve every check as at ``now`` (a PENDING past its deadline reads as its expiry verdict).
-2. Apply the trust policy: a PASS from an authority (or verifier key) outside the allow-list
+2. Bind: a check that names an observable (or an expression) binds it, and unless it binds as
+   decidable — ``evidence.content-digest`` with exactly ``(= <symbol> "sha256:<64 hex>")`` — it
+   cannot decide anything and answers UNKNOWN, whatever verdict it carries. So a check naming
+   the declined ``evidence.present`` neither passes nor fails a set.
+3. Apply the trust policy: a PASS from an authority (or verifier key) outside the allow-list
    reads as UNKNOWN — it cannot carry the set to PASS. Nothing else changes: any authority may
    move a verdict *down*.
-3. Fold with the precedence table.
-4. A PASS must carry a deterministic evidence-integrity proof, ``(= result "sha256:…")`` naming
-   the subject's own digest; without one the determination is refused outright
-   (``INTEGRITY_PROOF_REQUIRED``), so no PASS receipt can be issued.
+4. Fold with the precedence table. A PASS that a check carries only because the policy names
+   its verifier key (seed 000's agent review) *rests on the poster's trust in that key*; the
+   determination says so (``trusted_verifier_key``), and so does its receipt.
+5. A PASS must carry the evidence-integrity proof the *oracle seam minted* from the verifying
+   side's own record, ``(= result "sha256:…")`` naming the subject's own digest. A caller's
+   check of the same shape is not it, whoever computed its digest. Without it the determination
+   is refused outright (``INTEGRITY_PROOF_REQUIRED``), so no PASS receipt can be issued.
 
 A determination may also record a *policy decision*: what another rulebook concluded from the
 same checks (a paid call's verdict and payment, say). It is recorded and signed with the
@@ -26,7 +33,12 @@ from types import MappingProxyType
 
 from adjudge.errors import CriteriaError, ReceiptError
 from adjudge.kernel.authority import DEFAULT_POLICY, Authority, TrustPolicy
-from adjudge.kernel.observables import CONTENT_DIGEST, SHA256_DIGEST, parse_digest_equals
+from adjudge.kernel.observables import (
+    CONTENT_DIGEST,
+    SHA256_DIGEST,
+    is_exact,
+    parse_digest_equals,
+)
 from adjudge.kernel.verdicts import Check, Verdict, fold, require_aware, resolve
 
 #: A policy decision's values: plain JSON scalars that sign to the same bytes everywhere (no
@@ -39,10 +51,23 @@ _SAFE_INTEGER = 2**53 - 1
 SUBJECT = "result"
 
 
+def bound(verdict: Verdict, observable: str | None, expression: str | None) -> Verdict:
+    """The verdict a check can decide once its observable is bound (step 2).
+
+    A check that names no observable and no expression keeps its verdict. One that names either
+    decides only when it binds as decidable; otherwise it answers UNKNOWN.
+    """
+    if observable is None and expression is None:
+        return verdict
+    if observable == CONTENT_DIGEST and is_exact(expression):
+        return verdict
+    return Verdict.UNKNOWN
+
+
 def effective(
     verdict: Verdict, authority: Authority, verifier_key: str | None, policy: TrustPolicy
 ) -> Verdict:
-    """The verdict a check contributes to a fold under ``policy`` (step 2).
+    """The verdict a check contributes to a fold under ``policy`` (step 3).
 
     An untrusted PASS becomes UNKNOWN; every other verdict stands.
     """
@@ -51,17 +76,24 @@ def effective(
     return verdict
 
 
-def is_integrity_proof(
-    verdict: Verdict,
-    authority: Authority,
-    observable: str | None,
-    expression: str | None,
-    subject_digest: str,
+def leans_on_key(
+    verdict: Verdict, authority: Authority, verifier_key: str | None, policy: TrustPolicy
 ) -> bool:
-    """Whether a resolved check proves the judged result is the one named by ``subject_digest``."""
-    if verdict is not Verdict.PASS or authority is not Authority.DETERMINISTIC:
-        return False
-    if observable != CONTENT_DIGEST or expression is None:
+    """Whether a bound, resolved PASS counts only because ``policy`` names its verifier key."""
+    return (
+        verdict is Verdict.PASS
+        and authority not in policy.authorities
+        and verifier_key is not None
+        and verifier_key in policy.verifier_keys
+    )
+
+
+def is_integrity_proof(
+    verdict: Verdict, minted: bool, expression: str | None, subject_digest: str
+) -> bool:
+    """Whether a resolved check proves the judged result is the one named by ``subject_digest``:
+    a PASS the oracle seam ``minted``, of ``(= result "<subject_digest>")``."""
+    if verdict is not Verdict.PASS or not minted:
         return False
     predicate = parse_digest_equals(expression)
     return (
@@ -72,22 +104,30 @@ def is_integrity_proof(
 def derive(
     subject_digest: str, checks: tuple[Check, ...], policy: TrustPolicy, now: datetime
 ) -> Verdict:
-    """Steps (1)-(4): the verdict of ``checks`` about the subject as at ``now``.
+    """Steps (1)-(5): the verdict of ``checks`` about the subject as at ``now``.
 
     Raises ``INTEGRITY_PROOF_REQUIRED`` (a ReceiptError) for a PASS without its proof.
     """
     resolved = [resolve(check, now) for check in checks]  # (1)
-    verdict = fold(  # (2) and (3)
-        effective(v, c.authority, c.verifier_key, policy)
+    verdict = fold(  # (2), (3) and (4); most checks name no observable, so bind only those
+        effective(
+            v
+            if c.observable is None and c.expression is None
+            else bound(v, c.observable, c.expression),
+            c.authority,
+            c.verifier_key,
+            policy,
+        )
         for v, c in zip(resolved, checks, strict=True)
     )
-    if verdict is Verdict.PASS and not any(  # (4)
-        is_integrity_proof(v, c.authority, c.observable, c.expression, subject_digest)
+    if verdict is Verdict.PASS and not any(  # (5)
+        c.oracle and is_integrity_proof(v, True, c.expression, subject_digest)
         for v, c in zip(resolved, checks, strict=True)
     ):
         raise ReceiptError(
-            "A PASS needs a deterministic evidence-integrity proof: a check of "
-            f'{CONTENT_DIGEST} with (= result "{subject_digest}"). The determination is refused.',
+            "A PASS needs the evidence-integrity proof the oracle seam mints from the verifying "
+            f'side\'s own record: (= result "{subject_digest}") from oracle.integrity(). A '
+            "caller's check of that shape does not count. The determination is refused.",
             code="INTEGRITY_PROOF_REQUIRED",
         )
     return verdict
@@ -139,6 +179,21 @@ class Determination:
                 f"The checks fold to {derived.value}, not {self.verdict!r}.",
                 code="DETERMINATION_INVALID",
             )
+
+    @property
+    def trusted_verifier_key(self) -> str | None:
+        """The verifier key this PASS rests on, when it rests on the poster's trust in one.
+
+        None for any other verdict, and for a PASS that deterministic and human checks carry on
+        their own (a trusted check that also names a key does not lean on it).
+        """
+        if self.verdict is not Verdict.PASS:
+            return None
+        for check in self.checks:
+            verdict = bound(resolve(check, self.decided_at), check.observable, check.expression)
+            if leans_on_key(verdict, check.authority, check.verifier_key, self.policy):
+                return check.verifier_key
+        return None
 
 
 def policy_decision(value: object) -> Mapping[str, PolicyValue]:

@@ -3,14 +3,23 @@
 Independence is the one axis never taken from a label: it is *assessed from structure* by three
 separate questions — is the actor distinct, is the execution boundary distinct, is custody
 distinct — and the assessment states its basis. "A producer that declares itself independent
-is not independent": :class:`Evidence` has no field through which it could.
+is not independent": an :class:`IndependenceAssessment` exists only as
+:func:`assess_independence` made it, and :class:`Evidence` only as :func:`admit` made it; built
+any other way (by hand, or by ``replace()`` on a genuine one) they are refused, so no label can
+stand in for the structural assessment.
+
+Names are compared as identities (:func:`identity`): two ids that differ only in case, in
+surrounding whitespace or in Unicode compatibility form (full-width letters, say) are the same
+party, here and in the rails.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import unicodedata
+from dataclasses import InitVar, dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
+from typing import Final
 
 from adjudge.errors import CriteriaError
 from adjudge.kernel.observables import SHA256_DIGEST
@@ -72,6 +81,22 @@ class Accessibility(StrEnum):
     UNKNOWN = "unknown"
 
 
+def identity(name: object) -> str | None:
+    """The party a name stands for, or None when it names nobody (not a string, or blank).
+
+    NFKC, case-folded (then NFKC again, as case folding can leave a string un-normalized),
+    surrounding whitespace trimmed: ``"Ann"``, ``" ann\t"`` and ``"Ａｎｎ"`` are one actor.
+    """
+    if type(name) is not str:
+        return None
+    folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", name).casefold())
+    return folded.strip() or None
+
+
+#: Held only by this module: an assessment or evidence built without it was not assessed here.
+_ASSESSED: Final = object()
+
+
 @dataclass(frozen=True, slots=True)
 class Party:
     """Who did something, where, and who held the result: the structure independence reads.
@@ -86,20 +111,34 @@ class Party:
 
 @dataclass(frozen=True, slots=True)
 class IndependenceAssessment:
-    """The assessed independence and its basis: the three answers and a sentence."""
+    """The assessed independence and its basis: the three answers and a sentence.
+
+    Only :func:`assess_independence` builds one; any other construction is refused
+    (``INDEPENDENCE_NOT_ASSESSED``).
+    """
 
     independence: Independence
     actor_distinct: bool | None
     boundary_distinct: bool | None
     custody_distinct: bool | None
     basis: str
+    assessed: InitVar[object] = None
+
+    def __post_init__(self, assessed: object) -> None:
+        if assessed is not _ASSESSED:
+            raise CriteriaError(
+                "Independence is assessed from structure (assess_independence or admit), never "
+                "accepted as a label.",
+                code="INDEPENDENCE_NOT_ASSESSED",
+            )
 
 
 def _distinct(a: str | None, b: str | None) -> bool | None:
     # An unnamed party is never "distinct": it could be anyone, including the producer.
-    if not a or not b:
+    left, right = identity(a), identity(b)
+    if left is None or right is None:
         return None
-    return a != b
+    return left != right
 
 
 def assess_independence(
@@ -124,7 +163,9 @@ def assess_independence(
         verdict, why = Independence.SELF_ATTESTED, "it shares a party with the producer"
     else:
         verdict, why = Independence.INDEPENDENT, "actor, boundary and custody are all distinct"
-    return IndependenceAssessment(verdict, actor, boundary, custody, f"{why} ({answers})")
+    return IndependenceAssessment(
+        verdict, actor, boundary, custody, f"{why} ({answers})", _ASSESSED
+    )
 
 
 def assess_freshness(
@@ -149,7 +190,9 @@ def assess_freshness(
 class Evidence:
     """One piece of evidence: its digest and its six axes.
 
-    Build it with :func:`admit`, which assesses independence; there is no way to pass a label.
+    Only :func:`admit` builds one, assessing independence on the way; built any other way
+    (``replace()`` included) it is refused (``EVIDENCE_NOT_ADMITTED``), so there is no way to
+    pass a label.
     """
 
     digest: str
@@ -159,9 +202,16 @@ class Evidence:
     mutability: Mutability
     freshness: Freshness
     accessibility: Accessibility
+    admitted: InitVar[object] = None
 
-    def __post_init__(self) -> None:
-        if not SHA256_DIGEST.fullmatch(self.digest):
+    def __post_init__(self, admitted: object) -> None:
+        if admitted is not _ASSESSED:
+            raise CriteriaError(
+                "Evidence is admitted with admit(), which assesses its independence from "
+                "structure; it cannot be built with an assessment of its own.",
+                code="EVIDENCE_NOT_ADMITTED",
+            )
+        if type(self.digest) is not str or not SHA256_DIGEST.fullmatch(self.digest):
             raise CriteriaError(
                 f"{self.digest!r} is not a sha256:<64 hex> digest.", code="EVIDENCE_INVALID"
             )
@@ -193,7 +243,15 @@ def admit(
             assessment.boundary_distinct,
             assessment.custody_distinct,
             "admitted by the producer itself; " + assessment.basis,
+            _ASSESSED,
         )
     return Evidence(
-        digest, type, admission_source, assessment, mutability, freshness, accessibility
+        digest,
+        type,
+        admission_source,
+        assessment,
+        mutability,
+        freshness,
+        accessibility,
+        _ASSESSED,
     )

@@ -5,10 +5,10 @@ means one thing: ``evidence.content-digest``, where the expression is exactly
 ``(= <symbol> "sha256:<64 hex>")``. Anything else binds and answers UNKNOWN. Notably,
 ``evidence.present`` is explicitly declined — the absence of cited evidence is not falsehood."
 
-An expression is first read as an s-expression. Text that is not one (unbalanced parentheses,
-an unterminated string, trailing input) is *malformed* and refused with
-``EXPRESSION_MALFORMED``. A well-formed expression that is not the decidable form binds and
-answers UNKNOWN, with the reason.
+The match is exact, character for character: one space after ``=``, one before the string, no
+blanks inside the parentheses or around them, lowercase hex. There is no reader, so there is no
+"malformed" expression either: an extra space, a tab, a newline, unbalanced parentheses or
+plain noise all bind and answer UNKNOWN with the reason, exactly like another operator does.
 """
 
 from __future__ import annotations
@@ -27,66 +27,9 @@ CONTENT_DIGEST: Final = "evidence.content-digest"
 PRESENT: Final = "evidence.present"
 
 SHA256_DIGEST: Final = re.compile(r"sha256:[0-9a-f]{64}")
-_SYMBOL: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
+#: The one decidable form, matched with ``fullmatch``: it anchors both ends and, unlike ``$``,
+#: does not let a trailing newline through.
 _EXACT: Final = re.compile(r'\(= ([A-Za-z_][A-Za-z0-9_.\-]*) "(sha256:[0-9a-f]{64})"\)')
-_TOKEN: Final = re.compile(r'\s*(?:(\()|(\))|"((?:[^"\\]|\\.)*)"|([^\s()"]+))')
-
-
-@dataclass(frozen=True, slots=True)
-class Atom:
-    """A bare token such as ``=`` or ``result``."""
-
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class Str:
-    """A double-quoted string literal."""
-
-    text: str
-
-
-def read(expression: str) -> Atom | Str | tuple[object, ...]:
-    """Read one s-expression; refuse anything that is not exactly one (``EXPRESSION_MALFORMED``)."""
-    if not isinstance(expression, str):
-        raise _malformed(expression, "an expression is a string")
-    stack: list[list[object]] = [[]]
-    pos = 0
-    while pos < len(expression):
-        if expression[pos:].strip() == "":
-            break
-        match = _TOKEN.match(expression, pos)
-        if match is None:
-            raise _malformed(expression, f"unreadable input at character {pos}")
-        pos = match.end()
-        opened, closed, string, atom = match.groups()
-        if opened:
-            stack.append([])
-        elif closed:
-            if len(stack) == 1:
-                raise _malformed(expression, "a ')' closes nothing")
-            done = tuple(stack.pop())
-            stack[-1].append(done)
-        elif string is not None:
-            stack[-1].append(Str(string))
-        else:
-            stack[-1].append(Atom(atom))
-    if len(stack) != 1:
-        raise _malformed(expression, "a '(' is never closed")
-    top = stack[0]
-    if len(top) != 1:
-        raise _malformed(expression, "expected exactly one expression")
-    value = top[0]
-    assert isinstance(value, Atom | Str | tuple)
-    return value
-
-
-def _malformed(expression: object, why: str) -> CriteriaError:
-    return CriteriaError(
-        f"Malformed predicate expression {expression!r}: {why}. The decidable form is "
-        f'(= <symbol> "sha256:<64 lowercase hex>").',
-        code="EXPRESSION_MALFORMED",
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,26 +44,21 @@ class DigestEquals:
         return f'(= {self.symbol} "{self.digest}")'
 
 
-def parse_digest_equals(expression: str) -> DigestEquals | None:
+def parse_digest_equals(expression: object) -> DigestEquals | None:
     """The predicate if ``expression`` is exactly the decidable form, else ``None``.
 
-    Malformed text raises ``EXPRESSION_MALFORMED``; well-formed text of another shape is None.
+    Never raises: any other text, or a value that is not a string at all, is None.
     """
-    exact = _EXACT.fullmatch(expression) if isinstance(expression, str) else None
-    if exact is not None:  # the canonical spelling, without building a tree
-        return DigestEquals(exact.group(1), exact.group(2))
-    value = read(expression)
-    if (
-        isinstance(value, tuple)
-        and len(value) == 3
-        and value[0] == Atom("=")
-        and isinstance(value[1], Atom)
-        and _SYMBOL.fullmatch(value[1].text)
-        and isinstance(value[2], Str)
-        and SHA256_DIGEST.fullmatch(value[2].text)
-    ):
-        return DigestEquals(value[1].text, value[2].text)
-    return None
+    exact = _EXACT.fullmatch(expression) if type(expression) is str else None
+    if exact is None:
+        return None
+    return DigestEquals(exact.group(1), exact.group(2))
+
+
+def is_exact(expression: object) -> bool:
+    """Whether ``expression`` is exactly the decidable form (``parse_digest_equals`` is not None),
+    without building the predicate: the test a replayed receipt runs on every check."""
+    return type(expression) is str and _EXACT.fullmatch(expression) is not None
 
 
 def content_digest(data: bytes) -> str:
@@ -148,8 +86,15 @@ class Binding:
 
 
 def bind(observable: str, expression: str) -> Binding:
-    """Bind ``expression`` to ``observable``; malformed expressions raise, others always bind."""
-    read(expression)  # (1) refuse malformed text whatever the observable
+    """Bind ``expression`` to ``observable``. Always binds; only the exact form is decidable.
+
+    Refuses (``EXPRESSION_INVALID``) only a caller's type error: an observable or expression
+    that is not a string. Text of any shape binds.
+    """
+    if type(observable) is not str or type(expression) is not str:
+        raise CriteriaError(
+            "An observable and its expression are strings.", code="EXPRESSION_INVALID"
+        )
     if observable == PRESENT:
         return Binding(
             observable,
@@ -173,7 +118,8 @@ def bind(observable: str, expression: str) -> Binding:
             expression,
             BindingStatus.UNDECIDABLE,
             None,
-            f'{CONTENT_DIGEST} decides only (= <symbol> "sha256:<64 hex>")',
+            f'{CONTENT_DIGEST} decides only exactly (= <symbol> "sha256:<64 lowercase hex>"), '
+            "one space apart, nothing around it",
         )
     return Binding(observable, expression, BindingStatus.DECIDABLE, predicate, "decidable")
 

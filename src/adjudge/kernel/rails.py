@@ -2,7 +2,9 @@
 
 A rail returns ``None`` when it holds and a :class:`Refusal` (a stable code and a sentence)
 when it does not. The change-manifest and baseline rails do not refuse: they answer UNKNOWN
-with a reason, as the spec says. Unnamed actors never count as distinct from anyone.
+with a reason, as the spec says. Unnamed actors never count as distinct from anyone, and names
+are compared as identities (:func:`adjudge.kernel.evidence.identity`): ids that differ only in
+case, surrounding whitespace or compatibility form are the same actor (or boundary, or store).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from datetime import datetime
 from enum import StrEnum
 
 from adjudge.errors import CriteriaError
+from adjudge.kernel.evidence import identity
 from adjudge.kernel.verdicts import Verdict, format_time, require_aware
 
 
@@ -37,10 +40,6 @@ class Refusal:
 
     code: RailCode
     reason: str
-
-
-def _named(actor: str | None) -> bool:
-    return bool(actor and actor.strip())
 
 
 # -- 1. An agent cannot verify its own work ---------------------------------------------------
@@ -69,18 +68,16 @@ def no_self_verification(
     in the current cycle. Stale approvals from earlier cycles and unnamed verifiers never count,
     and a claim by an unnamed actor refuses outright: no verifier can be shown distinct from it.
     """
-    claims = list(claims)
-    if any(not _named(c.actor) for c in claims):
+    claimers = {identity(c.actor) for c in claims}
+    if None in claimers:
         return Refusal(
             RailCode.SELF_VERIFICATION,
             "an unnamed actor claimed the task, so no verifier can be shown distinct from it",
         )
-    claimers = {c.actor for c in claims}
-    if any(
-        v.cycle == current_cycle and _named(v.actor) and v.actor not in claimers
-        for v in verifications
-    ):
-        return None
+    for v in verifications:
+        verifier = identity(v.actor)
+        if v.cycle == current_cycle and verifier is not None and verifier not in claimers:
+            return None
     return Refusal(
         RailCode.SELF_VERIFICATION,
         "no named actor who never claimed the task verified it in the current cycle",
@@ -102,15 +99,17 @@ def verifier_not_author(verifier: str | None, links: Iterable[Link]) -> Refusal 
     """The verifier must not be the committing actor of any link anchoring the work,
     superseded links included (a rebase does not erase the original author).
     """
-    if not _named(verifier):
+    who = identity(verifier)
+    if who is None:
         return Refusal(RailCode.VERIFIER_AUTHORED_WORK, "the verifier is unnamed")
     for link in links:
-        if not _named(link.committer):
+        committer = identity(link.committer)
+        if committer is None:
             return Refusal(
                 RailCode.VERIFIER_AUTHORED_WORK,
                 "a link anchoring the work has no named committer; it could be the verifier's",
             )
-        if link.committer == verifier:
+        if committer == who:
             state = "a superseded" if link.superseded else "a"
             return Refusal(
                 RailCode.VERIFIER_AUTHORED_WORK,
@@ -139,16 +138,16 @@ def separate_boundary(
     """Same actor → ``worker-self-verification``; same mutable boundary →
     ``shared-execution-boundary``. An unnamed actor or boundary cannot be shown separate.
     """
-    if not _named(worker) or not _named(verifier) or worker == verifier:
+    who, checker = identity(worker), identity(verifier)
+    if who is None or checker is None or who == checker:
         return Refusal(RailCode.WORKER_SELF_VERIFICATION, "the verifier is the worker (or unnamed)")
-    if not _named(worker_boundary.boundary_id) or not _named(verifier_boundary.boundary_id):
+    here, there = identity(worker_boundary.boundary_id), identity(verifier_boundary.boundary_id)
+    if here is None or there is None:
         return Refusal(
             RailCode.SHARED_EXECUTION_BOUNDARY,
             "an execution boundary is unnamed; not provably apart",
         )
-    if worker_boundary.boundary_id == verifier_boundary.boundary_id and (
-        worker_boundary.mutable or verifier_boundary.mutable
-    ):
+    if here == there and (worker_boundary.mutable or verifier_boundary.mutable):
         return Refusal(
             RailCode.SHARED_EXECUTION_BOUNDARY,
             "the verifier runs in the worker's mutable execution boundary",
@@ -158,7 +157,8 @@ def separate_boundary(
 
 def no_contract_self_acceptance(worker: str | None, acceptor: str | None) -> Refusal | None:
     """A worker cannot accept the contract for its own attempt (nor can an unnamed acceptor)."""
-    if not _named(acceptor) or acceptor == worker:
+    accepted_by = identity(acceptor)
+    if accepted_by is None or accepted_by == identity(worker):
         return Refusal(
             RailCode.CONTRACT_SELF_ACCEPTANCE,
             "the contract for an attempt is accepted by someone other than its worker",
@@ -191,8 +191,8 @@ def change_manifest(manifest: ChangeManifest) -> RailAnswer | None:
     """Admit a manifest only if independently observed: computed in a store that is never
     mounted into the producer's container. Otherwise UNKNOWN — never FAIL, never PASS.
     """
-    store = manifest.observed_in_store
-    if _named(store) and store not in manifest.producer_mounts:
+    store = identity(manifest.observed_in_store)
+    if store is not None and store not in {identity(m) for m in manifest.producer_mounts}:
         return None
     return RailAnswer(
         Verdict.UNKNOWN,

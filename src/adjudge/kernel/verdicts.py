@@ -8,14 +8,16 @@ verdicts are guarded at construction, so that an invalid check cannot exist:
   ever writes a resolution back (a receipt is signed and append-only).
 - MISMATCH needs the oracle's seal. The seal is a single object that ``adjudge.kernel.oracle``
   takes once when the package loads; an evaluator has no way to obtain or construct another, so
-  it cannot author an accusation.
+  it cannot author an accusation. A check built with the seal is marked ``oracle`` — the mark a
+  determination looks for in its integrity proof, so a caller's look-alike proof counts for
+  nothing.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import InitVar, dataclass
+from dataclasses import InitVar, dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Final, Literal, NoReturn, cast
@@ -88,11 +90,13 @@ class Pending:
     def __post_init__(self) -> None:
         require_aware(self.deadline, "A pending deadline")
         # The type already excludes PASS; this is the run-time half of the guarantee, for
-        # callers that pass a plain value (parsed input, Any, a cast).
-        if self.expires_to not in EXPIRY_VERDICTS:
+        # callers that pass a plain value (parsed input, Any, a cast). A bare string is refused
+        # too, even "MISMATCH": it compares equal to the verdict but is not it, so it would slip
+        # past the seal's identity test and crash whatever later reads ``.value``.
+        if not isinstance(self.expires_to, Verdict) or self.expires_to not in EXPIRY_VERDICTS:
             raise CriteriaError(
-                f"A PENDING check can expire only into UNKNOWN, FAIL, MISMATCH or NOT_RUN, "
-                f"not {self.expires_to!r}.",
+                f"A PENDING check can expire only into the verdict UNKNOWN, FAIL, MISMATCH or "
+                f"NOT_RUN (a Verdict, not a string), not {self.expires_to!r}.",
                 code="PENDING_EXPIRY_INVALID",
             )
 
@@ -146,7 +150,9 @@ class Check:
     ``expression`` name the decidable observable a deterministic check evaluated, if any.
     ``verifier_key`` is the fingerprint of the named verifier agent that decided it, if any.
     A PENDING check carries ``pending``; no other check does. A MISMATCH (or a PENDING that
-    expires into one) cannot be built without the oracle's seal.
+    expires into one) cannot be built without the oracle's seal. ``oracle`` is True exactly for
+    a check the oracle seam minted with its seal; it is never an argument, and ``replace()``
+    drops it (the copy was not minted).
     """
 
     name: str
@@ -159,6 +165,7 @@ class Check:
     verifier_key: str | None = None
     pending: Pending | None = None
     seal: InitVar[_OracleSeal | None] = None
+    oracle: bool = field(init=False, default=False)
 
     def __post_init__(self, seal: _OracleSeal | None) -> None:
         if not isinstance(self.verdict, Verdict):
@@ -180,6 +187,10 @@ class Check:
                 "A check's evidence is a tuple of sha256:<64 lowercase hex> digests.",
                 code="CHECK_INVALID",
             )
+        if self.pending is not None and not isinstance(self.pending, Pending):
+            raise CriteriaError(
+                "A check's pending is a Pending(deadline, expires_to).", code="CHECK_INVALID"
+            )
         if (self.verdict is Verdict.PENDING) != (self.pending is not None):
             raise CriteriaError(
                 "A PENDING check carries a deadline and an expiry verdict; no other check does.",
@@ -188,12 +199,15 @@ class Check:
         accuses = self.verdict is Verdict.MISMATCH or (
             self.pending is not None and self.pending.expires_to is Verdict.MISMATCH
         )
-        if accuses and not isinstance(seal, _OracleSeal):
+        sealed = isinstance(seal, _OracleSeal)
+        if accuses and not sealed:
             raise CriteriaError(
                 "Only the oracle seam can mint a MISMATCH: an evaluator reads the bundle the "
                 "submitter chose, so it can never author an accusation.",
                 code="MISMATCH_ORACLE_ONLY",
             )
+        if sealed:
+            object.__setattr__(self, "oracle", True)
 
     def to_dict(self) -> dict[str, Any]:
         """The wire shape inside a receipt (absent optional fields are left out)."""
@@ -210,6 +224,8 @@ class Check:
             data["expression"] = self.expression
         if self.verifier_key is not None:
             data["verifierKey"] = self.verifier_key
+        if self.oracle:
+            data["oracle"] = True
         if self.pending is not None:
             data["pending"] = {
                 "deadline": format_time(self.pending.deadline),

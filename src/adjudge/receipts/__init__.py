@@ -17,16 +17,20 @@ from adjudge.receipts.chain import (
 )
 from adjudge.receipts.envelope import Envelope, pae
 from adjudge.receipts.keys import Signer, SigningKey, VerifyingKey, fingerprint
+from adjudge.receipts.standing import Deadline, Standing, as_of
 
 __all__ = [
     "ChainReport",
+    "Deadline",
     "Envelope",
     "Head",
     "Receipt",
     "ReceiptLog",
     "Signer",
     "SigningKey",
+    "Standing",
     "VerifyingKey",
+    "as_of",
     "canonical_bytes",
     "digest",
     "fingerprint",

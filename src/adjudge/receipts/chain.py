@@ -8,7 +8,10 @@ next receipt's ``previous`` or ``sequence``. Truncating the tail is only visible
 pinned elsewhere, which :func:`verify_chain` accepts.
 
 A changed verdict is a new receipt naming the one it supersedes (``supersedesReceiptId``); both
-stay on the log. Nothing here edits or deletes.
+stay on the log. Nothing here edits or deletes. A receipt supersedes only one about the same
+*subject*: what the verdict is about, named by the issuer as ``about`` (``task:<id>/round:<n>``,
+``call:<id>``, …) — or, when neither receipt names one, the same judged result. So a PASS about
+result B never supersedes a FAIL about result A unless both say they answer the same question.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from adjudge.receipts import envelope, statement
 from adjudge.receipts.canonical import encode_plain, parse_exact
 from adjudge.receipts.envelope import IN_TOTO_PAYLOAD_TYPE, Envelope
 from adjudge.receipts.keys import FINGERPRINT, Signer, VerifyingKey
+from adjudge.receipts.statement import require_about
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +53,12 @@ class Receipt:
     supersedes: str | None
     keyid: str
     predicate: dict[str, Any]
+    about: str | None = None
+
+    @property
+    def subject(self) -> tuple[str | None, str]:
+        """What this receipt's verdict is about: its ``about`` name and its judged result."""
+        return (self.about, self.subject_digest)
 
     @property
     def head(self) -> Head:
@@ -69,19 +79,59 @@ def receipt_id(payload: bytes) -> str:
     return "sha256:" + hashlib.sha256(payload).hexdigest()
 
 
+def same_subject(new: tuple[str | None, str], old: tuple[str | None, str]) -> bool:
+    """Whether a receipt about ``new`` may supersede one about ``old`` (``(about, result)``).
+
+    Named subjects must be equal; a named one never matches an unnamed one; with neither named,
+    the judged results must be the same.
+    """
+    if new[0] is None and old[0] is None:
+        return new[1] == old[1]
+    return new[0] == old[0]
+
+
+def _describe(subject: tuple[str | None, str]) -> str:
+    return f"about {subject[0]!r}" if subject[0] is not None else f"about result {subject[1]}"
+
+
+def _not_same_subject(new: tuple[str | None, str], old: tuple[str | None, str], old_id: str) -> str:
+    return (
+        f"a receipt {_describe(new)} cannot supersede {old_id}, which is {_describe(old)}: a "
+        "receipt supersedes only one about the same subject (the same task and round, or the "
+        "same call)."
+    )
+
+
 def issue(
     determination: Determination,
     signer: Signer,
     previous_head: Head | None = None,
     *,
-    supersedes: str | None = None,
+    supersedes: Receipt | None = None,
+    about: str | None = None,
 ) -> Receipt:
     """Sign ``determination`` as the receipt that follows ``previous_head`` (None: a new log).
 
-    ``supersedes`` names the receipt this one replaces; the old one stays on the log. A
+    ``about`` names what the verdict is about (see the module's docstring; None: just the
+    judged result). ``supersedes`` is the receipt this one replaces — the old one stays on the
+    log — and must be about the same subject (``RECEIPT_SUPERSESSION_INVALID``). Whether it is
+    on the same log is :class:`ReceiptLog`'s and :func:`verify_chain`'s to check. A
     :class:`Determination` cannot exist with a verdict that does not follow from its checks, or a
     PASS without its integrity proof, so neither can ever be signed.
     """
+    about = require_about(about)
+    if supersedes is not None:
+        if not isinstance(supersedes, Receipt):
+            raise ReceiptError(
+                "supersedes is the Receipt this one replaces.",
+                code="RECEIPT_SUPERSESSION_INVALID",
+            )
+        subject = (about, determination.subject_digest)
+        if not same_subject(subject, supersedes.subject):
+            raise ReceiptError(
+                _not_same_subject(subject, supersedes.subject, supersedes.receipt_id),
+                code="RECEIPT_SUPERSESSION_INVALID",
+            )
     sequence = 0 if previous_head is None else previous_head.sequence + 1
     if not 0 <= sequence <= 2**53 - 1:
         raise ReceiptError(
@@ -93,7 +143,8 @@ def issue(
         signer.public_key,
         sequence=sequence,
         previous=previous,
-        supersedes=supersedes,
+        supersedes=None if supersedes is None else supersedes.receipt_id,
+        about=about,
     )
     # The statement is built from validated, typed values (a Determination, its Checks, its
     # TrustPolicy: strings, lists, None, one small sequence number), so the generic type walk
@@ -182,80 +233,156 @@ def verify_chain(
 
     Raises ``RECEIPT_CHAIN_BROKEN`` naming the first line where a receipt is missing, edited,
     reordered, or supersedes a receipt that is not earlier on the log (or already superseded);
-    and when ``expected_head`` is given but the log ends elsewhere (a truncated log). Blank lines
-    are skipped. An empty log has no head.
+    ``RECEIPT_SUPERSESSION_INVALID`` where a receipt supersedes one about another subject; and
+    ``RECEIPT_CHAIN_BROKEN`` when ``expected_head`` is given but the log ends elsewhere (a
+    truncated log). Blank lines are skipped. An empty log has no head.
     """
-    seen: set[str] = set()
-    superseded: set[str] = set()
-    head: Head | None = None
-    count = 0
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            receipt = verify(line.strip(), key)
-        except ReceiptError as exc:
-            raise ReceiptError(f"line {number}: {exc.message}", code=exc.code) from exc
+    walk = _Walk()
+    for _ in walk.receipts(lines, key):
+        pass
+    walk.require_head(expected_head)
+    return ChainReport(walk.count, walk.head, frozenset(walk.superseded))
+
+
+class _Walk:
+    """The state of one pass over a log: what is on it so far, and its head."""
+
+    __slots__ = ("count", "head", "subjects", "superseded")
+
+    def __init__(self) -> None:
+        self.subjects: dict[str, tuple[str | None, str]] = {}
+        self.superseded: set[str] = set()
+        self.head: Head | None = None
+        self.count = 0
+
+    def receipts(self, lines: Iterable[bytes], key: VerifyingKey | str) -> Iterator[Receipt]:
+        """Each receipt of ``lines``, verified and linked to the ones before it."""
+        for number, raw in enumerate(lines, start=1):
+            line = raw.strip()
+            if not line:
+                continue
+            try:
+                receipt = verify(line, key)
+            except ReceiptError as exc:
+                raise ReceiptError(f"line {number}: {exc.message}", code=exc.code) from exc
+            self.link(receipt, f"line {number}: ")
+            yield receipt
+
+    def link(self, receipt: Receipt, where: str) -> None:
+        """Check that ``receipt`` follows the head and supersedes lawfully; then take it."""
+        head = self.head
         expected_sequence = 0 if head is None else head.sequence + 1
         expected_previous = None if head is None else head.receipt_id
         if receipt.sequence != expected_sequence or receipt.previous != expected_previous:
             raise ReceiptError(
-                f"line {number}: receipt {receipt.receipt_id} has sequence {receipt.sequence} "
+                f"{where}receipt {receipt.receipt_id} has sequence {receipt.sequence} "
                 f"and previous {receipt.previous}, but the log's head there is sequence "
                 f"{expected_sequence - 1} ({expected_previous}): a receipt was deleted, "
                 "inserted or reordered.",
                 code="RECEIPT_CHAIN_BROKEN",
             )
+        self.check_supersession(receipt.supersedes, receipt.subject, where)
         if receipt.supersedes is not None:
-            if receipt.supersedes not in seen:
-                raise ReceiptError(
-                    f"line {number}: supersedes {receipt.supersedes}, which is not earlier on "
-                    "the log.",
-                    code="RECEIPT_CHAIN_BROKEN",
-                )
-            if receipt.supersedes in superseded:
-                raise ReceiptError(
-                    f"line {number}: {receipt.supersedes} is already superseded.",
-                    code="RECEIPT_CHAIN_BROKEN",
-                )
-            superseded.add(receipt.supersedes)
-        seen.add(receipt.receipt_id)
-        head = receipt.head
-        count += 1
-    if expected_head is not None and (head is None or head.receipt_id != expected_head):
-        raise ReceiptError(
-            f"The log ends at {head.receipt_id if head else 'nothing'}, not at the pinned head "
-            f"{expected_head}: it was truncated or is another log.",
-            code="RECEIPT_CHAIN_BROKEN",
-        )
-    return ChainReport(count, head, frozenset(superseded))
+            self.superseded.add(receipt.supersedes)
+        self.subjects[receipt.receipt_id] = receipt.subject
+        self.head = receipt.head
+        self.count += 1
+
+    def check_supersession(
+        self, old: str | None, subject: tuple[str | None, str], where: str
+    ) -> None:
+        """Refuse a receipt about ``subject`` superseding ``old`` unless that is lawful here."""
+        if old is None:
+            return
+        earlier = self.subjects.get(old)
+        if earlier is None:
+            raise ReceiptError(
+                f"{where}supersedes {old}, which is not earlier on the log.",
+                code="RECEIPT_CHAIN_BROKEN",
+            )
+        if old in self.superseded:
+            raise ReceiptError(f"{where}{old} is already superseded.", code="RECEIPT_CHAIN_BROKEN")
+        if not same_subject(subject, earlier):
+            raise ReceiptError(
+                where + _not_same_subject(subject, earlier, old),
+                code="RECEIPT_SUPERSESSION_INVALID",
+            )
+
+    def require_head(self, expected_head: str | None) -> None:
+        """Refuse a log that does not end at ``expected_head`` (when one is pinned)."""
+        head = self.head
+        if expected_head is not None and (head is None or head.receipt_id != expected_head):
+            raise ReceiptError(
+                f"The log ends at {head.receipt_id if head else 'nothing'}, not at the pinned "
+                f"head {expected_head}: it was truncated or is another log.",
+                code="RECEIPT_CHAIN_BROKEN",
+            )
 
 
 class ReceiptLog:
-    """An append-only log in memory: receipts are added, never edited or removed."""
+    """An append-only log in memory: receipts are added, never edited or removed.
 
-    __slots__ = ("_receipts",)
+    :meth:`load` reads an existing log (verifying it), so that a re-run is appended after it.
+    """
+
+    __slots__ = ("_by_id", "_receipts", "_walk")
 
     def __init__(self) -> None:
         self._receipts: list[Receipt] = []
+        self._by_id: dict[str, Receipt] = {}
+        self._walk = _Walk()
+
+    @classmethod
+    def load(cls, lines: Iterable[bytes], key: VerifyingKey | str) -> ReceiptLog:
+        """The log of ``lines``, verified exactly as :func:`verify_chain` verifies it."""
+        log = cls()
+        for receipt in log._walk.receipts(lines, key):
+            log._receipts.append(receipt)
+            log._by_id[receipt.receipt_id] = receipt
+        return log
 
     @property
     def head(self) -> Head | None:
         """The last receipt's head, or None for an empty log."""
-        return self._receipts[-1].head if self._receipts else None
+        return self._walk.head
+
+    def find(self, receipt_id: str) -> Receipt | None:
+        """The receipt on this log with ``receipt_id``, if there is one."""
+        return self._by_id.get(receipt_id)
 
     def append(
-        self, determination: Determination, signer: Signer, *, supersedes: str | None = None
+        self,
+        determination: Determination,
+        signer: Signer,
+        *,
+        supersedes: str | None = None,
+        about: str | None = None,
     ) -> Receipt:
-        """Issue ``determination`` at the head. ``supersedes`` must name a receipt on the log."""
-        if supersedes is not None and all(r.receipt_id != supersedes for r in self._receipts):
-            raise ReceiptError(
-                f"{supersedes} is not on this log; a receipt supersedes an earlier one.",
-                code="RECEIPT_CHAIN_BROKEN",
-            )
-        receipt = issue(determination, signer, self.head, supersedes=supersedes)
+        """Issue ``determination`` at the head, ``about`` a subject (None: just its result).
+
+        ``supersedes`` must name a receipt on the log, not yet superseded
+        (``RECEIPT_CHAIN_BROKEN``), about the same subject (``RECEIPT_SUPERSESSION_INVALID``):
+        a log that would not verify is never written.
+        """
+        old = None
+        if supersedes is not None:
+            old = self.find(supersedes)
+            if old is None:
+                raise ReceiptError(
+                    f"{supersedes} is not on this log; a receipt supersedes an earlier one.",
+                    code="RECEIPT_CHAIN_BROKEN",
+                )
+            subject = (require_about(about), determination.subject_digest)
+            self._walk.check_supersession(supersedes, subject, "")
+        receipt = issue(determination, signer, self.head, supersedes=old, about=about)
+        self._walk.link(receipt, "")
         self._receipts.append(receipt)
+        self._by_id[receipt.receipt_id] = receipt
         return receipt
+
+    def superseded(self, receipt_id: str) -> bool:
+        """Whether a later receipt on this log supersedes ``receipt_id``."""
+        return receipt_id in self._walk.superseded
 
     @property
     def receipts(self) -> tuple[Receipt, ...]:
@@ -291,4 +418,5 @@ def _receipt(signed: Envelope, body: dict[str, Any], payload: bytes) -> Receipt:
         supersedes=predicate.get("supersedesReceiptId"),
         keyid=signed.signatures[0].keyid,
         predicate=predicate,
+        about=predicate.get("about"),
     )

@@ -13,6 +13,8 @@ with the kernel's own rules, so a verifier does not take the recorded verdict on
 
 from __future__ import annotations
 
+import unicodedata
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final, TypeVar
 
@@ -21,11 +23,13 @@ from adjudge.kernel.authority import Authority, TrustPolicy
 from adjudge.kernel.determination import (
     SUBJECT,
     Determination,
+    bound,
     effective,
     is_integrity_proof,
+    leans_on_key,
     policy_decision,
 )
-from adjudge.kernel.observables import SHA256_DIGEST
+from adjudge.kernel.observables import CONTENT_DIGEST, SHA256_DIGEST, is_exact
 from adjudge.kernel.verdicts import (
     EXPIRY_VERDICTS,
     Verdict,
@@ -36,8 +40,36 @@ from adjudge.kernel.verdicts import (
 from adjudge.receipts.keys import VerifyingKey
 
 STATEMENT_TYPE: Final = "https://in-toto.io/Statement/v1"
-PREDICATE_TYPE: Final = "urn:adjudge:receipt:v1"
+#: v2: the oracle's checks are marked (``"oracle": true``) and only a marked proof counts; a trust
+#: policy lists no authority beyond deterministic and human. A v1 statement is refused.
+PREDICATE_TYPE: Final = "urn:adjudge:receipt:v2"
 ENGINE: Final = "adjudge"
+
+
+#: The longest ``about`` a receipt carries.
+MAX_ABOUT: Final = 256
+
+
+def require_about(about: object) -> str | None:
+    """``about`` if it is a usable subject name, None for None; else ``ABOUT_INVALID``.
+
+    A name is 1 to :data:`MAX_ABOUT` characters with no control characters and no blanks
+    around it, so that two receipts about one subject cannot spell it two ways by accident.
+    """
+    if about is None:
+        return None
+    if (
+        type(about) is not str
+        or not 0 < len(about) <= MAX_ABOUT
+        or about != about.strip()
+        or any(unicodedata.category(c) == "Cc" for c in about)
+    ):
+        raise ReceiptError(
+            f"{about!r} is not a subject name: 1 to {MAX_ABOUT} characters, no control "
+            "characters, no blanks around it (task:<id>/round:<n>, call:<id>, …).",
+            code="ABOUT_INVALID",
+        )
+    return about
 
 
 def build(
@@ -47,6 +79,7 @@ def build(
     sequence: int,
     previous: str | None,
     supersedes: str | None,
+    about: str | None = None,
 ) -> dict[str, Any]:
     """The statement of ``determination`` as the ``sequence``-th entry of a log."""
     # Imported at call time: the package root may itself still be importing this module.
@@ -63,6 +96,10 @@ def build(
         "sequence": sequence,
         "previous": previous,
     }
+    if determination.trusted_verifier_key is not None:
+        predicate["trustedVerifierKey"] = determination.trusted_verifier_key
+    if about is not None:
+        predicate["about"] = about
     if supersedes is not None:
         predicate["supersedesReceiptId"] = supersedes
     if determination.policy_decision is not None:
@@ -83,48 +120,117 @@ def build(
 def check_statement(statement: object) -> dict[str, Any]:
     """Validate a statement's shape and re-derive its verdict; return the predicate.
 
-    Raises ``RECEIPT_MALFORMED`` for a statement that is not ours, and
-    ``RECEIPT_VERDICT_INVALID`` when the recorded verdict is not what the kernel derives from the
-    recorded checks — or is a PASS with no integrity proof.
+    Raises ``RECEIPT_MALFORMED`` for a statement that is not ours; ``RECEIPT_POLICY_INVALID``
+    for a recorded trust policy the kernel does not allow (one listing a model's class, say);
+    and ``RECEIPT_VERDICT_INVALID`` when the recorded verdict is not what the kernel derives from
+    the recorded checks — or is a PASS with no oracle-minted integrity proof, or does not say
+    (exactly) which verifier key its PASS rests on.
     """
     s = _object(statement, "the statement")
     if s.get("_type") != STATEMENT_TYPE or s.get("predicateType") != PREDICATE_TYPE:
-        raise _malformed("not an adjudge receipt statement (in-toto Statement v1)")
+        raise _malformed(f"not an adjudge receipt statement ({PREDICATE_TYPE})")
+    subject_digest = _subject_digest(s)
+    p = _object(s.get("predicate"), "the predicate")
+    replayed = replay(p, subject_digest)
+    _require_derivation(p, replayed)
+    _require_chain_fields(p)
+    if "policyDecision" in p:
+        # Recorded, never folded: its shape is checked, its content is not re-derived here.
+        try:
+            policy_decision(p["policyDecision"])
+        except CriteriaError as exc:
+            raise _malformed(exc.message) from exc
+    return p
+
+
+def _subject_digest(s: dict[str, Any]) -> str:
     subject = s.get("subject")
     if not isinstance(subject, list) or len(subject) != 1:
         raise _malformed("a receipt has exactly one subject")
     named = _object(subject[0], "the subject")
     if named.get("name") != SUBJECT:
         raise _malformed(f"the subject is named {SUBJECT!r}")
-    subject_digest = _object(named.get("digest"), "subject.digest")
-    hex_digest = subject_digest.get("sha256")
+    hex_digest = _object(named.get("digest"), "subject.digest").get("sha256")
     if not isinstance(hex_digest, str) or not SHA256_DIGEST.fullmatch("sha256:" + hex_digest):
         raise _malformed("the subject has no sha256 digest")
-    p = _object(s.get("predicate"), "the predicate")
+    return "sha256:" + hex_digest
+
+
+@dataclass(frozen=True, slots=True)
+class Replayed:
+    """What the kernel derives from a statement's recorded checks and policy at one time."""
+
+    recorded: Verdict  # the verdict the statement records (signed at decidedAt)
+    decided_at: datetime
+    verdict: Verdict  # the fold at the time replayed
+    proven: bool  # an oracle-minted integrity proof of the subject is among the checks
+    trusted_verifier_key: str | None  # the key a PASS rests on, if it rests on one
+
+
+def replay(p: dict[str, Any], subject_digest: str, at: datetime | None = None) -> Replayed:
+    """Re-derive the fold of a predicate's recorded checks under its recorded policy, as at
+    ``at`` (the recorded decision time when None; never earlier than it).
+
+    Raises ``RECEIPT_POLICY_INVALID`` for a policy the kernel does not allow,
+    ``RECEIPT_VERDICT_INVALID`` for a check no kernel could have signed (an accusation the
+    oracle did not mint), and ``RECEIPT_MALFORMED`` for anything unreadable.
+    """
+    try:
+        policy = TrustPolicy.from_dict(p.get("trustPolicy"))
+    except CriteriaError as exc:
+        raise ReceiptError(
+            f"The receipt's trust policy is not one the kernel allows: {exc.message}",
+            code="RECEIPT_POLICY_INVALID",
+        ) from exc
     try:
         decided_at = parse_time(p.get("decidedAt"), "decidedAt")
-        policy = TrustPolicy.from_dict(p.get("trustPolicy"))
         recorded = Verdict(_text(p.get("verdict")))
         checks = p.get("checks")
         if not isinstance(checks, list):
             raise _malformed("checks is a list")
-        replayed = [_replay(c, decided_at, policy, "sha256:" + hex_digest) for c in checks]
+        when = decided_at if at is None else max(at, decided_at)
+        contributions: list[Verdict] = []
+        proven, leaned = False, None
+        for c in checks:  # one pass: a log of ten thousand receipts replays each of them
+            contribution, proof, key = _replay(c, when, policy, subject_digest)
+            contributions.append(contribution)
+            proven = proven or proof
+            leaned = leaned or key
     except (ValueError, CriteriaError) as exc:
         raise _malformed(str(exc)) from exc
-    contributions = [contribution for contribution, _ in replayed]
-    proven = any(proof for _, proof in replayed)
     derived = fold(contributions)
-    if derived is not recorded:
+    return Replayed(
+        recorded=recorded,
+        decided_at=decided_at,
+        verdict=derived,
+        proven=proven,
+        trusted_verifier_key=leaned if derived is Verdict.PASS else None,
+    )
+
+
+def _require_derivation(p: dict[str, Any], r: Replayed) -> None:
+    if r.verdict is not r.recorded:
         raise ReceiptError(
-            f"The receipt records {recorded.value}, but its own checks under its own trust "
-            f"policy fold to {derived.value}.",
+            f"The receipt records {r.recorded.value}, but its own checks under its own trust "
+            f"policy fold to {r.verdict.value}.",
             code="RECEIPT_VERDICT_INVALID",
         )
-    if recorded is Verdict.PASS and not proven:
+    if r.recorded is Verdict.PASS and not r.proven:
         raise ReceiptError(
-            "The receipt records a PASS without a deterministic evidence-integrity proof.",
+            "The receipt records a PASS without the oracle's evidence-integrity proof.",
             code="RECEIPT_VERDICT_INVALID",
         )
+    if p.get("trustedVerifierKey") != r.trusted_verifier_key:
+        raise ReceiptError(
+            "The receipt's PASS rests on the poster's trust in verifier key "
+            f"{r.trusted_verifier_key}, and its trustedVerifierKey must say exactly that."
+            if r.trusted_verifier_key is not None
+            else "The receipt names a trustedVerifierKey its verdict does not rest on.",
+            code="RECEIPT_VERDICT_INVALID",
+        )
+
+
+def _require_chain_fields(p: dict[str, Any]) -> None:
     sequence = p.get("sequence")
     if type(sequence) is not int or sequence < 0:
         raise _malformed("sequence is a whole number")
@@ -138,19 +244,18 @@ def check_statement(statement: object) -> dict[str, Any]:
         value = p["supersedesReceiptId"]
         if not (isinstance(value, str) and SHA256_DIGEST.fullmatch(value)):
             raise _malformed("supersedesReceiptId is a receipt id (sha256: digest)")
-    if "policyDecision" in p:
-        # Recorded, never folded: its shape is checked, its content is not re-derived here.
+    if "about" in p:
         try:
-            policy_decision(p["policyDecision"])
-        except CriteriaError as exc:
+            require_about(p["about"])
+        except ReceiptError as exc:
             raise _malformed(exc.message) from exc
-    return p
 
 
 def _replay(
     raw: object, decided_at: datetime, policy: TrustPolicy, subject_digest: str
-) -> tuple[Verdict, bool]:
-    """One recorded check's contribution to the fold, and whether it is the integrity proof."""
+) -> tuple[Verdict, bool, str | None]:
+    """One recorded check's contribution to the fold, whether it is the integrity proof, and the
+    verifier key its PASS leans on (None when it leans on none)."""
     c = _object(raw, "a check")
     verdict = _member(_VERDICTS, c.get("verdict"), "verdict")
     authority = _member(_AUTHORITIES, c.get("authority"), "authority")
@@ -164,6 +269,7 @@ def _replay(
         raise _malformed("verifierKey is a string")
     if (verdict is Verdict.PENDING) != ("pending" in c):
         raise _malformed("a PENDING check, and only one, carries pending")
+    recorded = verdict
     if verdict is Verdict.PENDING:
         pending = _object(c["pending"], "pending")
         expires_to = _member(_VERDICTS, pending.get("expiresTo"), "expiresTo")
@@ -172,12 +278,53 @@ def _replay(
         deadline = parse_time(pending.get("deadline"), "deadline")
         verdict = expires_to if decided_at >= deadline else Verdict.PENDING
     observable, expression = c.get("observable"), c.get("expression")
-    proof = (
-        isinstance(observable, str)
-        and isinstance(expression, str)
-        and is_integrity_proof(verdict, authority, observable, expression, subject_digest)
+    if not (observable is None or type(observable) is str) or not (
+        expression is None or type(expression) is str
+    ):
+        raise _malformed("a check's observable and expression are strings")
+    minted = c.get("oracle", False)
+    if minted is not True and minted is not False:
+        raise _malformed("oracle is true or absent")
+    if minted or recorded is Verdict.MISMATCH or recorded is Verdict.PENDING:
+        _require_oracle_shape(c, minted, recorded, authority, observable, expression, key)
+    proof = minted and is_integrity_proof(verdict, minted, expression, subject_digest)
+    decided = bound(verdict, observable, expression)
+    leaned = key if leans_on_key(decided, authority, key, policy) else None
+    return effective(decided, authority, key, policy), proof, leaned
+
+
+def _require_oracle_shape(
+    c: dict[str, Any],
+    minted: bool,
+    recorded: Verdict,
+    authority: Authority,
+    observable: object,
+    expression: object,
+    key: object,
+) -> None:
+    """A check marked as the oracle's must be one the oracle mints, and an accusation must be
+    marked: otherwise no kernel could have signed the statement (``RECEIPT_VERDICT_INVALID``)."""
+    accuses = recorded is Verdict.MISMATCH or (
+        recorded is Verdict.PENDING and c["pending"].get("expiresTo") == Verdict.MISMATCH.value
     )
-    return effective(verdict, authority, key, policy), proof
+    if accuses and not minted:
+        raise ReceiptError(
+            f"The check {c.get('name')!r} records a MISMATCH the oracle seam did not mint; only "
+            "the oracle can author an accusation.",
+            code="RECEIPT_VERDICT_INVALID",
+        )
+    if minted and not (
+        recorded in (Verdict.PASS, Verdict.MISMATCH)
+        and authority is Authority.DETERMINISTIC
+        and observable == CONTENT_DIGEST
+        and is_exact(expression)
+        and key is None
+    ):
+        raise ReceiptError(
+            f"The check {c.get('name')!r} is marked as the oracle's, but the oracle seam mints "
+            "only a deterministic PASS or MISMATCH of evidence.content-digest.",
+            code="RECEIPT_VERDICT_INVALID",
+        )
 
 
 _T = TypeVar("_T")
