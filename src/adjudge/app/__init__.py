@@ -1,10 +1,10 @@
 """adjudge's use cases: the one object the HTTP service, the CLI and the workers hold.
 
 ``App(store, clock=…, checker=…, issuer=…)`` groups the use cases by what they act on:
-``accounts``, ``tasks``, ``calls``, ``receipts`` and ``reviews``. Each state change is one unit
-of work (:mod:`adjudge.app.unit`: the transaction, the clock, the lost-race retry, the
-Idempotency-Key); each money movement happens in :mod:`adjudge.app.settlement`, and only from a
-determination signed into a receipt in the same transaction. Nothing here knows HTTP: answers
+``accounts``, ``tasks``, ``calls``, ``gateway``, ``receipts`` and ``reviews``. Each state change
+is one unit of work (:mod:`adjudge.app.unit`: the transaction, the clock, the lost-race retry,
+the Idempotency-Key); each money movement happens in :mod:`adjudge.app.settlement`, and only
+from a determination signed into a receipt in the same transaction. Nothing here knows HTTP: answers
 are plain JSON data, refusals are :class:`adjudge.Error` with stable codes.
 """
 
@@ -13,11 +13,13 @@ from __future__ import annotations
 from adjudge.app.accounts import Accounts
 from adjudge.app.calls import Calls
 from adjudge.app.clock import Clock, SystemClock
+from adjudge.app.gateway import Gateway
 from adjudge.app.receipts import Receipts
 from adjudge.app.reviews import Reviews
 from adjudge.app.tasks import Settings, Tasks
 from adjudge.app.unit import Answer, Idempotency, UnitOfWork
 from adjudge.app.wiring import default_checker, default_issuer
+from adjudge.gateway import Forwarder, SecretBox
 from adjudge.market import Checker, ReceiptIssuer
 from adjudge.store import Account, Store
 
@@ -44,6 +46,9 @@ class App:
         checker: Checker | None = None,
         issuer: ReceiptIssuer | None = None,
         settings: Settings | None = None,
+        secrets: SecretBox | None = None,
+        forwarder: Forwarder | None = None,
+        private_providers: bool = False,
     ) -> None:
         self.store = store
         self.unit = UnitOfWork(store, clock or SystemClock())
@@ -53,6 +58,13 @@ class App:
         self.accounts = Accounts(self.unit)
         self.tasks = Tasks(self.unit, self.checker, self.issuer, self.settings)
         self.calls = Calls(self.unit, self.issuer)
+        self.gateway = Gateway(
+            self.unit,
+            self.issuer,
+            box=secrets or SecretBox([SecretBox.generate_key()]),
+            forwarder=forwarder,
+            private_providers=private_providers,
+        )
         self.receipts = Receipts(self.unit, getattr(self.issuer, "fingerprint", None))
         self.reviews = Reviews(self.unit)
 
@@ -65,15 +77,26 @@ class App:
         checker: Checker | None = None,
         issuer: ReceiptIssuer | None = None,
         settings: Settings | None = None,
+        secrets: SecretBox | None = None,
+        private_providers: bool = False,
     ) -> App:
         """Open the database at ``url``, bring its schema up to date, and return the use cases
         over it (``STORAGE_ERROR`` when it cannot be opened)."""
         store = Store(url)
         store.migrate()
-        return cls(store, clock=clock, checker=checker, issuer=issuer, settings=settings)
+        return cls(
+            store,
+            clock=clock,
+            checker=checker,
+            issuer=issuer,
+            settings=settings,
+            secrets=secrets,
+            private_providers=private_providers,
+        )
 
     def close(self) -> None:
-        """Close the database's connections."""
+        """Stop the gateway's forwarder and close the database's connections."""
+        self.gateway.close()
         self.store.dispose()
 
     @property

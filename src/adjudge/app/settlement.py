@@ -3,11 +3,13 @@
 Three kinds of movement, each in the transaction of the use case that causes it:
 
 - **deposits** bring money in from outside (an admin's instruction);
-- **funding** moves a poster's own money into a task's escrow when it posts;
-- **releases** move money out of an escrow (a payout and its fee, or a refund) — only against
-  a receipt signed in the same transaction: the receipt of the verdict or ruling that decided
-  it, or a settlement receipt of its own for the endings no judgment decides (a refund of work
-  never delivered, a payout after escalation). The ledger itself refuses a release without one
+- **funding** moves a poster's own money into a task's escrow when it posts, and a
+  **reservation** a caller's into a paid call's hold when the call starts;
+- **releases** move money out of an escrow or a hold (a payout and its fee, a refund, a
+  call's charge) — only against a receipt signed in the same transaction: the receipt of the
+  verdict, ruling or call determination that decided it, or a settlement receipt of its own for
+  the endings no judgment decides (a refund of work never delivered, a payout after
+  escalation). The ledger itself refuses a release without one
   (:class:`adjudge.store.ledger.UnprovenRelease`), and each leg names its receipt.
 
 The HTTP service, the CLI and the workers never reach this module (an import-linter contract
@@ -106,3 +108,35 @@ def apply(
                 StoredDispute(effect.task_id, effect.attempt, effect.by, effect.reason, effect.at),
             )
     return updated
+
+
+def reserve(tx: Transaction, payer: str, hold: str, amount: int, *, at: datetime) -> None:
+    """Take a paid call's listed price from the caller's wallet into the call's hold before the
+    provider is called (``INSUFFICIENT_FUNDS`` when the wallet is short; a free call holds
+    nothing)."""
+    if amount > 0:
+        ledger.transfer(
+            tx, [Transfer(wallet_account(payer), hold, amount, "reserve")], task_id=None, at=at
+        )
+
+
+def release_call(
+    tx: Transaction,
+    hold: str,
+    *,
+    payer: str,
+    provider: str,
+    payment: str,
+    amount: int,
+    receipt_id: str,
+    at: datetime,
+) -> None:
+    """Release a paid call's hold as its signed receipt decided: ``settle`` pays the provider,
+    ``refund`` and ``void`` return the reservation to the caller (spec 003's table)."""
+    if amount <= 0:
+        return
+    to = wallet_account(provider) if payment == "settle" else wallet_account(payer)
+    memo = {"settle": "charge", "refund": "refund", "void": "void"}[payment]
+    ledger.transfer(
+        tx, [Transfer(hold, to, amount, memo)], task_id=None, at=at, receipt_id=receipt_id
+    )

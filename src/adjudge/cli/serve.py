@@ -11,6 +11,7 @@ from adjudge.errors import Error
 
 if TYPE_CHECKING:
     from adjudge.app import App
+    from adjudge.gateway import SecretBox
 
 
 def register(app: typer.Typer) -> None:
@@ -32,6 +33,20 @@ def serve(
         Path,
         typer.Option(help="PEM file of the Ed25519 key that signs receipts (made if missing)."),
     ] = Path("adjudge-signing-key.pem"),
+    secret_key: Annotated[
+        Path,
+        typer.Option(
+            help="File of the server secret that seals the gateway's signing keys and "
+            "providers' credentials at rest (made if missing; keep it with the database)."
+        ),
+    ] = Path("adjudge-secret.key"),
+    allow_private_providers: Annotated[
+        bool,
+        typer.Option(
+            help="Let tools call providers on loopback or private networks (a local demo); "
+            "off by default, so no provider can point the gateway at an internal address."
+        ),
+    ] = False,
     threads: Annotated[
         int,
         typer.Option(help="Threads running requests (0: the default, 8 on SQLite, 40 otherwise)."),
@@ -60,7 +75,14 @@ def serve(
             signing_key.touch(mode=0o600)
             signing_key.write_bytes(key.to_pem())
             typer.echo(f"Made a receipt signing key: {signing_key}")
-        app = App.open(db, settings=Settings(fee_bps=fee_bps), issuer=SignedReceipts(key))
+        app = App.open(
+            db,
+            settings=Settings(fee_bps=fee_bps),
+            issuer=SignedReceipts(key),
+            secrets=_secrets(secret_key),
+            private_providers=allow_private_providers,
+        )
+        app.gateway.recover()  # calls a stopped process left pending: their money goes back
     except Error as exc:
         typer.echo(f"{exc.code}: {exc.message}", err=True)
         raise typer.Exit(2) from exc
@@ -80,6 +102,19 @@ def serve(
         # (at 250 finalizes/s offered, p99 16 ms with 8 threads, 81 ms with 40).
         threads = 8 if app.dialect == "sqlite" else 40
     uvicorn.run(create_app(app, threads=threads), host=host, port=port, log_level="warning")
+
+
+def _secrets(path: Path) -> SecretBox:
+    """The server secret from ``path``, made (readable by its owner only) on first start."""
+    from adjudge.gateway import SecretBox  # noqa: PLC0415
+
+    if path.exists():
+        return SecretBox([SecretBox.key_from_text(path.read_text(encoding="ascii").strip())])
+    key = SecretBox.generate_key()
+    path.touch(mode=0o600)
+    path.write_text(SecretBox.key_to_text(key) + "\n", encoding="ascii")
+    typer.echo(f"Made a server secret: {path}")
+    return SecretBox([key])
 
 
 def _bootstrap_admin(app: App) -> None:

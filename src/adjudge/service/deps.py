@@ -26,11 +26,29 @@ MAX_AMOUNT = 2**63 - 1
 SLOW_CHECKS = POOL_SIZE + 1
 #: How long a slow check waits for its turn before the service says it is too busy.
 SLOW_QUEUE_SECONDS = 10.0
+#: Forwarded paid calls wait on providers: at most this many at once, on threads of their own.
+FORWARDS = 64
 T = TypeVar("T")
-#: Per event loop (a limiter belongs to the loop it was made in): turns, and the threads.
-_SLOW: weakref.WeakKeyDictionary[
-    asyncio.AbstractEventLoop, tuple[anyio.CapacityLimiter, anyio.CapacityLimiter]
-] = weakref.WeakKeyDictionary()
+#: Limiters by event loop (a limiter belongs to the loop it was made in) and lane name.
+_LANES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, anyio.CapacityLimiter]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def lane(name: str, size: int) -> anyio.CapacityLimiter:
+    """The limiter of a lane of work kept apart from the request threads, in this event loop."""
+    lanes = _LANES.setdefault(asyncio.get_running_loop(), {})
+    found = lanes.get(name)
+    if found is None:
+        found = lanes[name] = anyio.CapacityLimiter(size)
+    return found
+
+
+async def forwarded(fn: Callable[[], T]) -> T:
+    """Run a use case that waits on a provider (a forwarded call) on the forwarding lane, so
+    slow providers hold its threads, never the ones every other request needs."""
+    return await anyio.to_thread.run_sync(fn, limiter=lane("forward", FORWARDS))
+
 
 _bearer = HTTPBearer(auto_error=False, description="The account's API key.")
 
@@ -101,14 +119,7 @@ async def checked(slow: bool, fn: Callable[[], T]) -> T:
     that every other request (``/health`` included) needs."""
     if not slow:
         return await anyio.to_thread.run_sync(fn)
-    loop = asyncio.get_running_loop()
-    found = _SLOW.get(loop)
-    if found is None:
-        found = _SLOW[loop] = (
-            anyio.CapacityLimiter(SLOW_CHECKS),
-            anyio.CapacityLimiter(SLOW_CHECKS),
-        )
-    turns, threads = found
+    turns, threads = lane("slow-turns", SLOW_CHECKS), lane("slow-threads", SLOW_CHECKS)
     try:
         with anyio.fail_after(SLOW_QUEUE_SECONDS):
             await turns.acquire()

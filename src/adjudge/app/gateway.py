@@ -1,0 +1,843 @@
+"""The verification gateway's use cases: callable tools, and paid calls forwarded, verified,
+signed and settled.
+
+A call, in order:
+
+1. the tool and its policy are read, and the arguments checked against the tool's input schema
+   (``TOOL_ARGUMENTS_INVALID``: refused before the provider is called, nothing reserved);
+2. in one transaction the call is started: its Idempotency-Key claimed for the caller and the
+   listed price reserved from the caller's wallet into the call's hold (``INSUFFICIENT_FUNDS``:
+   refused, nothing forwarded);
+3. the request is built, signed in the profile providers verify (RFC 9421, the gateway's own
+   Ed25519 key, ``aud`` the provider) and forwarded within fixed bounds — outside any
+   transaction;
+4. the provider's answer is verified against the tool's contract and policy (pure);
+5. in one transaction the call ends: its kernel determination is signed into a receipt, the
+   hold is released as the receipt says (settle: to the provider; refund or void: back to the
+   caller), the verification record is stored (``source: gateway``, so it feeds the provider's
+   quality window), and the answer is kept for replays.
+
+A request or system error (a time-out, a 5xx, a refused signature) has no verdict: its receipt
+is a NOT_RUN determination over the request, and the reservation goes back. A call interrupted
+between 2 and 5 (the process died) stays ``pending``; :meth:`Gateway.recover` (run by the
+service at start and whenever a retry meets such a call) ends it as a system error and returns
+the reservation. A retry with the same Idempotency-Key replays the stored answer without calling
+the provider again; while the first is still running it is ``IDEMPOTENCY_IN_PROGRESS``.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any, Protocol
+from urllib.parse import urlsplit
+
+from adjudge.app import settlement
+from adjudge.app.accounts import need_role
+from adjudge.app.calls import call_view, contract_view, propose_if_due
+from adjudge.app.unit import Answer, Idempotency, UnitOfWork, retry
+from adjudge.calls import (
+    CallRequest,
+    Contract,
+    Policy,
+    Tool,
+    determine_call,
+    parse_tool,
+    register_contract,
+    register_policy,
+    verify_call,
+)
+from adjudge.calls.contract import map_response
+from adjudge.calls.kernel_rows import call_decision
+from adjudge.calls.openapi import mcp_tool_document, openapi_tool_document
+from adjudge.calls.tools import build_request
+from adjudge.calls.verify import CallResult, digest_of
+from adjudge.errors import Error, RateLimited
+from adjudge.gateway import (
+    Forwarder,
+    GatewayKey,
+    ProviderCredential,
+    SecretBox,
+    jwks,
+    provider_response,
+    rotate,
+    sign_request,
+    signing_key,
+)
+from adjudge.gateway.forward import ForwardFailure, Outcome
+from adjudge.kernel import Determination, determine
+from adjudge.receipts import SigningKey
+from adjudge.store import Account, Transaction, receipt_log, records
+from adjudge.store import calls as calls_db
+from adjudge.store import gateway as db
+
+#: How long a call may stay pending before a retry or a sweep ends it as interrupted: longer
+#: than any forward can take (its total time-out) plus the time to verify and commit.
+INTERRUPTED_AFTER = timedelta(minutes=2)
+#: A currency's decimals, for the amounts the client reads (``{amount, asset, decimals}``).
+DECIMALS = {"USD": 2, "EUR": 2, "GBP": 2, "JPY": 0, "USDC": 6, "USDG": 6}
+_CONTEXT_KEY = "adjudge gateway signing key"
+
+
+class CallIssuer(Protocol):
+    """What signs a call's determination (:class:`adjudge.app.wiring.SignedReceipts`)."""
+
+    def issue_call(
+        self, determination: Determination, previous: tuple[str, int] | None
+    ) -> Mapping[str, Any]:
+        """The receipt of ``determination`` chained after ``previous``."""
+        ...
+
+
+class IdempotencyInProgress(RateLimited):
+    """The first call with this key has not ended yet: wait and send the same again."""
+
+    code = "IDEMPOTENCY_IN_PROGRESS"
+
+
+class DatabaseKeyRing:
+    """The gateway's signing keys in the database, private halves sealed under the server
+    secret, so every ``serve`` process on one database signs with the same keys and publishes
+    the same JWKS. Read keys are kept a few seconds per process."""
+
+    def __init__(self, unit: UnitOfWork, box: SecretBox, *, cache_seconds: float = 5.0) -> None:
+        self.unit = unit
+        self.box = box
+        self.cache_seconds = cache_seconds
+        self._cached: tuple[float, list[GatewayKey]] | None = None
+        self._lock = threading.Lock()
+
+    def all_keys(self) -> Sequence[GatewayKey]:
+        """Every key, newest last."""
+        with self._lock:
+            if self._cached is not None and self._cached[0] > time.monotonic():
+                return self._cached[1]
+        rows = self.unit.read(db.keys)
+        found = [
+            GatewayKey(
+                kid,
+                SigningKey.from_pem(self.box.open(sealed, context=_CONTEXT_KEY)),
+                created,
+                retired,
+            )
+            for kid, sealed, created, retired in rows
+        ]
+        with self._lock:
+            self._cached = (time.monotonic() + self.cache_seconds, found)
+        return found
+
+    def add(self, key: GatewayKey) -> None:
+        """Store a new key."""
+        sealed = self.box.seal(key.signing_key.to_pem(), context=_CONTEXT_KEY)
+        self.unit.write(lambda tx: db.add_key(tx, key.kid, sealed, key.created_at))
+        self._forget()
+
+    def retire(self, kid: str, at: datetime) -> None:
+        """Retire a key from ``at``."""
+        self.unit.write(lambda tx: db.retire_key(tx, kid, at))
+        self._forget()
+
+    def _forget(self) -> None:
+        with self._lock:
+            self._cached = None
+
+
+def money(amount: int, currency: str) -> dict[str, Any]:
+    """An amount as the client reads it: decimal minor units, the asset, its decimals."""
+    return {"amount": str(amount), "asset": currency, "decimals": DECIMALS.get(currency, 0)}
+
+
+def tool_view(stored: db.StoredTool) -> dict[str, Any]:
+    """A callable tool as listed: its MCP definition, provider and price."""
+    tool = _parsed_tool(stored)
+    return {
+        "name": stored.name,
+        "version": stored.version,
+        "provider": stored.provider,
+        "description": tool.description,
+        "price": money(stored.price_minor, stored.currency),
+        "policy": None if tool.policy is None else tool.policy.to_dict(),
+        "registered_at": stored.registered_at.isoformat(),
+        "definition": tool.mcp_definition(),
+        "digest": stored.digest,
+    }
+
+
+def gateway_call_view(call: db.GatewayCall) -> dict[str, Any]:
+    """A forwarded call: its lifecycle row and, once ended, its answer."""
+    return {
+        "id": call.id,
+        "caller": call.caller,
+        "tool": call.tool,
+        "provider": call.provider,
+        "state": call.state,
+        "status": call.status,
+        "verdict": call.verdict,
+        "price": money(call.price_minor, call.currency),
+        "started_at": call.started_at.isoformat(),
+        "finished_at": None if call.finished_at is None else call.finished_at.isoformat(),
+        "receipt_id": call.receipt_id,
+        "answer": None if call.answer is None else dict(call.answer),
+    }
+
+
+_TOOLS: dict[str, Tool] = {}
+
+
+def _parsed_tool(stored: db.StoredTool) -> Tool:
+    """A stored tool document, parsed once per process (its digest names its bytes)."""
+    found = _TOOLS.get(stored.digest)
+    if found is None:
+        if len(_TOOLS) > 1024:
+            _TOOLS.clear()
+        found = _TOOLS[stored.digest] = parse_tool(stored.document)
+    return found
+
+
+class Gateway:
+    """The gateway's use cases."""
+
+    def __init__(
+        self,
+        unit: UnitOfWork,
+        issuer: object,
+        *,
+        box: SecretBox,
+        forwarder: Forwarder | None = None,
+        keys: DatabaseKeyRing | None = None,
+        private_providers: bool = False,
+    ) -> None:
+        self.unit = unit
+        self.issuer = issuer
+        self.box = box
+        self._forwarder = forwarder
+        self._forwarder_lock = threading.Lock()
+        self.keys = keys or DatabaseKeyRing(unit, box)
+        #: Whether providers may live on loopback or private networks (tests, a local demo).
+        self.private_providers = private_providers
+
+    @property
+    def forwarder(self) -> Forwarder:
+        """The bounded forwarder, started on first use (it runs an event loop of its own)."""
+        with self._forwarder_lock:
+            if self._forwarder is None:
+                self._forwarder = Forwarder()
+            return self._forwarder
+
+    def close(self) -> None:
+        """Stop the forwarder, if it was started."""
+        with self._forwarder_lock:
+            if self._forwarder is not None:
+                self._forwarder.close()
+                self._forwarder = None
+
+    # --- tools ------------------------------------------------------------------------------
+
+    def register_tool(
+        self, provider: Account, document: Mapping[str, Any], *, key: str | None = None
+    ) -> Answer[dict[str, Any]]:
+        """A provider registers a callable tool (``TOOL_INVALID`` and kin for a bad document;
+        ``NOT_TOOL_PROVIDER`` when the document names another provider or the name is taken).
+
+        Its contract is registered with it, so decision policies are registered against it as
+        for any tool.
+        """
+        need_role(provider, "provider")
+        tool = parse_tool(document)
+        if tool.provider != provider.id:
+            raise Error(
+                f"The tool names provider {tool.provider!r}; register it as that provider.",
+                code="NOT_TOOL_PROVIDER",
+            )
+        normalized = tool.to_dict()
+        idem = Idempotency.of(key, "gateway.register_tool", {"tool": normalized})
+
+        def run(tx: Transaction) -> dict[str, Any]:
+            now = self.unit.now()
+            contract = dict(tool.contract_document)
+            version = str(contract.get("version", "1"))
+            found = calls_db.contract(tx, tool.name, version)
+            if found is None:
+                stored_contract = calls_db.add_contract(
+                    tx,
+                    tool=tool.name,
+                    version=version,
+                    provider=provider.id,
+                    document=contract,
+                    digest=digest_of(contract),
+                    at=now,
+                )
+            elif found.digest != digest_of(contract):
+                raise Error(
+                    f"{tool.name} contract version {version} is registered with other terms; "
+                    "give the changed contract a new version.",
+                    code="CONTRACT_EXISTS",
+                )
+            else:
+                stored_contract = found
+            stored = db.add_tool(
+                tx,
+                name=tool.name,
+                provider=provider.id,
+                document=normalized,
+                digest=digest_of(normalized),
+                price_minor=tool.price.amount_minor,
+                currency=tool.price.currency,
+                at=now,
+            )
+            view = tool_view(stored)
+            view["contract"] = contract_view(stored_contract)
+            return view
+
+        return self.unit.once(provider.id, idem, run)
+
+    def import_openapi(
+        self,
+        provider: Account,
+        document: Mapping[str, Any],
+        *,
+        operation: str | None = None,
+        method: str | None = None,
+        path: str | None = None,
+        price: Mapping[str, Any],
+        base_url: str | None = None,
+        name: str | None = None,
+        policy: Mapping[str, Any] | None = None,
+        key: str | None = None,
+    ) -> Answer[dict[str, Any]]:
+        """Register a tool made from one operation of an OpenAPI 3.0/3.1 document."""
+        need_role(provider, "provider")
+        made = openapi_tool_document(
+            document,
+            operation=operation,
+            method=method,
+            path=path,
+            provider=provider.id,
+            price=price,
+            base_url=base_url,
+            name=name,
+            policy=policy,
+        )
+        return self.register_tool(provider, made, key=key)
+
+    def import_mcp(
+        self,
+        provider: Account,
+        definition: Mapping[str, Any],
+        *,
+        base_url: str,
+        price: Mapping[str, Any],
+        method: str = "POST",
+        path: str = "",
+        policy: Mapping[str, Any] | None = None,
+        key: str | None = None,
+    ) -> Answer[dict[str, Any]]:
+        """Register a tool made from an MCP tool definition and the endpoint that serves it."""
+        need_role(provider, "provider")
+        made = mcp_tool_document(
+            definition,
+            provider=provider.id,
+            base_url=base_url,
+            price=price,
+            method=method,
+            path=path,
+            policy=policy,
+        )
+        return self.register_tool(provider, made, key=key)
+
+    def tools(
+        self, *, query: str | None = None, limit: int = 50, cursor: str | None = None
+    ) -> dict[str, Any]:
+        """Callable tools by name, a page at a time (``next_cursor``)."""
+
+        def run(tx: Transaction) -> dict[str, Any]:
+            page = db.list_tools(tx, query=query, limit=limit, cursor=cursor)
+            return {"tools": [tool_view(t) for t in page.items], "next_cursor": page.next_cursor}
+
+        return self.unit.read(run)
+
+    def tool(self, name: str) -> dict[str, Any]:
+        """One callable tool (``TOOL_NOT_FOUND``)."""
+
+        def run(tx: Transaction) -> dict[str, Any]:
+            stored = db.tool(tx, name)
+            if stored is None:
+                raise Error(f"No tool {name} can be called here.", code="TOOL_NOT_FOUND")
+            return tool_view(stored)
+
+        return self.unit.read(run)
+
+    # --- credentials and keys -----------------------------------------------------------
+
+    def set_credential(
+        self, provider: Account, header: str, secret: str, *, key: str | None = None
+    ) -> Answer[dict[str, Any]]:
+        """A provider not behind the signature middleware gives the gateway the credential to
+        call it with; it is stored sealed and no API ever returns it."""
+        need_role(provider, "provider")
+        credential = ProviderCredential(header, secret)
+        sealed = credential.seal(self.box, provider=provider.id)
+        idem = Idempotency.of(
+            key, "gateway.set_credential", {"header": header, "secret": digest_of(secret)}
+        )
+
+        def run(tx: Transaction) -> dict[str, Any]:
+            db.set_credential(tx, provider.id, credential.header, sealed, self.unit.now())
+            return {"provider": provider.id, "header": credential.header, "secret": "set"}
+
+        return self.unit.once(provider.id, idem, run)
+
+    def jwks(self) -> dict[str, Any]:
+        """The JWKS providers verify the gateway's requests with (the signing key and those
+        still in their overlap)."""
+        now = self.unit.now()
+        self._ensure_key(now)
+        return jwks(self.keys.all_keys(), now)
+
+    def rotate_keys(self, admin: Account) -> dict[str, Any]:
+        """Publish a new signing key; the current ones retire shortly after (overlap)."""
+        need_role(admin, "admin")
+        now = self.unit.now()
+        rotate(self.keys, now)
+        return self.jwks()
+
+    def _ensure_key(self, now: datetime) -> None:
+        if not self.keys.all_keys():
+            try:
+                rotate(self.keys, now)
+            except Error:
+                self.keys._forget()  # another process made the first key at the same time
+
+    # --- calls ----------------------------------------------------------------------------
+
+    def call(
+        self,
+        caller: Account,
+        name: str,
+        arguments: Mapping[str, Any] | None,
+        *,
+        key: str | None = None,
+    ) -> Answer[dict[str, Any]]:
+        """Forward, verify, sign and settle one call (the module's steps); a retry with the
+        same Idempotency-Key replays the answer without calling the provider again."""
+        args = dict(arguments or {})
+        fingerprint = digest_of({"tool": name, "arguments": args})
+        if key is not None:
+            Idempotency.of(key, "gateway.call", None)  # the key's own form
+            replay = self._replay(caller, key, fingerprint)
+            if replay is not None:
+                return replay
+        stored, tool, contract, policy, policy_digest = self.unit.read(
+            lambda tx: self._callable(tx, name)
+        )  # (1)
+        built = build_request(tool, args)
+        if not self.private_providers:
+            _refuse_private(built.url)
+        call_id = str(uuid.uuid4())
+        now = self.unit.now()
+        hold = f"hold:call:{call_id}"
+
+        def start(tx: Transaction) -> None:  # (2)
+            if key is not None and db.call_by_key(tx, caller.id, key) is not None:
+                raise _Raced
+            db.start_call(
+                tx,
+                db.GatewayCall(
+                    id=call_id,
+                    caller=caller.id,
+                    tool=name,
+                    tool_version=stored.version,
+                    provider=stored.provider,
+                    price_minor=stored.price_minor,
+                    currency=stored.currency,
+                    key_hash=None if key is None else db.hashed(key),
+                    fingerprint=fingerprint,
+                    state="pending",
+                    started_at=now,
+                    finished_at=None,
+                    status=None,
+                    verdict=None,
+                    receipt_id=None,
+                    answer=None,
+                ),
+            )
+            settlement.reserve(tx, caller.id, hold, stored.price_minor, at=now)
+
+        try:
+            self.unit.write(start)
+        except _Raced:
+            assert key is not None
+            replay = self._replay(caller, key, fingerprint)
+            if replay is not None:
+                return replay
+            raise IdempotencyInProgress(
+                "The first call with this Idempotency-Key is still running; send it again.",
+                retry_after=1,
+            ) from None
+        outcome = self._forward(built, tool, call_id, now)  # (3)
+        response = provider_response(outcome)
+        request = CallRequest(
+            call_id, stored.provider, name, args, stored.price_minor, stored.currency, now
+        )
+        result = verify_call(contract, policy, request, response, self.unit.now())  # (4)
+        output = None
+        if response.status == "ok":
+            shape = map_response(contract, response.body)
+            output = shape.output if shape.ok else None
+        body_bytes = outcome.body if not isinstance(outcome, ForwardFailure) else None
+        answer = self._finish(  # (5)
+            caller,
+            stored,
+            call_id,
+            hold,
+            request,
+            result,
+            output=output,
+            body=body_bytes,
+            policy_digest=policy_digest,
+            contract_digest=digest_of(dict(tool.contract_document)),
+        )
+        return Answer(answer)
+
+    def recover(self, *, older_than: timedelta = INTERRUPTED_AFTER) -> int:
+        """End every call still pending after ``older_than`` as interrupted: a system error
+        whose receipt returns the reservation. Returns how many were ended."""
+        cutoff = self.unit.now() - older_than
+        pending = self.unit.read(lambda tx: db.pending_before(tx, cutoff))
+        ended = 0
+        for call in pending:
+            if self._interrupted(call):
+                ended += 1
+        return ended
+
+    def get_call(self, viewer: Account, call_id: str) -> dict[str, Any]:
+        """A forwarded call (its caller, its provider, admins)."""
+
+        def run(tx: Transaction) -> dict[str, Any]:
+            found = db.call(tx, call_id)
+            if found is None:
+                raise Error(f"No call {call_id}.", code="CALL_NOT_FOUND")
+            if viewer.id not in (found.caller, found.provider) and "admin" not in viewer.roles:
+                raise Error("A call is for its caller and its provider.", code="NOT_A_PARTY")
+            view = gateway_call_view(found)
+            record = calls_db.call(tx, call_id)
+            view["record"] = None if record is None else call_view(record)["record"]
+            return view
+
+        return self.unit.read(run)
+
+    def list_calls(
+        self,
+        viewer: Account,
+        *,
+        tool: str | None = None,
+        provider: str | None = None,
+        verdict: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> dict[str, Any]:
+        """Forwarded calls newest first: an admin's all, anyone else's own (called or provided)."""
+        party = None if "admin" in viewer.roles else viewer.id
+
+        def run(tx: Transaction) -> dict[str, Any]:
+            page = db.list_calls(
+                tx,
+                party=party,
+                tool=tool,
+                provider=provider,
+                verdict=verdict,
+                limit=limit,
+                cursor=cursor,
+            )
+            return {
+                "calls": [gateway_call_view(c) for c in page.items],
+                "next_cursor": page.next_cursor,
+            }
+
+        return self.unit.read(run)
+
+    # --- the machinery --------------------------------------------------------------------
+
+    def _replay(self, caller: Account, key: str, fingerprint: str) -> Answer[dict[str, Any]] | None:
+        found = self.unit.read(lambda tx: db.call_by_key(tx, caller.id, key))
+        if found is None:
+            return None
+        if found.fingerprint != fingerprint:
+            raise Error(
+                "This Idempotency-Key was used for another call; send a new key.",
+                code="IDEMPOTENCY_KEY_REUSED",
+            )
+        if found.state == "pending":
+            if found.started_at > self.unit.now() - INTERRUPTED_AFTER:
+                raise IdempotencyInProgress(
+                    "The first call with this Idempotency-Key is still running; send it again.",
+                    retry_after=1,
+                )
+            self._interrupted(found)
+            call_id = found.id
+            found = self.unit.read(lambda tx: db.call(tx, call_id)) or found
+        assert found.answer is not None
+        return Answer(dict(found.answer), replayed=True)
+
+    def _callable(
+        self, tx: Transaction, name: str
+    ) -> tuple[db.StoredTool, Tool, Contract, Policy | None, str | None]:
+        stored = db.tool(tx, name)
+        if stored is None:
+            raise Error(f"No tool {name} can be called here.", code="TOOL_NOT_FOUND")
+        tool = _parsed_tool(stored)
+        if records.account(tx, stored.provider) is None:
+            raise Error(f"The tool's provider {stored.provider} is gone.", code="TOOL_NOT_FOUND")
+        contract = tool.contract
+        policy = None
+        policy_digest = None
+        if tool.policy is not None:
+            found = calls_db.policy(tx, tool.policy.id, tool.policy.version)
+            if found is None or found.tool != name:
+                raise Error(
+                    f"The tool's decision policy {tool.policy.id} is not registered for it; "
+                    "its calls cannot be verified yet.",
+                    code="TOOL_POLICY_MISSING",
+                )
+            policy = register_policy(found.document, contract)
+            policy_digest = found.digest
+        return stored, tool, contract, policy, policy_digest
+
+    def _forward(self, built: Any, tool: Tool, call_id: str, now: datetime) -> Outcome:
+        self._ensure_key(now)
+        key = signing_key(self.keys.all_keys(), now)
+        signed = sign_request(
+            built,
+            signer=key.signing_key,
+            keyid=key.kid,
+            provider=tool.provider,
+            call_id=call_id,
+            authority=tool.endpoint.authority,  # signed at the real time: providers check it
+        )
+        found = self.unit.read(lambda tx: db.credential(tx, tool.provider))
+        credential = None
+        if found is not None:
+            header, sealed = found
+            credential = ProviderCredential.open(
+                self.box, sealed, provider=tool.provider, header=header
+            )
+        return self.forwarder.forward(signed, credential=credential)
+
+    def _finish(
+        self,
+        caller: Account,
+        stored: db.StoredTool,
+        call_id: str,
+        hold: str,
+        request: CallRequest,
+        result: CallResult,
+        *,
+        output: Any,
+        body: bytes | None,
+        policy_digest: str | None,
+        contract_digest: str | None,
+    ) -> dict[str, Any]:
+        now = self.unit.now()
+        issuer = self.issuer
+        if not callable(getattr(issuer, "issue_call", None)):
+            raise Error(
+                "This service has no signer for call receipts.", code="CALL_RECEIPTS_UNAVAILABLE"
+            )
+        if result.error is None:
+            determination = determine_call(
+                result,
+                now=now,
+                response_bytes=body,
+                policy_digest=policy_digest,
+                contract_digest=contract_digest,
+            )
+        else:
+            determination = _error_determination(result, request, now)
+        payment = result.effect.payment.value
+        status = {"settle": "settled", "refund": "refunded", "void": "voided"}[payment]
+
+        def run(tx: Transaction) -> dict[str, Any]:
+            receipt = receipt_log.append(
+                tx,
+                lambda previous: issuer.issue_call(determination, previous),  # type: ignore[attr-defined]
+                task_id=None,
+                at=now,
+            )
+            settlement.release_call(
+                tx,
+                hold,
+                payer=caller.id,
+                provider=stored.provider,
+                payment=payment,
+                amount=stored.price_minor,
+                receipt_id=receipt.id,
+                at=now,
+            )
+            calls_db.add_call(
+                tx,
+                record=result.to_dict(),
+                contract_version=str(
+                    dict(_parsed_tool(stored).contract_document).get("version", "1")
+                ),
+                submitted_by=caller.id,
+                at=now,
+                request={
+                    "call_id": call_id,
+                    "tool": stored.name,
+                    "arguments": dict(request.arguments),
+                },
+                response={"digest": result.response_digest, "output": output},
+                receipt_id=receipt.id,
+                source="gateway",
+            )
+            answer = _answer(stored, call_id, status, result, output, receipt.id, receipt.body)
+            db.finish_call(
+                tx,
+                call_id,
+                status=status,
+                verdict=None if result.verdict is None else result.verdict.value,
+                receipt_id=receipt.id,
+                answer=answer,
+                at=now,
+            )
+            propose_if_due(tx, stored.provider, now)
+            return answer
+
+        return self.unit.write(run)
+
+    def _interrupted(self, call: db.GatewayCall) -> bool:
+        """End a pending call as a system error (the process stopped mid-call); False if it
+        ended meanwhile."""
+        stored = self.unit.read(lambda tx: db.tool(tx, call.tool, call.tool_version))
+        if stored is None:
+            return False
+        from adjudge.calls.verdicts import Effect, Payment  # noqa: PLC0415
+        from adjudge.calls.verify import CallError  # noqa: PLC0415
+
+        request = CallRequest(
+            call.id, call.provider, call.tool, {}, call.price_minor, call.currency, call.started_at
+        )
+        result = CallResult(
+            call_id=call.id,
+            provider=call.provider,
+            tool=call.tool,
+            at=self.unit.now(),
+            policy=None,
+            verdict=None,
+            decided_by="system_error: the call was interrupted before it ended",
+            effect=Effect(Payment.VOID, False, False, Payment.VOID, False),
+            rows=(),
+            response_digest="",
+            price_minor=call.price_minor,
+            currency=call.currency,
+            error=CallError("system_error", "GATEWAY_INTERRUPTED", "the call was interrupted"),
+        )
+        caller = Account(call.caller, frozenset(), False, _record(), call.started_at)
+        try:
+            self._finish(
+                caller,
+                stored,
+                call.id,
+                f"hold:call:{call.id}",
+                request,
+                result,
+                output=None,
+                body=None,
+                policy_digest=None,
+                contract_digest=None,
+            )
+        except Error as exc:
+            if exc.code == "CONCURRENT_UPDATE":
+                return False
+            raise
+        return True
+
+
+def _refuse_private(url: str) -> None:
+    """Refuse (``PROVIDER_ADDRESS_REFUSED``) a provider URL whose host is, or resolves to, a
+    loopback, private, link-local or otherwise internal address: a provider registers its own
+    endpoint, so without this it could make the gateway call anything on the gateway's network.
+    (A name that resolves differently when the request is sent is not caught here.)"""
+    host = urlsplit(url).hostname or ""
+    try:
+        infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
+    except (OSError, UnicodeError):
+        raise Error(
+            f"The provider's host {host!r} does not resolve; nothing was charged.",
+            code="PROVIDER_UNREACHABLE",
+        ) from None
+    for info in infos:
+        address = ipaddress.ip_address(info[4][0])
+        if not address.is_global:
+            raise Error(
+                f"The provider's host {host!r} is an internal address ({address}); the gateway "
+                "calls only public endpoints. Nothing was charged.",
+                code="PROVIDER_ADDRESS_REFUSED",
+            )
+
+
+class _Raced(Exception):
+    """Another request with the same key started the call first."""
+
+
+def _record() -> Any:
+    from adjudge.market import AgentRecord  # noqa: PLC0415
+
+    return AgentRecord()
+
+
+def _error_determination(result: CallResult, request: CallRequest, now: datetime) -> Determination:
+    """A call that ended in a request or system error: nothing to judge (NOT_RUN), over the
+    request itself; its decision records the error and the reservation's return."""
+    subject = digest_of(
+        {"callId": request.call_id, "tool": request.tool, "arguments": dict(request.arguments)}
+    )
+    decision = dict(call_decision(result))
+    assert result.error is not None
+    decision["error"] = f"{result.error.kind}: {result.error.code}"
+    return determine(subject, [], now=now, policy_decision=decision)
+
+
+def _answer(
+    stored: db.StoredTool,
+    call_id: str,
+    status: str,
+    result: CallResult,
+    output: Any,
+    receipt_id: str,
+    receipt: Mapping[str, Any],
+) -> dict[str, Any]:
+    """What a call answers (and a retry replays): the client's receipt fields, the verdict,
+    the payment decision, every check row, the output, and the signed receipt."""
+    charged = result.charge_minor
+    return {
+        "intentId": call_id,
+        "tool": stored.name,
+        "provider": stored.provider,
+        "status": status,
+        "listedPrice": money(stored.price_minor, stored.currency),
+        "chargedPrice": money(charged, stored.currency),
+        "withheld": money(0, stored.currency),
+        "verdict": None if result.verdict is None else result.verdict.value,
+        "payment": result.effect.payment.value,
+        "strike": result.effect.strike,
+        "decidedBy": result.decided_by,
+        "checks": [row.to_dict() for row in result.rows],
+        "error": None if result.error is None else result.error.to_dict(),
+        "output": output,
+        "receiptId": receipt_id,
+        "receipt": receipt.get("envelope"),
+    }
+
+
+def parsed_contract(document: Mapping[str, Any]) -> Contract:
+    """A contract document as the calls package reads it."""
+    return register_contract(document)
+
+
+__all__ = ["DatabaseKeyRing", "Gateway", "IdempotencyInProgress", "gateway_call_view", "retry"]

@@ -1,0 +1,202 @@
+"""Gateway routes: callable tools, provider credentials, forwarded calls, the signing keys'
+JWKS, and the receipt look-up the goassay client makes (``{data: …}``)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
+
+from adjudge.errors import Error
+from adjudge.gateway import JWKS_PATH
+from adjudge.service.deps import Caller, IdemKey, Use, forwarded, reply, router
+
+routes = router()
+#: The JWKS and the client's REST side live outside /api/v1.
+public = APIRouter()
+
+
+class NewCallableTool(BaseModel):
+    """A callable tool document (see docs/gateway.md)."""
+
+    tool: dict[str, Any]
+
+
+class OpenApiImport(BaseModel):
+    """One operation of an OpenAPI 3.0/3.1 document, made into a tool."""
+
+    openapi: dict[str, Any]
+    price: dict[str, Any]
+    operation: str | None = Field(default=None, max_length=200)
+    method: str | None = Field(default=None, max_length=10)
+    path: str | None = Field(default=None, max_length=2000)
+    base_url: str | None = Field(default=None, max_length=2000)
+    name: str | None = Field(default=None, max_length=128)
+    policy: dict[str, Any] | None = None
+
+
+class McpImport(BaseModel):
+    """An MCP tool definition and the HTTP endpoint that serves it, made into a tool."""
+
+    definition: dict[str, Any]
+    base_url: str = Field(max_length=2000)
+    price: dict[str, Any]
+    method: str = Field(default="POST", max_length=10)
+    path: str = Field(default="", max_length=2000)
+    policy: dict[str, Any] | None = None
+
+
+class Credential(BaseModel):
+    """The header and secret the gateway sends to a provider not behind signature checks."""
+
+    header: str = Field(min_length=1, max_length=128)
+    secret: str = Field(min_length=1, max_length=4096)
+
+
+class GatewayCall(BaseModel):
+    """A tool to call through the gateway, with its arguments."""
+
+    tool: str = Field(min_length=1, max_length=128)
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+@routes.post("/tools/callable", status_code=201, tags=["gateway"])
+def register_callable(
+    *, body: NewCallableTool, who: Caller, app: Use, key: IdemKey = None
+) -> JSONResponse:
+    """A provider registers a callable tool: endpoint, input schema, contract, price, policy."""
+    return reply(app.gateway.register_tool(who, body.tool, key=key), 201)
+
+
+@routes.post("/tools/import/openapi", status_code=201, tags=["gateway"])
+def import_openapi(
+    *, body: OpenApiImport, who: Caller, app: Use, key: IdemKey = None
+) -> JSONResponse:
+    """A provider makes a callable tool from one operation of its OpenAPI document."""
+    answer = app.gateway.import_openapi(
+        who,
+        body.openapi,
+        operation=body.operation,
+        method=body.method,
+        path=body.path,
+        price=body.price,
+        base_url=body.base_url,
+        name=body.name,
+        policy=body.policy,
+        key=key,
+    )
+    return reply(answer, 201)
+
+
+@routes.post("/tools/import/mcp", status_code=201, tags=["gateway"])
+def import_mcp(*, body: McpImport, who: Caller, app: Use, key: IdemKey = None) -> JSONResponse:
+    """A provider makes a callable tool from an MCP tool definition and its endpoint."""
+    answer = app.gateway.import_mcp(
+        who,
+        body.definition,
+        base_url=body.base_url,
+        price=body.price,
+        method=body.method,
+        path=body.path,
+        policy=body.policy,
+        key=key,
+    )
+    return reply(answer, 201)
+
+
+@routes.get("/tools", tags=["gateway"])
+def list_tools(
+    *,
+    who: Caller,
+    app: Use,
+    query: Annotated[str | None, Query(max_length=200)] = None,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    cursor: Annotated[str | None, Query(max_length=400)] = None,
+) -> dict[str, Any]:
+    """Callable tools by name, with their price and MCP definition."""
+    return app.gateway.tools(query=query, limit=limit, cursor=cursor)
+
+
+@routes.get("/tools/{name}", tags=["gateway"])
+def get_tool(*, name: str, who: Caller, app: Use) -> dict[str, Any]:
+    """One callable tool."""
+    return app.gateway.tool(name)
+
+
+@routes.put("/providers/me/credential", tags=["gateway"])
+def set_credential(*, body: Credential, who: Caller, app: Use, key: IdemKey = None) -> JSONResponse:
+    """A provider gives the gateway the credential to call it with; it is stored encrypted and
+    never returned."""
+    return reply(app.gateway.set_credential(who, body.header, body.secret, key=key))
+
+
+@routes.post("/gateway/calls", tags=["gateway"])
+async def call(*, body: GatewayCall, who: Caller, app: Use, key: IdemKey = None) -> JSONResponse:
+    """Call a tool through the gateway: forwarded, verified, signed and settled; a retry with
+    the same Idempotency-Key replays the answer without calling the provider again."""
+    answer = await forwarded(lambda: app.gateway.call(who, body.tool, body.arguments, key=key))
+    return reply(answer)
+
+
+@routes.get("/gateway/calls", tags=["gateway"])
+def list_calls(
+    *,
+    who: Caller,
+    app: Use,
+    tool: Annotated[str | None, Query(max_length=128)] = None,
+    provider: Annotated[str | None, Query(max_length=64)] = None,
+    verdict: Annotated[str | None, Query(max_length=32)] = None,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    cursor: Annotated[str | None, Query(max_length=400)] = None,
+) -> dict[str, Any]:
+    """Forwarded calls newest first (an admin's all; anyone else's own)."""
+    return app.gateway.list_calls(
+        who, tool=tool, provider=provider, verdict=verdict, limit=limit, cursor=cursor
+    )
+
+
+@routes.get("/gateway/calls/{call_id}", tags=["gateway"])
+def get_call(*, call_id: str, who: Caller, app: Use) -> dict[str, Any]:
+    """A forwarded call with its answer and every check row."""
+    return app.gateway.get_call(who, call_id)
+
+
+@routes.post("/gateway/keys/rotate", tags=["gateway"])
+def rotate_keys(*, who: Caller, app: Use) -> dict[str, Any]:
+    """Publish a new signing key; the current ones retire after an overlap (admins)."""
+    return app.gateway.rotate_keys(who)
+
+
+@public.get(JWKS_PATH, include_in_schema=False)
+def jwks(request: Request) -> JSONResponse:
+    """The gateway's request-signing keys, as providers' verifiers read them."""
+    app = request.app.state.adjudge
+    return JSONResponse(app.gateway.jwks(), headers={"Cache-Control": "max-age=300"})
+
+
+@public.get("/assay/v1/receipts/{intent_id}", include_in_schema=False)
+def assay_receipt(intent_id: str, request: Request) -> JSONResponse:
+    """The goassay client's receipt look-up: a forwarded call's answer, in ``{data: …}``."""
+    app = request.app.state.adjudge
+    header = request.headers.get("authorization", "")
+    token = header[7:].strip() if header.lower().startswith("bearer ") else None
+    try:
+        who = app.accounts.authenticate(token)
+        found = app.gateway.get_call(who, intent_id)
+    except Error as exc:
+        from adjudge.service.errors import reply as refusal  # noqa: PLC0415
+
+        return refusal(exc)
+    if found["answer"] is None:
+        return JSONResponse(
+            {
+                "error": {
+                    "code": "IDEMPOTENCY_IN_PROGRESS",
+                    "message": "The call has not ended yet.",
+                }
+            },
+            status_code=409,
+        )
+    return JSONResponse({"data": found["answer"]})

@@ -1,0 +1,397 @@
+"""The gateway in the store: callable tools, the gateway's signing keys, providers' credentials,
+and the forwarded calls with their reservations.
+
+A forwarded call is written twice: when it starts (``pending``: the reservation is taken in the
+same transaction) and when it ends (``done``: its verified record, receipt and settlement, in
+one transaction). Secrets (signing keys, credentials) are stored sealed; this module never sees
+them in the clear.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Column,
+    ForeignKey,
+    Integer,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    and_,
+    insert,
+    or_,
+    select,
+    update,
+)
+from sqlalchemy.exc import IntegrityError
+
+from adjudge.errors import Error
+from adjudge.store import schema as s
+from adjudge.store.records import Page, decode_cursor, encode_cursor
+from adjudge.store.transaction import ConcurrentUpdate, Transaction
+
+tools = Table(
+    "gateway_tools",
+    s.metadata,
+    Column("name", String(128), primary_key=True),
+    Column("version", Integer, primary_key=True),  # each registration of a name is a version
+    Column("provider", String(64), ForeignKey("accounts.id"), nullable=False, index=True),
+    Column("document", JSON, nullable=False),  # the normalized tool document
+    Column("digest", String(71), nullable=False),
+    Column("price_minor", BigInteger, nullable=False),
+    Column("currency", String(64), nullable=False),
+    Column("registered_at", s.UTCDateTime, nullable=False),
+)
+
+signing_keys = Table(
+    "gateway_keys",
+    s.metadata,
+    Column("kid", String(128), primary_key=True),
+    Column("sealed", Text, nullable=False),  # the private key, sealed under the server secret
+    Column("created_at", s.UTCDateTime, nullable=False),
+    Column("retired_at", s.UTCDateTime, nullable=True),
+)
+
+credentials = Table(
+    "gateway_credentials",
+    s.metadata,
+    Column("provider", String(64), ForeignKey("accounts.id"), primary_key=True),
+    Column("header", String(128), nullable=False),
+    Column("sealed", Text, nullable=False),  # the secret, sealed; never returned by any API
+    Column("set_at", s.UTCDateTime, nullable=False),
+)
+
+calls = Table(
+    "gateway_calls",
+    s.metadata,
+    Column("id", String(64), primary_key=True),  # a UUID: the client's intent id
+    Column("caller", String(64), ForeignKey("accounts.id"), nullable=False, index=True),
+    Column("tool", String(128), nullable=False, index=True),
+    Column("tool_version", Integer, nullable=False),
+    Column("provider", String(64), nullable=False, index=True),
+    Column("price_minor", BigInteger, nullable=False),
+    Column("currency", String(64), nullable=False),
+    Column("key_hash", String(71), nullable=True),  # sha256 of the caller's idempotency key
+    Column("fingerprint", String(71), nullable=False),  # of the tool and arguments called
+    Column("state", String(16), nullable=False),  # pending | done
+    Column("started_at", s.UTCDateTime, nullable=False, index=True),
+    Column("finished_at", s.UTCDateTime, nullable=True),
+    Column("status", String(16), nullable=True),  # settled | refunded | voided
+    Column("verdict", String(32), nullable=True),
+    Column("receipt_id", String(64), nullable=True),
+    Column("answer", JSON, nullable=True),  # what the call answered, replayed on a retry
+    UniqueConstraint("caller", "key_hash"),
+)
+
+
+@dataclass(frozen=True)
+class StoredTool:
+    """A callable tool as registered (the latest version of its name)."""
+
+    name: str
+    version: int
+    provider: str
+    document: Mapping[str, Any]
+    digest: str
+    price_minor: int
+    currency: str
+    registered_at: datetime
+
+
+@dataclass(frozen=True)
+class GatewayCall:
+    """A forwarded call: who, what, its reservation, and — once done — how it ended."""
+
+    id: str
+    caller: str
+    tool: str
+    tool_version: int
+    provider: str
+    price_minor: int
+    currency: str
+    key_hash: str | None
+    fingerprint: str
+    state: str
+    started_at: datetime
+    finished_at: datetime | None
+    status: str | None
+    verdict: str | None
+    receipt_id: str | None
+    answer: Mapping[str, Any] | None
+
+
+def hashed(key: str) -> str:
+    """How an idempotency key is kept: its sha256."""
+    return "sha256:" + hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+# --- tools ----------------------------------------------------------------------------------
+
+
+def add_tool(
+    tx: Transaction,
+    *,
+    name: str,
+    provider: str,
+    document: Mapping[str, Any],
+    digest: str,
+    price_minor: int,
+    currency: str,
+    at: datetime,
+) -> StoredTool:
+    """Register a tool, or a new version of one; a name belongs to the provider that took it."""
+    current = tool(tx, name)
+    if current is not None and current.provider != provider:
+        raise Error(f"The tool {name} belongs to another provider.", code="NOT_TOOL_PROVIDER")
+    version = 1 if current is None else current.version + 1
+    try:
+        tx.conn.execute(
+            insert(tools).values(
+                name=name,
+                version=version,
+                provider=provider,
+                document=dict(document),
+                digest=digest,
+                price_minor=price_minor,
+                currency=currency,
+                registered_at=at,
+            )
+        )
+    except IntegrityError as exc:
+        raise ConcurrentUpdate("The same tool is being registered; try again.") from exc
+    return StoredTool(name, version, provider, document, digest, price_minor, currency, at)
+
+
+def tool(tx: Transaction, name: str, version: int | None = None) -> StoredTool | None:
+    """A tool's latest version (or the given one), or None."""
+    q = select(tools).where(tools.c.name == name)
+    if version is not None:
+        q = q.where(tools.c.version == version)
+    row = tx.conn.execute(q.order_by(tools.c.version.desc()).limit(1)).first()
+    return None if row is None else _tool(row)
+
+
+def list_tools(
+    tx: Transaction, *, query: str | None = None, limit: int = 50, cursor: str | None = None
+) -> Page:
+    """The latest version of every tool, by name; ``query`` filters names and descriptions."""
+    rows = list(tx.conn.execute(select(tools).order_by(tools.c.name, tools.c.version.desc())))
+    latest: dict[str, Any] = {}
+    for row in rows:
+        latest.setdefault(row.name, row)
+    found = [_tool(r) for r in latest.values()]
+    if query:
+        needle = query.casefold()
+        found = [
+            t
+            for t in found
+            if needle in t.name.casefold()
+            or needle in str(t.document.get("description", "")).casefold()
+        ]
+    if cursor is not None:
+        _, after = decode_cursor(cursor)
+        found = [t for t in found if t.name > after]
+    page = found[:limit]
+    following = None
+    if len(found) > limit and page:
+        following = encode_cursor(page[-1].registered_at, page[-1].name)
+    return Page(page, following)
+
+
+def _tool(row: Any) -> StoredTool:
+    return StoredTool(
+        row.name,
+        int(row.version),
+        row.provider,
+        row.document,
+        row.digest,
+        int(row.price_minor),
+        row.currency,
+        row.registered_at,
+    )
+
+
+# --- signing keys and credentials -------------------------------------------------------------
+
+
+def keys(tx: Transaction) -> list[tuple[str, str, datetime, datetime | None]]:
+    """Every signing key: kid, sealed private key, created, retired."""
+    k = signing_keys
+    rows = tx.conn.execute(select(k).order_by(k.c.created_at, k.c.kid))
+    return [(r.kid, r.sealed, r.created_at, r.retired_at) for r in rows]
+
+
+def add_key(tx: Transaction, kid: str, sealed: str, created_at: datetime) -> None:
+    """Store a new signing key (sealed)."""
+    try:
+        tx.conn.execute(insert(signing_keys).values(kid=kid, sealed=sealed, created_at=created_at))
+    except IntegrityError as exc:
+        raise ConcurrentUpdate("A key with this id is being added; try again.") from exc
+
+
+def retire_key(tx: Transaction, kid: str, at: datetime) -> None:
+    """Mark a key retired from ``at`` (it then signs nothing; the JWKS lists it a while more)."""
+    k = signing_keys
+    tx.conn.execute(
+        update(k).where(and_(k.c.kid == kid, k.c.retired_at.is_(None))).values(retired_at=at)
+    )
+
+
+def set_credential(tx: Transaction, provider: str, header: str, sealed: str, at: datetime) -> None:
+    """Store (or replace) the credential the gateway sends to a provider, sealed."""
+    c = credentials
+    if credential(tx, provider) is None:
+        tx.conn.execute(
+            insert(c).values(provider=provider, header=header, sealed=sealed, set_at=at)
+        )
+    else:
+        tx.conn.execute(
+            update(c)
+            .where(c.c.provider == provider)
+            .values(header=header, sealed=sealed, set_at=at)
+        )
+
+
+def credential(tx: Transaction, provider: str) -> tuple[str, str] | None:
+    """A provider's credential header and sealed secret, or None."""
+    c = credentials
+    row = tx.conn.execute(select(c.c.header, c.c.sealed).where(c.c.provider == provider)).first()
+    return None if row is None else (row.header, row.sealed)
+
+
+def delete_credential(tx: Transaction, provider: str) -> None:
+    """Forget a provider's credential."""
+    tx.conn.execute(credentials.delete().where(credentials.c.provider == provider))
+
+
+# --- forwarded calls ------------------------------------------------------------------------
+
+
+def start_call(tx: Transaction, call: GatewayCall) -> None:
+    """Record a call as it starts; one idempotency key per caller starts one call."""
+    try:
+        tx.conn.execute(
+            insert(calls).values(
+                id=call.id,
+                caller=call.caller,
+                tool=call.tool,
+                tool_version=call.tool_version,
+                provider=call.provider,
+                price_minor=call.price_minor,
+                currency=call.currency,
+                key_hash=call.key_hash,
+                fingerprint=call.fingerprint,
+                state="pending",
+                started_at=call.started_at,
+            )
+        )
+    except IntegrityError as exc:
+        raise ConcurrentUpdate("The same call is starting; try again.") from exc
+
+
+def finish_call(
+    tx: Transaction,
+    call_id: str,
+    *,
+    status: str,
+    verdict: str | None,
+    receipt_id: str,
+    answer: Mapping[str, Any],
+    at: datetime,
+) -> None:
+    """Record how a pending call ended; refused if it already ended (a racing recovery)."""
+    c = calls
+    done = tx.conn.execute(
+        update(c)
+        .where(and_(c.c.id == call_id, c.c.state == "pending"))
+        .values(
+            state="done",
+            status=status,
+            verdict=verdict,
+            receipt_id=receipt_id,
+            answer=dict(answer),
+            finished_at=at,
+        )
+    )
+    if done.rowcount != 1:
+        raise ConcurrentUpdate(f"The call {call_id} already ended.")
+
+
+def call(tx: Transaction, call_id: str) -> GatewayCall | None:
+    """A forwarded call, or None."""
+    row = tx.conn.execute(select(calls).where(calls.c.id == call_id)).first()
+    return None if row is None else _call(row)
+
+
+def call_by_key(tx: Transaction, caller: str, key: str) -> GatewayCall | None:
+    """The call a caller started with an idempotency key, or None."""
+    q = select(calls).where(and_(calls.c.caller == caller, calls.c.key_hash == hashed(key)))
+    row = tx.conn.execute(q).first()
+    return None if row is None else _call(row)
+
+
+def pending_before(tx: Transaction, before: datetime) -> list[GatewayCall]:
+    """Calls still pending that started before ``before`` (interrupted: to be refunded)."""
+    q = select(calls).where(and_(calls.c.state == "pending", calls.c.started_at < before))
+    return [_call(r) for r in tx.conn.execute(q.order_by(calls.c.started_at))]
+
+
+def list_calls(
+    tx: Transaction,
+    *,
+    party: str | None = None,
+    tool: str | None = None,
+    provider: str | None = None,
+    verdict: str | None = None,
+    limit: int = 50,
+    cursor: str | None = None,
+) -> Page:
+    """Forwarded calls, newest first; ``party`` keeps those it called or provides."""
+    c = calls
+    q = select(c)
+    if party is not None:
+        q = q.where(or_(c.c.caller == party, c.c.provider == party))
+    if tool:
+        q = q.where(c.c.tool == tool)
+    if provider:
+        q = q.where(c.c.provider == provider)
+    if verdict:
+        q = q.where(c.c.verdict == verdict)
+    if cursor is not None:
+        at, last = decode_cursor(cursor)
+        q = q.where(or_(c.c.started_at < at, and_(c.c.started_at == at, c.c.id > last)))
+    rows = list(tx.conn.execute(q.order_by(c.c.started_at.desc(), c.c.id).limit(limit + 1)))
+    following = None
+    if len(rows) > limit:
+        rows = rows[:limit]
+        following = encode_cursor(rows[-1].started_at, rows[-1].id)
+    return Page([_call(r) for r in rows], following)
+
+
+def _call(row: Any) -> GatewayCall:
+    return GatewayCall(
+        row.id,
+        row.caller,
+        row.tool,
+        int(row.tool_version),
+        row.provider,
+        int(row.price_minor),
+        row.currency,
+        row.key_hash,
+        row.fingerprint,
+        row.state,
+        row.started_at,
+        row.finished_at,
+        row.status,
+        row.verdict,
+        row.receipt_id,
+        row.answer,
+    )

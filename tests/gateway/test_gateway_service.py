@@ -1,0 +1,360 @@
+"""The gateway end to end over real HTTP on loopback: the service forwards calls, signed, to a
+provider behind the unmodified ``goassay-provider-verify`` middleware (configured only with its
+provider id and the service's JWKS URL), verifies the answers, and lets the verdict decide the
+charge — with a signed receipt for every call and the books audited after each test."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+import pytest
+from goassay_provider_verify import AssayVerifyMiddleware
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from adjudge.app import App
+from adjudge.app.wiring import SignedReceipts
+from adjudge.gateway import JWKS_PATH, Forwarder, ForwardLimits
+from adjudge.receipts import SigningKey, canonical_bytes, verify
+from adjudge.store import Store
+from support.audit import audit
+from support.harness import FUNDS, Harness, make_harness
+from support.live import serving
+from support.loopback import AsgiServer
+
+PROVIDER = "skycast"
+PRICE = 25
+
+
+@dataclass
+class Script:
+    """What the provider answers next, and what it saw."""
+
+    answer: str = "good"
+    seen: list[dict[str, Any]] = field(default_factory=list)
+    now: datetime = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def forecast(script: Script, days: int) -> dict[str, Any]:
+    return {
+        "latitude": 52.52,
+        "longitude": 13.41,
+        "issued": script.now.isoformat().replace("+00:00", "Z"),
+        "daily": [
+            {
+                "date": f"2026-01-{10 + d:02d}",
+                "temperature_2m_max": 5.0 + d,
+                "temperature_2m_min": -1.0,
+                "precipitation_probability_max": 40,
+            }
+            for d in range(days)
+        ],
+    }
+
+
+def provider(script: Script) -> Starlette:
+    """The provider's own API: a forecast endpoint whose answer the test scripts."""
+
+    async def handle(request: Request) -> Response:
+        with script.lock:
+            script.seen.append(
+                {"city": request.path_params["city"], "call_id": request.headers["x-assay-call-id"]}
+            )
+        kind = script.answer
+        if kind == "good":
+            return JSONResponse(forecast(script, 3))
+        if kind == "bad":  # a high of 300 °C and a latitude of 95: breaks the contract
+            body = forecast(script, 3)
+            body["latitude"] = 95
+            body["daily"][0]["temperature_2m_max"] = 300
+            return JSONResponse(body)
+        if kind == "misapplied":  # the rain chance as text: the range rule cannot judge it
+            body = forecast(script, 3)
+            body["daily"][1]["precipitation_probability_max"] = "high"
+            return JSONResponse(body)
+        if kind == "empty":
+            body = forecast(script, 0)
+            return JSONResponse(body)
+        if kind == "slow":
+            import asyncio  # noqa: PLC0415
+
+            await asyncio.sleep(2.0)
+            return JSONResponse(forecast(script, 3))
+        if kind == "error":
+            return JSONResponse({"error": "boom"}, status_code=503)
+        return Response(b"\x00garbage", media_type="application/octet-stream")
+
+    return Starlette(routes=[Route("/v1/forecast/{city}", handle, methods=["GET"])])
+
+
+def tool(base_url: str, provider_id: str = PROVIDER) -> dict[str, Any]:
+    return {
+        "name": "weather_forecast",
+        "description": "Daily forecast for a city: highs, lows and chance of rain.",
+        "provider": provider_id,
+        "endpoint": {
+            "base_url": base_url,
+            "method": "GET",
+            "path": "/v1/forecast/{city}",
+            "arguments": {"city": "path", "days": "query"},
+        },
+        "input_schema": {
+            "type": "object",
+            "required": ["city"],
+            "additionalProperties": False,
+            "properties": {"city": {"type": "string", "minLength": 1}, "days": {"type": "integer"}},
+        },
+        "contract": {
+            "version": "1",
+            "response_mapping": {
+                "location": "{lat: latitude, lon: longitude}",
+                "issued_at": "issued",
+                "days": "daily[*].{date: date, temp_max_c: temperature_2m_max, "
+                "temp_min_c: temperature_2m_min, precip_prob: precipitation_probability_max}",
+            },
+            "output_schema": {
+                "type": "object",
+                "required": ["location", "issued_at", "days"],
+                "properties": {
+                    "location": {
+                        "type": "object",
+                        "properties": {"lat": {"type": "number", "minimum": -90, "maximum": 90}},
+                    },
+                    "days": {"type": "array"},
+                },
+            },
+        },
+        "price": {"amount_minor": PRICE, "currency": "USD"},
+        "policy": {"id": "weather-standard", "version": 1},
+    }
+
+
+POLICY = {
+    "policy": "weather-standard",
+    "version": 1,
+    "tool": "weather_forecast",
+    "mode": "enforce",
+    "checks": ["schema", "quality_rules"],
+    "threshold": "1",
+    "empty_result": {"path": "days", "on_empty": "accept"},
+    "rules": [
+        {"kind": "required_values", "name": "day_fields", "path": "days", "fields": ["date"]},
+        {
+            "kind": "numeric_range",
+            "name": "plausible_highs",
+            "path": "days",
+            "field": "temp_max_c",
+            "min": -90,
+            "max": 60,
+        },
+        {
+            "kind": "numeric_range",
+            "name": "rain_percent",
+            "path": "days",
+            "field": "precip_prob",
+            "min": 0,
+            "max": 100,
+        },
+    ],
+    "clauses": [
+        {"match": "veto", "check": "schema", "verdict": "FAIL"},
+        {"match": "failures_at_least", "count": 1, "verdict": "FAIL"},
+        {"match": "votes_fewer_than", "count": 1, "verdict": "DEGRADED"},
+    ],
+}
+
+
+@dataclass
+class World:
+    h: Harness
+    service: str
+    script: Script
+    provider_url: str
+    signer: SigningKey
+
+    def call(self, arguments: dict[str, Any], key: str | None = None, who: str = "ann") -> Any:
+        headers = {"Authorization": f"Bearer {self.h.keys[who]}"}
+        if key:
+            headers["Idempotency-Key"] = key
+        return httpx.post(
+            f"{self.service}/api/v1/gateway/calls",
+            json={"tool": "weather_forecast", "arguments": arguments},
+            headers=headers,
+            timeout=30,
+        )
+
+
+@pytest.fixture
+def world(store: Store) -> Iterator[World]:
+    """A served adjudge with a provider behind the real middleware, its tool and policy."""
+    signer = SigningKey.generate()
+    h = make_harness(store, issuer=SignedReceipts(signer))
+    h.app = App(
+        store,
+        clock=h.clock,
+        issuer=h.app.issuer,
+        forwarder=Forwarder(ForwardLimits(total_timeout=1.0, read_timeout=1.0)),
+        private_providers=True,
+    )
+    h.keys[PROVIDER] = h.app.accounts.create(None, PROVIDER, ["provider"]).value["api_key"]
+    script = Script()
+    with serving(h.app) as service:
+        guarded = AssayVerifyMiddleware(
+            provider(script), provider=PROVIDER, jwks_url=f"{service}{JWKS_PATH}"
+        )
+        with AsgiServer(guarded) as server:
+            base = server.url
+            r = httpx.post(
+                f"{service}/api/v1/tools/callable",
+                json={"tool": tool(base)},
+                headers={"Authorization": f"Bearer {h.keys[PROVIDER]}"},
+            )
+            assert r.status_code == 201, r.text
+            h.ok("pat", "POST", "/tools/weather_forecast/policies", {"policy": POLICY})
+            yield World(h, service, script, base, signer)
+        h.app.close()
+    audit(store)
+
+
+def test_a_good_answer_settles_and_pays_the_provider(world: World) -> None:
+    """Signed, accepted by the provider's verifier, verified PASS: the caller is charged the
+    price, the provider credited, and the signed receipt verifies offline."""
+    r = world.call({"city": "berlin", "days": 3})
+    assert r.status_code == 200, r.text
+    answer = r.json()
+    assert (answer["status"], answer["verdict"], answer["payment"]) == ("settled", "PASS", "settle"), answer["error"]
+    assert answer["chargedPrice"] == {"amount": str(PRICE), "asset": "USD", "decimals": 2}
+    assert answer["output"]["location"] == {"lat": 52.52, "lon": 13.41}
+    assert [s["call_id"] for s in world.script.seen] == [answer["intentId"]]
+    assert world.h.balance("wallet:ann") == FUNDS - PRICE
+    assert world.h.balance(f"wallet:{PROVIDER}") == PRICE
+    envelope = canonical_bytes(answer["receipt"])
+    assert verify(envelope, world.signer.keyid).verdict.value == "PASS"
+    view = world.h.ok("ann", "GET", f"/gateway/calls/{answer['intentId']}")
+    assert view["state"] == "done" and view["record"]["verdict"] == "PASS"
+
+
+@pytest.mark.parametrize(
+    ("answer", "status", "verdict", "strike"),
+    [
+        ("bad", "refunded", "FAIL", True),
+        ("misapplied", "voided", "MISAPPLIED", False),
+        ("empty", "settled", "EMPTY_UNVERIFIED", False),
+        ("slow", "refunded", None, False),
+        ("error", "refunded", None, False),
+    ],
+)
+def test_the_verdict_decides_the_charge(
+    world: World, answer: str, status: str, verdict: str | None, strike: bool
+) -> None:
+    """A contract-breaking answer refunds and strikes; a misapplied rule voids; an empty answer
+    follows the empty-result policy; a time-out or a 5xx is a request error that refunds."""
+    world.script.answer = answer
+    r = world.call({"city": "berlin"})
+    assert r.status_code == 200, r.text
+    got = r.json()
+    assert (got["status"], got["verdict"], got["strike"]) == (status, verdict, strike), got
+    charged = PRICE if status == "settled" else 0
+    assert world.h.balance("wallet:ann") == FUNDS - charged
+    assert world.h.balance(f"wallet:{PROVIDER}") == charged
+    if verdict is None:
+        assert got["error"]["kind"] == "request_error"
+    assert got["receiptId"]
+
+
+def test_a_retry_replays_without_calling_the_provider(world: World) -> None:
+    """The same Idempotency-Key: the stored answer, the provider called once, charged once;
+    the key for other arguments is IDEMPOTENCY_KEY_REUSED."""
+    first = world.call({"city": "berlin"}, key="k-1")
+    again = world.call({"city": "berlin"}, key="k-1")
+    assert first.status_code == again.status_code == 200
+    assert again.json() == first.json() and again.headers["Idempotent-Replayed"] == "true"
+    assert len(world.script.seen) == 1
+    assert world.h.balance("wallet:ann") == FUNDS - PRICE
+    other = world.call({"city": "paris"}, key="k-1")
+    assert (other.status_code, other.json()["error"]["code"]) == (409, "IDEMPOTENCY_KEY_REUSED")
+
+
+def test_refusals_before_the_provider_charge_nothing(world: World) -> None:
+    """Arguments that do not fit the input schema, or a caller who cannot pay: refused with a
+    code before the provider is called; nothing moves."""
+    r = world.call({"town": "berlin"})
+    assert (r.status_code, r.json()["error"]["code"]) == (400, "TOOL_ARGUMENTS_INVALID")
+    world.h.app.accounts.create(None, "poor", ["agent"])
+    poor = world.h.app.accounts.create(None, "poorer", ["agent"]).value["api_key"]
+    world.h.keys["poorer"] = poor
+    r = world.call({"city": "berlin"}, who="poorer")
+    assert (r.status_code, r.json()["error"]["code"]) == (409, "INSUFFICIENT_FUNDS")
+    assert world.script.seen == []
+    assert world.h.balance("wallet:ann") == FUNDS
+
+
+def test_a_provider_that_refuses_the_signature_is_a_request_error(world: World) -> None:
+    """A tool whose provider id is not the one the provider's verifier expects: the middleware
+    refuses (WRONG_PROVIDER); the gateway records a request error and refunds."""
+    world.h.keys["other"] = world.h.app.accounts.create(None, "other", ["provider"]).value[
+        "api_key"
+    ]
+    doc = tool(world.provider_url, provider_id="other")
+    doc["name"] = "weather_elsewhere"
+    doc["contract"] = {"version": "1"}
+    doc["policy"] = None
+    made = world.h.ok("other", "POST", "/tools/callable", {"tool": doc})
+    assert made["name"] == "weather_elsewhere"
+    r = httpx.post(
+        f"{world.service}/api/v1/gateway/calls",
+        json={"tool": "weather_elsewhere", "arguments": {"city": "berlin"}},
+        headers={"Authorization": f"Bearer {world.h.keys['ann']}"},
+        timeout=30,
+    )
+    got = r.json()
+    assert (
+        got["status"] == "refunded"
+        and got["error"]["code"] == "GATEWAY_SIGNATURE_REFUSED:WRONG_PROVIDER"
+    )
+    assert world.h.balance("wallet:ann") == FUNDS
+
+
+def test_observed_failures_feed_quality_and_propose_a_penalty(world: World) -> None:
+    """Only calls the gateway forwarded count: failing ones raise the provider's failure rate
+    and, past the sample gate, propose a penalty."""
+    world.h.ok(
+        PROVIDER,
+        "POST",
+        "/tools",
+        {
+            "contract": {"tool": "weather_unused", "version": "1"},
+            "quality": {"declared_failure_rate": "1/10", "sample_gate": 3, "window_days": 7},
+        },
+    )
+    world.script.answer = "bad"
+    for _ in range(4):
+        assert world.call({"city": "berlin"}).json()["verdict"] == "FAIL"
+    quality = world.h.ok("pat", "GET", f"/providers/{PROVIDER}/quality")
+    assert quality["window"]["fail"] == 4 and quality["failure_rate"] == "1/1"
+    assert quality["proposal"] is not None and quality["proposal"]["status"] == "pending"
+
+
+def test_internal_providers_are_refused_by_default(store: Store) -> None:
+    """Without private providers allowed, a tool on a loopback address is refused before
+    anything is reserved."""
+    h = make_harness(store)
+    h.keys[PROVIDER] = h.app.accounts.create(None, PROVIDER, ["provider"]).value["api_key"]
+    doc = tool("http://127.0.0.1:9/v1")
+    doc["policy"] = None
+    h.ok(PROVIDER, "POST", "/tools/callable", {"tool": doc})
+    r = h.call(
+        "ann", "POST", "/gateway/calls", {"tool": "weather_forecast", "arguments": {"city": "x"}}
+    )
+    assert (r.status_code, r.json()["error"]["code"]) == (400, "PROVIDER_ADDRESS_REFUSED")
+    assert h.balance("wallet:ann") == FUNDS
+    json.dumps(h.ok("ann", "GET", "/tools/weather_forecast"))
