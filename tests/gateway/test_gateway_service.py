@@ -231,7 +231,8 @@ def test_a_good_answer_settles_and_pays_the_provider(world: World) -> None:
     r = world.call({"city": "berlin", "days": 3})
     assert r.status_code == 200, r.text
     answer = r.json()
-    assert (answer["status"], answer["verdict"], answer["payment"]) == ("settled", "PASS", "settle"), answer["error"]
+    got = (answer["status"], answer["verdict"], answer["payment"])
+    assert got == ("settled", "PASS", "settle"), answer["error"]
     assert answer["chargedPrice"] == {"amount": str(PRICE), "asset": "USD", "decimals": 2}
     assert answer["output"]["location"] == {"lat": 52.52, "lon": 13.41}
     assert [s["call_id"] for s in world.script.seen] == [answer["intentId"]]
