@@ -219,12 +219,14 @@ class Client:
         reasons: list[str],
         signature: str,
         public_key: str | None = None,
+        quotes: list[dict[str, Any]] | None = None,
         idempotency_key: str | None = None,
     ) -> dict[str, Any]:
-        """A verifier's signed verdict."""
+        """A verifier's signed verdict, with the quotes that ground it."""
         body = {
             "passed": passed,
             "reasons": reasons,
+            "quotes": quotes or [],
             "signature": signature,
             "public_key": public_key,
         }

@@ -67,10 +67,25 @@ def test_a_verifier_signs_its_verdict_from_the_terminal(
             return r.exit_code, r.stdout, r.stderr
 
         code, _, err = run("verdict", tid, "--verifier-key", str(other))
-        assert code == 1 and err.startswith("VERDICT_SIGNATURE_INVALID:")
+        assert code == 1 and "VERDICT_SIGNATURE_INVALID:" in err and "not grounded" in err
         code, _, err = run("verdict", tid, "--verifier-key", str(tmp_path / "none.pem"))
         assert code == 2 and "Cannot read" in err
-        code, out, _ = run("verdict", tid, "--verifier-key", str(mine), "--reason", "Fine.")
+        code, _, err = run(
+            "verdict", tid, "--verifier-key", str(mine), "--quote-result", "not in it"
+        )
+        assert code == 2 and "word for word" in err
+        code, out, _ = run(
+            "verdict",
+            tid,
+            "--verifier-key",
+            str(mine),
+            "--reason",
+            "Fine.",
+            "--quote-brief",
+            "summary",
+            "--quote-result",
+            "Here is",
+        )
         assert code == 0 and "paid_on_pass" in out
     verdict = h.ok("pat", "GET", f"/tasks/{tid}")["verdicts"][0]
     assert verdict["verification_result"]["verifier_signature"]["payload"]["reasons"] == ["Fine."]

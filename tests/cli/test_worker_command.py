@@ -13,11 +13,13 @@ from adjudge.receipts import SigningKey
 from adjudge.store import Store
 from support.harness import make_harness
 from support.live import free_port, serving
-from support.model_server import completion, model_server
+from support.model_server import completion, model_server, user_data
 
 
 def passes(request: dict[str, Any]) -> tuple[int, str, float]:
-    return 200, completion(json.dumps({"passed": True, "reasons": []})), 0.0
+    data = user_data(request)
+    quotes = [{"from": "brief", "text": data["brief"][:5]}, {"from": "result", "text": "summary"}]
+    return 200, completion(json.dumps({"passed": True, "reasons": [], "quotes": quotes})), 0.0
 
 
 def test_the_worker_is_a_client_that_needs_the_verifiers_key(

@@ -10,6 +10,7 @@ import pytest
 
 from adjudge.app.signed_verdicts import sign_verdict, verdict_payload
 from adjudge.app.wiring import SignedReceipts
+from adjudge.kernel.oracle import Record
 from adjudge.receipts import SigningKey, canonical_bytes, verify
 from adjudge.store import Store
 from support.harness import Harness, make_harness
@@ -50,8 +51,10 @@ def test_a_signed_verdict_is_accepted_stored_and_named_in_the_receipt(store: Sto
         task_id=tid,
         attempt=1,
         result_digest=view["result_digest"],
+        brief_digest=Record(view["brief"].encode()).digest,
         passed=False,
         reasons=["The table is missing."],
+        quotes=body["quotes"],
         verifier_key=h.signers["vera"].keyid,
     )
     assert record["payload"] == payload
@@ -62,7 +65,8 @@ def test_a_signed_verdict_is_accepted_stored_and_named_in_the_receipt(store: Sto
     assert verify(canonical_bytes(receipt["envelope"]), issuer.fingerprint).verdict.value == "FAIL"
     statement = json.loads(base64.b64decode(receipt["envelope"]["payload"]))
     check = next(c for c in statement["predicate"]["checks"] if c["name"] == "agent-review")
-    assert check["evidence"] == [view["result_digest"], record["digest"]]
+    assert view["result_digest"] in check["evidence"] and record["digest"] in check["evidence"]
+    assert {q["quoteHash"] for q in body["quotes"]} <= set(check["evidence"])
     assert check["verifierKey"] == h.signers["vera"].keyid
     h.ledger()
 

@@ -46,6 +46,12 @@ class FakeIssuer:
             statement = {**statement, "settlement": settlement.decision()}
         return self._chained(statement, previous)
 
+    def issue_routing(
+        self, routed: Any, result: str | None, previous: tuple[str, int] | None
+    ) -> Mapping[str, Any]:
+        """A receipt for an agent review routed to the poster."""
+        return self._chained({"routed": routed.task_id, "reason": routed.reason}, previous)
+
     def issue_settlement(
         self,
         settlement: Any,

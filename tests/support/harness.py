@@ -10,6 +10,8 @@ from fastapi.testclient import TestClient
 
 from adjudge.app import Account, App
 from adjudge.app.signed_verdicts import sign_verdict, verdict_payload
+from adjudge.kernel.oracle import Record
+from adjudge.kernel.semantic import Quote
 from adjudge.market import ReceiptIssuer
 from adjudge.receipts import SigningKey
 from adjudge.service import create_app
@@ -63,21 +65,37 @@ class Harness:
         return r.status_code, payload["error"]["code"]
 
     def signed(
-        self, who: str, tid: str, passed: bool, reasons: list[str] | None = None
+        self,
+        who: str,
+        tid: str,
+        passed: bool,
+        reasons: list[str] | None = None,
+        quotes: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
-        """A verdict body for the task's latest submission, signed with ``who``'s key."""
+        """A verdict body for the task's latest submission, signed with ``who``'s key and
+        grounded by a quote from the brief and one from the result (unless ``quotes`` says)."""
         task = self.ok(who, "GET", f"/tasks/{tid}")
+        brief = task["brief"] or ""
+        result = task["submissions"][-1]["result"]
+        if quotes is None:
+            quotes = [
+                Quote.of("brief", brief, 0, min(len(brief), 20)).to_dict(),
+                Quote.of("result", result, 0, min(len(result), 20)).to_dict(),
+            ]
         payload = verdict_payload(
             task_id=tid,
             attempt=task["attempts"],
             result_digest=task["result_digest"],
+            brief_digest=Record(brief.encode("utf-8"), "brief").digest,
             passed=passed,
             reasons=reasons or [],
+            quotes=quotes,
             verifier_key=self.signers[who].keyid,
         )
         return {
             "passed": passed,
             "reasons": reasons or [],
+            "quotes": quotes,
             **sign_verdict(self.signers[who], payload),
         }
 

@@ -27,6 +27,7 @@ from adjudge.market import (
     DisputeFiled,
     Outcome,
     ReceiptIssuer,
+    Routed,
     Settlement,
     Transfer,
     VerdictReached,
@@ -94,6 +95,8 @@ def apply(
         )
         ledger.transfer(tx, settlement.transfers, task_id=task_id, at=at, receipt_id=receipt.id)
     for effect in out.effects:
+        if isinstance(effect, Routed):
+            _route(tx, effect, issuer, at)
         if isinstance(effect, Transfer):
             raise Error(  # only posting funds an escrow, through :func:`post`
                 "A task event moved money outside a settlement.", code="UNPROVEN_RELEASE"
@@ -108,6 +111,19 @@ def apply(
                 StoredDispute(effect.task_id, effect.attempt, effect.by, effect.reason, effect.at),
             )
     return updated
+
+
+def _route(tx: Transaction, routed: Routed, issuer: ReceiptIssuer, at: datetime) -> None:
+    """Record an agent review that could not be grounded, with its (UNKNOWN) receipt."""
+    sub = records.submission(tx, routed.task_id, routed.attempt)
+    result = sub.result if sub else None
+    receipt = receipt_log.append(
+        tx,
+        lambda previous: issuer.issue_routing(routed, result, previous),
+        task_id=routed.task_id,
+        at=at,
+    )
+    records.add_routing(tx, routed, receipt.id)
 
 
 def reserve(tx: Transaction, payer: str, hold: str, amount: int, *, at: datetime) -> None:

@@ -4,14 +4,23 @@ The named verifier signs the RFC 8785 canonical JSON (:func:`adjudge.receipts.ca
 of exactly this object, with the private half of the key its account registered::
 
     {
-      "type": "adjudge.verifier-verdict/v1",
+      "type": "adjudge.verifier-verdict/v2",
       "task_id": "task_…",
       "attempt": 1,                      # the submission judged (1, 2 or 3)
       "result_digest": "sha256:<hex>",   # that submission's digest, recorded at submission
+      "brief_digest": "sha256:<hex>",    # the task's brief as posted (UTF-8)
       "passed": true,
       "reasons": ["…"],                  # exactly as sent, in order
+      "quotes": [{"artifact": "brief" | "result", "start": 0, "end": 12,
+                  "text": "…", "quoteHash": "sha256:<hex>"}],   # what the verdict relies on
       "verifier_key": "<hex>"            # the key's fingerprint: sha256 of the raw public key
     }
+
+The quotes ground the judgment (spec 002): offsets are Unicode code points into the artifact's
+text, ``[start, end)``, and ``quoteHash`` is the sha256 of the quoted text's UTF-8 bytes. The
+service checks every quote against its own stored brief and result
+(:func:`adjudge.kernel.semantic.ground_review`); a review that quotes nothing from either, or a
+quote that does not resolve, is not paid on: the submission goes to the poster.
 
 ``POST /tasks/{id}/verdict`` carries ``signature`` (standard base64 of the 64-byte signature) and
 ``public_key`` (standard base64 of the raw 32-byte key). The service never takes the payload from
@@ -33,7 +42,7 @@ from adjudge.errors import Error
 from adjudge.receipts import Signer, VerifyingKey, canonical_bytes, digest
 
 #: The payload's ``type``; it also keeps the signed bytes apart from any other signed document.
-PAYLOAD_TYPE = "adjudge.verifier-verdict/v1"
+PAYLOAD_TYPE = "adjudge.verifier-verdict/v2"
 #: Where a verdict record's ``detail`` keeps the verified signature.
 DETAIL_KEY = "verifier_signature"
 
@@ -46,6 +55,8 @@ def verdict_payload(
     passed: bool,
     reasons: Sequence[str],
     verifier_key: str,
+    brief_digest: str | None = None,
+    quotes: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
     """The object a verifier signs (see the module's docstring)."""
     return {
@@ -53,8 +64,10 @@ def verdict_payload(
         "task_id": task_id,
         "attempt": attempt,
         "result_digest": result_digest,
+        "brief_digest": brief_digest,
         "passed": passed,
         "reasons": list(reasons),
+        "quotes": [dict(q) for q in quotes],
         "verifier_key": verifier_key,
     }
 

@@ -24,6 +24,8 @@ from adjudge.app.views import rendered, shown, task_summary, task_view
 from adjudge.autocheck import criteria as autocriteria
 from adjudge.autocheck import jsregex
 from adjudge.errors import CriteriaError, Error, RateLimited
+from adjudge.kernel import semantic
+from adjudge.kernel.oracle import Record
 from adjudge.market import (
     DEFAULT_FEE_BPS,
     MAX_FEE_BPS,
@@ -48,6 +50,7 @@ from adjudge.market import (
     Status,
     Submit,
     VerdictReached,
+    VerifierRouted,
     VerifierVerdict,
     post,
     step,
@@ -190,6 +193,12 @@ class Tasks:
         need_role(account, "poster")
         if (deadline is None) == (deadline_hours is None):
             raise Error("Send a deadline or deadline_hours (one of them).", code="INVALID_DEADLINE")
+        if mode == Mode.AGENT.value and not brief.strip():
+            raise Error(
+                "Agent review judges the result against the brief, and its verdict must quote "
+                "it: send a brief.",
+                code="BRIEF_REQUIRED",
+            )
         if deadline_hours is not None and not 0 < deadline_hours <= MAX_DEADLINE_HOURS:
             raise Error(
                 "The deadline must be between 1 hour and 90 days after posting.",
@@ -335,31 +344,83 @@ class Tasks:
         reasons: Sequence[str],
         signature: str | None,
         public_key: str | None = None,
+        quotes: Sequence[Mapping[str, Any]] = (),
         key: str | None = None,
     ) -> Answer[Any]:
-        """The named verifier's judgment (agent mode), signed with the verifier's own key.
+        """The named verifier's judgment (agent mode), signed with its own key and grounded.
 
-        The market's rules decide first (who, which state, how many reasons); then the signature
-        is checked against the payload rebuilt from the judged submission and the key the task's
-        trust policy names (:mod:`adjudge.app.signed_verdicts`), before any receipt is built or
-        anything is written. A revoked key signs nothing. The verified signature is kept with
-        the verdict.
+        In order: the market's rules decide who and when (the named verifier, while the work
+        awaits it); the signature is checked against the payload rebuilt from the service's own
+        records — the task, the submission judged, its digest, the brief's digest — with the
+        body's ``passed``, ``reasons`` and ``quotes``, under the key the task trusts (a revoked
+        key signs nothing); then the review is grounded in the stored brief and result
+        (:func:`adjudge.kernel.semantic.ground_review`). A grounded review decides — a PASS pays
+        on the poster's trust in that one key — and an ungrounded one decides nothing: the
+        submission goes to the poster for a manual decision. The verified signature is kept
+        with the record.
         """
         need_role(account, "verifier")
-        ev = VerifierVerdict(account.id, passed, tuple(reasons))
         inputs = {
             "passed": passed,
             "reasons": list(reasons),
             "signature": signature,
             "public_key": public_key,
+            "quotes": [dict(q) for q in quotes],
         }
+        signed: dict[str, Any] = {}
+
+        def event(tx: Transaction, stored: StoredTask) -> Event:
+            t = stored.task
+            sub = records.submission(tx, task_id, t.attempts)
+            if t.verifier != account.id or t.status is not Status.AWAITING_VERIFICATION:
+                # The market refuses it with the right code; nothing to sign or ground.
+                return VerifierVerdict(account.id, passed, tuple(reasons))
+            if sub is None or not t.verifier_key or t.result_digest is None:
+                raise Error(
+                    "The task names no verifier key or holds no result to sign.",
+                    code="VERDICT_UNPROVABLE",
+                )
+            brief = Record(stored.brief.encode("utf-8"), "brief")
+            result = Record(sub.result.encode("utf-8"))
+            payload = verdict_payload(
+                task_id=task_id,
+                attempt=t.attempts,
+                result_digest=t.result_digest,
+                brief_digest=brief.digest,
+                passed=passed,
+                reasons=reasons,
+                quotes=quotes,
+                verifier_key=t.verifier_key,
+            )
+            signed["record"] = _check(tx, t.verifier_key, payload, signature, public_key)
+            review = semantic.Review.from_dict(
+                {
+                    "verifierKey": t.verifier_key,
+                    "passed": passed,
+                    "briefDigest": brief.digest,
+                    "resultDigest": t.result_digest,
+                    "quotes": list(quotes),
+                    "reasons": list(reasons),
+                }
+            )
+            grounding = semantic.ground_review(review, brief=brief, result=result)
+            if grounding.grounded:
+                return VerifierVerdict(account.id, passed, tuple(reasons), grounding)
+            return VerifierRouted(account.id, grounding.reason, grounding)
 
         def sign(tx: Transaction, out: Outcome) -> Outcome:
-            return _signed(tx, out, signature, public_key, self.unit.now())
+            record = signed.get("record")
+            if record is None:
+                return out
+            effects: list[Effect] = [
+                replace(e, detail={**e.detail, DETAIL_KEY: record})
+                if isinstance(e, VerdictReached) and e.authority == "verifier"
+                else e
+                for e in out.effects
+            ]
+            return replace(out, effects=tuple(effects))
 
-        return self._act(
-            account, task_id, "verdict", inputs, key, lambda tx, st: ev, transform=sign
-        )
+        return self._act(account, task_id, "verdict", inputs, key, event, transform=sign)
 
     def dispute(
         self, account: Account, task_id: str, *, reason: str, key: str | None = None
@@ -582,34 +643,16 @@ def _task(tx: Transaction, task_id: str) -> StoredTask:
     return stored
 
 
-def _signed(
-    tx: Transaction, out: Outcome, signature: str | None, public_key: str | None, now: datetime
-) -> Outcome:
-    """``out`` with its verifier verdict carrying the verified signature (refused otherwise)."""
-    effects: list[Effect] = []
-    for effect in out.effects:
-        if isinstance(effect, VerdictReached) and effect.authority == "verifier":
-            effects.append(_verified(tx, effect, signature, public_key, now))
-        else:
-            effects.append(effect)
-    return replace(out, effects=tuple(effects))
-
-
-def _verified(
+def _check(
     tx: Transaction,
-    effect: VerdictReached,
+    named: str,
+    payload: Mapping[str, Any],
     signature: str | None,
     public_key: str | None,
-    now: datetime,
-) -> VerdictReached:
-    named = effect.verifier_key
-    if not named or effect.result_digest is None:
-        raise Error(
-            "The task names no verifier key or holds no result to sign.",
-            code="VERDICT_UNPROVABLE",
-        )
+) -> dict[str, Any]:
+    """The verified signature of a verifier's payload under the key the task trusts."""
     held = records.verifier_key(tx, named)
-    if held is not None and not held.active_at(now):
+    if held is not None and held.revoked_at is not None:
         raise Error(
             f"The verifier key {named} this task trusts was revoked; it signs nothing now.",
             code="VERDICT_SIGNATURE_INVALID",
@@ -620,13 +663,4 @@ def _verified(
             f"The verdict names a public key other than the registered key {named}.",
             code="VERDICT_SIGNATURE_INVALID",
         )
-    payload = verdict_payload(
-        task_id=effect.task_id,
-        attempt=effect.attempt,
-        result_digest=effect.result_digest,
-        passed=effect.passed,
-        reasons=effect.reasons,
-        verifier_key=named,
-    )
-    record = check_signature(payload, signature, stored_key or public_key)
-    return replace(effect, detail={**effect.detail, DETAIL_KEY: record})
+    return check_signature(payload, signature, stored_key or public_key)

@@ -16,7 +16,15 @@ from adjudge.errors import CriteriaError, Error
 from adjudge.kernel import DEFAULT_POLICY, Authority, Check, Determination, Verdict, determine
 from adjudge.kernel.adapters import auto_check_check
 from adjudge.kernel.oracle import Record, integrity
-from adjudge.market import Checker, CheckOutcome, ReceiptIssuer, Settlement, Task, VerdictReached
+from adjudge.market import (
+    Checker,
+    CheckOutcome,
+    ReceiptIssuer,
+    Routed,
+    Settlement,
+    Task,
+    VerdictReached,
+)
 from adjudge.receipts import Head, SigningKey, digest, issue
 
 
@@ -96,18 +104,23 @@ class SignedReceipts:
             outcome = _Outcome(verdict.passed, verdict.score or 0, tuple(verdict.reasons))
             checks.append(auto_check_check(outcome, subject))
         elif verdict.authority == "verifier":
-            if not verdict.verifier_key:
-                raise Error("The verifier has no key to name.", code="VERDICT_UNPROVABLE")
+            if not verdict.verifier_key or verdict.grounding is None:
+                raise Error(
+                    "An agent review decides only when its verifier named a key and it is "
+                    "grounded in the brief and the result.",
+                    code="VERDICT_UNPROVABLE",
+                )
             policy = DEFAULT_POLICY.with_verifier(verdict.verifier_key)
             signed = _verifier_signature(verdict, subject)
+            grounded = verdict.grounding.check
             checks.append(
                 Check(
-                    name="agent-review",
-                    verdict=wanted,
-                    authority=Authority.SEMANTIC,
-                    evidence=(subject, signed),
-                    reason=f"verifier {verdict.judge}: {reason}",
-                    verifier_key=verdict.verifier_key,
+                    name=grounded.name,
+                    verdict=grounded.verdict,
+                    authority=grounded.authority,
+                    evidence=(*grounded.evidence, signed),
+                    reason=f"verifier {verdict.judge}: {reason} ({grounded.reason})",
+                    verifier_key=grounded.verifier_key,
                 )
             )
         else:
@@ -133,6 +146,25 @@ class SignedReceipts:
                 f"The kernel folds this verdict to {determination.verdict}, not {wanted}.",
                 code="VERDICT_UNPROVABLE",
             )
+        return self.issue_call(determination, previous)
+
+    def issue_routing(
+        self, routed: Routed, result: str | None, previous: tuple[str, int] | None
+    ) -> Mapping[str, Any]:
+        """The signed receipt of an agent review that could not be grounded: the oracle's
+        integrity check and the review's UNKNOWN check fold to UNKNOWN; no money moves."""
+        subject = routed.result_digest
+        if subject is None or result is None or routed.grounding is None:
+            raise Error("A review of no stored result cannot be proven.", code="VERDICT_UNPROVABLE")
+        checks = [integrity(Record(result.encode("utf-8")), subject), routed.grounding.check]
+        decision: dict[str, str | int | None] = {
+            "type": "adjudge.task.routing/v1",
+            "task": routed.task_id,
+            "attempt": routed.attempt,
+            "routedTo": "poster",
+            "reason": routed.reason,
+        }
+        determination = determine(subject, checks, now=routed.at, policy_decision=decision)
         return self.issue_call(determination, previous)
 
     def issue_settlement(
@@ -191,22 +223,30 @@ def _verifier_signature(verdict: VerdictReached, subject: str) -> str:
     """The digest of the verifier's signed verdict payload, re-verified against the named key.
 
     The kernel does not authenticate a check's ``verifier_key``; this does, so no agent-review
-    check is built for a verdict its verifier did not sign.
+    check is built for a verdict its verifier did not sign, nor for a signed payload about
+    another task, submission, outcome or reasons.
     """
     record = verdict.detail.get(DETAIL_KEY)
-    if not isinstance(record, Mapping):
+    payload = record.get("payload") if isinstance(record, Mapping) else None
+    if not isinstance(record, Mapping) or not isinstance(payload, Mapping):
         raise Error(
             "A verifier's verdict must carry its signature.", code="VERDICT_SIGNATURE_REQUIRED"
         )
-    payload = verdict_payload(
+    expected = verdict_payload(
         task_id=verdict.task_id,
         attempt=verdict.attempt,
         result_digest=subject,
+        brief_digest=payload.get("brief_digest"),
         passed=verdict.passed,
         reasons=verdict.reasons,
+        quotes=payload.get("quotes") or (),
         verifier_key=str(verdict.verifier_key),
     )
-    checked = check_signature(payload, record.get("signature"), record.get("public_key"))
+    if dict(payload) != expected:
+        raise Error(
+            "The signed payload is not about this verdict.", code="VERDICT_SIGNATURE_INVALID"
+        )
+    checked = check_signature(expected, record.get("signature"), record.get("public_key"))
     return str(checked["digest"])
 
 

@@ -271,10 +271,21 @@ def verdict(
     ],
     fail: Annotated[bool, typer.Option(help="Fail instead of passing.")] = False,
     reason: Annotated[list[str] | None, typer.Option(help="A reason (repeat, up to 10).")] = None,
+    quote_brief: Annotated[
+        list[str] | None,
+        typer.Option(help="An exact excerpt of the brief the verdict relies on (repeat)."),
+    ] = None,
+    quote_result: Annotated[
+        list[str] | None,
+        typer.Option(help="An exact excerpt of the result the verdict relies on (repeat)."),
+    ] = None,
 ) -> None:
-    """Judge the latest submission as the task's named verifier (agent mode), signed."""
+    """Judge the latest submission as the task's named verifier (agent mode), signed and
+    grounded: quote the brief and the result, or the poster decides instead."""
     from adjudge.app.signed_verdicts import sign_verdict, verdict_payload  # noqa: PLC0415
     from adjudge.errors import Error  # noqa: PLC0415 - keep `adjudge --help` fast
+    from adjudge.kernel.oracle import Record  # noqa: PLC0415
+    from adjudge.kernel.semantic import Quote  # noqa: PLC0415
     from adjudge.receipts import SigningKey  # noqa: PLC0415
 
     client = _client(ctx)
@@ -291,15 +302,41 @@ def verdict(
         typer.echo("This task has no delivered result to judge.", err=True)
         raise typer.Exit(1)
     reasons = reason or []
+    brief = task.get("brief") or ""
+    result = task["submissions"][-1]["result"]
+    quotes = []
+    for artifact, text, excerpts in (
+        ("brief", brief, quote_brief or []),
+        ("result", result, quote_result or []),
+    ):
+        for excerpt in excerpts:
+            at = text.find(excerpt)
+            if at < 0:
+                typer.echo(f"The {artifact} does not contain {excerpt!r} word for word.", err=True)
+                raise typer.Exit(2)
+            quotes.append(Quote.of(artifact, text, at, at + len(excerpt)).to_dict())
+    if not quote_brief or not quote_result:
+        typer.echo(
+            "Without a quote from both the brief and the result the verdict is not grounded: "
+            "the service sends the work to the poster to decide.",
+            err=True,
+        )
     payload = verdict_payload(
         task_id=task_id,
         attempt=task["attempts"],
         result_digest=task["result_digest"],
+        brief_digest=Record(brief.encode("utf-8"), "brief").digest,
         passed=not fail,
         reasons=reasons,
+        quotes=quotes,
         verifier_key=signer.keyid,
     )
-    body = {"passed": not fail, "reasons": reasons, **sign_verdict(signer, payload)}
+    body = {
+        "passed": not fail,
+        "reasons": reasons,
+        "quotes": quotes,
+        **sign_verdict(signer, payload),
+    }
     _show(client, client.call("POST", f"/tasks/{task_id}/verdict", body, change=True))
 
 

@@ -6,7 +6,14 @@ transaction. An event that is not allowed raises an :class:`adjudge.Error` with 
 changes nothing.
 """
 
-from adjudge.market.effects import AgentPenalized, DisputeFiled, Effect, Settlement, VerdictReached
+from adjudge.market.effects import (
+    AgentPenalized,
+    DisputeFiled,
+    Effect,
+    Routed,
+    Settlement,
+    VerdictReached,
+)
 from adjudge.market.events import (
     Accept,
     Cancel,
@@ -19,6 +26,7 @@ from adjudge.market.events import (
     Review,
     Rule,
     Submit,
+    VerifierRouted,
     VerifierVerdict,
 )
 from adjudge.market.lifecycle import Context, Outcome, post, step
@@ -63,6 +71,7 @@ __all__ = [
     "Reclaim",
     "Release",
     "Review",
+    "Routed",
     "Rule",
     "Settlement",
     "Status",
@@ -70,6 +79,7 @@ __all__ = [
     "Task",
     "Transfer",
     "VerdictReached",
+    "VerifierRouted",
     "VerifierVerdict",
     "digest_of",
     "escrow_account",

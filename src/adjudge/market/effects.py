@@ -30,6 +30,8 @@ class VerdictReached:
     at: datetime
     detail: Mapping[str, Any] = field(default_factory=dict)
     verifier_key: str | None = None  # the named verifier's key, for agent review
+    #: For agent review: the kernel's grounding of the verifier's review (its check is folded).
+    grounding: Any = field(default=None, compare=False, repr=False)
 
     def statement(self) -> dict[str, Any]:
         """The determination as plain JSON data (money-free; integers and strings only)."""
@@ -79,6 +81,21 @@ class Settlement:
 
 
 @dataclass(frozen=True)
+class Routed:
+    """An agent review that could not be grounded: recorded (its UNKNOWN determination gets a
+    receipt), and the submission waits for the poster's decision. No money moves."""
+
+    task_id: str
+    attempt: int
+    judge: str
+    reason: str
+    result_digest: str | None
+    at: datetime
+    verifier_key: str | None = None
+    grounding: Any = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
 class AgentPenalized:
     """A failed round: the agent's reputation drops by 10 and its dispute count rises by one."""
 
@@ -96,4 +113,4 @@ class DisputeFiled:
     at: datetime
 
 
-Effect = Transfer | VerdictReached | Settlement | AgentPenalized | DisputeFiled
+Effect = Transfer | VerdictReached | Settlement | Routed | AgentPenalized | DisputeFiled

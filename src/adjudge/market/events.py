@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -50,11 +51,24 @@ class Review:
 
 @dataclass(frozen=True)
 class VerifierVerdict:
-    """The named verifier's judgment (agent mode), with up to 10 reasons."""
+    """The named verifier's judgment (agent mode), with up to 10 reasons, grounded in the
+    brief and the result (``grounding``: the kernel's :class:`~adjudge.kernel.semantic.Grounding`
+    of the verifier's review against the verifying side's records, which the receipt folds)."""
 
     actor: str
     passed: bool
     reasons: tuple[str, ...] = ()
+    grounding: Any = None
+
+
+@dataclass(frozen=True)
+class VerifierRouted:
+    """The named verifier's judgment could not be grounded (spec 002: ungrounded → UNKNOWN):
+    the submission goes to the poster for a manual decision instead of paying on it."""
+
+    actor: str
+    reason: str
+    grounding: Any = None
 
 
 @dataclass(frozen=True)
@@ -102,6 +116,7 @@ Event = (
     | Finalize
     | Review
     | VerifierVerdict
+    | VerifierRouted
     | Dispute
     | Reclaim
     | Collect

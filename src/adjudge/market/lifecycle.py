@@ -14,7 +14,14 @@ from typing import Any
 
 from adjudge.errors import Error, TransitionError
 from adjudge.kernel import rails
-from adjudge.market.effects import AgentPenalized, DisputeFiled, Effect, Settlement, VerdictReached
+from adjudge.market.effects import (
+    AgentPenalized,
+    DisputeFiled,
+    Effect,
+    Routed,
+    Settlement,
+    VerdictReached,
+)
 from adjudge.market.events import (
     Accept,
     Cancel,
@@ -27,6 +34,7 @@ from adjudge.market.events import (
     Review,
     Rule,
     Submit,
+    VerifierRouted,
     VerifierVerdict,
 )
 from adjudge.market.money import (
@@ -226,6 +234,7 @@ def _submit(task: Task, event: Submit, ctx: Context) -> Outcome:
         replace(
             task,
             status=status,
+            routed=False,
             attempts=task.attempts + 1,
             result_digest=digest_of(event.result),
             submitted_at=ctx.now,
@@ -261,9 +270,10 @@ def _finalize(task: Task, event: Finalize, ctx: Context) -> Outcome:
 
 def _review(task: Task, event: Review, ctx: Context) -> Outcome:
     _need_poster(task, event.actor)
-    if task.mode is not Mode.MANUAL:
+    if task.mode is not Mode.MANUAL and not (task.mode is Mode.AGENT and task.routed):
         raise TransitionError(
-            f"Only manual tasks are reviewed by the poster; this one is {task.mode}.",
+            f"Only manual tasks (and agent reviews routed to the poster) are reviewed by the "
+            f"poster; this one is {task.mode}.",
             code="NOT_MANUAL_MODE",
         )
     _need_status(task, Status.SUBMITTED, "reviewed")
@@ -280,17 +290,21 @@ def _review(task: Task, event: Review, ctx: Context) -> Outcome:
     )
 
 
-def _verifier_verdict(task: Task, event: VerifierVerdict, ctx: Context) -> Outcome:
-    _rail_no_self_verification(task, event.actor)
+def _verifier_may_judge(task: Task, actor: str) -> None:
+    _rail_no_self_verification(task, actor)
     if task.mode is not Mode.AGENT:
         raise TransitionError(
             "Only agent-review tasks take a verifier's verdict.", code="NOT_AGENT_MODE"
         )
-    if event.actor != task.verifier:
+    if actor != task.verifier:
         raise Error(
             "Only the verifier named at posting may judge this task.", code="NOT_TASK_VERIFIER"
         )
     _need_status(task, Status.AWAITING_VERIFICATION, "judged by its verifier")
+
+
+def _verifier_verdict(task: Task, event: VerifierVerdict, ctx: Context) -> Outcome:
+    _verifier_may_judge(task, event.actor)
     _need_reasons(event.reasons, MAX_VERIFIER_REASONS)
     return _judge(
         task,
@@ -300,7 +314,24 @@ def _verifier_verdict(task: Task, event: VerifierVerdict, ctx: Context) -> Outco
         reasons=event.reasons,
         authority="verifier",
         judge=event.actor,
+        grounding=event.grounding,
     )
+
+
+def _verifier_routed(task: Task, event: VerifierRouted, ctx: Context) -> Outcome:
+    """An ungrounded review: the poster decides this submission, as in manual review."""
+    _verifier_may_judge(task, event.actor)
+    routed = Routed(
+        task.id,
+        task.attempts,
+        event.actor,
+        event.reason,
+        task.result_digest,
+        ctx.now,
+        task.verifier_key,
+        event.grounding,
+    )
+    return Outcome(replace(task, status=Status.SUBMITTED, routed=True), (routed,))
 
 
 def _dispute(task: Task, event: Dispute, ctx: Context) -> Outcome:
@@ -400,6 +431,7 @@ _HANDLERS: dict[type[Any], Callable[[Task, Any, Context], Outcome]] = {
     Finalize: _finalize,
     Review: _review,
     VerifierVerdict: _verifier_verdict,
+    VerifierRouted: _verifier_routed,
     Dispute: _dispute,
     Reclaim: _reclaim,
     Collect: _collect,
@@ -421,6 +453,7 @@ def _judge(
     authority: str,
     judge: str,
     detail: dict[str, Any] | None = None,
+    grounding: Any = None,
 ) -> Outcome:
     """A verdict on the latest submission: a pass pays out, a fail costs the agent a round."""
     assert task.agent is not None
@@ -436,6 +469,7 @@ def _judge(
         at=ctx.now,
         detail=detail or {},
         verifier_key=task.verifier_key if authority == "verifier" else None,
+        grounding=grounding,
     )
     if passed:
         paid = _pay(task, ctx, Ending.PAID_ON_PASS)

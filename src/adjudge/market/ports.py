@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from adjudge.errors import Error
-from adjudge.market.effects import Settlement, VerdictReached
+from adjudge.market.effects import Routed, Settlement, VerdictReached
 from adjudge.market.tasks import Task
 
 
@@ -54,6 +54,12 @@ class ReceiptIssuer(Protocol):
     ) -> Mapping[str, Any]:
         """The receipt for ``verdict`` over the stored ``result``, recording the money it
         releases (``settlement``) when it pays or refunds."""
+        ...
+
+    def issue_routing(
+        self, routed: Routed, result: str | None, previous: tuple[str, int] | None
+    ) -> Mapping[str, Any]:
+        """The receipt of an agent review that could not be grounded (it decides nothing)."""
         ...
 
     def issue_settlement(

@@ -100,6 +100,7 @@ class Task:
     failed_at: datetime | None = None  # of the latest failed verdict
     escalated_at: datetime | None = None
     disputed_by: str | None = None
+    routed: bool = False  # an ungrounded agent review sent this submission to the poster
     ending: Ending | None = None
     closed_at: datetime | None = None
 

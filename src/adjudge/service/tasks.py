@@ -51,15 +51,33 @@ class Judgment(BaseModel):
     )
 
 
+class Quote(BaseModel):
+    """A span of the brief or the result the verdict relies on (code-point offsets)."""
+
+    artifact: str = Field(max_length=16, description="brief or result")
+    start: int = Field(ge=0, le=10_000_000)
+    end: int = Field(ge=0, le=10_000_000)
+    text: str = Field(max_length=20_000)
+    quoteHash: str = Field(max_length=80, description="sha256:<hex> of the text's UTF-8 bytes")
+
+
 class SignedJudgment(Judgment):
-    """A verifier's verdict with the verifier's own Ed25519 signature over its payload."""
+    """A verifier's verdict with the verifier's own Ed25519 signature over its payload, and the
+    quotes from the brief and the result that ground it."""
+
+    quotes: list[Quote] = Field(
+        default_factory=list,
+        max_length=64,
+        description="At least one quote from the brief and one from the result; without them "
+        "(or if one does not resolve) the submission goes to the poster instead of paying.",
+    )
 
     signature: str | None = Field(
         default=None,
         max_length=200,
         description="Standard base64 of the Ed25519 signature of the verdict payload's RFC 8785 "
-        "JSON: type adjudge.verifier-verdict/v1, task_id, attempt, result_digest, passed, "
-        "reasons, verifier_key (see docs/service.md).",
+        "JSON: type adjudge.verifier-verdict/v2, task_id, attempt, result_digest, "
+        "brief_digest, passed, reasons, quotes, verifier_key (see docs/service.md).",
     )
     public_key: str | None = Field(
         default=None,
@@ -176,6 +194,7 @@ def verdict(
             reasons=body.reasons,
             signature=body.signature,
             public_key=body.public_key,
+            quotes=[q.model_dump() for q in body.quotes],
             key=key,
         )
     )

@@ -19,7 +19,7 @@ from sqlalchemy import and_, bindparam, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from adjudge.errors import Error
-from adjudge.market import AgentRecord, Ending, Mode, Status, Task, VerdictReached
+from adjudge.market import AgentRecord, Ending, Mode, Routed, Status, Task, VerdictReached
 from adjudge.store import schema as s
 from adjudge.store.transaction import ConcurrentUpdate, Transaction
 
@@ -90,7 +90,7 @@ class StoredVerdict:
     task_id: str
     attempt: int
     kind: str
-    passed: bool
+    passed: bool | None  # None for a review routed to the poster
     score: int | None
     reasons: tuple[str, ...]
     authority: str
@@ -392,6 +392,33 @@ def add_verdict(tx: Transaction, verdict: VerdictReached, receipt_id: str) -> St
     """Record a determination; a second verdict on the same submission is refused."""
     kind = "ruling" if verdict.detail.get("ruling") else "verdict"
     detail = {k: v for k, v in verdict.detail.items() if k != "ruling"}
+    return _add_verdict(tx, verdict, kind, verdict.passed, detail, receipt_id)
+
+
+def add_routing(tx: Transaction, routed: Routed, receipt_id: str) -> StoredVerdict:
+    """Record an agent review routed to the poster (once per submission)."""
+    as_verdict = VerdictReached(
+        routed.task_id,
+        routed.attempt,
+        False,
+        None,
+        (routed.reason,),
+        "verifier",
+        routed.judge,
+        routed.result_digest,
+        routed.at,
+    )
+    return _add_verdict(tx, as_verdict, "routed", None, {}, receipt_id)
+
+
+def _add_verdict(
+    tx: Transaction,
+    verdict: VerdictReached,
+    kind: str,
+    passed: bool | None,
+    detail: Mapping[str, Any],
+    receipt_id: str,
+) -> StoredVerdict:
     try:
         tx.run(
             _INSERT_VERDICT,
@@ -399,7 +426,7 @@ def add_verdict(tx: Transaction, verdict: VerdictReached, receipt_id: str) -> St
                 "task_id": verdict.task_id,
                 "attempt": verdict.attempt,
                 "kind": kind,
-                "passed": verdict.passed,
+                "passed": passed,
                 "score": verdict.score,
                 "reasons": list(verdict.reasons),
                 "authority": verdict.authority,
@@ -415,7 +442,7 @@ def add_verdict(tx: Transaction, verdict: VerdictReached, receipt_id: str) -> St
         verdict.task_id,
         verdict.attempt,
         kind,
-        verdict.passed,
+        passed,
         verdict.score,
         tuple(verdict.reasons),
         verdict.authority,
@@ -509,6 +536,7 @@ _TASK_FIELDS = (
     "failed_at",
     "escalated_at",
     "disputed_by",
+    "routed",
     "closed_at",
 )
 

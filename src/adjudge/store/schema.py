@@ -120,6 +120,8 @@ tasks = Table(
     Column("failed_at", UTCDateTime, nullable=True),
     Column("escalated_at", UTCDateTime, nullable=True),
     Column("disputed_by", String(64), nullable=True),
+    # An ungrounded agent review sent the submission to the poster for a manual decision.
+    Column("routed", Boolean, nullable=False, server_default="0"),
     Column("ending", String(32), nullable=True),
     Column("closed_at", UTCDateTime, nullable=True),
 )
@@ -142,8 +144,8 @@ verdicts = Table(
     Column("id", Integer, primary_key=True, autoincrement=True),
     Column("task_id", String(64), ForeignKey("tasks.id"), nullable=False, index=True),
     Column("attempt", Integer, nullable=False),
-    Column("kind", String(16), nullable=False),  # verdict | ruling
-    Column("passed", Boolean, nullable=False),
+    Column("kind", String(16), nullable=False),  # verdict | ruling | routed
+    Column("passed", Boolean, nullable=True),  # null: routed to the poster, nothing decided
     Column("score", Integer, nullable=True),
     Column("reasons", JSON, nullable=False),
     Column("authority", String(32), nullable=False),

@@ -6,10 +6,13 @@ verifier's private key (to sign them). Each poll:
 1. leases up to ``batch`` submissions waiting for this verifier (``POST /reviews/claim``), each
    with the brief, the acceptance note and the result;
 2. asks the judge about each;
-3. on an answer, signs the verdict payload with the verifier's key (the key the task trusts; see
-   :mod:`adjudge.app.signed_verdicts`) and posts it (``POST /tasks/{id}/verdict``) with an
-   Idempotency-Key per submission, so every rule, the ledger and the receipt apply; a verdict
-   that lost a race is refused and skipped;
+3. on an answer, finds each excerpt the model quoted in the brief and the result as the job
+   holds them, keeps only those found word for word (with their offsets and hashes: the quotes
+   that ground the verdict), signs the verdict payload with the verifier's key (the key the task
+   trusts; see :mod:`adjudge.app.signed_verdicts`) and posts it (``POST /tasks/{id}/verdict``)
+   with an Idempotency-Key per submission, so every rule, the ledger and the receipt apply; a
+   verdict that lost a race is refused and skipped. A verdict left with no quote from the brief
+   or none from the result still goes, and the service sends it to the poster to decide;
 4. on a model failure, posts nothing and reports it (``POST /reviews/{id}/{attempt}/failed``):
    the lease ends for a later poll; after 5 failures the service gives the submission up (the
    work counts as delivered but never judged, and the poster's reclaim escalates it).
@@ -22,6 +25,8 @@ from typing import Any
 
 from adjudge.app.signed_verdicts import sign_verdict, verdict_payload
 from adjudge.client import ApiError, Client
+from adjudge.kernel.oracle import Record
+from adjudge.kernel.semantic import Quote
 from adjudge.receipts import Signer
 from adjudge.workers.judges import Judge, JudgeError
 
@@ -35,6 +40,20 @@ class PollReport:
     gave_up: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     why: dict[str, str] = field(default_factory=dict)
+
+
+def grounded_quotes(
+    excerpts: tuple[tuple[str, str], ...], brief: str, result: str
+) -> list[dict[str, Any]]:
+    """The model's excerpts found word for word in the brief or the result, as quotes with
+    their code-point offsets and hashes; an excerpt that is not there is dropped."""
+    texts = {"brief": brief, "result": result}
+    quotes = []
+    for artifact, excerpt in excerpts:
+        at = texts[artifact].find(excerpt)
+        if at >= 0:
+            quotes.append(Quote.of(artifact, texts[artifact], at, at + len(excerpt)).to_dict())
+    return quotes
 
 
 class ReviewWorker:
@@ -73,19 +92,27 @@ class ReviewWorker:
                 report.why[task_id] = exc.message
                 self._failed(job, report, exc.message)
                 continue
-            self._record(job, judgment.passed, list(judgment.reasons), report)  # (3)
+            quotes = grounded_quotes(judgment.quotes, job["brief"], job["result"])
+            self._record(job, judgment.passed, list(judgment.reasons), quotes, report)  # (3)
         return report
 
     def _record(
-        self, job: dict[str, Any], passed: bool, reasons: list[str], report: PollReport
+        self,
+        job: dict[str, Any],
+        passed: bool,
+        reasons: list[str],
+        quotes: list[dict[str, Any]],
+        report: PollReport,
     ) -> None:
         task_id = str(job["task_id"])
         payload = verdict_payload(
             task_id=task_id,
             attempt=int(job["attempt"]),
             result_digest=str(job["result_digest"]),
+            brief_digest=Record(str(job["brief"]).encode("utf-8"), "brief").digest,
             passed=passed,
             reasons=reasons,
+            quotes=quotes,
             verifier_key=self.signer.keyid,
         )
         signed = sign_verdict(self.signer, payload)
@@ -94,6 +121,7 @@ class ReviewWorker:
                 task_id,
                 passed=passed,
                 reasons=reasons,
+                quotes=quotes,
                 signature=signed["signature"],
                 public_key=signed["public_key"],
                 idempotency_key=f"review:{task_id}:{job['attempt']}",
