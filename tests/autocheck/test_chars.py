@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 
 import pytest
@@ -195,7 +196,7 @@ def test_the_ranges_of_each_class_do_not_overlap() -> None:
     """The table is built by flipping a class's bit at each end of its ranges."""
     for _bit, bmp, astral in chars._CLASSES:
         spans = sorted(chars._spans(bmp + astral))
-        assert all(a[1] < b[0] for a, b in zip(spans, spans[1:], strict=False))
+        assert all(a[1] < b[0] for a, b in itertools.pairwise(spans))
 
 
 def test_table_matches_the_generated_classes() -> None:

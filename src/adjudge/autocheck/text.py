@@ -194,7 +194,22 @@ def words(text: str) -> list[str]:
     Words, as the reference counts them: each CJK ideograph or kana is a word of its own (no
     spaces between them), otherwise runs of letters and digits joined by ' or -.
     """
-    return chars.tokens(lower(from_units(text)), False)
+    return chars.tokens(_lower_joined(text), False)
+
+
+_JOIN_OR_LOWER = SURROGATE | _LOWER_DIFFERS_ANY
+
+
+def _lower_joined(text: str) -> str:
+    """``lower(from_units(text))``, with one pass over ``text`` to learn whether either has work."""
+    if text.isascii():
+        return text.lower()
+    bits = chars.classes(text, _JOIN_OR_LOWER)
+    if bits & SURROGATE:
+        return lower(from_units(text))
+    if _LOWER_FAST and not bits & _LOWER_DIFFERS_ANY:
+        return text.lower()
+    return _lower_tables(text)
 
 
 def count_words(text: str, enough: int, enough_distinct: int) -> tuple[int, int]:
