@@ -158,7 +158,8 @@ EVERY = 0xFFFFFFFF  # every class, in both planes
 
 @lru_cache(maxsize=32)
 def _members(mask: int) -> re.Pattern[str]:
-    bmp = "".join(cls for bit, cls, _ in _CLASSES if bit & (mask | mask >> ASTRAL) & 0xFFFF)
+    """One character of the BMP members of the classes in ``mask`` (BMP bits only)."""
+    bmp = "".join(cls for bit, cls, _ in _CLASSES if bit & mask)
     return re.compile(f"[{bmp}]" if bmp else "(?!)")
 
 
@@ -191,12 +192,22 @@ _WORDY = ALNUM_BIT | CJK_BIT
 _WORDY_ASTRAL = (ALNUM_BIT | CJK_BIT | NUMBER_BIT) << ASTRAL
 
 
+# Classes of thousands of characters, often most of a text: one search each tells they occur.
+_SEARCHED = (ALNUM_BIT, CASED_BIT, CASE_IGNORABLE_BIT)
+_SEARCHED_MASK = ALNUM_BIT | CASED_BIT | CASE_IGNORABLE_BIT
+
+
 def classes_re(text: str, mask: int = EVERY) -> int:
-    """``classes`` in ``re``: the bits of each distinct member found of the classes asked about."""
+    """``classes`` in ``re``: the bits of each distinct member found of the classes asked about
+    (and, for the largest classes, whether one member is found)."""
     bits = 0
-    if mask & 0xFFFF:
-        for c in set(_members(mask).findall(text)):
+    listed = mask & 0xFFFF & ~_SEARCHED_MASK
+    if listed:
+        for c in set(_members(listed).findall(text)):
             bits |= TABLE[ord(c)]
+    for bit in _SEARCHED:
+        if mask & bit and not bits & bit and _members(bit).search(text) is not None:
+            bits |= bit
     if mask >> ASTRAL and has_astral(text):
         for c in set(_ASTRAL_CHAR.findall(text)):
             bits |= TABLE[ord(c)] << ASTRAL
