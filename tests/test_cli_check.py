@@ -57,6 +57,20 @@ def test_check_json_flag(tmp_path: Path) -> None:
     )
 
 
+def test_a_json_string_result_is_read_as_its_json_text(tmp_path: Path) -> None:
+    """--result-json (and a .json file): the file is the agent's JSON result, so a top-level
+    string is read as its JSON text (spec 000: "otherwise it reads the whole result as JSON")."""
+    crit = tmp_path / "c.json"
+    crit.write_text('{"min_length": 1}')
+    res = runner.invoke(app, ["check", "-c", str(crit), "--json", "--result-json", "-"], input='""')
+    assert res.exit_code == 1
+    assert json.loads(res.stdout)["reasons"] == ["Output too short: 2 characters, minimum 20"]
+    result = tmp_path / "result.json"
+    result.write_text('"The capital of France is Paris."')
+    res = runner.invoke(app, ["check", "-c", str(crit), "--json", str(result)])
+    assert res.exit_code == 0, res.output  # the 33 characters of the JSON text, quotes included
+
+
 def test_bad_criteria_exit_2(tmp_path: Path) -> None:
     """Wrong types and unreadable files are bad input: exit 2 with the code and a sentence."""
     crit = tmp_path / "c.json"

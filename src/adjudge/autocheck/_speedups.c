@@ -1,8 +1,10 @@
 /*
  * The two questions the auto check asks of every text, answered in one pass each.
  *
+ * table is 16 bits of character classes per code point (an array('H') of 0x110000 entries).
+ *
  * classes(table, text) -> int
- *     The OR of table[ord(c)] over the BMP characters of text, and above it (shifted left by 8)
+ *     The OR of table[ord(c)] over the BMP characters of text, and above it (shifted left by 16)
  *     the OR over its astral characters: which character classes occur, and whether in the
  *     astral planes (curly apostrophes, invisibles, marks, ...). ``re`` scans once per class.
  *
@@ -10,7 +12,8 @@
  *     The words of text, exactly as ``re.findall`` finds them with
  *         NUM+(?:[.,]NUM+)+(?![^\W_])|CJK|[^\W_]+(?:['-][^\W_]+)*     (numbers true)
  *         CJK|[^\W_]+(?:['-][^\W_]+)*                                  (numbers false)
- *     where NUM and CJK are table bits and [^\W_] is Py_UNICODE_ISALNUM, as in ``re``.
+ *     where NUM and CJK are table bits and [^\W_] (a letter or digit, \p{L} or \p{N}) is an
+ *     ASCII letter or digit or the table's ALNUM bit: Unicode 17.0, whatever the interpreter's.
  *
  * flatten(text) -> str
  *     text.replace(" \n", "\n"), then every run of "\n" and " " that starts with "\n" made one
@@ -26,33 +29,36 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <stdint.h>
+
 #define NUMBER_BIT 0x40
 #define CJK_BIT 0x80
+#define ALNUM_BIT 0x100
 
 typedef struct {
     int kind;
     const void *data;
     Py_ssize_t n;
-    const unsigned char *table;
+    const uint16_t *table;
     Py_ssize_t table_len;
 } Text;
 
 static inline Py_UCS4 at(const Text *t, Py_ssize_t i) { return PyUnicode_READ(t->kind, t->data, i); }
 
-static inline unsigned char bits(const Text *t, Py_UCS4 c)
+static inline unsigned int bits(const Text *t, Py_UCS4 c)
 {
     return (Py_ssize_t)c < t->table_len ? t->table[c] : 0;
 }
 
-/* [^\W_] as ``re`` reads it: Py_UNICODE_ISALNUM, with ASCII answered without a lookup. */
-static inline int is_alnum(Py_UCS4 c)
+/* A letter or digit: ASCII answered without a lookup, the rest by the table's ALNUM bit. */
+static inline int is_alnum(const Text *t, Py_UCS4 c)
 {
     if (c < 128)
         return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z');
-    return Py_UNICODE_ISALNUM(c);
+    return (bits(t, c) & ALNUM_BIT) != 0;
 }
 
-static inline int alnum(const Text *t, Py_ssize_t i) { return i < t->n && is_alnum(at(t, i)); }
+static inline int alnum(const Text *t, Py_ssize_t i) { return i < t->n && is_alnum(t, at(t, i)); }
 
 static inline int number(const Text *t, Py_ssize_t i)
 {
@@ -97,13 +103,19 @@ static Py_ssize_t word_end(const Text *t, Py_ssize_t i)
     }
 }
 
-static void open_text(Text *t, PyObject *text, Py_buffer *table)
+static int open_text(Text *t, PyObject *text, Py_buffer *table)
 {
+    if (table->len % 2) {
+        PyErr_SetString(PyExc_TypeError, "table must hold 16-bit entries (an array('H'))");
+        PyBuffer_Release(table);
+        return -1;
+    }
     t->kind = PyUnicode_KIND(text);
     t->data = PyUnicode_DATA(text);
     t->n = PyUnicode_GET_LENGTH(text);
     t->table = table->buf;
-    t->table_len = table->len;
+    t->table_len = table->len / 2;
+    return 0;
 }
 
 static PyObject *classes(PyObject *self, PyObject *args)
@@ -113,8 +125,9 @@ static PyObject *classes(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "y*U:classes", &table, &text))
         return NULL;
     Text t;
-    open_text(&t, text, &table);
-    unsigned int acc = 0;
+    if (open_text(&t, text, &table) < 0)
+        return NULL;
+    unsigned long acc = 0;
     Py_ssize_t i;
     switch (t.kind) { /* one loop per width: the hot loop has no branch on the kind */
     case PyUnicode_1BYTE_KIND: {
@@ -131,14 +144,14 @@ static PyObject *classes(PyObject *self, PyObject *args)
     }
     default: {
         const Py_UCS4 *p = t.data;
-        unsigned int astral = 0;
+        unsigned long astral = 0;
         for (i = 0; i < t.n; i++) {
             if (p[i] > 0xFFFF)
                 astral |= bits(&t, p[i]);
             else
                 acc |= bits(&t, p[i]);
         }
-        acc |= astral << 8;
+        acc |= astral << 16;
     }
     }
     PyBuffer_Release(&table);
@@ -153,18 +166,19 @@ static PyObject *tokens(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "y*Up:tokens", &table, &text, &numbers))
         return NULL;
     Text t;
-    open_text(&t, text, &table);
+    if (open_text(&t, text, &table) < 0)
+        return NULL;
     PyObject *out = PyList_New(0);
     Py_ssize_t i = 0;
     while (out != NULL && i < t.n) {
         Py_UCS4 c = at(&t, i);
-        unsigned char b = bits(&t, c);
+        unsigned int b = bits(&t, c);
         Py_ssize_t end = -1;
         if (numbers && (b & NUMBER_BIT))
             end = number_end(&t, i);
         if (end < 0 && (b & CJK_BIT))
             end = i + 1;
-        if (end < 0 && is_alnum(c))
+        if (end < 0 && is_alnum(&t, c))
             end = word_end(&t, i);
         if (end < 0) {
             i++;
@@ -268,7 +282,7 @@ static PyObject *has_ascii_ci(PyObject *self, PyObject *args)
 }
 
 static PyMethodDef methods[] = {
-    {"classes", classes, METH_VARARGS, "classes(table, text): the class bits of text (BMP | astral << 8)."},
+    {"classes", classes, METH_VARARGS, "classes(table, text): the class bits of text (BMP | astral << 16)."},
     {"tokens", tokens, METH_VARARGS, "tokens(table, text, numbers): the words of text."},
     {"flatten", flatten, METH_O, "flatten(text): the text on one line (see the module comment)."},
     {"has_ascii_ci", has_ascii_ci, METH_VARARGS, "has_ascii_ci(text, needles): a needle, any case."},

@@ -14,7 +14,8 @@ from collections.abc import Callable
 
 from adjudge.autocheck import chars
 from adjudge.autocheck._unicode_tables import NUMBER, NUMBER_ASTRAL
-from adjudge.autocheck.text import canonical, flatten
+from adjudge.autocheck.jsvalues import includes
+from adjudge.autocheck.text import canonical, flatten, lower
 
 SHORT_EXPECTED_TOKENS = 3
 MIN_EXPECTED_SHARE = 1 / 3
@@ -60,7 +61,7 @@ _NUMBER = re.compile(f"(?:[{NUMBER}]|[{NUMBER_ASTRAL}])+(?:[.,](?:[{NUMBER}]|[{N
 
 def answer_words(text: str) -> list[str]:
     """The lowercase answer tokens of ``text``."""
-    return chars.tokens(text.lower(), True)
+    return chars.tokens(lower(text), True)
 
 
 def is_number(token: str) -> bool:
@@ -80,8 +81,8 @@ def score_expected_answer(
     expected_text = flatten(canonical(expected_raw))
     expected = answer_words(expected_text)
     if not expected:
-        # Nothing word-like to compare ("->", "∅"): literal containment.
-        return 1.0 if expected_text in flat_output else 0.0
+        # Nothing word-like to compare ("->", "∅"): literal containment, in code units.
+        return 1.0 if includes(flat_output, expected_text) else 0.0
     actual = dict.fromkeys(answer_words(flat_output))  # ordered set: first appearance first
     overlap = sum(1 for w in expected if w in actual) / len(expected)
     if len(expected) > SHORT_EXPECTED_TOKENS:

@@ -3,7 +3,8 @@
 Normalizing and folding first ask which of their steps have work (a curly apostrophe, an
 invisible character, a combining mark…), and several rules split a text into words. With ``re``
 each class is a scan of its own, about 10 µs per 4 KB each, several times per result. Here every
-code point has one byte of class bits, and four functions read a text once:
+code point has 16 bits of classes, at Unicode 17.0 (the reference's version, from the generated
+``_unicode_tables``), and four functions read a text once:
 
 - ``classes(text, mask)``: the OR of the bits of the text's BMP characters, and above them
   (shifted by ``ASTRAL``) of its astral ones, which ``re`` removes in a pass of their own, for
@@ -20,15 +21,24 @@ the same results: ``tests/autocheck/test_chars.py`` compares the two on random t
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from array import array
+from functools import cache, lru_cache
 from types import ModuleType
 from typing import cast
 
 from adjudge.autocheck._unicode_tables import (
+    ALNUM,
+    ALNUM_ASTRAL,
+    CASE_IGNORABLE,
+    CASE_IGNORABLE_ASTRAL,
+    CASED,
+    CASED_ASTRAL,
     CJK,
     CJK_ASTRAL,
     FORMAT,
     FORMAT_ASTRAL,
+    LOWER_DIFFERS,
+    LOWER_DIFFERS_ASTRAL,
     MARK,
     MARK_ASTRAL,
     NUMBER,
@@ -50,8 +60,13 @@ MARK_BIT = 0x10  # combining marks (accents, once decomposed)
 HOMOGLYPH = 0x20  # Cyrillic and Greek letters that look Latin
 NUMBER_BIT = 0x40  # \p{N}
 CJK_BIT = 0x80  # one word per character: ideographs, kana
+ALNUM_BIT = 0x100  # \p{L} or \p{N} beyond ASCII: a word character
+LOWER_DIFFERS_BIT = 0x200  # str.lower() of a text holding it may not be Unicode 17.0's
+SURROGATE = 0x400  # a surrogate code point: half of a pair, in a code-unit view or alone
+CASED_BIT = 0x800  # Cased (a final sigma follows one)
+CASE_IGNORABLE_BIT = 0x1000  # Case_Ignorable (skipped when looking for one)
 #: ``classes`` reports the bits of astral characters shifted left by this much.
-ASTRAL = 8
+ASTRAL = 16
 
 # Cyrillic and Greek letters that render as Latin ones. Cheap and partial: it stops the
 # copy-paste look-alike trick, not a determined adversary.
@@ -91,6 +106,11 @@ _CLASSES: tuple[tuple[int, str, str], ...] = (
     (HOMOGLYPH, "".join(HOMOGLYPHS), ""),
     (NUMBER_BIT, NUMBER, NUMBER_ASTRAL),
     (CJK_BIT, CJK, CJK_ASTRAL),
+    (ALNUM_BIT, ALNUM, ALNUM_ASTRAL),
+    (LOWER_DIFFERS_BIT, LOWER_DIFFERS, LOWER_DIFFERS_ASTRAL),
+    (SURROGATE, "\ud800-\udfff", ""),
+    (CASED_BIT, CASED, CASED_ASTRAL),
+    (CASE_IGNORABLE_BIT, CASE_IGNORABLE, CASE_IGNORABLE_ASTRAL),
 )
 
 
@@ -108,15 +128,24 @@ def _spans(cls: str) -> list[tuple[int, int]]:
     return spans
 
 
-def _table() -> bytes:
-    """One byte of class bits per code point (1.1 MB, built in a few milliseconds)."""
-    combined = 0
+def _table() -> array[int]:
+    """16 bits of classes per code point (2.2 MB, built in milliseconds).
+
+    One sweep over the classes' range ends: between two ends every code point has the same bits.
+    """
+    events: list[tuple[int, int]] = []  # (where a range starts or ends, the bit it flips)
     for bit, bmp, astral in _CLASSES:
-        layer = bytearray(0x110000)
         for lo, hi in _spans(bmp + astral):
-            layer[lo : hi + 1] = bytes([bit]) * (hi - lo + 1)
-        combined |= int.from_bytes(layer, "little")
-    return combined.to_bytes(0x110000, "little")
+            events += [(lo, bit), (hi + 1, bit)]
+    events.sort()
+    table = array("H", bytes(2 * 0x110000))
+    value = at = 0
+    for where, bit in events:
+        if where != at and value:
+            table[at:where] = array("H", [value]) * (where - at)
+        at = where
+        value ^= bit  # the ranges of one class never overlap
+    return table
 
 
 TABLE = _table()
@@ -124,32 +153,61 @@ TABLE = _table()
 # The same in ``re``: the BMP members of the classes asked about in one class, and astral
 # characters looked up in the table (``re`` tests a long list of astral ranges slowly).
 _ASTRAL_CHAR = re.compile("[\U00010000-\U0010ffff]")
-EVERY = 0xFFFF  # every class, in both planes
+EVERY = 0xFFFFFFFF  # every class, in both planes
 
 
 @lru_cache(maxsize=32)
 def _members(mask: int) -> re.Pattern[str]:
-    bmp = "".join(cls for bit, cls, _ in _CLASSES if bit & (mask | mask >> ASTRAL))
+    """One character of the BMP members of the classes in ``mask`` (BMP bits only)."""
+    bmp = "".join(cls for bit, cls, _ in _CLASSES if bit & mask)
     return re.compile(f"[{bmp}]" if bmp else "(?!)")
 
 
-_NUM = f"(?:[{NUMBER}]|[{NUMBER_ASTRAL}])"
-_ALNUM_WORD = r"[^\W_]+(?:['-][^\W_]+)*"
-WORD = re.compile(rf"[{CJK}]|[{CJK_ASTRAL}]|{_ALNUM_WORD}")
-WORD_BMP = re.compile(rf"[{CJK}]|{_ALNUM_WORD}")
-_ANSWER_WORD = re.compile(rf"{_NUM}+(?:[.,]{_NUM}+)+(?![^\W_])|{WORD.pattern}")
-_ANSWER_WORD_BMP = re.compile(rf"[{NUMBER}]+(?:[.,][{NUMBER}]+)+(?![^\W_])|{WORD_BMP.pattern}")
 ASCII_WORD = re.compile(r"[a-z0-9]+(?:['-][a-z0-9]+)*")
 _ASCII_ANSWER_WORD = re.compile(rf"[0-9]+(?:[.,][0-9]+)+(?![a-z0-9])|{ASCII_WORD.pattern}")
-_NON_ASCII_ALNUM = re.compile(r"[^\W_\x00-\x7f]")
+
+
+@cache
+def _word_patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """The reference's word and answer-token patterns beyond ASCII: any plane, and the BMP only.
+
+    Compiled when first needed (their classes are large, and the C tokenizer needs none).
+    """
+    num = f"(?:[{NUMBER}]|[{NUMBER_ASTRAL}])"
+    # A word character: \p{L} or \p{N} (at Unicode 17.0), in the BMP and beyond it.
+    w = f"[0-9A-Za-z{ALNUM}]"
+    w_any = f"(?:{w}|[{ALNUM_ASTRAL}])"
+    word = rf"[{CJK}]|[{CJK_ASTRAL}]|{w_any}+(?:['-]{w_any}+)*"
+    word_bmp = rf"[{CJK}]|{w}+(?:['-]{w}+)*"
+    return (
+        re.compile(word),
+        re.compile(word_bmp),
+        re.compile(rf"{num}+(?:[.,]{num}+)+(?!{w_any})|{word}"),
+        re.compile(rf"[{NUMBER}]+(?:[.,][{NUMBER}]+)+(?!{w})|{word_bmp}"),
+    )
+
+
+# What decides the pattern: a word character or CJK beyond ASCII, and whether any is astral.
+_WORDY = ALNUM_BIT | CJK_BIT
+_WORDY_ASTRAL = (ALNUM_BIT | CJK_BIT | NUMBER_BIT) << ASTRAL
+
+
+# Classes of thousands of characters, often most of a text: one search each tells they occur.
+_SEARCHED = (ALNUM_BIT, CASED_BIT, CASE_IGNORABLE_BIT)
+_SEARCHED_MASK = ALNUM_BIT | CASED_BIT | CASE_IGNORABLE_BIT
 
 
 def classes_re(text: str, mask: int = EVERY) -> int:
-    """``classes`` in ``re``: the bits of each distinct member found of the classes asked about."""
+    """``classes`` in ``re``: the bits of each distinct member found of the classes asked about
+    (and, for the largest classes, whether one member is found)."""
     bits = 0
-    if mask & 0xFF:
-        for c in set(_members(mask).findall(text)):
+    listed = mask & 0xFFFF & ~_SEARCHED_MASK
+    if listed:
+        for c in set(_members(listed).findall(text)):
             bits |= TABLE[ord(c)]
+    for bit in _SEARCHED:
+        if mask & bit and not bits & bit and _members(bit).search(text) is not None:
+            bits |= bit
     if mask >> ASTRAL and has_astral(text):
         for c in set(_ASTRAL_CHAR.findall(text)):
             bits |= TABLE[ord(c)] << ASTRAL
@@ -160,15 +218,27 @@ def word_pattern(text: str, numbers: bool) -> re.Pattern[str]:
     """The ``re`` pattern that finds ``text``'s words, the fastest of those that find the same.
 
     Without a letter or digit beyond ASCII and without a CJK character (a radical is CJK but no
-    letter), the ASCII patterns do; without an astral CJK character or number, the BMP ones.
+    letter), the ASCII patterns do; without an astral word character, the BMP ones.
     """
-    if text.isascii() or (
-        _NON_ASCII_ALNUM.search(text) is None and not classes(text, CJK_BIT | CJK_BIT << ASTRAL)
-    ):
+    if text.isascii():
         return _ASCII_ANSWER_WORD if numbers else ASCII_WORD
-    if classes(text, (CJK_BIT | NUMBER_BIT) << ASTRAL):
-        return _ANSWER_WORD if numbers else WORD
-    return _ANSWER_WORD_BMP if numbers else WORD_BMP
+    bits = classes(text, _WORDY | _WORDY_ASTRAL)
+    if not bits:
+        return _ASCII_ANSWER_WORD if numbers else ASCII_WORD
+    word, word_bmp, answer, answer_bmp = _word_patterns()
+    if bits & _WORDY_ASTRAL:
+        return answer if numbers else word
+    return answer_bmp if numbers else word_bmp
+
+
+_ASCII_ALNUM = re.compile("[0-9A-Za-z]")
+
+
+def has_letter_or_digit(text: str) -> bool:
+    """Whether ``text`` holds ``[\\p{L}\\p{N}]`` (Unicode 17.0), in any plane."""
+    if _ASCII_ALNUM.search(text) is not None:
+        return True
+    return not text.isascii() and bool(classes(text, ALNUM_BIT | ALNUM_BIT << ASTRAL))
 
 
 def tokens_re(text: str, numbers: bool) -> list[str]:

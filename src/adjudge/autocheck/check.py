@@ -33,7 +33,7 @@ from adjudge.autocheck.jsvalues import (
     trim,
     utf16_len,
 )
-from adjudge.autocheck.text import canonical, flatten, fold, has_distinct_words
+from adjudge.autocheck.text import canonicalize, flatten, fold, has_distinct_words
 from adjudge.errors import CriteriaError
 
 MIN_DISTINCT_TOKENS = 3
@@ -119,14 +119,19 @@ def _hard_fail(reason: str) -> VerificationResult:
     return VerificationResult(passed=False, score=0, reasons=(reason,))
 
 
-def result_text(result: object) -> str:
+def result_text(result: object, *, json_value: bool = False) -> str:
     """The text the check reads: a string ``output`` field, else the whole result as JSON.
 
-    A plain ``str`` is taken as the text itself (the common case for callers); any other JSON
-    value (an array, a number) is read as its JSON text, as the reference reads it.
+    A plain ``str`` is taken as the text itself (the common case for callers), unless
+    ``json_value`` says ``result`` is the agent's result as decoded JSON, as the reference
+    receives it: then a string, like any value but an object with a string ``output``, is read
+    as its JSON text (``""`` is the two characters ``""``). ``None`` (JSON ``null``, on which the
+    reference throws) is no result at all: the empty text.
     """
-    if isinstance(result, str):
+    if isinstance(result, str) and not json_value:
         return result
+    if result is None:
+        return ""
     if isinstance(result, Mapping):
         output = result.get("output")
         if isinstance(output, str):
@@ -134,14 +139,18 @@ def result_text(result: object) -> str:
     return stringify(result)
 
 
-def auto_check(result: object, criteria: Mapping[str, Any] | Criteria) -> VerificationResult:
+def auto_check(
+    result: object, criteria: Mapping[str, Any] | Criteria, *, json_value: bool = False
+) -> VerificationResult:
     """Score ``result`` against ``criteria``: spec 000's auto check, as the reference runs it.
 
-    Never raises on any text, JSON value or criteria: malformed criteria are a hard failure, as
-    the reference treats them. Use :func:`adjudge.autocheck.criteria.parse` to refuse them with a
-    code instead.
+    ``result`` is the text, or the agent's JSON result (an object with a string ``output``, or
+    any value, read as its JSON text); with ``json_value`` a string is a JSON value too (see
+    :func:`result_text`). Never raises on any text, JSON value or criteria: malformed criteria
+    are a hard failure, as the reference treats them. Use
+    :func:`adjudge.autocheck.criteria.parse` to refuse them with a code instead.
     """
-    output = result_text(result)  # (1)
+    output = result_text(result, json_value=json_value)  # (1)
     try:
         c = parse(criteria)  # (2)
     except CriteriaError:
@@ -149,7 +158,10 @@ def auto_check(result: object, criteria: Mapping[str, Any] | Criteria) -> Verifi
     if not trim(output):  # (3)
         return _hard_fail(REASON_EMPTY)
 
-    split = split_disclosure(canonical(output))  # (4)
+    canon, has_surrogates = canonicalize(output)  # (4)
+    if has_surrogates:
+        output = from_units(output)  # halves side by side are one character to JavaScript
+    split = split_disclosure(canon)
     visible = flatten(split.deliverable)
     scan_text = _fold_for_scan(visible)
 

@@ -8,7 +8,12 @@ at most 20 items with 20 keywords each, and ``expected_schema.properties`` at mo
 Two kinds of refusal, told apart by code: ``CRITERIA_INVALID`` (a field of the wrong JSON type) and
 ``CRITERIA_OVER_LIMIT`` (a value outside its bounds). The reference checker turns both into the
 hard failure "Verification criteria exceed the supported size"; :func:`auto_check` does the same.
-Lengths are JavaScript lengths (UTF-16 code units), as the reference measures them.
+Lengths are JavaScript lengths (UTF-16 code units), as the reference measures them, and two
+surrogate code points side by side in a string are the one character JavaScript reads there.
+
+The reference validates with zod, whose record type drops a ``__proto__`` key from what it
+returns: ``expected_schema.properties`` may hold 50 entries besides a ``__proto__`` one (whose
+value is still validated), as the reference counts them.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from adjudge.autocheck import jsregex
-from adjudge.autocheck.jsvalues import trim, utf16_len
+from adjudge.autocheck.jsvalues import from_units, trim, utf16_len
 from adjudge.errors import CriteriaError, Error
 
 LIST_ITEMS = 50
@@ -115,7 +120,7 @@ def _string(value: Any, path: str, max_chars: int) -> str:
         raise _invalid(path, "a string")
     if utf16_len(value) > max_chars:
         raise _over(path, f"is longer than {max_chars:,} characters")
-    return value
+    return from_units(value)
 
 
 def _string_list(value: Any, path: str, max_items: int = LIST_ITEMS) -> tuple[str, ...]:
@@ -188,10 +193,12 @@ def _schema(value: Any) -> Schema:
             parsed[key] = (
                 {"type": _string(prop["type"], f"{path}.type", 50)} if "type" in prop else {}
             )
-        if len(parsed) > SCHEMA_PROPERTIES:
+        # zod's record drops a __proto__ key from its output before the limit counts it.
+        counted = len(parsed) - ("__proto__" in parsed)
+        if counted > SCHEMA_PROPERTIES:
             raise _over(
                 "expected_schema.properties",
-                f"holds {len(parsed)} entries; at most {SCHEMA_PROPERTIES} are allowed",
+                f"holds {counted} entries; at most {SCHEMA_PROPERTIES} are allowed",
             )
         properties = parsed
     return Schema(type_, required, properties)

@@ -15,8 +15,8 @@ from functools import cached_property, lru_cache
 from adjudge.autocheck.answer import is_short, score_expected_answer
 from adjudge.autocheck.criteria import Criteria
 from adjudge.autocheck.jsonscan import extract_json_object, has_fields, json_schema
-from adjudge.autocheck.jsvalues import trim, utf16_len
-from adjudge.autocheck.text import iter_words, phrase_text, words
+from adjudge.autocheck.jsvalues import includes, trim, utf16_len
+from adjudge.autocheck.text import count_words_besides, lower, phrase_text, words
 
 DEFAULT_MIN_CONTENT_CHARS = 20
 MIN_KEYWORD_CONTEXT_WORDS = 30
@@ -37,7 +37,7 @@ class Context:
     @cached_property
     def lower_output(self) -> str:
         """The full result lowercased, as keyword and rubric matching read it."""
-        return self.output.lower()
+        return lower(self.output)
 
     @cached_property
     def phrase_output(self) -> str:
@@ -75,19 +75,14 @@ def _contains_keywords(c: Criteria, ctx: Context) -> list[Rule]:
         # echoing the keywords back does not score.
         if (c.min_length or 0) < DEFAULT_MIN_CONTENT_CHARS:
             keyword_words = {w for k in keywords for w in words(k)}
-            context = 0
-            for w in iter_words(ctx.output):
-                if w not in keyword_words:
-                    context += 1
-                    if context >= MIN_KEYWORD_CONTEXT_WORDS:
-                        break
+            context = count_words_besides(ctx.output, keyword_words, MIN_KEYWORD_CONTEXT_WORDS)
             if context < MIN_KEYWORD_CONTEXT_WORDS:
                 note(
                     f"only {context} words besides the keywords (need {MIN_KEYWORD_CONTEXT_WORDS})"
                 )
                 return 0.0
-        lower = ctx.lower_output
-        return sum(1 for k in keywords if k.lower() in lower) / len(keywords)
+        text = ctx.lower_output
+        return sum(1 for k in _lowered(keywords) if includes(text, k)) / len(keywords)
 
     return [Rule("contains_keywords", 1.5, True, score)]
 
@@ -110,8 +105,8 @@ def _forbidden_phrases(c: Criteria, ctx: Context) -> list[Rule]:
         return []
 
     def score(_note: Note) -> float:
-        folded = ctx.phrase_output.lower()
-        return 0.0 if any(p.lower() in folded for p in phrases) else 1.0
+        folded = lower(ctx.phrase_output)
+        return 0.0 if any(includes(folded, p) for p in phrases) else 1.0
 
     return [Rule("forbidden_phrases", 2, True, score)]
 
@@ -162,8 +157,8 @@ def _rubric(c: Criteria, ctx: Context) -> list[Rule]:
         ) -> float:
             if not keywords:
                 return 0.5  # an item with no keywords scores a flat 0.5
-            lower = ctx.lower_output
-            hits = sum(1 for k in keywords if k.lower() in lower)
+            text = ctx.lower_output
+            hits = sum(1 for k in _lowered(keywords) if includes(text, k))
             return min(1.0, hits / max(1, min_mentions or 1))
 
         weight = 1 if item.weight is None else item.weight
@@ -176,8 +171,15 @@ _has_fields = lru_cache(maxsize=256)(has_fields)
 
 
 @lru_cache(maxsize=256)
-def _folded_phrases(raw: tuple[str, ...]) -> list[str]:
-    return [p for p in map(phrase_text, raw) if p]
+def _folded_phrases(raw: tuple[str, ...]) -> tuple[str, ...]:
+    """The phrases as they are looked for: folded, the empty ones dropped, then lowercased."""
+    return tuple(lower(p) for p in map(phrase_text, raw) if p)
+
+
+@lru_cache(maxsize=1024)
+def _lowered(needles: tuple[str, ...]) -> tuple[str, ...]:
+    """Keywords and phrases lowercased as the reference lowercases them (criteria repeat)."""
+    return tuple(map(lower, needles))
 
 
 # The table: criteria field → the items it adds, in the reference's order.

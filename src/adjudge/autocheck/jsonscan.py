@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from adjudge.autocheck.chars import has_letter_or_digit
 from adjudge.autocheck.jsvalues import (
     WHITESPACE,
     from_units,
@@ -234,7 +235,6 @@ def _label_source(field: str) -> str:
 
 _LINE_END = r"(?=[\n\r\u2028\u2029]|\Z)"
 _NEXT_HEADING = re.compile(r"\n[ \t]*#{1,6}[ \t]")
-_LETTER_OR_DIGIT = re.compile(r"[^\W_]")  # \p{L} or \p{N}
 
 
 def has_fields(fields: Sequence[str]) -> Callable[[str], float]:
@@ -304,7 +304,7 @@ def _labelled(label: _Label, any_label: re.Pattern[str], src: str) -> bool:
         section = after if heading is None else after[: heading.start()]
         next_label = any_label.search(section)
         body = section if next_label is None else section[: next_label.start()]
-        if _LETTER_OR_DIGIT.search(from_units(body)):
+        if has_letter_or_digit(from_units(body)):
             return True
         pos = m.end() if m.end() > m.start() else m.end() + 1
     return False

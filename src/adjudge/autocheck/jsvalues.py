@@ -22,6 +22,8 @@ from decimal import ROUND_HALF_UP, Decimal
 from functools import cache
 from typing import Any
 
+from adjudge.autocheck._unicode_tables import UPPER
+
 # ECMAScript WhiteSpace + LineTerminator: what `\s` matches and `trim()` removes. Python's `\s`
 # differs (it adds \x1c-\x1f and \x85, and lacks U+FEFF).
 WHITESPACE = (
@@ -87,6 +89,19 @@ def has_surrogate(text: str) -> bool:
     except UnicodeEncodeError:
         return True
     return False
+
+
+def includes(text: str, needle: str) -> bool:
+    """``text.includes(needle)``: over UTF-16 code units, as JavaScript compares strings.
+
+    A needle that starts or ends with half of a surrogate pair is found inside the character
+    that pair makes (``"\\ud83d"`` is in ``"😀"``); otherwise code units and characters agree.
+    """
+    if needle in text:
+        return True
+    if needle.isascii() or not has_surrogate(needle):
+        return False
+    return to_units(needle) in to_units(text)
 
 
 def slice16(text: str, start: int, end: int | None = None) -> str:
@@ -296,13 +311,17 @@ def _parse_deep(text: str) -> Any:
     return outcome["value"]
 
 
+# Unicode 17.0's full uppercase mappings of the BMP characters that have one.
+_UPPER = {entry[0]: entry[1:] for entry in UPPER.split(" ")}
+
+
 def _canonicalize(unit: str) -> str:
     """ECMAScript Canonicalize for ``i`` without ``u``: a code unit's upper case, with limits.
 
-    The upper case counts only if it is one code unit, and never maps a non-ASCII unit to an
-    ASCII one (so ``ſ`` does not match ``s``, nor the Kelvin sign ``k``).
+    The upper case (Unicode 17.0's) counts only if it is one code unit, and never maps a
+    non-ASCII unit to an ASCII one (so ``ſ`` does not match ``s``, nor the Kelvin sign ``k``).
     """
-    upper = unit.upper()
+    upper = _UPPER.get(unit, unit)
     if len(upper) != 1 or ord(upper) > 0xFFFF:
         return unit
     if ord(unit) >= 128 and ord(upper) < 128:

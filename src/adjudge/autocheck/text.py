@@ -7,27 +7,40 @@ invisible characters are folded away".
 
 Every function keeps the reference checker's order of operations, because the order shows in the
 result (folding after NFKC, for instance, is what makes a full-width letter match). This is the
-hot path of every check, so each step first asks cheaply whether it has anything to do; the
-Unicode classes come from ``_unicode_tables`` (the standard ``re`` has no ``\\p{…}``), at the
-Unicode version of the running Python.
+hot path of every check, so each step first asks cheaply whether it has anything to do. Every
+Unicode property is the reference's version, 17.0, whatever the interpreter's: NFKC and NFKD come
+from ``unicodedata2``, the classes and case mappings from the generated ``_unicode_tables``.
+
+JavaScript strings are UTF-16 code units, and a removal can bring two halves of a surrogate pair
+together: JavaScript then sees one character again (``"un\\ud835\\u2060\\udd52ble"`` folds to
+"unable"). Where a step removes characters from a text holding surrogates, the halves it brought
+together are joined.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Callable, Container
+
+import unicodedata2
 
 from adjudge.autocheck import chars
+from adjudge.autocheck._unicode_tables import BASE_UNICODE_VERSION, LOWER
 from adjudge.autocheck.chars import (
     ASTRAL,
+    CASE_IGNORABLE_BIT,
+    CASED_BIT,
     CR,
     CURLY,
     HOMOGLYPH,
     HOMOGLYPHS,
     INVISIBLE,
+    LOWER_DIFFERS_BIT,
     MARK_BIT,
     ODD_SPACE,
+    SURROGATE,
+    TABLE,
 )
 from adjudge.autocheck.jsvalues import WHITESPACE, from_units
 
@@ -47,9 +60,12 @@ _HORIZONTAL_WS = re.compile(f"[{_HSPACE}]{{2,}}|[{_HSPACE_NOT_SPACE}]")
 _MARKS = chars.member_pattern(MARK_BIT)
 _MARKS_ASTRAL = chars.member_pattern(MARK_BIT << ASTRAL)
 _HOMOGLYPH_TABLE = str.maketrans(HOMOGLYPHS)
+_normalize: Callable[[str, str], str] = unicodedata2.normalize  # Unicode 17.0
 # The classes each step asks about.
-_CANONICAL_WORK = CURLY | CR | INVISIBLE | ODD_SPACE | INVISIBLE << ASTRAL
-_FOLD_WORK = MARK_BIT | HOMOGLYPH | MARK_BIT << ASTRAL
+_INVISIBLES = INVISIBLE | INVISIBLE << ASTRAL
+_CANONICAL_WORK = CURLY | CR | ODD_SPACE | _INVISIBLES | SURROGATE
+_MARKS_ANY = MARK_BIT | MARK_BIT << ASTRAL
+_FOLD_WORK = HOMOGLYPH | _MARKS_ANY | SURROGATE
 
 
 def canonical(text: str) -> str:
@@ -57,10 +73,23 @@ def canonical(text: str) -> str:
 
     Line structure is kept (the disclosure section is found by its heading line).
     """
-    if not text.isascii():
-        text = unicodedata.normalize("NFKC", text)
+    return canonicalize(text)[0]
+
+
+def canonicalize(text: str) -> tuple[str, bool]:
+    """``canonical(text)``, and whether ``text`` holds a surrogate code point.
+
+    Two surrogate code points side by side are one character to JavaScript: such a text is
+    read with them joined (``from_units``), from its first step on.
+    """
+    text_nfkc = text if text.isascii() else _normalize("NFKC", text)
     # One pass tells which of the steps below have work; each runs only if it has.
-    work = chars.classes(text, _CANONICAL_WORK)
+    work = chars.classes(text_nfkc, _CANONICAL_WORK)
+    if work & SURROGATE:
+        joined = from_units(text)
+        if joined != text:
+            return canonicalize(joined)[0], True
+    text = text_nfkc
     if work & CURLY:
         text = text.replace("\u2018", "'").replace("\u2019", "'").replace("\u02bc", "'")
     if work & CR:
@@ -69,9 +98,11 @@ def canonical(text: str) -> str:
         text = _INVISIBLE.sub("", text)
     if work & INVISIBLE << ASTRAL:
         text = _INVISIBLE_ASTRAL.sub("", text)
+    if work & SURROGATE and work & _INVISIBLES:
+        text = from_units(text)  # halves an invisible stood between are one character again
     if work & ODD_SPACE or "  " in text:
         text = _HORIZONTAL_WS.sub(" ", text)
-    return text
+    return text, bool(work & SURROGATE)
 
 
 def flatten(text: str) -> str:
@@ -88,29 +119,73 @@ def flatten(text: str) -> str:
 
 def fold(text: str) -> str:
     """Lowercase, accents removed (NFKD without combining marks), look-alike letters to Latin."""
-    text = text.lower()
+    text = lower(text)
     if text.isascii():
         return text
-    text = unicodedata.normalize("NFKD", text)
+    text = _normalize("NFKD", text)
     work = chars.classes(text, _FOLD_WORK)
     if work & MARK_BIT:
         text = _MARKS.sub("", text)
     if work & MARK_BIT << ASTRAL:
         text = _MARKS_ASTRAL.sub("", text)
+    if work & SURROGATE and work & _MARKS_ANY:
+        text = from_units(text)  # halves a mark stood between are one character again
     if work & HOMOGLYPH:
         text = text.translate(_HOMOGLYPH_TABLE)
     return text
 
 
+_SIGMA = "\u03a3"
+# Unicode 17.0's full lowercase mappings, capital sigma aside (its context decides it).
+_LOWER = {ord(entry[0]): entry[1:] for entry in LOWER.split(" ") if entry[0] != _SIGMA}
+# The interpreter's str.lower() is Unicode 17.0's on a text without a LOWER_DIFFERS character
+# only where the tables were computed against the interpreter's own version.
+_LOWER_FAST = unicodedata.unidata_version == BASE_UNICODE_VERSION
+_LOWER_DIFFERS_ANY = LOWER_DIFFERS_BIT | LOWER_DIFFERS_BIT << ASTRAL
+
+
+def lower(text: str) -> str:
+    """``toLowerCase()`` at Unicode 17.0: full mappings, and the final sigma by its context.
+
+    The interpreter's ``str.lower`` where it agrees (every text without a character added to
+    Unicode since its version, or changed since); otherwise the generated tables alone.
+    """
+    if text.isascii():
+        return text.lower()
+    if _LOWER_FAST and not chars.classes(text, _LOWER_DIFFERS_ANY):
+        return text.lower()
+    return _lower_tables(text)
+
+
+def _lower_tables(text: str) -> str:
+    """``toLowerCase()`` from the generated tables alone (a dictionary lookup per character)."""
+    pieces = text.split(_SIGMA)
+    out = [pieces[0].translate(_LOWER)]
+    at = len(pieces[0])
+    for piece in pieces[1:]:
+        out.append("\u03c2" if _final_sigma(text, at) else "\u03c3")
+        out.append(piece.translate(_LOWER))
+        at += 1 + len(piece)
+    return "".join(out)
+
+
+def _final_sigma(text: str, i: int) -> bool:
+    """Unicode's Final_Sigma for the capital sigma at ``text[i]``: a cased letter before it and
+    none after it, case-ignorable characters skipped on both sides."""
+    j = i - 1
+    while j >= 0 and TABLE[ord(text[j])] & CASE_IGNORABLE_BIT:
+        j -= 1
+    if j < 0 or not TABLE[ord(text[j])] & CASED_BIT:
+        return False
+    k = i + 1
+    while k < len(text) and TABLE[ord(text[k])] & CASE_IGNORABLE_BIT:
+        k += 1
+    return k == len(text) or not TABLE[ord(text[k])] & CASED_BIT
+
+
 def phrase_text(text: str) -> str:
     """A forbidden phrase, or the result it is looked for in, as a reader sees it."""
     return fold(flatten(canonical(text)))
-
-
-def iter_words(text: str) -> Iterator[str]:
-    """The lowercase words of ``text``, lazily (a code-unit view is joined back first)."""
-    text = from_units(text).lower()
-    return (m.group() for m in chars.word_pattern(text, False).finditer(text))
 
 
 def words(text: str) -> list[str]:
@@ -119,7 +194,22 @@ def words(text: str) -> list[str]:
     Words, as the reference counts them: each CJK ideograph or kana is a word of its own (no
     spaces between them), otherwise runs of letters and digits joined by ' or -.
     """
-    return chars.tokens(from_units(text).lower(), False)
+    return chars.tokens(_lower_joined(text), False)
+
+
+_JOIN_OR_LOWER = SURROGATE | _LOWER_DIFFERS_ANY
+
+
+def _lower_joined(text: str) -> str:
+    """``lower(from_units(text))``, with one pass over ``text`` to learn whether either has work."""
+    if text.isascii():
+        return text.lower()
+    bits = chars.classes(text, _JOIN_OR_LOWER)
+    if bits & SURROGATE:
+        return lower(from_units(text))
+    if _LOWER_FAST and not bits & _LOWER_DIFFERS_ANY:
+        return text.lower()
+    return _lower_tables(text)
 
 
 def count_words(text: str, enough: int, enough_distinct: int) -> tuple[int, int]:
@@ -140,6 +230,20 @@ def count_words(text: str, enough: int, enough_distinct: int) -> tuple[int, int]
         size *= 4
     found = words(text)
     return len(found), len(set(found))
+
+
+def count_words_besides(text: str, excluded: Container[str], enough: int) -> int:
+    """How many words of ``text`` are not in ``excluded``: exact below ``enough``, at least
+    ``enough`` otherwise (read from growing prefixes, as :func:`count_words` reads them)."""
+    size = 256
+    while size < len(text):
+        cut = text.rfind(" ", 0, size)
+        if cut > 0:
+            found = sum(1 for w in words(text[:cut]) if w not in excluded)
+            if found >= enough:
+                return found
+        size *= 4
+    return sum(1 for w in words(text) if w not in excluded)
 
 
 def has_distinct_words(text: str, n: int) -> int:

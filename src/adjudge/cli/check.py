@@ -142,7 +142,8 @@ def check(
     raw_criteria = _read_json(criteria, "criteria")
     _validate(raw_criteria)
     value, stored = _read_result(result, result_json)
-    verdict = auto_check(value, raw_criteria)
+    # A result read as JSON is the agent's JSON value: a string there is read as its JSON text.
+    verdict = auto_check(value, raw_criteria, json_value=result_json or result.endswith(".json"))
     if sign is not None and receipt is not None:
         _sign_receipt(sign, receipt, stored, verdict, criteria.read_bytes(), supersedes, about)
     if as_json:
