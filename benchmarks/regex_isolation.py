@@ -53,8 +53,10 @@ class _Admits:
     def admissibility(self, criteria: Mapping[str, Any], mode: str) -> Sequence[Error]:
         return []
 
-    def check(self, result: str, criteria: Mapping[str, Any]) -> CheckOutcome:
-        return self.inner.check(result, criteria)
+    def check(
+        self, result: str, criteria: Mapping[str, Any], *, withhold: frozenset[str] = frozenset()
+    ) -> CheckOutcome:
+        return self.inner.check(result, criteria, withhold=withhold)
 
 
 def seed(url: str, ordinary: int) -> tuple[list[tuple[str, str]], str, list[str]]:

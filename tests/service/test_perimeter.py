@@ -259,6 +259,11 @@ def test_the_dry_run_never_runs_the_hidden_answer(h: Harness) -> None:
         assert out["rules_not_run"] == ["expected_answer"] and "expected_answer" in out["note"]
         assert all(item["name"] != "expected_answer" for item in out["detail"]["breakdown"])
     assert (right["score"], right["passed"]) == (wrong["score"], wrong["passed"])
+    # A short hidden answer still waives the content floor, as in the real check.
+    short = h.post("auto", criteria={"expected_answer": "42"})
+    h.ok("ann", "POST", f"/tasks/{short}/accept")
+    out = h.ok("ann", "POST", f"/tasks/{short}/dry-run", {"result": "42"})
+    assert not any("too short" in r for r in out["reasons"]), out
 
 
 def test_the_dry_run_is_rationed_and_only_for_the_holder(h: Harness) -> None:

@@ -23,8 +23,10 @@ class FakeChecker:
             return [Error("Unsafe pattern.", code="REGEX_PATTERN_UNUSABLE")]
         return []
 
-    def check(self, result: str, criteria: Mapping[str, Any]) -> CheckOutcome:
-        """Pass or fail by length and the word FAIL."""
+    def check(
+        self, result: str, criteria: Mapping[str, Any], *, withhold: frozenset[str] = frozenset()
+    ) -> CheckOutcome:
+        """Pass or fail by length and the word FAIL (nothing to withhold)."""
         ok = len(result) >= int(criteria.get("min_length", 10)) and "FAIL" not in result
         reasons = ("All verification criteria met",) if ok else ("min_length: 0%",)
         return CheckOutcome(ok, 100 if ok else 0, reasons, {"passed": ok})

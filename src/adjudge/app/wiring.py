@@ -50,9 +50,11 @@ class AutoCheck:
                 )
         return refusals
 
-    def check(self, result: str, criteria: Mapping[str, Any]) -> CheckOutcome:
+    def check(
+        self, result: str, criteria: Mapping[str, Any], *, withhold: frozenset[str] = frozenset()
+    ) -> CheckOutcome:
         """Run the auto check and keep its full ``verificationResult``."""
-        r = auto_check(result, criteria)
+        r = auto_check(result, criteria, withhold=withhold)
         return CheckOutcome(r.passed, r.score, tuple(r.reasons), r.to_dict())
 
 

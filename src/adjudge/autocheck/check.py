@@ -140,7 +140,11 @@ def result_text(result: object, *, json_value: bool = False) -> str:
 
 
 def auto_check(
-    result: object, criteria: Mapping[str, Any] | Criteria, *, json_value: bool = False
+    result: object,
+    criteria: Mapping[str, Any] | Criteria,
+    *,
+    json_value: bool = False,
+    withhold: frozenset[str] = frozenset(),
 ) -> VerificationResult:
     """Score ``result`` against ``criteria``: spec 000's auto check, as the reference runs it.
 
@@ -149,6 +153,10 @@ def auto_check(
     :func:`result_text`). Never raises on any text, JSON value or criteria: malformed criteria
     are a hard failure, as the reference treats them. Use
     :func:`adjudge.autocheck.criteria.parse` to refuse them with a code instead.
+
+    ``withhold`` names criteria fields whose scored items are left out (a dry run's hidden
+    rules): the hard failures still read every field as set — so the content floor a short
+    expected answer waives stays waived — but the withheld items are neither scored nor shown.
     """
     output = result_text(result, json_value=json_value)  # (1)
     try:
@@ -210,7 +218,10 @@ def auto_check(
     # Without a disclosure section or a scan window, the folded deliverable is the folded result.
     folded = scan_text if not split.disclosed and len(visible) <= SCAN_WINDOW else None
     ctx = Context(output, visible, regex_matched, lang.refusal or lang.neutral, folded)  # (9)
-    return _score(rules_for(c, ctx), c.threshold)
+    rules = rules_for(c, ctx)
+    if withhold:
+        rules = [r for r in rules if r.name not in withhold]
+    return _score(rules, c.threshold)
 
 
 def _score(rules: list[Rule], threshold: float) -> VerificationResult:

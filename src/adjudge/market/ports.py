@@ -32,8 +32,14 @@ class Checker(Protocol):
         """Post-time refusals for ``criteria`` in ``mode``; empty when the task may be posted."""
         ...
 
-    def check(self, result: str, criteria: Mapping[str, Any]) -> CheckOutcome:
-        """Judge ``result`` against ``criteria``; a failed check is a value, never an exception."""
+    def check(
+        self, result: str, criteria: Mapping[str, Any], *, withhold: frozenset[str] = frozenset()
+    ) -> CheckOutcome:
+        """Judge ``result`` against ``criteria``; a failed check is a value, never an exception.
+
+        ``withhold`` names criteria fields whose items are left out of the score (a dry run's
+        hidden rules), while every field still counts where it changes the hard failures.
+        """
         ...
 
 
