@@ -512,3 +512,14 @@ def test_a_catastrophic_pattern_times_out_apart_and_never_passes(sqlite_store: S
     assert done["status"] == "failed"
     assert any("timed out" in r for r in done["verification_result"]["reasons"])
     assert h.client.get("/api/v1/health").status_code == 200
+
+
+def test_criteria_that_cannot_fail_are_refused_at_posting(h: Harness) -> None:
+    """A keyword of a single space, a pattern that matches anything: refused with the field
+    named, because the poster would pay for work nothing checked."""
+    h.app.tasks.checker = _real_checker()
+    for criteria in ({"contains_keywords": [" "], "min_length": 5}, {"regex_pattern": ".*"}):
+        r = h.call("pat", "POST", "/tasks", {**BASE, "mode": "auto", "criteria": criteria})
+        assert (r.status_code, r.json()["error"]["code"]) == (400, "CRITERIA_UNFALSIFIABLE")
+        assert next(iter(criteria)) in r.json()["error"]["message"]
+    assert h.balance("wallet:pat") == FUNDS

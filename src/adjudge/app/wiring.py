@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from adjudge.app.signed_verdicts import DETAIL_KEY, check_signature, verdict_payload
-from adjudge.autocheck import admissibility, auto_check, redos
+from adjudge.autocheck import admissibility, auto_check, falsifiable, redos
 from adjudge.errors import CriteriaError, Error
 from adjudge.kernel import DEFAULT_POLICY, Authority, Check, Determination, Verdict, determine
 from adjudge.kernel.adapters import auto_check_check
@@ -36,6 +36,10 @@ class AutoCheck:
         repeated alternatives can match the same text (:mod:`adjudge.autocheck.redos`), which
         the reference's scan cannot see. The verdict keeps the reference's scan alone."""
         refusals = list(admissibility(criteria, mode))
+        if not refusals and mode == "auto":
+            for field, why in falsifiable.unfalsifiable(criteria):
+                refusals.append(CriteriaError(f"{why}.", code="CRITERIA_UNFALSIFIABLE"))
+                del field
         pattern = criteria.get("regex_pattern")
         if not refusals and isinstance(pattern, str):
             why = redos.ambiguous_repeat(pattern)

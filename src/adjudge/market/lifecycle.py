@@ -504,7 +504,8 @@ def _settlement(
 
 
 def _rail_no_self_verification(task: Task, judge: str) -> None:
-    """The kernel's first rail: only a named actor who never claimed the task may conclude it.
+    """The kernel's first, second and contract rails: only a named actor who never claimed the
+    task, committed none of its submissions, and is not its worker may conclude it.
 
     The task's current cycle is its latest submission; the agent claimed it in every cycle. A
     task nobody holds has nothing to judge: the state checks refuse it instead.
@@ -515,9 +516,18 @@ def _rail_no_self_verification(task: Task, judge: str) -> None:
     refusal = rails.no_self_verification(
         [rails.Claim(task.agent, cycle)], [rails.Verification(judge, cycle)], current_cycle=cycle
     )
+    # The second rail: the work is anchored by its submissions, each committed by the agent
+    # that delivered it (earlier rounds as superseded links: a resubmission erases no author).
+    refusal = refusal or rails.verifier_not_author(
+        judge,
+        [rails.Link(task.agent, superseded=n < task.attempts) for n in range(1, task.attempts + 1)],
+    )
+    # And a worker never accepts the contract for its own attempt.
+    refusal = refusal or rails.no_contract_self_acceptance(task.agent, judge)
     if refusal is not None:
         raise Error(
-            f"An agent never judges its own work ({refusal.reason}).", code="SELF_VERIFICATION"
+            f"An agent never judges its own work ({refusal.code}: {refusal.reason}).",
+            code="SELF_VERIFICATION",
         )
 
 
