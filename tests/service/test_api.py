@@ -16,6 +16,7 @@ GOOD = "A long enough result."
 
 
 BASE = {"title": "t", "reward": "2000000", "deadline_hours": 24}
+AGENT = {**BASE, "mode": "agent", "brief": "Summarise the attached report."}
 
 
 @pytest.mark.parametrize(
@@ -28,9 +29,9 @@ BASE = {"title": "t", "reward": "2000000", "deadline_hours": 24}
             {**BASE, "mode": "auto", "criteria": {"regex_pattern": "(a+)+$"}},
             (400, "REGEX_PATTERN_UNUSABLE"),
         ),
-        ("pat", {**BASE, "mode": "agent"}, (400, "VERIFIER_REQUIRED")),
-        ("pat", {**BASE, "mode": "agent", "verifier": "vic"}, (409, "VERIFIER_NOT_OPTED_IN")),
-        ("pat", {**BASE, "mode": "agent", "verifier": "bob"}, (409, "VERIFIER_NOT_OPTED_IN")),
+        ("pat", AGENT, (400, "VERIFIER_REQUIRED")),
+        ("pat", {**AGENT, "verifier": "vic"}, (409, "VERIFIER_NOT_OPTED_IN")),
+        ("pat", {**AGENT, "verifier": "bob"}, (409, "VERIFIER_NOT_OPTED_IN")),
         ("pat", {**BASE, "reward": "0"}, (400, "INVALID_REWARD")),
         ("pat", {**BASE, "reward": "1.5"}, (400, "INVALID_REWARD")),
         ("pat", {**BASE, "reward": "-3"}, (400, "INVALID_REWARD")),
@@ -84,7 +85,7 @@ def test_verifier_rules_over_http(h: Harness) -> None:
     assert h.refused("ann", "POST", f"/tasks/{tid}/verdict", verdict) == (409, "SELF_VERIFICATION")
     assert h.refused("vic", "POST", f"/tasks/{tid}/verdict", verdict) == (403, "NOT_TASK_VERIFIER")
     assert h.refused("pat", "POST", f"/tasks/{tid}/review", verdict) == (409, "NOT_MANUAL_MODE")
-    many = {"passed": False, "reasons": ["r"] * 11}
+    many = h.signed("vera", tid, False, ["r"] * 11)
     assert h.refused("vera", "POST", f"/tasks/{tid}/verdict", many) == (400, "TOO_MANY_REASONS")
     assert h.ok("vera", "GET", "/verifiers")["verifiers"][0]["id"] == "vera"
 
