@@ -287,3 +287,19 @@ def test_the_fast_path_never_runs_python_regular_expressions() -> None:
     assert stage is not None and stage.fast_path
     assert stage.compiled_patterns()
     assert all(not isinstance(p, re.Pattern) for p in stage.compiled_patterns())
+
+
+def test_an_ambiguous_error_name_is_located_by_the_reference() -> None:
+    """`data.a.b.c` reads two ways through this output; the pointer is still exact."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "a.b": {"type": "object", "properties": {"c": {"type": "string"}}},
+            "a": {"type": "object", "properties": {"b.c": {"type": "string"}}},
+        },
+    }
+    contract = register_contract({"tool": "t", "version": "1", "output_schema": schema})
+    assert contract.fast_path
+    shape = contract.check_shape({"a.b": {"c": 3}, "a": {"b.c": 3}})
+    assert not shape.ok
+    assert shape.path in ("/a.b/c", "/a/b.c")

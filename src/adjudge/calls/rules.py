@@ -290,11 +290,15 @@ def _timestamp(value: Any) -> datetime:
     return stamp
 
 
+# A tuple, not ``int | float``: the union would be built anew for every value judged.
+_NUMBERS = (int, float)
+
+
 def _numeric_range(rule: Rule, output: Any, request: Any, at: datetime) -> _Judgment:
     low, high = rule.params.get("min"), rule.params.get("max")
 
     def check(value: Any) -> str | None:
-        if isinstance(value, bool) or not isinstance(value, int | float):
+        if isinstance(value, bool) or not isinstance(value, _NUMBERS):
             raise _Unjudgeable(f"is {_kind_of(value)}, not a number")
         if not math.isfinite(value):
             return "is not a finite number"
