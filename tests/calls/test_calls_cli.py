@@ -86,7 +86,7 @@ def test_judgment_and_its_citation(tmp_path: Path) -> None:
         "status": "judged",
         "conflict": True,
         "reason": "about executors in general, not a comparison",
-        "citations": [{"path": "$.results[2].title", "quote_sha256": digest_of(title)}],
+        "citations": [{"path": "/results/2/title", "quote_sha256": digest_of(title)}],
     }
     (tmp_path / "judgment.json").write_text(json.dumps(judgment))
     result = runner.invoke(
@@ -251,8 +251,37 @@ def test_provider_report_text(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "skycast" in result.output
     assert "0/1 (0.00%)" in result.output
-    assert "none (no observations)" in result.output
+    assert "no measured rate" in result.output
     assert "not above" in result.output
+
+
+@pytest.mark.parametrize("at", [[], ["--at", "2026-12-01T00:00:00Z"]])
+def test_provider_report_with_terms_but_no_calls(tmp_path: Path, at: list[str]) -> None:
+    """A log with a provider's terms and no calls prints "no measured rate", never a crash."""
+    path = tmp_path / "calls.jsonl"
+    terms = {"type": "provider", "provider": "skycast", "declared_failure_rate": "0.02"}
+    path.write_text(json.dumps({**terms, "sample_gate": 20, "window_days": 30}) + "\n")
+    result = runner.invoke(app, ["provider", "report", str(path), *at])
+    assert result.exit_code == 0, result.output
+    assert "skycast" in result.output
+    assert "no measured rate" in result.output
+    shown = runner.invoke(app, ["provider", "report", str(path), *at, "--json"])
+    assert shown.exit_code == 0, shown.output
+    (provider,) = json.loads(shown.output)["providers"]
+    assert provider["proposal"] is None
+    assert provider["window"] is None or provider["window"]["failure_rate"] is None
+
+
+def test_provider_report_for_a_provider_without_calls_among_others(tmp_path: Path) -> None:
+    """Terms for one provider, calls by another: the first has no measured rate."""
+    path = _log(tmp_path, fails=1, passes=1)
+    extra = {"type": "provider", "provider": "quiet", "declared_failure_rate": "0.1"}
+    with path.open("a") as out:
+        out.write(json.dumps({**extra, "sample_gate": 5, "window_days": 7}) + "\n")
+    result = runner.invoke(app, ["provider", "report", str(path), "--at", "2026-12-01T00:00:00Z"])
+    assert result.exit_code == 0, result.output
+    quiet = result.output.split("quiet", 1)[1].split("skycast", 1)[0]
+    assert "no measured rate" in quiet
 
 
 def test_provider_report_refuses_a_bad_line(tmp_path: Path) -> None:
@@ -340,6 +369,39 @@ def test_sign_writes_a_receipt_that_verifies(
     assert predicate["criteriaDigest"].startswith("sha256:")
     rows = [c["name"] for c in predicate["checks"]]
     assert rows[0] == "evidence-integrity" and "schema" in rows
+
+
+def test_an_unverified_call_is_never_signed_as_pass(tmp_path: Path) -> None:
+    """No policy: the record says UNVERIFIED, and neither the CLI nor the receipt says PASS."""
+    key_file, fingerprint = _key(tmp_path)
+    out = tmp_path / "receipt.json"
+    result = runner.invoke(
+        app,
+        [
+            "call",
+            "verify",
+            "--contract",
+            str(EXAMPLES / "weather.contract.json"),
+            "--request",
+            str(EXAMPLES / "weather.request.json"),
+            "--response",
+            str(EXAMPLES / "weather.good.response.json"),
+            "--sign",
+            str(key_file),
+            "--receipt",
+            str(out),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert "verdict   UNVERIFIED" in result.output
+    assert "PASS" not in result.output
+    predicate = json.loads(base64.b64decode(json.loads(out.read_text())["payload"]))["predicate"]
+    assert predicate["verdict"] != "PASS"
+    assert predicate["policyDecision"]["verdict"] == "UNVERIFIED"
+    checked = runner.invoke(app, ["receipt", "verify", str(out), "--key", fingerprint])
+    assert checked.exit_code == 0, checked.output
+    assert "verdict:       PASS" not in checked.output
+    assert "  verdict: UNVERIFIED" in checked.output
 
 
 def test_a_tampered_call_receipt_fails(tmp_path: Path) -> None:

@@ -169,8 +169,8 @@ def test_a_cited_conflict_carries_its_quote_hashes() -> None:
             "conflict": True,
             "reason": "not a comparison",
             "citations": [
-                {"path": "$.results[2].title", "quote_sha256": digest_of(title)},
-                {"path": "$.results[99].title", "quote_sha256": digest_of("nowhere")},
+                {"path": "/results/2/title", "quote_sha256": digest_of(title)},
+                {"path": "/results/99/title", "quote_sha256": digest_of("nowhere")},
             ],
         }
     )
@@ -243,14 +243,18 @@ def test_the_fold_and_the_policy_verdict_answer_different_questions() -> None:
     assert determination.policy_decision["payment"] == "settle"
 
 
-def test_an_unverified_call_can_have_a_passing_fold() -> None:
-    """With no policy the call is UNVERIFIED (no pass claimed); the shape evidence still folds."""
+def test_an_unverified_call_never_carries_a_pass_headline() -> None:
+    """With no policy the call is UNVERIFIED: its shape evidence is kept, but the determination
+    says NOT_RUN (no decision policy ran), never PASS."""
     contract = register_contract(_load("weather.contract.json"))
     envelope = _load("weather.good.response.json")
     request = parse_request(_load("weather.request.json"))
     result = verify_call(contract, None, request, parse_response(envelope), AT)
     determination = determine_call(result, now=NOW, response_bytes=digested_bytes(envelope["body"]))
-    assert determination.verdict is Verdict.PASS
+    assert determination.verdict is Verdict.NOT_RUN
+    names = {c.name: c.verdict for c in determination.checks}
+    assert names["schema"] is Verdict.PASS  # the evidence is still there
+    assert names["decision_policy"] is Verdict.NOT_RUN
     assert determination.criteria_digest is None
     decision = determination.policy_decision
     assert decision is not None
@@ -259,6 +263,8 @@ def test_an_unverified_call_can_have_a_passing_fold() -> None:
         None,
         False,
     )
+    # Without the bytes nothing is refused either: there is no PASS to prove.
+    assert determine_call(result, now=NOW).verdict is Verdict.NOT_RUN
 
 
 def test_an_error_call_has_nothing_to_determine() -> None:

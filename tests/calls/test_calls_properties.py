@@ -18,6 +18,7 @@ from adjudge.calls import (
     Payment,
     binomial_tail_test,
     binomial_upper_tail,
+    determine_call,
     parse_request,
     parse_response,
     quality_window,
@@ -26,8 +27,15 @@ from adjudge.calls import (
     sampled,
     verify_call,
 )
-from adjudge.calls.contract import Expression, compile_expression
+from adjudge.calls.contract import (
+    DroppedElement,
+    Expression,
+    ExpressionError,
+    compile_expression,
+)
 from adjudge.calls.quality import Observation
+from adjudge.calls.verify import digested_bytes
+from adjudge.kernel import Verdict
 
 AT = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 
@@ -201,8 +209,57 @@ def test_only_deterministic_passes_carry_pass_and_nothing_unrun_is_passed(
             for r in result.rows
         )
     shape = result.rows[0]
-    if shape.outcome is Outcome.FAIL:
+    if shape.outcome is Outcome.FAIL and shape.declared:
         assert all(r.outcome is Outcome.NOT_RUN for r in result.rows[1:])
+
+
+CONTRACT_WITHOUT_SCHEMA = register_contract(
+    {"tool": "t", "version": "1", "response_mapping": {"items": "data.items", "meta": "meta"}}
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(calls())
+def test_an_undeclared_schema_never_changes_the_verdict(call: dict[str, Any]) -> None:
+    """Only declared checks count: a schema the policy does not declare can neither pass, fail
+    nor suppress anything, so the call is decided exactly as if the contract had no schema."""
+    call["policy"]["checks"] = ["quality_rules"]
+    call["policy"]["clauses"] = [c for c in call["policy"]["clauses"] if c["match"] != "veto"] or [
+        CLAUSES[1]
+    ]
+    with_schema = _verify(call)
+    policy = register_policy(call["policy"], CONTRACT_WITHOUT_SCHEMA)
+    without = verify_call(
+        CONTRACT_WITHOUT_SCHEMA,
+        policy,
+        parse_request(call["request"]),
+        parse_response({"status": "ok", "body": call["body"]}),
+        AT,
+    )
+    assert with_schema.verdict is without.verdict
+    assert with_schema.effect == without.effect
+    assert with_schema.rows[1:] == without.rows[1:]
+    assert not with_schema.rows[0].declared
+
+
+@settings(max_examples=200, deadline=None)
+@given(bodies)
+def test_an_unverified_call_never_reads_as_pass(body: Any) -> None:
+    """A call with no policy is UNVERIFIED, and its kernel determination is never PASS."""
+    request = parse_request(
+        {
+            "call_id": "c",
+            "provider": "prov",
+            "tool": "t",
+            "price": {"amount_minor": 1, "currency": "EUR"},
+        }
+    )
+    result = verify_call(
+        CONTRACT, None, request, parse_response({"status": "ok", "body": body}), AT
+    )
+    assert result.verdict is CallVerdict.UNVERIFIED
+    determination = determine_call(result, now=AT, response_bytes=digested_bytes(body))
+    assert determination.verdict is not Verdict.PASS
 
 
 observations = st.builds(
@@ -332,3 +389,55 @@ def test_compiled_expressions_answer_like_the_interpreter(source: str, data: Any
     except Exception:
         got = ("error", expected[1] if expected[0] == "error" else "unexpected")
     assert got == expected
+
+
+@pytest.mark.parametrize("source", EXPRESSIONS)
+@settings(max_examples=60, deadline=None)
+@given(data=json_values)
+def test_strict_mapping_expressions_drop_like_the_strict_interpreter(
+    source: str, data: Any
+) -> None:
+    """At the mapping boundary a projection that drops a null element is refused, and the
+    compiled closures refuse exactly where the interpreter, made strict, refuses."""
+    strict = compile_expression(source, what="x", code="X", strict=True)
+    assert strict.compiled
+    lenient = compile_expression(source, what="x", code="X")
+
+    def answer(run: Any) -> Any:
+        try:
+            return ("ok", run(data))
+        except DroppedElement:
+            return ("dropped",)
+        except ExpressionError:
+            return ("error",)
+
+    compiled = answer(strict.search)
+    interpreted = answer(strict.interpret)
+    assert compiled == interpreted
+    if compiled[0] == "ok":  # nothing was dropped: the strict answer is JMESPath's own
+        assert compiled == answer(lenient.search)
+
+
+@pytest.mark.parametrize(
+    ("source", "data"),
+    [
+        ("a[*]", {"a": [1, None]}),
+        ("a[*].b", {"a": [{"b": 1}, {"c": 2}]}),
+        ("a[]", {"a": [[1], None]}),
+        ("*.b", {"x": {"b": 1}, "y": {}}),
+        ("a[?k].b", {"a": [{"k": True, "b": 1}, {"k": True}]}),
+        ("sort_by(a, &k)[*].b", {"a": [{"k": 2, "b": 1}, {"k": 1}]}),
+    ],
+)
+def test_a_projection_that_drops_an_element_is_refused(source: str, data: Any) -> None:
+    """`[null, x]` projected is `[x]` in JMESPath; at the mapping boundary that is refused."""
+    expression = compile_expression(source, what="x", code="X", strict=True)
+    with pytest.raises(DroppedElement):
+        expression.search(data)
+    assert compile_expression(source, what="x", code="X").search(data) is not None
+
+
+def test_a_filter_is_not_a_drop() -> None:
+    """Elements a filter leaves out were selected out, not lost: no refusal."""
+    expression = compile_expression("a[?k].b", what="x", code="X", strict=True)
+    assert expression.search({"a": [{"k": False}, {"k": True, "b": 2}]}) == [2]

@@ -1,8 +1,17 @@
-"""The schema stage: its compiled fast path agrees with the JSON Schema 2020-12 reference."""
+"""The schema stage: its compiled fast path agrees with the JSON Schema 2020-12 reference.
+
+Both paths read ``pattern`` and ``patternProperties`` as ECMA-262 regular expressions with the
+u flag (one engine, ``adjudge.calls._ecma``) and assert the same formats, so which path answers
+can never change a verdict. The differential tests below generate schemas (with patterns,
+pattern properties and property names) and documents (with the characters where ECMAScript and
+Python disagree) and hold the two paths to each other; node's own RegExp holds the engine to
+ECMAScript.
+"""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
+from tests.conftest import requires_node, run_node
 
 from adjudge.calls import register_contract
 
@@ -111,7 +121,7 @@ def test_fast_path_agrees_with_the_reference(name: str, data: st.DataObject) -> 
     shape = contract.check_shape(document)
     assert shape.ok is expected
     if not shape.ok:
-        assert shape.path.startswith("$")
+        assert shape.path == "" or shape.path.startswith("/")
 
 
 @pytest.mark.parametrize(
@@ -141,7 +151,7 @@ def test_reference_path_names_the_broken_path() -> None:
     }
     contract = register_contract({"tool": "t", "version": "1", "output_schema": schema})
     shape = contract.check_shape({"a": [3]})
-    assert (shape.ok, shape.path) == (False, "$.a[0]")
+    assert (shape.ok, shape.path) == (False, "/a/0")
     assert "not of type 'string'" in shape.reason
 
 
@@ -150,3 +160,146 @@ def test_enum_keeps_true_and_1_apart() -> None:
     contract = register_contract({"tool": "t", "version": "1", "output_schema": {"enum": [1]}})
     assert not contract.check_shape(True).ok
     assert contract.check_shape(1).ok
+
+
+# ----------------------------------------------------------------------------- differential
+
+# Patterns where ECMAScript (u flag) and Python's re disagree, or could: anchors before a
+# newline, the ASCII-only classes, Unicode white space, the dot and line separators, astral
+# characters, property escapes and ECMAScript-only syntax.
+PATTERNS = [
+    "^a$", "a$", "^\\d+$", "\\d", "^\\D$", "^\\w+$", "\\W", "^\\s$", "\\S", "^.$", "^.+$",
+    "\\bx", "x\\B", "^[a-z]*$", "^[^a]$", "^\\p{L}+$", "^\\p{Nd}$", "(?<n>a)\\k<n>", "^$",
+    "^\\u{1F600}$", "[\\u0660-\\u0669]", "^(?:a|ab)$", "(?<=a)b", "^\\cA$", "^[\\d-]+$",
+]  # fmt: skip
+TEXTS = [
+    "", "a", "a\n", "\na", "ab", "x", "xy", " x", "42", "\u0661\u0662", "\u09ea", "caf\u00e9",
+    "_", "\ufeff", "\u2028", "\u00a0", "\t", "\U0001f600", "\U0001f600\U0001f600", "\u0001",
+    "A", "\u00c9", "-", "1-2", "b", "\r", "\u212a",
+]  # fmt: skip
+
+texts = st.sampled_from(TEXTS)
+patterns = st.sampled_from(PATTERNS)
+
+
+INT = {"type": "integer"}
+
+
+def _schemas() -> st.SearchStrategy[Any]:
+    """Schemas of fast-path keywords only, with ECMAScript patterns in every place they go."""
+    leaf = st.one_of(
+        st.builds(lambda p: {"type": "string", "pattern": p}, patterns),
+        st.builds(lambda p: {"pattern": p}, patterns),
+        st.just({"type": "string", "minLength": 1}),
+        st.just({"type": "integer"}),
+        st.just(True),
+    )
+
+    def nest(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+        members = st.dictionaries(st.sampled_from(TEXTS[:12]), inner, max_size=3)
+        return st.one_of(
+            st.builds(lambda props: {"type": "object", "properties": props}, members),
+            st.builds(
+                lambda pp, extra: {"type": "object", "patternProperties": pp, **extra},
+                st.dictionaries(patterns, inner, min_size=1, max_size=2),
+                st.sampled_from(
+                    [
+                        {},
+                        {"additionalProperties": False},
+                        {"additionalProperties": {"type": "integer"}},
+                    ]
+                ),
+            ),
+            st.builds(lambda p: {"type": "object", "propertyNames": {"pattern": p}}, patterns),
+            st.builds(lambda i: {"type": "array", "items": i}, inner),
+            st.builds(lambda a, b: {"anyOf": [a, b]}, inner, inner),
+            st.builds(lambda a: {"not": a}, inner),
+        )
+
+    return st.recursive(leaf, nest, max_leaves=5)
+
+
+documents = st.recursive(
+    st.one_of(texts, st.integers(-1, 2), st.none()),
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(texts, inner, max_size=3)),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(schema=_schemas(), document=documents)
+def test_the_fast_and_the_reference_path_agree_on_patterns(schema: Any, document: Any) -> None:
+    """On generated schemas and documents the two paths give one answer and one pointer."""
+    contract = register_contract({"tool": "t", "version": "1", "output_schema": schema})
+    stage = contract.schema
+    assert stage is not None and stage.fast_path
+    paths = stage.paths()
+    fast, reference = paths["fast"](document), paths["reference"](document)
+    assert (fast is None) is (reference is None), (fast, reference)
+    # Adding a keyword the fast path does not take switches paths and changes nothing.
+    switched = register_contract(
+        {"tool": "t", "version": "1", "output_schema": {"allOf": [schema], "uniqueItems": False}}
+    )
+    assert not switched.fast_path
+    assert switched.check_shape(document).ok is (reference is None)
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_every_path_reads_a_pattern_the_same_way(pattern: str) -> None:
+    """For each tricky pattern and text, the fast path and the reference path agree."""
+    contract = register_contract(
+        {"tool": "t", "version": "1", "output_schema": {"type": "string", "pattern": pattern}}
+    )
+    stage = contract.schema
+    assert stage is not None and stage.fast_path
+    for text in TEXTS:
+        answers = {name: check(text) is None for name, check in stage.paths().items()}
+        assert len(set(answers.values())) == 1, (pattern, text, answers)
+
+
+@pytest.mark.node
+@requires_node
+def test_patterns_match_as_node_reads_them_with_the_u_flag() -> None:
+    """The engine answers what node's `new RegExp(pattern, "u").test(text)` answers."""
+    cases = [[p, t] for p in PATTERNS for t in TEXTS]
+    expected = run_node("const RESULTS = CASES.map(([p, t]) => new RegExp(p, 'u').test(t));", cases)
+    for (pattern, text), want in zip(cases, expected, strict=True):
+        contract = register_contract(
+            {"tool": "t", "version": "1", "output_schema": {"type": "string", "pattern": pattern}}
+        )
+        assert contract.check_shape(text).ok is want, (pattern, text)
+
+
+def test_the_fast_path_never_runs_python_regular_expressions() -> None:
+    """The compiled validator's patterns are the ECMAScript engine's, not `re`'s."""
+    contract = register_contract(
+        {
+            "tool": "t",
+            "version": "1",
+            "output_schema": {
+                "type": "object",
+                "patternProperties": {"^a$": {"pattern": "^a$"}},
+                "propertyNames": {"pattern": "^[a-z]+$"},
+            },
+        }
+    )
+    stage = contract.schema
+    assert stage is not None and stage.fast_path
+    assert stage.compiled_patterns()
+    assert all(not isinstance(p, re.Pattern) for p in stage.compiled_patterns())
+
+
+def test_an_ambiguous_error_name_is_located_by_the_reference() -> None:
+    """`data.a.b.c` reads two ways through this output; the pointer is still exact."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "a.b": {"type": "object", "properties": {"c": {"type": "string"}}},
+            "a": {"type": "object", "properties": {"b.c": {"type": "string"}}},
+        },
+    }
+    contract = register_contract({"tool": "t", "version": "1", "output_schema": schema})
+    assert contract.fast_path
+    shape = contract.check_shape({"a.b": {"c": 3}, "a": {"b.c": 3}})
+    assert not shape.ok
+    assert shape.path in ("/a.b/c", "/a/b.c")

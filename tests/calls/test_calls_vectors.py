@@ -31,11 +31,11 @@ from adjudge.calls import (
     sampled,
     verify_call,
 )
-from adjudge.calls.kernel_rows import kernel_check
+from adjudge.calls.kernel_rows import determine_call, kernel_check
 from adjudge.calls.outcomes import CheckRow
 from adjudge.calls.quality import Observation, QualityWindow, enforce, withdraw
 from adjudge.calls.rules import judge_rule, parse_rule
-from adjudge.calls.verify import digest_of
+from adjudge.calls.verify import digest_of, digested_bytes
 from adjudge.errors import CriteriaError, Error
 from adjudge.kernel import DEFAULT_POLICY, Verdict
 from adjudge.kernel.determination import effective
@@ -66,6 +66,8 @@ def run_rule(data: dict[str, Any], case: dict[str, Any]) -> None:
     assert row.outcome == Outcome(expect["outcome"]), row.reason
     if "path" in expect:
         assert row.path == expect["path"], row.reason
+    if "reason_contains" in expect:
+        assert expect["reason_contains"] in row.reason, row.reason
     assert row.authority == "deterministic"
 
 
@@ -74,7 +76,7 @@ def run_rule(data: dict[str, Any], case: dict[str, Any]) -> None:
 
 def run_verdict(data: dict[str, Any], case: dict[str, Any]) -> None:
     base = data["base"]
-    contract = register_contract(base["contract"])
+    contract = register_contract({**base["contract"], **case.get("contract", {})})
     policy = None
     if not case.get("no_policy"):
         policy = register_policy({**base["policy"], **case.get("policy", {})}, contract)
@@ -119,6 +121,31 @@ def run_verdict(data: dict[str, Any], case: dict[str, Any]) -> None:
         assert rows[name]["path"] == path, (name, rows[name]["reason"])
     for name, declared in expect.get("declared", {}).items():
         assert rows[name]["declared"] is declared, name
+    for name, text in expect.get("reasons", {}).items():
+        assert text in rows[name]["reason"], (name, rows[name]["reason"])
+    if "determination" in expect:
+        determination = determine_call(
+            result, now=at, response_bytes=digested_bytes(envelope["body"])
+        )
+        assert determination.verdict is Verdict(expect["determination"])
+
+
+# ----------------------------------------------------------------------------- the schema stage
+
+
+def run_schema(data: dict[str, Any], case: dict[str, Any]) -> None:
+    document: dict[str, Any] = {"tool": "t", "version": "1", "output_schema": case["schema"]}
+    if case.get("format_assertion"):
+        document["format_assertion"] = True
+    schema = register_contract(document).schema
+    assert schema is not None
+    paths = schema.paths()
+    assert "reference" in paths
+    for name, check in paths.items():
+        violation = check(case["document"])
+        assert (violation is None) is case["valid"], (name, violation)
+        if violation is not None and "path" in case:
+            assert violation.pointer == case["path"], (name, violation)
 
 
 # ----------------------------------------------------------------------------- registration
@@ -256,6 +283,7 @@ def run_kernel(data: dict[str, Any], case: dict[str, Any]) -> None:
 RUNNERS: dict[str, Callable[[dict[str, Any], dict[str, Any]], None]] = {
     "rule": run_rule,
     "verdict": run_verdict,
+    "schema": run_schema,
     "registration": run_registration,
     "sampling": run_sampling,
     "quality": run_quality,

@@ -7,6 +7,7 @@ corroboration of an empty answer are inputs.
     policy = register_policy(policy_json, contract)
     result = verify_call(contract, policy, parse_request(r), parse_response(resp), at)
     result.verdict, result.effect.payment, result.effect.strike, result.rows
+    result.report_deadline          # the caller's filing deadline for a report (policy's window)
     determination = determine_call(result, now=now, response_bytes=stored)   # for a receipt
 
     tool = parse_tool(tool_json)                         # a provider endpoint + contract + price
@@ -22,7 +23,7 @@ from adjudge.calls.openapi import (
     openapi_tool_document,
 )
 from adjudge.calls.outcomes import CheckRow, Outcome
-from adjudge.calls.policy import Mode, Policy, register_policy, sampled
+from adjudge.calls.policy import DEFAULT_REPORT_WINDOW, Mode, Policy, register_policy, sampled
 from adjudge.calls.quality import (
     PenaltyAssessment,
     PenaltyProposal,
@@ -63,6 +64,7 @@ from adjudge.calls.verify import (
 )
 
 __all__ = [
+    "DEFAULT_REPORT_WINDOW",
     "EFFECTS",
     "ArgumentProblem",
     "ArgumentsInvalid",

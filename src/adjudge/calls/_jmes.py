@@ -3,9 +3,17 @@
 ``jmespath`` parses an expression once and then walks its syntax tree on every search, which
 costs a dispatch per node per value. A tool contract's mapping runs on every call, so the common
 node types are turned into nested closures once, at registration. Each closure mirrors the
-corresponding ``TreeInterpreter.visit_*`` method exactly (the differential test in
-``tests/calls/test_jmes.py`` holds them to it). An expression using anything else (function
-calls, expression references) returns ``None`` here and is searched by the interpreter.
+corresponding ``TreeInterpreter.visit_*`` method exactly (the differential tests in
+``tests/calls/test_calls_properties.py`` hold them to it). An expression using anything else
+(function calls, expression references) returns ``None`` here and is searched by the
+interpreter.
+
+**Strict mode**, for the response mapping: a JMESPath projection (``a[*].b``, ``a[]``, ``*.b``,
+``a[?c].b``) leaves out every element whose right-hand side is null, so ``[null, null]``
+projects to ``[]`` and a list silently loses items. At the mapping boundary that is a shape
+failure, not a smaller answer: a strict projection raises :class:`DroppedElement` instead. A
+filter's condition still selects (an element it excludes was not lost). ``StrictInterpreter``
+does the same for expressions the closures do not cover.
 """
 
 from __future__ import annotations
@@ -15,9 +23,22 @@ from collections.abc import Callable
 from numbers import Number
 from typing import Any
 
-__all__ = ["compile_node", "is_false"]
+from jmespath import visitor
+
+__all__ = ["DroppedElement", "StrictInterpreter", "compile_node", "is_false", "location"]
 
 Fn = Callable[[Any], Any]
+
+
+class DroppedElement(Exception):
+    """A strict projection met an element that maps to null (JMESPath would drop it)."""
+
+    def __init__(self, index: int) -> None:
+        super().__init__(
+            f"element {index} of a projected list maps to null, and a JMESPath projection "
+            "leaves such elements out, so the output would silently lose it"
+        )
+        self.index = index
 
 
 def _is_actual_number(x: Any) -> bool:
@@ -47,21 +68,49 @@ _ORDER: dict[str, Callable[[Any, Any], Any]] = {
 }
 
 
-def compile_node(node: dict[str, Any]) -> Fn | None:
-    """A closure computing ``node`` on a value, or ``None`` if a node type is not compiled."""
+def compile_node(node: dict[str, Any], *, strict: bool = False) -> Fn | None:
+    """A closure computing ``node`` on a value, or ``None`` if a node type is not compiled.
+
+    ``strict``: projections raise :class:`DroppedElement` rather than drop a null element.
+    """
     kind = node["type"]
     children = node.get("children", [])
-    builder = _BUILDERS.get(kind)
+    builder = (_STRICT_BUILDERS if strict else _BUILDERS).get(kind)
     if builder is None:
         return None
     subs = []
     if kind not in ("slice",):
         for child in children:
-            sub = compile_node(child)
+            sub = compile_node(child, strict=strict)
             if sub is None:
                 return None
             subs.append(sub)
     return builder(node, subs)
+
+
+def location(node: dict[str, Any]) -> tuple[str | int, ...] | None:
+    """The member names and indexes ``node`` walks, if it is a plain location; else ``None``.
+
+    A plain location is a chain of fields and non-negative indexes (``a.b[2].c``, or ``@``): it
+    names one place in the data, which a JSON Pointer can name too. Anything else (a projection,
+    a filter, a function, a negative index) has no single place.
+    """
+    kind = node["type"]
+    if kind == "field":
+        return (node["value"],)
+    if kind in ("identity", "current"):
+        return ()
+    if kind == "index":
+        return (node["value"],) if node["value"] >= 0 else None
+    if kind in ("subexpression", "index_expression"):
+        out: tuple[str | int, ...] = ()
+        for child in node["children"]:
+            part = location(child)
+            if part is None:
+                return None
+            out += part
+        return out
+    return None
 
 
 def _field(node: dict[str, Any], subs: list[Fn]) -> Fn:
@@ -98,40 +147,57 @@ def _project(elements: Any, right: Fn) -> list[Any]:
     return [current for current in map(right, elements) if current is not None]
 
 
-def _projection(node: dict[str, Any], subs: list[Fn]) -> Fn:
-    left, right = subs
-
-    def projection(value: Any) -> Any:
-        base = left(value)
-        return _project(base, right) if isinstance(base, list) else None
-
-    return projection
+def _project_strict(elements: Any, right: Fn) -> list[Any]:
+    """The projection step at the mapping boundary: a null element is refused, not dropped."""
+    out = list(map(right, elements))
+    if None in out:
+        raise DroppedElement(out.index(None))
+    return out
 
 
-def _value_projection(node: dict[str, Any], subs: list[Fn]) -> Fn:
-    left, right = subs
+def _projections(
+    project: Callable[[Any, Fn], list[Any]],
+) -> tuple[Callable[[dict[str, Any], list[Fn]], Fn], ...]:
+    """The three projection builders, projecting with ``project``."""
 
-    def value_projection(value: Any) -> Any:
-        base = left(value)
-        try:
-            values = base.values()
-        except AttributeError:
-            return None
-        return _project(values, right)
+    def projection_node(node: dict[str, Any], subs: list[Fn]) -> Fn:
+        left, right = subs
 
-    return value_projection
+        def projection(value: Any) -> Any:
+            base = left(value)
+            return project(base, right) if isinstance(base, list) else None
+
+        return projection
+
+    def value_projection_node(node: dict[str, Any], subs: list[Fn]) -> Fn:
+        left, right = subs
+
+        def value_projection(value: Any) -> Any:
+            base = left(value)
+            try:
+                values = base.values()
+            except AttributeError:
+                return None
+            return project(values, right)
+
+        return value_projection
+
+    def filter_projection_node(node: dict[str, Any], subs: list[Fn]) -> Fn:
+        left, right, condition = subs
+
+        def filter_projection(value: Any) -> Any:
+            base = left(value)
+            if not isinstance(base, list):
+                return None
+            return project([e for e in base if not is_false(condition(e))], right)
+
+        return filter_projection
+
+    return projection_node, value_projection_node, filter_projection_node
 
 
-def _filter_projection(node: dict[str, Any], subs: list[Fn]) -> Fn:
-    left, right, condition = subs
-
-    def filter_projection(value: Any) -> Any:
-        base = left(value)
-        if not isinstance(base, list):
-            return None
-        return _project((e for e in base if not is_false(condition(e))), right)
-
-    return filter_projection
+_projection, _value_projection, _filter_projection = _projections(_project)
+_strict_projections = _projections(_project_strict)
 
 
 def _flatten(node: dict[str, Any], subs: list[Fn]) -> Fn:
@@ -296,3 +362,38 @@ _BUILDERS: dict[str, Callable[[dict[str, Any], list[Fn]], Fn]] = {
     "and_expression": _and,
     "not_expression": _not,
 }
+_STRICT_BUILDERS = {
+    **_BUILDERS,
+    "projection": _strict_projections[0],
+    "value_projection": _strict_projections[1],
+    "filter_projection": _strict_projections[2],
+}
+
+
+class StrictInterpreter(visitor.TreeInterpreter):  # type: ignore[misc]  # jmespath is untyped
+    """jmespath's interpreter with strict projections (see the module docstring)."""
+
+    def _collect(self, node: dict[str, Any], elements: Any) -> list[Any]:
+        out = [self.visit(node["children"][1], element) for element in elements]
+        if None in out:
+            raise DroppedElement(out.index(None))
+        return out
+
+    def visit_projection(self, node: dict[str, Any], value: Any) -> Any:
+        base = self.visit(node["children"][0], value)
+        return self._collect(node, base) if isinstance(base, list) else None
+
+    def visit_value_projection(self, node: dict[str, Any], value: Any) -> Any:
+        base = self.visit(node["children"][0], value)
+        try:
+            values = base.values()
+        except AttributeError:
+            return None
+        return self._collect(node, values)
+
+    def visit_filter_projection(self, node: dict[str, Any], value: Any) -> Any:
+        base = self.visit(node["children"][0], value)
+        if not isinstance(base, list):
+            return None
+        condition = node["children"][2]
+        return self._collect(node, [e for e in base if self._is_true(self.visit(condition, e))])

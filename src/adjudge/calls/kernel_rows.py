@@ -23,6 +23,11 @@ the call's own verdict, decided by its policy's clauses (``verdicts.apply_clause
 the call is paid. :func:`determine_call` keeps both: the fold is the determination's verdict,
 and the policy's verdict and payment are recorded beside it as its policy decision, signed
 with it and never folded into it.
+
+One thing the fold does read from the call: whether any decision policy ran. A call with no
+policy is UNVERIFIED, and its shape evidence alone must never headline a PASS, so its
+determination carries one more check, ``decision_policy``, NOT_RUN: nothing decided the call
+passed.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from datetime import datetime
 from typing import Final
 
 from adjudge.calls.outcomes import DETERMINISTIC, IMPORTED, SEMANTIC, CheckRow, Outcome
+from adjudge.calls.verdicts import CallVerdict
 from adjudge.calls.verify import CallResult
 from adjudge.errors import CriteriaError
 from adjudge.kernel import DEFAULT_POLICY, Authority, Check, Determination, TrustPolicy, Verdict
@@ -44,6 +50,7 @@ from adjudge.kernel.verdicts import format_time
 __all__ = [
     "AUTHORITY",
     "KERNEL_VERDICT",
+    "NO_POLICY_CHECK",
     "call_decision",
     "determine_call",
     "kernel_check",
@@ -133,11 +140,31 @@ def kernel_check(row: CheckRow, response_digest: str) -> Check:
     )
 
 
+#: The name of the check an UNVERIFIED call's determination carries (see the module docstring).
+NO_POLICY_CHECK: Final = "decision_policy"
+
+
 def kernel_checks(result: CallResult) -> tuple[Check, ...]:
-    """Every row of a verified call as a kernel check; a request or system error has none."""
+    """Every row of a verified call as a kernel check; a request or system error has none.
+
+    An UNVERIFIED call (no decision policy) also gets the ``decision_policy`` check, NOT_RUN,
+    so that nothing built from it can fold to PASS.
+    """
     if not result.rows:
         return ()
-    return tuple(kernel_check(row, result.response_digest) for row in result.rows)
+    checks = [kernel_check(row, result.response_digest) for row in result.rows]
+    if result.verdict is CallVerdict.UNVERIFIED:
+        checks.append(
+            Check(
+                name=NO_POLICY_CHECK,
+                verdict=Verdict.NOT_RUN,
+                authority=Authority.DETERMINISTIC,
+                evidence=(_require_digest(result.response_digest, "response digest"),),
+                reason="no decision policy governs this call, so it is UNVERIFIED: its checks "
+                "were recorded, but nothing decided that it passed",
+            )
+        )
+    return tuple(checks)
 
 
 def call_decision(
@@ -186,8 +213,9 @@ def determine_call(
     The subject is the response (its digest). The checks are the oracle's evidence-integrity
     check over ``response_bytes`` when the caller holds the bytes the digest covers (PASS with
     the integrity proof when they agree, MISMATCH when they do not), then every call row as a
-    kernel check. They are folded under ``trust`` as at ``now`` (the decision time, read by the
-    caller; the call's own time is ``result.at``). The call's policy verdict and payment are
+    kernel check (and, for an UNVERIFIED call, ``decision_policy`` NOT_RUN: never a PASS).
+    They are folded under ``trust`` as at ``now`` (the decision time, read by the caller; the
+    call's own time is ``result.at``). The call's policy verdict and payment are
     recorded as the determination's policy decision, never folded; ``policy_digest`` is the
     criteria digest.
 

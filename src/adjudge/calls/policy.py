@@ -17,6 +17,11 @@ The clauses are tried in order and the first one that matches decides the verdic
 
 Only checks the policy declares in ``checks`` vote, and only a ``pass`` or ``fail`` is a vote: an
 unavailable, skipped, inapplicable or moot check casts none.
+
+A bad result despite the checks can be reported by the caller until the filing deadline: the
+call's time plus the policy's ``report_window_hours`` (default :data:`DEFAULT_REPORT_WINDOW`,
+72 hours; at most :data:`MAX_REPORT_WINDOW`, a year). This package only says when the window
+closes; the report action itself belongs to the service.
 """
 
 from __future__ import annotations
@@ -26,8 +31,9 @@ import hashlib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from fractions import Fraction
+from typing import Final
 
 from adjudge.calls.contract import Contract, Expression, compile_expression
 from adjudge.calls.rules import Rule, parse_rules
@@ -35,6 +41,8 @@ from adjudge.errors import CriteriaError
 
 __all__ = [
     "CHECKS",
+    "DEFAULT_REPORT_WINDOW",
+    "MAX_REPORT_WINDOW",
     "Clause",
     "EmptyResultRule",
     "Mode",
@@ -52,6 +60,10 @@ CHECKS = ("schema", "quality_rules", "meaning")
 # to choose (they follow from what the checks found).
 _CLAUSE_VERDICTS = ("PASS", "FAIL", "DEGRADED")
 _MATCHES = ("veto", "failures_at_least", "failure_fraction_at_least", "votes_fewer_than")
+#: How long after a call its caller may report a bad result, when the policy does not say.
+DEFAULT_REPORT_WINDOW: Final = timedelta(hours=72)
+#: The longest report window a policy may set.
+MAX_REPORT_WINDOW: Final = timedelta(days=365)
 
 
 class Mode(enum.StrEnum):
@@ -110,6 +122,7 @@ class Policy:
     empty_result: EmptyResultRule | None
     meaning_rate: Fraction | None
     clauses: tuple[Clause, ...]
+    report_window: timedelta = DEFAULT_REPORT_WINDOW
 
     def __repr__(self) -> str:
         return f"<Policy {self.policy_id} v{self.version} ({self.mode.value})>"
@@ -117,6 +130,15 @@ class Policy:
     def withdrawn(self, at: datetime) -> bool:
         """True when the policy had been withdrawn by the call's time."""
         return self.withdrawn_at is not None and at >= self.withdrawn_at
+
+    def report_deadline(self, called_at: datetime) -> datetime:
+        """The last moment a caller may report a bad result of a call made at ``called_at``."""
+        return called_at + self.report_window
+
+    def reportable(self, called_at: datetime, at: datetime) -> bool:
+        """True when a report filed at ``at`` is within the window: after the call, by the
+        deadline (inclusive)."""
+        return called_at <= at <= self.report_deadline(called_at)
 
 
 def sampled(call_id: str, policy_id: str, version: int, rate: Fraction) -> bool:
@@ -167,7 +189,7 @@ def parse_time(value: object, what: str, code: str) -> datetime:
 
 _FIELDS = {
     "policy", "version", "tool", "mode", "withdrawn_at", "checks", "threshold", "rules",
-    "empty_result", "meaning", "clauses", "description",
+    "empty_result", "meaning", "clauses", "description", "report_window_hours",
 }  # fmt: skip
 
 
@@ -230,6 +252,19 @@ def register_policy(data: object, contract: Contract) -> Policy:
             raise CriteriaError('`meaning` must be {"sample_rate": RATE}.', code=_CODE)
         meaning_rate = parse_fraction(meaning["sample_rate"], "`meaning.sample_rate`", _CODE)
 
+    hours = data.get("report_window_hours", DEFAULT_REPORT_WINDOW // timedelta(hours=1))
+    if (
+        isinstance(hours, bool)
+        or not isinstance(hours, int)
+        or hours < 1
+        or timedelta(hours=hours) > MAX_REPORT_WINDOW
+    ):
+        raise CriteriaError(
+            "`report_window_hours` (how long a caller may report a bad result) must be a "
+            f"whole number of hours from 1 to {MAX_REPORT_WINDOW // timedelta(hours=1)}.",
+            code=_CODE,
+        )
+
     return Policy(
         policy_id=policy_id,
         version=version,
@@ -242,6 +277,7 @@ def register_policy(data: object, contract: Contract) -> Policy:
         empty_result=_empty_result(data.get("empty_result")),
         meaning_rate=meaning_rate,
         clauses=_clauses(data.get("clauses"), declared, rules),
+        report_window=timedelta(hours=hours),
     )
 
 

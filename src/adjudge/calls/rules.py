@@ -15,6 +15,12 @@ A rule's outcome is one of:
 
 The stage score is the passed weight over the weight of the rules that applied (passed + failed),
 compared with the policy's threshold.
+
+A row's ``path`` is the RFC 6901 JSON Pointer of the value that decided it (``/days/1/temp``).
+A rule whose ``path`` is a plain location (fields and indexes, such as ``days`` or
+``pages[0].items``) has one; a rule path that selects (a projection, a filter, a function)
+names no single place, so its rows carry no pointer and their reasons name the expression and
+the item instead.
 """
 
 from __future__ import annotations
@@ -26,14 +32,17 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from fractions import Fraction
-from typing import Any
+from typing import Any, NamedTuple
 
 from adjudge.calls._jmes import is_false
 from adjudge.calls.contract import Expression, ExpressionError, compile_expression
+from adjudge.calls.formats import parse_date_time
 from adjudge.calls.outcomes import DETERMINISTIC, CheckRow, Outcome
+from adjudge.calls.pointers import pointer
 from adjudge.errors import CriteriaError
 
 __all__ = [
+    "DEFAULT_FUTURE_SKEW_SECONDS",
     "RULE_KINDS",
     "Rule",
     "RulesStage",
@@ -45,6 +54,9 @@ __all__ = [
 ]
 
 _CODE = "POLICY_RULE_INVALID"
+#: How far past the call's time a freshness timestamp may lie (clocks disagree a little); a
+#: rule sets its own with ``max_future_skew_seconds``.
+DEFAULT_FUTURE_SKEW_SECONDS = 300
 
 # One judged value: its index in the list at the rule's path (-1: not in a list), and the value.
 _Located = tuple[int, Any]
@@ -77,9 +89,28 @@ class Rule:
         return f"<Rule {self.name} ({self.kind}, weight {self.weight})>"
 
     @property
-    def where(self) -> str:
-        """The JSON path the rule points at, for the record."""
-        return "$" if self.path is None else f"$.{self.path.source}"
+    def base(self) -> tuple[str | int, ...] | None:
+        """The place the rule's path names, as pointer tokens; None when it names no one place."""
+        return () if self.path is None else self.path.location
+
+
+class _Place(NamedTuple):
+    """Where a judged value sits: its JSON Pointer ("" when none is known) and how to say it."""
+
+    pointer: str
+    shown: str
+
+
+def _place(rule: Rule, index: int = -1, member: str | None = None) -> _Place:
+    """The place of the rule's target, of item ``index`` in it, and of ``member`` of that."""
+    base = rule.base
+    if base is not None:
+        parts = [*base, *([index] if index >= 0 else []), *([member] if member else [])]
+        where = pointer(parts)
+        return _Place(where, where or "the output")
+    assert rule.path is not None
+    shown = f"`{rule.path.source}`" if index < 0 else f"item {index} of `{rule.path.source}`"
+    return _Place("", shown if member is None else f"{shown}, member {member!r},")
 
 
 @dataclass(frozen=True)
@@ -110,7 +141,8 @@ def _resolve(rule: Rule, output: Any) -> Any:
     try:
         return rule.path.search(output)
     except ExpressionError as exc:
-        raise _Misapplied(rule.where, f"the rule's path cannot be evaluated here: {exc}") from None
+        where = _place(rule).pointer
+        raise _Misapplied(where, f"the rule's path cannot be evaluated here: {exc}") from None
 
 
 def _values(rule: Rule, output: Any) -> list[_Located]:
@@ -123,7 +155,8 @@ def _values(rule: Rule, output: Any) -> list[_Located]:
     """
     base = _resolve(rule, output)
     if base is None:
-        raise _Misapplied(rule.where, f"the output has nothing at {rule.where}")
+        where = _place(rule)
+        raise _Misapplied(where.pointer, f"the output has nothing at {where.shown}")
     items = list(enumerate(base)) if isinstance(base, list) else [(-1, base)]
     field = rule.field
     if field is None:
@@ -131,30 +164,22 @@ def _values(rule: Rule, output: Any) -> list[_Located]:
     out: list[_Located] = []
     for i, item in items:
         if not isinstance(item, dict):
-            path = _item_path(rule, i)
-            raise _Misapplied(path, f"{path} is not an object, so it has no field {field!r}")
+            where = _place(rule, i)
+            raise _Misapplied(
+                where.pointer, f"{where.shown} is not an object, so it has no field {field!r}"
+            )
         value = item.get(field)
         if value is not None:
             out.append((i, value))
     return out
 
 
-def _item_path(rule: Rule, index: int) -> str:
-    """``$.path[3]`` (or ``$.path`` for a value not in a list)."""
-    return rule.where if index < 0 else f"{rule.where}[{index}]"
-
-
-def _value_path(rule: Rule, index: int) -> str:
-    """``$.path[3].field``: where a judged value sits."""
-    path = _item_path(rule, index)
-    return path if rule.field is None else f"{path}.{rule.field}"
-
-
 def _list_at(rule: Rule, output: Any) -> list[Any]:
     base = _resolve(rule, output)
     if not isinstance(base, list):
         kind = "nothing" if base is None else type(base).__name__
-        raise _Misapplied(rule.where, f"{rule.kind} needs a list at {rule.where}; found {kind}")
+        where = _place(rule)
+        raise _Misapplied(where.pointer, f"{rule.kind} needs a list at {where.shown}; found {kind}")
     return base
 
 
@@ -182,11 +207,11 @@ def _judge_each(
         try:
             failure = check(value)
         except _Unjudgeable as exc:
-            path = _value_path(rule, index)
-            raise _Misapplied(path, f"{path} {exc}") from None
+            where = _place(rule, index, rule.field)
+            raise _Misapplied(where.pointer, f"{where.shown} {exc}") from None
         if failure is not None:
-            path = _value_path(rule, index)
-            return Outcome.FAIL, path, f"{path} {failure}"
+            where = _place(rule, index, rule.field)
+            return Outcome.FAIL, where.pointer, f"{where.shown} {failure}"
     return Outcome.PASS, "", f"{len(values)} value(s) met the rule"
 
 
@@ -197,61 +222,83 @@ def _min_results(rule: Rule, output: Any, request: Any, at: datetime) -> _Judgme
     found = len(_list_at(rule, output))
     least = rule.params["min"]
     if found < least:
-        return Outcome.FAIL, rule.where, f"{found} result(s); the policy requires at least {least}"
+        where = _place(rule).pointer
+        return Outcome.FAIL, where, f"{found} result(s); the policy requires at least {least}"
     return Outcome.PASS, "", f"{found} result(s), at least {least}"
 
 
 def _required_values(rule: Rule, output: Any, request: Any, at: datetime) -> _Judgment:
     base = _resolve(rule, output)
     if base is None:
-        raise _Misapplied(rule.where, f"the output has nothing at {rule.where}")
+        where = _place(rule)
+        raise _Misapplied(where.pointer, f"the output has nothing at {where.shown}")
     items = list(enumerate(base)) if isinstance(base, list) else [(-1, base)]
     if not items:
         return Outcome.NOT_APPLICABLE, "", "there was nothing to judge"
     for index, item in items:
         if not isinstance(item, dict):
-            path = _item_path(rule, index)
-            raise _Misapplied(path, f"{path} is {_kind_of(item)}, not an object with fields")
+            where = _place(rule, index)
+            raise _Misapplied(
+                where.pointer, f"{where.shown} is {_kind_of(item)}, not an object with fields"
+            )
         for name in rule.params["fields"]:
             value = item.get(name)
             # "Required" means present and carrying something: null, "", [] and {} carry
             # nothing, nor does a string of only whitespace.
             if value is None or value in ("", [], {}) or (type(value) is str and value.isspace()):
-                path = f"{_item_path(rule, index)}.{name}"
-                return Outcome.FAIL, path, f"{path} is missing or empty"
+                where = _place(rule, index, name)
+                return Outcome.FAIL, where.pointer, f"{where.shown} is missing or empty"
     return Outcome.PASS, "", f"{len(items)} item(s) carry every required value"
 
 
 def _freshness(rule: Rule, output: Any, request: Any, at: datetime) -> _Judgment:
     max_age = rule.params["max_age_seconds"]
+    skew = rule.params["max_future_skew_seconds"]
 
     def check(value: Any) -> str | None:
         age = (at - _timestamp(value)).total_seconds()
         if age > max_age:
             return f"is {int(age)} s old at the call's time; the limit is {max_age} s"
+        if -age > skew:
+            # A timestamp from the future is not fresh: it is wrong (or its clock is).
+            return (
+                f"is dated {int(-age)} s after the call's time; at most {skew} s of clock "
+                "skew is allowed"
+            )
         return None
 
     return _judge_each(rule, _values(rule, output), check)
 
 
 def _timestamp(value: Any) -> datetime:
-    """An RFC 3339 / ISO 8601 timestamp with an offset; anything else cannot be judged."""
+    """An ISO 8601 timestamp with an offset (RFC 3339 included); else it cannot be judged.
+
+    Python's parser reads the common forms fast; what it refuses is read as RFC 3339, which it
+    does not fully cover (a leap second, ``23:59:60Z``).
+    """
     if not isinstance(value, str):
         raise _Unjudgeable(f"is {_kind_of(value)}, not a timestamp")
     try:
         stamp = datetime.fromisoformat(value)
     except ValueError:
-        raise _Unjudgeable(f"is not an ISO 8601 timestamp: {value[:40]!r}") from None
+        rfc3339 = parse_date_time(value)
+        if rfc3339 is None:
+            raise _Unjudgeable(f"is not an ISO 8601 timestamp: {value[:40]!r}") from None
+        return rfc3339
     if stamp.tzinfo is None:
         raise _Unjudgeable("has no UTC offset, so its age cannot be known")
     return stamp
+
+
+# A tuple, not ``int | float``: the union would be built anew for every value judged.
+_NUMBERS = (int, float)
 
 
 def _numeric_range(rule: Rule, output: Any, request: Any, at: datetime) -> _Judgment:
     low, high = rule.params.get("min"), rule.params.get("max")
 
     def check(value: Any) -> str | None:
-        if isinstance(value, bool) or not isinstance(value, int | float):
+        if isinstance(value, bool) or not isinstance(value, _NUMBERS):
             raise _Unjudgeable(f"is {_kind_of(value)}, not a number")
         if not math.isfinite(value):
             return "is not a finite number"
@@ -323,8 +370,10 @@ def _no_duplicates(rule: Rule, output: Any, request: Any, at: datetime) -> _Judg
     for i, item in enumerate(items):
         if key is not None:
             if not isinstance(item, dict):
-                path = _item_path(rule, i)
-                raise _Misapplied(path, f"{path} is {_kind_of(item)}, so it has no key {key!r}")
+                where = _place(rule, i)
+                raise _Misapplied(
+                    where.pointer, f"{where.shown} is {_kind_of(item)}, so it has no key {key!r}"
+                )
             value = item.get(key)
             if value is None:
                 continue  # an item without the key cannot duplicate another by that key
@@ -333,8 +382,9 @@ def _no_duplicates(rule: Rule, output: Any, request: Any, at: datetime) -> _Judg
         token = _token(value)
         judged += 1
         if token in seen:
-            path = _item_path(rule, i) + ("" if key is None else f".{key}")
-            return Outcome.FAIL, path, f"{path} duplicates {_item_path(rule, seen[token])}"
+            where = _place(rule, i, key)
+            earlier = _place(rule, seen[token], key).shown
+            return Outcome.FAIL, where.pointer, f"{where.shown} duplicates {earlier}"
         seen[token] = i
     if judged == 0:
         return Outcome.NOT_APPLICABLE, "", "there was nothing to judge"
@@ -443,7 +493,12 @@ def _params(kind: str, data: Mapping[str, Any], label: str) -> dict[str, Any]:
         return {
             "max_age_seconds": _positive_int(
                 data.get("max_age_seconds"), f"{label}: `max_age_seconds`"
-            )
+            ),
+            "max_future_skew_seconds": _positive_int(
+                data.get("max_future_skew_seconds", DEFAULT_FUTURE_SKEW_SECONDS),
+                f"{label}: `max_future_skew_seconds`",
+                zero=True,
+            ),
         }
     if kind == "numeric_range":
         low = _number(data.get("min"), f"{label}: `min`")
@@ -476,7 +531,7 @@ _COMMON = {"kind", "name", "weight", "path", "when"}
 _EXTRA = {
     "min_results": {"min"},
     "required_values": {"fields"},
-    "freshness": {"max_age_seconds", "field"},
+    "freshness": {"max_age_seconds", "max_future_skew_seconds", "field"},
     "numeric_range": {"min", "max", "field"},
     "valid_url": {"schemes", "field"},
     "no_duplicates": {"key"},

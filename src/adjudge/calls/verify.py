@@ -5,7 +5,11 @@ Pure: the call's time, the model's judgment and any corroboration arrive as inpu
 (1) A request or system error is recorded apart from data quality; no check runs.
 (2) With no policy the call is UNVERIFIED; the shape is still checked and listed, undeclared.
 (3) The response is mapped into the tool's shape and checked against the output schema.
-(4) If the shape broke, every later check is listed as not run and the clauses decide.
+(4) If the shape broke where the policy counts it (a declared schema check), every later check
+    is listed as not run and the clauses decide. A schema failure the policy does not count is
+    recorded and changes nothing: the declared checks judge the mapped output as if there were
+    no schema. A response that cannot be mapped at all leaves nothing in the tool's shape: the
+    declared rule stage fails (the provider's data did not fit its own contract's mapping).
 (5) An empty result under an ``accept`` empty-result rule is EMPTY_CONFIRMED only with
     independent corroboration, else EMPTY_UNVERIFIED.
 (6) The quality rules run and the stage is scored; a misapplied rule makes the call MISAPPLIED.
@@ -29,7 +33,8 @@ import rfc8785
 
 from adjudge.calls.contract import Contract, ExpressionError, ShapeCheck, map_response
 from adjudge.calls.outcomes import DETERMINISTIC, IMPORTED, SEMANTIC, CheckRow, Outcome
-from adjudge.calls.policy import Policy, parse_time, sampled
+from adjudge.calls.pointers import is_pointer, pointer, resolve
+from adjudge.calls.policy import DEFAULT_REPORT_WINDOW, Policy, parse_time, sampled
 from adjudge.calls.rules import RulesStage, evaluate_rules
 from adjudge.calls.verdicts import CallVerdict, Effect, Payment, apply_clauses, effect_of
 from adjudge.errors import CriteriaError
@@ -47,6 +52,7 @@ __all__ = [
     "parse_judgment",
     "parse_request",
     "parse_response",
+    "require_plain_json",
     "verify_call",
 ]
 
@@ -75,6 +81,11 @@ class ProviderResponse:
 
     ``digest`` is the sha256 of the response as received; the edge that read the bytes should
     set it. When absent it is computed from the body's canonical JSON.
+
+    The body must be plain JSON: objects with string keys, lists, strings, booleans, null and
+    finite numbers. NaN and Infinity are not JSON (and compare false with every bound, so they
+    would pass ``minimum`` and ``maximum``); they, and any other Python value, are refused when
+    the response is built (``CALL_INPUT_INVALID``).
     """
 
     status: str  # "ok", "request_error" or "system_error"
@@ -83,10 +94,14 @@ class ProviderResponse:
     error_message: str = ""
     digest: str = ""
 
+    def __post_init__(self) -> None:
+        if self.status == "ok":
+            require_plain_json(self.body, "The response's `body`")
+
 
 @dataclass(frozen=True)
 class Citation:
-    """A cited piece of the mapped output: its JSON path and the sha256 of its value."""
+    """A cited piece of the mapped output: its RFC 6901 JSON Pointer and the sha256 of its value."""
 
     path: str
     quote_sha256: str
@@ -157,6 +172,15 @@ class CallResult:
     notes: tuple[str, ...] = field(default=())
 
     @property
+    def report_deadline(self) -> datetime | None:
+        """Until when the caller may report a bad result (the policy's report window after the
+        call, the default window without a policy); None for a request or system error."""
+        if self.error is not None:
+            return None
+        window = DEFAULT_REPORT_WINDOW if self.policy is None else self.policy.report_window
+        return self.at + window
+
+    @property
     def charge_minor(self) -> int:
         """What the caller may be charged, in minor units: the price on settle, else 0."""
         return self.price_minor if self.effect.payment is Payment.SETTLE else 0
@@ -164,6 +188,7 @@ class CallResult:
     def to_dict(self) -> dict[str, Any]:
         """The call record's wire shape (stable key order; exact integers for money)."""
         policy = self.policy
+        deadline = self.report_deadline
         return {
             "call_id": self.call_id,
             "provider": self.provider,
@@ -185,6 +210,7 @@ class CallResult:
             if self.score is None
             else {"passed_weight": self.score[0], "applied_weight": self.score[1]},
             "response_digest": self.response_digest,
+            "report_deadline": None if deadline is None else deadline.isoformat(),
             "checks": [row.to_dict() for row in self.rows],
         }
 
@@ -216,6 +242,7 @@ def parse_request(data: object) -> CallRequest:
             code=_INPUT,
         )
     arguments = obj.get("arguments", {})
+    require_plain_json(arguments, "The request's `arguments`")
     return CallRequest(
         call_id=_text(obj, "call_id", "The request"),
         provider=_text(obj, "provider", "The request"),
@@ -269,7 +296,14 @@ def parse_judgment(data: object) -> Judgment:
         quote = _text(cite, "quote_sha256", "A citation")
         if not _DIGEST.match(quote):
             raise CriteriaError("A citation's `quote_sha256` must be sha256:<64 hex>.", code=_INPUT)
-        citations.append(Citation(path=_text(cite, "path", "A citation"), quote_sha256=quote))
+        path = cite.get("path")
+        if not isinstance(path, str) or not is_pointer(path):
+            raise CriteriaError(
+                f"A citation's `path` must be an RFC 6901 JSON Pointer into the mapped output, "
+                f'such as /results/2/title ("" is the whole output); got {path!r}.',
+                code=_INPUT,
+            )
+        citations.append(Citation(path=path, quote_sha256=quote))
     conflict = obj.get("conflict", False)
     if not isinstance(conflict, bool):
         raise CriteriaError("A judgment's `conflict` must be true or false.", code=_INPUT)
@@ -325,34 +359,88 @@ def digest_of(value: Any) -> str:
     return "sha256:" + hashlib.sha256(digested_bytes(value)).hexdigest()
 
 
-_PATH_PART = re.compile(r"\.([^.\[\]]+)|\[(\d+)\]")
-
-
-def _at_path(output: Any, path: str) -> tuple[bool, Any]:
-    """The value at a ``$.a[0].b`` path; ``(False, None)`` if the path does not resolve."""
-    if not path.startswith("$"):
-        return False, None
-    rest, value = path[1:], output
-    while rest:
-        match = _PATH_PART.match(rest)
-        if match is None:
-            return False, None
-        key, index = match.groups()
-        if key is not None:
-            if not isinstance(value, Mapping) or key not in value:
-                return False, None
-            value = value[key]
-        else:
-            if not isinstance(value, list) or int(index) >= len(value):
-                return False, None
-            value = value[int(index)]
-        rest = rest[match.end() :]
-    return True, value
-
-
 def _resolves(citation: Citation, output: Any) -> bool:
-    found, value = _at_path(output, citation.path)
+    found, value = resolve(output, citation.path)
     return found and digest_of(value) == citation.quote_sha256
+
+
+_SCALARS = frozenset({str, int, bool, type(None)})
+
+
+def _plain(value: Any) -> bool:
+    """Whether ``value`` is plain JSON: one recursive walk that never descends into a scalar."""
+    kind = type(value)
+    if kind is dict:
+        for key, member in value.items():
+            if type(key) is not str:
+                return False
+            member_kind = type(member)
+            if member_kind in _SCALARS:
+                continue
+            if member_kind is float:
+                if member - member != 0.0:  # NaN and the infinities: x - x is NaN
+                    return False
+            elif not _plain(member):
+                return False
+        return True
+    if kind is list:
+        for member in value:
+            member_kind = type(member)
+            if member_kind in _SCALARS:
+                continue
+            if member_kind is float:
+                if member - member != 0.0:
+                    return False
+            elif not _plain(member):
+                return False
+        return True
+    if kind in _SCALARS:
+        return True
+    return kind is float and value - value == 0.0
+
+
+def _first_impurity(value: Any, where: list[str | int]) -> tuple[list[str | int], str] | None:
+    """Where ``value`` stops being plain JSON, and what is there (only called on failure)."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return None
+    if kind is float:
+        return None if value - value == 0.0 else (where, f"the number {value!r}, not finite")
+    if kind is dict:
+        for key, member in value.items():
+            if type(key) is not str:
+                return where, f"the object key {key!r}, not a string"
+            found = _first_impurity(member, [*where, key])
+            if found is not None:
+                return found
+        return None
+    if kind is list:
+        for index, member in enumerate(value):
+            found = _first_impurity(member, [*where, index])
+            if found is not None:
+                return found
+        return None
+    return where, f"a Python {kind.__name__}, which JSON has no form for"
+
+
+def require_plain_json(value: Any, what: str) -> None:
+    """Refuse (``CALL_INPUT_INVALID``) a value that is not plain JSON, naming where it is not.
+
+    Plain JSON is what ``json.loads`` returns for strict JSON: dicts with string keys, lists,
+    strings, ints, finite floats, booleans and None (exactly those types).
+    """
+    try:
+        if _plain(value):
+            return
+        found = _first_impurity(value, [])
+    except RecursionError:
+        raise CriteriaError(f"{what} is nested too deeply to be judged.", code=_INPUT) from None
+    where, what_is_there = found if found is not None else ([], "a value that is not JSON")
+    at = pointer(where) or "the top"
+    raise CriteriaError(
+        f"{what} must be plain JSON with finite numbers; at {at} it holds {what_is_there}.",
+        code=_INPUT,
+    )
 
 
 # ----------------------------------------------------------------------------- the stages
@@ -377,14 +465,36 @@ def _shape_row(shape: ShapeCheck, declared: bool) -> CheckRow:
     )
 
 
-def _not_run(policy: Policy, why: str) -> list[CheckRow]:
-    """Rows for every later check that an earlier stage made moot: listed, never passed."""
+def _not_run(policy: Policy, why: str, unmapped: ShapeCheck | None = None) -> list[CheckRow]:
+    """Rows for every later check that an earlier stage made moot: listed, never passed.
+
+    ``unmapped``: the response could not be mapped and the policy does not count the schema
+    check, so the rule stage itself fails (there is no output in the tool's shape to judge).
+    """
     rows = [
         CheckRow(rule.name, "rule", DETERMINISTIC, Outcome.NOT_RUN, why, weight=rule.weight)
         for rule in policy.rules
     ]
     if policy.rules:
-        rows.append(CheckRow("quality_rules", "quality_rules", DETERMINISTIC, Outcome.NOT_RUN, why))
+        if unmapped is None:
+            rows.append(
+                CheckRow("quality_rules", "quality_rules", DETERMINISTIC, Outcome.NOT_RUN, why)
+            )
+        else:
+            reason = (
+                "the response could not be mapped into the tool's shape, so there is no output "
+                f"for the rules to judge: {unmapped.reason}"
+            )
+            rows.append(
+                CheckRow(
+                    "quality_rules",
+                    "quality_rules",
+                    DETERMINISTIC,
+                    Outcome.FAIL,
+                    reason,
+                    path=unmapped.path,
+                )
+            )
     if "meaning" in policy.checks:
         rows.append(CheckRow("meaning", "meaning", SEMANTIC, Outcome.NOT_RUN, why))
     return rows
@@ -539,7 +649,8 @@ def verify_call(
     if stage_row is not None and stage_row.outcome in (Outcome.PASS, Outcome.FAIL):
         weights = [(r.outcome, r.weight or 0) for r in rows if r.stage == "rule"]
         passed = sum(w for o, w in weights if o is Outcome.PASS)
-        score = (passed, passed + sum(w for o, w in weights if o is Outcome.FAIL))
+        applied = passed + sum(w for o, w in weights if o is Outcome.FAIL)
+        score = (passed, applied) if applied else None
     policy_verdict = verdict
     if withdrawn:  # (8)
         verdict, decided = CallVerdict.DEGRADED, f"the policy was withdrawn ({decided})"
@@ -561,8 +672,14 @@ def _decide(
 ) -> tuple[CallVerdict | None, str]:
     """Steps (4)-(8) before withdrawal; ``None`` means the empty-result rule decides."""
     if not shape.ok:  # (4)
-        rows.extend(_not_run(policy, "the response did not have the tool's shape"))
-        return apply_clauses(policy, rows)
+        if "schema" in policy.checks:
+            rows.extend(_not_run(policy, "the response did not have the tool's shape"))
+            return apply_clauses(policy, rows)
+        if shape.stage == "mapping":
+            why = "the response could not be mapped into the tool's shape"
+            rows.extend(_not_run(policy, why, unmapped=shape))
+            return apply_clauses(policy, rows)
+        # A schema failure the policy does not count: recorded above, and nothing more.
     output = shape.output
     if _is_empty(policy, output):
         return None, ""

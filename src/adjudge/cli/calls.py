@@ -206,8 +206,13 @@ def _sign_receipt(
         ) from exc
     issued = issue(determination, signer)
     write_receipt(out_path, issued)
+    # The receipt's verdict is what the evidence establishes; the call's own verdict (how it is
+    # paid) is printed beside it, so an UNVERIFIED call never reads as a bare PASS.
+    call = "none" if result.verdict is None else result.verdict.value
     typer.echo(
-        f"receipt {issued.receipt_id} ({issued.verdict.value}) written to {out_path}", err=True
+        f"receipt {issued.receipt_id} (evidence {issued.verdict.value}; call {call}, "
+        f"{result.effect.payment.value}) written to {out_path}",
+        err=True,
     )
 
 
@@ -295,7 +300,7 @@ def report_command(
         rate = window["failure_rate"] if window else None
         console.print(f"[bold]{item['provider']}[/bold]")
         if window is None:
-            console.print("  no calls in the log")
+            console.print("  no calls in the log: no measured rate")
         else:
             console.print(f"  window        {window['start']} .. {window['end']}")
             console.print(
@@ -303,7 +308,11 @@ def report_command(
                 f"  (not counted {window['not_counted']}; request errors "
                 f"{window['request_errors']}, system errors {window['system_errors']})"
             )
-            shown = "none (no observations)" if rate is None else f"{rate} ({_percent(rate)})"
+            shown = (
+                "no measured rate (no PASS or FAIL observations)"
+                if rate is None
+                else f"{rate} ({_percent(rate)})"
+            )
             console.print(f"  failure rate  {shown}")
         console.print(f"  penalty       {item['assessment']}")
         proposal = item["proposal"]
@@ -352,10 +361,18 @@ def _provider_report(
     end: datetime | None,
 ) -> dict[str, Any]:
     if end is None:
-        return {"provider": provider, "window": None, "assessment": "no calls", "proposal": None}
-    # Without declared terms there is no declared window: the report covers the whole log.
-    everything = end - min(o.at for o in observations) + timedelta(seconds=1)
-    span = terms.window if terms is not None else everything
+        return {
+            "provider": provider,
+            "window": None,
+            "assessment": "no calls, so no measured rate and no penalty",
+            "proposal": None,
+        }
+    if terms is not None:
+        span = terms.window
+    else:
+        # Without declared terms there is no declared window: the report covers the whole log
+        # (a provider without terms is listed only because it has calls, so there is a first).
+        span = end - min(o.at for o in observations) + timedelta(seconds=1)
     window = quality_window(observations, provider, end, span)
     if terms is None:
         return {
