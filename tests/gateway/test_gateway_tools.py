@@ -255,6 +255,26 @@ def test_the_fast_validator_and_the_reference_agree_on_refusals() -> None:
         assert codes[0] == codes[1] == "TOOL_ARGUMENTS_INVALID", args
 
 
+def test_argument_patterns_are_ecmascript() -> None:
+    """An input schema's pattern reads as JSON Schema says (ECMA-262 with the u flag) on both
+    paths: \\d is ASCII digits only, and a pattern only Python reads is refused at registration."""
+    digits = {"type": "string", "pattern": "^\\d+$"}
+    schema = {**GET.input_schema, "properties": {**GET.input_schema["properties"], "id": digits}}
+    fast = parse_tool({**GET.to_dict(), "input_schema": schema})
+    slow = parse_tool({**GET.to_dict(), "input_schema": {**schema, "uniqueItems": True}})
+    assert fast.fast_path and not slow.fast_path
+    for tool in (fast, slow):
+        assert check_arguments(tool, {"id": "123"}) == {"id": "123"}
+        with pytest.raises(ArgumentsInvalid):
+            check_arguments(tool, {"id": "\u0661\u0662\u0663"})  # Arabic-Indic digits
+    python_only = {"type": "string", "pattern": "(?P<n>x)"}
+    props = {**GET.input_schema["properties"], "id": python_only}
+    with pytest.raises(Error) as caught:
+        parse_tool({**GET.to_dict(), "input_schema": {**GET.input_schema, "properties": props}})
+    assert caught.value.code == "TOOL_INPUT_SCHEMA_INVALID"
+    assert "ECMA-262" in caught.value.message
+
+
 def test_signing_time_is_whole_unix_seconds() -> None:
     """``created`` is the given time; ``expires`` is 60 s later by default."""
     signed = sign_request(

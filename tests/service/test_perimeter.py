@@ -209,7 +209,7 @@ def test_an_oversized_body_is_refused_before_parsing_and_before_auth(h: Harness)
 def test_criteria_are_capped_and_never_listed(h: Harness) -> None:
     """Criteria past the total size cap are refused; listings carry no criteria or brief."""
     huge = {"min_length": 5, "rubric": [{"criterion": "c" * 300_000}]}
-    body = {**BASE, "mode": "agent", "verifier": "vera", "criteria": huge}
+    body = {**BASE, "mode": "agent", "verifier": "vera", "brief": "b", "criteria": huge}
     assert h.refused("pat", "POST", "/tasks", body) == (400, "CRITERIA_OVER_LIMIT")
     tid = h.post("auto", criteria={"min_length": 10, "expected_answer": "Paris"})
     listed = h.ok("ann", "GET", "/tasks")["tasks"]

@@ -37,9 +37,8 @@ class AutoCheck:
         the reference's scan cannot see. The verdict keeps the reference's scan alone."""
         refusals = list(admissibility(criteria, mode))
         if not refusals and mode == "auto":
-            for field, why in falsifiable.unfalsifiable(criteria):
-                refusals.append(CriteriaError(f"{why}.", code="CRITERIA_UNFALSIFIABLE"))
-                del field
+            for _field, reason in falsifiable.unfalsifiable(criteria):
+                refusals.append(CriteriaError(f"{reason}.", code="CRITERIA_UNFALSIFIABLE"))
         pattern = criteria.get("regex_pattern")
         if not refusals and isinstance(pattern, str):
             why = redos.ambiguous_repeat(pattern)

@@ -41,7 +41,7 @@ from adjudge.calls.formats import FORMATS
 from adjudge.calls.pointers import join, pointer
 from adjudge.errors import CriteriaError
 
-__all__ = ["OutputSchema", "Violation", "compile_schema"]
+__all__ = ["OutputSchema", "Violation", "compile_schema", "compile_validators"]
 
 _CODE = "CONTRACT_SCHEMA_INVALID"
 _DRAFT = "https://json-schema.org/draft/2020-12/schema"
@@ -414,6 +414,22 @@ class OutputSchema:
             out["fast"] = self._fast_violation
         return out
 
+    def errors(self, instance: Any) -> Iterator[ValidationError]:
+        """Every error the reference validator finds in ``instance`` (to list them all)."""
+        errors: Iterator[ValidationError] = self._reference.iter_errors(instance)
+        return errors
+
+    def conforms_fast(self, instance: Any) -> bool:
+        """True when the compiled fast validator accepts ``instance``; False when it rejects
+        it, cannot judge it, or there is none: then ask :meth:`errors`."""
+        if self._fast is None:
+            return False
+        try:
+            self._fast(instance)
+        except Exception:  # a rejection, or a value the compiled code cannot judge
+            return False
+        return True
+
     def compiled_patterns(self) -> list[Any]:
         """The compiled patterns the fast validator was handed (for tests)."""
         return list(self._handed)
@@ -495,7 +511,9 @@ def _refs(schema: object) -> Iterator[tuple[Mapping[str, Any], str]]:
             yield from _refs(value)
 
 
-def _check_patterns_and_formats(schema: Any, resolver: Any, format_assertion: bool) -> None:
+def _check_patterns_and_formats(
+    schema: Any, resolver: Any, format_assertion: bool, what: str, code: str
+) -> None:
     """Refuse a pattern that is not ECMAScript, and (asserting) a format that is unknown.
 
     The walk covers every keyword position and every subschema a reference reaches.
@@ -518,19 +536,19 @@ def _check_patterns_and_formats(schema: Any, resolver: Any, format_assertion: bo
                     compile_pattern(source)
                 except PatternError as exc:
                     raise CriteriaError(
-                        f"`output_schema` has a pattern that is not an ECMA-262 regular "
+                        f"`{what}` has a pattern that is not an ECMA-262 regular "
                         f"expression (JSON Schema reads patterns with the u flag): {exc}. "
                         "Write it as JavaScript would, for example \\d rather than "
                         "(?P<name>…) or \\Z.",
-                        code=_CODE,
+                        code=code,
                     ) from None
             named = node.get("format")
             if format_assertion and isinstance(named, str) and named not in FORMATS:
                 raise CriteriaError(
-                    f"`output_schema` uses the format {named!r}, which adjudge cannot assert; "
+                    f"`{what}` uses the format {named!r}, which adjudge cannot assert; "
                     f"with `format_assertion` every format must be one of "
                     f"{', '.join(sorted(FORMATS))}.",
-                    code=_CODE,
+                    code=code,
                 )
             for key in ("$ref", "$dynamicRef"):
                 ref = node.get(key)
@@ -547,27 +565,38 @@ def compile_schema(schema: object, *, format_assertion: bool = False) -> OutputS
     meta-schema; a reference outside the document (nothing is ever fetched) or one that does not
     resolve; a pattern that is not ECMAScript; with ``format_assertion``, an unknown format.
     """
+    return compile_validators(
+        schema, what="output_schema", code=_CODE, format_assertion=format_assertion
+    )
+
+
+def compile_validators(
+    schema: object, *, what: str, code: str, format_assertion: bool = False
+) -> OutputSchema:
+    """:func:`compile_schema` for any schema adjudge holds (a tool's ``input_schema`` too), its
+    refusals naming the field ``what`` under ``code``: one set of rules and one ECMAScript
+    reading of patterns wherever a schema judges."""
     if not isinstance(schema, Mapping | bool):
-        raise CriteriaError("`output_schema` must be a JSON Schema object.", code=_CODE)
+        raise CriteriaError(f"`{what}` must be a JSON Schema object.", code=code)
     declared = schema.get("$schema") if isinstance(schema, Mapping) else None
     if declared not in (None, _DRAFT):
         raise CriteriaError(
-            f"`output_schema` must be JSON Schema 2020-12; it declares {declared!r}.", code=_CODE
+            f"`{what}` must be JSON Schema 2020-12; it declares {declared!r}.", code=code
         )
     # The meta-schema is checked without a format checker: its `format: regex` would ask
     # Python's re. Patterns are checked as ECMAScript below.
     error = best_match(_META.iter_errors(schema))
     if error is not None:
         raise CriteriaError(
-            f"`output_schema` is not valid JSON Schema 2020-12: {error.message}", code=_CODE
+            f"`{what}` is not valid JSON Schema 2020-12: {error.message}", code=code
         )
     fast_ok = True
     for node, ref in _refs(schema):
         if not ref.startswith("#"):
             raise CriteriaError(
-                f"`output_schema` refers outside itself ({ref!r}); nothing is fetched, so "
+                f"`{what}` refers outside itself ({ref!r}); nothing is fetched, so "
                 "inline the referenced schema under $defs.",
-                code=_CODE,
+                code=code,
             )
         if len(set(node) - {"$ref", "title", "description", "$comment"}) > 0:
             fast_ok = False  # in 2020-12 a $ref's siblings apply; in draft 7 they are ignored
@@ -578,9 +607,9 @@ def compile_schema(schema: object, *, format_assertion: bool = False) -> OutputS
             resolver.lookup(ref)
     except Exception as exc:  # referencing raises several unrelated classes for a bad pointer
         raise CriteriaError(
-            f"`output_schema` has a reference that does not resolve: {exc}", code=_CODE
+            f"`{what}` has a reference that does not resolve: {exc}", code=code
         ) from None
-    _check_patterns_and_formats(schema, resolver, format_assertion)
+    _check_patterns_and_formats(schema, resolver, format_assertion, what, code)
     reference = _Reference(schema, format_checker=_FORMAT_CHECKER if format_assertion else None)
     fast: Callable[[Any], Any] | None = None
     handed: list[Any] = []

@@ -22,26 +22,19 @@ import copy
 import json
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, NamedTuple
 
-import fastjsonschema
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError, ValidationError
-from referencing import Registry
-from referencing.jsonschema import DRAFT202012
+from jsonschema.exceptions import ValidationError
 
-# The contract's schema walkers are reused so an input schema takes the same compiled fast path
-# as an output schema, on the same conditions (see docs/calls.md, "The schema stage").
-from adjudge.calls.contract import (
-    Contract,
-    _compile_fast,
-    _fast_compatible,
-    _refs,
-    register_contract,
-)
+from adjudge.calls.contract import Contract, register_contract
+from adjudge.calls.pointers import pointer
+
+# An input schema is compiled as an output schema is: one ECMAScript reading of patterns and
+# the same compiled fast path on the same conditions (see docs/calls.md, "The schema stage").
+from adjudge.calls.schema import OutputSchema, compile_validators
 from adjudge.errors import CriteriaError
 
 __all__ = [
@@ -244,8 +237,7 @@ class Tool:
     price: Price
     policy: PolicyRef | None
     contract: Contract = field(compare=False)
-    _validator: Draft202012Validator = field(compare=False)
-    _fast: Callable[[Any], Any] | None = field(compare=False)
+    _schema: OutputSchema = field(compare=False)
 
     def __repr__(self) -> str:
         return f"<Tool {self.name} of {self.provider}: {self.endpoint.method} {self.endpoint.path}>"
@@ -253,7 +245,7 @@ class Tool:
     @property
     def fast_path(self) -> bool:
         """True when arguments are checked by the compiled fast validator first."""
-        return self._fast is not None
+        return self._schema.fast_path
 
     def to_dict(self) -> dict[str, Any]:
         """The tool's document, normalized: :func:`parse_tool` of it gives an equal tool."""
@@ -319,7 +311,7 @@ def parse_tool(data: object) -> Tool:
             f"'.', '_', ':', '-' (what its request verifier accepts); got {provider!r}."
         )
     schema = copy.deepcopy(data.get("input_schema"))
-    validator, fast = _compile_input_schema(schema)
+    compiled = _compile_input_schema(schema)
     assert isinstance(schema, dict)
     endpoint = _parse_endpoint(data.get("endpoint"), schema)
     contract_document = _contract_document(data.get("contract"), name)
@@ -334,8 +326,7 @@ def parse_tool(data: object) -> Tool:
         price=_parse_price(data.get("price")),
         policy=_parse_policy_ref(data.get("policy")),
         contract=contract,
-        _validator=validator,
-        _fast=fast,
+        _schema=compiled,
     )
 
 
@@ -383,9 +374,7 @@ def _parse_policy_ref(raw: object) -> PolicyRef | None:
     return PolicyRef(pid, version)
 
 
-def _compile_input_schema(
-    schema: object,
-) -> tuple[Draft202012Validator, Callable[[Any], Any] | None]:
+def _compile_input_schema(schema: object) -> OutputSchema:
     code = "TOOL_INPUT_SCHEMA_INVALID"
     if not isinstance(schema, dict) or schema.get("type") != "object":
         raise _invalid(
@@ -393,37 +382,7 @@ def _compile_input_schema(
             "(MCP's rule: arguments are always an object).",
             code,
         )
-    declared = schema.get("$schema")
-    if declared not in (None, _SCHEMA_2020):
-        raise _invalid(
-            f"`input_schema` must be JSON Schema 2020-12; it declares {declared!r}.", code
-        )
-    try:
-        Draft202012Validator.check_schema(schema)
-    except SchemaError as exc:
-        raise _invalid(
-            f"`input_schema` is not valid JSON Schema 2020-12: {exc.message}", code
-        ) from None
-    fast_ok = True
-    for node, ref in _refs(schema):
-        if not ref.startswith("#"):
-            raise _invalid(
-                f"`input_schema` refers outside itself ({ref!r}); nothing is fetched, so inline "
-                "the referenced schema under $defs.",
-                code,
-            )
-        if set(node) - {"$ref", "title", "description", "$comment"}:
-            fast_ok = False  # in 2020-12 a $ref's siblings apply; in draft 7 they are ignored
-    resolver = Registry().resolver_with_root(DRAFT202012.create_resource(schema))
-    try:
-        for _node, ref in _refs(schema):
-            resolver.lookup(ref)
-    except Exception as exc:  # referencing raises several unrelated classes for a bad pointer
-        raise _invalid(
-            f"`input_schema` has a reference that does not resolve: {exc}", code
-        ) from None
-    fast = _compile_fast(schema) if fast_ok and _fast_compatible(schema) else None
-    return Draft202012Validator(schema), fast
+    return compile_validators(schema, what="input_schema", code=code)
 
 
 def _parse_endpoint(raw: object, schema: Mapping[str, Any]) -> Endpoint:
@@ -680,11 +639,6 @@ class ArgumentsInvalid(CriteriaError):
         return [p.to_dict() for p in self.problems]
 
 
-def pointer(parts: Iterable[Any]) -> str:
-    """The RFC 6901 JSON pointer of a path of member names and indexes (``""``: the whole)."""
-    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
-
-
 def _problems(error: ValidationError) -> list[ArgumentProblem]:
     """The problems one schema error stands for, pointing at the member that is wrong."""
     where = list(error.absolute_path)
@@ -720,18 +674,9 @@ def check_arguments(tool: Tool, arguments: object) -> dict[str, Any]:
             tool.name, [ArgumentProblem("", "the arguments must be a JSON object")]
         )
     args = dict(arguments)
-    ok = False
-    if tool._fast is not None:
-        try:
-            tool._fast(args)
-            ok = True
-        except fastjsonschema.JsonSchemaValueException:
-            pass
-        except Exception:  # the compiled code met a value it cannot judge: ask the reference
-            ok = False
     problems: list[ArgumentProblem] = []
-    if not ok:
-        problems = [p for e in tool._validator.iter_errors(args) for p in _problems(e)]
+    if not tool._schema.conforms_fast(args):
+        problems = [p for e in tool._schema.errors(args) for p in _problems(e)]
     endpoint = tool.endpoint
     if endpoint.body != "rest":
         placed = {p.argument for p in endpoint.placements}
