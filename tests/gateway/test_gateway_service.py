@@ -32,6 +32,9 @@ from support.loopback import AsgiServer
 
 PROVIDER = "skycast"
 PRICE = 25
+#: How long the gateway waits for the provider here: long enough for a loaded machine, short
+#: enough that the "slow" answer (this plus 1.5 s) is a time-out.
+TIMEOUT = 3.0
 
 
 @dataclass
@@ -87,7 +90,7 @@ def provider(script: Script) -> Starlette:
         if kind == "slow":
             import asyncio  # noqa: PLC0415
 
-            await asyncio.sleep(2.0)
+            await asyncio.sleep(TIMEOUT + 1.5)
             return JSONResponse(forecast(script, 3))
         if kind == "error":
             return JSONResponse({"error": "boom"}, status_code=503)
@@ -202,7 +205,7 @@ def world(store: Store) -> Iterator[World]:
         store,
         clock=h.clock,
         issuer=h.app.issuer,
-        forwarder=Forwarder(ForwardLimits(total_timeout=1.0, read_timeout=1.0)),
+        forwarder=Forwarder(ForwardLimits(total_timeout=TIMEOUT, read_timeout=TIMEOUT)),
         private_providers=True,
     )
     h.keys[PROVIDER] = h.app.accounts.create(None, PROVIDER, ["provider"]).value["api_key"]
@@ -359,3 +362,94 @@ def test_internal_providers_are_refused_by_default(store: Store) -> None:
     assert (r.status_code, r.json()["error"]["code"]) == (400, "PROVIDER_ADDRESS_REFUSED")
     assert h.balance("wallet:ann") == FUNDS
     json.dumps(h.ok("ann", "GET", "/tools/weather_forecast"))
+
+
+def report(world: World, call_id: str, who: str = "ann", reason: str = "stale") -> Any:
+    return world.h.call(who, "POST", f"/calls/{call_id}/report", {"reason": reason})
+
+
+def test_a_report_opens_a_review_and_moves_nothing(world: World) -> None:
+    """The caller reports a settled call by its deadline: a review opens, nothing else — no
+    refund, no strike, the provider's measured rate unchanged; only the caller may report,
+    once; anyone else, a refunded call, or a late report is refused with a code."""
+    settled = world.call({"city": "berlin"}).json()
+    world.script.answer = "bad"
+    refunded = world.call({"city": "berlin"}).json()
+    before = world.h.ok("pat", "GET", f"/providers/{PROVIDER}/quality")
+    view = world.h.ok("ann", "GET", f"/gateway/calls/{settled['intentId']}")
+    assert view["report_deadline"] == "2026-01-04T12:00:00+00:00"  # the default 72 hours
+    by_another = report(world, settled["intentId"], who="pat")
+    assert (by_another.status_code, by_another.json()["error"]["code"]) == (403, "NOT_A_PARTY")
+    r = report(world, refunded["intentId"])
+    assert (r.status_code, r.json()["error"]["code"]) == (409, "REPORT_NOT_ALLOWED")
+    r = report(world, settled["intentId"], reason="The highs are from last week.")
+    assert r.status_code == 201, r.text
+    assert r.json()["status"] == "open" and r.json()["filed_by"] == "ann"
+    again = report(world, settled["intentId"])
+    assert (again.status_code, again.json()["error"]["code"]) == (409, "REPORT_EXISTS")
+    assert world.h.balance("wallet:ann") == FUNDS - PRICE
+    assert world.h.balance(f"wallet:{PROVIDER}") == PRICE
+    after = world.h.ok("pat", "GET", f"/providers/{PROVIDER}/quality")
+    assert after["window"] == before["window"] and after["upheld_reports"] == 0
+    queue = world.h.ok("root", "GET", "/call-reports?status=open")["reports"]
+    assert [q["call_id"] for q in queue] == [settled["intentId"]]
+    assert world.h.refused("ann", "GET", "/call-reports") == (403, "ROLE_REQUIRED")
+    world.script.answer = "good"
+    late = world.call({"city": "paris"}).json()
+    world.h.clock.advance(hours=72, seconds=1)
+    r = report(world, late["intentId"])
+    assert (r.status_code, r.json()["error"]["code"]) == (409, "REPORT_WINDOW_CLOSED")
+
+
+def test_an_upheld_report_refunds_against_its_receipt_and_never_strikes(world: World) -> None:
+    """An admin upholds the report: a human FAIL about the call, signed into a receipt that
+    supersedes the call's own, and the charge goes back from the provider's wallet in the same
+    transaction; the provider gets no strike and its measured rate is unchanged. A second
+    ruling is refused, and so is a ruling by the call's own provider."""
+    settled = world.call({"city": "berlin"}).json()
+    call_id = settled["intentId"]
+    assert report(world, call_id).status_code == 201
+    ruling = {"upheld": True, "reasons": ["The forecast was issued a week earlier."]}
+    path = f"/calls/{call_id}/report/ruling"
+    assert world.h.refused(PROVIDER, "POST", path, ruling) == (403, "ROLE_REQUIRED")
+    ruled = world.h.ok("root", "POST", path, ruling)
+    assert (ruled["status"], ruled["refunded_minor"]) == ("upheld", PRICE)
+    assert world.h.balance("wallet:ann") == FUNDS
+    assert world.h.balance(f"wallet:{PROVIDER}") == 0
+    assert world.h.refused("root", "POST", path, ruling) == (409, "REPORT_RULED")
+    envelope = world.h.ok("root", "GET", f"/receipts/{ruled['receipt_id']}/envelope")
+    receipt = verify(canonical_bytes(envelope), world.signer.keyid)
+    assert receipt.verdict.value == "FAIL" and receipt.about == f"call:{call_id}"
+    original = verify(canonical_bytes(settled["receipt"]), world.signer.keyid)
+    assert receipt.supersedes == original.receipt_id and original.about == f"call:{call_id}"
+    quality = world.h.ok("pat", "GET", f"/providers/{PROVIDER}/quality")
+    assert quality["window"]["fail"] == 0 and quality["upheld_reports"] == 1
+    view = world.h.ok("ann", "GET", f"/gateway/calls/{call_id}")
+    assert view["report"]["status"] == "upheld" and view["record"]["effect"]["strike"] is False
+
+
+def test_a_dismissed_report_changes_nothing(world: World) -> None:
+    """Dismissed: recorded with its reasons; no receipt, no money, no strike."""
+    call_id = world.call({"city": "berlin"}).json()["intentId"]
+    assert report(world, call_id).status_code == 201
+    body = {"upheld": False, "reasons": ["The forecast matches the issue time."]}
+    ruled = world.h.ok("root", "POST", f"/calls/{call_id}/report/ruling", body)
+    assert (ruled["status"], ruled["receipt_id"], ruled["refunded_minor"]) == (
+        "dismissed",
+        None,
+        None,
+    )
+    assert world.h.balance(f"wallet:{PROVIDER}") == PRICE
+    assert world.h.ok("root", "GET", "/call-reports?status=open")["reports"] == []
+
+
+def test_nobody_rules_on_a_report_of_their_own_call(world: World) -> None:
+    """An admin who made the call cannot rule on its report; another admin can."""
+    call_id = world.call({"city": "berlin"}, who="root").json()["intentId"]
+    assert report(world, call_id, who="root").status_code == 201
+    path, body = f"/calls/{call_id}/report/ruling", {"upheld": True, "reasons": ["stale"]}
+    assert world.h.refused("root", "POST", path, body) == (403, "CONFLICT_OF_INTEREST")
+    made = world.h.app.accounts.create(None, "judge", ["admin"])
+    world.h.keys["judge"] = made.value["api_key"]
+    assert world.h.ok("judge", "POST", path, body)["refunded_minor"] == PRICE
+    assert world.h.balance("wallet:root") == FUNDS

@@ -284,3 +284,32 @@ def test_concurrent_verifications_of_one_call_sign_once(store: Store) -> None:
     assert h.ok("pat", "GET", "/receipts/head")["seq"] == 2
     window = h.ok("pat", "GET", "/providers/skycast/quality")["window"]
     assert window["pass"] == window["fail"] == 0
+
+
+def test_reporting_a_reported_call_refunds_nothing_and_the_chain_holds(store: Store) -> None:
+    """A reported call moved no money through adjudge: upholding its report signs the human
+    FAIL (superseding the call's receipt on one verifying chain) and refunds nothing; a call id
+    that cannot name a receipt's subject is refused when the call is reported."""
+    h, issuer = _harness(store)
+    _register_weather(h)
+    good = h.ok("pat", "POST", "/calls", _call("wx-1"))
+    assert good["report_deadline"] == "2026-12-02T19:30:00+00:00"
+    filed = h.ok("pat", "POST", "/calls/wx-1/report", {"reason": "Rain all day; it said sun."})
+    assert filed["status"] == "open"
+    balances = (h.balance("wallet:pat"), h.balance("wallet:skycast"))
+    ruling = {"upheld": True, "reasons": ["The station data shows rain."]}
+    ruled = h.ok("root", "POST", "/calls/wx-1/report/ruling", ruling)
+    assert (ruled["status"], ruled["refunded_minor"]) == ("upheld", 0)
+    assert (h.balance("wallet:pat"), h.balance("wallet:skycast")) == balances
+    lines = [_envelope(h, good["receipt_id"]), _envelope(h, ruled["receipt_id"])]
+    receipts = [verify(line, issuer.fingerprint) for line in lines]
+    assert receipts[1].supersedes == receipts[0].receipt_id
+    assert receipts[1].predicate["policyDecision"]["strike"] is False
+    assert verify_chain(lines, issuer.fingerprint).count == 2
+    assert h.ok("pat", "GET", "/calls/wx-1")["report"]["status"] == "upheld"
+    blank_edged = _call("wx-2 ")
+    assert h.refused("pat", "POST", "/calls", blank_edged) == (400, "CALL_INPUT_INVALID")
+    assert h.refused("pat", "POST", "/calls/wx-1/report", {"reason": " "}) == (
+        400,
+        "INVALID_REASON",
+    )

@@ -8,6 +8,14 @@
   gave. It is verified at the clock's time and stored with its signed receipt in one
   transaction, marked ``reported``: a caller's word about a provider, so it never counts toward
   the provider's quality window or a penalty (only calls adjudge forwarded itself do).
+- A call's caller may *report* a bad result despite the checks, until the filing deadline its
+  policy sets (``report_window_hours``; 72 h by default). A report opens a review for an admin
+  and does nothing else: no strike, no refund, no change to the provider's measured rate. An
+  admin who is neither the caller nor the provider rules on it once: *dismissed* changes
+  nothing; *upheld* is a human FAIL about the call, signed into a receipt that supersedes the
+  call's own, and gives a forwarded call's charge back to the caller from the provider's wallet
+  in the same transaction. An upheld report still never strikes: only verification verdicts
+  count toward a provider's quality (spec 003); the quality view counts upheld reports apart.
 - Anyone may read a provider's quality window, failure rate and penalty proposal.
 
 Every decision is the pure ``adjudge.calls`` package's. Parsed contracts and policies are kept
@@ -22,7 +30,9 @@ from datetime import datetime, timedelta
 from fractions import Fraction
 from typing import Any, Protocol
 
+from adjudge.app import settlement
 from adjudge.app.unit import Answer, Idempotency, UnitOfWork
+from adjudge.app.wiring import call_subject
 from adjudge.calls import (
     Contract,
     Policy,
@@ -38,33 +48,47 @@ from adjudge.calls import (
     register_policy,
     verify_call,
 )
+from adjudge.calls.kernel_rows import determine_upheld_report
 from adjudge.calls.quality import PenaltyProposal, QualityTerms, parse_terms
 from adjudge.calls.verify import digest_of, digested_bytes
 from adjudge.errors import CriteriaError, Error
 from adjudge.kernel import Determination
-from adjudge.store import Account, Transaction, receipt_log, records
+from adjudge.store import Account, Transaction, call_reports, receipt_log, records
 from adjudge.store import calls as db
+from adjudge.store import gateway as gateway_db
 
 #: The highest policy version the store holds (a 32-bit integer column).
 MAX_VERSION = 2**31 - 1
 #: The quality window of a provider that declared no terms.
 DEFAULT_WINDOW_DAYS = 30
+#: The longest reason a report may give, and the most reasons a ruling may give.
+MAX_REPORT_REASON = 2000
+MAX_RULING_REASONS = 20
+#: How many reports a page of the review queue holds at most.
+MAX_REPORT_PAGE = 100
 
 
 class CallReceiptIssuer(Protocol):
     """What signs a call's determination: :class:`adjudge.app.wiring.SignedReceipts`."""
 
     def issue_call(
-        self, determination: Determination, previous: tuple[str, int] | None
+        self,
+        determination: Determination,
+        previous: tuple[str, int] | None,
+        *,
+        about: str | None = None,
+        supersedes: Mapping[str, Any] | None = None,
     ) -> Mapping[str, Any]:
-        """The receipt of ``determination`` chained after ``previous``."""
+        """The receipt of ``determination`` chained after ``previous``, about ``about``,
+        replacing the receipt whose envelope is ``supersedes``."""
         ...
 
 
 def _need_any(who: Account, roles: set[str], what: str) -> None:
     if not roles & who.roles:
         wanted = " or ".join(sorted(roles))
-        raise Error(f"Only a {wanted} account {what}.", code="ROLE_REQUIRED")
+        article = "an" if wanted[0] in "aeiou" else "a"
+        raise Error(f"Only {article} {wanted} account {what}.", code="ROLE_REQUIRED")
 
 
 def _storable(value: str, what: str, limit: int, code: str) -> str:
@@ -124,18 +148,55 @@ def policy_view(p: db.StoredPolicy) -> dict[str, Any]:
     }
 
 
-def call_view(c: db.StoredCall) -> dict[str, Any]:
-    """A verified call: its record (every check row), inputs, source and receipt."""
+def call_view(c: db.StoredCall, report: call_reports.StoredReport | None = None) -> dict[str, Any]:
+    """A verified call: its record (every check row), inputs, source, receipt, the deadline
+    for reporting a bad result (null: not reportable) and its report, if one was filed."""
     return {
         "id": c.id,
         "submitted_by": c.submitted_by,
         "source": c.source,
         "verified_at": _iso(c.at),
         "receipt_id": c.receipt_id,
+        "report_deadline": c.record.get("report_deadline") if _settled(c) else None,
+        "report": None if report is None else report_view(report),
         "record": dict(c.record),
         "request": dict(c.request),
         "response": dict(c.response),
     }
+
+
+def report_view(r: call_reports.StoredReport) -> dict[str, Any]:
+    """A report of a bad result and, once ruled, its ruling."""
+    return {
+        "call_id": r.call_id,
+        "provider": r.provider,
+        "filed_by": r.filed_by,
+        "filed_at": _iso(r.filed_at),
+        "reason": r.reason,
+        "status": r.status,
+        "ruled_by": r.ruled_by,
+        "ruled_at": _iso(r.ruled_at),
+        "ruling": None if r.ruling is None else list(r.ruling),
+        "refunded_minor": r.refunded_minor,
+        "receipt_id": r.receipt_id,
+    }
+
+
+def _settled(c: db.StoredCall) -> bool:
+    """Whether the call's verdict settled it: only then is there a charge to dispute (a FAIL
+    was refunded, a misapplied check voided, an error refunded)."""
+    effect = c.record.get("effect")
+    return isinstance(effect, Mapping) and effect.get("payment") == "settle"
+
+
+def _reason(text: str, what: str) -> str:
+    text = text.strip()
+    if not text or len(text) > MAX_REPORT_REASON or "\x00" in text:
+        raise Error(
+            f"{what} is 1 to {MAX_REPORT_REASON} characters (not blank, no NUL).",
+            code="INVALID_REASON",
+        )
+    return text
 
 
 def _proposal_of(stored: Mapping[str, Any]) -> PenaltyProposal:
@@ -277,6 +338,11 @@ class Calls:
         _need_any(who, {"poster", "admin"}, "submits calls for verification")
         call = parse_request(request)
         _storable(call.call_id, "A call id", 200, "CALL_INPUT_INVALID")
+        if call.call_id != call.call_id.strip() or not call.call_id.isprintable():
+            raise CriteriaError(
+                "A call id has no control characters and no blanks around it.",
+                code="CALL_INPUT_INVALID",
+            )
         _storable(call.tool, "A tool name", 200, "CALL_INPUT_INVALID")
         _storable(call.provider, "A provider", 200, "CALL_INPUT_INVALID")
         answer = parse_response(response)
@@ -334,7 +400,9 @@ class Calls:
                 )
                 receipt = receipt_log.append(
                     tx,
-                    lambda previous: issuer.issue_call(determination, previous),
+                    lambda previous: issuer.issue_call(
+                        determination, previous, about=call_subject(call.call_id)
+                    ),
                     task_id=None,
                     at=now,
                 )
@@ -363,7 +431,167 @@ class Calls:
                 raise Error(f"No call {call_id}.", code="CALL_NOT_FOUND")
             if who.id not in (found.submitted_by, found.provider) and "admin" not in who.roles:
                 raise Error("A call record is for its submitter and provider.", code="NOT_A_PARTY")
-            return call_view(found)
+            return call_view(found, call_reports.by_call(tx, call_id))
+
+        return self.unit.read(run)
+
+    # --- reports of bad results -----------------------------------------------------------
+
+    def file_report(
+        self, who: Account, call_id: str, reason: str, *, key: str | None = None
+    ) -> Answer[dict[str, Any]]:
+        """The caller reports a bad result despite the checks, by the filing deadline.
+
+        Refusals: ``CALL_NOT_FOUND``; ``NOT_A_PARTY`` for anyone but the call's caller;
+        ``REPORT_NOT_ALLOWED`` for a call that was not settled (refunded, voided, an error:
+        nothing was charged for it); ``REPORT_WINDOW_CLOSED`` after the deadline;
+        ``REPORT_EXISTS`` for a second report.
+        """
+        text = _reason(reason, "A report's reason")
+        idem = Idempotency.of(key, "calls.file_report", {"call": call_id, "reason": text})
+
+        def run(tx: Transaction) -> dict[str, Any]:
+            found = db.call(tx, call_id)
+            if found is None:
+                raise Error(f"No call {call_id}.", code="CALL_NOT_FOUND")
+            if who.id != found.submitted_by:
+                raise Error("Only the call's caller may report its result.", code="NOT_A_PARTY")
+            if not _settled(found):
+                raise Error(
+                    "This call was not settled (it was refunded, voided or ended in an error), "
+                    "so nothing was charged for its result: there is nothing to report.",
+                    code="REPORT_NOT_ALLOWED",
+                )
+            deadline = found.record.get("report_deadline")
+            now = self.unit.now()
+            if not isinstance(deadline, str) or now > datetime.fromisoformat(deadline):
+                raise Error(
+                    f"The filing deadline for reporting this call was {deadline}.",
+                    code="REPORT_WINDOW_CLOSED",
+                )
+            report = call_reports.add(
+                tx, call_id=call_id, provider=found.provider, by=who.id, reason=text, at=now
+            )
+            return report_view(report)
+
+        return self.unit.once(who.id, idem, run)
+
+    def rule_report(
+        self,
+        who: Account,
+        call_id: str,
+        *,
+        upheld: bool,
+        reasons: list[str],
+        key: str | None = None,
+    ) -> Answer[dict[str, Any]]:
+        """An admin rules once on an open report (see the module's docstring for what each
+        ruling does). Refusals: ``ROLE_REQUIRED``; ``CONFLICT_OF_INTEREST`` for the call's caller
+        or provider; ``REPORT_NOT_FOUND``; ``REPORT_RULED``; ``INSUFFICIENT_FUNDS`` when the
+        provider's wallet cannot give the charge back (then nothing is written)."""
+        _need_any(who, {"admin"}, "rules on a report")
+        if not 1 <= len(reasons) <= MAX_RULING_REASONS:
+            raise Error(
+                f"A ruling gives 1 to {MAX_RULING_REASONS} reasons.", code="TOO_MANY_REASONS"
+            )
+        texts = tuple(_reason(r, "A ruling's reason") for r in reasons)
+        issuer = self._call_issuer()
+        idem = Idempotency.of(
+            key, "calls.rule_report", {"call": call_id, "upheld": upheld, "reasons": texts}
+        )
+
+        def run(tx: Transaction) -> dict[str, Any]:
+            report = call_reports.by_call(tx, call_id)
+            found = db.call(tx, call_id)
+            if report is None or found is None:
+                raise Error(f"No report of the call {call_id}.", code="REPORT_NOT_FOUND")
+            if who.id in (found.submitted_by, found.provider):
+                raise Error(
+                    "The call's caller or provider cannot rule on its report.",
+                    code="CONFLICT_OF_INTEREST",
+                )
+            if report.status != call_reports.OPEN:
+                raise Error(f"The report of {call_id} was already ruled on.", code="REPORT_RULED")
+            now = self.unit.now()
+            if not upheld:
+                ruled = call_reports.rule(
+                    tx,
+                    call_id,
+                    upheld=False,
+                    by=who.id,
+                    reasons=texts,
+                    at=now,
+                    refunded_minor=None,
+                    receipt_id=None,
+                )
+                return report_view(ruled)
+            charge, currency = _charge(tx, found)
+            determination = determine_upheld_report(
+                call_id,
+                str(found.record["response_digest"]),
+                judge=who.id,
+                reasons=texts,
+                refund_minor=charge,
+                currency=currency,
+                now=now,
+            )
+            replaced = receipt_log.receipt(tx, found.receipt_id or "")
+            receipt = receipt_log.append(
+                tx,
+                lambda previous: issuer.issue_call(
+                    determination,
+                    previous,
+                    about=call_subject(call_id),
+                    supersedes=None if replaced is None else replaced.body.get("envelope"),
+                ),
+                task_id=None,
+                at=now,
+            )
+            if charge > 0:
+                settlement.refund_upheld_report(
+                    tx,
+                    provider=found.provider,
+                    payer=found.submitted_by,
+                    amount=charge,
+                    receipt_id=receipt.id,
+                    at=now,
+                )
+            ruled = call_reports.rule(
+                tx,
+                call_id,
+                upheld=True,
+                by=who.id,
+                reasons=texts,
+                at=now,
+                refunded_minor=charge,
+                receipt_id=receipt.id,
+            )
+            return report_view(ruled)
+
+        return self.unit.once(who.id, idem, run)
+
+    def reports(
+        self,
+        who: Account,
+        *,
+        status: str | None = None,
+        cursor: str | None = None,
+        limit: int = 50,
+    ) -> dict[str, Any]:
+        """The review queue for admins: reports oldest first, by status, paged by call id."""
+        _need_any(who, {"admin"}, "reads the report queue")
+        if status not in (None, call_reports.OPEN, call_reports.UPHELD, call_reports.DISMISSED):
+            raise Error("A report's status is open, upheld or dismissed.", code="INVALID_STATUS")
+        limit = max(1, min(limit, MAX_REPORT_PAGE))
+
+        def run(tx: Transaction) -> dict[str, Any]:
+            page = call_reports.page(tx, status=status, after=cursor, limit=limit + 1)
+            more = len(page) > limit
+            shown = page[:limit]
+            return {
+                "reports": [report_view(r) for r in shown],
+                "next_cursor": shown[-1].call_id if more else None,
+            }
 
         return self.unit.read(run)
 
@@ -398,6 +626,8 @@ class Calls:
                 "terms": declared,
                 "window": window.to_dict(),
                 "failure_rate": window.to_dict()["failure_rate"],
+                # Human findings on callers' reports, counted apart: they never strike.
+                "upheld_reports": call_reports.count_upheld(tx, provider, now - span),
                 "assessment": assessment,
                 "proposal": proposal,
             }
@@ -418,6 +648,17 @@ def _policy(stored: db.StoredPolicy, contract: Contract) -> Policy:
         lambda: register_policy(stored.document, contract),
     )
     return parsed
+
+
+def _charge(tx: Transaction, call: db.StoredCall) -> tuple[int, str | None]:
+    """What the caller paid for a call and in what currency: a forwarded call's settled charge;
+    nothing for a reported one (adjudge moved no money for it)."""
+    if call.source != "gateway":
+        return 0, None
+    forwarded = gateway_db.call(tx, call.id)
+    if forwarded is None or forwarded.status != "settled":
+        return 0, None
+    return forwarded.price_minor, forwarded.currency
 
 
 def _governing(

@@ -41,6 +41,7 @@ from adjudge.app import settlement
 from adjudge.app.accounts import need_role
 from adjudge.app.calls import call_view, contract_view, propose_if_due
 from adjudge.app.unit import Answer, Idempotency, UnitOfWork, retry
+from adjudge.app.wiring import call_subject
 from adjudge.calls import (
     CallRequest,
     Contract,
@@ -72,7 +73,7 @@ from adjudge.gateway import (
 from adjudge.gateway.forward import ForwardFailure, Outcome
 from adjudge.kernel import Determination, determine
 from adjudge.receipts import SigningKey
-from adjudge.store import Account, Transaction, receipt_log, records
+from adjudge.store import Account, Transaction, call_reports, receipt_log, records
 from adjudge.store import calls as calls_db
 from adjudge.store import gateway as db
 
@@ -526,7 +527,12 @@ class Gateway:
                 raise Error("A call is for its caller and its provider.", code="NOT_A_PARTY")
             view = gateway_call_view(found)
             record = calls_db.call(tx, call_id)
-            view["record"] = None if record is None else call_view(record)["record"]
+            verified = (
+                None if record is None else call_view(record, call_reports.by_call(tx, call_id))
+            )
+            view["record"] = None if verified is None else verified["record"]
+            view["report_deadline"] = None if verified is None else verified["report_deadline"]
+            view["report"] = None if verified is None else verified["report"]
             return view
 
         return self.unit.read(run)
@@ -664,7 +670,9 @@ class Gateway:
         def run(tx: Transaction) -> dict[str, Any]:
             receipt = receipt_log.append(
                 tx,
-                lambda previous: issuer.issue_call(determination, previous),  # type: ignore[attr-defined]
+                lambda previous: issuer.issue_call(  # type: ignore[attr-defined]
+                    determination, previous, about=call_subject(call_id)
+                ),
                 task_id=None,
                 at=now,
             )

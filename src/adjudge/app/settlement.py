@@ -10,7 +10,10 @@ Three kinds of movement, each in the transaction of the use case that causes it:
   verdict, ruling or call determination that decided it, or a settlement receipt of its own for
   the endings no judgment decides (a refund of work never delivered, a payout after
   escalation). The ledger itself refuses a release without one
-  (:class:`adjudge.store.ledger.UnprovenRelease`), and each leg names its receipt.
+  (:class:`adjudge.store.ledger.UnprovenRelease`), and each leg names its receipt;
+- **report refunds** give a settled call's charge back from the provider's wallet when an admin
+  upholds its caller's report, against the ruling's receipt (checked here, as the wallet is no
+  holding account the ledger guards).
 
 The HTTP service, the CLI and the workers never reach this module (an import-linter contract
 keeps it so); they call use cases, which call it.
@@ -155,4 +158,30 @@ def release_call(
     memo = {"settle": "charge", "refund": "refund", "void": "void"}[payment]
     ledger.transfer(
         tx, [Transfer(hold, to, amount, memo)], task_id=None, at=at, receipt_id=receipt_id
+    )
+
+
+def refund_upheld_report(
+    tx: Transaction,
+    *,
+    provider: str,
+    payer: str,
+    amount: int,
+    receipt_id: str,
+    at: datetime,
+) -> None:
+    """Give a settled call's charge back to its caller from the provider's wallet, as the
+    ruling's receipt signed in this transaction decided (``INSUFFICIENT_FUNDS`` when the
+    wallet holds less: then nothing is written)."""
+    if receipt_id not in tx.appended:
+        raise ledger.UnprovenRelease(
+            "A report's refund moves only against the ruling's receipt signed in the same "
+            "transaction; nothing was moved."
+        )
+    ledger.transfer(
+        tx,
+        [Transfer(wallet_account(provider), wallet_account(payer), amount, "report refund")],
+        task_id=None,
+        at=at,
+        receipt_id=receipt_id,
     )

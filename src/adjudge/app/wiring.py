@@ -25,7 +25,7 @@ from adjudge.market import (
     Task,
     VerdictReached,
 )
-from adjudge.receipts import Head, SigningKey, digest, issue
+from adjudge.receipts import Envelope, Head, SigningKey, digest, issue, verify
 
 
 class AutoCheck:
@@ -66,6 +66,16 @@ class _Outcome:
     passed: bool
     score: int
     reasons: tuple[str, ...]
+
+
+def round_of(task_id: str, attempt: int) -> str:
+    """The ``about`` name of a task's round: what its verdicts and settlements answer."""
+    return f"task:{task_id}/round:{attempt}"
+
+
+def call_subject(call_id: str) -> str:
+    """The ``about`` name of a paid call: what its receipt and a ruling on its report answer."""
+    return f"call:{call_id}"
 
 
 class SignedReceipts:
@@ -151,7 +161,9 @@ class SignedReceipts:
                 f"The kernel folds this verdict to {determination.verdict}, not {wanted}.",
                 code="VERDICT_UNPROVABLE",
             )
-        return self.issue_call(determination, previous)
+        return self.issue_call(
+            determination, previous, about=round_of(verdict.task_id, verdict.attempt)
+        )
 
     def issue_routing(
         self, routed: Routed, result: str | None, previous: tuple[str, int] | None
@@ -170,7 +182,9 @@ class SignedReceipts:
             "reason": routed.reason,
         }
         determination = determine(subject, checks, now=routed.at, policy_decision=decision)
-        return self.issue_call(determination, previous)
+        return self.issue_call(
+            determination, previous, about=round_of(routed.task_id, routed.attempt)
+        )
 
     def issue_settlement(
         self,
@@ -206,15 +220,27 @@ class SignedReceipts:
             subject = task_record_digest(task)
             checks = []
         determination = determine(subject, checks, now=settlement.at, policy_decision=decision)
-        return self.issue_call(determination, previous)
+        return self.issue_call(
+            determination, previous, about=round_of(settlement.task_id, settlement.attempt)
+        )
 
     def issue_call(
-        self, determination: Determination, previous: tuple[str, int] | None
+        self,
+        determination: Determination,
+        previous: tuple[str, int] | None,
+        *,
+        about: str | None = None,
+        supersedes: Mapping[str, Any] | None = None,
     ) -> Mapping[str, Any]:
         """The signed receipt of a determination (a verified paid call's, or any other),
-        chained after ``previous``."""
+        chained after ``previous``; ``about`` names its subject (``call:<id>``,
+        ``task:<id>/round:<n>``), and ``supersedes`` is the envelope of an earlier receipt of
+        this service about the same subject that it replaces."""
         head = Head(previous[0], previous[1]) if previous else None
-        receipt = issue(determination, self.signer, head)
+        replaced = None
+        if supersedes is not None:
+            replaced = verify(Envelope.from_dict(supersedes), self.signer.public_key)
+        receipt = issue(determination, self.signer, head, about=about, supersedes=replaced)
         return {
             "digest": receipt.receipt_id,
             "sequence": receipt.sequence,

@@ -53,6 +53,7 @@ __all__ = [
     "NO_POLICY_CHECK",
     "call_decision",
     "determine_call",
+    "determine_upheld_report",
     "kernel_check",
     "kernel_checks",
     "kernel_verdict",
@@ -250,4 +251,42 @@ def determine_call(
             if contract_digest is None
             else _require_digest(contract_digest, "contract digest"),
         ),
+    )
+
+
+def determine_upheld_report(
+    call_id: str,
+    response_digest: str,
+    *,
+    judge: str,
+    reasons: tuple[str, ...],
+    refund_minor: int,
+    currency: str | None,
+    now: datetime,
+) -> Determination:
+    """The determination of an admin upholding a caller's report of a bad result: a human
+    FAIL about the same response the call's receipt judged, its refund (integer minor units)
+    recorded as the policy decision. It has no ``strike``: a report never strikes (spec 003
+    counts only verification verdicts toward a provider's quality)."""
+    subject = _require_digest(response_digest, "response digest")
+    check = Check(
+        name="report_ruling",
+        verdict=Verdict.FAIL,
+        authority=Authority.HUMAN,
+        evidence=(subject,),
+        reason=f"{judge}: report upheld: {'; '.join(reasons)}",
+    )
+    return kernel_determine(
+        subject,
+        [check],
+        now=now,
+        policy_decision={
+            "callId": call_id,
+            "ruling": "upheld",
+            "ruledBy": judge,
+            "payment": "refund" if refund_minor > 0 else "none",
+            "strike": False,
+            "refundMinor": refund_minor,
+            "currency": currency,
+        },
     )

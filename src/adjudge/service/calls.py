@@ -8,7 +8,12 @@ from fastapi import Query
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
-from adjudge.app.calls import MAX_VERSION
+from adjudge.app.calls import (
+    MAX_REPORT_PAGE,
+    MAX_REPORT_REASON,
+    MAX_RULING_REASONS,
+    MAX_VERSION,
+)
 from adjudge.service.deps import Caller, IdemKey, Use, reply, router
 
 routes = router()
@@ -51,6 +56,20 @@ class ReportCall(BaseModel):
     corroboration: dict[str, Any] | None = None
 
 
+class FileReport(BaseModel):
+    """Why the result is bad despite the checks: what an admin reviewing it should look at."""
+
+    reason: str = Field(min_length=1, max_length=MAX_REPORT_REASON)
+
+
+class ReportRuling(BaseModel):
+    """An admin's ruling on a report: upheld (a human FAIL; a forwarded call's charge is given
+    back) or dismissed (nothing changes), with its reasons."""
+
+    upheld: bool
+    reasons: list[str] = Field(min_length=1, max_length=MAX_RULING_REASONS)
+
+
 @routes.post("/tools", status_code=201, tags=["calls"])
 def register_tool(*, body: NewTool, who: Caller, app: Use, key: IdemKey = None) -> JSONResponse:
     """A provider registers its tool's contract (refusals carry the calls package's codes)."""
@@ -86,6 +105,37 @@ def report_call(*, body: ReportCall, who: Caller, app: Use, key: IdemKey = None)
 def get_call(*, call_id: str, who: Caller, app: Use) -> dict[str, Any]:
     """A verified call's record with every check row (its submitter, its provider, admins)."""
     return app.calls.get(who, call_id)
+
+
+@routes.post("/calls/{call_id}/report", status_code=201, tags=["calls"])
+def report_bad_result(
+    *, call_id: str, body: FileReport, who: Caller, app: Use, key: IdemKey = None
+) -> JSONResponse:
+    """The caller reports a bad result despite the checks, by the call's ``report_deadline``.
+    It opens a review for an admin; it does not strike, refund or change any rate."""
+    return reply(app.calls.file_report(who, call_id, body.reason, key=key), 201)
+
+
+@routes.post("/calls/{call_id}/report/ruling", tags=["calls"])
+def rule_on_report(
+    *, call_id: str, body: ReportRuling, who: Caller, app: Use, key: IdemKey = None
+) -> JSONResponse:
+    """An admin (neither the caller nor the provider) rules once on a report."""
+    answer = app.calls.rule_report(who, call_id, upheld=body.upheld, reasons=body.reasons, key=key)
+    return reply(answer)
+
+
+@routes.get("/call-reports", tags=["calls"])
+def list_reports(
+    *,
+    who: Caller,
+    app: Use,
+    status: Annotated[str | None, Query(pattern="^(open|upheld|dismissed)$")] = None,
+    cursor: Annotated[str | None, Query(max_length=200)] = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_REPORT_PAGE)] = 50,
+) -> dict[str, Any]:
+    """The admins' review queue: reports oldest first, by status, paged by ``next_cursor``."""
+    return app.calls.reports(who, status=status, cursor=cursor, limit=limit)
 
 
 @routes.get("/providers/{provider}/quality", tags=["calls"])

@@ -42,6 +42,7 @@ STATUS: dict[str, int] = {
     "TOOL_NOT_FOUND": 404,
     "POLICY_NOT_FOUND": 404,
     "CALL_NOT_FOUND": 404,
+    "REPORT_NOT_FOUND": 404,
     # 409: not now, not in this state (spec: 409 for each of these)
     "VERIFIER_NOT_OPTED_IN": 409,
     "VERIFIER_KEY_REQUIRED": 409,
@@ -60,6 +61,10 @@ STATUS: dict[str, int] = {
     "CONTRACT_EXISTS": 409,
     "POLICY_EXISTS": 409,
     "CALL_EXISTS": 409,
+    "REPORT_EXISTS": 409,
+    "REPORT_NOT_ALLOWED": 409,
+    "REPORT_WINDOW_CLOSED": 409,
+    "REPORT_RULED": 409,
     # 405: the route exists, the method does not
     "METHOD_NOT_ALLOWED": 405,
     # 413: the body is over the size limit

@@ -4,12 +4,13 @@
 holds is read and written by the module named for it, each a set of functions over a
 :class:`Transaction`: ``records`` (accounts, tasks, submissions, verdicts, disputes),
 ``ledger`` (balances and entries), ``receipt_log`` (the hash chain), ``leases`` (the review
-queue), ``idempotency``, ``quotas``, ``calls`` (verified paid calls) and ``gateway`` (callable
-tools, signing keys, credentials, forwarded calls). Nothing is half-written: a
-transaction commits whole or not at all.
+queue), ``idempotency``, ``quotas``, ``calls`` (verified paid calls), ``call_reports`` (reports
+of bad call results) and ``gateway`` (callable tools, signing keys, credentials, forwarded
+calls). Nothing is half-written: a transaction commits whole or not at all.
 """
 
 from adjudge.store import (
+    call_reports,
     calls,
     gateway,
     idempotency,
@@ -45,6 +46,7 @@ __all__ = [
     "Submission",
     "Transaction",
     "VerifierKey",
+    "call_reports",
     "calls",
     "gateway",
     "idempotency",
