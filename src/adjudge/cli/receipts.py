@@ -1,4 +1,8 @@
-"""``adjudge keys …`` and ``adjudge receipt …``: make a signing key; verify receipts offline.
+"""``adjudge keys …`` and ``adjudge receipt …``: make a signing key; verify receipts offline;
+export a service's receipt log.
+
+Sequence numbers are the signed statement's own: the first receipt on a log is sequence 0, as
+the API's ``sequence`` fields and ``after`` parameter count them too.
 
 Exit codes of the verify commands: 0 the receipt (or log) is valid, 1 it is not, 2 bad input
 (a file that cannot be read or is not a DSSE envelope, a key that is neither a fingerprint nor a
@@ -9,14 +13,17 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import textwrap
 from pathlib import Path
 from typing import Annotated, NoReturn
 
 import typer
 
+from adjudge.cli._common import DEFAULT_URL, KeyOption, Session, UrlOption
 from adjudge.errors import ReceiptError
 from adjudge.receipts import Receipt, SigningKey, VerifyingKey, verify, verify_chain
+from adjudge.receipts.canonical import canonical_bytes
 from adjudge.receipts.envelope import Envelope
 
 EXIT_VALID = 0
@@ -44,10 +51,14 @@ DOES_NOT_PROVE = (
 def register(app: typer.Typer) -> None:
     """Add the ``keys`` and ``receipt`` command groups to ``app``."""
     keys = typer.Typer(help="Ed25519 signing keys for receipts.", no_args_is_help=True)
-    receipt = typer.Typer(help="Verify signed receipts offline.", no_args_is_help=True)
+    receipt = typer.Typer(
+        help="Verify signed receipts offline; export a service's receipt log.",
+        no_args_is_help=True,
+    )
     keys.command("new")(keys_new)
     receipt.command("verify")(receipt_verify)
     receipt.command("verify-chain")(receipt_verify_chain)
+    receipt.command("export")(receipt_export)
     app.add_typer(keys, name="keys")
     app.add_typer(receipt, name="receipt")
 
@@ -126,7 +137,8 @@ def receipt_verify_chain(
         typer.echo(f"INVALID: {exc}")
         raise typer.Exit(EXIT_INVALID) from exc
     fingerprint = pinned.keyid if isinstance(pinned, VerifyingKey) else pinned
-    typer.echo(f"VALID log: {report.count} receipts, all signed by key {fingerprint}")
+    noun = "receipt" if report.count == 1 else "receipts"
+    typer.echo(f"VALID log: {report.count} {noun}, all signed by key {fingerprint}")
     if report.head is not None:
         typer.echo(f"head: {report.head.receipt_id} (sequence {report.head.sequence})")
     typer.echo(f"superseded receipts: {len(report.superseded)}")
@@ -147,6 +159,61 @@ def receipt_verify_chain(
             ]
         )
     _bullets(DOES_NOT_PROVE[:3])
+
+
+def receipt_export(
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", "-o", metavar="FILE", help="Write the log here (default: stdout)."),
+    ] = None,
+    url: UrlOption = DEFAULT_URL,
+    key: KeyOption = None,
+    after: Annotated[
+        int | None,
+        typer.Option(
+            metavar="SEQUENCE",
+            help="Only the receipts after this sequence (the first receipt is 0).",
+        ),
+    ] = None,
+) -> None:
+    """Export a service's receipt log (admins) as the JSONL `verify-chain` reads.
+
+    Pages through `GET /api/v1/receipts` in chain order and writes one signed envelope per line.
+    Exit 0 written, 1 refused by the service, 2 no service or a file that cannot be written.
+    Then check it against the key you pinned: `adjudge receipt verify-chain FILE --key FP
+    --head ID`, with the head printed here (obtained from the service) or, better, one pinned
+    through another channel.
+    """
+    session = Session(url, key)
+    count = 0
+    last: dict[str, object] | None = None
+    try:
+        sink = out.open("w", encoding="utf-8") if out else sys.stdout
+    except OSError as exc:
+        typer.echo(f"FILE_UNWRITABLE: cannot write {out}: {exc.strerror}", err=True)
+        raise typer.Exit(EXIT_BAD_INPUT) from exc
+    try:
+        for record in session.call(lambda api: list(api.iter_receipts(after=after))):
+            envelope = record["receipt"].get("envelope")
+            if not isinstance(envelope, dict):
+                continue  # an unsigned receipt has nothing a verifier can check
+            sink.write(canonical_bytes(envelope).decode("ascii") + "\n")
+            count += 1
+            last = dict(record)
+    finally:
+        if out:
+            sink.close()
+    where = str(out) if out else "stdout"
+    typer.echo(f"{count} {'receipt' if count == 1 else 'receipts'} written to {where}", err=True)
+    if last is not None:
+        head = session.call(lambda api: api.receipts_head())
+        typer.echo(f"last: {last['digest']} (sequence {last['sequence']})", err=True)
+        typer.echo(
+            f"verify: adjudge receipt verify-chain {out or 'FILE'} "
+            f"--key {head['key'] or 'FINGERPRINT'} "
+            f"--head {last['digest']}",
+            err=True,
+        )
 
 
 def _bullets(lines: list[str] | tuple[str, ...]) -> None:
