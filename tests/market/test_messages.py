@@ -19,6 +19,6 @@ def test_every_state_is_named_in_words_with_its_article() -> None:
 
 
 def test_proposal_states_take_their_article() -> None:
-    """"An enforceable proposal", "A pending proposal"."""
+    """ "An enforceable proposal", "A pending proposal"."""
     assert _a(ProposalStatus.ENFORCEABLE) == "An enforceable"
     assert _a(ProposalStatus.PENDING) == "A pending"

@@ -16,7 +16,7 @@ from typing import Any
 
 import anyio.to_thread
 from fastapi import FastAPI
-from fastapi.responses import RedirectResponse
+from fastapi.responses import JSONResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -24,6 +24,7 @@ import adjudge
 from adjudge import web
 from adjudge.app import App
 from adjudge.service import accounts, calls, errors, receipts, reviews, tasks
+from adjudge.service.access import RequestLog
 from adjudge.service.deps import Use, router
 from adjudge.service.ingress import BodyCap
 
@@ -80,6 +81,19 @@ class SecurityHeaders:
         await self.inner(scope, receive, with_headers)
 
 
+class _BodyCap(BodyCap):
+    """The edge's size cap, whose refusal carries the request id like every other."""
+
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
+        message = f"A request body is at most {self.limit} bytes; nothing was read."
+        response = JSONResponse(
+            errors.body("PAYLOAD_TOO_LARGE", message),
+            status_code=413,
+            headers={"Connection": "close"},
+        )
+        await response(scope, receive, send)
+
+
 def create_app(use_cases: App, *, threads: int | None = None) -> FastAPI:
     """The FastAPI application over ``use_cases``.
 
@@ -111,6 +125,8 @@ def create_app(use_cases: App, *, threads: int | None = None) -> FastAPI:
         """The web UI."""
         return RedirectResponse("/ui/")
 
-    api.add_middleware(BodyCap, limit=MAX_BODY_BYTES)
+    api.add_middleware(_BodyCap, limit=MAX_BODY_BYTES)
     api.add_middleware(SecurityHeaders)
+    # Outermost: every answer, a 413 and a crash included, has its request id and log line.
+    api.add_middleware(RequestLog)
     return api
