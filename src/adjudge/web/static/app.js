@@ -43,6 +43,19 @@ function show(...nodes) {
   main.replaceChildren(h("div", {}, ...nodes));
 }
 
+let tickets = 0;
+/**
+ * A view's right to the page: each view claims one when it starts, and what it renders after
+ * its requests is shown only if no later view started meanwhile (a slow answer to an earlier
+ * click never replaces the page the person has moved on to).
+ */
+function claim() {
+  const mine = ++tickets;
+  return (...nodes) => {
+    if (mine === tickets) show(...nodes);
+  };
+}
+
 function key() {
   return sessionStorage.getItem("adjudge-key") || "";
 }
@@ -143,6 +156,7 @@ document.querySelector("#key-form").addEventListener("submit", async (event) => 
 // --- tasks ------------------------------------------------------------------------------------
 
 async function taskList(cursor) {
+  const render = claim();
   const page = await api("GET", "/tasks" + (cursor ? `?cursor=${encodeURIComponent(cursor)}` : ""));
   const tasks = page.tasks;
   const rows = tasks.map((t) =>
@@ -158,7 +172,7 @@ async function taskList(cursor) {
       h("td", {}, t.agent || ""),
     ),
   );
-  show(
+  render(
     h("h2", {}, "Tasks"),
     tasks.length
       ? h(
@@ -346,6 +360,7 @@ function actions(task) {
 }
 
 async function taskDetail(id) {
+  const render = claim();
   const t = await api("GET", `/tasks/${encodeURIComponent(id)}`);
   const facts = [
     ["Status", [statusBadge(t.status), t.ending ? ` (${words(t.ending)})` : ""]],
@@ -358,7 +373,7 @@ async function taskDetail(id) {
     ["Deadline", shortTime(t.deadline)],
     ["Private", t.private ? "yes" : "no"],
   ];
-  show(
+  render(
     h("p", {}, h("a", { href: "#/tasks" }, "← Tasks")),
     h("h2", {}, t.title),
     h("dl", { class: "facts" }, facts.flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)])),
@@ -405,6 +420,7 @@ async function taskDetail(id) {
 }
 
 async function postForm() {
+  const render = claim();
   const title = h("input", { type: "text", required: true, maxlength: 200, name: "title" });
   const brief = h("textarea", { rows: 4, name: "brief" });
   const reward = h("input", { type: "text", required: true, inputmode: "decimal", name: "reward", placeholder: `2.5 = 2.5 ${CURRENCY.code}` });
@@ -416,7 +432,7 @@ async function postForm() {
   const criteria = h("textarea", { rows: 6, name: "criteria", placeholder: '{"min_length": 200, "contains_keywords": ["escrow"]}' });
   const status = h("p", { class: "status-line" });
   const label = (text, input) => h("label", {}, h("span", {}, text), input);
-  show(
+  render(
     h("h2", {}, "Post a task"),
     h(
       "form",
@@ -469,8 +485,9 @@ async function postForm() {
 }
 
 async function verifiers() {
+  const render = claim();
   const { verifiers: list } = await api("GET", "/verifiers");
-  show(
+  render(
     h("h2", {}, "Verifiers who take agent-mode tasks"),
     list.length
       ? h("ul", {}, list.map((v) => h("li", {}, h("strong", {}, v.id), " · key ", h("span", { class: "digest" }, v.verifier_key || "none"), ` · reputation ${v.reputation}`)))
@@ -492,20 +509,21 @@ function decisionRows(decision) {
 }
 
 async function receipt(id) {
+  const render = claim();
   const [r, head] = await Promise.all([
     api("GET", `/receipts/${encodeURIComponent(id)}`),
     api("GET", "/receipts/head").catch(() => null),
   ]);
   const f = receiptFacts(r);
   if (!f) {
-    show(h("h2", {}, `Receipt ${id}`), h("p", {}, "This receipt is not signed: there is nothing to verify."));
+    render(h("h2", {}, `Receipt ${id}`), h("p", {}, "This receipt is not signed: there is nothing to verify."));
     return;
   }
   const file = `${id}.json`;
   const changed = f.verdictNow !== f.verdict;
   const status = h("p", { class: "status-line" });
   const serviceKey = head && head.key;
-  show(
+  render(
     r.task_id ? h("p", {}, h("a", { href: `#/tasks/${r.task_id}` }, "← Task")) : null,
     h("h2", {}, "Receipt ", h("span", { class: "digest" }, id)),
     h(
@@ -603,6 +621,7 @@ async function receipt(id) {
 }
 
 async function receiptLog(after) {
+  const render = claim();
   const head = await api("GET", "/receipts/head");
   const summary = h(
     "dl",
@@ -615,7 +634,7 @@ async function receiptLog(after) {
     h("dd", { class: "digest" }, head.key || "unknown"),
   );
   if (!me || !me.roles.includes("admin")) {
-    show(
+    render(
       h("h2", {}, "Receipt log"),
       summary,
       h("p", {}, "The log's pages are for admins (the page, or adjudge receipt export). Each task shows its own receipts."),
@@ -625,7 +644,7 @@ async function receiptLog(after) {
   const query = after == null ? "" : `&after=${after}`;
   const page = await api("GET", `/receipts?limit=50${query}`);
   const status = h("p", { class: "status-line" });
-  show(
+  render(
     h("h2", {}, "Receipt log"),
     summary,
     h(
@@ -691,12 +710,13 @@ async function receiptLog(after) {
 async function route() {
   const [, view, id] = (location.hash || "#/tasks").split("/");
   if (!key()) {
-    show(
+    claim()(
       h("h2", {}, "Sign in"),
       h("p", {}, "Paste an API key above. `make demo` prints keys for its demo accounts."),
     );
     return;
   }
+  const before = tickets;
   try {
     if (view === "tasks" && id) await taskDetail(decodeURIComponent(id));
     else if (view === "post") await postForm();
@@ -705,7 +725,8 @@ async function route() {
     else if (view === "receipts") await receiptLog();
     else await taskList();
   } catch (err) {
-    show(failure(err));
+    // Shown unless a later view has started since (its own page stands).
+    if (tickets <= before + 1) show(failure(err));
   }
 }
 
