@@ -269,3 +269,28 @@ def test_receipt_export_feeds_verify_chain_and_sequences_agree(
         one = h.ok("root", "GET", f"/receipts/{receipt['id']}")
         assert one["statement"]["predicate"]["sequence"] == one["sequence"]
         assert one["as_of"]["verdict"] == one["statement"]["predicate"]["verdict"]
+
+
+def test_receipt_get_saves_an_envelope_that_verifies(sqlite_store: Store, tmp_path: Path) -> None:
+    """`adjudge receipt get` saves a receipt's envelope by id or by task (its latest); it
+    verifies offline; a private task's receipt is refused to outsiders."""
+    key = SigningKey.generate()
+    h = make_harness(sqlite_store, issuer=SignedReceipts(key))
+    tid = h.post("manual", private=True)
+    h.ok("ann", "POST", f"/tasks/{tid}/accept")
+    h.ok("ann", "POST", f"/tasks/{tid}/submissions", {"result": "Here is the summary."})
+    h.ok("pat", "POST", f"/tasks/{tid}/review", {"passed": True})
+    rid = h.ok("pat", "GET", f"/tasks/{tid}")["receipts"][-1]
+    saved = tmp_path / "r.json"
+    with serving(h.app) as url:
+        base = ["receipt", "get", "--url", url, "--key", h.keys["pat"]]
+        got = runner.invoke(app, [*base, "--task", tid, "--out", str(saved)])
+        assert got.exit_code == 0 and f"receipt {rid} saved" in got.stderr
+        by_id = runner.invoke(app, [*base, rid])
+        assert by_id.exit_code == 0 and by_id.stdout.encode() == saved.read_bytes()
+        outsider = ["receipt", "get", "--url", url, "--key", h.keys["bob"], rid]
+        refused = runner.invoke(app, outsider)
+        assert refused.exit_code == 1 and refused.stderr.startswith("NOT_A_PARTY:")
+        assert runner.invoke(app, [*base]).exit_code == 2
+    checked = runner.invoke(app, ["receipt", "verify", str(saved), "--key", key.keyid])
+    assert checked.exit_code == 0 and "VALID receipt" in checked.stdout

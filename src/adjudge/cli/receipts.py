@@ -59,6 +59,7 @@ def register(app: typer.Typer) -> None:
     receipt.command("verify")(receipt_verify)
     receipt.command("verify-chain")(receipt_verify_chain)
     receipt.command("export")(receipt_export)
+    receipt.command("get")(receipt_get)
     app.add_typer(keys, name="keys")
     app.add_typer(receipt, name="receipt")
 
@@ -159,6 +160,54 @@ def receipt_verify_chain(
             ]
         )
     _bullets(DOES_NOT_PROVE[:3])
+
+
+def receipt_get(
+    receipt_id: Annotated[
+        str | None,
+        typer.Argument(metavar="RECEIPT_ID", help="The receipt (rcpt_…); or give --task."),
+    ] = None,
+    task: Annotated[
+        str | None,
+        typer.Option(metavar="TASK_ID", help="Instead: the latest receipt of this task."),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out", "-o", metavar="FILE", help="Write the envelope here (default: stdout)."
+        ),
+    ] = None,
+    url: UrlOption = DEFAULT_URL,
+    key: KeyOption = None,
+) -> None:
+    """Save a receipt's signed envelope from a service, for `adjudge receipt verify`.
+
+    Prints the receipt's id on stderr. Exit 0 saved, 1 refused by the service (no such
+    receipt, not yours to read), 2 bad input or no service.
+    """
+    if (receipt_id is None) == (task is None):
+        typer.echo("Name a receipt, or give --task TASK_ID (one of them).", err=True)
+        raise typer.Exit(EXIT_BAD_INPUT)
+    session = Session(url, key)
+    if receipt_id is None:
+        assert task is not None
+        found = session.call(lambda api: api.task(task)).get("receipts") or []
+        if not found:
+            typer.echo(f"Task {task} has no receipt yet (or none you may read).", err=True)
+            raise typer.Exit(EXIT_INVALID)
+        receipt_id = found[-1]
+    chosen = receipt_id
+    envelope = session.call(lambda api: api.envelope(chosen))
+    line = canonical_bytes(envelope) + b"\n"
+    if out is None:
+        sys.stdout.write(line.decode("ascii"))
+    else:
+        try:
+            out.write_bytes(line)
+        except OSError as exc:
+            typer.echo(f"FILE_UNWRITABLE: cannot write {out}: {exc.strerror}", err=True)
+            raise typer.Exit(EXIT_BAD_INPUT) from exc
+    typer.echo(f"receipt {chosen}" + (f" saved to {out}" if out else ""), err=True)
 
 
 def receipt_export(
