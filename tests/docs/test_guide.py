@@ -13,6 +13,13 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
+
+from adjudge.app.wiring import SignedReceipts
+from adjudge.receipts import SigningKey
+from adjudge.store import Store
+from support.harness import make_harness
+from support.live import serving
 
 ROOT = Path(__file__).parent.parent.parent
 GUIDE = ROOT / "docs" / "guide" / "getting-started.md"
@@ -118,3 +125,27 @@ def test_the_getting_started_commands_run(tmp_path: Path) -> None:
     assert "round 2 · submitted" in done.stdout and "Five bullet points, please." in done.stdout
     assert "VALID receipt" in done.stdout and "VALID log:" in done.stdout
     assert done.stdout.count("paid_on_pass") >= 3  # manual, auto and agent each paid
+
+
+CLIENT_GUIDE = ROOT / "docs" / "guide" / "python-client.md"
+
+
+def test_the_python_client_guide_runs(
+    sqlite_store: Store, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each `python` block of the client guide runs, in order, in one namespace, against a
+    served instance with signed receipts and the real auto check."""
+    h = make_harness(sqlite_store, real_checker=True, issuer=SignedReceipts(SigningKey.generate()))
+    text = CLIENT_GUIDE.read_text(encoding="utf-8")
+    blocks = [body for info, body in BLOCK.findall(text) if info == "python"]
+    assert len(blocks) >= 4
+    namespace: dict[str, object] = {}
+    with serving(h.app) as url:
+        monkeypatch.setenv("ADJUDGE_URL", url)
+        monkeypatch.setenv("PAT", h.keys["pat"])
+        monkeypatch.setenv("ANN", h.keys["ann"])
+        for number, block in enumerate(blocks, 1):
+            exec(compile(block, f"{CLIENT_GUIDE.name} block {number}", "exec"), namespace)
+    printed = capsys.readouterr().out
+    assert "completed paid_on_pass" in printed and "ILLEGAL_TRANSITION" in printed
+    assert "Did you mean `min_length`?" in printed
