@@ -57,7 +57,7 @@ def serve(
     from adjudge.app import App, Settings  # noqa: PLC0415
     from adjudge.app.wiring import SignedReceipts  # noqa: PLC0415
     from adjudge.receipts import SigningKey  # noqa: PLC0415
-    from adjudge.service import access, create_app  # noqa: PLC0415
+    from adjudge.service import create_app, enable_access_log  # noqa: PLC0415
 
     try:
         if signing_key.exists():
@@ -83,7 +83,7 @@ def serve(
     )
 
     if access_log:
-        access.enable()
+        enable_access_log()
     if threads <= 0:
         # SQLite takes one writer at a time: more threads only contend for it and the GIL
         # (at 250 finalizes/s offered, p99 16 ms with 8 threads, 81 ms with 40).
