@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from adjudge.app.wiring import SignedReceipts
 from adjudge.cli import app
+from adjudge.client import ApiError, Client, Conflict, Forbidden, NotFound, Unauthorized
 from adjudge.receipts import SigningKey, verify_chain
 from adjudge.store import Store
 from support.harness import Harness, make_harness
@@ -294,3 +295,31 @@ def test_receipt_get_saves_an_envelope_that_verifies(sqlite_store: Store, tmp_pa
         assert runner.invoke(app, [*base]).exit_code == 2
     checked = runner.invoke(app, ["receipt", "verify", str(saved), "--key", key.keyid])
     assert checked.exit_code == 0 and "VALID receipt" in checked.stdout
+
+
+def test_the_client_raises_a_class_per_status_with_the_request_id(sqlite_store: Store) -> None:
+    """A refusal is the subclass for its status, carries the service's code and the request id
+    the service logged; the CLI prints that id after the message."""
+    h = make_harness(sqlite_store)
+    tid = h.post("manual")
+    with serving(h.app) as url:
+        with Client(url, key=h.keys["pat"]) as api:
+            for call, kind, code in [
+                (lambda: api.task("task_none"), NotFound, "TASK_NOT_FOUND"),
+                (lambda: api.accept(tid), Forbidden, "ROLE_REQUIRED"),
+                (lambda: api.review(tid, passed=True), Conflict, "ILLEGAL_TRANSITION"),
+            ]:
+                try:
+                    call()
+                except ApiError as refusal:
+                    assert type(refusal) is kind and refusal.code == code
+                    assert refusal.request_id and len(refusal.request_id) == 32
+                else:
+                    raise AssertionError(code)
+        with Client(url, key="adj_wrong") as stranger:
+            try:
+                stranger.me()
+            except Unauthorized as refusal:
+                assert refusal.status == 401
+        code, _, err = _runner(h, url)("pat", "show", "task_none")
+    assert code == 1 and re.fullmatch(r"TASK_NOT_FOUND: .* \(request [0-9a-f]{32}\)\n", err)
