@@ -200,6 +200,11 @@ def main() -> None:
         "--rate", type=float, help="Offer this many finalizes per second (open loop)."
     )
     parser.add_argument("--threads", type=int, default=0, help="Passed to adjudge serve.")
+    parser.add_argument(
+        "--no-access-log",
+        action="store_true",
+        help="Serve without the per-request access log line (to measure what it costs).",
+    )
     parser.add_argument("--json", action="store_true", help="Print the figures as JSON.")
     args = parser.parse_args()
     tmp = tempfile.TemporaryDirectory()
@@ -220,6 +225,7 @@ def main() -> None:
             str(args.threads),
             "--signing-key",
             str(Path(tmp.name) / "signing-key.pem"),
+            *(["--no-access-log"] if args.no_access_log else []),
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

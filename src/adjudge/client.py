@@ -1,29 +1,44 @@
-"""A typed client of the adjudge HTTP API: how a marketplace, the CLI and a worker talk to it.
+"""A typed client of the adjudge HTTP API: how a marketplace integrates from Python.
 
-::
+The CLI (``adjudge task …``, ``adjudge receipt export``) and the review worker use it too, so
+what they do, a marketplace's own code can do the same way::
 
-    from adjudge.client import Client, ApiError
+    from adjudge.client import Client, ApiError, Conflict
 
-    api = Client("http://127.0.0.1:8000", key="adj_…")
-    task = api.post_task(title="Summarise", reward=2_000_000, mode="auto",
-                         criteria={"min_length": 40}, deadline_hours=24)
-    try:
-        api.finalize(task["id"])
-    except ApiError as refusal:
-        print(refusal.code, refusal.message)   # e.g. NOT_TASK_AGENT
+    with Client("http://127.0.0.1:8000", key="adj_…") as api:
+        task = api.post_task(title="Summarise", reward=2_000_000, mode="auto",
+                             criteria={"min_length": 40}, deadline_hours=24)
+        try:
+            api.finalize(task["id"])
+        except Conflict as refusal:         # 409: not now, not in this state
+            print(refusal.code, refusal.message)   # e.g. ILLEGAL_TRANSITION
+        except ApiError as refusal:         # any other refusal, with its stable code
+            print(refusal.status, refusal.code, refusal.request_id)
 
-Every state change sends an ``Idempotency-Key`` (a fresh one unless you pass yours) and, after a
-network failure or a ``503``, retries with the same key, so a retry never pays twice. A refusal
-raises :class:`ApiError` with the service's stable ``code``; a service that cannot be reached or
-answers something that is not the API's JSON raises :class:`ServiceUnavailable`.
+- **Answers** are the service's JSON, typed as :class:`typing.TypedDict` s (:class:`Task`,
+  :class:`TaskPage`, :class:`Account`, :class:`Receipt`, …). Money is integer minor units, sent
+  and received as decimal strings ("2000000" is 2 USDC).
+- **Refusals** raise :class:`ApiError` with the service's stable ``code`` (the same codes the
+  HTTP API documents), its ``message``, the HTTP ``status`` and the ``request_id`` the service
+  logged it under. Each status has its subclass — :class:`BadRequest` (400),
+  :class:`Unauthorized` (401), :class:`Forbidden` (403), :class:`NotFound` (404),
+  :class:`Conflict` (409), :class:`PayloadTooLarge` (413), :class:`InvalidRequest` (422),
+  :class:`TooManyRequests` (429, with ``retry_after``), :class:`ServerError` (5xx) — so a caller
+  catches the family it can handle.
+- **No usable answer** (connection refused, a time-out, a reply that is not the API's JSON)
+  raises :class:`ServiceUnavailable`, whose message names the URL it tried.
+- **Retries are safe.** Every state change sends an ``Idempotency-Key`` (a fresh one unless you
+  pass yours) and, after a network failure or a ``503``, is retried with the same key: the
+  service answers a retry with the stored answer, so a retry never pays twice. Pass your own key
+  (``idempotency_key=``) to make a retry across process restarts safe as well.
 """
 
 from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterator, Mapping
+from typing import Any, Literal, TypedDict, cast
 
 import httpx
 
@@ -32,16 +47,265 @@ from adjudge.errors import Error
 #: Network failures and 503s retried (with the same Idempotency-Key) before giving up.
 RETRIES = 3
 
+#: The task states and modes the API knows (``GET /tasks?status=``, ``?mode=``).
+STATUSES = (
+    "funded",
+    "assigned",
+    "submitted",
+    "awaiting_verification",
+    "failed",
+    "disputed",
+    "escalated",
+    "completed",
+    "cancelled",
+)
+MODES = ("auto", "agent", "manual")
+
+
+# --- the answers ----------------------------------------------------------------------------
+
+
+class VerifierKey(TypedDict):
+    """A verifier key on record."""
+
+    fingerprint: str
+    public_key: str
+    added_at: str
+    revoked_at: str | None
+
+
+class Account(TypedDict, total=False):
+    """An account (``GET /accounts/me`` adds ``balance`` and, for a verifier, its keys)."""
+
+    id: str
+    roles: list[str]
+    verifier_opt_in: bool
+    verifier_key: str | None
+    reputation: int
+    disputes: int
+    balance: str
+    verifier_keys: list[VerifierKey]
+
+
+class NewAccount(TypedDict):
+    """A created account and its API key, shown once."""
+
+    account: Account
+    api_key: str
+
+
+class BreakdownItem(TypedDict):
+    """One scored item of an auto check."""
+
+    name: str
+    score: float
+    weight: float
+    reason: str
+
+
+class VerificationResult(TypedDict, total=False):
+    """Spec 000's ``verificationResult`` (and, for a verifier, its signature)."""
+
+    passed: bool
+    score: int
+    reasons: list[str]
+    breakdown: list[BreakdownItem]
+    errors: dict[str, Any]
+
+
+class Verdict(TypedDict, total=False):
+    """One verdict on a round (on a private task, others see only ``passed`` and ``score``)."""
+
+    attempt: int
+    kind: str
+    passed: bool
+    score: int | None
+    reasons: list[str]
+    authority: str
+    judge: str
+    at: str
+    receipt_id: str | None
+    verification_result: VerificationResult | None
+
+
+class Submission(TypedDict):
+    """A delivered result, with the digest recorded when it was submitted."""
+
+    attempt: int
+    digest: str
+    submitted_at: str
+    result: str
+
+
+class Dispute(TypedDict):
+    """A dispute as filed."""
+
+    attempt: int
+    by: str
+    reason: str
+    at: str
+
+
+class TaskSummary(TypedDict):
+    """What a listing shows of a task."""
+
+    id: str
+    title: str
+    mode: str
+    status: str
+    reward: str
+    poster: str
+    agent: str | None
+    verifier: str | None
+    private: bool
+    posted_at: str
+    deadline: str
+    attempts: int
+    max_attempts: int
+    ending: str | None
+
+
+class Task(TaskSummary, total=False):
+    """A task as the caller may see it: its parties see submissions, disputes, the ledger and
+    the receipt ids; others see the brief and verdicts (on a private task, less)."""
+
+    accepted_at: str | None
+    failed_at: str | None
+    escalated_at: str | None
+    disputed_by: str | None
+    closed_at: str | None
+    brief: str | None
+    criteria: dict[str, Any] | None
+    verdicts: list[Verdict]
+    verification_result: Verdict | None
+    result_digest: str | None
+    submissions: list[Submission]
+    disputes: list[Dispute]
+    ledger: list[dict[str, Any]]
+    receipts: list[str]
+    released: list[str]
+
+
+class TaskPage(TypedDict):
+    """One page of tasks, newest first; ``next_cursor`` fetches the next (None at the end)."""
+
+    tasks: list[TaskSummary]
+    next_cursor: str | None
+
+
+class DryRun(TypedDict):
+    """A draft checked against the task's public rules."""
+
+    dry_run: bool
+    passed: bool
+    score: int
+    reasons: list[str]
+    detail: dict[str, Any]
+    rules_not_run: list[str]
+    note: str
+
+
+class Receipt(TypedDict, total=False):
+    """A receipt on the log. ``sequence`` is the signed statement's own (the first receipt is
+    0); ``digest`` is the receipt id a verifier recomputes (``sha256:`` of the statement);
+    ``receipt`` holds the signed ``envelope``. ``GET /receipts/{id}`` adds the decoded
+    ``statement`` and ``as_of`` (the verdict in force now)."""
+
+    id: str
+    sequence: int
+    task_id: str | None
+    digest: str
+    previous: str | None
+    at: str
+    receipt: dict[str, Any]
+    statement: dict[str, Any] | None
+    as_of: dict[str, Any] | None
+
+
+class ReceiptPage(TypedDict):
+    """One page of the log in chain order; ``next_after`` continues it (None at the end)."""
+
+    receipts: list[Receipt]
+    next_after: int | None
+
+
+class LogHead(TypedDict):
+    """The receipt log: how many receipts, the last one's sequence and id, the signing key."""
+
+    count: int
+    sequence: int | None
+    digest: str | None
+    key: str | None
+
+
+# --- the refusals ---------------------------------------------------------------------------
+
 
 class ApiError(Error):
-    """The service refused: its ``code``, its ``message``, the HTTP ``status``."""
+    """The service refused: its ``code``, its ``message``, the HTTP ``status`` and the
+    ``request_id`` the service logged the request under (None if it sent none)."""
 
     def __init__(
-        self, code: str, message: str, *, status: int, retry_after: int | None = None
+        self,
+        code: str,
+        message: str,
+        *,
+        status: int,
+        retry_after: int | None = None,
+        request_id: str | None = None,
     ) -> None:
         super().__init__(message, code=code)
         self.status = status
         self.retry_after = retry_after
+        self.request_id = request_id
+
+
+class BadRequest(ApiError):
+    """400: the request cannot be done as sent (bad criteria, a bad amount, …)."""
+
+
+class Unauthorized(ApiError):
+    """401: no API key, or one the service does not know."""
+
+
+class Forbidden(ApiError):
+    """403: this account may not do this (not the task's agent, not an admin, …)."""
+
+
+class NotFound(ApiError):
+    """404: no such task, receipt, account or route."""
+
+
+class Conflict(ApiError):
+    """409: not now, not in this state (an illegal transition, a deadline, a reused key)."""
+
+
+class PayloadTooLarge(ApiError):
+    """413: the body is over the service's size limit."""
+
+
+class InvalidRequest(ApiError):
+    """422: the body or query does not fit the operation's schema."""
+
+
+class TooManyRequests(ApiError):
+    """429: a bounded action is used up for now; ``retry_after`` says in how many seconds."""
+
+
+class ServerError(ApiError):
+    """5xx: the service failed (nothing was written)."""
+
+
+_BY_STATUS: dict[int, type[ApiError]] = {
+    400: BadRequest,
+    401: Unauthorized,
+    403: Forbidden,
+    404: NotFound,
+    409: Conflict,
+    413: PayloadTooLarge,
+    422: InvalidRequest,
+    429: TooManyRequests,
+}
 
 
 class ServiceUnavailable(Error):
@@ -50,8 +314,12 @@ class ServiceUnavailable(Error):
     code = "SERVICE_UNAVAILABLE"
 
 
+# --- the client -----------------------------------------------------------------------------
+
+
 class Client:
-    """The API at ``url`` (the service's base URL) as the account whose API key is ``key``."""
+    """The API at ``url`` (the service's base URL, without ``/api/v1``) as the account whose
+    API key is ``key``. Close it (or use it as a context manager) to free its connections."""
 
     def __init__(
         self,
@@ -96,13 +364,14 @@ class Client:
         """Call ``/api/v1`` + ``path``; the JSON answer, or :class:`ApiError`.
 
         A state change (any method but GET, unless ``change`` says otherwise) carries an
-        Idempotency-Key and is retried on network failures and 503s with the same key.
+        Idempotency-Key and is retried on network failures and 503s with the same key; a read
+        is retried the same way. ``params`` whose value is None are left out.
         """
         changes = method != "GET" if change is None else change
         headers = {}
         if changes:
             headers["Idempotency-Key"] = idempotency_key or uuid.uuid4().hex
-        query = {k: v for k, v in (params or {}).items() if v is not None}
+        query = {k: _param(v) for k, v in (params or {}).items() if v is not None}
         last: Exception | None = None
         for attempt in range(RETRIES):
             try:
@@ -121,9 +390,9 @@ class Client:
 
     # --- accounts -------------------------------------------------------------------------
 
-    def me(self) -> dict[str, Any]:
-        """The caller's account and balance."""
-        return dict(self.request("GET", "/accounts/me"))
+    def me(self) -> Account:
+        """The caller's account, its balance and, for a verifier, its keys."""
+        return cast(Account, self.request("GET", "/accounts/me"))
 
     def create_account(
         self,
@@ -133,7 +402,7 @@ class Client:
         verifier_opt_in: bool = False,
         verifier_public_key: str | None = None,
         idempotency_key: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> NewAccount:
         """Create an account (admins); the answer carries its API key, shown once."""
         body = {
             "id": account_id,
@@ -141,12 +410,14 @@ class Client:
             "verifier_opt_in": verifier_opt_in,
             "verifier_public_key": verifier_public_key,
         }
-        return dict(self.request("POST", "/accounts", body, idempotency_key=idempotency_key))
+        return cast(
+            NewAccount, self.request("POST", "/accounts", body, idempotency_key=idempotency_key)
+        )
 
     def deposit(
         self, account_id: str, amount: int, *, idempotency_key: str | None = None
     ) -> dict[str, Any]:
-        """Credit money from outside (admins)."""
+        """Credit ``amount`` minor units from outside to an account's wallet (admins)."""
         return dict(
             self.request(
                 "POST",
@@ -156,9 +427,26 @@ class Client:
             )
         )
 
+    def set_opt_in(self, opt_in: bool) -> Account:
+        """A verifier turns "take verification jobs" on or off."""
+        return cast(Account, self.request("PATCH", "/accounts/me", {"verifier_opt_in": opt_in}))
+
     def add_verifier_key(self, public_key: str) -> dict[str, Any]:
-        """Register a verifier public key (it becomes the active one)."""
+        """Register a verifier public key (standard base64 of the raw 32 bytes); it becomes
+        the active key (rotation)."""
         return dict(self.request("POST", "/accounts/me/verifier-keys", {"public_key": public_key}))
+
+    def revoke_verifier_key(self, fingerprint: str) -> dict[str, Any]:
+        """Revoke one of the caller's verifier keys: nothing signed with it counts from now."""
+        return dict(self.request("POST", f"/accounts/me/verifier-keys/{fingerprint}/revoke"))
+
+    def agent(self, account_id: str) -> dict[str, Any]:
+        """An agent's public record: reputation (0-100) and dispute count."""
+        return dict(self.request("GET", f"/agents/{account_id}"))
+
+    def verifiers(self) -> list[Account]:
+        """The verifiers that take verification jobs (the ones agent mode may name)."""
+        return cast(list[Account], self.request("GET", "/verifiers")["verifiers"])
 
     # --- tasks ----------------------------------------------------------------------------
 
@@ -170,21 +458,72 @@ class Client:
         mine: bool = False,
         limit: int = 50,
         cursor: str | None = None,
-    ) -> dict[str, Any]:
-        """One page of tasks (``next_cursor`` names the next)."""
+    ) -> TaskPage:
+        """One page of tasks, newest first (``next_cursor`` names the next page).
+
+        An unknown ``status`` or ``mode`` is refused (:class:`InvalidRequest`), never an empty
+        page."""
         params = {"status": status, "mode": mode, "mine": mine or None, "limit": limit}
-        return dict(self.request("GET", "/tasks", params={**params, "cursor": cursor}))
+        return cast(TaskPage, self.request("GET", "/tasks", params={**params, "cursor": cursor}))
 
-    def task(self, task_id: str) -> dict[str, Any]:
+    def iter_tasks(
+        self,
+        *,
+        status: str | None = None,
+        mode: str | None = None,
+        mine: bool = False,
+        page_size: int = 100,
+    ) -> Iterator[TaskSummary]:
+        """Every task matching the filters, newest first, fetched a page at a time."""
+        cursor: str | None = None
+        while True:
+            page = self.tasks(status=status, mode=mode, mine=mine, limit=page_size, cursor=cursor)
+            yield from page["tasks"]
+            cursor = page["next_cursor"]
+            if not cursor:
+                return
+
+    def task(self, task_id: str) -> Task:
         """One task as the caller may see it."""
-        return dict(self.request("GET", f"/tasks/{task_id}"))
+        return cast(Task, self.request("GET", f"/tasks/{task_id}"))
 
-    def post_task(self, **fields: Any) -> dict[str, Any]:
-        """Post and fund a task (the fields of ``POST /tasks``; ``reward`` in minor units)."""
-        key = fields.pop("idempotency_key", None)
-        if "reward" in fields:
-            fields["reward"] = str(fields["reward"])
-        return dict(self.request("POST", "/tasks", fields, idempotency_key=key))
+    def post_task(
+        self,
+        *,
+        title: str,
+        reward: int | str,
+        mode: Literal["auto", "agent", "manual"] | str = "manual",
+        brief: str = "",
+        criteria: Mapping[str, Any] | None = None,
+        deadline_hours: float | None = None,
+        deadline: str | None = None,
+        verifier: str | None = None,
+        private: bool = False,
+        lenient_criteria: bool = False,
+        idempotency_key: str | None = None,
+    ) -> Task:
+        """Post a task and fund its escrow from the caller's wallet.
+
+        ``reward`` is in minor units (2_000_000 is 2 USDC). Give ``deadline_hours`` (1 to 2160)
+        or an ISO 8601 ``deadline``. Criteria with a field the auto check does not know are
+        refused (``CRITERIA_UNKNOWN_FIELD``) unless ``lenient_criteria``."""
+        body: dict[str, Any] = {
+            "title": title,
+            "brief": brief,
+            "reward": str(reward),
+            "mode": mode,
+            "criteria": dict(criteria or {}),
+            "private": private,
+        }
+        if deadline_hours is not None:
+            body["deadline_hours"] = deadline_hours
+        if deadline is not None:
+            body["deadline"] = deadline
+        if verifier is not None:
+            body["verifier"] = verifier
+        if lenient_criteria:
+            body["lenient_criteria"] = True
+        return cast(Task, self.request("POST", "/tasks", body, idempotency_key=idempotency_key))
 
     def act(
         self,
@@ -193,23 +532,44 @@ class Client:
         body: Any = None,
         *,
         idempotency_key: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> Task:
         """A lifecycle step (``accept``, ``submissions``, ``finalize``, ``review``, ``verdict``,
         ``disputes``, ``reclaim``, ``collect``, ``cancel``, ``ruling``, ``release``); returns
         the task."""
-        return dict(
+        return cast(
+            Task,
             self.request(
                 "POST", f"/tasks/{task_id}/{action}", body, idempotency_key=idempotency_key
-            )
+            ),
         )
 
-    def submit(self, task_id: str, result: str) -> dict[str, Any]:
-        """Deliver a result."""
-        return self.act(task_id, "submissions", {"result": result})
+    def accept(self, task_id: str, *, idempotency_key: str | None = None) -> Task:
+        """Take a funded task (agents)."""
+        return self.act(task_id, "accept", idempotency_key=idempotency_key)
 
-    def finalize(self, task_id: str) -> dict[str, Any]:
-        """Run the auto check on the latest submission."""
-        return self.act(task_id, "finalize")
+    def release(self, task_id: str, *, idempotency_key: str | None = None) -> Task:
+        """Take back a task whose agent delivered nothing within 24 hours (posters)."""
+        return self.act(task_id, "release", idempotency_key=idempotency_key)
+
+    def submit(self, task_id: str, result: str, *, idempotency_key: str | None = None) -> Task:
+        """Deliver a result (one of 3 submissions, before the deadline)."""
+        return self.act(task_id, "submissions", {"result": result}, idempotency_key=idempotency_key)
+
+    def finalize(self, task_id: str, *, idempotency_key: str | None = None) -> Task:
+        """Run the auto check on the latest submission (auto mode, the agent)."""
+        return self.act(task_id, "finalize", idempotency_key=idempotency_key)
+
+    def review(
+        self,
+        task_id: str,
+        *,
+        passed: bool,
+        reasons: list[str] | None = None,
+        idempotency_key: str | None = None,
+    ) -> Task:
+        """Approve or reject a submitted result (manual mode, the poster; up to 20 reasons)."""
+        body = {"passed": passed, "reasons": reasons or []}
+        return self.act(task_id, "review", body, idempotency_key=idempotency_key)
 
     def verdict(
         self,
@@ -221,8 +581,9 @@ class Client:
         public_key: str | None = None,
         quotes: list[dict[str, Any]] | None = None,
         idempotency_key: str | None = None,
-    ) -> dict[str, Any]:
-        """A verifier's signed verdict, with the quotes that ground it."""
+    ) -> Task:
+        """A verifier's signed verdict with the quotes that ground it (agent mode; see
+        ``adjudge.app.signed_verdicts`` for the payload to sign)."""
         body = {
             "passed": passed,
             "reasons": reasons,
@@ -232,10 +593,41 @@ class Client:
         }
         return self.act(task_id, "verdict", body, idempotency_key=idempotency_key)
 
-    def dry_run(self, task_id: str, result: str) -> dict[str, Any]:
-        """Check a draft against the task's public rules (no attempt used)."""
-        return dict(
-            self.request("POST", f"/tasks/{task_id}/dry-run", {"result": result}, change=False)
+    def dispute(
+        self, task_id: str, reason: str = "", *, idempotency_key: str | None = None
+    ) -> Task:
+        """Ask an admin to rule (the poster or the agent), with the reason kept on the task."""
+        return self.act(task_id, "disputes", {"reason": reason}, idempotency_key=idempotency_key)
+
+    def reclaim(self, task_id: str, *, idempotency_key: str | None = None) -> Task:
+        """After the deadline: a refund, or an escalation of delivered work (posters)."""
+        return self.act(task_id, "reclaim", idempotency_key=idempotency_key)
+
+    def collect(self, task_id: str, *, idempotency_key: str | None = None) -> Task:
+        """Collect an escalated reward 14 days after escalation (agents)."""
+        return self.act(task_id, "collect", idempotency_key=idempotency_key)
+
+    def cancel(self, task_id: str, *, idempotency_key: str | None = None) -> Task:
+        """Withdraw a task nobody holds; the full reward comes back (posters)."""
+        return self.act(task_id, "cancel", idempotency_key=idempotency_key)
+
+    def rule(
+        self,
+        task_id: str,
+        *,
+        pay_agent: bool,
+        note: str = "",
+        idempotency_key: str | None = None,
+    ) -> Task:
+        """Rule on a disputed or escalated task (admins)."""
+        body = {"pay_agent": pay_agent, "note": note}
+        return self.act(task_id, "ruling", body, idempotency_key=idempotency_key)
+
+    def dry_run(self, task_id: str, result: str) -> DryRun:
+        """Check a draft against the task's public rules (no attempt used; 20 an hour)."""
+        return cast(
+            DryRun,
+            self.request("POST", f"/tasks/{task_id}/dry-run", {"result": result}, change=False),
         )
 
     # --- the review queue -----------------------------------------------------------------
@@ -255,24 +647,54 @@ class Client:
 
     # --- receipts -------------------------------------------------------------------------
 
-    def receipt(self, receipt_id: str) -> dict[str, Any]:
-        """One receipt with its chain position."""
-        return dict(self.request("GET", f"/receipts/{receipt_id}"))
+    def receipt(self, receipt_id: str) -> Receipt:
+        """One receipt with its chain position, its decoded statement and its verdict now."""
+        return cast(Receipt, self.request("GET", f"/receipts/{receipt_id}"))
 
     def envelope(self, receipt_id: str) -> dict[str, Any]:
-        """A receipt's signed DSSE envelope."""
+        """A receipt's signed DSSE envelope: save it and check it with
+        ``adjudge receipt verify FILE --key FINGERPRINT``."""
         return dict(self.request("GET", f"/receipts/{receipt_id}/envelope"))
 
-    def receipts_head(self) -> dict[str, Any]:
-        """The receipt log's length, head digest and signing key."""
-        return dict(self.request("GET", "/receipts/head"))
+    def task_receipts(self, task_id: str) -> list[Receipt]:
+        """A task's receipts in chain order."""
+        return cast(list[Receipt], self.request("GET", f"/tasks/{task_id}/receipts")["receipts"])
 
-    def export_receipts(self, *, after: int = 0, limit: int = 100) -> dict[str, Any]:
-        """One page of the receipt log in chain order (admins)."""
-        return dict(self.request("GET", "/receipts", params={"after": after, "limit": limit}))
+    def receipts_head(self) -> LogHead:
+        """The receipt log's length, its last receipt's sequence and id, and the signing key."""
+        return cast(LogHead, self.request("GET", "/receipts/head"))
+
+    def export_receipts(self, *, after: int | None = None, limit: int = 100) -> ReceiptPage:
+        """One page of the receipt log in chain order (admins): the receipts whose sequence is
+        above ``after`` (from the first when None)."""
+        return cast(
+            ReceiptPage,
+            self.request("GET", "/receipts", params={"after": after, "limit": limit}),
+        )
+
+    def iter_receipts(self, *, after: int | None = None, page_size: int = 500) -> Iterator[Receipt]:
+        """The whole receipt log from ``after`` on, in chain order, a page at a time (admins)."""
+        while True:
+            page = self.export_receipts(after=after, limit=page_size)
+            yield from page["receipts"]
+            after = page["next_after"]
+            if after is None:
+                return
+
+    def ledger(self) -> dict[str, Any]:
+        """Every balance and the two sums that prove the ledger whole (admins)."""
+        return dict(self.request("GET", "/ledger"))
+
+
+def _param(value: Any) -> Any:
+    # httpx writes True as "true" already; kept explicit so the query reads as the API's.
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return value
 
 
 def _answer(response: httpx.Response) -> Any:
+    request_id = response.headers.get("X-Request-Id")
     try:
         payload = response.json()
     except ValueError:
@@ -285,9 +707,12 @@ def _answer(response: httpx.Response) -> Any:
     if not isinstance(error, dict):
         raise ServiceUnavailable(f"The service answered {response.status_code}: {payload!r:.200}")
     retry = response.headers.get("Retry-After")
-    raise ApiError(
-        str(error.get("code", response.status_code)),
+    status = response.status_code
+    kind = _BY_STATUS.get(status, ServerError if status >= 500 else ApiError)
+    raise kind(
+        str(error.get("code", status)),
         str(error.get("message", "")),
-        status=response.status_code,
+        status=status,
         retry_after=int(retry) if retry and retry.isdigit() else None,
+        request_id=str(error.get("request_id") or request_id or "") or None,
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import socket
@@ -52,8 +53,16 @@ def test_serve_demo_on_loopback(tmp_path: Path) -> None:
         assert r.status_code == 200
         modes = {t["mode"] for t in r.json()["tasks"]}
         assert {"manual", "agent"} <= modes
+        httpx.get(f"http://127.0.0.1:{port}/api/v1/nowhere", headers={"X-Request-Id": "abc-1"})
     finally:
         proc.terminate()
-        proc.wait(timeout=10)
+        rest, _ = proc.communicate(timeout=10)
+    # One JSON access line per request, on the server's standard error.
+    logged = [json.loads(x) for x in rest.splitlines() if x.startswith('{"time"')]
+    listing = next(x for x in logged if x["path"] == "/api/v1/tasks")
+    assert listing["status"] == 200 and listing["account"] == "pat"
+    assert listing["method"] == "GET" and len(listing["request_id"]) == 32
+    missing = next(x for x in logged if x["path"] == "/api/v1/nowhere")
+    assert missing["status"] == 404 and missing["request_id"] == "abc-1"
     again = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=60, env=env)
     assert again.returncode == 2 and "ACCOUNT_EXISTS" in again.stderr

@@ -303,7 +303,7 @@ def test_two_services_on_one_database_pay_once(store: Store) -> None:
         assert sorted(map(str, results)) == ["ILLEGAL_TRANSITION"] * 7 + ["completed"]
     other.store.dispose()
     assert h.balance("wallet:ann") == FUNDS + 4 * 1_800_000
-    assert h.ok("root", "GET", "/receipts/head")["seq"] == 4
+    assert h.ok("root", "GET", "/receipts/head")["count"] == 4
 
 
 def test_deposits_cannot_overflow_the_ledger(h: Harness) -> None:

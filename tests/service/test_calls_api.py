@@ -245,7 +245,7 @@ def test_a_declared_digest_cannot_be_proven_so_a_pass_is_not_stored(sqlite_store
     declared["response"]["digest"] = "sha256:" + "0" * 64
     assert h.refused("pat", "POST", "/calls", declared) == (400, "INTEGRITY_PROOF_REQUIRED")
     assert h.refused("pat", "GET", "/calls/wx-1") == (404, "CALL_NOT_FOUND")
-    assert h.ok("pat", "GET", "/receipts/head")["seq"] == 0
+    assert h.ok("pat", "GET", "/receipts/head")["count"] == 0
     failing = _call("wx-2", "bad")
     failing["response"]["digest"] = "sha256:" + "0" * 64
     assert h.ok("pat", "POST", "/calls", failing)["record"]["verdict"] == "FAIL"
@@ -281,7 +281,7 @@ def test_concurrent_verifications_of_one_call_sign_once(store: Store) -> None:
     _register_weather(h)
     assert _race(h, 6, _call("wx-1"), {}) == [201] + [409] * 5
     assert _race(h, 6, _call("wx-2"), {"Idempotency-Key": "same"}) == [201] * 6
-    assert h.ok("pat", "GET", "/receipts/head")["seq"] == 2
+    assert h.ok("pat", "GET", "/receipts/head")["count"] == 2
     window = h.ok("pat", "GET", "/providers/skycast/quality")["window"]
     assert window["pass"] == window["fail"] == 0
 

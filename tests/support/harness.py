@@ -57,11 +57,14 @@ class Harness:
         return r.json()
 
     def refused(self, who: str | None, method: str, path: str, body: Any = None) -> tuple[int, str]:
-        """Call, assert the error shape, and return (status, code)."""
+        """Call, assert the error shape (with the request id the response header names), and
+        return (status, code)."""
         r = self.call(who, method, path, body)
         assert r.status_code >= 400, r.text
         payload = r.json()
-        assert set(payload) == {"error"} and set(payload["error"]) == {"code", "message"}
+        assert set(payload) == {"error"}
+        assert set(payload["error"]) == {"code", "message", "request_id"}
+        assert payload["error"]["request_id"] == r.headers["x-request-id"]
         return r.status_code, payload["error"]["code"]
 
     def signed(

@@ -115,6 +115,6 @@ class App:
         return {
             "ok": True,
             "database": self.dialect,
-            "receipts": head["seq"],
+            "receipts": head["count"],
             "head": head["digest"],
         }

@@ -7,13 +7,24 @@ chain's head and the ledger's sums prove the whole without showing any one recor
 
 from __future__ import annotations
 
+import json
+from datetime import datetime
 from typing import Any
 
 from adjudge.app.accounts import need_role
 from adjudge.app.unit import UnitOfWork
 from adjudge.app.views import is_party, receipt_view
-from adjudge.errors import Error
+from adjudge.errors import CriteriaError, Error, ReceiptError
+from adjudge.kernel import Verdict, fold
+from adjudge.kernel.authority import Authority, TrustPolicy
+from adjudge.kernel.determination import effective
+from adjudge.kernel.verdicts import format_time, parse_time
+from adjudge.receipts.envelope import Envelope
 from adjudge.store import Account, StoredReceipt, Transaction, calls, ledger, receipt_log, records
+
+#: The largest ``after`` the export takes: the store numbers rows from 1, so it reads
+#: ``seq > after + 1``, and PostgreSQL's integer ends at 2**31 - 1.
+MAX_AFTER = 2**31 - 2
 
 
 class Receipts:
@@ -25,13 +36,26 @@ class Receipts:
         self.fingerprint = fingerprint
 
     def head(self) -> dict[str, Any]:
-        """The log's length, the digest of its last receipt, and the signing key."""
-        seq, digest = self.unit.read(receipt_log.head)
-        return {"seq": seq, "digest": digest, "key": self.fingerprint}
+        """The log's length (``count``), the ``sequence`` and id (``digest``) of its last
+        receipt (None when empty; the first receipt is sequence 0), and the signing key."""
+        count, digest = self.unit.read(receipt_log.head)
+        return {
+            "count": count,
+            "sequence": count - 1 if count else None,
+            "digest": digest,
+            "key": self.fingerprint,
+        }
 
     def get(self, viewer: Account, receipt_id: str) -> dict[str, Any]:
-        """One receipt with its place in the chain (``RECEIPT_NOT_FOUND``, ``NOT_A_PARTY``)."""
-        return receipt_view(self.unit.read(lambda tx: _visible(tx, viewer, receipt_id)))
+        """One receipt with its place in the chain, its signed statement decoded, and what it
+        reads as now (``as_of``: a PENDING check past its deadline reads as its expiry verdict)
+        (``RECEIPT_NOT_FOUND``, ``NOT_A_PARTY``)."""
+        found = self.unit.read(lambda tx: _visible(tx, viewer, receipt_id))
+        view = receipt_view(found)
+        statement = _statement(found)
+        view["statement"] = statement
+        view["as_of"] = reading(statement, self.unit.now()) if statement else None
+        return view
 
     def envelope(self, viewer: Account, receipt_id: str) -> dict[str, Any]:
         """The signed envelope alone, to save and check with ``adjudge receipt verify``."""
@@ -50,18 +74,26 @@ class Receipts:
 
         return self.unit.read(run)
 
-    def export(self, viewer: Account, *, after: int = 0, limit: int = 100) -> dict[str, Any]:
-        """The log in chain order from sequence ``after + 1``, a page at a time (admins):
-        what ``adjudge receipt verify-chain`` checks."""
+    def export(
+        self, viewer: Account, *, after: int | None = None, limit: int = 100
+    ) -> dict[str, Any]:
+        """The log in chain order, a page at a time (admins): the receipts whose ``sequence``
+        is above ``after`` (from the first, sequence 0, when None). ``next_after`` is the last
+        sequence of the page when more follow. What ``adjudge receipt export`` writes and
+        ``adjudge receipt verify-chain`` checks."""
         need_role(viewer, "admin")
+        if after is not None and not 0 <= after <= MAX_AFTER:
+            raise Error(f"after is a sequence from 0 to {MAX_AFTER}.", code="INVALID_REQUEST")
+        # The store numbers rows from 1: sequence n is row n + 1.
+        rows_after = 0 if after is None else after + 1
 
         def run(tx: Transaction) -> dict[str, Any]:
-            page = receipt_log.chain(tx, after=after, limit=limit + 1)
+            page = receipt_log.chain(tx, after=rows_after, limit=limit + 1)
             more = len(page) > limit
             page = page[:limit]
             return {
                 "receipts": [receipt_view(r) for r in page],
-                "next_after": page[-1].seq if more and page else None,
+                "next_after": page[-1].seq - 1 if more and page else None,
             }
 
         return self.unit.read(run)
@@ -102,3 +134,53 @@ def _visible(tx: Transaction, viewer: Account, receipt_id: str) -> StoredReceipt
     if call is not None and "admin" not in viewer.roles and viewer.id not in parties:
         raise Error("A call's receipt is for the call's parties.", code="NOT_A_PARTY")
     return found
+
+
+def _statement(found: StoredReceipt) -> dict[str, Any] | None:
+    """The signed statement of a stored receipt, decoded (None for an unsigned one)."""
+    raw = found.body.get("envelope")
+    if not isinstance(raw, dict):
+        return None
+    try:
+        value = json.loads(Envelope.from_dict(raw).payload)
+    except (ReceiptError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def reading(statement: dict[str, Any], now: datetime) -> dict[str, Any] | None:
+    """What a receipt's statement reads as at ``now``, by the kernel's own rules: each check
+    resolved (a PENDING past its deadline reads as its expiry verdict), what it contributes
+    under the receipt's trust policy (an untrusted PASS counts as UNKNOWN), and their fold.
+
+    Nothing is re-signed: the receipt's recorded verdict stays what it says; this is the reading
+    a person needs beside it. None when the statement is not one this version can read.
+    """
+    try:
+        predicate = statement["predicate"]
+        policy = TrustPolicy.from_dict(predicate["trustPolicy"])
+        checks = []
+        for c in predicate["checks"]:
+            recorded = Verdict(c["verdict"])
+            current = recorded
+            pending = c.get("pending")
+            if recorded is Verdict.PENDING and isinstance(pending, dict):
+                deadline = parse_time(pending["deadline"], "deadline")
+                if now >= deadline:
+                    current = Verdict(pending["expiresTo"])
+            counts = effective(current, Authority(c["authority"]), c.get("verifierKey"), policy)
+            checks.append(
+                {
+                    "name": c["name"],
+                    "recorded": recorded.value,
+                    "now": current.value,
+                    "counts_as": counts.value,
+                }
+            )
+    except (KeyError, TypeError, ValueError, CriteriaError):
+        return None
+    return {
+        "at": format_time(now),
+        "verdict": fold(Verdict(c["counts_as"]) for c in checks).value,
+        "checks": checks,
+    }

@@ -154,10 +154,12 @@ def task_view(tx: Transaction, stored: StoredTask, viewer: Account) -> dict[str,
 
 
 def receipt_view(r: StoredReceipt) -> dict[str, Any]:
-    """A receipt with its place in the chain."""
+    """A receipt with its place in the chain: ``sequence`` is the signed statement's own,
+    counted from 0 (the store numbers its rows from 1; the API and the CLI say only the signed
+    number, so ``adjudge receipt verify-chain`` and the API name a receipt alike)."""
     return {
         "id": r.id,
-        "seq": r.seq,
+        "sequence": r.seq - 1,
         "task_id": r.task_id,
         "digest": r.digest,
         "previous": r.previous,

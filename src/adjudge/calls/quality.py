@@ -248,6 +248,11 @@ def binomial_tail_test(n: int, k: int, p: Fraction, alpha: Fraction) -> TailTest
     return TailTest(total * alpha.denominator <= limit, exact, exact)
 
 
+def _a(status: ProposalStatus) -> str:
+    """The status with its article, as a sentence starts: "An enforceable", "A pending"."""
+    return ("An " if status.value[0] in "aeiou" else "A ") + status.value
+
+
 class ProposalStatus(enum.StrEnum):
     """Where a penalty proposal stands at a given time."""
 
@@ -308,7 +313,7 @@ def withdraw(proposal: PenaltyProposal, at: datetime) -> PenaltyProposal:
     status = proposal.status(at)
     if status not in (ProposalStatus.PENDING, ProposalStatus.ENFORCEABLE):
         raise TransitionError(
-            f"A {status.value} proposal cannot be withdrawn.", code="PROPOSAL_NOT_WITHDRAWABLE"
+            f"{_a(status)} proposal cannot be withdrawn.", code="PROPOSAL_NOT_WITHDRAWABLE"
         )
     return replace(proposal, withdrawn_at=at)
 
@@ -318,7 +323,7 @@ def enforce(proposal: PenaltyProposal, at: datetime) -> PenaltyProposal:
     status = proposal.status(at)
     if status is not ProposalStatus.ENFORCEABLE:
         raise TransitionError(
-            f"A {status.value} proposal cannot be enforced.", code="PROPOSAL_NOT_ENFORCEABLE"
+            f"{_a(status)} proposal cannot be enforced.", code="PROPOSAL_NOT_ENFORCEABLE"
         )
     return replace(proposal, enforced_at=at)
 

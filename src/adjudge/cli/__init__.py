@@ -1,16 +1,34 @@
 """The ``adjudge`` command: one Typer app; each area registers its commands from its own module.
 
 Each command module exposes ``register(app)``; adding an area is one import and one entry in
-``AREAS`` below.
+``AREAS`` below. Help text is Markdown (Typer's ``markdown`` mode): write `code` in single
+backticks, never reStructuredText's double ones, which would show as they are.
 """
 
 from __future__ import annotations
 
-import typer
+from typing import Annotated
 
+import typer
+from typer.core import TyperOption
+
+import adjudge
 from adjudge.cli import calls, check, receipts, serve, tasks, worker
+from adjudge.cli._common import JsonFlag, remember_json
 
 AREAS = (check, receipts, calls, serve, tasks, worker)
+
+
+def _flag_type(self: TyperOption, ctx: typer.Context) -> str | None:
+    # Typer's rich help prints a flag's type as `<bool>`; its plain help prints nothing there,
+    # which is what a flag (present or absent) needs. Every other option keeps its type.
+    if self.is_flag:
+        return None
+    return _typed(self, ctx)
+
+
+_typed = TyperOption.display_type_rich
+TyperOption.display_type_rich = _flag_type  # type: ignore[method-assign,assignment]
 
 app = typer.Typer(
     name="adjudge",
@@ -18,12 +36,29 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode="markdown",
 )
 
 
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"adjudge {adjudge.__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    ctx: typer.Context,
+    as_json: JsonFlag = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", is_eager=True, callback=_version, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
     """Decide whether paid work gets paid, and prove why."""
+    remember_json(ctx, as_json)
 
 
 for _area in AREAS:

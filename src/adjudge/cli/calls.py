@@ -127,9 +127,9 @@ def verify_command(
 ) -> None:
     """Verify one call: print the verdict, payment decision, strike and every check row.
 
-    With ``--sign KEY --receipt OUT`` the call's kernel determination (the integrity of the
+    With `--sign KEY --receipt OUT` the call's kernel determination (the integrity of the
     response, every check with its kernel verdict, and the policy's verdict and payment beside
-    it) is also written as a signed receipt, verifiable offline with ``adjudge receipt verify``.
+    it) is also written as a signed receipt, verifiable offline with `adjudge receipt verify`.
     """
     if (sign is None) != (receipt is None):
         pair = "--sign and --receipt go together; give both."
@@ -182,9 +182,9 @@ def _sign_receipt(
     """Issue and write the signed receipt of one verified call (the clock is read here).
 
     The integrity check needs the bytes the response digest covers. Without a declared
-    ``digest`` that is the body's canonical form, which this command holds; a declared digest
+    `digest` that is the body's canonical form, which this command holds; a declared digest
     covers the bytes as the edge received them, which it does not, so no integrity check runs
-    and a PASS cannot be signed (``INTEGRITY_PROOF_REQUIRED``).
+    and a PASS cannot be signed (`INTEGRITY_PROOF_REQUIRED`).
     """
     signer = read_signing_key(key)
     stored = None if answer.digest else digested_bytes(answer.body)
@@ -273,8 +273,8 @@ def report_command(
 ) -> None:
     """Replay a call log; print each provider's window, failure rate and any penalty proposal.
 
-    Lines are call records as ``adjudge call verify --json`` prints them, and provider terms:
-    ``{"type": "provider", "provider", "declared_failure_rate", "sample_gate", "window_days"}``.
+    Lines are call records as `adjudge call verify --json` prints them, and provider terms:
+    `{"type": "provider", "provider", "declared_failure_rate", "sample_gate", "window_days"}`.
     """
     try:
         observations, terms = _read_log(log)

@@ -20,6 +20,7 @@ from rich.table import Table
 
 from adjudge.autocheck import VerificationResult, auto_check, parse
 from adjudge.autocheck.jsvalues import to_fixed0
+from adjudge.cli._common import wants_json
 from adjudge.cli.receipts import append_receipt, read_signing_key
 from adjudge.errors import CriteriaError
 from adjudge.kernel.adapters import determine_auto_check
@@ -100,6 +101,7 @@ def _render(verdict: VerificationResult) -> None:
 
 
 def check(
+    ctx: typer.Context,
     criteria: Annotated[Path, typer.Option("--criteria", "-c", help="Criteria JSON file.")],
     result: Annotated[str, typer.Argument(help="Result file, or - for standard input.")] = "-",
     as_json: Annotated[bool, typer.Option("--json", help="Print the exact JSON verdict.")] = False,
@@ -132,6 +134,7 @@ def check(
     after the earlier ones, never an overwrite; ``--supersedes ID`` names the receipt it
     replaces, which must be about the same subject (``--about``; by default the criteria).
     """
+    as_json = wants_json(ctx, as_json)
     if (sign is None) != (receipt is None) or (
         sign is None and (supersedes is not None or about is not None)
     ):
@@ -181,29 +184,50 @@ def _sign_receipt(
     )
 
 
-def _check_line(line: str) -> dict[str, Any]:
-    """One JSONL case → one JSONL verdict (or an error record); never raises."""
+def _bad(number: int, case_id: Any, code: str, message: str) -> dict[str, Any]:
+    return {"line": number, "id": case_id, "error": {"code": code, "message": message}}
+
+
+def _check_line(numbered: tuple[int, str]) -> dict[str, Any]:
+    """One JSONL case → one JSONL verdict, or an error record naming the line; never raises.
+
+    A line that is not an object with ``result`` and ``criteria``, a result of the wrong type,
+    or criteria of the wrong shape (``CRITERIA_INVALID``: a string where a list goes, say) is a
+    bad line, reported with its number, never scored. Criteria over a size limit are scored as
+    the reference scores them (the hard failure), as ``adjudge check`` does.
+    """
+    number, line = numbered
     try:
         case = json.loads(line)
-        if not isinstance(case, dict) or "result" not in case or "criteria" not in case:
-            raise ValueError("each line must be an object with result and criteria")
     except ValueError as exc:
-        return {"id": None, "error": {"code": "INVALID_LINE", "message": str(exc)}}
+        return _bad(number, None, "INVALID_JSON", f"line {number} is not JSON: {exc}")
+    if not isinstance(case, dict) or "result" not in case or "criteria" not in case:
+        return _bad(
+            number,
+            case.get("id") if isinstance(case, dict) else None,
+            "INVALID_LINE",
+            f"line {number} must be an object with result and criteria",
+        )
+    case_id = case.get("id")
     result = case["result"]
     if not isinstance(result, dict | str):
-        return {
-            "id": case.get("id"),
-            "error": {"code": "INVALID_RESULT", "message": "result must be a string or object"},
-        }
+        return _bad(
+            number, case_id, "INVALID_RESULT", f"line {number}: result must be a string or object"
+        )
+    try:
+        parse(case["criteria"])
+    except CriteriaError as exc:
+        if exc.code == "CRITERIA_INVALID":
+            return _bad(number, case_id, exc.code, f"line {number}: {exc.message}")
     verdict = auto_check(result, case["criteria"])
-    return {"id": case.get("id"), **verdict.to_dict()}
+    return {"line": number, "id": case_id, **verdict.to_dict()}
 
 
-def _check_chunk(lines: list[str]) -> list[dict[str, Any]]:
+def _check_chunk(lines: list[tuple[int, str]]) -> list[dict[str, Any]]:
     return [_check_line(line) for line in lines]
 
 
-def _chunks(lines: list[str], size: int) -> Iterator[list[str]]:
+def _chunks(lines: list[tuple[int, str]], size: int) -> Iterator[list[tuple[int, str]]]:
     for start in range(0, len(lines), size):
         yield lines[start : start + size]
 
@@ -215,11 +239,19 @@ def check_batch(
     ] = None,
     workers: Annotated[int, typer.Option(help="Processes (default: every core).")] = 0,
 ) -> None:
-    """Check many results on all cores; print a summary. Exit 2 if any line was unusable."""
+    """Check many results on all cores; print a summary. Exit 2 if any line was unusable.
+
+    Each output line carries its input `line` number and `id`; a bad line (not JSON, not an
+    object with `result` and `criteria`, criteria of the wrong type) is an `error` record
+    instead of a verdict, listed with its line number and counted apart in the summary.
+    """
     try:
-        lines = [ln for ln in cases.read_text(encoding="utf-8").splitlines() if ln.strip()]
+        text = cases.read_text(encoding="utf-8")
     except OSError as exc:
         raise _bad_input("FILE_UNREADABLE", f"cannot read {cases}: {exc.strerror}.") from exc
+    except UnicodeDecodeError as exc:
+        raise _bad_input("INVALID_TEXT", f"{cases} is not UTF-8 text.") from exc
+    lines = [(n, ln) for n, ln in enumerate(text.splitlines(), start=1) if ln.strip()]
     procs = workers or os.cpu_count() or 1
     chunk = max(1, min(256, len(lines) // (procs * 8) or 1))
     verdicts: list[dict[str, Any]] = []
@@ -241,11 +273,25 @@ def check_batch(
         raise typer.Exit(EXIT_BAD_INPUT)
 
 
+#: Bad lines listed one by one in the summary; the rest are counted.
+SHOWN_BAD_LINES = 20
+
+
 def _summary(verdicts: list[dict[str, Any]]) -> None:
     judged = [v for v in verdicts if "error" not in v]
+    bad = [v for v in verdicts if "error" in v]
     passed = sum(1 for v in judged if v["passed"])
     rate = f"{100 * passed / len(judged):.1f}%" if judged else "n/a"
-    err.print(f"{len(judged)} checked, {passed} passed ({rate}), {len(verdicts) - len(judged)} bad")
+    line = f"{len(judged)} checked, {passed} passed ({rate})"
+    if bad:
+        noun = "line" if len(bad) == 1 else "lines"
+        line += f"; {len(bad)} bad {noun} not checked"
+    err.print(line, markup=False, highlight=False)
+    for record in bad[:SHOWN_BAD_LINES]:
+        e = record["error"]
+        err.print(f"  line {record['line']}: {e['code']}: {e['message']}", markup=False)
+    if len(bad) > SHOWN_BAD_LINES:
+        err.print(f"  … and {len(bad) - SHOWN_BAD_LINES} more bad lines (see the output)")
     histogram = Counter(min(v["score"] // 10, 9) for v in judged)
     table = Table("score", "results", title="Scores")
     for bucket in range(10):

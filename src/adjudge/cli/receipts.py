@@ -1,4 +1,8 @@
-"""``adjudge keys …`` and ``adjudge receipt …``: make a signing key; verify receipts offline.
+"""``adjudge keys …`` and ``adjudge receipt …``: make a signing key; verify receipts offline;
+export a service's receipt log.
+
+Sequence numbers are the signed statement's own: the first receipt on a log is sequence 0, as
+the API's ``sequence`` fields and ``after`` parameter count them too.
 
 Exit codes of the verify commands: 0 the receipt (or log) is valid, 1 it is not, 2 bad input
 (a file that cannot be read or is not a DSSE envelope, a key that is neither a fingerprint nor a
@@ -9,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import textwrap
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -17,6 +22,7 @@ from typing import Annotated, NoReturn
 
 import typer
 
+from adjudge.cli._common import DEFAULT_URL, KeyOption, Session, UrlOption
 from adjudge.errors import CriteriaError, ReceiptError
 from adjudge.kernel.authority import trust_basis
 from adjudge.kernel.verdicts import format_time, parse_time
@@ -30,6 +36,7 @@ from adjudge.receipts import (
     verify,
     verify_chain,
 )
+from adjudge.receipts.canonical import canonical_bytes
 from adjudge.receipts.envelope import Envelope
 
 try:  # POSIX: two runs appending to one log at once must not fork its chain
@@ -62,10 +69,15 @@ DOES_NOT_PROVE = (
 def register(app: typer.Typer) -> None:
     """Add the ``keys`` and ``receipt`` command groups to ``app``."""
     keys = typer.Typer(help="Ed25519 signing keys for receipts.", no_args_is_help=True)
-    receipt = typer.Typer(help="Verify signed receipts offline.", no_args_is_help=True)
+    receipt = typer.Typer(
+        help="Verify signed receipts offline; export a service's receipt log.",
+        no_args_is_help=True,
+    )
     keys.command("new")(keys_new)
     receipt.command("verify")(receipt_verify)
     receipt.command("verify-chain")(receipt_verify_chain)
+    receipt.command("export")(receipt_export)
+    receipt.command("get")(receipt_get)
     app.add_typer(keys, name="keys")
     app.add_typer(receipt, name="receipt")
 
@@ -162,7 +174,8 @@ def receipt_verify_chain(
         typer.echo(f"INVALID: {exc}")
         raise typer.Exit(EXIT_INVALID) from exc
     fingerprint = pinned.keyid if isinstance(pinned, VerifyingKey) else pinned
-    typer.echo(f"VALID log: {report.count} receipts, all signed by key {fingerprint}")
+    noun = "receipt" if report.count == 1 else "receipts"
+    typer.echo(f"VALID log: {report.count} {noun}, all signed by key {fingerprint}")
     if report.head is not None:
         typer.echo(f"head: {report.head.receipt_id} (sequence {report.head.sequence})")
     typer.echo(f"superseded receipts: {len(report.superseded)}")
@@ -183,6 +196,109 @@ def receipt_verify_chain(
             ]
         )
     _bullets(DOES_NOT_PROVE[:3])
+
+
+def receipt_get(
+    receipt_id: Annotated[
+        str | None,
+        typer.Argument(metavar="RECEIPT_ID", help="The receipt (rcpt_…); or give --task."),
+    ] = None,
+    task: Annotated[
+        str | None,
+        typer.Option(metavar="TASK_ID", help="Instead: the latest receipt of this task."),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out", "-o", metavar="FILE", help="Write the envelope here (default: stdout)."
+        ),
+    ] = None,
+    url: UrlOption = DEFAULT_URL,
+    key: KeyOption = None,
+) -> None:
+    """Save a receipt's signed envelope from a service, for `adjudge receipt verify`.
+
+    Prints the receipt's id on stderr. Exit 0 saved, 1 refused by the service (no such
+    receipt, not yours to read), 2 bad input or no service.
+    """
+    if (receipt_id is None) == (task is None):
+        typer.echo("Name a receipt, or give --task TASK_ID (one of them).", err=True)
+        raise typer.Exit(EXIT_BAD_INPUT)
+    session = Session(url, key)
+    if receipt_id is None:
+        assert task is not None
+        found = session.call(lambda api: api.task(task)).get("receipts") or []
+        if not found:
+            typer.echo(f"Task {task} has no receipt yet (or none you may read).", err=True)
+            raise typer.Exit(EXIT_INVALID)
+        receipt_id = found[-1]
+    chosen = receipt_id
+    envelope = session.call(lambda api: api.envelope(chosen))
+    line = canonical_bytes(envelope) + b"\n"
+    if out is None:
+        sys.stdout.write(line.decode("ascii"))
+    else:
+        try:
+            out.write_bytes(line)
+        except OSError as exc:
+            typer.echo(f"FILE_UNWRITABLE: cannot write {out}: {exc.strerror}", err=True)
+            raise typer.Exit(EXIT_BAD_INPUT) from exc
+    typer.echo(f"receipt {chosen}" + (f" saved to {out}" if out else ""), err=True)
+
+
+def receipt_export(
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", "-o", metavar="FILE", help="Write the log here (default: stdout)."),
+    ] = None,
+    url: UrlOption = DEFAULT_URL,
+    key: KeyOption = None,
+    after: Annotated[
+        int | None,
+        typer.Option(
+            metavar="SEQUENCE",
+            help="Only the receipts after this sequence (the first receipt is 0).",
+        ),
+    ] = None,
+) -> None:
+    """Export a service's receipt log (admins) as the JSONL `verify-chain` reads.
+
+    Pages through `GET /api/v1/receipts` in chain order and writes one signed envelope per line.
+    Exit 0 written, 1 refused by the service, 2 no service or a file that cannot be written.
+    Then check it against the key you pinned: `adjudge receipt verify-chain FILE --key FP
+    --head ID`, with the head printed here (obtained from the service) or, better, one pinned
+    through another channel.
+    """
+    session = Session(url, key)
+    count = 0
+    last: dict[str, object] | None = None
+    try:
+        sink = out.open("w", encoding="utf-8") if out else sys.stdout
+    except OSError as exc:
+        typer.echo(f"FILE_UNWRITABLE: cannot write {out}: {exc.strerror}", err=True)
+        raise typer.Exit(EXIT_BAD_INPUT) from exc
+    try:
+        for record in session.call(lambda api: list(api.iter_receipts(after=after))):
+            envelope = record["receipt"].get("envelope")
+            if not isinstance(envelope, dict):
+                continue  # an unsigned receipt has nothing a verifier can check
+            sink.write(canonical_bytes(envelope).decode("ascii") + "\n")
+            count += 1
+            last = dict(record)
+    finally:
+        if out:
+            sink.close()
+    where = str(out) if out else "stdout"
+    typer.echo(f"{count} {'receipt' if count == 1 else 'receipts'} written to {where}", err=True)
+    if last is not None:
+        head = session.call(lambda api: api.receipts_head())
+        typer.echo(f"last: {last['digest']} (sequence {last['sequence']})", err=True)
+        typer.echo(
+            f"verify: adjudge receipt verify-chain {out or 'FILE'} "
+            f"--key {head['key'] or 'FINGERPRINT'} "
+            f"--head {last['digest']}",
+            err=True,
+        )
 
 
 def _bullets(lines: list[str] | tuple[str, ...]) -> None:

@@ -52,8 +52,15 @@ def serve(
         typer.Option(help="Threads running requests (0: the default, 8 on SQLite, 40 otherwise)."),
     ] = 0,
     demo: Annotated[
-        bool, typer.Option(help="Seed demo accounts and tasks into an empty database.")
+        bool, typer.Option("--demo", help="Seed demo accounts and tasks into an empty database.")
     ] = False,
+    access_log: Annotated[
+        bool,
+        typer.Option(
+            "--access-log/--no-access-log",
+            help="Write one JSON line per request to standard error.",
+        ),
+    ] = True,
 ) -> None:
     """Start the service: migrate the database, print how to reach it, and serve the API.
 
@@ -65,7 +72,7 @@ def serve(
     from adjudge.app import App, Settings  # noqa: PLC0415
     from adjudge.app.wiring import SignedReceipts  # noqa: PLC0415
     from adjudge.receipts import SigningKey  # noqa: PLC0415
-    from adjudge.service import create_app  # noqa: PLC0415
+    from adjudge.service import create_app, enable_access_log  # noqa: PLC0415
 
     try:
         if signing_key.exists():
@@ -97,6 +104,8 @@ def serve(
         f"API docs at {base}/docs"
     )
 
+    if access_log:
+        enable_access_log()
     if threads <= 0:
         # SQLite takes one writer at a time: more threads only contend for it and the GIL
         # (at 250 finalizes/s offered, p99 16 ms with 8 threads, 81 ms with 40).

@@ -1,104 +1,198 @@
 """``adjudge task …``: a client of a running service, to walk a task through its life.
 
-The service is found with ``--url`` (or ``ADJUDGE_URL``) and the caller with ``--key`` (or
-``ADJUDGE_API_KEY``). Every state-changing command sends a fresh ``Idempotency-Key`` and reuses it
-when it retries after a network failure, so a retry never pays twice. Exit codes: 0 done,
-1 refused by the service (its code and message are printed), 2 bad input or no service.
+Every command talks to the service through :class:`adjudge.client.Client`. The service is
+found with ``--url`` (or ``ADJUDGE_URL``) and the caller with ``--key`` (or
+``ADJUDGE_API_KEY``). Every state-changing command sends a fresh ``Idempotency-Key`` and reuses
+it when it retries after a network failure, so a retry never pays twice. Exit codes: 0 done,
+1 refused by the service (its code and message are printed) or a dry run that would fail, 2 bad
+input or no service.
 """
 
 from __future__ import annotations
 
 import json
 import sys
-import uuid
-from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-task_app = typer.Typer(
-    name="task", help="Post, take, deliver, judge and settle tasks on a running service."
+from adjudge.cli._common import (
+    DEFAULT_URL,
+    EXIT_BAD_INPUT,
+    EXIT_REFUSED,
+    JsonFlag,
+    KeyOption,
+    Session,
+    UrlOption,
+    money,
+    print_json,
+    remember_json,
+    stop,
+    wants_json,
+    words,
 )
 
-#: Network failures retried (with the same Idempotency-Key) before giving up.
-RETRIES = 3
+if TYPE_CHECKING:
+    from adjudge.client import Client, Task
+
+task_app = typer.Typer(
+    name="task",
+    help="Post, take, deliver, judge and settle tasks on a running service.",
+    no_args_is_help=True,
+)
 
 
-@dataclass
-class Client:
-    """The service's URL, the caller's key, and how to print."""
+class StatusChoice(StrEnum):
+    """The task states ``task list --status`` filters by."""
 
-    url: str
-    key: str | None
-    as_json: bool
-
-    def call(self, method: str, path: str, body: Any = None, *, change: bool = False) -> Any:
-        """Call the API; on a refusal print ``CODE: message`` and exit 1."""
-        import httpx  # noqa: PLC0415 - keep `adjudge --help` fast
-
-        headers = {"Authorization": f"Bearer {self.key}"} if self.key else {}
-        if change:
-            headers["Idempotency-Key"] = uuid.uuid4().hex
-        url = self.url.rstrip("/") + "/api/v1" + path
-        for attempt in range(RETRIES):
-            try:
-                response = httpx.request(method, url, json=body, headers=headers, timeout=30)
-                break
-            except httpx.TransportError as exc:
-                if attempt == RETRIES - 1:
-                    typer.echo(f"Cannot reach the service at {self.url}: {exc}", err=True)
-                    raise typer.Exit(2) from exc
-        try:
-            payload = response.json()
-        except ValueError:
-            payload = {"error": {"code": "BAD_RESPONSE", "message": response.text[:200]}}
-        if response.status_code >= 400:
-            err = payload.get("error", {}) if isinstance(payload, dict) else {}
-            typer.echo(
-                f"{err.get('code', response.status_code)}: {err.get('message', '')}", err=True
-            )
-            raise typer.Exit(1)
-        return payload
+    funded = "funded"
+    assigned = "assigned"
+    submitted = "submitted"
+    awaiting_verification = "awaiting_verification"
+    failed = "failed"
+    disputed = "disputed"
+    escalated = "escalated"
+    completed = "completed"
+    cancelled = "cancelled"
 
 
-def _client(ctx: typer.Context) -> Client:
-    client = ctx.obj
-    assert isinstance(client, Client)
-    return client
+class ModeChoice(StrEnum):
+    """The verification modes."""
+
+    auto = "auto"
+    agent = "agent"
+    manual = "manual"
 
 
 @task_app.callback()
 def _options(
     ctx: typer.Context,
-    url: Annotated[
-        str, typer.Option(envvar="ADJUDGE_URL", help="The service's base URL.")
-    ] = "http://127.0.0.1:8000",
-    key: Annotated[str | None, typer.Option(envvar="ADJUDGE_API_KEY", help="Your API key.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the full JSON answer.")] = False,
+    url: UrlOption = DEFAULT_URL,
+    key: KeyOption = None,
+    as_json: JsonFlag = False,
 ) -> None:
     """Post, take, deliver, judge and settle tasks on a running service."""
-    ctx.obj = Client(url, key, as_json)
+    remember_json(ctx, as_json)
+    ctx.obj = Session(url, key)
 
 
-def _show(client: Client, task: dict[str, Any]) -> None:
-    if client.as_json:
-        typer.echo(json.dumps(task, indent=2))
-        return
+def _session(ctx: typer.Context, as_json: bool) -> Session:
+    session = ctx.obj
+    assert isinstance(session, Session)
+    session.as_json = wants_json(ctx, as_json)
+    return session
+
+
+# --- printing a task ------------------------------------------------------------------------
+
+
+def _line(task: Task | dict[str, Any]) -> str:
+    """One line: id, mode, status, reward, agent, attempts, ending (what state changes print)."""
     parts = [task["id"], task["mode"], task["status"], f"reward {task['reward']}"]
     if task.get("agent"):
         parts.append(f"agent {task['agent']}")
     parts.append(f"attempts {task['attempts']}/{task['max_attempts']}")
     if task.get("ending"):
-        parts.append(task["ending"])
-    typer.echo("  ".join(parts))
+        parts.append(str(task["ending"]))
+    return "  ".join(parts)
+
+
+def _indented(text: str, prefix: str = "    ") -> None:
+    for line in text.splitlines() or [""]:
+        typer.echo(prefix + line)
+
+
+def _verdict_lines(verdict: dict[str, Any], indent: str = "  ") -> None:
+    mark = "PASS" if verdict["passed"] else "FAIL"
+    score = f" · score {verdict['score']}" if verdict.get("score") is not None else ""
+    who = ""
+    if verdict.get("authority"):
+        who = f" · {verdict['authority']}"
+        who += f" ({verdict['judge']})" if verdict.get("judge") else ""
+    when = f" · {verdict['at']}" if verdict.get("at") else ""
+    kind = "ruling" if verdict.get("kind") == "ruling" else "verdict"
+    typer.echo(f"{indent}{kind}: {mark}{score}{who}{when}")
+    for reason in verdict.get("reasons") or []:
+        typer.echo(f"{indent}  - {reason}")
+    result = verdict.get("verification_result") or {}
+    breakdown = result.get("breakdown") or []
+    if breakdown:
+        typer.echo(f"{indent}  breakdown:")
+        width = max(len(str(item["name"])) for item in breakdown)
+        for item in breakdown:
+            pct = f"{round(float(item['score']) * 100)}%"
+            note = f"  {item['reason']}" if item.get("reason") else ""
+            typer.echo(
+                f"{indent}    {item['name']:<{width}}  {pct:>4}  weight {item['weight']:g}{note}"
+            )
+    if verdict.get("receipt_id"):
+        typer.echo(f"{indent}  receipt: {verdict['receipt_id']}")
+
+
+def _show_task(task: Task | dict[str, Any]) -> None:
+    """The whole task as the caller may see it: facts, brief, criteria, every round with its
+    submitted text and verdict, disputes, and the receipt ids."""
+    typer.echo(f"{task['id']}  {task['title']}")
+    status = words(task["status"])
+    if task.get("ending"):
+        status += f" ({words(task['ending'])})"
+    facts = [
+        ("status", status),
+        ("mode", task["mode"] + (f", verifier {task['verifier']}" if task.get("verifier") else "")),
+        ("reward", money(task["reward"])),
+        ("poster", task["poster"]),
+        ("agent", task.get("agent") or "none yet"),
+        ("attempts", f"{task['attempts']} of {task['max_attempts']}"),
+        ("posted", task["posted_at"]),
+        ("deadline", task["deadline"]),
+    ]
+    if task.get("private"):
+        facts.append(("private", "yes: others see only passed and score"))
+    for name, value in facts:
+        typer.echo(f"  {name:<9} {value}")
+    if task.get("brief"):
+        typer.echo("brief:")
+        _indented(str(task["brief"]))
+    if task.get("criteria"):
+        typer.echo("criteria:")
+        _indented(json.dumps(task["criteria"], ensure_ascii=False))
+    submissions = {s["attempt"]: s for s in task.get("submissions") or []}
+    verdicts: dict[int, list[dict[str, Any]]] = {}
+    for verdict in task.get("verdicts") or []:
+        verdicts.setdefault(int(verdict["attempt"]), []).append(dict(verdict))
+    for attempt in sorted(set(submissions) | set(verdicts)):
+        sub = submissions.get(attempt)
+        head = f"round {attempt}"
+        if sub is not None:
+            head += f" · submitted {sub['submitted_at']} · {sub['digest']}"
+        typer.echo(head)
+        if sub is not None:
+            _indented(sub["result"], "    | ")
+        for verdict in verdicts.get(attempt, []):
+            _verdict_lines(verdict)
+    for dispute in task.get("disputes") or []:
+        why = f": {dispute['reason']}" if dispute["reason"] else " (no reason given)"
+        typer.echo(
+            f"dispute on round {dispute['attempt']} by {dispute['by']} at {dispute['at']}{why}"
+        )
+    receipts = task.get("receipts") or []
+    if receipts:
+        typer.echo("receipts:")
+        for receipt_id in receipts:
+            typer.echo(f"  {receipt_id}")
+
+
+def _changed(session: Session, task: Task) -> None:
+    """What a state change prints: the task's line and its latest verdict."""
+    if session.as_json:
+        print_json(task)
+        return
+    typer.echo(_line(task))
     verdict = task.get("verification_result")
     if verdict:
-        mark = "PASS" if verdict["passed"] else "FAIL"
-        score = f" {verdict['score']}" if verdict.get("score") is not None else ""
-        typer.echo(f"  verdict: {mark}{score}")
-        for reason in verdict.get("reasons", []):
-            typer.echo(f"    - {reason}")
+        _verdict_lines(dict(verdict))
     for dispute in task.get("disputes") or []:
         why = f": {dispute['reason']}" if dispute["reason"] else ""
         typer.echo(
@@ -110,137 +204,214 @@ def _read(source: str) -> str:
     if source == "-":
         return sys.stdin.read()
     path = Path(source)
-    if not path.is_file():
-        typer.echo(f"No such file: {source}", err=True)
-        raise typer.Exit(2)
-    return path.read_text(encoding="utf-8")
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        stop(f"Cannot read {source}: {getattr(exc, 'strerror', None) or exc}")
+
+
+# --- the commands ---------------------------------------------------------------------------
 
 
 @task_app.command("post")
 def post(
     ctx: typer.Context,
     *,
-    title: Annotated[str, typer.Option(help="A short title.")],
-    reward: Annotated[str, typer.Option(help="Integer minor units, e.g. 2000000 for 2 USDC.")],
-    brief: Annotated[str, typer.Option(help="The brief, or @FILE to read it.")] = "",
-    hours: Annotated[float, typer.Option(help="Deadline in hours (1 to 2160).")] = 24.0,
-    mode: Annotated[str, typer.Option(help="manual (default), auto or agent.")] = "manual",
+    title: Annotated[str, typer.Option(metavar="TEXT", help="A short title.")],
+    reward: Annotated[
+        str,
+        typer.Option(
+            metavar="MINOR_UNITS", help="The reward in integer minor units: 2000000 is 2 USDC."
+        ),
+    ],
+    brief: Annotated[
+        str, typer.Option(metavar="TEXT", help="The brief, or @FILE to read it from a file.")
+    ] = "",
+    hours: Annotated[
+        float, typer.Option(metavar="HOURS", help="The deadline, in hours from now (1 to 2160).")
+    ] = 24.0,
+    mode: Annotated[
+        ModeChoice,
+        typer.Option(
+            metavar="MODE", help="Who judges: manual (you, the default), auto (the check), agent."
+        ),
+    ] = ModeChoice.manual,
     criteria: Annotated[
-        str | None, typer.Option(help="Auto-check criteria as JSON, or @FILE.")
+        str | None,
+        typer.Option(metavar="JSON", help="The auto check's criteria as JSON, or @FILE."),
     ] = None,
-    verifier: Annotated[str | None, typer.Option(help="The verifier agent (agent mode).")] = None,
-    private: Annotated[bool, typer.Option(help="Others see only passed and score.")] = False,
+    verifier: Annotated[
+        str | None,
+        typer.Option(metavar="ACCOUNT", help="The verifier agent that judges (agent mode)."),
+    ] = None,
+    private: Annotated[
+        bool, typer.Option("--private", help="Others see only passed and score.")
+    ] = False,
     lenient: Annotated[
         bool,
         typer.Option(
+            "--lenient",
             help="Post criteria fields the auto check does not know (it ignores them); "
-            "without it a misspelled field is refused."
+            "without it a misspelled field is refused.",
         ),
     ] = False,
+    as_json: JsonFlag = False,
 ) -> None:
     """Post a task and fund it from your wallet."""
-    client = _client(ctx)
-    body: dict[str, Any] = {
-        "title": title,
-        "brief": _read(brief[1:]) if brief.startswith("@") else brief,
-        "reward": reward,
-        "deadline_hours": hours,
-        "mode": mode,
-        "private": private,
-    }
+    session = _session(ctx, as_json)
+    parsed: dict[str, Any] = {}
     if criteria:
         text = _read(criteria[1:]) if criteria.startswith("@") else criteria
         try:
-            body["criteria"] = json.loads(text)
+            value = json.loads(text)
         except json.JSONDecodeError as exc:
-            typer.echo(f"The criteria are not JSON: {exc}", err=True)
-            raise typer.Exit(2) from exc
-    if verifier:
-        body["verifier"] = verifier
-    if lenient:
-        body["lenient_criteria"] = True
-    _show(client, client.call("POST", "/tasks", body, change=True))
+            stop(f"The criteria are not JSON: {exc}")
+        if not isinstance(value, dict):
+            stop('The criteria must be a JSON object, such as {"min_length": 200}.')
+        parsed = value
+    task = session.call(
+        lambda api: api.post_task(
+            title=title,
+            reward=reward,
+            brief=_read(brief[1:]) if brief.startswith("@") else brief,
+            deadline_hours=hours,
+            mode=mode.value,
+            criteria=parsed,
+            verifier=verifier,
+            private=private,
+            lenient_criteria=lenient,
+        )
+    )
+    _changed(session, task)
 
 
 @task_app.command("list")
 def list_(
     ctx: typer.Context,
     *,
-    status: Annotated[str | None, typer.Option(help="Only tasks in this state.")] = None,
-    mode: Annotated[str | None, typer.Option(help="Only tasks in this mode.")] = None,
-    mine: Annotated[bool, typer.Option(help="Only tasks you posted, took or verify.")] = False,
+    status: Annotated[
+        StatusChoice | None,
+        typer.Option(
+            metavar="STATUS",
+            help="Only tasks in this state: " + ", ".join(s.value for s in StatusChoice) + ".",
+        ),
+    ] = None,
+    mode: Annotated[
+        ModeChoice | None,
+        typer.Option(metavar="MODE", help="Only tasks in this mode: auto, agent or manual."),
+    ] = None,
+    mine: Annotated[
+        bool, typer.Option("--mine", help="Only tasks you posted, took or verify.")
+    ] = False,
+    limit: Annotated[
+        int,
+        typer.Option(min=1, max=200, metavar="N", help="How many tasks per page (1 to 200)."),
+    ] = 50,
+    cursor: Annotated[
+        str | None,
+        typer.Option(metavar="CURSOR", help="Start after this cursor (printed under a page)."),
+    ] = None,
+    as_json: JsonFlag = False,
 ) -> None:
-    """List tasks, newest first."""
-    client = _client(ctx)
-    query = [f"mine={str(mine).lower()}"]
-    query += [f"status={status}"] if status else []
-    query += [f"mode={mode}"] if mode else []
-    found = client.call("GET", "/tasks?" + "&".join(query))
-    if client.as_json:
-        typer.echo(json.dumps(found, indent=2))
+    """List tasks, newest first, one page at a time."""
+    session = _session(ctx, as_json)
+    page = session.call(
+        lambda api: api.tasks(
+            status=status.value if status else None,
+            mode=mode.value if mode else None,
+            mine=mine,
+            limit=limit,
+            cursor=cursor,
+        )
+    )
+    if session.as_json:
+        print_json(page)
         return
-    for task in found["tasks"]:
+    if not page["tasks"]:
+        typer.echo("No tasks." if cursor is None else "No more tasks.")
+    for task in page["tasks"]:
         typer.echo(
             f"{task['id']}  {task['mode']:6} {task['status']:22} {task['reward']:>12}  "
             f"{task['title']}"
         )
+    if page["next_cursor"]:
+        typer.echo(f"More: adjudge task list --cursor {page['next_cursor']}", err=True)
 
 
 @task_app.command("show")
-def show(ctx: typer.Context, task_id: str) -> None:
-    """Show one task."""
-    client = _client(ctx)
-    _show(client, client.call("GET", f"/tasks/{task_id}"))
+def show(ctx: typer.Context, task_id: str, as_json: JsonFlag = False) -> None:
+    """Show one task: the brief, each round's result, verdict and breakdown, the disputes and
+    the receipt ids."""
+    session = _session(ctx, as_json)
+    task = session.call(lambda api: api.task(task_id))
+    if session.as_json:
+        print_json(task)
+    else:
+        _show_task(task)
+
+
+def _step(ctx: typer.Context, as_json: bool, fn: Any) -> None:
+    session = _session(ctx, as_json)
+    _changed(session, session.call(fn))
 
 
 @task_app.command("accept")
-def accept(ctx: typer.Context, task_id: str) -> None:
+def accept(ctx: typer.Context, task_id: str, as_json: JsonFlag = False) -> None:
     """Take a funded task (agents)."""
-    client = _client(ctx)
-    _show(client, client.call("POST", f"/tasks/{task_id}/accept", change=True))
+    _step(ctx, as_json, lambda api: api.accept(task_id))
 
 
 @task_app.command("release")
-def release(ctx: typer.Context, task_id: str) -> None:
+def release(ctx: typer.Context, task_id: str, as_json: JsonFlag = False) -> None:
     """Take back a task whose agent delivered nothing within 24 hours of taking it (posters)."""
-    client = _client(ctx)
-    _show(client, client.call("POST", f"/tasks/{task_id}/release", change=True))
+    _step(ctx, as_json, lambda api: api.release(task_id))
 
 
 @task_app.command("submit")
 def submit(
     ctx: typer.Context,
     task_id: str,
-    result: Annotated[str, typer.Argument(help="A file with the result, or - for stdin.")] = "-",
+    result: Annotated[
+        str, typer.Argument(metavar="FILE", help="A file with the result, or - for stdin.")
+    ] = "-",
+    as_json: JsonFlag = False,
 ) -> None:
     """Deliver a result (one of 3 submissions, before the deadline)."""
-    client = _client(ctx)
-    body = {"result": _read(result)}
-    _show(client, client.call("POST", f"/tasks/{task_id}/submissions", body, change=True))
+    text = _read(result)
+    _step(ctx, as_json, lambda api: api.submit(task_id, text))
 
 
 @task_app.command("finalize")
-def finalize(ctx: typer.Context, task_id: str) -> None:
+def finalize(ctx: typer.Context, task_id: str, as_json: JsonFlag = False) -> None:
     """Run the auto check on your latest submission (auto mode)."""
-    client = _client(ctx)
-    _show(client, client.call("POST", f"/tasks/{task_id}/finalize", change=True))
+    _step(ctx, as_json, lambda api: api.finalize(task_id))
 
 
 @task_app.command("dry-run")
 def dry_run(
     ctx: typer.Context,
     task_id: str,
-    result: Annotated[str, typer.Argument(help="A file with the draft, or - for stdin.")] = "-",
+    result: Annotated[
+        str, typer.Argument(metavar="FILE", help="A file with the draft, or - for stdin.")
+    ] = "-",
+    as_json: JsonFlag = False,
 ) -> None:
-    """Check a draft against the task's criteria without using an attempt."""
-    client = _client(ctx)
-    out = client.call("POST", f"/tasks/{task_id}/dry-run", {"result": _read(result)})
-    if client.as_json:
-        typer.echo(json.dumps(out, indent=2))
-        return
-    typer.echo(f"{'PASS' if out['passed'] else 'FAIL'} {out['score']}")
-    for reason in out["reasons"]:
-        typer.echo(f"  - {reason}")
+    """Check a draft against the task's criteria without using an attempt.
+
+    Exits 0 when the draft would pass, 1 when it would fail.
+    """
+    session = _session(ctx, as_json)
+    text = _read(result)
+    out = session.call(lambda api: api.dry_run(task_id, text))
+    if session.as_json:
+        print_json(out)
+    else:
+        typer.echo(f"{'PASS' if out['passed'] else 'FAIL'} {out['score']} (dry run)")
+        for reason in out["reasons"]:
+            typer.echo(f"  - {reason}")
+        typer.echo(out["note"])
+    if not out["passed"]:
+        raise typer.Exit(EXIT_REFUSED)
 
 
 @task_app.command("review")
@@ -248,13 +419,15 @@ def review(
     ctx: typer.Context,
     task_id: str,
     *,
-    reject: Annotated[bool, typer.Option(help="Reject instead of approving.")] = False,
-    reason: Annotated[list[str] | None, typer.Option(help="A reason (repeat, up to 20).")] = None,
+    reject: Annotated[bool, typer.Option("--reject", help="Reject instead of approving.")] = False,
+    reason: Annotated[
+        list[str] | None,
+        typer.Option(metavar="TEXT", help="A reason (repeat it, up to 20)."),
+    ] = None,
+    as_json: JsonFlag = False,
 ) -> None:
-    """Approve (default) or reject a submitted result (manual mode, posters)."""
-    client = _client(ctx)
-    body = {"passed": not reject, "reasons": reason or []}
-    _show(client, client.call("POST", f"/tasks/{task_id}/review", body, change=True))
+    """Approve (the default) or reject a submitted result (manual mode, posters)."""
+    _step(ctx, as_json, lambda api: api.review(task_id, passed=not reject, reasons=reason or []))
 
 
 @task_app.command("verdict")
@@ -265,20 +438,29 @@ def verdict(
     verifier_key: Annotated[
         Path,
         typer.Option(
+            metavar="FILE",
             help="Your verifier private key (PEM), the one your account registered; the "
-            "verdict is signed with it."
+            "verdict is signed with it.",
         ),
     ],
-    fail: Annotated[bool, typer.Option(help="Fail instead of passing.")] = False,
-    reason: Annotated[list[str] | None, typer.Option(help="A reason (repeat, up to 10).")] = None,
+    fail: Annotated[bool, typer.Option("--fail", help="Fail instead of passing.")] = False,
+    reason: Annotated[
+        list[str] | None,
+        typer.Option(metavar="TEXT", help="A reason (repeat it, up to 10)."),
+    ] = None,
     quote_brief: Annotated[
         list[str] | None,
-        typer.Option(help="An exact excerpt of the brief the verdict relies on (repeat)."),
+        typer.Option(
+            metavar="TEXT", help="An exact excerpt of the brief the verdict relies on (repeat)."
+        ),
     ] = None,
     quote_result: Annotated[
         list[str] | None,
-        typer.Option(help="An exact excerpt of the result the verdict relies on (repeat)."),
+        typer.Option(
+            metavar="TEXT", help="An exact excerpt of the result the verdict relies on (repeat)."
+        ),
     ] = None,
+    as_json: JsonFlag = False,
 ) -> None:
     """Judge the latest submission as the task's named verifier (agent mode), signed and
     grounded: quote the brief and the result, or the poster decides instead."""
@@ -288,19 +470,16 @@ def verdict(
     from adjudge.kernel.semantic import Quote  # noqa: PLC0415
     from adjudge.receipts import SigningKey  # noqa: PLC0415
 
-    client = _client(ctx)
+    session = _session(ctx, as_json)
     try:
         signer = SigningKey.from_pem(verifier_key.read_bytes())
     except OSError as exc:
-        typer.echo(f"Cannot read {verifier_key}: {exc}", err=True)
-        raise typer.Exit(2) from exc
+        stop(f"Cannot read {verifier_key}: {exc.strerror}")
     except Error as exc:
-        typer.echo(f"{exc.code}: {exc.message}", err=True)
-        raise typer.Exit(2) from exc
-    task = client.call("GET", f"/tasks/{task_id}")
+        stop(f"{exc.code}: {exc.message}")
+    task = session.call(lambda api: api.task(task_id))
     if not task.get("result_digest"):
-        typer.echo("This task has no delivered result to judge.", err=True)
-        raise typer.Exit(1)
+        stop("This task has no delivered result to judge.", EXIT_REFUSED)
     reasons = reason or []
     brief = task.get("brief") or ""
     result = task["submissions"][-1]["result"]
@@ -324,53 +503,55 @@ def verdict(
     payload = verdict_payload(
         task_id=task_id,
         attempt=task["attempts"],
-        result_digest=task["result_digest"],
+        result_digest=str(task["result_digest"]),
         brief_digest=Record(brief.encode("utf-8"), "brief").digest,
         passed=not fail,
         reasons=reasons,
         quotes=quotes,
         verifier_key=signer.keyid,
     )
-    body = {
-        "passed": not fail,
-        "reasons": reasons,
-        "quotes": quotes,
-        **sign_verdict(signer, payload),
-    }
-    _show(client, client.call("POST", f"/tasks/{task_id}/verdict", body, change=True))
+    signed = sign_verdict(signer, payload)
+
+    def post_verdict(api: Client) -> Task:
+        return api.verdict(
+            task_id,
+            passed=not fail,
+            reasons=reasons,
+            signature=signed["signature"],
+            public_key=signed.get("public_key"),
+            quotes=quotes,
+        )
+
+    _changed(session, session.call(post_verdict))
 
 
 @task_app.command("dispute")
 def dispute(
     ctx: typer.Context,
     task_id: str,
-    reason: Annotated[str, typer.Option(help="Why.")] = "",
+    reason: Annotated[str, typer.Option(metavar="TEXT", help="Why, for the admin who rules.")] = "",
+    as_json: JsonFlag = False,
 ) -> None:
-    """Ask an admin to rule (poster or agent)."""
-    client = _client(ctx)
-    body = {"reason": reason}
-    _show(client, client.call("POST", f"/tasks/{task_id}/disputes", body, change=True))
+    """Ask an admin to rule (the poster or the agent)."""
+    _step(ctx, as_json, lambda api: api.dispute(task_id, reason))
 
 
 @task_app.command("reclaim")
-def reclaim(ctx: typer.Context, task_id: str) -> None:
+def reclaim(ctx: typer.Context, task_id: str, as_json: JsonFlag = False) -> None:
     """After the deadline: get the reward back, or escalate delivered work (posters)."""
-    client = _client(ctx)
-    _show(client, client.call("POST", f"/tasks/{task_id}/reclaim", change=True))
+    _step(ctx, as_json, lambda api: api.reclaim(task_id))
 
 
 @task_app.command("collect")
-def collect(ctx: typer.Context, task_id: str) -> None:
+def collect(ctx: typer.Context, task_id: str, as_json: JsonFlag = False) -> None:
     """Collect an escalated reward 14 days after escalation (agents)."""
-    client = _client(ctx)
-    _show(client, client.call("POST", f"/tasks/{task_id}/collect", change=True))
+    _step(ctx, as_json, lambda api: api.collect(task_id))
 
 
 @task_app.command("cancel")
-def cancel(ctx: typer.Context, task_id: str) -> None:
+def cancel(ctx: typer.Context, task_id: str, as_json: JsonFlag = False) -> None:
     """Withdraw a task nobody has accepted (posters)."""
-    client = _client(ctx)
-    _show(client, client.call("POST", f"/tasks/{task_id}/cancel", change=True))
+    _step(ctx, as_json, lambda api: api.cancel(task_id))
 
 
 @task_app.command("rule")
@@ -378,15 +559,19 @@ def rule(
     ctx: typer.Context,
     task_id: str,
     *,
-    pay_agent: Annotated[bool, typer.Option("--pay-agent/--refund", help="The ruling.")],
-    note: Annotated[str, typer.Option(help="Shown with the ruling.")] = "",
+    pay_agent: Annotated[
+        bool, typer.Option("--pay-agent/--refund", help="Pay the agent, or refund the poster.")
+    ],
+    note: Annotated[str, typer.Option(metavar="TEXT", help="Shown with the ruling.")] = "",
+    as_json: JsonFlag = False,
 ) -> None:
     """Rule on a disputed or escalated task (admins)."""
-    client = _client(ctx)
-    body = {"pay_agent": pay_agent, "note": note}
-    _show(client, client.call("POST", f"/tasks/{task_id}/ruling", body, change=True))
+    _step(ctx, as_json, lambda api: api.rule(task_id, pay_agent=pay_agent, note=note))
 
 
 def register(app: typer.Typer) -> None:
     """Add the ``task`` command group to the ``adjudge`` command."""
     app.add_typer(task_app, name="task")
+
+
+__all__ = ["EXIT_BAD_INPUT", "register", "task_app"]

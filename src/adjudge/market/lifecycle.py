@@ -377,7 +377,7 @@ def _reclaim(task: Task, event: Reclaim, ctx: Context) -> Outcome:
     if task.status in DELIVERED:
         # Delivered on time and never judged: reclaiming escalates instead of refunding.
         return Outcome(replace(task, status=Status.ESCALATED, escalated_at=ctx.now))
-    raise TransitionError(f"A {task.status} task cannot be reclaimed.")
+    raise TransitionError(f"{a_task(task.status)} cannot be reclaimed.")
 
 
 def _collect(task: Task, event: Collect, ctx: Context) -> Outcome:
@@ -531,10 +531,30 @@ def _rail_no_self_verification(task: Task, judge: str) -> None:
         )
 
 
+#: A task in each state, as a sentence starts: the right article, and words, not snake_case.
+_A_TASK = {
+    Status.FUNDED: "A funded task",
+    Status.ASSIGNED: "An assigned task",
+    Status.SUBMITTED: "A submitted task",
+    Status.AWAITING_VERIFICATION: "A task awaiting verification",
+    Status.FAILED: "A failed task",
+    Status.DISPUTED: "A disputed task",
+    Status.ESCALATED: "An escalated task",
+    Status.COMPLETED: "A completed task",
+    Status.CANCELLED: "A cancelled task",
+}
+
+
+def a_task(status: Status) -> str:
+    """A task in ``status``, as a sentence starts: "An assigned task", "A task awaiting
+    verification"."""
+    return _A_TASK[status]
+
+
 def _need_status(task: Task, allowed: Status | Sequence[Status], doing: str) -> None:
     states = (allowed,) if isinstance(allowed, Status) else tuple(allowed)
     if task.status not in states:
-        raise TransitionError(f"A {task.status} task cannot be {doing}.")
+        raise TransitionError(f"{a_task(task.status)} cannot be {doing}.")
 
 
 def _need_agent(task: Task, actor: str) -> None:

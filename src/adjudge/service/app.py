@@ -16,14 +16,15 @@ from typing import Any
 
 import anyio.to_thread
 from fastapi import FastAPI
-from fastapi.responses import RedirectResponse
+from fastapi.responses import JSONResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 import adjudge
 from adjudge import web
 from adjudge.app import App
-from adjudge.service import accounts, calls, errors, gateway, receipts, reviews, tasks
+from adjudge.service import accounts, calls, docs, errors, gateway, receipts, reviews, tasks
+from adjudge.service.access import RequestLog
 from adjudge.service.deps import Use, router
 from adjudge.service.ingress import BodyCap
 
@@ -57,27 +58,46 @@ class SecurityHeaders:
     """Adds the security headers to every HTTP response (a plain ASGI middleware: no
     per-request task or thread, unlike Starlette's ``BaseHTTPMiddleware``)."""
 
-    def __init__(self, inner: ASGIApp) -> None:
+    def __init__(self, inner: ASGIApp, docs_policy: bytes = _API_POLICY) -> None:
         self.inner = inner
+        self.docs_policy = docs_policy
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.inner(scope, receive, send)
             return
         path = scope.get("path", "")
-        policy = _UI_POLICY if path.startswith("/ui") else _API_POLICY
+        if path.startswith("/ui"):
+            policy = _UI_POLICY
+        elif path.startswith(docs.DOCS_PATH):
+            policy = self.docs_policy
+        else:
+            policy = _API_POLICY
 
         async def with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
                 headers = list(message.get("headers", []))
                 names = {name.lower() for name, _ in headers}
                 headers.extend(h for h in _COMMON_HEADERS if h[0] not in names)
-                if b"content-security-policy" not in names and not path.startswith("/docs"):
+                if b"content-security-policy" not in names:
                     headers.append((b"content-security-policy", policy))
                 message["headers"] = headers
             await send(message)
 
         await self.inner(scope, receive, with_headers)
+
+
+class _BodyCap(BodyCap):
+    """The edge's size cap, whose refusal carries the request id like every other."""
+
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
+        message = f"A request body is at most {self.limit} bytes; nothing was read."
+        response = JSONResponse(
+            errors.body("PAYLOAD_TOO_LARGE", message),
+            status_code=413,
+            headers={"Connection": "close"},
+        )
+        await response(scope, receive, send)
 
 
 def create_app(use_cases: App, *, threads: int | None = None) -> FastAPI:
@@ -98,6 +118,9 @@ def create_app(use_cases: App, *, threads: int | None = None) -> FastAPI:
         title="adjudge",
         version=adjudge.__version__,
         description="Post paid tasks, judge results, move escrowed money, and prove every verdict.",
+        # /docs is served from local assets (adjudge.service.docs); ReDoc would need a CDN.
+        docs_url=None,
+        redoc_url=None,
     )
     api.state.adjudge = use_cases
     errors.install(api)
@@ -106,6 +129,7 @@ def create_app(use_cases: App, *, threads: int | None = None) -> FastAPI:
     api.include_router(gateway.routes)  # before calls: /tools/callable is not /tools/{tool}
     api.include_router(calls.routes)
     api.include_router(gateway.public)
+    docs_policy = docs.install(api)
     api.mount("/ui", StaticFiles(directory=web.STATIC, html=True), name="ui")
 
     @api.get("/", include_in_schema=False)
@@ -113,6 +137,8 @@ def create_app(use_cases: App, *, threads: int | None = None) -> FastAPI:
         """The web UI."""
         return RedirectResponse("/ui/")
 
-    api.add_middleware(BodyCap, limit=MAX_BODY_BYTES)
-    api.add_middleware(SecurityHeaders)
+    api.add_middleware(_BodyCap, limit=MAX_BODY_BYTES)
+    api.add_middleware(SecurityHeaders, docs_policy=docs_policy)
+    # Outermost: every answer, a 413 and a crash included, has its request id and log line.
+    api.add_middleware(RequestLog)
     return api

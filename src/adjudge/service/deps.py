@@ -65,9 +65,14 @@ Use = Annotated[App, Depends(_app)]
 
 
 async def _caller(
-    app: Use, creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+    request: Request,
+    app: Use,
+    creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> Account:
-    return app.accounts.authenticate(creds.credentials if creds else None)
+    account = app.accounts.authenticate(creds.credentials if creds else None)
+    # For the access log line (adjudge.service.access), which reads the request's state.
+    request.state.account_id = account.id
+    return account
 
 
 Caller = Annotated[Account, Depends(_caller)]

@@ -1,4 +1,6 @@
-"""Refusals on the wire: ``{"error": {"code", "message"}}`` with one status per code.
+"""Refusals on the wire: ``{"error": {"code", "message", "request_id"}}`` with one status per
+code; ``request_id`` is the id the request was logged under (:mod:`adjudge.service.access`),
+also sent as the ``X-Request-Id`` header.
 
 The table is the one place a code meets its HTTP status; a code not listed is 400 (or 409 for an
 illegal transition), so a new refusal is never a 5xx. A body that does not fit the operation's
@@ -17,6 +19,7 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from adjudge.errors import Error, RateLimited, StorageError, TransitionError
+from adjudge.service.access import current_request_id
 
 STATUS: dict[str, int] = {
     # 401: who are you?
@@ -87,10 +90,12 @@ DOCUMENTED = (400, 401, 403, 404, 409, 413, 422, 429, 503)
 
 
 class ErrorDetail(BaseModel):
-    """A refusal: a stable machine code and a sentence a person can act on."""
+    """A refusal: a stable machine code, a sentence a person can act on, and the id the
+    request was logged under (quote it to the operator)."""
 
     code: str
     message: str
+    request_id: str
 
 
 class ErrorBody(BaseModel):
@@ -120,8 +125,8 @@ def status_of(error: Error) -> int:
 
 
 def body(code: str, message: str) -> dict[str, Any]:
-    """The error shape."""
-    return {"error": {"code": code, "message": message}}
+    """The error shape, with the id of the request being answered."""
+    return {"error": {"code": code, "message": message, "request_id": current_request_id()}}
 
 
 def reply(error: Error) -> JSONResponse:

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 from fastapi import Query
 
+from adjudge.app.receipts import MAX_AFTER
 from adjudge.service.deps import Caller, Use, router
 
 routes = router()
@@ -14,7 +15,8 @@ routes = router()
 
 @routes.get("/receipts/head", tags=["receipts"])
 def receipts_head(*, who: Caller, app: Use) -> dict[str, Any]:
-    """The receipt log's length, the digest of its last receipt, and the signing key."""
+    """The receipt log: ``count`` receipts, the ``sequence`` and id (``digest``) of the last
+    (the first receipt is sequence 0, as its signed statement says), and the signing ``key``."""
     return app.receipts.head()
 
 
@@ -23,16 +25,18 @@ def export(
     *,
     who: Caller,
     app: Use,
-    after: Annotated[int, Query(ge=0, le=2**31 - 1)] = 0,
+    after: Annotated[int | None, Query(ge=0, le=MAX_AFTER)] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> dict[str, Any]:
-    """The log in chain order from sequence ``after + 1`` (admins); ``next_after`` continues."""
+    """The log in chain order (admins): the receipts whose ``sequence`` is above ``after``
+    (from the first, sequence 0, without it); ``next_after`` continues, null at the end."""
     return app.receipts.export(who, after=after, limit=limit)
 
 
 @routes.get("/receipts/{receipt_id}", tags=["receipts"])
 def receipt(*, receipt_id: str, who: Caller, app: Use) -> dict[str, Any]:
-    """One receipt (a private task's only for its parties, a call's for the call's)."""
+    """One receipt (a private task's only for its parties, a call's for the call's), with its
+    signed ``statement`` decoded and ``as_of``: each check and the verdict as they read now."""
     return app.receipts.get(who, receipt_id)
 
 

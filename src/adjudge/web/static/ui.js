@@ -11,6 +11,39 @@ export function formatAmount(minor, decimals = 6) {
   return (negative ? "-" : "") + whole + (fraction ? "." + fraction : "");
 }
 
+/** The currency amounts are in, with its decimals (2000000 minor units are 2 USDC). */
+export const CURRENCY = { code: "USDC", decimals: 6 };
+
+/** Minor units as people read them: "1.5 USDC". */
+export function money(minor, currency = CURRENCY) {
+  return `${formatAmount(minor, currency.decimals)} ${currency.code}`;
+}
+
+/**
+ * An amount typed in the currency's unit ("1.5", "2", "0.000001") as minor units ("1500000"),
+ * exactly (no floating point), or an error sentence: more decimals than the currency has, a
+ * sign, a blank, letters or zero are refused.
+ */
+export function parseAmount(text, currency = CURRENCY) {
+  const source = String(text ?? "").trim().replace(/_/g, "");
+  const match = /^(\d*)(?:\.(\d*))?$/.exec(source);
+  if (!source || !match || (match[1] === "" && !match[2])) {
+    return { error: `Enter an amount in ${currency.code}, such as 2 or 1.5.` };
+  }
+  const fraction = match[2] || "";
+  if (fraction.length > currency.decimals) {
+    return { error: `${currency.code} has ${currency.decimals} decimals; ${source} has more.` };
+  }
+  const digits = ((match[1] || "0") + fraction.padEnd(currency.decimals, "0")).replace(/^0+(?=\d)/, "");
+  if (/^0+$/.test(digits)) return { error: "The amount must be more than zero." };
+  return { minor: digits };
+}
+
+/** A status or ending as words: "awaiting_verification" -> "awaiting verification". */
+export function words(name) {
+  return String(name ?? "").replace(/_/g, " ");
+}
+
 /** A 0..1 item score as the breakdown shows it: "84%". */
 export function percent(score) {
   return `${Math.round(Number(score) * 100)}%`;
@@ -110,4 +143,54 @@ export function errorText(status, body) {
   const err = body && typeof body === "object" ? body.error : null;
   if (err && err.code) return `${err.code}: ${err.message}`;
   return `The service answered ${status}.`;
+}
+
+/** The command that checks a saved envelope offline against the fingerprint to pin. */
+export function verifyCommand(file, fingerprint) {
+  return `adjudge receipt verify ${file} --key ${fingerprint || "FINGERPRINT"}`;
+}
+
+/** The command that checks an exported log against a pinned key and head. */
+export function chainCommand(file, fingerprint, head) {
+  const tail = head ? ` --head ${head}` : "";
+  return `adjudge receipt verify-chain ${file} --key ${fingerprint || "FINGERPRINT"}${tail}`;
+}
+
+/** What a receipt's decoded statement says, for the page: the subject digest, when and by
+ * whom it was decided, under which trust, and each check with its reading now. */
+export function receiptFacts(record) {
+  const statement = record && record.statement;
+  const p = statement && statement.predicate;
+  if (!p) return null;
+  const subject = (statement.subject || [])[0] || {};
+  const trust = p.trustPolicy || {};
+  const now = (record.as_of && record.as_of.checks) || [];
+  const checks = (p.checks || []).map((c, i) => ({
+    name: c.name,
+    authority: c.authority,
+    verdict: c.verdict,
+    now: now[i] ? now[i].now : c.verdict,
+    countsAs: now[i] ? now[i].counts_as : c.verdict,
+    reason: c.reason || "",
+    evidence: c.evidence || [],
+    verifierKey: c.verifierKey || null,
+    pending: c.pending || null,
+  }));
+  const judges = checks.filter((c) => c.name !== "evidence-integrity");
+  return {
+    verdict: p.verdict,
+    verdictNow: record.as_of ? record.as_of.verdict : p.verdict,
+    asOf: record.as_of ? record.as_of.at : null,
+    decidedAt: p.decidedAt,
+    decidedBy: judges.map((c) => (c.verifierKey ? `${c.name} (${c.authority}, key ${c.verifierKey})` : `${c.name} (${c.authority})`)),
+    trusted: [...(trust.authorities || []), ...(trust.verifierKeys || []).map((k) => `verifier key ${k}`)],
+    subject: subject.digest && subject.digest.sha256 ? `sha256:${subject.digest.sha256}` : "",
+    sequence: p.sequence,
+    previous: p.previous,
+    keyid: p.signer ? p.signer.keyid : null,
+    criteriaDigest: p.criteriaDigest,
+    decision: p.policyDecision || null,
+    supersedes: p.supersedesReceiptId || null,
+    checks,
+  };
 }

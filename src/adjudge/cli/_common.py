@@ -1,0 +1,120 @@
+"""What the client commands share: where the service is, who is calling, ``--json`` in every
+position, and how a refusal is printed.
+
+``--json`` is accepted before the command group (``adjudge --json task show ID``), after it
+(``adjudge task --json show ID``) and after the command (``adjudge task show ID --json``); each
+place sets one flag in the Click context's ``meta``, which every nested context shares.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
+
+import typer
+
+if TYPE_CHECKING:
+    from adjudge.client import Client
+
+T = TypeVar("T")
+
+#: Where the ``--json`` flag is kept for the whole command line.
+JSON_KEY = "adjudge.json"
+#: The currency amounts are in, and its decimals (2000000 minor units are 2 USDC).
+CURRENCY = "USDC"
+DECIMALS = 6
+
+#: Exit codes of the client commands: done, refused by the service, bad input or no service.
+EXIT_OK, EXIT_REFUSED, EXIT_BAD_INPUT = 0, 1, 2
+
+JsonFlag = Annotated[
+    bool, typer.Option("--json", help="Print the service's JSON answer instead of text.")
+]
+UrlOption = Annotated[
+    str,
+    typer.Option(envvar="ADJUDGE_URL", metavar="URL", help="The service's base URL."),
+]
+KeyOption = Annotated[
+    str | None,
+    typer.Option(envvar="ADJUDGE_API_KEY", metavar="KEY", help="Your API key."),
+]
+DEFAULT_URL = "http://127.0.0.1:8000"
+
+
+def remember_json(ctx: typer.Context, flag: bool) -> None:
+    """Record a ``--json`` seen at this level for every command below it."""
+    if flag:
+        ctx.meta[JSON_KEY] = True
+
+
+def wants_json(ctx: typer.Context, flag: bool = False) -> bool:
+    """Whether ``--json`` was given anywhere on the command line."""
+    return flag or bool(ctx.meta.get(JSON_KEY))
+
+
+def print_json(value: Any) -> None:
+    """The answer as the service sent it, indented."""
+    typer.echo(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+def format_amount(minor: object, decimals: int = DECIMALS) -> str:
+    """Minor units ("2000000") as a decimal amount ("2"), exactly (no floating point)."""
+    digits = str(minor)
+    negative = digits.startswith("-")
+    digits = digits.removeprefix("-")
+    if not digits.isdigit():
+        return str(minor)
+    padded = digits.rjust(decimals + 1, "0")
+    whole = padded[:-decimals].lstrip("0") or "0"
+    fraction = padded[-decimals:].rstrip("0")
+    return ("-" if negative else "") + whole + ("." + fraction if fraction else "")
+
+
+def money(minor: object) -> str:
+    """An amount as people read it, with the minor units beside it: "2 USDC (2000000)"."""
+    return f"{format_amount(minor)} {CURRENCY} ({minor})"
+
+
+def words(name: str | None) -> str:
+    """A status or ending as words: ``awaiting_verification`` → "awaiting verification"."""
+    return (name or "").replace("_", " ")
+
+
+def stop(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
+    """Print ``message`` on stderr and exit with ``code``."""
+    typer.echo(message, err=True)
+    raise typer.Exit(code)
+
+
+@dataclass
+class Session:
+    """The service's URL, the caller's key, and whether to print JSON; makes one client."""
+
+    url: str
+    key: str | None
+    as_json: bool = False
+    _client: Client | None = field(default=None, repr=False)
+
+    @property
+    def client(self) -> Client:
+        """The API client (made on first use, so ``--help`` never loads httpx)."""
+        if self._client is None:
+            from adjudge.client import Client  # noqa: PLC0415 - keep `adjudge --help` fast
+
+            self._client = Client(self.url, self.key)
+        return self._client
+
+    def call(self, fn: Callable[[Client], T]) -> T:
+        """``fn(client)``; a refusal prints ``CODE: message`` and exits 1, no usable answer
+        exits 2 with what was tried."""
+        from adjudge.client import ApiError, ServiceUnavailable  # noqa: PLC0415
+
+        try:
+            return fn(self.client)
+        except ApiError as refusal:
+            where = f" (request {refusal.request_id})" if refusal.request_id else ""
+            stop(f"{refusal.code}: {refusal.message}{where}", EXIT_REFUSED)
+        except ServiceUnavailable as exc:
+            stop(exc.message, EXIT_BAD_INPUT)

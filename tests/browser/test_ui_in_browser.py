@@ -1,0 +1,255 @@
+"""The web UI walked in Chromium as people use it: a task through its life in each mode, a
+failed round and a resubmission, a dispute and a ruling, a refused post with its error on the
+page, a receipt downloaded and verified with the CLI, the receipt log, and `/docs` offline."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from adjudge.cli import app
+from support.browser import Browser
+
+pytestmark = pytest.mark.browser
+runner = CliRunner()
+GOOD = (
+    "A hash chain links each record to the digest of the one before it, so editing any record "
+    "breaks every link after it."
+)
+
+
+def _post(b: Browser, title: str, reward: str, mode: str, criteria: str = "", **more: str) -> None:
+    b.open("post")
+    page = b.page
+    page.get_by_label("Title").fill(title)
+    page.get_by_label("Brief").fill(f"{title}, in plain text.")
+    page.get_by_label("Reward (USDC)").fill(reward)
+    page.get_by_label("Mode").select_option(mode)
+    if criteria:
+        page.get_by_label("Criteria (JSON)").fill(criteria)
+    if "verifier" in more:
+        page.get_by_label("Verifier").fill(more["verifier"])
+    page.get_by_role("button", name="Post and fund").click()
+
+
+def _task_id(b: Browser) -> str:
+    b.page.wait_for_url("**/#/tasks/task_*")
+    return b.page.url.rsplit("/", 1)[-1]
+
+
+def _status(b: Browser, words: str) -> None:
+    b.page.locator("dl.facts .status", has_text=words).wait_for()
+
+
+def test_an_auto_task_fails_a_round_then_pays(browser: Browser) -> None:
+    """Posted in USDC with the balance refreshed; the agent dry-runs and submits from one
+    draft, fails a round, resubmits, and the auto check pays it."""
+    b, page = browser, browser.page
+    b.sign_in("pat")
+    assert page.locator("#balance").inner_text() == "100 USDC"
+    _post(b, "Describe a hash chain", "1.5", "auto", '{"min_length": 60}')
+    tid = _task_id(b)
+    page.locator("dd", has_text="1.5 USDC").wait_for()
+    assert page.locator("#balance").inner_text() == "98.5 USDC"
+    _status(b, "funded")
+    b.shot("task-posted")
+
+    b.sign_in("ann")
+    b.open(f"tasks/{tid}")
+    page.get_by_role("button", name="Take this task").click()
+    _status(b, "assigned")
+    draft = page.get_by_label("Result")
+    assert draft.count() == 1  # one textarea for the dry run and the submission
+    draft.fill("Too short.")
+    page.get_by_role("button", name="Dry run a draft").click()
+    page.get_by_text("Dry run: would fail").wait_for()
+    b.shot("task-dry-run")
+    page.get_by_role("button", name="Submit a result").click()
+    _status(b, "submitted")
+    page.get_by_role("button", name="Finalize: run the auto check").click()
+    _status(b, "failed")
+    page.locator(".verdict.fail", has_text="Attempt 1: failed").wait_for()
+    page.get_by_text("Output too short").wait_for()
+    page.get_by_label("Result").fill(GOOD)
+    page.get_by_role("button", name="Submit again").click()
+    _status(b, "submitted")
+    page.get_by_role("button", name="Finalize: run the auto check").click()
+    _status(b, "completed")
+    page.get_by_text("(paid on pass)").wait_for()
+    assert page.locator("#balance").inner_text() == "101.35 USDC"  # 1.5 less the 10% fee
+    b.shot("task-completed")
+    assert b.h.ok("pat", "GET", f"/tasks/{tid}")["ending"] == "paid_on_pass"
+
+
+def test_a_manual_task_is_disputed_and_ruled(browser: Browser) -> None:
+    """The poster rejects with a reason, the agent disputes with one, an admin pays the agent."""
+    b, page = browser, browser.page
+    b.sign_in("pat")
+    _post(b, "Summarise the report", "2", "manual")
+    tid = _task_id(b)
+    b.sign_in("ann")
+    b.open(f"tasks/{tid}")
+    page.get_by_role("button", name="Take this task").click()
+    page.get_by_label("Result").fill("The summary, with every section.")
+    page.get_by_role("button", name="Submit a result").click()
+    _status(b, "submitted")
+
+    b.sign_in("pat")
+    b.open(f"tasks/{tid}")
+    page.get_by_label("Verdict").select_option("fail")
+    page.get_by_label("Reasons").fill("The table is missing.")
+    page.get_by_role("button", name="Review: approve or reject").click()
+    _status(b, "failed")
+    page.get_by_text("The table is missing.").wait_for()
+
+    b.sign_in("ann")
+    b.open(f"tasks/{tid}")
+    page.get_by_label("Why").fill("There is no table to make.")
+    page.get_by_role("button", name="Dispute").click()
+    _status(b, "disputed")
+    page.locator(".dispute", has_text="disputed by ann").wait_for()
+
+    b.sign_in("root")
+    b.open(f"tasks/{tid}")
+    page.locator(".dispute", has_text="There is no table to make.").wait_for()
+    b.shot("task-disputed")
+    page.get_by_label("Ruling").select_option("agent")
+    page.get_by_label("Note").fill("The brief asked for no table.")
+    page.get_by_role("button", name="Rule as admin").click()
+    _status(b, "completed")
+    page.get_by_text("(paid by ruling)").wait_for()
+    page.locator(".verdict.pass", has_text="Ruling on attempt 1: passed").wait_for()
+
+
+def test_an_agent_task_is_judged_by_its_verifier(browser: Browser, tmp_path: Path) -> None:
+    """The verifier sees the command that signs its verdict (its key stays out of the
+    browser); the verdict posted with it pays the agent, and the page shows it."""
+    b, page = browser, browser.page
+    b.sign_in("pat")
+    _post(b, "Review the plan", "1", "agent", verifier="vera")
+    tid = _task_id(b)
+    page.get_by_text("agent, verifier vera").wait_for()
+    b.sign_in("ann")
+    b.open(f"tasks/{tid}")
+    page.get_by_role("button", name="Take this task").click()
+    page.get_by_label("Result").fill("Five risks, each with the line of the plan it comes from.")
+    page.get_by_role("button", name="Submit a result").click()
+    _status(b, "awaiting verification")
+
+    b.sign_in("vera")
+    b.open(f"tasks/{tid}")
+    shown = page.get_by_label("Verdict command").inner_text()
+    assert shown == f"adjudge task verdict {tid} --verifier-key KEY.pem"
+    pem = tmp_path / "vera.pem"
+    pem.write_bytes(b.h.signers["vera"].to_pem())
+    args = ["task", "--url", b.url, "--key", b.h.keys["vera"], *shown.split()[2:]]
+    done = runner.invoke(app, [a if a != "KEY.pem" else str(pem) for a in args])
+    assert done.exit_code == 0, done.output
+    page.reload()
+    _status(b, "completed")
+    page.locator(".verdict.pass", has_text="verifier (vera)").wait_for()
+
+
+def test_a_refused_post_shows_its_error(browser: Browser) -> None:
+    """A misspelled criteria field is refused with its code on the page; an amount with more
+    decimals than USDC has is refused before sending; nothing is funded."""
+    b, page = browser, browser.page
+    b.sign_in("pat")
+    _post(b, "Typo", "1", "auto", '{"min_lenght": 10}')
+    alert = page.get_by_role("alert")
+    alert.wait_for()
+    assert alert.inner_text().startswith("CRITERIA_UNKNOWN_FIELD:")
+    assert "Did you mean `min_length`?" in alert.inner_text()
+    b.shot("post-refused")
+    page.get_by_label("Reward (USDC)").fill("1.0000001")
+    page.get_by_role("button", name="Post and fund").click()
+    page.get_by_role("alert").filter(has_text="USDC has 6 decimals").wait_for()
+    page.get_by_label("Criteria (JSON)").fill("{not json")
+    page.get_by_label("Reward (USDC)").fill("1")
+    page.get_by_role("button", name="Post and fund").click()
+    page.get_by_role("alert").filter(has_text="Criteria are not JSON").wait_for()
+    assert page.locator("#balance").inner_text() == "100 USDC"
+    assert b.h.ok("pat", "GET", "/tasks")["tasks"] == []
+
+
+def test_a_receipt_is_readable_downloadable_and_verifies(browser: Browser, tmp_path: Path) -> None:
+    """The receipt page reads the verdict, who decided under which trust, each check, the
+    subject digest and the chain position; its envelope downloads with the key (no 401) and
+    the command shown beside it verifies it; the log page pages and exports for verify-chain."""
+    b, page = browser, browser.page
+    h = b.h
+    tid = h.post("auto", criteria={"min_length": 10})
+    h.ok("ann", "POST", f"/tasks/{tid}/accept")
+    h.ok("ann", "POST", f"/tasks/{tid}/submissions", {"result": GOOD})
+    h.ok("ann", "POST", f"/tasks/{tid}/finalize")
+    task = h.ok("pat", "GET", f"/tasks/{tid}")
+    rid = task["verdicts"][0]["receipt_id"]
+    b.sign_in("pat")
+    b.open(f"tasks/{tid}")
+    page.locator(".verdict a.receipt-link").click()
+    page.locator(".banner .big", has_text="PASS").wait_for()
+    facts = page.locator("dl.facts").first.inner_text()
+    assert "auto-check (deterministic)" in facts
+    assert "deterministic, human" in facts
+    assert task["result_digest"] in facts
+    assert "sequence 0" in facts and "first on the log" in facts
+    rows = page.locator("table.checks tbody tr")
+    assert rows.count() == 2
+    assert "evidence-integrity" in rows.nth(0).inner_text()
+    assert page.locator(".as-of").inner_text().startswith("As of ")
+    b.shot("receipt")
+    fingerprint = b.signing_key.keyid
+    assert page.locator("code.fingerprint").inner_text() == fingerprint
+    shown = page.get_by_label("Verify command").inner_text()
+    assert shown == f"adjudge receipt verify {rid}.json --key {fingerprint}"
+    with page.expect_download() as got:
+        page.get_by_role("button", name=f"Download the envelope ({rid}.json)").click()
+    saved = tmp_path / f"{rid}.json"
+    got.value.save_as(saved)
+    assert json.loads(saved.read_text())["signatures"][0]["keyid"] == fingerprint
+    checked = runner.invoke(app, ["receipt", "verify", str(saved), "--key", fingerprint])
+    assert (
+        checked.exit_code == 0
+        and f"VALID receipt {h.ok('pat', 'GET', f'/receipts/{rid}')['digest']}" in checked.stdout
+    )
+
+    b.open("receipts")
+    page.get_by_text("The log's pages are for admins").wait_for()
+    b.sign_in("root")
+    b.open("receipts")
+    page.locator("table.log tbody tr").first.wait_for()
+    assert page.locator("table.log tbody tr").first.inner_text().startswith("0")
+    b.shot("receipt-log")
+    with page.expect_download() as got:
+        page.get_by_role("button", name="Download the whole log (receipts.jsonl)").click()
+    log = tmp_path / "receipts.jsonl"
+    got.value.save_as(log)
+    command = page.get_by_label("Verify chain command").inner_text().split()
+    assert command[:4] == ["adjudge", "receipt", "verify-chain", "receipts.jsonl"]
+    checked = runner.invoke(app, ["receipt", "verify-chain", str(log), *command[4:]])
+    assert checked.exit_code == 0, checked.output
+    assert "VALID log: 1 receipt," in checked.stdout
+
+
+def test_docs_render_offline(browser: Browser) -> None:
+    """`/docs` renders every operation from local assets, under its policy, with no request
+    leaving the machine (the fixture fails the test on either)."""
+    b, page = browser, browser.page
+    page.goto(f"{b.url}/docs")
+    page.locator(".opblock").first.wait_for()
+    assert page.locator(".opblock").count() > 20
+    page.get_by_text("/api/v1/tasks/{task_id}/finalize").first.wait_for()
+    b.shot("docs")
+    assert not b.violations
+    # The watcher itself works: an inline script the policy does not name is refused, and said.
+    page.evaluate(
+        "() => { const s = document.createElement('script');"
+        " s.textContent = 'window.ran = 1'; document.body.append(s); }"
+    )
+    page.wait_for_timeout(200)
+    assert page.evaluate("() => window.ran") is None
+    assert any("Content Security Policy" in v for v in b.violations)
+    b.violations.clear()
