@@ -142,11 +142,19 @@ def test_an_agent_task_is_judged_by_its_verifier(browser: Browser, tmp_path: Pat
     b.sign_in("vera")
     b.open(f"tasks/{tid}")
     shown = page.get_by_label("Verdict command").inner_text()
-    assert shown == f"adjudge task verdict {tid} --verifier-key KEY.pem"
+    assert shown == (
+        f"adjudge task verdict {tid} --verifier-key KEY.pem "
+        "--quote-brief BRIEF_EXCERPT --quote-result RESULT_EXCERPT"
+    )
     pem = tmp_path / "vera.pem"
     pem.write_bytes(b.h.signers["vera"].to_pem())
+    filled = {
+        "KEY.pem": str(pem),
+        "BRIEF_EXCERPT": "Review the plan",
+        "RESULT_EXCERPT": "Five risks",
+    }
     args = ["task", "--url", b.url, "--key", b.h.keys["vera"], *shown.split()[2:]]
-    done = runner.invoke(app, [a if a != "KEY.pem" else str(pem) for a in args])
+    done = runner.invoke(app, [filled.get(a, a) for a in args])
     assert done.exit_code == 0, done.output
     page.reload()
     _status(b, "completed")

@@ -495,7 +495,6 @@ class Calls:
                 f"A ruling gives 1 to {MAX_RULING_REASONS} reasons.", code="TOO_MANY_REASONS"
             )
         texts = tuple(_reason(r, "A ruling's reason") for r in reasons)
-        issuer = self._call_issuer()
         idem = Idempotency.of(
             key, "calls.rule_report", {"call": call_id, "upheld": upheld, "reasons": texts}
         )
@@ -525,6 +524,7 @@ class Calls:
                     receipt_id=None,
                 )
                 return report_view(ruled)
+            issuer = self._call_issuer()
             charge, currency = _charge(tx, found)
             determination = determine_upheld_report(
                 call_id,

@@ -323,9 +323,15 @@ function actionForm(task, action, label) {
         "p",
         {},
         "A verifier's verdict is signed with the verifier's key, which does not belong in a " +
-          "browser. From a terminal (add --fail and --reason to fail it), or run adjudge worker:",
+          "browser. From a terminal, quoting the brief and the result word for word (an " +
+          "ungrounded verdict goes to the poster; add --fail and --reason to fail it), or " +
+          "run adjudge worker:",
       ),
-      command(`adjudge task verdict ${task.id} --verifier-key KEY.pem`, "Verdict command"),
+      command(
+        `adjudge task verdict ${task.id} --verifier-key KEY.pem ` +
+          `--quote-brief BRIEF_EXCERPT --quote-result RESULT_EXCERPT`,
+        "Verdict command",
+      ),
     );
   }
   const path = action === "dispute" ? "disputes" : action;
