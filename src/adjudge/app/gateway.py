@@ -82,6 +82,8 @@ INTERRUPTED_AFTER = timedelta(minutes=2)
 #: A currency's decimals, for the amounts the client reads (``{amount, asset, decimals}``).
 DECIMALS = {"USD": 2, "EUR": 2, "GBP": 2, "JPY": 0, "USDC": 6, "USDG": 6}
 _CONTEXT_KEY = "adjudge gateway signing key"
+#: The MCP endpoint's own tools: no provider tool may take these names.
+META_TOOLS = frozenset({"search_tools", "get_tool", "call_tool"})
 
 
 class CallIssuer(Protocol):
@@ -249,6 +251,12 @@ class Gateway:
         """
         need_role(provider, "provider")
         tool = parse_tool(document)
+        if tool.name in META_TOOLS:
+            raise Error(
+                f"{tool.name} is the name of one of the MCP endpoint's own tools; give the tool "
+                "another name.",
+                code="TOOL_NAME_RESERVED",
+            )
         if tool.provider != provider.id:
             raise Error(
                 f"The tool names provider {tool.provider!r}; register it as that provider.",
@@ -840,4 +848,11 @@ def parsed_contract(document: Mapping[str, Any]) -> Contract:
     return register_contract(document)
 
 
-__all__ = ["DatabaseKeyRing", "Gateway", "IdempotencyInProgress", "gateway_call_view", "retry"]
+__all__ = [
+    "META_TOOLS",
+    "DatabaseKeyRing",
+    "Gateway",
+    "IdempotencyInProgress",
+    "gateway_call_view",
+    "retry",
+]
