@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -127,6 +129,38 @@ def test_goassay_lists_prices_calls_replays_and_fetches_the_receipt(world: World
 
     fetched = world.client.receipts.get(receipt["intentId"])
     assert fetched == receipt
+
+
+def test_goassay_waits_while_the_first_call_runs_then_gets_its_answer(world: World) -> None:
+    """Two clients send one idempotency key: while the first call runs the second is told
+    IDEMPOTENCY_IN_PROGRESS (retryable, retryAfterMs), waits as told and sends the same again,
+    and gets the first call's answer replayed — the provider called once, charged once."""
+    world.script.answer = "slow"  # the provider takes 2 s; the gateway gives up after 1 s
+    first: list[Any] = []
+    running = threading.Thread(
+        target=lambda: first.append(
+            world.client.tools.call(TOOL, {"city": "berlin"}, idempotency_key="same")
+        )
+    )
+    running.start()
+    for _ in range(200):
+        if world.script.seen:
+            break
+        time.sleep(0.01)
+    other = Assay(
+        api_key=world.h.keys["ann"],
+        mcp_url=f"{world.service}/",
+        api_url=f"{world.service}/assay/v1",
+        web_url=world.service,
+    )
+    with other:
+        started = time.monotonic()
+        second = other.tools.call(TOOL, {"city": "berlin"}, idempotency_key="same")
+        waited = time.monotonic() - started
+    running.join(timeout=30)
+    assert second.replayed and second.receipt == first[0].receipt
+    assert waited >= 0.9  # it waited as told instead of failing at once
+    assert len(world.script.seen) == 1
 
 
 def test_goassay_refusals_are_typed_errors(world: World) -> None:

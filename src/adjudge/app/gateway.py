@@ -446,6 +446,7 @@ class Gateway:
         built = build_request(tool, args)
         if not self.private_providers:
             _refuse_private(built.url)
+        self._need_call_issuer()  # a call it could not end must not reserve or forward
         call_id = str(uuid.uuid4())
         now = self.unit.now()
         hold = f"hold:call:{call_id}"
@@ -652,10 +653,7 @@ class Gateway:
     ) -> dict[str, Any]:
         now = self.unit.now()
         issuer = self.issuer
-        if not callable(getattr(issuer, "issue_call", None)):
-            raise Error(
-                "This service has no signer for call receipts.", code="CALL_RECEIPTS_UNAVAILABLE"
-            )
+        self._need_call_issuer()
         if result.error is None:
             determination = determine_call(
                 result,
@@ -717,6 +715,13 @@ class Gateway:
             return answer
 
         return self.unit.write(run)
+
+    def _need_call_issuer(self) -> None:
+        if not callable(getattr(self.issuer, "issue_call", None)):
+            raise Error(
+                "This service has no signer for call receipts; nothing was charged.",
+                code="CALL_RECEIPTS_UNAVAILABLE",
+            )
 
     def _interrupted(self, call: db.GatewayCall) -> bool:
         """End a pending call as a system error (the process stopped mid-call); False if it
