@@ -56,6 +56,7 @@ from starlette.types import Receive, Scope, Send
 import adjudge
 from adjudge.app import Account, App
 from adjudge.app.gateway import META_TOOLS
+from adjudge.app.timing import stage
 from adjudge.errors import Error, RateLimited, StorageError
 from adjudge.service.deps import forwarded
 from adjudge.service.ingress import WireError, parse
@@ -370,7 +371,8 @@ async def _provider_call(
 ) -> dict[str, Any]:
     gateway = call.app.gateway
     answer = await forwarded(lambda: gateway.call(call.caller, name, args, key=key))
-    return call_result(answer.value, answer.replayed, call.version)
+    with stage("mcp.answer"):
+        return call_result(answer.value, answer.replayed, call.version)
 
 
 def _argument(args: Mapping[str, Any], name: str, kind: type, tool: str) -> Any:
@@ -607,7 +609,9 @@ class McpEndpoint:
             return
         body = await _body(receive)
         status, answer, extra = await self._answer(app, caller, headers, scope["headers"], body)
-        await _respond(send, status, None if answer is None else _json(answer), extra)
+        with stage("mcp.answer"):
+            encoded = None if answer is None else _json(answer)
+        await _respond(send, status, encoded, extra)
 
     async def _answer(
         self,
@@ -621,7 +625,8 @@ class McpEndpoint:
         if not _accepts(headers, "application/json"):
             return 406, _rpc_error(None, INVALID_REQUEST, "Accept application/json."), []
         try:
-            message = parse(body)
+            with stage("mcp.parse"):
+                message = parse(body)
         except WireError as exc:
             return 400, _rpc_error(None, PARSE_ERROR, f"Parse error: {exc.detail}"), []
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
@@ -656,7 +661,8 @@ class McpEndpoint:
                 duplicated = _duplicated_routing_header(raw_headers)
                 if duplicated is not None:
                     raise RpcError(HEADER_MISMATCH, f"The {duplicated} header appears twice.")
-                _modern_ladder(message, params, headers)
+                with stage("mcp.parse"):
+                    _modern_ladder(message, params, headers)
                 call = Call(app, caller, version_header or MODERN)
                 handler = MODERN_METHODS.get(rpc_method)
             elif rpc_method == "initialize":
