@@ -430,3 +430,82 @@ def test_a_service_without_a_call_signer_refuses_before_reserving(
     assert peer.requests == [] and harness.balance("wallet:ann") == 100_000_000
     assert app.gateway.list_calls(ann)["calls"] == []
     app.close()
+
+
+def test_the_first_signing_key_signs_for_a_clock_a_little_behind(
+    sqlite_store: Store, raw_peer: Callable[[Callable[[socket.socket, bytes], None]], RawPeer]
+) -> None:
+    """The gateway's first key, made on first use by one process (or the call that came first),
+    signs for a call whose clock reads a few seconds earlier — concurrent first calls, or two
+    `serve` processes — instead of being refused KEYRING_EMPTY as not yet created."""
+    from adjudge.app.wiring import SignedReceipts  # noqa: PLC0415
+    from adjudge.gateway import SecretBox  # noqa: PLC0415
+    from adjudge.receipts import SigningKey  # noqa: PLC0415
+    from support.fakes import FakeClock  # noqa: PLC0415
+
+    harness = make_harness(sqlite_store)
+    shared = {
+        "issuer": SignedReceipts(SigningKey.generate()),
+        "secrets": SecretBox([SecretBox.generate_key()]),  # one server secret, two processes
+        "private_providers": True,
+    }
+    ahead_clock = FakeClock()
+    ahead_clock.advance(seconds=10)
+    ahead = App(sqlite_store, clock=ahead_clock, **shared)  # type: ignore[arg-type]
+    assert ahead.gateway.jwks()["keys"]  # the first key, made by the process ahead
+    behind = App(sqlite_store, clock=FakeClock(), **shared)  # type: ignore[arg-type]
+    body = json.dumps({"latitude": 1}).encode()
+    peer = raw_peer(
+        lambda conn, _: conn.sendall(
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+            + f"content-length: {len(body)}\r\n\r\n".encode()
+            + body
+        )
+    )
+    provider = behind.accounts.create(None, PROVIDER, ["provider"]).value["api_key"]
+    doc = tool(peer.url)
+    doc["policy"] = None
+    behind.gateway.register_tool(behind.accounts.authenticate(provider), doc)
+    ann = behind.accounts.authenticate(harness.keys["ann"])
+    answer = behind.gateway.call(ann, "weather_forecast", {"city": "berlin"}).value
+    assert answer["error"] is None and len(peer.requests) == 1
+    ahead.close()
+    behind.close()
+
+
+def test_a_call_that_cannot_be_signed_ends_and_gives_the_money_back(
+    sqlite_store: Store,
+    raw_peer: Callable[[Callable[[socket.socket, bytes], None]], RawPeer],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A failure to sign after the price was reserved (no usable key) is the gateway's own
+    system error: the call ends with a receipt and the reservation goes back at once, instead
+    of the exception leaving it held until a sweep."""
+    from adjudge.app import gateway as use_cases  # noqa: PLC0415
+    from adjudge.app.wiring import SignedReceipts  # noqa: PLC0415
+    from adjudge.gateway.keys import KeyRingError  # noqa: PLC0415
+    from adjudge.receipts import SigningKey  # noqa: PLC0415
+
+    harness = make_harness(sqlite_store)
+    app = App(
+        sqlite_store,
+        clock=harness.clock,
+        issuer=SignedReceipts(SigningKey.generate()),
+        private_providers=True,
+    )
+    peer = raw_peer(lambda conn, _: None)
+    provider = app.accounts.create(None, PROVIDER, ["provider"]).value["api_key"]
+    doc = tool(peer.url)
+    doc["policy"] = None
+    app.gateway.register_tool(app.accounts.authenticate(provider), doc)
+
+    def no_key(*_: Any) -> Any:
+        raise KeyRingError("no key", code="KEYRING_EMPTY")
+
+    monkeypatch.setattr(use_cases, "signing_key", no_key)
+    ann = app.accounts.authenticate(harness.keys["ann"])
+    answer = app.gateway.call(ann, "weather_forecast", {"city": "berlin"}).value
+    assert (answer["status"], answer["error"]["code"]) == ("voided", "GATEWAY_SYSTEM")
+    assert peer.requests == [] and harness.balance("wallet:ann") == 100_000_000
+    assert [c["state"] for c in app.gateway.list_calls(ann)["calls"]] == ["done"]
+    app.close()

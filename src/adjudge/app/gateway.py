@@ -70,7 +70,7 @@ from adjudge.gateway import (
     sign_request,
     signing_key,
 )
-from adjudge.gateway.forward import ForwardFailure, Outcome
+from adjudge.gateway.forward import FailureKind, ForwardFailure, Outcome
 from adjudge.kernel import Determination, determine
 from adjudge.receipts import SigningKey
 from adjudge.store import Account, Transaction, receipt_log, records
@@ -80,6 +80,8 @@ from adjudge.store import gateway as db
 #: How long a call may stay pending before a retry or a sweep ends it as interrupted: longer
 #: than any forward can take (its total time-out) plus the time to verify and commit.
 INTERRUPTED_AFTER = timedelta(minutes=2)
+#: How far back the gateway's first signing key is dated (see ``Gateway._ensure_key``).
+FIRST_KEY_BACKDATE = timedelta(minutes=1)
 #: A currency's decimals, for the amounts the client reads (``{amount, asset, decimals}``).
 DECIMALS = {"USD": 2, "EUR": 2, "GBP": 2, "JPY": 0, "USDC": 6, "USDG": 6}
 _CONTEXT_KEY = "adjudge gateway signing key"
@@ -434,7 +436,9 @@ class Gateway:
     def _ensure_key(self, now: datetime) -> None:
         if not self.keys.all_keys():
             try:
-                rotate(self.keys, now)
+                # Dated back: a call that started a moment before (or a process whose clock
+                # is a little behind this one's) must find it already signing, not too new.
+                rotate(self.keys, now - FIRST_KEY_BACKDATE)
             except Error:
                 self.keys._forget()  # another process made the first key at the same time
 
@@ -656,8 +660,11 @@ class Gateway:
         found: tuple[str, str] | None,
     ) -> Outcome:
         with stage("gateway.sign"):
-            self._ensure_key(now)
-            key = signing_key(self.keys.all_keys(), now)
+            try:
+                self._ensure_key(now)
+                key = signing_key(self.keys.all_keys(), now)
+            except Error as exc:  # the call has started: it ends as a system error, refunded
+                return ForwardFailure(FailureKind.SYSTEM, exc.message, 0.0)
             signed = sign_request(
                 built,
                 signer=key.signing_key,
