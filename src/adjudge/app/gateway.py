@@ -40,6 +40,7 @@ from urllib.parse import urlsplit
 from adjudge.app import settlement
 from adjudge.app.accounts import need_role
 from adjudge.app.calls import call_view, contract_view, propose_if_due
+from adjudge.app.timing import stage
 from adjudge.app.unit import Answer, Idempotency, UnitOfWork, retry
 from adjudge.app.wiring import call_subject
 from adjudge.calls import (
@@ -70,7 +71,7 @@ from adjudge.gateway import (
     sign_request,
     signing_key,
 )
-from adjudge.gateway.forward import ForwardFailure, Outcome
+from adjudge.gateway.forward import FailureKind, ForwardFailure, Outcome
 from adjudge.kernel import Determination, determine
 from adjudge.receipts import SigningKey
 from adjudge.store import Account, Transaction, call_reports, receipt_log, records
@@ -80,18 +81,26 @@ from adjudge.store import gateway as db
 #: How long a call may stay pending before a retry or a sweep ends it as interrupted: longer
 #: than any forward can take (its total time-out) plus the time to verify and commit.
 INTERRUPTED_AFTER = timedelta(minutes=2)
+#: How far back the gateway's first signing key is dated (see ``Gateway._ensure_key``).
+FIRST_KEY_BACKDATE = timedelta(minutes=1)
 #: A currency's decimals, for the amounts the client reads (``{amount, asset, decimals}``).
 DECIMALS = {"USD": 2, "EUR": 2, "GBP": 2, "JPY": 0, "USDC": 6, "USDG": 6}
 _CONTEXT_KEY = "adjudge gateway signing key"
+#: The MCP endpoint's own tools: no provider tool may take these names.
+META_TOOLS = frozenset({"search_tools", "get_tool", "call_tool"})
 
 
 class CallIssuer(Protocol):
     """What signs a call's determination (:class:`adjudge.app.wiring.SignedReceipts`)."""
 
     def issue_call(
-        self, determination: Determination, previous: tuple[str, int] | None
+        self,
+        determination: Determination,
+        previous: tuple[str, int] | None,
+        *,
+        about: str | None = None,
     ) -> Mapping[str, Any]:
-        """The receipt of ``determination`` chained after ``previous``."""
+        """The receipt of ``determination`` chained after ``previous``, about ``about``."""
         ...
 
 
@@ -200,6 +209,22 @@ def _parsed_tool(stored: db.StoredTool) -> Tool:
     return found
 
 
+_POLICIES: dict[tuple[str, str], Policy] = {}
+
+
+def _parsed_policy(
+    digest: str, tool_digest: str, document: Mapping[str, Any], contract: Contract
+) -> Policy:
+    """A registered policy, parsed against its tool's contract once per process (the two
+    digests name both documents' bytes)."""
+    found = _POLICIES.get((digest, tool_digest))
+    if found is None:
+        if len(_POLICIES) > 1024:
+            _POLICIES.clear()
+        found = _POLICIES[(digest, tool_digest)] = register_policy(document, contract)
+    return found
+
+
 class Gateway:
     """The gateway's use cases."""
 
@@ -250,6 +275,12 @@ class Gateway:
         """
         need_role(provider, "provider")
         tool = parse_tool(document)
+        if tool.name in META_TOOLS:
+            raise Error(
+                f"{tool.name} is the name of one of the MCP endpoint's own tools; give the tool "
+                "another name.",
+                code="TOOL_NAME_RESERVED",
+            )
         if tool.provider != provider.id:
             raise Error(
                 f"The tool names provider {tool.provider!r}; register it as that provider.",
@@ -410,7 +441,9 @@ class Gateway:
     def _ensure_key(self, now: datetime) -> None:
         if not self.keys.all_keys():
             try:
-                rotate(self.keys, now)
+                # Dated back: a call that started a moment before (or a process whose clock
+                # is a little behind this one's) must find it already signing, not too new.
+                rotate(self.keys, now - FIRST_KEY_BACKDATE)
             except Error:
                 self.keys._forget()  # another process made the first key at the same time
 
@@ -430,15 +463,24 @@ class Gateway:
         fingerprint = digest_of({"tool": name, "arguments": args})
         if key is not None:
             Idempotency.of(key, "gateway.call", None)  # the key's own form
-            replay = self._replay(caller, key, fingerprint)
-            if replay is not None:
-                return replay
-        stored, tool, contract, policy, policy_digest = self.unit.read(
-            lambda tx: self._callable(tx, name)
-        )  # (1)
-        built = build_request(tool, args)
+
+        def prepare(tx: Transaction) -> Any:  # (1), in one read: the hot path's only one
+            seen = None if key is None else db.call_by_key(tx, caller.id, key)
+            if seen is not None:
+                return seen
+            found = self._callable(tx, name)
+            return found, db.credential(tx, found[0].provider)
+
+        with stage("gateway.read"):
+            prepared = self.unit.read(prepare)
+        if isinstance(prepared, db.GatewayCall):
+            return self._replayed(prepared, fingerprint)
+        (stored, tool, contract, policy, policy_digest), credential = prepared
+        with stage("gateway.arguments"):
+            built = build_request(tool, args)
         if not self.private_providers:
             _refuse_private(built.url)
+        self._need_call_issuer()  # a call it could not end must not reserve or forward
         call_id = str(uuid.uuid4())
         now = self.unit.now()
         hold = f"hold:call:{call_id}"
@@ -470,7 +512,8 @@ class Gateway:
             settlement.reserve(tx, caller.id, hold, stored.price_minor, at=now)
 
         try:
-            self.unit.write(start)
+            with stage("gateway.reserve"):
+                self.unit.write(start)
         except _Raced:
             assert key is not None
             replay = self._replay(caller, key, fingerprint)
@@ -480,16 +523,17 @@ class Gateway:
                 "The first call with this Idempotency-Key is still running; send it again.",
                 retry_after=1,
             ) from None
-        outcome = self._forward(built, tool, call_id, now)  # (3)
-        response = provider_response(outcome)
-        request = CallRequest(
-            call_id, stored.provider, name, args, stored.price_minor, stored.currency, now
-        )
-        result = verify_call(contract, policy, request, response, self.unit.now())  # (4)
-        output = None
-        if response.status == "ok":
-            shape = map_response(contract, response.body)
-            output = shape.output if shape.ok else None
+        outcome = self._forward(built, tool, call_id, now, credential)  # (3)
+        with stage("gateway.verify"):
+            response = provider_response(outcome)
+            request = CallRequest(
+                call_id, stored.provider, name, args, stored.price_minor, stored.currency, now
+            )
+            result = verify_call(contract, policy, request, response, self.unit.now())  # (4)
+            output = None
+            if response.status == "ok":
+                shape = map_response(contract, response.body)
+                output = shape.output if shape.ok else None
         body_bytes = outcome.body if not isinstance(outcome, ForwardFailure) else None
         answer = self._finish(  # (5)
             caller,
@@ -571,8 +615,11 @@ class Gateway:
 
     def _replay(self, caller: Account, key: str, fingerprint: str) -> Answer[dict[str, Any]] | None:
         found = self.unit.read(lambda tx: db.call_by_key(tx, caller.id, key))
-        if found is None:
-            return None
+        return None if found is None else self._replayed(found, fingerprint)
+
+    def _replayed(self, found: db.GatewayCall, fingerprint: str) -> Answer[dict[str, Any]]:
+        """The stored answer of an earlier call with the same key (``IDEMPOTENCY_KEY_REUSED``
+        for other arguments; ``IDEMPOTENCY_IN_PROGRESS`` while it runs)."""
         if found.fingerprint != fingerprint:
             raise Error(
                 "This Idempotency-Key was used for another call; send a new key.",
@@ -610,29 +657,40 @@ class Gateway:
                     "its calls cannot be verified yet.",
                     code="TOOL_POLICY_MISSING",
                 )
-            policy = register_policy(found.document, contract)
+            policy = _parsed_policy(found.digest, stored.digest, found.document, contract)
             policy_digest = found.digest
         return stored, tool, contract, policy, policy_digest
 
-    def _forward(self, built: Any, tool: Tool, call_id: str, now: datetime) -> Outcome:
-        self._ensure_key(now)
-        key = signing_key(self.keys.all_keys(), now)
-        signed = sign_request(
-            built,
-            signer=key.signing_key,
-            keyid=key.kid,
-            provider=tool.provider,
-            call_id=call_id,
-            authority=tool.endpoint.authority,  # signed at the real time: providers check it
-        )
-        found = self.unit.read(lambda tx: db.credential(tx, tool.provider))
-        credential = None
-        if found is not None:
-            header, sealed = found
-            credential = ProviderCredential.open(
-                self.box, sealed, provider=tool.provider, header=header
+    def _forward(
+        self,
+        built: Any,
+        tool: Tool,
+        call_id: str,
+        now: datetime,
+        found: tuple[str, str] | None,
+    ) -> Outcome:
+        with stage("gateway.sign"):
+            try:
+                self._ensure_key(now)
+                key = signing_key(self.keys.all_keys(), now)
+            except Error as exc:  # the call has started: it ends as a system error, refunded
+                return ForwardFailure(FailureKind.SYSTEM, exc.message, 0.0)
+            signed = sign_request(
+                built,
+                signer=key.signing_key,
+                keyid=key.kid,
+                provider=tool.provider,
+                call_id=call_id,
+                authority=tool.endpoint.authority,  # signed at the real time: providers check it
             )
-        return self.forwarder.forward(signed, credential=credential)
+            credential = None
+            if found is not None:
+                header, sealed = found
+                credential = ProviderCredential.open(
+                    self.box, sealed, provider=tool.provider, header=header
+                )
+        with stage("gateway.forward"):
+            return self.forwarder.forward(signed, credential=credential)
 
     def _finish(
         self,
@@ -650,32 +708,30 @@ class Gateway:
     ) -> dict[str, Any]:
         now = self.unit.now()
         issuer = self.issuer
-        if not callable(getattr(issuer, "issue_call", None)):
-            raise Error(
-                "This service has no signer for call receipts.", code="CALL_RECEIPTS_UNAVAILABLE"
-            )
-        if result.error is None:
-            determination = determine_call(
-                result,
-                now=now,
-                response_bytes=body,
-                policy_digest=policy_digest,
-                contract_digest=contract_digest,
-            )
-        else:
-            determination = _error_determination(result, request, now)
+        self._need_call_issuer()
+
+        def issue(previous: tuple[str, int] | None) -> Mapping[str, Any]:
+            with stage("gateway.receipt.sign"):
+                return issuer.issue_call(  # type: ignore[no-any-return,attr-defined]
+                    determination, previous, about=call_subject(call_id)
+                )
+
+        with stage("gateway.receipt"):
+            if result.error is None:
+                determination = determine_call(
+                    result,
+                    now=now,
+                    response_bytes=body,
+                    policy_digest=policy_digest,
+                    contract_digest=contract_digest,
+                )
+            else:
+                determination = _error_determination(result, request, now)
         payment = result.effect.payment.value
         status = {"settle": "settled", "refund": "refunded", "void": "voided"}[payment]
 
         def run(tx: Transaction) -> dict[str, Any]:
-            receipt = receipt_log.append(
-                tx,
-                lambda previous: issuer.issue_call(  # type: ignore[attr-defined]
-                    determination, previous, about=call_subject(call_id)
-                ),
-                task_id=None,
-                at=now,
-            )
+            receipt = receipt_log.append(tx, issue, task_id=None, at=now)
             settlement.release_call(
                 tx,
                 hold,
@@ -716,7 +772,15 @@ class Gateway:
             propose_if_due(tx, stored.provider, now)
             return answer
 
-        return self.unit.write(run)
+        with stage("gateway.settle"):
+            return self.unit.write(run)
+
+    def _need_call_issuer(self) -> None:
+        if not callable(getattr(self.issuer, "issue_call", None)):
+            raise Error(
+                "This service has no signer for call receipts; nothing was charged.",
+                code="CALL_RECEIPTS_UNAVAILABLE",
+            )
 
     def _interrupted(self, call: db.GatewayCall) -> bool:
         """End a pending call as a system error (the process stopped mid-call); False if it
@@ -848,4 +912,11 @@ def parsed_contract(document: Mapping[str, Any]) -> Contract:
     return register_contract(document)
 
 
-__all__ = ["DatabaseKeyRing", "Gateway", "IdempotencyInProgress", "gateway_call_view", "retry"]
+__all__ = [
+    "META_TOOLS",
+    "DatabaseKeyRing",
+    "Gateway",
+    "IdempotencyInProgress",
+    "gateway_call_view",
+    "retry",
+]

@@ -16,8 +16,9 @@ from typing import Any
 
 import anyio.to_thread
 from fastapi import FastAPI
-from fastapi.responses import JSONResponse, RedirectResponse
+from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
+from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 import adjudge
@@ -27,6 +28,7 @@ from adjudge.service import accounts, calls, docs, errors, gateway, receipts, re
 from adjudge.service.access import RequestLog
 from adjudge.service.deps import Use, router
 from adjudge.service.ingress import BodyCap
+from adjudge.service.mcp import McpEndpoint
 
 #: The largest request body read, in bytes: a 200,000-character result fully escaped as
 #: ``\uXXXX`` surrogate pairs fits, and nothing much larger.
@@ -131,11 +133,11 @@ def create_app(use_cases: App, *, threads: int | None = None) -> FastAPI:
     api.include_router(gateway.public)
     docs_policy = docs.install(api)
     api.mount("/ui", StaticFiles(directory=web.STATIC, html=True), name="ui")
-
-    @api.get("/", include_in_schema=False)
-    def home() -> RedirectResponse:
-        """The web UI."""
-        return RedirectResponse("/ui/")
+    # `/` is the MCP endpoint (the goassay client accepts only a few paths, `/` first); a
+    # browser's GET still goes to the web UI.
+    api.router.routes.insert(
+        0, Route("/", McpEndpoint(), methods=["GET", "POST", "DELETE"], include_in_schema=False)
+    )
 
     api.add_middleware(_BodyCap, limit=MAX_BODY_BYTES)
     api.add_middleware(SecurityHeaders, docs_policy=docs_policy)

@@ -1,0 +1,618 @@
+"""The gateway's speed: verified, signed and settled paid calls through the MCP endpoint.
+
+What it measures, over loopback, with one ``adjudge serve`` process:
+
+- **calls per second, closed loop**: C clients each sending ``tools/call`` (the goassay client's
+  stateless request, an idempotency key on each) as soon as the last one answered. Every call
+  is forwarded signed to the provider, verified against the tool's contract and policy, signed
+  into a receipt and settled in the ledger; each answer is checked to have settled.
+- **the latency the gateway adds**, open loop at ``--rate`` calls per second: the same request
+  sent straight to the provider and through the gateway, side by side in one run (two streams
+  at the rate each, every request timed from when it was due), p50 and p99 of each and the
+  difference.
+- **CPU per call by stage** (``--stages``): a second server run with the stage timers on
+  (``ADJUDGE_STAGE_TIMES``, see ``adjudge.app.timing``) reports the CPU each stage of the hot
+  path spent per call (MCP parse, argument check, signing, the provider round trip, verification,
+  receipt, commit …), and each thread's CPU per call.
+
+The provider answers instantly: a few lines of raw asyncio that read a request and write a
+fixed forecast (``--provider raw``, the default: no signature is verified, so the figures are
+the gateway's), or the same forecast from a Starlette app behind the unmodified
+``goassay-provider-verify`` middleware under uvicorn (``--provider verified``: every call's
+signature is checked against the gateway's JWKS; the direct calls go to the same app without
+the middleware). It runs in a process of its own, as do the clients: a minimal HTTP/1.1
+keep-alive client (about 0.1 ms of CPU per request; httpx costs several), so on a small machine
+the figures are the server's. All three share the machine's CPUs; their CPU per call is reported.
+
+    .venv/bin/python benchmarks/gateway.py                        # SQLite, a temporary file
+    .venv/bin/python benchmarks/gateway.py --stages
+    .venv/bin/python benchmarks/gateway.py --db postgresql+psycopg://postgres@127.0.0.1/bench
+
+A PostgreSQL database is emptied (its tables dropped) before seeding.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from adjudge.app import App
+from adjudge.app.wiring import SignedReceipts
+from adjudge.receipts import SigningKey
+from adjudge.store import Store
+from adjudge.store.schema import metadata
+
+PROVIDER = "skycast"
+PRICE = 25
+FORECAST = {
+    "latitude": 52.52,
+    "longitude": 13.41,
+    "issued": "2026-01-01T12:00:00Z",
+    "daily": [
+        {
+            "date": f"2026-01-{10 + d:02d}",
+            "temperature_2m_max": 5.0 + d,
+            "temperature_2m_min": -1.0,
+            "precipitation_probability_max": 40,
+        }
+        for d in range(3)
+    ],
+}
+PATH = "/v1/forecast/berlin?days=3"
+
+
+def tool(base_url: str) -> dict[str, Any]:
+    """The benchmark's tool: a GET with a path and a query argument, a mapped contract."""
+    return {
+        "name": "weather_forecast",
+        "description": "Daily forecast for a city: highs, lows and chance of rain.",
+        "provider": PROVIDER,
+        "endpoint": {
+            "base_url": base_url,
+            "method": "GET",
+            "path": "/v1/forecast/{city}",
+            "arguments": {"city": "path", "days": "query"},
+        },
+        "input_schema": {
+            "type": "object",
+            "required": ["city"],
+            "additionalProperties": False,
+            "properties": {"city": {"type": "string", "minLength": 1}, "days": {"type": "integer"}},
+        },
+        "contract": {
+            "version": "1",
+            "response_mapping": {
+                "location": "{lat: latitude, lon: longitude}",
+                "issued_at": "issued",
+                "days": "daily[*].{date: date, temp_max_c: temperature_2m_max, "
+                "temp_min_c: temperature_2m_min, precip_prob: precipitation_probability_max}",
+            },
+            "output_schema": {
+                "type": "object",
+                "required": ["location", "issued_at", "days"],
+                "properties": {
+                    "location": {
+                        "type": "object",
+                        "properties": {"lat": {"type": "number", "minimum": -90, "maximum": 90}},
+                    },
+                    "days": {"type": "array"},
+                },
+            },
+        },
+        "price": {"amount_minor": PRICE, "currency": "USD"},
+        "policy": {"id": "weather-standard", "version": 1},
+    }
+
+
+POLICY = {
+    "policy": "weather-standard",
+    "version": 1,
+    "tool": "weather_forecast",
+    "mode": "enforce",
+    "checks": ["schema", "quality_rules"],
+    "threshold": "1",
+    "empty_result": {"path": "days", "on_empty": "accept"},
+    "rules": [
+        {"kind": "required_values", "name": "day_fields", "path": "days", "fields": ["date"]},
+        {
+            "kind": "numeric_range",
+            "name": "plausible_highs",
+            "path": "days",
+            "field": "temp_max_c",
+            "min": -90,
+            "max": 60,
+        },
+    ],
+    "clauses": [
+        {"match": "veto", "check": "schema", "verdict": "FAIL"},
+        {"match": "failures_at_least", "count": 1, "verdict": "FAIL"},
+    ],
+}
+
+
+# --- the provider -----------------------------------------------------------------------------
+
+
+class _Instant(asyncio.Protocol):
+    """HTTP/1.1 keep-alive: every request (pipelined or not) gets the same forecast at once."""
+
+    ANSWER = (
+        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: "
+        + str(len(json.dumps(FORECAST))).encode()
+        + b"\r\n\r\n"
+        + json.dumps(FORECAST).encode()
+    )
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport: Any = transport  # uvloop's transports are not asyncio.Transport
+        self.buffer = b""
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        while True:
+            end = self.buffer.find(b"\r\n\r\n")
+            if end < 0:
+                return
+            head, self.buffer = self.buffer[:end], self.buffer[end + 4 :]
+            length = 0
+            for line in head.split(b"\r\n")[1:]:
+                name, _, value = line.partition(b":")
+                if name.strip().lower() == b"content-length":
+                    length = int(value)
+            self.buffer = self.buffer[length:]  # a GET has no body; a POST's is not read
+            self.transport.write(self.ANSWER)
+
+
+def serve_provider(port: int, kind: str, jwks_url: str | None, direct_port: int) -> None:
+    """Run the provider (in its own process) until killed."""
+    _fast_loop()
+    if kind == "raw":
+
+        async def run() -> None:
+            loop = asyncio.get_running_loop()
+            server = await loop.create_server(_Instant, "127.0.0.1", port, backlog=1024)
+            await server.serve_forever()
+
+        asyncio.run(run())
+        return
+    import uvicorn  # noqa: PLC0415
+    from goassay_provider_verify import AssayVerifyMiddleware  # noqa: PLC0415
+    from starlette.applications import Starlette  # noqa: PLC0415
+    from starlette.responses import Response  # noqa: PLC0415
+    from starlette.routing import Route  # noqa: PLC0415
+
+    body = json.dumps(FORECAST).encode()
+
+    async def forecast(_: Any) -> Response:
+        return Response(body, media_type="application/json")
+
+    app = Starlette(routes=[Route("/v1/forecast/{city}", forecast)])
+    guarded = AssayVerifyMiddleware(app, provider=PROVIDER, jwks_url=jwks_url)
+
+    async def both() -> None:
+        configs = [
+            uvicorn.Config(guarded, port=port, log_level="warning", lifespan="off"),
+            uvicorn.Config(app, port=direct_port, log_level="warning", lifespan="off"),
+        ]
+        await asyncio.gather(*(uvicorn.Server(c).serve() for c in configs))
+
+    asyncio.run(both())
+
+
+def _fast_loop() -> None:
+    """uvloop's event loop where it exists: less CPU per request on both ends."""
+    with contextlib.suppress(ImportError):
+        import uvloop  # noqa: PLC0415
+
+        asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+
+
+# --- the load generator -----------------------------------------------------------------------
+
+
+class Http:
+    """A minimal HTTP/1.1 keep-alive client: the load generator shares the machine's CPUs with
+    the server, and a full client library costs more CPU per request than the server's work."""
+
+    def __init__(self, base: str, headers: dict[str, str]) -> None:
+        host, port = base.removeprefix("http://").split(":")
+        self.host, self.port = host, int(port)
+        self.head = f"Host: {host}:{port}\r\n" + "".join(
+            f"{k}: {v}\r\n" for k, v in headers.items()
+        )
+        self.free: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
+        self.opened: list[asyncio.StreamWriter] = []
+
+    async def request(self, method: str, path: str, body: bytes = b"") -> tuple[int, bytes]:
+        """One request; returns the status and the body."""
+        request = (
+            f"{method} {path} HTTP/1.1\r\n{self.head}Content-Length: {len(body)}\r\n\r\n".encode()
+            + body
+        )
+        line = b""
+        if self.free:
+            reader, writer = self.free.pop()
+            with contextlib.suppress(ConnectionError):  # closed while idle: open a new one
+                writer.write(request)
+                line = await reader.readline()
+        if not line:
+            reader, writer = await asyncio.open_connection(self.host, self.port)
+            self.opened.append(writer)
+            writer.write(request)
+            line = await reader.readline()
+        status = int(line.split()[1])
+        length = None
+        while (line := await reader.readline()) not in (b"\r\n", b""):
+            name, _, value = line.partition(b":")
+            if name.strip().lower() == b"content-length":
+                length = int(value)
+        if length is None:
+            raise SystemExit("An answer came without a Content-Length.")
+        answer = await reader.readexactly(length)
+        self.free.append((reader, writer))
+        return status, answer
+
+    async def close(self) -> None:
+        for writer in self.opened:
+            writer.close()
+
+
+def mcp_call(n: int) -> bytes:
+    """The ``tools/call`` the goassay client sends, with a fresh idempotency key."""
+    return json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": n,
+            "method": "tools/call",
+            "params": {
+                "name": "weather_forecast",
+                "arguments": {"city": "berlin", "days": 3},
+                "_meta": {
+                    "assay/idempotency-key": str(uuid.uuid4()),
+                    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                    "io.modelcontextprotocol/clientCapabilities": {},
+                    "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"},
+                },
+            },
+        }
+    ).encode()
+
+
+def mcp_headers(key: str) -> dict[str, str]:
+    return {
+        "Authorization": f"Bearer {key}",
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "Mcp-Protocol-Version": "2026-07-28",
+        "Mcp-Method": "tools/call",
+        "Mcp-Name": "weather_forecast",
+    }
+
+
+def _settled(status: int, body: bytes) -> bool:
+    if status != 200:
+        return False
+    result = json.loads(body).get("result") or {}
+    receipt = (result.get("_meta") or {}).get("assay/receipt") or {}
+    return receipt.get("status") == "settled" and "structuredContent" in result
+
+
+async def closed_loop(base: str, key: str, calls: int, clients: int) -> list[float]:
+    """``calls`` gateway calls by ``clients`` clients, each sending as soon as answered."""
+    http = Http(base, mcp_headers(key))
+    counter = iter(range(calls))
+    latencies: list[float] = []
+    failures: list[bytes] = []
+
+    async def client() -> None:
+        for n in counter:
+            started = time.perf_counter()
+            status, body = await http.request("POST", "/", mcp_call(n))
+            latencies.append(time.perf_counter() - started)
+            if not _settled(status, body):
+                failures.append(body[:300])
+
+    try:
+        await asyncio.gather(*(client() for _ in range(clients)))
+    finally:
+        await http.close()
+    if failures:
+        raise SystemExit(f"{len(failures)} calls did not settle, e.g. {failures[0]!r}")
+    return latencies
+
+
+async def side_by_side(
+    base: str, key: str, provider: str, rate: float, count: int
+) -> tuple[list[float], list[float]]:
+    """``count`` requests at ``rate``/s straight to the provider and as many through the
+    gateway, interleaved on one schedule; each timed from when it was due."""
+    gateway = Http(base, mcp_headers(key))
+    direct = Http(provider, {"Accept": "application/json"})
+    through: list[float] = []
+    straight: list[float] = []
+    failures: list[bytes] = []
+    t0 = time.perf_counter() + 0.05
+
+    async def one_gateway(n: int, due: float) -> None:
+        status, body = await gateway.request("POST", "/", mcp_call(n))
+        through.append(time.perf_counter() - due)
+        if not _settled(status, body):
+            failures.append(body[:300])
+
+    async def one_direct(due: float) -> None:
+        status, body = await direct.request("GET", PATH)
+        straight.append(time.perf_counter() - due)
+        if status != 200:
+            failures.append(body[:300])
+
+    pending: list[asyncio.Task[None]] = []
+    for n in range(count):
+        due = t0 + n / rate
+        await asyncio.sleep(max(0.0, due - time.perf_counter()))
+        pending.append(asyncio.create_task(one_gateway(n, due)))
+        half = due + 0.5 / rate  # the direct request half a period later, on the same clock
+        await asyncio.sleep(max(0.0, half - time.perf_counter()))
+        pending.append(asyncio.create_task(one_direct(half)))
+    await asyncio.gather(*pending)
+    await gateway.close()
+    await direct.close()
+    if failures:
+        raise SystemExit(f"{len(failures)} requests failed, e.g. {failures[0]!r}")
+    return through, straight
+
+
+# --- the run ----------------------------------------------------------------------------------
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """User + system CPU time of a process (Linux ``/proc``; None elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_for(url: str) -> None:
+    for _ in range(400):
+        try:
+            httpx.get(url, timeout=2)
+            return
+        except httpx.TransportError:
+            time.sleep(0.05)
+    raise SystemExit(f"{url} did not come up")
+
+
+def seed(url: str, provider_url: str) -> str:
+    """Accounts, the tool and its policy; returns the caller's API key."""
+    store = Store(url)
+    if store.dialect == "postgresql":
+        with store.engine.begin() as conn:
+            metadata.drop_all(conn)
+            conn.exec_driver_sql("DROP TABLE IF EXISTS alembic_version")
+    store.migrate()
+    app = App(store, issuer=SignedReceipts(SigningKey.generate()), private_providers=True)
+    admin = app.accounts.authenticate(
+        app.accounts.create(None, "admin", ["admin"]).value["api_key"]
+    )
+    provider = app.accounts.create(None, PROVIDER, ["provider"]).value["api_key"]
+    caller = app.accounts.create(None, "agent", ["agent"]).value["api_key"]
+    app.accounts.deposit(admin, "agent", 10**15)
+    app.gateway.register_tool(app.accounts.authenticate(provider), tool(provider_url))
+    market_key = app.accounts.create(None, "market", ["poster"]).value["api_key"]
+    market = app.accounts.authenticate(market_key)
+    app.calls.register_policy(market, "weather_forecast", POLICY)
+    app.close()
+    return str(caller)
+
+
+class Service:
+    """``adjudge serve`` on the seeded database, in a process of its own."""
+
+    def __init__(self, url: str, directory: Path, threads: int, env: dict[str, str]) -> None:
+        self.port = _port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        command = [sys.executable, "-m", "adjudge.cli", "serve", "--db", url]
+        command += ["--port", str(self.port), "--threads", str(threads)]
+        command += ["--signing-key", str(directory / "signing-key.pem")]
+        command += ["--secret-key", str(directory / "secret.key"), "--allow-private-providers"]
+        self.process = subprocess.Popen(
+            command,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env={**os.environ, "PYTHONUNBUFFERED": "1", **env},
+        )
+        _wait_for(f"{self.base}/api/v1/health")
+
+    def cpu(self) -> float | None:
+        return _cpu_seconds(self.process.pid)
+
+    def stop(self) -> None:
+        # SIGINT, not SIGTERM: uvicorn re-raises the signal it stopped on, and only an
+        # interrupt lets the interpreter exit through its atexit hooks (the stage timers').
+        self.process.send_signal(signal.SIGINT)
+        self.process.wait(timeout=30)
+
+
+def _ms(values: list[float]) -> dict[str, float]:
+    ms = sorted(v * 1000 for v in values)
+    return {
+        "p50": round(statistics.median(ms), 2),
+        "p99": round(ms[max(0, int(len(ms) * 0.99) - 1)], 2),
+        "max": round(ms[-1], 2),
+    }
+
+
+def _per_call(before: float | None, after: float | None, calls: int) -> float | None:
+    if before is None or after is None:
+        return None
+    return round((after - before) * 1000 / calls, 3)
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Seed, serve, drive, measure."""
+    tmp = tempfile.TemporaryDirectory()
+    directory = Path(tmp.name)
+    url = args.db or f"sqlite:///{directory / 'bench.db'}"
+    provider_port, direct_port = _port(), _port()
+    provider_url = f"http://127.0.0.1:{provider_port}"
+    direct_url = provider_url if args.provider == "raw" else f"http://127.0.0.1:{direct_port}"
+    key = seed(url, provider_url)
+    figures: dict[str, Any] = {
+        "database": url.split(":", 1)[0],
+        "provider": args.provider,
+        "cpus": os.cpu_count(),
+    }
+    service = Service(url, directory, args.threads, {})
+    provider = subprocess.Popen(
+        [
+            sys.executable,
+            __file__,
+            "--serve-provider",
+            str(provider_port),
+            "--provider",
+            args.provider,
+            "--jwks-url",
+            f"{service.base}/.well-known/assay-request-keys.json",
+            "--direct-port",
+            str(direct_port),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        _wait_for(f"{direct_url}{PATH}")
+        asyncio.run(closed_loop(service.base, key, args.warmup, args.clients))
+        # (1) closed loop: the most the gateway sustains
+        cpu0, peer0, me0 = service.cpu(), _cpu_seconds(provider.pid), time.process_time()
+        started = time.perf_counter()
+        latencies = asyncio.run(closed_loop(service.base, key, args.calls, args.clients))
+        elapsed = time.perf_counter() - started
+        cpu1, peer1, me1 = service.cpu(), _cpu_seconds(provider.pid), time.process_time()
+        figures["closed_loop"] = {
+            "calls": args.calls,
+            "clients": args.clients,
+            "per_second": round(args.calls / elapsed, 1),
+            "latency_ms": _ms(latencies),
+            "server_cpu_ms_per_call": _per_call(cpu0, cpu1, args.calls),
+            "provider_cpu_ms_per_call": _per_call(peer0, peer1, args.calls),
+            "client_cpu_ms_per_call": round((me1 - me0) * 1000 / args.calls, 3),
+        }
+        # (2) open loop at the offered rate: direct and through the gateway, side by side
+        through, straight = asyncio.run(
+            side_by_side(service.base, key, direct_url, args.rate, args.latency_calls)
+        )
+        gateway_ms, direct_ms = _ms(through), _ms(straight)
+        figures["open_loop"] = {
+            "offered_per_second": args.rate,
+            "calls": args.latency_calls,
+            "gateway_ms": gateway_ms,
+            "direct_ms": direct_ms,
+            "added_ms": {
+                "p50": round(gateway_ms["p50"] - direct_ms["p50"], 2),
+                "p99": round(gateway_ms["p99"] - direct_ms["p99"], 2),
+            },
+        }
+    finally:
+        service.stop()
+    if args.stages:
+        # (3) the stage timers, in a run of their own (they cost a little themselves)
+        path = directory / "stages.json"
+        service = Service(url, directory, args.threads, {"ADJUDGE_STAGE_TIMES": str(path)})
+        try:
+            total = args.warmup + args.stage_calls
+            asyncio.run(closed_loop(service.base, key, total, args.clients))
+        finally:
+            service.stop()
+        figures["stages"] = stage_figures(json.loads(path.read_text()), total)
+    provider.terminate()
+    provider.wait(timeout=10)
+    tmp.cleanup()
+    return figures
+
+
+RECEIPT = ["gateway.receipt", "gateway.receipt.sign"]
+#: The stages as reported: (label, the timers it sums, the timers it subtracts).
+STAGES = [
+    ("MCP parse (body, envelope, headers)", ["mcp.parse"], []),
+    ("tool, policy and credential read (one read transaction)", ["gateway.read"], []),
+    ("argument check and request build", ["gateway.arguments"], []),
+    ("reserve (transaction 1)", ["gateway.reserve"], []),
+    ("signing (RFC 9421, Ed25519)", ["gateway.sign"], []),
+    ("provider round trip (the forwarder's thread)", ["thread:adjudge-forwarder"], []),
+    ("verification (contract, policy)", ["gateway.verify"], []),
+    ("receipt (determination, canonical JSON, Ed25519, DSSE)", ["gateway.receipt"], []),
+    (
+        "commit (transaction 2: receipt log, ledger, record)",
+        ["gateway.settle"],
+        ["gateway.receipt"],
+    ),
+    ("MCP answer (tool result, JSON)", ["mcp.answer"], []),
+]
+
+
+def stage_figures(raw: dict[str, Any], calls: int) -> dict[str, Any]:
+    """The timers' totals as microseconds of CPU per call, and what no stage covers (the HTTP
+    server, the framework, thread hand-offs, the caller's authentication)."""
+    totals = {name: t["cpu_ns"] for name, t in raw["stages"].items()}
+    totals.update({f"thread:{name}": ns for name, ns in raw["threads"].items()})
+    out: dict[str, float] = {}
+    for label, plus, minus in STAGES:
+        ns = sum(totals.get(n, 0) for n in plus) - sum(totals.get(n, 0) for n in minus)
+        out[label] = round(ns / calls / 1000, 1)
+    covered = sum(out.values())
+    process = raw["process"] / calls / 1000
+    out["everything else (HTTP server, framework, threads, auth)"] = round(process - covered, 1)
+    out["total"] = round(process, 1)
+    return {"cpu_us_per_call": out}
+
+
+def main() -> None:
+    """Parse the options, run, report."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--db", help="Database URL (default: a temporary SQLite file).")
+    parser.add_argument("--calls", type=int, default=3000, help="Closed-loop calls timed.")
+    parser.add_argument("--clients", type=int, default=16, help="Closed-loop clients.")
+    parser.add_argument("--warmup", type=int, default=300, help="Calls before timing.")
+    parser.add_argument("--rate", type=float, default=200.0, help="Open-loop calls per second.")
+    parser.add_argument("--latency-calls", type=int, default=2000, help="Open-loop calls.")
+    parser.add_argument("--threads", type=int, default=0, help="Passed to adjudge serve.")
+    parser.add_argument("--provider", choices=["raw", "verified"], default="raw")
+    parser.add_argument("--stages", action="store_true", help="Also time each stage.")
+    parser.add_argument("--stage-calls", type=int, default=2000, help="Calls of the stage run.")
+    parser.add_argument("--json", action="store_true", help="Print the figures as JSON.")
+    parser.add_argument("--serve-provider", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--jwks-url", help=argparse.SUPPRESS)
+    parser.add_argument("--direct-port", type=int, default=0, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve_provider:
+        serve_provider(args.serve_provider, args.provider, args.jwks_url, args.direct_port)
+        return
+    _fast_loop()
+    figures = run(args)
+    print(json.dumps(figures, indent=None if args.json else 2))
+
+
+if __name__ == "__main__":
+    main()
