@@ -1,11 +1,11 @@
 """adjudge's use cases: the one object the HTTP service, the CLI and the workers hold.
 
 ``App(store, clock=…, checker=…, issuer=…)`` groups the use cases by what they act on:
-``accounts``, ``tasks``, ``calls``, ``receipts`` and ``reviews``. Each state change is one unit
-of work (:mod:`adjudge.app.unit`: the transaction, the clock, the lost-race retry, the
-Idempotency-Key); each money movement happens in :mod:`adjudge.app.settlement`, and only from a
-determination signed into a receipt in the same transaction. Nothing here knows HTTP: answers
-are plain JSON data, refusals are :class:`adjudge.Error` with stable codes.
+``accounts``, ``tasks``, ``calls``, ``receipts``, ``reviews`` and ``webhooks``. Each state
+change is one unit of work (:mod:`adjudge.app.unit`: the transaction, the clock, the lost-race
+retry, the Idempotency-Key); each money movement happens in :mod:`adjudge.app.settlement`, and
+only from a determination signed into a receipt in the same transaction. Nothing here knows
+HTTP: answers are plain JSON data, refusals are :class:`adjudge.Error` with stable codes.
 """
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ from adjudge.app.receipts import Receipts
 from adjudge.app.reviews import Reviews
 from adjudge.app.tasks import Settings, Tasks
 from adjudge.app.unit import Answer, Idempotency, UnitOfWork
+from adjudge.app.webhooks import DeliveryWorker, Webhooks, WebhookSettings
 from adjudge.app.wiring import default_checker, default_issuer
+from adjudge.gateway.sealed import SecretBox
 from adjudge.market import Checker, ReceiptIssuer
 from adjudge.store import Account, Store
 
@@ -26,9 +28,11 @@ __all__ = [
     "Answer",
     "App",
     "Clock",
+    "DeliveryWorker",
     "Idempotency",
     "Settings",
     "SystemClock",
+    "WebhookSettings",
     "open_app",
 ]
 
@@ -44,7 +48,12 @@ class App:
         checker: Checker | None = None,
         issuer: ReceiptIssuer | None = None,
         settings: Settings | None = None,
+        secrets: SecretBox | None = None,
+        webhooks: WebhookSettings | None = None,
     ) -> None:
+        """``secrets`` seals webhook endpoint secrets at rest: pass the deployment's server key
+        (``adjudge serve --server-key``); without one a fresh key lives as long as this object,
+        so secrets sealed now cannot be opened by another process or after a restart."""
         self.store = store
         self.unit = UnitOfWork(store, clock or SystemClock())
         self.checker = checker or default_checker()
@@ -55,6 +64,8 @@ class App:
         self.calls = Calls(self.unit, self.issuer)
         self.receipts = Receipts(self.unit, getattr(self.issuer, "fingerprint", None))
         self.reviews = Reviews(self.unit)
+        self.secrets = secrets or SecretBox([SecretBox.generate_key()])
+        self.webhooks = Webhooks(self.unit, self.secrets, webhooks or WebhookSettings())
 
     @classmethod
     def open(
@@ -65,12 +76,22 @@ class App:
         checker: Checker | None = None,
         issuer: ReceiptIssuer | None = None,
         settings: Settings | None = None,
+        secrets: SecretBox | None = None,
+        webhooks: WebhookSettings | None = None,
     ) -> App:
         """Open the database at ``url``, bring its schema up to date, and return the use cases
         over it (``STORAGE_ERROR`` when it cannot be opened)."""
         store = Store(url)
         store.migrate()
-        return cls(store, clock=clock, checker=checker, issuer=issuer, settings=settings)
+        return cls(
+            store,
+            clock=clock,
+            checker=checker,
+            issuer=issuer,
+            settings=settings,
+            secrets=secrets,
+            webhooks=webhooks,
+        )
 
     def close(self) -> None:
         """Close the database's connections."""

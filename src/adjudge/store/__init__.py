@@ -4,11 +4,21 @@
 holds is read and written by the module named for it, each a set of functions over a
 :class:`Transaction`: ``records`` (accounts, tasks, submissions, verdicts, disputes),
 ``ledger`` (balances and entries), ``receipt_log`` (the hash chain), ``leases`` (the review
-queue), ``idempotency``, ``quotas`` and ``calls`` (paid calls). Nothing is half-written: a
-transaction commits whole or not at all.
+queue), ``idempotency``, ``quotas``, ``calls`` (paid calls) and ``outbox`` (webhook
+endpoints, events and their deliveries). Nothing is half-written: a transaction commits whole
+or not at all.
 """
 
-from adjudge.store import calls, idempotency, leases, ledger, quotas, receipt_log, records
+from adjudge.store import (
+    calls,
+    idempotency,
+    leases,
+    ledger,
+    outbox,
+    quotas,
+    receipt_log,
+    records,
+)
 from adjudge.store.database import DEFAULT_URL, Store, migrate
 from adjudge.store.receipt_log import StoredReceipt
 from adjudge.store.records import (
@@ -40,6 +50,7 @@ __all__ = [
     "leases",
     "ledger",
     "migrate",
+    "outbox",
     "quotas",
     "receipt_log",
     "records",
