@@ -8,7 +8,7 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from adjudge.app import Account, App
+from adjudge.app import Account, App, WebhookSettings
 from adjudge.app.signed_verdicts import sign_verdict, verdict_payload
 from adjudge.market import ReceiptIssuer
 from adjudge.receipts import SigningKey
@@ -130,7 +130,11 @@ class Harness:
 
 
 def make_harness(
-    store: Store, *, real_checker: bool = False, issuer: ReceiptIssuer | None = None
+    store: Store,
+    *,
+    real_checker: bool = False,
+    issuer: ReceiptIssuer | None = None,
+    webhooks: WebhookSettings | None = None,
 ) -> Harness:
     """A harness over ``store`` (already migrated) with every account funded.
 
@@ -138,7 +142,7 @@ def make_harness(
     """
     clock = FakeClock()
     checker = None if real_checker else FakeChecker()
-    app = App(store, clock=clock, checker=checker, issuer=issuer or FakeIssuer())
+    app = App(store, clock=clock, checker=checker, issuer=issuer or FakeIssuer(), webhooks=webhooks)
     harness = Harness(app, TestClient(create_app(app)), clock)
     for name, (roles, opt_in) in ACCOUNTS.items():
         public = None

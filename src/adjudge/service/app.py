@@ -23,7 +23,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 import adjudge
 from adjudge import web
 from adjudge.app import App
-from adjudge.service import accounts, calls, errors, receipts, reviews, tasks
+from adjudge.service import accounts, calls, errors, receipts, reviews, tasks, webhooks
 from adjudge.service.deps import Use, router
 from adjudge.service.ingress import BodyCap
 
@@ -104,6 +104,7 @@ def create_app(use_cases: App, *, threads: int | None = None) -> FastAPI:
     for module in (health_routes, accounts.routes, tasks.routes, receipts.routes, reviews.routes):
         api.include_router(module)
     api.include_router(calls.routes)
+    api.include_router(webhooks.routes)
     api.mount("/ui", StaticFiles(directory=web.STATIC, html=True), name="ui")
 
     @api.get("/", include_in_schema=False)

@@ -42,6 +42,8 @@ STATUS: dict[str, int] = {
     "TOOL_NOT_FOUND": 404,
     "POLICY_NOT_FOUND": 404,
     "CALL_NOT_FOUND": 404,
+    "WEBHOOK_ENDPOINT_NOT_FOUND": 404,
+    "WEBHOOK_DELIVERY_NOT_FOUND": 404,
     # 409: not now, not in this state (spec: 409 for each of these)
     "VERIFIER_NOT_OPTED_IN": 409,
     "VERIFIER_KEY_REQUIRED": 409,
@@ -60,6 +62,9 @@ STATUS: dict[str, int] = {
     "CONTRACT_EXISTS": 409,
     "POLICY_EXISTS": 409,
     "CALL_EXISTS": 409,
+    "WEBHOOK_ENDPOINT_LIMIT": 409,
+    "WEBHOOK_ENDPOINT_DISABLED": 409,
+    "WEBHOOK_DELIVERY_IN_FLIGHT": 409,
     # 405: the route exists, the method does not
     "METHOD_NOT_ALLOWED": 405,
     # 413: the body is over the size limit
