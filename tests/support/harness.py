@@ -10,6 +10,7 @@ from fastapi.testclient import TestClient
 
 from adjudge.app import Account, App, WebhookSettings
 from adjudge.app.signed_verdicts import sign_verdict, verdict_payload
+from adjudge.gateway.sealed import SecretBox
 from adjudge.market import ReceiptIssuer
 from adjudge.receipts import SigningKey
 from adjudge.service import create_app
@@ -135,6 +136,7 @@ def make_harness(
     real_checker: bool = False,
     issuer: ReceiptIssuer | None = None,
     webhooks: WebhookSettings | None = None,
+    secrets: SecretBox | None = None,
 ) -> Harness:
     """A harness over ``store`` (already migrated) with every account funded.
 
@@ -142,7 +144,14 @@ def make_harness(
     """
     clock = FakeClock()
     checker = None if real_checker else FakeChecker()
-    app = App(store, clock=clock, checker=checker, issuer=issuer or FakeIssuer(), webhooks=webhooks)
+    app = App(
+        store,
+        clock=clock,
+        checker=checker,
+        issuer=issuer or FakeIssuer(),
+        webhooks=webhooks,
+        secrets=secrets,
+    )
     harness = Harness(app, TestClient(create_app(app)), clock)
     for name, (roles, opt_in) in ACCOUNTS.items():
         public = None

@@ -350,6 +350,10 @@ class DeliveryWorker:
             if not busy:
                 self._stop.wait(self.webhooks.settings.poll_seconds)
 
+    def stop_soon(self) -> None:
+        """Ask :meth:`run` to return after the current pass (safe from a signal handler)."""
+        self._stop.set()
+
     def stop(self) -> None:
         """Stop after the current pass and close the sender."""
         self._stop.set()

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import typer
 
-from adjudge.cli import calls, check, receipts, serve, tasks, worker
+from adjudge.cli import calls, check, receipts, serve, tasks, webhooks, worker
 
-AREAS = (check, receipts, calls, serve, tasks, worker)
+AREAS = (check, receipts, calls, serve, tasks, webhooks, worker)
 
 app = typer.Typer(
     name="adjudge",

@@ -39,6 +39,28 @@ def serve(
     demo: Annotated[
         bool, typer.Option(help="Seed demo accounts and tasks into an empty database.")
     ] = False,
+    server_key: Annotated[
+        Path,
+        typer.Option(
+            help="File of the key that seals webhook secrets at rest (made if missing; "
+            "`adjudge webhooks deliver` needs the same file)."
+        ),
+    ] = Path("adjudge-server-key"),
+    webhooks: Annotated[
+        bool,
+        typer.Option(
+            "--webhooks/--no-webhooks",
+            help="Deliver webhooks from this process (a background thread); with "
+            "--no-webhooks run `adjudge webhooks deliver` instead.",
+        ),
+    ] = True,
+    webhooks_allow_private: Annotated[
+        bool,
+        typer.Option(
+            "--webhooks-allow-private",
+            help="Let endpoints use loopback and private addresses (local testing only).",
+        ),
+    ] = False,
 ) -> None:
     """Start the service: migrate the database, print how to reach it, and serve the API.
 
@@ -47,10 +69,12 @@ def serve(
     # Imported here so the rest of the CLI starts without loading the web stack.
     import uvicorn  # noqa: PLC0415
 
-    from adjudge.app import App, Settings  # noqa: PLC0415
+    from adjudge.app import App, DeliveryWorker, Settings, WebhookSettings  # noqa: PLC0415
     from adjudge.app.wiring import SignedReceipts  # noqa: PLC0415
+    from adjudge.cli.webhooks import server_box  # noqa: PLC0415
     from adjudge.receipts import SigningKey  # noqa: PLC0415
     from adjudge.service import create_app  # noqa: PLC0415
+    from adjudge.webhooks import Sender  # noqa: PLC0415
 
     try:
         if signing_key.exists():
@@ -60,7 +84,13 @@ def serve(
             signing_key.touch(mode=0o600)
             signing_key.write_bytes(key.to_pem())
             typer.echo(f"Made a receipt signing key: {signing_key}")
-        app = App.open(db, settings=Settings(fee_bps=fee_bps), issuer=SignedReceipts(key))
+        app = App.open(
+            db,
+            settings=Settings(fee_bps=fee_bps),
+            issuer=SignedReceipts(key),
+            secrets=server_box(server_key),
+            webhooks=WebhookSettings(allow_private=webhooks_allow_private),
+        )
     except Error as exc:
         typer.echo(f"{exc.code}: {exc.message}", err=True)
         raise typer.Exit(2) from exc
@@ -70,6 +100,11 @@ def serve(
     else:
         _bootstrap_admin(app)
     typer.echo(f"Receipts are signed by key {key.keyid}")
+    worker = None
+    if webhooks:
+        sender = Sender(allow_private=webhooks_allow_private)
+        worker = DeliveryWorker(app.webhooks, sender).start()
+        typer.echo("Delivering webhooks from this process (--no-webhooks to leave it to others)")
     typer.echo(
         f"adjudge serving {base}/api/v1 on {app.dialect}; web UI at {base}/, "
         f"API docs at {base}/docs"
@@ -79,7 +114,11 @@ def serve(
         # SQLite takes one writer at a time: more threads only contend for it and the GIL
         # (at 250 finalizes/s offered, p99 16 ms with 8 threads, 81 ms with 40).
         threads = 8 if app.dialect == "sqlite" else 40
-    uvicorn.run(create_app(app, threads=threads), host=host, port=port, log_level="warning")
+    try:
+        uvicorn.run(create_app(app, threads=threads), host=host, port=port, log_level="warning")
+    finally:
+        if worker is not None:
+            worker.stop()
 
 
 def _bootstrap_admin(app: App) -> None:
