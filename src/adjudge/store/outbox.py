@@ -59,6 +59,7 @@ __all__ = [
     "endpoint",
     "endpoints",
     "finish",
+    "has_due",
     "message",
     "replay",
 ]
@@ -476,6 +477,15 @@ def replay(tx: Transaction, delivery_id: str, *, now: datetime) -> bool:
 
 
 # --- the worker's side --------------------------------------------------------------------------
+
+
+def has_due(tx: Transaction, *, now: datetime) -> bool:
+    """Whether any delivery is due and free now: a read, so an idle worker's poll takes no
+    write lock."""
+    d = webhook_deliveries
+    free = or_(d.c.locked_until.is_(None), d.c.locked_until <= now)
+    q = select(d.c.id).where(and_(d.c.status == PENDING, d.c.next_attempt_at <= now, free))
+    return tx.conn.execute(q.limit(1)).first() is not None
 
 
 def claim(tx: Transaction, *, now: datetime, lease: timedelta, limit: int) -> list[Claimed]:
