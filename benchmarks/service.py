@@ -220,6 +220,8 @@ def main() -> None:
             str(args.threads),
             "--signing-key",
             str(Path(tmp.name) / "signing-key.pem"),
+            "--server-key",
+            str(Path(tmp.name) / "server-key"),
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
