@@ -436,7 +436,7 @@ class Service:
         command = [sys.executable, "-m", "adjudge.cli", "serve", "--db", url]
         command += ["--port", str(self.port), "--threads", str(threads)]
         command += ["--signing-key", str(directory / "signing-key.pem")]
-        command += ["--secret-key", str(directory / "secret.key"), "--allow-private-providers"]
+        command += ["--server-key", str(directory / "server-key"), "--allow-private-providers"]
         self.process = subprocess.Popen(
             command,
             stdout=subprocess.DEVNULL,

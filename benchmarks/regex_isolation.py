@@ -213,6 +213,8 @@ def main() -> None:
             str(port),
             "--signing-key",
             str(Path(tmp.name) / "key.pem"),
+            "--server-key",
+            str(Path(tmp.name) / "server-key"),
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

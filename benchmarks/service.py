@@ -225,6 +225,8 @@ def main() -> None:
             str(args.threads),
             "--signing-key",
             str(Path(tmp.name) / "signing-key.pem"),
+            "--server-key",
+            str(Path(tmp.name) / "server-key"),
             *(["--no-access-log"] if args.no_access_log else []),
         ],
         stdout=subprocess.DEVNULL,

@@ -685,6 +685,60 @@ class Client:
         """Every balance and the two sums that prove the ledger whole (admins)."""
         return dict(self.request("GET", "/ledger"))
 
+    # --- webhooks ---------------------------------------------------------------------------
+
+    def create_webhook(
+        self,
+        url: str,
+        *,
+        event_types: list[str] | None = None,
+        description: str = "",
+        idempotency_key: str | None = None,
+    ) -> dict[str, Any]:
+        """Register an endpoint for the caller's events; the answer's ``secret`` is shown once."""
+        body = {"url": url, "event_types": event_types, "description": description}
+        return dict(
+            self.request("POST", "/webhooks/endpoints", body, idempotency_key=idempotency_key)
+        )
+
+    def webhooks(self) -> list[dict[str, Any]]:
+        """The caller's endpoints (never their secrets)."""
+        return list(self.request("GET", "/webhooks/endpoints")["endpoints"])
+
+    def delete_webhook(self, endpoint_id: str) -> dict[str, Any]:
+        """Disable an endpoint for good."""
+        return dict(self.request("DELETE", f"/webhooks/endpoints/{endpoint_id}"))
+
+    def test_webhook(self, endpoint_id: str) -> dict[str, Any]:
+        """Queue a ``webhook.test`` event for an endpoint; returns its delivery."""
+        return dict(self.request("POST", f"/webhooks/endpoints/{endpoint_id}/test"))
+
+    def deliveries(
+        self,
+        *,
+        endpoint: str | None = None,
+        status: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> dict[str, Any]:
+        """One page of the caller's delivery log, newest first (``next_cursor`` continues)."""
+        params = {"endpoint": endpoint, "status": status, "limit": limit, "cursor": cursor}
+        return dict(self.request("GET", "/webhooks/deliveries", params=params))
+
+    def delivery(self, delivery_id: str) -> dict[str, Any]:
+        """One delivery with the event it carries."""
+        return dict(self.request("GET", f"/webhooks/deliveries/{delivery_id}"))
+
+    def replay(self, delivery_id: str, *, idempotency_key: str | None = None) -> dict[str, Any]:
+        """Send a delivery again now (the same event and webhook-id, signed anew)."""
+        return dict(
+            self.request(
+                "POST",
+                f"/webhooks/deliveries/{delivery_id}/replay",
+                idempotency_key=idempotency_key,
+            )
+        )
+
 
 def _param(value: Any) -> Any:
     # httpx writes True as "true" already; kept explicit so the query reads as the API's.

@@ -26,7 +26,7 @@ def test_serve_demo_on_loopback(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'demo.db'}"
     key = str(tmp_path / "signing-key.pem")
     cmd = [sys.executable, "-m", "adjudge.cli", "serve", "--demo", "--db", db, "--port", str(port)]
-    cmd += ["--signing-key", key]
+    cmd += ["--signing-key", key, "--server-key", str(tmp_path / "server-key")]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
@@ -42,6 +42,8 @@ def test_serve_demo_on_loopback(tmp_path: Path) -> None:
         pat = re.search(r"^  pat\s+(\S+)", out, re.M)
         assert pat, out
         assert "Receipts are signed by key" in out and Path(key).exists()
+        assert (tmp_path / "server-key").stat().st_mode & 0o777 == 0o600
+        assert "Delivering webhooks from this process" in out
         assert "Verifier vera's private key" in out and "BEGIN PRIVATE KEY" in out
         headers = {"Authorization": f"Bearer {pat.group(1)}"}
         for _ in range(100):

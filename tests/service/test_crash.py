@@ -54,6 +54,8 @@ class Server:
                 str(self.port),
                 "--signing-key",
                 str(self.key),
+                "--server-key",
+                str(self.key.with_name("server-key")),
             ],
             stdout=log.open("w"),
             stderr=subprocess.STDOUT,

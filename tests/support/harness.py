@@ -8,8 +8,9 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from adjudge.app import Account, App
+from adjudge.app import Account, App, WebhookSettings
 from adjudge.app.signed_verdicts import sign_verdict, verdict_payload
+from adjudge.gateway.sealed import SecretBox
 from adjudge.kernel.oracle import Record
 from adjudge.kernel.semantic import Quote
 from adjudge.market import ReceiptIssuer
@@ -151,7 +152,12 @@ class Harness:
 
 
 def make_harness(
-    store: Store, *, real_checker: bool = False, issuer: ReceiptIssuer | None = None
+    store: Store,
+    *,
+    real_checker: bool = False,
+    issuer: ReceiptIssuer | None = None,
+    webhooks: WebhookSettings | None = None,
+    secrets: SecretBox | None = None,
 ) -> Harness:
     """A harness over ``store`` (already migrated) with every account funded.
 
@@ -159,7 +165,14 @@ def make_harness(
     """
     clock = FakeClock()
     checker = None if real_checker else FakeChecker()
-    app = App(store, clock=clock, checker=checker, issuer=issuer or FakeIssuer())
+    app = App(
+        store,
+        clock=clock,
+        checker=checker,
+        issuer=issuer or FakeIssuer(),
+        webhooks=webhooks,
+        secrets=secrets,
+    )
     harness = Harness(app, TestClient(create_app(app)), clock)
     for name, (roles, opt_in) in ACCOUNTS.items():
         public = None

@@ -1,11 +1,12 @@
 """adjudge's use cases: the one object the HTTP service, the CLI and the workers hold.
 
 ``App(store, clock=…, checker=…, issuer=…)`` groups the use cases by what they act on:
-``accounts``, ``tasks``, ``calls``, ``gateway``, ``receipts`` and ``reviews``. Each state change
-is one unit of work (:mod:`adjudge.app.unit`: the transaction, the clock, the lost-race retry,
-the Idempotency-Key); each money movement happens in :mod:`adjudge.app.settlement`, and only
-from a determination signed into a receipt in the same transaction. Nothing here knows HTTP: answers
-are plain JSON data, refusals are :class:`adjudge.Error` with stable codes.
+``accounts``, ``tasks``, ``calls``, ``gateway``, ``receipts``, ``reviews`` and ``webhooks``.
+Each state change is one unit of work (:mod:`adjudge.app.unit`: the transaction, the clock, the
+lost-race retry, the Idempotency-Key); each money movement happens in
+:mod:`adjudge.app.settlement`, and only from a determination signed into a receipt in the same
+transaction. Nothing here knows HTTP: answers are plain JSON data, refusals are
+:class:`adjudge.Error` with stable codes.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from adjudge.app.receipts import Receipts
 from adjudge.app.reviews import Reviews
 from adjudge.app.tasks import Settings, Tasks
 from adjudge.app.unit import Answer, Idempotency, UnitOfWork
+from adjudge.app.webhooks import DeliveryWorker, Webhooks, WebhookSettings
 from adjudge.app.wiring import default_checker, default_issuer
 from adjudge.gateway import Forwarder, SecretBox
 from adjudge.market import Checker, ReceiptIssuer
@@ -28,9 +30,11 @@ __all__ = [
     "Answer",
     "App",
     "Clock",
+    "DeliveryWorker",
     "Idempotency",
     "Settings",
     "SystemClock",
+    "WebhookSettings",
     "open_app",
 ]
 
@@ -49,7 +53,12 @@ class App:
         secrets: SecretBox | None = None,
         forwarder: Forwarder | None = None,
         private_providers: bool = False,
+        webhooks: WebhookSettings | None = None,
     ) -> None:
+        """``secrets`` seals secrets at rest (the gateway's signing keys, providers'
+        credentials, webhook endpoint secrets): pass the deployment's server key (``adjudge
+        serve --server-key``); without one a fresh key lives as long as this object, so secrets
+        sealed now cannot be opened by another process or after a restart."""
         self.store = store
         self.unit = UnitOfWork(store, clock or SystemClock())
         self.checker = checker or default_checker()
@@ -58,15 +67,17 @@ class App:
         self.accounts = Accounts(self.unit)
         self.tasks = Tasks(self.unit, self.checker, self.issuer, self.settings)
         self.calls = Calls(self.unit, self.issuer)
+        self.secrets = secrets or SecretBox([SecretBox.generate_key()])
         self.gateway = Gateway(
             self.unit,
             self.issuer,
-            box=secrets or SecretBox([SecretBox.generate_key()]),
+            box=self.secrets,
             forwarder=forwarder,
             private_providers=private_providers,
         )
         self.receipts = Receipts(self.unit, getattr(self.issuer, "fingerprint", None))
         self.reviews = Reviews(self.unit)
+        self.webhooks = Webhooks(self.unit, self.secrets, webhooks or WebhookSettings())
 
     @classmethod
     def open(
@@ -79,6 +90,7 @@ class App:
         settings: Settings | None = None,
         secrets: SecretBox | None = None,
         private_providers: bool = False,
+        webhooks: WebhookSettings | None = None,
     ) -> App:
         """Open the database at ``url``, bring its schema up to date, and return the use cases
         over it (``STORAGE_ERROR`` when it cannot be opened)."""
@@ -92,6 +104,7 @@ class App:
             settings=settings,
             secrets=secrets,
             private_providers=private_providers,
+            webhooks=webhooks,
         )
 
     def close(self) -> None:

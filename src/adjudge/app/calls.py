@@ -53,9 +53,10 @@ from adjudge.calls.quality import PenaltyProposal, QualityTerms, parse_terms
 from adjudge.calls.verify import digest_of, digested_bytes
 from adjudge.errors import CriteriaError, Error
 from adjudge.kernel import Determination
-from adjudge.store import Account, Transaction, call_reports, receipt_log, records
+from adjudge.store import Account, Transaction, call_reports, outbox, receipt_log, records
 from adjudge.store import calls as db
 from adjudge.store import gateway as gateway_db
+from adjudge.webhooks import events
 
 #: The highest policy version the store holds (a 32-bit integer column).
 MAX_VERSION = 2**31 - 1
@@ -417,6 +418,16 @@ class Calls:
                 response=response,
                 receipt_id=receipt_id,
                 source="reported",
+            )
+            kind, data = events.call_settled(
+                stored.record, submitted_by=who.id, source=stored.source, receipt_id=receipt_id
+            )
+            outbox.emit(
+                tx,
+                events.call_parties(who.id, call.provider),
+                kind,
+                events.payload(kind, data, now),
+                at=now,
             )
             return call_view(stored)
 

@@ -15,6 +15,11 @@ Three kinds of movement, each in the transaction of the use case that causes it:
   upholds its caller's report, against the ruling's receipt (checked here, as the wallet is no
   holding account the ledger guards).
 
+Every change a marketplace hears of happens here too, and so its event is written here, in the
+same transaction (``outbox.emit``: the webhook outbox, :mod:`adjudge.store.outbox`): a
+verdict or a ruling, a payout, a refund, a dispute, an escalation. A change that rolls back
+leaves no event; delivery happens later and can never undo it.
+
 The HTTP service, the CLI and the workers never reach this module (an import-linter contract
 keeps it so); they call use cases, which call it.
 """
@@ -32,12 +37,22 @@ from adjudge.market import (
     ReceiptIssuer,
     Routed,
     Settlement,
+    Status,
     Transfer,
     VerdictReached,
     penalize,
     wallet_account,
 )
-from adjudge.store import StoredDispute, StoredTask, Transaction, ledger, receipt_log, records
+from adjudge.store import (
+    StoredDispute,
+    StoredTask,
+    Transaction,
+    ledger,
+    outbox,
+    receipt_log,
+    records,
+)
+from adjudge.webhooks import events
 
 #: The most money the ledger holds in total (its columns are signed 64-bit integers).
 MAX_MONEY = 2**63 - 1
@@ -67,9 +82,16 @@ def apply(
     tx: Transaction, stored: StoredTask, out: Outcome, issuer: ReceiptIssuer, *, at: datetime
 ) -> StoredTask:
     """Store a task event's outcome: the new state first (a lost race fails fast), then the
-    verdict's receipt, the money it releases, and the rest of the effects."""
+    verdict's receipt, the money it releases, and the rest of the effects, each with the
+    event its parties' webhooks hear of."""
     updated = records.update_task(tx, stored, out.task)
-    task_id = out.task.id
+    task = out.task
+    task_id = task.id
+    parties = events.task_parties(task)
+
+    def emit(event: tuple[str, dict[str, object]]) -> None:
+        outbox.emit(tx, parties, event[0], events.payload(*event, at), at=at)
+
     verdict = next((e for e in out.effects if isinstance(e, VerdictReached)), None)
     settlement = next((e for e in out.effects if isinstance(e, Settlement)), None)
     if verdict is not None:
@@ -82,8 +104,10 @@ def apply(
             at=at,
         )
         records.add_verdict(tx, verdict, receipt.id)
+        emit(events.verdict(verdict, task, receipt.id))
         if settlement is not None:
             ledger.transfer(tx, settlement.transfers, task_id=task_id, at=at, receipt_id=receipt.id)
+            emit(events.settlement(settlement, task, receipt.id))
     elif settlement is not None:
         sub = records.submission(tx, task_id, settlement.attempt) if settlement.attempt else None
         found = records.verdicts(tx, task_id)
@@ -97,6 +121,9 @@ def apply(
             at=at,
         )
         ledger.transfer(tx, settlement.transfers, task_id=task_id, at=at, receipt_id=receipt.id)
+        emit(events.settlement(settlement, task, receipt.id))
+    if task.status is Status.ESCALATED and stored.task.status is not Status.ESCALATED:
+        emit(events.escalated(task))
     for effect in out.effects:
         if isinstance(effect, Routed):
             _route(tx, effect, issuer, at)
@@ -113,6 +140,7 @@ def apply(
                 tx,
                 StoredDispute(effect.task_id, effect.attempt, effect.by, effect.reason, effect.at),
             )
+            emit(events.dispute(effect, task))
     return updated
 
 

@@ -11,7 +11,6 @@ from adjudge.errors import Error
 
 if TYPE_CHECKING:
     from adjudge.app import App
-    from adjudge.gateway import SecretBox
 
 
 def register(app: typer.Typer) -> None:
@@ -33,13 +32,14 @@ def serve(
         Path,
         typer.Option(help="PEM file of the Ed25519 key that signs receipts (made if missing)."),
     ] = Path("adjudge-signing-key.pem"),
-    secret_key: Annotated[
+    server_key: Annotated[
         Path,
         typer.Option(
-            help="File of the server secret that seals the gateway's signing keys and "
-            "providers' credentials at rest (made if missing; keep it with the database)."
+            help="File of the server key that seals secrets at rest — the gateway's signing "
+            "keys, providers' credentials, webhook secrets (made if missing; keep it with the "
+            "database; `adjudge webhooks deliver` needs the same file)."
         ),
-    ] = Path("adjudge-secret.key"),
+    ] = Path("adjudge-server-key"),
     allow_private_providers: Annotated[
         bool,
         typer.Option(
@@ -61,6 +61,21 @@ def serve(
             help="Write one JSON line per request to standard error.",
         ),
     ] = True,
+    webhooks: Annotated[
+        bool,
+        typer.Option(
+            "--webhooks/--no-webhooks",
+            help="Deliver webhooks from this process (a background thread); with "
+            "--no-webhooks run `adjudge webhooks deliver` instead.",
+        ),
+    ] = True,
+    webhooks_allow_private: Annotated[
+        bool,
+        typer.Option(
+            "--webhooks-allow-private",
+            help="Let endpoints use loopback and private addresses (local testing only).",
+        ),
+    ] = False,
 ) -> None:
     """Start the service: migrate the database, print how to reach it, and serve the API.
 
@@ -69,10 +84,12 @@ def serve(
     # Imported here so the rest of the CLI starts without loading the web stack.
     import uvicorn  # noqa: PLC0415
 
-    from adjudge.app import App, Settings  # noqa: PLC0415
+    from adjudge.app import App, DeliveryWorker, Settings, WebhookSettings  # noqa: PLC0415
     from adjudge.app.wiring import SignedReceipts  # noqa: PLC0415
+    from adjudge.cli.webhooks import server_box  # noqa: PLC0415
     from adjudge.receipts import SigningKey  # noqa: PLC0415
     from adjudge.service import create_app, enable_access_log  # noqa: PLC0415
+    from adjudge.webhooks import Sender  # noqa: PLC0415
 
     try:
         if signing_key.exists():
@@ -86,8 +103,9 @@ def serve(
             db,
             settings=Settings(fee_bps=fee_bps),
             issuer=SignedReceipts(key),
-            secrets=_secrets(secret_key),
+            secrets=server_box(server_key),
             private_providers=allow_private_providers,
+            webhooks=WebhookSettings(allow_private=webhooks_allow_private),
         )
         app.gateway.recover()  # calls a stopped process left pending: their money goes back
     except Error as exc:
@@ -99,6 +117,11 @@ def serve(
     else:
         _bootstrap_admin(app)
     typer.echo(f"Receipts are signed by key {key.keyid}")
+    worker = None
+    if webhooks:
+        sender = Sender(allow_private=webhooks_allow_private)
+        worker = DeliveryWorker(app.webhooks, sender).start()
+        typer.echo("Delivering webhooks from this process (--no-webhooks to leave it to others)")
     typer.echo(
         f"adjudge serving {base}/api/v1 on {app.dialect}; web UI at {base}/, "
         f"API docs at {base}/docs"
@@ -110,20 +133,11 @@ def serve(
         # SQLite takes one writer at a time: more threads only contend for it and the GIL
         # (at 250 finalizes/s offered, p99 16 ms with 8 threads, 81 ms with 40).
         threads = 8 if app.dialect == "sqlite" else 40
-    uvicorn.run(create_app(app, threads=threads), host=host, port=port, log_level="warning")
-
-
-def _secrets(path: Path) -> SecretBox:
-    """The server secret from ``path``, made (readable by its owner only) on first start."""
-    from adjudge.gateway import SecretBox  # noqa: PLC0415
-
-    if path.exists():
-        return SecretBox([SecretBox.key_from_text(path.read_text(encoding="ascii").strip())])
-    key = SecretBox.generate_key()
-    path.touch(mode=0o600)
-    path.write_text(SecretBox.key_to_text(key) + "\n", encoding="ascii")
-    typer.echo(f"Made a server secret: {path}")
-    return SecretBox([key])
+    try:
+        uvicorn.run(create_app(app, threads=threads), host=host, port=port, log_level="warning")
+    finally:
+        if worker is not None:
+            worker.stop()
 
 
 def _bootstrap_admin(app: App) -> None:

@@ -24,7 +24,17 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 import adjudge
 from adjudge import web
 from adjudge.app import App
-from adjudge.service import accounts, calls, docs, errors, gateway, receipts, reviews, tasks
+from adjudge.service import (
+    accounts,
+    calls,
+    docs,
+    errors,
+    gateway,
+    receipts,
+    reviews,
+    tasks,
+    webhooks,
+)
 from adjudge.service.access import RequestLog
 from adjudge.service.deps import Use, router
 from adjudge.service.ingress import BodyCap
@@ -132,6 +142,7 @@ def create_app(use_cases: App, *, threads: int | None = None) -> FastAPI:
     api.include_router(calls.routes)
     api.include_router(gateway.public)
     docs_policy = docs.install(api)
+    api.include_router(webhooks.routes)
     api.mount("/ui", StaticFiles(directory=web.STATIC, html=True), name="ui")
     # `/` is the MCP endpoint (the goassay client accepts only a few paths, `/` first); a
     # browser's GET still goes to the web UI.

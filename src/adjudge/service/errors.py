@@ -46,6 +46,8 @@ STATUS: dict[str, int] = {
     "POLICY_NOT_FOUND": 404,
     "CALL_NOT_FOUND": 404,
     "REPORT_NOT_FOUND": 404,
+    "WEBHOOK_ENDPOINT_NOT_FOUND": 404,
+    "WEBHOOK_DELIVERY_NOT_FOUND": 404,
     # 409: not now, not in this state (spec: 409 for each of these)
     "VERIFIER_NOT_OPTED_IN": 409,
     "VERIFIER_KEY_REQUIRED": 409,
@@ -68,6 +70,9 @@ STATUS: dict[str, int] = {
     "REPORT_NOT_ALLOWED": 409,
     "REPORT_WINDOW_CLOSED": 409,
     "REPORT_RULED": 409,
+    "WEBHOOK_ENDPOINT_LIMIT": 409,
+    "WEBHOOK_ENDPOINT_DISABLED": 409,
+    "WEBHOOK_DELIVERY_IN_FLIGHT": 409,
     # 405: the route exists, the method does not
     "METHOD_NOT_ALLOWED": 405,
     # 413: the body is over the size limit

@@ -5,8 +5,9 @@ holds is read and written by the module named for it, each a set of functions ov
 :class:`Transaction`: ``records`` (accounts, tasks, submissions, verdicts, disputes),
 ``ledger`` (balances and entries), ``receipt_log`` (the hash chain), ``leases`` (the review
 queue), ``idempotency``, ``quotas``, ``calls`` (verified paid calls), ``call_reports`` (reports
-of bad call results) and ``gateway`` (callable tools, signing keys, credentials, forwarded
-calls). Nothing is half-written: a transaction commits whole or not at all.
+of bad call results), ``gateway`` (callable tools, signing keys, credentials, forwarded calls)
+and ``outbox`` (webhook endpoints, events and their deliveries). Nothing is half-written: a
+transaction commits whole or not at all.
 """
 
 from adjudge.store import (
@@ -16,6 +17,7 @@ from adjudge.store import (
     idempotency,
     leases,
     ledger,
+    outbox,
     quotas,
     receipt_log,
     records,
@@ -53,6 +55,7 @@ __all__ = [
     "leases",
     "ledger",
     "migrate",
+    "outbox",
     "quotas",
     "receipt_log",
     "records",

@@ -1,0 +1,378 @@
+"""Webhook use cases: endpoints, the delivery log, replays, and the delivery worker.
+
+- Any account registers endpoints (at most :data:`WebhookSettings.max_endpoints` enabled at
+  once), each with a fresh ``whsec_`` secret shown once, in the answer of its creation (and to
+  the same caller again on a retry with the same Idempotency-Key: that answer is sealed under
+  the key, :meth:`UnitOfWork.once`). The store keeps the secret sealed with the server key
+  (:class:`adjudge.gateway.SecretBox`); no read returns it.
+- Events are written by the state changes themselves (``outbox.emit`` in
+  :mod:`adjudge.app.settlement` and :mod:`adjudge.app.calls`), in their transactions.
+- :meth:`Webhooks.deliver_due` is one pass of the worker: lease the due deliveries, send them
+  all at once outside any transaction (:class:`adjudge.webhooks.Sender`), record each attempt
+  under its lease with the next one on the retry schedule. :class:`DeliveryWorker` runs passes
+  on a thread (``adjudge serve`` starts one; ``adjudge webhooks deliver`` is one alone).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from adjudge.app.unit import Answer, Idempotency, UnitOfWork
+from adjudge.errors import Error
+from adjudge.gateway.sealed import SecretBox, SecretError
+from adjudge.store import Account, Transaction, outbox
+from adjudge.webhooks import events, schedule
+from adjudge.webhooks.sender import Outgoing, Sender
+from adjudge.webhooks.signing import body_bytes, new_secret
+from adjudge.webhooks.urls import endpoint_url
+
+log = logging.getLogger("adjudge.webhooks")
+
+#: The states a delivery is listed by.
+STATUSES = (outbox.PENDING, outbox.DELIVERED, outbox.FAILED)
+
+
+@dataclass(frozen=True)
+class WebhookSettings:
+    """How webhooks behave in this deployment.
+
+    ``lease`` must outlast one pass's sends (a batch takes at most about the sender's total
+    deadline, 10 s by default), so no other worker takes a delivery while it is being sent.
+    """
+
+    allow_private: bool = False  # endpoints on loopback/private addresses (local testing)
+    max_endpoints: int = 10
+    lease: timedelta = timedelta(seconds=60)
+    batch: int = 50
+    poll_seconds: float = 1.0
+    schedule: tuple[timedelta, ...] = schedule.SCHEDULE
+
+    @property
+    def max_attempts(self) -> int:
+        """Attempts a delivery gets before it is ``failed``."""
+        return len(self.schedule) + 1
+
+
+def secret_context(endpoint_id: str) -> str:
+    """What an endpoint's sealed secret is bound to: it opens for that endpoint only."""
+    return f"webhook-secret:{endpoint_id}"
+
+
+def _iso(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat()
+
+
+def endpoint_view(e: outbox.StoredEndpoint) -> dict[str, Any]:
+    """An endpoint as its owner sees it: never its secret."""
+    return {
+        "id": e.id,
+        "url": e.url,
+        "event_types": None if e.event_types is None else list(e.event_types),
+        "description": e.description,
+        "enabled": e.enabled,
+        "created_at": _iso(e.created_at),
+        "disabled_at": _iso(e.disabled_at),
+    }
+
+
+def delivery_view(d: outbox.StoredDelivery, max_attempts: int) -> dict[str, Any]:
+    """A delivery's log line: status, attempts, the last answer or error, the next attempt."""
+    return {
+        "id": d.id,
+        "message_id": d.message_id,
+        "endpoint_id": d.endpoint_id,
+        "type": d.type,
+        "status": d.status,
+        "attempts": d.attempts,
+        "max_attempts": max_attempts,
+        "next_attempt_at": _iso(d.next_attempt_at) if d.status == outbox.PENDING else None,
+        "last_attempt_at": _iso(d.last_attempt_at),
+        "last_status": d.last_status,
+        "last_error": d.last_error,
+        "delivered_at": _iso(d.delivered_at),
+        "replays": d.replays,
+        "created_at": _iso(d.created_at),
+    }
+
+
+class Webhooks:
+    """The webhook use cases over one store, sealing secrets with ``box``."""
+
+    def __init__(self, unit: UnitOfWork, box: SecretBox, settings: WebhookSettings) -> None:
+        self.unit = unit
+        self.box = box
+        self.settings = settings
+
+    # --- endpoints ------------------------------------------------------------------------
+
+    def create_endpoint(
+        self,
+        account: Account,
+        url: str,
+        *,
+        event_types: Sequence[str] | None = None,
+        description: str = "",
+        key: str | None = None,
+    ) -> Answer[dict[str, Any]]:
+        """Register an endpoint; the answer carries its ``secret``, shown this once."""
+        checked = endpoint_url(url, allow_private=self.settings.allow_private)
+        types = events.event_types(event_types)
+        if len(description) > 200 or "\x00" in description:
+            raise Error("A description is at most 200 characters.", code="INVALID_REQUEST")
+        inputs = {"url": url, "event_types": types, "description": description}
+        idem = Idempotency.of(key, "webhooks.create_endpoint", inputs)
+
+        def run(tx: Transaction) -> dict[str, Any]:
+            enabled = [e for e in outbox.endpoints(tx, account.id) if e.enabled]
+            if len(enabled) >= self.settings.max_endpoints:
+                raise Error(
+                    f"An account has at most {self.settings.max_endpoints} enabled endpoints; "
+                    "delete one first.",
+                    code="WEBHOOK_ENDPOINT_LIMIT",
+                )
+            endpoint_id = "whep_" + uuid.uuid4().hex[:24]
+            secret = new_secret()
+            stored = outbox.add_endpoint(
+                tx,
+                endpoint_id=endpoint_id,
+                account_id=account.id,
+                url=checked,
+                sealed_secret=self.box.seal(secret, context=secret_context(endpoint_id)),
+                event_types=types,
+                description=description,
+                at=self.unit.now(),
+            )
+            return {**endpoint_view(stored), "secret": secret}
+
+        return self.unit.once(account.id, idem, run, seal=True)
+
+    def endpoints(self, account: Account) -> dict[str, Any]:
+        """The caller's endpoints (disabled ones too), without their secrets."""
+        found = self.unit.read(lambda tx: outbox.endpoints(tx, account.id))
+        return {"endpoints": [endpoint_view(e) for e in found]}
+
+    def endpoint(self, account: Account, endpoint_id: str) -> dict[str, Any]:
+        """One of the caller's endpoints (``WEBHOOK_ENDPOINT_NOT_FOUND`` for anyone else's)."""
+        return endpoint_view(self.unit.read(lambda tx: _own_endpoint(tx, account, endpoint_id)))
+
+    def disable_endpoint(
+        self, account: Account, endpoint_id: str, *, key: str | None = None
+    ) -> Answer[dict[str, Any]]:
+        """Disable one of the caller's endpoints for good; its pending deliveries end
+        ``failed``. Disabling a disabled endpoint changes nothing."""
+        idem = Idempotency.of(key, "webhooks.disable_endpoint", {"endpoint": endpoint_id})
+
+        def run(tx: Transaction) -> dict[str, Any]:
+            _own_endpoint(tx, account, endpoint_id)
+            outbox.disable_endpoint(tx, endpoint_id, at=self.unit.now())
+            return endpoint_view(_own_endpoint(tx, account, endpoint_id))
+
+        return self.unit.once(account.id, idem, run)
+
+    def test_endpoint(
+        self, account: Account, endpoint_id: str, *, key: str | None = None
+    ) -> Answer[dict[str, Any]]:
+        """Queue a ``webhook.test`` event for one of the caller's enabled endpoints; answers
+        its delivery."""
+        idem = Idempotency.of(key, "webhooks.test_endpoint", {"endpoint": endpoint_id})
+
+        def run(tx: Transaction) -> dict[str, Any]:
+            found = _own_endpoint(tx, account, endpoint_id)
+            if not found.enabled:
+                raise Error(
+                    f"The endpoint {endpoint_id} is disabled.", code="WEBHOOK_ENDPOINT_DISABLED"
+                )
+            now = self.unit.now()
+            data = {"endpoint_id": endpoint_id, "account": account.id}
+            msg = outbox.emit_to(
+                tx, found, "webhook.test", events.payload("webhook.test", data, now), now
+            )
+            made = outbox.delivery_of(tx, msg, endpoint_id)
+            assert made is not None
+            return delivery_view(made, self.settings.max_attempts)
+
+        return self.unit.once(account.id, idem, run)
+
+    # --- the delivery log -----------------------------------------------------------------
+
+    def deliveries(
+        self,
+        account: Account,
+        *,
+        endpoint_id: str | None = None,
+        status: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> dict[str, Any]:
+        """The caller's deliveries, newest first, a page at a time."""
+        if status is not None and status not in STATUSES:
+            raise Error(
+                f"No delivery status {status!r}; use one of {', '.join(STATUSES)}.",
+                code="INVALID_REQUEST",
+            )
+
+        def run(tx: Transaction) -> dict[str, Any]:
+            if endpoint_id is not None:
+                _own_endpoint(tx, account, endpoint_id)
+            page = outbox.deliveries(
+                tx, account.id, endpoint_id=endpoint_id, status=status, limit=limit, cursor=cursor
+            )
+            return {
+                "deliveries": [delivery_view(d, self.settings.max_attempts) for d in page.items],
+                "next_cursor": page.next_cursor,
+            }
+
+        return self.unit.read(run)
+
+    def delivery(self, account: Account, delivery_id: str) -> dict[str, Any]:
+        """One of the caller's deliveries with the event it carries (``payload``)."""
+
+        def run(tx: Transaction) -> dict[str, Any]:
+            found = _own_delivery(tx, account, delivery_id)
+            view = delivery_view(found, self.settings.max_attempts)
+            view["payload"] = outbox.message(tx, found.message_id)
+            return view
+
+        return self.unit.read(run)
+
+    def replay(
+        self, account: Account, delivery_id: str, *, key: str | None = None
+    ) -> Answer[dict[str, Any]]:
+        """Send one of the caller's deliveries again, now, with a fresh count of attempts: the
+        same event under the same ``webhook-id`` (a receiver that has it already drops it).
+
+        Refused while a worker is sending it (``WEBHOOK_DELIVERY_IN_FLIGHT``) and for a
+        disabled endpoint (``WEBHOOK_ENDPOINT_DISABLED``).
+        """
+        idem = Idempotency.of(key, "webhooks.replay", {"delivery": delivery_id})
+
+        def run(tx: Transaction) -> dict[str, Any]:
+            found = _own_delivery(tx, account, delivery_id)
+            target = outbox.endpoint(tx, found.endpoint_id)
+            if target is None or not target.enabled:
+                raise Error(
+                    f"The endpoint {found.endpoint_id} is disabled; nothing is sent to it.",
+                    code="WEBHOOK_ENDPOINT_DISABLED",
+                )
+            if not outbox.replay(tx, delivery_id, now=self.unit.now()):
+                raise Error(
+                    "This delivery is being attempted right now; replay it once the attempt "
+                    "is recorded.",
+                    code="WEBHOOK_DELIVERY_IN_FLIGHT",
+                )
+            again = outbox.delivery(tx, delivery_id)
+            assert again is not None
+            return delivery_view(again, self.settings.max_attempts)
+
+        return self.unit.once(account.id, idem, run)
+
+    # --- delivering -------------------------------------------------------------------------
+
+    def deliver_due(self, sender: Sender, *, limit: int | None = None) -> int:
+        """One pass of the worker: lease the due deliveries, send them at once, record each
+        attempt. Returns how many were attempted (0: nothing was due)."""
+        st = self.settings
+        now = self.unit.now()
+        if not self.unit.read(lambda tx: outbox.has_due(tx, now=now)):
+            return 0  # the common case when idle: no write lock taken
+        claimed = self.unit.write(
+            lambda tx: outbox.claim(tx, now=now, lease=st.lease, limit=limit or st.batch)
+        )
+        if not claimed:
+            return 0
+        outgoing: list[Outgoing | None] = []
+        refused: dict[str, str] = {}
+        for c in claimed:
+            try:
+                secret = self.box.open_text(c.sealed_secret, context=secret_context(c.endpoint_id))
+            except SecretError as exc:
+                refused[c.delivery_id] = f"{exc.code}: {exc.message}"
+                outgoing.append(None)
+                continue
+            outgoing.append(Outgoing(c.url, secret, c.message_id, body_bytes(c.payload)))
+        sent = iter(sender.send_many([o for o in outgoing if o is not None]))
+        results: list[tuple[outbox.Claimed, bool, int | None, str | None]] = []
+        for c, o in zip(claimed, outgoing, strict=True):
+            if o is None:
+                results.append((c, False, None, refused[c.delivery_id]))
+            else:
+                a = next(sent)
+                results.append((c, a.ok, a.status, a.error))
+        done = self.unit.now()
+
+        def record(tx: Transaction) -> None:
+            for c, ok, status, error in results:
+                next_at = None if ok else schedule.next_attempt(c.attempts + 1, done, st.schedule)
+                if not outbox.finish(
+                    tx, c, now=done, ok=ok, status=status, error=error, next_at=next_at
+                ):
+                    log.warning("delivery %s: lease lost before its attempt was recorded", c)
+
+        self.unit.write(record)
+        return len(claimed)
+
+    def counts(self) -> dict[str, int]:
+        """How many deliveries are pending, delivered and failed."""
+        return self.unit.read(outbox.counts)
+
+
+class DeliveryWorker:
+    """Runs :meth:`Webhooks.deliver_due` on a daemon thread until :meth:`stop`.
+
+    After a pass that found work it looks again at once; after an idle pass, or a failure
+    (logged: a database that is briefly away), it waits ``poll_seconds``.
+    """
+
+    def __init__(self, webhooks: Webhooks, sender: Sender) -> None:
+        self.webhooks = webhooks
+        self.sender = sender
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> DeliveryWorker:
+        """Start the thread."""
+        self._thread = threading.Thread(target=self.run, name="adjudge-webhooks", daemon=True)
+        self._thread.start()
+        return self
+
+    def run(self) -> None:
+        """Deliver until stopped (on the calling thread)."""
+        while not self._stop.is_set():
+            try:
+                busy = self.webhooks.deliver_due(self.sender) > 0
+            except Exception:  # a failed pass is retried; the worker never dies of one
+                log.exception("a webhook delivery pass failed")
+                busy = False
+            if not busy:
+                self._stop.wait(self.webhooks.settings.poll_seconds)
+
+    def stop_soon(self) -> None:
+        """Ask :meth:`run` to return after the current pass (safe from a signal handler)."""
+        self._stop.set()
+
+    def stop(self) -> None:
+        """Stop after the current pass and close the sender."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+        self.sender.close()
+
+
+def _own_endpoint(tx: Transaction, account: Account, endpoint_id: str) -> outbox.StoredEndpoint:
+    found = outbox.endpoint(tx, endpoint_id)
+    if found is None or found.account_id != account.id:
+        raise Error(f"You have no endpoint {endpoint_id}.", code="WEBHOOK_ENDPOINT_NOT_FOUND")
+    return found
+
+
+def _own_delivery(tx: Transaction, account: Account, delivery_id: str) -> outbox.StoredDelivery:
+    found = outbox.delivery(tx, delivery_id)
+    if found is None or found.account_id != account.id:
+        raise Error(f"You have no delivery {delivery_id}.", code="WEBHOOK_DELIVERY_NOT_FOUND")
+    return found

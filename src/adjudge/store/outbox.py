@@ -1,0 +1,586 @@
+"""The webhook outbox: endpoints, the events written with the state change, their deliveries.
+
+:func:`emit` runs inside the transaction of the state change that causes the event, so an event
+exists exactly when its change committed: a rolled-back change leaves no event, and a committed
+one always has its deliveries. It writes one message and one pending delivery per enabled
+endpoint of the accounts party to the event that subscribes to its type (none when no endpoint
+wants it). Delivery happens later, outside any transaction: a worker :func:`claim`\\ s due
+deliveries under a lease (``FOR UPDATE SKIP LOCKED`` on PostgreSQL; SQLite's write lock
+serializes claims, and the claim's own ``UPDATE`` re-checks the lease either way), sends them,
+and :func:`finish`\\ es each only if it still holds that lease.
+"""
+
+from __future__ import annotations
+
+import secrets
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    Column,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    and_,
+    bindparam,
+    func,
+    insert,
+    or_,
+    select,
+    update,
+)
+
+from adjudge.store import schema as s
+from adjudge.store.records import Page, decode_cursor, encode_cursor
+from adjudge.store.transaction import Transaction
+
+__all__ = [
+    "Claimed",
+    "StoredDelivery",
+    "StoredEndpoint",
+    "add_endpoint",
+    "claim",
+    "counts",
+    "deliveries",
+    "delivery",
+    "delivery_of",
+    "disable_endpoint",
+    "emit",
+    "emit_to",
+    "endpoint",
+    "endpoints",
+    "finish",
+    "has_due",
+    "message",
+    "replay",
+]
+
+#: Delivery states: waiting for an attempt (``pending``), answered 2xx (``delivered``), or out
+#: of attempts or endpoint (``failed``).
+PENDING, DELIVERED, FAILED = "pending", "delivered", "failed"
+#: The most accounts one event goes to (a task's poster, agent and verifier).
+MAX_PARTIES = 3
+
+webhook_endpoints = Table(
+    "webhook_endpoints",
+    s.metadata,
+    Column("id", String(40), primary_key=True),  # whep_<hex>
+    Column("account_id", String(64), ForeignKey("accounts.id"), nullable=False, index=True),
+    Column("url", String(2000), nullable=False),
+    # The whsec_ secret sealed with the server key (AES-256-GCM, bound to the endpoint's id):
+    # signing needs the secret itself, so it cannot be hashed; sealed, a copy of the database
+    # alone does not let anyone forge deliveries.
+    Column("secret", Text, nullable=False),
+    Column("event_types", JSON, nullable=True),  # a list; null: every type
+    Column("description", String(200), nullable=False),
+    Column("enabled", Boolean, nullable=False),
+    Column("created_at", s.UTCDateTime, nullable=False),
+    Column("disabled_at", s.UTCDateTime, nullable=True),
+)
+
+webhook_messages = Table(
+    "webhook_messages",
+    s.metadata,
+    Column("id", String(40), primary_key=True),  # msg_<hex>: the webhook-id header
+    Column("type", String(64), nullable=False),
+    Column("payload", JSON, nullable=False),  # {"type", "timestamp", "data"}
+    Column("created_at", s.UTCDateTime, nullable=False),
+)
+
+webhook_deliveries = Table(
+    "webhook_deliveries",
+    s.metadata,
+    Column("id", String(40), primary_key=True),  # whd_<hex>
+    Column("message_id", String(40), ForeignKey("webhook_messages.id"), nullable=False),
+    Column("endpoint_id", String(40), ForeignKey("webhook_endpoints.id"), nullable=False),
+    Column("account_id", String(64), nullable=False),  # the endpoint's owner
+    Column("status", String(16), nullable=False),
+    Column("attempts", Integer, nullable=False),  # since creation or the last replay
+    Column("next_attempt_at", s.UTCDateTime, nullable=True),  # set while pending
+    Column("locked_until", s.UTCDateTime, nullable=True),  # a worker's lease
+    Column("lease", String(32), nullable=True),  # which claim holds it
+    Column("last_attempt_at", s.UTCDateTime, nullable=True),
+    Column("last_status", Integer, nullable=True),
+    Column("last_error", String(500), nullable=True),
+    Column("delivered_at", s.UTCDateTime, nullable=True),
+    Column("replays", Integer, nullable=False),
+    Column("created_at", s.UTCDateTime, nullable=False),
+    UniqueConstraint("message_id", "endpoint_id"),
+)
+
+Index(
+    "ix_webhook_deliveries_due",
+    webhook_deliveries.c.status,
+    webhook_deliveries.c.next_attempt_at,
+)
+Index(
+    "ix_webhook_deliveries_account",
+    webhook_deliveries.c.account_id,
+    webhook_deliveries.c.created_at,
+    webhook_deliveries.c.id,
+)
+
+
+@dataclass(frozen=True)
+class StoredEndpoint:
+    """An endpoint as stored (its secret sealed)."""
+
+    id: str
+    account_id: str
+    url: str
+    sealed_secret: str
+    event_types: tuple[str, ...] | None
+    description: str
+    enabled: bool
+    created_at: datetime
+    disabled_at: datetime | None
+
+    def __repr__(self) -> str:
+        return f"StoredEndpoint(id={self.id!r}, url={self.url!r}, secret=<sealed>)"
+
+    def wants(self, event_type: str) -> bool:
+        """Whether this endpoint subscribes to ``event_type``."""
+        return self.event_types is None or event_type in self.event_types
+
+
+@dataclass(frozen=True)
+class StoredDelivery:
+    """One message's delivery to one endpoint, with its log."""
+
+    id: str
+    message_id: str
+    endpoint_id: str
+    account_id: str
+    type: str
+    status: str
+    attempts: int
+    next_attempt_at: datetime | None
+    locked_until: datetime | None
+    last_attempt_at: datetime | None
+    last_status: int | None
+    last_error: str | None
+    delivered_at: datetime | None
+    replays: int
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class Claimed:
+    """A delivery a worker leased: what to send, where, and the lease that lets it record."""
+
+    delivery_id: str
+    lease: str
+    attempts: int
+    message_id: str
+    payload: Mapping[str, Any]
+    endpoint_id: str
+    url: str
+    sealed_secret: str
+
+    def __repr__(self) -> str:
+        return f"Claimed(delivery_id={self.delivery_id!r}, url={self.url!r}, secret=<sealed>)"
+
+
+def _endpoint(row: Any) -> StoredEndpoint:
+    types = row["event_types"]
+    return StoredEndpoint(
+        id=row["id"],
+        account_id=row["account_id"],
+        url=row["url"],
+        sealed_secret=row["secret"],
+        event_types=None if types is None else tuple(types),
+        description=row["description"],
+        enabled=bool(row["enabled"]),
+        created_at=row["created_at"],
+        disabled_at=row["disabled_at"],
+    )
+
+
+def _delivery(row: Any) -> StoredDelivery:
+    return StoredDelivery(
+        id=row["id"],
+        message_id=row["message_id"],
+        endpoint_id=row["endpoint_id"],
+        account_id=row["account_id"],
+        type=row["type"],
+        status=row["status"],
+        attempts=int(row["attempts"]),
+        next_attempt_at=row["next_attempt_at"],
+        locked_until=row["locked_until"],
+        last_attempt_at=row["last_attempt_at"],
+        last_status=row["last_status"],
+        last_error=row["last_error"],
+        delivered_at=row["delivered_at"],
+        replays=int(row["replays"]),
+        created_at=row["created_at"],
+    )
+
+
+# --- endpoints ------------------------------------------------------------------------------
+
+
+def add_endpoint(
+    tx: Transaction,
+    *,
+    endpoint_id: str,
+    account_id: str,
+    url: str,
+    sealed_secret: str,
+    event_types: Sequence[str] | None,
+    description: str,
+    at: datetime,
+) -> StoredEndpoint:
+    """Store a new, enabled endpoint."""
+    tx.conn.execute(
+        insert(webhook_endpoints).values(
+            id=endpoint_id,
+            account_id=account_id,
+            url=url,
+            secret=sealed_secret,
+            event_types=None if event_types is None else list(event_types),
+            description=description,
+            enabled=True,
+            created_at=at,
+            disabled_at=None,
+        )
+    )
+    found = endpoint(tx, endpoint_id)
+    assert found is not None
+    return found
+
+
+def endpoint(tx: Transaction, endpoint_id: str) -> StoredEndpoint | None:
+    """The endpoint with this id, or None."""
+    row = tx.conn.execute(
+        select(webhook_endpoints).where(webhook_endpoints.c.id == endpoint_id)
+    ).first()
+    return _endpoint(row._mapping) if row else None
+
+
+def endpoints(tx: Transaction, account_id: str) -> list[StoredEndpoint]:
+    """An account's endpoints, oldest first (disabled ones too)."""
+    e = webhook_endpoints
+    rows = tx.conn.execute(
+        select(e).where(e.c.account_id == account_id).order_by(e.c.created_at, e.c.id)
+    )
+    return [_endpoint(r._mapping) for r in rows]
+
+
+def disable_endpoint(tx: Transaction, endpoint_id: str, *, at: datetime) -> None:
+    """Disable an endpoint for good: its pending deliveries end ``failed``, saying why."""
+    tx.conn.execute(
+        update(webhook_endpoints)
+        .where(and_(webhook_endpoints.c.id == endpoint_id, webhook_endpoints.c.enabled.is_(True)))
+        .values(enabled=False, disabled_at=at)
+    )
+    d = webhook_deliveries
+    tx.conn.execute(
+        update(d)
+        .where(and_(d.c.endpoint_id == endpoint_id, d.c.status == PENDING))
+        .values(
+            status=FAILED,
+            next_attempt_at=None,
+            locked_until=None,
+            lease=None,
+            last_error="the endpoint was disabled",
+        )
+    )
+
+
+# --- emitting (in the state change's transaction) --------------------------------------------
+
+# Built once: run on the driver's cursor (the hot path; see Transaction.run).
+_PARTY_ENDPOINTS = select(
+    webhook_endpoints.c.id, webhook_endpoints.c.account_id, webhook_endpoints.c.event_types
+).where(
+    webhook_endpoints.c.account_id.in_([bindparam(f"p{i}") for i in range(MAX_PARTIES)]),
+    webhook_endpoints.c.enabled == bindparam("k_enabled"),
+)
+_NEW_MESSAGE = insert(webhook_messages)
+_NEW_DELIVERY = insert(webhook_deliveries)
+
+
+def _subscribed(tx: Transaction, parties: Sequence[str]) -> list[dict[str, Any]]:
+    """The enabled endpoints of ``parties`` (at most :data:`MAX_PARTIES`), once per transaction
+    (nothing in a state change's transaction changes endpoints)."""
+    key = ("webhook-endpoints", tuple(parties))
+    found: list[dict[str, Any]] | None = tx.cache.get(key)
+    if found is None:
+        padded = [*parties, *[""] * (MAX_PARTIES - len(parties))]
+        params: dict[str, Any] = {f"p{i}": p for i, p in enumerate(padded)}
+        params["k_enabled"] = True
+        found = tx.cache[key] = tx.rows(_PARTY_ENDPOINTS, params)
+    return found
+
+
+def emit(
+    tx: Transaction,
+    account_ids: Iterable[str | None],
+    event_type: str,
+    payload: Mapping[str, Any],
+    *,
+    at: datetime,
+) -> str | None:
+    """Write an event for the endpoints of ``account_ids`` that want ``event_type``, in the
+    caller's transaction; returns its message id (the ``webhook-id``), or None when no
+    endpoint wants it (then nothing is written)."""
+    parties = sorted({a for a in account_ids if a})
+    if not parties:
+        return None
+    if len(parties) > MAX_PARTIES:
+        raise ValueError(f"an event goes to at most {MAX_PARTIES} accounts")
+    chosen = [
+        e
+        for e in _subscribed(tx, parties)
+        if e["event_types"] is None or event_type in e["event_types"]
+    ]
+    return _write(tx, chosen, event_type, payload, at)
+
+
+def emit_to(
+    tx: Transaction,
+    found: StoredEndpoint,
+    event_type: str,
+    payload: Mapping[str, Any],
+    at: datetime,
+) -> str:
+    """Write an event for one endpoint alone (a test event its owner asked for)."""
+    row = {"id": found.id, "account_id": found.account_id}
+    msg = _write(tx, [row], event_type, payload, at)
+    assert msg is not None
+    return msg
+
+
+def _write(
+    tx: Transaction,
+    chosen: Sequence[Mapping[str, Any]],
+    event_type: str,
+    payload: Mapping[str, Any],
+    at: datetime,
+) -> str | None:
+    if not chosen:
+        return None
+    msg_id = "msg_" + uuid.uuid4().hex
+    tx.run(
+        _NEW_MESSAGE,
+        {"id": msg_id, "type": event_type, "payload": dict(payload), "created_at": at},
+    )
+    tx.run_many(
+        _NEW_DELIVERY,
+        [
+            {
+                "id": "whd_" + uuid.uuid4().hex[:24],
+                "message_id": msg_id,
+                "endpoint_id": e["id"],
+                "account_id": e["account_id"],
+                "status": PENDING,
+                "attempts": 0,
+                "next_attempt_at": at,
+                "replays": 0,
+                "created_at": at,
+            }
+            for e in chosen
+        ],
+    )
+    return msg_id
+
+
+def message(tx: Transaction, message_id: str) -> Mapping[str, Any] | None:
+    """A stored event's payload, or None."""
+    m = webhook_messages
+    row = tx.conn.execute(select(m.c.payload).where(m.c.id == message_id)).first()
+    return dict(row.payload) if row else None
+
+
+# --- the delivery log -------------------------------------------------------------------------
+
+
+def _log_query() -> Any:
+    d, m = webhook_deliveries, webhook_messages
+    return select(d, m.c.type).select_from(d.join(m, m.c.id == d.c.message_id))
+
+
+def delivery(tx: Transaction, delivery_id: str) -> StoredDelivery | None:
+    """One delivery with its log, or None."""
+    row = tx.conn.execute(_log_query().where(webhook_deliveries.c.id == delivery_id)).first()
+    return _delivery(row._mapping) if row else None
+
+
+def delivery_of(tx: Transaction, message_id: str, endpoint_id: str) -> StoredDelivery | None:
+    """The delivery of one message to one endpoint, or None."""
+    d = webhook_deliveries
+    row = tx.conn.execute(
+        _log_query().where(and_(d.c.message_id == message_id, d.c.endpoint_id == endpoint_id))
+    ).first()
+    return _delivery(row._mapping) if row else None
+
+
+def deliveries(
+    tx: Transaction,
+    account_id: str,
+    *,
+    endpoint_id: str | None = None,
+    status: str | None = None,
+    limit: int = 50,
+    cursor: str | None = None,
+) -> Page:
+    """An account's deliveries, newest first, a page at a time (keyset: ``cursor`` is the
+    ``next_cursor`` of the previous page; ``CURSOR_INVALID`` otherwise)."""
+    d = webhook_deliveries
+    q = _log_query().where(d.c.account_id == account_id)
+    if endpoint_id is not None:
+        q = q.where(d.c.endpoint_id == endpoint_id)
+    if status is not None:
+        q = q.where(d.c.status == status)
+    if cursor is not None:
+        at, last = decode_cursor(cursor)
+        q = q.where(or_(d.c.created_at < at, and_(d.c.created_at == at, d.c.id > last)))
+    rows = list(tx.conn.execute(q.order_by(d.c.created_at.desc(), d.c.id).limit(limit + 1)))
+    following = None
+    if len(rows) > limit:
+        rows = rows[:limit]
+        following = encode_cursor(rows[-1].created_at, rows[-1].id)
+    return Page([_delivery(r._mapping) for r in rows], following)
+
+
+def replay(tx: Transaction, delivery_id: str, *, now: datetime) -> bool:
+    """Make a delivery due again now with a fresh count of attempts; False if a worker holds
+    it at this moment (it is being attempted)."""
+    d = webhook_deliveries
+    done = tx.conn.execute(
+        update(d)
+        .where(
+            and_(
+                d.c.id == delivery_id,
+                or_(d.c.status != PENDING, d.c.locked_until.is_(None), d.c.locked_until <= now),
+            )
+        )
+        .values(
+            status=PENDING,
+            attempts=0,
+            next_attempt_at=now,
+            locked_until=None,
+            lease=None,
+            replays=d.c.replays + 1,
+        )
+    )
+    return bool(done.rowcount)
+
+
+# --- the worker's side --------------------------------------------------------------------------
+
+
+def has_due(tx: Transaction, *, now: datetime) -> bool:
+    """Whether any delivery is due and free now: a read, so an idle worker's poll takes no
+    write lock."""
+    d = webhook_deliveries
+    free = or_(d.c.locked_until.is_(None), d.c.locked_until <= now)
+    q = select(d.c.id).where(and_(d.c.status == PENDING, d.c.next_attempt_at <= now, free))
+    return tx.conn.execute(q.limit(1)).first() is not None
+
+
+def claim(tx: Transaction, *, now: datetime, lease: timedelta, limit: int) -> list[Claimed]:
+    """Lease up to ``limit`` due deliveries of enabled endpoints until ``now + lease``.
+
+    Due: pending, its next attempt at or before ``now``, and no unexpired lease. On PostgreSQL
+    the rows are taken ``FOR UPDATE SKIP LOCKED``, so workers claiming at once never wait for
+    or take each other's; each lease is then written by an ``UPDATE`` that checks again that
+    the row is free, so no two workers hold one delivery at once on either database.
+    """
+    d, e, m = webhook_deliveries, webhook_endpoints, webhook_messages
+    free = or_(d.c.locked_until.is_(None), d.c.locked_until <= now)
+    q = (
+        select(d.c.id, d.c.attempts)
+        .where(and_(d.c.status == PENDING, d.c.next_attempt_at <= now, free))
+        .order_by(d.c.next_attempt_at, d.c.id)
+        .limit(limit)
+    )
+    if tx.dialect == "postgresql":
+        q = q.with_for_update(skip_locked=True)
+    taken: dict[str, tuple[str, int]] = {}
+    until = now + lease
+    for row in tx.conn.execute(q).all():
+        token = secrets.token_hex(16)
+        done = tx.conn.execute(
+            update(d)
+            .where(and_(d.c.id == row.id, d.c.status == PENDING, free))
+            .values(locked_until=until, lease=token)
+        )
+        if done.rowcount:
+            taken[row.id] = (token, int(row.attempts))
+    if not taken:
+        return []
+    rows = tx.conn.execute(
+        select(d.c.id, d.c.message_id, d.c.endpoint_id, m.c.payload, e.c.url, e.c.secret)
+        .select_from(d.join(m, m.c.id == d.c.message_id).join(e, e.c.id == d.c.endpoint_id))
+        .where(d.c.id.in_(list(taken)))
+    )
+    claimed = [
+        Claimed(
+            delivery_id=r.id,
+            lease=taken[r.id][0],
+            attempts=taken[r.id][1],
+            message_id=r.message_id,
+            payload=r.payload,
+            endpoint_id=r.endpoint_id,
+            url=r.url,
+            sealed_secret=r.secret,
+        )
+        for r in rows
+    ]
+    claimed.sort(key=lambda c: c.delivery_id)
+    return claimed
+
+
+def finish(
+    tx: Transaction,
+    claimed: Claimed,
+    *,
+    now: datetime,
+    ok: bool,
+    status: int | None,
+    error: str | None,
+    next_at: datetime | None,
+) -> bool:
+    """Record an attempt under the lease that claimed it: ``delivered`` on success, else
+    pending until ``next_at`` or ``failed`` when there is none. False (nothing written) when
+    the lease is no longer this worker's."""
+    d = webhook_deliveries
+    values: dict[str, Any] = {
+        "attempts": claimed.attempts + 1,
+        "last_attempt_at": now,
+        "last_status": status,
+        "locked_until": None,
+        "lease": None,
+    }
+    if ok:
+        values |= {"status": DELIVERED, "delivered_at": now, "next_attempt_at": None}
+        values["last_error"] = None
+    else:
+        values["last_error"] = (error or "failed")[:500]
+        if next_at is None:
+            values |= {"status": FAILED, "next_attempt_at": None}
+        else:
+            values["next_attempt_at"] = next_at
+    done = tx.conn.execute(
+        update(d)
+        .where(and_(d.c.id == claimed.delivery_id, d.c.lease == claimed.lease))
+        .values(**values)
+    )
+    return bool(done.rowcount)
+
+
+def counts(tx: Transaction) -> dict[str, int]:
+    """How many deliveries are in each state (for operators)."""
+    d = webhook_deliveries
+    rows = tx.conn.execute(select(d.c.status, func.count()).group_by(d.c.status))
+    return {str(r[0]): int(r[1]) for r in rows}

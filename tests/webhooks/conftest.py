@@ -1,0 +1,53 @@
+"""A service whose webhooks may go to loopback, a receiver that verifies them, a sender."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from adjudge.app import WebhookSettings
+from adjudge.app.wiring import SignedReceipts
+from adjudge.receipts import SigningKey
+from adjudge.store import Store
+from adjudge.webhooks import Sender, SenderLimits
+from support.harness import Harness, make_harness
+from support.receiver import Receiver
+
+#: Loopback receivers are allowed here; everywhere else they are refused by default.
+SETTINGS = WebhookSettings(allow_private=True)
+#: Short bounds so a slow receiver times out in well under a second.
+SHORT = SenderLimits(connect_timeout=1.0, read_timeout=0.5, write_timeout=0.5, total_timeout=0.6)
+
+
+@pytest.fixture
+def wh(sqlite_store: Store) -> Iterator[Harness]:
+    """A fresh service on SQLite with webhooks to loopback allowed."""
+    issuer = SignedReceipts(SigningKey.generate())  # signs call receipts too
+    harness = make_harness(sqlite_store, webhooks=SETTINGS, issuer=issuer)
+    yield harness
+    harness.ledger()
+
+
+@pytest.fixture
+def quick() -> Iterator[Sender]:
+    """A sender that gives up on an answer after 0.6 s."""
+    s = Sender(SHORT, allow_private=True)
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    """A verifying receiver on loopback."""
+    r = Receiver().up()
+    yield r
+    r.down()
+
+
+@pytest.fixture
+def sender() -> Iterator[Sender]:
+    """A sender with the default bounds that may reach loopback."""
+    s = Sender(allow_private=True)
+    yield s
+    s.close()

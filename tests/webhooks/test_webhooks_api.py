@@ -1,0 +1,174 @@
+"""The webhook routes: secrets shown once and kept sealed, subscriptions, refusals with their
+codes, disabling, the delivery log's pages, and Idempotency-Key on every state change."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+
+from adjudge.app.webhooks import secret_context
+from adjudge.errors import Error
+from adjudge.store import Store, outbox
+from adjudge.webhooks import Sender
+from support.harness import Harness, make_harness
+from support.receiver import Receiver, drain, endpoint
+
+
+def _create(h: Harness, who: str, url: str, key: str | None = None, **fields: Any) -> Any:
+    headers = {"Idempotency_Key": key} if key else {}
+    return h.call(who, "POST", "/webhooks/endpoints", {"url": url, **fields}, **headers)
+
+
+def test_the_secret_is_shown_once_and_stored_sealed(wh: Harness) -> None:
+    """The creation answers the whsec_ secret; a retry with the same key answers the same one;
+    no read returns it; the database holds it only sealed, for that endpoint alone."""
+    h = wh
+    first = _create(h, "pat", "https://hooks.example.com/a", key="k1")
+    assert first.status_code == 201
+    made = first.json()
+    assert made["secret"].startswith("whsec_") and made["enabled"] is True
+    again = _create(h, "pat", "https://hooks.example.com/a", key="k1")
+    assert again.headers["Idempotent-Replayed"] == "true" and again.json() == made
+    assert (
+        _create(h, "pat", "https://hooks.example.com/a", key="k2").json()["secret"]
+        != made["secret"]
+    )
+    listed = h.ok("pat", "GET", "/webhooks/endpoints")["endpoints"]
+    assert len(listed) == 2 and all("secret" not in e for e in listed)
+    assert "secret" not in h.ok("pat", "GET", f"/webhooks/endpoints/{made['id']}")
+    with h.app.store.read() as tx:
+        rows = tx.conn.execute(
+            select(outbox.webhook_endpoints.c.id, outbox.webhook_endpoints.c.secret)
+        ).all()
+        idem = tx.conn.execute(select(outbox.s.idempotency.c.body)).all()
+    sealed = dict(rows)[made["id"]]
+    assert made["secret"] not in sealed and sealed.startswith("v1.")
+    assert all(made["secret"] not in str(r.body) for r in idem)  # the stored answer is sealed too
+    box = h.app.secrets
+    assert box.open_text(sealed, context=secret_context(made["id"])) == made["secret"]
+    other = next(i for i in dict(rows) if i != made["id"])
+    with pytest.raises(Error) as refused:
+        box.open_text(sealed, context=secret_context(other))
+    assert refused.value.code == "SECRET_UNREADABLE"
+
+
+def test_refusals_have_stable_codes(sqlite_store: Store) -> None:
+    """Bad URLs, unknown event types, too many endpoints, others' endpoints and deliveries,
+    and a missing key are each refused with their code; by default private addresses are."""
+    h = make_harness(sqlite_store)  # the default settings: public addresses only
+
+    def code(r: Any) -> tuple[int, str]:
+        return r.status_code, r.json()["error"]["code"]
+
+    assert code(_create(h, "pat", "http://127.0.0.1:9/x")) == (400, "WEBHOOK_URL_PRIVATE")
+    assert code(_create(h, "pat", "https://u:p@example.com/")) == (400, "WEBHOOK_URL_CREDENTIALS")
+    assert code(_create(h, "pat", "ftp://example.com/")) == (400, "WEBHOOK_URL_INVALID")
+    assert code(_create(h, "pat", "https://example.com/", event_types=["task.nope"])) == (
+        400,
+        "WEBHOOK_EVENT_TYPE_UNKNOWN",
+    )
+    assert code(_create(h, "pat", "https://example.com/", event_types=[])) == (
+        400,
+        "WEBHOOK_EVENT_TYPE_UNKNOWN",
+    )
+    assert h.call(None, "GET", "/webhooks/endpoints").status_code == 401
+    made = [_create(h, "pat", f"https://example.com/{i}").json() for i in range(10)]
+    assert code(_create(h, "pat", "https://example.com/11")) == (409, "WEBHOOK_ENDPOINT_LIMIT")
+    mine = made[0]["id"]
+    for method, path in (
+        ("GET", f"/webhooks/endpoints/{mine}"),
+        ("DELETE", f"/webhooks/endpoints/{mine}"),
+        ("POST", f"/webhooks/endpoints/{mine}/test"),
+    ):
+        assert h.refused("bob", method, path) == (404, "WEBHOOK_ENDPOINT_NOT_FOUND")
+    assert h.refused("bob", "GET", f"/webhooks/deliveries?endpoint={mine}") == (
+        404,
+        "WEBHOOK_ENDPOINT_NOT_FOUND",
+    )
+    delivery = h.ok("pat", "POST", f"/webhooks/endpoints/{mine}/test")["id"]
+    for method, path in (
+        ("GET", f"/webhooks/deliveries/{delivery}"),
+        ("POST", f"/webhooks/deliveries/{delivery}/replay"),
+    ):
+        assert h.refused("bob", method, path) == (404, "WEBHOOK_DELIVERY_NOT_FOUND")
+    assert h.refused("pat", "GET", "/webhooks/deliveries?status=lost") == (422, "INVALID_REQUEST")
+    assert h.refused("pat", "GET", "/webhooks/deliveries?cursor=nope") == (400, "CURSOR_INVALID")
+    # Deleting one makes room for another.
+    h.ok("pat", "DELETE", f"/webhooks/endpoints/{mine}")
+    assert _create(h, "pat", "https://example.com/11").status_code == 201
+
+
+def test_a_subscription_gets_only_its_event_types(
+    wh: Harness, receiver: Receiver, sender: Sender
+) -> None:
+    """An endpoint subscribed to payouts hears the payout of a passing task, not its verdict."""
+    h = wh
+    endpoint(h, receiver, "ann", event_types=["task.payout"])
+    endpoint(h, receiver, "ann", name="all")
+    tid = h.post("auto")
+    h.ok("ann", "POST", f"/tasks/{tid}/accept")
+    h.ok("ann", "POST", f"/tasks/{tid}/submissions", {"result": "A long enough result."})
+    h.ok("ann", "POST", f"/tasks/{tid}/finalize")
+    drain(h, sender)
+    assert [r.payload["type"] for r in receiver.verified("ann")] == ["task.payout"]
+    assert sorted(r.payload["type"] for r in receiver.verified("all")) == [
+        "task.payout",
+        "task.verdict",
+    ]
+
+
+def test_a_deleted_endpoint_gets_nothing_more(
+    wh: Harness, receiver: Receiver, sender: Sender
+) -> None:
+    """Deleting disables for good: pending deliveries end failed, new events skip it, replays
+    and test events are refused, and deleting again answers the same."""
+    h = wh
+    made = endpoint(h, receiver, "pat")
+    pending = h.ok("pat", "POST", f"/webhooks/endpoints/{made['id']}/test")
+    gone = h.ok("pat", "DELETE", f"/webhooks/endpoints/{made['id']}")
+    assert gone["enabled"] is False and gone["disabled_at"]
+    assert h.ok("pat", "DELETE", f"/webhooks/endpoints/{made['id']}") == gone
+    [d] = h.ok("pat", "GET", "/webhooks/deliveries")["deliveries"]
+    assert d["id"] == pending["id"] and d["status"] == "failed"
+    assert d["last_error"] == "the endpoint was disabled"
+    h.post("manual")
+    tid = h.post("manual")
+    h.ok("pat", "POST", f"/tasks/{tid}/cancel")
+    assert drain(h, sender) == 0 and receiver.received == []
+    assert h.refused("pat", "POST", f"/webhooks/deliveries/{d['id']}/replay") == (
+        409,
+        "WEBHOOK_ENDPOINT_DISABLED",
+    )
+    assert h.refused("pat", "POST", f"/webhooks/endpoints/{made['id']}/test") == (
+        409,
+        "WEBHOOK_ENDPOINT_DISABLED",
+    )
+
+
+def test_the_delivery_log_pages_newest_first(wh: Harness) -> None:
+    """limit and cursor walk every delivery once, newest first; one delivery shows its
+    event."""
+    h = wh
+    made = h.ok("pat", "POST", "/webhooks/endpoints", {"url": "http://127.0.0.1:9/x"})
+    queued = []
+    for _ in range(5):
+        queued.append(h.ok("pat", "POST", f"/webhooks/endpoints/{made['id']}/test")["id"])
+        h.advance(seconds=1)
+    seen, cursor = [], None
+    while True:
+        page = h.ok(
+            "pat", "GET", "/webhooks/deliveries?limit=2" + (f"&cursor={cursor}" if cursor else "")
+        )
+        assert len(page["deliveries"]) <= 2
+        seen += [d["id"] for d in page["deliveries"]]
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+    assert seen == queued[::-1]
+    one = h.ok("pat", "GET", f"/webhooks/deliveries/{queued[0]}")
+    assert one["payload"]["type"] == "webhook.test"
+    assert one["payload"]["data"] == {"endpoint_id": made["id"], "account": "pat"}
+    assert one["status"] == "pending" and one["max_attempts"] == 10
+    assert h.ok("ann", "GET", "/webhooks/deliveries")["deliveries"] == []

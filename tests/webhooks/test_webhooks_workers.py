@@ -1,0 +1,112 @@
+"""Several delivery workers share the outbox: each delivery is leased by one worker at a time,
+so no event is sent twice at once; a worker that dies holding a lease delays its deliveries
+only until the lease runs out (at least once, never concurrently duplicated)."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+
+import pytest
+
+from adjudge.app import App, WebhookSettings
+from adjudge.errors import Error
+from adjudge.gateway.sealed import SecretBox
+from adjudge.store import Store, outbox
+from adjudge.webhooks import Sender
+from support.fakes import FakeClock, FakeIssuer
+from support.receiver import Receiver
+
+SETTINGS = WebhookSettings(allow_private=True)
+
+
+def _apps(store: Store, n: int) -> tuple[list[App], FakeClock]:
+    """``n`` services on one database (as separate processes would be: each its own
+    connection pool), sharing the clock and the server key."""
+    clock = FakeClock()
+    box = SecretBox([SecretBox.generate_key()])
+    apps = [App(Store(store.url), clock=clock, issuer=FakeIssuer(), secrets=box, webhooks=SETTINGS)]
+    apps += [
+        App(Store(store.url), clock=clock, issuer=FakeIssuer(), secrets=box, webhooks=SETTINGS)
+        for _ in range(n - 1)
+    ]
+    return apps, clock
+
+
+def test_two_workers_never_deliver_one_event_twice(store: Store) -> None:
+    """Two workers on two connection pools drain 40 events together: every event reaches the
+    receiver exactly once, and both workers took part (SQLite and PostgreSQL)."""
+    (a, b), _ = _apps(store, 2)
+    receiver = Receiver(delay=0.03).up()
+    try:
+        pat = a.accounts.create(None, "pat", ["poster"]).value
+        account = a.accounts.authenticate(pat["api_key"])
+        made = a.webhooks.create_endpoint(account, receiver.url("pat")).value
+        receiver.secrets["/pat"] = made["secret"]
+        for _ in range(40):
+            a.webhooks.test_endpoint(account, made["id"])
+        start = threading.Barrier(2)
+        sent: Counter[str] = Counter()
+
+        def work(app: App, name: str) -> None:
+            with Sender(allow_private=True) as sender:
+                start.wait()
+                while n := app.webhooks.deliver_due(sender, limit=4):
+                    sent[name] += n
+
+        threads = [
+            threading.Thread(target=work, args=(app, name)) for app, name in ((a, "a"), (b, "b"))
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+        ids = Counter(r.msg_id for r in receiver.received)
+        assert len(ids) == 40 and set(ids.values()) == {1}, ids.most_common(3)
+        assert all(r.verified for r in receiver.received)
+        assert sent["a"] > 0 and sent["b"] > 0 and sent["a"] + sent["b"] == 40
+        assert a.webhooks.counts() == {"delivered": 40}
+    finally:
+        receiver.down()
+        for app in (a, b):
+            app.close()
+
+
+def test_a_dead_workers_lease_runs_out_and_another_delivers(sqlite_store: Store) -> None:
+    """A worker claims a delivery and dies: nobody sends it while the lease holds; after it,
+    another worker delivers it once, and the dead worker's late record is ignored."""
+    [app], clock = _apps(sqlite_store, 1)
+    receiver = Receiver().up()
+    try:
+        pat = app.accounts.create(None, "pat", ["poster"]).value
+        account = app.accounts.authenticate(pat["api_key"])
+        made = app.webhooks.create_endpoint(account, receiver.url("pat")).value
+        receiver.secrets["/pat"] = made["secret"]
+        app.webhooks.test_endpoint(account, made["id"])
+        now = clock.now()
+        with app.store.write() as tx:  # the worker that will die
+            [dead] = outbox.claim(tx, now=now, lease=SETTINGS.lease, limit=10)
+        with Sender(allow_private=True) as sender:
+            assert app.webhooks.deliver_due(sender) == 0
+            clock.advance(seconds=SETTINGS.lease.total_seconds() - 1)
+            assert app.webhooks.deliver_due(sender) == 0
+            clock.advance(seconds=1)
+            assert app.webhooks.deliver_due(sender) == 1
+        assert len(receiver.received) == 1 and receiver.received[0].verified
+        with app.store.write() as tx:
+            late = outbox.finish(
+                tx, dead, now=clock.now(), ok=False, status=500, error="late", next_at=now
+            )
+        assert late is False
+        assert app.webhooks.counts() == {"delivered": 1}
+        # A replay is refused while a worker holds the delivery, and allowed after.
+        delivery = app.webhooks.deliveries(account)["deliveries"][0]
+        app.webhooks.replay(account, delivery["id"])
+        with app.store.write() as tx:
+            outbox.claim(tx, now=clock.now(), lease=SETTINGS.lease, limit=10)
+        with pytest.raises(Error) as refused:
+            app.webhooks.replay(account, delivery["id"])
+        assert refused.value.code == "WEBHOOK_DELIVERY_IN_FLIGHT"
+    finally:
+        receiver.down()
+        app.close()
