@@ -60,17 +60,20 @@ class Server:
             stdout=log.open("w"),
             stderr=subprocess.STDOUT,
             text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},  # the key's line before it serves
         )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            for line in log.read_text().splitlines():
+            try:
+                up = httpx.get(f"{self.url}/api/v1/health", timeout=1).status_code == 200
+            except httpx.TransportError:
+                up = False
+            for line in log.read_text().splitlines():  # read after the answer, never before
                 if "API key (shown once):" in line:
                     self.admin_key = line.rsplit(" ", 1)[1].strip()
-            try:
-                if httpx.get(f"{self.url}/api/v1/health", timeout=1).status_code == 200:
-                    return
-            except httpx.TransportError:
-                time.sleep(0.05)
+            if up:
+                return
+            time.sleep(0.05)
         raise AssertionError("the service did not come up")
 
     def kill(self) -> None:
