@@ -20,7 +20,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from adjudge.app import App
+from adjudge.app import App, WebhookSettings
 from adjudge.app.wiring import SignedReceipts
 from adjudge.gateway import JWKS_PATH, Forwarder, ForwardLimits
 from adjudge.receipts import SigningKey, canonical_bytes, verify
@@ -207,6 +207,7 @@ def world(store: Store) -> Iterator[World]:
         issuer=h.app.issuer,
         forwarder=Forwarder(ForwardLimits(total_timeout=TIMEOUT, read_timeout=TIMEOUT)),
         private_providers=True,
+        webhooks=WebhookSettings(allow_private=True),
     )
     h.keys[PROVIDER] = h.app.accounts.create(None, PROVIDER, ["provider"]).value["api_key"]
     script = Script()
@@ -453,3 +454,22 @@ def test_nobody_rules_on_a_report_of_their_own_call(world: World) -> None:
     world.h.keys["judge"] = made.value["api_key"]
     assert world.h.ok("judge", "POST", path, body)["refunded_minor"] == PRICE
     assert world.h.balance("wallet:root") == FUNDS
+
+
+def test_a_forwarded_call_tells_its_parties_by_webhook(world: World) -> None:
+    """The gateway's call writes ``call.settled`` to the caller's and the provider's endpoints
+    in the call's own transaction, naming the call's receipt."""
+    def served(who: str, method: str, path: str, body: Any = None) -> Any:
+        headers = {"Authorization": f"Bearer {world.h.keys[who]}"}
+        r = httpx.request(method, f"{world.service}/api/v1{path}", json=body, headers=headers)
+        assert r.status_code < 300, r.text
+        return r.json()
+
+    for who in ("ann", PROVIDER):  # the served app allows loopback endpoints
+        served(who, "POST", "/webhooks/endpoints", {"url": "http://127.0.0.1:9/hook"})
+    answer = world.call({"city": "berlin"}).json()
+    for who in ("ann", PROVIDER):
+        [queued] = served(who, "GET", "/webhooks/deliveries")["deliveries"]
+        shown = served(who, "GET", f"/webhooks/deliveries/{queued['id']}")
+        assert shown["payload"]["type"] == "call.settled", shown
+        assert shown["payload"]["data"]["receipt_id"] == answer["receiptId"]

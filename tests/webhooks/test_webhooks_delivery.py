@@ -91,7 +91,11 @@ def test_every_kind_of_event_arrives_signed_and_only_to_its_parties(
         {"request": request, "response": _example("weather.good.response.json")},
     )
 
-    escalated = h.post("manual")  # (6) delivered, never judged, reclaimed after the deadline
+    h.ok("pat", "POST", "/calls/wx-1/report", {"reason": "Rain all day."})  # (6) reported
+    ruling = {"upheld": True, "reasons": ["The station shows rain."]}
+    h.ok("root", "POST", "/calls/wx-1/report/ruling", ruling)
+
+    escalated = h.post("manual")  # (7) delivered, never judged, reclaimed after the deadline
     _delivered_to(h, escalated)
     h.later(days=2)
     h.ok("pat", "POST", f"/tasks/{escalated}/reclaim")
@@ -113,17 +117,21 @@ def test_every_kind_of_event_arrives_signed_and_only_to_its_parties(
         ("task.verdict", agent), ("task.payout", agent),
         ("task.refund", cancelled),
         ("task.escalated", escalated),
-        ("call.settled", "wx-1"),
+        ("call.settled", "wx-1"), ("call.reported", "wx-1"), ("call.report_ruled", "wx-1"),
     }  # fmt: skip
+    calls = {("call.settled", "wx-1"), ("call.reported", "wx-1"), ("call.report_ruled", "wx-1")}
     assert heard("pat") == poster
-    assert heard("ann") == poster - {("task.refund", cancelled), ("call.settled", "wx-1")}
+    assert heard("ann") == poster - {("task.refund", cancelled)} - calls
     assert heard("vera") == {("task.verdict", agent), ("task.payout", agent)}
-    assert heard("skycast") == {("call.settled", "wx-1")}
+    assert heard("skycast") == calls
     assert heard("bob") == set()
 
     for r in receiver.received:
         text = r.body.decode()
-        for private in (RESULT, BRIEF, "Too thin.", "It is all there.", "Fine.", "secret"):
+        for private in (
+            *(RESULT, BRIEF, "Too thin.", "It is all there.", "Fine.", "secret"),
+            *("Rain all day.", "The station shows rain."),
+        ):
             assert private not in text
         assert r.msg_id.startswith("msg_") and r.payload["timestamp"]
 
@@ -152,6 +160,8 @@ def test_every_kind_of_event_arrives_signed_and_only_to_its_parties(
     settled = event("skycast", "call.settled", "wx-1")
     assert settled["payment"] == "settle" and settled["verdict"] == "PASS"
     assert settled["receipt_id"] == call["receipt_id"] and settled["price"].isdigit()
+    ruled = event("skycast", "call.report_ruled", "wx-1")
+    assert ruled["ruling"] == "upheld" and ruled["refund"] == "0" and ruled["receipt_id"]
 
     log = _log(h, "pat", limit="200")
     assert len(log) == len(poster) and {d["status"] for d in log} == {"delivered"}

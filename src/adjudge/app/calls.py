@@ -183,6 +183,17 @@ def report_view(r: call_reports.StoredReport) -> dict[str, Any]:
     }
 
 
+def _ruled(r: call_reports.StoredReport) -> tuple[str, dict[str, Any]]:
+    return events.report_ruled(
+        r.call_id,
+        provider=r.provider,
+        caller=r.filed_by,
+        upheld=r.status == call_reports.UPHELD,
+        refund_minor=r.refunded_minor,
+        receipt_id=r.receipt_id,
+    )
+
+
 def _settled(c: db.StoredCall) -> bool:
     """Whether the call's verdict settled it: only then is there a charge to dispute (a FAIL
     was refunded, a misapplied check voided, an error refunded)."""
@@ -198,6 +209,25 @@ def _reason(text: str, what: str) -> str:
             code="INVALID_REASON",
         )
     return text
+
+
+def emit_call_settled(tx: Transaction, stored: db.StoredCall, now: datetime) -> None:
+    """``call.settled`` to the call's caller and provider, in the call's own transaction."""
+    kind, data = events.call_settled(
+        stored.record,
+        submitted_by=stored.submitted_by,
+        source=stored.source,
+        receipt_id=stored.receipt_id,
+    )
+    parties = events.call_parties(stored.submitted_by, stored.provider)
+    outbox.emit(tx, parties, kind, events.payload(kind, data, now), at=now)
+
+
+def _emit(
+    tx: Transaction, call: db.StoredCall, event: tuple[str, dict[str, Any]], at: datetime
+) -> None:
+    parties = events.call_parties(call.submitted_by, call.provider)
+    outbox.emit(tx, parties, event[0], events.payload(*event, at), at=at)
 
 
 def _proposal_of(stored: Mapping[str, Any]) -> PenaltyProposal:
@@ -419,16 +449,7 @@ class Calls:
                 receipt_id=receipt_id,
                 source="reported",
             )
-            kind, data = events.call_settled(
-                stored.record, submitted_by=who.id, source=stored.source, receipt_id=receipt_id
-            )
-            outbox.emit(
-                tx,
-                events.call_parties(who.id, call.provider),
-                kind,
-                events.payload(kind, data, now),
-                at=now,
-            )
+            emit_call_settled(tx, stored, now)
             return call_view(stored)
 
         return self.unit.once(who.id, idem, run)
@@ -483,6 +504,10 @@ class Calls:
             report = call_reports.add(
                 tx, call_id=call_id, provider=found.provider, by=who.id, reason=text, at=now
             )
+            reported = events.call_reported(
+                call_id, tool=found.tool, provider=found.provider, caller=who.id, filed_at=now
+            )
+            _emit(tx, found, reported, now)
             return report_view(report)
 
         return self.unit.once(who.id, idem, run)
@@ -534,6 +559,7 @@ class Calls:
                     refunded_minor=None,
                     receipt_id=None,
                 )
+                _emit(tx, found, _ruled(ruled), now)
                 return report_view(ruled)
             issuer = self._call_issuer()
             charge, currency = _charge(tx, found)
@@ -577,6 +603,7 @@ class Calls:
                 refunded_minor=charge,
                 receipt_id=receipt.id,
             )
+            _emit(tx, found, _ruled(ruled), now)
             return report_view(ruled)
 
         return self.unit.once(who.id, idem, run)

@@ -39,7 +39,7 @@ from urllib.parse import urlsplit
 
 from adjudge.app import settlement
 from adjudge.app.accounts import need_role
-from adjudge.app.calls import call_view, contract_view, propose_if_due
+from adjudge.app.calls import call_view, contract_view, emit_call_settled, propose_if_due
 from adjudge.app.timing import stage
 from adjudge.app.unit import Answer, Idempotency, UnitOfWork, retry
 from adjudge.app.wiring import call_subject
@@ -742,7 +742,7 @@ class Gateway:
                 receipt_id=receipt.id,
                 at=now,
             )
-            calls_db.add_call(
+            stored_call = calls_db.add_call(
                 tx,
                 record=result.to_dict(),
                 contract_version=str(
@@ -759,6 +759,7 @@ class Gateway:
                 receipt_id=receipt.id,
                 source="gateway",
             )
+            emit_call_settled(tx, stored_call, now)
             answer = _answer(stored, call_id, status, result, output, receipt.id, receipt.body)
             db.finish_call(
                 tx,

@@ -25,6 +25,8 @@ EVENT_TYPES: dict[str, str] = {
     "task.dispute": "the poster or the agent disputed a task",
     "task.escalated": "delivered work never judged was escalated by the poster's reclaim",
     "call.settled": "a paid call was verified and its payment decided (settle, refund, void)",
+    "call.reported": "a call's caller reported a bad result: a review is open",
+    "call.report_ruled": "an admin ruled on a call's report (upheld gives a charge back)",
     "webhook.test": "a test event an endpoint's owner asked for",
 }
 
@@ -135,6 +137,39 @@ def call_settled(
         "currency": price.get("currency"),
         "charge": str(record.get("charge_minor", 0)),
         "error_kind": error.get("kind") if isinstance(error, dict) else None,
+        "receipt_id": receipt_id,
+    }
+
+
+def call_reported(
+    call_id: str, *, tool: str, provider: str, caller: str, filed_at: datetime
+) -> tuple[str, dict[str, Any]]:
+    """``call.reported``: which call was reported and when (the reason stays on the report)."""
+    return "call.reported", {
+        "call_id": call_id,
+        "tool": tool,
+        "provider": provider,
+        "caller": caller,
+        "filed_at": filed_at.isoformat(),
+    }
+
+
+def report_ruled(
+    call_id: str,
+    *,
+    provider: str,
+    caller: str,
+    upheld: bool,
+    refund_minor: int | None,
+    receipt_id: str | None,
+) -> tuple[str, dict[str, Any]]:
+    """``call.report_ruled``: the ruling and what it gave back (the reasons stay on it)."""
+    return "call.report_ruled", {
+        "call_id": call_id,
+        "provider": provider,
+        "caller": caller,
+        "ruling": "upheld" if upheld else "dismissed",
+        "refund": str(refund_minor or 0),
         "receipt_id": receipt_id,
     }
 
