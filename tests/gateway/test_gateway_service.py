@@ -459,6 +459,7 @@ def test_nobody_rules_on_a_report_of_their_own_call(world: World) -> None:
 def test_a_forwarded_call_tells_its_parties_by_webhook(world: World) -> None:
     """The gateway's call writes ``call.settled`` to the caller's and the provider's endpoints
     in the call's own transaction, naming the call's receipt."""
+
     def served(who: str, method: str, path: str, body: Any = None) -> Any:
         headers = {"Authorization": f"Bearer {world.h.keys[who]}"}
         r = httpx.request(method, f"{world.service}/api/v1{path}", json=body, headers=headers)
