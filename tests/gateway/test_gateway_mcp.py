@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 from mcp_types import methods
-from test_gateway_service import PROVIDER, tool
 
 from adjudge.app import App
 from adjudge.errors import Error, RateLimited
@@ -20,6 +19,7 @@ from adjudge.service import mcp
 from adjudge.store import Store
 from support.harness import Harness, make_harness
 from support.loopback import RawPeer
+from support.weather import PROVIDER, tool
 
 MODERN = "2026-07-28"
 IDEM, VOUCHER = "assay/idempotency-key", "assay/voucher"

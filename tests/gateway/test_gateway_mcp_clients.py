@@ -25,7 +25,6 @@ from goassay.errors import AssayError
 from goassay_provider_verify import AssayVerifyMiddleware
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from test_gateway_service import POLICY, PRICE, PROVIDER, Script, provider, tool
 
 from adjudge.app import App
 from adjudge.app.wiring import SignedReceipts
@@ -36,6 +35,7 @@ from support.audit import audit
 from support.harness import FUNDS, Harness, make_harness
 from support.live import serving
 from support.loopback import AsgiServer
+from support.weather import POLICY, PRICE, PROVIDER, Script, provider, tool
 
 TOOL = "weather_forecast"
 

@@ -22,7 +22,6 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from test_gateway_service import POLICY, PRICE, PROVIDER, Script, forecast, tool
 
 from adjudge.app import App
 from adjudge.app.wiring import SignedReceipts
@@ -33,6 +32,7 @@ from support.audit import audit
 from support.harness import FUNDS, Harness, make_harness
 from support.live import serving
 from support.loopback import RawPeer
+from support.weather import POLICY, PRICE, PROVIDER, Script, forecast, tool
 
 #: The forwarder's bounds here: small, so the slow and the huge cases are quick to reach.
 LIMITS = ForwardLimits(total_timeout=0.4, read_timeout=0.3, max_response_bytes=32 * 1024)

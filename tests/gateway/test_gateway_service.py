@@ -6,226 +6,24 @@ charge — with a signed receipt for every call and the books audited after each
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 import httpx
 import pytest
-from goassay_provider_verify import AssayVerifyMiddleware
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
 
-from adjudge.app import App, WebhookSettings
-from adjudge.app.wiring import SignedReceipts
-from adjudge.gateway import JWKS_PATH, Forwarder, ForwardLimits
-from adjudge.receipts import SigningKey, canonical_bytes, verify
+from adjudge.receipts import canonical_bytes, verify
 from adjudge.store import Store
 from support.audit import audit
-from support.harness import FUNDS, Harness, make_harness
-from support.live import serving
-from support.loopback import AsgiServer
-
-PROVIDER = "skycast"
-PRICE = 25
-#: How long the gateway waits for the provider here: long enough for a loaded machine, short
-#: enough that the "slow" answer (this plus 1.5 s) is a time-out.
-TIMEOUT = 3.0
-
-
-@dataclass
-class Script:
-    """What the provider answers next, and what it saw."""
-
-    answer: str = "good"
-    seen: list[dict[str, Any]] = field(default_factory=list)
-    now: datetime = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-
-def forecast(script: Script, days: int) -> dict[str, Any]:
-    return {
-        "latitude": 52.52,
-        "longitude": 13.41,
-        "issued": script.now.isoformat().replace("+00:00", "Z"),
-        "daily": [
-            {
-                "date": f"2026-01-{10 + d:02d}",
-                "temperature_2m_max": 5.0 + d,
-                "temperature_2m_min": -1.0,
-                "precipitation_probability_max": 40,
-            }
-            for d in range(days)
-        ],
-    }
-
-
-def provider(script: Script) -> Starlette:
-    """The provider's own API: a forecast endpoint whose answer the test scripts."""
-
-    async def handle(request: Request) -> Response:
-        with script.lock:
-            script.seen.append(
-                {"city": request.path_params["city"], "call_id": request.headers["x-assay-call-id"]}
-            )
-        kind = script.answer
-        if kind == "good":
-            return JSONResponse(forecast(script, 3))
-        if kind == "bad":  # a high of 300 °C and a latitude of 95: breaks the contract
-            body = forecast(script, 3)
-            body["latitude"] = 95
-            body["daily"][0]["temperature_2m_max"] = 300
-            return JSONResponse(body)
-        if kind == "misapplied":  # the rain chance as text: the range rule cannot judge it
-            body = forecast(script, 3)
-            body["daily"][1]["precipitation_probability_max"] = "high"
-            return JSONResponse(body)
-        if kind == "empty":
-            body = forecast(script, 0)
-            return JSONResponse(body)
-        if kind == "slow":
-            import asyncio  # noqa: PLC0415
-
-            await asyncio.sleep(TIMEOUT + 1.5)
-            return JSONResponse(forecast(script, 3))
-        if kind == "error":
-            return JSONResponse({"error": "boom"}, status_code=503)
-        return Response(b"\x00garbage", media_type="application/octet-stream")
-
-    return Starlette(routes=[Route("/v1/forecast/{city}", handle, methods=["GET"])])
-
-
-def tool(base_url: str, provider_id: str = PROVIDER) -> dict[str, Any]:
-    return {
-        "name": "weather_forecast",
-        "description": "Daily forecast for a city: highs, lows and chance of rain.",
-        "provider": provider_id,
-        "endpoint": {
-            "base_url": base_url,
-            "method": "GET",
-            "path": "/v1/forecast/{city}",
-            "arguments": {"city": "path", "days": "query"},
-        },
-        "input_schema": {
-            "type": "object",
-            "required": ["city"],
-            "additionalProperties": False,
-            "properties": {"city": {"type": "string", "minLength": 1}, "days": {"type": "integer"}},
-        },
-        "contract": {
-            "version": "1",
-            "response_mapping": {
-                "location": "{lat: latitude, lon: longitude}",
-                "issued_at": "issued",
-                "days": "daily[*].{date: date, temp_max_c: temperature_2m_max, "
-                "temp_min_c: temperature_2m_min, precip_prob: precipitation_probability_max}",
-            },
-            "output_schema": {
-                "type": "object",
-                "required": ["location", "issued_at", "days"],
-                "properties": {
-                    "location": {
-                        "type": "object",
-                        "properties": {"lat": {"type": "number", "minimum": -90, "maximum": 90}},
-                    },
-                    "days": {"type": "array"},
-                },
-            },
-        },
-        "price": {"amount_minor": PRICE, "currency": "USD"},
-        "policy": {"id": "weather-standard", "version": 1},
-    }
-
-
-POLICY = {
-    "policy": "weather-standard",
-    "version": 1,
-    "tool": "weather_forecast",
-    "mode": "enforce",
-    "checks": ["schema", "quality_rules"],
-    "threshold": "1",
-    "empty_result": {"path": "days", "on_empty": "accept"},
-    "rules": [
-        {"kind": "required_values", "name": "day_fields", "path": "days", "fields": ["date"]},
-        {
-            "kind": "numeric_range",
-            "name": "plausible_highs",
-            "path": "days",
-            "field": "temp_max_c",
-            "min": -90,
-            "max": 60,
-        },
-        {
-            "kind": "numeric_range",
-            "name": "rain_percent",
-            "path": "days",
-            "field": "precip_prob",
-            "min": 0,
-            "max": 100,
-        },
-    ],
-    "clauses": [
-        {"match": "veto", "check": "schema", "verdict": "FAIL"},
-        {"match": "failures_at_least", "count": 1, "verdict": "FAIL"},
-        {"match": "votes_fewer_than", "count": 1, "verdict": "DEGRADED"},
-    ],
-}
-
-
-@dataclass
-class World:
-    h: Harness
-    service: str
-    script: Script
-    provider_url: str
-    signer: SigningKey
-
-    def call(self, arguments: dict[str, Any], key: str | None = None, who: str = "ann") -> Any:
-        headers = {"Authorization": f"Bearer {self.h.keys[who]}"}
-        if key:
-            headers["Idempotency-Key"] = key
-        return httpx.post(
-            f"{self.service}/api/v1/gateway/calls",
-            json={"tool": "weather_forecast", "arguments": arguments},
-            headers=headers,
-            timeout=30,
-        )
+from support.harness import FUNDS, make_harness
+from support.weather import PRICE, PROVIDER, World, tool, weather_world
 
 
 @pytest.fixture
 def world(store: Store) -> Iterator[World]:
     """A served adjudge with a provider behind the real middleware, its tool and policy."""
-    signer = SigningKey.generate()
-    h = make_harness(store, issuer=SignedReceipts(signer))
-    h.app = App(
-        store,
-        clock=h.clock,
-        issuer=h.app.issuer,
-        forwarder=Forwarder(ForwardLimits(total_timeout=TIMEOUT, read_timeout=TIMEOUT)),
-        private_providers=True,
-        webhooks=WebhookSettings(allow_private=True),
-    )
-    h.keys[PROVIDER] = h.app.accounts.create(None, PROVIDER, ["provider"]).value["api_key"]
-    script = Script()
-    with serving(h.app) as service:
-        guarded = AssayVerifyMiddleware(
-            provider(script), provider=PROVIDER, jwks_url=f"{service}{JWKS_PATH}"
-        )
-        with AsgiServer(guarded) as server:
-            base = server.url
-            r = httpx.post(
-                f"{service}/api/v1/tools/callable",
-                json={"tool": tool(base)},
-                headers={"Authorization": f"Bearer {h.keys[PROVIDER]}"},
-            )
-            assert r.status_code == 201, r.text
-            h.ok("pat", "POST", "/tools/weather_forecast/policies", {"policy": POLICY})
-            yield World(h, service, script, base, signer)
-        h.app.close()
+    with weather_world(store) as w:
+        yield w
     audit(store)
 
 
