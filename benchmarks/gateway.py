@@ -114,7 +114,7 @@ def tool(base_url: str) -> dict[str, Any]:
                 },
             },
         },
-        "price": {"amount_minor": PRICE, "currency": "USD"},
+        "price": {"amount_minor": PRICE, "currency": "USDC"},
         "policy": {"id": "weather-standard", "version": 1},
     }
 

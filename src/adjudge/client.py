@@ -739,6 +739,182 @@ class Client:
             )
         )
 
+    # --- tools and paid calls through the gateway -------------------------------------------
+
+    def tools(
+        self, *, query: str | None = None, limit: int = 50, cursor: str | None = None
+    ) -> dict[str, Any]:
+        """One page of callable tools by name (``next_cursor`` continues); ``query`` searches
+        names and descriptions."""
+        params = {"query": query, "limit": limit, "cursor": cursor}
+        return dict(self.request("GET", "/tools", params=params))
+
+    def iter_tools(self, *, query: str | None = None, page_size: int = 100) -> Iterator[Any]:
+        """Every callable tool, page after page."""
+        cursor: str | None = None
+        while True:
+            page = self.tools(query=query, limit=page_size, cursor=cursor)
+            yield from page["tools"]
+            cursor = page["next_cursor"]
+            if cursor is None:
+                return
+
+    def tool(self, name: str) -> dict[str, Any]:
+        """One callable tool: its MCP definition, provider, price and policy."""
+        return dict(self.request("GET", f"/tools/{name}"))
+
+    def register_tool(
+        self, document: Mapping[str, Any], *, idempotency_key: str | None = None
+    ) -> dict[str, Any]:
+        """A provider registers a callable tool document (endpoint, input schema, contract,
+        price, policy; see the gateway docs)."""
+        return dict(
+            self.request(
+                "POST", "/tools/callable", {"tool": document}, idempotency_key=idempotency_key
+            )
+        )
+
+    def import_openapi(
+        self,
+        document: Mapping[str, Any],
+        *,
+        price: Mapping[str, Any],
+        operation: str | None = None,
+        method: str | None = None,
+        path: str | None = None,
+        base_url: str | None = None,
+        name: str | None = None,
+        policy: Mapping[str, Any] | None = None,
+        idempotency_key: str | None = None,
+    ) -> dict[str, Any]:
+        """A provider makes a tool of one operation of an OpenAPI 3.0/3.1 document (named by
+        ``operation`` id, or by ``method`` and ``path``)."""
+        body = {
+            "openapi": document,
+            "price": price,
+            "operation": operation,
+            "method": method,
+            "path": path,
+            "base_url": base_url,
+            "name": name,
+            "policy": policy,
+        }
+        return dict(
+            self.request("POST", "/tools/import/openapi", body, idempotency_key=idempotency_key)
+        )
+
+    def import_mcp(
+        self,
+        definition: Mapping[str, Any],
+        *,
+        base_url: str,
+        price: Mapping[str, Any],
+        method: str = "POST",
+        path: str = "",
+        policy: Mapping[str, Any] | None = None,
+        idempotency_key: str | None = None,
+    ) -> dict[str, Any]:
+        """A provider makes a tool of an MCP tool definition and the HTTP endpoint serving it."""
+        body = {
+            "definition": definition,
+            "base_url": base_url,
+            "price": price,
+            "method": method,
+            "path": path,
+            "policy": policy,
+        }
+        return dict(
+            self.request("POST", "/tools/import/mcp", body, idempotency_key=idempotency_key)
+        )
+
+    def add_policy(
+        self, tool: str, policy: Mapping[str, Any], *, idempotency_key: str | None = None
+    ) -> dict[str, Any]:
+        """Register a decision policy version for a tool (admins)."""
+        return dict(
+            self.request(
+                "POST",
+                f"/tools/{tool}/policies",
+                {"policy": policy},
+                idempotency_key=idempotency_key,
+            )
+        )
+
+    def call_tool(
+        self, tool: str, arguments: Mapping[str, Any], *, idempotency_key: str | None = None
+    ) -> dict[str, Any]:
+        """Call a tool through the gateway: forwarded signed, verified, settled or refunded by
+        its verdict. A retry with the same key replays the answer (the provider is not called
+        again, nothing is charged twice)."""
+        body = {"tool": tool, "arguments": dict(arguments)}
+        return dict(self.request("POST", "/gateway/calls", body, idempotency_key=idempotency_key))
+
+    def calls(
+        self,
+        *,
+        tool: str | None = None,
+        provider: str | None = None,
+        verdict: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> dict[str, Any]:
+        """One page of forwarded calls, newest first (an admin's all, anyone else's own)."""
+        params = {
+            "tool": tool,
+            "provider": provider,
+            "verdict": verdict,
+            "limit": limit,
+            "cursor": cursor,
+        }
+        return dict(self.request("GET", "/gateway/calls", params=params))
+
+    def call(self, call_id: str) -> dict[str, Any]:
+        """A forwarded call with its answer, every check row, its report window and report."""
+        return dict(self.request("GET", f"/gateway/calls/{call_id}"))
+
+    def report_call(
+        self, call_id: str, reason: str, *, idempotency_key: str | None = None
+    ) -> dict[str, Any]:
+        """The caller reports a bad result despite the checks (opens a review; moves nothing)."""
+        return dict(
+            self.request(
+                "POST",
+                f"/calls/{call_id}/report",
+                {"reason": reason},
+                idempotency_key=idempotency_key,
+            )
+        )
+
+    def rule_report(
+        self,
+        call_id: str,
+        *,
+        upheld: bool,
+        reasons: list[str],
+        idempotency_key: str | None = None,
+    ) -> dict[str, Any]:
+        """An admin rules once on a call's report; upheld refunds the caller, never strikes."""
+        return dict(
+            self.request(
+                "POST",
+                f"/calls/{call_id}/report/ruling",
+                {"upheld": upheld, "reasons": reasons},
+                idempotency_key=idempotency_key,
+            )
+        )
+
+    def call_reports(
+        self, *, status: str | None = None, limit: int = 50, cursor: str | None = None
+    ) -> dict[str, Any]:
+        """The admins' review queue of call reports, oldest first (``next_cursor``)."""
+        params = {"status": status, "limit": limit, "cursor": cursor}
+        return dict(self.request("GET", "/call-reports", params=params))
+
+    def provider_quality(self, provider: str, *, window_days: int | None = None) -> dict[str, Any]:
+        """A provider's quality window over the calls the gateway observed."""
+        params = {"window_days": window_days}
+        return dict(self.request("GET", f"/providers/{provider}/quality", params=params))
+
 
 def _param(value: Any) -> Any:
     # httpx writes True as "true" already; kept explicit so the query reads as the API's.

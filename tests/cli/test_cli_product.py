@@ -165,7 +165,7 @@ def test_help_shows_no_bool_and_no_literal_markup() -> None:
         r = runner.invoke(app, [*path, "--help"], env={"COLUMNS": "100"})
         assert r.exit_code == 0, (path, r.output)
         text = r.output
-        assert "<bool>" not in text, path
+        assert "<bool>" not in text and "<list[" not in text, path
         assert "``" not in text and "[bold" not in text and "[/]" not in text, path
     r = runner.invoke(app, ["task", "post", "--help"], env={"COLUMNS": "100"})
     assert "--private" in r.output and "MINOR_UNITS" in r.output

@@ -19,7 +19,7 @@ from adjudge.service import mcp
 from adjudge.store import Store
 from support.harness import Harness, make_harness
 from support.loopback import RawPeer
-from support.weather import PROVIDER, tool
+from support.weather import PRICE, PROVIDER, tool
 
 MODERN = "2026-07-28"
 IDEM, VOUCHER = "assay/idempotency-key", "assay/voucher"
@@ -263,7 +263,7 @@ def test_tools_list_pages_through_every_tool_with_its_price(
         "weather_history",
     ]
     assert (first["ttlMs"], first["cacheScope"], first["resultType"]) == (0, "public", "complete")
-    assert first["tools"][3]["_meta"]["assay/price"] == {"maxAmount": "25", "asset": "USD"}
+    assert first["tools"][3]["_meta"]["assay/price"] == {"maxAmount": str(PRICE), "asset": "USDC"}
     second = result_of(modern(h, "tools/list", {"cursor": first["nextCursor"]}), "tools/list")
     assert [t["name"] for t in second["tools"]] == ["weather_radar"]
     assert "nextCursor" not in second
@@ -284,8 +284,8 @@ def test_the_meta_tools(h: Harness) -> None:
     assert not found.get("isError")
     assert [r["name"] for r in found["structuredContent"]["results"]] == ["weather_history"]
     assert found["structuredContent"]["results"][0]["assayPrice"] == {
-        "maxAmount": "25",
-        "asset": "USD",
+        "maxAmount": str(PRICE),
+        "asset": "USDC",
     }
     assert json.loads(found["content"][0]["text"]) == found["structuredContent"]
     page = tool_call(h, "search_tools", {"query": "weather", "limit": 2})["structuredContent"]
@@ -296,8 +296,8 @@ def test_the_meta_tools(h: Harness) -> None:
         "nextCursor": None,
     }
     got = tool_call(h, "get_tool", {"name": "weather_radar"})["structuredContent"]
-    assert got["price"] == {"maxAmount": "25", "asset": "USD"}
-    assert got["listedPrice"] == {"amount": "25", "asset": "USD", "decimals": 2}
+    assert got["price"] == {"maxAmount": str(PRICE), "asset": "USDC"}
+    assert got["listedPrice"] == {"amount": str(PRICE), "asset": "USDC", "decimals": 6}
     assert got["inputSchema"]["required"] == ["city"] and got["outputSchema"]["type"] == "object"
 
 

@@ -100,11 +100,11 @@ def test_goassay_lists_prices_calls_replays_and_fetches_the_receipt(world: World
     names = [t["name"] for t in listing.tools]
     assert {"search_tools", "get_tool", "call_tool", TOOL} <= set(names)
     weather = next(t for t in listing.tools if t["name"] == TOOL)
-    assert weather["_meta"]["assay/price"] == {"maxAmount": str(PRICE), "asset": "USD"}
-    assert world.client.tools.get(TOOL)["price"] == {"maxAmount": str(PRICE), "asset": "USD"}
+    assert weather["_meta"]["assay/price"] == {"maxAmount": str(PRICE), "asset": "USDC"}
+    assert world.client.tools.get(TOOL)["price"] == {"maxAmount": str(PRICE), "asset": "USDC"}
     found = world.client.tools.search("forecast")
     assert [r["name"] for r in found.results] == [TOOL]
-    assert found.results[0]["assayPrice"] == {"maxAmount": str(PRICE), "asset": "USD"}
+    assert found.results[0]["assayPrice"] == {"maxAmount": str(PRICE), "asset": "USDC"}
 
     result = world.client.tools.call(TOOL, {"city": "berlin", "days": 3}, idempotency_key="k-1")
     assert not result.is_error and not result.replayed
@@ -118,7 +118,7 @@ def test_goassay_lists_prices_calls_replays_and_fetches_the_receipt(world: World
         "PASS",
         "settle",
     )
-    assert receipt["chargedPrice"] == {"amount": str(PRICE), "asset": "USD", "decimals": 2}
+    assert receipt["chargedPrice"] == {"amount": str(PRICE), "asset": "USDC", "decimals": 6}
     assert [s["call_id"] for s in world.script.seen] == [receipt["intentId"]]
     assert world.balance("wallet:ann") == FUNDS - PRICE
 
@@ -290,7 +290,7 @@ def test_the_mcp_sdk_lists_and_calls_in_every_mode(world: World, mode: str, vers
     seen = anyio.run(_sdk_session, world, mode)
     assert seen["version"] == version
     assert {TOOL, "search_tools", "get_tool", "call_tool"} <= set(seen["names"])
-    assert seen["price"] == {"maxAmount": str(PRICE), "asset": "USD"}
+    assert seen["price"] == {"maxAmount": str(PRICE), "asset": "USDC"}
     assert seen["output_schema"]["type"] == "object"
     good, bad, refused = seen["good"], seen["bad"], seen["refused"]
     assert not good.is_error and good.structured_content["location"]["lat"] == 52.52

@@ -35,7 +35,7 @@ def test_a_good_answer_settles_and_pays_the_provider(world: World) -> None:
     answer = r.json()
     got = (answer["status"], answer["verdict"], answer["payment"])
     assert got == ("settled", "PASS", "settle"), answer["error"]
-    assert answer["chargedPrice"] == {"amount": str(PRICE), "asset": "USD", "decimals": 2}
+    assert answer["chargedPrice"] == {"amount": str(PRICE), "asset": "USDC", "decimals": 6}
     assert answer["output"]["location"] == {"lat": 52.52, "lon": 13.41}
     assert [s["call_id"] for s in world.script.seen] == [answer["intentId"]]
     assert world.h.balance("wallet:ann") == FUNDS - PRICE

@@ -28,7 +28,7 @@ from support.live import serving
 from support.loopback import AsgiServer
 
 PROVIDER = "skycast"
-PRICE = 25
+PRICE = 250_000  # 0.25 USDC
 #: How long the gateway waits for the provider here: long enough for a loaded machine, short
 #: enough that the "slow" answer (this plus 1.5 s) is a time-out.
 TIMEOUT = 3.0
@@ -133,7 +133,7 @@ def tool(base_url: str, provider_id: str = PROVIDER) -> dict[str, Any]:
                 },
             },
         },
-        "price": {"amount_minor": PRICE, "currency": "USD"},
+        "price": {"amount_minor": PRICE, "currency": "USDC"},
         "policy": {"id": "weather-standard", "version": 1},
     }
 

@@ -57,7 +57,7 @@ from adjudge.calls import (
 from adjudge.calls.contract import map_response
 from adjudge.calls.kernel_rows import call_decision
 from adjudge.calls.openapi import mcp_tool_document, openapi_tool_document
-from adjudge.calls.tools import build_request
+from adjudge.calls.tools import DECIMALS, build_request
 from adjudge.calls.verify import CallResult, digest_of
 from adjudge.errors import Error, RateLimited
 from adjudge.gateway import (
@@ -73,6 +73,7 @@ from adjudge.gateway import (
 )
 from adjudge.gateway.forward import FailureKind, ForwardFailure, Outcome
 from adjudge.kernel import Determination, determine
+from adjudge.market.money import LEDGER_CURRENCY
 from adjudge.receipts import SigningKey
 from adjudge.store import Account, Transaction, call_reports, receipt_log, records
 from adjudge.store import calls as calls_db
@@ -83,8 +84,6 @@ from adjudge.store import gateway as db
 INTERRUPTED_AFTER = timedelta(minutes=2)
 #: How far back the gateway's first signing key is dated (see ``Gateway._ensure_key``).
 FIRST_KEY_BACKDATE = timedelta(minutes=1)
-#: A currency's decimals, for the amounts the client reads (``{amount, asset, decimals}``).
-DECIMALS = {"USD": 2, "EUR": 2, "GBP": 2, "JPY": 0, "USDC": 6, "USDG": 6}
 _CONTEXT_KEY = "adjudge gateway signing key"
 #: The MCP endpoint's own tools: no provider tool may take these names.
 META_TOOLS = frozenset({"search_tools", "get_tool", "call_tool"})
@@ -285,6 +284,13 @@ class Gateway:
             raise Error(
                 f"The tool names provider {tool.provider!r}; register it as that provider.",
                 code="NOT_TOOL_PROVIDER",
+            )
+        if tool.price.currency != LEDGER_CURRENCY:
+            raise Error(
+                f"Calls here are paid from {LEDGER_CURRENCY} balances; price the tool in "
+                f"{LEDGER_CURRENCY} minor units (250000 is 0.25 {LEDGER_CURRENCY}), not in "
+                f"{tool.price.currency}.",
+                code="PRICE_CURRENCY_UNSUPPORTED",
             )
         normalized = tool.to_dict()
         idem = Idempotency.of(key, "gateway.register_tool", {"tool": normalized})

@@ -98,8 +98,9 @@ RESERVED_HEADERS = frozenset(
     }
 )  # fmt: skip
 _CURRENCY = re.compile(
-    # ISO 4217 alphabetic code, or a CAIP-19 asset id (chain/namespace:reference[/token]).
-    r"[A-Z]{3}|[-a-z0-9]{3,8}:[-_a-zA-Z0-9]{1,32}/[-a-z0-9]{3,8}:[-.%a-zA-Z0-9]{1,128}"
+    # ISO 4217 alphabetic code, a stablecoin's ticker (USDC, USDG: no ISO code exists for them),
+    # or a CAIP-19 asset id (chain/namespace:reference[/token]).
+    r"[A-Z]{3}|USDC|USDG|[-a-z0-9]{3,8}:[-_a-zA-Z0-9]{1,32}/[-a-z0-9]{3,8}:[-.%a-zA-Z0-9]{1,128}"
     r"(?:/[-.%a-zA-Z0-9]{1,78})?"
 )
 _DEFAULT_PORTS = {"http": "80", "https": "443"}
@@ -197,6 +198,11 @@ class Endpoint:
         if self.authority is not None:
             out["authority"] = self.authority
         return out
+
+
+#: A currency's decimals, for showing and taking amounts in its units (``{amount, asset,
+#: decimals}`` on the wire; an asset not listed has none: its amounts are whole units).
+DECIMALS = {"USD": 2, "EUR": 2, "GBP": 2, "JPY": 0, "USDC": 6, "USDG": 6}
 
 
 @dataclass(frozen=True)
@@ -353,7 +359,7 @@ def _parse_price(raw: object) -> Price:
         raise _invalid("`price.amount_minor` is a whole number of minor units, 0 or more.")
     if not isinstance(currency, str) or not _CURRENCY.fullmatch(currency):
         raise _invalid(
-            "`price.currency` is an ISO 4217 code (USD) or a CAIP-19 asset id "
+            "`price.currency` is an ISO 4217 code (USD), USDC, USDG or a CAIP-19 asset id "
             f"(eip155:1/erc20:0x…); got {currency!r}."
         )
     return Price(amount, currency)

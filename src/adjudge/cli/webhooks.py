@@ -106,7 +106,9 @@ def create(
     url: Annotated[str, typer.Argument(help="The https:// URL to send events to.")],
     event: Annotated[
         list[str] | None,
-        typer.Option("--event", help="An event type to send (repeat it); all types without."),
+        typer.Option(
+            "--event", metavar="TYPE", help="An event type to send (repeat it); all types without."
+        ),
     ] = None,
     description: Annotated[str, typer.Option(help="A note for yourself.")] = "",
 ) -> None:

@@ -18,6 +18,10 @@ DEFAULT_FEE_BPS = 1000
 #: The highest fee a deployment may configure.
 MAX_FEE_BPS = 3000
 
+#: What the ledger's integer minor units are: millionths of a USDC (2000000 is 2 USDC). A price
+#: in any other currency would move the same integers as if they were these, so none is taken.
+LEDGER_CURRENCY = "USDC"
+
 #: Where deposits come from; the only account allowed a negative balance.
 WORLD = "world"
 

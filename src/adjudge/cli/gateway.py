@@ -1,0 +1,593 @@
+"""``adjudge tools …`` and ``adjudge calls …``: the gateway's tools and the paid calls made
+through it, on a running service (a client of the API, like ``adjudge task``).
+
+``adjudge call verify`` (singular) checks a pasted response locally; ``adjudge calls`` reads
+the calls the service itself forwarded, verified and settled. Exit codes: 0 done, 1 refused by
+the service (or, for ``tools call``, a call that did not settle), 2 bad input or no service.
+"""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal, InvalidOperation
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from adjudge.calls.tools import DECIMALS
+from adjudge.cli._common import (
+    DEFAULT_URL,
+    EXIT_REFUSED,
+    JsonFlag,
+    KeyOption,
+    Session,
+    UrlOption,
+    format_amount,
+    print_json,
+    remember_json,
+    stop,
+    wants_json,
+    words,
+)
+
+tools_app = typer.Typer(
+    name="tools",
+    help="Callable tools on a running service: list, show, register, import, call.",
+    no_args_is_help=True,
+)
+calls_app = typer.Typer(
+    name="calls",
+    help="Paid calls the service forwarded: list, show, report, rule, provider quality.",
+    no_args_is_help=True,
+)
+
+LimitOption = Annotated[int, typer.Option(min=1, max=200, help="How many on one page.")]
+CursorOption = Annotated[
+    str | None, typer.Option(help="The page to read (the `next_cursor` a list printed).")
+]
+
+
+class VerdictChoice(StrEnum):
+    """The call verdicts ``calls list --verdict`` filters by."""
+
+    PASS = "PASS"
+    FAIL = "FAIL"
+    DEGRADED = "DEGRADED"
+    MISAPPLIED = "MISAPPLIED"
+    EMPTY_UNVERIFIED = "EMPTY_UNVERIFIED"
+
+
+class ReportStatus(StrEnum):
+    """The states of a call report."""
+
+    open = "open"
+    upheld = "upheld"
+    dismissed = "dismissed"
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``tools`` and ``calls`` to the ``adjudge`` command."""
+    app.add_typer(tools_app)
+    app.add_typer(calls_app)
+
+
+def _options(ctx: typer.Context, url: str, key: str | None, as_json: bool) -> None:
+    remember_json(ctx, as_json)
+    ctx.obj = Session(url, key)
+
+
+@tools_app.callback()
+def _tools_options(
+    ctx: typer.Context,
+    url: UrlOption = DEFAULT_URL,
+    key: KeyOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Callable tools on a running service: list, show, register, import, call."""
+    _options(ctx, url, key, as_json)
+
+
+@calls_app.callback()
+def _calls_options(
+    ctx: typer.Context,
+    url: UrlOption = DEFAULT_URL,
+    key: KeyOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Paid calls the service forwarded: list, show, report, rule, provider quality."""
+    _options(ctx, url, key, as_json)
+
+
+def _session(ctx: typer.Context, as_json: bool) -> Session:
+    session = ctx.obj
+    assert isinstance(session, Session)
+    session.as_json = wants_json(ctx, as_json)
+    return session
+
+
+# --- reading input --------------------------------------------------------------------------
+
+
+def _document(path: Path, what: str) -> Any:
+    """A JSON or YAML file (OpenAPI documents are often YAML) as JSON values; exit 2 if not."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        stop(f"Cannot read the {what} {path}: {exc}")
+    if path.suffix.lower() in (".yaml", ".yml"):
+        import yaml  # noqa: PLC0415 - only YAML documents need it
+
+        try:
+            loaded = yaml.safe_load(text)
+            # YAML has values JSON lacks (dates, NaN): what the service cannot take is said here.
+            json.dumps(loaded, allow_nan=False)
+        except (yaml.YAMLError, TypeError, ValueError) as exc:
+            stop(f"The {what} {path} is not YAML that JSON can carry: {exc}")
+        return loaded
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        stop(f"The {what} {path} is not JSON: {exc}")
+
+
+def _price(amount: str, currency: str) -> dict[str, Any]:
+    """``0.25`` USDC as the API's ``{amount_minor: 250000, currency: "USDC"}``: amounts are
+    typed in the currency's units, with at most its decimals (an unlisted asset has none)."""
+    decimals = DECIMALS.get(currency, 0)
+    try:
+        value = Decimal(amount)
+    except InvalidOperation:
+        stop(f"--price {amount!r} is not an amount; write it in {currency}, like 0.25.")
+    minor = value.scaleb(decimals)
+    if not value.is_finite() or value < 0 or minor != minor.to_integral_value():
+        stop(f"--price {amount!r}: {currency} amounts are 0 or more, {decimals} decimals at most.")
+    return {"amount_minor": int(minor), "currency": currency}
+
+
+def _policy(text: str | None) -> dict[str, Any] | None:
+    """``weather-standard`` (its newest version) or ``weather-standard@2``."""
+    if text is None:
+        return None
+    name, at, version = text.partition("@")
+    if not name or (at and not version.isdigit()):
+        stop(f"--policy {text!r}: write a policy id, or id@version (weather-standard@2).")
+    return {"id": name, **({"version": int(version)} if at else {})}
+
+
+# --- printing -------------------------------------------------------------------------------
+
+
+def _money(price: dict[str, Any] | None) -> str:
+    """``{amount: "25", asset: "USD", decimals: 2}`` as "0.25 USD"."""
+    if not price:
+        return "-"
+    return f"{format_amount(price['amount'], int(price['decimals']))} {price['asset']}"
+
+
+def _tool_line(t: dict[str, Any]) -> str:
+    policy = t.get("policy")
+    rules = f"policy {policy['id']}" if policy else "no policy"
+    return f"{t['name']}  {t['provider']}  {_money(t['price'])}  {rules}  {t['description']}"
+
+
+def _show_tool(t: dict[str, Any]) -> None:
+    typer.echo(f"{t['name']} (version {t['version']}) by {t['provider']}")
+    typer.echo(f"  {t['description']}")
+    typer.echo(f"  price: {_money(t['price'])} a call")
+    policy = t.get("policy")
+    if policy:
+        version = policy.get("version")
+        at = f" version {version}" if version is not None else " (its newest version)"
+        typer.echo(f"  policy: {policy['id']}{at}")
+    else:
+        typer.echo("  policy: none (calls are checked against the contract's schema only)")
+    typer.echo(f"  registered: {t['registered_at']}  digest: {t['digest']}")
+    definition = t.get("definition") or {}
+    for label, key in (("input schema", "inputSchema"), ("output schema", "outputSchema")):
+        if key in definition:
+            typer.echo(f"  {label}:")
+            for line in json.dumps(definition[key], indent=2, ensure_ascii=False).splitlines():
+                typer.echo(f"    {line}")
+
+
+def _call_line(c: dict[str, Any]) -> str:
+    answer = c.get("answer") or {}
+    charged = _money(answer.get("chargedPrice")) if answer else "-"
+    verdict = c.get("verdict") or ("request error" if c.get("status") else "running")
+    return (
+        f"{c['id']}  {c['started_at']}  {c['tool']}  {c['provider']}  "
+        f"{words(c.get('status') or c.get('state'))}  {verdict}  charged {charged}"
+    )
+
+
+def _check_rows(checks: list[dict[str, Any]]) -> None:
+    for row in checks:
+        where = f" at {row['path']}" if row.get("path") else ""
+        typer.echo(f"    {words(row['outcome']):8} {row['name']} ({row['stage']}){where}")
+        if row.get("reason"):
+            typer.echo(f"             {row['reason']}")
+
+
+def _show_answer(answer: dict[str, Any]) -> None:
+    verdict = answer.get("verdict") or "none (request error)"
+    typer.echo(f"  status: {words(answer['status'])}  verdict: {verdict}")
+    listed, charged = _money(answer.get("listedPrice")), _money(answer.get("chargedPrice"))
+    strike = "yes" if answer.get("strike") else "no"
+    typer.echo(
+        f"  listed {listed}, charged {charged}  payment: {answer.get('payment')}  strike: {strike}"
+    )
+    if answer.get("decidedBy"):
+        typer.echo(f"  decided by: {answer['decidedBy']}")
+    error = answer.get("error")
+    if error:
+        typer.echo(f"  error: {error.get('code')}: {error.get('message')}")
+    if answer.get("checks"):
+        typer.echo("  checks:")
+        _check_rows(answer["checks"])
+    if answer.get("output") is not None:
+        typer.echo("  output:")
+        for line in json.dumps(answer["output"], indent=2, ensure_ascii=False).splitlines():
+            typer.echo(f"    {line}")
+    if answer.get("receiptId"):
+        typer.echo(f"  receipt: {answer['receiptId']}")
+
+
+def _report_lines(report: dict[str, Any]) -> None:
+    typer.echo(f"  report: {report['status']}, filed by {report['filed_by']} {report['filed_at']}")
+    typer.echo(f"    reason: {report['reason']}")
+    if report.get("ruled_by"):
+        refund = report.get("refunded_minor")
+        typer.echo(f"    ruled by {report['ruled_by']} {report['ruled_at']}; refunded {refund}")
+        for reason in report.get("ruling") or []:
+            typer.echo(f"    - {reason}")
+        if report.get("receipt_id"):
+            typer.echo(f"    ruling receipt: {report['receipt_id']}")
+
+
+def _more(cursor: str | None, command: str) -> None:
+    if cursor:
+        typer.echo(f"More: adjudge {command} --cursor {cursor}", err=True)
+
+
+# --- tools ----------------------------------------------------------------------------------
+
+
+@tools_app.command("list")
+def list_tools(
+    ctx: typer.Context,
+    query: Annotated[
+        str | None, typer.Option(help="Only tools whose name or text has this.")
+    ] = None,
+    limit: LimitOption = 50,
+    cursor: CursorOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Callable tools by name: provider, price a call, policy."""
+    session = _session(ctx, as_json)
+    page = session.call(lambda api: api.tools(query=query, limit=limit, cursor=cursor))
+    if session.as_json:
+        print_json(page)
+        return
+    if not page["tools"]:
+        typer.echo("No tools." if cursor is None else "No more tools.")
+    for t in page["tools"]:
+        typer.echo(_tool_line(t))
+    _more(page.get("next_cursor"), "tools list")
+
+
+@tools_app.command("show")
+def show_tool(ctx: typer.Context, name: str, as_json: JsonFlag = False) -> None:
+    """One tool: provider, price, policy, input and output schemas."""
+    session = _session(ctx, as_json)
+    found = session.call(lambda api: api.tool(name))
+    if session.as_json:
+        print_json(found)
+    else:
+        _show_tool(found)
+
+
+def _registered(session: Session, made: dict[str, Any]) -> None:
+    if session.as_json:
+        print_json(made)
+    else:
+        typer.echo(f"Registered {_tool_line(made)}")
+
+
+@tools_app.command("register")
+def register_tool(
+    ctx: typer.Context,
+    document: Annotated[Path, typer.Argument(help="The tool document (JSON or YAML).")],
+    as_json: JsonFlag = False,
+) -> None:
+    """Register a callable tool (providers): endpoint, input schema, contract, price, policy."""
+    session = _session(ctx, as_json)
+    doc = _document(document, "tool document")
+    _registered(session, session.call(lambda api: api.register_tool(doc)))
+
+
+PriceOption = Annotated[
+    str, typer.Option(help="What a call costs, in the currency's units (0.25).", show_default=False)
+]
+CurrencyOption = Annotated[
+    str, typer.Option(help="The price's currency: the service's ledger takes USDC.")
+]
+PolicyOption = Annotated[
+    str | None, typer.Option(help="The decision policy: id, or id@version.", show_default=False)
+]
+
+
+@tools_app.command("import-openapi")
+def import_openapi(
+    ctx: typer.Context,
+    document: Annotated[Path, typer.Argument(help="The OpenAPI 3.0/3.1 document (JSON or YAML).")],
+    price: PriceOption,
+    currency: CurrencyOption = "USDC",
+    operation: Annotated[str | None, typer.Option(help="The operationId to import.")] = None,
+    method: Annotated[str | None, typer.Option(help="Or: the operation's method …")] = None,
+    path: Annotated[str | None, typer.Option(help="… and its path (/forecast/{city}).")] = None,
+    base_url: Annotated[
+        str | None, typer.Option(help="The server to call (default: the document's first).")
+    ] = None,
+    name: Annotated[
+        str | None, typer.Option(help="The tool's name (default: from the operation).")
+    ] = None,
+    policy: PolicyOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Make a tool of one operation of an OpenAPI document (providers): its parameters and
+    body become the input schema, its response schema the output schema."""
+    session = _session(ctx, as_json)
+    doc = _document(document, "OpenAPI document")
+    body = _price(price, currency)
+    wanted = _policy(policy)
+    made = session.call(
+        lambda api: api.import_openapi(
+            doc,
+            price=body,
+            operation=operation,
+            method=method,
+            path=path,
+            base_url=base_url,
+            name=name,
+            policy=wanted,
+        )
+    )
+    _registered(session, made)
+
+
+@tools_app.command("import-mcp")
+def import_mcp(
+    ctx: typer.Context,
+    definition: Annotated[Path, typer.Argument(help="The MCP tool definition (JSON or YAML).")],
+    base_url: Annotated[str, typer.Option(help="The HTTP endpoint that serves the tool.")],
+    price: PriceOption,
+    currency: CurrencyOption = "USDC",
+    method: Annotated[str, typer.Option(help="The endpoint's method.")] = "POST",
+    path: Annotated[str, typer.Option(help="The path under the base URL.")] = "",
+    policy: PolicyOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Make a tool of an MCP tool definition (`inputSchema`, `outputSchema`) and its endpoint."""
+    session = _session(ctx, as_json)
+    doc = _document(definition, "MCP tool definition")
+    body = _price(price, currency)
+    wanted = _policy(policy)
+    made = session.call(
+        lambda api: api.import_mcp(
+            doc, base_url=base_url, price=body, method=method, path=path, policy=wanted
+        )
+    )
+    _registered(session, made)
+
+
+@tools_app.command("add-policy")
+def add_policy(
+    ctx: typer.Context,
+    tool: str,
+    document: Annotated[Path, typer.Argument(help="The decision policy (JSON or YAML).")],
+    as_json: JsonFlag = False,
+) -> None:
+    """Register a version of a tool's decision policy (admins)."""
+    session = _session(ctx, as_json)
+    doc = _document(document, "policy")
+    made = session.call(lambda api: api.add_policy(tool, doc))
+    if session.as_json:
+        print_json(made)
+    else:
+        typer.echo(
+            f"Registered policy {made.get('policy')} version {made.get('version')} for {tool}"
+        )
+
+
+@tools_app.command("call")
+def call_tool(
+    ctx: typer.Context,
+    name: str,
+    arguments: Annotated[str, typer.Argument(help="The arguments as a JSON object.")] = "{}",
+    idempotency_key: Annotated[
+        str | None,
+        typer.Option(help="Your key for this call: a retry with it replays, never pays twice."),
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Call a tool through the gateway and print its verdict, charge, checks and output; exits
+    1 when the call did not settle (refunded or voided)."""
+    session = _session(ctx, as_json)
+    try:
+        args = json.loads(arguments)
+    except json.JSONDecodeError as exc:
+        stop(f"The arguments are not JSON: {exc}")
+    if not isinstance(args, dict):
+        stop('The arguments are a JSON object, like \'{"city": "berlin"}\'.')
+    answer = session.call(lambda api: api.call_tool(name, args, idempotency_key=idempotency_key))
+    if session.as_json:
+        print_json(answer)
+    else:
+        typer.echo(f"Call {answer['intentId']} to {answer['tool']} ({answer['provider']})")
+        _show_answer(answer)
+    if answer.get("status") != "settled":
+        raise typer.Exit(EXIT_REFUSED)
+
+
+# --- calls ----------------------------------------------------------------------------------
+
+
+@calls_app.command("list")
+def list_calls(
+    ctx: typer.Context,
+    tool: Annotated[str | None, typer.Option(help="Only this tool's calls.")] = None,
+    provider: Annotated[str | None, typer.Option(help="Only this provider's calls.")] = None,
+    verdict: Annotated[
+        VerdictChoice | None,
+        typer.Option(help="Only calls with this verdict.", case_sensitive=False),
+    ] = None,
+    limit: LimitOption = 50,
+    cursor: CursorOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Forwarded calls newest first (an admin's all, anyone else's own): tool, provider,
+    status, verdict, charge."""
+    session = _session(ctx, as_json)
+    chosen = None if verdict is None else verdict.value
+    page = session.call(
+        lambda api: api.calls(
+            tool=tool, provider=provider, verdict=chosen, limit=limit, cursor=cursor
+        )
+    )
+    if session.as_json:
+        print_json(page)
+        return
+    if not page["calls"]:
+        typer.echo("No calls." if cursor is None else "No more calls.")
+    for c in page["calls"]:
+        typer.echo(_call_line(c))
+    _more(page.get("next_cursor"), "calls list")
+
+
+@calls_app.command("show")
+def show_call(ctx: typer.Context, call_id: str, as_json: JsonFlag = False) -> None:
+    """One call: verdict, charge, the deciding clause, every check row, the output, its
+    receipt, the report window and any report."""
+    session = _session(ctx, as_json)
+    found = session.call(lambda api: api.call(call_id))
+    if session.as_json:
+        print_json(found)
+        return
+    typer.echo(
+        f"Call {found['id']} to {found['tool']} ({found['provider']}) by {found['caller']}, "
+        f"{found['started_at']}"
+    )
+    if found.get("answer"):
+        _show_answer(found["answer"])
+    else:
+        typer.echo(f"  {words(found['state'])}: no answer yet")
+    if found.get("report"):
+        _report_lines(found["report"])
+    elif found.get("report_deadline"):
+        typer.echo(f"  a bad result can be reported until {found['report_deadline']}")
+
+
+@calls_app.command("report")
+def report_call(
+    ctx: typer.Context,
+    call_id: str,
+    reason: Annotated[str, typer.Argument(help="What was wrong with the result.")],
+    as_json: JsonFlag = False,
+) -> None:
+    """Report a bad result despite the checks (the caller, within the report window): it
+    opens a review for an admin and moves no money by itself."""
+    session = _session(ctx, as_json)
+    filed = session.call(lambda api: api.report_call(call_id, reason))
+    if session.as_json:
+        print_json(filed)
+    else:
+        typer.echo(f"Reported call {call_id}; an admin will rule on it.")
+        _report_lines(filed)
+
+
+@calls_app.command("rule")
+def rule_report(
+    ctx: typer.Context,
+    call_id: str,
+    uphold: Annotated[
+        bool,
+        typer.Option(
+            "--uphold/--dismiss", help="Uphold (refund the caller) or dismiss.", show_default=False
+        ),
+    ],
+    reason: Annotated[
+        list[str],
+        typer.Option("--reason", metavar="TEXT", help="Why (repeat it for more reasons)."),
+    ],
+    as_json: JsonFlag = False,
+) -> None:
+    """Rule once on a call's report (admins who are neither its caller nor its provider);
+    upheld refunds the caller against the ruling's receipt and never strikes."""
+    session = _session(ctx, as_json)
+    ruled = session.call(lambda api: api.rule_report(call_id, upheld=uphold, reasons=reason))
+    if session.as_json:
+        print_json(ruled)
+    else:
+        typer.echo(f"Ruled on the report of call {call_id}:")
+        _report_lines(ruled)
+
+
+@calls_app.command("reports")
+def list_reports(
+    ctx: typer.Context,
+    status: Annotated[ReportStatus | None, typer.Option(help="Only reports in this state.")] = None,
+    limit: LimitOption = 50,
+    cursor: CursorOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """The review queue of call reports, oldest first (admins)."""
+    session = _session(ctx, as_json)
+    chosen = None if status is None else status.value
+    page = session.call(lambda api: api.call_reports(status=chosen, limit=limit, cursor=cursor))
+    if session.as_json:
+        print_json(page)
+        return
+    if not page["reports"]:
+        typer.echo("No reports." if cursor is None else "No more reports.")
+    for r in page["reports"]:
+        typer.echo(
+            f"{r['call_id']}  {r['status']}  {r['provider']}  by {r['filed_by']} "
+            f"{r['filed_at']}  {r['reason']}"
+        )
+    _more(page.get("next_cursor"), "calls reports")
+
+
+@calls_app.command("quality")
+def quality(
+    ctx: typer.Context,
+    provider: str,
+    window_days: Annotated[
+        int | None,
+        typer.Option(min=1, max=3650, help="The window (default: the provider's terms)."),
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """A provider's quality window over the calls the gateway itself forwarded: counts, the
+    failure rate, upheld reports, the penalty assessment and its latest proposal."""
+    session = _session(ctx, as_json)
+    found = session.call(lambda api: api.provider_quality(provider, window_days=window_days))
+    if session.as_json:
+        print_json(found)
+        return
+    w = found["window"]
+    typer.echo(f"{provider}: {w['start']} to {w['end']}")
+    typer.echo(
+        f"  pass {w['pass']}  fail {w['fail']}  not counted {w['not_counted']}  "
+        f"request errors {w['request_errors']}  system errors {w['system_errors']}"
+    )
+    rate = found.get("failure_rate")
+    typer.echo(f"  failure rate: {rate if rate is not None else 'no observations'}")
+    typer.echo(f"  upheld reports: {found.get('upheld_reports', 0)}")
+    if found.get("terms") is None:
+        typer.echo("  no quality terms declared: no penalty is assessed")
+    if found.get("assessment") is not None:
+        typer.echo(f"  assessment: {json.dumps(found['assessment'], ensure_ascii=False)}")
+    if found.get("proposal") is not None:
+        typer.echo(f"  latest proposal: {json.dumps(found['proposal'], ensure_ascii=False)}")
