@@ -12,7 +12,7 @@ from playwright.sync_api import expect
 
 from adjudge.webhooks import Sender
 from support.browser import Browser
-from support.receiver import Receiver, drain
+from support.receiver import Receiver, drain, endpoint
 from support.weather import PROVIDER, World
 
 pytestmark = pytest.mark.browser
@@ -262,3 +262,21 @@ def test_a_webhook_endpoint_shows_its_secret_once_and_replays(
     page.reload()
     row.filter(has_text="disabled").wait_for()
     assert page.get_by_role("button", name="Send a test event").count() == 0
+
+
+def test_the_delivery_log_pages_by_its_cursor(
+    world_browser: Browser, world: World, receiver: Receiver
+) -> None:
+    """Past a page of deliveries, "Older deliveries" shows the rest (the log's next_cursor)."""
+    b, page = world_browser, world_browser.page
+    made = endpoint(world.h, receiver, "ann")
+    for _ in range(51):
+        world.h.ok("ann", "POST", f"/webhooks/endpoints/{made['id']}/test")
+    b.sign_in("ann")
+    b.open("webhooks")
+    rows = page.locator("table.deliveries tbody tr")
+    rows.first.wait_for()
+    assert rows.count() == 50
+    page.get_by_role("button", name="Older deliveries").click()
+    expect(rows).to_have_count(1)
+    assert page.get_by_role("button", name="Older deliveries").count() == 0
