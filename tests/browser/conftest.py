@@ -4,9 +4,11 @@ No browser is ever downloaded: the tests launch ``/usr/bin/chromium`` (Debian's 
 ``ADJUDGE_CHROMIUM`` names another) headless with a fresh profile. Where it is not installed
 they skip, saying so; with ``ADJUDGE_REQUIRE_BROWSER=1`` (as CI sets it) they fail instead.
 
-Each test gets a page on a service served on loopback; any request to another host is aborted
-and fails the test, and so does any Content-Security-Policy violation the page reports. When a
-test fails, a screenshot of the page is saved under the test's tmp dir and its path printed.
+Each test gets a page on a service served on loopback (``browser``: a fresh marketplace;
+``world_browser``: the weather provider's world of ``support/weather.py``, for the gateway's
+pages); any request to another host is aborted and fails the test, and so does any
+Content-Security-Policy violation the page reports. When a test fails, a screenshot of the page
+is saved under the test's tmp dir and its path printed.
 ``ADJUDGE_BROWSER_SHOTS=DIR`` saves a screenshot of every page a test names as it goes.
 """
 
@@ -15,6 +17,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -24,9 +27,11 @@ import pytest
 from adjudge.app.wiring import SignedReceipts
 from adjudge.receipts import SigningKey
 from adjudge.store import Store
+from support.audit import audit
 from support.browser import Browser, chromium_or_skip
-from support.harness import make_harness
+from support.harness import Harness, make_harness
 from support.live import serving
+from support.weather import World, weather_world
 
 CHROMIUM = os.environ.get("ADJUDGE_CHROMIUM", "/usr/bin/chromium")
 #: How Chromium is started: headless, no sandbox (CI runs as root), and nothing that would
@@ -51,19 +56,18 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     setattr(item, f"report_{report.when}", report)
 
 
-@pytest.fixture
-def browser(
-    sqlite_store: Store, tmp_path: Path, request: pytest.FixtureRequest
+@contextmanager
+def attached(
+    url: str, h: Harness, signing_key: SigningKey, tmp_path: Path, request: pytest.FixtureRequest
 ) -> Iterator[Browser]:
-    """A fresh Chromium (its own profile) on a service over a fresh store with signed receipts
-    and the real auto check."""
+    """A fresh Chromium (its own profile) on the UI served at ``url`` by ``h``'s service, watched
+    for requests leaving loopback and policy violations (either fails the test), with a
+    screenshot of the page when the test fails."""
     executable = chromium_or_skip(CHROMIUM)
     from playwright.sync_api import sync_playwright  # noqa: PLC0415
 
-    key = SigningKey.generate()
-    h = make_harness(sqlite_store, real_checker=True, issuer=SignedReceipts(key))
     shots = os.environ.get("ADJUDGE_BROWSER_SHOTS")
-    with serving(h.app) as url, sync_playwright() as pw:
+    with sync_playwright() as pw:
         context = pw.chromium.launch_persistent_context(
             str(tmp_path / "profile"),
             executable_path=executable,
@@ -73,7 +77,7 @@ def browser(
             viewport={"width": 1280, "height": 900},
         )
         page = context.pages[0] if context.pages else context.new_page()
-        b = Browser(page, url, h, key, Path(shots) if shots else None)
+        b = Browser(page, url, h, signing_key, Path(shots) if shots else None)
 
         def route(r: Any) -> None:
             host = urlsplit(r.request.url).hostname or ""
@@ -103,3 +107,32 @@ def browser(
             context.close()
     assert not b.outside, f"requests left the machine: {b.outside}"
     assert not b.violations, f"the page reported: {b.violations}"
+
+
+@pytest.fixture
+def browser(
+    sqlite_store: Store, tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[Browser]:
+    """A page on a service over a fresh store with signed receipts and the real auto check."""
+    key = SigningKey.generate()
+    h = make_harness(sqlite_store, real_checker=True, issuer=SignedReceipts(key))
+    with serving(h.app) as url, attached(url, h, key, tmp_path, request) as b:
+        yield b
+
+
+@pytest.fixture
+def world(sqlite_store: Store) -> Iterator[World]:
+    """The weather provider's world (a served adjudge, the provider behind the real
+    middleware, its tool and policy), its books audited after the test."""
+    with weather_world(sqlite_store) as w:
+        yield w
+    audit(sqlite_store)
+
+
+@pytest.fixture
+def world_browser(
+    world: World, tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[Browser]:
+    """A page on the weather world's service."""
+    with attached(world.service, world.h, world.signer, tmp_path, request) as b:
+        yield b

@@ -147,6 +147,20 @@ def test_observed_failures_feed_quality_and_propose_a_penalty(world: World) -> N
     assert quality["proposal"] is not None and quality["proposal"]["status"] == "pending"
 
 
+def test_a_tools_own_view_says_how_it_is_called_and_judged(world: World) -> None:
+    """One tool's view adds its endpoint, input schema and contract (what a caller reads
+    before paying); the listing leaves them out."""
+    doc = tool(world.provider_url)
+    view = world.h.ok("ann", "GET", "/tools/weather_forecast")
+    assert view["endpoint"] == {**doc["endpoint"], "arguments": view["endpoint"]["arguments"]}
+    assert view["endpoint"]["arguments"]["city"] == {"in": "path", "name": "city"}
+    assert view["input_schema"] == doc["input_schema"]
+    assert view["contract"] == {"tool": "weather_forecast", **doc["contract"]}
+    listed = world.h.ok("ann", "GET", "/tools")["tools"][0]
+    assert not {"endpoint", "input_schema", "contract"} & set(listed)
+    assert {k: v for k, v in view.items() if k in listed} == listed
+
+
 def test_internal_providers_are_refused_by_default(store: Store) -> None:
     """Without private providers allowed, a tool on a loopback address is refused before
     anything is reserved."""

@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import httpx
+from fastapi.testclient import TestClient
 from goassay_provider_verify import AssayVerifyMiddleware
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -22,6 +23,7 @@ from adjudge.app import App, WebhookSettings
 from adjudge.app.wiring import SignedReceipts
 from adjudge.gateway import JWKS_PATH, Forwarder, ForwardLimits
 from adjudge.receipts import SigningKey
+from adjudge.service import create_app
 from adjudge.store import Store
 from support.harness import Harness, make_harness
 from support.live import serving
@@ -207,6 +209,9 @@ def weather_world(store: Store, *, real_checker: bool = False) -> Iterator[World
         private_providers=True,
         webhooks=WebhookSettings(allow_private=True),
     )
+    # The harness's own client must reach this app too, not the one it was made with: its
+    # calls (an endpoint on loopback, a test event) follow this app's settings.
+    h.client = TestClient(create_app(h.app))
     h.keys[PROVIDER] = h.app.accounts.create(None, PROVIDER, ["provider"]).value["api_key"]
     script = Script()
     with serving(h.app) as service:

@@ -4,12 +4,18 @@ import { test } from "node:test";
 
 import {
   actionsFor,
+  callActionsFor,
   chainCommand,
   errorText,
+  eventTypes,
+  failureRate,
   formatAmount,
+  hashOf,
   money,
   parseAmount,
   parseCriteria,
+  parseHash,
+  price,
   percent,
   reasonLines,
   receiptFacts,
@@ -87,7 +93,56 @@ test("errors show the service's code and sentence", () => {
     errorText(409, { error: { code: "MAX_ATTEMPTS_REACHED", message: "No attempts left." } }),
     "MAX_ATTEMPTS_REACHED: No attempts left.",
   );
+  assert.equal(
+    errorText(409, { error: { code: "REPORT_EXISTS", message: "Reported.", request_id: "req_1" } }),
+    "REPORT_EXISTS: Reported. (request req_1)",
+  );
   assert.equal(errorText(502, null), "The service answered 502.");
+});
+
+test("gateway amounts read in their own currency's decimals", () => {
+  assert.equal(price({ amount: "25", asset: "USD", decimals: 2 }), "0.25 USD");
+  assert.equal(price({ amount: "1500000", asset: "USDC", decimals: 6 }), "1.5 USDC");
+  assert.equal(price({ amount: "300", asset: "JPY", decimals: 0 }), "300 JPY");
+  assert.equal(price({ amount: "0", asset: "USD", decimals: 2 }), "0 USD");
+  assert.equal(price(null), "");
+});
+
+test("a hash names a page and its filters, and back", () => {
+  assert.deepEqual(parseHash("#/calls/abc?verdict=FAIL&tool="), { parts: ["calls", "abc"], query: { verdict: "FAIL" } });
+  assert.deepEqual(parseHash("#/providers/sky%20cast/quality"), { parts: ["providers", "sky cast", "quality"], query: {} });
+  assert.deepEqual(parseHash(""), { parts: [], query: {} });
+  assert.deepEqual(parseHash("#/tools/%E0%A4%A"), { parts: ["tools", "%E0%A4%A"], query: {} });
+  assert.equal(hashOf(["calls"], { tool: "weather forecast", verdict: "", provider: null }), "#/calls?tool=weather+forecast");
+  assert.equal(hashOf(["providers", "a/b", "quality"]), "#/providers/a%2Fb/quality");
+  const back = parseHash(hashOf(["calls"], { tool: "a&b=c", verdict: "PASS" }));
+  assert.deepEqual(back, { parts: ["calls"], query: { tool: "a&b=c", verdict: "PASS" } });
+});
+
+test("a failure rate is exact, and no observations is not zero", () => {
+  assert.equal(failureRate("1/3"), "1/3 (33.3%)");
+  assert.equal(failureRate("1/1"), "1/1 (100%)");
+  assert.equal(failureRate("0"), "0%");
+  assert.equal(failureRate(null), "no observations");
+  assert.equal(failureRate("odd"), "odd");
+});
+
+test("a call offers its caller a report and an outside admin a ruling", () => {
+  const call = (over) => ({ caller: "ann", provider: "sky", report_deadline: "2026-01-04T12:00:00+00:00", report: null, ...over });
+  const acts = (c, me) => callActionsFor(c, me).map(([a]) => a);
+  assert.deepEqual(acts(call(), ann), ["report"]);
+  assert.deepEqual(acts(call({ report_deadline: null }), ann), []); // refunded: nothing to report
+  assert.deepEqual(acts(call(), pat), []);
+  assert.deepEqual(acts(call({ report: { status: "open" } }), ann), []);
+  assert.deepEqual(acts(call({ report: { status: "open" } }), root), ["ruling"]);
+  assert.deepEqual(acts(call({ report: { status: "upheld" } }), root), []);
+  assert.deepEqual(acts(call({ caller: "root", report: { status: "open" } }), root), []); // its own call
+  assert.deepEqual(callActionsFor(null, ann), []);
+});
+
+test("event types are typed as a list; none is all", () => {
+  assert.deepEqual(eventTypes("call.settled, webhook.test call.settled"), ["call.settled", "webhook.test"]);
+  assert.equal(eventTypes("  "), null);
 });
 
 test("amounts are typed and shown in USDC, converted exactly", () => {

@@ -400,13 +400,19 @@ class Gateway:
         return self.unit.read(run)
 
     def tool(self, name: str) -> dict[str, Any]:
-        """One callable tool (``TOOL_NOT_FOUND``)."""
+        """One callable tool (``TOOL_NOT_FOUND``): the listed view, and how it is called and
+        judged — its endpoint, input schema and contract (mapping and output schema), which a
+        caller reads before paying for a call and a listing leaves out."""
 
         def run(tx: Transaction) -> dict[str, Any]:
             stored = db.tool(tx, name)
             if stored is None:
                 raise Error(f"No tool {name} can be called here.", code="TOOL_NOT_FOUND")
-            return tool_view(stored)
+            document = _parsed_tool(stored).to_dict()
+            view = tool_view(stored)
+            for part in ("endpoint", "input_schema", "contract"):
+                view[part] = document[part]
+            return view
 
         return self.unit.read(run)
 

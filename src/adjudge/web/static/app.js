@@ -5,12 +5,18 @@
 import {
   CURRENCY,
   actionsFor,
+  callActionsFor,
   chainCommand,
   errorText,
+  eventTypes,
+  failureRate,
+  hashOf,
   money,
   parseAmount,
   parseCriteria,
+  parseHash,
   percent,
+  price,
   reasonLines,
   receiptFacts,
   shortTime,
@@ -96,8 +102,51 @@ function statusBadge(status) {
   return h("span", { class: `status ${status}` }, words(status));
 }
 
+/** A verdict or a check's outcome as words ("EMPTY_UNVERIFIED" reads "EMPTY UNVERIFIED");
+ * none (a call that ended in an error) reads "no verdict". */
 function verdictBadge(verdict) {
-  return h("span", { class: `verdict-word ${String(verdict).toLowerCase()}` }, verdict);
+  if (verdict == null) return h("span", { class: "verdict-word none" }, "no verdict");
+  return h("span", { class: `verdict-word ${String(verdict).toLowerCase()}` }, words(verdict));
+}
+
+/** A definition list of [term, value] pairs (a null value leaves its pair out). */
+function factList(pairs) {
+  return h(
+    "dl",
+    { class: "facts" },
+    pairs.filter(([, v]) => v != null).flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]),
+  );
+}
+
+/** A table with a header row; `rows` are lists of cells (each a node, text or list). */
+function table(cls, headers, rows) {
+  return h(
+    "table",
+    { class: cls },
+    h("thead", {}, h("tr", {}, headers.map((c) => h("th", {}, c)))),
+    h("tbody", {}, rows.map((cells) => h("tr", {}, cells.map((c) => (c instanceof Node && c.tagName === "TD" ? c : h("td", {}, c)))))),
+  );
+}
+
+/** A JSON value pretty-printed, as text. */
+function jsonBlock(value, label) {
+  return h("pre", { class: "json", "aria-label": label }, JSON.stringify(value, null, 2));
+}
+
+/** An API path with its query (blank values left out). */
+function withQuery(path, params) {
+  const kept = Object.entries(params).filter(([, v]) => v != null && String(v) !== "");
+  const search = new URLSearchParams(kept).toString();
+  return search ? `${path}?${search}` : path;
+}
+
+function providerLink(provider) {
+  return h("a", { href: hashOf(["providers", provider, "quality"]), class: "provider-link" }, provider);
+}
+
+/** A label around a field, as the forms lay them out. */
+function labelled(text, input) {
+  return h("label", {}, h("span", {}, text), input);
 }
 
 /** A command to copy, with a button that copies it. */
@@ -711,10 +760,579 @@ async function receiptLog(after) {
   );
 }
 
+// --- tools ------------------------------------------------------------------------------------
+
+function policyText(policy) {
+  if (!policy) return "none: its calls settle unverified";
+  return policy.version == null ? `${policy.id} (its highest version)` : `${policy.id} version ${policy.version}`;
+}
+
+async function toolList(query, cursor) {
+  const render = claim();
+  const page = await api("GET", withQuery("/tools", { query: query.query, limit: 50, cursor }));
+  const search = h("input", { type: "search", name: "query", value: query.query || "", "aria-label": "Search tools", placeholder: "name or description" });
+  render(
+    h("h2", {}, "Tools"),
+    h(
+      "form",
+      {
+        class: "filters",
+        onsubmit: (event) => {
+          event.preventDefault();
+          location.hash = hashOf(["tools"], { query: search.value });
+        },
+      },
+      search,
+      h("button", { type: "submit" }, "Search"),
+    ),
+    page.tools.length
+      ? table(
+          "tools",
+          ["Tool", "Description", "Provider", "Price", "Policy"],
+          page.tools.map((t) => [
+            h("a", { href: hashOf(["tools", t.name]) }, t.name),
+            t.description,
+            providerLink(t.provider),
+            h("td", { class: "num" }, price(t.price)),
+            policyText(t.policy),
+          ]),
+        )
+      : h("p", {}, query.query ? "No tool matches." : "No tools are registered yet."),
+    page.next_cursor
+      ? h("p", {}, h("button", { type: "button", onclick: () => toolList(query, page.next_cursor) }, "More tools"))
+      : null,
+  );
+}
+
+async function toolDetail(name) {
+  const render = claim();
+  const t = await api("GET", `/tools/${encodeURIComponent(name)}`);
+  const endpoint = t.endpoint || {};
+  const contract = t.contract || {};
+  const placements = Object.entries(endpoint.arguments || {});
+  const mapping = Object.entries(contract.response_mapping || {});
+  const output = contract.output_schema ?? (t.definition && t.definition.outputSchema);
+  render(
+    h("p", {}, h("a", { href: "#/tools" }, "← Tools")),
+    h("h2", {}, t.name),
+    t.description ? h("p", {}, t.description) : null,
+    factList([
+      ["Provider", providerLink(t.provider)],
+      ["Price per call", price(t.price)],
+      ["Decision policy", policyText(t.policy)],
+      ["Version", String(t.version)],
+      ["Registered", shortTime(t.registered_at)],
+      ["Digest", h("span", { class: "digest" }, t.digest)],
+    ]),
+    h(
+      "p",
+      { class: "buttons" },
+      h("a", { href: hashOf(["calls"], { tool: t.name }), class: "tool-calls" }, "This tool's calls"),
+      " · ",
+      h("a", { href: hashOf(["providers", t.provider, "quality"]) }, `${t.provider}'s quality`),
+    ),
+    h("h3", {}, "Endpoint"),
+    h("p", {}, h("code", { class: "endpoint" }, `${endpoint.method || ""} ${endpoint.base_url || ""}${endpoint.path || ""}`)),
+    factList([
+      ["Method", endpoint.method],
+      ["Base URL", endpoint.base_url],
+      ["Path", endpoint.path],
+      ["Body", endpoint.body == null ? null : typeof endpoint.body === "string" ? endpoint.body : `the argument ${endpoint.body.argument}`],
+    ]),
+    placements.length
+      ? table(
+          "placements",
+          ["Argument", "Sent in", "As"],
+          placements.map(([arg, p]) => [arg, p.in, p.name]),
+        )
+      : null,
+    h("h3", {}, "Input schema"),
+    jsonBlock(t.input_schema ?? (t.definition && t.definition.inputSchema) ?? {}, "Input schema"),
+    h("h3", {}, `Contract${contract.version ? ` version ${contract.version}` : ""}`),
+    mapping.length
+      ? [
+          h("p", {}, "How the provider's response becomes the output the checks judge:"),
+          table("mapping", ["Output field", "From the response"], mapping.map(([field, from]) => [field, h("code", {}, typeof from === "string" ? from : JSON.stringify(from))])),
+        ]
+      : h("p", {}, "The provider's response is judged as it is (no mapping)."),
+    h("h3", {}, "Output schema"),
+    output == null ? h("p", {}, "None declared.") : jsonBlock(output, "Output schema"),
+  );
+}
+
+// --- forwarded calls --------------------------------------------------------------------------
+
+const CALL_VERDICTS = ["PASS", "FAIL", "EMPTY_CONFIRMED", "EMPTY_UNVERIFIED", "MISAPPLIED", "DEGRADED", "SKIPPED", "UNVERIFIED"];
+
+async function callList(query, cursor) {
+  const render = claim();
+  const page = await api(
+    "GET",
+    withQuery("/gateway/calls", { tool: query.tool, provider: query.provider, verdict: query.verdict, limit: 50, cursor }),
+  );
+  const tool = h("input", { type: "text", name: "tool", value: query.tool || "", "aria-label": "Tool", placeholder: "tool" });
+  const provider = h("input", { type: "text", name: "provider", value: query.provider || "", "aria-label": "Provider", placeholder: "provider" });
+  const verdict = h(
+    "select",
+    { name: "verdict", "aria-label": "Verdict" },
+    h("option", { value: "" }, "any verdict"),
+    CALL_VERDICTS.map((v) => h("option", { value: v, selected: v === query.verdict }, words(v))),
+  );
+  const filtered = query.tool || query.provider || query.verdict;
+  render(
+    h("h2", {}, "Calls"),
+    h(
+      "form",
+      {
+        class: "filters",
+        onsubmit: (event) => {
+          event.preventDefault();
+          location.hash = hashOf(["calls"], { tool: tool.value, provider: provider.value, verdict: verdict.value });
+        },
+      },
+      tool,
+      provider,
+      verdict,
+      h("button", { type: "submit" }, "Filter"),
+      filtered ? h("a", { href: "#/calls" }, "Clear") : null,
+    ),
+    page.calls.length
+      ? table(
+          "calls",
+          ["Time", "Tool", "Provider", "Caller", "Status", "Verdict", "Charged"],
+          page.calls.map((c) => [
+            h("a", { href: hashOf(["calls", c.id]) }, shortTime(c.started_at)),
+            h("a", { href: hashOf(["tools", c.tool]) }, c.tool),
+            providerLink(c.provider),
+            c.caller,
+            c.status ? statusBadge(c.status) : statusBadge(c.state),
+            verdictBadge(c.verdict),
+            h("td", { class: "num" }, c.answer ? price(c.answer.chargedPrice) : "—"),
+          ]),
+        )
+      : h("p", {}, filtered ? "No call matches these filters." : "No calls yet."),
+    page.next_cursor
+      ? h("p", {}, h("button", { type: "button", onclick: () => callList(query, page.next_cursor) }, "Older calls"))
+      : null,
+  );
+}
+
+function checkTable(checks) {
+  return table(
+    "checks call-checks",
+    ["Check", "Stage", "Authority", "Outcome", "Weight", "Detail"],
+    checks.map((c) => [
+      c.name,
+      words(c.stage),
+      c.authority,
+      verdictBadge(c.outcome),
+      h("td", { class: "num" }, c.weight == null ? "" : String(c.weight)),
+      [
+        c.reason,
+        c.path ? h("div", { class: "digest" }, `at ${c.path}`) : null,
+        c.declared === false ? h("div", { class: "muted" }, "recorded for the reader; the policy does not count it") : null,
+        (c.cited || []).map((q) => h("div", { class: "digest" }, `cited ${q}`)),
+      ],
+    ]),
+  );
+}
+
+function reportSection(report, currency) {
+  return h(
+    "section",
+    { class: `report ${report.status}` },
+    h("h4", {}, `Reported by ${report.filed_by} · ${shortTime(report.filed_at)} · `, statusBadge(report.status)),
+    h("pre", { class: "text" }, report.reason),
+    report.ruled_by
+      ? [
+          h("p", {}, `Ruled ${words(report.status)} by ${report.ruled_by} · ${shortTime(report.ruled_at)}`),
+          report.ruling && report.ruling.length ? h("ul", {}, report.ruling.map((r) => h("li", {}, r))) : null,
+          report.refunded_minor != null
+            ? h("p", {}, "Given back to the caller: ", h("strong", { class: "refunded" }, price({ ...currency, amount: String(report.refunded_minor) })))
+            : null,
+          report.receipt_id ? h("p", {}, "Ruling receipt ", h("a", { href: `#/receipts/${report.receipt_id}` }, report.receipt_id)) : null,
+        ]
+      : h("p", { class: "muted" }, "Open: an admin who is neither party reviews it. It refunds nothing and strikes nothing by itself."),
+  );
+}
+
+/** The caller's report form, or an admin's ruling form; each runs and shows the call again. */
+function callActionForm(call, action, label) {
+  const status = h("p", { class: "status-line" });
+  let fields;
+  let send;
+  if (action === "report") {
+    const reason = h("textarea", { rows: 3, required: true, maxlength: 2000, "aria-label": "What is wrong with the result", placeholder: "What is wrong with the result, despite the checks" });
+    fields = [
+      h("p", { class: "muted" }, `Until ${shortTime(call.report_deadline)}. An admin reviews the report; upheld, the charge comes back.`),
+      reason,
+    ];
+    send = () => api("POST", `/calls/${encodeURIComponent(call.id)}/report`, { reason: reason.value });
+  } else {
+    const upheld = h(
+      "select",
+      { "aria-label": "Ruling on the report" },
+      h("option", { value: "upheld" }, "Uphold: a human FAIL, the charge goes back to the caller"),
+      h("option", { value: "dismissed" }, "Dismiss: nothing changes"),
+    );
+    const reasons = h("textarea", { rows: 3, required: true, "aria-label": "Reasons for the ruling", placeholder: "Reasons, one per line (1 to 20)" });
+    fields = [upheld, reasons];
+    send = () =>
+      api("POST", `/calls/${encodeURIComponent(call.id)}/report/ruling`, {
+        upheld: upheld.value === "upheld",
+        reasons: reasonLines(reasons.value),
+      });
+  }
+  return h(
+    "form",
+    {
+      class: `action call-${action}`,
+      onsubmit: async (event) => {
+        event.preventDefault();
+        status.textContent = "…";
+        try {
+          await send();
+          await signIn(); // an upheld report moved money
+          await callDetail(call.id);
+        } catch (err) {
+          status.replaceChildren(failure(err));
+        }
+      },
+    },
+    h("h4", {}, label),
+    fields,
+    h("button", { type: "submit" }, label),
+    status,
+  );
+}
+
+async function callDetail(id) {
+  const render = claim();
+  const c = await api("GET", `/gateway/calls/${encodeURIComponent(id)}`);
+  const a = c.answer;
+  const record = c.record;
+  const checks = (record && record.checks) || (a && a.checks) || [];
+  const error = (a && a.error) || (record && record.error);
+  const policy = record && record.policy;
+  const reportable = c.report
+    ? `reported: ${words(c.report.status)} (below)`
+    : c.report_deadline
+    ? `until ${shortTime(c.report_deadline)}`
+    : c.state === "done"
+      ? "not reportable: nothing was charged for its result"
+      : null;
+  const offered = callActionsFor(c, me);
+  render(
+    h("p", {}, h("a", { href: "#/calls" }, "← Calls")),
+    h("h2", {}, `Call to ${c.tool}`),
+    h("p", { class: "digest" }, c.id),
+    factList([
+      ["Status", c.status ? statusBadge(c.status) : [statusBadge(c.state), " (not ended yet)"]],
+      [
+        "Verdict",
+        [
+          verdictBadge(c.verdict),
+          c.report && c.report.status === "upheld" ? " · superseded by an upheld report: a human FAIL, the charge given back" : "",
+        ],
+      ],
+      ["Payment decision", a ? [words(a.payment), a.strike ? " · a strike against the provider" : " · no strike"] : null],
+      ["Decided by", a ? a.decidedBy : null],
+      ["Policy", policy ? `${policy.policy} version ${policy.version} (${words(policy.mode)})` : a ? "none" : null],
+      ["Tool", h("a", { href: hashOf(["tools", c.tool]) }, c.tool)],
+      ["Provider", [providerLink(c.provider), " · ", h("a", { href: hashOf(["providers", c.provider, "quality"]) }, "its quality")]],
+      ["Caller", c.caller],
+      ["Listed price", price(c.price)],
+      ["Charged", a ? h("span", { class: "charged" }, price(a.chargedPrice)) : null],
+      ["Started", shortTime(c.started_at)],
+      ["Finished", c.finished_at ? shortTime(c.finished_at) : null],
+      ["Receipt", c.receipt_id ? h("a", { href: `#/receipts/${c.receipt_id}`, class: "receipt-link" }, c.receipt_id) : null],
+      ["Report a bad result", reportable],
+    ]),
+    error
+      ? h(
+          "section",
+          { class: "call-error", role: "note" },
+          h("h3", {}, `Request error: ${words(error.kind)}`),
+          h("p", {}, h("code", {}, error.code), ` ${error.message}`),
+          h("p", { class: "muted" }, "No verdict: the reservation went back to the caller."),
+        )
+      : null,
+    h("h3", {}, "Checks"),
+    checks.length ? checkTable(checks) : h("p", {}, "No check ran."),
+    h("h3", {}, "Output (mapped)"),
+    a && a.output != null ? jsonBlock(a.output, "Output") : h("p", {}, "No output: the response did not have the tool's shape, or the call failed."),
+    c.report ? [h("h3", {}, "Report"), reportSection(c.report, c.price)] : null,
+    offered.map(([action, label]) => callActionForm(c, action, label)),
+  );
+}
+
+async function reportQueue(query, cursor) {
+  const render = claim();
+  if (!me || !me.roles.includes("admin")) {
+    render(h("h2", {}, "Review queue"), h("p", {}, "The review queue of reported calls is for admins. A call's own page shows its report."));
+    return;
+  }
+  const page = await api("GET", withQuery("/call-reports", { status: query.status, limit: 50, cursor }));
+  const status = h(
+    "select",
+    { name: "status", "aria-label": "Report status" },
+    h("option", { value: "" }, "every status"),
+    ["open", "upheld", "dismissed"].map((s) => h("option", { value: s, selected: s === query.status }, s)),
+  );
+  render(
+    h("h2", {}, "Review queue"),
+    h("p", { class: "muted" }, "Reports of bad results, oldest first. Open one to rule on it."),
+    h(
+      "form",
+      {
+        class: "filters",
+        onsubmit: (event) => {
+          event.preventDefault();
+          location.hash = hashOf(["reports"], { status: status.value });
+        },
+      },
+      status,
+      h("button", { type: "submit" }, "Show"),
+    ),
+    page.reports.length
+      ? table(
+          "reports",
+          ["Call", "Provider", "Filed by", "Filed", "Reason", "Status", "Ruled by"],
+          page.reports.map((r) => [
+            h("a", { href: hashOf(["calls", r.call_id]), class: "digest" }, r.call_id),
+            providerLink(r.provider),
+            r.filed_by,
+            shortTime(r.filed_at),
+            h("td", { class: "reason" }, r.reason),
+            statusBadge(r.status),
+            r.ruled_by || "",
+          ]),
+        )
+      : h("p", {}, query.status ? `No ${query.status} reports.` : "No reports."),
+    page.next_cursor
+      ? h("p", {}, h("button", { type: "button", onclick: () => reportQueue(query, page.next_cursor) }, "More reports"))
+      : null,
+  );
+}
+
+async function providerQuality(provider, query) {
+  const render = claim();
+  const q = await api("GET", withQuery(`/providers/${encodeURIComponent(provider)}/quality`, { window_days: query.window_days }));
+  const w = q.window;
+  const terms = q.terms;
+  const p = q.proposal;
+  const days = h("input", { type: "number", min: 1, max: 3650, name: "window_days", value: query.window_days || "", "aria-label": "Window in days", placeholder: "days" });
+  render(
+    h("h2", {}, `Quality of ${q.provider}`),
+    h("p", { class: "muted" }, `As of ${shortTime(q.at)}. Only calls this gateway forwarded count; reported calls never do.`),
+    h(
+      "form",
+      {
+        class: "filters",
+        onsubmit: (event) => {
+          event.preventDefault();
+          location.hash = hashOf(["providers", provider, "quality"], { window_days: days.value });
+        },
+      },
+      labelled("Another window (days)", days),
+      h("button", { type: "submit" }, "Show"),
+    ),
+    factList([
+      ["Window", `${shortTime(w.start)} to ${shortTime(w.end)}`],
+      ["Failure rate", h("strong", { class: "failure-rate" }, failureRate(q.failure_rate))],
+    ]),
+    table(
+      "quality-counts",
+      ["Passed", "Failed", "Not counted", "Request errors", "System errors", "Upheld reports"],
+      [[w.pass, w.fail, w.not_counted, w.request_errors, w.system_errors, q.upheld_reports].map((n) => h("td", { class: "num" }, String(n)))],
+    ),
+    h("p", { class: "muted" }, "Upheld reports are human findings, counted apart: they never strike and never change the rate."),
+    h("h3", {}, "Declared terms"),
+    terms
+      ? factList(Object.keys(terms).sort().map((k) => [words(k), k === "penalty_minor" ? money(terms[k]) : String(terms[k])]))
+      : h("p", {}, "This provider declared no quality terms: there is nothing to assess a penalty under."),
+    q.assessment ? [h("h3", {}, "Assessment under those terms"), h("p", { class: "assessment" }, q.assessment)] : null,
+    h("h3", {}, "Latest penalty proposal"),
+    p
+      ? factList([
+          ["Status", statusBadge(p.status)],
+          ["Proposed", shortTime(p.proposed_at)],
+          ["Enforceable from", shortTime(p.enforceable_at)],
+          ["Lapses", shortTime(p.lapses_at)],
+          ["Observed", `${p.failures} failed of ${p.observations}`],
+          ["Declared failure rate", String(p.declared_failure_rate)],
+          ["p-value at most", String(p.p_value_at_most)],
+          ["Confidence", String(p.confidence)],
+          ["Penalty", money(p.penalty_minor)],
+        ])
+      : h("p", {}, "None."),
+    h("p", {}, h("a", { href: hashOf(["calls"], { provider }) }, `${q.provider}'s calls`)),
+  );
+}
+
+// --- webhooks ---------------------------------------------------------------------------------
+
+const DELIVERY_STATUSES = ["pending", "delivered", "failed"];
+
+/** The signed-in account's endpoints and delivery log; `notice` (a node) shows above them —
+ * a new endpoint's secret, which no later read returns. */
+async function webhooksPage(query, notice, cursor) {
+  const render = claim();
+  const [{ endpoints }, page] = await Promise.all([
+    api("GET", "/webhooks/endpoints"),
+    api("GET", withQuery("/webhooks/deliveries", { endpoint: query.endpoint, status: query.status, limit: 50, cursor })),
+  ]);
+  const again = (shown) => webhooksPage(query, shown);
+  const url = h("input", { type: "text", required: true, name: "url", "aria-label": "Endpoint URL", placeholder: "https://example.com/hooks/adjudge" });
+  const types = h("input", { type: "text", name: "event_types", "aria-label": "Event types", placeholder: "all, or e.g. call.settled, call.report_ruled" });
+  const description = h("input", { type: "text", name: "description", maxlength: 200, "aria-label": "Description" });
+  const made = h("p", { class: "status-line" });
+  const endpointFilter = h(
+    "select",
+    { name: "endpoint", "aria-label": "Endpoint filter" },
+    h("option", { value: "" }, "every endpoint"),
+    endpoints.map((e) => h("option", { value: e.id, selected: e.id === query.endpoint }, e.url)),
+  );
+  const statusFilter = h(
+    "select",
+    { name: "status", "aria-label": "Delivery status" },
+    h("option", { value: "" }, "every status"),
+    DELIVERY_STATUSES.map((s) => h("option", { value: s, selected: s === query.status }, s)),
+  );
+  const urls = new Map(endpoints.map((e) => [e.id, e.url]));
+  const rowButton = (label, run) => {
+    const line = h("span", { class: "status-line" });
+    const button = h(
+      "button",
+      {
+        type: "button",
+        onclick: async () => {
+          line.textContent = "…";
+          try {
+            await again(await run());
+          } catch (err) {
+            line.replaceChildren(failure(err));
+          }
+        },
+      },
+      label,
+    );
+    return [button, line];
+  };
+  render(
+    h("h2", {}, "Webhooks"),
+    notice || null,
+    h("h3", {}, "Your endpoints"),
+    endpoints.length
+      ? table(
+          "endpoints",
+          ["URL", "Events", "Description", "State", "Created", ""],
+          endpoints.map((e) => [
+            h("span", { class: "digest" }, e.url),
+            e.event_types ? e.event_types.join(", ") : "all",
+            e.description,
+            statusBadge(e.enabled ? "enabled" : "disabled"),
+            shortTime(e.created_at),
+            e.enabled
+              ? h(
+                  "div",
+                  { class: "buttons" },
+                  rowButton("Send a test event", async () => {
+                    const d = await api("POST", `/webhooks/endpoints/${encodeURIComponent(e.id)}/test`);
+                    return h("p", { class: "notice", role: "status" }, `A test event is queued for ${e.url} (delivery ${d.id}).`);
+                  }),
+                  rowButton("Disable", async () => {
+                    await api("DELETE", `/webhooks/endpoints/${encodeURIComponent(e.id)}`);
+                    return h("p", { class: "notice", role: "status" }, `${e.url} is disabled: nothing more is sent to it.`);
+                  }),
+                )
+              : "",
+          ]),
+        )
+      : h("p", {}, "No endpoints yet."),
+    h(
+      "form",
+      {
+        class: "post endpoint-form",
+        onsubmit: async (event) => {
+          event.preventDefault();
+          made.textContent = "…";
+          try {
+            const e = await api("POST", "/webhooks/endpoints", {
+              url: url.value.trim(),
+              event_types: eventTypes(types.value),
+              description: description.value,
+            });
+            await again(
+              h(
+                "section",
+                { class: "secret", role: "status" },
+                h("p", {}, h("strong", {}, `Endpoint ${e.url} added.`), " Its signing secret is shown only this once — store it now; no page or request shows it again. Your receiver checks every delivery's signature with it."),
+                command(e.secret, "Signing secret"),
+              ),
+            );
+          } catch (err) {
+            made.replaceChildren(failure(err));
+          }
+        },
+      },
+      h("h4", {}, "Add an endpoint"),
+      labelled("URL", url),
+      labelled("Event types (blank for all)", types),
+      labelled("Description", description),
+      h("button", { type: "submit" }, "Add endpoint"),
+      made,
+    ),
+    h("h3", {}, "Delivery log"),
+    h(
+      "form",
+      {
+        class: "filters",
+        onsubmit: (event) => {
+          event.preventDefault();
+          location.hash = hashOf(["webhooks"], { endpoint: endpointFilter.value, status: statusFilter.value });
+        },
+      },
+      endpointFilter,
+      statusFilter,
+      h("button", { type: "submit" }, "Filter"),
+    ),
+    page.deliveries.length
+      ? table(
+          "deliveries",
+          ["Created", "Event", "Endpoint", "Status", "Attempts", "Last answer", "Last error", "Next attempt", "Replays", ""],
+          page.deliveries.map((d) => [
+            shortTime(d.created_at),
+            h("code", {}, d.type),
+            h("span", { class: "digest" }, urls.get(d.endpoint_id) || d.endpoint_id),
+            statusBadge(d.status),
+            h("td", { class: "num" }, `${d.attempts} of ${d.max_attempts}`),
+            d.last_status == null ? "" : String(d.last_status),
+            h("td", { class: "reason" }, d.last_error || ""),
+            d.next_attempt_at ? shortTime(d.next_attempt_at) : d.delivered_at ? `delivered ${shortTime(d.delivered_at)}` : "",
+            h("td", { class: "num" }, String(d.replays)),
+            h(
+              "div",
+              { class: "buttons" },
+              rowButton("Replay", async () => {
+                await api("POST", `/webhooks/deliveries/${encodeURIComponent(d.id)}/replay`);
+                return h("p", { class: "notice", role: "status" }, `Delivery ${d.id} is sent again now, under the same webhook-id.`);
+              }),
+            ),
+          ]),
+        )
+      : h("p", {}, "No deliveries."),
+    page.next_cursor
+      ? h("p", {}, h("button", { type: "button", onclick: () => webhooksPage(query, null, page.next_cursor) }, "Older deliveries"))
+      : null,
+  );
+}
+
 // --- routing ----------------------------------------------------------------------------------
 
 async function route() {
-  const [, view, id] = (location.hash || "#/tasks").split("/");
+  const { parts, query } = parseHash(location.hash || "#/tasks");
+  const [view, id, more] = parts;
   if (!key()) {
     claim()(
       h("h2", {}, "Sign in"),
@@ -724,11 +1342,18 @@ async function route() {
   }
   const before = tickets;
   try {
-    if (view === "tasks" && id) await taskDetail(decodeURIComponent(id));
+    if (view === "tasks" && id) await taskDetail(id);
     else if (view === "post") await postForm();
     else if (view === "verifiers") await verifiers();
-    else if (view === "receipts" && id) await receipt(decodeURIComponent(id));
+    else if (view === "receipts" && id) await receipt(id);
     else if (view === "receipts") await receiptLog();
+    else if (view === "tools" && id) await toolDetail(id);
+    else if (view === "tools") await toolList(query);
+    else if (view === "calls" && id) await callDetail(id);
+    else if (view === "calls") await callList(query);
+    else if (view === "reports") await reportQueue(query);
+    else if (view === "providers" && id && more === "quality") await providerQuality(id, query);
+    else if (view === "webhooks") await webhooksPage(query);
     else await taskList();
   } catch (err) {
     // Shown unless a later view has started since (its own page stands).

@@ -138,10 +138,11 @@ export function parseCriteria(text) {
   return { criteria: value };
 }
 
-/** The message to show for a failed request: the service's error code and sentence. */
+/** The message to show for a failed request: the service's error code and sentence, and the
+ * request id the service logged it under (what an operator asks for). */
 export function errorText(status, body) {
   const err = body && typeof body === "object" ? body.error : null;
-  if (err && err.code) return `${err.code}: ${err.message}`;
+  if (err && err.code) return `${err.code}: ${err.message}` + (err.request_id ? ` (request ${err.request_id})` : "");
   return `The service answered ${status}.`;
 }
 
@@ -193,4 +194,82 @@ export function receiptFacts(record) {
     supersedes: p.supersedesReceiptId || null,
     checks,
   };
+}
+
+/** An amount as the gateway sends it ({amount, asset, decimals}: minor units of a currency
+ * with its own decimals, "25" USD is 0.25 USD) as people read it; "" for none. */
+export function price(amount) {
+  if (!amount || amount.amount == null) return "";
+  return money(amount.amount, { code: amount.asset, decimals: Number(amount.decimals) || 0 });
+}
+
+/**
+ * The page a hash names: "#/calls/abc?verdict=FAIL" is {parts: ["calls", "abc"], query:
+ * {verdict: "FAIL"}}. Parts are decoded (a malformed escape is kept as typed); blank query
+ * values are dropped, so an emptied filter is no filter.
+ */
+export function parseHash(hash) {
+  const text = String(hash ?? "").replace(/^#\/?/, "");
+  const at = text.indexOf("?");
+  const path = at < 0 ? text : text.slice(0, at);
+  const decode = (part) => {
+    try {
+      return decodeURIComponent(part);
+    } catch {
+      return part;
+    }
+  };
+  const query = {};
+  for (const [name, value] of new URLSearchParams(at < 0 ? "" : text.slice(at + 1))) {
+    if (value.trim() !== "") query[name] = value.trim();
+  }
+  return { parts: path.split("/").filter(Boolean).map(decode), query };
+}
+
+/** The hash of a page and its filters, the inverse of parseHash (blank filters left out). */
+export function hashOf(parts, query = {}) {
+  const path = parts.map((p) => encodeURIComponent(String(p))).join("/");
+  const kept = Object.entries(query).filter(([, v]) => v != null && String(v).trim() !== "");
+  const search = new URLSearchParams(kept.map(([k, v]) => [k, String(v).trim()])).toString();
+  return `#/${path}` + (search ? `?${search}` : "");
+}
+
+/** A provider's failure rate as the service gives it (an exact ratio, "1/3", or null) in
+ * words: "1/3 (33.3%)", "0%"; null is "no observations" (nothing was judged in the window,
+ * which is not a rate of zero). */
+export function failureRate(rate) {
+  if (rate == null) return "no observations";
+  const match = /^(\d+)(?:\/(\d+))?$/.exec(String(rate));
+  if (!match || match[2] === "0") return String(rate);
+  const share = Number(match[1]) / Number(match[2] || 1);
+  const shown = `${Math.round(share * 1000) / 10}%`;
+  return match[2] ? `${rate} (${shown})` : shown;
+}
+
+/**
+ * What `me` may do on a forwarded call's page: "report" (its caller, while the call is
+ * reportable and unreported — the service checks the deadline against its own clock) and
+ * "ruling" (an admin who is neither party, on an open report). Each is [action, label].
+ */
+export function callActionsFor(call, me) {
+  if (!call || !me) return [];
+  const out = [];
+  if (call.caller === me.id && call.report_deadline && !call.report) {
+    out.push(["report", "Report a bad result"]);
+  }
+  const admin = (me.roles || []).includes("admin");
+  const party = me.id === call.caller || me.id === call.provider;
+  if (admin && !party && call.report && call.report.status === "open") {
+    out.push(["ruling", "Rule on the report"]);
+  }
+  return out;
+}
+
+/** Event types typed comma- or space-separated ("call.settled, webhook.test") as the API takes
+ * them; none typed is null (every event type). */
+export function eventTypes(text) {
+  const found = String(text ?? "")
+    .split(/[\s,]+/)
+    .filter((t) => t.length > 0);
+  return found.length ? [...new Set(found)] : null;
 }
