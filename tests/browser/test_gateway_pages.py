@@ -58,7 +58,7 @@ def test_the_tools_page_lists_the_tool_and_shows_its_schemas(
     row = page.locator("table.tools tbody tr", has_text="weather_forecast")
     row.wait_for()
     text = row.inner_text()
-    assert "0.25 USD" in text and "weather-standard version 1" in text and PROVIDER in text
+    assert "0.25 USDC" in text and "weather-standard version 1" in text and PROVIDER in text
     b.shot("tools")
     page.get_by_label("Search tools").fill("tide tables")
     page.get_by_role("button", name="Search").click()
@@ -68,9 +68,8 @@ def test_the_tools_page_lists_the_tool_and_shows_its_schemas(
     page.get_by_role("button", name="Search").click()
     page.get_by_role("link", name="weather_forecast").click()
     page.locator("code.endpoint").wait_for()
-    assert page.locator("code.endpoint").inner_text() == (
-        f"GET {world.provider_url}/v1/forecast/{{city}}"
-    )
+    assert page.locator("code.endpoint").inner_text() == "GET /v1/forecast/{city}"
+    assert "shown to the tool's provider only" in page.locator("dl.facts").nth(1).inner_text()
     assert '"minLength": 1' in page.get_by_label("Input schema").inner_text()
     output = page.get_by_label("Output schema").inner_text()
     assert '"maximum": 90' in output and output.startswith("{\n")
@@ -98,9 +97,9 @@ def test_calls_are_listed_filtered_and_read_check_by_check(
     rows.first.wait_for()
     assert rows.count() == 3
     passed = rows.filter(has_text="PASS").inner_text()  # one clock tick: the order is by id
-    assert "settled" in passed and "0.25 USD" in passed
+    assert "settled" in passed and "0.25 USDC" in passed
     listed = page.locator("table.calls tbody tr", has_text="FAIL").inner_text()
-    assert "refunded" in listed and "0 USD" in listed
+    assert "refunded" in listed and "0 USDC" in listed
     assert "no verdict" in page.locator("main").inner_text()
     b.shot("calls")
     page.get_by_label("Verdict").select_option("FAIL")
@@ -140,7 +139,7 @@ def test_a_report_is_filed_upheld_and_refunded(world_browser: Browser, world: Wo
     b, page = world_browser, world_browser.page
     (call_id,) = _call_ids(world, "good")
     b.sign_in("ann")
-    assert page.locator("#balance").inner_text() == "99.999975 USDC"  # 25 minor units paid
+    assert page.locator("#balance").inner_text() == "99.75 USDC"  # 0.25 USDC paid
     b.open(f"calls/{call_id}")
     page.get_by_label("What is wrong with the result").fill("The highs are from last week.")
     b.shot("call-report-form")
@@ -162,7 +161,7 @@ def test_a_report_is_filed_upheld_and_refunded(world_browser: Browser, world: Wo
     page.get_by_label("Reasons for the ruling").fill("The forecast was issued a week earlier.")
     page.get_by_role("button", name="Rule on the report").click()
     page.locator(".report .status", has_text="upheld").wait_for()
-    assert page.locator(".report .refunded").inner_text() == "0.25 USD"
+    assert page.locator(".report .refunded").inner_text() == "0.25 USDC"
     assert "The forecast was issued a week earlier." in page.locator(".report").inner_text()
     b.shot("call-report-upheld")
     b.open("reports?status=open")

@@ -151,8 +151,14 @@ def test_a_tools_own_view_says_how_it_is_called_and_judged(world: World) -> None
     """One tool's view adds its endpoint, input schema and contract (what a caller reads
     before paying); the listing leaves them out."""
     doc = tool(world.provider_url)
-    view = world.h.ok("ann", "GET", "/tools/weather_forecast")
+    view = world.h.ok(PROVIDER, "GET", "/tools/weather_forecast")
     assert view["endpoint"] == {**doc["endpoint"], "arguments": view["endpoint"]["arguments"]}
+    assert world.h.ok("root", "GET", "/tools/weather_forecast")["endpoint"] == view["endpoint"]
+    caller = world.h.ok("ann", "GET", "/tools/weather_forecast")  # how, never where
+    assert caller["endpoint"] == {
+        k: v for k, v in view["endpoint"].items() if k not in ("base_url", "authority")
+    }
+    view = caller
     assert view["endpoint"]["arguments"]["city"] == {"in": "path", "name": "city"}
     assert view["input_schema"] == doc["input_schema"]
     assert view["contract"] == {"tool": "weather_forecast", **doc["contract"]}

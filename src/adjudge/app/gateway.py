@@ -399,10 +399,14 @@ class Gateway:
 
         return self.unit.read(run)
 
-    def tool(self, name: str) -> dict[str, Any]:
+    def tool(self, name: str, viewer: Account | None = None) -> dict[str, Any]:
         """One callable tool (``TOOL_NOT_FOUND``): the listed view, and how it is called and
         judged — its endpoint, input schema and contract (mapping and output schema), which a
-        caller reads before paying for a call and a listing leaves out."""
+        caller reads before paying for a call and a listing leaves out.
+
+        Where the provider lives (``base_url``, ``authority``) is for the tool's provider and
+        admins only: a caller learns how its arguments are sent, not an address it could call
+        around the gateway or probe."""
 
         def run(tx: Transaction) -> dict[str, Any]:
             stored = db.tool(tx, name)
@@ -412,6 +416,11 @@ class Gateway:
             view = tool_view(stored)
             for part in ("endpoint", "input_schema", "contract"):
                 view[part] = document[part]
+            party = viewer is not None and (viewer.id == stored.provider or "admin" in viewer.roles)
+            if not party:
+                view["endpoint"] = {
+                    k: v for k, v in view["endpoint"].items() if k not in ("base_url", "authority")
+                }
             return view
 
         return self.unit.read(run)

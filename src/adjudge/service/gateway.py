@@ -121,8 +121,9 @@ def list_tools(
 
 @routes.get("/tools/{name}", tags=["gateway"])
 def get_tool(*, name: str, who: Caller, app: Use) -> dict[str, Any]:
-    """One callable tool."""
-    return app.gateway.tool(name)
+    """One callable tool: how it is called and judged (its address only for its provider and
+    admins)."""
+    return app.gateway.tool(name, who)
 
 
 @routes.put("/providers/me/credential", tags=["gateway"])

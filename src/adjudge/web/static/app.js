@@ -835,7 +835,7 @@ async function toolDetail(name) {
     h("p", {}, h("code", { class: "endpoint" }, `${endpoint.method || ""} ${endpoint.base_url || ""}${endpoint.path || ""}`)),
     factList([
       ["Method", endpoint.method],
-      ["Base URL", endpoint.base_url],
+      ["Base URL", endpoint.base_url ?? "shown to the tool's provider only"],
       ["Path", endpoint.path],
       ["Body", endpoint.body == null ? null : typeof endpoint.body === "string" ? endpoint.body : `the argument ${endpoint.body.argument}`],
     ]),
