@@ -26,8 +26,11 @@ GUIDE = ROOT / "docs" / "guide" / "getting-started.md"
 BLOCK = re.compile(r"^```(\w+)\n(.*?)^```", re.S | re.M)
 
 
-def _blocks(kind: str) -> list[str]:
-    return [body for info, body in BLOCK.findall(GUIDE.read_text(encoding="utf-8")) if info == kind]
+PAID_CALLS = ROOT / "docs" / "guide" / "paid-calls.md"
+
+
+def _blocks(kind: str, guide: Path = GUIDE) -> list[str]:
+    return [body for info, body in BLOCK.findall(guide.read_text(encoding="utf-8")) if info == kind]
 
 
 def _free_port() -> int:
@@ -52,6 +55,35 @@ def test_the_guide_names_only_commands_it_runs() -> None:
 
 def test_the_getting_started_commands_run(tmp_path: Path) -> None:
     """Start the demo as the guide does, then run each `sh` block as a reader would."""
+    out = _run_guide(GUIDE, tmp_path)
+    # What the guide says happens, happened.
+    assert "paid_on_pass" in out and "the draft would fail" in out
+    assert "round 2 · submitted" in out and "Five bullet points, please." in out
+    assert "VALID receipt" in out and "VALID log:" in out
+    assert out.count("paid_on_pass") >= 3  # manual, auto and agent each paid
+
+
+def test_the_paid_calls_guide_runs(tmp_path: Path) -> None:
+    """The demo's paid tool, as the paid-calls guide walks it: calls settle and refund, a
+    retry replays, a receipt verifies, a report is upheld, a tool is imported from YAML."""
+    out = _run_guide(PAID_CALLS, tmp_path)
+    assert out.count("status: settled  verdict: PASS") == 4  # berlin, paris, its replay, show
+    assert "status: refunded  verdict: FAIL" in out and "not settled" in out
+    assert "refused" in out and "VALID receipt" in out
+    assert "report: upheld" in out and "upheld reports: 1" in out
+    assert "Registered sky_daily  sky  0.1 USDC  no policy" in out
+
+
+def test_the_paid_calls_guide_names_only_commands_it_runs() -> None:
+    for block in _blocks("console", PAID_CALLS):
+        for line in block.splitlines():
+            assert "adjudge " not in line.removeprefix("$ "), line
+    assert len(_blocks("sh", PAID_CALLS)) >= 8
+
+
+def _run_guide(guide: Path, tmp_path: Path) -> str:
+    """Serve a fresh demo, run ``guide``'s `sh` blocks in order in one shell with the keys and
+    fingerprint the demo printed; their output (each must succeed)."""
     port = _free_port()
     env = {
         **os.environ,
@@ -84,10 +116,10 @@ def test_the_getting_started_commands_run(tmp_path: Path) -> None:
             if "serving" in line:
                 break
         out = "".join(printed)
-        keys = dict(re.findall(r"^  (admin|pat|ann|bob|vera)\s+(adj_\S+)$", out, re.M))
+        keys = dict(re.findall(r"^  (admin|pat|ann|bob|vera|sky)\s+(adj_\S+)$", out, re.M))
         pem = re.search(r"-----BEGIN PRIVATE KEY-----.*?-----END PRIVATE KEY-----\n", out, re.S)
         fingerprint = re.search(r"Receipts are signed by key ([0-9a-f]{64})", out)
-        assert keys.keys() >= {"admin", "pat", "ann", "vera"} and pem and fingerprint, out
+        assert keys.keys() >= {"admin", "pat", "ann", "vera", "sky"} and pem and fingerprint, out
         (tmp_path / "vera.pem").write_text(pem.group(0))
         url = f"http://127.0.0.1:{port}"
         for _ in range(200):
@@ -102,10 +134,11 @@ def test_the_getting_started_commands_run(tmp_path: Path) -> None:
             ANN=keys["ann"],
             VERA=keys["vera"],
             ADMIN=keys["admin"],
+            SKY=keys["sky"],
             FINGERPRINT=fingerprint.group(1),
         )
         script = "set -euo pipefail\n" + "\n".join(
-            f"echo '--- block {i}' >&2\n{body}" for i, body in enumerate(_blocks("sh"), 1)
+            f"echo '--- block {i}' >&2\n{body}" for i, body in enumerate(_blocks("sh", guide), 1)
         )
         done = subprocess.run(
             ["bash", "-c", script],
@@ -120,11 +153,7 @@ def test_the_getting_started_commands_run(tmp_path: Path) -> None:
     finally:
         server.terminate()
         server.wait(timeout=10)
-    # What the guide says happens, happened.
-    assert "paid_on_pass" in done.stdout and "the draft would fail" in done.stdout
-    assert "round 2 · submitted" in done.stdout and "Five bullet points, please." in done.stdout
-    assert "VALID receipt" in done.stdout and "VALID log:" in done.stdout
-    assert done.stdout.count("paid_on_pass") >= 3  # manual, auto and agent each paid
+    return done.stdout
 
 
 CLIENT_GUIDE = ROOT / "docs" / "guide" / "python-client.md"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -17,9 +18,100 @@ ACCOUNTS: tuple[tuple[str, tuple[str, ...], bool], ...] = (
     ("ann", ("agent",), False),
     ("bob", ("agent",), False),
     ("vera", ("verifier",), True),
+    ("sky", ("provider",), False),
 )
 #: 100 USDC for the poster, in minor units.
 DEPOSIT = 100_000_000
+#: 5 USDC for ann to call the demo's paid tool with.
+CALL_FUNDS = 5_000_000
+#: The demo's paid tool: 0.25 USDC a forecast from ``sky``, served beside the demo.
+WEATHER_PRICE = 250_000
+
+
+def weather_tool(base_url: str) -> dict[str, Any]:
+    """The demo provider's forecast endpoint as a callable tool, with its contract."""
+    return {
+        "name": "weather_forecast",
+        "description": "Daily forecast for a city: highs, lows and chance of rain.",
+        "provider": "sky",
+        "endpoint": {
+            "base_url": base_url,
+            "method": "GET",
+            "path": "/v1/forecast/{city}",
+            "arguments": {"city": "path", "days": "query"},
+        },
+        "input_schema": {
+            "type": "object",
+            "required": ["city"],
+            "additionalProperties": False,
+            "properties": {
+                "city": {"type": "string", "minLength": 1, "maxLength": 80},
+                "days": {"type": "integer", "minimum": 0, "maximum": 7},
+            },
+        },
+        "contract": {
+            "version": "1",
+            "response_mapping": {
+                "location": "{lat: latitude, lon: longitude}",
+                "issued_at": "issued",
+                "days": "daily[*].{date: date, temp_max_c: temperature_2m_max, "
+                "temp_min_c: temperature_2m_min, precip_prob: precipitation_probability_max}",
+            },
+            "output_schema": {
+                "type": "object",
+                "required": ["location", "issued_at", "days"],
+                "properties": {
+                    "location": {
+                        "type": "object",
+                        "properties": {
+                            "lat": {"type": "number", "minimum": -90, "maximum": 90},
+                            "lon": {"type": "number", "minimum": -180, "maximum": 180},
+                        },
+                    },
+                    "days": {"type": "array"},
+                },
+            },
+        },
+        "price": {"amount_minor": WEATHER_PRICE, "currency": "USDC"},
+        "policy": {"id": "weather-standard", "version": 1},
+    }
+
+
+#: How the demo marketplace judges a forecast: the schema vetoes, one broken rule fails it,
+#: and a forecast with no days is accepted as it is (nothing to check, nothing wrong).
+WEATHER_POLICY: dict[str, Any] = {
+    "policy": "weather-standard",
+    "version": 1,
+    "tool": "weather_forecast",
+    "mode": "enforce",
+    "checks": ["schema", "quality_rules"],
+    "threshold": "1",
+    "empty_result": {"path": "days", "on_empty": "accept"},
+    "rules": [
+        {"kind": "required_values", "name": "day_fields", "path": "days", "fields": ["date"]},
+        {
+            "kind": "numeric_range",
+            "name": "plausible_highs",
+            "path": "days",
+            "field": "temp_max_c",
+            "min": -90,
+            "max": 60,
+        },
+        {
+            "kind": "numeric_range",
+            "name": "rain_percent",
+            "path": "days",
+            "field": "precip_prob",
+            "min": 0,
+            "max": 100,
+        },
+    ],
+    "clauses": [
+        {"match": "veto", "check": "schema", "verdict": "FAIL"},
+        {"match": "failures_at_least", "count": 1, "verdict": "FAIL"},
+        {"match": "votes_fewer_than", "count": 1, "verdict": "DEGRADED"},
+    ],
+}
 
 
 @dataclass(frozen=True)
@@ -31,13 +123,17 @@ class Seeded:
     skipped: list[str]
     #: Each demo verifier's private key (PEM), made here as the verifier would make its own.
     verifier_keys: dict[str, str] = field(default_factory=dict)
+    #: The credential the demo provider takes (given to the gateway sealed); None: no tool.
+    provider_secret: str | None = None
 
 
-def seed(app: App) -> Seeded:
+def seed(app: App, provider_url: str | None = None) -> Seeded:
     """Create the demo accounts and tasks; ``ACCOUNT_EXISTS`` if the database is not empty.
 
     The demo plays each verifier: it makes the verifier's key pair and registers the public
-    half, as a verifier does; the service itself never holds a private key.
+    half, as a verifier does; the service itself never holds a private key. With
+    ``provider_url`` (where the demo provider answers) it plays the provider ``sky`` too: its
+    forecast tool, the credential the gateway calls it with, and the marketplace's policy.
     """
     keys: dict[str, str] = {}
     verifier_keys: dict[str, str] = {}
@@ -100,4 +196,12 @@ def seed(app: App) -> Seeded:
         tasks.append((auto_done, "auto", "submitted", "ann finalizes to run the auto check"))
     except Error as exc:
         skipped.append(f"auto tasks: {exc.message}")
-    return Seeded(keys, tasks, skipped, verifier_keys)
+    secret = None
+    if provider_url is not None:
+        secret = secrets.token_urlsafe(24)
+        sky = app.accounts.authenticate(keys["sky"])
+        app.accounts.deposit(admin, "ann", CALL_FUNDS)
+        app.gateway.register_tool(sky, weather_tool(provider_url))
+        app.gateway.set_credential(sky, "X-Api-Key", secret)
+        app.calls.register_policy(admin, "weather_forecast", WEATHER_POLICY)
+    return Seeded(keys, tasks, skipped, verifier_keys, secret)

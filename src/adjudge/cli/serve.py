@@ -104,7 +104,8 @@ def serve(
             settings=Settings(fee_bps=fee_bps),
             issuer=SignedReceipts(key),
             secrets=server_box(server_key),
-            private_providers=allow_private_providers,
+            # The demo's provider answers beside it, on loopback.
+            private_providers=allow_private_providers or demo,
             webhooks=WebhookSettings(allow_private=webhooks_allow_private),
         )
         app.gateway.recover()  # calls a stopped process left pending: their money goes back
@@ -112,8 +113,9 @@ def serve(
         typer.echo(f"{exc.code}: {exc.message}", err=True)
         raise typer.Exit(2) from exc
     base = f"http://{host}:{port}"
+    provider_secret = None
     if demo:
-        _seed_demo(app, base)
+        provider_secret = _seed_demo(app, base, port)
     else:
         _bootstrap_admin(app)
     typer.echo(f"Receipts are signed by key {key.keyid}")
@@ -133,8 +135,13 @@ def serve(
         # SQLite takes one writer at a time: more threads only contend for it and the GIL
         # (at 250 finalizes/s offered, p99 16 ms with 8 threads, 81 ms with 40).
         threads = 8 if app.dialect == "sqlite" else 40
+    asgi = create_app(app, threads=threads)
+    if provider_secret is not None:
+        from adjudge.service import DEMO_PROVIDER_MOUNT, skycast_app  # noqa: PLC0415
+
+        asgi.mount(DEMO_PROVIDER_MOUNT, skycast_app(provider_secret))
     try:
-        uvicorn.run(create_app(app, threads=threads), host=host, port=port, log_level="warning")
+        uvicorn.run(asgi, host=host, port=port, log_level="warning")
     finally:
         if worker is not None:
             worker.stop()
@@ -148,11 +155,13 @@ def _bootstrap_admin(app: App) -> None:
     typer.echo(f"Created the first admin account 'admin'. Its API key (shown once): {key}")
 
 
-def _seed_demo(app: App, base: str) -> None:
+def _seed_demo(app: App, base: str, port: int) -> str | None:
+    """Seed the demo and print what it made; the demo provider's credential (None: none)."""
     from adjudge.app.demo import seed  # noqa: PLC0415
+    from adjudge.service import DEMO_PROVIDER_MOUNT as MOUNT  # noqa: PLC0415
 
     try:
-        seeded = seed(app)
+        seeded = seed(app, provider_url=f"http://127.0.0.1:{port}{MOUNT}")
     except Error as exc:
         typer.echo(
             f"{exc.code}: the demo seeds an empty database only ({exc.message}). "
@@ -177,3 +186,12 @@ def _seed_demo(app: App, base: str) -> None:
     pat = seeded.keys["pat"]
     typer.echo(f"Try:  curl -s -H 'Authorization: Bearer {pat}' {base}/api/v1/tasks")
     typer.echo(f"  or: ADJUDGE_URL={base} ADJUDGE_API_KEY={pat} adjudge task list")
+    typer.echo(
+        f"Demo paid tool: weather_forecast (0.25 USDC a call) by sky, answering at {base}{MOUNT}; "
+        "this demo lets tools call loopback addresses."
+    )
+    typer.echo(
+        f"  call it: ADJUDGE_URL={base} ADJUDGE_API_KEY={seeded.keys['ann']} "
+        """adjudge tools call weather_forecast '{"city": "berlin"}'"""
+    )
+    return seeded.provider_secret

@@ -2,5 +2,13 @@
 
 from adjudge.service.access import enable as enable_access_log
 from adjudge.service.app import MAX_BODY_BYTES, create_app
+from adjudge.service.demo_provider import MOUNT as DEMO_PROVIDER_MOUNT
+from adjudge.service.demo_provider import skycast_app
 
-__all__ = ["MAX_BODY_BYTES", "create_app", "enable_access_log"]
+__all__ = [
+    "DEMO_PROVIDER_MOUNT",
+    "MAX_BODY_BYTES",
+    "create_app",
+    "enable_access_log",
+    "skycast_app",
+]

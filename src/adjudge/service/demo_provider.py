@@ -1,0 +1,66 @@
+"""The demo marketplace's paid API: a small weather provider served beside the demo
+(``adjudge serve --demo``, under ``/demo/skycast``), so the gateway has someone to call.
+
+It is the provider's side, not adjudge's: it accepts only requests carrying the credential
+the demo gave the gateway for it (``X-Api-Key``), and its answers are made up but stable. One
+city is broken on purpose — ``atlantis`` answers a latitude of 95 and a high of 300 °C — so a
+reader can watch a contract-breaking answer be refunded and the provider struck.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from datetime import UTC, date, datetime, timedelta
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+#: Where the demo mounts the provider, and the header its credential travels in.
+MOUNT = "/demo/skycast"
+CREDENTIAL_HEADER = "X-Api-Key"
+#: Known cities' coordinates; any other city gets a stable made-up place.
+CITIES = {"berlin": (52.52, 13.41), "paris": (48.86, 2.35), "tokyo": (35.68, 139.69)}
+BROKEN = "atlantis"
+
+
+def forecast(city: str, days: int, today: date) -> dict[str, object]:
+    """A stable forecast for ``city``: the same city and day give the same numbers."""
+    seed = hashlib.sha256(city.encode("utf-8")).digest()
+    lat, lon = CITIES.get(city, (seed[0] / 255 * 120 - 60, seed[1] / 255 * 340 - 170))
+    daily = [
+        {
+            "date": (today + timedelta(days=d)).isoformat(),
+            "temperature_2m_max": round(8 + seed[2 + d] % 15 + d * 0.5, 1),
+            "temperature_2m_min": round(seed[10 + d] % 8 - 2.0, 1),
+            "precipitation_probability_max": seed[20 + d] % 101,
+        }
+        for d in range(days)
+    ]
+    if city == BROKEN:
+        lat = 95.0
+        if daily:
+            daily[0]["temperature_2m_max"] = 300.0
+    return {
+        "latitude": round(lat, 2),
+        "longitude": round(lon, 2),
+        "issued": datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z"),
+        "daily": daily,
+    }
+
+
+def skycast_app(secret: str) -> Starlette:
+    """The provider's API, answering only callers that present ``secret``."""
+
+    async def handle(request: Request) -> JSONResponse:
+        given = request.headers.get(CREDENTIAL_HEADER, "")
+        if not hmac.compare_digest(given.encode("utf-8"), secret.encode("utf-8")):
+            return JSONResponse({"error": "a valid X-Api-Key is required"}, status_code=401)
+        raw = request.query_params.get("days", "3")
+        days = int(raw) if raw.isdigit() else 3
+        city = request.path_params["city"].lower()
+        return JSONResponse(forecast(city, min(max(days, 0), 7), datetime.now(UTC).date()))
+
+    return Starlette(routes=[Route("/v1/forecast/{city}", handle, methods=["GET"])])
