@@ -28,7 +28,8 @@ from support.live import free_port
 
 KILLS = 5
 CLIENTS = 4
-ROUNDS = 6  # tasks each client walks through
+ROUNDS = 6  # tasks each client walks through at least, and on until the last kill is done
+MAX_ROUNDS = 200
 RESULT = "An escrow holds the reward until the work is judged, then pays or refunds it."
 
 
@@ -148,7 +149,8 @@ def test_kill_9_under_load_loses_nothing_and_doubles_nothing(store: Store, tmp_p
     def client(i: int) -> None:
         agent = keys[f"a{i}"]
         try:
-            for n in range(ROUNDS):
+            n = 0
+            while n < ROUNDS or (not done.is_set() and n < MAX_ROUNDS):
                 post_key = f"post-{i}-{n}-{uuid.uuid4().hex[:6]}"
                 body = {
                     "title": f"crash {i}/{n}",
@@ -176,6 +178,7 @@ def test_kill_9_under_load_loses_nothing_and_doubles_nothing(store: Store, tmp_p
                         key=f"{action}-{tid}",
                     )
                     assert r.status_code == 200, (action, r.text)
+                n += 1
         except AssertionError as exc:
             failures.append(str(exc))
 
@@ -189,9 +192,9 @@ def test_kill_9_under_load_loses_nothing_and_doubles_nothing(store: Store, tmp_p
         server.kill()
         kills += 1
         server.start()
+    done.set()  # the load walks on until here, however fast the machine
     for t in threads:
         t.join(timeout=300)
-    done.set()
     server.stop()
     assert failures == []
     assert kills == KILLS, f"the load ended after {kills} kills"
@@ -200,7 +203,7 @@ def test_kill_9_under_load_loses_nothing_and_doubles_nothing(store: Store, tmp_p
     with store.read() as tx:
         chain = receipt_log.chain(tx)
         titles = [row[0] for row in tx.conn.exec_driver_sql("SELECT title FROM tasks")]
-    assert len(titles) == len(set(titles)) == len(posted) == CLIENTS * ROUNDS
+    assert len(titles) == len(set(titles)) == len(posted) >= CLIENTS * ROUNDS
     lines = [canonical_bytes(dict(r.body["envelope"])) for r in chain]
     fingerprint = SigningKey.from_pem(key_file.read_bytes()).keyid
     assert verify_chain(lines, fingerprint).count == len(chain) == counts["verdicts"]
