@@ -20,6 +20,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from adjudge.app import App, WebhookSettings
+from adjudge.app.demo import WEATHER_POLICY, weather_tool
 from adjudge.app.wiring import SignedReceipts
 from adjudge.gateway import JWKS_PATH, Forwarder, ForwardLimits
 from adjudge.receipts import SigningKey
@@ -99,80 +100,11 @@ def provider(script: Script) -> Starlette:
 
 
 def tool(base_url: str, provider_id: str = PROVIDER) -> dict[str, Any]:
-    return {
-        "name": "weather_forecast",
-        "description": "Daily forecast for a city: highs, lows and chance of rain.",
-        "provider": provider_id,
-        "endpoint": {
-            "base_url": base_url,
-            "method": "GET",
-            "path": "/v1/forecast/{city}",
-            "arguments": {"city": "path", "days": "query"},
-        },
-        "input_schema": {
-            "type": "object",
-            "required": ["city"],
-            "additionalProperties": False,
-            "properties": {"city": {"type": "string", "minLength": 1}, "days": {"type": "integer"}},
-        },
-        "contract": {
-            "version": "1",
-            "response_mapping": {
-                "location": "{lat: latitude, lon: longitude}",
-                "issued_at": "issued",
-                "days": "daily[*].{date: date, temp_max_c: temperature_2m_max, "
-                "temp_min_c: temperature_2m_min, precip_prob: precipitation_probability_max}",
-            },
-            "output_schema": {
-                "type": "object",
-                "required": ["location", "issued_at", "days"],
-                "properties": {
-                    "location": {
-                        "type": "object",
-                        "properties": {"lat": {"type": "number", "minimum": -90, "maximum": 90}},
-                    },
-                    "days": {"type": "array"},
-                },
-            },
-        },
-        "price": {"amount_minor": PRICE, "currency": "USDC"},
-        "policy": {"id": "weather-standard", "version": 1},
-    }
+    """The demo's forecast tool, sold by ``provider_id``."""
+    return weather_tool(base_url, provider=provider_id, price=PRICE)
 
 
-POLICY = {
-    "policy": "weather-standard",
-    "version": 1,
-    "tool": "weather_forecast",
-    "mode": "enforce",
-    "checks": ["schema", "quality_rules"],
-    "threshold": "1",
-    "empty_result": {"path": "days", "on_empty": "accept"},
-    "rules": [
-        {"kind": "required_values", "name": "day_fields", "path": "days", "fields": ["date"]},
-        {
-            "kind": "numeric_range",
-            "name": "plausible_highs",
-            "path": "days",
-            "field": "temp_max_c",
-            "min": -90,
-            "max": 60,
-        },
-        {
-            "kind": "numeric_range",
-            "name": "rain_percent",
-            "path": "days",
-            "field": "precip_prob",
-            "min": 0,
-            "max": 100,
-        },
-    ],
-    "clauses": [
-        {"match": "veto", "check": "schema", "verdict": "FAIL"},
-        {"match": "failures_at_least", "count": 1, "verdict": "FAIL"},
-        {"match": "votes_fewer_than", "count": 1, "verdict": "DEGRADED"},
-    ],
-}
+POLICY = WEATHER_POLICY
 
 
 @dataclass

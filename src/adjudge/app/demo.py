@@ -28,12 +28,15 @@ CALL_FUNDS = 5_000_000
 WEATHER_PRICE = 250_000
 
 
-def weather_tool(base_url: str) -> dict[str, Any]:
-    """The demo provider's forecast endpoint as a callable tool, with its contract."""
+def weather_tool(
+    base_url: str, provider: str = "sky", price: int = WEATHER_PRICE
+) -> dict[str, Any]:
+    """The demo provider's forecast endpoint as a callable tool, with its contract (the
+    gateway's tests and benchmark sell the same tool from their own providers)."""
     return {
         "name": "weather_forecast",
         "description": "Daily forecast for a city: highs, lows and chance of rain.",
-        "provider": "sky",
+        "provider": provider,
         "endpoint": {
             "base_url": base_url,
             "method": "GET",
@@ -72,7 +75,7 @@ def weather_tool(base_url: str) -> dict[str, Any]:
                 },
             },
         },
-        "price": {"amount_minor": WEATHER_PRICE, "currency": "USDC"},
+        "price": {"amount_minor": price, "currency": "USDC"},
         "policy": {"id": "weather-standard", "version": 1},
     }
 
