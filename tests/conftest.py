@@ -13,7 +13,9 @@ from typing import Any
 import pytest
 
 from adjudge.store import Store
+from adjudge.webhooks import Sender
 from support import postgres
+from support.receiver import Receiver
 
 NODE = shutil.which("node")
 
@@ -83,3 +85,19 @@ def sqlite_store(tmp_path: Path) -> Iterator[Store]:
     st.migrate()
     yield st
     st.dispose()
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    """A webhook receiver on loopback that verifies every delivery's signature."""
+    r = Receiver().up()
+    yield r
+    r.down()
+
+
+@pytest.fixture
+def sender() -> Iterator[Sender]:
+    """The delivery worker's sender with the default bounds, allowed to reach loopback."""
+    s = Sender(allow_private=True)
+    yield s
+    s.close()

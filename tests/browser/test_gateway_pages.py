@@ -5,8 +5,6 @@ with its secret shown once, a test event delivered and replayed, and refusals on
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from playwright.sync_api import expect
 
@@ -16,22 +14,6 @@ from support.receiver import Receiver, drain, endpoint
 from support.weather import PROVIDER, World
 
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    """A verifying webhook receiver on loopback."""
-    r = Receiver().up()
-    yield r
-    r.down()
-
-
-@pytest.fixture
-def sender() -> Iterator[Sender]:
-    """The delivery worker's sender, allowed to reach loopback."""
-    s = Sender(allow_private=True)
-    yield s
-    s.close()
 
 
 def _call_ids(world: World, *answers: str) -> list[str]:

@@ -12,7 +12,6 @@ from adjudge.receipts import SigningKey
 from adjudge.store import Store
 from adjudge.webhooks import Sender, SenderLimits
 from support.harness import Harness, make_harness
-from support.receiver import Receiver
 
 #: Loopback receivers are allowed here; everywhere else they are refused by default.
 SETTINGS = WebhookSettings(allow_private=True)
@@ -33,21 +32,5 @@ def wh(sqlite_store: Store) -> Iterator[Harness]:
 def quick() -> Iterator[Sender]:
     """A sender that gives up on an answer after 0.6 s."""
     s = Sender(SHORT, allow_private=True)
-    yield s
-    s.close()
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    """A verifying receiver on loopback."""
-    r = Receiver().up()
-    yield r
-    r.down()
-
-
-@pytest.fixture
-def sender() -> Iterator[Sender]:
-    """A sender with the default bounds that may reach loopback."""
-    s = Sender(allow_private=True)
     yield s
     s.close()
