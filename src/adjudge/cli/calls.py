@@ -50,8 +50,13 @@ from adjudge.receipts import issue
 
 __all__ = ["register"]
 
-call_app = typer.Typer(help="Verify paid tool calls.", no_args_is_help=True)
-provider_app = typer.Typer(help="Provider quality: windows, failure rates, penalties.")
+call_app = typer.Typer(
+    help="Verify a paid call's response offline, from files (`calls`: a service's calls).",
+    no_args_is_help=True,
+)
+provider_app = typer.Typer(
+    help="Provider quality from a call log file, offline: windows, failure rates, penalties."
+)
 
 
 def register(app: typer.Typer) -> None:
