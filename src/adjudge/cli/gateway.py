@@ -9,6 +9,7 @@ the service (or, for ``tools call``, a call that did not settle), 2 bad input or
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from enum import StrEnum
 from pathlib import Path
@@ -234,6 +235,11 @@ def _show_answer(answer: dict[str, Any]) -> None:
         typer.echo(f"  receipt: {answer['receiptId']}")
 
 
+def _report_line(r: dict[str, Any]) -> str:
+    filed = f"by {r['filed_by']} {r['filed_at']}"
+    return f"{r['call_id']}  {r['status']}  {r['provider']}  {filed}  {r['reason']}"
+
+
 def _report_lines(report: dict[str, Any]) -> None:
     typer.echo(f"  report: {report['status']}, filed by {report['filed_by']} {report['filed_at']}")
     typer.echo(f"    reason: {report['reason']}")
@@ -246,9 +252,24 @@ def _report_lines(report: dict[str, Any]) -> None:
             typer.echo(f"    ruling receipt: {report['receipt_id']}")
 
 
-def _more(cursor: str | None, command: str) -> None:
-    if cursor:
-        typer.echo(f"More: adjudge {command} --cursor {cursor}", err=True)
+def _print_page(
+    session: Session,
+    page: dict[str, Any],
+    items: str,
+    line: Callable[[dict[str, Any]], str],
+    command: str,
+    first: bool,
+) -> None:
+    """A list answer: as JSON, or a line per item and where the next page is (on stderr)."""
+    if session.as_json:
+        print_json(page)
+        return
+    if not page[items]:
+        typer.echo(f"No {items}." if first else f"No more {items}.")
+    for item in page[items]:
+        typer.echo(line(item))
+    if page.get("next_cursor"):
+        typer.echo(f"More: adjudge {command} --cursor {page['next_cursor']}", err=True)
 
 
 # --- tools ----------------------------------------------------------------------------------
@@ -267,14 +288,7 @@ def list_tools(
     """Callable tools by name: provider, price a call, policy."""
     session = _session(ctx, as_json)
     page = session.call(lambda api: api.tools(query=query, limit=limit, cursor=cursor))
-    if session.as_json:
-        print_json(page)
-        return
-    if not page["tools"]:
-        typer.echo("No tools." if cursor is None else "No more tools.")
-    for t in page["tools"]:
-        typer.echo(_tool_line(t))
-    _more(page.get("next_cursor"), "tools list")
+    _print_page(session, page, "tools", _tool_line, "tools list", cursor is None)
 
 
 @tools_app.command("show")
@@ -456,14 +470,7 @@ def list_calls(
             tool=tool, provider=provider, verdict=chosen, limit=limit, cursor=cursor
         )
     )
-    if session.as_json:
-        print_json(page)
-        return
-    if not page["calls"]:
-        typer.echo("No calls." if cursor is None else "No more calls.")
-    for c in page["calls"]:
-        typer.echo(_call_line(c))
-    _more(page.get("next_cursor"), "calls list")
+    _print_page(session, page, "calls", _call_line, "calls list", cursor is None)
 
 
 @calls_app.command("show")
@@ -546,17 +553,7 @@ def list_reports(
     session = _session(ctx, as_json)
     chosen = None if status is None else status.value
     page = session.call(lambda api: api.call_reports(status=chosen, limit=limit, cursor=cursor))
-    if session.as_json:
-        print_json(page)
-        return
-    if not page["reports"]:
-        typer.echo("No reports." if cursor is None else "No more reports.")
-    for r in page["reports"]:
-        typer.echo(
-            f"{r['call_id']}  {r['status']}  {r['provider']}  by {r['filed_by']} "
-            f"{r['filed_at']}  {r['reason']}"
-        )
-    _more(page.get("next_cursor"), "calls reports")
+    _print_page(session, page, "reports", _report_line, "calls reports", cursor is None)
 
 
 @calls_app.command("quality")
