@@ -24,6 +24,7 @@ from sqlalchemy import (
     Table,
     UniqueConstraint,
     and_,
+    bindparam,
     insert,
     select,
     update,
@@ -175,14 +176,14 @@ def _contract(m: Any) -> StoredContract:
 
 def _policy(m: Any) -> StoredPolicy:
     return StoredPolicy(
-        m.policy_id,
-        int(m.version),
-        m.tool,
-        m.contract_version,
-        m.document,
-        m.digest,
-        m.registered_by,
-        m.registered_at,
+        m["policy_id"],
+        int(m["version"]),
+        m["tool"],
+        m["contract_version"],
+        m["document"],
+        m["digest"],
+        m["registered_by"],
+        m["registered_at"],
     )
 
 
@@ -291,11 +292,12 @@ def add_policy(
 
 def policy(tx: Transaction, policy_id: str, version: int | None = None) -> StoredPolicy | None:
     """A policy version (the highest when ``version`` is None), or None."""
-    q = select(call_policies).where(call_policies.c.policy_id == policy_id)
     if version is not None:
-        q = q.where(call_policies.c.version == version)
+        rows = tx.rows(_POLICY_VERSION, {"k_policy": policy_id, "k_version": version})
+        return _policy(rows[0]) if rows else None
+    q = select(call_policies).where(call_policies.c.policy_id == policy_id)
     row = tx.conn.execute(q.order_by(call_policies.c.version.desc()).limit(1)).first()
-    return _policy(row) if row else None
+    return _policy(row._mapping) if row else None
 
 
 def latest_policy(tx: Transaction, tool: str) -> StoredPolicy | None:
@@ -307,7 +309,7 @@ def latest_policy(tx: Transaction, tool: str) -> StoredPolicy | None:
         .limit(1)
     )
     row = tx.conn.execute(q).first()
-    return _policy(row) if row else None
+    return _policy(row._mapping) if row else None
 
 
 # --- calls --------------------------------------------------------------------------------
@@ -336,25 +338,26 @@ def add_call(
     governing = record.get("policy") or {}
     error = record.get("error")
     try:
-        tx.conn.execute(
-            insert(call_records).values(
-                id=call_id,
-                provider=record["provider"],
-                tool=record["tool"],
-                contract_version=contract_version,
-                policy_id=governing.get("policy"),
-                policy_version=governing.get("version"),
-                submitted_by=submitted_by,
-                source=source,
-                at=at,
-                verdict=record.get("verdict"),
-                enforced=bool(record["effect"]["enforced"]),
-                error_kind=None if error is None else error["kind"],
-                record=dict(record),
-                request=dict(request),
-                response=dict(response),
-                receipt_id=receipt_id,
-            )
+        tx.run(
+            _INSERT_CALL,
+            {
+                "id": call_id,
+                "provider": record["provider"],
+                "tool": record["tool"],
+                "contract_version": contract_version,
+                "policy_id": governing.get("policy"),
+                "policy_version": governing.get("version"),
+                "submitted_by": submitted_by,
+                "source": source,
+                "at": at,
+                "verdict": record.get("verdict"),
+                "enforced": bool(record["effect"]["enforced"]),
+                "error_kind": None if error is None else error["kind"],
+                "record": dict(record),
+                "request": dict(request),
+                "response": dict(response),
+                "receipt_id": receipt_id,
+            },
         )
     except IntegrityError as exc:
         raise ConcurrentUpdate("The same call is being verified; try again.") from exc
@@ -374,29 +377,29 @@ def add_call(
 
 def call(tx: Transaction, call_id: str) -> StoredCall | None:
     """A stored call, or None."""
-    row = tx.conn.execute(select(call_records).where(call_records.c.id == call_id)).first()
-    return None if row is None else _call(row)
+    rows = tx.rows(_CALL, {"k_id": call_id})
+    return _call(rows[0]) if rows else None
 
 
 def call_by_receipt(tx: Transaction, receipt_id: str) -> StoredCall | None:
     """The call a receipt was issued for, or None."""
     q = select(call_records).where(call_records.c.receipt_id == receipt_id)
     row = tx.conn.execute(q).first()
-    return None if row is None else _call(row)
+    return None if row is None else _call(row._mapping)
 
 
-def _call(row: Any) -> StoredCall:
+def _call(m: Any) -> StoredCall:
     return StoredCall(
-        row.id,
-        row.provider,
-        row.tool,
-        row.submitted_by,
-        row.at,
-        row.record,
-        row.request,
-        row.response,
-        row.receipt_id,
-        row.source,
+        m["id"],
+        m["provider"],
+        m["tool"],
+        m["submitted_by"],
+        m["at"],
+        m["record"],
+        m["request"],
+        m["response"],
+        m["receipt_id"],
+        m["source"],
     )
 
 
@@ -441,9 +444,8 @@ def set_terms(tx: Transaction, provider: str, declared: Mapping[str, Any], at: d
 
 def terms(tx: Transaction, provider: str) -> Mapping[str, Any] | None:
     """A provider's declared quality terms as declared, or None."""
-    t = call_provider_terms
-    value = tx.conn.execute(select(t.c.terms).where(t.c.provider == provider)).scalar()
-    return None if value is None else dict(value)
+    rows = tx.rows(_TERMS, {"k_provider": provider})
+    return dict(rows[0]["terms"]) if rows else None
 
 
 def add_proposal(tx: Transaction, provider: str, proposal: Mapping[str, Any], at: datetime) -> None:
@@ -457,7 +459,26 @@ def add_proposal(tx: Transaction, provider: str, proposal: Mapping[str, Any], at
 
 def latest_proposal(tx: Transaction, provider: str) -> Mapping[str, Any] | None:
     """The provider's most recent penalty proposal, or None."""
-    p = call_penalty_proposals
-    q = select(p.c.proposal).where(p.c.provider == provider).order_by(p.c.id.desc()).limit(1)
-    value = tx.conn.execute(q).scalar()
-    return None if value is None else dict(value)
+    rows = tx.rows(_LATEST_PROPOSAL, {"k_provider": provider})
+    return dict(rows[0]["proposal"]) if rows else None
+
+
+# Built once: the statements of a paid call's transactions run on the driver's cursor (see
+# Transaction.run).
+_POLICY_VERSION = select(call_policies).where(
+    and_(
+        call_policies.c.policy_id == bindparam("k_policy"),
+        call_policies.c.version == bindparam("k_version"),
+    )
+)
+_CALL = select(call_records).where(call_records.c.id == bindparam("k_id"))
+_INSERT_CALL = insert(call_records)
+_TERMS = select(call_provider_terms.c.terms).where(
+    call_provider_terms.c.provider == bindparam("k_provider")
+)
+_LATEST_PROPOSAL = (
+    select(call_penalty_proposals.c.proposal)
+    .where(call_penalty_proposals.c.provider == bindparam("k_provider"))
+    .order_by(call_penalty_proposals.c.id.desc())
+    .limit(1)
+)

@@ -26,6 +26,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     and_,
+    bindparam,
     insert,
     or_,
     select,
@@ -172,11 +173,11 @@ def add_tool(
 
 def tool(tx: Transaction, name: str, version: int | None = None) -> StoredTool | None:
     """A tool's latest version (or the given one), or None."""
-    q = select(tools).where(tools.c.name == name)
-    if version is not None:
-        q = q.where(tools.c.version == version)
-    row = tx.conn.execute(q.order_by(tools.c.version.desc()).limit(1)).first()
-    return None if row is None else _tool(row)
+    if version is None:
+        found = tx.rows(_LATEST_TOOL, {"k_name": name})
+    else:
+        found = tx.rows(_TOOL_VERSION, {"k_name": name, "k_version": version})
+    return _tool(found[0]) if found else None
 
 
 def list_tools(
@@ -187,7 +188,7 @@ def list_tools(
     latest: dict[str, Any] = {}
     for row in rows:
         latest.setdefault(row.name, row)
-    found = [_tool(r) for r in latest.values()]
+    found = [_tool(r._mapping) for r in latest.values()]
     if query:
         needle = query.casefold()
         found = [
@@ -206,16 +207,16 @@ def list_tools(
     return Page(page, following)
 
 
-def _tool(row: Any) -> StoredTool:
+def _tool(m: Any) -> StoredTool:
     return StoredTool(
-        row.name,
-        int(row.version),
-        row.provider,
-        row.document,
-        row.digest,
-        int(row.price_minor),
-        row.currency,
-        row.registered_at,
+        m["name"],
+        int(m["version"]),
+        m["provider"],
+        m["document"],
+        m["digest"],
+        int(m["price_minor"]),
+        m["currency"],
+        m["registered_at"],
     )
 
 
@@ -262,9 +263,8 @@ def set_credential(tx: Transaction, provider: str, header: str, sealed: str, at:
 
 def credential(tx: Transaction, provider: str) -> tuple[str, str] | None:
     """A provider's credential header and sealed secret, or None."""
-    c = credentials
-    row = tx.conn.execute(select(c.c.header, c.c.sealed).where(c.c.provider == provider)).first()
-    return None if row is None else (row.header, row.sealed)
+    found = tx.rows(_CREDENTIAL, {"k_provider": provider})
+    return (found[0]["header"], found[0]["sealed"]) if found else None
 
 
 def delete_credential(tx: Transaction, provider: str) -> None:
@@ -278,20 +278,21 @@ def delete_credential(tx: Transaction, provider: str) -> None:
 def start_call(tx: Transaction, call: GatewayCall) -> None:
     """Record a call as it starts; one idempotency key per caller starts one call."""
     try:
-        tx.conn.execute(
-            insert(calls).values(
-                id=call.id,
-                caller=call.caller,
-                tool=call.tool,
-                tool_version=call.tool_version,
-                provider=call.provider,
-                price_minor=call.price_minor,
-                currency=call.currency,
-                key_hash=call.key_hash,
-                fingerprint=call.fingerprint,
-                state="pending",
-                started_at=call.started_at,
-            )
+        tx.run(
+            _START_CALL,
+            {
+                "id": call.id,
+                "caller": call.caller,
+                "tool": call.tool,
+                "tool_version": call.tool_version,
+                "provider": call.provider,
+                "price_minor": call.price_minor,
+                "currency": call.currency,
+                "key_hash": call.key_hash,
+                "fingerprint": call.fingerprint,
+                "state": "pending",
+                "started_at": call.started_at,
+            },
         )
     except IntegrityError as exc:
         raise ConcurrentUpdate("The same call is starting; try again.") from exc
@@ -308,18 +309,18 @@ def finish_call(
     at: datetime,
 ) -> None:
     """Record how a pending call ended; refused if it already ended (a racing recovery)."""
-    c = calls
-    done = tx.conn.execute(
-        update(c)
-        .where(and_(c.c.id == call_id, c.c.state == "pending"))
-        .values(
-            state="done",
-            status=status,
-            verdict=verdict,
-            receipt_id=receipt_id,
-            answer=dict(answer),
-            finished_at=at,
-        )
+    done = tx.run(
+        _FINISH_CALL,
+        {
+            "k_id": call_id,
+            "k_state": "pending",
+            "state": "done",
+            "status": status,
+            "verdict": verdict,
+            "receipt_id": receipt_id,
+            "answer": dict(answer),
+            "finished_at": at,
+        },
     )
     if done.rowcount != 1:
         raise ConcurrentUpdate(f"The call {call_id} already ended.")
@@ -327,21 +328,20 @@ def finish_call(
 
 def call(tx: Transaction, call_id: str) -> GatewayCall | None:
     """A forwarded call, or None."""
-    row = tx.conn.execute(select(calls).where(calls.c.id == call_id)).first()
-    return None if row is None else _call(row)
+    found = tx.rows(_CALL, {"k_id": call_id})
+    return _call(found[0]) if found else None
 
 
 def call_by_key(tx: Transaction, caller: str, key: str) -> GatewayCall | None:
     """The call a caller started with an idempotency key, or None."""
-    q = select(calls).where(and_(calls.c.caller == caller, calls.c.key_hash == hashed(key)))
-    row = tx.conn.execute(q).first()
-    return None if row is None else _call(row)
+    found = tx.rows(_CALL_BY_KEY, {"k_caller": caller, "k_key": hashed(key)})
+    return _call(found[0]) if found else None
 
 
 def pending_before(tx: Transaction, before: datetime) -> list[GatewayCall]:
     """Calls still pending that started before ``before`` (interrupted: to be refunded)."""
     q = select(calls).where(and_(calls.c.state == "pending", calls.c.started_at < before))
-    return [_call(r) for r in tx.conn.execute(q.order_by(calls.c.started_at))]
+    return [_call(r._mapping) for r in tx.conn.execute(q.order_by(calls.c.started_at))]
 
 
 def list_calls(
@@ -373,25 +373,48 @@ def list_calls(
     if len(rows) > limit:
         rows = rows[:limit]
         following = encode_cursor(rows[-1].started_at, rows[-1].id)
-    return Page([_call(r) for r in rows], following)
+    return Page([_call(r._mapping) for r in rows], following)
 
 
-def _call(row: Any) -> GatewayCall:
+def _call(m: Any) -> GatewayCall:
     return GatewayCall(
-        row.id,
-        row.caller,
-        row.tool,
-        int(row.tool_version),
-        row.provider,
-        int(row.price_minor),
-        row.currency,
-        row.key_hash,
-        row.fingerprint,
-        row.state,
-        row.started_at,
-        row.finished_at,
-        row.status,
-        row.verdict,
-        row.receipt_id,
-        row.answer,
+        m["id"],
+        m["caller"],
+        m["tool"],
+        int(m["tool_version"]),
+        m["provider"],
+        int(m["price_minor"]),
+        m["currency"],
+        m["key_hash"],
+        m["fingerprint"],
+        m["state"],
+        m["started_at"],
+        m["finished_at"],
+        m["status"],
+        m["verdict"],
+        m["receipt_id"],
+        m["answer"],
     )
+
+
+# Built once: a paid call's statements run on the driver's cursor (see Transaction.run).
+_LATEST_TOOL = (
+    select(tools)
+    .where(tools.c.name == bindparam("k_name"))
+    .order_by(tools.c.version.desc())
+    .limit(1)
+)
+_TOOL_VERSION = select(tools).where(
+    and_(tools.c.name == bindparam("k_name"), tools.c.version == bindparam("k_version"))
+)
+_CREDENTIAL = select(credentials.c.header, credentials.c.sealed).where(
+    credentials.c.provider == bindparam("k_provider")
+)
+_CALL = select(calls).where(calls.c.id == bindparam("k_id"))
+_CALL_BY_KEY = select(calls).where(
+    and_(calls.c.caller == bindparam("k_caller"), calls.c.key_hash == bindparam("k_key"))
+)
+_START_CALL = insert(calls)
+_FINISH_CALL = update(calls).where(
+    and_(calls.c.id == bindparam("k_id"), calls.c.state == bindparam("k_state"))
+)

@@ -157,8 +157,8 @@ def create_account(
 
 def account(tx: Transaction, account_id: str) -> Account | None:
     """The account with this id, or None."""
-    row = tx.conn.execute(select(s.accounts).where(s.accounts.c.id == account_id)).first()
-    return _account(row._mapping) if row else None
+    rows = tx.rows(_ACCOUNT, {"k_id": account_id})
+    return _account(rows[0]) if rows else None
 
 
 def account_count(tx: Transaction) -> int:
@@ -168,9 +168,8 @@ def account_count(tx: Transaction) -> int:
 
 def account_by_key(tx: Transaction, api_key: str) -> Account | None:
     """The account an API key belongs to, or None."""
-    q = select(s.accounts).where(s.accounts.c.key_hash == key_hash(api_key))
-    row = tx.conn.execute(q).first()
-    return _account(row._mapping) if row else None
+    rows = tx.rows(_ACCOUNT_BY_KEY, {"k_key": key_hash(api_key)})
+    return _account(rows[0]) if rows else None
 
 
 def set_api_key(tx: Transaction, account_id: str, api_key: str) -> None:
@@ -573,6 +572,8 @@ def stored_task(m: Mapping[Any, Any]) -> StoredTask:
 
 
 # Statements of the hot path, built once: building a statement costs more than running it.
+_ACCOUNT = select(s.accounts).where(s.accounts.c.id == bindparam("k_id"))
+_ACCOUNT_BY_KEY = select(s.accounts).where(s.accounts.c.key_hash == bindparam("k_key"))
 _TASK = select(s.tasks).where(s.tasks.c.id == bindparam("k_id"))
 _UPDATE_TASK = (
     update(s.tasks)
