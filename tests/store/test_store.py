@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
 from dataclasses import replace
@@ -239,3 +240,26 @@ def test_escrow_is_released_only_against_a_receipt_of_the_same_transaction(store
         legs = [e for e in ledger.entries(tx, "t1") if e["memo"] == "payout"]
         assert {e["receipt_id"] for e in legs} == {receipt.id}
         assert ledger.total(tx) == (0, 0)
+
+
+def test_a_busy_sqlite_file_is_a_lost_race(sqlite_store: Store) -> None:
+    """When another process holds the file's write lock, a write (begun on the driver) is
+    refused as ConcurrentUpdate, which callers retry, and writes again once it is free."""
+    _seed(sqlite_store)
+    sqlite_store.engine.dispose()
+    with sqlite_store.engine.connect() as conn:  # the pool's one connection: stop waiting
+        conn.connection.driver_connection.execute("PRAGMA busy_timeout = 0")  # type: ignore[union-attr]
+    path = sqlite_store.engine.url.database
+    assert path is not None
+    other = sqlite3.connect(path, isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        with pytest.raises(ConcurrentUpdate), sqlite_store.write() as tx:
+            ledger.transfer(tx, [Transfer(WORLD, "escrow:x", 1)], task_id=None, at=T0)
+        other.execute("ROLLBACK")
+    finally:
+        other.close()
+    with sqlite_store.write() as tx:
+        ledger.transfer(tx, [Transfer(WORLD, "escrow:x", 1)], task_id=None, at=T0)
+    with sqlite_store.read() as tx:
+        assert ledger.balance(tx, "escrow:x") == 1
