@@ -89,7 +89,8 @@ def test_a_gateway_call_written_on_the_driver_reads_back_through_sqlalchemy(stor
 
 def test_a_gateway_call_written_through_sqlalchemy_reads_back_on_the_driver(store: Store) -> None:
     """The reverse: rows SQLAlchemy wrote (a time without microseconds, a NULL key) read back
-    equal on the driver; finishing twice and starting one key twice are refused."""
+    equal on the driver; finishing twice, a second start with one key and a taken id are
+    refused, and write nothing."""
     _accounts(store)
     pending = _pending("c2", key=None, started_at=T0)
     with store.write() as tx:
@@ -110,9 +111,14 @@ def test_a_gateway_call_written_through_sqlalchemy_reads_back_on_the_driver(stor
     with store.read() as tx:
         assert gateway.call(tx, "c2") == done
     with store.write() as tx:
-        gateway.start_call(tx, _pending("c3", key="k", started_at=T0))
+        assert gateway.start_call(tx, _pending("c3", key="k", started_at=T0))
+        assert not gateway.start_call(tx, _pending("c4", key="k", started_at=T0))
     with pytest.raises(ConcurrentUpdate), store.write() as tx:
-        gateway.start_call(tx, _pending("c4", key="k", started_at=T0))
+        gateway.start_call(tx, _pending("c2", key=None, started_at=T0))
+    with store.read() as tx:
+        assert gateway.call(tx, "c4") is None
+        assert gateway.call_by_key(tx, "caller", "k") == _pending("c3", key="k", started_at=T0)
+        assert gateway.call(tx, "c2") == done
 
 
 def test_what_a_call_reads_on_the_driver_is_what_sqlalchemy_wrote(store: Store) -> None:

@@ -507,9 +507,7 @@ class Gateway:
         hold = f"hold:call:{call_id}"
 
         def start(tx: Transaction) -> None:  # (2)
-            if key is not None and db.call_by_key(tx, caller.id, key) is not None:
-                raise _Raced
-            db.start_call(
+            started = db.start_call(
                 tx,
                 db.GatewayCall(
                     id=call_id,
@@ -530,6 +528,8 @@ class Gateway:
                     answer=None,
                 ),
             )
+            if not started:  # another call with this key started first
+                raise _Raced
             settlement.reserve(tx, caller.id, hold, stored.price_minor, at=now)
 
         try:

@@ -29,6 +29,7 @@ from sqlalchemy import (
     select,
     update,
 )
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
 from adjudge.calls.quality import Observation
@@ -333,13 +334,12 @@ def add_call(
     and read the answer) or ``reported`` (a caller sent it); only the first feeds quality.
     """
     call_id = str(record["call_id"])
-    if call(tx, call_id) is not None:
-        raise Error(f"The call {call_id} was already verified.", code="CALL_EXISTS")
     governing = record.get("policy") or {}
     error = record.get("error")
+    # The insert is the check: nothing is written when the id is taken (its only unique key).
     try:
-        tx.run(
-            _INSERT_CALL,
+        added = tx.run(
+            _INSERT_CALL[tx.dialect],
             {
                 "id": call_id,
                 "provider": record["provider"],
@@ -359,8 +359,10 @@ def add_call(
                 "receipt_id": receipt_id,
             },
         )
-    except IntegrityError as exc:
+    except IntegrityError as exc:  # another constraint (the submitter's account)
         raise ConcurrentUpdate("The same call is being verified; try again.") from exc
+    if added.rowcount != 1:
+        raise Error(f"The call {call_id} was already verified.", code="CALL_EXISTS")
     return StoredCall(
         call_id,
         str(record["provider"]),
@@ -472,7 +474,10 @@ _POLICY_VERSION = select(call_policies).where(
     )
 )
 _CALL = select(call_records).where(call_records.c.id == bindparam("k_id"))
-_INSERT_CALL = insert(call_records)
+_INSERT_CALL = {
+    "sqlite": sqlite.insert(call_records).on_conflict_do_nothing(),
+    "postgresql": postgresql.insert(call_records).on_conflict_do_nothing(),
+}
 _TERMS = select(call_provider_terms.c.terms).where(
     call_provider_terms.c.provider == bindparam("k_provider")
 )

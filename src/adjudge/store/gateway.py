@@ -32,6 +32,7 @@ from sqlalchemy import (
     select,
     update,
 )
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
 from adjudge.errors import Error
@@ -275,11 +276,15 @@ def delete_credential(tx: Transaction, provider: str) -> None:
 # --- forwarded calls ------------------------------------------------------------------------
 
 
-def start_call(tx: Transaction, call: GatewayCall) -> None:
-    """Record a call as it starts; one idempotency key per caller starts one call."""
+def start_call(tx: Transaction, call: GatewayCall) -> bool:
+    """Record a call as it starts; one idempotency key per caller starts one call.
+
+    False, and nothing written, when the caller's key already started a call: the insert is
+    the check (one statement, and under READ COMMITTED it waits for a racing start to end).
+    """
     try:
-        tx.run(
-            _START_CALL,
+        started = tx.run(
+            _START_CALL[tx.dialect],
             {
                 "id": call.id,
                 "caller": call.caller,
@@ -294,8 +299,13 @@ def start_call(tx: Transaction, call: GatewayCall) -> None:
                 "started_at": call.started_at,
             },
         )
-    except IntegrityError as exc:
+    except IntegrityError as exc:  # another constraint (the caller's account)
         raise ConcurrentUpdate("The same call is starting; try again.") from exc
+    if started.rowcount == 1:
+        return True
+    if call.key_hash is None:
+        raise ConcurrentUpdate("The same call is starting; try again.")
+    return False
 
 
 def finish_call(
@@ -414,7 +424,11 @@ _CALL = select(calls).where(calls.c.id == bindparam("k_id"))
 _CALL_BY_KEY = select(calls).where(
     and_(calls.c.caller == bindparam("k_caller"), calls.c.key_hash == bindparam("k_key"))
 )
-_START_CALL = insert(calls)
+#: The call's row, or nothing when its id or its caller's key is taken (its unique keys).
+_START_CALL = {
+    "sqlite": sqlite.insert(calls).on_conflict_do_nothing(),
+    "postgresql": postgresql.insert(calls).on_conflict_do_nothing(),
+}
 _FINISH_CALL = update(calls).where(
     and_(calls.c.id == bindparam("k_id"), calls.c.state == bindparam("k_state"))
 )
