@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import os
 import socket
@@ -37,6 +36,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
+from loadgen import Http
 
 from adjudge.app import App, settlement
 from adjudge.market import Accept, Context, Draft, Submit, post, step
@@ -100,49 +100,6 @@ def seed(url: str, count: int) -> tuple[str, list[str]]:
     return agent_key, ids
 
 
-class _Http:
-    """A minimal HTTP/1.1 keep-alive client: the load generator shares the machine's CPUs with
-    the server, and a full client library costs more CPU per request than the finalize itself."""
-
-    def __init__(self, base: str, key: str) -> None:
-        host, port = base.removeprefix("http://").split(":")
-        self.host, self.port = host, int(port)
-        self.head = f"Host: {host}\r\nAuthorization: Bearer {key}\r\nContent-Length: 0\r\n\r\n"
-        self.free: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
-        self.opened: list[asyncio.StreamWriter] = []
-
-    async def post(self, path: str) -> tuple[int, bytes]:
-        """POST ``path`` with no body; returns the status and the body."""
-        request = f"POST {path} HTTP/1.1\r\n{self.head}".encode()
-        line = b""
-        if self.free:
-            reader, writer = self.free.pop()
-            # The server closes a connection idle for 5 s before reading from it: send again.
-            with contextlib.suppress(ConnectionError):
-                writer.write(request)
-                line = await reader.readline()
-        if not line:
-            reader, writer = await asyncio.open_connection(self.host, self.port)
-            self.opened.append(writer)
-            writer.write(request)
-            line = await reader.readline()
-        status = int(line.split()[1])
-        length = None
-        while (line := await reader.readline()) not in (b"\r\n", b""):
-            name, _, value = line.partition(b":")
-            if name.strip().lower() == b"content-length":
-                length = int(value)
-        if length is None:
-            raise SystemExit("The server answered without a Content-Length.")
-        body = await reader.readexactly(length)
-        self.free.append((reader, writer))
-        return status, body
-
-    async def close(self) -> None:
-        for writer in self.opened:
-            writer.close()
-
-
 async def drive(
     base: str, key: str, ids: list[str], clients: int, rate: float | None = None
 ) -> list[float]:
@@ -158,12 +115,12 @@ async def drive(
         queue.put_nowait((n, task_id))
     latencies: list[float] = []
     failures: list[str] = []
-    http = _Http(base, key)
+    http = Http(base, {"Authorization": f"Bearer {key}"})
     t0 = time.perf_counter()
 
     async def one(task_id: str, due: float | None = None) -> None:
         started = due if due is not None else time.perf_counter()
-        status, body = await http.post(f"/api/v1/tasks/{task_id}/finalize")
+        status, body = await http.request("POST", f"/api/v1/tasks/{task_id}/finalize")
         latencies.append(time.perf_counter() - started)
         if status != 200 or json.loads(body)["status"] != "completed":
             failures.append(f"{task_id}: {status} {body[:200]!r}")

@@ -1,0 +1,57 @@
+"""The benchmarks' load generator: a minimal HTTP/1.1 keep-alive client.
+
+The load generator shares the machine's CPUs with the server it measures, and a full client
+library costs more CPU per request than the server's own work; this one sends a request and
+reads a Content-Length answer, nothing more.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+
+class Http:
+    """Keep-alive connections to one ``http://host:port``, each request with ``headers``."""
+
+    def __init__(self, base: str, headers: dict[str, str]) -> None:
+        host, port = base.removeprefix("http://").split(":")
+        self.host, self.port = host, int(port)
+        self.head = f"Host: {host}:{port}\r\n" + "".join(
+            f"{k}: {v}\r\n" for k, v in headers.items()
+        )
+        self.free: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
+        self.opened: list[asyncio.StreamWriter] = []
+
+    async def request(self, method: str, path: str, body: bytes = b"") -> tuple[int, bytes]:
+        """One request; returns the status and the body."""
+        request = (
+            f"{method} {path} HTTP/1.1\r\n{self.head}Content-Length: {len(body)}\r\n\r\n".encode()
+            + body
+        )
+        line = b""
+        if self.free:
+            reader, writer = self.free.pop()
+            with contextlib.suppress(ConnectionError):  # closed while idle: open a new one
+                writer.write(request)
+                line = await reader.readline()
+        if not line:
+            reader, writer = await asyncio.open_connection(self.host, self.port)
+            self.opened.append(writer)
+            writer.write(request)
+            line = await reader.readline()
+        status = int(line.split()[1])
+        length = None
+        while (line := await reader.readline()) not in (b"\r\n", b""):
+            name, _, value = line.partition(b":")
+            if name.strip().lower() == b"content-length":
+                length = int(value)
+        if length is None:
+            raise SystemExit("An answer came without a Content-Length.")
+        answer = await reader.readexactly(length)
+        self.free.append((reader, writer))
+        return status, answer
+
+    async def close(self) -> None:
+        for writer in self.opened:
+            writer.close()
