@@ -22,20 +22,14 @@ import httpx2
 import pytest
 from goassay import Assay
 from goassay.errors import AssayError
-from goassay_provider_verify import AssayVerifyMiddleware
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from adjudge.app import App
-from adjudge.app.wiring import SignedReceipts
-from adjudge.gateway import JWKS_PATH, Forwarder, ForwardLimits
 from adjudge.receipts import SigningKey
 from adjudge.store import Store
 from support.audit import audit
-from support.harness import FUNDS, Harness, make_harness
-from support.live import serving
-from support.loopback import AsgiServer
-from support.weather import POLICY, PRICE, PROVIDER, Script, provider, tool
+from support.harness import FUNDS, Harness
+from support.weather import PRICE, PROVIDER, Script, weather_world
 
 TOOL = "weather_forecast"
 
@@ -58,34 +52,16 @@ class World:
 def world(store: Store) -> Iterator[World]:
     """The service, the provider (only its id and the service's JWKS URL configured), the
     weather tool and its policy, and ann's goassay client on the service's URLs."""
-    signer = SigningKey.generate()
-    h = make_harness(store, issuer=SignedReceipts(signer))
-    h.app = App(
-        store,
-        clock=h.clock,
-        issuer=h.app.issuer,
-        forwarder=Forwarder(ForwardLimits(total_timeout=1.0, read_timeout=1.0)),
-        private_providers=True,
-    )
-    h.keys[PROVIDER] = h.app.accounts.create(None, PROVIDER, ["provider"]).value["api_key"]
-    script = Script()
-    with serving(h.app) as service:
-        guarded = AssayVerifyMiddleware(
-            provider(script), provider=PROVIDER, jwks_url=f"{service}{JWKS_PATH}"
+    with weather_world(store, timeout=1.0) as w:
+        client = Assay(
+            api_key=w.h.keys["ann"],
+            mcp_url=f"{w.service}/",
+            api_url=f"{w.service}/assay/v1",
+            web_url=w.service,
+            max_retries=2,
         )
-        with AsgiServer(guarded) as server:
-            h.ok(PROVIDER, "POST", "/tools/callable", {"tool": tool(server.url)})
-            h.ok("pat", "POST", "/tools/weather_forecast/policies", {"policy": POLICY})
-            client = Assay(
-                api_key=h.keys["ann"],
-                mcp_url=f"{service}/",
-                api_url=f"{service}/assay/v1",
-                web_url=service,
-                max_retries=2,
-            )
-            with client:
-                yield World(h, service, script, signer, client)
-        h.app.close()
+        with client:
+            yield World(w.h, w.service, w.script, w.signer, client)
     audit(store)
 
 

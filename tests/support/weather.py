@@ -128,8 +128,11 @@ class World:
 
 
 @contextmanager
-def weather_world(store: Store, *, real_checker: bool = False) -> Iterator[World]:
-    """A served adjudge with a provider behind the real middleware, its tool and policy."""
+def weather_world(
+    store: Store, *, real_checker: bool = False, timeout: float = TIMEOUT
+) -> Iterator[World]:
+    """A served adjudge with a provider behind the real middleware, its tool and policy; the
+    gateway waits ``timeout`` seconds for the provider."""
     signer = SigningKey.generate()
     h = make_harness(store, real_checker=real_checker, issuer=SignedReceipts(signer))
     h.app = App(
@@ -137,7 +140,7 @@ def weather_world(store: Store, *, real_checker: bool = False) -> Iterator[World
         clock=h.clock,
         issuer=h.app.issuer,
         checker=h.app.checker,
-        forwarder=Forwarder(ForwardLimits(total_timeout=TIMEOUT, read_timeout=TIMEOUT)),
+        forwarder=Forwarder(ForwardLimits(total_timeout=timeout, read_timeout=timeout)),
         private_providers=True,
         webhooks=WebhookSettings(allow_private=True),
     )
