@@ -37,7 +37,7 @@ from sqlalchemy.exc import IntegrityError
 
 from adjudge.errors import Error
 from adjudge.store import schema as s
-from adjudge.store.records import Page, decode_cursor, encode_cursor
+from adjudge.store.records import Page, decode_cursor, encode_cursor, newest_first
 from adjudge.store.transaction import ConcurrentUpdate, Transaction
 
 tools = Table(
@@ -375,14 +375,7 @@ def list_calls(
         q = q.where(c.c.provider == provider)
     if verdict:
         q = q.where(c.c.verdict == verdict)
-    if cursor is not None:
-        at, last = decode_cursor(cursor)
-        q = q.where(or_(c.c.started_at < at, and_(c.c.started_at == at, c.c.id > last)))
-    rows = list(tx.conn.execute(q.order_by(c.c.started_at.desc(), c.c.id).limit(limit + 1)))
-    following = None
-    if len(rows) > limit:
-        rows = rows[:limit]
-        following = encode_cursor(rows[-1].started_at, rows[-1].id)
+    rows, following = newest_first(tx, q, c.c.started_at, c.c.id, cursor, limit)
     return Page([_call(r._mapping) for r in rows], following)
 
 

@@ -40,7 +40,7 @@ from sqlalchemy import (
 )
 
 from adjudge.store import schema as s
-from adjudge.store.records import Page, decode_cursor, encode_cursor
+from adjudge.store.records import Page, newest_first
 from adjudge.store.transaction import Transaction
 
 __all__ = [
@@ -441,14 +441,7 @@ def deliveries(
         q = q.where(d.c.endpoint_id == endpoint_id)
     if status is not None:
         q = q.where(d.c.status == status)
-    if cursor is not None:
-        at, last = decode_cursor(cursor)
-        q = q.where(or_(d.c.created_at < at, and_(d.c.created_at == at, d.c.id > last)))
-    rows = list(tx.conn.execute(q.order_by(d.c.created_at.desc(), d.c.id).limit(limit + 1)))
-    following = None
-    if len(rows) > limit:
-        rows = rows[:limit]
-        following = encode_cursor(rows[-1].created_at, rows[-1].id)
+    rows, following = newest_first(tx, q, d.c.created_at, d.c.id, cursor, limit)
     return Page([_delivery(r._mapping) for r in rows], following)
 
 

@@ -15,7 +15,18 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, bindparam, func, insert, or_, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Row,
+    Select,
+    and_,
+    bindparam,
+    func,
+    insert,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.exc import IntegrityError
 
 from adjudge.errors import Error
@@ -312,15 +323,7 @@ def tasks(
         q = q.where(or_(t.c.poster == involving, t.c.agent == involving, t.c.verifier == involving))
     if verifier:
         q = q.where(t.c.verifier == verifier)
-    if cursor is not None:
-        posted, last = decode_cursor(cursor)
-        q = q.where(or_(t.c.posted_at < posted, and_(t.c.posted_at == posted, t.c.id > last)))
-    q = q.order_by(t.c.posted_at.desc(), t.c.id).limit(limit + 1)
-    rows = list(tx.conn.execute(q))
-    following = None
-    if len(rows) > limit:
-        rows = rows[:limit]
-        following = encode_cursor(rows[-1].posted_at, rows[-1].id)
+    rows, following = newest_first(tx, q, t.c.posted_at, t.c.id, cursor, limit)
     found = []
     for row in rows:
         try:
@@ -328,6 +331,28 @@ def tasks(
         except (KeyError, TypeError, ValueError):
             log.exception("skipped task %s: its row cannot be read", row.id)
     return Page(found, following)
+
+
+def newest_first(
+    tx: Transaction,
+    q: Select[Any],
+    at: ColumnElement[datetime],
+    key: ColumnElement[str],
+    cursor: str | None,
+    limit: int,
+) -> tuple[list[Row[Any]], str | None]:
+    """One keyset page of ``q``: newest ``at`` first (ties by ``key``), after ``cursor``; its
+    rows and the next page's cursor (None on the last page). Every listing pages this way, so
+    a page is as cheap as the first and a cursor means the same everywhere."""
+    if cursor is not None:
+        when, last = decode_cursor(cursor)
+        q = q.where(or_(at < when, and_(at == when, key > last)))
+    rows = list(tx.conn.execute(q.order_by(at.desc(), key).limit(limit + 1)))
+    if len(rows) <= limit:
+        return rows, None
+    rows = rows[:limit]
+    tail = rows[-1]._mapping
+    return rows, encode_cursor(tail[at], tail[key])
 
 
 def encode_cursor(at: datetime, key: str) -> str:
