@@ -199,7 +199,7 @@ def test_goassay_the_verdict_decides_the_charge(
     charged = PRICE if settled else 0
     assert receipt["chargedPrice"]["amount"] == str(charged)
     assert world.balance("wallet:ann") == FUNDS - charged
-    assert world.balance(f"wallet:{PROVIDER}") == charged
+    assert world.balance(f"held:{PROVIDER}") == charged
     if verdict is None:
         assert receipt["error"]["code"] == "GATEWAY_TIMEOUT"
 

@@ -155,7 +155,7 @@ def books(store: Store, raw_peer: Callable[[Behave], RawPeer]) -> Iterator[Books
     peer = raw_peer(lambda conn, request: state[-1](conn, request))  # noqa: PLW0108 (late-bound)
     with serving(h.app) as service:
         h.ok(PROVIDER, "POST", "/tools/callable", {"tool": tool(peer.url)})
-        h.ok("pat", "POST", "/tools/weather_forecast/policies", {"policy": POLICY})
+        h.ok(PROVIDER, "POST", "/tools/weather_forecast/policies", {"policy": POLICY})
         yield Books(h, service, peer, state)
         h.app.close()
     audit(store)
@@ -217,7 +217,7 @@ def test_whatever_the_provider_answers_the_books_balance(books: Books, behave: B
         assert not settled and receipt["strike"] is False
     books.settled += settled
     assert books.h.balance("wallet:ann") == FUNDS - PRICE * books.settled
-    assert books.h.balance(f"wallet:{PROVIDER}") == PRICE * books.settled
+    assert books.h.balance(f"held:{PROVIDER}") == PRICE * books.settled
     held = {a: v for a, v in books.h.ledger().items() if a.startswith("hold:") and int(v)}
     assert held == {}
     audit(books.h.app.store)

@@ -39,7 +39,7 @@ def test_a_good_answer_settles_and_pays_the_provider(world: World) -> None:
     assert answer["output"]["location"] == {"lat": 52.52, "lon": 13.41}
     assert [s["call_id"] for s in world.script.seen] == [answer["intentId"]]
     assert world.h.balance("wallet:ann") == FUNDS - PRICE
-    assert world.h.balance(f"wallet:{PROVIDER}") == PRICE
+    assert world.h.balance(f"held:{PROVIDER}") == PRICE
     envelope = canonical_bytes(answer["receipt"])
     assert verify(envelope, world.signer.keyid).verdict.value == "PASS"
     view = world.h.ok("ann", "GET", f"/gateway/calls/{answer['intentId']}")
@@ -68,7 +68,7 @@ def test_the_verdict_decides_the_charge(
     assert (got["status"], got["verdict"], got["strike"]) == (status, verdict, strike), got
     charged = PRICE if status == "settled" else 0
     assert world.h.balance("wallet:ann") == FUNDS - charged
-    assert world.h.balance(f"wallet:{PROVIDER}") == charged
+    assert world.h.balance(f"held:{PROVIDER}") == charged
     if verdict is None:
         assert got["error"]["kind"] == "request_error"
     assert got["receiptId"]
@@ -207,7 +207,7 @@ def test_a_report_opens_a_review_and_moves_nothing(world: World) -> None:
     again = report(world, settled["intentId"])
     assert (again.status_code, again.json()["error"]["code"]) == (409, "REPORT_EXISTS")
     assert world.h.balance("wallet:ann") == FUNDS - PRICE
-    assert world.h.balance(f"wallet:{PROVIDER}") == PRICE
+    assert world.h.balance(f"held:{PROVIDER}") == PRICE
     after = world.h.ok("pat", "GET", f"/providers/{PROVIDER}/quality")
     assert after["window"] == before["window"] and after["upheld_reports"] == 0
     queue = world.h.ok("root", "GET", "/call-reports?status=open")["reports"]
@@ -234,7 +234,7 @@ def test_an_upheld_report_refunds_against_its_receipt_and_never_strikes(world: W
     ruled = world.h.ok("root", "POST", path, ruling)
     assert (ruled["status"], ruled["refunded_minor"]) == ("upheld", PRICE)
     assert world.h.balance("wallet:ann") == FUNDS
-    assert world.h.balance(f"wallet:{PROVIDER}") == 0
+    assert world.h.balance(f"held:{PROVIDER}") == 0
     assert world.h.refused("root", "POST", path, ruling) == (409, "REPORT_RULED")
     envelope = world.h.ok("root", "GET", f"/receipts/{ruled['receipt_id']}/envelope")
     receipt = verify(canonical_bytes(envelope), world.signer.keyid)
@@ -258,7 +258,7 @@ def test_a_dismissed_report_changes_nothing(world: World) -> None:
         None,
         None,
     )
-    assert world.h.balance(f"wallet:{PROVIDER}") == PRICE
+    assert world.h.balance(f"held:{PROVIDER}") == PRICE
     assert world.h.ok("root", "GET", "/call-reports?status=open")["reports"] == []
 
 

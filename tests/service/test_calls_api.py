@@ -40,7 +40,7 @@ def _register_weather(h: Harness, quality: dict[str, Any] | None = None) -> None
     made = h.ok("skycast", "POST", "/tools", body)
     assert made["tool"] == "weather.forecast" and made["provider"] == "skycast"
     policy = h.ok(
-        "pat",
+        "skycast",
         "POST",
         "/tools/weather.forecast/policies",
         {"policy": _example("weather.policy.json")},
@@ -135,7 +135,8 @@ def test_bad_contracts_policies_and_calls_are_refused_with_codes(sqlite_store: S
     )
     assert h.refused("pat", "POST", "/tools", {"contract": contract}) == (403, "ROLE_REQUIRED")
     path = "/tools/weather.forecast/policies"
-    assert h.refused("pat", "POST", path, {"policy": policy}) == (404, "TOOL_NOT_FOUND")
+    assert h.refused("skycast", "POST", path, {"policy": policy}) == (404, "TOOL_NOT_FOUND")
+    assert h.refused("pat", "POST", path, {"policy": policy}) == (403, "ROLE_REQUIRED")
 
     _register_weather(h)
     assert h.refused("skycast", "POST", "/tools", {"contract": contract}) == (
@@ -146,12 +147,14 @@ def test_bad_contracts_policies_and_calls_are_refused_with_codes(sqlite_store: S
         403,
         "NOT_TOOL_PROVIDER",
     )
-    assert h.refused("skycast", "POST", path, {"policy": policy}) == (403, "ROLE_REQUIRED")
-    assert h.refused("pat", "POST", path, {"policy": policy}) == (409, "POLICY_EXISTS")
+    # The rules that judge a provider are its own (and an admin's), never a poster's or a rival's.
+    assert h.refused("pat", "POST", path, {"policy": policy}) == (403, "ROLE_REQUIRED")
+    assert h.refused("findly", "POST", path, {"policy": policy}) == (403, "NOT_TOOL_PROVIDER")
+    assert h.refused("skycast", "POST", path, {"policy": policy}) == (409, "POLICY_EXISTS")
     empty = {**policy, "version": 2, "clauses": []}
-    assert h.refused("pat", "POST", path, {"policy": empty}) == (400, "POLICY_CLAUSE_INVALID")
+    assert h.refused("skycast", "POST", path, {"policy": empty}) == (400, "POLICY_CLAUSE_INVALID")
     other = {**policy, "version": 2, "tool": "web.search"}
-    assert h.refused("pat", "POST", path, {"policy": other}) == (400, "POLICY_INVALID")
+    assert h.refused("skycast", "POST", path, {"policy": other}) == (400, "POLICY_INVALID")
 
     wrong = _call("wx-1")
     wrong["request"]["provider"] = "findly"
@@ -201,7 +204,7 @@ def test_a_call_under_a_named_policy_version(sqlite_store: Store) -> None:
     _register_weather(h)
     shadow = copy.deepcopy(_example("weather.policy.json"))
     shadow.update(version=2, mode="shadow")
-    h.ok("pat", "POST", "/tools/weather.forecast/policies", {"policy": shadow})
+    h.ok("skycast", "POST", "/tools/weather.forecast/policies", {"policy": shadow})
     ref = {"id": "weather-forecast-standard", "version": 1}
     enforced = h.ok("pat", "POST", "/calls", _call("wx-1", "bad", policy=ref))
     assert enforced["record"]["policy"]["version"] == 1 and enforced["record"]["strike"] is True
@@ -225,9 +228,9 @@ def test_names_the_store_cannot_hold_are_refused_not_crashed(store: Store) -> No
     _register_weather(h)
     big = {**_example("weather.policy.json"), "version": 2**31}
     path = "/tools/weather.forecast/policies"
-    assert h.refused("pat", "POST", path, {"policy": big}) == (400, "POLICY_INVALID")
+    assert h.refused("skycast", "POST", path, {"policy": big}) == (400, "POLICY_INVALID")
     nul_path = (400, "INVALID_REQUEST")
-    assert h.refused("pat", "POST", "/tools/a%00b/policies", {"policy": big}) == nul_path
+    assert h.refused("skycast", "POST", "/tools/a%00b/policies", {"policy": big}) == nul_path
     assert h.refused("pat", "GET", "/calls/a%00b") == nul_path
     assert h.refused("pat", "GET", "/providers/a%00b/quality") == nul_path
     assert h.refused("pat", "POST", "/calls", _call("wx\x00")) == (400, "INVALID_JSON")

@@ -11,6 +11,7 @@ import pytest
 from sqlalchemy import insert, select
 
 from adjudge import Error
+from adjudge.calls.pricing import ListedPrice
 from adjudge.store import ConcurrentUpdate, Store, calls, gateway, records
 from adjudge.store.gateway import GatewayCall
 from adjudge.store.schema import accounts
@@ -134,7 +135,7 @@ def test_what_a_call_reads_on_the_driver_is_what_sqlalchemy_wrote(store: Store) 
             provider="prov",
             document=document,
             digest="d1",
-            price_minor=5,
+            price=ListedPrice(5, 5, at),
             currency="USD",
             at=at,
         )
@@ -144,7 +145,7 @@ def test_what_a_call_reads_on_the_driver_is_what_sqlalchemy_wrote(store: Store) 
             provider="prov",
             document={},
             digest="d2",
-            price_minor=2**40,
+            price=ListedPrice(2**40, 5, at + timedelta(days=1)),  # an increase with notice
             currency="EUR",
             at=T0,
         )
@@ -169,7 +170,12 @@ def test_what_a_call_reads_on_the_driver_is_what_sqlalchemy_wrote(store: Store) 
         assert gateway.tool(tx, "weather", 3) is None and gateway.tool(tx, "other") is None
         assert gateway.credential(tx, "prov") == ("X-Api-Key", "sealed-secret")
         assert gateway.credential(tx, "caller") is None
-        assert calls.policy(tx, "p1", 3) == policy and calls.policy(tx, "p1", 4) is None
+        assert second.listed == ListedPrice(2**40, 5, at + timedelta(days=1))
+        assert calls.policy(tx, "weather", "p1", 3) == policy
+        assert calls.policy(tx, "weather", "p1", 4) is None
+        assert calls.policy(tx, "other", "p1", 3) is None  # a policy id is its tool's
+        assert calls.policy(tx, "weather", "p1", at=at) == policy
+        assert calls.policy(tx, "weather", "p1", at=at - timedelta(microseconds=1)) is None
         assert calls.terms(tx, "prov") == {"failure_rate": "1/100", "window_days": 7}
         assert calls.terms(tx, "caller") is None
         assert calls.latest_proposal(tx, "prov") == {"provider": "prov", "n": 2, "é": None}

@@ -8,7 +8,9 @@ Read straight from the database, so no use case can hide a fault from it:
 - every leg that took money out of an escrow names a receipt of that task, whose signed policy
   decision (or, for an unsigned test issuer, its statement) records that amount;
 - every verdict has its receipt; receipts form one unbroken chain;
-- every task is in a state the lifecycle can reach.
+- every task is in a state the lifecycle can reach;
+- a provider's hold account holds exactly its calls' charges still held or under report, and
+  each names the receipt that settled it.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from sqlalchemy import delete, insert
 
 from adjudge.market import Status, escrow_account
 from adjudge.market.lifecycle import MAX_ATTEMPTS
-from adjudge.store import Store, ledger, receipt_log, records
+from adjudge.store import Store, holds, ledger, receipt_log, records
 from adjudge.store import schema as s
 
 _NEEDS_AGENT = {
@@ -53,6 +55,15 @@ def audit(store: Store, deposited: int | None = None) -> dict[str, int]:
             assert receipt is not None, f"a release without its receipt: {leg}"
             assert receipt.task_id == leg["task_id"], leg
             assert str(-int(leg["amount"])) in _decision_text(receipt.body), (leg, receipt.body)
+        waiting: dict[str, int] = {}
+        for hold in holds.open_holds(tx):
+            assert hold.receipt_id in by_id, f"a hold without its receipt: {hold}"
+            assert hold.amount > 0, hold
+            waiting[hold.provider] = waiting.get(hold.provider, 0) + hold.amount
+        for account, amount in held.items():
+            if account.startswith("held:"):
+                assert waiting.pop(account[len("held:") :], 0) == amount, (account, amount)
+        assert not waiting, f"holds without their money: {waiting}"
         verdicts = records.verdicts(tx)
         for verdict in verdicts:
             assert verdict.receipt_id in by_id, verdict

@@ -80,6 +80,10 @@ def provider(script: Script) -> Starlette:
             body["latitude"] = 95
             body["daily"][0]["temperature_2m_max"] = 300
             return JSONResponse(body)
+        if kind == "hot":  # in the promised shape, but a high of 300 °C breaks a quality rule
+            body = forecast(script, 3)
+            body["daily"][0]["temperature_2m_max"] = 300
+            return JSONResponse(body)
         if kind == "misapplied":  # the rain chance as text: the range rule cannot judge it
             body = forecast(script, 3)
             body["daily"][1]["precipitation_probability_max"] = "high"
@@ -161,6 +165,6 @@ def weather_world(
                 headers={"Authorization": f"Bearer {h.keys[PROVIDER]}"},
             )
             assert r.status_code == 201, r.text
-            h.ok("pat", "POST", "/tools/weather_forecast/policies", {"policy": POLICY})
+            h.ok(PROVIDER, "POST", "/tools/weather_forecast/policies", {"policy": POLICY})
             yield World(h, service, script, base, signer)
         h.app.close()

@@ -78,7 +78,7 @@ def test_every_kind_of_event_arrives_signed_and_only_to_its_parties(
 
     h.ok("skycast", "POST", "/tools", {"contract": _example("weather.contract.json")})
     h.ok(
-        "pat",
+        "skycast",
         "POST",
         "/tools/weather.forecast/policies",
         {"policy": _example("weather.policy.json")},

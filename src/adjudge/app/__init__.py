@@ -15,6 +15,7 @@ from adjudge.app.accounts import Accounts
 from adjudge.app.calls import Calls
 from adjudge.app.clock import Clock, SystemClock
 from adjudge.app.gateway import Gateway
+from adjudge.app.maintenance import MaintenanceWorker
 from adjudge.app.receipts import Receipts
 from adjudge.app.reviews import Reviews
 from adjudge.app.tasks import Settings, Tasks
@@ -32,6 +33,7 @@ __all__ = [
     "Clock",
     "DeliveryWorker",
     "Idempotency",
+    "MaintenanceWorker",
     "Settings",
     "SystemClock",
     "WebhookSettings",
@@ -74,6 +76,7 @@ class App:
             box=self.secrets,
             forwarder=forwarder,
             private_providers=private_providers,
+            price_notice=self.settings.price_notice,
         )
         self.receipts = Receipts(self.unit, getattr(self.issuer, "fingerprint", None))
         self.reviews = Reviews(self.unit)

@@ -19,12 +19,13 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
+from adjudge.app import settlement
 from adjudge.app.settlement import deposit
 from adjudge.app.unit import Answer, Idempotency, UnitOfWork
 from adjudge.app.views import account_view, key_view
 from adjudge.errors import Error
 from adjudge.receipts import VerifyingKey
-from adjudge.store import Account, Transaction, records
+from adjudge.store import Account, Transaction, holds, records
 
 #: Roles an account may hold.
 ROLES = frozenset({"poster", "agent", "verifier", "admin", "provider"})
@@ -152,7 +153,13 @@ class Accounts:
         return answer
 
     def me(self, account: Account) -> dict[str, Any]:
-        """The caller's account with its wallet balance and, for a verifier, its keys."""
+        """The caller's account with its balance (what it can spend), what it has held (a
+        provider's settled charges until their report deadlines: those past it are paid in
+        first, so the balance is never behind the clock) and, for a verifier, its keys."""
+        if "provider" in account.roles:
+            now = self.unit.now()
+            if self.unit.read(lambda tx: holds.due(tx, now, provider=account.id, limit=1)):
+                self.unit.write(lambda tx: settlement.mature(tx, now, provider=account.id))
 
         def run(tx: Transaction) -> dict[str, Any]:
             fresh = records.account(tx, account.id)

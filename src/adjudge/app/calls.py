@@ -2,8 +2,10 @@
 
 - A provider registers its tool's contract, and optionally declares its quality terms; the tool
   belongs to the provider that registered it first.
-- A poster (the marketplace) or an admin registers a versioned decision policy, checked against
-  the tool's current contract.
+- A tool's decision policies — the rules that judge its provider — are registered, replaced (a
+  new version) and withdrawn (a version with ``withdrawn_at``) only by the tool's provider or an
+  admin, checked against the tool's current contract. Policy ids are scoped to their tool, so
+  nobody can take the id a tool pins before its provider registers it.
 - A poster or an admin *reports* a call: the request and the response it says the provider
   gave. It is verified at the clock's time and stored with its signed receipt in one
   transaction, marked ``reported``: a caller's word about a provider, so it never counts toward
@@ -13,9 +15,11 @@
   and does nothing else: no strike, no refund, no change to the provider's measured rate. An
   admin who is neither the caller nor the provider rules on it once: *dismissed* changes
   nothing; *upheld* is a human FAIL about the call, signed into a receipt that supersedes the
-  call's own, and gives a forwarded call's charge back to the caller from the provider's wallet
-  in the same transaction. An upheld report still never strikes: only verification verdicts
-  count toward a provider's quality (spec 003); the quality view counts upheld reports apart.
+  call's own, and gives a forwarded call's charge back to the caller in the same transaction —
+  from the provider's hold, where a report filed in time keeps the charge until it is ruled on,
+  so an upheld report never fails for lack of provider funds. An upheld report still never
+  strikes: only verification verdicts count toward a provider's quality (spec 003); the
+  quality view counts upheld reports apart.
 - Anyone may read a provider's quality window, failure rate and penalty proposal.
 
 Every decision is the pure ``adjudge.calls`` package's. Parsed contracts and policies are kept
@@ -53,7 +57,15 @@ from adjudge.calls.quality import PenaltyProposal, QualityTerms, parse_terms
 from adjudge.calls.verify import digest_of, digested_bytes
 from adjudge.errors import CriteriaError, Error
 from adjudge.kernel import Determination
-from adjudge.store import Account, Transaction, call_reports, outbox, receipt_log, records
+from adjudge.store import (
+    Account,
+    Transaction,
+    call_reports,
+    holds,
+    outbox,
+    receipt_log,
+    records,
+)
 from adjudge.store import calls as db
 from adjudge.store import gateway as gateway_db
 from adjudge.webhooks import events
@@ -323,14 +335,22 @@ class Calls:
     def register_policy(
         self, who: Account, tool: str, policy: Mapping[str, Any], *, key: str | None = None
     ) -> Answer[dict[str, Any]]:
-        """A poster (marketplace) or an admin registers a versioned decision policy."""
-        _need_any(who, {"poster", "admin"}, "registers a decision policy")
+        """The tool's provider or an admin registers a versioned decision policy for it
+        (``NOT_TOOL_PROVIDER`` for anyone else: the rules that judge a provider are its own and
+        the operator's, never a stranger's)."""
+        _need_any(who, {"provider", "admin"}, "registers a decision policy")
         idem = Idempotency.of(key, "calls.register_policy", {"tool": tool, "policy": policy})
 
         def run(tx: Transaction) -> dict[str, Any]:
             current = db.latest_contract(tx, tool)
             if current is None:
                 raise Error(f"No tool {tool} is registered.", code="TOOL_NOT_FOUND")
+            if "admin" not in who.roles and who.id != current.provider:
+                raise Error(
+                    f"{tool} is {current.provider}'s tool: only its provider or an admin "
+                    "registers the policies that judge its calls.",
+                    code="NOT_TOOL_PROVIDER",
+                )
             parsed = register_policy(policy, _contract(current))
             _storable(parsed.policy_id, "A policy id", 200, "POLICY_INVALID")
             if parsed.version > MAX_VERSION:
@@ -501,6 +521,18 @@ class Calls:
                     f"The filing deadline for reporting this call was {deadline}.",
                     code="REPORT_WINDOW_CLOSED",
                 )
+            if call_reports.by_call(tx, call_id) is not None:
+                raise Error(f"The call {call_id} was already reported.", code="REPORT_EXISTS")
+            if (
+                found.source == "gateway"
+                and holds.get(tx, call_id) is not None
+                and not settlement.claim_hold(tx, call_id)
+            ):
+                # The deadline passed on another process's clock first: the charge was paid out.
+                raise Error(
+                    f"The filing deadline for reporting this call was {deadline}.",
+                    code="REPORT_WINDOW_CLOSED",
+                )
             report = call_reports.add(
                 tx, call_id=call_id, provider=found.provider, by=who.id, reason=text, at=now
             )
@@ -523,8 +555,9 @@ class Calls:
     ) -> Answer[dict[str, Any]]:
         """An admin rules once on an open report (see the module's docstring for what each
         ruling does). Refusals: ``ROLE_REQUIRED``; ``CONFLICT_OF_INTEREST`` for the call's caller
-        or provider; ``REPORT_NOT_FOUND``; ``REPORT_RULED``; ``INSUFFICIENT_FUNDS`` when the
-        provider's wallet cannot give the charge back (then nothing is written)."""
+        or provider; ``REPORT_NOT_FOUND``; ``REPORT_RULED``; ``INSUFFICIENT_FUNDS`` only for a
+        call settled before holds existed whose provider's wallet cannot give the charge back
+        (then nothing is written)."""
         _need_any(who, {"admin"}, "rules on a report")
         if not 1 <= len(reasons) <= MAX_RULING_REASONS:
             raise Error(
@@ -549,6 +582,7 @@ class Calls:
                 raise Error(f"The report of {call_id} was already ruled on.", code="REPORT_RULED")
             now = self.unit.now()
             if not upheld:
+                settlement.unclaim_hold(tx, call_id)  # it matures as if never reported
                 ruled = call_reports.rule(
                     tx,
                     call_id,
@@ -587,6 +621,7 @@ class Calls:
             if charge > 0:
                 settlement.refund_upheld_report(
                     tx,
+                    call_id=call_id,
                     provider=found.provider,
                     payer=found.submitted_by,
                     amount=charge,
@@ -704,12 +739,8 @@ def _governing(
 ) -> db.StoredPolicy | None:
     if policy_id is None:
         return db.latest_policy(tx, tool)
-    found = db.policy(tx, policy_id, version)
+    found = db.policy(tx, tool, policy_id, version)
     if found is None:
         named = policy_id if version is None else f"{policy_id} version {version}"
-        raise Error(f"No policy {named} is registered.", code="POLICY_NOT_FOUND")
-    if found.tool != tool:
-        raise Error(
-            f"The policy {policy_id} is for {found.tool}, not {tool}.", code="POLICY_INVALID"
-        )
+        raise Error(f"{tool} has no policy {named}.", code="POLICY_NOT_FOUND")
     return found

@@ -57,6 +57,7 @@ from adjudge.calls import (
 from adjudge.calls.contract import map_response
 from adjudge.calls.kernel_rows import call_decision
 from adjudge.calls.openapi import mcp_tool_document, openapi_tool_document
+from adjudge.calls.pricing import DEFAULT_PRICE_NOTICE, announce
 from adjudge.calls.tools import DECIMALS, build_request
 from adjudge.calls.verify import CallResult, digest_of
 from adjudge.errors import Error, RateLimited
@@ -78,6 +79,7 @@ from adjudge.receipts import SigningKey
 from adjudge.store import Account, Transaction, call_reports, receipt_log, records
 from adjudge.store import calls as calls_db
 from adjudge.store import gateway as db
+from adjudge.store import holds as holds_db
 
 #: How long a call may stay pending before a retry or a sweep ends it as interrupted: longer
 #: than any forward can take (its total time-out) plus the time to verify and commit.
@@ -161,24 +163,53 @@ def money(amount: int, currency: str) -> dict[str, Any]:
     return {"amount": str(amount), "asset": currency, "decimals": DECIMALS.get(currency, 0)}
 
 
-def tool_view(stored: db.StoredTool) -> dict[str, Any]:
-    """A callable tool as listed: its MCP definition, provider and price."""
+def tool_view(
+    stored: db.StoredTool, now: datetime, judged_by: calls_db.StoredPolicy | None = None
+) -> dict[str, Any]:
+    """A callable tool as listed: its MCP definition, provider, the price a call starting now
+    is charged (and an announced increase with its date), and which policy version would judge
+    a call starting now — what a caller reads before paying."""
     tool = _parsed_tool(stored)
+    listed = stored.listed
+    pending = listed.pending(now)
     return {
         "name": stored.name,
         "version": stored.version,
         "provider": stored.provider,
         "description": tool.description,
-        "price": money(stored.price_minor, stored.currency),
+        "price": money(listed.at(now), stored.currency),
+        "pending_price": None
+        if pending is None
+        else money(pending[0], stored.currency) | {"from": pending[1].isoformat()},
         "policy": None if tool.policy is None else tool.policy.to_dict(),
+        "judged_by": None if judged_by is None else judge_view(judged_by),
+        "refunded_output": tool.refunded_output,
         "registered_at": stored.registered_at.isoformat(),
         "definition": tool.mcp_definition(),
         "digest": stored.digest,
     }
 
 
-def gateway_call_view(call: db.GatewayCall) -> dict[str, Any]:
-    """A forwarded call: its lifecycle row and, once ended, its answer."""
+def judge_view(p: calls_db.StoredPolicy) -> dict[str, Any]:
+    """The policy version that judges a tool's calls: its id, version, digest, mode, report
+    window and withdrawal (a caller sees what it agrees to before it pays)."""
+    document = p.document
+    return {
+        "id": p.policy_id,
+        "version": p.version,
+        "digest": p.digest,
+        "mode": str(document.get("mode", "enforce")),
+        "report_window_hours": int(document.get("report_window_hours", 72)),
+        "withdrawn_at": document.get("withdrawn_at"),
+        "registered_at": p.registered_at.isoformat(),
+    }
+
+
+def gateway_call_view(
+    call: db.GatewayCall, hold: holds_db.Hold | None = None, refunded_by_report: bool = False
+) -> dict[str, Any]:
+    """A forwarded call: its lifecycle row, its money as it stands now, and — once ended — its
+    answer."""
     return {
         "id": call.id,
         "caller": call.caller,
@@ -188,10 +219,59 @@ def gateway_call_view(call: db.GatewayCall) -> dict[str, Any]:
         "status": call.status,
         "verdict": call.verdict,
         "price": money(call.price_minor, call.currency),
+        "money": money_view(call, hold, refunded_by_report),
         "started_at": call.started_at.isoformat(),
         "finished_at": None if call.finished_at is None else call.finished_at.isoformat(),
         "receipt_id": call.receipt_id,
         "answer": None if call.answer is None else dict(call.answer),
+    }
+
+
+def money_view(
+    call: db.GatewayCall, hold: holds_db.Hold | None, refunded_by_report: bool = False
+) -> dict[str, Any]:
+    """What a call's caller paid and its provider got, as it stands now.
+
+    ``state``: ``reserved`` (the call is running), ``refunded`` or ``voided`` (nothing charged),
+    ``held`` (charged; the provider is paid when the report deadline passes), ``reported`` (held
+    while a report is ruled on), ``paid`` (the provider has it), ``refunded_after_report`` (an
+    upheld report gave it back). ``charged`` is what the caller pays in the end as far as is
+    known now, so a list's charges add up to what callers paid.
+    """
+    price = call.price_minor
+    none = money(0, call.currency)
+    view: dict[str, Any] = {
+        "state": "reserved",
+        "charged": none,
+        "refunded": none,
+        "held_until": None,
+        "paid_at": None,
+    }
+    if call.state == "pending":
+        return view | {"charged": money(price, call.currency)}
+    if call.status != "settled":
+        return view | {"state": call.status or "refunded"}
+    if hold is None:  # settled before holds, or unreportable: paid at once
+        if refunded_by_report:
+            return view | {
+                "state": "refunded_after_report",
+                "refunded": money(price, call.currency),
+            }
+        return view | {
+            "state": "paid",
+            "charged": money(price, call.currency),
+            "paid_at": (None if call.finished_at is None else call.finished_at.isoformat()),
+        }
+    amount = money(hold.amount, call.currency)
+    if hold.state == holds_db.REFUNDED:
+        return view | {"state": "refunded_after_report", "refunded": amount}
+    if hold.state == holds_db.RELEASED:
+        ended = None if hold.ended_at is None else hold.ended_at.isoformat()
+        return view | {"state": "paid", "charged": amount, "paid_at": ended}
+    return view | {
+        "state": hold.state,  # held | reported
+        "charged": amount,
+        "held_until": hold.matures_at.isoformat(),
     }
 
 
@@ -236,8 +316,11 @@ class Gateway:
         forwarder: Forwarder | None = None,
         keys: DatabaseKeyRing | None = None,
         private_providers: bool = False,
+        price_notice: timedelta = DEFAULT_PRICE_NOTICE,
     ) -> None:
         self.unit = unit
+        #: How long a price increase waits before calls are charged it (see calls.pricing).
+        self.price_notice = price_notice
         self.issuer = issuer
         self.box = box
         self._forwarder = forwarder
@@ -318,17 +401,23 @@ class Gateway:
                 )
             else:
                 stored_contract = found
+            previous = db.tool(tx, tool.name)
             stored = db.add_tool(
                 tx,
                 name=tool.name,
                 provider=provider.id,
                 document=normalized,
                 digest=digest_of(normalized),
-                price_minor=tool.price.amount_minor,
+                price=announce(
+                    None if previous is None else previous.listed,
+                    tool.price.amount_minor,
+                    now,
+                    self.price_notice,
+                ),
                 currency=tool.price.currency,
                 at=now,
             )
-            view = tool_view(stored)
+            view = tool_view(stored, now, _judge(tx, stored, tool, now))
             view["contract"] = contract_view(stored_contract)
             return view
 
@@ -394,8 +483,26 @@ class Gateway:
         """Callable tools by name, a page at a time (``next_cursor``)."""
 
         def run(tx: Transaction) -> dict[str, Any]:
+            now = self.unit.now()
             page = db.list_tools(tx, query=query, limit=limit, cursor=cursor)
-            return {"tools": [tool_view(t) for t in page.items], "next_cursor": page.next_cursor}
+            parsed = [(t, _parsed_tool(t)) for t in page.items]
+            refs = [
+                (t.name, tool.policy.id, tool.policy.version)
+                for t, tool in parsed
+                if tool.policy is not None
+            ]
+            judges = calls_db.policies_in_force(tx, refs, now)
+            views = [
+                tool_view(
+                    t,
+                    now,
+                    None
+                    if tool.policy is None
+                    else judges.get((t.name, tool.policy.id, tool.policy.version)),
+                )
+                for t, tool in parsed
+            ]
+            return {"tools": views, "next_cursor": page.next_cursor}
 
         return self.unit.read(run)
 
@@ -412,8 +519,10 @@ class Gateway:
             stored = db.tool(tx, name)
             if stored is None:
                 raise Error(f"No tool {name} can be called here.", code="TOOL_NOT_FOUND")
-            document = _parsed_tool(stored).to_dict()
-            view = tool_view(stored)
+            parsed = _parsed_tool(stored)
+            document = parsed.to_dict()
+            now = self.unit.now()
+            view = tool_view(stored, now, _judge(tx, stored, parsed, now))
             for part in ("endpoint", "input_schema", "contract"):
                 view[part] = document[part]
             party = viewer is not None and (viewer.id == stored.provider or "admin" in viewer.roles)
@@ -477,19 +586,33 @@ class Gateway:
         arguments: Mapping[str, Any] | None,
         *,
         key: str | None = None,
+        max_price: int | None = None,
     ) -> Answer[dict[str, Any]]:
         """Forward, verify, sign and settle one call (the module's steps); a retry with the
-        same Idempotency-Key replays the answer without calling the provider again."""
+        same Idempotency-Key replays the answer without calling the provider again.
+
+        The call is charged the tool's price in force when it starts (an increase waits out its
+        notice) and judged by the policy version in force then. ``max_price`` is the most the
+        caller accepts, in minor units: a price above it is refused
+        (``PAYMENT_PRICE_ABOVE_MAXIMUM``) before anything is reserved or forwarded, as is one
+        past the caller's key's spending limits (``PAYMENT_LIMIT_EXCEEDED``).
+        """
         args = dict(arguments or {})
         fingerprint = digest_of({"tool": name, "arguments": args})
         if key is not None:
             Idempotency.of(key, "gateway.call", None)  # the key's own form
+        if max_price is not None and (isinstance(max_price, bool) or not 0 <= max_price < 2**63):
+            raise Error(
+                "The most a call accepts is a whole number of minor units, 0 or more.",
+                code="INVALID_AMOUNT",
+            )
+        now = self.unit.now()  # the call starts now: its price and policy are those in force
 
         def prepare(tx: Transaction) -> Any:  # (1), in one read: the hot path's only one
             seen = None if key is None else db.call_by_key(tx, caller.id, key)
             if seen is not None:
                 return seen
-            found = self._callable(tx, name)
+            found = self._callable(tx, name, now)
             return found, db.credential(tx, found[0].provider)
 
         with stage("gateway.read"):
@@ -497,13 +620,14 @@ class Gateway:
         if isinstance(prepared, db.GatewayCall):
             return self._replayed(prepared, fingerprint)
         (stored, tool, contract, policy, policy_digest), credential = prepared
+        price = stored.listed.at(now)
+        _within(price, stored.currency, max_price, caller)
         with stage("gateway.arguments"):
             built = build_request(tool, args)
         if not self.private_providers:
             _refuse_private(built.url)
         self._need_call_issuer()  # a call it could not end must not reserve or forward
         call_id = str(uuid.uuid4())
-        now = self.unit.now()
         hold = f"hold:call:{call_id}"
 
         def start(tx: Transaction) -> None:  # (2)
@@ -515,7 +639,7 @@ class Gateway:
                     tool=name,
                     tool_version=stored.version,
                     provider=stored.provider,
-                    price_minor=stored.price_minor,
+                    price_minor=price,
                     currency=stored.currency,
                     key_hash=None if key is None else db.hashed(key),
                     fingerprint=fingerprint,
@@ -530,7 +654,7 @@ class Gateway:
             )
             if not started:  # another call with this key started first
                 raise _Raced
-            settlement.reserve(tx, caller.id, hold, stored.price_minor, at=now)
+            settlement.reserve(tx, caller.id, hold, price, at=now)
 
         try:
             with stage("gateway.reserve"):
@@ -547,9 +671,7 @@ class Gateway:
         outcome = self._forward(built, tool, call_id, now, credential)  # (3)
         with stage("gateway.verify"):
             response = provider_response(outcome)
-            request = CallRequest(
-                call_id, stored.provider, name, args, stored.price_minor, stored.currency, now
-            )
+            request = CallRequest(call_id, stored.provider, name, args, price, stored.currency, now)
             result = verify_call(contract, policy, request, response, self.unit.now())  # (4)
             output = None
             if response.status == "ok":
@@ -581,6 +703,19 @@ class Gateway:
                 ended += 1
         return ended
 
+    def mature_holds(self, *, provider: str | None = None, batch: int = 500) -> int:
+        """Pay providers every held charge whose report deadline has passed (a batch a
+        transaction, each against the receipt that settled its call); how many were paid."""
+        now = self.unit.now()
+        total = 0
+        while True:
+            due = self.unit.read(lambda tx: len(holds_db.due(tx, now, provider=provider, limit=1)))
+            if not due:
+                return total
+            total += self.unit.write(
+                lambda tx: settlement.mature(tx, now, provider=provider, limit=batch)
+            )
+
     def get_call(self, viewer: Account, call_id: str) -> dict[str, Any]:
         """A forwarded call (its caller, its provider, admins)."""
 
@@ -590,11 +725,11 @@ class Gateway:
                 raise Error(f"No call {call_id}.", code="CALL_NOT_FOUND")
             if viewer.id not in (found.caller, found.provider) and "admin" not in viewer.roles:
                 raise Error("A call is for its caller and its provider.", code="NOT_A_PARTY")
-            view = gateway_call_view(found)
+            report = call_reports.by_call(tx, call_id)
+            upheld = report is not None and report.status == call_reports.UPHELD
+            view = gateway_call_view(found, holds_db.get(tx, call_id), upheld)
             record = calls_db.call(tx, call_id)
-            verified = (
-                None if record is None else call_view(record, call_reports.by_call(tx, call_id))
-            )
+            verified = None if record is None else call_view(record, report)
             view["record"] = None if verified is None else verified["record"]
             view["report_deadline"] = None if verified is None else verified["report_deadline"]
             view["report"] = None if verified is None else verified["report"]
@@ -625,8 +760,9 @@ class Gateway:
                 limit=limit,
                 cursor=cursor,
             )
+            held = holds_db.for_calls(tx, [c.id for c in page.items])
             return {
-                "calls": [gateway_call_view(c) for c in page.items],
+                "calls": [gateway_call_view(c, held.get(c.id)) for c in page.items],
                 "next_cursor": page.next_cursor,
             }
 
@@ -659,7 +795,7 @@ class Gateway:
         return Answer(dict(found.answer), replayed=True)
 
     def _callable(
-        self, tx: Transaction, name: str
+        self, tx: Transaction, name: str, now: datetime
     ) -> tuple[db.StoredTool, Tool, Contract, Policy | None, str | None]:
         stored = db.tool(tx, name)
         if stored is None:
@@ -671,11 +807,11 @@ class Gateway:
         policy = None
         policy_digest = None
         if tool.policy is not None:
-            found = calls_db.policy(tx, tool.policy.id, tool.policy.version)
-            if found is None or found.tool != name:
+            found = _judge(tx, stored, tool, now)
+            if found is None:
                 raise Error(
                     f"The tool's decision policy {tool.policy.id} is not registered for it; "
-                    "its calls cannot be verified yet.",
+                    "its calls cannot be verified yet. Nothing was charged.",
                     code="TOOL_POLICY_MISSING",
                 )
             policy = _parsed_policy(found.digest, stored.digest, found.document, contract)
@@ -729,6 +865,7 @@ class Gateway:
     ) -> dict[str, Any]:
         now = self.unit.now()
         issuer = self.issuer
+        tool = _parsed_tool(stored)
         self._need_call_issuer()
 
         def issue(previous: tuple[str, int] | None) -> Mapping[str, Any]:
@@ -751,24 +888,26 @@ class Gateway:
         payment = result.effect.payment.value
         status = {"settle": "settled", "refund": "refunded", "void": "voided"}[payment]
 
+        shown = output if status == "settled" or tool.refunded_output == "return" else None
+
         def run(tx: Transaction) -> dict[str, Any]:
             receipt = receipt_log.append(tx, issue, task_id=None, at=now)
             settlement.release_call(
                 tx,
                 hold,
+                call_id=call_id,
                 payer=caller.id,
                 provider=stored.provider,
                 payment=payment,
-                amount=stored.price_minor,
+                amount=request.price_minor,
                 receipt_id=receipt.id,
+                report_deadline=result.report_deadline,
                 at=now,
             )
             stored_call = calls_db.add_call(
                 tx,
                 record=result.to_dict(),
-                contract_version=str(
-                    dict(_parsed_tool(stored).contract_document).get("version", "1")
-                ),
+                contract_version=str(dict(tool.contract_document).get("version", "1")),
                 submitted_by=caller.id,
                 at=now,
                 request={
@@ -776,12 +915,22 @@ class Gateway:
                     "tool": stored.name,
                     "arguments": dict(request.arguments),
                 },
-                response={"digest": result.response_digest, "output": output},
+                # The record keeps what the caller may see: a withheld output is not kept.
+                response={"digest": result.response_digest, "output": shown},
                 receipt_id=receipt.id,
                 source="gateway",
             )
             emit_call_settled(tx, stored_call, now)
-            answer = _answer(stored, call_id, status, result, output, receipt.id, receipt.body)
+            answer = _answer(
+                stored,
+                call_id,
+                status,
+                result,
+                shown,
+                receipt.id,
+                receipt.body,
+                withheld=output is not None and shown is None,
+            )
             db.finish_call(
                 tx,
                 call_id,
@@ -905,16 +1054,22 @@ def _answer(
     output: Any,
     receipt_id: str,
     receipt: Mapping[str, Any],
+    *,
+    withheld: bool = False,
 ) -> dict[str, Any]:
     """What a call answers (and a retry replays): the client's receipt fields, the verdict,
-    the payment decision, every check row, the output, and the signed receipt."""
+    the payment decision, every check row, the output, and the signed receipt.
+
+    A call that is not settled was not paid for, so by default it gives no output
+    (``outputWithheld``: the provider answered, but the caller learns only the check rows and
+    the failing pointers); a tool may opt in to returning it (``refunded_output: return``)."""
     charged = result.charge_minor
     return {
         "intentId": call_id,
         "tool": stored.name,
         "provider": stored.provider,
         "status": status,
-        "listedPrice": money(stored.price_minor, stored.currency),
+        "listedPrice": money(result.price_minor, stored.currency),
         "chargedPrice": money(charged, stored.currency),
         "withheld": money(0, stored.currency),
         "verdict": None if result.verdict is None else result.verdict.value,
@@ -922,11 +1077,43 @@ def _answer(
         "strike": result.effect.strike,
         "decidedBy": result.decided_by,
         "checks": [row.to_dict() for row in result.rows],
+        "failing": sorted({row.path for row in result.rows if row.outcome == "fail" and row.path}),
         "error": None if result.error is None else result.error.to_dict(),
         "output": output,
+        "outputWithheld": withheld,
         "receiptId": receipt_id,
         "receipt": receipt.get("envelope"),
     }
+
+
+def _judge(
+    tx: Transaction, stored: db.StoredTool, tool: Tool, now: datetime
+) -> calls_db.StoredPolicy | None:
+    """The registered policy version that judges a call of ``tool`` starting at ``now``: the one
+    it pins, or its highest registered by then (a later one judges only later calls)."""
+    if tool.policy is None:
+        return None
+    return calls_db.policy(tx, stored.name, tool.policy.id, tool.policy.version, at=now)
+
+
+def _within(price: int, currency: str, max_price: int | None, caller: Account) -> None:
+    """Refuse a call whose price is above what its caller accepts, before anything moves."""
+    if max_price is not None and price > max_price:
+        raise Error(
+            f"This call costs {_amount(price, currency)}, more than the most you accept "
+            f"({_amount(max_price, currency)}). Nothing was charged and the provider was not "
+            "called.",
+            code="PAYMENT_PRICE_ABOVE_MAXIMUM",
+        )
+
+
+def _amount(minor: int, currency: str) -> str:
+    """Minor units as a person reads them: ``0.25 USDC``."""
+    decimals = DECIMALS.get(currency, 0)
+    if decimals == 0:
+        return f"{minor} {currency}"
+    whole, part = divmod(minor, 10**decimals)
+    return f"{whole}.{part:0{decimals}d}".rstrip("0").rstrip(".") + f" {currency}"
 
 
 def parsed_contract(document: Mapping[str, Any]) -> Contract:

@@ -11,9 +11,11 @@ Three kinds of movement, each in the transaction of the use case that causes it:
   the endings no judgment decides (a refund of work never delivered, a payout after
   escalation). The ledger itself refuses a release without one
   (:class:`adjudge.store.ledger.UnprovenRelease`), and each leg names its receipt;
-- **report refunds** give a settled call's charge back from the provider's wallet when an admin
-  upholds its caller's report, against the ruling's receipt (checked here, as the wallet is no
-  holding account the ledger guards).
+- **holds**: a settled call's charge waits in its provider's hold until the call's report
+  deadline passes (settled is not yet paid, spec 003), then **matures** into the provider's
+  wallet against the receipt that settled it (:func:`mature`);
+- **report refunds** give a settled call's charge back from the provider's hold when an admin
+  upholds its caller's report, against the ruling's receipt.
 
 Every change a marketplace hears of happens here too, and so its event is written here, in the
 same transaction (``outbox.emit``: the webhook outbox, :mod:`adjudge.store.outbox`): a
@@ -41,12 +43,14 @@ from adjudge.market import (
     Transfer,
     VerdictReached,
     penalize,
+    provider_hold_account,
     wallet_account,
 )
 from adjudge.store import (
     StoredDispute,
     StoredTask,
     Transaction,
+    holds,
     ledger,
     outbox,
     receipt_log,
@@ -171,44 +175,121 @@ def release_call(
     tx: Transaction,
     hold: str,
     *,
+    call_id: str,
     payer: str,
     provider: str,
     payment: str,
     amount: int,
     receipt_id: str,
+    report_deadline: datetime | None,
     at: datetime,
 ) -> None:
-    """Release a paid call's hold as its signed receipt decided: ``settle`` pays the provider,
-    ``refund`` and ``void`` return the reservation to the caller (spec 003's table)."""
+    """Release a paid call's reservation as its signed receipt decided (spec 003's table):
+    ``refund`` and ``void`` return it to the caller; ``settle`` charges it — into the provider's
+    hold until the call's report deadline passes (settled is not yet paid), or straight to the
+    provider's wallet when the call cannot be reported (no deadline)."""
     if amount <= 0:
         return
-    to = wallet_account(provider) if payment == "settle" else wallet_account(payer)
-    memo = {"settle": "charge", "refund": "refund", "void": "void"}[payment]
+    if payment != "settle":
+        memo = {"refund": "refund", "void": "void"}[payment]
+        ledger.transfer(
+            tx,
+            [Transfer(hold, wallet_account(payer), amount, memo)],
+            task_id=None,
+            at=at,
+            receipt_id=receipt_id,
+        )
+        return
+    to = wallet_account(provider) if report_deadline is None else provider_hold_account(provider)
     ledger.transfer(
-        tx, [Transfer(hold, to, amount, memo)], task_id=None, at=at, receipt_id=receipt_id
+        tx, [Transfer(hold, to, amount, "charge")], task_id=None, at=at, receipt_id=receipt_id
     )
+    if report_deadline is not None:
+        holds.add(
+            tx,
+            call_id=call_id,
+            provider=provider,
+            caller=payer,
+            amount=amount,
+            receipt_id=receipt_id,
+            matures_at=report_deadline,
+        )
+
+
+def mature(tx: Transaction, now: datetime, *, provider: str | None = None, limit: int = 500) -> int:
+    """Pay providers the held charges whose report deadline passed with no report open: each
+    moves from the provider's hold to its wallet against the receipt that settled the call (on
+    the log, checked by the ledger). Returns how many matured; a hold a report claimed first is
+    left to its ruling."""
+    matured = 0
+    for due in holds.due(tx, now, provider=provider, limit=limit):
+        if not holds.move(tx, due.call_id, from_state=holds.HELD, to_state=holds.RELEASED, at=now):
+            continue  # a report claimed it in the meantime
+        ledger.transfer(
+            tx,
+            [
+                Transfer(
+                    provider_hold_account(due.provider),
+                    wallet_account(due.provider),
+                    due.amount,
+                    "release",
+                )
+            ],
+            task_id=None,
+            at=now,
+            receipt_id=due.receipt_id,
+            matured=True,
+        )
+        matured += 1
+    return matured
+
+
+def claim_hold(tx: Transaction, call_id: str) -> bool:
+    """A report filed in time keeps the call's held charge until it is ruled on; False when
+    the call has no hold waiting (it matured, or was never held)."""
+    return holds.move(tx, call_id, from_state=holds.HELD, to_state=holds.REPORTED)
+
+
+def unclaim_hold(tx: Transaction, call_id: str) -> None:
+    """A dismissed report lets the held charge mature as if no report had been filed."""
+    holds.move(tx, call_id, from_state=holds.REPORTED, to_state=holds.HELD)
 
 
 def refund_upheld_report(
     tx: Transaction,
     *,
+    call_id: str,
     provider: str,
     payer: str,
     amount: int,
     receipt_id: str,
     at: datetime,
 ) -> None:
-    """Give a settled call's charge back to its caller from the provider's wallet, as the
-    ruling's receipt signed in this transaction decided (``INSUFFICIENT_FUNDS`` when the
-    wallet holds less: then nothing is written)."""
+    """Give a settled call's charge back to its caller, as the ruling's receipt signed in this
+    transaction decided: from the provider's hold, where a report filed in time keeps it, so it
+    can never fail for lack of provider funds. A call settled before holds existed (or without
+    a deadline) has none: then from the provider's wallet (``INSUFFICIENT_FUNDS`` when it holds
+    less, and nothing is written)."""
     if receipt_id not in tx.appended:
         raise ledger.UnprovenRelease(
             "A report's refund moves only against the ruling's receipt signed in the same "
             "transaction; nothing was moved."
         )
+    held = holds.get(tx, call_id)
+    if held is not None and holds.move(
+        tx,
+        call_id,
+        from_state=holds.REPORTED,
+        to_state=holds.REFUNDED,
+        at=at,
+        end_receipt_id=receipt_id,
+    ):
+        source, amount = provider_hold_account(provider), held.amount
+    else:
+        source = wallet_account(provider)
     ledger.transfer(
         tx,
-        [Transfer(wallet_account(provider), wallet_account(payer), amount, "report refund")],
+        [Transfer(source, wallet_account(payer), amount, "report refund")],
         task_id=None,
         at=at,
         receipt_id=receipt_id,

@@ -23,6 +23,7 @@ from adjudge.app.unit import Answer, Idempotency, UnitOfWork
 from adjudge.app.views import rendered, shown, task_summary, task_view
 from adjudge.autocheck import criteria as autocriteria
 from adjudge.autocheck import jsregex
+from adjudge.calls.pricing import DEFAULT_PRICE_NOTICE, MAX_PRICE_NOTICE
 from adjudge.errors import CriteriaError, Error, RateLimited
 from adjudge.kernel import semantic
 from adjudge.kernel.oracle import Record
@@ -76,13 +77,21 @@ _SCHEMA_FIELDS = ("type", "required", "properties")
 
 @dataclass(frozen=True)
 class Settings:
-    """Deployment settings; ``fee_bps`` is read at each settlement."""
+    """Deployment settings; ``fee_bps`` is read at each settlement, ``price_notice`` (how long
+    a tool's price increase waits before calls are charged it) at each tool registration."""
 
     fee_bps: int = DEFAULT_FEE_BPS
+    price_notice: timedelta = DEFAULT_PRICE_NOTICE
 
     def __post_init__(self) -> None:
         if not 0 <= self.fee_bps <= MAX_FEE_BPS:
             raise Error(f"fee_bps must be between 0 and {MAX_FEE_BPS}.", code="INVALID_FEE")
+        if not timedelta(0) <= self.price_notice <= MAX_PRICE_NOTICE:
+            raise Error(
+                "A price notice is 0 to 90 days (an increase waits this long before it is "
+                "charged).",
+                code="INVALID_SETTING",
+            )
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from adjudge.errors import StorageError
-from adjudge.market import Status, wallet_account
+from adjudge.market import Status, provider_hold_account, wallet_account
 from adjudge.market.lifecycle import MAX_ATTEMPTS
 from adjudge.store import (
     Account,
@@ -179,7 +179,10 @@ def account_view(a: Account, tx: Transaction | None = None) -> dict[str, Any]:
         "disputes": a.record.disputes,
     }
     if tx is not None:
+        # ``balance`` is what the account can spend; ``held`` a provider's settled charges
+        # waiting out their calls' report deadlines (paid to ``balance`` as each passes).
         view["balance"] = str(ledger.balance(tx, wallet_account(a.id)))
+        view["held"] = str(ledger.balance(tx, provider_hold_account(a.id)))
     return view
 
 

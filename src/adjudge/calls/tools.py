@@ -66,8 +66,22 @@ _METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 # A JSON body only where HTTP gives a body a meaning every server agrees on.
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 _TOOL_FIELDS = frozenset(
-    {"name", "description", "provider", "endpoint", "input_schema", "contract", "price", "policy"}
+    {
+        "name",
+        "description",
+        "provider",
+        "endpoint",
+        "input_schema",
+        "contract",
+        "price",
+        "policy",
+        "refunded_output",
+    }
 )
+#: What a call that is not settled (refunded or voided) gives its caller of the provider's
+#: answer: by default nothing but its check rows (an over-strict or hostile policy must not make
+#: a tool a source of free data); a provider may opt in to returning the mapped output.
+REFUNDED_OUTPUT = ("withhold", "return")
 _ENDPOINT_FIELDS = frozenset({"base_url", "method", "path", "arguments", "body", "authority"})
 _PLACEMENT_FIELDS = frozenset({"in", "name", "explode"})
 _MAX_DESCRIPTION = 4000
@@ -244,6 +258,9 @@ class Tool:
     policy: PolicyRef | None
     contract: Contract = field(compare=False)
     _schema: OutputSchema = field(compare=False)
+    #: ``withhold`` (the default) or ``return``: whether a refunded or voided call's caller gets
+    #: the mapped output (:data:`REFUNDED_OUTPUT`).
+    refunded_output: str = "withhold"
 
     def __repr__(self) -> str:
         return f"<Tool {self.name} of {self.provider}: {self.endpoint.method} {self.endpoint.path}>"
@@ -264,7 +281,7 @@ class Tool:
             "contract": copy.deepcopy(dict(self.contract_document)),
             "price": self.price.to_dict(),
             "policy": None if self.policy is None else self.policy.to_dict(),
-        }
+        } | ({} if self.refunded_output == "withhold" else {"refunded_output": "return"})
 
     def mcp_definition(self) -> dict[str, Any]:
         """The tool as MCP lists it: ``name``, ``description``, ``inputSchema``, ``outputSchema``.
@@ -333,7 +350,18 @@ def parse_tool(data: object) -> Tool:
         policy=_parse_policy_ref(data.get("policy")),
         contract=contract,
         _schema=compiled,
+        refunded_output=_parse_refunded_output(data.get("refunded_output", "withhold")),
     )
+
+
+def _parse_refunded_output(raw: object) -> str:
+    if raw not in REFUNDED_OUTPUT:
+        raise _invalid(
+            'A tool\'s `refunded_output` is "withhold" (the default: a refunded or voided call '
+            'returns its check rows, not the output) or "return".'
+        )
+    assert isinstance(raw, str)
+    return raw
 
 
 def _contract_document(raw: object, name: str) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -11,6 +12,7 @@ from adjudge.errors import Error
 
 if TYPE_CHECKING:
     from adjudge.app import App
+    from adjudge.receipts import SigningKey
 
 
 def register(app: typer.Typer) -> None:
@@ -28,6 +30,20 @@ def serve(
     fee_bps: Annotated[
         int, typer.Option(help="Platform fee in basis points, read at each payout (max 3000).")
     ] = 1000,
+    price_notice_hours: Annotated[
+        float,
+        typer.Option(
+            help="How long a tool's price increase waits before calls are charged it (a "
+            "decrease applies at once); 0 to 2160."
+        ),
+    ] = 24.0,
+    upkeep_seconds: Annotated[
+        float,
+        typer.Option(
+            help="How often this process ends interrupted calls and pays providers the "
+            "charges whose report deadline passed."
+        ),
+    ] = 30.0,
     signing_key: Annotated[
         Path,
         typer.Option(help="PEM file of the Ed25519 key that signs receipts (made if missing)."),
@@ -84,33 +100,34 @@ def serve(
     # Imported here so the rest of the CLI starts without loading the web stack.
     import uvicorn  # noqa: PLC0415
 
-    from adjudge.app import App, DeliveryWorker, Settings, WebhookSettings  # noqa: PLC0415
+    from adjudge.app import (  # noqa: PLC0415
+        App,
+        DeliveryWorker,
+        MaintenanceWorker,
+        Settings,
+        WebhookSettings,
+    )
+    from adjudge.app import maintenance as upkeep  # noqa: PLC0415
     from adjudge.app.wiring import SignedReceipts  # noqa: PLC0415
     from adjudge.cli.webhooks import server_box  # noqa: PLC0415
-    from adjudge.receipts import SigningKey  # noqa: PLC0415
     from adjudge.service import create_app, enable_access_log  # noqa: PLC0415
     from adjudge.webhooks import Sender  # noqa: PLC0415
 
     try:
-        if signing_key.exists():
-            key = SigningKey.from_pem(signing_key.read_bytes())
-        else:
-            key = SigningKey.generate()
-            signing_key.touch(mode=0o600)
-            signing_key.write_bytes(key.to_pem())
-            typer.echo(f"Made a receipt signing key: {signing_key}")
+        key = _signing_key(signing_key)
         app = App.open(
             db,
-            settings=Settings(fee_bps=fee_bps),
+            settings=Settings(fee_bps=fee_bps, price_notice=timedelta(hours=price_notice_hours)),
             issuer=SignedReceipts(key),
             secrets=server_box(server_key),
             # The demo's provider answers beside it, on loopback.
             private_providers=allow_private_providers or demo,
             webhooks=WebhookSettings(allow_private=webhooks_allow_private),
         )
-        app.gateway.recover()  # calls a stopped process left pending: their money goes back
-    except Error as exc:
-        typer.echo(f"{exc.code}: {exc.message}", err=True)
+        upkeep.run_once(app)  # calls a stopped process left pending, holds that matured meanwhile
+    except (Error, OverflowError) as exc:
+        code = getattr(exc, "code", "INVALID_SETTING")
+        typer.echo(f"{code}: {getattr(exc, 'message', exc)}", err=True)
         raise typer.Exit(2) from exc
     base = f"http://{host}:{port}"
     provider_secret = None
@@ -136,6 +153,7 @@ def serve(
         # (at 250 finalizes/s offered, p99 16 ms with 8 threads, 81 ms with 40).
         threads = 8 if app.dialect == "sqlite" else 40
     asgi = create_app(app, threads=threads)
+    upkeeper = MaintenanceWorker(app, every=max(upkeep_seconds, 1.0)).start()
     if provider_secret is not None:
         from adjudge.service import DEMO_PROVIDER_MOUNT, skycast_app  # noqa: PLC0415
 
@@ -143,8 +161,22 @@ def serve(
     try:
         uvicorn.run(asgi, host=host, port=port, log_level="warning")
     finally:
+        upkeeper.stop()
         if worker is not None:
             worker.stop()
+
+
+def _signing_key(path: Path) -> SigningKey:
+    """The receipt signing key in ``path``, made there (0600) when the file does not exist."""
+    from adjudge.receipts import SigningKey  # noqa: PLC0415
+
+    if path.exists():
+        return SigningKey.from_pem(path.read_bytes())
+    key = SigningKey.generate()
+    path.touch(mode=0o600)
+    path.write_bytes(key.to_pem())
+    typer.echo(f"Made a receipt signing key: {path}")
+    return key
 
 
 def _bootstrap_admin(app: App) -> None:

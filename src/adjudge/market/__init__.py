@@ -39,6 +39,7 @@ from adjudge.market.money import (
     escrow_account,
     fee_of,
     platform_account,
+    provider_hold_account,
     wallet_account,
 )
 from adjudge.market.ports import Checker, CheckOutcome, ReceiptIssuer
@@ -87,6 +88,7 @@ __all__ = [
     "penalize",
     "platform_account",
     "post",
+    "provider_hold_account",
     "step",
     "wallet_account",
 ]

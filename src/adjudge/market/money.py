@@ -36,6 +36,12 @@ def escrow_account(task_id: str) -> str:
     return f"escrow:{task_id}"
 
 
+def provider_hold_account(provider: str) -> str:
+    """The ledger account holding a provider's settled charges until their report deadlines
+    pass (spec 003: settled is not yet paid)."""
+    return f"held:{provider}"
+
+
 def platform_account() -> str:
     """The ledger account collecting fees."""
     return "platform:fees"

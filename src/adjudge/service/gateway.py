@@ -56,10 +56,19 @@ class Credential(BaseModel):
 
 
 class GatewayCall(BaseModel):
-    """A tool to call through the gateway, with its arguments."""
+    """A tool to call through the gateway, with its arguments, and optionally the most the
+    caller accepts to pay (refused with ``PAYMENT_PRICE_ABOVE_MAXIMUM`` above it, before the
+    provider is called and with nothing charged)."""
 
     tool: str = Field(min_length=1, max_length=128)
     arguments: dict[str, Any] = Field(default_factory=dict)
+    max_price_minor: int | None = Field(
+        default=None,
+        ge=0,
+        le=2**63 - 1,
+        description="The most this call may cost, in the ledger's minor units (250000 is "
+        "0.25 USDC).",
+    )
 
 
 @routes.post("/tools/callable", status_code=201, tags=["gateway"])
@@ -137,7 +146,11 @@ def set_credential(*, body: Credential, who: Caller, app: Use, key: IdemKey = No
 async def call(*, body: GatewayCall, who: Caller, app: Use, key: IdemKey = None) -> JSONResponse:
     """Call a tool through the gateway: forwarded, verified, signed and settled; a retry with
     the same Idempotency-Key replays the answer without calling the provider again."""
-    answer = await forwarded(lambda: app.gateway.call(who, body.tool, body.arguments, key=key))
+    answer = await forwarded(
+        lambda: app.gateway.call(
+            who, body.tool, body.arguments, key=key, max_price=body.max_price_minor
+        )
+    )
     return reply(answer)
 
 

@@ -58,6 +58,7 @@ from adjudge.app import Account, App
 from adjudge.app.gateway import META_TOOLS
 from adjudge.app.timing import stage
 from adjudge.errors import Error, RateLimited, StorageError
+from adjudge.market.money import LEDGER_CURRENCY
 from adjudge.service.deps import forwarded
 from adjudge.service.ingress import WireError, parse
 
@@ -80,6 +81,11 @@ REPLAYED_META: Final = "assay/replayed"
 ERROR_META: Final = "assay/error"
 IDEMPOTENCY_META: Final = "assay/idempotency-key"
 VOUCHER_META: Final = "assay/voucher"
+#: adjudge's own ``_meta`` keys: on a listed tool, the policy version that would judge a call
+#: and an announced price increase; on a call, the most its caller accepts (the quote's shape).
+POLICY_META: Final = "adjudge/policy"
+PENDING_PRICE_META: Final = "adjudge/pending-price"
+MAX_PRICE_META: Final = "adjudge/max-price"
 
 # JSON-RPC 2.0 and MCP error codes.
 PARSE_ERROR: Final = -32700
@@ -223,8 +229,37 @@ def listed(view: Mapping[str, Any], version: str) -> dict[str, Any]:
     definition = dict(view["definition"])
     if version not in _STRUCTURED:
         definition.pop("outputSchema", None)
-    definition["_meta"] = {PRICE_META: quote(view["price"]), "adjudge/provider": view["provider"]}
+    meta: dict[str, Any] = {PRICE_META: quote(view["price"]), "adjudge/provider": view["provider"]}
+    meta[POLICY_META] = view.get("judged_by")
+    pending = view.get("pending_price")
+    if pending is not None:
+        meta[PENDING_PRICE_META] = quote(pending) | {"from": pending["from"]}
+    definition["_meta"] = meta
     return definition
+
+
+def max_price(meta: Any) -> int | None:
+    """The most a call's caller accepts, from ``_meta["adjudge/max-price"]`` (the quote's shape,
+    ``{"maxAmount": "<minor units>", "asset": "USDC"}``); None when absent."""
+    found = meta.get(MAX_PRICE_META) if isinstance(meta, dict) else None
+    if found is None:
+        return None
+    amount = found.get("maxAmount") if isinstance(found, dict) else None
+    asset = found.get("asset") if isinstance(found, dict) else None
+    if (
+        not isinstance(amount, str)
+        or not amount.isascii()
+        or not amount.isdigit()
+        or len(amount) > 19
+        or int(amount) >= 2**63
+        or asset != LEDGER_CURRENCY
+    ):
+        raise Error(
+            f'_meta[{MAX_PRICE_META!r}] is {{"maxAmount": "<whole minor units>", "asset": '
+            f'"{LEDGER_CURRENCY}"}}, the shape of the price a tool is listed with.',
+            code="PAYMENT_MAX_INVALID",
+        )
+    return int(amount)
 
 
 def _meta_tool(definition: Mapping[str, Any], version: str) -> dict[str, Any]:
@@ -358,19 +393,20 @@ async def _call_tool(call: Call, params: dict[str, Any]) -> dict[str, Any]:
                 code="PAYMENT_VOUCHER_UNSUPPORTED",
             )
         key = _idempotency_key(meta)
+        most = max_price(meta)
         meta_tool = _META_TOOLS.get(name)
         if meta_tool is not None:
-            return await meta_tool(call, args, key)
-        return await _provider_call(call, name, args, key)
+            return await meta_tool(call, args, key, most)
+        return await _provider_call(call, name, args, key, most)
     except Error as exc:
         return refusal(exc)
 
 
 async def _provider_call(
-    call: Call, name: str, args: dict[str, Any], key: str | None
+    call: Call, name: str, args: dict[str, Any], key: str | None, most: int | None
 ) -> dict[str, Any]:
     gateway = call.app.gateway
-    answer = await forwarded(lambda: gateway.call(call.caller, name, args, key=key))
+    answer = await forwarded(lambda: gateway.call(call.caller, name, args, key=key, max_price=most))
     with stage("mcp.answer"):
         return call_result(answer.value, answer.replayed, call.version)
 
@@ -385,7 +421,9 @@ def _argument(args: Mapping[str, Any], name: str, kind: type, tool: str) -> Any:
     return value
 
 
-async def _search_tools(call: Call, args: dict[str, Any], key: str | None) -> dict[str, Any]:
+async def _search_tools(
+    call: Call, args: dict[str, Any], key: str | None, most: int | None
+) -> dict[str, Any]:
     query = _argument(args, "query", str, "search_tools")
     limit = _argument(args, "limit", int, "search_tools")
     cursor = _argument(args, "cursor", str, "search_tools")
@@ -408,13 +446,17 @@ async def _search_tools(call: Call, args: dict[str, Any], key: str | None) -> di
             "provider": view["provider"],
             "assayPrice": quote(view["price"]),
             "price": view["price"],
+            "pendingPrice": view["pending_price"],
+            "policy": view["judged_by"],
         }
         for view in page["tools"]
     ]
     return structured({"results": results, "nextCursor": page["next_cursor"]})
 
 
-async def _get_tool(call: Call, args: dict[str, Any], key: str | None) -> dict[str, Any]:
+async def _get_tool(
+    call: Call, args: dict[str, Any], key: str | None, most: int | None
+) -> dict[str, Any]:
     name = _argument(args, "name", str, "get_tool")
     if name is None:
         raise Error("get_tool needs the argument 'name'.", code="TOOL_ARGUMENTS_INVALID")
@@ -427,7 +469,10 @@ async def _get_tool(call: Call, args: dict[str, Any], key: str | None) -> dict[s
         "version": view["version"],
         "price": quote(view["price"]),
         "listedPrice": view["price"],
+        "pendingPrice": view["pending_price"],
         "policy": view["policy"],
+        "judgedBy": view["judged_by"],
+        "refundedOutput": view["refunded_output"],
         "inputSchema": definition["inputSchema"],
     }
     if "outputSchema" in definition:
@@ -435,7 +480,9 @@ async def _get_tool(call: Call, args: dict[str, Any], key: str | None) -> dict[s
     return structured(shown)
 
 
-async def _call_named(call: Call, args: dict[str, Any], key: str | None) -> dict[str, Any]:
+async def _call_named(
+    call: Call, args: dict[str, Any], key: str | None, most: int | None
+) -> dict[str, Any]:
     name = _argument(args, "name", str, "call_tool")
     arguments = _argument(args, "arguments", dict, "call_tool")
     if name is None:
@@ -445,10 +492,10 @@ async def _call_named(call: Call, args: dict[str, Any], key: str | None) -> dict
             f"call_tool calls provider tools; call {name} with tools/call.",
             code="TOOL_NOT_FOUND",
         )
-    return await _provider_call(call, name, arguments or {}, key)
+    return await _provider_call(call, name, arguments or {}, key, most)
 
 
-MetaTool = Callable[[Call, dict[str, Any], str | None], Awaitable[dict[str, Any]]]
+MetaTool = Callable[[Call, dict[str, Any], str | None, int | None], Awaitable[dict[str, Any]]]
 _META_TOOLS: Final[dict[str, MetaTool]] = {
     "search_tools": _search_tools,
     "get_tool": _get_tool,

@@ -5,15 +5,17 @@ holds is read and written by the module named for it, each a set of functions ov
 :class:`Transaction`: ``records`` (accounts, tasks, submissions, verdicts, disputes),
 ``ledger`` (balances and entries), ``receipt_log`` (the hash chain), ``leases`` (the review
 queue), ``idempotency``, ``quotas``, ``calls`` (verified paid calls), ``call_reports`` (reports
-of bad call results), ``gateway`` (callable tools, signing keys, credentials, forwarded calls)
-and ``outbox`` (webhook endpoints, events and their deliveries). Nothing is half-written: a
-transaction commits whole or not at all.
+of bad call results), ``gateway`` (callable tools, signing keys, credentials, forwarded
+calls), ``holds`` (providers' settled charges until their report deadlines) and ``outbox``
+(webhook endpoints, events and their deliveries). Nothing is half-written: a transaction
+commits whole or not at all.
 """
 
 from adjudge.store import (
     call_reports,
     calls,
     gateway,
+    holds,
     idempotency,
     leases,
     ledger,
@@ -51,6 +53,7 @@ __all__ = [
     "call_reports",
     "calls",
     "gateway",
+    "holds",
     "idempotency",
     "leases",
     "ledger",

@@ -9,7 +9,7 @@ service's one hash chain under the same locked head row as the marketplace's ver
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -53,6 +53,7 @@ __all__ = [
     "latest_policy",
     "latest_proposal",
     "observations",
+    "policies_in_force",
     "policy",
     "set_terms",
     "terms",
@@ -84,7 +85,8 @@ call_policies = Table(
     Column("digest", String(71), nullable=False),
     Column("registered_by", String(64), ForeignKey("accounts.id"), nullable=False),
     Column("registered_at", s.UTCDateTime, nullable=False),
-    UniqueConstraint("policy_id", "version"),
+    # A policy id is its tool's: nobody can take the id another tool pins.
+    UniqueConstraint("tool", "policy_id", "version"),
 )
 
 call_records = Table(
@@ -268,10 +270,12 @@ def add_policy(
     by: str,
     at: datetime,
 ) -> StoredPolicy:
-    """Store a policy version; each (policy, version) once."""
-    if policy(tx, policy_id, version) is not None:
+    """Store a policy version of ``tool``; each (tool, policy, version) once."""
+    if policy(tx, tool, policy_id, version) is not None:
         raise Error(
-            f"Policy {policy_id} version {version} is already registered.", code="POLICY_EXISTS"
+            f"{tool}'s policy {policy_id} version {version} is already registered; give the "
+            "changed policy a new version.",
+            code="POLICY_EXISTS",
         )
     try:
         tx.conn.execute(
@@ -291,14 +295,56 @@ def add_policy(
     return StoredPolicy(policy_id, version, tool, contract_version, document, digest, by, at)
 
 
-def policy(tx: Transaction, policy_id: str, version: int | None = None) -> StoredPolicy | None:
-    """A policy version (the highest when ``version`` is None), or None."""
+def policy(
+    tx: Transaction,
+    tool: str,
+    policy_id: str,
+    version: int | None = None,
+    *,
+    at: datetime | None = None,
+) -> StoredPolicy | None:
+    """One of ``tool``'s policies: the given version, or (``version`` None) the highest one
+    registered by ``at`` (any time when ``at`` is None); None when there is none."""
     if version is not None:
-        rows = tx.rows(_POLICY_VERSION, {"k_policy": policy_id, "k_version": version})
-        return _policy(rows[0]) if rows else None
-    q = select(call_policies).where(call_policies.c.policy_id == policy_id)
-    row = tx.conn.execute(q.order_by(call_policies.c.version.desc()).limit(1)).first()
+        rows = tx.rows(
+            _POLICY_VERSION, {"k_tool": tool, "k_policy": policy_id, "k_version": version}
+        )
+        found = _policy(rows[0]) if rows else None
+        return None if found is None or (at is not None and found.registered_at > at) else found
+    c = call_policies.c
+    q = select(call_policies).where(and_(c.tool == tool, c.policy_id == policy_id))
+    if at is not None:  # a time is bound through SQLAlchemy, which stores it as it compares
+        q = q.where(c.registered_at <= at)
+    row = tx.conn.execute(q.order_by(c.version.desc()).limit(1)).first()
     return _policy(row._mapping) if row else None
+
+
+def policies_in_force(
+    tx: Transaction, refs: Sequence[tuple[str, str, int | None]], at: datetime
+) -> dict[tuple[str, str, int | None], StoredPolicy]:
+    """The policy each ``(tool, policy id, version or None)`` names at ``at``, in one read (a
+    page of tools is listed with the policy that will judge each)."""
+    if not refs:
+        return {}
+    c = call_policies.c
+    tools = sorted({tool for tool, _, _ in refs})
+    q = (
+        select(call_policies)
+        .where(and_(c.tool.in_(tools), c.registered_at <= at))
+        .order_by(c.tool, c.policy_id, c.version)
+    )
+    rows = [_policy(r._mapping) for r in tx.conn.execute(q)]
+    found: dict[tuple[str, str, int | None], StoredPolicy] = {}
+    for ref in refs:
+        tool, policy_id, version = ref
+        matches = [
+            p
+            for p in rows
+            if p.tool == tool and p.policy_id == policy_id and version in (None, p.version)
+        ]
+        if matches:
+            found[ref] = matches[-1]
+    return found
 
 
 def latest_policy(tx: Transaction, tool: str) -> StoredPolicy | None:
@@ -469,6 +515,7 @@ def latest_proposal(tx: Transaction, provider: str) -> Mapping[str, Any] | None:
 # Transaction.run).
 _POLICY_VERSION = select(call_policies).where(
     and_(
+        call_policies.c.tool == bindparam("k_tool"),
         call_policies.c.policy_id == bindparam("k_policy"),
         call_policies.c.version == bindparam("k_version"),
     )

@@ -35,6 +35,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
+from adjudge.calls.pricing import ListedPrice
 from adjudge.errors import Error
 from adjudge.store import schema as s
 from adjudge.store.records import Page, decode_cursor, encode_cursor, newest_first
@@ -48,9 +49,13 @@ tools = Table(
     Column("provider", String(64), ForeignKey("accounts.id"), nullable=False, index=True),
     Column("document", JSON, nullable=False),  # the normalized tool document
     Column("digest", String(71), nullable=False),
-    Column("price_minor", BigInteger, nullable=False),
+    Column("price_minor", BigInteger, nullable=False),  # the price this version announced
     Column("currency", String(64), nullable=False),
     Column("registered_at", s.UTCDateTime, nullable=False),
+    # An increase waits out its notice: before ``price_from`` calls are charged the prior price
+    # (both null: in force from registration). See adjudge.calls.pricing.
+    Column("prior_price_minor", BigInteger, nullable=True),
+    Column("price_from", s.UTCDateTime, nullable=True),
 )
 
 signing_keys = Table(
@@ -106,6 +111,15 @@ class StoredTool:
     price_minor: int
     currency: str
     registered_at: datetime
+    prior_price_minor: int | None = None
+    price_from: datetime | None = None
+
+    @property
+    def listed(self) -> ListedPrice:
+        """The version's price over time (what a call starting at a given time is charged)."""
+        if self.price_from is None or self.prior_price_minor is None:
+            return ListedPrice(self.price_minor, self.price_minor, self.registered_at)
+        return ListedPrice(self.price_minor, self.prior_price_minor, self.price_from)
 
 
 @dataclass(frozen=True)
@@ -145,15 +159,19 @@ def add_tool(
     provider: str,
     document: Mapping[str, Any],
     digest: str,
-    price_minor: int,
+    price: ListedPrice,
     currency: str,
     at: datetime,
 ) -> StoredTool:
-    """Register a tool, or a new version of one; a name belongs to the provider that took it."""
+    """Register a tool, or a new version of one; a name belongs to the provider that took it.
+    ``price`` is the version's price over time (:func:`adjudge.calls.pricing.announce`)."""
     current = tool(tx, name)
     if current is not None and current.provider != provider:
         raise Error(f"The tool {name} belongs to another provider.", code="NOT_TOOL_PROVIDER")
     version = 1 if current is None else current.version + 1
+    immediate = price.prior == price.amount and price.effective_at <= at
+    prior = None if immediate else price.prior
+    since = None if immediate else price.effective_at
     try:
         tx.conn.execute(
             insert(tools).values(
@@ -162,14 +180,18 @@ def add_tool(
                 provider=provider,
                 document=dict(document),
                 digest=digest,
-                price_minor=price_minor,
+                price_minor=price.amount,
                 currency=currency,
                 registered_at=at,
+                prior_price_minor=prior,
+                price_from=since,
             )
         )
     except IntegrityError as exc:
         raise ConcurrentUpdate("The same tool is being registered; try again.") from exc
-    return StoredTool(name, version, provider, document, digest, price_minor, currency, at)
+    return StoredTool(
+        name, version, provider, document, digest, price.amount, currency, at, prior, since
+    )
 
 
 def tool(tx: Transaction, name: str, version: int | None = None) -> StoredTool | None:
@@ -218,6 +240,8 @@ def _tool(m: Any) -> StoredTool:
         int(m["price_minor"]),
         m["currency"],
         m["registered_at"],
+        None if m["prior_price_minor"] is None else int(m["prior_price_minor"]),
+        m["price_from"],
     )
 
 

@@ -1,10 +1,14 @@
 """The double-entry ledger: balances, entries, and the one rule every release of money obeys.
 
 A transfer is two legs that sum to zero. Money may leave a holding account (a task's escrow, a
-paid call's reservation) only against a receipt appended in the same transaction (its id is in
-:attr:`Transaction.appended`), and each leg records that receipt: no escrow is released without
-a signed record of the determination that released it, and a reader can reconcile every such
-entry with its receipt.
+paid call's reservation, a provider's hold) only against a receipt appended in the same
+transaction (its id is in :attr:`Transaction.appended`), and each leg records that receipt: no
+escrow is released without a signed record of the determination that released it, and a reader
+can reconcile every such entry with its receipt.
+
+One release has no new determination: a provider hold maturing once its call's report deadline
+passed (``matured=True``). It names the receipt that settled the call, which must be on the log;
+:func:`adjudge.app.settlement.mature` checks that the hold is that call's and is due.
 """
 
 from __future__ import annotations
@@ -19,12 +23,15 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from adjudge.errors import Error, StorageError
 from adjudge.market import WORLD, Transfer
+from adjudge.store import receipt_log
 from adjudge.store import schema as s
 from adjudge.store.transaction import Transaction
 
 #: Ledger accounts that hold money for a decision still to come: releasing from one needs a
 #: receipt (task escrows, paid-call reservations).
-HOLDING_PREFIXES = ("escrow:", "hold:")
+HOLDING_PREFIXES = ("escrow:", "hold:", "held:")
+#: A provider's hold: settled charges waiting out their report deadlines.
+PROVIDER_HOLD_PREFIX = "held:"
 
 
 class UnprovenRelease(StorageError):
@@ -40,6 +47,7 @@ def transfer(
     task_id: str | None,
     at: datetime,
     receipt_id: str | None = None,
+    matured: bool = False,
 ) -> None:
     """Apply transfers as double entries; ``INSUFFICIENT_FUNDS`` if a debit would overdraw.
 
@@ -48,12 +56,13 @@ def transfer(
     and its fee) are debited together: the total either fits or the whole step is refused,
     as one at a time would be. Only the world account may go below zero. A transfer out of a
     holding account needs ``receipt_id`` to name a receipt appended in this transaction
-    (:class:`UnprovenRelease` otherwise).
+    (:class:`UnprovenRelease` otherwise) — or, with ``matured``, only out of provider holds,
+    a receipt already on the log (the one that settled the call whose hold matured).
     """
     if not transfers:
         return
-    if any(t.debit.startswith(HOLDING_PREFIXES) for t in transfers) and (
-        receipt_id is None or receipt_id not in tx.appended
+    if any(t.debit.startswith(HOLDING_PREFIXES) for t in transfers) and not _proven(
+        tx, transfers, receipt_id, matured
     ):
         raise UnprovenRelease(
             "Money leaves a holding account only against a receipt signed in the same "
@@ -81,6 +90,21 @@ def transfer(
             legs.append({**common, "account": t.debit, "amount": -t.amount})
             legs.append({**common, "account": t.credit, "amount": t.amount})
     tx.run_many(_INSERT_ENTRIES, legs)
+
+
+def _proven(
+    tx: Transaction, transfers: Sequence[Transfer], receipt_id: str | None, matured: bool
+) -> bool:
+    """Whether ``receipt_id`` may release these transfers' holding debits."""
+    if receipt_id is None:
+        return False
+    if receipt_id in tx.appended:
+        return True
+    return (
+        matured
+        and all(t.debit.startswith(PROVIDER_HOLD_PREFIX) for t in transfers)
+        and receipt_log.receipt(tx, receipt_id) is not None
+    )
 
 
 def balance(tx: Transaction, account: str) -> int:

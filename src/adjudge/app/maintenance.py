@@ -1,0 +1,59 @@
+"""The service's upkeep, run at start and every little while: what no request triggers.
+
+- paid calls a stopped process left pending are ended as system errors, their reservations
+  returned against a receipt (:meth:`adjudge.app.gateway.Gateway.recover`);
+- providers' held charges whose report deadline passed are paid into their wallets
+  (:meth:`adjudge.app.gateway.Gateway.mature_holds`).
+
+Each pass is idempotent and safe to run from every ``serve`` process at once: each step is a
+conditional write that only one process wins. A failed pass is logged and tried again.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from adjudge.app import App
+
+log = logging.getLogger("adjudge.maintenance")
+
+#: How often the upkeep runs, in seconds, when the operator does not say.
+DEFAULT_EVERY = 30.0
+
+
+def run_once(app: App) -> dict[str, int]:
+    """One pass of every step; what each did."""
+    return {"recovered": app.gateway.recover(), "matured": app.gateway.mature_holds()}
+
+
+class MaintenanceWorker:
+    """Runs :func:`run_once` on a daemon thread every ``every`` seconds until :meth:`stop`."""
+
+    def __init__(self, app: App, *, every: float = DEFAULT_EVERY) -> None:
+        self.app = app
+        self.every = every
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> MaintenanceWorker:
+        """Start the thread."""
+        self._thread = threading.Thread(target=self.run, name="adjudge-upkeep", daemon=True)
+        self._thread.start()
+        return self
+
+    def run(self) -> None:
+        """Run passes until stopped (on the calling thread)."""
+        while not self._stop.wait(self.every):
+            try:
+                run_once(self.app)
+            except Exception:  # a failed pass is retried; the worker never dies of one
+                log.exception("an upkeep pass failed")
+
+    def stop(self) -> None:
+        """Stop after the current pass."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)

@@ -1,0 +1,198 @@
+"""Provider holds: a settled call's charge, kept until its report deadline passes.
+
+Spec 003: "Settle means the call may be charged and proceed to payment collection; it does not
+mean the provider already has the money." A settled call's charge moves from the call's
+reservation into its provider's hold account (``held:<provider>``, one balance per provider, so
+reading what a provider has held costs one row), and this table says which call each part of it
+belongs to and when it matures. One row per settled call:
+
+- ``held``: waiting for the call's report deadline (``matures_at``);
+- ``reported``: its caller filed a report in time; it waits for the ruling, however long that
+  takes (a dismissal puts it back to ``held``);
+- ``released``: matured; the money is in the provider's wallet;
+- ``refunded``: an upheld report gave it back to the caller.
+
+Every change of state is one conditional UPDATE (``WHERE state = …``), so a report racing the
+hold's maturity is decided by whichever commits first, never both. The due holds are read by the
+``(state, matures_at)`` index: the sweep's cost is the number of holds that matured, not the
+history.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Index,
+    String,
+    Table,
+    and_,
+    bindparam,
+    insert,
+    select,
+    update,
+)
+
+from adjudge.store import schema as s
+from adjudge.store.transaction import Transaction
+
+HELD = "held"
+REPORTED = "reported"
+RELEASED = "released"
+REFUNDED = "refunded"
+
+provider_holds = Table(
+    "provider_holds",
+    s.metadata,
+    Column("call_id", String(64), primary_key=True),
+    Column("provider", String(64), nullable=False),
+    Column("caller", String(64), nullable=False),
+    Column("amount", BigInteger, nullable=False),
+    Column("receipt_id", String(64), nullable=False),  # the call's receipt, which settled it
+    Column("matures_at", s.UTCDateTime, nullable=False),  # the call's report deadline
+    Column("state", String(16), nullable=False),  # held | reported | released | refunded
+    Column("ended_at", s.UTCDateTime, nullable=True),
+    Column("end_receipt_id", String(64), nullable=True),  # an upheld report's ruling
+    Index("ix_provider_holds_due", "state", "matures_at"),
+    Index("ix_provider_holds_provider", "provider", "state", "matures_at"),
+)
+
+
+@dataclass(frozen=True)
+class Hold:
+    """One settled call's part of its provider's hold."""
+
+    call_id: str
+    provider: str
+    caller: str
+    amount: int
+    receipt_id: str
+    matures_at: datetime
+    state: str
+    ended_at: datetime | None
+    end_receipt_id: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The hold's wire shape."""
+        return {
+            "state": self.state,
+            "amount_minor": self.amount,
+            "matures_at": self.matures_at.isoformat(),
+            "ended_at": None if self.ended_at is None else self.ended_at.isoformat(),
+            "receipt_id": self.receipt_id,
+            "end_receipt_id": self.end_receipt_id,
+        }
+
+
+def add(
+    tx: Transaction,
+    *,
+    call_id: str,
+    provider: str,
+    caller: str,
+    amount: int,
+    receipt_id: str,
+    matures_at: datetime,
+) -> None:
+    """Record a settled call's charge as held until ``matures_at``."""
+    tx.run(
+        _INSERT,
+        {
+            "call_id": call_id,
+            "provider": provider,
+            "caller": caller,
+            "amount": amount,
+            "receipt_id": receipt_id,
+            "matures_at": matures_at,
+            "state": HELD,
+        },
+    )
+
+
+def get(tx: Transaction, call_id: str) -> Hold | None:
+    """A call's hold, or None (it settled without one, or was not settled)."""
+    rows = tx.rows(_GET, {"k_call": call_id})
+    return _hold(rows[0]) if rows else None
+
+
+def for_calls(tx: Transaction, call_ids: list[str]) -> dict[str, Hold]:
+    """The holds of these calls, by call id, in one read (a page of calls)."""
+    if not call_ids:
+        return {}
+    q = select(provider_holds).where(provider_holds.c.call_id.in_(call_ids))
+    return {h.call_id: h for h in (_hold(r._mapping) for r in tx.conn.execute(q))}
+
+
+def move(
+    tx: Transaction,
+    call_id: str,
+    *,
+    from_state: str,
+    to_state: str,
+    at: datetime | None = None,
+    end_receipt_id: str | None = None,
+) -> bool:
+    """Change a hold's state if it is still ``from_state``; False (nothing written) if not."""
+    values: dict[str, Any] = {"state": to_state}
+    if to_state in (RELEASED, REFUNDED):
+        values |= {"ended_at": at, "end_receipt_id": end_receipt_id}
+    done = tx.conn.execute(
+        update(provider_holds)
+        .where(and_(provider_holds.c.call_id == call_id, provider_holds.c.state == from_state))
+        .values(**values)
+    )
+    return bool(done.rowcount == 1)
+
+
+def due(
+    tx: Transaction, now: datetime, *, provider: str | None = None, limit: int = 500
+) -> list[Hold]:
+    """Holds still ``held`` whose deadline passed by ``now``, oldest first (at most ``limit``)."""
+    h = provider_holds.c
+    q = select(provider_holds).where(and_(h.state == HELD, h.matures_at <= now))
+    if provider is not None:
+        q = q.where(h.provider == provider)
+    rows = tx.conn.execute(q.order_by(h.matures_at).limit(limit))
+    return [_hold(r._mapping) for r in rows]
+
+
+def open_holds(tx: Transaction) -> list[Hold]:
+    """Every hold not yet released or refunded (for audits)."""
+    h = provider_holds.c
+    q = select(provider_holds).where(h.state.in_((HELD, REPORTED)))
+    return [_hold(r._mapping) for r in tx.conn.execute(q)]
+
+
+def next_maturity(tx: Transaction, provider: str) -> datetime | None:
+    """When the provider's next held charge matures (None: nothing held)."""
+    h = provider_holds.c
+    q = (
+        select(h.matures_at)
+        .where(and_(h.provider == provider, h.state == HELD))
+        .order_by(h.matures_at)
+        .limit(1)
+    )
+    value = tx.conn.execute(q).scalar_one_or_none()
+    return value if isinstance(value, datetime) else None
+
+
+def _hold(m: Any) -> Hold:
+    return Hold(
+        m["call_id"],
+        m["provider"],
+        m["caller"],
+        int(m["amount"]),
+        m["receipt_id"],
+        m["matures_at"],
+        m["state"],
+        m["ended_at"],
+        m["end_receipt_id"],
+    )
+
+
+_INSERT = insert(provider_holds)
+_GET = select(provider_holds).where(provider_holds.c.call_id == bindparam("k_call"))

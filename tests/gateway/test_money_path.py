@@ -1,0 +1,405 @@
+"""The live money path is bound to the word of the party it binds: a tool's rules are its
+provider's, a call is charged the price it was quoted, a settled charge waits in the provider's
+hold until the report window closes, and a refunded call hands over no free data.
+
+Each test drives the served gateway over loopback, against the provider behind the unmodified
+``goassay-provider-verify`` middleware, and the books are audited after each."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from copy import deepcopy
+from typing import Any
+
+import httpx
+import pytest
+
+from adjudge.app.maintenance import run_once
+from adjudge.store import Store
+from support.audit import audit
+from support.harness import FUNDS
+from support.weather import POLICY, PRICE, PROVIDER, World, tool, weather_world
+
+
+@pytest.fixture
+def world(store: Store) -> Iterator[World]:
+    """A served adjudge with a provider behind the real middleware, its tool and policy."""
+    with weather_world(store) as w:
+        yield w
+    audit(store)
+
+
+def served(world: World, who: str, method: str, path: str, body: Any = None) -> httpx.Response:
+    """Call the served service's REST API as ``who``."""
+    headers = {"Authorization": f"Bearer {world.h.keys[who]}"}
+    return httpx.request(
+        method, f"{world.service}/api/v1{path}", json=body, headers=headers, timeout=30
+    )
+
+
+def refusal(r: httpx.Response) -> tuple[int, str]:
+    return r.status_code, r.json()["error"]["code"]
+
+
+def strict(version: int) -> dict[str, Any]:
+    """A version of the weather policy that no honest forecast passes (a high above 500 °C)."""
+    doc = deepcopy(POLICY)
+    doc["version"] = version
+    doc["rules"] = [
+        {
+            "kind": "numeric_range",
+            "name": "impossible_highs",
+            "path": "days",
+            "field": "temp_max_c",
+            "min": 500,
+            "max": 600,
+        }
+    ]
+    return doc
+
+
+def new_provider(world: World, name: str) -> str:
+    made = world.h.app.accounts.create(None, name, ["provider", "poster"]).value["api_key"]
+    world.h.keys[name] = made
+    return made
+
+
+def mcp(world: World, method: str, params: dict[str, Any], who: str = "ann") -> dict[str, Any]:
+    """One stateless MCP request to the served gateway, as the goassay client sends it."""
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": method,
+        "params": {
+            **params,
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {},
+                **params.get("_meta", {}),
+            },
+        },
+    }
+    r = httpx.post(
+        f"{world.service}/",
+        json=body,
+        headers={
+            "Authorization": f"Bearer {world.h.keys[who]}",
+            "Accept": "application/json, text/event-stream",
+            "Mcp-Method": method,
+            "Mcp-Protocol-Version": "2026-07-28",
+            **({"Mcp-Name": params["name"]} if "name" in params else {}),
+        },
+        timeout=30,
+    )
+    assert r.status_code == 200, r.text
+    result: dict[str, Any] = r.json()["result"]
+    return result
+
+
+# --- 1. who sets the rules ------------------------------------------------------------------
+
+
+def test_a_stranger_cannot_set_the_rules_that_judge_a_provider(world: World) -> None:
+    """A poster, or another provider, registering a policy no honest answer passes for
+    someone else's tool is refused; the tool's own provider and an admin may; calls stay judged
+    by the provider's rules, settle, and strike nobody."""
+    new_provider(world, "rival")
+    path = "/tools/weather_forecast/policies"
+    assert refusal(served(world, "pat", "POST", path, {"policy": strict(2)})) == (
+        403,
+        "ROLE_REQUIRED",
+    )
+    assert refusal(served(world, "rival", "POST", path, {"policy": strict(2)})) == (
+        403,
+        "NOT_TOOL_PROVIDER",
+    )
+    for _ in range(3):
+        answer = world.call({"city": "berlin"}).json()
+        assert (answer["status"], answer["verdict"]) == ("settled", "PASS"), answer
+    quality = world.h.ok("pat", "GET", f"/providers/{PROVIDER}/quality")
+    assert quality["window"]["fail"] == 0
+    # The provider itself, and an admin, may register new versions.
+    own = served(world, PROVIDER, "POST", path, {"policy": {**POLICY, "version": 2}})
+    assert own.status_code == 201, own.text
+    admin = served(world, "root", "POST", path, {"policy": {**POLICY, "version": 3}})
+    assert admin.status_code == 201, admin.text
+
+
+def test_a_policy_id_belongs_to_its_tool(world: World) -> None:
+    """Policy ids are scoped to their tool: another provider's tool may use the same id for its
+    own policy, which never judges this tool's calls, and nobody can take this tool's ids."""
+    new_provider(world, "rival")
+    rival = tool(world.provider_url, provider_id="rival")
+    rival["name"] = "rival_forecast"
+    rival["contract"] = {**rival["contract"], "tool": "rival_forecast"}
+    assert served(world, "rival", "POST", "/tools/callable", {"tool": rival}).status_code == 201
+    squat = {**strict(7), "tool": "rival_forecast", "policy": POLICY["policy"]}
+    r = served(world, "rival", "POST", "/tools/rival_forecast/policies", {"policy": squat})
+    assert r.status_code == 201, r.text
+    view = served(world, "ann", "GET", "/tools/weather_forecast").json()
+    assert (view["judged_by"]["id"], view["judged_by"]["version"]) == (POLICY["policy"], 1)
+    answer = world.call({"city": "berlin"}).json()
+    assert (answer["status"], answer["verdict"]) == ("settled", "PASS")
+
+
+def test_a_caller_sees_which_policy_judges_before_paying(world: World) -> None:
+    """The tool's view and ``tools/list`` name the policy version, its digest, mode and report
+    window that would judge a call starting now."""
+    view = served(world, "ann", "GET", "/tools/weather_forecast").json()
+    judged = view["judged_by"]
+    assert (judged["id"], judged["version"], judged["mode"]) == (POLICY["policy"], 1, "enforce")
+    assert judged["digest"].startswith("sha256:") and judged["report_window_hours"] == 72
+    listed = mcp(world, "tools/list", {})
+    [forecast] = [t for t in listed["tools"] if t["name"] == "weather_forecast"]
+    assert forecast["_meta"]["adjudge/policy"] == judged
+    got = mcp(world, "tools/call", {"name": "get_tool", "arguments": {"name": "weather_forecast"}})
+    assert got["structuredContent"]["judgedBy"] == judged
+
+
+def test_a_policy_change_judges_only_calls_that_start_after_it(world: World) -> None:
+    """An unpinned tool is judged by its policy's highest version in force when the call
+    starts: the view shows the change once it is registered, and later calls follow it."""
+    doc = tool(world.provider_url)
+    doc["policy"] = {"id": POLICY["policy"], "version": None}
+    r = served(world, PROVIDER, "POST", "/tools/callable", {"tool": doc})
+    assert r.status_code == 201, r.text
+    before = world.call({"city": "berlin"}).json()
+    assert before["verdict"] == "PASS"
+    world.h.clock.advance(minutes=5)
+    r = served(world, PROVIDER, "POST", "/tools/weather_forecast/policies", {"policy": strict(2)})
+    assert r.status_code == 201, r.text
+    view = served(world, "ann", "GET", "/tools/weather_forecast").json()
+    assert view["judged_by"]["version"] == 2
+    after = world.call({"city": "berlin"}).json()
+    assert (after["status"], after["verdict"]) == ("refunded", "FAIL"), after
+    first = served(world, "ann", "GET", f"/gateway/calls/{before['intentId']}").json()
+    assert first["record"]["policy"]["version"] == 1
+    second = served(world, "ann", "GET", f"/gateway/calls/{after['intentId']}").json()
+    assert second["record"]["policy"]["version"] == 2
+
+
+def test_a_refunded_call_hands_over_no_output(world: World) -> None:
+    """A refunded call answers its check rows and the failing pointers, not the provider's
+    data — over REST, in the stored call, through MCP, and in its record — unless the tool
+    opts in to returning it."""
+    world.script.answer = "hot"
+    answer = world.call({"city": "berlin"}).json()
+    assert (answer["status"], answer["verdict"]) == ("refunded", "FAIL")
+    assert answer["output"] is None and answer["outputWithheld"] is True
+    assert answer["checks"] and answer["failing"]
+    stored = served(world, "ann", "GET", f"/gateway/calls/{answer['intentId']}").json()
+    assert stored["answer"]["output"] is None
+    record = served(world, "ann", "GET", f"/calls/{answer['intentId']}").json()
+    assert record["response"]["output"] is None
+    result = mcp(world, "tools/call", {"name": "weather_forecast", "arguments": {"city": "x"}})
+    assert result["isError"] is True and "structuredContent" not in result
+    assert result["_meta"]["assay/receipt"]["output"] is None
+    assert "52.52" not in json.dumps(result) and "300" not in json.dumps(result["content"])
+    # A provider may choose to return the output of a refunded call.
+    opted = {**tool(world.provider_url), "refunded_output": "return"}
+    assert served(world, PROVIDER, "POST", "/tools/callable", {"tool": opted}).status_code == 201
+    given = world.call({"city": "berlin"}).json()
+    assert given["status"] == "refunded" and given["output"]["days"][0]["temp_max_c"] == 300
+    assert given["outputWithheld"] is False
+
+
+# --- 2. the price is the quote ----------------------------------------------------------------
+
+
+def test_a_price_increase_waits_out_its_notice(world: World) -> None:
+    """A provider re-pricing its tool at 100 times: the listing shows the price still charged
+    and the increase with its date; calls are charged the old price until then, the new one
+    after. A decrease applies at once."""
+    dearer = tool(world.provider_url)
+    dearer["price"] = {"amount_minor": PRICE * 100, "currency": "USDC"}
+    r = served(world, PROVIDER, "POST", "/tools/callable", {"tool": dearer})
+    assert r.status_code == 201, r.text
+    view = served(world, "ann", "GET", "/tools/weather_forecast").json()
+    assert view["price"]["amount"] == str(PRICE)
+    assert view["pending_price"]["amount"] == str(PRICE * 100)
+    assert view["pending_price"]["from"] == "2026-01-02T12:00:00+00:00"  # 24 hours' notice
+    listed = mcp(world, "tools/list", {})
+    [forecast] = [t for t in listed["tools"] if t["name"] == "weather_forecast"]
+    assert forecast["_meta"]["assay/price"]["maxAmount"] == str(PRICE)
+    assert forecast["_meta"]["adjudge/pending-price"]["maxAmount"] == str(PRICE * 100)
+    answer = world.call({"city": "berlin"}).json()
+    assert answer["chargedPrice"]["amount"] == str(PRICE)
+    assert world.h.balance("wallet:ann") == FUNDS - PRICE
+    world.h.clock.advance(hours=24)
+    answer = world.call({"city": "berlin"}).json()
+    assert answer["chargedPrice"]["amount"] == str(PRICE * 100)
+    assert world.h.balance("wallet:ann") == FUNDS - PRICE - PRICE * 100
+    # Cheaper again: at once.
+    cheaper = tool(world.provider_url)
+    cheaper["price"] = {"amount_minor": PRICE // 5, "currency": "USDC"}
+    assert served(world, PROVIDER, "POST", "/tools/callable", {"tool": cheaper}).status_code == 201
+    view = served(world, "ann", "GET", "/tools/weather_forecast").json()
+    assert view["price"]["amount"] == str(PRICE // 5) and view["pending_price"] is None
+
+
+def test_a_call_above_the_most_its_caller_accepts_is_refused(world: World) -> None:
+    """``max_price_minor`` (REST) and ``_meta["adjudge/max-price"]`` (MCP): above it the call
+    is refused before the provider is called, with nothing charged; at it, the call goes on."""
+    body = {"tool": "weather_forecast", "arguments": {"city": "berlin"}}
+    r = served(world, "ann", "POST", "/gateway/calls", {**body, "max_price_minor": PRICE - 1})
+    assert refusal(r) == (409, "PAYMENT_PRICE_ABOVE_MAXIMUM")
+    assert "0.25 USDC" in r.json()["error"]["message"]
+    most = {"maxAmount": str(PRICE - 1), "asset": "USDC"}
+    result = mcp(
+        world,
+        "tools/call",
+        {
+            "name": "weather_forecast",
+            "arguments": {"city": "x"},
+            "_meta": {"adjudge/max-price": most},
+        },
+    )
+    assert result["isError"] is True
+    assert result["_meta"]["assay/error"]["code"] == "PAYMENT_PRICE_ABOVE_MAXIMUM"
+    bad = {"maxAmount": "-1", "asset": "USDC"}
+    result = mcp(
+        world,
+        "tools/call",
+        {
+            "name": "weather_forecast",
+            "arguments": {"city": "x"},
+            "_meta": {"adjudge/max-price": bad},
+        },
+    )
+    assert result["_meta"]["assay/error"]["code"] == "PAYMENT_MAX_INVALID"
+    assert world.script.seen == [] and world.h.balance("wallet:ann") == FUNDS
+    r = served(world, "ann", "POST", "/gateway/calls", {**body, "max_price_minor": PRICE})
+    assert r.status_code == 200 and r.json()["status"] == "settled", r.text
+
+
+# --- 3. settled is not paid: the hold -----------------------------------------------------------
+
+
+def test_a_settled_charge_waits_in_the_providers_hold(world: World) -> None:
+    """A settled call's charge is held until its report deadline: the provider's account shows
+    it held, not spendable; the upkeep pays it in once the deadline passes, against the call's
+    receipt, and the call's money reads held, then paid."""
+    answer = world.call({"city": "berlin"}).json()
+    call_id = answer["intentId"]
+    me = served(world, PROVIDER, "GET", "/accounts/me").json()
+    assert (me["balance"], me["held"]) == ("0", str(PRICE))
+    money = served(world, "ann", "GET", f"/gateway/calls/{call_id}").json()["money"]
+    assert money["state"] == "held" and money["held_until"] == "2026-01-04T12:00:00+00:00"
+    assert money["charged"]["amount"] == str(PRICE)
+    assert run_once(world.h.app)["matured"] == 0
+    world.h.clock.advance(hours=72, seconds=1)
+    assert run_once(world.h.app)["matured"] == 1
+    assert world.h.balance(f"wallet:{PROVIDER}") == PRICE
+    assert world.h.balance(f"held:{PROVIDER}") == 0
+    money = served(world, "ann", "GET", f"/gateway/calls/{call_id}").json()["money"]
+    assert money["state"] == "paid" and money["paid_at"] == "2026-01-04T12:00:01+00:00"
+    assert run_once(world.h.app)["matured"] == 0  # once
+
+
+def test_a_providers_own_account_read_pays_in_what_matured(world: World) -> None:
+    """A provider reading its account after the deadline sees the charge in its balance,
+    without waiting for the upkeep."""
+    world.call({"city": "berlin"})
+    world.h.clock.advance(hours=73)
+    me = served(world, PROVIDER, "GET", "/accounts/me").json()
+    assert (me["balance"], me["held"]) == (str(PRICE), "0")
+
+
+def test_an_upheld_report_is_refunded_from_the_hold_whatever_the_provider_spent(
+    world: World,
+) -> None:
+    """The provider cannot spend a held charge, so an upheld report always refunds: the
+    charge comes back from the hold, the call's money reads refunded after report, and the
+    upkeep pays the provider nothing for it, even after the deadline."""
+    answer = world.call({"city": "berlin"}).json()
+    call_id = answer["intentId"]
+    r = served(world, "ann", "POST", f"/calls/{call_id}/report", {"reason": "stale"})
+    assert r.status_code == 201, r.text
+    world.h.clock.advance(hours=100)  # past the deadline: a report in time keeps the hold
+    assert run_once(world.h.app)["matured"] == 0
+    ruling = {"upheld": True, "reasons": ["The forecast was issued a week earlier."]}
+    ruled = served(world, "root", "POST", f"/calls/{call_id}/report/ruling", ruling)
+    assert ruled.status_code == 200, ruled.text
+    assert world.h.balance("wallet:ann") == FUNDS
+    assert world.h.balance(f"held:{PROVIDER}") == 0
+    assert world.h.balance(f"wallet:{PROVIDER}") == 0
+    money = served(world, "ann", "GET", f"/gateway/calls/{call_id}").json()["money"]
+    assert money["state"] == "refunded_after_report"
+    assert money["charged"]["amount"] == "0" and money["refunded"]["amount"] == str(PRICE)
+
+
+def test_a_dismissed_report_lets_the_charge_mature(world: World) -> None:
+    """Dismissed after the deadline: the charge is paid to the provider at the next upkeep."""
+    call_id = world.call({"city": "berlin"}).json()["intentId"]
+    assert served(world, "ann", "POST", f"/calls/{call_id}/report", {"reason": "x"}).is_success
+    world.h.clock.advance(hours=80)
+    body = {"upheld": False, "reasons": ["It matches."]}
+    assert served(world, "root", "POST", f"/calls/{call_id}/report/ruling", body).is_success
+    assert run_once(world.h.app)["matured"] == 1
+    assert world.h.balance(f"wallet:{PROVIDER}") == PRICE
+
+
+def test_a_report_cannot_claim_a_charge_already_paid(world: World) -> None:
+    """If the upkeep of a process whose clock ran ahead paid the charge out, a report filed in
+    the last instant is refused as late, never left with nothing to refund."""
+    call_id = world.call({"city": "berlin"}).json()["intentId"]
+    world.h.clock.advance(hours=72, seconds=1)
+    assert run_once(world.h.app)["matured"] == 1
+    world.h.clock.advance(seconds=-1)  # this process's clock: still inside the window
+    r = served(world, "ann", "POST", f"/calls/{call_id}/report", {"reason": "late"})
+    assert refusal(r) == (409, "REPORT_WINDOW_CLOSED")
+
+
+def test_list_totals_add_up_after_refunds(world: World) -> None:
+    """The calls list reads each call's money as it stands: summing ``money.charged`` gives what
+    the caller paid, an upheld report included."""
+    first = world.call({"city": "berlin"}).json()["intentId"]
+    world.call({"city": "paris"})
+    world.script.answer = "bad"
+    world.call({"city": "rome"})
+    assert served(world, "ann", "POST", f"/calls/{first}/report", {"reason": "x"}).is_success
+    ruling = {"upheld": True, "reasons": ["stale"]}
+    assert served(world, "root", "POST", f"/calls/{first}/report/ruling", ruling).is_success
+    calls = served(world, "ann", "GET", "/gateway/calls").json()["calls"]
+    charged = sum(int(c["money"]["charged"]["amount"]) for c in calls)
+    assert charged == FUNDS - world.h.balance("wallet:ann") == PRICE
+    assert sorted(c["money"]["state"] for c in calls) == [
+        "held",
+        "refunded",
+        "refunded_after_report",
+    ]
+
+
+def test_a_hold_never_outlives_a_restart_unpaid(world: World) -> None:
+    """The upkeep at start pays in holds that matured while the service was down."""
+    world.call({"city": "berlin"})
+    world.h.clock.advance(days=4)
+    assert run_once(world.h.app) == {"recovered": 0, "matured": 1}
+    assert world.h.balance(f"wallet:{PROVIDER}") == PRICE
+
+
+def test_a_held_charge_cannot_be_spent(world: World) -> None:
+    """Held money is not the provider's yet: a call it makes with only held money is refused."""
+    world.call({"city": "berlin"})
+    assert world.h.balance(f"held:{PROVIDER}") == PRICE
+    r = httpx.post(
+        f"{world.service}/api/v1/gateway/calls",
+        json={"tool": "weather_forecast", "arguments": {"city": "berlin"}},
+        headers={"Authorization": f"Bearer {world.h.keys[PROVIDER]}"},
+        timeout=30,
+    )
+    assert refusal(r) == (409, "INSUFFICIENT_FUNDS")
+    assert world.h.balance(f"held:{PROVIDER}") == PRICE
+
+
+def test_upkeep_is_a_small_step_each_time(world: World) -> None:
+    """Maturity reads the holds that are due, not the history: a second pass with nothing due
+    pays nothing and changes no balance."""
+    for _ in range(3):
+        world.call({"city": "berlin"})
+    world.h.clock.advance(hours=73)
+    assert run_once(world.h.app)["matured"] == 3
+    before = world.h.balance(f"wallet:{PROVIDER}")
+    assert run_once(world.h.app)["matured"] == 0
+    assert world.h.balance(f"wallet:{PROVIDER}") == before == 3 * PRICE
