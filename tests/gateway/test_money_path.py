@@ -403,3 +403,94 @@ def test_upkeep_is_a_small_step_each_time(world: World) -> None:
     before = world.h.balance(f"wallet:{PROVIDER}")
     assert run_once(world.h.app)["matured"] == 0
     assert world.h.balance(f"wallet:{PROVIDER}") == before == 3 * PRICE
+
+
+# --- 2b. spending limits on API keys ----------------------------------------------------------
+
+
+def limited_key(world: World, per_call: int | None, per_day: int | None) -> str:
+    """An extra key of ann's with these limits; its secret is stored as ``ann-agent``."""
+    body = {"label": "agent 1", "max_per_call_minor": per_call, "max_per_day_minor": per_day}
+    r = served(world, "ann", "POST", "/accounts/me/api-keys", body)
+    assert r.status_code == 201, r.text
+    world.h.keys["ann-agent"] = r.json()["api_key"]
+    return str(r.json()["key"]["id"])
+
+
+def test_a_key_past_its_limit_per_call_pays_nothing(world: World) -> None:
+    """A key limited below the price: refused before the provider is called, nothing charged;
+    the goassay client raises it as a payment error."""
+    limited_key(world, PRICE - 1, None)
+    r = world.call({"city": "berlin"}, who="ann-agent")
+    assert refusal(r) == (409, "PAYMENT_LIMIT_EXCEEDED")
+    from goassay import Assay  # noqa: PLC0415
+    from goassay.errors import PaymentError  # noqa: PLC0415
+
+    with (
+        Assay(
+            api_key=world.h.keys["ann-agent"],
+            mcp_url=f"{world.service}/",
+            api_url=f"{world.service}/assay/v1",
+            web_url=world.service,
+        ) as client,
+        pytest.raises(PaymentError) as raised,
+    ):
+        client.tools.call("weather_forecast", {"city": "berlin"})
+    assert raised.value.code == "PAYMENT_LIMIT_EXCEEDED"
+    assert world.script.seen == [] and world.h.balance("wallet:ann") == FUNDS
+
+
+def test_a_key_spends_at_most_its_day(world: World) -> None:
+    """A day's limit of two calls: the third is refused; a refunded call gives its price back
+    to the day; the next UTC day starts afresh. The key's day reads what it spent."""
+    key_id = limited_key(world, None, 2 * PRICE)
+    assert world.call({"city": "a"}, who="ann-agent").json()["status"] == "settled"
+    world.script.answer = "hot"
+    assert world.call({"city": "b"}, who="ann-agent").json()["status"] == "refunded"
+    world.script.answer = "good"
+    assert world.call({"city": "c"}, who="ann-agent").json()["status"] == "settled"
+    assert refusal(world.call({"city": "d"}, who="ann-agent")) == (409, "PAYMENT_LIMIT_EXCEEDED")
+    [key] = served(world, "ann", "GET", "/accounts/me/api-keys").json()["keys"]
+    assert (key["id"], key["spent_today_minor"]) == (key_id, 2 * PRICE)
+    assert world.h.balance("wallet:ann") == FUNDS - 2 * PRICE
+    world.h.clock.advance(hours=12)  # 2026-01-02 UTC
+    assert world.call({"city": "e"}, who="ann-agent").json()["status"] == "settled"
+
+
+def test_a_lowered_limit_and_a_revoked_key_hold_at_once(world: World) -> None:
+    """The owner lowers a key's limit, then revokes it: each holds from the next call, even
+    while the key is remembered by the process that checks keys."""
+    key_id = limited_key(world, None, None)
+    assert world.call({"city": "a"}, who="ann-agent").json()["status"] == "settled"
+    limits = {"max_per_call_minor": PRICE - 1, "max_per_day_minor": None}
+    r = served(world, "ann", "PATCH", f"/accounts/me/api-keys/{key_id}", limits)
+    assert r.status_code == 200 and r.json()["max_per_call_minor"] == PRICE - 1, r.text
+    assert refusal(world.call({"city": "b"}, who="ann-agent")) == (409, "PAYMENT_LIMIT_EXCEEDED")
+    assert served(world, "ann", "POST", f"/accounts/me/api-keys/{key_id}/revoke").is_success
+    assert refusal(world.call({"city": "c"}, who="ann-agent"))[0] == 401
+
+
+def test_an_extra_key_cannot_raise_its_own_limits_or_fund_tasks(world: World) -> None:
+    """An extra key's budget is for calls: it cannot make, limit or revoke keys, nor post and
+    fund a task (which would spend around its limits)."""
+    key_id = limited_key(world, PRICE, PRICE)
+    limits = {"max_per_call_minor": None, "max_per_day_minor": None}
+    r = served(world, "ann-agent", "PATCH", f"/accounts/me/api-keys/{key_id}", limits)
+    assert refusal(r) == (403, "PRIMARY_KEY_REQUIRED")
+    r = served(world, "ann-agent", "POST", "/accounts/me/api-keys", {"label": "more"})
+    assert refusal(r) == (403, "PRIMARY_KEY_REQUIRED")
+    world.h.keys["pat-agent"] = served(
+        world, "pat", "POST", "/accounts/me/api-keys", {"label": "bot"}
+    ).json()["api_key"]
+    task = {
+        "title": "t",
+        "brief": "b",
+        "reward": "1000000",
+        "mode": "manual",
+        "criteria": {},
+        "deadline_hours": 24,
+    }
+    r = served(world, "pat-agent", "POST", "/tasks", task)
+    assert refusal(r) == (403, "PRIMARY_KEY_REQUIRED")
+    r = served(world, "ann", "PATCH", "/accounts/me/api-keys/key_0000000000000000", limits)
+    assert refusal(r) == (404, "KEY_NOT_FOUND")

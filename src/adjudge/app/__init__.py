@@ -15,6 +15,7 @@ from adjudge.app.accounts import Accounts
 from adjudge.app.calls import Calls
 from adjudge.app.clock import Clock, SystemClock
 from adjudge.app.gateway import Gateway
+from adjudge.app.keys import Keys
 from adjudge.app.maintenance import MaintenanceWorker
 from adjudge.app.receipts import Receipts
 from adjudge.app.reviews import Reviews
@@ -67,6 +68,7 @@ class App:
         self.issuer = issuer or default_issuer()
         self.settings = settings or Settings()
         self.accounts = Accounts(self.unit)
+        self.keys = Keys(self.unit, self.accounts)
         self.tasks = Tasks(self.unit, self.checker, self.issuer, self.settings)
         self.calls = Calls(self.unit, self.issuer)
         self.secrets = secrets or SecretBox([SecretBox.generate_key()])

@@ -152,6 +152,10 @@ class Accounts:
         self._keys.clear()
         return answer
 
+    def forget_keys(self) -> None:
+        """Forget the keys this process verified (a key's limits changed, or it was revoked)."""
+        self._keys.clear()
+
     def me(self, account: Account) -> dict[str, Any]:
         """The caller's account with its balance (what it can spend), what it has held (a
         provider's settled charges until their report deadlines: those past it are paid in

@@ -33,7 +33,7 @@ import threading
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
@@ -76,7 +76,7 @@ from adjudge.gateway.forward import FailureKind, ForwardFailure, Outcome
 from adjudge.kernel import Determination, determine
 from adjudge.market.money import LEDGER_CURRENCY
 from adjudge.receipts import SigningKey
-from adjudge.store import Account, Transaction, call_reports, receipt_log, records
+from adjudge.store import Account, Transaction, api_keys, call_reports, receipt_log, records
 from adjudge.store import calls as calls_db
 from adjudge.store import gateway as db
 from adjudge.store import holds as holds_db
@@ -601,11 +601,6 @@ class Gateway:
         fingerprint = digest_of({"tool": name, "arguments": args})
         if key is not None:
             Idempotency.of(key, "gateway.call", None)  # the key's own form
-        if max_price is not None and (isinstance(max_price, bool) or not 0 <= max_price < 2**63):
-            raise Error(
-                "The most a call accepts is a whole number of minor units, 0 or more.",
-                code="INVALID_AMOUNT",
-            )
         now = self.unit.now()  # the call starts now: its price and policy are those in force
 
         def prepare(tx: Transaction) -> Any:  # (1), in one read: the hot path's only one
@@ -650,10 +645,13 @@ class Gateway:
                     verdict=None,
                     receipt_id=None,
                     answer=None,
+                    api_key_id=None if caller.key is None else caller.key.id,
                 ),
             )
             if not started:  # another call with this key started first
                 raise _Raced
+            if caller.key is not None:
+                _count_spending(tx, caller.key.id, price, stored.currency, now)
             settlement.reserve(tx, caller.id, hold, price, at=now)
 
         try:
@@ -689,6 +687,7 @@ class Gateway:
             body=body_bytes,
             policy_digest=policy_digest,
             contract_digest=digest_of(dict(tool.contract_document)),
+            api_key_id=None if caller.key is None else caller.key.id,
         )
         return Answer(answer)
 
@@ -862,6 +861,7 @@ class Gateway:
         body: bytes | None,
         policy_digest: str | None,
         contract_digest: str | None,
+        api_key_id: str | None = None,
     ) -> dict[str, Any]:
         now = self.unit.now()
         issuer = self.issuer
@@ -904,6 +904,8 @@ class Gateway:
                 report_deadline=result.report_deadline,
                 at=now,
             )
+            if payment != "settle":
+                _give_back(tx, api_key_id, request.price_minor, request.at or now)
             stored_call = calls_db.add_call(
                 tx,
                 record=result.to_dict(),
@@ -993,6 +995,7 @@ class Gateway:
                 body=None,
                 policy_digest=None,
                 contract_digest=None,
+                api_key_id=call.api_key_id,
             )
         except Error as exc:
             if exc.code == "CONCURRENT_UPDATE":
@@ -1097,7 +1100,17 @@ def _judge(
 
 
 def _within(price: int, currency: str, max_price: int | None, caller: Account) -> None:
-    """Refuse a call whose price is above what its caller accepts, before anything moves."""
+    """Refuse a call whose price is above what its caller accepts, or above its key's limit
+    per call, before anything moves (the limits are checked again where the price is
+    reserved, from the key's stored row)."""
+    if max_price is not None and (isinstance(max_price, bool) or not 0 <= max_price < 2**63):
+        raise Error(
+            "The most a call accepts is a whole number of minor units, 0 or more.",
+            code="INVALID_AMOUNT",
+        )
+    grant = caller.key
+    if grant is not None and grant.max_per_call is not None and price > grant.max_per_call:
+        raise _over_limit(price, currency, grant.max_per_call, "call")
     if max_price is not None and price > max_price:
         raise Error(
             f"This call costs {_amount(price, currency)}, more than the most you accept "
@@ -1105,6 +1118,39 @@ def _within(price: int, currency: str, max_price: int | None, caller: Account) -
             "called.",
             code="PAYMENT_PRICE_ABOVE_MAXIMUM",
         )
+
+
+def _count_spending(tx: Transaction, key_id: str, price: int, currency: str, now: datetime) -> None:
+    """Count a call's price against its key's limits, from the key's stored row (a limit
+    lowered a moment ago holds; a revoked key pays for nothing)."""
+    grant = api_keys.get(tx, key_id)
+    if grant is None or grant.revoked_at is not None:
+        raise Error("This API key was revoked; nothing was charged.", code="UNAUTHORIZED")
+    if grant.max_per_call is not None and price > grant.max_per_call:
+        raise _over_limit(price, currency, grant.max_per_call, "call")
+    if price > 0 and not api_keys.spend(tx, key_id, _day(now), price, grant.max_per_day):
+        assert grant.max_per_day is not None
+        raise _over_limit(price, currency, grant.max_per_day, "day")
+
+
+def _give_back(tx: Transaction, key_id: str | None, price: int, started: datetime) -> None:
+    """A call not charged after all gives its price back to its key's day."""
+    if key_id is not None and price > 0:
+        api_keys.give_back(tx, key_id, _day(started), price)
+
+
+def _day(at: datetime) -> str:
+    """The UTC day a key's spending is counted on."""
+    return at.astimezone(UTC).date().isoformat()
+
+
+def _over_limit(price: int, currency: str, limit: int, per: str) -> Error:
+    return Error(
+        f"This call costs {_amount(price, currency)}, past this API key's limit of "
+        f"{_amount(limit, currency)} a {per}. Nothing was charged and the provider was not "
+        "called; the account's owner can raise the limit or use another key.",
+        code="PAYMENT_LIMIT_EXCEEDED",
+    )
 
 
 def _amount(minor: int, currency: str) -> str:

@@ -18,6 +18,7 @@ from typing import Any
 
 from adjudge.app import settlement
 from adjudge.app.accounts import need_role
+from adjudge.app.keys import need_primary
 from adjudge.app.signed_verdicts import DETAIL_KEY, check_signature, verdict_payload
 from adjudge.app.unit import Answer, Idempotency, UnitOfWork
 from adjudge.app.views import rendered, shown, task_summary, task_view
@@ -207,6 +208,7 @@ class Tasks:
         same moment the market measures the 1-hour minimum from).
         """
         need_role(account, "poster")
+        need_primary(account, "posts and funds tasks")  # an extra key's budget is for calls
         if (deadline is None) == (deadline_hours is None):
             raise Error("Send a deadline or deadline_hours (one of them).", code="INVALID_DEADLINE")
         if mode == Mode.AGENT.value and not brief.strip():

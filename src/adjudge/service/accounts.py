@@ -46,6 +46,28 @@ class NewKey(BaseModel):
     public_key: str = Field(max_length=100)
 
 
+class NewApiKey(BaseModel):
+    """An extra API key for an agent or a script, with optional spending limits."""
+
+    label: str = Field(min_length=1, max_length=100)
+    max_per_call_minor: int | None = Field(
+        default=None, ge=0, le=2**63 - 1, description="The most one paid call may cost."
+    )
+    max_per_day_minor: int | None = Field(
+        default=None, ge=0, le=2**63 - 1, description="The most its paid calls reserve a UTC day."
+    )
+
+
+class KeyLimits(BaseModel):
+    """An extra key's spending limits, in minor units (null: no limit)."""
+
+    max_per_call_minor: int | None = Field(default=None, ge=0, le=2**63 - 1)
+    max_per_day_minor: int | None = Field(default=None, ge=0, le=2**63 - 1)
+
+
+KeyId = Annotated[str, Path(pattern=r"^key_[0-9a-f]{16}$")]
+
+
 @routes.post("/accounts", status_code=201, tags=["accounts"])
 def create_account(*, body: NewAccount, who: Caller, app: Use, key: IdemKey = None) -> JSONResponse:
     """Create an account (admin). The API key is returned once; a retry with the same
@@ -93,6 +115,47 @@ def revoke_key(
     """A verifier revokes one of its keys: nothing signed with it is accepted from now on;
     receipts naming it stay verifiable."""
     return reply(app.accounts.revoke_verifier_key(who, fingerprint, key=key))
+
+
+@routes.post("/accounts/me/api-keys", status_code=201, tags=["accounts"])
+def create_api_key(*, body: NewApiKey, who: Caller, app: Use, key: IdemKey = None) -> JSONResponse:
+    """Make an extra API key with optional spending limits (the account's own key only). The
+    key is returned once; a retry with the same Idempotency-Key returns it again."""
+    answer = app.keys.create(
+        who,
+        body.label,
+        max_per_call=body.max_per_call_minor,
+        max_per_day=body.max_per_day_minor,
+        key=key,
+    )
+    return reply(answer, 201)
+
+
+@routes.get("/accounts/me/api-keys", tags=["accounts"])
+def list_api_keys(*, who: Caller, app: Use) -> dict[str, Any]:
+    """The account's extra keys, their limits and what each spent today."""
+    return app.keys.list(who)
+
+
+@routes.patch("/accounts/me/api-keys/{key_id}", tags=["accounts"])
+def limit_api_key(
+    *, key_id: KeyId, body: KeyLimits, who: Caller, app: Use, key: IdemKey = None
+) -> JSONResponse:
+    """Replace an extra key's spending limits; they hold from the next call."""
+    answer = app.keys.set_limits(
+        who,
+        key_id,
+        max_per_call=body.max_per_call_minor,
+        max_per_day=body.max_per_day_minor,
+        key=key,
+    )
+    return reply(answer)
+
+
+@routes.post("/accounts/me/api-keys/{key_id}/revoke", tags=["accounts"])
+def revoke_api_key(*, key_id: KeyId, who: Caller, app: Use, key: IdemKey = None) -> JSONResponse:
+    """End an extra key: it pays for nothing from now on."""
+    return reply(app.keys.revoke(who, key_id, key=key))
 
 
 @routes.post("/accounts/{account_id}/deposits", tags=["accounts"])

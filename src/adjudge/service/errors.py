@@ -35,6 +35,7 @@ STATUS: dict[str, int] = {
     "ROLE_REQUIRED": 403,
     "CONFLICT_OF_INTEREST": 403,
     "NOT_TOOL_PROVIDER": 403,
+    "PRIMARY_KEY_REQUIRED": 403,
     "VERDICT_SIGNATURE_INVALID": 403,
     # 404: no such thing
     "NOT_FOUND": 404,
@@ -73,6 +74,7 @@ STATUS: dict[str, int] = {
     "REPORT_WINDOW_CLOSED": 409,
     "REPORT_RULED": 409,
     "WEBHOOK_ENDPOINT_LIMIT": 409,
+    "KEY_LIMIT_REACHED": 409,
     "WEBHOOK_ENDPOINT_DISABLED": 409,
     "WEBHOOK_DELIVERY_IN_FLIGHT": 409,
     # 405: the route exists, the method does not

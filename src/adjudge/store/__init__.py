@@ -12,6 +12,7 @@ commits whole or not at all.
 """
 
 from adjudge.store import (
+    api_keys,
     call_reports,
     calls,
     gateway,
@@ -50,6 +51,7 @@ __all__ = [
     "Submission",
     "Transaction",
     "VerifierKey",
+    "api_keys",
     "call_reports",
     "calls",
     "gateway",

@@ -95,6 +95,8 @@ calls = Table(
     Column("verdict", String(32), nullable=True),
     Column("receipt_id", String(64), nullable=True),
     Column("answer", JSON, nullable=True),  # what the call answered, replayed on a retry
+    # The caller's extra API key it was made with (its day's spending), None for its own key.
+    Column("api_key_id", String(40), nullable=True),
     UniqueConstraint("caller", "key_hash"),
 )
 
@@ -142,6 +144,7 @@ class GatewayCall:
     verdict: str | None
     receipt_id: str | None
     answer: Mapping[str, Any] | None
+    api_key_id: str | None = None
 
 
 def hashed(key: str) -> str:
@@ -321,6 +324,7 @@ def start_call(tx: Transaction, call: GatewayCall) -> bool:
                 "fingerprint": call.fingerprint,
                 "state": "pending",
                 "started_at": call.started_at,
+                "api_key_id": call.api_key_id,
             },
         )
     except IntegrityError as exc:  # another constraint (the caller's account)
@@ -421,6 +425,7 @@ def _call(m: Any) -> GatewayCall:
         m["verdict"],
         m["receipt_id"],
         m["answer"],
+        m["api_key_id"],
     )
 
 

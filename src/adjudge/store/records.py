@@ -11,7 +11,7 @@ import hashlib
 import json
 import logging
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -31,7 +31,9 @@ from sqlalchemy.exc import IntegrityError
 
 from adjudge.errors import Error
 from adjudge.market import AgentRecord, Ending, Mode, Routed, Status, Task, VerdictReached
+from adjudge.store import api_keys
 from adjudge.store import schema as s
+from adjudge.store.api_keys import KeyGrant
 from adjudge.store.transaction import ConcurrentUpdate, Transaction
 
 log = logging.getLogger("adjudge.store")
@@ -56,6 +58,8 @@ class Account:
     record: AgentRecord
     created_at: datetime
     verifier_key: str | None = None
+    #: The extra key the account authenticated with (its limits), None for its own key.
+    key: KeyGrant | None = None
 
 
 @dataclass(frozen=True)
@@ -178,9 +182,17 @@ def account_count(tx: Transaction) -> int:
 
 
 def account_by_key(tx: Transaction, api_key: str) -> Account | None:
-    """The account an API key belongs to, or None."""
-    rows = tx.rows(_ACCOUNT_BY_KEY, {"k_key": key_hash(api_key)})
-    return _account(rows[0]) if rows else None
+    """The account an API key belongs to, or None: its own key, or a live extra key (then the
+    account carries that key's grant)."""
+    digest = key_hash(api_key)
+    rows = tx.rows(_ACCOUNT_BY_KEY, {"k_key": digest})
+    if rows:
+        return _account(rows[0])
+    grant = api_keys.by_hash(tx, digest)
+    if grant is None:
+        return None
+    owner = account(tx, grant.account_id)
+    return None if owner is None else replace(owner, key=grant)
 
 
 def set_api_key(tx: Transaction, account_id: str, api_key: str) -> None:

@@ -1,5 +1,5 @@
 """The live money path bound: policy ids scoped to their tool, prices that wait out a notice,
-providers' holds until the report deadline.
+providers' holds until the report deadline, extra API keys with spending limits.
 
 Revision ID: 0010
 Revises: 0009
@@ -45,10 +45,41 @@ def upgrade() -> None:
     op.create_index(
         "ix_provider_holds_provider", "provider_holds", ["provider", "state", "matures_at"]
     )
+    op.create_table(
+        "api_keys",
+        sa.Column("id", sa.String(length=40), nullable=False),
+        sa.Column("account_id", sa.String(length=64), nullable=False),
+        sa.Column("key_hash", sa.String(length=71), nullable=False),
+        sa.Column("label", sa.String(length=100), nullable=False),
+        sa.Column("max_per_call_minor", sa.BigInteger(), nullable=True),
+        sa.Column("max_per_day_minor", sa.BigInteger(), nullable=True),
+        sa.Column("created_at", sa.DateTime(), nullable=False),
+        sa.Column("revoked_at", sa.DateTime(), nullable=True),
+        sa.ForeignKeyConstraint(
+            ["account_id"], ["accounts.id"], name=op.f("fk_api_keys_account_id_accounts")
+        ),
+        sa.PrimaryKeyConstraint("id", name=op.f("pk_api_keys")),
+        sa.UniqueConstraint("key_hash", name=op.f("uq_api_keys_key_hash")),
+    )
+    op.create_index(op.f("ix_api_keys_account_id"), "api_keys", ["account_id"])
+    op.create_table(
+        "key_spend",
+        sa.Column("key_id", sa.String(length=40), nullable=False),
+        sa.Column("day", sa.String(length=10), nullable=False),
+        sa.Column("spent", sa.BigInteger(), nullable=False),
+        sa.PrimaryKeyConstraint("key_id", "day", name=op.f("pk_key_spend")),
+    )
+    with op.batch_alter_table("gateway_calls") as batch:
+        batch.add_column(sa.Column("api_key_id", sa.String(length=40), nullable=True))
 
 
 def downgrade() -> None:
     """Revert this revision."""
+    with op.batch_alter_table("gateway_calls") as batch:
+        batch.drop_column("api_key_id")
+    op.drop_table("key_spend")
+    op.drop_index(op.f("ix_api_keys_account_id"), table_name="api_keys")
+    op.drop_table("api_keys")
     op.drop_index("ix_provider_holds_provider", table_name="provider_holds")
     op.drop_index("ix_provider_holds_due", table_name="provider_holds")
     op.drop_table("provider_holds")
