@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from adjudge.calls.tools import BuiltRequest, Tool, build_request, parse_tool
 from adjudge.gateway import (
+    AddressGuard,
     AsyncForwarder,
     FailureKind,
     Forwarder,
@@ -33,6 +34,8 @@ Peer = Callable[[Callable[[socket.socket, bytes], None]], RawPeer]
 FAST = ForwardLimits(
     connect_timeout=1, read_timeout=0.5, write_timeout=1, total_timeout=1.5, max_response_bytes=1000
 )
+#: The peers here are on loopback.
+LOOPBACK = AddressGuard(allow_private=True)
 
 
 def tool_at(url: str) -> Tool:
@@ -65,7 +68,7 @@ def http(status: str, body: bytes, *headers: str) -> bytes:
 
 
 def forward(request: BuiltRequest, limits: ForwardLimits = FAST, **kw: Any) -> Any:
-    with Forwarder(limits) as f:
+    with Forwarder(limits, guard=LOOPBACK) as f:
         return f.forward(request, **kw)
 
 
@@ -253,7 +256,7 @@ def test_the_async_forwarder_is_the_same(raw_peer: Peer) -> None:
     peer = raw_peer(reply(http("500 x", b"")))
 
     async def run() -> Any:
-        async with AsyncForwarder(FAST) as f:
+        async with AsyncForwarder(FAST, guard=LOOPBACK) as f:
             return await f.forward(request_to(peer))
 
     failed(asyncio.run(run()), FailureKind.PROVIDER_5XX)
@@ -269,7 +272,7 @@ def test_a_url_httpx_would_rewrite_is_refused_as_a_system_error() -> None:
 def test_many_threads_share_one_forwarder(raw_peer: Peer) -> None:
     """The sync face is safe from many threads at once."""
     peer = raw_peer(reply(http("200 OK", b"{}")))
-    with Forwarder(FAST) as f, ThreadPoolExecutor(8) as pool:
+    with Forwarder(FAST, guard=LOOPBACK) as f, ThreadPoolExecutor(8) as pool:
         outcomes = list(pool.map(lambda _: f.forward(request_to(peer)), range(32)))
     assert all(o.ok for o in outcomes)
 

@@ -29,6 +29,7 @@ from adjudge.calls import CallVerdict, parse_request, register_policy, verify_ca
 from adjudge.calls.openapi import import_openapi
 from adjudge.calls.tools import Tool, build_request, parse_tool
 from adjudge.gateway import (
+    AddressGuard,
     FailureKind,
     Forwarder,
     ForwardLimits,
@@ -43,6 +44,8 @@ from adjudge.gateway import (
 from support.loopback import AsgiServer, JwksHost, RawUriHandler
 
 PROVIDER = "skycast"
+#: The providers here are on loopback.
+LOOPBACK = AddressGuard(allow_private=True)
 
 
 async def _echo(request: Request) -> JSONResponse:
@@ -152,7 +155,7 @@ def setup(
         provider_app(), provider=PROVIDER, jwks_url=jwks_host.url(request.node.name)
     )
     server = asgi_server(app)
-    with Forwarder(ForwardLimits(total_timeout=10)) as forwarder:
+    with Forwarder(ForwardLimits(total_timeout=10), guard=LOOPBACK) as forwarder:
         yield Setup(jwks_host, server.url, forwarder)
 
 
@@ -246,7 +249,7 @@ def test_rotation_lists_old_and_new_and_the_retired_key_is_refused_after_its_ove
 
     app = AssayVerifyMiddleware(provider_app(), provider=PROVIDER, jwks_url=jwks_host.url("rot1"))
     server = asgi_server(app)
-    with Forwarder() as forwarder:
+    with Forwarder(guard=LOOPBACK) as forwarder:
         setup = Setup(jwks_host, server.url, forwarder)
         tool = search_tool(server.url)
         assert forwarder.forward(setup.sign(tool, {"q": "new"}, key=new)).ok
@@ -284,7 +287,7 @@ def test_the_wsgi_adapter_accepts_signed_calls_where_the_server_reports_the_raw_
     """AssayVerifyWSGI under a server reporting RAW_URI (as gunicorn does) accepts any path."""
     app = AssayVerifyWSGI(_wsgi_echo, provider=PROVIDER, jwks_url=jwks_host.url("wsgi-raw"))
     url = wsgi_server(app, RawUriHandler)
-    with Forwarder() as forwarder:
+    with Forwarder(guard=LOOPBACK) as forwarder:
         setup = Setup(jwks_host, url, forwarder)
         tool = weather_tool(url)
         outcome = forwarder.forward(setup.sign(tool, {"city": "a/b (c);d", "units": "metric"}))
@@ -305,7 +308,7 @@ def test_the_wsgi_fallback_re_quotes_the_path_so_only_plain_arguments_verify(
     (the documented limit of that fallback, not of the signature)."""
     app = AssayVerifyWSGI(_wsgi_echo, provider=PROVIDER, jwks_url=jwks_host.url("wsgi-plain"))
     url = wsgi_server(app)
-    with Forwarder() as forwarder:
+    with Forwarder(guard=LOOPBACK) as forwarder:
         setup = Setup(jwks_host, url, forwarder)
         tool = weather_tool(url)
         assert forwarder.forward(setup.sign(tool, {"city": "São Paulo", "units": "metric"})).ok
@@ -350,7 +353,7 @@ def test_an_imported_tool_end_to_end_settles_a_good_answer_and_fails_a_bad_one(
         tool.contract,
     )
     verdicts = []
-    with Forwarder() as forwarder:
+    with Forwarder(guard=LOOPBACK) as forwarder:
         setup = Setup(jwks_host, server.url, forwarder)
         for city in ("Paris", "Atlantis"):
             signed = setup.sign(tool, {"city": city, "days": 1})

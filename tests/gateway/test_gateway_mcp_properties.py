@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from adjudge.app import App
 from adjudge.app.wiring import SignedReceipts
-from adjudge.gateway import Forwarder, ForwardLimits
+from adjudge.gateway import AddressGuard, Forwarder, ForwardLimits
 from adjudge.receipts import SigningKey
 from adjudge.store import Store
 from support.audit import audit
@@ -147,7 +147,7 @@ def books(store: Store, raw_peer: Callable[[Behave], RawPeer]) -> Iterator[Books
         store,
         clock=h.clock,
         issuer=h.app.issuer,
-        forwarder=Forwarder(LIMITS),
+        forwarder=Forwarder(LIMITS, guard=AddressGuard(allow_private=True)),
         private_providers=True,
     )
     h.keys[PROVIDER] = h.app.accounts.create(None, PROVIDER, ["provider"]).value["api_key"]

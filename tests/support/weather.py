@@ -22,7 +22,7 @@ from starlette.routing import Route
 from adjudge.app import App, WebhookSettings
 from adjudge.app.demo import WEATHER_POLICY, weather_tool
 from adjudge.app.wiring import SignedReceipts
-from adjudge.gateway import JWKS_PATH, Forwarder, ForwardLimits
+from adjudge.gateway import JWKS_PATH, AddressGuard, Forwarder, ForwardLimits
 from adjudge.receipts import SigningKey
 from adjudge.service import create_app
 from adjudge.store import Store
@@ -144,7 +144,10 @@ def weather_world(
         clock=h.clock,
         issuer=h.app.issuer,
         checker=h.app.checker,
-        forwarder=Forwarder(ForwardLimits(total_timeout=timeout, read_timeout=timeout)),
+        forwarder=Forwarder(
+            ForwardLimits(total_timeout=timeout, read_timeout=timeout),
+            guard=AddressGuard(allow_private=True),
+        ),
         private_providers=True,
         webhooks=WebhookSettings(allow_private=True),
     )

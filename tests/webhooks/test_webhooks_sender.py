@@ -1,13 +1,18 @@
 """The sender's bounds, against the loopback receiver: redirects are not followed, a long
-answer is not read past the cap, private addresses are refused unless allowed, and every
-attempt carries the three Standard Webhooks headers."""
+answer is not read past the cap, private addresses are refused unless allowed (and a name is
+resolved once per connection, which goes to the address that was checked), and every attempt
+carries the three Standard Webhooks headers."""
 
 from __future__ import annotations
 
 import time
 
+import pytest
+
+from adjudge.gateway import AddressGuard
 from adjudge.webhooks import Sender, body_bytes, new_secret
 from adjudge.webhooks.sender import Outgoing
+from support.addresses import PUBLIC, Dialer, StubResolver
 from support.receiver import Receiver
 
 BODY = body_bytes({"type": "webhook.test", "timestamp": "2026-01-01T00:00:00+00:00", "data": {}})
@@ -55,6 +60,48 @@ def test_private_addresses_are_refused_unless_allowed(receiver: Receiver) -> Non
         got = strict.send(_item(receiver, new_secret()))
     assert not got.ok and got.kind == "blocked" and "not a public address" in (got.error or "")
     assert receiver.received == []
+
+
+def test_a_rebinding_name_is_sent_to_the_address_that_was_checked(receiver: Receiver) -> None:
+    """A name answering a public address and then 127.0.0.1: each attempt resolves it once;
+    the first is delivered by way of the public address it vetted, the second is blocked and
+    nothing is dialed for it."""
+    resolver = StubResolver({"hooks.example": [[PUBLIC], ["127.0.0.1"]]})
+    dialer = Dialer(serves={PUBLIC})
+    secret = new_secret()
+    receiver.secrets["/pat"] = secret
+    item = Outgoing(f"http://hooks.example:{receiver.port}/pat", secret, "msg_1", BODY)
+    with Sender(guard=AddressGuard(resolver, dial=dialer)) as strict:
+        first = strict.send(item)
+        second = strict.send(item)
+    assert first.ok and first.status == 204, first
+    assert not second.ok and second.kind == "blocked", second
+    assert "hooks.example resolves to 127.0.0.1" in (second.error or "")
+    assert resolver.lookups == ["hooks.example"] * 2 and dialer.dialed == [PUBLIC]
+    [r] = receiver.received
+    assert r.verified and r.headers["host"] == f"hooks.example:{receiver.port}"
+
+
+@pytest.mark.parametrize(
+    "answer", [["127.0.0.1"], [PUBLIC, "10.0.0.1"], ["::ffff:7f00:1"], ["2002:a9fe:a9fe::"]]
+)
+def test_a_name_with_any_internal_address_is_blocked(receiver: Receiver, answer: list[str]) -> None:
+    """Any non-public address among the name's answers blocks the attempt; nothing is dialed."""
+    dialer = Dialer(serves={PUBLIC})
+    guard = AddressGuard(StubResolver({"hooks.example": [answer]}), dial=dialer)
+    item = Outgoing(f"http://hooks.example:{receiver.port}/pat", new_secret(), "msg_1", BODY)
+    with Sender(guard=guard) as strict:
+        got = strict.send(item)
+    assert not got.ok and got.kind == "blocked" and "not a public address" in (got.error or "")
+    assert dialer.dialed == [] and receiver.received == []
+
+
+def test_a_name_that_does_not_resolve_is_a_connect_failure(receiver: Receiver) -> None:
+    """No answer for the name: a connect failure (retried on the schedule), nothing sent."""
+    item = Outgoing("http://nowhere.example/pat", new_secret(), "msg_1", BODY)
+    with Sender(guard=AddressGuard(StubResolver({}))) as strict:
+        got = strict.send(item)
+    assert not got.ok and got.kind == "connect" and "nowhere.example" in (got.error or "")
 
 
 def test_a_refused_connection_and_a_batch(receiver: Receiver, sender: Sender) -> None:

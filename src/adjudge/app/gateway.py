@@ -27,8 +27,6 @@ the provider again; while the first is still running it is ``IDEMPOTENCY_IN_PROG
 
 from __future__ import annotations
 
-import ipaddress
-import socket
 import threading
 import time
 import uuid
@@ -62,6 +60,7 @@ from adjudge.calls.tools import DECIMALS, build_request
 from adjudge.calls.verify import CallResult, digest_of
 from adjudge.errors import Error, RateLimited
 from adjudge.gateway import (
+    AddressGuard,
     Forwarder,
     GatewayKey,
     ProviderCredential,
@@ -334,7 +333,9 @@ class Gateway:
         """The bounded forwarder, started on first use (it runs an event loop of its own)."""
         with self._forwarder_lock:
             if self._forwarder is None:
-                self._forwarder = Forwarder()
+                self._forwarder = Forwarder(
+                    guard=AddressGuard(allow_private=self.private_providers)
+                )
             return self._forwarder
 
     def close(self) -> None:
@@ -620,7 +621,7 @@ class Gateway:
         with stage("gateway.arguments"):
             built = build_request(tool, args)
         if not self.private_providers:
-            _refuse_private(built.url)
+            _refuse_private(self.forwarder, built.url)
         self._need_call_issuer()  # a call it could not end must not reserve or forward
         call_id = str(uuid.uuid4())
         hold = f"hold:call:{call_id}"
@@ -1004,27 +1005,27 @@ class Gateway:
         return True
 
 
-def _refuse_private(url: str) -> None:
+def _refuse_private(forwarder: Forwarder, url: str) -> None:
     """Refuse (``PROVIDER_ADDRESS_REFUSED``) a provider URL whose host is, or resolves to, a
-    loopback, private, link-local or otherwise internal address: a provider registers its own
-    endpoint, so without this it could make the gateway call anything on the gateway's network.
-    (A name that resolves differently when the request is sent is not caught here.)"""
+    loopback, private, link-local or otherwise internal address, before anything is reserved: a
+    provider registers its own endpoint, so without this it could make the gateway call anything
+    on the gateway's network. The forwarder checks again as it connects, and connects only to the
+    addresses it checked: a name that resolves differently by then ends the call as a refunded
+    request error (``GATEWAY_ADDRESS_REFUSED``)."""
+    refused = forwarder.refusal(url)
+    if refused is None:
+        return
     host = urlsplit(url).hostname or ""
-    try:
-        infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
-    except (OSError, UnicodeError):
+    if refused.kind is FailureKind.ADDRESS_REFUSED:
         raise Error(
-            f"The provider's host {host!r} does not resolve; nothing was charged.",
-            code="PROVIDER_UNREACHABLE",
-        ) from None
-    for info in infos:
-        address = ipaddress.ip_address(info[4][0])
-        if not address.is_global:
-            raise Error(
-                f"The provider's host {host!r} is an internal address ({address}); the gateway "
-                "calls only public endpoints. Nothing was charged.",
-                code="PROVIDER_ADDRESS_REFUSED",
-            )
+            f"The provider's endpoint is refused: {refused.message}; the gateway calls only "
+            "public endpoints. Nothing was charged.",
+            code="PROVIDER_ADDRESS_REFUSED",
+        )
+    raise Error(
+        f"The provider's host {host!r} does not resolve; nothing was charged.",
+        code="PROVIDER_UNREACHABLE",
+    )
 
 
 class _Raced(Exception):

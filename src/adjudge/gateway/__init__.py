@@ -1,4 +1,5 @@
-"""The verification gateway's building blocks: signing, keys, sealed secrets, forwarding.
+"""The verification gateway's building blocks: signing, keys, sealed secrets, forwarding, and
+the address guard (which hosts a request may connect to: :mod:`adjudge.gateway.addresses`).
 
 IO lives here (the network, the clock, randomness, key files); every decision about a call stays
 in the pure core (``adjudge.calls``). The use cases wire the blocks together:
@@ -15,6 +16,15 @@ in the pure core (``adjudge.calls``). The use cases wire the blocks together:
 The JWKS is ``jwks(ring.all_keys(), now)``, served at :data:`JWKS_PATH`.
 """
 
+from adjudge.gateway.addresses import (
+    AddressGuard,
+    AddressRefused,
+    Resolver,
+    SystemResolver,
+    pinned_transport,
+    public_address,
+    public_host,
+)
 from adjudge.gateway.forward import (
     AsyncForwarder,
     FailureKind,
@@ -46,6 +56,8 @@ __all__ = [
     "DEFAULT_LEAD",
     "DEFAULT_OVERLAP",
     "JWKS_PATH",
+    "AddressGuard",
+    "AddressRefused",
     "AsyncForwarder",
     "FailureKind",
     "FileKeyRing",
@@ -59,14 +71,19 @@ __all__ = [
     "Outcome",
     "ProviderAnswer",
     "ProviderCredential",
+    "Resolver",
     "SecretBox",
     "SecretError",
     "SignedRequest",
     "SigningError",
+    "SystemResolver",
     "content_digest",
     "jwks",
     "new_key",
+    "pinned_transport",
     "provider_response",
+    "public_address",
+    "public_host",
     "rotate",
     "sign_request",
     "signing_key",

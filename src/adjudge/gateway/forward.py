@@ -8,8 +8,14 @@ was signed and never raises on anything a provider does. The outcome is either
 - a :class:`ForwardFailure` of a :class:`FailureKind`: ``connect``, ``timeout``, ``too_large``,
   ``redirect``, ``provider_5xx``, ``provider_4xx``, ``signature_refused`` (the middleware's 401
   ``invalid_assay_signature``, with its ``reason``), ``protocol`` (not HTTP), ``disconnected``
-  (closed or reset before a whole answer) — the provider's side, *request errors* — or ``system``
-  (the gateway's own: a request it could not send as signed, its connection pool exhausted).
+  (closed or reset before a whole answer), ``address_refused`` (the host is, or resolves to, an
+  address that is not public) — the provider's side, *request errors* — or ``system`` (the
+  gateway's own: a request it could not send as signed, its connection pool exhausted).
+
+Connections are opened by the forwarder's :class:`~adjudge.gateway.addresses.AddressGuard`: the
+host is resolved once, every address it has is vetted, and the connection goes to one of those
+addresses, the request keeping its ``Host`` and TLS its server name (a name that answers a public
+address first and an internal one later is refused, or served by the address that was vetted).
 
 Bounds (:class:`ForwardLimits`): connect, read and write time-outs per operation and one total
 deadline over the whole exchange (a slow drip that keeps every read under the read time-out is
@@ -38,6 +44,7 @@ import httpx
 
 from adjudge.calls.tools import BuiltRequest
 from adjudge.calls.verify import ProviderResponse
+from adjudge.gateway.addresses import AddressGuard, AddressRefused, pinned_transport
 from adjudge.gateway.sealed import ProviderCredential
 from adjudge.gateway.signing import SignedRequest
 
@@ -68,6 +75,7 @@ class FailureKind(StrEnum):
     SIGNATURE_REFUSED = "signature_refused"  # the middleware's 401 invalid_assay_signature
     PROTOCOL = "protocol"  # not valid HTTP (garbage, bad framing, an encoding we cannot read)
     DISCONNECTED = "disconnected"  # closed or reset before a whole answer
+    ADDRESS_REFUSED = "address_refused"  # the host is, or resolves to, a non-public address
     SYSTEM = "system"  # the gateway's own failure, not the provider's
 
     @property
@@ -175,19 +183,27 @@ class AsyncForwarder:
     """Forwards signed requests over one pooled HTTP/1.1 client (asyncio).
 
     Use ``async with AsyncForwarder(limits) as f: outcome = await f.forward(signed)``. The
-    client never reads proxy settings or credentials from the environment.
+    client never reads proxy settings or credentials from the environment. ``guard`` opens its
+    connections (by default one that connects to public addresses only; tests and the demo give
+    ``AddressGuard(allow_private=True)``); a ``transport`` given replaces the pinned one and
+    does its own connecting.
     """
 
     def __init__(
         self,
         limits: ForwardLimits | None = None,
         *,
+        guard: AddressGuard | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         user_agent: str = USER_AGENT,
     ) -> None:
         self.limits = limits or ForwardLimits()
         lim = self.limits
+        self.guard = guard or AddressGuard()
         self._user_agent = user_agent
+        pool = httpx.Limits(
+            max_connections=lim.max_connections, max_keepalive_connections=lim.max_connections
+        )
         self._client = httpx.AsyncClient(
             follow_redirects=False,
             trust_env=False,
@@ -197,11 +213,8 @@ class AsyncForwarder:
                 write=lim.write_timeout,
                 pool=lim.connect_timeout,
             ),
-            limits=httpx.Limits(
-                max_connections=lim.max_connections,
-                max_keepalive_connections=lim.max_connections,
-            ),
-            transport=transport,
+            limits=pool,
+            transport=transport or pinned_transport(self.guard, pool),
         )
 
     async def __aenter__(self) -> AsyncForwarder:
@@ -212,6 +225,32 @@ class AsyncForwarder:
 
     async def aclose(self) -> None:
         await self._client.aclose()
+
+    async def refusal(self, url: str) -> ForwardFailure | None:
+        """Why a connection to ``url``'s host would be refused — ``address_refused``, or
+        ``connect`` when the name does not resolve — or None: the connect-time check, ahead of
+        a call (its answer may change by then; the check when connecting is the one that holds).
+        """
+        start = time.perf_counter()
+        host = url
+        try:
+            target = httpx.URL(url)
+            host = target.raw_host.decode("ascii")
+            port = target.port or (443 if target.scheme == "https" else 80)
+            async with asyncio.timeout(self.limits.connect_timeout):
+                await self.guard.addresses(host, port)
+        except AddressRefused as exc:
+            return ForwardFailure(
+                FailureKind.ADDRESS_REFUSED, str(exc), time.perf_counter() - start
+            )
+        except (OSError, TimeoutError, UnicodeError, httpx.InvalidURL) as exc:
+            return ForwardFailure(
+                FailureKind.CONNECT,
+                f"could not resolve {host}: {exc or type(exc).__name__}",
+                time.perf_counter() - start,
+                retryable=True,
+            )
+        return None
 
     async def forward(
         self,
@@ -292,6 +331,8 @@ class AsyncForwarder:
                 raw = b"".join(chunks)
             finally:
                 await response.aclose()
+        except AddressRefused as exc:  # raised by the guard as it connects, through httpx
+            return failed(FailureKind.ADDRESS_REFUSED, str(exc))
         except httpx.ConnectTimeout:
             return failed(
                 FailureKind.CONNECT, "no connection within the connect time-out", retryable=True
@@ -410,6 +451,7 @@ class Forwarder:
         self,
         limits: ForwardLimits | None = None,
         *,
+        guard: AddressGuard | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         user_agent: str = USER_AGENT,
     ) -> None:
@@ -421,7 +463,9 @@ class Forwarder:
         self._thread.start()
 
         async def make() -> AsyncForwarder:
-            return AsyncForwarder(self.limits, transport=transport, user_agent=user_agent)
+            return AsyncForwarder(
+                self.limits, guard=guard, transport=transport, user_agent=user_agent
+            )
 
         self._async = self._run(make())
         self._closed = False
@@ -451,6 +495,15 @@ class Forwarder:
         except concurrent.futures.TimeoutError:
             future.cancel()
             return ForwardFailure(FailureKind.SYSTEM, "the forwarder's loop did not answer", 0.0)
+
+    def refusal(self, url: str) -> ForwardFailure | None:
+        """:meth:`AsyncForwarder.refusal`, waited for on the calling thread."""
+        future = asyncio.run_coroutine_threadsafe(self._async.refusal(url), self._loop)
+        try:
+            return future.result(timeout=self.limits.connect_timeout + 5)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            return None  # a stuck loop is not the provider's refusal: the call will say so
 
     def close(self) -> None:
         if self._closed:

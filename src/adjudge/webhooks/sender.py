@@ -7,32 +7,30 @@ size cap, no proxy or credentials from the environment. Each attempt is signed w
 (``webhook-timestamp`` is the wall clock's, or the ``now`` given), so a retry carries a fresh
 timestamp and signature over the same ``webhook-id`` and body.
 
-Unless private addresses are allowed, the host's addresses are resolved before each attempt and
-an endpoint that resolves to a loopback, private or link-local address is not sent to
-(``blocked``). The forwarder then resolves the name again to connect, so a name whose answers
-change between the two (DNS rebinding) is not stopped by this check alone: deployments that
-must rule it out run the worker where it can reach the internet only.
+Unless private addresses are allowed, the connection is opened by the gateway's address guard
+(:class:`adjudge.gateway.AddressGuard`): the host is resolved once, an endpoint with any
+loopback, private, link-local or otherwise non-public address is not sent to (``blocked``), and
+otherwise the connection goes to one of the addresses that were checked — so a name whose
+answers change between a check and the connection (DNS rebinding) cannot reach the service's
+own network.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import socket
 import threading
-import time
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
 
 import httpx
 
 from adjudge.calls.tools import BuiltRequest
+from adjudge.gateway.addresses import AddressGuard
 from adjudge.gateway.forward import AsyncForwarder, FailureKind, ForwardFailure, ForwardLimits
 from adjudge.webhooks.signing import signed_headers
-from adjudge.webhooks.urls import public_address
 
 USER_AGENT = "adjudge-webhooks/0.1"
 #: What an attempt's error keeps of a refusing answer's body.
@@ -96,7 +94,9 @@ class Sender:
     """Sends batches of events on a daemon event-loop thread; safe from any thread.
 
     ``now`` is the clock ``webhook-timestamp`` is read from (the wall clock by default: a
-    receiver compares it with its own). ``close()`` (or ``with``) ends the thread.
+    receiver compares it with its own). ``guard`` opens the connections; without one it is
+    ``AddressGuard(allow_private=allow_private)`` (a guard given, say with a stub resolver,
+    decides alone). ``close()`` (or ``with``) ends the thread.
     """
 
     def __init__(
@@ -104,11 +104,13 @@ class Sender:
         limits: SenderLimits | None = None,
         *,
         allow_private: bool = False,
+        guard: AddressGuard | None = None,
         now: Callable[[], datetime] | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.limits = limits or SenderLimits()
-        self.allow_private = allow_private
+        self.guard = guard or AddressGuard(allow_private=allow_private)
+        self.allow_private = self.guard.allow_private
         self._now = now or (lambda: datetime.now(UTC))
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
@@ -118,7 +120,10 @@ class Sender:
 
         async def make() -> AsyncForwarder:
             return AsyncForwarder(
-                self.limits.forward_limits(), transport=transport, user_agent=USER_AGENT
+                self.limits.forward_limits(),
+                guard=self.guard,
+                transport=transport,
+                user_agent=USER_AGENT,
             )
 
         self._forwarder = self._run(make())
@@ -168,33 +173,12 @@ class Sender:
         self._loop.close()
 
     async def _attempt(self, item: Outgoing) -> Attempt:
-        start = time.perf_counter()
-        blocked = None if self.allow_private else await self._blocked(item.url)
-        if blocked is not None:
-            return Attempt(False, None, blocked, "blocked", time.perf_counter() - start)
         headers = tuple(signed_headers(item.secret, item.msg_id, self._now(), item.body))
         outcome = await self._forwarder.forward(BuiltRequest("POST", item.url, headers, item.body))
         if outcome.ok:
             return Attempt(True, outcome.status, None, None, outcome.elapsed)
         assert isinstance(outcome, ForwardFailure)
         return _failed(outcome)
-
-    async def _blocked(self, url: str) -> str | None:
-        """Why ``url``'s host may not be sent to (a non-public address), or None."""
-        parts = urlsplit(url)
-        host = parts.hostname or ""
-        port = parts.port or (443 if parts.scheme == "https" else 80)
-        try:
-            async with asyncio.timeout(self.limits.connect_timeout):
-                found = await asyncio.get_running_loop().getaddrinfo(
-                    host, port, type=socket.SOCK_STREAM
-                )
-        except (OSError, TimeoutError) as exc:
-            return f"could not resolve {host}: {exc or type(exc).__name__}"
-        for *_, address in found:
-            if not public_address(str(address[0])):
-                return f"{host} resolves to {address[0]}, which is not a public address"
-        return None
 
 
 def _failed(failure: ForwardFailure) -> Attempt:
@@ -228,6 +212,7 @@ def _failed(failure: ForwardFailure) -> Attempt:
         FailureKind.TOO_LARGE: "too_large",
         FailureKind.DISCONNECTED: "disconnected",
         FailureKind.PROTOCOL: "protocol",
+        FailureKind.ADDRESS_REFUSED: "blocked",
     }
     message = failure.message.replace("the provider", "the receiver").replace(
         "the gateway", "the sender"

@@ -5,20 +5,20 @@ An endpoint URL is absolute ``http`` or ``https``, ASCII (an international host 
 (``user:pass@`` would be sent to whoever answers and stored in the clear) and without a
 fragment. Unless the deployment allows it (``allow_private``), a host that *is* a loopback,
 private, link-local or otherwise non-public address — or ``localhost`` — is refused when the
-endpoint is registered, and every address a host name resolves to is checked again before each
-attempt (:func:`public_address`), so the service cannot be pointed at its own network.
+endpoint is registered, and each attempt connects only to a public address its name resolves
+to (the gateway's address guard, :mod:`adjudge.gateway.addresses`, whose policy is used here
+too), so the service cannot be pointed at its own network.
 """
 
 from __future__ import annotations
 
-import ipaddress
 from urllib.parse import urlsplit
 
 from adjudge.errors import Error
+from adjudge.gateway.addresses import public_host
 
 #: The longest endpoint URL.
 MAX_URL = 2000
-_LOCAL_NAMES = ("localhost", "localhost.", "localhost.localdomain")
 
 
 def endpoint_url(url: str, *, allow_private: bool = False) -> str:
@@ -66,27 +66,3 @@ def endpoint_url(url: str, *, allow_private: bool = False) -> str:
     if not parts.path:
         url = parts._replace(path="/").geturl()
     return url
-
-
-def public_host(host: str) -> bool:
-    """False for ``localhost`` and for a literal address that is not public; True otherwise
-    (a name is checked when it is resolved, by :func:`public_address`)."""
-    name = host.strip("[]").lower()
-    if name in _LOCAL_NAMES or name.endswith(".localhost"):
-        return False
-    try:
-        address = ipaddress.ip_address(name)
-    except ValueError:
-        return True
-    return public_address(str(address))
-
-
-def public_address(address: str) -> bool:
-    """Whether a resolved address is a public one (global unicast, not an IPv4-mapped private)."""
-    try:
-        ip = ipaddress.ip_address(address.split("%", 1)[0])
-    except ValueError:
-        return False
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    return ip.is_global and not ip.is_multicast

@@ -1,0 +1,280 @@
+"""Which addresses the gateway and the webhook sender connect to, and connecting only to those.
+
+A provider registers its own endpoint and an account its own webhook URL, so without a check
+either could make the service send requests into its own network (an admin port on loopback, a
+database, cloud metadata at ``169.254.169.254``) and, through the gateway, read the answer.
+Checking a name and then letting the HTTP client resolve it again to connect is not enough: a
+name can answer a public address to the check and ``127.0.0.1`` to the connection (DNS
+rebinding). So here the check and the connection are one step. :class:`AddressGuard` is the
+HTTP client's network backend: to open a connection it resolves the host once
+(:class:`Resolver`), refuses the host if *any* of its addresses is not public
+(:func:`public_address`; a name that mixes public and internal answers is not tried on its public
+ones), and dials one of exactly those addresses itself. The request keeps its ``Host`` header and
+TLS its server name: httpcore takes SNI and the certificate's host name from the URL, never from
+what was dialed. :func:`pinned_transport` is the httpx transport built on it.
+
+The policy, :func:`public_address` (pure; the same at registration and at connect time):
+
+- IPv4: global unicast (``ipaddress``'s ``is_global``, from IANA's special-purpose registries)
+  and not multicast. So loopback, ``0/8``, ``10/8``, ``100.64/10``, ``169.254/16``, ``172.16/12``,
+  ``192.168/16``, the documentation and benchmarking ranges, ``240/4`` and broadcast are refused.
+- IPv6: the same, and whatever the Python version's tables say, also the local-use NAT64 prefix
+  ``64:ff9b:1::/48`` (a translator on the service's own network, RFC 8215), ``3fff::/20``
+  (documentation), ``5f00::/16`` (SRv6 segment ids), the old site-local ``fec0::/10`` and the
+  IPv4-translated ``::ffff:0:0:0/96``. ``::1``, ``fe80::/10``, ``fc00::/7`` and multicast are
+  refused as not global.
+- An IPv6 address that carries an IPv4 address is judged by that IPv4 address alone, because
+  that is where its packets end up: IPv4-mapped ``::ffff:a.b.c.d``, IPv4-compatible
+  ``::a.b.c.d``, NAT64 ``64:ff9b::/96`` (the low 32 bits), 6to4 ``2002::/16`` (bits 16-47) and
+  Teredo ``2001::/32`` (its server, bits 32-63, and its client, the low 32 bits inverted: both
+  must be public). So ``::7f00:1`` and ``64:ff9b::a00:1`` are refused and ``64:ff9b::808:808``
+  (8.8.8.8 through the well-known NAT64 prefix) is not.
+- An address with a zone (``fe80::1%eth0``) is refused, and so are the names ``localhost``,
+  ``localhost.localdomain`` and anything under ``.localhost`` (RFC 6761), without resolving them.
+
+With ``allow_private`` (tests, the local demo) nothing is vetted, but the connection is still
+made the same way: resolved once, dialed by address.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import socket
+import ssl
+from collections.abc import Iterable
+from typing import Protocol
+
+import httpcore
+import httpx
+
+__all__ = [
+    "AddressGuard",
+    "AddressRefused",
+    "Resolver",
+    "SystemResolver",
+    "pinned_transport",
+    "public_address",
+    "public_host",
+]
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+_LOCAL_NAMES = frozenset({"localhost", "localhost.localdomain"})
+#: Refused whatever the running Python's ``is_global`` says of them (its tables vary by version).
+_NOT_PUBLIC_V6 = tuple(
+    ipaddress.IPv6Network(n)
+    for n in ("64:ff9b:1::/48", "3fff::/20", "5f00::/16", "fec0::/10", "::ffff:0:0:0/96")
+)
+_MAPPED = ipaddress.IPv6Network("::ffff:0:0/96")
+_COMPATIBLE = ipaddress.IPv6Network("::/96")
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+
+
+def public_address(address: str | IPAddress) -> bool:
+    """Whether a resolved address is one the service may connect to (the module's policy).
+
+    Text that is not an IP address is not public.
+    """
+    if isinstance(address, str):
+        if "%" in address:  # a zone: only link-local addresses need one
+            return False
+        try:
+            address = ipaddress.ip_address(address)
+        except ValueError:
+            return False
+    if isinstance(address, ipaddress.IPv6Address):
+        carried = _carried_ipv4(address)
+        if carried:
+            return all(_public(v4) for v4 in carried)
+        if any(address in net for net in _NOT_PUBLIC_V6):
+            return False
+    return _public(address)
+
+
+def _public(ip: IPAddress) -> bool:
+    return ip.is_global and not ip.is_multicast
+
+
+def _carried_ipv4(ip: ipaddress.IPv6Address) -> tuple[ipaddress.IPv4Address, ...]:
+    """The IPv4 addresses an IPv6 address carries (mapped, compatible, NAT64, 6to4, Teredo)."""
+    low = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    if ip in _MAPPED or ip in _COMPATIBLE or ip in _NAT64:
+        return (low,)
+    if ip.sixtofour is not None:
+        return (ip.sixtofour,)
+    if ip.teredo is not None:
+        return ip.teredo  # (server, client): the client already un-inverted
+    return ()
+
+
+def public_host(host: str) -> bool:
+    """False for a ``localhost`` name and for a literal address that is not public; True for
+    any other name (a name is judged by its addresses when it is resolved to connect)."""
+    name = host.strip("[]").lower()
+    if _local_name(name):
+        return False
+    literal = _literal(name)
+    return literal is None or public_address(literal)
+
+
+def _local_name(name: str) -> bool:
+    name = name.lower().rstrip(".")
+    return name in _LOCAL_NAMES or name.endswith(".localhost")
+
+
+def _literal(host: str) -> str | None:
+    """``host`` if it is an IP address literal (brackets removed), else None."""
+    name = host.strip("[]")
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return None
+    return name
+
+
+class Resolver(Protocol):
+    """Resolves a host name to its addresses (as text, in the order to try them).
+
+    Raises ``OSError`` when the name does not resolve.
+    """
+
+    async def resolve(self, host: str, port: int) -> list[str]: ...
+
+
+class SystemResolver:
+    """The system's resolver: ``getaddrinfo`` on the running loop (its default executor)."""
+
+    async def resolve(self, host: str, port: int) -> list[str]:
+        found = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        return list(
+            dict.fromkeys(
+                str(info[4][0]) for info in found if info[0] in (socket.AF_INET, socket.AF_INET6)
+            )
+        )
+
+
+class AddressRefused(Exception):
+    """A host that is, or resolves to, an address the guard does not connect to."""
+
+    def __init__(self, host: str, address: str | None = None) -> None:
+        self.host = host
+        self.address = address
+        if address is None or address == host:
+            message = f"{host} is not a public address"
+        else:
+            message = f"{host} resolves to {address}, which is not a public address"
+        super().__init__(message)
+
+
+class AddressGuard(httpcore.AsyncNetworkBackend):
+    """Opens TCP connections only to vetted addresses: resolve once, check all, dial one.
+
+    ``resolver`` answers the names (the system's by default; tests give a stub); ``dial`` makes
+    the connection to an address (httpcore's anyio backend by default). With ``allow_private``
+    nothing is refused. Holds no state of its own: one guard may serve many clients.
+    """
+
+    def __init__(
+        self,
+        resolver: Resolver | None = None,
+        *,
+        allow_private: bool = False,
+        dial: httpcore.AsyncNetworkBackend | None = None,
+    ) -> None:
+        self.resolver: Resolver = resolver or SystemResolver()
+        self.allow_private = allow_private
+        self._dial = dial or httpcore.AnyIOBackend()
+
+    def __repr__(self) -> str:
+        return f"AddressGuard(allow_private={self.allow_private})"
+
+    async def addresses(self, host: str, port: int) -> list[str]:
+        """``host``'s addresses, resolved once, every one vetted (unless private ones are
+        allowed). Raises :class:`AddressRefused` if any is not public, ``OSError`` if the name
+        does not resolve; a literal address is its own answer."""
+        literal = _literal(host)
+        if literal is not None:
+            found = [literal]
+        elif not self.allow_private and _local_name(host):
+            raise AddressRefused(host)
+        else:
+            found = await self.resolver.resolve(host, port)
+            if not found:
+                raise OSError(f"{host} has no address")
+        if not self.allow_private:
+            for address in found:
+                if not public_address(address):
+                    raise AddressRefused(host, address)
+        return found
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        """A connection to one of ``host``'s vetted addresses, tried in the resolver's order;
+        resolving and every try share the one connect time-out."""
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        try:
+            async with asyncio.timeout_at(deadline):
+                found = await self.addresses(host, port)
+        except TimeoutError:
+            raise httpcore.ConnectTimeout(f"{host} did not resolve in time") from None
+        except (OSError, UnicodeError) as exc:
+            raise httpcore.ConnectError(f"could not resolve {host}: {exc}") from None
+        error: Exception | None = None
+        for address in found:
+            left = None if deadline is None else deadline - loop.time()
+            if left is not None and left <= 0:
+                break
+            try:
+                return await self._dial.connect_tcp(
+                    address,
+                    port,
+                    timeout=left,
+                    local_address=local_address,
+                    socket_options=socket_options,
+                )
+            except httpcore.ConnectError as exc:  # refused or unreachable: the next address
+                error = exc
+        raise error or httpcore.ConnectTimeout(f"no connection to {host} in time")
+
+    async def sleep(self, seconds: float) -> None:
+        await self._dial.sleep(seconds)
+
+
+class _PinnedTransport(httpx.AsyncHTTPTransport):
+    """httpx's own transport over a connection pool whose connections ``guard`` opens."""
+
+    def __init__(
+        self, guard: AddressGuard, limits: httpx.Limits, ssl_context: ssl.SSLContext
+    ) -> None:
+        super().__init__(verify=ssl_context, trust_env=False, limits=limits)
+        # httpx builds its pool with httpcore's default backend and takes no other: the same
+        # pool, with the guard as its backend (HTTP/1.1 only, no retries, as httpx's default).
+        self._pool = httpcore.AsyncConnectionPool(
+            ssl_context=ssl_context,
+            max_connections=limits.max_connections,
+            max_keepalive_connections=limits.max_keepalive_connections,
+            keepalive_expiry=limits.keepalive_expiry,
+            http1=True,
+            http2=False,
+            network_backend=guard,
+        )
+
+
+def pinned_transport(
+    guard: AddressGuard,
+    limits: httpx.Limits,
+    *,
+    verify: ssl.SSLContext | None = None,
+) -> httpx.AsyncBaseTransport:
+    """An httpx transport that connects only through ``guard``, within ``limits``; ``verify``
+    is the TLS context (the certifi roots by default; nothing is read from the environment)."""
+    context = verify or httpx.create_ssl_context(trust_env=False)
+    return _PinnedTransport(guard, limits, context)
