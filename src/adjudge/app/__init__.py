@@ -17,6 +17,7 @@ from adjudge.app.clock import Clock, SystemClock
 from adjudge.app.gateway import Gateway
 from adjudge.app.receipts import Receipts
 from adjudge.app.reviews import Reviews
+from adjudge.app.sweeper import TakeSweeper
 from adjudge.app.tasks import Settings, Tasks
 from adjudge.app.unit import Answer, Idempotency, UnitOfWork
 from adjudge.app.webhooks import DeliveryWorker, Webhooks, WebhookSettings
@@ -34,6 +35,7 @@ __all__ = [
     "Idempotency",
     "Settings",
     "SystemClock",
+    "TakeSweeper",
     "WebhookSettings",
     "open_app",
 ]

@@ -28,6 +28,12 @@ def serve(
     fee_bps: Annotated[
         int, typer.Option(help="Platform fee in basis points, read at each payout (max 3000).")
     ] = 1000,
+    take_limit: Annotated[
+        int,
+        typer.Option(
+            help="Tasks one agent may hold taken and not yet submitted, at once (1 to 1000)."
+        ),
+    ] = 5,
     signing_key: Annotated[
         Path,
         typer.Option(help="PEM file of the Ed25519 key that signs receipts (made if missing)."),
@@ -84,7 +90,13 @@ def serve(
     # Imported here so the rest of the CLI starts without loading the web stack.
     import uvicorn  # noqa: PLC0415
 
-    from adjudge.app import App, DeliveryWorker, Settings, WebhookSettings  # noqa: PLC0415
+    from adjudge.app import (  # noqa: PLC0415
+        App,
+        DeliveryWorker,
+        Settings,
+        TakeSweeper,
+        WebhookSettings,
+    )
     from adjudge.app.wiring import SignedReceipts  # noqa: PLC0415
     from adjudge.cli.webhooks import server_box  # noqa: PLC0415
     from adjudge.receipts import SigningKey  # noqa: PLC0415
@@ -101,7 +113,7 @@ def serve(
             typer.echo(f"Made a receipt signing key: {signing_key}")
         app = App.open(
             db,
-            settings=Settings(fee_bps=fee_bps),
+            settings=Settings(fee_bps=fee_bps, take_limit=take_limit),
             issuer=SignedReceipts(key),
             secrets=server_box(server_key),
             # The demo's provider answers beside it, on loopback.
@@ -124,6 +136,8 @@ def serve(
         sender = Sender(allow_private=webhooks_allow_private)
         worker = DeliveryWorker(app.webhooks, sender).start()
         typer.echo("Delivering webhooks from this process (--no-webhooks to leave it to others)")
+    # Takes whose window ended lapse even when nobody reads or acts on their task.
+    sweeper = TakeSweeper(app.tasks).start()
     typer.echo(
         f"adjudge serving {base}/api/v1 on {app.dialect}; web UI at {base}/, "
         f"API docs at {base}/docs"
@@ -143,6 +157,7 @@ def serve(
     try:
         uvicorn.run(asgi, host=host, port=port, log_level="warning")
     finally:
+        sweeper.stop()
         if worker is not None:
             worker.stop()
 

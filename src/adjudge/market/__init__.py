@@ -12,6 +12,9 @@ from adjudge.market.effects import (
     Effect,
     Routed,
     Settlement,
+    TakeEnded,
+    TakeHeld,
+    TakeLapsed,
     VerdictReached,
 )
 from adjudge.market.events import (
@@ -21,6 +24,7 @@ from adjudge.market.events import (
     Dispute,
     Event,
     Finalize,
+    Lapse,
     Reclaim,
     Release,
     Review,
@@ -43,11 +47,24 @@ from adjudge.market.money import (
 )
 from adjudge.market.ports import Checker, CheckOutcome, ReceiptIssuer
 from adjudge.market.reputation import AgentRecord, penalize
+from adjudge.market.takes import (
+    DEFAULT_TAKE_LIMIT,
+    MAX_TAKE_LIMIT,
+    MAX_TAKE_WINDOW_HOURS,
+    MIN_TAKE_WINDOW_HOURS,
+    holder,
+    lapses_at,
+    take_due,
+)
 from adjudge.market.tasks import Draft, Ending, Mode, Status, Task, digest_of
 
 __all__ = [
     "DEFAULT_FEE_BPS",
+    "DEFAULT_TAKE_LIMIT",
     "MAX_FEE_BPS",
+    "MAX_TAKE_LIMIT",
+    "MAX_TAKE_WINDOW_HOURS",
+    "MIN_TAKE_WINDOW_HOURS",
     "WORLD",
     "Accept",
     "AgentPenalized",
@@ -64,6 +81,7 @@ __all__ = [
     "Ending",
     "Event",
     "Finalize",
+    "Lapse",
     "Ledger",
     "Mode",
     "Outcome",
@@ -76,6 +94,9 @@ __all__ = [
     "Settlement",
     "Status",
     "Submit",
+    "TakeEnded",
+    "TakeHeld",
+    "TakeLapsed",
     "Task",
     "Transfer",
     "VerdictReached",
@@ -84,9 +105,12 @@ __all__ = [
     "digest_of",
     "escrow_account",
     "fee_of",
+    "holder",
+    "lapses_at",
     "penalize",
     "platform_account",
     "post",
     "step",
+    "take_due",
     "wallet_account",
 ]
