@@ -209,9 +209,7 @@ EVENTS: st.SearchStrategy[Event] = st.one_of(
 @settings(max_examples=300, deadline=None)
 @given(
     windows=st.lists(st.one_of(st.none(), st.integers(1, 40)), min_size=1, max_size=4),
-    steps=st.lists(
-        st.tuples(EVENTS, st.integers(0, 3), st.integers(0, 12 * 3600)), max_size=50
-    ),
+    steps=st.lists(st.tuples(EVENTS, st.integers(0, 3), st.integers(0, 12 * 3600)), max_size=50),
 )
 def test_the_held_takes_the_effects_count_equal_a_recount(
     windows: list[int | None], steps: list[tuple[Event, int, int]]

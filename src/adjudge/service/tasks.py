@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import anyio.to_thread
 from fastapi import Query
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StrictInt
 
 from adjudge.service.deps import Caller, IdemKey, Use, amount, checked, reply, router
 
@@ -34,7 +34,7 @@ class PostTask(BaseModel):
         description="Post criteria with fields the auto check does not know (it ignores them); "
         "without it such a field is refused with CRITERIA_UNKNOWN_FIELD.",
     )
-    take_window_hours: int | None = Field(
+    take_window_hours: StrictInt | None = Field(
         default=None,
         description="Whole hours (1 to 2160, shorter than the time to the deadline) an agent "
         "may hold the task without submitting: then its take lapses and the task is open "
