@@ -64,6 +64,30 @@ def test_the_limit_is_the_operators_setting(sqlite_store: Store) -> None:
             raise AssertionError(f"take_limit={bad} was accepted")
 
 
+def _at_once(h: Harness, agent: str, tids: list[str]) -> list[tuple[int, str]]:
+    """``agent`` takes each task at the same moment, one thread each: (status, code) each."""
+    answers: list[tuple[int, str]] = []
+    lock = threading.Lock()
+    barrier = threading.Barrier(len(tids))
+
+    def take(tid: str) -> None:
+        client = TestClient(h.client.app)
+        barrier.wait()
+        r = client.post(
+            f"/api/v1/tasks/{tid}/accept", headers={"Authorization": f"Bearer {h.keys[agent]}"}
+        )
+        code = r.json()["error"]["code"] if r.status_code >= 400 else ""
+        with lock:
+            answers.append((r.status_code, code))
+
+    threads = [threading.Thread(target=take, args=(tid,)) for tid in tids]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return answers
+
+
 def test_two_takes_at_once_at_the_limit_let_one_through(store: Store) -> None:
     """An agent one take short of its limit takes two tasks at the same moment, three times
     over: each time exactly one take applies and the other is TAKE_LIMIT_REACHED, and the
@@ -73,26 +97,7 @@ def test_two_takes_at_once_at_the_limit_let_one_through(store: Store) -> None:
     h.ok("ann", "POST", f"/tasks/{held}/accept")
     for _ in range(3):
         pair = [h.post("manual"), h.post("manual")]
-        answers: list[tuple[int, str]] = []
-        lock = threading.Lock()
-        barrier = threading.Barrier(2)
-
-        def take(tid: str) -> None:
-            client = TestClient(h.client.app)
-            barrier.wait()
-            r = client.post(
-                f"/api/v1/tasks/{tid}/accept",
-                headers={"Authorization": f"Bearer {h.keys['ann']}"},
-            )
-            code = r.json().get("error", {}).get("code", "") if r.status_code >= 400 else ""
-            with lock:
-                answers.append((r.status_code, code))
-
-        threads = [threading.Thread(target=take, args=(tid,)) for tid in pair]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        answers = _at_once(h, "ann", pair)
         assert sorted(answers) == [(200, ""), (409, "TAKE_LIMIT_REACHED")], answers
         assert _held(h, "ann") == 2
         won = next(t for t in pair if _task(h, "pat", t)["agent"] == "ann")
