@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import difflib
 import json
+import logging
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 from adjudge.app import settlement
@@ -62,6 +64,8 @@ from adjudge.market import (
 )
 from adjudge.market.lifecycle import MAX_RESULT_CHARS
 from adjudge.store import Account, StoredTask, Submission, Transaction, quotas, records
+
+log = logging.getLogger("adjudge.takes")
 
 #: Criteria a task is posted with, at most (their canonical JSON, in bytes): well above what
 #: spec 000's own limits allow (about 130 KB of text), far below what would burden a reader.
@@ -605,7 +609,11 @@ class Tasks:
         due = self.unit.read(lambda tx: records.takes_due(tx, self.unit.now(), limit))
         applied = 0
         for task_id in due:
-            _, done = self.unit.write(lambda tx, t=task_id: self._lapse(tx, t))
+            try:
+                _, done = self.unit.write(partial(self._lapse, task_id=task_id))
+            except Error:  # one task that cannot lapse now must not hold up the others
+                log.exception("the take of task %s could not lapse", task_id)
+                continue
             applied += done
         return applied
 
