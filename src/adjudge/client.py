@@ -146,8 +146,19 @@ class Dispute(TypedDict):
     at: str
 
 
+class Lapse(TypedDict):
+    """A take that lapsed: the agent that held the task, when it took it, and when the task's
+    take window ended with nothing submitted."""
+
+    agent: str
+    taken_at: str
+    at: str
+
+
 class TaskSummary(TypedDict):
-    """What a listing shows of a task."""
+    """What a listing shows of a task: ``take_window_hours`` is the poster's take window (None:
+    a take lasts until the deadline) and ``take_lapses_at`` when the current take lapses unless
+    the agent submits (None: no take that can lapse)."""
 
     id: str
     title: str
@@ -163,6 +174,8 @@ class TaskSummary(TypedDict):
     attempts: int
     max_attempts: int
     ending: str | None
+    take_window_hours: int | None
+    take_lapses_at: str | None
 
 
 class Task(TaskSummary, total=False):
@@ -184,6 +197,7 @@ class Task(TaskSummary, total=False):
     ledger: list[dict[str, Any]]
     receipts: list[str]
     released: list[str]
+    lapses: list[Lapse]
 
 
 class TaskPage(TypedDict):
@@ -500,13 +514,16 @@ class Client:
         verifier: str | None = None,
         private: bool = False,
         lenient_criteria: bool = False,
+        take_window_hours: int | None = None,
         idempotency_key: str | None = None,
     ) -> Task:
         """Post a task and fund its escrow from the caller's wallet.
 
         ``reward`` is in minor units (2_000_000 is 2 USDC). Give ``deadline_hours`` (1 to 2160)
         or an ISO 8601 ``deadline``. Criteria with a field the auto check does not know are
-        refused (``CRITERIA_UNKNOWN_FIELD``) unless ``lenient_criteria``."""
+        refused (``CRITERIA_UNKNOWN_FIELD``) unless ``lenient_criteria``. ``take_window_hours``
+        (whole hours, shorter than the time to the deadline) lets an agent hold the task that
+        long without submitting; then its take lapses and the task is open again."""
         body: dict[str, Any] = {
             "title": title,
             "brief": brief,
@@ -523,6 +540,8 @@ class Client:
             body["verifier"] = verifier
         if lenient_criteria:
             body["lenient_criteria"] = True
+        if take_window_hours is not None:
+            body["take_window_hours"] = take_window_hours
         return cast(Task, self.request("POST", "/tasks", body, idempotency_key=idempotency_key))
 
     def act(

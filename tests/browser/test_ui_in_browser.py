@@ -32,6 +32,8 @@ def _post(b: Browser, title: str, reward: str, mode: str, criteria: str = "", **
         page.get_by_label("Criteria (JSON)").fill(criteria)
     if "verifier" in more:
         page.get_by_label("Verifier").fill(more["verifier"])
+    if "take_window" in more:
+        page.get_by_label("Take window").fill(more["take_window"])
     page.get_by_role("button", name="Post and fund").click()
 
 
@@ -181,6 +183,38 @@ def test_a_refused_post_shows_its_error(browser: Browser) -> None:
     page.get_by_role("alert").filter(has_text="Criteria are not JSON").wait_for()
     assert page.locator("#balance").inner_text() == "100 USDC"
     assert b.h.ok("pat", "GET", "/tasks")["tasks"] == []
+
+
+def test_a_post_with_a_take_window_shows_when_the_take_lapses(browser: Browser) -> None:
+    """The post form takes a take window (a fraction is refused on the page, before sending);
+    the task page shows it, when the agent's take lapses, and, once it has, the lapse, with
+    the task open again for another agent."""
+    b, page = browser, browser.page
+    b.sign_in("pat")
+    _post(b, "Translate the page", "1", "manual", take_window="1.5")
+    page.get_by_role("alert").filter(has_text="whole hours from 1 to 2160").wait_for()
+    page.get_by_label("Take window").fill("6")
+    page.get_by_role("button", name="Post and fund").click()
+    tid = _task_id(b)
+    page.locator("dd", has_text="6 hours to submit after taking").wait_for()
+
+    b.sign_in("ann")
+    b.open(f"tasks/{tid}")
+    page.get_by_role("button", name="Take this task").click()
+    _status(b, "assigned")
+    lapses = b.h.ok("ann", "GET", f"/tasks/{tid}")["take_lapses_at"]
+    when = lapses[:16].replace("T", " ") + " UTC"
+    page.locator("dd", has_text=f"the current take lapses at {when}").wait_for()
+    b.shot("task-take-window")
+
+    b.h.advance(hours=6)
+    b.sign_in("bob")
+    b.open(f"tasks/{tid}")
+    _status(b, "funded")
+    page.locator(".lapses li", has_text=f"the take lapsed at {when}").wait_for()
+    page.get_by_role("button", name="Take this task").click()
+    _status(b, "assigned")
+    assert b.h.ok("pat", "GET", f"/tasks/{tid}")["agent"] == "bob"
 
 
 def test_a_receipt_is_readable_downloadable_and_verifies(browser: Browser, tmp_path: Path) -> None:

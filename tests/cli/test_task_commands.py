@@ -122,3 +122,35 @@ def test_posting_from_the_terminal_refuses_typos_and_keeps_disputes(sqlite_store
         assert run("pat", "review", tid, "--reject", "--reason", "No.")[0] == 0
         code, out, _ = run("bob", "dispute", tid, "--reason", "It is all there.")
         assert code == 0 and "dispute on round 1 by bob" in out and "It is all there." in out
+
+
+def test_a_take_window_from_the_terminal(sqlite_store: Store) -> None:
+    """`task post --take-window-hours` sets the window; taking shows when the take lapses;
+    after it the task view shows the lapse, the agent's submission is refused with
+    TAKE_LAPSED, and a window reaching the deadline is refused with its reason."""
+    h = make_harness(sqlite_store)
+    runner = CliRunner()
+    with serving(h.app) as url:
+
+        def run(who: str, *args: str) -> tuple[int, str, str]:
+            r = runner.invoke(app, ["task", "--url", url, "--key", h.keys[who], *args])
+            return r.exit_code, r.stdout, r.stderr
+
+        post = ["post", "--title", "W", "--reward", "1000", "--hours", "24"]
+        code, _, err = run("pat", *post, "--take-window-hours", "24")
+        assert code == 1 and err.startswith("INVALID_TAKE_WINDOW:") and "shorter" in err
+        code, out, _ = run("pat", *post, "--take-window-hours", "6")
+        assert code == 0 and "manual  funded" in out
+        tid = out.split()[0]
+        code, out, _ = run("ann", "show", tid)
+        assert "window    6 hours to submit after taking" in out and "lapses at" not in out
+        code, out, _ = run("ann", "accept", tid)
+        lapses = h.ok("ann", "GET", f"/tasks/{tid}")["take_lapses_at"]
+        assert code == 0 and f"take lapses {lapses}" in out
+        code, out, _ = run("pat", "show", tid)
+        assert f"the current take lapses at {lapses} unless the agent submits" in out
+        h.advance(hours=6)
+        code, out, _ = run("pat", "show", tid)
+        assert "status    funded" in out and f"take by ann lapsed at {lapses}" in out
+        code, _, err = run("ann", "submit", tid, "-")
+        assert code == 1 and err.startswith("TAKE_LAPSED:")

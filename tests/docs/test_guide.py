@@ -61,6 +61,7 @@ def test_the_getting_started_commands_run(tmp_path: Path) -> None:
     assert "round 2 · submitted" in out and "Five bullet points, please." in out
     assert "VALID receipt" in out and "VALID log:" in out
     assert out.count("paid_on_pass") >= 3  # manual, auto and agent each paid
+    assert "window    6 hours to submit after taking; the current take lapses at" in out
 
 
 def test_the_paid_calls_guide_runs(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ from adjudge.market import (
     Draft,
     Event,
     Finalize,
+    Lapse,
     Ledger,
     Reclaim,
     Release,
@@ -54,6 +55,7 @@ EVENTS: st.SearchStrategy[Event] = st.one_of(
     st.builds(Collect, ACTORS),
     st.builds(Cancel, ACTORS),
     st.builds(Rule, st.just("ADM"), st.booleans()),
+    st.just(Lapse()),
 )
 STEPS = st.lists(st.tuples(EVENTS, st.integers(0, 6 * 24 * 3600)), max_size=40)
 
@@ -65,6 +67,7 @@ STEPS = st.lists(st.tuples(EVENTS, st.integers(0, 6 * 24 * 3600)), max_size=40)
     fee_bps=st.integers(0, 3000),
     steps=STEPS,
     picks=st.lists(st.integers(0, 2), min_size=40, max_size=40),
+    windows=st.lists(st.one_of(st.none(), st.integers(1, 40)), min_size=3, max_size=3),
 )
 def test_no_event_creates_or_destroys_money(
     modes: list[str],
@@ -72,8 +75,10 @@ def test_no_event_creates_or_destroys_money(
     fee_bps: int,
     steps: list[tuple[Event, int]],
     picks: list[int],
+    windows: list[int | None],
 ) -> None:
-    """Any sequence of events keeps the ledger balanced and every escrow whole or empty."""
+    """Any sequence of events, take windows and their lapses included, keeps the ledger
+    balanced and every escrow whole or empty."""
     now = T0
     checker = FakeChecker()
     ledger = Ledger().apply([Transfer(WORLD, wallet_account("P"), sum(rewards))])
@@ -87,6 +92,7 @@ def test_no_event_creates_or_destroys_money(
             criteria={"min_length": 10},
             verifier="V" if mode == "agent" else None,
             verifier_opted_in=True,
+            take_window_hours=windows[i],
         )
         out = post(f"t{i}", draft, Context(now, checker, fee_bps))
         ledger = ledger.apply(out.transfers)

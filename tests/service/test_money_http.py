@@ -3,7 +3,8 @@ duplicated, raced and moved across deadlines, on SQLite and on PostgreSQL.
 
 After each step the books balance, total money equals total deposits (counted by the test from
 the deposits the service answered, so a double credit shows), every release of escrow names its
-receipt, and every task is in a reachable state (:func:`support.audit.audit`).
+receipt, every task is in a reachable state, and each agent's count of held takes equals a
+recount (:func:`support.audit.audit`).
 """
 
 from __future__ import annotations
@@ -76,15 +77,20 @@ def _machine(store: Store) -> type[RuleBasedStateMachine]:
             mode=st.sampled_from(["auto", "manual", "agent"]),
             reward=st.integers(1, 5_000_000),
             hours=st.sampled_from([1, 24, 72]),
+            window=st.sampled_from([None, None, 1, 12]),
             key=KEYS,
         )
-        def post(self, mode: str, reward: int, hours: int, key: str | None) -> None:
+        def post(
+            self, mode: str, reward: int, hours: int, window: int | None, key: str | None
+        ) -> None:
             body: dict[str, Any] = {
                 "title": "t",
                 "reward": str(reward),
                 "deadline_hours": hours,
                 "mode": mode,
             }
+            if window is not None:
+                body["take_window_hours"] = window
             if mode == "auto":
                 body["criteria"] = {"min_length": 10}
             if mode == "agent":
@@ -166,6 +172,15 @@ def _machine(store: Store) -> type[RuleBasedStateMachine]:
         @rule(hours=st.sampled_from([1, 12, 25, 24 * 4, 24 * 15]))
         def later(self, hours: int) -> None:
             self.h.advance(hours=hours)
+
+        @rule(pick=st.integers(0, 99), read=st.booleans())
+        def lapse(self, pick: int, read: bool) -> None:
+            """Takes whose time is up lapse: on a read of the task, or by the service's sweep."""
+            tid = self.task(pick)
+            if read and tid is not None:
+                self.send("ann", "GET", f"/tasks/{tid}")
+            else:
+                self.h.app.tasks.lapse_due()
 
         @invariant()
         def books(self) -> None:

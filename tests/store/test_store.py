@@ -7,15 +7,26 @@ import threading
 import time
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from importlib.resources import files
 
 import pytest
+from alembic import command
 from alembic.autogenerate import compare_metadata
+from alembic.config import Config
 from alembic.migration import MigrationContext
-from sqlalchemy import select
+from sqlalchemy import select, text
 
 from adjudge import Error
 from adjudge.market import WORLD, Mode, Task, Transfer, VerdictReached, wallet_account
-from adjudge.store import ConcurrentUpdate, Store, idempotency, ledger, receipt_log, records
+from adjudge.store import (
+    ConcurrentUpdate,
+    Store,
+    idempotency,
+    ledger,
+    receipt_log,
+    records,
+    takes,
+)
 from adjudge.store.database import CHECKPOINT_DELAY
 from adjudge.store.ledger import UnprovenRelease
 from adjudge.store.schema import metadata, tasks
@@ -263,3 +274,48 @@ def test_a_busy_sqlite_file_is_a_lost_race(sqlite_store: Store) -> None:
         ledger.transfer(tx, [Transfer(WORLD, "escrow:x", 1)], task_id=None, at=T0)
     with sqlite_store.read() as tx:
         assert ledger.balance(tx, "escrow:x") == 1
+
+
+def test_migration_0010_counts_the_takes_already_held(store: Store) -> None:
+    """Upgrading a database with tasks already taken starts each agent's counter of held
+    takes from them (each counting until its deadline), so the counter equals a recount from
+    the first take after the upgrade; 0010 also downgrades cleanly."""
+    config = Config()
+    config.set_main_option("script_location", str(files("adjudge.store") / "migrations"))
+    with store.engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.downgrade(config, "0009")
+    posted = {"posted": T0.replace(tzinfo=None), "deadline": T0.replace(tzinfo=None)}
+    with store.engine.begin() as conn:
+        for name in ("p", "a", "b"):
+            conn.execute(
+                text(
+                    "INSERT INTO accounts (id, roles, key_hash, verifier_opt_in, reputation, "
+                    "disputes, created_at) VALUES (:id, '[]', :kh, false, 100, 0, :at)"
+                ),
+                {"id": name, "kh": f"sha256:{name}", "at": posted["posted"]},
+            )
+        for i, (agent, status) in enumerate(
+            [
+                ("a", "assigned"),
+                ("a", "assigned"),
+                ("a", "submitted"),
+                ("b", "assigned"),
+                (None, "funded"),
+            ]
+        ):
+            conn.execute(
+                text(
+                    "INSERT INTO tasks (id, version, poster, agent, mode, status, reward, title, "
+                    "brief, criteria, private, posted_at, deadline, attempts, routed) VALUES "
+                    "(:id, 1, 'p', :agent, 'manual', :status, 1, 't', '', '{}', false, :posted, "
+                    ":deadline, 0, false)"
+                ),
+                {"id": f"t{i}", "agent": agent, "status": status, **posted},
+            )
+    store.migrate()
+    with store.read() as tx:
+        assert takes.counted(tx) == takes.recount(tx) == {"a": 2, "b": 1}
+        stored = records.task(tx, "t0")
+        assert stored is not None and stored.task.take_ends_at == stored.task.deadline
+        assert records.task(tx, "t2").task.take_ends_at is None  # type: ignore[union-attr]

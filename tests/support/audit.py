@@ -10,7 +10,8 @@ Read straight from the database, so no use case can hide a fault from it:
 - every verdict has its receipt; receipts form one unbroken chain;
 - every task is in a state the lifecycle can reach;
 - a provider's hold account holds exactly its calls' charges still held or under report, and
-  each names the receipt that settled it.
+  each names the receipt that settled it;
+- each agent's counter of held takes equals a recount over the tasks.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from sqlalchemy import delete, insert
 
 from adjudge.market import Status, escrow_account
 from adjudge.market.lifecycle import MAX_ATTEMPTS
-from adjudge.store import Store, holds, ledger, receipt_log, records
+from adjudge.store import Store, holds, ledger, receipt_log, records, takes
 from adjudge.store import schema as s
 
 _NEEDS_AGENT = {
@@ -82,6 +83,9 @@ def audit(store: Store, deposited: int | None = None) -> dict[str, int]:
                 assert t.attempts >= 1 and t.result_digest is not None, t.id
             if t.status is Status.FAILED:
                 assert t.failed_at is not None, t.id
+            if t.status is not Status.ASSIGNED:
+                assert t.take_ends_at is None, (t.id, t.status)
+        assert takes.counted(tx) == takes.recount(tx), (takes.counted(tx), takes.recount(tx))
         return {"receipts": len(chain), "verdicts": len(verdicts), "tasks": len(tasks)}
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from adjudge.app import Account, App, WebhookSettings
+from adjudge.app import Account, App, Settings, WebhookSettings
 from adjudge.app.signed_verdicts import sign_verdict, verdict_payload
 from adjudge.gateway.sealed import SecretBox
 from adjudge.kernel.oracle import Record
@@ -158,6 +158,7 @@ def make_harness(
     issuer: ReceiptIssuer | None = None,
     webhooks: WebhookSettings | None = None,
     secrets: SecretBox | None = None,
+    settings: Settings | None = None,
 ) -> Harness:
     """A harness over ``store`` (already migrated) with every account funded.
 
@@ -172,6 +173,7 @@ def make_harness(
         issuer=issuer or FakeIssuer(),
         webhooks=webhooks,
         secrets=secrets,
+        settings=settings,
     )
     harness = Harness(app, TestClient(create_app(app)), clock)
     for name, (roles, opt_in) in ACCOUNTS.items():

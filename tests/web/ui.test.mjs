@@ -15,11 +15,13 @@ import {
   parseAmount,
   parseCriteria,
   parseHash,
+  parseTakeWindow,
   price,
   percent,
   reasonLines,
   receiptFacts,
   shortTime,
+  takeWindowText,
   verifyCommand,
   words,
 } from "../../src/adjudge/web/static/ui.js";
@@ -86,6 +88,24 @@ test("reasons and criteria as typed", () => {
   assert.deepEqual(parseCriteria('{"min_length": 200}'), { criteria: { min_length: 200 } });
   assert.match(parseCriteria("{min_length: 200}").error, /^Criteria are not JSON/);
   assert.match(parseCriteria("[1]").error, /must be a JSON object/);
+});
+
+test("a take window as typed, and as a task shows it", () => {
+  assert.deepEqual(parseTakeWindow(""), { hours: null });
+  assert.deepEqual(parseTakeWindow(" 12 "), { hours: 12 });
+  assert.deepEqual(parseTakeWindow("2160"), { hours: 2160 });
+  for (const bad of ["0", "2161", "1.5", "-3", "six", "1e2"]) {
+    assert.match(parseTakeWindow(bad).error, /whole hours from 1 to 2160/, bad);
+  }
+  assert.equal(takeWindowText({ take_window_hours: null }), null);
+  assert.equal(
+    takeWindowText({ take_window_hours: 1, take_lapses_at: null }),
+    "1 hour to submit after taking, or the take lapses and the task opens again",
+  );
+  assert.match(
+    takeWindowText({ take_window_hours: 6, take_lapses_at: "2026-12-06T22:17:09+00:00" }),
+    /^6 hours .*; the current take lapses at 2026-12-06 22:17 UTC$/,
+  );
 });
 
 test("errors show the service's code and sentence", () => {

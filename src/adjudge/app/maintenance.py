@@ -2,6 +2,9 @@
 
 - paid calls a stopped process left pending are ended as system errors, their reservations
   returned against a receipt (:meth:`adjudge.app.gateway.Gateway.recover`);
+- takes whose window ended with nothing submitted lapse, and their tasks open again
+  (:meth:`adjudge.app.tasks.Tasks.lapse_due`; a take lapses anyway at the first action on or
+  read of its task, so this is what makes it happen when nobody looks);
 - providers' held charges whose report deadline passed are paid into their wallets
   (:meth:`adjudge.app.gateway.Gateway.mature_holds`).
 
@@ -25,8 +28,20 @@ DEFAULT_EVERY = 30.0
 
 
 def run_once(app: App) -> dict[str, int]:
-    """One pass of every step; what each did."""
-    return {"recovered": app.gateway.recover(), "matured": app.gateway.mature_holds()}
+    """One pass of every step (each until it has nothing left due); what each did."""
+    from adjudge.app.tasks import SWEEP_BATCH  # noqa: PLC0415
+
+    lapsed = 0
+    while True:
+        batch = app.tasks.lapse_due()
+        lapsed += batch
+        if batch < SWEEP_BATCH:
+            break
+    return {
+        "recovered": app.gateway.recover(),
+        "lapsed": lapsed,
+        "matured": app.gateway.mature_holds(),
+    }
 
 
 class MaintenanceWorker:

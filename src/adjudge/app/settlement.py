@@ -40,6 +40,9 @@ from adjudge.market import (
     Routed,
     Settlement,
     Status,
+    TakeEnded,
+    TakeHeld,
+    TakeLapsed,
     Transfer,
     VerdictReached,
     penalize,
@@ -48,6 +51,7 @@ from adjudge.market import (
 )
 from adjudge.store import (
     StoredDispute,
+    StoredLapse,
     StoredTask,
     Transaction,
     holds,
@@ -55,6 +59,7 @@ from adjudge.store import (
     outbox,
     receipt_log,
     records,
+    takes,
 )
 from adjudge.webhooks import events
 
@@ -87,7 +92,9 @@ def apply(
 ) -> StoredTask:
     """Store a task event's outcome: the new state first (a lost race fails fast), then the
     verdict's receipt, the money it releases, and the rest of the effects, each with the
-    event its parties' webhooks hear of."""
+    event its parties' webhooks hear of. A take that ends or starts moves its agent's counter
+    of held takes here too; a take over the agent's limit refuses the whole outcome
+    (``TAKE_LIMIT_REACHED``: the transaction rolls back)."""
     updated = records.update_task(tx, stored, out.task)
     task = out.task
     task_id = task.id
@@ -145,6 +152,14 @@ def apply(
                 StoredDispute(effect.task_id, effect.attempt, effect.by, effect.reason, effect.at),
             )
             emit(events.dispute(effect, task))
+        elif isinstance(effect, TakeLapsed):
+            records.add_lapse(
+                tx, StoredLapse(effect.task_id, effect.agent, effect.taken_at, effect.at)
+            )
+        elif isinstance(effect, TakeEnded):
+            takes.end(tx, effect.agent)
+        elif isinstance(effect, TakeHeld):
+            takes.hold(tx, effect.agent, effect.limit)
     return updated
 
 

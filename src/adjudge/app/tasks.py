@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import difflib
 import json
+import logging
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 from adjudge.app import settlement
@@ -30,7 +32,9 @@ from adjudge.kernel import semantic
 from adjudge.kernel.oracle import Record
 from adjudge.market import (
     DEFAULT_FEE_BPS,
+    DEFAULT_TAKE_LIMIT,
     MAX_FEE_BPS,
+    MAX_TAKE_LIMIT,
     Accept,
     Cancel,
     Checker,
@@ -42,6 +46,7 @@ from adjudge.market import (
     Effect,
     Event,
     Finalize,
+    Lapse,
     Mode,
     Outcome,
     ReceiptIssuer,
@@ -54,11 +59,15 @@ from adjudge.market import (
     VerdictReached,
     VerifierRouted,
     VerifierVerdict,
+    lapses_at,
     post,
     step,
+    take_due,
 )
 from adjudge.market.lifecycle import MAX_RESULT_CHARS
 from adjudge.store import Account, StoredTask, Submission, Transaction, quotas, records
+
+log = logging.getLogger("adjudge.takes")
 
 #: Criteria a task is posted with, at most (their canonical JSON, in bytes): well above what
 #: spec 000's own limits allow (about 130 KB of text), far below what would burden a reader.
@@ -71,6 +80,8 @@ DRY_RUN_QUOTA = 20
 DRY_RUN_WINDOW = timedelta(hours=1)
 #: The furthest deadline ``deadline_hours`` can name (the market refuses beyond 90 days).
 MAX_DEADLINE_HOURS = 24 * 366
+#: Due takes one pass of the lapse sweep applies, at most (the next pass takes the rest).
+SWEEP_BATCH = 100
 #: Known fields inside a rubric item and inside ``expected_schema``.
 _RUBRIC_FIELDS = ("criterion", "keywords", "min_mentions", "weight")
 _SCHEMA_FIELDS = ("type", "required", "properties")
@@ -78,15 +89,21 @@ _SCHEMA_FIELDS = ("type", "required", "properties")
 
 @dataclass(frozen=True)
 class Settings:
-    """Deployment settings; ``fee_bps`` is read at each settlement, ``price_notice`` (how long
-    a tool's price increase waits before calls are charged it) at each tool registration."""
+    """Deployment settings; ``fee_bps`` is read at each settlement, ``take_limit`` (the tasks
+    one agent may hold taken and not yet submitted) at each take, ``price_notice`` (how long a
+    tool's price increase waits before calls are charged it) at each tool registration."""
 
     fee_bps: int = DEFAULT_FEE_BPS
+    take_limit: int = DEFAULT_TAKE_LIMIT
     price_notice: timedelta = DEFAULT_PRICE_NOTICE
 
     def __post_init__(self) -> None:
         if not 0 <= self.fee_bps <= MAX_FEE_BPS:
             raise Error(f"fee_bps must be between 0 and {MAX_FEE_BPS}.", code="INVALID_FEE")
+        if not 1 <= self.take_limit <= MAX_TAKE_LIMIT:
+            raise Error(
+                f"take_limit must be between 1 and {MAX_TAKE_LIMIT}.", code="INVALID_TAKE_LIMIT"
+            )
         if not timedelta(0) <= self.price_notice <= MAX_PRICE_NOTICE:
             raise Error(
                 "A price notice is 0 to 90 days (an increase waits this long before it is "
@@ -181,7 +198,10 @@ class Tasks:
     def context(self, checker: Checker | None = None) -> Context:
         """The market's context now."""
         return Context(
-            now=self.unit.now(), checker=checker or self.checker, fee_bps=self.settings.fee_bps
+            now=self.unit.now(),
+            checker=checker or self.checker,
+            fee_bps=self.settings.fee_bps,
+            take_limit=self.settings.take_limit,
         )
 
     # --- posting --------------------------------------------------------------------------
@@ -200,12 +220,15 @@ class Tasks:
         verifier: str | None = None,
         private: bool = False,
         lenient_criteria: bool = False,
+        take_window_hours: int | None = None,
         key: str | None = None,
     ) -> Answer[dict[str, Any]]:
         """Post a task and fund its escrow from the poster's wallet (``INSUFFICIENT_FUNDS``).
 
         The deadline is an aware time, or ``deadline_hours`` from the moment of posting (the
-        same moment the market measures the 1-hour minimum from).
+        same moment the market measures the 1-hour minimum from). ``take_window_hours``, if
+        given, is how long an agent may hold the task without submitting before its take
+        lapses and the task is open again (``INVALID_TAKE_WINDOW``).
         """
         need_role(account, "poster")
         need_primary(account, "posts and funds tasks")  # an extra key's budget is for calls
@@ -243,6 +266,7 @@ class Tasks:
             "verifier": verifier,
             "private": private,
             "lenient_criteria": lenient_criteria,
+            "take_window_hours": take_window_hours,
         }
         idem = Idempotency.of(key, "tasks.post", inputs)
 
@@ -270,6 +294,7 @@ class Tasks:
                 verifier_opted_in=opted_in,
                 verifier_key=verifier_key,
                 private=private,
+                take_window_hours=take_window_hours,
             )
             out = post("task_" + uuid.uuid4().hex[:24], draft, ctx)
             stored = settlement.post(tx, out, title=title, brief=brief, at=ctx.now)
@@ -280,7 +305,8 @@ class Tasks:
     # --- the lifecycle ----------------------------------------------------------------------
 
     def accept(self, account: Account, task_id: str, *, key: str | None = None) -> Answer[Any]:
-        """An agent takes a funded task."""
+        """An agent takes a funded task: one of the few it may hold undelivered at once
+        (``TAKE_LIMIT_REACHED`` beyond :attr:`Settings.take_limit`)."""
         need_role(account, "agent")
         return self._act(account, task_id, "accept", {}, key, lambda tx, st: Accept(account.id))
 
@@ -502,7 +528,8 @@ class Tasks:
         def count(tx: Transaction) -> StoredTask:
             stored = _task(tx, task_id)
             t = stored.task
-            if account.id != t.agent or t.terminal:
+            window_over = (when := lapses_at(t)) is not None and now >= when
+            if account.id != t.agent or t.terminal or window_over:
                 raise Error(
                     "Only the agent holding the task can dry-run it, while it is open.",
                     code="NOT_TASK_AGENT",
@@ -563,8 +590,53 @@ class Tasks:
 
     def get(self, viewer: Account, task_id: str) -> dict[str, Any]:
         """One task as ``viewer`` may see it (``TASK_NOT_FOUND``; ``RECORD_UNREADABLE`` for a
-        stored row the wire cannot carry)."""
-        return shown(self.unit.read(lambda tx: task_view(tx, _task(tx, task_id), viewer)))
+        stored row the wire cannot carry).
+
+        A take whose time is up is lapsed first (in a write of its own), so a reader never
+        sees a take past its end, however late the sweep runs.
+        """
+        now = self.unit.now()
+
+        def read(tx: Transaction) -> dict[str, Any] | None:
+            stored = _task(tx, task_id)
+            return None if take_due(stored.task, now) else task_view(tx, stored, viewer)
+
+        view = self.unit.read(read)
+        if view is None:
+            view = self.unit.write(lambda tx: task_view(tx, self._lapse(tx, task_id)[0], viewer))
+        return shown(view)
+
+    # --- lapses -----------------------------------------------------------------------------
+
+    def lapse_due(self, *, limit: int = SWEEP_BATCH) -> int:
+        """Apply the takes whose time is up (at most ``limit``); returns how many were applied.
+
+        The sweep the service's upkeep runs (:mod:`adjudge.app.maintenance`): each take
+        in a transaction of its own, found by the index on its end time, so a pass costs the
+        work due and never a scan of the history. A task acted on or read first is lapsed by
+        that action or read instead (the market applies a due lapse before any event), so
+        several processes sweeping at once only skip each other's work.
+        """
+        due = self.unit.read(lambda tx: records.takes_due(tx, self.unit.now(), limit))
+        applied = 0
+        for task_id in due:
+            try:
+                _, done = self.unit.write(partial(self._lapse, task_id=task_id))
+            except Error:  # one task that cannot lapse now must not hold up the others
+                log.exception("the take of task %s could not lapse", task_id)
+                continue
+            applied += done
+        return applied
+
+    def _lapse(self, tx: Transaction, task_id: str) -> tuple[StoredTask, bool]:
+        """Apply the task's due lapse, if it still has one; the task as stored, and whether a
+        lapse was applied."""
+        stored = _task(tx, task_id)
+        ctx = self.context()
+        if not take_due(stored.task, ctx.now):
+            return stored, False
+        out = step(stored.task, Lapse(), ctx)
+        return settlement.apply(tx, stored, out, self.issuer, at=ctx.now), True
 
     def find(
         self,

@@ -18,11 +18,12 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from adjudge.errors import StorageError
-from adjudge.market import Status, provider_hold_account, wallet_account
+from adjudge.market import Status, lapses_at, provider_hold_account, wallet_account
 from adjudge.market.lifecycle import MAX_ATTEMPTS
 from adjudge.store import (
     Account,
     StoredDispute,
+    StoredLapse,
     StoredReceipt,
     StoredTask,
     StoredVerdict,
@@ -82,6 +83,15 @@ def dispute_view(d: StoredDispute) -> dict[str, Any]:
     return {"attempt": d.attempt, "by": d.by, "reason": d.reason, "at": d.at.isoformat()}
 
 
+def lapse_view(lapse: StoredLapse) -> dict[str, Any]:
+    """A lapsed take: who held the task, since when, and when its window ended."""
+    return {
+        "agent": lapse.agent,
+        "taken_at": lapse.taken_at.isoformat(),
+        "at": lapse.at.isoformat(),
+    }
+
+
 def criteria_for(task: StoredTask, viewer: Account) -> dict[str, Any]:
     """The criteria as ``viewer`` may read them: ``expected_answer`` only for the poster and
     admins (everyone else sees ``has_expected_answer``)."""
@@ -110,6 +120,8 @@ def task_summary(stored: StoredTask) -> dict[str, Any]:
         "attempts": t.attempts,
         "max_attempts": MAX_ATTEMPTS,
         "ending": t.ending.value if t.ending else None,
+        "take_window_hours": t.take_window_hours,
+        "take_lapses_at": _iso(lapses_at(t)),
     }
 
 
@@ -133,6 +145,8 @@ def task_view(tx: Transaction, stored: StoredTask, viewer: Account) -> dict[str,
             "verification_result": (
                 verdict_view(verdicts[-1], full=party or not t.private) if verdicts else None
             ),
+            # Read only for a task that has lapsed: most never do, and a view is on hot paths.
+            "lapses": [lapse_view(x) for x in records.lapses(tx, t.id)] if t.lapsed else [],
         }
     )
     if party:

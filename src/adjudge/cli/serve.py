@@ -40,10 +40,16 @@ def serve(
     upkeep_seconds: Annotated[
         float,
         typer.Option(
-            help="How often this process ends interrupted calls and pays providers the "
-            "charges whose report deadline passed."
+            help="How often this process ends interrupted calls, lapses takes whose window "
+            "ended, and pays providers the charges whose report deadline passed."
         ),
     ] = 30.0,
+    take_limit: Annotated[
+        int,
+        typer.Option(
+            help="Tasks one agent may hold taken and not yet submitted, at once (1 to 1000)."
+        ),
+    ] = 5,
     signing_key: Annotated[
         Path,
         typer.Option(help="PEM file of the Ed25519 key that signs receipts (made if missing)."),
@@ -117,7 +123,11 @@ def serve(
         key = _signing_key(signing_key)
         app = App.open(
             db,
-            settings=Settings(fee_bps=fee_bps, price_notice=timedelta(hours=price_notice_hours)),
+            settings=Settings(
+                fee_bps=fee_bps,
+                take_limit=take_limit,
+                price_notice=timedelta(hours=price_notice_hours),
+            ),
             issuer=SignedReceipts(key),
             secrets=server_box(server_key),
             # The demo's provider answers beside it, on loopback.
@@ -141,6 +151,7 @@ def serve(
         sender = Sender(allow_private=webhooks_allow_private)
         worker = DeliveryWorker(app.webhooks, sender).start()
         typer.echo("Delivering webhooks from this process (--no-webhooks to leave it to others)")
+    # Takes whose window ended lapse even when nobody reads or acts on their task.
     typer.echo(
         f"adjudge serving {base}/api/v1 on {app.dialect}; web UI at {base}/, "
         f"API docs at {base}/docs"

@@ -94,6 +94,8 @@ def _line(task: Task | dict[str, Any]) -> str:
     if task.get("agent"):
         parts.append(f"agent {task['agent']}")
     parts.append(f"attempts {task['attempts']}/{task['max_attempts']}")
+    if task.get("take_lapses_at"):
+        parts.append(f"take lapses {task['take_lapses_at']}")
     if task.get("ending"):
         parts.append(str(task["ending"]))
     return "  ".join(parts)
@@ -148,6 +150,11 @@ def _show_task(task: Task | dict[str, Any]) -> None:
         ("posted", task["posted_at"]),
         ("deadline", task["deadline"]),
     ]
+    window = task.get("take_window_hours")
+    if window:
+        lapses = task.get("take_lapses_at")
+        until = f"; the current take lapses at {lapses} unless the agent submits" if lapses else ""
+        facts.append(("window", f"{window} hours to submit after taking{until}"))
     if task.get("private"):
         facts.append(("private", "yes: others see only passed and score"))
     for name, value in facts:
@@ -172,6 +179,11 @@ def _show_task(task: Task | dict[str, Any]) -> None:
             _indented(sub["result"], "    | ")
         for verdict in verdicts.get(attempt, []):
             _verdict_lines(verdict)
+    for lapse in task.get("lapses") or []:
+        typer.echo(
+            f"take by {lapse['agent']} lapsed at {lapse['at']} (taken {lapse['taken_at']}, "
+            "nothing submitted)"
+        )
     for dispute in task.get("disputes") or []:
         why = f": {dispute['reason']}" if dispute["reason"] else " (no reason given)"
         typer.echo(
@@ -255,6 +267,15 @@ def post(
             "without it a misspelled field is refused.",
         ),
     ] = False,
+    take_window_hours: Annotated[
+        int | None,
+        typer.Option(
+            metavar="HOURS",
+            help="Hours an agent may hold the task without submitting; then its take lapses "
+            "and the task is open again (whole hours, shorter than the deadline). Without it "
+            "a take lasts until the deadline.",
+        ),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Post a task and fund it from your wallet."""
@@ -280,6 +301,7 @@ def post(
             verifier=verifier,
             private=private,
             lenient_criteria=lenient,
+            take_window_hours=take_window_hours,
         )
     )
     _changed(session, task)

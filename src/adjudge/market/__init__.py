@@ -12,6 +12,9 @@ from adjudge.market.effects import (
     Effect,
     Routed,
     Settlement,
+    TakeEnded,
+    TakeHeld,
+    TakeLapsed,
     VerdictReached,
 )
 from adjudge.market.events import (
@@ -21,6 +24,7 @@ from adjudge.market.events import (
     Dispute,
     Event,
     Finalize,
+    Lapse,
     Reclaim,
     Release,
     Review,
@@ -44,11 +48,24 @@ from adjudge.market.money import (
 )
 from adjudge.market.ports import Checker, CheckOutcome, ReceiptIssuer
 from adjudge.market.reputation import AgentRecord, penalize
+from adjudge.market.takes import (
+    DEFAULT_TAKE_LIMIT,
+    MAX_TAKE_LIMIT,
+    MAX_TAKE_WINDOW_HOURS,
+    MIN_TAKE_WINDOW_HOURS,
+    holder,
+    lapses_at,
+    take_due,
+)
 from adjudge.market.tasks import Draft, Ending, Mode, Status, Task, digest_of
 
 __all__ = [
     "DEFAULT_FEE_BPS",
+    "DEFAULT_TAKE_LIMIT",
     "MAX_FEE_BPS",
+    "MAX_TAKE_LIMIT",
+    "MAX_TAKE_WINDOW_HOURS",
+    "MIN_TAKE_WINDOW_HOURS",
     "WORLD",
     "Accept",
     "AgentPenalized",
@@ -65,6 +82,7 @@ __all__ = [
     "Ending",
     "Event",
     "Finalize",
+    "Lapse",
     "Ledger",
     "Mode",
     "Outcome",
@@ -77,6 +95,9 @@ __all__ = [
     "Settlement",
     "Status",
     "Submit",
+    "TakeEnded",
+    "TakeHeld",
+    "TakeLapsed",
     "Task",
     "Transfer",
     "VerdictReached",
@@ -85,10 +106,13 @@ __all__ = [
     "digest_of",
     "escrow_account",
     "fee_of",
+    "holder",
+    "lapses_at",
     "penalize",
     "platform_account",
     "post",
     "provider_hold_account",
     "step",
+    "take_due",
     "wallet_account",
 ]

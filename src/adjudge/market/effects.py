@@ -113,4 +113,44 @@ class DisputeFiled:
     at: datetime
 
 
-Effect = Transfer | VerdictReached | Settlement | Routed | AgentPenalized | DisputeFiled
+@dataclass(frozen=True)
+class TakeHeld:
+    """An agent now holds this task undelivered: its count of held takes rises by one, and the
+    caller refuses the event (``TAKE_LIMIT_REACHED``) when it already holds ``limit``."""
+
+    agent: str
+    task_id: str
+    limit: int
+
+
+@dataclass(frozen=True)
+class TakeEnded:
+    """An agent's take of this task stopped counting (a submission, a release, a lapse, the
+    deadline, a reclaim): its count of held takes falls by one."""
+
+    agent: str
+    task_id: str
+
+
+@dataclass(frozen=True)
+class TakeLapsed:
+    """A take's window ended with nothing submitted and the task is open again: a record for
+    the task's history (who held it, since when, and when the window ended). No money moves."""
+
+    task_id: str
+    agent: str
+    taken_at: datetime
+    at: datetime
+
+
+Effect = (
+    Transfer
+    | VerdictReached
+    | Settlement
+    | Routed
+    | AgentPenalized
+    | DisputeFiled
+    | TakeHeld
+    | TakeEnded
+    | TakeLapsed
+)

@@ -21,6 +21,15 @@ class Release:
 
 
 @dataclass(frozen=True)
+class Lapse:
+    """A take's time is up with nothing submitted: its window ended (the task opens again) or
+    its deadline came (the take stops counting toward the agent's limit). The service applies
+    it; :func:`~adjudge.market.step` also applies a due lapse before any other event."""
+
+    actor: str = "service"
+
+
+@dataclass(frozen=True)
 class Submit:
     """The agent holding the task delivers a result (one attempt)."""
 
@@ -112,6 +121,7 @@ class Rule:
 Event = (
     Accept
     | Release
+    | Lapse
     | Submit
     | Finalize
     | Review

@@ -20,6 +20,9 @@ from adjudge.market.effects import (
     Effect,
     Routed,
     Settlement,
+    TakeEnded,
+    TakeHeld,
+    TakeLapsed,
     VerdictReached,
 )
 from adjudge.market.events import (
@@ -29,6 +32,7 @@ from adjudge.market.events import (
     Dispute,
     Event,
     Finalize,
+    Lapse,
     Reclaim,
     Release,
     Review,
@@ -46,6 +50,14 @@ from adjudge.market.money import (
     wallet_account,
 )
 from adjudge.market.ports import Checker
+from adjudge.market.takes import (
+    DEFAULT_TAKE_LIMIT,
+    MAX_TAKE_WINDOW_HOURS,
+    MIN_TAKE_WINDOW_HOURS,
+    holder,
+    take_due,
+    take_ends_at,
+)
 from adjudge.market.tasks import DELIVERED, Draft, Ending, Mode, Status, Task, digest_of
 
 #: "A deadline between 1 hour and 90 days" from posting.
@@ -74,6 +86,8 @@ class Context:
     now: datetime
     checker: Checker
     fee_bps: int = DEFAULT_FEE_BPS
+    #: Tasks one agent may hold taken and not yet submitted (the caller's counter enforces it).
+    take_limit: int = DEFAULT_TAKE_LIMIT
 
 
 @dataclass(frozen=True)
@@ -99,7 +113,8 @@ def post(task_id: str, draft: Draft, ctx: Context) -> Outcome:
     """Post and fund a task: validate the draft, then move the reward into the task's escrow.
 
     Refusals, in the order they are checked: ``VERIFICATION_MODE_UNSUPPORTED`` (``oracle`` or any
-    unknown mode), ``INVALID_REWARD``, ``INVALID_DEADLINE``, the verifier rules of agent mode
+    unknown mode), ``INVALID_REWARD``, ``INVALID_DEADLINE``, ``INVALID_TAKE_WINDOW`` (whole
+    hours, 1 to 2160, and shorter than the time to the deadline), the verifier rules of agent mode
     (``VERIFIER_REQUIRED``, ``VERIFIER_IS_POSTER``, ``VERIFIER_NOT_OPTED_IN``), then the
     checker's own post-time refusals (``AUTO_CRITERIA_REQUIRED``, ``REGEX_PATTERN_UNUSABLE``…).
     Whether the poster can pay is the ledger's to say when the transfer is applied.
@@ -122,6 +137,25 @@ def post(task_id: str, draft: Draft, ctx: Context) -> Outcome:
             "The deadline must be between 1 hour and 90 days after posting.",
             code="INVALID_DEADLINE",
         )
+    window = draft.take_window_hours
+    if window is not None:
+        if (
+            isinstance(window, bool)
+            or not isinstance(window, int)
+            or not MIN_TAKE_WINDOW_HOURS <= window <= MAX_TAKE_WINDOW_HOURS
+        ):
+            raise Error(
+                f"A take window is a whole number of hours from {MIN_TAKE_WINDOW_HOURS} to "
+                f"{MAX_TAKE_WINDOW_HOURS}.",
+                code="INVALID_TAKE_WINDOW",
+            )
+        if timedelta(hours=window) >= span:
+            raise Error(
+                f"A take window of {window} hours reaches the deadline, so a take could never "
+                f"lapse: make it shorter than the {span.total_seconds() / 3600:g} hours to the "
+                "deadline, or post without one.",
+                code="INVALID_TAKE_WINDOW",
+            )
     verifier = draft.verifier
     if mode is Mode.AGENT:
         if not verifier:
@@ -149,6 +183,7 @@ def post(task_id: str, draft: Draft, ctx: Context) -> Outcome:
         verifier=verifier,
         verifier_key=draft.verifier_key if mode is Mode.AGENT else None,
         private=draft.private,
+        take_window_hours=window,
     )
     fund = Transfer(wallet_account(draft.poster), escrow_account(task_id), reward, "fund")
     return Outcome(task, (fund,))
@@ -158,11 +193,37 @@ def step(task: Task, event: Event, ctx: Context) -> Outcome:
     """Apply one event to a task; raises :class:`adjudge.Error` when the event is refused.
 
     A terminal task (completed or cancelled) refuses every event with ``ILLEGAL_TRANSITION``.
+    A take whose time is up is lapsed first (:class:`Lapse`), so every event is decided on the
+    task as it stands at ``ctx.now``, however late the service gets to the lapse. The outcome
+    says whose count of held takes changes (:class:`TakeHeld`, :class:`TakeEnded`).
     """
     if task.terminal:
         raise TransitionError(f"Task {task.id} is {task.status}; nothing more can happen to it.")
+    before: tuple[Effect, ...] = ()
+    current = task
+    if not isinstance(event, Lapse) and take_due(task, ctx.now):
+        lapsed = _lapse(task, Lapse(), ctx)
+        current, before = lapsed.task, lapsed.effects
     handler = _HANDLERS[type(event)]
-    return handler(task, event, ctx)
+    out = handler(current, event, ctx)
+    return _with_takes(task, Outcome(out.task, (*before, *out.effects)), ctx)
+
+
+def _with_takes(task: Task, out: Outcome, ctx: Context) -> Outcome:
+    """The outcome with the take it ends and the take it starts, if any (one place, so no
+    handler can forget one): the counters the caller keeps follow :func:`holder` exactly."""
+    after = out.task
+    if after.status is not Status.ASSIGNED and after.take_ends_at is not None:
+        after = replace(after, take_ends_at=None)  # only an assigned task holds a take
+    was, now = holder(task), holder(after)
+    if was == now:
+        return Outcome(after, out.effects)
+    moved: list[Effect] = []
+    if was is not None:
+        moved.append(TakeEnded(was, task.id))
+    if now is not None:
+        moved.append(TakeHeld(now, task.id, ctx.take_limit))
+    return Outcome(after, (*out.effects, *moved))
 
 
 # --- the handlers: one per event, each with the same signature ---------------------------------
@@ -179,9 +240,45 @@ def _accept(task: Task, event: Accept, ctx: Context) -> Outcome:
             "The poster released you from this task; another agent may take it.",
             code="RELEASED_FROM_TASK",
         )
+    if event.actor in task.lapsed:
+        raise Error(
+            "Your take of this task lapsed without a submission; another agent may take it.",
+            code="TAKE_LAPSED",
+        )
     if ctx.now >= task.deadline:
         raise TransitionError("The task's deadline has passed.", code="DEADLINE_REACHED")
-    return Outcome(replace(task, status=Status.ASSIGNED, agent=event.actor, accepted_at=ctx.now))
+    ends = take_ends_at(ctx.now, task.take_window_hours, task.deadline)
+    return Outcome(
+        replace(
+            task, status=Status.ASSIGNED, agent=event.actor, accepted_at=ctx.now, take_ends_at=ends
+        )
+    )
+
+
+def _lapse(task: Task, event: Lapse, ctx: Context) -> Outcome:
+    """A take whose time is up with nothing submitted.
+
+    Its window ended before the deadline: the task is open again (any other agent may take it;
+    this one may not), and the lapse is recorded. The deadline came first: the task stays
+    assigned (the poster's reclaim refunds it as undelivered work, as without a window) and the
+    take only stops counting toward the agent's limit. No money moves either way. Nothing is
+    due (``LAPSE_NOT_DUE``) before the take's end, or without a take that counts.
+    """
+    ends = task.take_ends_at
+    if not take_due(task, ctx.now) or ends is None or task.agent is None:
+        raise TransitionError("No take of this task is due to lapse.", code="LAPSE_NOT_DUE")
+    if ends >= task.deadline:
+        return Outcome(replace(task, take_ends_at=None))
+    record = TakeLapsed(task.id, task.agent, task.accepted_at or task.posted_at, ends)
+    reopened = replace(
+        task,
+        status=Status.FUNDED,
+        agent=None,
+        accepted_at=None,
+        take_ends_at=None,
+        lapsed=(*task.lapsed, task.agent),
+    )
+    return Outcome(reopened, (record,))
 
 
 def _release(task: Task, event: Release, ctx: Context) -> Outcome:
@@ -426,6 +523,7 @@ def _rule(task: Task, event: Rule, ctx: Context) -> Outcome:
 
 _HANDLERS: dict[type[Any], Callable[[Task, Any, Context], Outcome]] = {
     Accept: _accept,
+    Lapse: _lapse,
     Release: _release,
     Submit: _submit,
     Finalize: _finalize,
@@ -559,6 +657,12 @@ def _need_status(task: Task, allowed: Status | Sequence[Status], doing: str) -> 
 
 def _need_agent(task: Task, actor: str) -> None:
     if actor != task.agent:
+        if actor in task.lapsed:
+            raise Error(
+                "Your take of this task lapsed: its take window ended before you submitted, "
+                "and the task is open to other agents.",
+                code="TAKE_LAPSED",
+            )
         raise Error("Only the agent holding the task can do this.", code="NOT_TASK_AGENT")
 
 

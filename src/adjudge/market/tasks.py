@@ -74,6 +74,7 @@ class Draft:
     verifier_opted_in: bool = False
     verifier_key: str | None = None
     private: bool = False
+    take_window_hours: int | None = None  # None: a take never lapses (it ends at the deadline)
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,11 @@ class Task:
     agent: str | None = None
     accepted_at: datetime | None = None  # when the agent holding it took it
     released: tuple[str, ...] = ()  # agents the poster released, who cannot take it again
+    take_window_hours: int | None = None  # how long a take may go without a submission
+    #: When the current take stops counting toward its agent's limit (the end of its window, or
+    #: the deadline); None once it has ended or when nobody holds the task undelivered.
+    take_ends_at: datetime | None = None
+    lapsed: tuple[str, ...] = ()  # agents whose take lapsed, who cannot take it again
     attempts: int = 0
     result_digest: str | None = None  # of the latest submission
     submitted_at: datetime | None = None

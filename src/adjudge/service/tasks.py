@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import anyio.to_thread
 from fastapi import Query
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StrictInt
 
 from adjudge.service.deps import Caller, IdemKey, Use, amount, checked, reply, router
 
@@ -33,6 +33,13 @@ class PostTask(BaseModel):
         default=False,
         description="Post criteria with fields the auto check does not know (it ignores them); "
         "without it such a field is refused with CRITERIA_UNKNOWN_FIELD.",
+    )
+    take_window_hours: StrictInt | None = Field(
+        default=None,
+        description="Whole hours (1 to 2160, shorter than the time to the deadline) an agent "
+        "may hold the task without submitting: then its take lapses and the task is open "
+        "again (no money moves). Absent: a take lasts until the deadline. Otherwise "
+        "INVALID_TAKE_WINDOW.",
     )
 
 
@@ -118,6 +125,7 @@ def post_task(*, body: PostTask, who: Caller, app: Use, key: IdemKey = None) -> 
         verifier=body.verifier,
         private=body.private,
         lenient_criteria=body.lenient_criteria,
+        take_window_hours=body.take_window_hours,
         key=key,
     )
     return reply(answer, 201)
@@ -147,7 +155,8 @@ def get_task(*, task_id: str, who: Caller, app: Use) -> dict[str, Any]:
 
 @routes.post("/tasks/{task_id}/accept", tags=["lifecycle"])
 def accept(*, task_id: str, who: Caller, app: Use, key: IdemKey = None) -> JSONResponse:
-    """An agent takes a funded task."""
+    """An agent takes a funded task: at most the service's take limit held undelivered at once
+    (TAKE_LIMIT_REACHED); within the task's take window, if it has one, it must submit."""
     return reply(app.tasks.accept(who, task_id, key=key))
 
 

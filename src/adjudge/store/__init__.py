@@ -2,13 +2,13 @@
 
 :class:`Store` opens a database, migrates it with Alembic, and hands out transactions. What it
 holds is read and written by the module named for it, each a set of functions over a
-:class:`Transaction`: ``records`` (accounts, tasks, submissions, verdicts, disputes),
-``ledger`` (balances and entries), ``receipt_log`` (the hash chain), ``leases`` (the review
-queue), ``idempotency``, ``quotas``, ``calls`` (verified paid calls), ``call_reports`` (reports
-of bad call results), ``gateway`` (callable tools, signing keys, credentials, forwarded
-calls), ``holds`` (providers' settled charges until their report deadlines) and ``outbox``
-(webhook endpoints, events and their deliveries). Nothing is half-written: a transaction
-commits whole or not at all.
+:class:`Transaction`: ``records`` (accounts, tasks, submissions, verdicts, disputes, lapsed
+takes), ``takes`` (each agent's count of held takes), ``ledger`` (balances and entries),
+``receipt_log`` (the hash chain), ``leases`` (the review queue), ``idempotency``, ``quotas``,
+``calls`` (verified paid calls), ``call_reports`` (reports of bad call results), ``gateway``
+(callable tools, signing keys, credentials, forwarded calls), ``holds`` (providers' settled
+charges until their report deadlines) and ``outbox`` (webhook endpoints, events and their
+deliveries). Nothing is half-written: a transaction commits whole or not at all.
 """
 
 from adjudge.store import (
@@ -24,6 +24,7 @@ from adjudge.store import (
     quotas,
     receipt_log,
     records,
+    takes,
 )
 from adjudge.store.database import DEFAULT_URL, Store, migrate
 from adjudge.store.receipt_log import StoredReceipt
@@ -31,6 +32,7 @@ from adjudge.store.records import (
     Account,
     Page,
     StoredDispute,
+    StoredLapse,
     StoredTask,
     StoredVerdict,
     Submission,
@@ -45,6 +47,7 @@ __all__ = [
     "Page",
     "Store",
     "StoredDispute",
+    "StoredLapse",
     "StoredReceipt",
     "StoredTask",
     "StoredVerdict",
@@ -64,4 +67,5 @@ __all__ = [
     "quotas",
     "receipt_log",
     "records",
+    "takes",
 ]

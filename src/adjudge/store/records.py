@@ -127,6 +127,16 @@ class StoredDispute:
 
 
 @dataclass(frozen=True)
+class StoredLapse:
+    """A take that lapsed: who held the task, since when, and when its window ended."""
+
+    task_id: str
+    agent: str
+    taken_at: datetime
+    at: datetime
+
+
+@dataclass(frozen=True)
 class Page:
     """One page of a listing and the cursor of the next (None on the last page)."""
 
@@ -536,6 +546,38 @@ def disputes(tx: Transaction, task_id: str) -> list[StoredDispute]:
     ]
 
 
+# --- takes ----------------------------------------------------------------------------------
+
+
+def add_lapse(tx: Transaction, lapse: StoredLapse) -> None:
+    """Record a take that lapsed."""
+    tx.conn.execute(
+        insert(s.task_lapses).values(
+            task_id=lapse.task_id, agent=lapse.agent, taken_at=lapse.taken_at, at=lapse.at
+        )
+    )
+
+
+def lapses(tx: Transaction, task_id: str) -> list[StoredLapse]:
+    """A task's lapsed takes, oldest first."""
+    t = s.task_lapses
+    q = select(t).where(t.c.task_id == task_id).order_by(t.c.id)
+    return [StoredLapse(r.task_id, r.agent, r.taken_at, r.at) for r in tx.conn.execute(q)]
+
+
+def takes_due(tx: Transaction, now: datetime, limit: int) -> list[str]:
+    """Ids of tasks whose take has ended by ``now`` but is still counted, soonest first: the
+    lapse sweep's work (an index range: the cost is the work due, not the history)."""
+    t = s.tasks
+    q = (
+        select(t.c.id)
+        .where(t.c.take_ends_at <= now)
+        .order_by(t.c.take_ends_at, t.c.id)
+        .limit(limit)
+    )
+    return [r.id for r in tx.conn.execute(q)]
+
+
 # --- rows -----------------------------------------------------------------------------------
 
 
@@ -574,6 +616,8 @@ _TASK_FIELDS = (
     "disputed_by",
     "routed",
     "closed_at",
+    "take_window_hours",
+    "take_ends_at",
 )
 
 
@@ -585,6 +629,7 @@ def _task_row(t: Task) -> dict[str, Any]:
         status=t.status.value,
         criteria=dict(t.criteria),
         released=list(t.released),
+        lapsed=list(t.lapsed),
         ending=t.ending.value if t.ending else None,
     )
     return row
@@ -603,6 +648,7 @@ def stored_task(m: Mapping[Any, Any]) -> StoredTask:
         criteria=m["criteria"],
         ending=Ending(m["ending"]) if m["ending"] else None,
         released=tuple(m["released"] or ()),
+        lapsed=tuple(m["lapsed"] or ()),
         **{name: m[name] for name in _TASK_FIELDS},
     )
     return StoredTask(t, int(m["version"]), m["title"], m["brief"])

@@ -124,6 +124,30 @@ tasks = Table(
     Column("routed", Boolean, nullable=False, server_default="0"),
     Column("ending", String(32), nullable=True),
     Column("closed_at", UTCDateTime, nullable=True),
+    Column("take_window_hours", Integer, nullable=True),  # the poster's take window, if any
+    # When the current take stops counting toward its agent's limit; the lapse sweep's index.
+    Column("take_ends_at", UTCDateTime, nullable=True, index=True),
+    Column("lapsed", JSON, nullable=True),  # agents whose take lapsed (a list)
+)
+
+agent_takes = Table(
+    "agent_takes",
+    metadata,
+    # One row per agent that ever took a task: how many it holds taken and not yet submitted,
+    # kept by each take's start and end in their own transactions (never a recount).
+    Column("agent", String(64), ForeignKey("accounts.id"), primary_key=True),
+    Column("held", Integer, nullable=False),
+)
+
+task_lapses = Table(
+    "task_lapses",
+    metadata,
+    # A take whose window ended with nothing submitted: the task's record of it.
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("task_id", String(64), ForeignKey("tasks.id"), nullable=False, index=True),
+    Column("agent", String(64), nullable=False),
+    Column("taken_at", UTCDateTime, nullable=False),
+    Column("at", UTCDateTime, nullable=False),  # when the window ended
 )
 
 submissions = Table(

@@ -15,11 +15,13 @@ import {
   parseAmount,
   parseCriteria,
   parseHash,
+  parseTakeWindow,
   percent,
   price,
   reasonLines,
   receiptFacts,
   shortTime,
+  takeWindowText,
   verifyCommand,
   words,
 } from "./ui.js";
@@ -426,6 +428,7 @@ async function taskDetail(id) {
     ["Attempts", `${t.attempts} of ${t.max_attempts}`],
     ["Posted", shortTime(t.posted_at)],
     ["Deadline", shortTime(t.deadline)],
+    ["Take window", takeWindowText(t) || "none: a take lasts until the deadline"],
     ["Private", t.private ? "yes" : "no"],
   ];
   render(
@@ -451,6 +454,18 @@ async function taskDetail(id) {
         ]
       : null,
     t.verdicts && t.verdicts.length ? [h("h3", {}, "Verdicts"), t.verdicts.map(verdictCard)] : null,
+    t.lapses && t.lapses.length
+      ? [
+          h("h3", {}, "Lapsed takes"),
+          h(
+            "ul",
+            { class: "lapses" },
+            t.lapses.map((l) =>
+              h("li", {}, `${l.agent} took it ${shortTime(l.taken_at)}; the take lapsed at ${shortTime(l.at)} with nothing submitted`),
+            ),
+          ),
+        ]
+      : null,
     t.disputes && t.disputes.length
       ? [
           h("h3", {}, "Disputes"),
@@ -480,6 +495,7 @@ async function postForm() {
   const brief = h("textarea", { rows: 4, name: "brief" });
   const reward = h("input", { type: "text", required: true, inputmode: "decimal", name: "reward", placeholder: `2.5 = 2.5 ${CURRENCY.code}` });
   const hours = h("input", { type: "number", min: 1, max: 2160, value: 72, name: "hours" });
+  const takeWindow = h("input", { type: "text", inputmode: "numeric", name: "take_window", placeholder: "blank: a take lasts until the deadline" });
   const mode = h("select", { name: "mode" }, ["manual", "auto", "agent"].map((m) => h("option", { value: m }, m)));
   const verifier = h("input", { type: "text", name: "verifier", placeholder: "for agent mode: an opted-in verifier" });
   const priv = h("input", { type: "checkbox", name: "private" });
@@ -505,6 +521,11 @@ async function postForm() {
             status.replaceChildren(h("span", { class: "error", role: "alert" }, parsed.error));
             return;
           }
+          const takeHours = parseTakeWindow(takeWindow.value);
+          if (takeHours.error) {
+            status.replaceChildren(h("span", { class: "error", role: "alert" }, takeHours.error));
+            return;
+          }
           try {
             const task = await api("POST", "/tasks", {
               title: title.value,
@@ -516,6 +537,7 @@ async function postForm() {
               private: priv.checked,
               criteria: parsed.criteria,
               lenient_criteria: lenient.checked,
+              take_window_hours: takeHours.hours,
             });
             await signIn(); // the reward left the wallet
             location.hash = `#/tasks/${task.id}`;
@@ -528,6 +550,7 @@ async function postForm() {
       label("Brief", brief),
       label(`Reward (${CURRENCY.code})`, reward),
       label("Deadline (hours from now, 1 to 2160)", hours),
+      label("Take window (hours an agent may hold it without submitting)", takeWindow),
       label("Mode", mode),
       label("Verifier", verifier),
       label("Private", priv),

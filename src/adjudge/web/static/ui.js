@@ -138,6 +138,29 @@ export function parseCriteria(text) {
   return { criteria: value };
 }
 
+/**
+ * The take window as typed: blank is none (a take lasts until the deadline), else whole hours
+ * from 1 to 2160, or an error sentence a person can act on. The service also checks that the
+ * window ends before the deadline.
+ */
+export function parseTakeWindow(text) {
+  const source = String(text ?? "").trim();
+  if (!source) return { hours: null };
+  if (!/^\d+$/.test(source) || Number(source) < 1 || Number(source) > 2160) {
+    return { error: "A take window is whole hours from 1 to 2160, or blank for none." };
+  }
+  return { hours: Number(source) };
+}
+
+/** What a task says about its take window: how long an agent has to submit, and when the
+ * current take lapses (null without a window). */
+export function takeWindowText(task) {
+  if (!task || !task.take_window_hours) return null;
+  const hours = task.take_window_hours === 1 ? "1 hour" : `${task.take_window_hours} hours`;
+  const base = `${hours} to submit after taking, or the take lapses and the task opens again`;
+  return task.take_lapses_at ? `${base}; the current take lapses at ${shortTime(task.take_lapses_at)}` : base;
+}
+
 /** The message to show for a failed request: the service's error code and sentence, and the
  * request id the service logged it under (what an operator asks for). */
 export function errorText(status, body) {

@@ -1,8 +1,8 @@
 """The live money path bound: policy ids scoped to their tool, prices that wait out a notice,
 providers' holds until the report deadline, extra API keys with spending limits.
 
-Revision ID: 0010
-Revises: 0009
+Revision ID: 0011
+Revises: 0010
 Create Date: 2026-12-01 22:00:00
 
 Settled calls from before this revision were paid to their providers at once; they have no hold,
@@ -14,8 +14,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0010"
-down_revision = "0009"
+revision = "0011"
+down_revision = "0010"
 branch_labels = None
 depends_on = None
 
