@@ -84,6 +84,7 @@ class Account(TypedDict, total=False):
     reputation: int
     disputes: int
     balance: str
+    held: str
     verifier_keys: list[VerifierKey]
 
 
@@ -453,6 +454,53 @@ class Client:
     def revoke_verifier_key(self, fingerprint: str) -> dict[str, Any]:
         """Revoke one of the caller's verifier keys: nothing signed with it counts from now."""
         return dict(self.request("POST", f"/accounts/me/verifier-keys/{fingerprint}/revoke"))
+
+    def create_api_key(
+        self,
+        label: str,
+        *,
+        max_per_call_minor: int | None = None,
+        max_per_day_minor: int | None = None,
+        idempotency_key: str | None = None,
+    ) -> dict[str, Any]:
+        """Make an extra API key with optional spending limits (with the account's own key);
+        the answer's ``api_key`` is shown this once."""
+        body = {
+            "label": label,
+            "max_per_call_minor": max_per_call_minor,
+            "max_per_day_minor": max_per_day_minor,
+        }
+        return dict(
+            self.request("POST", "/accounts/me/api-keys", body, idempotency_key=idempotency_key)
+        )
+
+    def api_keys(self) -> list[dict[str, Any]]:
+        """The account's extra keys, their limits and what each spent today."""
+        return list(self.request("GET", "/accounts/me/api-keys")["keys"])
+
+    def limit_api_key(
+        self,
+        key_id: str,
+        *,
+        max_per_call_minor: int | None,
+        max_per_day_minor: int | None,
+        idempotency_key: str | None = None,
+    ) -> dict[str, Any]:
+        """Replace an extra key's limits (None: no limit)."""
+        body = {"max_per_call_minor": max_per_call_minor, "max_per_day_minor": max_per_day_minor}
+        return dict(
+            self.request(
+                "PATCH", f"/accounts/me/api-keys/{key_id}", body, idempotency_key=idempotency_key
+            )
+        )
+
+    def revoke_api_key(self, key_id: str, *, idempotency_key: str | None = None) -> dict[str, Any]:
+        """End an extra key."""
+        return dict(
+            self.request(
+                "POST", f"/accounts/me/api-keys/{key_id}/revoke", idempotency_key=idempotency_key
+            )
+        )
 
     def agent(self, account_id: str) -> dict[str, Any]:
         """An agent's public record: reputation (0-100) and dispute count."""
@@ -860,12 +908,20 @@ class Client:
         )
 
     def call_tool(
-        self, tool: str, arguments: Mapping[str, Any], *, idempotency_key: str | None = None
+        self,
+        tool: str,
+        arguments: Mapping[str, Any],
+        *,
+        max_price_minor: int | None = None,
+        idempotency_key: str | None = None,
     ) -> dict[str, Any]:
         """Call a tool through the gateway: forwarded signed, verified, settled or refunded by
         its verdict. A retry with the same key replays the answer (the provider is not called
-        again, nothing is charged twice)."""
-        body = {"tool": tool, "arguments": dict(arguments)}
+        again, nothing is charged twice). ``max_price_minor``: the most the call may cost
+        (``PAYMENT_PRICE_ABOVE_MAXIMUM`` above it, with nothing charged)."""
+        body: dict[str, Any] = {"tool": tool, "arguments": dict(arguments)}
+        if max_price_minor is not None:
+            body["max_price_minor"] = max_price_minor
         return dict(self.request("POST", "/gateway/calls", body, idempotency_key=idempotency_key))
 
     def calls(

@@ -102,16 +102,18 @@ def test_a_call_is_made_listed_shown_reported_and_ruled(world: World) -> None:
     assert code == 1 and err.startswith("TOOL_ARGUMENTS_INVALID:")
 
     code, out, _ = run(world, "ann", "calls", "list")
-    assert code == 0 and len(out.splitlines()) == 2
+    assert code == 0 and len(out.splitlines()) == 3
+    assert "PASS  charged 0.25 USDC, held until 2026-01-04T12:00:00+00:00" in out
+    assert out.splitlines()[-1] == "Charged on this page, as it stands: 0.25 USDC"
     code, out, _ = run(world, "ann", "calls", "list", "--verdict", "FAIL")
-    assert code == 0 and out.startswith(bad.group(1)) and len(out.splitlines()) == 1
-    assert "refunded  FAIL  charged 0 USDC" in out
+    assert code == 0 and out.startswith(bad.group(1)) and len(out.splitlines()) == 2
+    assert "FAIL  refunded, nothing charged" in out
     code, _, err = run(world, "ann", "calls", "list", "--verdict", "GREAT")
     assert code == 2 and "GREAT" in err
     code, out, _ = run(world, "ann", "calls", "list", "--limit", "1")
-    assert code == 0 and len(out.splitlines()) == 1
-    code, out, _ = run(world, PROVIDER, "calls", "list", "--tool", "weather_forecast")
     assert code == 0 and len(out.splitlines()) == 2
+    code, out, _ = run(world, PROVIDER, "calls", "list", "--tool", "weather_forecast")
+    assert code == 0 and len(out.splitlines()) == 3
 
     call_id = good.group(1)
     code, out, _ = run(world, "ann", "calls", "show", call_id)
@@ -132,6 +134,8 @@ def test_a_call_is_made_listed_shown_reported_and_ruled(world: World) -> None:
     code, out, _ = run(world, "root", *rule)
     assert code == 0 and "report: upheld" in out and f"refunded {PRICE}" in out
     assert world.h.balance("wallet:ann") == FUNDS
+    code, out, _ = run(world, "ann", "calls", "show", call_id)
+    assert "money now: refunded 0.25 USDC after a report" in out
     code, _, err = run(world, "root", *rule)
     assert code == 1 and err.startswith("REPORT_RULED:")
 
@@ -151,6 +155,37 @@ def test_a_call_is_made_listed_shown_reported_and_ruled(world: World) -> None:
         ],
     )
     assert r.exit_code == 0 and json.loads(r.stdout)["window"]["fail"] == 1
+
+
+def test_a_key_is_given_a_budget_and_a_call_its_maximum(world: World) -> None:
+    """keys create prints the key once with its limits in USDC; a call through it past the
+    limit is refused before the provider is called; tools call --max-price refuses a dearer
+    call; keys list reads the day's spending; keys limit lifts a limit; keys revoke ends it."""
+    code, out, _ = run(world, "ann", "keys", "create", "agent-1", "--max-per-call", "0.1")
+    assert code == 0, out
+    key_id = out.split()[0]
+    assert "per call 0.1 USDC  per day no limit  spent today 0 USDC" in out
+    secret = re.search(r"The key \(shown only now\): (\S+)", out)
+    assert secret
+    world.h.keys["agent"] = secret.group(1)
+    code, _, err = run(world, "agent", "tools", "call", "weather_forecast", '{"city": "x"}')
+    assert code == 1 and err.startswith("PAYMENT_LIMIT_EXCEEDED: This call costs 0.25 USDC")
+    code, _, err = run(world, "agent", "keys", "limit", key_id)
+    assert code == 1 and err.startswith("PRIMARY_KEY_REQUIRED:")
+    code, out, _ = run(world, "ann", "keys", "limit", key_id, "--max-per-day", "1")
+    assert code == 0 and "per call no limit  per day 1 USDC" in out
+    call = ("tools", "call", "weather_forecast", '{"city": "x"}')
+    code, _, err = run(world, "agent", *call, "--max-price", "0.2")
+    assert code == 1 and err.startswith("PAYMENT_PRICE_ABOVE_MAXIMUM:")
+    code, out, _ = run(world, "agent", *call, "--max-price", "0.25")
+    assert code == 0 and "status: settled" in out
+    code, out, _ = run(world, "ann", "keys", "list")
+    assert code == 0 and "spent today 0.25 USDC" in out
+    code, out, _ = run(world, "ann", "keys", "revoke", key_id)
+    assert code == 0 and f"{key_id}  revoked" in out
+    code, _, err = run(world, "ann", "keys", "create", "x", "--max-per-call", "0.0000001")
+    assert code == 2 and "6 decimals at most" in err
+    assert world.h.balance("wallet:ann") == FUNDS - PRICE
 
 
 def test_no_service_exits_2_with_where_it_looked() -> None:

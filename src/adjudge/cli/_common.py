@@ -11,9 +11,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
+
+from adjudge.calls.tools import DECIMALS as ASSET_DECIMALS
 
 if TYPE_CHECKING:
     from adjudge.client import Client
@@ -75,6 +78,20 @@ def format_amount(minor: object, decimals: int = DECIMALS) -> str:
 def money(minor: object) -> str:
     """An amount as people read it, with the minor units beside it: "2 USDC (2000000)"."""
     return f"{format_amount(minor)} {CURRENCY} ({minor})"
+
+
+def price_of(amount: str, currency: str, flag: str = "--price") -> dict[str, Any]:
+    """``0.25`` USDC as the API's ``{amount_minor: 250000, currency: "USDC"}``: amounts are
+    typed in the currency's units, with at most its decimals (an unlisted asset has none)."""
+    decimals = ASSET_DECIMALS.get(currency, 0)
+    try:
+        value = Decimal(amount)
+    except InvalidOperation:
+        stop(f"{flag} {amount!r} is not an amount; write it in {currency}, like 0.25.")
+    minor = value.scaleb(decimals)
+    if not value.is_finite() or value < 0 or minor != minor.to_integral_value():
+        stop(f"{flag} {amount!r}: {currency} amounts are 0 or more, {decimals} decimals at most.")
+    return {"amount_minor": int(minor), "currency": currency}
 
 
 def words(name: str | None) -> str:

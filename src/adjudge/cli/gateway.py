@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from decimal import Decimal, InvalidOperation
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from adjudge.calls.tools import DECIMALS
 from adjudge.cli._common import (
     DEFAULT_URL,
     EXIT_REFUSED,
@@ -26,6 +24,7 @@ from adjudge.cli._common import (
     Session,
     UrlOption,
     format_amount,
+    price_of,
     print_json,
     remember_json,
     stop,
@@ -133,20 +132,6 @@ def _document(path: Path, what: str) -> Any:
         stop(f"The {what} {path} is not JSON: {exc}")
 
 
-def _price(amount: str, currency: str) -> dict[str, Any]:
-    """``0.25`` USDC as the API's ``{amount_minor: 250000, currency: "USDC"}``: amounts are
-    typed in the currency's units, with at most its decimals (an unlisted asset has none)."""
-    decimals = DECIMALS.get(currency, 0)
-    try:
-        value = Decimal(amount)
-    except InvalidOperation:
-        stop(f"--price {amount!r} is not an amount; write it in {currency}, like 0.25.")
-    minor = value.scaleb(decimals)
-    if not value.is_finite() or value < 0 or minor != minor.to_integral_value():
-        stop(f"--price {amount!r}: {currency} amounts are 0 or more, {decimals} decimals at most.")
-    return {"amount_minor": int(minor), "currency": currency}
-
-
 def _policy(text: str | None) -> dict[str, Any] | None:
     """``weather-standard`` (its newest version) or ``weather-standard@2``."""
     if text is None:
@@ -177,13 +162,23 @@ def _show_tool(t: dict[str, Any]) -> None:
     typer.echo(f"{t['name']} (version {t['version']}) by {t['provider']}")
     typer.echo(f"  {t['description']}")
     typer.echo(f"  price: {_money(t['price'])} a call")
+    pending = t.get("pending_price")
+    if pending:
+        typer.echo(f"  announced: {_money(pending)} a call from {pending['from']}")
     policy = t.get("policy")
-    if policy:
-        version = policy.get("version")
-        at = f" version {version}" if version is not None else " (its newest version)"
-        typer.echo(f"  policy: {policy['id']}{at}")
+    judged = t.get("judged_by")
+    if judged:
+        pinned = "" if policy and policy.get("version") is not None else " (its newest version)"
+        typer.echo(
+            f"  judged by: policy {judged['id']} version {judged['version']}{pinned}, "
+            f"{judged['mode']}; bad results reportable for {judged['report_window_hours']} h"
+        )
+    elif policy:
+        typer.echo(f"  policy: {policy['id']} is not registered yet (calls are refused)")
     else:
         typer.echo("  policy: none (calls are checked against the contract's schema only)")
+    if t.get("refunded_output") == "return":
+        typer.echo("  a refunded call still returns the provider's output")
     typer.echo(f"  registered: {t['registered_at']}  digest: {t['digest']}")
     definition = t.get("definition") or {}
     for label, key in (("input schema", "inputSchema"), ("output schema", "outputSchema")):
@@ -194,13 +189,29 @@ def _show_tool(t: dict[str, Any]) -> None:
 
 
 def _call_line(c: dict[str, Any]) -> str:
-    answer = c.get("answer") or {}
-    charged = _money(answer.get("chargedPrice")) if answer else "-"
+    money = c.get("money") or {}
     verdict = c.get("verdict") or ("request error" if c.get("status") else "running")
     return (
-        f"{c['id']}  {c['started_at']}  {c['tool']}  {c['provider']}  "
-        f"{words(c.get('status') or c.get('state'))}  {verdict}  charged {charged}"
+        f"{c['id']}  {c['started_at']}  {c['tool']}  {c['provider']}  {verdict}  "
+        f"{_money_state(money)}"
     )
+
+
+def _money_state(money: dict[str, Any]) -> str:
+    """A call's money as it stands, in words: "charged 0.25 USDC, held until …"."""
+    state = money.get("state", "")
+    charged = _money(money.get("charged"))
+    if state == "held":
+        return f"charged {charged}, held until {money.get('held_until')}"
+    if state == "reported":
+        return f"charged {charged}, held while its report is ruled on"
+    if state == "paid":
+        return f"charged {charged}, paid to the provider"
+    if state == "refunded_after_report":
+        return f"refunded {_money(money.get('refunded'))} after a report"
+    if state == "reserved":
+        return f"{charged} reserved (running)"
+    return f"{words(state)}, nothing charged"
 
 
 def _check_rows(checks: list[dict[str, Any]]) -> None:
@@ -227,6 +238,10 @@ def _show_answer(answer: dict[str, Any]) -> None:
     if answer.get("checks"):
         typer.echo("  checks:")
         _check_rows(answer["checks"])
+    if answer.get("outputWithheld"):
+        typer.echo("  output: withheld (the call was not paid for)")
+    if answer.get("failing"):
+        typer.echo(f"  failing: {', '.join(answer['failing'])}")
     if answer.get("output") is not None:
         typer.echo("  output:")
         for line in json.dumps(answer["output"], indent=2, ensure_ascii=False).splitlines():
@@ -354,7 +369,7 @@ def import_openapi(
     body become the input schema, its response schema the output schema."""
     session = _session(ctx, as_json)
     doc = _document(document, "OpenAPI document")
-    body = _price(price, currency)
+    body = price_of(price, currency)
     wanted = _policy(policy)
     made = session.call(
         lambda api: api.import_openapi(
@@ -386,7 +401,7 @@ def import_mcp(
     """Make a tool of an MCP tool definition (`inputSchema`, `outputSchema`) and its endpoint."""
     session = _session(ctx, as_json)
     doc = _document(definition, "MCP tool definition")
-    body = _price(price, currency)
+    body = price_of(price, currency)
     wanted = _policy(policy)
     made = session.call(
         lambda api: api.import_mcp(
@@ -424,6 +439,13 @@ def call_tool(
         str | None,
         typer.Option(help="Your key for this call: a retry with it replays, never pays twice."),
     ] = None,
+    max_price: Annotated[
+        str | None,
+        typer.Option(
+            help="The most you accept to pay, in USDC (0.25): a dearer call is refused before "
+            "the provider is called."
+        ),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Call a tool through the gateway and print its verdict, charge, checks and output; exits
@@ -435,7 +457,10 @@ def call_tool(
         stop(f"The arguments are not JSON: {exc}")
     if not isinstance(args, dict):
         stop('The arguments are a JSON object, like \'{"city": "berlin"}\'.')
-    answer = session.call(lambda api: api.call_tool(name, args, idempotency_key=idempotency_key))
+    most = None if max_price is None else price_of(max_price, "USDC", "--max-price")["amount_minor"]
+    answer = session.call(
+        lambda api: api.call_tool(name, args, max_price_minor=most, idempotency_key=idempotency_key)
+    )
     if session.as_json:
         print_json(answer)
     else:
@@ -471,6 +496,11 @@ def list_calls(
         )
     )
     _print_page(session, page, "calls", _call_line, "calls list", cursor is None)
+    if not session.as_json and page["calls"]:
+        charged = sum(
+            int((c.get("money") or {}).get("charged", {}).get("amount", 0)) for c in page["calls"]
+        )
+        typer.echo(f"Charged on this page, as it stands: {format_amount(charged)} USDC")
 
 
 @calls_app.command("show")
@@ -490,6 +520,8 @@ def show_call(ctx: typer.Context, call_id: str, as_json: JsonFlag = False) -> No
         _show_answer(found["answer"])
     else:
         typer.echo(f"  {words(found['state'])}: no answer yet")
+    if found.get("money"):
+        typer.echo(f"  money now: {_money_state(found['money'])}")
     if found.get("report"):
         _report_lines(found["report"])
     elif found.get("report_deadline"):
