@@ -80,8 +80,9 @@ def test_calls_are_listed_filtered_and_read_check_by_check(
     assert rows.count() == 3
     passed = rows.filter(has_text="PASS").inner_text()  # one clock tick: the order is by id
     assert "settled" in passed and "0.25 USDC" in passed
+    assert "held until" in passed  # the provider is paid when the report window closes
     listed = page.locator("table.calls tbody tr", has_text="FAIL").inner_text()
-    assert "refunded" in listed and "0 USDC" in listed
+    assert "refunded" in listed and "nothing charged" in listed
     assert "no verdict" in page.locator("main").inner_text()
     b.shot("calls")
     page.get_by_label("Verdict").select_option("FAIL")
@@ -123,6 +124,7 @@ def test_a_report_is_filed_upheld_and_refunded(world_browser: Browser, world: Wo
     b.sign_in("ann")
     assert page.locator("#balance").inner_text() == "99.75 USDC"  # 0.25 USDC paid
     b.open(f"calls/{call_id}")
+    assert page.locator(".money-now").inner_text().startswith("0.25 USDC, held until ")
     page.get_by_label("What is wrong with the result").fill("The highs are from last week.")
     b.shot("call-report-form")
     page.get_by_role("button", name="Report a bad result").click()
@@ -151,6 +153,14 @@ def test_a_report_is_filed_upheld_and_refunded(world_browser: Browser, world: Wo
 
     b.sign_in("ann")
     assert page.locator("#balance").inner_text() == "100 USDC"
+    b.open(f"calls/{call_id}")
+    assert page.locator(".money-now").inner_text() == "0.25 USDC refunded after a report"
+    page.locator("a.receipt-link").click()
+    ruling = page.locator("a.superseded-by")
+    ruling.wait_for()
+    ruling.click()
+    page.locator("a.supersedes").wait_for()  # and back: the ruling names what it replaced
+    b.shot("receipt-superseded")
     b.open(f"providers/{PROVIDER}/quality")
     counts = page.locator("table.quality-counts tbody tr")
     counts.wait_for()

@@ -158,10 +158,11 @@ def test_a_call_is_made_listed_shown_reported_and_ruled(world: World) -> None:
 
 
 def test_a_key_is_given_a_budget_and_a_call_its_maximum(world: World) -> None:
-    """keys create prints the key once with its limits in USDC; a call through it past the
+    """api-keys create prints the key once with its limits in USDC; a call through it past the
     limit is refused before the provider is called; tools call --max-price refuses a dearer
-    call; keys list reads the day's spending; keys limit lifts a limit; keys revoke ends it."""
-    code, out, _ = run(world, "ann", "keys", "create", "agent-1", "--max-per-call", "0.1")
+    call; api-keys list reads the day's spending; api-keys limit lifts a limit; api-keys revoke
+    ends it."""
+    code, out, _ = run(world, "ann", "api-keys", "create", "agent-1", "--max-per-call", "0.1")
     assert code == 0, out
     key_id = out.split()[0]
     assert "per call 0.1 USDC  per day no limit  spent today 0 USDC" in out
@@ -170,20 +171,20 @@ def test_a_key_is_given_a_budget_and_a_call_its_maximum(world: World) -> None:
     world.h.keys["agent"] = secret.group(1)
     code, _, err = run(world, "agent", "tools", "call", "weather_forecast", '{"city": "x"}')
     assert code == 1 and err.startswith("PAYMENT_LIMIT_EXCEEDED: This call costs 0.25 USDC")
-    code, _, err = run(world, "agent", "keys", "limit", key_id)
+    code, _, err = run(world, "agent", "api-keys", "limit", key_id)
     assert code == 1 and err.startswith("PRIMARY_KEY_REQUIRED:")
-    code, out, _ = run(world, "ann", "keys", "limit", key_id, "--max-per-day", "1")
+    code, out, _ = run(world, "ann", "api-keys", "limit", key_id, "--max-per-day", "1")
     assert code == 0 and "per call no limit  per day 1 USDC" in out
     call = ("tools", "call", "weather_forecast", '{"city": "x"}')
     code, _, err = run(world, "agent", *call, "--max-price", "0.2")
     assert code == 1 and err.startswith("PAYMENT_PRICE_ABOVE_MAXIMUM:")
     code, out, _ = run(world, "agent", *call, "--max-price", "0.25")
     assert code == 0 and "status: settled" in out
-    code, out, _ = run(world, "ann", "keys", "list")
+    code, out, _ = run(world, "ann", "api-keys", "list")
     assert code == 0 and "spent today 0.25 USDC" in out
-    code, out, _ = run(world, "ann", "keys", "revoke", key_id)
+    code, out, _ = run(world, "ann", "api-keys", "revoke", key_id)
     assert code == 0 and f"{key_id}  revoked" in out
-    code, _, err = run(world, "ann", "keys", "create", "x", "--max-per-call", "0.0000001")
+    code, _, err = run(world, "ann", "api-keys", "create", "x", "--max-per-call", "0.0000001")
     assert code == 2 and "6 decimals at most" in err
     assert world.h.balance("wallet:ann") == FUNDS - PRICE
 

@@ -76,7 +76,7 @@ def site(store: Store, raw_peer: Callable[[Callable[..., None]], RawPeer]) -> It
     h.keys[PROVIDER] = h.app.accounts.create(None, PROVIDER, ["provider"]).value["api_key"]
     port = peer.url.rsplit(":", 1)[1]
     h.ok(PROVIDER, "POST", "/tools/callable", {"tool": tool(f"http://{NAME}:{port}")})
-    h.ok("pat", "POST", "/tools/weather_forecast/policies", {"policy": POLICY})
+    h.ok(PROVIDER, "POST", "/tools/weather_forecast/policies", {"policy": POLICY})
     yield Site(h, peer, resolver, dialer)
     h.app.close()
     audit(store)

@@ -375,7 +375,7 @@ def test_a_hold_never_outlives_a_restart_unpaid(world: World) -> None:
     """The upkeep at start pays in holds that matured while the service was down."""
     world.call({"city": "berlin"})
     world.h.clock.advance(days=4)
-    assert run_once(world.h.app) == {"recovered": 0, "matured": 1}
+    assert run_once(world.h.app) == {"recovered": 0, "lapsed": 0, "matured": 1}
     assert world.h.balance(f"wallet:{PROVIDER}") == PRICE
 
 
@@ -494,3 +494,19 @@ def test_an_extra_key_cannot_raise_its_own_limits_or_fund_tasks(world: World) ->
     assert refusal(r) == (403, "PRIMARY_KEY_REQUIRED")
     r = served(world, "ann", "PATCH", "/accounts/me/api-keys/key_0000000000000000", limits)
     assert refusal(r) == (404, "KEY_NOT_FOUND")
+
+
+def test_superseded_receipts_link_both_ways(world: World) -> None:
+    """After an upheld report, the call's own receipt names the ruling that superseded it, and
+    the ruling names the receipt it replaced."""
+    answer = world.call({"city": "berlin"}).json()
+    call_id, original = answer["intentId"], answer["receiptId"]
+    assert served(world, "ann", "GET", f"/receipts/{original}").json()["superseded_by"] is None
+    assert served(world, "ann", "POST", f"/calls/{call_id}/report", {"reason": "x"}).is_success
+    ruling = {"upheld": True, "reasons": ["stale"]}
+    ruled = served(world, "root", "POST", f"/calls/{call_id}/report/ruling", ruling).json()
+    first = served(world, "ann", "GET", f"/receipts/{original}").json()
+    assert first["superseded_by"] == ruled["receipt_id"]
+    second = served(world, "ann", "GET", f"/receipts/{ruled['receipt_id']}").json()
+    assert second["supersedes"] == original and second["superseded_by"] is None
+    assert first["supersedes"] is None

@@ -12,6 +12,7 @@ import {
   formatAmount,
   hashOf,
   money,
+  moneyState,
   parseAmount,
   parseCriteria,
   parseHash,
@@ -126,6 +127,20 @@ test("gateway amounts read in their own currency's decimals", () => {
   assert.equal(price({ amount: "300", asset: "JPY", decimals: 0 }), "300 JPY");
   assert.equal(price({ amount: "0", asset: "USD", decimals: 2 }), "0 USD");
   assert.equal(price(null), "");
+});
+
+test("a paid call's money reads as it stands", () => {
+  const usdc = (amount) => ({ amount, asset: "USDC", decimals: 6 });
+  const base = { charged: usdc("250000"), refunded: usdc("0"), held_until: null, paid_at: null };
+  assert.equal(moneyState({ ...base, state: "held", held_until: "2026-01-04T12:00:00+00:00" }).startsWith("0.25 USDC, held until "), true);
+  assert.equal(moneyState({ ...base, state: "paid" }), "0.25 USDC, paid to the provider");
+  assert.equal(moneyState({ ...base, state: "reported" }), "0.25 USDC, held while its report is ruled on");
+  assert.equal(
+    moneyState({ ...base, state: "refunded_after_report", charged: usdc("0"), refunded: usdc("250000") }),
+    "0.25 USDC refunded after a report",
+  );
+  assert.equal(moneyState({ ...base, state: "refunded", charged: usdc("0") }), "nothing charged");
+  assert.equal(moneyState(null), "");
 });
 
 test("a hash names a page and its filters, and back", () => {

@@ -20,11 +20,33 @@ from adjudge.kernel.authority import Authority, TrustPolicy
 from adjudge.kernel.determination import effective
 from adjudge.kernel.verdicts import format_time, parse_time
 from adjudge.receipts.envelope import Envelope
-from adjudge.store import Account, StoredReceipt, Transaction, calls, ledger, receipt_log, records
+from adjudge.store import (
+    Account,
+    StoredReceipt,
+    Transaction,
+    call_reports,
+    calls,
+    ledger,
+    receipt_log,
+    records,
+)
 
 #: The largest ``after`` the export takes: the store numbers rows from 1, so it reads
 #: ``seq > after + 1``, and PostgreSQL's integer ends at 2**31 - 1.
 MAX_AFTER = 2**31 - 2
+
+
+def _successor(tx: Transaction, receipt_id: str) -> str | None:
+    """The receipt that supersedes this one, or None: a paid call's receipt is superseded by
+    the ruling on its upheld report (the one supersession the service issues). Two indexed
+    reads, whatever the log's length."""
+    call = calls.call_by_receipt(tx, receipt_id)
+    if call is None:
+        return None
+    report = call_reports.by_call(tx, call.id)
+    if report is None or report.receipt_id in (None, receipt_id):
+        return None
+    return report.receipt_id
 
 
 class Receipts:
@@ -50,9 +72,19 @@ class Receipts:
         """One receipt with its place in the chain, its signed statement decoded, and what it
         reads as now (``as_of``: a PENDING check past its deadline reads as its expiry verdict)
         (``RECEIPT_NOT_FOUND``, ``NOT_A_PARTY``)."""
-        found = self.unit.read(lambda tx: _visible(tx, viewer, receipt_id))
+        found, successor = self.unit.read(
+            lambda tx: (_visible(tx, viewer, receipt_id), _successor(tx, receipt_id))
+        )
         view = receipt_view(found)
         statement = _statement(found)
+        replaced = (statement or {}).get("predicate", {}).get("supersedesReceiptId")
+        # Both ends of a supersession by the ids this API names receipts by.
+        view["supersedes"] = (
+            None
+            if not isinstance(replaced, str)
+            else self.unit.read(lambda tx: receipt_log.id_of_digest(tx, replaced))
+        )
+        view["superseded_by"] = successor
         view["statement"] = statement
         view["as_of"] = reading(statement, self.unit.now()) if statement else None
         return view

@@ -13,10 +13,20 @@ import typer
 from typer.core import TyperOption
 
 import adjudge
-from adjudge.cli import calls, check, gateway, keys, receipts, serve, tasks, webhooks, worker
+from adjudge.cli import (
+    api_keys,
+    calls,
+    check,
+    gateway,
+    receipts,
+    serve,
+    tasks,
+    webhooks,
+    worker,
+)
 from adjudge.cli._common import JsonFlag, remember_json
 
-AREAS = (check, receipts, calls, gateway, keys, serve, tasks, webhooks, worker)
+AREAS = (check, receipts, calls, gateway, api_keys, serve, tasks, webhooks, worker)
 
 
 def _flag_type(self: TyperOption, ctx: typer.Context) -> str | None:

@@ -82,6 +82,13 @@ def receipt(tx: Transaction, receipt_id: str) -> StoredReceipt | None:
     return _receipt(row._mapping) if row else None
 
 
+def id_of_digest(tx: Transaction, digest: str) -> str | None:
+    """The id of the receipt with this digest (the id a signed statement names), or None."""
+    q = select(s.receipts.c.id).where(s.receipts.c.digest == digest)
+    value = tx.conn.execute(q).scalar_one_or_none()
+    return None if value is None else str(value)
+
+
 def receipts(tx: Transaction, task_id: str) -> list[StoredReceipt]:
     """A task's receipts in chain order."""
     return [_receipt(r._mapping) for r in tx.conn.execute(_RECEIPTS, {"k_task": task_id})]

@@ -12,6 +12,7 @@ import {
   failureRate,
   hashOf,
   money,
+  moneyState,
   parseAmount,
   parseCriteria,
   parseHash,
@@ -188,6 +189,7 @@ async function signIn() {
       h("strong", {}, me.id),
       ` (${me.roles.join(", ")}) · balance `,
       h("span", { id: "balance" }, money(me.balance)),
+      me.held && me.held !== "0" ? [" · held ", h("span", { id: "held" }, money(me.held))] : null,
       ` · reputation ${me.reputation}`,
     );
   } catch (err) {
@@ -633,7 +635,17 @@ async function receipt(id) {
       h("dd", {}, `sequence ${f.sequence} · `, f.previous ? ["after ", h("span", { class: "digest" }, f.previous)] : "first on the log"),
       h("dt", {}, "Receipt id"),
       h("dd", { class: "digest" }, r.digest),
-      f.supersedes ? [h("dt", {}, "Supersedes"), h("dd", { class: "digest" }, f.supersedes)] : null,
+      r.supersedes
+        ? [h("dt", {}, "Supersedes"), h("dd", {}, h("a", { href: `#/receipts/${r.supersedes}`, class: "digest supersedes" }, r.supersedes))]
+        : f.supersedes
+          ? [h("dt", {}, "Supersedes"), h("dd", { class: "digest" }, f.supersedes)]
+          : null,
+      r.superseded_by
+        ? [
+            h("dt", {}, "Superseded by"),
+            h("dd", {}, h("a", { href: `#/receipts/${r.superseded_by}`, class: "digest superseded-by" }, r.superseded_by), " — a later receipt replaces this one"),
+          ]
+        : null,
       h("dt", {}, "Signed by key"),
       h("dd", { class: "digest" }, f.keyid),
     ),
@@ -842,7 +854,15 @@ async function toolDetail(name) {
     factList([
       ["Provider", providerLink(t.provider)],
       ["Price per call", price(t.price)],
+      ["Announced price", t.pending_price ? `${price(t.pending_price)} from ${shortTime(t.pending_price.from)}` : null],
       ["Decision policy", policyText(t.policy)],
+      [
+        "Judged by",
+        t.judged_by
+          ? `${t.judged_by.id} version ${t.judged_by.version} (${words(t.judged_by.mode)}); bad results reportable for ${t.judged_by.report_window_hours} h`
+          : null,
+      ],
+      ["A refunded call", t.refunded_output === "return" ? "still returns the output" : "returns its checks, not the output"],
       ["Version", String(t.version)],
       ["Registered", shortTime(t.registered_at)],
       ["Digest", h("span", { class: "digest" }, t.digest)],
@@ -922,7 +942,7 @@ async function callList(query, cursor) {
     page.calls.length
       ? table(
           "calls",
-          ["Time", "Tool", "Provider", "Caller", "Status", "Verdict", "Charged"],
+          ["Time", "Tool", "Provider", "Caller", "Status", "Verdict", "Money now"],
           page.calls.map((c) => [
             h("a", { href: hashOf(["calls", c.id]) }, shortTime(c.started_at)),
             h("a", { href: hashOf(["tools", c.tool]) }, c.tool),
@@ -930,7 +950,7 @@ async function callList(query, cursor) {
             c.caller,
             c.status ? statusBadge(c.status) : statusBadge(c.state),
             verdictBadge(c.verdict),
-            h("td", { class: "num" }, c.answer ? price(c.answer.chargedPrice) : "—"),
+            h("td", { class: "num" }, moneyState(c.money)),
           ]),
         )
       : h("p", {}, filtered ? "No call matches these filters." : "No calls yet."),
@@ -1065,7 +1085,8 @@ async function callDetail(id) {
       ["Provider", [providerLink(c.provider), " · ", h("a", { href: hashOf(["providers", c.provider, "quality"]) }, "its quality")]],
       ["Caller", c.caller],
       ["Listed price", price(c.price)],
-      ["Charged", a ? h("span", { class: "charged" }, price(a.chargedPrice)) : null],
+      ["Charged at the call", a ? h("span", { class: "charged" }, price(a.chargedPrice)) : null],
+      ["Money now", h("span", { class: "money-now" }, moneyState(c.money))],
       ["Started", shortTime(c.started_at)],
       ["Finished", c.finished_at ? shortTime(c.finished_at) : null],
       ["Receipt", c.receipt_id ? h("a", { href: `#/receipts/${c.receipt_id}`, class: "receipt-link" }, c.receipt_id) : null],

@@ -227,6 +227,29 @@ export function price(amount) {
 }
 
 /**
+ * A paid call's money as it stands ({state, charged, refunded, held_until, paid_at}) in words:
+ * "0.25 USDC, held until …", "0.25 USDC refunded after a report", "nothing charged".
+ */
+export function moneyState(m) {
+  if (!m) return "";
+  const charged = price(m.charged);
+  switch (m.state) {
+    case "held":
+      return `${charged}, held until ${shortTime(m.held_until)}`;
+    case "reported":
+      return `${charged}, held while its report is ruled on`;
+    case "paid":
+      return `${charged}, paid to the provider`;
+    case "refunded_after_report":
+      return `${price(m.refunded)} refunded after a report`;
+    case "reserved":
+      return `${charged} reserved (running)`;
+    default:
+      return "nothing charged";
+  }
+}
+
+/**
  * The page a hash names: "#/calls/abc?verdict=FAIL" is {parts: ["calls", "abc"], query:
  * {verdict: "FAIL"}}. Parts are decoded (a malformed escape is kept as typed); blank query
  * values are dropped, so an emptied filter is no filter.

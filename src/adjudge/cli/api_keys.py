@@ -1,4 +1,4 @@
-"""``adjudge keys …``: an account's extra API keys and their spending limits, on a running
+"""``adjudge api-keys …``: an account's extra API keys and their spending limits, on a running
 service (a client of the API). Made with the account's own key; an extra key is shown once.
 
 Amounts are typed in USDC (``--max-per-call 0.50``); ``none`` lifts a limit. Exit codes: 0 done,
@@ -25,7 +25,7 @@ from adjudge.cli._common import (
 )
 
 keys_app = typer.Typer(
-    name="keys",
+    name="api-keys",
     help="Extra API keys for your agents, with spending limits: create, list, limit, revoke.",
     no_args_is_help=True,
 )
@@ -37,7 +37,7 @@ LimitText = Annotated[
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``keys`` to the ``adjudge`` command."""
+    """Add ``api-keys`` to the ``adjudge`` command (``keys`` is the signing keys' group)."""
     app.add_typer(keys_app)
 
 
