@@ -11,6 +11,8 @@ from adjudge.errors import Error
 
 if TYPE_CHECKING:
     from adjudge.app import App
+    from adjudge.gateway.sealed import SecretBox
+    from adjudge.receipts import SigningKey
 
 
 def register(app: typer.Typer) -> None:
@@ -86,24 +88,16 @@ def serve(
 
     from adjudge.app import App, DeliveryWorker, Settings, WebhookSettings  # noqa: PLC0415
     from adjudge.app.wiring import SignedReceipts  # noqa: PLC0415
-    from adjudge.cli.webhooks import server_box  # noqa: PLC0415
-    from adjudge.receipts import SigningKey  # noqa: PLC0415
     from adjudge.service import create_app, enable_access_log  # noqa: PLC0415
     from adjudge.webhooks import Sender  # noqa: PLC0415
 
     try:
-        if signing_key.exists():
-            key = SigningKey.from_pem(signing_key.read_bytes())
-        else:
-            key = SigningKey.generate()
-            signing_key.touch(mode=0o600)
-            signing_key.write_bytes(key.to_pem())
-            typer.echo(f"Made a receipt signing key: {signing_key}")
+        key, box = _keys(signing_key, server_key)
         app = App.open(
             db,
             settings=Settings(fee_bps=fee_bps),
             issuer=SignedReceipts(key),
-            secrets=server_box(server_key),
+            secrets=box,
             # The demo's provider answers beside it, on loopback.
             private_providers=allow_private_providers or demo,
             webhooks=WebhookSettings(allow_private=webhooks_allow_private),
@@ -147,6 +141,34 @@ def serve(
             worker.stop()
 
 
+def _keys(signing_key: Path, server_key: Path) -> tuple[SigningKey, SecretBox]:
+    """The receipt signing key and the server keys, each made (0600) if its file is missing.
+
+    Every key file there is is read and checked before a missing one is made: a malformed
+    server key leaves no new signing key behind, and the reverse.
+    """
+    from adjudge.cli import keyfiles  # noqa: PLC0415
+    from adjudge.cli.webhooks import warn_burnt  # noqa: PLC0415
+    from adjudge.receipts import SigningKey  # noqa: PLC0415
+
+    box = keyfiles.read_server_keys(server_key) if keyfiles.present(server_key) else None
+    key = (
+        keyfiles.read_signing_key(signing_key, "signing key file")
+        if keyfiles.present(signing_key)
+        else None
+    )
+    if box is None:
+        keyfiles.write_private(server_key, keyfiles.new_server_key_text(), "server key file")
+        typer.echo(f"Made a server key for sealed secrets: {server_key}")
+        box = keyfiles.read_server_keys(server_key)
+    if key is None:
+        key = SigningKey.generate()
+        keyfiles.write_private(signing_key, key.to_pem(), "signing key file")
+        typer.echo(f"Made a receipt signing key: {signing_key}")
+    warn_burnt(server_key, box)
+    return key, box
+
+
 def _bootstrap_admin(app: App) -> None:
     """On a database without accounts, create the first admin and print its key once."""
     if app.accounts.count():
@@ -174,8 +196,9 @@ def _seed_demo(app: App, base: str, port: int) -> str | None:
         typer.echo(f"  {account_id:6} {key}")
     for account_id, pem in seeded.verifier_keys.items():
         typer.echo(
-            f"Verifier {account_id}'s private key (shown only now; save it to a file for "
-            "`adjudge task verdict --verifier-key` or `adjudge worker --verifier-key`):"
+            f"Verifier {account_id}'s private key (shown only now; save it to a file only "
+            "you can read, `chmod 600`, for `adjudge task verdict --verifier-key` or "
+            "`adjudge worker --verifier-key`):"
         )
         typer.echo(pem.rstrip("\n"))
     typer.echo("Demo tasks:")
