@@ -12,6 +12,7 @@ import {
   failureRate,
   hashOf,
   money,
+  onceKey,
   parseAmount,
   parseCriteria,
   parseHash,
@@ -66,13 +67,14 @@ function key() {
   return sessionStorage.getItem("adjudge-key") || "";
 }
 
-/** A request to the API; state changes carry a fresh Idempotency-Key. Throws the error text. */
-async function api(method, path, body) {
+/** A request to the API; a state change carries `idempotencyKey` (a form's, from `sending`)
+ * or a fresh one. Throws the error text. */
+async function api(method, path, body, idempotencyKey) {
   const headers = { Accept: "application/json" };
   if (key()) headers.Authorization = `Bearer ${key()}`;
   if (method !== "GET") {
     headers["Content-Type"] = "application/json";
-    headers["Idempotency-Key"] = crypto.randomUUID();
+    headers["Idempotency-Key"] = idempotencyKey || crypto.randomUUID();
   }
   const response = await fetch(API + path, {
     method,
@@ -96,6 +98,43 @@ function download(name, text, type = "application/json") {
 
 function failure(err) {
   return h("p", { class: "error", role: "alert" }, err.message);
+}
+
+/**
+ * How a form that moves money (or changes anything) sends: one Idempotency-Key per form
+ * (onceKey: the same for a retry of the same inputs, a new one once they change or after a
+ * success), and the form's `buttons()` disabled from the first click until its request and the
+ * page it leads to are done. So a double click, a second click or a second Enter sends nothing
+ * more; and a request that went out twice all the same would carry one key, which the service
+ * answers from its record instead of acting twice.
+ *
+ * `send(inputs, work)` runs `work(key)`, which sends and shows what follows; a call while one
+ * runs does nothing. A failure (`work` throws) is shown in `status` and the buttons work again.
+ * After a success they stay disabled — the page is being shown anew, and a click meanwhile
+ * would be a second submission — unless `{ stays: true }` says the form remains (a dry run).
+ */
+function sending(buttons, status) {
+  const keys = onceKey(() => crypto.randomUUID());
+  let busy = false;
+  const release = () => {
+    busy = false;
+    for (const b of buttons()) b.disabled = false;
+  };
+  return async (inputs, work, { stays = false } = {}) => {
+    if (busy) return;
+    busy = true;
+    for (const b of buttons()) b.disabled = true;
+    status.textContent = "…";
+    try {
+      await work(keys.for(inputs));
+    } catch (err) {
+      status.replaceChildren(failure(err));
+      release();
+      return;
+    }
+    keys.done();
+    if (stays) release();
+  };
 }
 
 function statusBadge(status) {
@@ -284,16 +323,12 @@ function verdictCard(v) {
   );
 }
 
-/** Runs a task action and shows the task again (the balance too: money may have moved). */
-async function perform(task, path, body, status) {
-  status.textContent = "…";
-  try {
-    await api("POST", `/tasks/${task.id}/${path}`, body);
-    await signIn();
-    await taskDetail(task.id);
-  } catch (err) {
-    status.replaceChildren(failure(err));
-  }
+/** Runs a task action under `key` and shows the task again (the balance too: money may have
+ * moved). Throws what went wrong, for `sending` to show. */
+async function perform(task, path, body, key) {
+  await api("POST", `/tasks/${task.id}/${path}`, body, key);
+  await signIn();
+  await taskDetail(task.id);
 }
 
 /** One draft, two buttons: a dry run (no attempt used) and the submission. */
@@ -303,6 +338,8 @@ function deliverForm(task, offered) {
   const buttons = offered.map(([action, label]) =>
     h("button", { type: "submit", value: action, name: "action" }, label),
   );
+  // One sender for both buttons: neither goes out while the other is in flight.
+  const send = sending(() => buttons, status);
   return h(
     "form",
     {
@@ -310,21 +347,20 @@ function deliverForm(task, offered) {
       onsubmit: async (event) => {
         event.preventDefault();
         const action = event.submitter ? event.submitter.value : "submit";
+        const body = { result: text.value };
         if (action === "dry-run") {
-          status.textContent = "…";
-          try {
-            const answer = await api("POST", `/tasks/${task.id}/dry-run`, { result: text.value });
+          const dryRun = async (idem) => {
+            const answer = await api("POST", `/tasks/${task.id}/dry-run`, body, idem);
             status.replaceChildren(
               h("strong", { class: answer.passed ? "pass-text" : "fail-text" }, `Dry run: ${answer.passed ? "would pass" : "would fail"}, score ${answer.score}.`),
               h("ul", {}, (answer.reasons || []).map((r) => h("li", {}, r))),
               h("p", {}, answer.note || ""),
             );
-          } catch (err) {
-            status.replaceChildren(failure(err));
-          }
+          };
+          await send(["dry-run", body], dryRun, { stays: true });
           return;
         }
-        await perform(task, "submissions", { result: text.value }, status);
+        await send(["submissions", body], (idem) => perform(task, "submissions", body, idem));
       },
     },
     h("h4", {}, "Your result"),
@@ -384,18 +420,21 @@ function actionForm(task, action, label) {
     );
   }
   const path = action === "dispute" ? "disputes" : action;
+  const button = h("button", { type: "submit" }, label);
+  const send = sending(() => [button], status);
   return h(
     "form",
     {
       class: "action",
       onsubmit: async (event) => {
         event.preventDefault();
-        await perform(task, path, body(), status);
+        const sent = body();
+        await send([path, sent], (idem) => perform(task, path, sent, idem));
       },
     },
     fields.length ? h("h4", {}, label) : null,
     fields,
-    h("button", { type: "submit" }, label),
+    button,
     status,
   );
 }
@@ -487,6 +526,8 @@ async function postForm() {
   const criteria = h("textarea", { rows: 6, name: "criteria", placeholder: '{"min_length": 200, "contains_keywords": ["escrow"]}' });
   const status = h("p", { class: "status-line" });
   const label = (text, input) => h("label", {}, h("span", {}, text), input);
+  const button = h("button", { type: "submit" }, "Post and fund");
+  const send = sending(() => [button], status);
   render(
     h("h2", {}, "Post a task"),
     h(
@@ -505,23 +546,22 @@ async function postForm() {
             status.replaceChildren(h("span", { class: "error", role: "alert" }, parsed.error));
             return;
           }
-          try {
-            const task = await api("POST", "/tasks", {
-              title: title.value,
-              brief: brief.value,
-              reward: amount.minor,
-              deadline_hours: Number(hours.value),
-              mode: mode.value,
-              verifier: verifier.value.trim() || null,
-              private: priv.checked,
-              criteria: parsed.criteria,
-              lenient_criteria: lenient.checked,
-            });
+          const body = {
+            title: title.value,
+            brief: brief.value,
+            reward: amount.minor,
+            deadline_hours: Number(hours.value),
+            mode: mode.value,
+            verifier: verifier.value.trim() || null,
+            private: priv.checked,
+            criteria: parsed.criteria,
+            lenient_criteria: lenient.checked,
+          };
+          await send(body, async (idem) => {
+            const task = await api("POST", "/tasks", body, idem);
             await signIn(); // the reward left the wallet
             location.hash = `#/tasks/${task.id}`;
-          } catch (err) {
-            status.replaceChildren(failure(err));
-          }
+          });
         },
       },
       label("Title", title),
@@ -533,7 +573,7 @@ async function postForm() {
       label("Private", priv),
       label("Criteria (JSON)", criteria),
       label("Keep fields the check does not know", lenient),
-      h("button", { type: "submit" }, "Post and fund"),
+      button,
       status,
     ),
   );
@@ -960,14 +1000,14 @@ function reportSection(report, currency) {
 function callActionForm(call, action, label) {
   const status = h("p", { class: "status-line" });
   let fields;
-  let send;
+  let body;
   if (action === "report") {
     const reason = h("textarea", { rows: 3, required: true, maxlength: 2000, "aria-label": "What is wrong with the result", placeholder: "What is wrong with the result, despite the checks" });
     fields = [
       h("p", { class: "muted" }, `Until ${shortTime(call.report_deadline)}. An admin reviews the report; upheld, the charge comes back.`),
       reason,
     ];
-    send = () => api("POST", `/calls/${encodeURIComponent(call.id)}/report`, { reason: reason.value });
+    body = () => ({ reason: reason.value });
   } else {
     const upheld = h(
       "select",
@@ -977,31 +1017,28 @@ function callActionForm(call, action, label) {
     );
     const reasons = h("textarea", { rows: 3, required: true, "aria-label": "Reasons for the ruling", placeholder: "Reasons, one per line (1 to 20)" });
     fields = [upheld, reasons];
-    send = () =>
-      api("POST", `/calls/${encodeURIComponent(call.id)}/report/ruling`, {
-        upheld: upheld.value === "upheld",
-        reasons: reasonLines(reasons.value),
-      });
+    body = () => ({ upheld: upheld.value === "upheld", reasons: reasonLines(reasons.value) });
   }
+  const path = `/calls/${encodeURIComponent(call.id)}/${action === "report" ? "report" : "report/ruling"}`;
+  const button = h("button", { type: "submit" }, label);
+  const send = sending(() => [button], status);
   return h(
     "form",
     {
       class: `action call-${action}`,
       onsubmit: async (event) => {
         event.preventDefault();
-        status.textContent = "…";
-        try {
-          await send();
+        const sent = body();
+        await send([path, sent], async (idem) => {
+          await api("POST", path, sent, idem);
           await signIn(); // an upheld report moved money
           await callDetail(call.id);
-        } catch (err) {
-          status.replaceChildren(failure(err));
-        }
+        });
       },
     },
     h("h4", {}, label),
     fields,
-    h("button", { type: "submit" }, label),
+    button,
     status,
   );
 }
@@ -1187,6 +1224,8 @@ async function webhooksPage(query, notice, cursor) {
   const types = h("input", { type: "text", name: "event_types", "aria-label": "Event types", placeholder: "all, or e.g. call.settled, call.report_ruled" });
   const description = h("input", { type: "text", name: "description", maxlength: 200, "aria-label": "Description" });
   const made = h("p", { class: "status-line" });
+  const add = h("button", { type: "submit" }, "Add endpoint");
+  const sendEndpoint = sending(() => [add], made);
   const endpointFilter = h(
     "select",
     { name: "endpoint", "aria-label": "Endpoint filter" },
@@ -1202,21 +1241,8 @@ async function webhooksPage(query, notice, cursor) {
   const urls = new Map(endpoints.map((e) => [e.id, e.url]));
   const rowButton = (label, run) => {
     const line = h("span", { class: "status-line" });
-    const button = h(
-      "button",
-      {
-        type: "button",
-        onclick: async () => {
-          line.textContent = "…";
-          try {
-            await again(await run());
-          } catch (err) {
-            line.replaceChildren(failure(err));
-          }
-        },
-      },
-      label,
-    );
+    const button = h("button", { type: "button", onclick: () => send(label, async (idem) => again(await run(idem))) }, label);
+    const send = sending(() => [button], line);
     return [button, line];
   };
   render(
@@ -1237,12 +1263,12 @@ async function webhooksPage(query, notice, cursor) {
               ? h(
                   "div",
                   { class: "buttons" },
-                  rowButton("Send a test event", async () => {
-                    const d = await api("POST", `/webhooks/endpoints/${encodeURIComponent(e.id)}/test`);
+                  rowButton("Send a test event", async (idem) => {
+                    const d = await api("POST", `/webhooks/endpoints/${encodeURIComponent(e.id)}/test`, undefined, idem);
                     return h("p", { class: "notice", role: "status" }, `A test event is queued for ${e.url} (delivery ${d.id}).`);
                   }),
-                  rowButton("Disable", async () => {
-                    await api("DELETE", `/webhooks/endpoints/${encodeURIComponent(e.id)}`);
+                  rowButton("Disable", async (idem) => {
+                    await api("DELETE", `/webhooks/endpoints/${encodeURIComponent(e.id)}`, undefined, idem);
                     return h("p", { class: "notice", role: "status" }, `${e.url} is disabled: nothing more is sent to it.`);
                   }),
                 )
@@ -1256,13 +1282,9 @@ async function webhooksPage(query, notice, cursor) {
         class: "post endpoint-form",
         onsubmit: async (event) => {
           event.preventDefault();
-          made.textContent = "…";
-          try {
-            const e = await api("POST", "/webhooks/endpoints", {
-              url: url.value.trim(),
-              event_types: eventTypes(types.value),
-              description: description.value,
-            });
+          const body = { url: url.value.trim(), event_types: eventTypes(types.value), description: description.value };
+          await sendEndpoint(body, async (idem) => {
+            const e = await api("POST", "/webhooks/endpoints", body, idem);
             await again(
               h(
                 "section",
@@ -1271,16 +1293,14 @@ async function webhooksPage(query, notice, cursor) {
                 command(e.secret, "Signing secret"),
               ),
             );
-          } catch (err) {
-            made.replaceChildren(failure(err));
-          }
+          });
         },
       },
       h("h4", {}, "Add an endpoint"),
       labelled("URL", url),
       labelled("Event types (blank for all)", types),
       labelled("Description", description),
-      h("button", { type: "submit" }, "Add endpoint"),
+      add,
       made,
     ),
     h("h3", {}, "Delivery log"),
@@ -1314,8 +1334,8 @@ async function webhooksPage(query, notice, cursor) {
             h(
               "div",
               { class: "buttons" },
-              rowButton("Replay", async () => {
-                await api("POST", `/webhooks/deliveries/${encodeURIComponent(d.id)}/replay`);
+              rowButton("Replay", async (idem) => {
+                await api("POST", `/webhooks/deliveries/${encodeURIComponent(d.id)}/replay`, undefined, idem);
                 return h("p", { class: "notice", role: "status" }, `Delivery ${d.id} is sent again now, under the same webhook-id.`);
               }),
             ),
