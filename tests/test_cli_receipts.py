@@ -113,14 +113,19 @@ def test_verify_chain(tmp_path: Path) -> None:
 
 
 def test_signing_helpers_for_other_commands(tmp_path: Path) -> None:
-    """read_signing_key loads a key file (exit 2 when it cannot); write_receipt writes one line."""
+    """read_signing_key loads a key file (exit 2 when it cannot: not a key, missing, a
+    directory, open to others); write_receipt writes one line."""
     key_file = tmp_path / "k.key"
     key_file.write_bytes(KEY.to_pem())
+    key_file.chmod(0o600)
     assert read_signing_key(key_file).keyid == KEY.keyid
     (tmp_path / "bad.key").write_text("nope")
-    for bad in (tmp_path / "bad.key", tmp_path / "missing.key"):
+    (tmp_path / "bad.key").chmod(0o600)
+    (tmp_path / "open.key").write_bytes(KEY.to_pem())
+    (tmp_path / "open.key").chmod(0o640)
+    for bad in ("bad.key", "missing.key", "open.key", "."):
         with pytest.raises(typer.Exit) as exit_info:
-            read_signing_key(bad)
+            read_signing_key(tmp_path / bad)
         assert exit_info.value.exit_code == 2
     out = tmp_path / "r.json"
     write_receipt(out, _log(1).receipts[0])

@@ -150,6 +150,7 @@ def test_an_agent_task_is_judged_by_its_verifier(browser: Browser, tmp_path: Pat
     )
     pem = tmp_path / "vera.pem"
     pem.write_bytes(b.h.signers["vera"].to_pem())
+    pem.chmod(0o600)
     filled = {
         "KEY.pem": str(pem),
         "BRIEF_EXCERPT": "Review the plan",

@@ -50,7 +50,8 @@ def test_walk_a_manual_task_from_the_terminal(sqlite_store: Store, tmp_path: Pat
 def test_a_verifier_signs_its_verdict_from_the_terminal(
     sqlite_store: Store, tmp_path: Path
 ) -> None:
-    """`task verdict --verifier-key` signs the latest submission; another key is refused."""
+    """`task verdict --verifier-key` signs the latest submission; another key is refused, and
+    so is a key file others may read."""
     h = make_harness(sqlite_store)
     runner = CliRunner()
     tid = h.post("agent")
@@ -60,6 +61,7 @@ def test_a_verifier_signs_its_verdict_from_the_terminal(
     mine.write_bytes(h.signers["vera"].to_pem())
     other = tmp_path / "other.pem"
     other.write_bytes(SigningKey.generate().to_pem())
+    other.chmod(0o600)
     with serving(h.app) as url:
 
         def run(*args: str) -> tuple[int, str, str]:
@@ -70,6 +72,10 @@ def test_a_verifier_signs_its_verdict_from_the_terminal(
         assert code == 1 and "VERDICT_SIGNATURE_INVALID:" in err and "not grounded" in err
         code, _, err = run("verdict", tid, "--verifier-key", str(tmp_path / "none.pem"))
         assert code == 2 and "Cannot read" in err
+        mine.chmod(0o644)  # as written under the usual umask: open to every account
+        code, _, err = run("verdict", tid, "--verifier-key", str(mine))
+        assert code == 2 and "KEY_FILE_UNPROTECTED" in err and f"chmod 600 {mine}" in err
+        mine.chmod(0o600)
         code, _, err = run(
             "verdict", tid, "--verifier-key", str(mine), "--quote-result", "not in it"
         )

@@ -25,8 +25,9 @@ def passes(request: dict[str, Any]) -> tuple[int, str, float]:
 def test_the_worker_is_a_client_that_needs_the_verifiers_key(
     sqlite_store: Store, tmp_path: Path
 ) -> None:
-    """No key, a key the verifier did not register, the wrong account or no service: exit 2
-    before judging, saying why; with the verifier's API key and registered key it judges."""
+    """No key, a key file others may read, a key the verifier did not register, the wrong
+    account or no service: exit 2 before judging, saying why; with the verifier's API key and
+    registered key it judges."""
     h = make_harness(sqlite_store)
     tid = h.post("agent")
     h.ok("ann", "POST", f"/tasks/{tid}/accept")
@@ -35,6 +36,7 @@ def test_the_worker_is_a_client_that_needs_the_verifiers_key(
     vera.write_bytes(h.signers["vera"].to_pem())
     other = tmp_path / "other.pem"
     other.write_bytes(SigningKey.generate().to_pem())
+    other.chmod(0o600)
     runner = CliRunner()
     with serving(h.app) as service, model_server(passes) as (url, seen):
 
@@ -47,7 +49,11 @@ def test_the_worker_is_a_client_that_needs_the_verifiers_key(
         code, _, err = run()
         assert code == 2 and "--verifier-key" in err
         code, _, err = run("--verifier-key", str(tmp_path / "missing.pem"))
-        assert code == 2 and "Cannot read the key file" in err
+        assert code == 2 and "Cannot read the verifier key file" in err
+        vera.chmod(0o644)  # as written under the usual umask: open to every account
+        code, _, err = run("--verifier-key", str(vera))
+        assert code == 2 and "KEY_FILE_UNPROTECTED" in err and f"chmod 600 {vera}" in err
+        vera.chmod(0o600)
         code, _, err = run("--verifier-key", str(other))
         assert code == 2 and "active key is" in err
         code, _, err = run("--verifier-key", str(vera), key=h.keys["bob"])

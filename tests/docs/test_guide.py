@@ -122,6 +122,7 @@ def _run_guide(guide: Path, tmp_path: Path) -> str:
         fingerprint = re.search(r"Receipts are signed by key ([0-9a-f]{64})", out)
         assert keys.keys() >= {"admin", "pat", "ann", "vera", "sky"} and pem and fingerprint, out
         (tmp_path / "vera.pem").write_text(pem.group(0))
+        (tmp_path / "vera.pem").chmod(0o600)  # as the guide says
         url = f"http://127.0.0.1:{port}"
         for _ in range(200):
             try:

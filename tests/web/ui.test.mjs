@@ -13,6 +13,7 @@ import {
   hashOf,
   money,
   moneyState,
+  onceKey,
   parseAmount,
   parseCriteria,
   parseHash,
@@ -248,4 +249,19 @@ test("a receipt's facts: who decided under which trust, each check now, the chai
   assert.equal(facts.sequence, 4);
   assert.equal(facts.keyid, "k1");
   assert.equal(receiptFacts({ statement: null }), null);
+});
+
+test("a form keeps one Idempotency-Key per submission", () => {
+  let made = 0;
+  const keys = onceKey(() => `k${++made}`);
+  const body = { title: "T", reward: "2000000" };
+  assert.equal(keys.for(body), "k1");
+  assert.equal(keys.for({ title: "T", reward: "2000000" }), "k1"); // a retry of the same inputs
+  assert.equal(keys.for({ title: "T", reward: "3000000" }), "k2"); // changed inputs: a new key
+  assert.equal(keys.for(body), "k3"); // changed back: still a new submission
+  keys.done(); // a success: the next send is another submission
+  assert.equal(keys.for(body), "k4");
+  assert.equal(keys.for(undefined), "k5");
+  assert.equal(keys.for(null), "k5"); // no inputs are the same inputs
+  assert.equal(made, 5);
 });

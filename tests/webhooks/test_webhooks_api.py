@@ -172,3 +172,27 @@ def test_the_delivery_log_pages_newest_first(wh: Harness) -> None:
     assert one["payload"]["data"] == {"endpoint_id": made["id"], "account": "pat"}
     assert one["status"] == "pending" and one["max_attempts"] == 10
     assert h.ok("ann", "GET", "/webhooks/deliveries")["deliveries"] == []
+
+
+def test_test_events_are_rate_limited_per_endpoint(wh: Harness) -> None:
+    """An endpoint takes 10 test events an hour; the 11th is 429 RATE_LIMITED with Retry-After
+    and queues nothing; a replayed Idempotency-Key is not counted; another endpoint has its own
+    allowance, and the next hour a new one."""
+    h = wh
+    first = h.ok("pat", "POST", "/webhooks/endpoints", {"url": "http://127.0.0.1:9/a"})["id"]
+    other = h.ok("pat", "POST", "/webhooks/endpoints", {"url": "http://127.0.0.1:9/b"})["id"]
+    h.advance(minutes=20)  # the clock starts on the hour
+    test = f"/webhooks/endpoints/{first}/test"
+    once = h.ok("pat", "POST", test, Idempotency_Key="t-1")["id"]
+    for _ in range(9):
+        h.ok("pat", "POST", test)
+    assert h.ok("pat", "POST", test, Idempotency_Key="t-1")["id"] == once  # a replay, not a use
+    r = h.call("pat", "POST", test)
+    assert r.status_code == 429 and r.json()["error"]["code"] == "RATE_LIMITED"
+    assert r.headers["Retry-After"] == str(40 * 60 + 1)
+    assert "10 test events an hour" in r.json()["error"]["message"]
+    listed = h.ok("pat", "GET", f"/webhooks/deliveries?endpoint={first}&limit=200")
+    assert len(listed["deliveries"]) == 10
+    h.ok("pat", "POST", f"/webhooks/endpoints/{other}/test")
+    h.advance(minutes=40)
+    h.ok("pat", "POST", test)

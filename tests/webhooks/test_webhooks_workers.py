@@ -17,7 +17,8 @@ from adjudge.webhooks import Sender
 from support.fakes import FakeClock, FakeIssuer
 from support.receiver import Receiver
 
-SETTINGS = WebhookSettings(allow_private=True)
+#: Test events are the events these tests queue, 40 at once on one endpoint: past the limit.
+SETTINGS = WebhookSettings(allow_private=True, test_events=100)
 
 
 def _apps(store: Store, n: int) -> tuple[list[App], FakeClock]:

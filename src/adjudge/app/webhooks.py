@@ -24,9 +24,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from adjudge.app.unit import Answer, Idempotency, UnitOfWork
-from adjudge.errors import Error
+from adjudge.errors import Error, RateLimited
 from adjudge.gateway.sealed import SecretBox, SecretError
-from adjudge.store import Account, Transaction, outbox
+from adjudge.store import Account, Transaction, outbox, quotas
 from adjudge.webhooks import events, schedule
 from adjudge.webhooks.sender import Outgoing, Sender
 from adjudge.webhooks.signing import body_bytes, new_secret
@@ -52,6 +52,11 @@ class WebhookSettings:
     batch: int = 50
     poll_seconds: float = 1.0
     schedule: tuple[timedelta, ...] = schedule.SCHEDULE
+    #: Test events one endpoint may be sent per ``test_window`` (each is a request to a URL the
+    #: caller chose, retried on the schedule: unbounded, they would make the service a sender
+    #: of traffic at someone else's host).
+    test_events: int = 10
+    test_window: timedelta = timedelta(hours=1)
 
     @property
     def max_attempts(self) -> int:
@@ -179,7 +184,13 @@ class Webhooks:
         self, account: Account, endpoint_id: str, *, key: str | None = None
     ) -> Answer[dict[str, Any]]:
         """Queue a ``webhook.test`` event for one of the caller's enabled endpoints; answers
-        its delivery."""
+        its delivery.
+
+        At most :attr:`WebhookSettings.test_events` per endpoint per window (fixed windows,
+        counted in the quotas table by every process on the database): past it,
+        ``RATE_LIMITED`` with the seconds until the next window. A refusal is not counted (its
+        transaction rolls back), nor is a replay of a stored answer.
+        """
         idem = Idempotency.of(key, "webhooks.test_endpoint", {"endpoint": endpoint_id})
 
         def run(tx: Transaction) -> dict[str, Any]:
@@ -189,6 +200,7 @@ class Webhooks:
                     f"The endpoint {endpoint_id} is disabled.", code="WEBHOOK_ENDPOINT_DISABLED"
                 )
             now = self.unit.now()
+            self._count_test(tx, endpoint_id, now)
             data = {"endpoint_id": endpoint_id, "account": account.id}
             msg = outbox.emit_to(
                 tx, found, "webhook.test", events.payload("webhook.test", data, now), now
@@ -198,6 +210,19 @@ class Webhooks:
             return delivery_view(made, self.settings.max_attempts)
 
         return self.unit.once(account.id, idem, run)
+
+    def _count_test(self, tx: Transaction, endpoint_id: str, now: datetime) -> None:
+        """Count one test event against the endpoint's window; past the limit, refuse."""
+        limit, window = self.settings.test_events, self.settings.test_window
+        span = window.total_seconds()
+        start = datetime.fromtimestamp(now.timestamp() // span * span, tz=now.tzinfo)
+        if quotas.use(tx, f"webhook-test:{endpoint_id}", start) > limit:
+            wait = max(1, int((start + window - now).total_seconds()) + 1)
+            raise RateLimited(
+                f"An endpoint takes {limit} test events {_per(window)}; try again in {wait} s "
+                "(or replay a delivery from its log).",
+                retry_after=wait,
+            )
 
     # --- the delivery log -----------------------------------------------------------------
 
@@ -362,6 +387,16 @@ class DeliveryWorker:
         if self._thread is not None:
             self._thread.join(timeout=30)
         self.sender.close()
+
+
+def _per(window: timedelta) -> str:
+    """A window in words: "an hour", "every 10 minutes"."""
+    seconds = int(window.total_seconds())
+    for size, unit in ((86_400, "day"), (3_600, "hour"), (60, "minute")):
+        if seconds % size == 0:
+            n = seconds // size
+            return f"a{'n' if unit == 'hour' else ''} {unit}" if n == 1 else f"every {n} {unit}s"
+    return f"every {seconds} seconds"
 
 
 def _own_endpoint(tx: Transaction, account: Account, endpoint_id: str) -> outbox.StoredEndpoint:

@@ -22,8 +22,9 @@ from typing import Annotated, NoReturn
 
 import typer
 
+from adjudge.cli import keyfiles
 from adjudge.cli._common import DEFAULT_URL, KeyOption, Session, UrlOption
-from adjudge.errors import CriteriaError, ReceiptError
+from adjudge.errors import CriteriaError, Error, ReceiptError
 from adjudge.kernel.authority import trust_basis
 from adjudge.kernel.verdicts import format_time, parse_time
 from adjudge.receipts import (
@@ -388,11 +389,8 @@ def read_signing_key(path: Path) -> SigningKey:
     For command modules that sign (``adjudge check --sign KEY --receipt OUT``).
     """
     try:
-        return SigningKey.from_pem(path.read_bytes())
-    except OSError as exc:
-        typer.echo(f"FILE_UNREADABLE: cannot read {path}: {exc.strerror}", err=True)
-        raise typer.Exit(EXIT_BAD_INPUT) from exc
-    except ReceiptError as exc:
+        return keyfiles.read_signing_key(path, "signing key file")
+    except Error as exc:
         _fail(exc, EXIT_BAD_INPUT)
 
 
@@ -476,6 +474,6 @@ def _read(path: Path) -> bytes:
         raise typer.Exit(EXIT_BAD_INPUT) from exc
 
 
-def _fail(exc: ReceiptError, code: int) -> NoReturn:
+def _fail(exc: Error, code: int) -> NoReturn:
     typer.echo(str(exc), err=True)
     raise typer.Exit(code) from exc

@@ -12,6 +12,7 @@ from adjudge.errors import Error
 
 if TYPE_CHECKING:
     from adjudge.app import App
+    from adjudge.gateway.sealed import SecretBox
     from adjudge.receipts import SigningKey
 
 
@@ -115,12 +116,11 @@ def serve(
     )
     from adjudge.app import maintenance as upkeep  # noqa: PLC0415
     from adjudge.app.wiring import SignedReceipts  # noqa: PLC0415
-    from adjudge.cli.webhooks import server_box  # noqa: PLC0415
     from adjudge.service import create_app, enable_access_log  # noqa: PLC0415
     from adjudge.webhooks import Sender  # noqa: PLC0415
 
     try:
-        key = _signing_key(signing_key)
+        key, box = _keys(signing_key, server_key)
         app = App.open(
             db,
             settings=Settings(
@@ -129,7 +129,7 @@ def serve(
                 price_notice=timedelta(hours=price_notice_hours),
             ),
             issuer=SignedReceipts(key),
-            secrets=server_box(server_key),
+            secrets=box,
             # The demo's provider answers beside it, on loopback.
             private_providers=allow_private_providers or demo,
             webhooks=WebhookSettings(allow_private=webhooks_allow_private),
@@ -177,17 +177,32 @@ def serve(
             worker.stop()
 
 
-def _signing_key(path: Path) -> SigningKey:
-    """The receipt signing key in ``path``, made there (0600) when the file does not exist."""
+def _keys(signing_key: Path, server_key: Path) -> tuple[SigningKey, SecretBox]:
+    """The receipt signing key and the server keys, each made (0600) if its file is missing.
+
+    Every key file there is is read and checked before a missing one is made: a malformed
+    server key leaves no new signing key behind, and the reverse.
+    """
+    from adjudge.cli import keyfiles  # noqa: PLC0415
+    from adjudge.cli.webhooks import warn_burnt  # noqa: PLC0415
     from adjudge.receipts import SigningKey  # noqa: PLC0415
 
-    if path.exists():
-        return SigningKey.from_pem(path.read_bytes())
-    key = SigningKey.generate()
-    path.touch(mode=0o600)
-    path.write_bytes(key.to_pem())
-    typer.echo(f"Made a receipt signing key: {path}")
-    return key
+    box = keyfiles.read_server_keys(server_key) if keyfiles.present(server_key) else None
+    key = (
+        keyfiles.read_signing_key(signing_key, "signing key file")
+        if keyfiles.present(signing_key)
+        else None
+    )
+    if box is None:
+        keyfiles.write_private(server_key, keyfiles.new_server_key_text(), "server key file")
+        typer.echo(f"Made a server key for sealed secrets: {server_key}")
+        box = keyfiles.read_server_keys(server_key)
+    if key is None:
+        key = SigningKey.generate()
+        keyfiles.write_private(signing_key, key.to_pem(), "signing key file")
+        typer.echo(f"Made a receipt signing key: {signing_key}")
+    warn_burnt(server_key, box)
+    return key, box
 
 
 def _bootstrap_admin(app: App) -> None:
@@ -217,8 +232,9 @@ def _seed_demo(app: App, base: str, port: int) -> str | None:
         typer.echo(f"  {account_id:6} {key}")
     for account_id, pem in seeded.verifier_keys.items():
         typer.echo(
-            f"Verifier {account_id}'s private key (shown only now; save it to a file for "
-            "`adjudge task verdict --verifier-key` or `adjudge worker --verifier-key`):"
+            f"Verifier {account_id}'s private key (shown only now; save it to a file only "
+            "you can read, `chmod 600`, for `adjudge task verdict --verifier-key` or "
+            "`adjudge worker --verifier-key`):"
         )
         typer.echo(pem.rstrip("\n"))
     typer.echo("Demo tasks:")

@@ -487,16 +487,14 @@ def verdict(
     """Judge the latest submission as the task's named verifier (agent mode), signed and
     grounded: quote the brief and the result, or the poster decides instead."""
     from adjudge.app.signed_verdicts import sign_verdict, verdict_payload  # noqa: PLC0415
+    from adjudge.cli import keyfiles  # noqa: PLC0415
     from adjudge.errors import Error  # noqa: PLC0415 - keep `adjudge --help` fast
     from adjudge.kernel.oracle import Record  # noqa: PLC0415
     from adjudge.kernel.semantic import Quote  # noqa: PLC0415
-    from adjudge.receipts import SigningKey  # noqa: PLC0415
 
     session = _session(ctx, as_json)
     try:
-        signer = SigningKey.from_pem(verifier_key.read_bytes())
-    except OSError as exc:
-        stop(f"Cannot read {verifier_key}: {exc.strerror}")
+        signer = keyfiles.read_signing_key(verifier_key, "verifier key file")
     except Error as exc:
         stop(f"{exc.code}: {exc.message}")
     task = session.call(lambda api: api.task(task_id))

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import signal
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
+from adjudge.cli import keyfiles
 from adjudge.errors import Error
 
 if TYPE_CHECKING:
@@ -192,16 +192,27 @@ def replay(ctx: typer.Context, delivery_id: str) -> None:
 
 def server_box(path: Path) -> SecretBox:
     """The server key(s) in ``path`` (one base64url key a line: the first seals, every one
-    opens), made with a new key, readable by its owner only, if it does not exist."""
-    from adjudge.gateway.sealed import SecretBox  # noqa: PLC0415
+    opens), made with a new key, readable by its owner only, if it does not exist.
 
-    if not path.exists():
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w", encoding="ascii") as out:
-            out.write(SecretBox.key_to_text(SecretBox.generate_key()) + "\n")
+    The file is checked as :func:`adjudge.cli.keyfiles.read_server_keys` checks it.
+    """
+    if not keyfiles.present(path):
+        keyfiles.write_private(path, keyfiles.new_server_key_text(), "server key file")
         typer.echo(f"Made a server key for sealed secrets: {path}")
-    lines = [ln.strip() for ln in path.read_text(encoding="ascii").splitlines() if ln.strip()]
-    return SecretBox([SecretBox.key_from_text(ln) for ln in lines])
+    box = keyfiles.read_server_keys(path)
+    warn_burnt(path, box)
+    return box
+
+
+def warn_burnt(path: Path, box: SecretBox) -> None:
+    """Say loudly, on standard error, that ``box`` still opens with a burnt key."""
+    for kid in keyfiles.burnt_keys_in(box):
+        typer.echo(
+            f"WARNING: {path} still holds the burnt server key {kid} (below the first line, "
+            "so it only opens). Seal every secret anew and remove that line "
+            "(docs/guide/operating.md, A burnt server key).",
+            err=True,
+        )
 
 
 @webhooks_app.command("deliver")
@@ -230,7 +241,7 @@ def deliver(
     from adjudge.app import App, DeliveryWorker, WebhookSettings  # noqa: PLC0415
     from adjudge.webhooks import Sender  # noqa: PLC0415
 
-    if not server_key.exists():
+    if not keyfiles.present(server_key):
         typer.echo(
             f"No server key at {server_key}: point --server-key at the file `adjudge serve` "
             "made, or endpoint secrets cannot be opened.",

@@ -49,8 +49,8 @@ def worker(
     timeout: Annotated[float, typer.Option(help="Seconds to wait for the model.")] = 60.0,
 ) -> None:
     """Lease the results awaiting this verifier, judge each with the model, post the verdicts."""
+    from adjudge.cli import keyfiles  # noqa: PLC0415
     from adjudge.client import Client, ServiceUnavailable  # noqa: PLC0415 - keep --help fast
-    from adjudge.receipts import SigningKey  # noqa: PLC0415
     from adjudge.workers import ChatCompletionsJudge, ReviewWorker  # noqa: PLC0415
 
     if not model:
@@ -63,9 +63,7 @@ def worker(
             "registered): verdicts are signed as the verifier."
         )
     try:
-        signer = SigningKey.from_pem(verifier_key.read_bytes())
-    except OSError as exc:
-        _stop(f"Cannot read the key file {verifier_key}: {exc.strerror}.")
+        signer = keyfiles.read_signing_key(verifier_key, "verifier key file")
     except Error as exc:
         _stop(f"{exc.code}: {exc.message}")
     client = Client(url, key)

@@ -73,6 +73,10 @@ class SecretBox:
     def __repr__(self) -> str:
         return f"SecretBox(keys={sorted(self._keys)!r})"
 
+    def key_ids(self) -> tuple[str, ...]:
+        """The ids of the keys this box opens with, the sealing key's first."""
+        return (self._sealing, *sorted(k for k in self._keys if k != self._sealing))
+
     @staticmethod
     def key_id(key: bytes) -> str:
         """The id a sealed value names its key by: the first 8 bytes of sha256(key), hex."""

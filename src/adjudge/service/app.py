@@ -1,6 +1,7 @@
 """The HTTP service: thin routes under ``/api/v1`` over the use cases (:class:`adjudge.app.App`).
 
-Every route but ``/health`` needs ``Authorization: Bearer <API key>``. A request body is capped
+Every route but ``/health`` (served at the root as well, where load balancers probe by default)
+needs ``Authorization: Bearer <API key>``. A request body is capped
 at :data:`MAX_BODY_BYTES` before anything reads it (``413``, before authentication too) and
 parsed strictly as I-JSON (:mod:`adjudge.service.ingress`). State-changing routes honour an
 ``Idempotency-Key`` header: a retry with the same key and body gets the stored answer (marked
@@ -15,7 +16,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio.to_thread
-from fastapi import FastAPI
+from fastapi import APIRouter, FastAPI
 from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.routing import Route
@@ -64,6 +65,12 @@ health_routes = router()
 def health(*, app: Use) -> dict[str, Any]:
     """Liveness, the database kind, and the chain head."""
     return app.health()
+
+
+#: The same probe at ``/health``, outside ``/api/v1``: the path a load balancer or an
+#: orchestrator asks by default, so an operator need not configure one.
+root_health = APIRouter()
+root_health.add_api_route("/health", health, methods=["GET"], include_in_schema=False)
 
 
 class SecurityHeaders:
@@ -136,6 +143,7 @@ def create_app(use_cases: App, *, threads: int | None = None) -> FastAPI:
     )
     api.state.adjudge = use_cases
     errors.install(api)
+    api.include_router(root_health)
     for module in (health_routes, accounts.routes, tasks.routes, receipts.routes, reviews.routes):
         api.include_router(module)
     api.include_router(gateway.routes)  # before calls: /tools/callable is not /tools/{tool}

@@ -13,6 +13,7 @@ import {
   hashOf,
   money,
   moneyState,
+  onceKey,
   parseAmount,
   parseCriteria,
   parseHash,
@@ -69,13 +70,14 @@ function key() {
   return sessionStorage.getItem("adjudge-key") || "";
 }
 
-/** A request to the API; state changes carry a fresh Idempotency-Key. Throws the error text. */
-async function api(method, path, body) {
+/** A request to the API; a state change carries `idempotencyKey` (a form's, from `sending`)
+ * or a fresh one. Throws the error text. */
+async function api(method, path, body, idempotencyKey) {
   const headers = { Accept: "application/json" };
   if (key()) headers.Authorization = `Bearer ${key()}`;
   if (method !== "GET") {
     headers["Content-Type"] = "application/json";
-    headers["Idempotency-Key"] = crypto.randomUUID();
+    headers["Idempotency-Key"] = idempotencyKey || crypto.randomUUID();
   }
   const response = await fetch(API + path, {
     method,
@@ -99,6 +101,43 @@ function download(name, text, type = "application/json") {
 
 function failure(err) {
   return h("p", { class: "error", role: "alert" }, err.message);
+}
+
+/**
+ * How a form that moves money (or changes anything) sends: one Idempotency-Key per form
+ * (onceKey: the same for a retry of the same inputs, a new one once they change or after a
+ * success), and the form's `buttons()` disabled from the first click until its request and the
+ * page it leads to are done. So a double click, a second click or a second Enter sends nothing
+ * more; and a request that went out twice all the same would carry one key, which the service
+ * answers from its record instead of acting twice.
+ *
+ * `send(inputs, work)` runs `work(key)`, which sends and shows what follows; a call while one
+ * runs does nothing. A failure (`work` throws) is shown in `status` and the buttons work again.
+ * After a success they stay disabled — the page is being shown anew, and a click meanwhile
+ * would be a second submission — unless `{ stays: true }` says the form remains (a dry run).
+ */
+function sending(buttons, status) {
+  const keys = onceKey(() => crypto.randomUUID());
+  let busy = false;
+  const release = () => {
+    busy = false;
+    for (const b of buttons()) b.disabled = false;
+  };
+  return async (inputs, work, { stays = false } = {}) => {
+    if (busy) return;
+    busy = true;
+    for (const b of buttons()) b.disabled = true;
+    status.textContent = "…";
+    try {
+      await work(keys.for(inputs));
+    } catch (err) {
+      status.replaceChildren(failure(err));
+      release();
+      return;
+    }
+    keys.done();
+    if (stays) release();
+  };
 }
 
 function statusBadge(status) {
@@ -288,16 +327,12 @@ function verdictCard(v) {
   );
 }
 
-/** Runs a task action and shows the task again (the balance too: money may have moved). */
-async function perform(task, path, body, status) {
-  status.textContent = "…";
-  try {
-    await api("POST", `/tasks/${task.id}/${path}`, body);
-    await signIn();
-    await taskDetail(task.id);
-  } catch (err) {
-    status.replaceChildren(failure(err));
-  }
+/** Runs a task action under `key` and shows the task again (the balance too: money may have
+ * moved). Throws what went wrong, for `sending` to show. */
+async function perform(task, path, body, key) {
+  await api("POST", `/tasks/${task.id}/${path}`, body, key);
+  await signIn();
+  await taskDetail(task.id);
 }
 
 /** One draft, two buttons: a dry run (no attempt used) and the submission. */
@@ -307,6 +342,8 @@ function deliverForm(task, offered) {
   const buttons = offered.map(([action, label]) =>
     h("button", { type: "submit", value: action, name: "action" }, label),
   );
+  // One sender for both buttons: neither goes out while the other is in flight.
+  const send = sending(() => buttons, status);
   return h(
     "form",
     {
@@ -314,21 +351,20 @@ function deliverForm(task, offered) {
       onsubmit: async (event) => {
         event.preventDefault();
         const action = event.submitter ? event.submitter.value : "submit";
+        const body = { result: text.value };
         if (action === "dry-run") {
-          status.textContent = "…";
-          try {
-            const answer = await api("POST", `/tasks/${task.id}/dry-run`, { result: text.value });
+          const dryRun = async (idem) => {
+            const answer = await api("POST", `/tasks/${task.id}/dry-run`, body, idem);
             status.replaceChildren(
               h("strong", { class: answer.passed ? "pass-text" : "fail-text" }, `Dry run: ${answer.passed ? "would pass" : "would fail"}, score ${answer.score}.`),
               h("ul", {}, (answer.reasons || []).map((r) => h("li", {}, r))),
               h("p", {}, answer.note || ""),
             );
-          } catch (err) {
-            status.replaceChildren(failure(err));
-          }
+          };
+          await send(["dry-run", body], dryRun, { stays: true });
           return;
         }
-        await perform(task, "submissions", { result: text.value }, status);
+        await send(["submissions", body], (idem) => perform(task, "submissions", body, idem));
       },
     },
     h("h4", {}, "Your result"),
@@ -388,18 +424,21 @@ function actionForm(task, action, label) {
     );
   }
   const path = action === "dispute" ? "disputes" : action;
+  const button = h("button", { type: "submit" }, label);
+  const send = sending(() => [button], status);
   return h(
     "form",
     {
       class: "action",
       onsubmit: async (event) => {
         event.preventDefault();
-        await perform(task, path, body(), status);
+        const sent = body();
+        await send([path, sent], (idem) => perform(task, path, sent, idem));
       },
     },
     fields.length ? h("h4", {}, label) : null,
     fields,
-    h("button", { type: "submit" }, label),
+    button,
     status,
   );
 }
@@ -505,6 +544,8 @@ async function postForm() {
   const criteria = h("textarea", { rows: 6, name: "criteria", placeholder: '{"min_length": 200, "contains_keywords": ["escrow"]}' });
   const status = h("p", { class: "status-line" });
   const label = (text, input) => h("label", {}, h("span", {}, text), input);
+  const button = h("button", { type: "submit" }, "Post and fund");
+  const send = sending(() => [button], status);
   render(
     h("h2", {}, "Post a task"),
     h(
@@ -528,24 +569,23 @@ async function postForm() {
             status.replaceChildren(h("span", { class: "error", role: "alert" }, takeHours.error));
             return;
           }
-          try {
-            const task = await api("POST", "/tasks", {
-              title: title.value,
-              brief: brief.value,
-              reward: amount.minor,
-              deadline_hours: Number(hours.value),
-              mode: mode.value,
-              verifier: verifier.value.trim() || null,
-              private: priv.checked,
-              criteria: parsed.criteria,
-              lenient_criteria: lenient.checked,
-              take_window_hours: takeHours.hours,
-            });
+          const body = {
+            title: title.value,
+            brief: brief.value,
+            reward: amount.minor,
+            deadline_hours: Number(hours.value),
+            mode: mode.value,
+            verifier: verifier.value.trim() || null,
+            private: priv.checked,
+            criteria: parsed.criteria,
+            lenient_criteria: lenient.checked,
+            take_window_hours: takeHours.hours,
+          };
+          await send(body, async (idem) => {
+            const task = await api("POST", "/tasks", body, idem);
             await signIn(); // the reward left the wallet
             location.hash = `#/tasks/${task.id}`;
-          } catch (err) {
-            status.replaceChildren(failure(err));
-          }
+          });
         },
       },
       label("Title", title),
@@ -558,7 +598,7 @@ async function postForm() {
       label("Private", priv),
       label("Criteria (JSON)", criteria),
       label("Keep fields the check does not know", lenient),
-      h("button", { type: "submit" }, "Post and fund"),
+      button,
       status,
     ),
   );
@@ -1003,14 +1043,14 @@ function reportSection(report, currency) {
 function callActionForm(call, action, label) {
   const status = h("p", { class: "status-line" });
   let fields;
-  let send;
+  let body;
   if (action === "report") {
     const reason = h("textarea", { rows: 3, required: true, maxlength: 2000, "aria-label": "What is wrong with the result", placeholder: "What is wrong with the result, despite the checks" });
     fields = [
       h("p", { class: "muted" }, `Until ${shortTime(call.report_deadline)}. An admin reviews the report; upheld, the charge comes back.`),
       reason,
     ];
-    send = () => api("POST", `/calls/${encodeURIComponent(call.id)}/report`, { reason: reason.value });
+    body = () => ({ reason: reason.value });
   } else {
     const upheld = h(
       "select",
@@ -1020,31 +1060,28 @@ function callActionForm(call, action, label) {
     );
     const reasons = h("textarea", { rows: 3, required: true, "aria-label": "Reasons for the ruling", placeholder: "Reasons, one per line (1 to 20)" });
     fields = [upheld, reasons];
-    send = () =>
-      api("POST", `/calls/${encodeURIComponent(call.id)}/report/ruling`, {
-        upheld: upheld.value === "upheld",
-        reasons: reasonLines(reasons.value),
-      });
+    body = () => ({ upheld: upheld.value === "upheld", reasons: reasonLines(reasons.value) });
   }
+  const path = `/calls/${encodeURIComponent(call.id)}/${action === "report" ? "report" : "report/ruling"}`;
+  const button = h("button", { type: "submit" }, label);
+  const send = sending(() => [button], status);
   return h(
     "form",
     {
       class: `action call-${action}`,
       onsubmit: async (event) => {
         event.preventDefault();
-        status.textContent = "…";
-        try {
-          await send();
+        const sent = body();
+        await send([path, sent], async (idem) => {
+          await api("POST", path, sent, idem);
           await signIn(); // an upheld report moved money
           await callDetail(call.id);
-        } catch (err) {
-          status.replaceChildren(failure(err));
-        }
+        });
       },
     },
     h("h4", {}, label),
     fields,
-    h("button", { type: "submit" }, label),
+    button,
     status,
   );
 }
@@ -1231,6 +1268,8 @@ async function webhooksPage(query, notice, cursor) {
   const types = h("input", { type: "text", name: "event_types", "aria-label": "Event types", placeholder: "all, or e.g. call.settled, call.report_ruled" });
   const description = h("input", { type: "text", name: "description", maxlength: 200, "aria-label": "Description" });
   const made = h("p", { class: "status-line" });
+  const add = h("button", { type: "submit" }, "Add endpoint");
+  const sendEndpoint = sending(() => [add], made);
   const endpointFilter = h(
     "select",
     { name: "endpoint", "aria-label": "Endpoint filter" },
@@ -1246,21 +1285,8 @@ async function webhooksPage(query, notice, cursor) {
   const urls = new Map(endpoints.map((e) => [e.id, e.url]));
   const rowButton = (label, run) => {
     const line = h("span", { class: "status-line" });
-    const button = h(
-      "button",
-      {
-        type: "button",
-        onclick: async () => {
-          line.textContent = "…";
-          try {
-            await again(await run());
-          } catch (err) {
-            line.replaceChildren(failure(err));
-          }
-        },
-      },
-      label,
-    );
+    const button = h("button", { type: "button", onclick: () => send(label, async (idem) => again(await run(idem))) }, label);
+    const send = sending(() => [button], line);
     return [button, line];
   };
   render(
@@ -1281,12 +1307,12 @@ async function webhooksPage(query, notice, cursor) {
               ? h(
                   "div",
                   { class: "buttons" },
-                  rowButton("Send a test event", async () => {
-                    const d = await api("POST", `/webhooks/endpoints/${encodeURIComponent(e.id)}/test`);
+                  rowButton("Send a test event", async (idem) => {
+                    const d = await api("POST", `/webhooks/endpoints/${encodeURIComponent(e.id)}/test`, undefined, idem);
                     return h("p", { class: "notice", role: "status" }, `A test event is queued for ${e.url} (delivery ${d.id}).`);
                   }),
-                  rowButton("Disable", async () => {
-                    await api("DELETE", `/webhooks/endpoints/${encodeURIComponent(e.id)}`);
+                  rowButton("Disable", async (idem) => {
+                    await api("DELETE", `/webhooks/endpoints/${encodeURIComponent(e.id)}`, undefined, idem);
                     return h("p", { class: "notice", role: "status" }, `${e.url} is disabled: nothing more is sent to it.`);
                   }),
                 )
@@ -1300,13 +1326,9 @@ async function webhooksPage(query, notice, cursor) {
         class: "post endpoint-form",
         onsubmit: async (event) => {
           event.preventDefault();
-          made.textContent = "…";
-          try {
-            const e = await api("POST", "/webhooks/endpoints", {
-              url: url.value.trim(),
-              event_types: eventTypes(types.value),
-              description: description.value,
-            });
+          const body = { url: url.value.trim(), event_types: eventTypes(types.value), description: description.value };
+          await sendEndpoint(body, async (idem) => {
+            const e = await api("POST", "/webhooks/endpoints", body, idem);
             await again(
               h(
                 "section",
@@ -1315,16 +1337,14 @@ async function webhooksPage(query, notice, cursor) {
                 command(e.secret, "Signing secret"),
               ),
             );
-          } catch (err) {
-            made.replaceChildren(failure(err));
-          }
+          });
         },
       },
       h("h4", {}, "Add an endpoint"),
       labelled("URL", url),
       labelled("Event types (blank for all)", types),
       labelled("Description", description),
-      h("button", { type: "submit" }, "Add endpoint"),
+      add,
       made,
     ),
     h("h3", {}, "Delivery log"),
@@ -1358,8 +1378,8 @@ async function webhooksPage(query, notice, cursor) {
             h(
               "div",
               { class: "buttons" },
-              rowButton("Replay", async () => {
-                await api("POST", `/webhooks/deliveries/${encodeURIComponent(d.id)}/replay`);
+              rowButton("Replay", async (idem) => {
+                await api("POST", `/webhooks/deliveries/${encodeURIComponent(d.id)}/replay`, undefined, idem);
                 return h("p", { class: "notice", role: "status" }, `Delivery ${d.id} is sent again now, under the same webhook-id.`);
               }),
             ),

@@ -319,3 +319,28 @@ export function eventTypes(text) {
     .filter((t) => t.length > 0);
   return found.length ? [...new Set(found)] : null;
 }
+
+/**
+ * One form's Idempotency-Key: the same key for every send of the same inputs (a second click,
+ * a retry after a refusal or a lost connection, which the service then answers from its
+ * record instead of acting twice), a new one once the inputs change (the service refuses a
+ * key reused for other inputs) or after a success (`done`). `fresh` makes a key.
+ */
+export function onceKey(fresh) {
+  let key = null;
+  let sent = null;
+  return {
+    for(inputs) {
+      const text = JSON.stringify(inputs ?? null);
+      if (key === null || text !== sent) {
+        key = fresh();
+        sent = text;
+      }
+      return key;
+    },
+    done() {
+      key = null;
+      sent = null;
+    },
+  };
+}
