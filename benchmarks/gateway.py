@@ -314,10 +314,9 @@ def seed(url: str, provider_url: str) -> str:
     provider = app.accounts.create(None, PROVIDER, ["provider"]).value["api_key"]
     caller = app.accounts.create(None, "agent", ["agent"]).value["api_key"]
     app.accounts.deposit(admin, "agent", 10**15)
-    app.gateway.register_tool(app.accounts.authenticate(provider), tool(provider_url))
-    market_key = app.accounts.create(None, "market", ["poster"]).value["api_key"]
-    market = app.accounts.authenticate(market_key)
-    app.calls.register_policy(market, "weather_forecast", POLICY)
+    seller = app.accounts.authenticate(provider)
+    app.gateway.register_tool(seller, tool(provider_url))
+    app.calls.register_policy(seller, "weather_forecast", POLICY)  # a tool's rules are its own
     app.close()
     return str(caller)
 
