@@ -27,19 +27,23 @@ the provider again; while the first is still running it is ``IDEMPOTENCY_IN_PROG
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 from adjudge.app import settlement
 from adjudge.app.accounts import need_role
 from adjudge.app.calls import call_view, contract_view, emit_call_settled, propose_if_due
 from adjudge.app.timing import stage
-from adjudge.app.unit import Answer, Idempotency, UnitOfWork, retry
+from adjudge.app.unit import Answer, GroupCommit, Idempotency, UnitOfWork, retry
 from adjudge.app.wiring import call_subject
 from adjudge.calls import (
     CallRequest,
@@ -56,7 +60,7 @@ from adjudge.calls.contract import map_response
 from adjudge.calls.kernel_rows import call_decision
 from adjudge.calls.openapi import mcp_tool_document, openapi_tool_document
 from adjudge.calls.pricing import DEFAULT_PRICE_NOTICE, announce
-from adjudge.calls.tools import DECIMALS, build_request
+from adjudge.calls.tools import DECIMALS, BuiltRequest, build_request
 from adjudge.calls.verify import CallResult, digest_of
 from adjudge.errors import Error, RateLimited
 from adjudge.gateway import (
@@ -71,7 +75,7 @@ from adjudge.gateway import (
     sign_request,
     signing_key,
 )
-from adjudge.gateway.forward import FailureKind, ForwardFailure, Outcome
+from adjudge.gateway.forward import AsyncForwarder, FailureKind, ForwardFailure, Outcome
 from adjudge.kernel import Determination, determine
 from adjudge.market.money import LEDGER_CURRENCY
 from adjudge.receipts import SigningKey
@@ -86,6 +90,10 @@ INTERRUPTED_AFTER = timedelta(minutes=2)
 #: How far back the gateway's first signing key is dated (see ``Gateway._ensure_key``).
 FIRST_KEY_BACKDATE = timedelta(minutes=1)
 _CONTEXT_KEY = "adjudge gateway signing key"
+#: The threads a process's paid calls run their store transactions on (SQLite takes one writer
+#: at a time anyway; reads and PostgreSQL's round trips overlap).
+DB_THREADS = 8
+T = TypeVar("T")
 #: The MCP endpoint's own tools: no provider tool may take these names.
 META_TOOLS = frozenset({"search_tools", "get_tool", "call_tool"})
 
@@ -324,6 +332,12 @@ class Gateway:
         self.box = box
         self._forwarder = forwarder
         self._forwarder_lock = threading.Lock()
+        self._loop_forwarders: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, AsyncForwarder
+        ] = weakref.WeakKeyDictionary()
+        self._db_threads = ThreadPoolExecutor(DB_THREADS, thread_name_prefix="adjudge-gateway-db")
+        #: Paid calls' writes, several to a commit (:class:`adjudge.app.unit.GroupCommit`).
+        self._commits = GroupCommit(unit.store, name="adjudge-gateway-commits")
         self.keys = keys or DatabaseKeyRing(unit, box)
         #: Whether providers may live on loopback or private networks (tests, a local demo).
         self.private_providers = private_providers
@@ -339,11 +353,13 @@ class Gateway:
             return self._forwarder
 
     def close(self) -> None:
-        """Stop the forwarder, if it was started."""
+        """Stop the forwarder, if it was started, and the database threads."""
         with self._forwarder_lock:
             if self._forwarder is not None:
                 self._forwarder.close()
                 self._forwarder = None
+        self._commits.close()
+        self._db_threads.shutdown(wait=False)
 
     # --- tools ------------------------------------------------------------------------------
 
@@ -589,6 +605,21 @@ class Gateway:
         key: str | None = None,
         max_price: int | None = None,
     ) -> Answer[dict[str, Any]]:
+        """:meth:`call_async` from a thread that runs no event loop (the forwarder's loop runs
+        it and this thread waits)."""
+        return self.forwarder.run(
+            self.call_async(caller, name, arguments, key=key, max_price=max_price)
+        )
+
+    async def call_async(
+        self,
+        caller: Account,
+        name: str,
+        arguments: Mapping[str, Any] | None,
+        *,
+        key: str | None = None,
+        max_price: int | None = None,
+    ) -> Answer[dict[str, Any]]:
         """Forward, verify, sign and settle one call (the module's steps); a retry with the
         same Idempotency-Key replays the answer without calling the provider again.
 
@@ -597,48 +628,101 @@ class Gateway:
         caller accepts, in minor units: a price above it is refused
         (``PAYMENT_PRICE_ABOVE_MAXIMUM``) before anything is reserved or forwarded, as is one
         past the caller's key's spending limits (``PAYMENT_LIMIT_EXCEEDED``).
+
+        The provider round trip and the checks run on the calling event loop; the store's
+        transactions run on the gateway's database threads (:data:`DB_THREADS`), so a slow
+        provider holds no thread and a busy database never blocks the loop.
         """
         args = dict(arguments or {})
         fingerprint = digest_of({"tool": name, "arguments": args})
         if key is not None:
             Idempotency.of(key, "gateway.call", None)  # the key's own form
         now = self.unit.now()  # the call starts now: its price and policy are those in force
+        ask = _Asked(caller, name, args, key, max_price, fingerprint, now)
+        prepared = await self._in_db(lambda: self._prepare(ask))
+        if isinstance(prepared, Answer):
+            return prepared
+        if not self.private_providers:
+            await _refuse_private(self._forwarder_here(), prepared.built.url)
+        begun = await self._start(ask, prepared)
+        if isinstance(begun, Answer):
+            return begun
+        outcome = await self._forward(begun, args)  # (3)
+        with stage("gateway.verify"):
+            p = begun.prepared
+            stored = p.stored
+            response = provider_response(outcome)
+            request = CallRequest(
+                begun.call_id, stored.provider, name, args, p.price, stored.currency, now
+            )
+            result = verify_call(p.contract, p.policy, request, response, self.unit.now())  # (4)
+            output = None
+            if response.status == "ok":
+                shape = map_response(p.contract, response.body)
+                output = shape.output if shape.ok else None
+        body_bytes = outcome.body if not isinstance(outcome, ForwardFailure) else None
+        contract_digest = digest_of(dict(p.tool.contract_document))
+        finish = self._finishing(  # (5), committed with whatever else ends meanwhile
+            caller,
+            stored,
+            begun.call_id,
+            begun.hold,
+            request,
+            result,
+            output=output,
+            body=body_bytes,
+            policy_digest=p.policy_digest,
+            contract_digest=contract_digest,
+            api_key_id=None if caller.key is None else caller.key.id,
+        )
+        with stage("gateway.settle.wait"):
+            answer = await self._commits.run(_timed("gateway.settle", finish))
+        return Answer(answer)
 
-        def prepare(tx: Transaction) -> Any:  # (1), in one read: the hot path's only one
-            seen = None if key is None else db.call_by_key(tx, caller.id, key)
+    def _prepare(self, ask: _Asked) -> _Prepared | Answer[dict[str, Any]]:
+        """(1): in one read, an earlier call with the caller's key (replayed), or the tool, its
+        policy and credential; the price and the key's limits checked, the request built."""
+
+        def read(tx: Transaction) -> Any:  # the hot path's only read transaction
+            seen = None if ask.key is None else db.call_by_key(tx, ask.caller.id, ask.key)
             if seen is not None:
                 return seen
-            found = self._callable(tx, name, now)
+            found = self._callable(tx, ask.name, ask.now)
             return found, db.credential(tx, found[0].provider)
 
         with stage("gateway.read"):
-            prepared = self.unit.read(prepare)
-        if isinstance(prepared, db.GatewayCall):
-            return self._replayed(prepared, fingerprint)
-        (stored, tool, contract, policy, policy_digest), credential = prepared
-        price = stored.listed.at(now)
-        _within(price, stored.currency, max_price, caller)
+            got = self.unit.read(read)
+        if isinstance(got, db.GatewayCall):
+            return self._replayed(got, ask.fingerprint)
+        (stored, tool, contract, policy, policy_digest), credential = got
+        price = stored.listed.at(ask.now)
+        _within(price, stored.currency, ask.max_price, ask.caller)
         with stage("gateway.arguments"):
-            built = build_request(tool, args)
-        if not self.private_providers:
-            _refuse_private(self.forwarder, built.url)
-        self._need_call_issuer()  # a call it could not end must not reserve or forward
+            built = build_request(tool, ask.args)
+        return _Prepared(stored, tool, contract, policy, policy_digest, credential, built, price)
+
+    def _starting(
+        self, ask: _Asked, prepared: _Prepared
+    ) -> tuple[Callable[[Transaction], None], _Begun]:
+        """(2) as a unit of work: the call row claims the caller's key (``_Raced`` if another
+        call did first), the key's spending is counted and the price reserved."""
+        caller, stored, price, now = ask.caller, prepared.stored, prepared.price, ask.now
         call_id = str(uuid.uuid4())
         hold = f"hold:call:{call_id}"
 
-        def start(tx: Transaction) -> None:  # (2)
+        def start(tx: Transaction) -> None:
             started = db.start_call(
                 tx,
                 db.GatewayCall(
                     id=call_id,
                     caller=caller.id,
-                    tool=name,
+                    tool=ask.name,
                     tool_version=stored.version,
                     provider=stored.provider,
                     price_minor=price,
                     currency=stored.currency,
-                    key_hash=None if key is None else db.hashed(key),
-                    fingerprint=fingerprint,
+                    key_hash=None if ask.key is None else db.hashed(ask.key),
+                    fingerprint=ask.fingerprint,
                     state="pending",
                     started_at=now,
                     finished_at=None,
@@ -655,42 +739,46 @@ class Gateway:
                 _count_spending(tx, caller.key.id, price, stored.currency, now)
             settlement.reserve(tx, caller.id, hold, price, at=now)
 
+        return start, _Begun(prepared, call_id, hold)
+
+    async def _start(self, ask: _Asked, prepared: _Prepared) -> _Begun | Answer[dict[str, Any]]:
+        """(2), committed with whatever else starts meanwhile; a lost race on the key replays
+        the winner's answer."""
+        self._need_call_issuer()  # a call it could not end must not reserve or forward
+        start, begun = self._starting(ask, prepared)
         try:
-            with stage("gateway.reserve"):
-                self.unit.write(start)
+            with stage("gateway.reserve.wait"):
+                await self._commits.run(_timed("gateway.reserve", start))
         except _Raced:
-            assert key is not None
-            replay = self._replay(caller, key, fingerprint)
+            assert ask.key is not None
+            key = ask.key
+            replay = await self._in_db(lambda: self._replay(ask.caller, key, ask.fingerprint))
             if replay is not None:
                 return replay
             raise IdempotencyInProgress(
                 "The first call with this Idempotency-Key is still running; send it again.",
                 retry_after=1,
             ) from None
-        outcome = self._forward(built, tool, call_id, now, credential)  # (3)
-        with stage("gateway.verify"):
-            response = provider_response(outcome)
-            request = CallRequest(call_id, stored.provider, name, args, price, stored.currency, now)
-            result = verify_call(contract, policy, request, response, self.unit.now())  # (4)
-            output = None
-            if response.status == "ok":
-                shape = map_response(contract, response.body)
-                output = shape.output if shape.ok else None
-        body_bytes = outcome.body if not isinstance(outcome, ForwardFailure) else None
-        answer = self._finish(  # (5)
-            caller,
-            stored,
-            call_id,
-            hold,
-            request,
-            result,
-            output=output,
-            body=body_bytes,
-            policy_digest=policy_digest,
-            contract_digest=digest_of(dict(tool.contract_document)),
-            api_key_id=None if caller.key is None else caller.key.id,
-        )
-        return Answer(answer)
+        return begun
+
+    async def _in_db(self, fn: Callable[[], T]) -> T:
+        """``fn()`` on one of the gateway's database threads, awaited."""
+        return await asyncio.get_running_loop().run_in_executor(self._db_threads, fn)
+
+    def _forwarder_here(self) -> AsyncForwarder:
+        """The forwarder of the running event loop: its own connection pool, made on first use
+        with the configured forwarder's bounds and address guard."""
+        loop = asyncio.get_running_loop()
+        found = self._loop_forwarders.get(loop)  # only this loop's thread sets its entry
+        if found is None:
+            found = self._loop_forwarders[loop] = self.forwarder.spawn()
+        return found
+
+    async def aclose(self) -> None:
+        """Close the running event loop's forwarder, if it made one (the service's shutdown)."""
+        found = self._loop_forwarders.pop(asyncio.get_running_loop(), None)
+        if found is not None:
+            await found.aclose()
 
     def recover(self, *, older_than: timedelta = INTERRUPTED_AFTER) -> int:
         """End every call still pending after ``older_than`` as interrupted: a system error
@@ -818,14 +906,10 @@ class Gateway:
             policy_digest = found.digest
         return stored, tool, contract, policy, policy_digest
 
-    def _forward(
-        self,
-        built: Any,
-        tool: Tool,
-        call_id: str,
-        now: datetime,
-        found: tuple[str, str] | None,
-    ) -> Outcome:
+    async def _forward(self, begun: _Begun, args: Mapping[str, Any]) -> Outcome:
+        """(3): sign the built request at the real time (providers check it) and send it."""
+        p, now = begun.prepared, self.unit.now()
+        tool = p.tool
         with stage("gateway.sign"):
             try:
                 self._ensure_key(now)
@@ -833,23 +917,27 @@ class Gateway:
             except Error as exc:  # the call has started: it ends as a system error, refunded
                 return ForwardFailure(FailureKind.SYSTEM, exc.message, 0.0)
             signed = sign_request(
-                built,
+                p.built,
                 signer=key.signing_key,
                 keyid=key.kid,
                 provider=tool.provider,
-                call_id=call_id,
-                authority=tool.endpoint.authority,  # signed at the real time: providers check it
+                call_id=begun.call_id,
+                authority=tool.endpoint.authority,
             )
             credential = None
-            if found is not None:
-                header, sealed = found
+            if p.credential is not None:
+                header, sealed = p.credential
                 credential = ProviderCredential.open(
                     self.box, sealed, provider=tool.provider, header=header
                 )
         with stage("gateway.forward"):
-            return self.forwarder.forward(signed, credential=credential)
+            return await self._forwarder_here().forward(signed, credential=credential)
 
-    def _finish(
+    def _finish(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        """(5) in a transaction of its own (an interrupted call's end)."""
+        return self.unit.write(self._finishing(*args, **kwargs))
+
+    def _finishing(
         self,
         caller: Account,
         stored: db.StoredTool,
@@ -863,7 +951,10 @@ class Gateway:
         policy_digest: str | None,
         contract_digest: str | None,
         api_key_id: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> Callable[[Transaction], dict[str, Any]]:
+        """(5) as a unit of work: the call's determination made now; in the transaction, its
+        receipt signed onto the log, the reservation released as it says, the record, the event
+        and the answer stored."""
         now = self.unit.now()
         issuer = self.issuer
         tool = _parsed_tool(stored)
@@ -946,8 +1037,7 @@ class Gateway:
             propose_if_due(tx, stored.provider, now)
             return answer
 
-        with stage("gateway.settle"):
-            return self.unit.write(run)
+        return run
 
     def _need_call_issuer(self) -> None:
         if not callable(getattr(self.issuer, "issue_call", None)):
@@ -1005,14 +1095,24 @@ class Gateway:
         return True
 
 
-def _refuse_private(forwarder: Forwarder, url: str) -> None:
+def _timed(name: str, fn: Callable[[Transaction], T]) -> Callable[[Transaction], T]:
+    """``fn`` with its run timed as the stage ``name`` (on whichever thread runs it)."""
+
+    def timed(tx: Transaction) -> T:
+        with stage(name):
+            return fn(tx)
+
+    return timed
+
+
+async def _refuse_private(forwarder: AsyncForwarder, url: str) -> None:
     """Refuse (``PROVIDER_ADDRESS_REFUSED``) a provider URL whose host is, or resolves to, a
     loopback, private, link-local or otherwise internal address, before anything is reserved: a
     provider registers its own endpoint, so without this it could make the gateway call anything
     on the gateway's network. The forwarder checks again as it connects, and connects only to the
     addresses it checked: a name that resolves differently by then ends the call as a refunded
     request error (``GATEWAY_ADDRESS_REFUSED``)."""
-    refused = forwarder.refusal(url)
+    refused = await forwarder.refusal(url)
     if refused is None:
         return
     host = urlsplit(url).hostname or ""
@@ -1030,6 +1130,42 @@ def _refuse_private(forwarder: Forwarder, url: str) -> None:
 
 class _Raced(Exception):
     """Another request with the same key started the call first."""
+
+
+@dataclass(frozen=True)
+class _Asked:
+    """A call as its caller asked for it, at the moment it starts."""
+
+    caller: Account
+    name: str
+    args: dict[str, Any]
+    key: str | None
+    max_price: int | None
+    fingerprint: str
+    now: datetime
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """What step (1) read and built: the tool, how it is judged, its price, the request."""
+
+    stored: db.StoredTool
+    tool: Tool
+    contract: Contract
+    policy: Policy | None
+    policy_digest: str | None
+    credential: tuple[str, str] | None
+    built: BuiltRequest
+    price: int
+
+
+@dataclass(frozen=True)
+class _Begun:
+    """A started call: its row is written and its price reserved (step 2)."""
+
+    prepared: _Prepared
+    call_id: str
+    hold: str
 
 
 def _record() -> Any:

@@ -456,6 +456,7 @@ class Forwarder:
         user_agent: str = USER_AGENT,
     ) -> None:
         self.limits = limits or ForwardLimits()
+        self._config = (guard, transport, user_agent)
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
             target=self._loop.run_forever, name="adjudge-forwarder", daemon=True
@@ -495,6 +496,20 @@ class Forwarder:
         except concurrent.futures.TimeoutError:
             future.cancel()
             return ForwardFailure(FailureKind.SYSTEM, "the forwarder's loop did not answer", 0.0)
+
+    def run(self, coro: Coroutine[Any, Any, _T]) -> _T:
+        """Run ``coro`` on this forwarder's loop and wait for it on the calling thread: a sync
+        caller's way into code written for an event loop (it forwards with
+        :meth:`spawn`'s forwarder for that loop, which for this loop is this one's own)."""
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+
+    def spawn(self) -> AsyncForwarder:
+        """A forwarder for the running event loop with this one's bounds, guard and client:
+        this one's own on its own loop, a new one (its own connection pool) on any other."""
+        if asyncio.get_running_loop() is self._loop:
+            return self._async
+        guard, transport, user_agent = self._config
+        return AsyncForwarder(self.limits, guard=guard, transport=transport, user_agent=user_agent)
 
     def refusal(self, url: str) -> ForwardFailure | None:
         """:meth:`AsyncForwarder.refusal`, waited for on the calling thread."""

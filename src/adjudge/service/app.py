@@ -131,6 +131,7 @@ def create_app(use_cases: App, *, threads: int | None = None) -> FastAPI:
         if threads is not None:
             anyio.to_thread.current_default_thread_limiter().total_tokens = threads
         yield
+        await use_cases.gateway.aclose()  # this loop's connections to providers
 
     api = FastAPI(
         lifespan=lifespan,

@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 
 from adjudge.errors import Error
 from adjudge.gateway import JWKS_PATH
-from adjudge.service.deps import Caller, IdemKey, Use, forwarded, reply, router
+from adjudge.service.deps import Caller, IdemKey, Use, reply, router
 
 routes = router()
 #: The JWKS and the client's REST side live outside /api/v1.
@@ -146,10 +146,8 @@ def set_credential(*, body: Credential, who: Caller, app: Use, key: IdemKey = No
 async def call(*, body: GatewayCall, who: Caller, app: Use, key: IdemKey = None) -> JSONResponse:
     """Call a tool through the gateway: forwarded, verified, signed and settled; a retry with
     the same Idempotency-Key replays the answer without calling the provider again."""
-    answer = await forwarded(
-        lambda: app.gateway.call(
-            who, body.tool, body.arguments, key=key, max_price=body.max_price_minor
-        )
+    answer = await app.gateway.call_async(
+        who, body.tool, body.arguments, key=key, max_price=body.max_price_minor
     )
     return reply(answer)
 

@@ -59,7 +59,6 @@ from adjudge.app.gateway import META_TOOLS
 from adjudge.app.timing import stage
 from adjudge.errors import Error, RateLimited, StorageError
 from adjudge.market.money import LEDGER_CURRENCY
-from adjudge.service.deps import forwarded
 from adjudge.service.ingress import WireError, parse
 
 # --- the protocol's words -----------------------------------------------------------------
@@ -406,7 +405,7 @@ async def _provider_call(
     call: Call, name: str, args: dict[str, Any], key: str | None, most: int | None
 ) -> dict[str, Any]:
     gateway = call.app.gateway
-    answer = await forwarded(lambda: gateway.call(call.caller, name, args, key=key, max_price=most))
+    answer = await gateway.call_async(call.caller, name, args, key=key, max_price=most)
     with stage("mcp.answer"):
         return call_result(answer.value, answer.replayed, call.version)
 

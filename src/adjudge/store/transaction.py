@@ -48,6 +48,30 @@ class Transaction:
         """``sqlite`` or ``postgresql``."""
         return str(self.conn.dialect.name)
 
+    # --- savepoints: several units of work in one transaction (group commit) ---------------
+
+    def savepoint(self, name: str) -> None:
+        """Mark a point this transaction can roll back to (:meth:`rollback_to`)."""
+        self._driver_sql(f"SAVEPOINT {name}")
+
+    def release(self, name: str) -> None:
+        """Keep what was written since the savepoint."""
+        self._driver_sql(f"RELEASE SAVEPOINT {name}")
+
+    def rollback_to(self, name: str) -> None:
+        """Undo what was written since the savepoint (the transaction goes on)."""
+        self._driver_sql(f"ROLLBACK TO SAVEPOINT {name}")
+        self._driver_sql(f"RELEASE SAVEPOINT {name}")
+
+    def _driver_sql(self, sql: str) -> None:
+        if self._driver is None:
+            self._driver = self.conn.connection.driver_connection
+        error = self.conn.dialect.loaded_dbapi.Error
+        try:
+            self._driver.execute(sql)
+        except error as exc:
+            raise DBAPIError.instance(sql, (), exc, error, dialect=self.conn.dialect) from exc
+
     # --- the hot path on the driver ---------------------------------------------------------
 
     def run(self, stmt: ClauseElement, params: Mapping[str, Any]) -> Any:
