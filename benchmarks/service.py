@@ -26,6 +26,7 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import socket
 import statistics
 import subprocess
@@ -34,6 +35,7 @@ import tempfile
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import httpx
 from loadgen import Http
@@ -146,27 +148,34 @@ async def drive(
     return latencies
 
 
-def main() -> None:
-    """Seed, serve, drive, report."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--db", help="Database URL (default: a temporary SQLite file).")
-    parser.add_argument("--tasks", type=int, default=3000, help="Tasks to finalize.")
-    parser.add_argument("--clients", type=int, default=50, help="Concurrent HTTP clients.")
-    parser.add_argument("--warmup", type=int, default=200, help="Finalizes before timing.")
-    parser.add_argument(
-        "--rate", type=float, help="Offer this many finalizes per second (open loop)."
-    )
-    parser.add_argument("--threads", type=int, default=0, help="Passed to adjudge serve.")
-    parser.add_argument(
-        "--no-access-log",
-        action="store_true",
-        help="Serve without the per-request access log line (to measure what it costs).",
-    )
-    parser.add_argument("--json", action="store_true", help="Print the figures as JSON.")
-    args = parser.parse_args()
-    tmp = tempfile.TemporaryDirectory()
-    url = args.db or f"sqlite:///{Path(tmp.name) / 'bench.db'}"
-    key, ids = seed(url, args.tasks + args.warmup)
+def floor_us(repeat: int = 2000) -> float:
+    """The bare work's CPU: one auto check of the benchmark's result, in this process (the
+    floor a finalize is measured against, in the same run)."""
+    from adjudge import auto_check  # noqa: PLC0415
+
+    for _ in range(200):
+        auto_check(RESULT, CRITERIA)
+    started = time.process_time()
+    for _ in range(repeat):
+        auto_check(RESULT, CRITERIA)
+    return (time.process_time() - started) / repeat * 1e6
+
+
+def _rss_kb(pid: int) -> dict[str, int]:
+    """A process's resident memory now and at its peak (kB; empty where /proc is missing)."""
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError:
+        return {}
+    found = {}
+    for line in lines:
+        name, _, value = line.partition(":")
+        if name in ("VmRSS", "VmHWM"):
+            found[name] = int(value.split()[0])
+    return found
+
+
+def _serve(url: str, directory: Path, args: argparse.Namespace, env: dict[str, str]) -> Any:
     port = _port()
     server = subprocess.Popen(
         [
@@ -181,38 +190,127 @@ def main() -> None:
             "--threads",
             str(args.threads),
             "--signing-key",
-            str(Path(tmp.name) / "signing-key.pem"),
+            str(directory / "signing-key.pem"),
             "--server-key",
-            str(Path(tmp.name) / "server-key"),
+            str(directory / "server-key"),
             *(["--no-access-log"] if args.no_access_log else []),
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        env={**os.environ, "PYTHONUNBUFFERED": "1", **env},
     )
     base = f"http://127.0.0.1:{port}"
+    for _ in range(600):
+        try:
+            if httpx.get(f"{base}/api/v1/health").status_code == 200:
+                break
+        except httpx.TransportError:
+            time.sleep(0.05)
+    return server, base
+
+
+async def _drive_all(
+    bases: list[str], key: str, ids: list[str], clients: int, rate: float | None
+) -> list[float]:
+    """The tasks split over the processes, each driven by its share of the clients."""
+    shares = [ids[i :: len(bases)] for i in range(len(bases))]
+    each = max(1, clients // len(bases))
+    per = None if rate is None else rate / len(bases)
+    runs = await asyncio.gather(
+        *(drive(b, key, share, each, per) for b, share in zip(bases, shares, strict=True))
+    )
+    return [x for run in runs for x in run]
+
+
+#: The finalize path's stages as reported: (label, the timers it sums, the timers it subtracts).
+STAGES = [
+    ("read: the task and its submission (before the write)", ["task.read"], []),
+    ("auto check (before the write)", ["task.check"], []),
+    ("market step (the lifecycle, pure)", ["task.step"], []),
+    ("settlement (state, verdict, ledger, events)", ["task.apply"], ["receipt.sign"]),
+    ("receipt (kernel determination, canonical JSON, Ed25519, DSSE)", ["receipt.sign"], []),
+    ("the task's view (the answer)", ["task.view"], []),
+    (
+        "the commit thread's own work (BEGIN, savepoints, idempotency, chain, COMMIT)",
+        ["thread:adjudge-commits"],
+        ["task.step", "task.apply", "task.view"],
+    ),
+]
+
+
+def _stage_figures(raw: dict[str, Any], calls: int) -> dict[str, float]:
+    totals = {name: t["cpu_ns"] for name, t in raw["stages"].items()}
+    totals.update({f"thread:{name}": ns for name, ns in raw["threads"].items()})
+    out: dict[str, float] = {}
+    for label, plus, minus in STAGES:
+        ns = sum(totals.get(n, 0) for n in plus) - sum(totals.get(n, 0) for n in minus)
+        out[label] = round(ns / calls / 1000, 1)
+    process = raw["process"] / calls / 1000
+    out["everything else (HTTP server, framework, routes, threads, auth)"] = round(
+        process - sum(out.values()), 1
+    )
+    out["total"] = round(process, 1)
+    return out
+
+
+def main() -> None:
+    """Seed, serve, drive, report."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--db", help="Database URL (default: a temporary SQLite file).")
+    parser.add_argument("--tasks", type=int, default=3000, help="Tasks to finalize.")
+    parser.add_argument("--clients", type=int, default=50, help="Concurrent HTTP clients.")
+    parser.add_argument("--warmup", type=int, default=200, help="Finalizes before timing.")
+    parser.add_argument(
+        "--rate", type=float, help="Offer this many finalizes per second (open loop)."
+    )
+    parser.add_argument("--threads", type=int, default=0, help="Passed to adjudge serve.")
+    parser.add_argument(
+        "--processes", type=int, default=1, help="adjudge serve processes on the one database."
+    )
+    parser.add_argument(
+        "--no-access-log",
+        action="store_true",
+        help="Serve without the per-request access log line (to measure what it costs).",
+    )
+    parser.add_argument("--stages", action="store_true", help="Time each stage (one process).")
+    parser.add_argument("--json", action="store_true", help="Print the figures as JSON.")
+    args = parser.parse_args()
+    tmp = tempfile.TemporaryDirectory()
+    directory = Path(tmp.name)
+    url = args.db or f"sqlite:///{directory / 'bench.db'}"
+    key, ids = seed(url, args.tasks + args.warmup)
+    stages_path = directory / "stages.json"
+    env = {"ADJUDGE_STAGE_TIMES": str(stages_path)} if args.stages else {}
+    servers = [_serve(url, directory, args, env) for _ in range(args.processes)]
+    bases = [base for _, base in servers]
+    pids = [server.pid for server, _ in servers]
     try:
-        for _ in range(300):
-            try:
-                if httpx.get(f"{base}/api/v1/health").status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.05)
-        asyncio.run(drive(base, key, ids[: args.warmup], args.clients))
-        cpu_before = _cpu_seconds(server.pid)
+        asyncio.run(_drive_all(bases, key, ids[: args.warmup], args.clients, None))
+        cpu_before = [_cpu_seconds(pid) for pid in pids]
         client_before = time.process_time()
         started = time.perf_counter()
-        latencies = asyncio.run(drive(base, key, ids[args.warmup :], args.clients, args.rate))
+        latencies = asyncio.run(_drive_all(bases, key, ids[args.warmup :], args.clients, args.rate))
         elapsed = time.perf_counter() - started
         client_cpu = time.process_time() - client_before
-        cpu_after = _cpu_seconds(server.pid)
+        cpu_after = [_cpu_seconds(pid) for pid in pids]
+        memory = [_rss_kb(pid) for pid in pids]
     finally:
-        server.terminate()
-        server.wait(timeout=10)
-        tmp.cleanup()
+        for server, _ in servers:
+            # SIGINT, not SIGTERM: only an interrupt exits through the atexit hooks (the
+            # stage timers write their file there).
+            server.send_signal(signal.SIGINT)
+            server.wait(timeout=30)
+    floor = floor_us()
     ms = sorted(x * 1000 for x in latencies)
-    figures = {
+    spent = [
+        (after - before)
+        for before, after in zip(cpu_before, cpu_after, strict=True)
+        if before is not None and after is not None
+    ]
+    server_ms = round(sum(spent) * 1000 / len(ms), 2) if spent else None
+    figures: dict[str, Any] = {
         "database": url.split(":", 1)[0],
+        "processes": args.processes,
         "finalizes": len(ms),
         "clients": args.clients,
         "offered_per_second": args.rate or "as fast as answered",
@@ -221,18 +319,25 @@ def main() -> None:
         "p95_ms": round(ms[int(len(ms) * 0.95) - 1], 1),
         "p99_ms": round(ms[int(len(ms) * 0.99) - 1], 1),
         "max_ms": round(ms[-1], 1),
-        "server_cpu_ms_per_finalize": (
-            round((cpu_after - cpu_before) * 1000 / len(ms), 2)
-            if cpu_before is not None and cpu_after is not None
-            else None
-        ),
+        "server_cpu_ms_per_finalize": server_ms,
+        "bare_check_us": round(floor, 1),
+        "server_cpu_over_bare_check": None
+        if server_ms is None
+        else round(server_ms * 1000 / floor, 1),
         "client_cpu_ms_per_finalize": round(client_cpu * 1000 / len(ms), 2),
+        "server_rss_kb": memory,
         "cpus": os.cpu_count(),
     }
+    if args.stages and stages_path.exists():
+        figures["stages_us_per_finalize"] = _stage_figures(
+            json.loads(stages_path.read_text()), args.tasks + args.warmup
+        )
+    tmp.cleanup()
     if args.json:
         print(json.dumps(figures))
     else:
-        print(" ".join(f"{k}={v}" for k, v in figures.items()))
+        for k, v in figures.items():
+            print(f"{k}={v}")
 
 
 if __name__ == "__main__":

@@ -115,16 +115,20 @@ def test_ledger_is_double_entry_and_all_or_nothing(store: Store) -> None:
 
 
 def test_receipts_chain(store: Store) -> None:
-    """Each receipt names the digest of the one before it; the head is the last one."""
+    """Each receipt names the digest of the one before it; the head is the last one. Appended
+    receipts are chained as the transaction commits, in the order they were appended."""
     _seed(store)
     issuer = FakeIssuer()
     with store.write() as tx:
-        first = receipt_log.append(
+        one = receipt_log.append(
             tx, lambda prev: issuer.issue({"n": 1}, None, prev), task_id="t1", at=T0
         )
-        second = receipt_log.append(
+        two = receipt_log.append(
             tx, lambda prev: issuer.issue({"n": 2}, None, prev), task_id="t1", at=T0
         )
+        assert {one.id, two.id} <= tx.appended  # money may move against them at once
+        assert tx.flushed == {}  # the head is not locked yet
+    first, second = tx.flushed[one.id], tx.flushed[two.id]
     assert first.previous is None and second.previous == first.digest
     with store.read() as tx:
         assert receipt_log.head(tx) == (2, second.digest)

@@ -113,8 +113,10 @@ class App:
         )
 
     def close(self) -> None:
-        """Stop the gateway's forwarder and close the database's connections."""
+        """Stop the gateway's forwarder, the group commit's thread, and close the database's
+        connections."""
         self.gateway.close()
+        self.unit.close()
         self.store.dispose()
 
     @property

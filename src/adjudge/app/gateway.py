@@ -43,7 +43,7 @@ from adjudge.app import settlement
 from adjudge.app.accounts import need_role
 from adjudge.app.calls import call_view, contract_view, emit_call_settled, propose_if_due
 from adjudge.app.timing import stage
-from adjudge.app.unit import Answer, GroupCommit, Idempotency, UnitOfWork, retry
+from adjudge.app.unit import Answer, Idempotency, UnitOfWork, retry
 from adjudge.app.wiring import call_subject
 from adjudge.calls import (
     CallRequest,
@@ -336,8 +336,6 @@ class Gateway:
             asyncio.AbstractEventLoop, AsyncForwarder
         ] = weakref.WeakKeyDictionary()
         self._db_threads = ThreadPoolExecutor(DB_THREADS, thread_name_prefix="adjudge-gateway-db")
-        #: Paid calls' writes, several to a commit (:class:`adjudge.app.unit.GroupCommit`).
-        self._commits = GroupCommit(unit.store, name="adjudge-gateway-commits")
         self.keys = keys or DatabaseKeyRing(unit, box)
         #: Whether providers may live on loopback or private networks (tests, a local demo).
         self.private_providers = private_providers
@@ -358,7 +356,6 @@ class Gateway:
             if self._forwarder is not None:
                 self._forwarder.close()
                 self._forwarder = None
-        self._commits.close()
         self._db_threads.shutdown(wait=False)
 
     # --- tools ------------------------------------------------------------------------------
@@ -676,7 +673,7 @@ class Gateway:
             api_key_id=None if caller.key is None else caller.key.id,
         )
         with stage("gateway.settle.wait"):
-            answer = await self._commits.run(_timed("gateway.settle", finish))
+            answer = await self.unit.write_async(_timed("gateway.settle", finish))
         return Answer(answer)
 
     def _prepare(self, ask: _Asked) -> _Prepared | Answer[dict[str, Any]]:
@@ -748,7 +745,7 @@ class Gateway:
         start, begun = self._starting(ask, prepared)
         try:
             with stage("gateway.reserve.wait"):
-                await self._commits.run(_timed("gateway.reserve", start))
+                await self.unit.write_async(_timed("gateway.reserve", start))
         except _Raced:
             assert ask.key is not None
             key = ask.key
@@ -1015,6 +1012,10 @@ class Gateway:
                 source="gateway",
             )
             emit_call_settled(tx, stored_call, now)
+            propose_if_due(tx, stored.provider, now)
+            # The receipt onto the chain last (its head row locked only from here to the
+            # commit), then the answer that carries it.
+            signed = receipt_log.signed(tx, receipt)
             answer = _answer(
                 stored,
                 call_id,
@@ -1022,7 +1023,7 @@ class Gateway:
                 result,
                 shown,
                 receipt.id,
-                receipt.body,
+                signed.body,
                 withheld=output is not None and shown is None,
             )
             db.finish_call(
@@ -1034,7 +1035,6 @@ class Gateway:
                 answer=answer,
                 at=now,
             )
-            propose_if_due(tx, stored.provider, now)
             return answer
 
         return run

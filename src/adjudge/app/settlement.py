@@ -28,8 +28,11 @@ keeps it so); they call use cases, which call it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
+from typing import Any
 
+from adjudge.app.timing import stage
 from adjudge.errors import Error
 from adjudge.market import (
     WORLD,
@@ -108,12 +111,12 @@ def apply(
     if verdict is not None:
         sub = records.submission(tx, task_id, verdict.attempt)
         result = sub.result if sub else None
-        receipt = receipt_log.append(
-            tx,
-            lambda previous: issuer.issue(verdict, result, previous, settlement),
-            task_id=task_id,
-            at=at,
-        )
+
+        def signed(previous: tuple[str, int] | None) -> Mapping[str, Any]:
+            with stage("receipt.sign"):
+                return issuer.issue(verdict, result, previous, settlement)
+
+        receipt = receipt_log.append(tx, signed, task_id=task_id, at=at)
         records.add_verdict(tx, verdict, receipt.id)
         emit(events.verdict(verdict, task, receipt.id))
         if settlement is not None:

@@ -22,6 +22,7 @@ from adjudge.app import settlement
 from adjudge.app.accounts import need_role
 from adjudge.app.keys import need_primary
 from adjudge.app.signed_verdicts import DETAIL_KEY, check_signature, verdict_payload
+from adjudge.app.timing import stage
 from adjudge.app.unit import Answer, Idempotency, UnitOfWork
 from adjudge.app.views import rendered, shown, task_summary, task_view
 from adjudge.autocheck import criteria as autocriteria
@@ -689,12 +690,15 @@ class Tasks:
             sub = records.submission(tx, task_id, t.attempts)
             return None if sub is None else (stored, sub)
 
-        found = self.unit.read(read)
+        with stage("task.read"):
+            found = self.unit.read(read)
         if found is None:
             return None
         stored, sub = found
         criteria = stored.task.criteria
-        return _Checked(sub.result, criteria, self.checker.check(sub.result, criteria))
+        with stage("task.check"):
+            outcome = self.checker.check(sub.result, criteria)
+        return _Checked(sub.result, criteria, outcome)
 
     def _act(
         self,
@@ -712,17 +716,21 @@ class Tasks:
         idem = Idempotency.of(key, f"tasks.{operation}", {"task": task_id, **inputs})
 
         def run(tx: Transaction) -> dict[str, Any]:
-            stored = _task(tx, task_id)
-            ctx = self.context(checker)
-            out = step(stored.task, make_event(tx, stored), ctx)
-            if transform is not None:
-                out = transform(tx, out)
-            updated = settlement.apply(tx, stored, out, self.issuer, at=ctx.now)
-            if after is not None:
-                after(tx, out)
-            return task_view(tx, updated, account)
+            with stage("task.step"):
+                stored = _task(tx, task_id)
+                ctx = self.context(checker)
+                out = step(stored.task, make_event(tx, stored), ctx)
+                if transform is not None:
+                    out = transform(tx, out)
+            with stage("task.apply"):
+                updated = settlement.apply(tx, stored, out, self.issuer, at=ctx.now)
+                if after is not None:
+                    after(tx, out)
+            with stage("task.view"):
+                return task_view(tx, updated, account)
 
-        return self.unit.once(account.id, idem, run)
+        with stage("task.write"):
+            return self.unit.once(account.id, idem, run)
 
 
 def _task(tx: Transaction, task_id: str) -> StoredTask:

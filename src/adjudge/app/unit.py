@@ -36,12 +36,14 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from adjudge.app.clock import Clock
 from adjudge.errors import Error
-from adjudge.store import ConcurrentUpdate, Store, Transaction, idempotency
+from adjudge.store import ConcurrentUpdate, Store, Transaction, idempotency, receipt_log
 
 T = TypeVar("T")
 
 #: How often a use case that lost a race is re-run before giving up with CONCURRENT_UPDATE.
 RETRIES = 8
+#: How long the group commit's thread waits idle before it ends (the next write starts it).
+GROUP_IDLE = 5.0
 #: The longest Idempotency-Key (printable ASCII).
 MAX_KEY = 255
 
@@ -81,9 +83,11 @@ class Answer(Generic[T]):
 class UnitOfWork:
     """Runs use cases against one store with one clock."""
 
-    def __init__(self, store: Store, clock: Clock) -> None:
+    def __init__(self, store: Store, clock: Clock, *, group: bool = True) -> None:
         self.store = store
         self.clock = clock
+        #: Writes committed several to a transaction (:class:`GroupCommit`); None: one each.
+        self.commits = GroupCommit(store) if group else None
 
     def now(self) -> datetime:
         """The current time, from the injected clock."""
@@ -95,13 +99,27 @@ class UnitOfWork:
             return fn(tx)
 
     def write(self, fn: Callable[[Transaction], T]) -> T:
-        """Run ``fn`` in a write transaction, again from the start after a lost race."""
+        """Run ``fn`` in a write transaction, again from the start after a lost race: with
+        group commit, in the next commit of the group (the calling thread waits for it)."""
+        if self.commits is not None:
+            return self.commits.submit(fn).result()
 
         def once() -> T:
             with self.store.write() as tx:
                 return fn(tx)
 
         return retry(once)
+
+    async def write_async(self, fn: Callable[[Transaction], T]) -> T:
+        """:meth:`write`, awaited on the running event loop instead of holding a thread."""
+        if self.commits is not None:
+            return await self.commits.run(fn)
+        return await asyncio.get_running_loop().run_in_executor(None, self.write, fn)
+
+    def close(self) -> None:
+        """End the group commit's thread (after what is queued)."""
+        if self.commits is not None:
+            self.commits.close()
 
     def once(
         self,
@@ -119,27 +137,26 @@ class UnitOfWork:
         answer that carries a secret.
         """
 
-        def attempt() -> Answer[T]:
-            with self.store.write() as tx:  # (1)
-                if idem is not None:
-                    seen = idempotency.recalled(tx, account_id, idem.key)
-                    if seen is not None:
-                        return _replay(seen, idem, account_id)
-                value = fn(tx)  # (2)
-                if idem is not None:  # (3)
-                    stored: Any = _seal(value, idem.key, account_id) if seal else value
-                    idempotency.remember(
-                        tx,
-                        account_id=account_id,
-                        key=idem.key,
-                        fingerprint=idem.fingerprint,
-                        answer={"sealed": seal, "answer": stored},
-                        at=self.clock.now(),
-                    )
-                return Answer(value)
+        def attempt(tx: Transaction) -> Answer[T]:
+            if idem is not None:  # (1)
+                seen = idempotency.recalled(tx, account_id, idem.key)
+                if seen is not None:
+                    return _replay(seen, idem, account_id)
+            value = fn(tx)  # (2)
+            if idem is not None:  # (3)
+                stored: Any = _seal(value, idem.key, account_id) if seal else value
+                idempotency.remember(
+                    tx,
+                    account_id=account_id,
+                    key=idem.key,
+                    fingerprint=idem.fingerprint,
+                    answer={"sealed": seal, "answer": stored},
+                    at=self.clock.now(),
+                )
+            return Answer(value)
 
         try:
-            return retry(attempt)
+            return self.write(attempt)
         except Error:
             # Under READ COMMITTED a duplicate can miss the key (read before the first request
             # committed) yet see the state it changed, and be refused. If the key is stored
@@ -214,19 +231,28 @@ class GroupCommit:
     def __init__(self, store: Store, *, max_batch: int = 32, name: str = "adjudge-commits") -> None:
         self.store = store
         self.max_batch = max_batch
-        self._queue: queue.SimpleQueue[_Unit[Any] | None] = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._work, name=name, daemon=True)
-        self._started = False
+        self.name = name
+        self._queue: queue.SimpleQueue[_Unit[Any]] = queue.SimpleQueue()
         self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._stopping = False
+
+    def here(self) -> bool:
+        """Whether the calling thread is the one committing (a unit of work must not wait
+        for another unit of work: that one would wait for it)."""
+        thread = self._thread
+        return thread is not None and thread is threading.current_thread()
 
     def submit(self, fn: Callable[[Transaction], T]) -> concurrent.futures.Future[T]:
         """Queue ``fn``; its future is answered once the transaction that ran it committed."""
-        with self._lock:
-            if not self._started:
-                self._thread.start()
-                self._started = True
+        if self.here():
+            raise RuntimeError("a unit of work waited for another unit of work")
         unit: _Unit[T] = _Unit(fn, concurrent.futures.Future())
-        self._queue.put(unit)
+        with self._lock:
+            self._queue.put(unit)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._work, name=self.name, daemon=True)
+                self._thread.start()
         return unit.future
 
     async def run(self, fn: Callable[[Transaction], T]) -> T:
@@ -234,28 +260,31 @@ class GroupCommit:
         return await asyncio.wrap_future(self.submit(fn))
 
     def close(self) -> None:
-        """Run what is queued, then end the thread."""
+        """Run what is queued, then end the thread (a later unit starts another)."""
         with self._lock:
-            started = self._started
-        if started:
-            self._queue.put(None)
-            self._thread.join(timeout=30)
+            self._stopping = True
+            thread = self._thread
+        if thread is not None:
+            thread.join(timeout=30)
+        with self._lock:
+            self._stopping = False
 
     def _work(self) -> None:
         while True:
-            first = self._queue.get()
-            if first is None:
-                return
+            try:
+                first = self._queue.get(timeout=0.01 if self._stopping else GROUP_IDLE)
+            except queue.Empty:
+                with self._lock:  # nothing queued for a while: end (the next unit starts one)
+                    if self._queue.empty():
+                        self._thread = None
+                        return
+                continue
             batch = [first]
             while len(batch) < self.max_batch:
                 try:
-                    more = self._queue.get_nowait()
+                    batch.append(self._queue.get_nowait())
                 except queue.Empty:
                     break
-                if more is None:
-                    self._queue.put(None)  # stop after this batch
-                    break
-                batch.append(more)
             self._commit(batch)
 
     def _commit(self, batch: list[_Unit[Any]]) -> None:
@@ -266,10 +295,14 @@ class GroupCommit:
                     for i, unit in enumerate(batch):
                         mark = f"unit_{i}"
                         tx.savepoint(mark)
+                        appended = set(tx.appended)
                         try:
                             value = unit.fn(tx)
+                            receipt_log.flush(tx)  # its receipts chained before the next unit's
                         except Exception as exc:  # this unit's own refusal: undo it alone
                             tx.rollback_to(mark)
+                            tx.receipts_due.clear()
+                            tx.appended &= appended
                             outcomes.append((False, exc))
                         else:
                             tx.release(mark)

@@ -17,6 +17,7 @@ from sqlalchemy import Engine, create_engine, event, make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
 
 from adjudge.errors import StorageError
+from adjudge.store import receipt_log
 from adjudge.store.transaction import ConcurrentUpdate, Transaction
 
 #: An embedded file in the working directory: nothing else to install.
@@ -225,8 +226,11 @@ class Store:
             with self.engine.connect() as raw:
                 conn = raw.execution_options(adjudge_write=write)
                 with conn.begin() as outer:
-                    yield Transaction(conn)
-                    if not write:
+                    tx = Transaction(conn)
+                    yield tx
+                    if write:
+                        receipt_log.flush(tx)  # the chain's head, locked only for the last steps
+                    else:
                         outer.rollback()
         except OperationalError as exc:
             if _retryable(exc):

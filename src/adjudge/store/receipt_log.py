@@ -37,43 +37,76 @@ class StoredReceipt:
     at: datetime
 
 
-def append(tx: Transaction, issue: Issue, *, task_id: str | None, at: datetime) -> StoredReceipt:
-    """Append the receipt ``issue(previous head)`` returns to the one hash chain.
+@dataclass(frozen=True)
+class PendingReceipt:
+    """A receipt appended in a transaction still running: its id is known at once, so the
+    ledger can move money against it and records can name it; its place on the chain, and so
+    its signed bytes, are given when the transaction's receipts are flushed (:func:`flush`)."""
 
-    The head row is locked for the rest of the transaction. The new receipt's id joins
-    :attr:`Transaction.appended`, which is what lets the ledger release money against it.
+    id: str
+
+
+def append(tx: Transaction, issue: Issue, *, task_id: str | None, at: datetime) -> PendingReceipt:
+    """Append the receipt ``issue(previous head)`` will return to the one hash chain.
+
+    Its id joins :attr:`Transaction.appended` at once, which is what lets the ledger release
+    money against it; it is signed onto the chain when the transaction flushes its receipts,
+    which the store does just before it commits (:func:`flush`). So the chain's head row — the
+    one row every writer of a receipt locks — is locked for the last few statements of a
+    transaction only, not from its first receipt to its commit.
     """
+    pending = PendingReceipt("rcpt_" + uuid.uuid4().hex)
+    tx.receipts_due.append((pending.id, issue, task_id, at))
+    tx.appended.add(pending.id)
+    return pending
+
+
+def flush(tx: Transaction) -> list[StoredReceipt]:
+    """Sign the transaction's pending receipts onto the chain, in the order they were appended:
+    lock the head, chain each after the one before, move the head once. A no-op without
+    pending receipts."""
+    if not tx.receipts_due:
+        return []
     head = tx.rows(_HEAD_FOR_UPDATE, {})[0]
     seq, head_digest = int(head["seq"]), head["digest"]
-    previous = (head_digest, seq - 1) if head_digest is not None else None
-    body = dict(issue(previous))
-    digest = body.get("digest")
-    if not isinstance(digest, str):
-        raise StorageError("The receipt issuer returned a receipt without a digest.")
-    receipt = StoredReceipt(
-        id="rcpt_" + uuid.uuid4().hex,
-        seq=seq + 1,
-        task_id=task_id,
-        digest=digest,
-        previous=head_digest,
-        body=body,
-        at=at,
-    )
-    tx.run(
-        _INSERT_RECEIPT,
-        {
-            "id": receipt.id,
-            "seq": receipt.seq,
-            "task_id": task_id,
-            "digest": digest,
-            "previous": head_digest,
-            "body": body,
-            "at": at,
-        },
-    )
-    tx.run(_SET_HEAD, {"h_seq": receipt.seq, "h_digest": digest})
-    tx.appended.add(receipt.id)
-    return receipt
+    made = []
+    rows = []
+    for receipt_id, issue, task_id, at in tx.receipts_due:
+        previous = (head_digest, seq - 1) if head_digest is not None else None
+        body = dict(issue(previous))
+        digest = body.get("digest")
+        if not isinstance(digest, str):
+            raise StorageError("The receipt issuer returned a receipt without a digest.")
+        seq += 1
+        receipt = StoredReceipt(receipt_id, seq, task_id, digest, head_digest, body, at)
+        rows.append(
+            {
+                "id": receipt_id,
+                "seq": seq,
+                "task_id": task_id,
+                "digest": digest,
+                "previous": head_digest,
+                "body": body,
+                "at": at,
+            }
+        )
+        made.append(receipt)
+        head_digest = digest
+    tx.receipts_due.clear()
+    tx.run_many(_INSERT_RECEIPT, rows)
+    tx.run(_SET_HEAD, {"h_seq": seq, "h_digest": head_digest})
+    for receipt in made:
+        tx.flushed[receipt.id] = receipt
+    return made
+
+
+def signed(tx: Transaction, pending: PendingReceipt) -> StoredReceipt:
+    """A receipt appended in this transaction, as signed onto the chain (flushing what is
+    pending first): for the rare use case that must hand back the signed bytes themselves."""
+    flush(tx)
+    found = tx.flushed[pending.id]
+    assert isinstance(found, StoredReceipt)
+    return found
 
 
 def receipt(tx: Transaction, receipt_id: str) -> StoredReceipt | None:

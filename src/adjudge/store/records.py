@@ -539,10 +539,9 @@ def add_dispute(tx: Transaction, dispute: StoredDispute) -> None:
 
 def disputes(tx: Transaction, task_id: str) -> list[StoredDispute]:
     """A task's disputes, oldest first."""
-    d = s.disputes
-    q = select(d).where(d.c.task_id == task_id).order_by(d.c.id)
     return [
-        StoredDispute(r.task_id, int(r.attempt), r.by, r.reason, r.at) for r in tx.conn.execute(q)
+        StoredDispute(r["task_id"], int(r["attempt"]), r["by"], r["reason"], r["at"])
+        for r in tx.rows(_DISPUTES, {"k_task": task_id})
     ]
 
 
@@ -656,6 +655,9 @@ def stored_task(m: Mapping[Any, Any]) -> StoredTask:
 
 # Statements of the hot path, built once: building a statement costs more than running it.
 _ACCOUNT = select(s.accounts).where(s.accounts.c.id == bindparam("k_id"))
+_DISPUTES = (
+    select(s.disputes).where(s.disputes.c.task_id == bindparam("k_task")).order_by(s.disputes.c.id)
+)
 _ACCOUNT_BY_KEY = select(s.accounts).where(s.accounts.c.key_hash == bindparam("k_key"))
 _TASK = select(s.tasks).where(s.tasks.c.id == bindparam("k_id"))
 _UPDATE_TASK = (

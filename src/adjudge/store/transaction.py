@@ -40,6 +40,10 @@ class Transaction:
         self.conn = conn
         self.cache: dict[Any, Any] = {}
         self.appended: set[str] = set()
+        #: Receipts appended but not yet on the chain, and those flushed onto it, by id
+        #: (adjudge.store.receipt_log: a transaction's receipts are chained as it commits).
+        self.receipts_due: list[Any] = []
+        self.flushed: dict[str, Any] = {}
         self.sqlite = conn.dialect.name == "sqlite"
         self._driver: Any = None
 
