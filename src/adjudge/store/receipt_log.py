@@ -110,36 +110,45 @@ def signed(tx: Transaction, pending: PendingReceipt) -> StoredReceipt:
 
 
 def receipt(tx: Transaction, receipt_id: str) -> StoredReceipt | None:
-    """One receipt, or None."""
+    """One receipt, or None (one appended in this transaction is signed first, so a read
+    inside the transaction that wrote it sees it)."""
+    if receipt_id in tx.appended:
+        flush(tx)
     row = tx.conn.execute(select(s.receipts).where(s.receipts.c.id == receipt_id)).first()
     return _receipt(row._mapping) if row else None
 
 
 def id_of_digest(tx: Transaction, digest: str) -> str | None:
     """The id of the receipt with this digest (the id a signed statement names), or None."""
+    flush(tx)
     q = select(s.receipts.c.id).where(s.receipts.c.digest == digest)
     value = tx.conn.execute(q).scalar_one_or_none()
     return None if value is None else str(value)
 
 
 def receipts(tx: Transaction, task_id: str) -> list[StoredReceipt]:
-    """A task's receipts in chain order."""
+    """A task's receipts in chain order (this transaction's pending ones signed first)."""
+    flush(tx)
     return [_receipt(r._mapping) for r in tx.conn.execute(_RECEIPTS, {"k_task": task_id})]
 
 
 def receipt_ids(tx: Transaction, task_id: str) -> list[str]:
-    """The ids of a task's receipts in chain order (without reading their bodies)."""
-    return [r["id"] for r in tx.rows(_RECEIPT_IDS, {"k_task": task_id})]
+    """The ids of a task's receipts in chain order (without reading their bodies); the ones
+    this transaction appended come last, as they will on the chain, without locking the head."""
+    stored = [r["id"] for r in tx.rows(_RECEIPT_IDS, {"k_task": task_id})]
+    return stored + [due[0] for due in tx.receipts_due if due[2] == task_id]
 
 
 def head(tx: Transaction) -> tuple[int, str | None]:
     """The chain's length and the digest of its last receipt (None when empty)."""
+    flush(tx)
     row = tx.conn.execute(select(s.chain_head).where(s.chain_head.c.id == 1)).one()
     return int(row.seq), row.digest
 
 
 def chain(tx: Transaction, *, after: int = 0, limit: int | None = None) -> list[StoredReceipt]:
     """Receipts in chain order from sequence ``after + 1`` (every one when ``limit`` is None)."""
+    flush(tx)
     q = select(s.receipts).where(s.receipts.c.seq > after).order_by(s.receipts.c.seq)
     if limit is not None:
         q = q.limit(limit)
