@@ -47,7 +47,6 @@ from adjudge.calls import (
     parse_judgment,
     parse_request,
     parse_response,
-    quality_window,
     register_contract,
     register_policy,
     verify_call,
@@ -63,6 +62,7 @@ from adjudge.store import (
     call_reports,
     holds,
     outbox,
+    quality_windows,
     receipt_log,
     records,
 )
@@ -264,16 +264,17 @@ def _open(stored: Mapping[str, Any] | None, now: datetime) -> bool:
     return status in (ProposalStatus.PENDING, ProposalStatus.ENFORCEABLE)
 
 
-def propose_if_due(tx: Transaction, provider: str, now: datetime) -> None:
-    """After an observed call: record a penalty proposal when the window supports one and none
-    is open."""
+def observe_quality(tx: Transaction, provider: str, now: datetime, counted: str) -> None:
+    """After an observed call (recorded in ``tx``, adding to ``counted``): move the provider's
+    running window when it declared terms, and record a penalty proposal when the window
+    supports one and none is open. Without terms there is nothing to keep per call."""
     declared = db.terms(tx, provider)
-    if declared is None or _open(db.latest_proposal(tx, provider), now):
+    if declared is None:
         return
     terms = _terms(declared)
-    window = quality_window(
-        db.observations(tx, provider, now - terms.window, now), provider, now, terms.window
-    )
+    window = quality_windows.observe(tx, provider, terms.window, now, counted)
+    if _open(db.latest_proposal(tx, provider), now):
+        return
     assessment = assess_penalty(window, terms, now)
     if assessment.proposal is not None:
         db.add_proposal(tx, provider, assessment.proposal.to_dict(), now)
@@ -685,9 +686,7 @@ class Calls:
                 span = terms.window
             else:
                 span = timedelta(days=DEFAULT_WINDOW_DAYS)
-            window = quality_window(
-                db.observations(tx, provider, now - span, now), provider, now, span
-            )
+            window = quality_windows.window(tx, provider, span, now)
             assessment = None if terms is None else assess_penalty(window, terms, now).reason
             stored = db.latest_proposal(tx, provider)
             proposal = None

@@ -41,7 +41,7 @@ from urllib.parse import urlsplit
 
 from adjudge.app import settlement
 from adjudge.app.accounts import need_role
-from adjudge.app.calls import call_view, contract_view, emit_call_settled, propose_if_due
+from adjudge.app.calls import call_view, contract_view, emit_call_settled, observe_quality
 from adjudge.app.timing import stage
 from adjudge.app.unit import Answer, Idempotency, UnitOfWork, retry
 from adjudge.app.wiring import call_subject
@@ -60,6 +60,7 @@ from adjudge.calls.contract import map_response
 from adjudge.calls.kernel_rows import call_decision
 from adjudge.calls.openapi import mcp_tool_document, openapi_tool_document
 from adjudge.calls.pricing import DEFAULT_PRICE_NOTICE, announce
+from adjudge.calls.quality import counted_as
 from adjudge.calls.tools import DECIMALS, BuiltRequest, build_request
 from adjudge.calls.verify import CallResult, digest_of
 from adjudge.errors import Error, RateLimited
@@ -1012,7 +1013,9 @@ class Gateway:
                 source="gateway",
             )
             emit_call_settled(tx, stored_call, now)
-            propose_if_due(tx, stored.provider, now)
+            error_kind = None if result.error is None else result.error.kind
+            counted = counted_as(result.verdict, result.effect.enforced, error_kind)
+            observe_quality(tx, stored.provider, now, counted)
             # The receipt onto the chain last (its head row locked only from here to the
             # commit), then the answer that carries it.
             signed = receipt_log.signed(tx, receipt)

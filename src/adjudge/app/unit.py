@@ -214,6 +214,10 @@ def _unseal(sealed: str, key: str, account_id: str) -> Any:
     return json.loads(_cipher(key, account_id).decrypt(raw[:12], raw[12:], None))
 
 
+#: Put on a group commit's queue by :meth:`GroupCommit.close`: wakes its thread to end.
+_WAKE: Any = object()
+
+
 class GroupCommit:
     """Several units of work written in one transaction and one commit, by a thread of its own.
 
@@ -264,6 +268,8 @@ class GroupCommit:
         with self._lock:
             self._stopping = True
             thread = self._thread
+            if thread is not None:
+                self._queue.put(_WAKE)  # the thread may be waiting for work: end that wait
         if thread is not None:
             thread.join(timeout=30)
         with self._lock:
@@ -274,6 +280,8 @@ class GroupCommit:
             try:
                 first = self._queue.get(timeout=0.01 if self._stopping else GROUP_IDLE)
             except queue.Empty:
+                first = _WAKE
+            if first is _WAKE:
                 with self._lock:  # nothing queued for a while: end (the next unit starts one)
                     if self._queue.empty():
                         self._thread = None
@@ -282,9 +290,11 @@ class GroupCommit:
             batch = [first]
             while len(batch) < self.max_batch:
                 try:
-                    batch.append(self._queue.get_nowait())
+                    unit = self._queue.get_nowait()
                 except queue.Empty:
                     break
+                if unit is not _WAKE:
+                    batch.append(unit)
             self._commit(batch)
 
     def _commit(self, batch: list[_Unit[Any]]) -> None:

@@ -33,6 +33,7 @@ from adjudge.errors import CriteriaError, TransitionError
 __all__ = [
     "ENFORCEMENT_DELAY",
     "GRACE_PERIOD",
+    "WINDOW_COUNTS",
     "Observation",
     "PenaltyAssessment",
     "PenaltyProposal",
@@ -43,6 +44,7 @@ __all__ = [
     "assess_penalty",
     "binomial_tail_test",
     "binomial_upper_tail",
+    "counted_as",
     "enforce",
     "observation_from_record",
     "observation_of",
@@ -158,19 +160,28 @@ def quality_window(
 ) -> QualityWindow:
     """Count ``provider``'s observations in the window ending at ``at`` (inclusive)."""
     start = at - window
-    counts = {"passes": 0, "fails": 0, "not_counted": 0, "request_errors": 0, "system_errors": 0}
+    counts = dict.fromkeys(WINDOW_COUNTS, 0)
     for obs in observations:
         if obs.provider != provider or not start < obs.at <= at:
             continue
-        if obs.error_kind is not None:
-            counts["request_errors" if obs.error_kind == "request_error" else "system_errors"] += 1
-        elif obs.enforced and obs.verdict is CallVerdict.PASS:
-            counts["passes"] += 1
-        elif obs.enforced and obs.verdict is CallVerdict.FAIL:
-            counts["fails"] += 1
-        else:
-            counts["not_counted"] += 1
+        counts[counted_as(obs.verdict, obs.enforced, obs.error_kind)] += 1
     return QualityWindow(provider, start, at, **counts)
+
+
+#: The counts a quality window keeps, as :class:`QualityWindow` names them.
+WINDOW_COUNTS = ("passes", "fails", "not_counted", "request_errors", "system_errors")
+
+
+def counted_as(verdict: CallVerdict | str | None, enforced: bool, error_kind: str | None) -> str:
+    """Which of :data:`WINDOW_COUNTS` one observation adds to: the one rule both a recount and
+    the store's running counts use, so the two cannot drift apart."""
+    if error_kind is not None:
+        return "request_errors" if error_kind == "request_error" else "system_errors"
+    if enforced and verdict == CallVerdict.PASS:
+        return "passes"
+    if enforced and verdict == CallVerdict.FAIL:
+        return "fails"
+    return "not_counted"
 
 
 def binomial_upper_tail(n: int, k: int, p: Fraction) -> Fraction:

@@ -7,7 +7,8 @@ takes), ``takes`` (each agent's count of held takes), ``ledger`` (balances and e
 ``receipt_log`` (the hash chain), ``leases`` (the review queue), ``idempotency``, ``quotas``,
 ``calls`` (verified paid calls), ``call_reports`` (reports of bad call results), ``gateway``
 (callable tools, signing keys, credentials, forwarded calls), ``holds`` (providers' settled
-charges until their report deadlines) and ``outbox`` (webhook endpoints, events and their
+charges until their report deadlines), ``quality_windows`` (each provider's running quality
+counts) and ``outbox`` (webhook endpoints, events and their
 deliveries). Nothing is half-written: a transaction commits whole or not at all.
 """
 
@@ -21,6 +22,7 @@ from adjudge.store import (
     leases,
     ledger,
     outbox,
+    quality_windows,
     quotas,
     receipt_log,
     records,
@@ -64,6 +66,7 @@ __all__ = [
     "ledger",
     "migrate",
     "outbox",
+    "quality_windows",
     "quotas",
     "receipt_log",
     "records",

@@ -19,6 +19,7 @@ from sqlalchemy import (
     Boolean,
     Column,
     ForeignKey,
+    Index,
     Integer,
     String,
     Table,
@@ -111,6 +112,8 @@ call_records = Table(
     Column("response", JSON, nullable=False),
     # None: an error has no determination.
     Column("receipt_id", String(64), nullable=True, index=True),
+    # A provider's calls by time: its quality window expires calls by it (quality_windows).
+    Index("ix_call_records_provider_at", "provider", "at"),
 )
 
 call_provider_terms = Table(

@@ -1,0 +1,138 @@
+"""Each provider's quality window, kept as running counts so reading it never scans history.
+
+A provider's window is its observed calls (``source = 'gateway'``) with ``at`` in
+``(edge, …]``, where ``edge`` is the window's start: ``now - span``. One row per provider holds
+the window's span, its edge as last moved, and the five counts
+(:data:`adjudge.calls.quality.WINDOW_COUNTS`). A call's transaction moves the row forward:
+
+1. lock the row (``FOR UPDATE``; SQLite's one writer is the lock there);
+2. subtract the calls that left the window, ``edge < at <= now - span``: each call is read once
+   in its life, when it expires, by the ``(provider, at)`` index;
+3. add the new call, and store the new edge.
+
+So a call costs one row read, one row written and the calls that expired since the last one:
+flat however long the history. A call record never changes once written (a report is a human
+finding counted apart; a withdrawn or shadow policy's calls were recorded as not enforced), so
+the counts stay equal to a full recount; ``tests/store/test_quality_windows.py`` proves it.
+
+When there is no row yet, or the span changed (the provider declared other terms), or the clock
+went back past the edge, the row is rebuilt by one recount of the window: a cost paid once per
+declaration, bounded by the window, not the history.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Integer,
+    String,
+    Table,
+    and_,
+    bindparam,
+    func,
+    insert,
+    select,
+    update,
+)
+
+from adjudge.calls.quality import WINDOW_COUNTS, QualityWindow, counted_as
+from adjudge.store import schema as s
+from adjudge.store.calls import call_records
+from adjudge.store.transaction import Transaction
+
+quality_windows = Table(
+    "quality_windows",
+    s.metadata,
+    Column("provider", String(200), primary_key=True),
+    Column("span_seconds", BigInteger, nullable=False),
+    Column("edge", s.UTCDateTime, nullable=False),  # the window's start: (edge, …] counts
+    *(Column(name, Integer, nullable=False) for name in WINDOW_COUNTS),
+)
+
+
+def observe(
+    tx: Transaction, provider: str, span: timedelta, now: datetime, counted: str
+) -> QualityWindow:
+    """Move ``provider``'s window to ``now`` after this transaction recorded its call at ``now``,
+    which adds to ``counted`` (:func:`~adjudge.calls.quality.counted_as`), and return the
+    window."""
+    edge = now - span
+    rows = tx.rows(_LOCK, {"k_provider": provider})  # (1)
+    state = rows[0] if rows else None
+    if state is None or _rebuild(state, span, edge):
+        counts = _recount(tx, provider, edge, None)  # the call itself is among them
+        values = {"span_seconds": _seconds(span), "edge": edge, **counts}
+        if state is None:
+            tx.conn.execute(insert(quality_windows).values(provider=provider, **values))
+        else:
+            tx.conn.execute(
+                update(quality_windows)
+                .where(quality_windows.c.provider == provider)
+                .values(**values)
+            )
+        return QualityWindow(provider, edge, now, **counts)
+    counts = {name: int(state[name]) for name in WINDOW_COUNTS}
+    for name, gone in _recount(tx, provider, state["edge"], edge).items():  # (2)
+        counts[name] -= gone
+    counts[counted] += 1  # (3) the call itself: at ``now``, after every edge, counted once
+    tx.run(_MOVE, {"k_provider": provider, "k_edge": edge, **_params(counts)})
+    return QualityWindow(provider, edge, now, **counts)
+
+
+def window(tx: Transaction, provider: str, span: timedelta, now: datetime) -> QualityWindow:
+    """``provider``'s window of ``span`` ending at ``now``, without writing: the running counts
+    less what expired since the last call, or one recount when no counts fit this span."""
+    edge = now - span
+    rows = tx.rows(_READ, {"k_provider": provider})
+    state = rows[0] if rows else None
+    if state is None or _rebuild(state, span, edge):
+        return QualityWindow(provider, edge, now, **_recount(tx, provider, edge, None))
+    counts = {name: int(state[name]) for name in WINDOW_COUNTS}
+    for name, gone in _recount(tx, provider, state["edge"], edge).items():
+        counts[name] -= gone
+    return QualityWindow(provider, edge, now, **counts)
+
+
+def _rebuild(state: Any, span: timedelta, edge: datetime) -> bool:
+    return int(state["span_seconds"]) != _seconds(span) or edge < state["edge"]
+
+
+def _seconds(span: timedelta) -> int:
+    return int(span.total_seconds())
+
+
+def _recount(
+    tx: Transaction, provider: str, after: datetime, until: datetime | None
+) -> dict[str, int]:
+    """The observed calls with ``after < at`` (``<= until`` when given), counted by kind in SQL:
+    a handful of grouped rows come back, never the calls themselves."""
+    c = call_records.c
+    where = [c.provider == provider, c.source == "gateway", c.at > after]
+    if until is not None:
+        where.append(c.at <= until)
+    q = select(c.verdict, c.enforced, c.error_kind, func.count()).where(and_(*where))
+    q = q.group_by(c.verdict, c.enforced, c.error_kind)
+    counts = dict.fromkeys(WINDOW_COUNTS, 0)
+    for verdict, enforced, error_kind, n in tx.conn.execute(q):
+        counts[counted_as(verdict, bool(enforced), error_kind)] += int(n)
+    return counts
+
+
+def _params(counts: dict[str, int]) -> dict[str, int]:
+    return {f"v_{name}": counts[name] for name in WINDOW_COUNTS}
+
+
+_READ = select(quality_windows).where(quality_windows.c.provider == bindparam("k_provider"))
+_LOCK = _READ.with_for_update()
+_MOVE = (
+    update(quality_windows)
+    .where(quality_windows.c.provider == bindparam("k_provider"))
+    .values(
+        edge=bindparam("k_edge"),
+        **{name: bindparam(f"v_{name}") for name in WINDOW_COUNTS},
+    )
+)

@@ -1,0 +1,144 @@
+"""A provider's running quality counts always equal a full recount of its window: as calls
+arrive, as they expire at the window's edge, when the span changes or the clock goes back,
+with reported calls, shadow (not enforced) calls and errors mixed in."""
+
+from __future__ import annotations
+
+import itertools
+from datetime import UTC, datetime, timedelta
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from adjudge.calls.quality import counted_as, quality_window
+from adjudge.store import Store, calls, quality_windows, records
+
+T0 = datetime(2026, 3, 1, tzinfo=UTC)
+_providers = itertools.count()
+
+#: (verdict, enforced, error kind): every kind of observation a call record can hold.
+KINDS = [
+    ("PASS", True, None),
+    ("FAIL", True, None),
+    ("PASS", False, None),  # a shadow or withdrawn policy: not counted
+    ("FAIL", False, None),
+    ("MISAPPLIED", True, None),
+    ("DEGRADED", True, None),
+    (None, False, "request_error"),
+    (None, False, "system_error"),
+]
+
+_call = st.tuples(
+    st.just("call"),
+    st.integers(0, 40),  # seconds since the step before (0: the same instant)
+    st.sampled_from(KINDS),
+    st.sampled_from(["gateway", "gateway", "gateway", "reported"]),
+)
+_span = st.tuples(st.just("span"), st.sampled_from([30, 60, 200]))
+_clock_back = st.tuples(st.just("back"), st.integers(1, 90))
+_read = st.tuples(st.just("read"), st.integers(0, 120))
+
+
+def _record(call_id: str, provider: str, kind: tuple[str | None, bool, str | None]) -> dict:
+    verdict, enforced, error = kind
+    return {
+        "call_id": call_id,
+        "provider": provider,
+        "tool": "weather",
+        "verdict": verdict,
+        "effect": {"enforced": enforced},
+        "error": None if error is None else {"kind": error, "code": "X"},
+        "policy": None,
+    }
+
+
+def _recount(store: Store, provider: str, span: timedelta, now: datetime) -> dict[str, int]:
+    far = now + timedelta(days=365)  # the running counts hold every call after the edge
+    with store.read() as tx:
+        seen = calls.observations(tx, provider, now - span, far)
+    counted = quality_window(seen, provider, far, far - (now - span))
+    return {k: v for k, v in counted.to_dict().items() if isinstance(v, int)}
+
+
+def _counts(window: object) -> dict[str, int]:
+    wire = window.to_dict()  # type: ignore[attr-defined]
+    return {k: v for k, v in wire.items() if isinstance(v, int)}
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(steps=st.lists(st.one_of(_call, _call, _call, _span, _clock_back, _read), max_size=40))
+def test_running_counts_equal_a_recount(
+    sqlite_store: Store, steps: list[tuple[object, ...]]
+) -> None:
+    """After every call, span change, clock step back and read, the window the store keeps
+    equals a recount of the calls themselves."""
+    store = sqlite_store
+    provider = f"prov-{next(_providers)}"
+    with store.write() as tx:
+        if records.account(tx, "caller") is None:
+            records.create_account(tx, "caller", ["agent"], "key-caller", opt_in=True, at=T0)
+    now, span = T0, timedelta(seconds=60)
+    for n, step in enumerate(steps):
+        if step[0] == "call":
+            _, gap, kind, source = step
+            now += timedelta(seconds=int(gap))  # type: ignore[arg-type]
+            with store.write() as tx:
+                calls.add_call(
+                    tx,
+                    record=_record(f"{provider}-{n}", provider, kind),  # type: ignore[arg-type]
+                    contract_version="1",
+                    submitted_by="caller",
+                    at=now,
+                    request={},
+                    response={},
+                    receipt_id=None,
+                    source=str(source),
+                )
+                if source == "gateway":
+                    verdict, enforced, error = kind  # type: ignore[misc]
+                    kept = quality_windows.observe(
+                        tx, provider, span, now, counted_as(verdict, enforced, error)
+                    )
+            if source == "gateway":
+                assert _counts(kept) == _recount(store, provider, span, now)
+        elif step[0] == "span":
+            span = timedelta(seconds=int(step[1]))  # type: ignore[call-overload]
+        elif step[0] == "back":
+            now -= timedelta(seconds=int(step[1]))  # type: ignore[call-overload]
+        else:
+            later = now + timedelta(seconds=int(step[1]))  # type: ignore[call-overload]
+            with store.read() as tx:
+                seen = quality_windows.window(tx, provider, span, later)
+            assert _counts(seen) == _recount(store, provider, span, later)
+
+
+def test_a_call_that_expired_leaves_the_window_once(store: Store) -> None:
+    """Calls leave the window as the edge passes them, on each database: one PASS and one FAIL
+    counted, then only the FAIL, then none."""
+    with store.write() as tx:
+        records.create_account(tx, "caller", ["agent"], "key-caller", opt_in=True, at=T0)
+    span = timedelta(seconds=60)
+    for n, (kind, at) in enumerate([(KINDS[0], T0), (KINDS[1], T0 + timedelta(seconds=30))]):
+        with store.write() as tx:
+            calls.add_call(
+                tx,
+                record=_record(f"c{n}", "prov", kind),
+                contract_version="1",
+                submitted_by="caller",
+                at=at,
+                request={},
+                response={},
+                receipt_id=None,
+                source="gateway",
+            )
+            window = quality_windows.observe(tx, "prov", span, at, counted_as(*kind))
+    assert (window.passes, window.fails) == (1, 1)
+    with store.read() as tx:
+        later = quality_windows.window(tx, "prov", span, T0 + timedelta(seconds=61))
+        gone = quality_windows.window(tx, "prov", span, T0 + timedelta(seconds=91))
+    assert (later.passes, later.fails) == (0, 1)
+    assert (gone.passes, gone.fails) == (0, 0)
