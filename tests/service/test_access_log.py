@@ -83,7 +83,8 @@ def test_a_crash_is_answered_in_the_error_shape_with_its_id(h: Harness) -> None:
 def test_one_json_line_per_request_with_the_account(
     h: Harness, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """Each request is one line: time, method, path (no query), status, duration, request id,
+    """Each request is one line: time, method, path (no query), the route template, status,
+    duration, request id,
     and the account once it is known (null for an unauthenticated request)."""
     with caplog.at_level(logging.INFO, logger="adjudge.access"):
         h.call("ann", "GET", "/tasks?status=funded", X_Request_Id="list-1")
@@ -92,10 +93,12 @@ def test_one_json_line_per_request_with_the_account(
     lines = [json.loads(r.getMessage()) for r in caplog.records if r.name == "adjudge.access"]
     assert [x["request_id"] for x in lines] == ["list-1", "anon-1", "health-1"]
     first = lines[0]
+    assert first["route"] == "/api/v1/tasks" and lines[2]["route"] == "/health"
     assert set(first) == {
         "time",
         "method",
         "path",
+        "route",
         "status",
         "duration_ms",
         "request_id",

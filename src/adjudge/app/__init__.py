@@ -11,7 +11,10 @@ transaction. Nothing here knows HTTP: answers are plain JSON data, refusals are
 
 from __future__ import annotations
 
-from adjudge.app.accounts import Accounts
+from prometheus_client import CollectorRegistry
+
+from adjudge.app import metrics
+from adjudge.app.accounts import Accounts, need_role
 from adjudge.app.calls import Calls
 from adjudge.app.clock import Clock, SystemClock
 from adjudge.app.gateway import Gateway
@@ -83,6 +86,12 @@ class App:
         self.receipts = Receipts(self.unit, getattr(self.issuer, "fingerprint", None))
         self.reviews = Reviews(self.unit)
         self.webhooks = Webhooks(self.unit, self.secrets, webhooks or WebhookSettings())
+        self._metrics = metrics.registry(store, self.unit.now)
+
+    def metrics(self, who: Account) -> CollectorRegistry:
+        """What ``GET /metrics`` exposes (an admin's: it names money and providers)."""
+        need_role(who, "admin")
+        return self._metrics
 
     @classmethod
     def open(

@@ -39,7 +39,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol, TypeVar
 from urllib.parse import urlsplit
 
-from adjudge.app import settlement
+from adjudge.app import metrics, settlement
 from adjudge.app.accounts import need_role
 from adjudge.app.calls import call_view, contract_view, emit_call_settled, observe_quality
 from adjudge.app.timing import stage
@@ -1013,6 +1013,7 @@ class Gateway:
                 source="gateway",
             )
             emit_call_settled(tx, stored_call, now)
+            metrics.verdict(tx, "call", result.verdict.value if result.verdict else "ERROR")
             error_kind = None if result.error is None else result.error.kind
             counted = counted_as(result.verdict, result.effect.enforced, error_kind)
             observe_quality(tx, stored.provider, now, counted)

@@ -28,10 +28,11 @@ keeps it so); they call use cases, which call it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from adjudge.app import metrics
 from adjudge.app.timing import stage
 from adjudge.errors import Error
 from adjudge.market import (
@@ -70,6 +71,12 @@ from adjudge.webhooks import events
 MAX_MONEY = 2**63 - 1
 
 
+def _transfer(tx: Transaction, transfers: Sequence[Transfer], **where: Any) -> None:
+    """The ledger's transfer, counted for the metrics once the transaction commits."""
+    ledger.transfer(tx, transfers, **where)
+    metrics.moved(tx, transfers)
+
+
 def deposit(tx: Transaction, account_id: str, amount: int, *, at: datetime) -> int:
     """Credit money from outside into an account's wallet; returns the new balance."""
     if records.account(tx, account_id) is None:
@@ -79,14 +86,14 @@ def deposit(tx: Transaction, account_id: str, amount: int, *, at: datetime) -> i
     if ledger.deposits(tx) + amount > MAX_MONEY:
         raise Error("Deposits would exceed the most money the ledger holds.", code="INVALID_AMOUNT")
     wallet = wallet_account(account_id)
-    ledger.transfer(tx, [Transfer(WORLD, wallet, amount, "deposit")], task_id=None, at=at)
+    _transfer(tx, [Transfer(WORLD, wallet, amount, "deposit")], task_id=None, at=at)
     return ledger.balance(tx, wallet)
 
 
 def post(tx: Transaction, out: Outcome, *, title: str, brief: str, at: datetime) -> StoredTask:
     """Store a newly posted task and fund its escrow from the poster's wallet."""
     stored = records.insert_task(tx, out.task, title=title, brief=brief)
-    ledger.transfer(tx, out.transfers, task_id=out.task.id, at=at)
+    _transfer(tx, out.transfers, task_id=out.task.id, at=at)
     return stored
 
 
@@ -118,9 +125,10 @@ def apply(
 
         receipt = receipt_log.append(tx, signed, task_id=task_id, at=at)
         records.add_verdict(tx, verdict, receipt.id)
+        metrics.verdict(tx, "task", "PASS" if verdict.passed else "FAIL")
         emit(events.verdict(verdict, task, receipt.id))
         if settlement is not None:
-            ledger.transfer(tx, settlement.transfers, task_id=task_id, at=at, receipt_id=receipt.id)
+            _transfer(tx, settlement.transfers, task_id=task_id, at=at, receipt_id=receipt.id)
             emit(events.settlement(settlement, task, receipt.id))
     elif settlement is not None:
         sub = records.submission(tx, task_id, settlement.attempt) if settlement.attempt else None
@@ -134,7 +142,7 @@ def apply(
             task_id=task_id,
             at=at,
         )
-        ledger.transfer(tx, settlement.transfers, task_id=task_id, at=at, receipt_id=receipt.id)
+        _transfer(tx, settlement.transfers, task_id=task_id, at=at, receipt_id=receipt.id)
         emit(events.settlement(settlement, task, receipt.id))
     if task.status is Status.ESCALATED and stored.task.status is not Status.ESCALATED:
         emit(events.escalated(task))
@@ -184,7 +192,7 @@ def reserve(tx: Transaction, payer: str, hold: str, amount: int, *, at: datetime
     provider is called (``INSUFFICIENT_FUNDS`` when the wallet is short; a free call holds
     nothing)."""
     if amount > 0:
-        ledger.transfer(
+        _transfer(
             tx, [Transfer(wallet_account(payer), hold, amount, "reserve")], task_id=None, at=at
         )
 
@@ -210,7 +218,7 @@ def release_call(
         return
     if payment != "settle":
         memo = {"refund": "refund", "void": "void"}[payment]
-        ledger.transfer(
+        _transfer(
             tx,
             [Transfer(hold, wallet_account(payer), amount, memo)],
             task_id=None,
@@ -219,7 +227,7 @@ def release_call(
         )
         return
     to = wallet_account(provider) if report_deadline is None else provider_hold_account(provider)
-    ledger.transfer(
+    _transfer(
         tx, [Transfer(hold, to, amount, "charge")], task_id=None, at=at, receipt_id=receipt_id
     )
     if report_deadline is not None:
@@ -243,7 +251,7 @@ def mature(tx: Transaction, now: datetime, *, provider: str | None = None, limit
     for due in holds.due(tx, now, provider=provider, limit=limit):
         if not holds.move(tx, due.call_id, from_state=holds.HELD, to_state=holds.RELEASED, at=now):
             continue  # a report claimed it in the meantime
-        ledger.transfer(
+        _transfer(
             tx,
             [
                 Transfer(
@@ -305,7 +313,7 @@ def refund_upheld_report(
         source, amount = provider_hold_account(provider), held.amount
     else:
         source = wallet_account(provider)
-    ledger.transfer(
+    _transfer(
         tx,
         [Transfer(source, wallet_account(payer), amount, "report refund")],
         task_id=None,

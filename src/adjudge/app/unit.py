@@ -305,7 +305,7 @@ class GroupCommit:
                     for i, unit in enumerate(batch):
                         mark = f"unit_{i}"
                         tx.savepoint(mark)
-                        appended = set(tx.appended)
+                        appended, hooks = set(tx.appended), len(tx.committed)
                         try:
                             value = unit.fn(tx)
                             receipt_log.flush(tx)  # its receipts chained before the next unit's
@@ -313,6 +313,7 @@ class GroupCommit:
                             tx.rollback_to(mark)
                             tx.receipts_due.clear()
                             tx.appended &= appended
+                            del tx.committed[hooks:]
                             outcomes.append((False, exc))
                         else:
                             tx.release(mark)

@@ -7,9 +7,11 @@ body (``{"error": {"code", "message", "request_id"}}``), and logged with the req
 JSON line on the ``adjudge.access`` logger::
 
     {"time": "2026-12-01T10:28:20.333Z", "method": "POST", "path": "/api/v1/tasks/t/finalize",
-     "status": 200, "duration_ms": 3.41, "request_id": "5f0c…", "account": "ann"}
+     "route": "/api/v1/tasks/{task_id}/finalize", "status": 200, "duration_ms": 3.41,
+     "request_id": "5f0c…", "account": "ann"}
 
-``account`` is the authenticated caller's id (null before authentication, or without a key).
+``route`` is the route template matched (``unmatched`` for none), as ``GET /metrics`` labels
+it. ``account`` is the authenticated caller's id (null before authentication, or without a key).
 The query string is not logged: cursors and filters say nothing an operator needs, and a query
 is where a careless client would put a secret.
 """
@@ -26,6 +28,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from adjudge.app.metrics import METRICS
 
 #: The logger the access lines go to (``adjudge serve`` writes it to standard error).
 log = logging.getLogger("adjudge.access")
@@ -99,10 +103,12 @@ class RequestLog:
             raise
         finally:
             REQUEST_ID.reset(token)
+            route = route_of(scope)
+            METRICS.request(
+                scope.get("method", ""), route, status or 500, time.perf_counter() - started, rid
+            )
             if log.isEnabledFor(logging.INFO):
-                log.info(
-                    _line(scope, status or 500, started, rid, state.get(ACCOUNT_KEY)),
-                )
+                log.info(_line(scope, route, status or 500, started, rid, state.get(ACCOUNT_KEY)))
 
 
 async def _crashed(rid: str, send: Send) -> None:
@@ -128,13 +134,21 @@ async def _crashed(rid: str, send: Send) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-def _line(scope: Scope, status: int, started: float, rid: str, account: object) -> str:
+def route_of(scope: Scope) -> str:
+    """The route template a request matched (``/api/v1/tasks/{task_id}``), or ``unmatched``:
+    never the path itself, so a metric's labels stay few whatever clients send."""
+    path = getattr(scope.get("route"), "path", None)
+    return path if isinstance(path, str) else "unmatched"
+
+
+def _line(scope: Scope, route: str, status: int, started: float, rid: str, account: object) -> str:
     now = datetime.now(UTC)
     return json.dumps(
         {
             "time": now.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
             "method": scope.get("method"),
             "path": scope.get("path"),
+            "route": route,
             "status": status,
             "duration_ms": round((time.perf_counter() - started) * 1000, 2),
             "request_id": rid,

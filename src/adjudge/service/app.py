@@ -16,9 +16,10 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio.to_thread
-from fastapi import APIRouter, FastAPI
+from fastapi import APIRouter, FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
+from prometheus_client.exposition import choose_encoder
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -37,7 +38,7 @@ from adjudge.service import (
     webhooks,
 )
 from adjudge.service.access import RequestLog
-from adjudge.service.deps import Use, router
+from adjudge.service.deps import Caller, Use, router
 from adjudge.service.ingress import BodyCap
 from adjudge.service.mcp import McpEndpoint
 
@@ -71,6 +72,19 @@ def health(*, app: Use) -> dict[str, Any]:
 #: orchestrator asks by default, so an operator need not configure one.
 root_health = APIRouter()
 root_health.add_api_route("/health", health, methods=["GET"], include_in_schema=False)
+
+
+def metrics(*, request: Request, who: Caller, app: Use) -> Response:
+    """The Prometheus exposition (an admin's key): the text format, or OpenMetrics with the
+    request id of each latency bucket's exemplar when the scraper asks for it."""
+    registry = app.metrics(who)
+    encode, content_type = choose_encoder(request.headers.get("accept", ""))
+    return Response(encode(registry), media_type=content_type)
+
+
+#: ``GET /metrics`` at the root, where a Prometheus scrape config looks by default.
+root_metrics = APIRouter()
+root_metrics.add_api_route("/metrics", metrics, methods=["GET"], include_in_schema=False)
 
 
 class SecurityHeaders:
@@ -145,6 +159,7 @@ def create_app(use_cases: App, *, threads: int | None = None) -> FastAPI:
     api.state.adjudge = use_cases
     errors.install(api)
     api.include_router(root_health)
+    api.include_router(root_metrics)
     for module in (health_routes, accounts.routes, tasks.routes, receipts.routes, reviews.routes):
         api.include_router(module)
     api.include_router(gateway.routes)  # before calls: /tools/callable is not /tools/{tool}

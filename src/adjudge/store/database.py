@@ -232,6 +232,9 @@ class Store:
                         receipt_log.flush(tx)  # the chain's head, locked only for the last steps
                     else:
                         outer.rollback()
+                if write:
+                    for done in tx.committed:
+                        done()
         except OperationalError as exc:
             if _retryable(exc):
                 raise ConcurrentUpdate("The database was busy; try again.") from exc

@@ -21,7 +21,7 @@ history.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import (
@@ -32,6 +32,8 @@ from sqlalchemy import (
     Table,
     and_,
     bindparam,
+    case,
+    func,
     insert,
     select,
     update,
@@ -165,6 +167,20 @@ def open_holds(tx: Transaction) -> list[Hold]:
     h = provider_holds.c
     q = select(provider_holds).where(h.state.in_((HELD, REPORTED)))
     return [_hold(r._mapping) for r in tx.conn.execute(q)]
+
+
+def open_summary(tx: Transaction, now: datetime) -> dict[str, int]:
+    """How many holds are open, the money in them, and how many mature within 24 hours: one
+    grouped read over the open holds (the ``(state, matures_at)`` index), not the history."""
+    h = provider_holds.c
+    soon = now + timedelta(hours=24)
+    q = select(
+        func.count(),
+        func.coalesce(func.sum(h.amount), 0),
+        func.coalesce(func.sum(case((h.matures_at <= soon, 1), else_=0)), 0),
+    ).where(h.state.in_((HELD, REPORTED)))
+    count, amount, maturing = tx.conn.execute(q).one()
+    return {"count": int(count), "amount": int(amount), "maturing_24h": int(maturing)}
 
 
 def next_maturity(tx: Transaction, provider: str) -> datetime | None:

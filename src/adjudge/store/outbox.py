@@ -481,6 +481,15 @@ def has_due(tx: Transaction, *, now: datetime) -> bool:
     return tx.conn.execute(q.limit(1)).first() is not None
 
 
+def oldest_pending(tx: Transaction) -> datetime | None:
+    """When the longest-waiting pending delivery fell due (None: none pending), by the due
+    index: the outbox's lag is the time since."""
+    d = webhook_deliveries
+    q = select(func.min(d.c.next_attempt_at)).where(d.c.status == PENDING)
+    value = tx.conn.execute(q).scalar_one_or_none()
+    return value if isinstance(value, datetime) else None  # min() keeps the column's type
+
+
 def claim(tx: Transaction, *, now: datetime, lease: timedelta, limit: int) -> list[Claimed]:
     """Lease up to ``limit`` due deliveries of enabled endpoints until ``now + lease``.
 

@@ -8,7 +8,7 @@ over a :class:`Transaction`. This module knows no table: it runs statements.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -44,6 +44,9 @@ class Transaction:
         #: (adjudge.store.receipt_log: a transaction's receipts are chained as it commits).
         self.receipts_due: list[Any] = []
         self.flushed: dict[str, Any] = {}
+        #: What to do once this transaction has committed (counting what it did, say); a
+        #: unit of work rolled back to its savepoint takes its own out again.
+        self.committed: list[Callable[[], None]] = []
         self.sqlite = conn.dialect.name == "sqlite"
         self._driver: Any = None
 
