@@ -60,16 +60,22 @@ def test_requests_verdicts_and_money_are_counted_as_they_commit(h: Harness) -> N
         after = scrape(base, root)
     route = "/api/v1/tasks/{task_id}/finalize"
     counted = "adjudge_http_requests_total"
-    assert value(after, counted, method="POST", route=route, status="200") - value(
-        before, counted, method="POST", route=route, status="200"
-    ) == 1
-    assert value(after, counted, method="POST", route=route, status="409") - value(
-        before, counted, method="POST", route=route, status="409"
-    ) == 1
+    assert (
+        value(after, counted, method="POST", route=route, status="200")
+        - value(before, counted, method="POST", route=route, status="200")
+        == 1
+    )
+    assert (
+        value(after, counted, method="POST", route=route, status="409")
+        - value(before, counted, method="POST", route=route, status="409")
+        == 1
+    )
     verdicts = "adjudge_verdicts_total"
-    assert value(after, verdicts, subject="task", verdict="PASS") - value(
-        before, verdicts, subject="task", verdict="PASS"
-    ) == 1
+    assert (
+        value(after, verdicts, subject="task", verdict="PASS")
+        - value(before, verdicts, subject="task", verdict="PASS")
+        == 1
+    )
     assert value(after, verdicts, subject="task", verdict="FAIL") == value(
         before, verdicts, subject="task", verdict="FAIL"
     )
