@@ -58,7 +58,7 @@ class AutoCheck:
                 anchor = ", or anchor it with ^" if slow.degree > slow.repeats else ""
                 refusals.append(
                     CriteriaError(
-                        f"regex_pattern {pattern!r} can take polynomial time: {slow.reason}. "
+                        f"regex_pattern `{pattern}` can take polynomial time: {slow.reason}. "
                         "Rewrite it so repeats next to each other cannot match the same "
                         f"characters (for example .*.*x as .*x, \\d+\\d*x as \\d+x){anchor}.",
                         code="REGEX_PATTERN_UNUSABLE",
