@@ -6,12 +6,23 @@ A bounded pool of workers (``_regexworker``) is started on demand and reused; a 
 over one worker's stdin and the reply comes back on its stdout. When a reply does not come in
 time, that worker alone is killed and replaced; the others go on serving.
 
-The pool holds :data:`POOL_SIZE` workers: one fewer than the machine's CPUs (at least one), so
-catastrophic patterns can busy at most that many cores and the service keeps one for everyone
-else; ``ADJUDGE_REGEX_WORKERS`` overrides it. A caller that finds every worker busy waits for
-one, at most :data:`QUEUE_SECONDS` (not counted in its match's limit): past that the pool is
+The pool holds :data:`POOL_SIZE` workers: one fewer than the machine's CPUs, and at least two
+(``ADJUDGE_REGEX_WORKERS`` overrides it). A caller that finds every worker busy waits for one,
+at most :data:`QUEUE_SECONDS` (not counted in its match's limit): past that the pool is
 saturated, which is the service's trouble, not the pattern's, so it is :class:`PoolBusy` (the
 check broke), never a timeout verdict.
+
+**Fair shares.** Regex work has an owner: the account the use case names with
+:func:`owned_by` (a context variable, so no check function's signature carries it). One owner
+holds at most ``POOL_SIZE - 1`` workers at once (all of them when the pool has one), and when
+callers wait, a freed worker goes to the waiting owner served longest ago, not to the longest
+waiting caller: an account flooding the pool with patterns that run to the limit holds its
+share and queues behind itself, and any other account's match waits for at most one worker to
+come free. Hence the two-worker minimum: with one worker, everyone else would wait out the
+flooder's 100 ms each time. A worker killed at the limit is replaced in the time of the call
+whose match ran out, so the next owner finds a worker ready. So one account's catastrophic
+patterns busy at most ``POOL_SIZE - 1`` cores (one, on two CPUs); several accounts' at once can
+busy every worker, each getting its turn.
 
 This module is the one place the auto check touches the operating system (child processes and
 a monotonic clock): the spec's "100 ms limit" is a wall-clock rule and cannot be pure.
@@ -25,6 +36,7 @@ SIGALRM in the worker).
 from __future__ import annotations
 
 import atexit
+import itertools
 import math
 import os
 import select
@@ -32,6 +44,10 @@ import subprocess
 import sys
 import threading
 import time
+from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 from adjudge.autocheck import _regexworker as protocol
@@ -47,10 +63,24 @@ def _pool_size() -> int:
     configured = os.environ.get("ADJUDGE_REGEX_WORKERS", "")
     if configured.isdigit() and int(configured) > 0:
         return int(configured)
-    return max(1, (os.cpu_count() or 2) - 1)
+    return max(2, (os.cpu_count() or 2) - 1)
 
 
 POOL_SIZE = _pool_size()
+
+#: Whose regex work runs in this context: an account id, or "" when nobody said (all such work
+#: counts as one owner's).
+regex_owner: ContextVar[str] = ContextVar("regex_owner", default="")
+
+
+@contextmanager
+def owned_by(owner: str) -> Iterator[None]:
+    """Count the matches run inside the block as ``owner``'s, for the pool's fair shares."""
+    token = regex_owner.set(owner)
+    try:
+        yield
+    finally:
+        regex_owner.reset(token)
 
 
 class MatchTimeout(Exception):
@@ -136,49 +166,121 @@ class _Worker:
                 stream.close()
 
 
-class _Pool:
-    """At most ``size`` workers; each serves one caller at a time."""
+class _Turn:
+    """One caller waiting for a worker: granted a worker, or room to start one (None)."""
 
-    def __init__(self, size: int) -> None:
+    __slots__ = ("event", "granted", "owner", "worker")
+
+    def __init__(self, owner: str) -> None:
+        self.owner = owner
+        self.granted = False
+        self.worker: _Worker | None = None
+        self.event = threading.Event()
+
+
+_NO_ROOM = object()
+
+
+class _Pool:
+    """At most ``size`` workers, each serving one caller at a time; at most ``share`` of them
+    held by one owner, and waiting callers served one owner after another (see the module)."""
+
+    def __init__(self, size: int, share: int | None = None) -> None:
         self.size = size
+        self.share = share if share is not None else max(1, size - 1)
         self.pid = os.getpid()
         self.idle: list[_Worker] = []  # a stack: the worker used last is used next
-        self.running = 0  # workers started and not yet killed (idle or busy)
-        self.cond = threading.Condition()
+        self.running = 0  # workers started and not yet killed (idle or busy), or starting
+        self.held: dict[str, int] = {}  # workers each owner holds now
+        self.waiting: dict[str, deque[_Turn]] = {}  # each owner's callers, first come first
+        # When each owner holding or waiting was last given a worker: the one given a worker
+        # longest ago is served next, so the round passes every waiting owner in turn.
+        self.served: dict[str, int] = {}
+        self.grants = itertools.count()
+        self.lock = threading.Lock()
 
-    def acquire(self) -> _Worker:
-        """A free worker, started if the pool has room; PoolBusy after QUEUE_SECONDS."""
-        deadline = time.monotonic() + QUEUE_SECONDS
-        with self.cond:
-            while True:
-                while self.idle:
-                    worker = self.idle.pop()
-                    if worker.alive():
-                        return worker
-                    worker.kill()  # died while idle (killed from outside)
-                    self.running -= 1
-                if self.running < self.size:
-                    self.running += 1
-                    break
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or not self.cond.wait(remaining):
-                    raise PoolBusy(
-                        f"all {self.size} regex workers stayed busy for {QUEUE_SECONDS:g} s"
-                    )
+    def acquire(self, owner: str) -> _Worker:
+        """A free worker for ``owner``, started if the pool has room; PoolBusy after
+        QUEUE_SECONDS."""
+        turn = _Turn(owner)
+        with self.lock:
+            self.waiting.setdefault(owner, deque()).append(turn)
+            self._dispatch()
+        try:
+            turn.event.wait(QUEUE_SECONDS)
+        except BaseException:  # interrupted while waiting: give back what came meanwhile
+            if not self._withdraw(turn):
+                self.release(owner, turn.worker)
+            raise
+        if self._withdraw(turn):
+            raise PoolBusy(f"all {self.size} regex workers stayed busy for {QUEUE_SECONDS:g} s")
+        if turn.worker is not None:
+            return turn.worker
         try:
             return _Worker()  # started outside the lock: others keep being served
         except BaseException:
-            self.release(None)
+            self.release(owner, None)
             raise
 
-    def release(self, worker: _Worker | None) -> None:
-        """Give a worker back (None: it was killed, or never started)."""
-        with self.cond:
+    def _withdraw(self, turn: _Turn) -> bool:
+        """Take a turn that was not granted out of its queue; whether it was not granted."""
+        with self.lock:
+            if turn.granted:
+                return False
+            queue = self.waiting[turn.owner]
+            queue.remove(turn)
+            if not queue:
+                del self.waiting[turn.owner]
+                if turn.owner not in self.held:
+                    self.served.pop(turn.owner, None)
+            return True
+
+    def _dispatch(self) -> None:
+        """Hand free workers to waiting callers, one owner after another (the lock is held)."""
+        while self.waiting:
+            ready = [o for o in self.waiting if self.held.get(o, 0) < self.share]
+            if not ready:
+                return  # every waiting owner holds its share already
+            worker = self._free()
+            if worker is _NO_ROOM:
+                return
+            owner = min(ready, key=lambda o: self.served.get(o, -1))
+            queue = self.waiting[owner]
+            turn = queue.popleft()
+            if not queue:
+                del self.waiting[owner]
+            self.held[owner] = self.held.get(owner, 0) + 1
+            self.served[owner] = next(self.grants)
+            turn.worker = worker if isinstance(worker, _Worker) else None
+            turn.granted = True
+            turn.event.set()
+
+    def _free(self) -> object:
+        """An idle worker, None for room to start one, or _NO_ROOM (the lock is held)."""
+        while self.idle:
+            worker = self.idle.pop()
+            if worker.alive():
+                return worker
+            worker.kill()  # died while idle (killed from outside)
+            self.running -= 1
+        if self.running < self.size:
+            self.running += 1
+            return None
+        return _NO_ROOM
+
+    def release(self, owner: str, worker: _Worker | None) -> None:
+        """``owner`` gives a worker back (None: it was killed, or never started)."""
+        with self.lock:
+            held = self.held.pop(owner, 1) - 1
+            if held:
+                self.held[owner] = held
+            elif owner not in self.waiting:
+                self.served.pop(owner, None)  # neither holding nor waiting: forgotten
             if worker is not None and worker.alive():
                 self.idle.append(worker)
             else:
                 self.running -= 1
-            self.cond.notify()
+            self._dispatch()
 
     def forget(self) -> None:
         """After fork: drop the parent's workers without killing them."""
@@ -186,12 +288,15 @@ class _Pool:
             worker.close()
         self.idle = []
         self.running = 0
+        self.held = {}
+        self.waiting = {}
+        self.served = {}
         self.pid = os.getpid()
-        self.cond = threading.Condition()
+        self.lock = threading.Lock()
 
     def shutdown(self) -> None:
         """Kill the idle workers (busy ones die with their closed pipes)."""
-        with self.cond:
+        with self.lock:
             idle, self.idle = self.idle, []
             self.running -= len(idle)
         for worker in idle:
@@ -202,33 +307,49 @@ _pool = _Pool(POOL_SIZE)
 
 
 def find(pattern: str, text: bytes, limit: float) -> bool:
-    """Whether ``pattern`` matches ``text`` (both in the engine alphabet; the text as UTF-8).
+    """Whether ``pattern`` matches ``text`` (both in the engine alphabet; the text as UTF-8),
+    as work of the owner :func:`owned_by` names.
 
     Raises MatchTimeout when the limit passes or the worker dies mid-match (that worker is then
-    killed and replaced), and PoolBusy when no worker came free in time.
+    killed and a replacement started, in this caller's time), and PoolBusy when no worker came
+    free in time.
     """
     pool = _pool
+    owner = regex_owner.get()
     pattern_bytes = pattern.encode()
     for attempt in range(2):
-        worker = pool.acquire()
+        worker = pool.acquire(owner)
         try:
             answer = worker.find(pattern_bytes, text, limit)
         except BrokenPipeError:
             # The worker died between requests (killed from outside): start another once.
             worker.kill()
-            pool.release(None)
+            pool.release(owner, None)
             if attempt:
                 raise MatchTimeout("the match worker keeps dying") from None
             continue
-        except BaseException:
-            # A timeout, or anything that interrupts the exchange (KeyboardInterrupt): the
-            # worker may still owe a reply, which no later request must ever read.
+        except MatchTimeout:
+            # The owner whose match ran out pays for the replacement, not the next caller.
             worker.kill()
-            pool.release(None)
+            pool.release(owner, _replacement())
             raise
-        pool.release(worker)
+        except BaseException:
+            # Anything that interrupts the exchange (KeyboardInterrupt): the worker may still
+            # owe a reply, which no later request must ever read.
+            worker.kill()
+            pool.release(owner, None)
+            raise
+        pool.release(owner, worker)
         return answer
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _replacement() -> _Worker | None:
+    """A fresh worker for a killed one's place, or None when it cannot start now."""
+    try:
+        return _Worker()
+    except (WorkerStartError, OSError):
+        return None
 
 
 def worker_pid() -> int | None:
