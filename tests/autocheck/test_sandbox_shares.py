@@ -58,13 +58,13 @@ class _Caller(threading.Thread):
 
     def run(self) -> None:
         try:
-            worker = self.pool.acquire(self.owner)
+            turn = self.pool.acquire(self.owner)
         except BaseException as exc:
             self.error = exc
             return
         self.order.append(self.label)
         self.let_go.wait(10)
-        self.pool.release(self.owner, worker)
+        self.pool.release(turn, turn.worker)
 
 
 def _until(order: list[str], count: int) -> None:
@@ -94,13 +94,25 @@ def test_a_waiting_owner_is_served_before_a_flooder_is_served_again() -> None:
     assert order == ["flood-1", "ann-1", "flood-2", "flood-3"]
     for caller in callers:
         caller.join(5)
-    assert (pool.held, pool.waiting, pool.served, pool.running) == ({}, {}, {}, 1)
+    assert (pool.held, pool.waiting, pool.used, pool.running) == ({}, {}, {}, 1)
+
+
+class _Clock:
+    """Time that passes only when a test says so."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
 
 
 @pytest.mark.usefixtures("stand_ins")
 def test_three_owners_take_turns() -> None:
-    """With every owner queued several deep, grants go round the owners, not by arrival."""
-    pool = _sandbox._Pool(1)
+    """With every owner queued several deep and every turn as long, grants go round the
+    owners, not by arrival."""
+    clock = _Clock()
+    pool = _sandbox._Pool(1, clock=clock)
     order: list[str] = []
     holder = _Caller(pool, "x", "x-0", order)
     holder.start()
@@ -109,12 +121,39 @@ def test_three_owners_take_turns() -> None:
     for n, caller in enumerate(queued, 1):
         caller.start()
         _waiting(pool, n)
+    clock.now += 1
     holder.let_go.set()
     by_label = {c.label: c for c in queued}
     for n in range(2, 8):
         _until(order, n)
+        clock.now += 1
         by_label[order[-1]].let_go.set()
     assert [label[0] for label in order[1:]] == list("abcabc")
+
+
+@pytest.mark.usefixtures("stand_ins")
+def test_time_not_turns_decides_who_is_next() -> None:
+    """An owner whose turns are long waits behind owners whose turns were short, however many
+    turns those took: shares are of worker time."""
+    clock = _Clock()
+    pool = _sandbox._Pool(1, clock=clock)
+    order: list[str] = []
+    slow = _Caller(pool, "slow", "slow-1", order)
+    slow.start()
+    _until(order, 1)
+    queued = [_Caller(pool, "slow", "slow-2", order)]
+    queued += [_Caller(pool, "ann", f"ann-{n}", order) for n in (1, 2, 3)]
+    for n, caller in enumerate(queued, 1):
+        caller.start()
+        _waiting(pool, n)
+    clock.now += 100  # the slow owner's turn ran to the limit
+    slow.let_go.set()
+    by_label = {c.label: c for c in queued}
+    for n in range(2, 6):
+        _until(order, n)
+        clock.now += 1
+        by_label[order[-1]].let_go.set()
+    assert order == ["slow-1", "ann-1", "ann-2", "ann-3", "slow-2"]
 
 
 @pytest.mark.usefixtures("stand_ins")
@@ -149,12 +188,12 @@ def test_an_owner_over_its_share_gets_pool_busy_and_leaves_no_trace(
     """Waiting past QUEUE_SECONDS is PoolBusy; the abandoned turn leaves the queue."""
     monkeypatch.setattr(_sandbox, "QUEUE_SECONDS", 0.05)
     pool = _sandbox._Pool(2)
-    worker = pool.acquire("flood")
+    turn = pool.acquire("flood")
     with pytest.raises(_sandbox.PoolBusy):
         pool.acquire("flood")
     assert pool.waiting == {} and pool.held == {"flood": 1}
-    pool.release("flood", worker)
-    assert (pool.held, pool.served, pool.idle) == ({}, {}, [worker])
+    pool.release(turn, turn.worker)
+    assert (pool.held, pool.used, pool.idle) == ({}, {}, [turn.worker])
 
 
 def test_a_single_worker_pool_lets_its_owner_have_it() -> None:

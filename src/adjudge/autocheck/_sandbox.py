@@ -15,14 +15,17 @@ check broke), never a timeout verdict.
 **Fair shares.** Regex work has an owner: the account the use case names with
 :func:`owned_by` (a context variable, so no check function's signature carries it). One owner
 holds at most ``POOL_SIZE - 1`` workers at once (all of them when the pool has one), and when
-callers wait, a freed worker goes to the waiting owner served longest ago, not to the longest
-waiting caller: an account flooding the pool with patterns that run to the limit holds its
-share and queues behind itself, and any other account's match waits for at most one worker to
-come free. Hence the two-worker minimum: with one worker, everyone else would wait out the
-flooder's 100 ms each time. A worker killed at the limit is replaced in the time of the call
-whose match ran out, so the next owner finds a worker ready. So one account's catastrophic
+callers wait, a freed worker goes to the waiting owner that has used the workers least, in
+worker seconds, not to the longest waiting caller. Counting time rather than turns matters: a
+flooder's turn lasts the whole 100 ms limit, another account's a tenth of a millisecond, so
+taking turns would still give the flooder nearly all the time. So an account flooding the pool
+with patterns that run to the limit holds its share and queues behind itself, and any other
+account's match waits for at most one worker to come free; with two workers or more, one is
+always left to the others. Hence the two-worker minimum: with one, everyone else waits out the
+flooder's current match each time. A worker killed at the limit is replaced in the time of the
+call whose match ran out, so the next owner finds a worker ready. One account's catastrophic
 patterns busy at most ``POOL_SIZE - 1`` cores (one, on two CPUs); several accounts' at once can
-busy every worker, each getting its turn.
+busy every worker, each getting its share of the time.
 
 This module is the one place the auto check touches the operating system (child processes and
 a monotonic clock): the spec's "100 ms limit" is a wall-clock rule and cannot be pure.
@@ -36,7 +39,6 @@ SIGALRM in the worker).
 from __future__ import annotations
 
 import atexit
-import itertools
 import math
 import os
 import select
@@ -45,7 +47,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
@@ -167,14 +169,15 @@ class _Worker:
 
 
 class _Turn:
-    """One caller waiting for a worker: granted a worker, or room to start one (None)."""
+    """One caller's turn: waiting, then granted a worker (or room to start one) from ``since``."""
 
-    __slots__ = ("event", "granted", "owner", "worker")
+    __slots__ = ("event", "granted", "owner", "since", "worker")
 
     def __init__(self, owner: str) -> None:
         self.owner = owner
         self.granted = False
         self.worker: _Worker | None = None
+        self.since = 0.0
         self.event = threading.Event()
 
 
@@ -183,44 +186,50 @@ _NO_ROOM = object()
 
 class _Pool:
     """At most ``size`` workers, each serving one caller at a time; at most ``share`` of them
-    held by one owner, and waiting callers served one owner after another (see the module)."""
+    held by one owner, and a freed worker given to the waiting owner that has used the workers
+    least (see the module). ``clock`` measures that use."""
 
-    def __init__(self, size: int, share: int | None = None) -> None:
+    def __init__(
+        self, size: int, share: int | None = None, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.size = size
         self.share = share if share is not None else max(1, size - 1)
+        self.clock = clock
         self.pid = os.getpid()
         self.idle: list[_Worker] = []  # a stack: the worker used last is used next
         self.running = 0  # workers started and not yet killed (idle or busy), or starting
         self.held: dict[str, int] = {}  # workers each owner holds now
         self.waiting: dict[str, deque[_Turn]] = {}  # each owner's callers, first come first
-        # When each owner holding or waiting was last given a worker: the one given a worker
-        # longest ago is served next, so the round passes every waiting owner in turn.
-        self.served: dict[str, int] = {}
-        self.grants = itertools.count()
+        # Worker seconds each owner holding or waiting has used. An owner that comes back
+        # after a pause starts level with the lightest active owner, so it neither jumps
+        # everyone for long nor carries an old debt.
+        self.used: dict[str, float] = {}
         self.lock = threading.Lock()
 
-    def acquire(self, owner: str) -> _Worker:
-        """A free worker for ``owner``, started if the pool has room; PoolBusy after
-        QUEUE_SECONDS."""
+    def acquire(self, owner: str) -> _Turn:
+        """A turn for ``owner`` holding a free worker, started if the pool has room;
+        PoolBusy after QUEUE_SECONDS."""
         turn = _Turn(owner)
         with self.lock:
+            if owner not in self.used:
+                self.used[owner] = min(self.used.values(), default=0.0)
             self.waiting.setdefault(owner, deque()).append(turn)
             self._dispatch()
         try:
             turn.event.wait(QUEUE_SECONDS)
         except BaseException:  # interrupted while waiting: give back what came meanwhile
             if not self._withdraw(turn):
-                self.release(owner, turn.worker)
+                self.release(turn, turn.worker)
             raise
         if self._withdraw(turn):
             raise PoolBusy(f"all {self.size} regex workers stayed busy for {QUEUE_SECONDS:g} s")
-        if turn.worker is not None:
-            return turn.worker
-        try:
-            return _Worker()  # started outside the lock: others keep being served
-        except BaseException:
-            self.release(owner, None)
-            raise
+        if turn.worker is None:
+            try:
+                turn.worker = _Worker()  # started outside the lock: others keep being served
+            except BaseException:
+                self.release(turn, None)
+                raise
+        return turn
 
     def _withdraw(self, turn: _Turn) -> bool:
         """Take a turn that was not granted out of its queue; whether it was not granted."""
@@ -231,12 +240,11 @@ class _Pool:
             queue.remove(turn)
             if not queue:
                 del self.waiting[turn.owner]
-                if turn.owner not in self.held:
-                    self.served.pop(turn.owner, None)
+            self._forget(turn.owner)
             return True
 
     def _dispatch(self) -> None:
-        """Hand free workers to waiting callers, one owner after another (the lock is held)."""
+        """Hand free workers to waiting callers, the least served owner first (lock held)."""
         while self.waiting:
             ready = [o for o in self.waiting if self.held.get(o, 0) < self.share]
             if not ready:
@@ -244,14 +252,14 @@ class _Pool:
             worker = self._free()
             if worker is _NO_ROOM:
                 return
-            owner = min(ready, key=lambda o: self.served.get(o, -1))
+            owner = min(ready, key=self.used.__getitem__)
             queue = self.waiting[owner]
             turn = queue.popleft()
             if not queue:
                 del self.waiting[owner]
             self.held[owner] = self.held.get(owner, 0) + 1
-            self.served[owner] = next(self.grants)
             turn.worker = worker if isinstance(worker, _Worker) else None
+            turn.since = self.clock()
             turn.granted = True
             turn.event.set()
 
@@ -268,14 +276,20 @@ class _Pool:
             return None
         return _NO_ROOM
 
-    def release(self, owner: str, worker: _Worker | None) -> None:
-        """``owner`` gives a worker back (None: it was killed, or never started)."""
+    def _forget(self, owner: str) -> None:
+        """Drop an owner that neither holds nor waits for a worker (the lock is held)."""
+        if owner not in self.held and owner not in self.waiting:
+            self.used.pop(owner, None)
+
+    def release(self, turn: _Turn, worker: _Worker | None) -> None:
+        """End ``turn``, giving its worker back (None: it was killed, or never started)."""
+        owner = turn.owner
         with self.lock:
+            self.used[owner] = self.used.get(owner, 0.0) + self.clock() - turn.since
             held = self.held.pop(owner, 1) - 1
             if held:
                 self.held[owner] = held
-            elif owner not in self.waiting:
-                self.served.pop(owner, None)  # neither holding nor waiting: forgotten
+            self._forget(owner)
             if worker is not None and worker.alive():
                 self.idle.append(worker)
             else:
@@ -290,7 +304,7 @@ class _Pool:
         self.running = 0
         self.held = {}
         self.waiting = {}
-        self.served = {}
+        self.used = {}
         self.pid = os.getpid()
         self.lock = threading.Lock()
 
@@ -318,28 +332,30 @@ def find(pattern: str, text: bytes, limit: float) -> bool:
     owner = regex_owner.get()
     pattern_bytes = pattern.encode()
     for attempt in range(2):
-        worker = pool.acquire(owner)
+        turn = pool.acquire(owner)
+        worker = turn.worker
+        assert worker is not None
         try:
             answer = worker.find(pattern_bytes, text, limit)
         except BrokenPipeError:
             # The worker died between requests (killed from outside): start another once.
             worker.kill()
-            pool.release(owner, None)
+            pool.release(turn, None)
             if attempt:
                 raise MatchTimeout("the match worker keeps dying") from None
             continue
         except MatchTimeout:
             # The owner whose match ran out pays for the replacement, not the next caller.
             worker.kill()
-            pool.release(owner, _replacement())
+            pool.release(turn, _replacement())
             raise
         except BaseException:
             # Anything that interrupts the exchange (KeyboardInterrupt): the worker may still
             # owe a reply, which no later request must ever read.
             worker.kill()
-            pool.release(owner, None)
+            pool.release(turn, None)
             raise
-        pool.release(owner, worker)
+        pool.release(turn, worker)
         return answer
     raise AssertionError("unreachable")  # pragma: no cover
 
