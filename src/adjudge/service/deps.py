@@ -22,8 +22,10 @@ from adjudge.service.ingress import StrictRoute
 #: The largest amount the ledger's 64-bit columns hold.
 MAX_AMOUNT = 2**63 - 1
 #: How many slow checks (a regex in the worker pool) run at once, all accounts together; the
-#: rest wait without holding a request thread.
-SLOW_CHECKS = max(16, 2 * POOL_SIZE + 2)
+#: rest wait without holding a request thread. Waiting in the pool costs a thread and nothing
+#: else, and the pool picks whom to serve fairly, so this is large: it takes 32 accounts
+#: flooding at once to fill it and make everyone else queue here, first come first served.
+SLOW_CHECKS = max(64, 4 * POOL_SIZE)
 #: How many of them one account may run at once: one more than its share of the pool's workers
 #: (all but one), so its next check is ready in the pool's round while the others wait here.
 OWNER_SLOW_CHECKS = max(1, POOL_SIZE - 1) + 1
