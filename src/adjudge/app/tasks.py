@@ -125,9 +125,10 @@ class _Checked:
 class _Precomputed:
     """The market's checker, answering the one check already run from its stored outcome."""
 
-    def __init__(self, inner: Checker, done: _Checked | None) -> None:
+    def __init__(self, inner: Checker, done: _Checked | None, owner: str) -> None:
         self._inner = inner
         self._done = done
+        self._owner = owner  # whose regex work a check run here is (it may run on a writer)
 
     def admissibility(self, criteria: Mapping[str, Any], mode: str) -> Sequence[Error]:
         return self._inner.admissibility(criteria, mode)
@@ -143,7 +144,8 @@ class _Precomputed:
             and criteria == done.criteria
         ):
             return done.outcome
-        return self._inner.check(result, criteria, withhold=withhold)
+        with jsregex.owned_by(self._owner):
+            return self._inner.check(result, criteria, withhold=withhold)
 
 
 def criteria_refusals(criteria: Mapping[str, Any]) -> list[Error]:
@@ -344,10 +346,12 @@ class Tasks:
 
         The check is pure and can take a while (a regular expression may run 100 ms), so it
         runs before the write transaction, on the stored submission, holding no lock; the
-        write re-reads the task and applies the outcome only to that same submission.
+        write re-reads the task and applies the outcome only to that same submission. Its
+        regex work is the agent's, in the worker pool's fair shares.
         """
         need_role(account, "agent")
-        done = self._precheck(account, task_id)
+        with jsregex.owned_by(account.id):
+            done = self._precheck(account, task_id)
 
         def event(tx: Transaction, stored: StoredTask) -> Event:
             sub = records.submission(tx, task_id, stored.task.attempts)
@@ -362,7 +366,7 @@ class Tasks:
             {},
             key,
             event,
-            checker=_Precomputed(self.checker, done),
+            checker=_Precomputed(self.checker, done, account.id),
         )
 
     def review(
@@ -553,7 +557,8 @@ class Tasks:
 
         stored = self.unit.write(count)
         withheld = [k for k in HIDDEN_FIELDS if k in stored.task.criteria]
-        outcome = self.checker.check(result, stored.task.criteria, withhold=frozenset(withheld))
+        with jsregex.owned_by(account.id):  # the agent's share of the regex worker pool
+            outcome = self.checker.check(result, stored.task.criteria, withhold=frozenset(withheld))
         return {
             "dry_run": True,
             "passed": outcome.passed,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from functools import partial
 from typing import Annotated, Any
 
 import anyio.to_thread
@@ -179,7 +180,8 @@ def submit(
 async def finalize(*, task_id: str, who: Caller, app: Use, key: IdemKey = None) -> JSONResponse:
     """The agent asks for the auto check of its latest submission (auto mode)."""
     slow = await anyio.to_thread.run_sync(app.tasks.needs_slow_check, task_id)
-    return reply(await checked(slow, lambda: app.tasks.finalize(who, task_id, key=key)))
+    job = partial(app.tasks.finalize, who, task_id, key=key)
+    return reply(await checked(slow, job, who.id))
 
 
 @routes.post("/tasks/{task_id}/review", tags=["lifecycle"])
@@ -248,4 +250,4 @@ async def dry_run(*, task_id: str, body: SubmitResult, who: Caller, app: Use) ->
     """The holding agent checks a draft against the task's public rules (its hidden expected
     answer never runs); uses no attempt, touches no reputation; 20 an hour per task."""
     slow = await anyio.to_thread.run_sync(app.tasks.needs_slow_check, task_id)
-    return await checked(slow, lambda: app.tasks.dry_run(who, task_id, body.result))
+    return await checked(slow, lambda: app.tasks.dry_run(who, task_id, body.result), who.id)
