@@ -368,6 +368,12 @@ def _replacement() -> _Worker | None:
         return None
 
 
+def load() -> tuple[int, int]:
+    """The pool's callers holding a worker and waiting for one, now (for the metrics)."""
+    with _pool.lock:
+        return sum(_pool.held.values()), sum(len(q) for q in _pool.waiting.values())
+
+
 def worker_pid() -> int | None:
     """The process id of the worker the next call would take, if one is idle (for tests)."""
     idle = _pool.idle
