@@ -155,6 +155,18 @@ def criteria_refusals(criteria: Mapping[str, Any]) -> list[Error]:
     ]
 
 
+def runs_slow(criteria: Mapping[str, Any]) -> bool:
+    """Whether checking against ``criteria`` may take a while: a ``regex_pattern`` that is not
+    provably linear runs in the time-limited worker pool."""
+    pattern = criteria.get("regex_pattern")
+    if not isinstance(pattern, str) or not jsregex.is_safe(pattern):
+        return False
+    try:
+        return not jsregex.compile(pattern).bounded
+    except jsregex.JsRegexError:
+        return False
+
+
 class Tasks:
     """The task use cases over one store, with an injected clock, checker and receipt issuer."""
 
@@ -553,13 +565,7 @@ class Tasks:
 
         def read(tx: Transaction) -> bool:
             stored = records.task(tx, task_id)
-            pattern = stored.task.criteria.get("regex_pattern") if stored else None
-            if not isinstance(pattern, str) or not jsregex.is_safe(pattern):
-                return False
-            try:
-                return not jsregex.compile(pattern).bounded
-            except jsregex.JsRegexError:
-                return False
+            return runs_slow(stored.task.criteria if stored else {})
 
         return self.unit.read(read)
 
