@@ -46,8 +46,30 @@ from adjudge.autocheck.items import DEFAULT_MIN_CONTENT_CHARS, Context, Rule, ru
 from adjudge.autocheck.jsvalues import includes, trim, utf16_len
 from adjudge.autocheck.text import canonical, flatten, lower, phrase_text, words
 
-__all__ = ["NO_MARGIN", "Finding", "Lint", "Margin", "lint"]
+__all__ = ["CODES", "NO_MARGIN", "Finding", "Lint", "Margin", "lint"]
 
+#: Every finding code, in the order the checks list them (docs/guide/criteria.md explains each).
+CODES = (
+    "CRITERIA_UNKNOWN_FIELD",
+    "AUTO_CRITERIA_REQUIRED",
+    "REGEX_PATTERN_UNUSABLE",
+    "CRITERIA_UNFALSIFIABLE",
+    "LENGTH_ONLY",
+    "KEYWORDS_ECHO_PASSES",
+    "KEYWORDS_IN_BRIEF",
+    "KEYWORD_INSIDE_WORDS",
+    "REGEX_MATCHES_EMPTY",
+    "LENGTH_BOUNDS_CROSSED",
+    "EXPECTED_ANSWER_UNDER_FLOOR",
+    "EXPECTED_ANSWER_GUESSABLE",
+    "EXPECTED_ANSWER_NOT_A_GATE",
+    "RUBRIC_KEYWORDS_IN_BRIEF",
+    "RUBRIC_ITEM_NO_KEYWORDS",
+    "RUBRIC_MENTIONS_UNREACHABLE",
+    "FORBIDDEN_PHRASE_REQUIRED",
+    "SCHEMA_PROPERTIES_UNCHECKED",
+    "THRESHOLD_ONE_ITEM_PASSES",
+)
 #: Said when no candidate passes.
 NO_MARGIN = "no cheap result passes"
 #: Spec 000, *After a failed verdict*: "It has up to 3 submissions in total".
@@ -314,8 +336,6 @@ def _unfalsifiable(s: _Subject) -> Iterator[Finding]:
     """Spec 002's rail: "An obligation that cannot fail is refused" — a gate no witness fails
     checks nothing (``CRITERIA_UNFALSIFIABLE`` at posting)."""
     for name, sentence in unfalsifiable(s.raw, s.check):
-        if name == "regex_pattern" and s.regex_matches_empty:
-            continue  # REGEX_MATCHES_EMPTY says it, with the reason
         yield Finding("CRITERIA_UNFALSIFIABLE", name, f"{sentence}.", posting_refuses=True)
 
 
@@ -325,7 +345,7 @@ def _unfalsifiable(s: _Subject) -> Iterator[Finding]:
 def _length_only(s: _Subject) -> Iterator[Finding]:
     """Spec 000, example 1: "With no rule beyond length, any non-refusal of 20 characters and 3
     words passes." ``forbidden_phrases`` does not read content: "a wrong answer avoids the
-    phrases"."""
+    phrases". Said only when filler up to the floor really passes the check."""
     c = s.c
     reads_content = bool(
         any(trim(k) for k in c.contains_keywords or ())
@@ -335,7 +355,7 @@ def _length_only(s: _Subject) -> Iterator[Finding]:
         or (c.expected_answer is not None and trim(c.expected_answer))
         or any(item.keywords for item in c.rubric or ())
     )
-    if not reads_content:
+    if not reads_content and s.check(_padded("", s.floor, list(_FILLER), at_least=3), s.raw).passed:
         yield Finding(
             "LENGTH_ONLY",
             "criteria",
@@ -365,7 +385,7 @@ def _keyword_echo(s: _Subject) -> Iterator[Finding]:
             "KEYWORDS_ECHO_PASSES",
             "contains_keywords",
             f"A result that is only the keywords ({_clip(echo)!r}) meets "
-            f"contains_keywords: with min_length {s.c.min_length} (20 or more) the check no "
+            f"contains_keywords: with min_length at 20 or more ({s.c.min_length}) the check no "
             "longer asks for 30 words besides them. The gate proves the words are there, not "
             "that the work was done: pin what the answer must say (expected_answer, "
             "regex_pattern, required_fields) or add rubric items the keywords alone miss.",
@@ -563,7 +583,7 @@ def _threshold(s: _Subject) -> Iterator[Finding]:
         return 1.0 if r is met else 0.0
 
     none = _fold_with(s.rules, lambda r: earned(r, None), c.threshold)
-    if none.passed:
+    if none.passed and [r.name for r in deciding] != ["expected_answer"]:  # said by its own
         yield Finding(
             "THRESHOLD_ONE_ITEM_PASSES",
             "pass_threshold",
