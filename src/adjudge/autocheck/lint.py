@@ -385,9 +385,9 @@ def _keyword_echo(s: _Subject) -> Iterator[Finding]:
             "KEYWORDS_ECHO_PASSES",
             "contains_keywords",
             f"A result that is only the keywords ({_clip(echo)!r}) meets "
-            f"contains_keywords: with min_length at 20 or more ({s.c.min_length}) the check no "
-            "longer asks for 30 words besides them. The gate proves the words are there, not "
-            "that the work was done: pin what the answer must say (expected_answer, "
+            f"contains_keywords: with min_length at 20 or more (here {s.c.min_length}) the "
+            "check no longer asks for 30 words besides them. The gate proves the words are "
+            "there, not that the work was done: pin what the answer must say (expected_answer, "
             "regex_pattern, required_fields) or add rubric items the keywords alone miss.",
         )
 
@@ -793,7 +793,8 @@ def _candidates(s: _Subject) -> list[tuple[str, str]]:
 
     if keywords:
         joined = " ".join(keywords)
-        out.append(("the keywords, repeated up to the content floor", _repeat(joined, floor)))
+        echo = _repeat(joined, floor)
+        out.append(("the keywords alone" if echo == joined else "the keywords, repeated", echo))
         padded("the keywords", joined)
     if material and material != " ".join(keywords):
         padded("every keyword", material)

@@ -229,7 +229,7 @@ async function signIn() {
       h("strong", {}, me.id),
       ` (${me.roles.join(", ")}) · balance `,
       h("span", { id: "balance" }, money(me.balance)),
-      me.held && me.held !== "0" ? [" · held ", h("span", { id: "held" }, money(me.held))] : null,
+      me.held && me.held !== "0" ? [" · held ", h("span", { id: "held" }, money(me.held))] : "",
       ` · reputation ${me.reputation}`,
     );
   } catch (err) {
@@ -561,31 +561,33 @@ async function postForm() {
     advice.replaceChildren(h("p", { class: "muted" }, "Checking…"));
     try {
       const view = lintView(await api("POST", "/criteria/lint", { criteria: parsed.criteria, brief: brief.value }), mode.value);
+      const findings = view.findings.map((f) =>
+        h(
+          "li",
+          {},
+          h("code", { class: "finding-code" }, f.code),
+          " ",
+          h("span", { class: "muted" }, f.field),
+          f.refused ? h("span", { class: "error" }, " (posting refuses this)") : null,
+          h("br"),
+          f.message,
+        ),
+      );
+      // One element holds the parts: replaceChildren would write a null as the text "null".
       advice.replaceChildren(
-        h("h3", {}, view.heading),
-        view.note ? h("p", { class: "muted" }, view.note) : null,
-        view.findings.length
-          ? h(
-              "ul",
-              { class: "findings" },
-              view.findings.map((f) =>
-                h(
-                  "li",
-                  {},
-                  h("code", { class: "finding-code" }, f.code),
-                  " ",
-                  h("span", { class: "muted" }, f.field),
-                  f.refused ? h("span", { class: "error" }, " (posting refuses this)") : null,
-                  h("br"),
-                  f.message,
-                ),
-              ),
-            )
-          : null,
-        h("h4", {}, "Gaming margin"),
-        h("p", { class: "margin-summary" }, view.summary),
-        view.margin == null ? null : h("pre", { class: "text margin-result", "aria-label": "Cheapest passing result" }, view.margin),
-        h("p", { class: "muted" }, "Advice only: it changes no verdict and refuses no post."),
+        h(
+          "div",
+          {},
+          h("h3", {}, view.heading),
+          view.note ? h("p", { class: "muted" }, view.note) : null,
+          findings.length ? h("ul", { class: "findings" }, findings) : null,
+          h("h4", {}, "Gaming margin"),
+          h("p", { class: "margin-summary" }, view.summary),
+          view.margin == null
+            ? null
+            : h("pre", { class: "text margin-result", "aria-label": "Cheapest passing result" }, view.margin),
+          h("p", { class: "muted" }, "Advice only: it changes no verdict and refuses no post."),
+        ),
       );
     } catch (err) {
       advice.replaceChildren(failure(err));
