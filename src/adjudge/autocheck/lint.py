@@ -369,10 +369,11 @@ def _length_only(s: _Subject) -> Iterator[Finding]:
 def _keyword_echo(s: _Subject) -> Iterator[Finding]:
     """Spec 000: "When ``min_length`` is unset or under 20, the result also needs at least 30
     words that aren't keywords … That stops a result that only echoes the keywords." At 20 or
-    more nothing stops it: the keywords repeated up to the floor are judged by the real check."""
+    more nothing stops it: the keywords repeated up to the floor are judged by the real check.
+    Not said when ``expected_answer`` or a usable ``regex_pattern`` pins the answer."""
     keywords = [k for k in s.c.contains_keywords or () if trim(k)]
-    if not keywords:
-        return
+    if not keywords or s.regex_usable or (s.c.expected_answer and trim(s.c.expected_answer)):
+        return  # the answer is pinned by another rule: the echo is not what is paid for
     alone: dict[str, Any] = {"contains_keywords": list(keywords)}
     if s.c.min_length is not None:
         alone["min_length"] = s.c.min_length
@@ -387,8 +388,8 @@ def _keyword_echo(s: _Subject) -> Iterator[Finding]:
             f"A result that is only the keywords ({_clip(echo)!r}) meets "
             f"contains_keywords: with min_length at 20 or more (here {s.c.min_length}) the "
             "check no longer asks for 30 words besides them. The gate proves the words are "
-            "there, not that the work was done: pin what the answer must say (expected_answer, "
-            "regex_pattern, required_fields) or add rubric items the keywords alone miss.",
+            "there, not that the work was done: pin what the answer must say (expected_answer "
+            "or regex_pattern) or add rubric items the keywords alone miss.",
         )
 
 

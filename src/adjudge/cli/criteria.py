@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import json
 import sys
+import textwrap
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.text import Text
 
 from adjudge.cli._common import wants_json
 from adjudge.errors import Error
@@ -57,16 +59,21 @@ def _render(answer: dict[str, Any]) -> None:
     for f in findings:
         refused = " [red](posting refuses this)[/]" if f["posting_refuses"] else ""
         out.print(f"  • [bold]{f['code']}[/] {escape(f['field'])}{refused}")
-        out.print(f"    {escape(f['message'])}", highlight=False)
+        indent = " " * 4
+        wrapped = textwrap.fill(
+            f["message"], max(40, out.width), initial_indent=indent, subsequent_indent=indent
+        )
+        out.print(Text(wrapped), soft_wrap=True)
     margin = answer["margin"]
     out.print()
-    out.print(f"[bold]Gaming margin[/]: {escape(answer['summary'])}", highlight=False)
+    summary = textwrap.fill(f"Gaming margin: {answer['summary']}", max(40, out.width))
+    out.print(Text(summary), soft_wrap=True)
     if margin is not None:
         shown = margin["result"]
         if len(shown) > SHOWN_RESULT_CHARS:
             shown = shown[:SHOWN_RESULT_CHARS] + f"… ({margin['length']:,} characters in all)"
         for line in shown.splitlines() or [""]:
-            out.print(f"  │ {escape(line)}", highlight=False)
+            out.print(Text(f"  │ {line}"), soft_wrap=True)
     out.print("[dim]Advice only: it changes no verdict and refuses no post.[/]")
 
 
