@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 
 from adjudge.app.criteria import CriteriaAdvice
+from adjudge.client import BadRequest, Client
 from adjudge.errors import Error
 from support.harness import Harness
+from support.live import serving
 
 GAMEABLE = {"min_length": 20, "contains_keywords": ["escrow", "refund", "deadline"]}
 
@@ -95,3 +97,12 @@ def test_the_use_case_refuses_what_the_wire_cannot_send() -> None:
     with pytest.raises(Error) as long_brief:
         advice.lint({}, brief="x" * 100_001)
     assert long_brief.value.code == "INVALID_BRIEF"
+
+
+def test_the_python_client_asks_the_same(h: Harness) -> None:
+    """`Client.lint_criteria` gets the route's answer; a refusal is its ApiError with the code."""
+    with serving(h.app) as url, Client(url, key=h.keys["pat"]) as api:
+        assert api.lint_criteria(GAMEABLE) == CriteriaAdvice().lint(GAMEABLE, brief="")
+        with pytest.raises(BadRequest) as refused:
+            api.lint_criteria({"min_length": "10"})
+        assert refused.value.code == "CRITERIA_INVALID"
