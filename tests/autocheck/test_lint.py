@@ -41,7 +41,9 @@ def test_every_code_has_a_vector() -> None:
 @pytest.mark.parametrize("case", CASES, ids=[c["description"] for c in CASES])
 def test_vector(case: dict[str, Any]) -> None:
     """The codes found (in any order), and whether some cheap result passes, and how."""
-    found = lint(case["criteria"], brief=case.get("brief"))
+    found = lint(
+        case["criteria"], brief=case.get("brief"), longest_result=case.get("longest_result")
+    )
     assert sorted(f.code for f in found.findings) == sorted(case["codes"])
     assert (found.margin is not None) == case["margin"]
     if found.margin is not None:
@@ -172,12 +174,15 @@ briefs = st.one_of(st.none(), st.lists(st.sampled_from(WORDS), max_size=40).map(
 
 
 @settings(max_examples=150, deadline=None)
-@given(valid_criteria, briefs)
-def test_the_margin_really_passes_and_lint_never_raises(crit: dict[str, Any], brief: Any) -> None:
+@given(valid_criteria, briefs, st.sampled_from([None, 300, 200_000]))
+def test_the_margin_really_passes_and_lint_never_raises(
+    crit: dict[str, Any], brief: Any, longest: int | None
+) -> None:
     """On any valid criteria the lint answers; its margin passes the auto check with the score
-    and length it reports; its codes are known; and it leaves the criteria as they were."""
+    and length it reports, and fits the longest result; its codes are known; and it leaves the
+    criteria as they were."""
     before = copy.deepcopy(crit)
-    found = lint(crit, brief=brief)
+    found = lint(crit, brief=brief, longest_result=longest)
     assert crit == before
     assert {f.code for f in found.findings} <= set(CODES)
     if found.margin is not None:
@@ -185,4 +190,5 @@ def test_the_margin_really_passes_and_lint_never_raises(crit: dict[str, Any], br
         assert verdict.passed
         assert verdict.score == found.margin.score
         assert found.margin.length == utf16_len(found.margin.result)
+        assert longest is None or len(found.margin.result) <= longest
     json.dumps(found.to_dict())  # the answer is JSON as it is

@@ -16,6 +16,7 @@ from typing import Any
 from adjudge.app.tasks import MAX_CRITERIA_BYTES, runs_slow
 from adjudge.autocheck.lint import lint
 from adjudge.errors import CriteriaError, Error
+from adjudge.market.lifecycle import MAX_RESULT_CHARS
 
 #: The longest brief read, in characters: the post route's own bound.
 MAX_BRIEF_CHARS = 100_000
@@ -27,7 +28,8 @@ class CriteriaAdvice:
     def lint(self, criteria: object, *, brief: str | None = None) -> dict[str, Any]:
         """The findings and the gaming margin for ``criteria`` (``brief``: what an agent could
         copy), as JSON data: ``findings``, ``margin`` (null when no cheap result passes),
-        ``summary``, ``candidates`` and ``advice_only`` (always true: a lint decides nothing)."""
+        ``summary``, ``candidates`` and ``advice_only`` (always true: a lint decides nothing).
+        Results longer than the market accepts are not candidates (no agent could submit one)."""
         if not isinstance(criteria, Mapping):
             raise CriteriaError(
                 'Criteria must be a JSON object of rules, such as {"min_length": 200}.',
@@ -44,7 +46,8 @@ class CriteriaAdvice:
                 f"The brief is text of at most {MAX_BRIEF_CHARS:,} characters.",
                 code="INVALID_BRIEF",
             )
-        return {**lint(criteria, brief=brief).to_dict(), "advice_only": True}
+        found = lint(criteria, brief=brief, longest_result=MAX_RESULT_CHARS)
+        return {**found.to_dict(), "advice_only": True}
 
     def runs_slow(self, criteria: object) -> bool:
         """Whether linting ``criteria`` runs a regex in the time-limited worker pool (the

@@ -60,6 +60,7 @@ CODES = (
     "KEYWORD_INSIDE_WORDS",
     "REGEX_MATCHES_EMPTY",
     "LENGTH_BOUNDS_CROSSED",
+    "MIN_LENGTH_UNREACHABLE",
     "EXPECTED_ANSWER_UNDER_FLOOR",
     "EXPECTED_ANSWER_GUESSABLE",
     "EXPECTED_ANSWER_NOT_A_GATE",
@@ -214,6 +215,7 @@ class _Subject:
     c: Criteria
     brief: str
     check: Check
+    longest: int | None = None  # the longest result a service accepts, in characters
 
     @cached_property
     def regex_usable(self) -> bool:
@@ -355,7 +357,9 @@ def _length_only(s: _Subject) -> Iterator[Finding]:
         or (c.expected_answer is not None and trim(c.expected_answer))
         or any(item.keywords for item in c.rubric or ())
     )
-    if not reads_content and s.check(_padded("", s.floor, list(_FILLER), at_least=3), s.raw).passed:
+    if reads_content or (s.longest is not None and s.floor > s.longest):
+        return  # something reads the content, or MIN_LENGTH_UNREACHABLE says more
+    if s.check(_padded("", s.floor, list(_FILLER), at_least=3), s.raw).passed:
         yield Finding(
             "LENGTH_ONLY",
             "criteria",
@@ -376,9 +380,10 @@ def _keyword_echo(s: _Subject) -> Iterator[Finding]:
         return  # the answer is pinned by another rule: the echo is not what is paid for
     alone: dict[str, Any] = {"contains_keywords": list(keywords)}
     if s.c.min_length is not None:
-        alone["min_length"] = s.c.min_length
-    floor = max(s.c.min_length or 0, DEFAULT_MIN_CONTENT_CHARS)
-    echo = _repeat(" ".join(keywords), floor)
+        # The keyword scorer reads min_length only as "under 20 or not": 20 stands for any
+        # larger value and keeps the echo short.
+        alone["min_length"] = min(s.c.min_length, DEFAULT_MIN_CONTENT_CHARS)
+    echo = _repeat(" ".join(keywords), DEFAULT_MIN_CONTENT_CHARS)
     verdict = s.check(echo, alone)
     item = next((i for i in verdict.breakdown if i.name == "contains_keywords"), None)
     if item is not None and item.score >= 1:
@@ -496,6 +501,21 @@ def _length_bounds(s: _Subject) -> Iterator[Finding]:
         f"min_length {low:,} is above max_length {cap:,}: {effect}. Set min_length at or below "
         "max_length.",
     )
+
+
+def _floor_unreachable(s: _Subject) -> Iterator[Finding]:
+    """Spec 000: the floor is "a positive whole number, up to 1,000,000", but a service bounds
+    the result it accepts; a floor above that bound is met by no text a person would write (a
+    floor counts UTF-16 units, so only characters JavaScript counts twice, such as emoji, could
+    reach it)."""
+    if s.longest is not None and s.floor > s.longest:
+        yield Finding(
+            "MIN_LENGTH_UNREACHABLE",
+            "min_length",
+            f"min_length {s.floor:,} is above the longest result this service accepts "
+            f"({s.longest:,} characters): no ordinary text reaches the floor, so no real result "
+            f"can pass. Lower min_length to {s.longest:,} or less.",
+        )
 
 
 def _answer_under_floor(s: _Subject) -> Iterator[Finding]:
@@ -701,6 +721,7 @@ CHECKS: tuple[Callable[[_Subject], Iterator[Finding]], ...] = (
     _short_keywords,
     _regex_empty,
     _length_bounds,
+    _floor_unreachable,
     _answer_under_floor,
     _answer_guessable,
     _answer_not_gate,
@@ -750,13 +771,21 @@ def _repeat(text: str, floor: int) -> str:
 
 def _padded(text: str, floor: int, filler: list[str], *, at_least: int = 0) -> str:
     """``text`` and filler words after it: at least ``at_least`` of them and enough to reach
-    ``floor`` characters of deliverable (filler words are ASCII: lengths add up exactly)."""
+    ``floor`` characters of deliverable (filler words are ASCII: lengths add up exactly).
+
+    Whole rounds of the filler are counted, not appended word by word: a floor of 1,000,000
+    characters costs one join."""
     have = utf16_len(_deliverable(text))
-    added: list[str] = []
+    round_chars = sum(len(w) + 1 for w in filler)  # each word and the space before it
+    if not text:
+        have -= 1  # the first word of an empty text has no space before it
+    rounds = max(0, (floor - have) // round_chars - 1)
+    added = filler * rounds
+    have += rounds * round_chars
     i = 0
-    while len(added) < at_least or have < floor:
+    while len(added) < at_least or max(have, 0) < floor:
         word = filler[i % len(filler)]
-        have += len(word) + (1 if have else 0)
+        have += len(word) + 1
         added.append(word)
         i += 1
     if not added:
@@ -846,9 +875,11 @@ def _regex_literal(pattern: str | None) -> str | None:
 
 def _margin(s: _Subject) -> tuple[Margin | None, int]:
     """Every candidate judged by the real check; the shortest that passes (first built wins
-    a tie)."""
+    a tie). A candidate longer than the service accepts is not one an agent could submit."""
     best: Margin | None = None
-    candidates = _candidates(s)
+    candidates = [
+        (how, text) for how, text in _candidates(s) if s.longest is None or len(text) <= s.longest
+    ]
     for how, text in candidates:
         verdict = s.check(text, s.raw)
         if not verdict.passed:
@@ -860,17 +891,24 @@ def _margin(s: _Subject) -> tuple[Margin | None, int]:
 
 
 def lint(
-    criteria: Mapping[str, Any], *, brief: str | None = None, check: Check = auto_check
+    criteria: Mapping[str, Any],
+    *,
+    brief: str | None = None,
+    longest_result: int | None = None,
+    check: Check = auto_check,
 ) -> Lint:
     """Findings and the gaming margin for ``criteria`` as a poster would post them.
 
-    ``brief`` (optional) lets the lint see what an agent could copy. ``check`` is the auto check
-    (a test may wrap it). Raises :class:`~adjudge.errors.CriteriaError` only for criteria that
-    do not parse (``CRITERIA_INVALID`` / ``CRITERIA_OVER_LIMIT``); for any criteria that do, it
-    returns — no findings and a margin of None are both ordinary answers.
+    ``brief`` (optional) lets the lint see what an agent could copy. ``longest_result`` is the
+    longest result the service accepts, in characters (None: no bound); candidates longer are
+    not judged. ``check`` is the auto check (a test may wrap it).
+
+    Raises :class:`~adjudge.errors.CriteriaError` only for criteria that do not parse
+    (``CRITERIA_INVALID`` / ``CRITERIA_OVER_LIMIT``); for any criteria that do, it returns — no
+    findings and a margin of None are both ordinary answers.
     """
     parsed = parse(criteria)
-    s = _Subject(criteria, parsed, brief or "", check)
+    s = _Subject(criteria, parsed, brief or "", check, longest_result)
     findings = tuple(f for run in CHECKS for f in run(s))
     margin, tried = _margin(s)
     return Lint(findings, margin, tried)
