@@ -653,10 +653,11 @@ def _forbidden_required(s: _Subject) -> Iterator[Finding]:
         needles.append(
             (c.expected_answer, "the expected answer", "the right answer fails the check")
         )
+    folded_needles = [(lower(phrase_text(n)), n, what, why) for n, what, why in needles if trim(n)]
     for index, phrase, folded in s.phrases:
         only = Criteria(forbidden_phrases=(phrase,))
-        for needle, what, consequence in needles:
-            if not trim(needle) or not includes(lower(phrase_text(needle)), folded):
+        for folded_needle, needle, what, consequence in folded_needles:
+            if not includes(folded_needle, folded):
                 continue
             if _item_scores(only, needle).get("forbidden_phrases", 1) >= 1:
                 continue
