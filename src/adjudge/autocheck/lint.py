@@ -132,7 +132,8 @@ _COMMON_WORDS = _wordlist(
     "whole whom whose wide will window within without woman word work world would write year "
     "young"
 )
-# A regex_pattern that is a plain literal, perhaps anchored: the literal is cheap material.
+# A regex_pattern that is a plain literal, perhaps anchored: the literal is cheap material. This
+# reads the pattern's source text only; whether a candidate matches is the JavaScript engine's.
 _LITERAL = re.compile(r"(\^?)([A-Za-z0-9 _,:;'\"#@%&=<>/-]+)(\$?)")
 
 
@@ -286,7 +287,9 @@ def _constant(value: float) -> Callable[[Callable[[str], None]], float]:
     return lambda _note: value
 
 
-def _fold_with(rules: list[Rule], scores: Callable[[Rule], float], threshold: float) -> Any:
+def _fold_with(
+    rules: list[Rule], scores: Callable[[Rule], float], threshold: float
+) -> VerificationResult:
     """The real fold (``score_rules``) of ``rules`` had each item scored ``scores(rule)``."""
     fixed = [replace(r, score=_constant(scores(r))) for r in rules]
     return score_rules(fixed, threshold)
@@ -562,9 +565,8 @@ def _answer_not_gate(s: _Subject) -> Iterator[Finding]:
     answer = s.c.expected_answer
     if answer is None or not trim(answer) or is_short(answer):
         return
-    verdict = _fold_with(
-        s.rules, lambda r: 0.0 if r.name == "expected_answer" else 1.0, s.c.threshold
-    )
+    others = {r.name for r in _deciding(s)} - {"expected_answer"}
+    verdict = _cheap_fold(s, others)
     if verdict.passed:
         yield Finding(
             "EXPECTED_ANSWER_NOT_A_GATE",
@@ -576,53 +578,65 @@ def _answer_not_gate(s: _Subject) -> Iterator[Finding]:
         )
 
 
-def _threshold(s: _Subject) -> Iterator[Finding]:
-    """Spec 000: "Because gates decide most verdicts, the threshold only matters when you use
-    items that aren't gates". Each deciding item (a rubric item with keywords, a long
-    ``expected_answer``) is scored 0 or 1 in the real fold, the gates and the free items (no
-    failure wording, ``max_length`` kept) at what a cheap result earns."""
-    c = s.c
-    crossed = c.min_length is not None and c.max_length is not None and c.min_length > c.max_length
-    deciding = [
+def _deciding(s: _Subject) -> list[Rule]:
+    """The items a result earns only by doing something: non-gates that read the content (a
+    rubric item with keywords, a long ``expected_answer``)."""
+    return [
         r
         for r in s.rules
         if not r.gate
         and r.name not in _FREE_ITEMS
         and r.name != "max_length"
-        and not _flat_rubric(c, r.name)
+        and not _flat_rubric(s.c, r.name)
     ]
-    if not deciding:
-        return
 
-    def earned(r: Rule, met: Rule | None) -> float:
+
+def _cheap_fold(s: _Subject, met: set[str]) -> VerificationResult:
+    """The real fold of a result that meets every gate and the deciding items in ``met``, and
+    earns what any cheap text earns: no failure wording, ``max_length`` unless ``min_length``
+    is above it, 0.5 for a rubric item without keywords."""
+    c = s.c
+    crossed = c.min_length is not None and c.max_length is not None and c.min_length > c.max_length
+
+    def earned(r: Rule) -> float:
         if r.gate or r.name in _FREE_ITEMS:
             return 1.0
         if r.name == "max_length":
             return 0.0 if crossed else 1.0
         if _flat_rubric(c, r.name):
             return 0.5
-        return 1.0 if r is met else 0.0
+        return 1.0 if r.name in met else 0.0
 
-    none = _fold_with(s.rules, lambda r: earned(r, None), c.threshold)
-    if none.passed and [r.name for r in deciding] != ["expected_answer"]:  # said by its own
+    return _fold_with(s.rules, earned, c.threshold)
+
+
+def _threshold(s: _Subject) -> Iterator[Finding]:
+    """Spec 000: "Because gates decide most verdicts, the threshold only matters when you use
+    items that aren't gates". The deciding items scored 0 (or one of them 1) in the real fold,
+    everything else at what a cheap result earns (:func:`_cheap_fold`)."""
+    deciding = _deciding(s)
+    threshold = s.c.threshold
+    none = _cheap_fold(s, set())
+    # A long expected_answer alone is EXPECTED_ANSWER_NOT_A_GATE's to say.
+    if deciding and none.passed and [r.name for r in deciding] != ["expected_answer"]:
         yield Finding(
             "THRESHOLD_ONE_ITEM_PASSES",
             "pass_threshold",
-            f"pass_threshold {c.threshold:g}: a result that meets the gates and none of the "
+            f"pass_threshold {threshold:g}: a result that meets the gates and none of the "
             f"scored items ({_quoted([r.name for r in deciding])}) still scores {none.score} "
             f"and passes, so those items never decide. Raise pass_threshold above "
             f"{none.score}, or make what matters a gate.",
         )
         return
-    if len(deciding) < 2:
+    if len(deciding) < 2 or none.passed:
         return
     heaviest = max(deciding, key=lambda r: r.weight)
-    one = _fold_with(s.rules, lambda r: earned(r, heaviest), c.threshold)
+    one = _cheap_fold(s, {heaviest.name})
     if one.passed:
         yield Finding(
             "THRESHOLD_ONE_ITEM_PASSES",
             "pass_threshold",
-            f"pass_threshold {c.threshold:g}: a result that meets the gates and only one of "
+            f"pass_threshold {threshold:g}: a result that meets the gates and only one of "
             f"the {len(deciding)} scored items ({heaviest.name}) scores {one.score} and "
             f"passes, so the others never decide. Raise pass_threshold above {one.score}.",
         )
