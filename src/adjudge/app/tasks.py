@@ -8,7 +8,6 @@ releases, together. The answer is the task as the caller may see it (:mod:`adjud
 
 from __future__ import annotations
 
-import difflib
 import json
 import logging
 import uuid
@@ -83,9 +82,6 @@ DRY_RUN_WINDOW = timedelta(hours=1)
 MAX_DEADLINE_HOURS = 24 * 366
 #: Due takes one pass of the lapse sweep applies, at most (the next pass takes the rest).
 SWEEP_BATCH = 100
-#: Known fields inside a rubric item and inside ``expected_schema``.
-_RUBRIC_FIELDS = ("criterion", "keywords", "min_mentions", "weight")
-_SCHEMA_FIELDS = ("type", "required", "properties")
 
 
 @dataclass(frozen=True)
@@ -152,35 +148,25 @@ def criteria_refusals(criteria: Mapping[str, Any]) -> list[Error]:
     """Posting refuses what the auto check would silently drop: an unknown field, named with
     the closest known one (``CRITERIA_UNKNOWN_FIELD``) — inside rubric items and
     ``expected_schema`` too. The auto check itself keeps the reference's behaviour."""
-    found: list[Error] = []
-
-    def unknown(where: str, name: str, known: Sequence[str]) -> None:
-        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
-        hint = f"Did you mean `{close[0]}`?" if close else f"Known: {', '.join(known)}."
-        found.append(
-            CriteriaError(
-                f"The criteria field `{where}{name}` is not one the auto check knows, so it "
-                f"would check nothing. {hint} (Post with lenient criteria to keep it anyway.)",
-                code="CRITERIA_UNKNOWN_FIELD",
-            )
+    return [
+        CriteriaError(
+            f"{sentence} (Post with lenient criteria to keep it anyway.)",
+            code="CRITERIA_UNKNOWN_FIELD",
         )
+        for _path, sentence in autocriteria.unknown_fields(criteria)
+    ]
 
-    for name in criteria:
-        if name not in autocriteria.FIELDS:
-            unknown("", name, autocriteria.FIELDS)
-    rubric = criteria.get("rubric")
-    if isinstance(rubric, list):
-        for i, item in enumerate(rubric):
-            if isinstance(item, Mapping):
-                for name in item:
-                    if name not in _RUBRIC_FIELDS:
-                        unknown(f"rubric[{i}].", name, _RUBRIC_FIELDS)
-    schema = criteria.get("expected_schema")
-    if isinstance(schema, Mapping):
-        for name in schema:
-            if name not in _SCHEMA_FIELDS:
-                unknown("expected_schema.", name, _SCHEMA_FIELDS)
-    return found
+
+def runs_slow(criteria: Mapping[str, Any]) -> bool:
+    """Whether checking against ``criteria`` may take a while: a ``regex_pattern`` that is not
+    provably linear runs in the time-limited worker pool."""
+    pattern = criteria.get("regex_pattern")
+    if not isinstance(pattern, str) or not jsregex.is_safe(pattern):
+        return False
+    try:
+        return not jsregex.compile(pattern).bounded
+    except jsregex.JsRegexError:
+        return False
 
 
 class Tasks:
@@ -584,13 +570,7 @@ class Tasks:
 
         def read(tx: Transaction) -> bool:
             stored = records.task(tx, task_id)
-            pattern = stored.task.criteria.get("regex_pattern") if stored else None
-            if not isinstance(pattern, str) or not jsregex.is_safe(pattern):
-                return False
-            try:
-                return not jsregex.compile(pattern).bounded
-            except jsregex.JsRegexError:
-                return False
+            return runs_slow(stored.task.criteria if stored else {})
 
         return self.unit.read(read)
 

@@ -1,0 +1,55 @@
+"""The criteria lint as a use case: one answer for the CLI, the HTTP route and the post form.
+
+A poster asks, before funding, what an agent could game in its criteria and how little would be
+paid for (:mod:`adjudge.autocheck.lint`). The answer is advice: nothing is stored, no verdict
+changes, and a task posted with findings is posted as before. Input is refused as posting
+refuses it — criteria that are not a JSON object or do not parse (``CRITERIA_INVALID``), over a
+limit (``CRITERIA_OVER_LIMIT``) — and a brief over the post route's length (``INVALID_BRIEF``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from adjudge.app.tasks import MAX_CRITERIA_BYTES, runs_slow
+from adjudge.autocheck.lint import lint
+from adjudge.errors import CriteriaError, Error
+from adjudge.market.lifecycle import MAX_RESULT_CHARS
+
+#: The longest brief read, in characters: the post route's own bound.
+MAX_BRIEF_CHARS = 100_000
+
+
+class CriteriaAdvice:
+    """Advice on criteria before they are posted; reads and writes nothing."""
+
+    def lint(self, criteria: object, *, brief: str | None = None) -> dict[str, Any]:
+        """The findings and the gaming margin for ``criteria`` (``brief``: what an agent could
+        copy), as JSON data: ``findings``, ``margin`` (null when no cheap result passes),
+        ``summary``, ``candidates`` and ``advice_only`` (always true: a lint decides nothing).
+        Results longer than the market accepts are not candidates (no agent could submit one)."""
+        if not isinstance(criteria, Mapping):
+            raise CriteriaError(
+                'Criteria must be a JSON object of rules, such as {"min_length": 200}.',
+                code="CRITERIA_INVALID",
+            )
+        size = len(json.dumps(criteria, ensure_ascii=False, separators=(",", ":")).encode())
+        if size > MAX_CRITERIA_BYTES:
+            raise CriteriaError(
+                f"Criteria are at most {MAX_CRITERIA_BYTES} bytes of JSON; these are {size}.",
+                code="CRITERIA_OVER_LIMIT",
+            )
+        if brief is not None and (not isinstance(brief, str) or len(brief) > MAX_BRIEF_CHARS):
+            raise Error(
+                f"The brief is text of at most {MAX_BRIEF_CHARS:,} characters.",
+                code="INVALID_BRIEF",
+            )
+        found = lint(criteria, brief=brief, longest_result=MAX_RESULT_CHARS)
+        return {**found.to_dict(), "advice_only": True}
+
+    def runs_slow(self, criteria: object) -> bool:
+        """Whether linting ``criteria`` runs a regex in the time-limited worker pool (the
+        service runs such work apart from the request threads)."""
+        return isinstance(criteria, Mapping) and runs_slow(criteria)
