@@ -106,3 +106,17 @@ def test_the_python_client_asks_the_same(h: Harness) -> None:
         with pytest.raises(BadRequest) as refused:
             api.lint_criteria({"min_length": "10"})
         assert refused.value.code == "CRITERIA_INVALID"
+
+
+def test_an_accounts_lints_are_bounded_an_hour(h: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lint can cost a second of CPU: past the hourly quota an account is told when to come
+    back (429, Retry-After), another account is not slowed, and the next hour starts afresh."""
+    monkeypatch.setattr("adjudge.app.criteria.LINT_QUOTA", 3)
+    for _ in range(3):
+        h.ok("pat", "POST", "/criteria/lint", {"criteria": GAMEABLE})
+    r = h.call("pat", "POST", "/criteria/lint", {"criteria": GAMEABLE})
+    assert r.status_code == 429 and r.json()["error"]["code"] == "LINT_QUOTA_EXCEEDED"
+    assert 1 <= int(r.headers["retry-after"]) <= 3601
+    h.ok("bob", "POST", "/criteria/lint", {"criteria": GAMEABLE})
+    h.advance(hours=1)
+    h.ok("pat", "POST", "/criteria/lint", {"criteria": GAMEABLE})

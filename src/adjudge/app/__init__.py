@@ -76,7 +76,7 @@ class App:
         self.accounts = Accounts(self.unit)
         self.keys = Keys(self.unit, self.accounts)
         self.tasks = Tasks(self.unit, self.checker, self.issuer, self.settings)
-        self.criteria = CriteriaAdvice()
+        self.criteria = CriteriaAdvice(self.unit)
         self.calls = Calls(self.unit, self.issuer)
         self.secrets = secrets or SecretBox([SecretBox.generate_key()])
         self.gateway = Gateway(

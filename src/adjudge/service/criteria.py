@@ -23,6 +23,9 @@ class LintCriteria(BaseModel):
 async def lint_criteria(*, body: LintCriteria, who: Caller, app: Use) -> dict[str, Any]:
     """Findings (a stable code, the field, what to do) and the gaming margin: the shortest
     cheap result the auto check passes, with its score and length, or null. Advice only:
-    nothing is stored and no verdict changes. Any account may ask."""
+    nothing is stored and no verdict changes. Any account may ask, 120 times an hour
+    (``LINT_QUOTA_EXCEEDED``, 429, with ``Retry-After``)."""
     slow = app.criteria.runs_slow(body.criteria)
-    return await checked(slow, lambda: app.criteria.lint(body.criteria, brief=body.brief))
+    return await checked(
+        slow, lambda: app.criteria.lint(body.criteria, brief=body.brief, who=who), who.id
+    )
