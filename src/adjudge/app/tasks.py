@@ -169,6 +169,11 @@ def runs_slow(criteria: Mapping[str, Any]) -> bool:
         return False
 
 
+class SlowCheck(Exception):
+    """Not a refusal: this check needs the regex worker pool, and the caller asked for fast
+    work only (:meth:`Tasks.finalize`); nothing was checked or written."""
+
+
 class Tasks:
     """The task use cases over one store, with an injected clock, checker and receipt issuer."""
 
@@ -327,17 +332,22 @@ class Tasks:
             after=after,
         )
 
-    def finalize(self, account: Account, task_id: str, *, key: str | None = None) -> Answer[Any]:
+    def finalize(
+        self, account: Account, task_id: str, *, key: str | None = None, fast_only: bool = False
+    ) -> Answer[Any]:
         """The agent asks for the auto check of its latest submission.
 
         The check is pure and can take a while (a regular expression may run 100 ms), so it
         runs before the write transaction, on the stored submission, holding no lock; the
         write re-reads the task and applies the outcome only to that same submission. Its
-        regex work is the agent's, in the worker pool's fair shares.
+        regex work is the agent's, in the worker pool's fair shares. With ``fast_only``, a
+        check that would need the worker pool raises :class:`SlowCheck` before anything is
+        checked or written, so the caller can run it again where slow work belongs (the
+        service asks this way, sparing most finalizes a read of their own to decide).
         """
         need_role(account, "agent")
         with jsregex.owned_by(account.id):
-            done = self._precheck(account, task_id)
+            done = self._precheck(account, task_id, fast_only=fast_only)
 
         def event(tx: Transaction, stored: StoredTask) -> Event:
             sub = records.submission(tx, task_id, stored.task.attempts)
@@ -664,7 +674,9 @@ class Tasks:
 
     # --- the machinery --------------------------------------------------------------------
 
-    def _precheck(self, account: Account, task_id: str) -> _Checked | None:
+    def _precheck(
+        self, account: Account, task_id: str, *, fast_only: bool = False
+    ) -> _Checked | None:
         def read(tx: Transaction) -> tuple[StoredTask, Submission] | None:
             stored = records.task(tx, task_id)
             if stored is None:
@@ -681,6 +693,8 @@ class Tasks:
             return None
         stored, sub = found
         criteria = stored.task.criteria
+        if fast_only and runs_slow(criteria):
+            raise SlowCheck(task_id)
         with stage("task.check"):
             outcome = self.checker.check(sub.result, criteria)
         return _Checked(sub.result, criteria, outcome)
