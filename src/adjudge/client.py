@@ -42,7 +42,8 @@ from typing import Any, Literal, TypedDict, cast
 
 import httpx
 
-from adjudge.errors import Error
+from adjudge import error_codes
+from adjudge.errors import Error, Unavailable
 
 #: Network failures and 503s retried (with the same Idempotency-Key) before giving up.
 RETRIES = 3
@@ -323,10 +324,35 @@ _BY_STATUS: dict[int, type[ApiError]] = {
 }
 
 
-class ServiceUnavailable(Error):
+class ServiceUnavailable(Unavailable):
     """No usable answer: connection refused, a time-out, or a reply that is not the API's."""
 
     code = "SERVICE_UNAVAILABLE"
+
+
+def refusal_class(status: int, code: str) -> type[ApiError]:
+    """The class a refusal is raised as: its status's (:class:`Conflict` for a 409, …) and, for
+    a code :mod:`adjudge.error_codes` declares, its kind's too, so ``except StateError`` catches
+    a remote ``ILLEGAL_TRANSITION`` as it catches a local one. A code this client does not know
+    (a newer service's) gets its status's class alone."""
+    by_status = _BY_STATUS.get(status, ServerError if status >= 500 else ApiError)
+    kind = error_codes.kind(code)
+    return by_status if kind is None else _of_kind(by_status, kind)
+
+
+#: One class per status and kind, made on first use.
+_OF_KIND: dict[tuple[type[ApiError], type[Error]], type[ApiError]] = {}
+
+
+def _of_kind(by_status: type[ApiError], kind: type[Error]) -> type[ApiError]:
+    made = _OF_KIND.get((by_status, kind))
+    if made is None:
+        made = cast(
+            "type[ApiError]", type(by_status.__name__, (by_status, kind), {"__module__": __name__})
+        )
+        made.__qualname__ = by_status.__qualname__
+        _OF_KIND[by_status, kind] = made
+    return made
 
 
 # --- the client -----------------------------------------------------------------------------
@@ -1013,9 +1039,9 @@ def _answer(response: httpx.Response) -> Any:
         raise ServiceUnavailable(f"The service answered {response.status_code}: {payload!r:.200}")
     retry = response.headers.get("Retry-After")
     status = response.status_code
-    kind = _BY_STATUS.get(status, ServerError if status >= 500 else ApiError)
-    raise kind(
-        str(error.get("code", status)),
+    code = str(error.get("code", status))
+    raise refusal_class(status, code)(
+        code,
         str(error.get("message", "")),
         status=status,
         retry_after=int(retry) if retry and retry.isdigit() else None,
