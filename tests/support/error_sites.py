@@ -132,7 +132,7 @@ def _constants(body: list[ast.stmt]) -> dict[str, object]:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for target in targets:
                 pairs = (
-                    zip(target.elts, node.value.elts)
+                    zip(target.elts, node.value.elts, strict=False)
                     if isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple)
                     else [(target, node.value)]
                 )
@@ -237,7 +237,10 @@ class _Reader:
                 types = child.type.elts if isinstance(child.type, ast.Tuple) else [child.type]
                 caught = tuple(c for c in (_error_class(scope, t) for t in types) if c)
                 inner = _Scope(
-                    scope.module, scope.function, scope.constants, {**scope.caught, child.name: caught}
+                    scope.module,
+                    scope.function,
+                    scope.constants,
+                    {**scope.caught, child.name: caught},
                 )
             elif isinstance(child, ast.ClassDef):
                 self._class(child, scope)
@@ -261,11 +264,18 @@ class _Reader:
         positional = [*args.posonlyargs, *args.args]
         named = [a.arg for a in positional[len(positional) - len(args.defaults) :]]
         defaults = dict(zip(named, args.defaults, strict=True))
-        defaults |= {a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None}
+        defaults |= {
+            a.arg: d
+            for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True)
+            if d is not None
+        }
         value = defaults.get("code")
-        if isinstance(value, ast.Constant) and isinstance(value.value, str):
-            if CODE.match(value.value):
-                self.handed.append((node.name, value.value, self._where(scope, node)))
+        if (
+            isinstance(value, ast.Constant)
+            and isinstance(value.value, str)
+            and CODE.match(value.value)
+        ):
+            self.handed.append((node.name, value.value, self._where(scope, node)))
 
     def _class(self, node: ast.ClassDef, scope: _Scope) -> None:
         raiser = _error_class(scope, ast.Name(node.name))
@@ -390,7 +400,9 @@ class _Reader:
             return None if rest is None else [str(v) for v in table.values()] + rest
         return None
 
-    def _all(self, nodes: list[ast.expr], scope: _Scope, seen: frozenset[str]) -> list[_Value] | None:
+    def _all(
+        self, nodes: list[ast.expr], scope: _Scope, seen: frozenset[str]
+    ) -> list[_Value] | None:
         found: list[_Value] = []
         for node in nodes:
             values = self._values(node, scope, seen)
@@ -404,9 +416,13 @@ class _Reader:
 
     def _dict(self, node: ast.Dict, scope: _Scope) -> None:
         for key, value in zip(node.keys, node.values, strict=True):
-            if isinstance(key, ast.Constant) and key.value == "code":
-                if isinstance(value, ast.Constant) and isinstance(value.value, str):
-                    self._add(scope, value, value.value, None)
+            if (
+                isinstance(key, ast.Constant)
+                and key.value == "code"
+                and isinstance(value, ast.Constant)
+                and isinstance(value.value, str)
+            ):
+                self._add(scope, value, value.value, None)
 
     def _compare(self, node: ast.Compare, scope: _Scope) -> None:
         sides = [node.left, *node.comparators]
