@@ -24,9 +24,12 @@ what they do, a marketplace's own code can do the same way::
   :class:`Unauthorized` (401), :class:`Forbidden` (403), :class:`NotFound` (404),
   :class:`Conflict` (409), :class:`PayloadTooLarge` (413), :class:`InvalidRequest` (422),
   :class:`TooManyRequests` (429, with ``retry_after``), :class:`ServerError` (5xx) — so a caller
-  catches the family it can handle.
+  catches the family it can handle. Each is also of its code's kind in :mod:`adjudge.errors`
+  (:class:`adjudge.errors.StateError` for an ``ILLEGAL_TRANSITION``, …), as
+  :mod:`adjudge.error_codes` declares it (:func:`refusal_class`).
 - **No usable answer** (connection refused, a time-out, a reply that is not the API's JSON)
-  raises :class:`ServiceUnavailable`, whose message names the URL it tried.
+  raises :class:`ServiceUnavailable` (an :class:`adjudge.errors.Unavailable`), whose message
+  names the URL it tried.
 - **Retries are safe.** Every state change sends an ``Idempotency-Key`` (a fresh one unless you
   pass yours) and, after a network failure or a ``503``, is retried with the same key: the
   service answers a retry with the stored answer, so a retry never pays twice. Pass your own key
