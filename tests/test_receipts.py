@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from securesystemslib.dsse import Envelope as SslibEnvelope
 from securesystemslib.signer import SSlibKey
 
-from adjudge.errors import CriteriaError, ReceiptError
+from adjudge.errors import BadInput, CriteriaError, ReceiptError
 from adjudge.kernel import Authority, Check, Pending, TrustPolicy, Verdict, determine, fold, oracle
 from adjudge.kernel.adapters import determine_auto_check
 from adjudge.kernel.determination import Determination
@@ -226,8 +226,8 @@ def test_canonical_bytes_ignore_key_order(value: dict[str, Any], rnd: Any) -> No
 
 
 def test_canonical_refuses_floats() -> None:
-    """Signed documents hold no floats (money is integer minor units)."""
-    with pytest.raises(ReceiptError) as err:
+    """Signed documents hold no floats (money is integer minor units): bad input to sign."""
+    with pytest.raises(BadInput) as err:
         canonical_bytes({"amount": 1.5})
     assert err.value.code == "RECEIPT_UNSIGNABLE"
 
@@ -297,11 +297,25 @@ def test_chain_of_other_signers_is_refused() -> None:
 
 
 def test_public_key_text_forms() -> None:
-    """A public key file may be PEM or 64 hex characters; both give the same key."""
+    """A public key file may be PEM or 64 hex characters; both give the same key. Anything
+    else is bad input (``KEY_INVALID``): the check cannot run, which says nothing of a receipt."""
     assert VerifyingKey.from_text(KEY.public_key.to_pem()) == KEY.public_key
     assert VerifyingKey.from_text(KEY.public_key.raw.hex().encode()) == KEY.public_key
-    with pytest.raises(ReceiptError):
+    with pytest.raises(BadInput) as err:
         VerifyingKey.from_text(b"not a key")
+    assert err.value.code == "KEY_INVALID" and not isinstance(err.value, ReceiptError)
+
+
+def test_a_damaged_signer_key_is_a_receipt_that_does_not_verify() -> None:
+    """The key a receipt carries is part of what is checked: a damaged one makes the receipt
+    malformed (a ``ReceiptError``), never bad input of the one verifying it."""
+    envelope = json.loads(RECEIPT.to_bytes())
+    body = json.loads(base64.b64decode(envelope["payload"]))
+    body["predicate"]["signer"]["publicKey"] = "not base64 !"
+    envelope["payload"] = base64.b64encode(canonical_bytes(body)).decode()
+    with pytest.raises(ReceiptError) as err:
+        verify(canonical_bytes(envelope), KEY.keyid)
+    assert err.value.code == "RECEIPT_MALFORMED"
 
 
 def test_private_key_round_trips_through_pem() -> None:
@@ -575,9 +589,10 @@ def test_a_repair_supersedes_across_results_when_both_name_the_subject() -> None
 
 
 def test_about_must_be_a_plain_name() -> None:
-    """A subject name is 1 to 256 characters, no control characters, no surrounding blanks."""
+    """A subject name is 1 to 256 characters, no control characters, no surrounding blanks:
+    anything else is bad input to issue (not a receipt that fails to verify)."""
     for bad in ("", " task:1", "task:\n1", "x" * 257):
-        with pytest.raises(ReceiptError) as err:
+        with pytest.raises(BadInput) as err:
             issue(_determination(), KEY, about=bad)
         assert err.value.code == "ABOUT_INVALID"
 

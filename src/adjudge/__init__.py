@@ -4,14 +4,36 @@ The small public API; everything else lives in the subpackages named in DESIGN.m
 """
 
 from adjudge.autocheck import VerificationResult, admissibility, auto_check
-from adjudge.errors import CriteriaError, Error, ReceiptError, StorageError, TransitionError
+from adjudge.errors import (
+    BadInput,
+    Conflict,
+    CriteriaError,
+    Error,
+    InternalError,
+    NotAllowed,
+    NotFound,
+    ReceiptError,
+    StateError,
+    StorageError,
+    TransitionError,
+    Unavailable,
+    VerificationFailed,
+)
 
 __all__ = [
+    "BadInput",
+    "Conflict",
     "CriteriaError",
     "Error",
+    "InternalError",
+    "NotAllowed",
+    "NotFound",
     "ReceiptError",
+    "StateError",
     "StorageError",
     "TransitionError",
+    "Unavailable",
+    "VerificationFailed",
     "VerificationResult",
     "admissibility",
     "auto_check",

@@ -24,9 +24,12 @@ what they do, a marketplace's own code can do the same way::
   :class:`Unauthorized` (401), :class:`Forbidden` (403), :class:`NotFound` (404),
   :class:`Conflict` (409), :class:`PayloadTooLarge` (413), :class:`InvalidRequest` (422),
   :class:`TooManyRequests` (429, with ``retry_after``), :class:`ServerError` (5xx) — so a caller
-  catches the family it can handle.
+  catches the family it can handle. Each is also of its code's kind in :mod:`adjudge.errors`
+  (:class:`adjudge.errors.StateError` for an ``ILLEGAL_TRANSITION``, …), as
+  :mod:`adjudge.error_codes` declares it (:func:`refusal_class`).
 - **No usable answer** (connection refused, a time-out, a reply that is not the API's JSON)
-  raises :class:`ServiceUnavailable`, whose message names the URL it tried.
+  raises :class:`ServiceUnavailable` (an :class:`adjudge.errors.Unavailable`), whose message
+  names the URL it tried.
 - **Retries are safe.** Every state change sends an ``Idempotency-Key`` (a fresh one unless you
   pass yours) and, after a network failure or a ``503``, is retried with the same key: the
   service answers a retry with the stored answer, so a retry never pays twice. Pass your own key
@@ -42,7 +45,8 @@ from typing import Any, Literal, TypedDict, cast
 
 import httpx
 
-from adjudge.errors import Error
+from adjudge import error_codes
+from adjudge.errors import Error, Unavailable
 
 #: Network failures and 503s retried (with the same Idempotency-Key) before giving up.
 RETRIES = 3
@@ -323,10 +327,35 @@ _BY_STATUS: dict[int, type[ApiError]] = {
 }
 
 
-class ServiceUnavailable(Error):
+class ServiceUnavailable(Unavailable):
     """No usable answer: connection refused, a time-out, or a reply that is not the API's."""
 
     code = "SERVICE_UNAVAILABLE"
+
+
+def refusal_class(status: int, code: str) -> type[ApiError]:
+    """The class a refusal is raised as: its status's (:class:`Conflict` for a 409, …) and, for
+    a code :mod:`adjudge.error_codes` declares, its kind's too, so ``except StateError`` catches
+    a remote ``ILLEGAL_TRANSITION`` as it catches a local one. A code this client does not know
+    (a newer service's) gets its status's class alone."""
+    by_status = _BY_STATUS.get(status, ServerError if status >= 500 else ApiError)
+    kind = error_codes.kind(code)
+    return by_status if kind is None else _of_kind(by_status, kind)
+
+
+#: One class per status and kind, made on first use.
+_OF_KIND: dict[tuple[type[ApiError], type[Error]], type[ApiError]] = {}
+
+
+def _of_kind(by_status: type[ApiError], kind: type[Error]) -> type[ApiError]:
+    made = _OF_KIND.get((by_status, kind))
+    if made is None:
+        made = cast(
+            "type[ApiError]", type(by_status.__name__, (by_status, kind), {"__module__": __name__})
+        )
+        made.__qualname__ = by_status.__qualname__
+        _OF_KIND[by_status, kind] = made
+    return made
 
 
 # --- the client -----------------------------------------------------------------------------
@@ -1019,9 +1048,9 @@ def _answer(response: httpx.Response) -> Any:
         raise ServiceUnavailable(f"The service answered {response.status_code}: {payload!r:.200}")
     retry = response.headers.get("Retry-After")
     status = response.status_code
-    kind = _BY_STATUS.get(status, ServerError if status >= 500 else ApiError)
-    raise kind(
-        str(error.get("code", status)),
+    code = str(error.get("code", status))
+    raise refusal_class(status, code)(
+        code,
         str(error.get("message", "")),
         status=status,
         retry_after=int(retry) if retry and retry.isdigit() else None,

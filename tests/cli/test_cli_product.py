@@ -13,6 +13,7 @@ from typing import Any
 import typer
 from typer.testing import CliRunner
 
+from adjudge import errors
 from adjudge.app.wiring import SignedReceipts
 from adjudge.cli import app
 from adjudge.client import ApiError, Client, Conflict, Forbidden, NotFound, Unauthorized
@@ -298,21 +299,27 @@ def test_receipt_get_saves_an_envelope_that_verifies(sqlite_store: Store, tmp_pa
 
 
 def test_the_client_raises_a_class_per_status_with_the_request_id(sqlite_store: Store) -> None:
-    """A refusal is the subclass for its status, carries the service's code and the request id
-    the service logged; the CLI prints that id after the message."""
+    """A refusal is the subclass for its status and of its code's kind, carries the service's
+    code and the request id the service logged; the CLI prints that id after the message."""
     h = make_harness(sqlite_store)
     tid = h.post("manual")
     with serving(h.app) as url:
         with Client(url, key=h.keys["pat"]) as api:
-            for call, kind, code in [
-                (lambda: api.task("task_none"), NotFound, "TASK_NOT_FOUND"),
-                (lambda: api.accept(tid), Forbidden, "ROLE_REQUIRED"),
-                (lambda: api.review(tid, passed=True), Conflict, "ILLEGAL_TRANSITION"),
+            for call, by_status, kind, code in [
+                (lambda: api.task("task_none"), NotFound, errors.NotFound, "TASK_NOT_FOUND"),
+                (lambda: api.accept(tid), Forbidden, errors.NotAllowed, "ROLE_REQUIRED"),
+                (
+                    lambda: api.review(tid, passed=True),
+                    Conflict,
+                    errors.StateError,
+                    "ILLEGAL_TRANSITION",
+                ),
             ]:
                 try:
                     call()
                 except ApiError as refusal:
-                    assert type(refusal) is kind and refusal.code == code
+                    assert type(refusal).__mro__[1] is by_status and isinstance(refusal, kind)
+                    assert refusal.code == code
                     assert refusal.request_id and len(refusal.request_id) == 32
                 else:
                     raise AssertionError(code)

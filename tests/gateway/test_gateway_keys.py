@@ -14,7 +14,7 @@ from goassay_provider_verify.jwks import JwksCache
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from adjudge.errors import Error
+from adjudge.errors import BadInput, Error
 from adjudge.gateway import (
     FileKeyRing,
     GatewayKey,
@@ -220,8 +220,11 @@ def test_a_credential_the_gateway_could_not_send_is_refused(header: str, secret:
 
 
 def test_a_bad_server_key_is_refused() -> None:
+    """A key that is not one is bad input (``SECRET_KEY_INVALID``), not a secret that fails to
+    open (``SecretError``)."""
     for keys in ([], [b"short"]):
-        with pytest.raises(SecretError):
+        with pytest.raises(BadInput) as err:
             SecretBox(keys)
-    with pytest.raises(SecretError):
+        assert err.value.code == "SECRET_KEY_INVALID"
+    with pytest.raises(BadInput):
         SecretBox.key_from_text("not base64 !")

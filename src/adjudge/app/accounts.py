@@ -23,7 +23,7 @@ from adjudge.app import settlement
 from adjudge.app.settlement import deposit
 from adjudge.app.unit import Answer, Idempotency, UnitOfWork
 from adjudge.app.views import account_view, key_view
-from adjudge.errors import Error
+from adjudge.errors import BadInput, Error, NotAllowed, NotFound
 from adjudge.receipts import VerifyingKey
 from adjudge.store import Account, Transaction, holds, records
 
@@ -37,7 +37,7 @@ _ACCOUNT_ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 def need_role(account: Account, role: str) -> None:
     """Refuse (``ROLE_REQUIRED``) unless ``account`` holds ``role``."""
     if role not in account.roles:
-        raise Error(f"This needs an account with the {role} role.", code="ROLE_REQUIRED")
+        raise NotAllowed(f"This needs an account with the {role} role.", code="ROLE_REQUIRED")
 
 
 def new_api_key() -> str:
@@ -50,7 +50,7 @@ def public_key_bytes(encoded: str) -> bytes:
     try:
         return VerifyingKey.from_base64(encoded).raw
     except Error as exc:
-        raise Error(
+        raise BadInput(
             "A verifier public key is standard base64 of a raw 32-byte Ed25519 key.",
             code="INVALID_REQUEST",
         ) from exc
@@ -79,7 +79,9 @@ class Accounts:
                     self._keys.clear()
                 self._keys[api_key] = (account, time.monotonic() + AUTH_CACHE_SECONDS)
                 return account
-        raise Error("Send a valid API key as 'Authorization: Bearer <key>'.", code="UNAUTHORIZED")
+        raise NotAllowed(
+            "Send a valid API key as 'Authorization: Bearer <key>'.", code="UNAUTHORIZED"
+        )
 
     def create(
         self,
@@ -100,18 +102,18 @@ class Accounts:
             need_role(admin, "admin")
         wanted = frozenset(roles)
         if not _ACCOUNT_ID.match(account_id):
-            raise Error(
+            raise BadInput(
                 "An account id is 1-64 lowercase letters, digits, '_' or '-'.",
                 code="INVALID_REQUEST",
             )
         if not wanted or not wanted <= ROLES:
-            raise Error(f"Roles must be some of {sorted(ROLES)}.", code="INVALID_REQUEST")
+            raise BadInput(f"Roles must be some of {sorted(ROLES)}.", code="INVALID_REQUEST")
         if opt_in and "verifier" not in wanted:
-            raise Error("Only a verifier can take verification jobs.", code="INVALID_REQUEST")
+            raise BadInput("Only a verifier can take verification jobs.", code="INVALID_REQUEST")
         raw_key = None
         if verifier_public_key is not None:
             if "verifier" not in wanted:
-                raise Error("Only a verifier registers a verifier key.", code="INVALID_REQUEST")
+                raise BadInput("Only a verifier registers a verifier key.", code="INVALID_REQUEST")
             raw_key = public_key_bytes(verifier_public_key)
         inputs = {
             "id": account_id,
@@ -143,7 +145,7 @@ class Accounts:
         def run(tx: Transaction) -> dict[str, Any]:
             account = records.account(tx, account_id)
             if account is None:
-                raise Error(f"No account {account_id}.", code="ACCOUNT_NOT_FOUND")
+                raise NotFound(f"No account {account_id}.", code="ACCOUNT_NOT_FOUND")
             api_key = new_api_key()
             records.set_api_key(tx, account_id, api_key)
             return {"account": account_view(account), "api_key": api_key}
@@ -196,7 +198,7 @@ class Accounts:
         """Credit money from outside into an account's wallet (admins only)."""
         need_role(admin, "admin")
         if isinstance(amount, bool) or not isinstance(amount, int) or amount <= 0:
-            raise Error("A deposit is a positive whole amount.", code="INVALID_AMOUNT")
+            raise BadInput("A deposit is a positive whole amount.", code="INVALID_AMOUNT")
         idem = Idempotency.of(key, "accounts.deposit", {"id": account_id, "amount": str(amount)})
 
         def run(tx: Transaction) -> dict[str, Any]:
@@ -235,7 +237,7 @@ class Accounts:
         def run(tx: Transaction) -> dict[str, Any]:
             found = records.verifier_key(tx, fingerprint)
             if found is None or found.account_id != account.id:
-                raise Error(f"You have no key {fingerprint}.", code="KEY_NOT_FOUND")
+                raise NotFound(f"You have no key {fingerprint}.", code="KEY_NOT_FOUND")
             if found.revoked_at is None:
                 records.revoke_verifier_key(tx, fingerprint, at=self.unit.now())
             revoked = records.verifier_key(tx, fingerprint)
@@ -250,7 +252,7 @@ class Accounts:
         def run(tx: Transaction) -> dict[str, Any]:
             found = records.account(tx, account_id)
             if found is None:
-                raise Error(f"No account {account_id}.", code="ACCOUNT_NOT_FOUND")
+                raise NotFound(f"No account {account_id}.", code="ACCOUNT_NOT_FOUND")
             return account_view(found)
 
         return self.unit.read(run)

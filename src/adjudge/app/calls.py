@@ -54,7 +54,15 @@ from adjudge.calls import (
 from adjudge.calls.kernel_rows import determine_upheld_report
 from adjudge.calls.quality import PenaltyProposal, QualityTerms, parse_terms
 from adjudge.calls.verify import digest_of, digested_bytes
-from adjudge.errors import CriteriaError, Error
+from adjudge.errors import (
+    BadInput,
+    Conflict,
+    CriteriaError,
+    NotAllowed,
+    NotFound,
+    StateError,
+    Unavailable,
+)
 from adjudge.kernel import Determination
 from adjudge.store import (
     Account,
@@ -101,7 +109,7 @@ def _need_any(who: Account, roles: set[str], what: str) -> None:
     if not roles & who.roles:
         wanted = " or ".join(sorted(roles))
         article = "an" if wanted[0] in "aeiou" else "a"
-        raise Error(f"Only {article} {wanted} account {what}.", code="ROLE_REQUIRED")
+        raise NotAllowed(f"Only {article} {wanted} account {what}.", code="ROLE_REQUIRED")
 
 
 def _storable(value: str, what: str, limit: int, code: str) -> str:
@@ -216,7 +224,7 @@ def _settled(c: db.StoredCall) -> bool:
 def _reason(text: str, what: str) -> str:
     text = text.strip()
     if not text or len(text) > MAX_REPORT_REASON or "\x00" in text:
-        raise Error(
+        raise BadInput(
             f"{what} is 1 to {MAX_REPORT_REASON} characters (not blank, no NUL).",
             code="INVALID_REASON",
         )
@@ -290,7 +298,7 @@ class Calls:
     def _call_issuer(self) -> CallReceiptIssuer:
         issuer = self.issuer
         if not callable(getattr(issuer, "issue_call", None)):
-            raise Error(
+            raise Unavailable(
                 "This service has no signer for call receipts.", code="CALL_RECEIPTS_UNAVAILABLE"
             )
         return issuer  # type: ignore[return-value]
@@ -345,9 +353,9 @@ class Calls:
         def run(tx: Transaction) -> dict[str, Any]:
             current = db.latest_contract(tx, tool)
             if current is None:
-                raise Error(f"No tool {tool} is registered.", code="TOOL_NOT_FOUND")
+                raise NotFound(f"No tool {tool} is registered.", code="TOOL_NOT_FOUND")
             if "admin" not in who.roles and who.id != current.provider:
-                raise Error(
+                raise NotAllowed(
                     f"{tool} is {current.provider}'s tool: only its provider or an admin "
                     "registers the policies that judge its calls.",
                     code="NOT_TOOL_PROVIDER",
@@ -401,7 +409,7 @@ class Calls:
         parsed_judgment = None if judgment is None else parse_judgment(judgment)
         parsed_corroboration = None if corroboration is None else parse_corroboration(corroboration)
         if policy_version is not None and not 1 <= policy_version <= MAX_VERSION:
-            raise Error(f"A policy version is 1 to {MAX_VERSION}.", code="INVALID_REQUEST")
+            raise BadInput(f"A policy version is 1 to {MAX_VERSION}.", code="INVALID_REQUEST")
         issuer = self._call_issuer()
         inputs = {
             "request": request,
@@ -414,12 +422,12 @@ class Calls:
 
         def run(tx: Transaction) -> dict[str, Any]:
             if db.call(tx, call.call_id) is not None:
-                raise Error(f"The call {call.call_id} was already verified.", code="CALL_EXISTS")
+                raise Conflict(f"The call {call.call_id} was already verified.", code="CALL_EXISTS")
             current = db.latest_contract(tx, call.tool)
             if current is None:
-                raise Error(f"No tool {call.tool} is registered.", code="TOOL_NOT_FOUND")
+                raise NotFound(f"No tool {call.tool} is registered.", code="TOOL_NOT_FOUND")
             if call.provider != current.provider:
-                raise Error(
+                raise BadInput(
                     f"{call.tool} is provided by {current.provider}, not {call.provider}.",
                     code="CALL_PROVIDER_MISMATCH",
                 )
@@ -481,9 +489,11 @@ class Calls:
         def run(tx: Transaction) -> dict[str, Any]:
             found = db.call(tx, call_id)
             if found is None:
-                raise Error(f"No call {call_id}.", code="CALL_NOT_FOUND")
+                raise NotFound(f"No call {call_id}.", code="CALL_NOT_FOUND")
             if who.id not in (found.submitted_by, found.provider) and "admin" not in who.roles:
-                raise Error("A call record is for its submitter and provider.", code="NOT_A_PARTY")
+                raise NotAllowed(
+                    "A call record is for its submitter and provider.", code="NOT_A_PARTY"
+                )
             return call_view(found, call_reports.by_call(tx, call_id))
 
         return self.unit.read(run)
@@ -506,11 +516,13 @@ class Calls:
         def run(tx: Transaction) -> dict[str, Any]:
             found = db.call(tx, call_id)
             if found is None:
-                raise Error(f"No call {call_id}.", code="CALL_NOT_FOUND")
+                raise NotFound(f"No call {call_id}.", code="CALL_NOT_FOUND")
             if who.id != found.submitted_by:
-                raise Error("Only the call's caller may report its result.", code="NOT_A_PARTY")
+                raise NotAllowed(
+                    "Only the call's caller may report its result.", code="NOT_A_PARTY"
+                )
             if not _settled(found):
-                raise Error(
+                raise StateError(
                     "This call was not settled (it was refunded, voided or ended in an error), "
                     "so nothing was charged for its result: there is nothing to report.",
                     code="REPORT_NOT_ALLOWED",
@@ -518,19 +530,19 @@ class Calls:
             deadline = found.record.get("report_deadline")
             now = self.unit.now()
             if not isinstance(deadline, str) or now > datetime.fromisoformat(deadline):
-                raise Error(
+                raise StateError(
                     f"The filing deadline for reporting this call was {deadline}.",
                     code="REPORT_WINDOW_CLOSED",
                 )
             if call_reports.by_call(tx, call_id) is not None:
-                raise Error(f"The call {call_id} was already reported.", code="REPORT_EXISTS")
+                raise Conflict(f"The call {call_id} was already reported.", code="REPORT_EXISTS")
             if (
                 found.source == "gateway"
                 and holds.get(tx, call_id) is not None
                 and not settlement.claim_hold(tx, call_id)
             ):
                 # The deadline passed on another process's clock first: the charge was paid out.
-                raise Error(
+                raise StateError(
                     f"The filing deadline for reporting this call was {deadline}.",
                     code="REPORT_WINDOW_CLOSED",
                 )
@@ -561,7 +573,7 @@ class Calls:
         (then nothing is written)."""
         _need_any(who, {"admin"}, "rules on a report")
         if not 1 <= len(reasons) <= MAX_RULING_REASONS:
-            raise Error(
+            raise BadInput(
                 f"A ruling gives 1 to {MAX_RULING_REASONS} reasons.", code="TOO_MANY_REASONS"
             )
         texts = tuple(_reason(r, "A ruling's reason") for r in reasons)
@@ -573,14 +585,16 @@ class Calls:
             report = call_reports.by_call(tx, call_id)
             found = db.call(tx, call_id)
             if report is None or found is None:
-                raise Error(f"No report of the call {call_id}.", code="REPORT_NOT_FOUND")
+                raise NotFound(f"No report of the call {call_id}.", code="REPORT_NOT_FOUND")
             if who.id in (found.submitted_by, found.provider):
-                raise Error(
+                raise NotAllowed(
                     "The call's caller or provider cannot rule on its report.",
                     code="CONFLICT_OF_INTEREST",
                 )
             if report.status != call_reports.OPEN:
-                raise Error(f"The report of {call_id} was already ruled on.", code="REPORT_RULED")
+                raise StateError(
+                    f"The report of {call_id} was already ruled on.", code="REPORT_RULED"
+                )
             now = self.unit.now()
             if not upheld:
                 settlement.unclaim_hold(tx, call_id)  # it matures as if never reported
@@ -655,7 +669,7 @@ class Calls:
         """The review queue for admins: reports oldest first, by status, paged by call id."""
         _need_any(who, {"admin"}, "reads the report queue")
         if status not in (None, call_reports.OPEN, call_reports.UPHELD, call_reports.DISMISSED):
-            raise Error("A report's status is open, upheld or dismissed.", code="INVALID_STATUS")
+            raise BadInput("A report's status is open, upheld or dismissed.", code="INVALID_STATUS")
         limit = max(1, min(limit, MAX_REPORT_PAGE))
 
         def run(tx: Transaction) -> dict[str, Any]:
@@ -676,7 +690,7 @@ class Calls:
         def run(tx: Transaction) -> dict[str, Any]:
             account = records.account(tx, provider)
             if account is None or "provider" not in account.roles:
-                raise Error(f"No provider {provider}.", code="ACCOUNT_NOT_FOUND")
+                raise NotFound(f"No provider {provider}.", code="ACCOUNT_NOT_FOUND")
             now = self.unit.now()
             declared = db.terms(tx, provider)
             terms = None if declared is None else _terms(declared)
@@ -741,5 +755,5 @@ def _governing(
     found = db.policy(tx, tool, policy_id, version)
     if found is None:
         named = policy_id if version is None else f"{policy_id} version {version}"
-        raise Error(f"{tool} has no policy {named}.", code="POLICY_NOT_FOUND")
+        raise NotFound(f"{tool} has no policy {named}.", code="POLICY_NOT_FOUND")
     return found

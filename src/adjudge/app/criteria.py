@@ -18,7 +18,7 @@ from adjudge.app.tasks import MAX_CRITERIA_BYTES, runs_slow
 from adjudge.app.unit import UnitOfWork
 from adjudge.autocheck import jsregex
 from adjudge.autocheck.lint import lint
-from adjudge.errors import CriteriaError, Error, RateLimited
+from adjudge.errors import BadInput, CriteriaError, RateLimited
 from adjudge.market.lifecycle import MAX_RESULT_CHARS
 from adjudge.store import Account, Transaction, quotas
 
@@ -59,7 +59,7 @@ class CriteriaAdvice:
                 code="CRITERIA_OVER_LIMIT",
             )
         if brief is not None and (not isinstance(brief, str) or len(brief) > MAX_BRIEF_CHARS):
-            raise Error(
+            raise BadInput(
                 f"The brief is text of at most {MAX_BRIEF_CHARS:,} characters.",
                 code="INVALID_BRIEF",
             )

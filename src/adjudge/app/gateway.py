@@ -63,7 +63,16 @@ from adjudge.calls.pricing import DEFAULT_PRICE_NOTICE, announce
 from adjudge.calls.quality import counted_as
 from adjudge.calls.tools import DECIMALS, BuiltRequest, build_request
 from adjudge.calls.verify import CallResult, digest_of
-from adjudge.errors import Error, RateLimited
+from adjudge.errors import (
+    BadInput,
+    Conflict,
+    Error,
+    NotAllowed,
+    NotFound,
+    RateLimited,
+    StateError,
+    Unavailable,
+)
 from adjudge.gateway import (
     AddressGuard,
     Forwarder,
@@ -373,18 +382,18 @@ class Gateway:
         need_role(provider, "provider")
         tool = parse_tool(document)
         if tool.name in META_TOOLS:
-            raise Error(
+            raise BadInput(
                 f"{tool.name} is the name of one of the MCP endpoint's own tools; give the tool "
                 "another name.",
                 code="TOOL_NAME_RESERVED",
             )
         if tool.provider != provider.id:
-            raise Error(
+            raise NotAllowed(
                 f"The tool names provider {tool.provider!r}; register it as that provider.",
                 code="NOT_TOOL_PROVIDER",
             )
         if tool.price.currency != LEDGER_CURRENCY:
-            raise Error(
+            raise BadInput(
                 f"Calls here are paid from {LEDGER_CURRENCY} balances; price the tool in "
                 f"{LEDGER_CURRENCY} minor units (250000 is 0.25 {LEDGER_CURRENCY}), not in "
                 f"{tool.price.currency}.",
@@ -409,7 +418,7 @@ class Gateway:
                     at=now,
                 )
             elif found.digest != digest_of(contract):
-                raise Error(
+                raise Conflict(
                     f"{tool.name} contract version {version} is registered with other terms; "
                     "give the changed contract a new version.",
                     code="CONTRACT_EXISTS",
@@ -533,7 +542,7 @@ class Gateway:
         def run(tx: Transaction) -> dict[str, Any]:
             stored = db.tool(tx, name)
             if stored is None:
-                raise Error(f"No tool {name} can be called here.", code="TOOL_NOT_FOUND")
+                raise NotFound(f"No tool {name} can be called here.", code="TOOL_NOT_FOUND")
             parsed = _parsed_tool(stored)
             document = parsed.to_dict()
             now = self.unit.now()
@@ -808,9 +817,9 @@ class Gateway:
         def run(tx: Transaction) -> dict[str, Any]:
             found = db.call(tx, call_id)
             if found is None:
-                raise Error(f"No call {call_id}.", code="CALL_NOT_FOUND")
+                raise NotFound(f"No call {call_id}.", code="CALL_NOT_FOUND")
             if viewer.id not in (found.caller, found.provider) and "admin" not in viewer.roles:
-                raise Error("A call is for its caller and its provider.", code="NOT_A_PARTY")
+                raise NotAllowed("A call is for its caller and its provider.", code="NOT_A_PARTY")
             report = call_reports.by_call(tx, call_id)
             upheld = report is not None and report.status == call_reports.UPHELD
             view = gateway_call_view(found, holds_db.get(tx, call_id), upheld)
@@ -864,7 +873,7 @@ class Gateway:
         """The stored answer of an earlier call with the same key (``IDEMPOTENCY_KEY_REUSED``
         for other arguments; ``IDEMPOTENCY_IN_PROGRESS`` while it runs)."""
         if found.fingerprint != fingerprint:
-            raise Error(
+            raise Conflict(
                 "This Idempotency-Key was used for another call; send a new key.",
                 code="IDEMPOTENCY_KEY_REUSED",
             )
@@ -885,17 +894,17 @@ class Gateway:
     ) -> tuple[db.StoredTool, Tool, Contract, Policy | None, str | None]:
         stored = db.tool(tx, name)
         if stored is None:
-            raise Error(f"No tool {name} can be called here.", code="TOOL_NOT_FOUND")
+            raise NotFound(f"No tool {name} can be called here.", code="TOOL_NOT_FOUND")
         tool = _parsed_tool(stored)
         if records.account(tx, stored.provider) is None:
-            raise Error(f"The tool's provider {stored.provider} is gone.", code="TOOL_NOT_FOUND")
+            raise NotFound(f"The tool's provider {stored.provider} is gone.", code="TOOL_NOT_FOUND")
         contract = tool.contract
         policy = None
         policy_digest = None
         if tool.policy is not None:
             found = _judge(tx, stored, tool, now)
             if found is None:
-                raise Error(
+                raise StateError(
                     f"The tool's decision policy {tool.policy.id} is not registered for it; "
                     "its calls cannot be verified yet. Nothing was charged.",
                     code="TOOL_POLICY_MISSING",
@@ -1045,7 +1054,7 @@ class Gateway:
 
     def _need_call_issuer(self) -> None:
         if not callable(getattr(self.issuer, "issue_call", None)):
-            raise Error(
+            raise Unavailable(
                 "This service has no signer for call receipts; nothing was charged.",
                 code="CALL_RECEIPTS_UNAVAILABLE",
             )
@@ -1121,12 +1130,12 @@ async def _refuse_private(forwarder: AsyncForwarder, url: str) -> None:
         return
     host = urlsplit(url).hostname or ""
     if refused.kind is FailureKind.ADDRESS_REFUSED:
-        raise Error(
+        raise NotAllowed(
             f"The provider's endpoint is refused: {refused.message}; the gateway calls only "
             "public endpoints. Nothing was charged.",
             code="PROVIDER_ADDRESS_REFUSED",
         )
-    raise Error(
+    raise Unavailable(
         f"The provider's host {host!r} does not resolve; nothing was charged.",
         code="PROVIDER_UNREACHABLE",
     )
@@ -1245,7 +1254,7 @@ def _within(price: int, currency: str, max_price: int | None, caller: Account) -
     per call, before anything moves (the limits are checked again where the price is
     reserved, from the key's stored row)."""
     if max_price is not None and (isinstance(max_price, bool) or not 0 <= max_price < 2**63):
-        raise Error(
+        raise BadInput(
             "The most a call accepts is a whole number of minor units, 0 or more.",
             code="INVALID_AMOUNT",
         )
@@ -1253,7 +1262,7 @@ def _within(price: int, currency: str, max_price: int | None, caller: Account) -
     if grant is not None and grant.max_per_call is not None and price > grant.max_per_call:
         raise _over_limit(price, currency, grant.max_per_call, "call")
     if max_price is not None and price > max_price:
-        raise Error(
+        raise StateError(
             f"This call costs {_amount(price, currency)}, more than the most you accept "
             f"({_amount(max_price, currency)}). Nothing was charged and the provider was not "
             "called.",
@@ -1266,7 +1275,7 @@ def _count_spending(tx: Transaction, key_id: str, price: int, currency: str, now
     lowered a moment ago holds; a revoked key pays for nothing)."""
     grant = api_keys.get(tx, key_id)
     if grant is None or grant.revoked_at is not None:
-        raise Error("This API key was revoked; nothing was charged.", code="UNAUTHORIZED")
+        raise NotAllowed("This API key was revoked; nothing was charged.", code="UNAUTHORIZED")
     if grant.max_per_call is not None and price > grant.max_per_call:
         raise _over_limit(price, currency, grant.max_per_call, "call")
     if price > 0 and not api_keys.spend(tx, key_id, _day(now), price, grant.max_per_day):
@@ -1286,7 +1295,7 @@ def _day(at: datetime) -> str:
 
 
 def _over_limit(price: int, currency: str, limit: int, per: str) -> Error:
-    return Error(
+    return StateError(
         f"This call costs {_amount(price, currency)}, past this API key's limit of "
         f"{_amount(limit, currency)} a {per}. Nothing was charged and the provider was not "
         "called; the account's owner can raise the limit or use another key.",

@@ -21,7 +21,7 @@ from typing import Any
 
 from adjudge.app.accounts import Accounts, new_api_key
 from adjudge.app.unit import Answer, Idempotency, UnitOfWork
-from adjudge.errors import Error
+from adjudge.errors import BadInput, NotAllowed, NotFound, StateError
 from adjudge.store import Account, Transaction, api_keys
 from adjudge.store.api_keys import KeyGrant
 from adjudge.store.records import key_hash
@@ -37,7 +37,7 @@ MAX_LIMIT = 2**63 - 1
 def need_primary(who: Account, what: str) -> None:
     """Refuse an extra key what only the account's own key may do."""
     if who.key is not None:
-        raise Error(
+        raise NotAllowed(
             f"Only the account's own key {what}; this is the extra key {who.key.id!r}.",
             code="PRIMARY_KEY_REQUIRED",
         )
@@ -62,7 +62,7 @@ def _limit(value: int | None, what: str) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_LIMIT:
-        raise Error(
+        raise BadInput(
             f"A key's limit {what} is a whole number of minor units, 0 or more (250000 is 0.25 "
             "USDC), or null for none.",
             code="INVALID_AMOUNT",
@@ -90,7 +90,7 @@ class Keys:
         need_primary(owner, "makes keys")
         text = label.strip()
         if not 0 < len(text) <= MAX_LABEL or not text.isprintable():
-            raise Error(
+            raise BadInput(
                 f"A key's label is 1 to {MAX_LABEL} printable characters.", code="INVALID_REQUEST"
             )
         per_call, per_day = _limit(max_per_call, "per call"), _limit(max_per_day, "per day")
@@ -100,7 +100,7 @@ class Keys:
         def run(tx: Transaction) -> dict[str, Any]:
             live = [g for g in api_keys.of_account(tx, owner.id) if g.revoked_at is None]
             if len(live) >= MAX_KEYS:
-                raise Error(
+                raise StateError(
                     f"An account holds at most {MAX_KEYS} extra keys; revoke one first.",
                     code="KEY_LIMIT_REACHED",
                 )
@@ -178,5 +178,5 @@ class Keys:
 def _own(tx: Transaction, owner: Account, key_id: str) -> KeyGrant:
     grant = api_keys.get(tx, key_id)
     if grant is None or grant.account_id != owner.id:
-        raise Error(f"You have no key {key_id}.", code="KEY_NOT_FOUND")
+        raise NotFound(f"You have no key {key_id}.", code="KEY_NOT_FOUND")
     return grant

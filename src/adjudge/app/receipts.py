@@ -14,7 +14,7 @@ from typing import Any
 from adjudge.app.accounts import need_role
 from adjudge.app.unit import UnitOfWork
 from adjudge.app.views import is_party, receipt_view
-from adjudge.errors import CriteriaError, Error, ReceiptError
+from adjudge.errors import BadInput, CriteriaError, NotAllowed, NotFound, ReceiptError
 from adjudge.kernel import Verdict, fold
 from adjudge.kernel.authority import Authority, TrustPolicy
 from adjudge.kernel.determination import effective
@@ -94,7 +94,7 @@ class Receipts:
         found = self.unit.read(lambda tx: _visible(tx, viewer, receipt_id))
         envelope = found.body.get("envelope")
         if not isinstance(envelope, dict):
-            raise Error("This receipt is not signed.", code="RECEIPT_NOT_FOUND")
+            raise NotFound("This receipt is not signed.", code="RECEIPT_NOT_FOUND")
         return envelope
 
     def of_task(self, viewer: Account, task_id: str) -> dict[str, Any]:
@@ -115,7 +115,7 @@ class Receipts:
         ``adjudge receipt verify-chain`` checks."""
         need_role(viewer, "admin")
         if after is not None and not 0 <= after <= MAX_AFTER:
-            raise Error(f"after is a sequence from 0 to {MAX_AFTER}.", code="INVALID_REQUEST")
+            raise BadInput(f"after is a sequence from 0 to {MAX_AFTER}.", code="INVALID_REQUEST")
         # The store numbers rows from 1: sequence n is row n + 1.
         rows_after = 0 if after is None else after + 1
 
@@ -149,22 +149,22 @@ class Receipts:
 def _may_see_task(tx: Transaction, viewer: Account, task_id: str) -> None:
     stored = records.task(tx, task_id)
     if stored is None:
-        raise Error(f"No task {task_id}.", code="TASK_NOT_FOUND")
+        raise NotFound(f"No task {task_id}.", code="TASK_NOT_FOUND")
     if stored.task.private and not is_party(stored, viewer):
-        raise Error("A private task's receipts are for its parties.", code="NOT_A_PARTY")
+        raise NotAllowed("A private task's receipts are for its parties.", code="NOT_A_PARTY")
 
 
 def _visible(tx: Transaction, viewer: Account, receipt_id: str) -> StoredReceipt:
     found = receipt_log.receipt(tx, receipt_id)
     if found is None:
-        raise Error(f"No receipt {receipt_id}.", code="RECEIPT_NOT_FOUND")
+        raise NotFound(f"No receipt {receipt_id}.", code="RECEIPT_NOT_FOUND")
     if found.task_id:
         _may_see_task(tx, viewer, found.task_id)
         return found
     call = calls.call_by_receipt(tx, receipt_id)
     parties = (call.submitted_by, call.provider) if call is not None else ()
     if call is not None and "admin" not in viewer.roles and viewer.id not in parties:
-        raise Error("A call's receipt is for the call's parties.", code="NOT_A_PARTY")
+        raise NotAllowed("A call's receipt is for the call's parties.", code="NOT_A_PARTY")
     return found
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from adjudge.app.accounts import need_role
 from adjudge.app.unit import UnitOfWork
-from adjudge.errors import Error
+from adjudge.errors import BadInput, NotAllowed, NotFound, StateError
 from adjudge.store import Account, Transaction, leases, records
 
 #: "After 5 failed attempts it stops."
@@ -41,9 +41,9 @@ class Reviews:
         and the verifier key the task trusts."""
         need_role(verifier, "verifier")
         if not 1 <= limit <= MAX_BATCH:
-            raise Error(f"A claim takes 1 to {MAX_BATCH} submissions.", code="INVALID_REQUEST")
+            raise BadInput(f"A claim takes 1 to {MAX_BATCH} submissions.", code="INVALID_REQUEST")
         if not timedelta(seconds=1) <= lease <= MAX_LEASE:
-            raise Error("A lease lasts 1 second to 1 hour.", code="INVALID_REQUEST")
+            raise BadInput("A lease lasts 1 second to 1 hour.", code="INVALID_REQUEST")
 
         def run(tx: Transaction) -> list[dict[str, Any]]:
             now = self.unit.now()
@@ -78,9 +78,9 @@ class Reviews:
         def run(tx: Transaction) -> dict[str, Any]:
             stored = records.task(tx, task_id)
             if stored is None:
-                raise Error(f"No task {task_id}.", code="TASK_NOT_FOUND")
+                raise NotFound(f"No task {task_id}.", code="TASK_NOT_FOUND")
             if stored.task.verifier != verifier.id:
-                raise Error(
+                raise NotAllowed(
                     "Only the task's named verifier reports on its review.",
                     code="NOT_TASK_VERIFIER",
                 )
@@ -88,7 +88,7 @@ class Reviews:
                 tx, task_id, attempt, error=error, now=self.unit.now(), max_tries=MAX_TRIES
             )
             if gave_up is None:
-                raise Error("That submission was never claimed.", code="NOT_CLAIMED")
+                raise StateError("That submission was never claimed.", code="NOT_CLAIMED")
             row = leases.lease(tx, task_id, attempt)
             return {
                 "task_id": task_id,

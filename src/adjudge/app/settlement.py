@@ -34,7 +34,7 @@ from typing import Any
 
 from adjudge.app import metrics
 from adjudge.app.timing import stage
-from adjudge.errors import Error
+from adjudge.errors import BadInput, InternalError, NotFound
 from adjudge.market import (
     WORLD,
     AgentPenalized,
@@ -80,11 +80,13 @@ def _transfer(tx: Transaction, transfers: Sequence[Transfer], **where: Any) -> N
 def deposit(tx: Transaction, account_id: str, amount: int, *, at: datetime) -> int:
     """Credit money from outside into an account's wallet; returns the new balance."""
     if records.account(tx, account_id) is None:
-        raise Error(f"No account {account_id}.", code="ACCOUNT_NOT_FOUND")
+        raise NotFound(f"No account {account_id}.", code="ACCOUNT_NOT_FOUND")
     # Only deposits bring money in, so capping their total keeps every balance within the
     # ledger's 64-bit columns (SQLite would silently turn an overflow into a float).
     if ledger.deposits(tx) + amount > MAX_MONEY:
-        raise Error("Deposits would exceed the most money the ledger holds.", code="INVALID_AMOUNT")
+        raise BadInput(
+            "Deposits would exceed the most money the ledger holds.", code="INVALID_AMOUNT"
+        )
     wallet = wallet_account(account_id)
     _transfer(tx, [Transfer(WORLD, wallet, amount, "deposit")], task_id=None, at=at)
     return ledger.balance(tx, wallet)
@@ -150,7 +152,7 @@ def apply(
         if isinstance(effect, Routed):
             _route(tx, effect, issuer, at)
         if isinstance(effect, Transfer):
-            raise Error(  # only posting funds an escrow, through :func:`post`
+            raise InternalError(  # only posting funds an escrow, through :func:`post`
                 "A task event moved money outside a settlement.", code="UNPROVEN_RELEASE"
             )
         if isinstance(effect, AgentPenalized):

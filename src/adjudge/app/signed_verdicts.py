@@ -38,7 +38,7 @@ import binascii
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from adjudge.errors import Error
+from adjudge.errors import BadInput, Error, VerificationFailed
 from adjudge.receipts import Signer, VerifyingKey, canonical_bytes, digest
 
 #: The payload's ``type``; it also keeps the signed bytes apart from any other signed document.
@@ -90,7 +90,7 @@ def check_signature(
     evidence.
     """
     if not signature or not public_key:
-        raise Error(
+        raise BadInput(
             "A verifier's verdict must carry its signature: sign the verdict payload with the "
             "key your verifier account registered and send 'signature' and 'public_key'.",
             code="VERDICT_SIGNATURE_REQUIRED",
@@ -121,4 +121,4 @@ def check_signature(
 
 
 def _invalid(message: str) -> Error:
-    return Error(message, code="VERDICT_SIGNATURE_INVALID")
+    return VerificationFailed(message, code="VERDICT_SIGNATURE_INVALID")

@@ -27,7 +27,16 @@ from adjudge.app.views import rendered, shown, task_summary, task_view
 from adjudge.autocheck import criteria as autocriteria
 from adjudge.autocheck import jsregex
 from adjudge.calls.pricing import DEFAULT_PRICE_NOTICE, MAX_PRICE_NOTICE
-from adjudge.errors import CriteriaError, Error, RateLimited
+from adjudge.errors import (
+    BadInput,
+    CriteriaError,
+    Error,
+    NotAllowed,
+    NotFound,
+    RateLimited,
+    StateError,
+    VerificationFailed,
+)
 from adjudge.kernel import semantic
 from adjudge.kernel.oracle import Record
 from adjudge.market import (
@@ -96,13 +105,13 @@ class Settings:
 
     def __post_init__(self) -> None:
         if not 0 <= self.fee_bps <= MAX_FEE_BPS:
-            raise Error(f"fee_bps must be between 0 and {MAX_FEE_BPS}.", code="INVALID_FEE")
+            raise BadInput(f"fee_bps must be between 0 and {MAX_FEE_BPS}.", code="INVALID_FEE")
         if not 1 <= self.take_limit <= MAX_TAKE_LIMIT:
-            raise Error(
+            raise BadInput(
                 f"take_limit must be between 1 and {MAX_TAKE_LIMIT}.", code="INVALID_TAKE_LIMIT"
             )
         if not timedelta(0) <= self.price_notice <= MAX_PRICE_NOTICE:
-            raise Error(
+            raise BadInput(
                 "A price notice is 0 to 90 days (an increase waits this long before it is "
                 "charged).",
                 code="INVALID_SETTING",
@@ -227,15 +236,17 @@ class Tasks:
         need_role(account, "poster")
         need_primary(account, "posts and funds tasks")  # an extra key's budget is for calls
         if (deadline is None) == (deadline_hours is None):
-            raise Error("Send a deadline or deadline_hours (one of them).", code="INVALID_DEADLINE")
+            raise BadInput(
+                "Send a deadline or deadline_hours (one of them).", code="INVALID_DEADLINE"
+            )
         if mode == Mode.AGENT.value and not brief.strip():
-            raise Error(
+            raise BadInput(
                 "Agent review judges the result against the brief, and its verdict must quote "
                 "it: send a brief.",
                 code="BRIEF_REQUIRED",
             )
         if deadline_hours is not None and not 0 < deadline_hours <= MAX_DEADLINE_HOURS:
-            raise Error(
+            raise BadInput(
                 "The deadline must be between 1 hour and 90 days after posting.",
                 code="INVALID_DEADLINE",
             )
@@ -272,7 +283,7 @@ class Tasks:
                 opted_in = bool(named and "verifier" in named.roles and named.verifier_opt_in)
                 verifier_key = named.verifier_key if named else None
                 if opted_in and verifier_key is None and mode == Mode.AGENT.value:
-                    raise Error(
+                    raise StateError(
                         f"Verifier {verifier} has registered no key to sign its verdicts with.",
                         code="VERIFIER_KEY_REQUIRED",
                     )
@@ -421,7 +432,7 @@ class Tasks:
                 # The market refuses it with the right code; nothing to sign or ground.
                 return VerifierVerdict(account.id, passed, tuple(reasons))
             if sub is None or not t.verifier_key or t.result_digest is None:
-                raise Error(
+                raise StateError(
                     "The task names no verifier key or holds no result to sign.",
                     code="VERDICT_UNPROVABLE",
                 )
@@ -521,7 +532,7 @@ class Tasks:
         the agent may not see. The answer lists the rules it did not run.
         """
         if len(result) > MAX_RESULT_CHARS:
-            raise Error(
+            raise BadInput(
                 f"A result may be at most {MAX_RESULT_CHARS} characters.", code="RESULT_TOO_LARGE"
             )
         now = self.unit.now()
@@ -531,12 +542,12 @@ class Tasks:
             t = stored.task
             window_over = (when := lapses_at(t)) is not None and now >= when
             if account.id != t.agent or t.terminal or window_over:
-                raise Error(
+                raise NotAllowed(
                     "Only the agent holding the task can dry-run it, while it is open.",
                     code="NOT_TASK_AGENT",
                 )
             if not t.criteria:
-                raise Error("This task has no criteria to check against.", code="NO_CRITERIA")
+                raise StateError("This task has no criteria to check against.", code="NO_CRITERIA")
             start = datetime.fromtimestamp(
                 now.timestamp() // DRY_RUN_WINDOW.total_seconds() * DRY_RUN_WINDOW.total_seconds(),
                 tz=now.tzinfo,
@@ -646,12 +657,12 @@ class Tasks:
     ) -> dict[str, Any]:
         """Tasks newest first, a page at a time: summaries only (no brief, no criteria)."""
         if status is not None and status not in {s.value for s in Status}:
-            raise Error(
+            raise BadInput(
                 f"No status {status!r}; use one of {', '.join(s.value for s in Status)}.",
                 code="INVALID_REQUEST",
             )
         if mode is not None and mode not in {m.value for m in Mode}:
-            raise Error(
+            raise BadInput(
                 f"No mode {mode!r}; use one of {', '.join(m.value for m in Mode)}.",
                 code="INVALID_REQUEST",
             )
@@ -735,7 +746,7 @@ class Tasks:
 def _task(tx: Transaction, task_id: str) -> StoredTask:
     stored = records.task(tx, task_id)
     if stored is None:
-        raise Error(f"No task {task_id}.", code="TASK_NOT_FOUND")
+        raise NotFound(f"No task {task_id}.", code="TASK_NOT_FOUND")
     return stored
 
 
@@ -749,13 +760,13 @@ def _check(
     """The verified signature of a verifier's payload under the key the task trusts."""
     held = records.verifier_key(tx, named)
     if held is not None and held.revoked_at is not None:
-        raise Error(
+        raise VerificationFailed(
             f"The verifier key {named} this task trusts was revoked; it signs nothing now.",
             code="VERDICT_SIGNATURE_INVALID",
         )
     stored_key = held.public_key if held is not None else None
     if stored_key is not None and public_key is not None and public_key != stored_key:
-        raise Error(
+        raise VerificationFailed(
             f"The verdict names a public key other than the registered key {named}.",
             code="VERDICT_SIGNATURE_INVALID",
         )

@@ -35,7 +35,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from adjudge.app.clock import Clock
-from adjudge.errors import Error
+from adjudge.errors import BadInput, Conflict, Error
 from adjudge.store import ConcurrentUpdate, Store, Transaction, idempotency, receipt_log
 
 T = TypeVar("T")
@@ -64,7 +64,7 @@ class Idempotency:
         if key is None:
             return None
         if not 0 < len(key) <= MAX_KEY or not all(" " < c <= "~" for c in key):
-            raise Error(
+            raise BadInput(
                 f"An Idempotency-Key is 1-{MAX_KEY} printable ASCII characters without spaces.",
                 code="INVALID_IDEMPOTENCY_KEY",
             )
@@ -183,7 +183,7 @@ def retry(fn: Callable[[], T]) -> T:
 def _replay(seen: tuple[str, Any], idem: Idempotency, account_id: str) -> Answer[Any]:
     fingerprint, stored = seen
     if fingerprint != idem.fingerprint:
-        raise Error(
+        raise Conflict(
             "This Idempotency-Key was used for a different request; send a new key.",
             code="IDEMPOTENCY_KEY_REUSED",
         )

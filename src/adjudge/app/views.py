@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any, TypeVar
 
-from adjudge.errors import StorageError
+from adjudge.errors import InternalError
 from adjudge.market import Status, lapses_at, provider_hold_account, wallet_account
 from adjudge.market.lifecycle import MAX_ATTEMPTS
 from adjudge.store import (
@@ -217,7 +217,7 @@ def shown(view: dict[str, Any]) -> dict[str, Any]:
         json.dumps(view, allow_nan=False).encode("utf-8")
     except (ValueError, UnicodeEncodeError) as exc:
         log.error("a record could not be shown: %s", exc)
-        raise StorageError(
+        raise InternalError(
             "This record holds a value that cannot be shown (it predates the strict input "
             "checks); an operator must repair it.",
             code="RECORD_UNREADABLE",

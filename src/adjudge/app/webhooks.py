@@ -24,7 +24,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from adjudge.app.unit import Answer, Idempotency, UnitOfWork
-from adjudge.errors import Error, RateLimited
+from adjudge.errors import BadInput, NotFound, RateLimited, StateError
 from adjudge.gateway.sealed import SecretBox, SecretError
 from adjudge.store import Account, Transaction, outbox, quotas
 from adjudge.webhooks import events, schedule
@@ -129,14 +129,14 @@ class Webhooks:
         checked = endpoint_url(url, allow_private=self.settings.allow_private)
         types = events.event_types(event_types)
         if len(description) > 200 or "\x00" in description:
-            raise Error("A description is at most 200 characters.", code="INVALID_REQUEST")
+            raise BadInput("A description is at most 200 characters.", code="INVALID_REQUEST")
         inputs = {"url": url, "event_types": types, "description": description}
         idem = Idempotency.of(key, "webhooks.create_endpoint", inputs)
 
         def run(tx: Transaction) -> dict[str, Any]:
             enabled = [e for e in outbox.endpoints(tx, account.id) if e.enabled]
             if len(enabled) >= self.settings.max_endpoints:
-                raise Error(
+                raise StateError(
                     f"An account has at most {self.settings.max_endpoints} enabled endpoints; "
                     "delete one first.",
                     code="WEBHOOK_ENDPOINT_LIMIT",
@@ -196,7 +196,7 @@ class Webhooks:
         def run(tx: Transaction) -> dict[str, Any]:
             found = _own_endpoint(tx, account, endpoint_id)
             if not found.enabled:
-                raise Error(
+                raise StateError(
                     f"The endpoint {endpoint_id} is disabled.", code="WEBHOOK_ENDPOINT_DISABLED"
                 )
             now = self.unit.now()
@@ -237,7 +237,7 @@ class Webhooks:
     ) -> dict[str, Any]:
         """The caller's deliveries, newest first, a page at a time."""
         if status is not None and status not in STATUSES:
-            raise Error(
+            raise BadInput(
                 f"No delivery status {status!r}; use one of {', '.join(STATUSES)}.",
                 code="INVALID_REQUEST",
             )
@@ -281,12 +281,12 @@ class Webhooks:
             found = _own_delivery(tx, account, delivery_id)
             target = outbox.endpoint(tx, found.endpoint_id)
             if target is None or not target.enabled:
-                raise Error(
+                raise StateError(
                     f"The endpoint {found.endpoint_id} is disabled; nothing is sent to it.",
                     code="WEBHOOK_ENDPOINT_DISABLED",
                 )
             if not outbox.replay(tx, delivery_id, now=self.unit.now()):
-                raise Error(
+                raise StateError(
                     "This delivery is being attempted right now; replay it once the attempt "
                     "is recorded.",
                     code="WEBHOOK_DELIVERY_IN_FLIGHT",
@@ -402,12 +402,12 @@ def _per(window: timedelta) -> str:
 def _own_endpoint(tx: Transaction, account: Account, endpoint_id: str) -> outbox.StoredEndpoint:
     found = outbox.endpoint(tx, endpoint_id)
     if found is None or found.account_id != account.id:
-        raise Error(f"You have no endpoint {endpoint_id}.", code="WEBHOOK_ENDPOINT_NOT_FOUND")
+        raise NotFound(f"You have no endpoint {endpoint_id}.", code="WEBHOOK_ENDPOINT_NOT_FOUND")
     return found
 
 
 def _own_delivery(tx: Transaction, account: Account, delivery_id: str) -> outbox.StoredDelivery:
     found = outbox.delivery(tx, delivery_id)
     if found is None or found.account_id != account.id:
-        raise Error(f"You have no delivery {delivery_id}.", code="WEBHOOK_DELIVERY_NOT_FOUND")
+        raise NotFound(f"You have no delivery {delivery_id}.", code="WEBHOOK_DELIVERY_NOT_FOUND")
     return found

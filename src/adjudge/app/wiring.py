@@ -12,7 +12,7 @@ from typing import Any
 
 from adjudge.app.signed_verdicts import DETAIL_KEY, check_signature, verdict_payload
 from adjudge.autocheck import admissibility, auto_check, falsifiable, redos
-from adjudge.errors import CriteriaError, Error
+from adjudge.errors import BadInput, CriteriaError, Error, StateError, VerificationFailed
 from adjudge.kernel import DEFAULT_POLICY, Authority, Check, Determination, Verdict, determine
 from adjudge.kernel.adapters import auto_check_check
 from adjudge.kernel.oracle import Record, integrity
@@ -121,7 +121,7 @@ class SignedReceipts:
         (``settlement``) is its signed policy decision."""
         subject = verdict.result_digest
         if subject is None or result is None:
-            raise Error(
+            raise StateError(
                 "A verdict on no stored result cannot be proven.", code="VERDICT_UNPROVABLE"
             )
         wanted = Verdict.PASS if verdict.passed else Verdict.FAIL
@@ -133,7 +133,7 @@ class SignedReceipts:
             checks.append(auto_check_check(outcome, subject))
         elif verdict.authority == "verifier":
             if not verdict.verifier_key or verdict.grounding is None:
-                raise Error(
+                raise StateError(
                     "An agent review decides only when its verifier named a key and it is "
                     "grounded in the brief and the result.",
                     code="VERDICT_UNPROVABLE",
@@ -170,7 +170,7 @@ class SignedReceipts:
             policy_decision=settlement.decision() if settlement else None,
         )
         if determination.verdict is not wanted:
-            raise Error(
+            raise StateError(
                 f"The kernel folds this verdict to {determination.verdict}, not {wanted}.",
                 code="VERDICT_UNPROVABLE",
             )
@@ -185,7 +185,9 @@ class SignedReceipts:
         integrity check and the review's UNKNOWN check fold to UNKNOWN; no money moves."""
         subject = routed.result_digest
         if subject is None or result is None or routed.grounding is None:
-            raise Error("A review of no stored result cannot be proven.", code="VERDICT_UNPROVABLE")
+            raise StateError(
+                "A review of no stored result cannot be proven.", code="VERDICT_UNPROVABLE"
+            )
         checks = [integrity(Record(result.encode("utf-8")), subject), routed.grounding.check]
         decision: dict[str, str | int | None] = {
             "type": "adjudge.task.routing/v1",
@@ -273,7 +275,7 @@ def _verifier_signature(verdict: VerdictReached, subject: str) -> str:
     record = verdict.detail.get(DETAIL_KEY)
     payload = record.get("payload") if isinstance(record, Mapping) else None
     if not isinstance(record, Mapping) or not isinstance(payload, Mapping):
-        raise Error(
+        raise BadInput(
             "A verifier's verdict must carry its signature.", code="VERDICT_SIGNATURE_REQUIRED"
         )
     expected = verdict_payload(
@@ -287,7 +289,7 @@ def _verifier_signature(verdict: VerdictReached, subject: str) -> str:
         verifier_key=str(verdict.verifier_key),
     )
     if dict(payload) != expected:
-        raise Error(
+        raise VerificationFailed(
             "The signed payload is not about this verdict.", code="VERDICT_SIGNATURE_INVALID"
         )
     checked = check_signature(expected, record.get("signature"), record.get("public_key"))

@@ -26,7 +26,7 @@ from typing import Any
 
 from adjudge.autocheck import jsregex
 from adjudge.autocheck.jsvalues import from_units, trim, utf16_len
-from adjudge.errors import CriteriaError, Error
+from adjudge.errors import BadInput, CriteriaError, Error
 
 LIST_ITEMS = 50
 ITEM_CHARS = 200
@@ -264,7 +264,7 @@ def admissibility(raw: Mapping[str, Any] | Criteria, mode: str = "auto") -> list
     refusals: list[Error] = []
     if mode not in MODES:
         refusals.append(
-            Error(
+            BadInput(
                 f"Verification mode {mode!r} is not supported; use auto, agent or manual.",
                 code="VERIFICATION_MODE_UNSUPPORTED",
             )
@@ -278,7 +278,7 @@ def admissibility(raw: Mapping[str, Any] | Criteria, mode: str = "auto") -> list
     if pattern:
         if not jsregex.is_safe(pattern):
             refusals.append(
-                Error(
+                BadInput(
                     "regex_pattern has nested quantifiers such as (a+)+ or is over 200 "
                     "characters; rewrite it without a quantifier on a quantified group.",
                     code="REGEX_PATTERN_UNUSABLE",
@@ -290,7 +290,7 @@ def admissibility(raw: Mapping[str, Any] | Criteria, mode: str = "auto") -> list
                 regex_usable = True
             except jsregex.InvalidPattern as exc:
                 refusals.append(
-                    Error(
+                    BadInput(
                         "regex_pattern is not a valid JavaScript regular expression "
                         f"({exc.message}).",
                         code="REGEX_PATTERN_UNUSABLE",
@@ -298,7 +298,7 @@ def admissibility(raw: Mapping[str, Any] | Criteria, mode: str = "auto") -> list
                 )
     if mode == "auto" and not _has_real_check(criteria, regex_usable):
         refusals.append(
-            Error(
+            BadInput(
                 "An auto task needs at least one real check: min_length above 0, "
                 "contains_keywords, required_fields, expected_schema with type object or "
                 "required, a rubric item with keywords, a compiling regex_pattern, or "

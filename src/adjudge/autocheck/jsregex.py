@@ -43,7 +43,7 @@ import regress
 
 from adjudge.autocheck import _regexsource, _sandbox
 from adjudge.autocheck.jsvalues import to_units, utf16_len
-from adjudge.errors import Error
+from adjudge.errors import BadInput, Unavailable
 
 __all__ = [
     "INPUT_CAP",
@@ -76,7 +76,7 @@ TIMEOUT_SECONDS = 0.1
 _BRACE_QUANTIFIER = re.compile(r"\{[0-9]*,?[0-9]*\}")
 
 
-class JsRegexError(Error):
+class JsRegexError(BadInput):
     """A ``regex_pattern`` that could not be applied; ``pattern`` is the poster's source."""
 
     code = "REGEX_PATTERN_UNUSABLE"
@@ -104,7 +104,7 @@ class PatternTimeout(JsRegexError):
     code = "REGEX_PATTERN_TIMEOUT"
 
 
-class EngineUnavailable(Error):
+class EngineUnavailable(Unavailable):
     """The time-limited engine could not run (no worker could start, or all stayed busy).
 
     Not a verdict on the pattern or the text — the check itself could not run — so it is not a

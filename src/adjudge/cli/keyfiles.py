@@ -19,7 +19,7 @@ import stat
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from adjudge.errors import Error
+from adjudge.errors import BadInput, Error
 
 if TYPE_CHECKING:
     from adjudge.gateway.sealed import SecretBox
@@ -40,11 +40,11 @@ def read_private(path: Path, what: str) -> bytes:
     try:
         info = path.stat()
     except OSError as exc:
-        raise Error(
+        raise BadInput(
             f"Cannot read the {what} {path}: {exc.strerror}.", code="FILE_UNREADABLE"
         ) from None
     if stat.S_ISDIR(info.st_mode):
-        raise Error(
+        raise BadInput(
             f"The {what} {path} is a directory: name the key file itself.",
             code="KEY_FILE_IS_DIRECTORY",
         )
@@ -52,7 +52,7 @@ def read_private(path: Path, what: str) -> bytes:
     try:
         return path.read_bytes()
     except OSError as exc:
-        raise Error(
+        raise BadInput(
             f"Cannot read the {what} {path}: {exc.strerror}.", code="FILE_UNREADABLE"
         ) from None
 
@@ -67,7 +67,7 @@ def _protected(path: Path, info: os.stat_result, what: str) -> None:
     if exposed:
         mode = stat.S_IMODE(info.st_mode)
         who = "its group or other accounts" if mine else "every account on this machine"
-        raise Error(
+        raise BadInput(
             f"The {what} {path} is open to {who} (mode {mode:04o}): a private key must be its "
             f"owner's alone. Run `chmod 600 {path}` and try again.",
             code="KEY_FILE_UNPROTECTED",
@@ -83,7 +83,7 @@ def write_private(path: Path, data: bytes, what: str) -> None:
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except OSError as exc:
-        raise Error(
+        raise BadInput(
             f"Cannot make the {what} {path}: {exc.strerror}.", code="KEY_WRITE_FAILED"
         ) from None
     try:
@@ -94,7 +94,7 @@ def write_private(path: Path, data: bytes, what: str) -> None:
             os.fsync(out.fileno())
     except OSError as exc:
         path.unlink(missing_ok=True)
-        raise Error(
+        raise BadInput(
             f"Cannot write the {what} {path}: {exc.strerror}.", code="KEY_WRITE_FAILED"
         ) from None
 
@@ -113,7 +113,7 @@ def read_server_keys(path: Path) -> SecretBox:
     try:
         text = data.decode("ascii")
     except UnicodeDecodeError:
-        raise Error(
+        raise BadInput(
             f"The server key file {path} is not text: each line is a base64url key.",
             code="SECRET_KEY_INVALID",
         ) from None
@@ -124,18 +124,18 @@ def read_server_keys(path: Path) -> SecretBox:
         try:
             keys.append(SecretBox.key_from_text(line))
         except Error:
-            raise Error(
+            raise BadInput(
                 f"Line {number} of the server key file {path} is not a server key (base64url of "
                 "32 bytes).",
                 code="SECRET_KEY_INVALID",
             ) from None
     if not keys:
-        raise Error(
+        raise BadInput(
             f"The server key file {path} holds no key; restore it from your backup.",
             code="SECRET_KEY_INVALID",
         )
     if SecretBox.key_id(keys[0]) in BURNT_SERVER_KEYS:
-        raise Error(
+        raise BadInput(
             f"The first key in {path} was published in adjudge's repository: anything it seals "
             "can be opened by anyone holding a copy of the database. Put a new key on the first "
             "line and seal your secrets anew (docs/guide/operating.md, A burnt server key).",
@@ -164,8 +164,8 @@ def read_signing_key(path: Path, what: str) -> SigningKey:
     data = read_private(path, what)
     try:
         return SigningKey.from_pem(data)
-    except Error as exc:
-        raise Error(f"The {what} {path}: {exc.message}", code=exc.code) from None
+    except BadInput as exc:
+        raise BadInput(f"The {what} {path}: {exc.message}", code=exc.code) from None
 
 
 def present(path: Path) -> bool:

@@ -24,7 +24,7 @@ import typer
 
 from adjudge.cli import keyfiles
 from adjudge.cli._common import DEFAULT_URL, KeyOption, Session, UrlOption
-from adjudge.errors import CriteriaError, Error, ReceiptError
+from adjudge.errors import BadInput, CriteriaError, Error, ReceiptError
 from adjudge.kernel.authority import trust_basis
 from adjudge.kernel.verdicts import format_time, parse_time
 from adjudge.receipts import (
@@ -137,6 +137,8 @@ def receipt_verify(
         _fail(exc, EXIT_BAD_INPUT)
     try:
         receipt = verify(data.strip(), pinned)
+    except BadInput as exc:  # the check could not run: not a verdict on the receipt
+        _fail(exc, EXIT_BAD_INPUT)
     except ReceiptError as exc:
         typer.echo(f"INVALID: {exc}")
         typer.echo("Nothing in this receipt can be relied on.")
@@ -171,6 +173,8 @@ def receipt_verify_chain(
     lines = _read(log_file).splitlines()
     try:
         report = verify_chain(lines, pinned, expected_head=head)
+    except BadInput as exc:  # the check could not run: not a verdict on the log
+        _fail(exc, EXIT_BAD_INPUT)
     except ReceiptError as exc:
         typer.echo(f"INVALID: {exc}")
         raise typer.Exit(EXIT_INVALID) from exc
@@ -439,7 +443,7 @@ def append_receipt(
             handle.write(b"\n")
             handle.flush()
             os.fsync(handle.fileno())
-        except ReceiptError as exc:
+        except (ReceiptError, BadInput) as exc:
             if not existed and not data:
                 path.unlink(missing_ok=True)
             _fail(exc, EXIT_BAD_INPUT)
@@ -462,7 +466,7 @@ def _pinned_key(value: str) -> VerifyingKey | str:
             err=True,
         )
         raise typer.Exit(EXIT_BAD_INPUT) from None
-    except ReceiptError as exc:
+    except BadInput as exc:
         _fail(exc, EXIT_BAD_INPUT)
 
 

@@ -34,7 +34,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol
 
-from adjudge.errors import Error
+from adjudge.errors import BadInput
 from adjudge.gateway.sealed import SecretBox
 from adjudge.receipts.keys import SigningKey, VerifyingKey
 
@@ -65,7 +65,7 @@ DEFAULT_OVERLAP = timedelta(hours=1)
 MIN_SAFE_OVERLAP = timedelta(seconds=360)
 
 
-class KeyRingError(Error):
+class KeyRingError(BadInput):
     """The key ring cannot do what was asked (no key to sign with, an unknown or duplicate kid)."""
 
     code = "KEYRING_ERROR"

@@ -26,7 +26,7 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from adjudge.calls.tools import RESERVED_HEADERS
-from adjudge.errors import Error
+from adjudge.errors import BadInput, VerificationFailed
 
 __all__ = ["ProviderCredential", "SecretBox", "SecretError"]
 
@@ -39,7 +39,7 @@ _KEY = 32
 _CREDENTIAL_RESERVED = RESERVED_HEADERS - {"authorization", "cookie", "proxy-authorization"}
 
 
-class SecretError(Error):
+class SecretError(VerificationFailed):
     """A secret that cannot be sealed or opened: wrong key, wrong context, damaged text."""
 
     code = "SECRET_UNREADABLE"
@@ -64,7 +64,7 @@ class SecretBox:
     def __init__(self, keys: Iterable[bytes]) -> None:
         ordered = list(keys)
         if not ordered or any(not isinstance(k, bytes) or len(k) != _KEY for k in ordered):
-            raise SecretError(
+            raise BadInput(
                 "A secret box needs one or more 32-byte keys.", code="SECRET_KEY_INVALID"
             )
         self._keys = {self.key_id(k): AESGCM(k) for k in ordered}
@@ -95,7 +95,7 @@ class SecretBox:
         except (binascii.Error, ValueError):
             key = b""
         if len(key) != _KEY:
-            raise SecretError("A server key is base64url of 32 bytes.", code="SECRET_KEY_INVALID")
+            raise BadInput("A server key is base64url of 32 bytes.", code="SECRET_KEY_INVALID")
         return key
 
     @staticmethod
@@ -153,13 +153,13 @@ class ProviderCredential:
 
     def __post_init__(self) -> None:
         if not _HEADER_NAME.fullmatch(self.header) or self.header.lower() in _CREDENTIAL_RESERVED:
-            raise Error(
+            raise BadInput(
                 f"A credential header {self.header!r} must be an HTTP token the gateway does not "
                 "set itself.",
                 code="CREDENTIAL_INVALID",
             )
         if not _HEADER_VALUE.fullmatch(self.secret):
-            raise Error(
+            raise BadInput(
                 "A credential is printable ASCII with no surrounding spaces.",
                 code="CREDENTIAL_INVALID",
             )

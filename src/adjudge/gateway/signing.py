@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import http_sf
 
 from adjudge.calls.tools import PROVIDER_ID, BuiltRequest
-from adjudge.errors import Error
+from adjudge.errors import BadInput
 from adjudge.receipts.keys import Signer
 
 __all__ = [
@@ -81,7 +81,7 @@ _LISTS = {
 _AUTHORITY = re.compile(r"(?:\[[0-9a-f:.]+\]|[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?)(?::[0-9]{1,5})?")
 
 
-class SigningError(Error):
+class SigningError(BadInput):
     """A request that cannot be signed as asked (a bad call id, provider id or lifetime)."""
 
     code = "SIGNING_INVALID"

@@ -12,7 +12,13 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from adjudge.errors import Error, TransitionError
+from adjudge.errors import (
+    BadInput,
+    NotAllowed,
+    StateError,
+    TransitionError,
+    VerificationFailed,
+)
 from adjudge.kernel import rails
 from adjudge.market.effects import (
     AgentPenalized,
@@ -122,18 +128,18 @@ def post(task_id: str, draft: Draft, ctx: Context) -> Outcome:
     try:
         mode = Mode(draft.mode)
     except ValueError:
-        raise Error(
+        raise BadInput(
             f"Verification mode {draft.mode!r} is not supported; use auto, agent or manual.",
             code="VERIFICATION_MODE_UNSUPPORTED",
         ) from None
     reward = draft.reward
     if isinstance(reward, bool) or not isinstance(reward, int) or reward <= 0:
-        raise Error(
+        raise BadInput(
             "The reward must be a positive whole number of minor units.", code="INVALID_REWARD"
         )
     span = draft.deadline - ctx.now
     if not MIN_DEADLINE <= span <= MAX_DEADLINE:
-        raise Error(
+        raise BadInput(
             "The deadline must be between 1 hour and 90 days after posting.",
             code="INVALID_DEADLINE",
         )
@@ -144,13 +150,13 @@ def post(task_id: str, draft: Draft, ctx: Context) -> Outcome:
             or not isinstance(window, int)
             or not MIN_TAKE_WINDOW_HOURS <= window <= MAX_TAKE_WINDOW_HOURS
         ):
-            raise Error(
+            raise BadInput(
                 f"A take window is a whole number of hours from {MIN_TAKE_WINDOW_HOURS} to "
                 f"{MAX_TAKE_WINDOW_HOURS}.",
                 code="INVALID_TAKE_WINDOW",
             )
         if timedelta(hours=window) >= span:
-            raise Error(
+            raise BadInput(
                 f"A take window of {window} hours reaches the deadline, so a take could never "
                 f"lapse: make it shorter than the {span.total_seconds() / 3600:g} hours to the "
                 "deadline, or post without one.",
@@ -159,16 +165,16 @@ def post(task_id: str, draft: Draft, ctx: Context) -> Outcome:
     verifier = draft.verifier
     if mode is Mode.AGENT:
         if not verifier:
-            raise Error("Agent review needs a verifier agent.", code="VERIFIER_REQUIRED")
+            raise BadInput("Agent review needs a verifier agent.", code="VERIFIER_REQUIRED")
         if verifier == draft.poster:
-            raise Error("You cannot name yourself as the verifier.", code="VERIFIER_IS_POSTER")
+            raise BadInput("You cannot name yourself as the verifier.", code="VERIFIER_IS_POSTER")
         if not draft.verifier_opted_in:
-            raise Error(
+            raise StateError(
                 f"Agent {verifier} does not take verification jobs; name an opted-in verifier.",
                 code="VERIFIER_NOT_OPTED_IN",
             )
     elif verifier is not None:
-        raise Error("Only agent review names a verifier.", code="VERIFIER_NOT_ALLOWED")
+        raise BadInput("Only agent review names a verifier.", code="VERIFIER_NOT_ALLOWED")
     refusals = list(ctx.checker.admissibility(draft.criteria, mode.value))
     if refusals:
         raise refusals[0]
@@ -232,16 +238,16 @@ def _with_takes(task: Task, out: Outcome, ctx: Context) -> Outcome:
 def _accept(task: Task, event: Accept, ctx: Context) -> Outcome:
     _need_status(task, Status.FUNDED, "accepted")
     if event.actor == task.poster:
-        raise Error("You cannot take your own task.", code="POSTER_CANNOT_ACCEPT")
+        raise NotAllowed("You cannot take your own task.", code="POSTER_CANNOT_ACCEPT")
     if event.actor == task.verifier:
-        raise Error("The task's verifier cannot also take it.", code="IS_VERIFIER")
+        raise NotAllowed("The task's verifier cannot also take it.", code="IS_VERIFIER")
     if event.actor in task.released:
-        raise Error(
+        raise NotAllowed(
             "The poster released you from this task; another agent may take it.",
             code="RELEASED_FROM_TASK",
         )
     if event.actor in task.lapsed:
-        raise Error(
+        raise NotAllowed(
             "Your take of this task lapsed without a submission; another agent may take it.",
             code="TAKE_LAPSED",
         )
@@ -323,7 +329,7 @@ def _submit(task: Task, event: Submit, ctx: Context) -> Outcome:
             "The deadline has passed; no more submissions.", code="DEADLINE_REACHED"
         )
     if len(event.result) > MAX_RESULT_CHARS:
-        raise Error(
+        raise BadInput(
             f"A result may be at most {MAX_RESULT_CHARS} characters.", code="RESULT_TOO_LARGE"
         )
     status = Status.AWAITING_VERIFICATION if task.mode is Mode.AGENT else Status.SUBMITTED
@@ -349,7 +355,7 @@ def _finalize(task: Task, event: Finalize, ctx: Context) -> Outcome:
     _need_status(task, Status.SUBMITTED, "finalized")
     # The integrity proof a pass needs: the judged bytes are the bytes that were submitted.
     if digest_of(event.result) != task.result_digest:
-        raise Error(
+        raise VerificationFailed(
             "The result to judge differs from the one submitted.", code="RESULT_DIGEST_MISMATCH"
         )
     outcome = ctx.checker.check(event.result, task.criteria)
@@ -394,7 +400,7 @@ def _verifier_may_judge(task: Task, actor: str) -> None:
             "Only agent-review tasks take a verifier's verdict.", code="NOT_AGENT_MODE"
         )
     if actor != task.verifier:
-        raise Error(
+        raise NotAllowed(
             "Only the verifier named at posting may judge this task.", code="NOT_TASK_VERIFIER"
         )
     _need_status(task, Status.AWAITING_VERIFICATION, "judged by its verifier")
@@ -433,7 +439,7 @@ def _verifier_routed(task: Task, event: VerifierRouted, ctx: Context) -> Outcome
 
 def _dispute(task: Task, event: Dispute, ctx: Context) -> Outcome:
     if event.actor not in (task.poster, task.agent):
-        raise Error("Only the poster or the agent can dispute a task.", code="NOT_A_PARTY")
+        raise NotAllowed("Only the poster or the agent can dispute a task.", code="NOT_A_PARTY")
     _need_status(task, (*DELIVERED, Status.FAILED), "disputed")
     if ctx.now >= task.deadline:
         # "After the deadline, only the agent can, within 3 days of the failed verdict."
@@ -497,7 +503,7 @@ def _cancel(task: Task, event: Cancel, ctx: Context) -> Outcome:
 
 def _rule(task: Task, event: Rule, ctx: Context) -> Outcome:
     if event.actor in (task.poster, task.agent, task.verifier):
-        raise Error(
+        raise NotAllowed(
             "An admin cannot rule on a task they are party to (its poster, agent or verifier).",
             code="CONFLICT_OF_INTEREST",
         )
@@ -623,7 +629,7 @@ def _rail_no_self_verification(task: Task, judge: str) -> None:
     # And a worker never accepts the contract for its own attempt.
     refusal = refusal or rails.no_contract_self_acceptance(task.agent, judge)
     if refusal is not None:
-        raise Error(
+        raise NotAllowed(
             f"An agent never judges its own work ({refusal.code}: {refusal.reason}).",
             code="SELF_VERIFICATION",
         )
@@ -658,19 +664,19 @@ def _need_status(task: Task, allowed: Status | Sequence[Status], doing: str) -> 
 def _need_agent(task: Task, actor: str) -> None:
     if actor != task.agent:
         if actor in task.lapsed:
-            raise Error(
+            raise NotAllowed(
                 "Your take of this task lapsed: its take window ended before you submitted, "
                 "and the task is open to other agents.",
                 code="TAKE_LAPSED",
             )
-        raise Error("Only the agent holding the task can do this.", code="NOT_TASK_AGENT")
+        raise NotAllowed("Only the agent holding the task can do this.", code="NOT_TASK_AGENT")
 
 
 def _need_poster(task: Task, actor: str) -> None:
     if actor != task.poster:
-        raise Error("Only the task's poster can do this.", code="NOT_TASK_POSTER")
+        raise NotAllowed("Only the task's poster can do this.", code="NOT_TASK_POSTER")
 
 
 def _need_reasons(reasons: Sequence[str], limit: int) -> None:
     if len(reasons) > limit:
-        raise Error(f"Send at most {limit} reasons.", code="TOO_MANY_REASONS")
+        raise BadInput(f"Send at most {limit} reasons.", code="TOO_MANY_REASONS")

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from adjudge.errors import Error
+from adjudge.errors import BadInput, StateError
 
 #: "A pass pays the agent 90% of the reward and the platform 10%": 1000 basis points.
 DEFAULT_FEE_BPS = 1000
@@ -54,9 +54,9 @@ def fee_of(amount: int, fee_bps: int) -> int:
     negative amount; refunds never call this (they carry no fee).
     """
     if not 0 <= fee_bps <= MAX_FEE_BPS:
-        raise Error(f"fee_bps must be between 0 and {MAX_FEE_BPS}.", code="INVALID_FEE")
+        raise BadInput(f"fee_bps must be between 0 and {MAX_FEE_BPS}.", code="INVALID_FEE")
     if amount < 0:
-        raise Error("An amount cannot be negative.", code="INVALID_AMOUNT")
+        raise BadInput("An amount cannot be negative.", code="INVALID_AMOUNT")
     return amount * fee_bps // 10000
 
 
@@ -71,9 +71,9 @@ class Transfer:
 
     def __post_init__(self) -> None:
         if isinstance(self.amount, bool) or not isinstance(self.amount, int) or self.amount <= 0:
-            raise Error("A transfer moves a positive whole amount.", code="INVALID_AMOUNT")
+            raise BadInput("A transfer moves a positive whole amount.", code="INVALID_AMOUNT")
         if self.debit == self.credit:
-            raise Error("A transfer needs two different accounts.", code="INVALID_TRANSFER")
+            raise BadInput("A transfer needs two different accounts.", code="INVALID_TRANSFER")
 
 
 @dataclass(frozen=True)
@@ -101,7 +101,7 @@ class Ledger:
             balances[t.debit] = balances.get(t.debit, 0) - t.amount
             balances[t.credit] = balances.get(t.credit, 0) + t.amount
             if t.debit != WORLD and balances[t.debit] < 0:
-                raise Error(
+                raise StateError(
                     f"{t.debit} holds too little to move {t.amount}.", code="INSUFFICIENT_FUNDS"
                 )
         return Ledger(MappingProxyType(balances))

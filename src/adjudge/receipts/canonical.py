@@ -12,7 +12,7 @@ from typing import Any
 
 import rfc8785
 
-from adjudge.errors import ReceiptError
+from adjudge.errors import BadInput, ReceiptError
 
 
 def canonical_bytes(value: Any) -> bytes:
@@ -35,7 +35,7 @@ def encode_plain(value: Any) -> bytes:
     try:
         return bytes(rfc8785.dumps(value))
     except (rfc8785.CanonicalizationError, TypeError, ValueError) as exc:
-        raise ReceiptError(f"Cannot canonicalize: {exc}", code="RECEIPT_UNSIGNABLE") from exc
+        raise BadInput(f"Cannot canonicalize: {exc}", code="RECEIPT_UNSIGNABLE") from exc
 
 
 def parse_exact(data: bytes) -> Any:
@@ -54,7 +54,7 @@ def parse_exact(data: bytes) -> Any:
         return value
     try:
         exact = canonical_bytes(value)
-    except ReceiptError as exc:
+    except BadInput as exc:  # a value that cannot be signed is a receipt that is not one
         raise ReceiptError(exc.message, code="RECEIPT_MALFORMED") from exc
     if exact != data:
         raise ReceiptError("The JSON is not in RFC 8785 canonical form.", code="RECEIPT_MALFORMED")
@@ -114,5 +114,5 @@ def _check_signable(value: Any) -> None:
             raise _unsignable(f"{kind.__name__} is not a plain JSON value")
 
 
-def _unsignable(why: str) -> ReceiptError:
-    return ReceiptError(f"Cannot canonicalize: {why}.", code="RECEIPT_UNSIGNABLE")
+def _unsignable(why: str) -> BadInput:
+    return BadInput(f"Cannot canonicalize: {why}.", code="RECEIPT_UNSIGNABLE")

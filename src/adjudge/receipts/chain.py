@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from adjudge.errors import ReceiptError
+from adjudge.errors import BadInput, ReceiptError
 from adjudge.kernel.determination import Determination
 from adjudge.kernel.verdicts import Verdict
 from adjudge.receipts import envelope, statement
@@ -134,7 +134,7 @@ def issue(
             )
     sequence = 0 if previous_head is None else previous_head.sequence + 1
     if not 0 <= sequence <= 2**53 - 1:
-        raise ReceiptError(
+        raise BadInput(
             "A log's sequence stays within the I-JSON integer range.", code="RECEIPT_UNSIGNABLE"
         )
     previous = None if previous_head is None else previous_head.receipt_id
@@ -182,7 +182,7 @@ def verify(data: bytes | Envelope, key: VerifyingKey | str) -> Receipt:
     else:
         fingerprint = key.lower() if isinstance(key, str) else ""
         if not FINGERPRINT.fullmatch(fingerprint):
-            raise ReceiptError(
+            raise BadInput(
                 "A pinned key is a public key or its fingerprint (64 hex characters).",
                 code="KEY_INVALID",
             )
@@ -208,7 +208,12 @@ def _require_signer(
     signer_field = predicate.get("signer") if isinstance(predicate, dict) else None
     if not isinstance(signer_field, dict) or not isinstance(signer_field.get("publicKey"), str):
         raise ReceiptError("The statement names no signer key.", code="RECEIPT_MALFORMED")
-    carried = _carried_key(signer_field["publicKey"])
+    try:
+        carried = _carried_key(signer_field["publicKey"])
+    except BadInput as exc:  # the receipt's own key is damaged: the receipt is wrong, not the call
+        raise ReceiptError(
+            f"The statement's signer key is not one: {exc.message}", code="RECEIPT_MALFORMED"
+        ) from exc
     if carried.keyid != fingerprint or signer_field.get("keyid") != fingerprint:
         raise ReceiptError(
             f"The receipt was signed by key {carried.keyid}, not the pinned key {fingerprint}.",

@@ -21,7 +21,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from adjudge.errors import ReceiptError
+from adjudge.errors import BadInput
 
 FINGERPRINT = re.compile(r"[0-9a-f]{64}")
 
@@ -53,7 +53,7 @@ class VerifyingKey:
 
     def __post_init__(self) -> None:
         if not isinstance(self.raw, bytes) or len(self.raw) != 32:
-            raise ReceiptError("An Ed25519 public key is 32 bytes.", code="KEY_INVALID")
+            raise BadInput("An Ed25519 public key is 32 bytes.", code="KEY_INVALID")
         object.__setattr__(self, "keyid", fingerprint(self.raw))
 
     def verify(self, signature: bytes, data: bytes) -> bool:
@@ -80,7 +80,7 @@ class VerifyingKey:
         try:
             raw = base64.b64decode(text, validate=True)
         except (binascii.Error, ValueError, TypeError) as exc:
-            raise ReceiptError("A public key is standard base64.", code="KEY_INVALID") from exc
+            raise BadInput("A public key is standard base64.", code="KEY_INVALID") from exc
         return cls(raw)
 
     @classmethod
@@ -92,11 +92,11 @@ class VerifyingKey:
         try:
             key = serialization.load_pem_public_key(text)
         except ValueError as exc:
-            raise ReceiptError(
+            raise BadInput(
                 "Not an Ed25519 public key (PEM, or 64 hex characters).", code="KEY_INVALID"
             ) from exc
         if not isinstance(key, Ed25519PublicKey):
-            raise ReceiptError("The public key is not an Ed25519 key.", code="KEY_INVALID")
+            raise BadInput("The public key is not an Ed25519 key.", code="KEY_INVALID")
         return cls(key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw))
 
 
@@ -132,7 +132,7 @@ class SigningKey:
         try:
             return cls(Ed25519PrivateKey.from_private_bytes(seed))
         except ValueError as exc:
-            raise ReceiptError("An Ed25519 seed is 32 bytes.", code="KEY_INVALID") from exc
+            raise BadInput("An Ed25519 seed is 32 bytes.", code="KEY_INVALID") from exc
 
     @classmethod
     def from_pem(cls, data: bytes) -> SigningKey:
@@ -140,11 +140,11 @@ class SigningKey:
         try:
             key = serialization.load_pem_private_key(data, password=None)
         except (ValueError, TypeError) as exc:
-            raise ReceiptError(
+            raise BadInput(
                 "Not an unencrypted PKCS#8 PEM private key.", code="KEY_INVALID"
             ) from exc
         if not isinstance(key, Ed25519PrivateKey):
-            raise ReceiptError("The private key is not an Ed25519 key.", code="KEY_INVALID")
+            raise BadInput("The private key is not an Ed25519 key.", code="KEY_INVALID")
         return cls(key)
 
     def to_pem(self) -> bytes:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final, TypeVar
 
-from adjudge.errors import CriteriaError, ReceiptError
+from adjudge.errors import BadInput, CriteriaError, ReceiptError
 from adjudge.kernel.authority import Authority, TrustPolicy
 from adjudge.kernel.determination import (
     SUBJECT,
@@ -64,7 +64,7 @@ def require_about(about: object) -> str | None:
         or about != about.strip()
         or any(unicodedata.category(c) == "Cc" for c in about)
     ):
-        raise ReceiptError(
+        raise BadInput(
             f"{about!r} is not a subject name: 1 to {MAX_ABOUT} characters, no control "
             "characters, no blanks around it (task:<id>/round:<n>, call:<id>, …).",
             code="ABOUT_INVALID",
@@ -247,7 +247,7 @@ def _require_chain_fields(p: dict[str, Any]) -> None:
     if "about" in p:
         try:
             require_about(p["about"])
-        except ReceiptError as exc:
+        except BadInput as exc:
             raise _malformed(exc.message) from exc
 
 

@@ -15,7 +15,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from adjudge.app import Account, Answer, App
 from adjudge.autocheck._sandbox import POOL_SIZE
-from adjudge.errors import Error
+from adjudge.errors import BadInput, Unavailable
 from adjudge.service.errors import RESPONSES
 from adjudge.service.ingress import StrictRoute
 
@@ -107,7 +107,7 @@ def amount(value: int | str, code: str) -> int:
         or not text.isdigit()
         or not 0 < int(text) <= MAX_AMOUNT
     ):
-        raise Error(
+        raise BadInput(
             "An amount is a positive whole number of minor units, as decimal digits "
             f"(at most {MAX_AMOUNT}).",
             code=code,
@@ -141,7 +141,7 @@ async def checked(slow: bool, fn: Callable[[], T], owner: str) -> T:
                     await limiter.acquire()
                     held.append(limiter)
         except TimeoutError:
-            raise Error(
+            raise Unavailable(
                 "The service is busy with slow regex checks; nothing was judged. "
                 "Try again shortly.",
                 code="CHECKER_UNAVAILABLE",

@@ -54,10 +54,11 @@ import anyio.to_thread
 from starlette.types import Receive, Scope, Send
 
 import adjudge
+from adjudge import error_codes
 from adjudge.app import Account, App
 from adjudge.app.gateway import META_TOOLS
 from adjudge.app.timing import stage
-from adjudge.errors import Error, RateLimited, StorageError
+from adjudge.errors import BadInput, Error, NotFound, RateLimited, Unavailable, kind_of
 from adjudge.market.money import LEDGER_CURRENCY
 from adjudge.service.ingress import WireError, parse
 
@@ -114,10 +115,6 @@ SEARCH_MAX: Final = 100
 SEARCH_DEFAULT: Final = 20
 _SESSION_CONTEXT: Final = "mcp-session"
 _SERVER_INFO: Final = {"name": "adjudge", "version": adjudge.__version__}
-#: Refusals worth sending again unchanged, later.
-_RETRYABLE: Final = frozenset(
-    {"IDEMPOTENCY_IN_PROGRESS", "RATE_LIMITED", "CONCURRENT_UPDATE", "CHECKER_UNAVAILABLE"}
-)
 _INSTRUCTIONS: Final = (
     "Paid tools, verified: every call is checked against the tool's contract and policy, and "
     "the verdict decides the charge (see _meta['assay/receipt'] on each result)."
@@ -253,7 +250,7 @@ def max_price(meta: Any) -> int | None:
         or int(amount) >= 2**63
         or asset != LEDGER_CURRENCY
     ):
-        raise Error(
+        raise BadInput(
             f'_meta[{MAX_PRICE_META!r}] is {{"maxAmount": "<whole minor units>", "asset": '
             f'"{LEDGER_CURRENCY}"}}, the shape of the price a tool is listed with.',
             code="PAYMENT_MAX_INVALID",
@@ -282,7 +279,8 @@ def refusal(error: Error) -> dict[str, Any]:
     detail: dict[str, Any] = {
         "code": error.code,
         "message": error.message,
-        "retryable": error.code in _RETRYABLE or isinstance(error, StorageError),
+        # Worth sending again unchanged, later: what was not available now.
+        "retryable": (error_codes.kind(error.code) or kind_of(error)) is Unavailable,
     }
     if isinstance(error, RateLimited):
         detail["retryable"] = True
@@ -368,7 +366,7 @@ async def _list_tools(call: Call, params: dict[str, Any]) -> dict[str, Any]:
 def _idempotency_key(meta: Any) -> str | None:
     key = meta.get(IDEMPOTENCY_META) if isinstance(meta, dict) else None
     if key is not None and not isinstance(key, str):
-        raise Error(
+        raise BadInput(
             "_meta['assay/idempotency-key'] is a string of printable ASCII.",
             code="INVALID_IDEMPOTENCY_KEY",
         )
@@ -386,7 +384,7 @@ async def _call_tool(call: Call, params: dict[str, Any]) -> dict[str, Any]:
     meta = params.get("_meta")
     try:
         if isinstance(meta, dict) and VOUCHER_META in meta:
-            raise Error(
+            raise BadInput(
                 "This gateway charges the caller's prepaid adjudge balance; it takes no "
                 "payment vouchers. Nothing was charged.",
                 code="PAYMENT_VOUCHER_UNSUPPORTED",
@@ -413,7 +411,7 @@ async def _provider_call(
 def _argument(args: Mapping[str, Any], name: str, kind: type, tool: str) -> Any:
     value = args.get(name)
     if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
-        raise Error(
+        raise BadInput(
             f"{tool}: the argument {name!r} must be a {kind.__name__.replace('str', 'string')}.",
             code="TOOL_ARGUMENTS_INVALID",
         )
@@ -429,7 +427,9 @@ async def _search_tools(
     category = _argument(args, "category", str, "search_tools")
     _argument(args, "detail", str, "search_tools")
     if limit is not None and not 1 <= limit <= SEARCH_MAX:
-        raise Error(f"search_tools: 'limit' is 1 to {SEARCH_MAX}.", code="TOOL_ARGUMENTS_INVALID")
+        raise BadInput(
+            f"search_tools: 'limit' is 1 to {SEARCH_MAX}.", code="TOOL_ARGUMENTS_INVALID"
+        )
     if category:
         # adjudge files tools under no category: a category filter matches none of them.
         return structured({"results": [], "nextCursor": None})
@@ -458,7 +458,7 @@ async def _get_tool(
 ) -> dict[str, Any]:
     name = _argument(args, "name", str, "get_tool")
     if name is None:
-        raise Error("get_tool needs the argument 'name'.", code="TOOL_ARGUMENTS_INVALID")
+        raise BadInput("get_tool needs the argument 'name'.", code="TOOL_ARGUMENTS_INVALID")
     view = await anyio.to_thread.run_sync(lambda: call.app.gateway.tool(name))
     definition = listed(view, call.version)
     shown = {
@@ -485,9 +485,9 @@ async def _call_named(
     name = _argument(args, "name", str, "call_tool")
     arguments = _argument(args, "arguments", dict, "call_tool")
     if name is None:
-        raise Error("call_tool needs the argument 'name'.", code="TOOL_ARGUMENTS_INVALID")
+        raise BadInput("call_tool needs the argument 'name'.", code="TOOL_ARGUMENTS_INVALID")
     if name in META_TOOLS:
-        raise Error(
+        raise NotFound(
             f"call_tool calls provider tools; call {name} with tools/call.",
             code="TOOL_NOT_FOUND",
         )

@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import JSON, BigInteger, Column, ForeignKey, String, Table, func, insert, select
 from sqlalchemy.exc import IntegrityError
 
-from adjudge.errors import Error
+from adjudge.errors import Conflict, StateError
 from adjudge.store import schema as s
 from adjudge.store.transaction import ConcurrentUpdate, Transaction
 
@@ -80,7 +80,7 @@ def add(
     """File the one report a call may have (``REPORT_EXISTS`` for a second; two racing
     filings: one wins, the other is retried by the unit of work and finds it)."""
     if by_call(tx, call_id) is not None:
-        raise Error(
+        raise Conflict(
             f"The call {call_id} was already reported; one report per call.",
             code="REPORT_EXISTS",
         )
@@ -134,7 +134,7 @@ def rule(
         )
     )
     if done.rowcount != 1:
-        raise Error(f"The report of {call_id} was already ruled on.", code="REPORT_RULED")
+        raise StateError(f"The report of {call_id} was already ruled on.", code="REPORT_RULED")
     found = by_call(tx, call_id)
     assert found is not None
     return found

@@ -35,7 +35,7 @@ from sqlalchemy.exc import IntegrityError
 
 from adjudge.calls.quality import Observation
 from adjudge.calls.verdicts import CallVerdict
-from adjudge.errors import Error
+from adjudge.errors import Conflict, NotAllowed
 from adjudge.store import schema as s
 from adjudge.store.transaction import ConcurrentUpdate, Transaction
 
@@ -221,9 +221,9 @@ def add_contract(
     """Store a contract; one provider per tool, each version once."""
     owner = tool_owner(tx, tool)
     if owner is not None and owner != provider:
-        raise Error(f"The tool {tool} belongs to another provider.", code="NOT_TOOL_PROVIDER")
+        raise NotAllowed(f"The tool {tool} belongs to another provider.", code="NOT_TOOL_PROVIDER")
     if contract(tx, tool, version) is not None:
-        raise Error(f"{tool} version {version} is already registered.", code="CONTRACT_EXISTS")
+        raise Conflict(f"{tool} version {version} is already registered.", code="CONTRACT_EXISTS")
     try:
         tx.conn.execute(
             insert(call_contracts).values(
@@ -275,7 +275,7 @@ def add_policy(
 ) -> StoredPolicy:
     """Store a policy version of ``tool``; each (tool, policy, version) once."""
     if policy(tx, tool, policy_id, version) is not None:
-        raise Error(
+        raise Conflict(
             f"{tool}'s policy {policy_id} version {version} is already registered; give the "
             "changed policy a new version.",
             code="POLICY_EXISTS",
@@ -411,7 +411,7 @@ def add_call(
     except IntegrityError as exc:  # another constraint (the submitter's account)
         raise ConcurrentUpdate("The same call is being verified; try again.") from exc
     if added.rowcount != 1:
-        raise Error(f"The call {call_id} was already verified.", code="CALL_EXISTS")
+        raise Conflict(f"The call {call_id} was already verified.", code="CALL_EXISTS")
     return StoredCall(
         call_id,
         str(record["provider"]),

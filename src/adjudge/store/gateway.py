@@ -36,7 +36,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
 from adjudge.calls.pricing import ListedPrice
-from adjudge.errors import Error
+from adjudge.errors import NotAllowed
 from adjudge.store import schema as s
 from adjudge.store.records import Page, decode_cursor, encode_cursor, newest_first
 from adjudge.store.transaction import ConcurrentUpdate, Transaction
@@ -170,7 +170,7 @@ def add_tool(
     ``price`` is the version's price over time (:func:`adjudge.calls.pricing.announce`)."""
     current = tool(tx, name)
     if current is not None and current.provider != provider:
-        raise Error(f"The tool {name} belongs to another provider.", code="NOT_TOOL_PROVIDER")
+        raise NotAllowed(f"The tool {name} belongs to another provider.", code="NOT_TOOL_PROVIDER")
     version = 1 if current is None else current.version + 1
     immediate = price.prior == price.amount and price.effective_at <= at
     prior = None if immediate else price.prior

@@ -21,7 +21,7 @@ from typing import Any
 from sqlalchemy import bindparam, func, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
-from adjudge.errors import Error, StorageError
+from adjudge.errors import InternalError, StateError
 from adjudge.market import WORLD, Transfer
 from adjudge.store import receipt_log
 from adjudge.store import schema as s
@@ -34,7 +34,7 @@ HOLDING_PREFIXES = ("escrow:", "hold:", "held:")
 PROVIDER_HOLD_PREFIX = "held:"
 
 
-class UnprovenRelease(StorageError):
+class UnprovenRelease(InternalError):
     """Money was to leave a holding account without a receipt from the same transaction."""
 
     code = "UNPROVEN_RELEASE"
@@ -76,7 +76,9 @@ def transfer(
             tx.run(upsert, {"account": WORLD, "amount": 0})
             tx.run(_DEBIT_WORLD, {"acct": debit, "amt": total})
         elif tx.run(_DEBIT, {"acct": debit, "amt": total}).rowcount != 1:
-            raise Error(f"{debit} holds too little to move {total}.", code="INSUFFICIENT_FUNDS")
+            raise StateError(
+                f"{debit} holds too little to move {total}.", code="INSUFFICIENT_FUNDS"
+            )
         for t in run:
             tx.run(upsert, {"account": t.credit, "amount": t.amount})
             txn = uuid.uuid4().hex

@@ -29,7 +29,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import IntegrityError
 
-from adjudge.errors import Error
+from adjudge.errors import BadInput, Conflict
 from adjudge.market import AgentRecord, Ending, Mode, Routed, Status, Task, VerdictReached
 from adjudge.store import api_keys
 from adjudge.store import schema as s
@@ -159,7 +159,7 @@ def create_account(
     """Add an account; ``ACCOUNT_EXISTS`` if the id is taken."""
     record = AgentRecord()
     if account(tx, account_id) is not None:
-        raise Error(f"Account {account_id} already exists.", code="ACCOUNT_EXISTS")
+        raise Conflict(f"Account {account_id} already exists.", code="ACCOUNT_EXISTS")
     try:
         tx.conn.execute(
             insert(s.accounts).values(
@@ -245,7 +245,7 @@ def add_verifier_key(
     """Register a verifier's public key and make it the active one (``KEY_EXISTS`` if known)."""
     fingerprint = hashlib.sha256(public_key).hexdigest()
     if verifier_key(tx, fingerprint) is not None:
-        raise Error("This key is already registered.", code="KEY_EXISTS")
+        raise Conflict("This key is already registered.", code="KEY_EXISTS")
     encoded = base64.b64encode(public_key).decode("ascii")
     try:
         tx.conn.execute(
@@ -392,7 +392,7 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
         if not isinstance(key, str) or when.tzinfo is None:
             raise ValueError
     except (ValueError, TypeError) as exc:
-        raise Error(
+        raise BadInput(
             "That cursor is not one a listing gave; start from the first page.",
             code="CURSOR_INVALID",
         ) from exc

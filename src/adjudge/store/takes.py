@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
-from adjudge.errors import Error
+from adjudge.errors import StateError
 from adjudge.market import Status
 from adjudge.store import schema as s
 from adjudge.store.transaction import Transaction
@@ -31,7 +31,7 @@ def hold(tx: Transaction, agent: str, limit: int) -> int:
     """
     found = tx.conn.execute(_HOLD[tx.dialect], {"agent": agent, "limit": limit}).fetchone()
     if found is None:
-        raise Error(
+        raise StateError(
             f"You hold {limit} tasks taken and not yet submitted, the most this service allows "
             "at once: submit one of them (or let its take end) before taking another.",
             code="TAKE_LIMIT_REACHED",

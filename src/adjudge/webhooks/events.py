@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from adjudge.errors import Error
+from adjudge.errors import BadInput
 from adjudge.market import DisputeFiled, Settlement, Task, VerdictReached
 
 #: Every event type and what it means (docs/webhooks.md has the table of fields).
@@ -38,12 +38,12 @@ def event_types(wanted: Iterable[str] | None) -> list[str] | None:
     chosen = sorted(set(wanted))
     unknown = [t for t in chosen if t not in EVENT_TYPES]
     if unknown:
-        raise Error(
+        raise BadInput(
             f"No event type {unknown[0]!r}; use some of {', '.join(EVENT_TYPES)}.",
             code="WEBHOOK_EVENT_TYPE_UNKNOWN",
         )
     if not chosen:
-        raise Error(
+        raise BadInput(
             "Subscribe to at least one event type, or send none for all of them.",
             code="WEBHOOK_EVENT_TYPE_UNKNOWN",
         )

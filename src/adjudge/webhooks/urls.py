@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from adjudge.errors import Error
+from adjudge.errors import BadInput
 from adjudge.gateway.addresses import public_host
 
 #: The longest endpoint URL.
@@ -28,9 +28,9 @@ def endpoint_url(url: str, *, allow_private: bool = False) -> str:
     ``WEBHOOK_URL_PRIVATE``, each naming what to change.
     """
     if not isinstance(url, str) or not 0 < len(url) <= MAX_URL:
-        raise Error(f"An endpoint URL is 1-{MAX_URL} characters.", code="WEBHOOK_URL_INVALID")
+        raise BadInput(f"An endpoint URL is 1-{MAX_URL} characters.", code="WEBHOOK_URL_INVALID")
     if not url.isascii() or any(c <= " " or c == "\x7f" for c in url):
-        raise Error(
+        raise BadInput(
             "An endpoint URL is ASCII without spaces or control characters (write an "
             "international host name in its xn-- form, and percent-encode the path).",
             code="WEBHOOK_URL_INVALID",
@@ -40,25 +40,25 @@ def endpoint_url(url: str, *, allow_private: bool = False) -> str:
         port = parts.port
         host = parts.hostname
     except ValueError as exc:
-        raise Error(f"That is not a URL: {exc}.", code="WEBHOOK_URL_INVALID") from None
+        raise BadInput(f"That is not a URL: {exc}.", code="WEBHOOK_URL_INVALID") from None
     if parts.scheme not in ("http", "https"):
-        raise Error(
+        raise BadInput(
             "An endpoint URL starts with https:// (or http://).", code="WEBHOOK_URL_INVALID"
         )
     if parts.username is not None or parts.password is not None or "@" in parts.netloc:
-        raise Error(
+        raise BadInput(
             "An endpoint URL must not carry credentials (user:password@); verify deliveries "
             "by their signature instead.",
             code="WEBHOOK_URL_CREDENTIALS",
         )
     if not host:
-        raise Error("An endpoint URL names a host.", code="WEBHOOK_URL_INVALID")
+        raise BadInput("An endpoint URL names a host.", code="WEBHOOK_URL_INVALID")
     if parts.fragment or url.endswith("#"):
-        raise Error("An endpoint URL has no #fragment.", code="WEBHOOK_URL_INVALID")
+        raise BadInput("An endpoint URL has no #fragment.", code="WEBHOOK_URL_INVALID")
     if port == 0:
-        raise Error("An endpoint URL's port is 1-65535.", code="WEBHOOK_URL_INVALID")
+        raise BadInput("An endpoint URL's port is 1-65535.", code="WEBHOOK_URL_INVALID")
     if not allow_private and not public_host(host):
-        raise Error(
+        raise BadInput(
             f"{host} is not a public address; webhooks are sent to the internet only "
             "(the operator may allow private addresses).",
             code="WEBHOOK_URL_PRIVATE",

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 import httpx
 
-from adjudge.errors import Error
+from adjudge.errors import Unavailable
 
 #: "each cut to 12,000 characters"
 MAX_INPUT_CHARS = 12_000
@@ -54,7 +54,7 @@ class Judgment:
     quotes: tuple[tuple[str, str], ...] = ()
 
 
-class JudgeError(Error):
+class JudgeError(Unavailable):
     """The judge gave no usable answer (error, timeout, garbage): no verdict is posted."""
 
     code = "JUDGE_FAILED"
