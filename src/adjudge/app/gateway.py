@@ -28,6 +28,7 @@ the provider again; while the first is still running it is ``IDEMPOTENCY_IN_PROG
 from __future__ import annotations
 
 import asyncio
+import base64
 import threading
 import time
 import uuid
@@ -978,7 +979,15 @@ class Gateway:
         payment = result.effect.payment.value
         status = {"settle": "settled", "refund": "refunded", "void": "voided"}[payment]
 
-        shown = output if status == "settled" or tool.refunded_output == "return" else None
+        visible = status == "settled" or tool.refunded_output == "return"
+        shown = output if visible else None
+        # The bytes the provider answered, kept (for a replay bundle) only where the caller may
+        # see the answer: a withheld output is not kept, in any form.
+        evidence = (
+            {"response_bytes": base64.b64encode(body).decode("ascii")}
+            if visible and body is not None
+            else None
+        )
 
         def run(tx: Transaction) -> dict[str, Any]:
             receipt = receipt_log.append(tx, issue, task_id=None, at=now)
@@ -1011,6 +1020,7 @@ class Gateway:
                 response={"digest": result.response_digest, "output": shown},
                 receipt_id=receipt.id,
                 source="gateway",
+                evidence=evidence,
             )
             emit_call_settled(tx, stored_call, now)
             metrics.verdict(tx, "call", result.verdict.value if result.verdict else "ERROR")

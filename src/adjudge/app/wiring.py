@@ -12,6 +12,7 @@ from typing import Any
 
 from adjudge.app.signed_verdicts import DETAIL_KEY, check_signature, verdict_payload
 from adjudge.autocheck import admissibility, auto_check, falsifiable, redos
+from adjudge.calls.verify import digest_of
 from adjudge.errors import CriteriaError, Error
 from adjudge.kernel import DEFAULT_POLICY, Authority, Check, Determination, Verdict, determine
 from adjudge.kernel.adapters import auto_check_check
@@ -56,9 +57,11 @@ class AutoCheck:
     def check(
         self, result: str, criteria: Mapping[str, Any], *, withhold: frozenset[str] = frozenset()
     ) -> CheckOutcome:
-        """Run the auto check and keep its full ``verificationResult``."""
+        """Run the auto check and keep its full ``verificationResult`` and the criteria's
+        digest (:func:`criteria_digest`; none for a dry run, which signs nothing)."""
         r = auto_check(result, criteria, withhold=withhold)
-        return CheckOutcome(r.passed, r.score, tuple(r.reasons), r.to_dict())
+        digest = None if withhold else criteria_digest(criteria)
+        return CheckOutcome(r.passed, r.score, tuple(r.reasons), r.to_dict(), digest)
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,13 @@ class _Outcome:
     passed: bool
     score: int
     reasons: tuple[str, ...]
+
+
+def criteria_digest(criteria: Mapping[str, Any]) -> str:
+    """The digest an auto check's receipt binds its criteria by: ``sha256:`` of their RFC 8785
+    JSON, as contracts and policies are digested (:func:`adjudge.calls.verify.digest_of`), so
+    anyone holding the criteria as posted can recompute it."""
+    return digest_of(criteria)
 
 
 def round_of(task_id: str, attempt: int) -> str:
@@ -154,6 +164,7 @@ class SignedReceipts:
             checks,
             now=verdict.at,
             policy=policy,
+            criteria_digest=verdict.criteria_digest,
             policy_decision=settlement.decision() if settlement else None,
         )
         if determination.verdict is not wanted:

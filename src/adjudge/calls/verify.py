@@ -52,6 +52,7 @@ __all__ = [
     "parse_judgment",
     "parse_request",
     "parse_response",
+    "received_response",
     "require_plain_json",
     "verify_call",
 ]
@@ -282,6 +283,28 @@ def parse_response(data: object) -> ProviderResponse:
 
 
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}\Z")
+
+
+def received_response(raw: bytes) -> ProviderResponse:
+    """The ``ok`` response of the bytes a provider answered, as the gateway reads them.
+
+    The body is the bytes' JSON; bytes that are not JSON (garbage, HTML, empty; ``NaN`` and
+    ``Infinity``, which Python's parser would take, included) are passed as their UTF-8 text
+    with undecodable bytes replaced, so the contract judges them. The digest is always the
+    sha256 of the bytes themselves. A replay reads a forwarded call's stored bytes through this
+    same function, so it sees the body the gateway judged.
+    """
+    try:
+        body: Any = json.loads(raw, parse_constant=_not_json)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        body = raw.decode("utf-8", errors="replace")
+    return ProviderResponse(
+        status="ok", body=body, digest="sha256:" + hashlib.sha256(raw).hexdigest()
+    )
+
+
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
 
 
 def parse_judgment(data: object) -> Judgment:
