@@ -1,9 +1,9 @@
 """adjudge's use cases: the one object the HTTP service, the CLI and the workers hold.
 
 ``App(store, clock=…, checker=…, issuer=…)`` groups the use cases by what they act on:
-``accounts``, ``tasks``, ``calls``, ``gateway``, ``receipts``, ``reviews`` and ``webhooks``.
-Each state change is one unit of work (:mod:`adjudge.app.unit`: the transaction, the clock, the
-lost-race retry, the Idempotency-Key); each money movement happens in
+``accounts``, ``tasks``, ``calls``, ``gateway``, ``receipts``, ``bundles``, ``reviews`` and
+``webhooks``. Each state change is one unit of work (:mod:`adjudge.app.unit`: the transaction,
+the clock, the lost-race retry, the Idempotency-Key); each money movement happens in
 :mod:`adjudge.app.settlement`, and only from a determination signed into a receipt in the same
 transaction. Nothing here knows HTTP: answers are plain JSON data, refusals are
 :class:`adjudge.Error` with stable codes.
@@ -15,6 +15,7 @@ from prometheus_client import CollectorRegistry
 
 from adjudge.app import metrics
 from adjudge.app.accounts import Accounts, need_role
+from adjudge.app.bundles import Bundles
 from adjudge.app.calls import Calls
 from adjudge.app.clock import Clock, SystemClock
 from adjudge.app.gateway import Gateway
@@ -84,6 +85,7 @@ class App:
             price_notice=self.settings.price_notice,
         )
         self.receipts = Receipts(self.unit, getattr(self.issuer, "fingerprint", None))
+        self.bundles = Bundles(self.unit, getattr(self.issuer, "public_key", None))
         self.reviews = Reviews(self.unit)
         self.webhooks = Webhooks(self.unit, self.secrets, webhooks or WebhookSettings())
         self._metrics = metrics.registry(store, self.unit.now)

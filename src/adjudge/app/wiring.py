@@ -26,7 +26,7 @@ from adjudge.market import (
     Task,
     VerdictReached,
 )
-from adjudge.receipts import Envelope, Head, SigningKey, digest, issue, verify
+from adjudge.receipts import Envelope, Head, SigningKey, VerifyingKey, digest, issue, verify
 
 
 class AutoCheck:
@@ -106,6 +106,11 @@ class SignedReceipts:
     def fingerprint(self) -> str:
         """The key fingerprint a receipt is verified against."""
         return self.signer.keyid
+
+    @property
+    def public_key(self) -> VerifyingKey:
+        """The public key a receipt is verified against (a replay bundle carries it)."""
+        return self.signer.public_key
 
     def issue(
         self,

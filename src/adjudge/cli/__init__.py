@@ -19,6 +19,7 @@ from adjudge.cli import (
     check,
     gateway,
     receipts,
+    replay,
     serve,
     tasks,
     webhooks,
@@ -26,7 +27,7 @@ from adjudge.cli import (
 )
 from adjudge.cli._common import JsonFlag, remember_json
 
-AREAS = (check, receipts, calls, gateway, api_keys, serve, tasks, webhooks, worker)
+AREAS = (check, receipts, replay, calls, gateway, api_keys, serve, tasks, webhooks, worker)
 
 
 def _flag_type(self: TyperOption, ctx: typer.Context) -> str | None:

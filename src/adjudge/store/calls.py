@@ -180,6 +180,8 @@ class StoredCall:
     #: What else the verification read: ``judgment`` and ``corroboration`` as reported, and a
     #: forwarded call's ``response_bytes`` (base64) when its caller was shown the answer.
     evidence: Mapping[str, Any] | None = None
+    #: The version of the tool's contract it was verified under.
+    contract_version: str = ""
 
 
 def _contract(m: Any) -> StoredContract:
@@ -433,6 +435,7 @@ def add_call(
         receipt_id,
         source,
         evidence,
+        contract_version,
     )
 
 
@@ -462,6 +465,7 @@ def _call(m: Any) -> StoredCall:
         m["receipt_id"],
         m["source"],
         m["evidence"],
+        m["contract_version"],
     )
 
 
