@@ -71,7 +71,7 @@ def register(app: typer.Typer) -> None:
     """Add the ``keys`` and ``receipt`` command groups to ``app``."""
     keys = typer.Typer(help="Ed25519 signing keys for receipts.", no_args_is_help=True)
     receipt = typer.Typer(
-        help="Verify signed receipts offline; export a service's receipt log; fetch a replay bundle.",
+        help="Verify receipts offline; export a service's receipt log; fetch a replay bundle.",
         no_args_is_help=True,
     )
     keys.command("new")(keys_new)

@@ -74,8 +74,8 @@ def receipt_bundle(
         stop(f"FILE_EXISTS: {out} exists; a bundle never overwrites a file. Name another.")
     except OSError as exc:
         stop(f"FILE_UNWRITABLE: cannot write {out}: {exc.strerror}")
-    keyid = answer["key"]["keyid"]
-    typer.echo(f"bundle of {answer['subject']} (receipt {answer['receipt']['id']}) written to {out}")
+    keyid, receipt = answer["key"]["keyid"], answer["receipt"]["id"]
+    typer.echo(f"bundle of {answer['subject']} (receipt {receipt}) written to {out}")
     typer.echo(f"signed by key {keyid}")
     typer.echo(f"replay it offline: adjudge replay {out} --key {keyid}")
 

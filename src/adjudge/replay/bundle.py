@@ -70,7 +70,9 @@ FILES: Final[dict[str, str]] = {
         "the tool's contract the call was verified under (bound by the receipt's "
         "policyDecision.contractDigest)"
     ),
-    "policy.json": "the decision policy that judged the call (bound by the receipt's criteriaDigest)",
+    "policy.json": (
+        "the decision policy that judged the call (bound by the receipt's criteriaDigest)"
+    ),
     "judgment.json": "the meaning judgment the verification read",
     "corroboration.json": "the corroboration of an empty answer the verification read",
     "record.json": "the service's stored call record (unsigned; compared too)",

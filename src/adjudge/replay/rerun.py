@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from adjudge.autocheck import auto_check
@@ -133,8 +134,6 @@ def call(bundle: Bundle, signed: dict[str, Any]) -> Rerun:
     decision time, as the service did."""
     out = Rerun()
     p = signed["predicate"]
-    subject = _subject(signed)
-    decision = p.get("policyDecision") if isinstance(p.get("policyDecision"), dict) else {}
     how = bundle.json("call.json")
     if not isinstance(how, dict):
         raise unusable("call.json is not a JSON object")
@@ -142,55 +141,21 @@ def call(bundle: Bundle, signed: dict[str, Any]) -> Rerun:
         at = parse_time(how.get("at"), "call.json's at")
     except Error as exc:
         raise unusable(exc.message) from exc
+    if "response.bin" not in bundle.files and "response.json" not in bundle.files:
+        raise unusable("a call bundle needs response.bin or response.json")
+    _bind_call(bundle, signed, at, out)
     contract_doc = bundle.json("contract.json")
     policy_doc = bundle.optional("policy.json")
-    held = bundle.files.get("response.bin")
-    reported = bundle.optional("response.json")
-    if held is None and reported is None:
-        raise unusable("a call bundle needs response.bin or response.json")
-    judged = response_digest(bundle.files)
-    name = "response.bin" if held is not None else "response.json"
-    if judged != subject:
-        out.differ(
-            name,
-            subject,
-            judged,
-            "a changed byte in the response: the receipt judged another response",
-        )
-    for what, document, signed_digest in (
-        ("contract.json", contract_doc, decision.get("contractDigest")),
-        ("policy.json", policy_doc, p.get("criteriaDigest")),
-    ):
-        digest = None if document is None else digest_of(document)
-        if digest != signed_digest:
-            out.differ(
-                what,
-                signed_digest,
-                digest,
-                f"the {what.removesuffix('.json')} is not the one the receipt binds",
-            )
-    if decision.get("calledAt") != format_time(at):
-        out.differ(
-            "call.json at",
-            _str(decision.get("calledAt")),
-            format_time(at),
-            "the verification time is not the one the receipt signs",
-        )
-    for optional in ("judgment.json", "corroboration.json"):
-        if optional in bundle.files:
-            out.notes.append(
-                f"{optional} is bound only through the checks it decided (the receipt signs "
-                "their outcomes, not the document)."
-            )
     try:
         contract = register_contract(contract_doc)
         policy = None if policy_doc is None else register_policy(policy_doc, contract)
         request = parse_request(bundle.json("request.json"))
+        held = bundle.files.get("response.bin")
         if held is not None:
             response = received_response(held)
             response_bytes: bytes | None = held
         else:
-            response = parse_response(reported)
+            response = parse_response(bundle.json("response.json"))
             # A reported digest covers bytes the service never held: no integrity check then.
             response_bytes = None if response.digest else digested_bytes(response.body)
         judgment = bundle.optional("judgment.json")
@@ -207,11 +172,11 @@ def call(bundle: Bundle, signed: dict[str, Any]) -> Rerun:
     except Error as exc:
         out.differ("verification", None, None, f"it cannot be re-run on these inputs: {exc}")
         return out
+    verdict = None if result.verdict is None else result.verdict.value
     out.lines = [
         f"{row.name}: {row.outcome.value}" + (f" ({row.reason})" if row.reason else "")
         for row in result.rows
     ]
-    verdict = None if result.verdict is None else result.verdict.value
     out.lines.append(
         f"call verdict {verdict}, payment {result.effect.payment.value}, "
         f"strike {str(result.effect.strike).lower()}"
@@ -226,10 +191,9 @@ def call(bundle: Bundle, signed: dict[str, Any]) -> Rerun:
             "the service's stored call record (unsigned) is not the replay's",
         )
     try:
-        decided = parse_time(p.get("decidedAt"), "decidedAt")
         determination = determine_call(
             result,
-            now=decided,
+            now=parse_time(p.get("decidedAt"), "decidedAt"),
             response_bytes=response_bytes,
             policy_digest=None if policy_doc is None else digest_of(policy_doc),
             contract_digest=digest_of(contract_doc),
@@ -240,6 +204,48 @@ def call(bundle: Bundle, signed: dict[str, Any]) -> Rerun:
     out.verdict = determination.verdict.value
     out.statement = _rebuilt(determination, signed)
     return out
+
+
+def _bind_call(bundle: Bundle, signed: dict[str, Any], at: datetime, out: Rerun) -> None:
+    """Each input of a call bound to what the receipt signs: the response to its subject, the
+    contract and policy to their digests, the verification time to ``calledAt``."""
+    p = signed["predicate"]
+    decision = p.get("policyDecision") if isinstance(p.get("policyDecision"), dict) else {}
+    subject = _subject(signed)
+    judged = response_digest(bundle.files)
+    if judged != subject:
+        out.differ(
+            "response.bin" if "response.bin" in bundle.files else "response.json",
+            subject,
+            judged,
+            "a changed byte in the response: the receipt judged another response",
+        )
+    for name, signed_digest in (
+        ("contract.json", decision.get("contractDigest")),
+        ("policy.json", p.get("criteriaDigest")),
+    ):
+        document = bundle.optional(name)
+        digest = None if document is None else digest_of(document)
+        if digest != signed_digest:
+            out.differ(
+                name,
+                _str(signed_digest),
+                digest,
+                f"the {name.removesuffix('.json')} is not the one the receipt binds",
+            )
+    if decision.get("calledAt") != format_time(at):
+        out.differ(
+            "call.json at",
+            _str(decision.get("calledAt")),
+            format_time(at),
+            "the verification time is not the one the receipt signs",
+        )
+    for name in ("judgment.json", "corroboration.json"):
+        if name in bundle.files:
+            out.notes.append(
+                f"{name} is bound only through the checks it decided (the receipt signs their "
+                "outcomes, not the document)."
+            )
 
 
 def _rebuilt(determination: Determination, signed: dict[str, Any]) -> dict[str, Any] | None:
