@@ -121,9 +121,9 @@ def _print(report: Report, pinned: bool) -> None:
             "own key, so unpinned it proves only that the receipt and its inputs agree."
         )
     recorded = ", ".join(f"{p} {report.recorded_engine[p]}" for p in PARTS)
-    typer.echo(f"engine:   recorded {recorded}")
     here = ", ".join(f"{p} {report.engine[p]}" for p in PARTS)
-    typer.echo(f"          this replay {here}")
+    same = "the same here" if recorded == here else f"this replay runs {here}"
+    typer.echo(f"engine:   {recorded} (recorded); {same}")
     typer.echo(f"verdict:  {report.verdict or 'not re-derived'} (signed {report.signed_verdict})")
     for line in report.lines:
         typer.echo(f"  {line}")

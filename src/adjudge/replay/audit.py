@@ -41,7 +41,7 @@ def replay(data: bytes, pin: VerifyingKey | str | None = None) -> Report:
     bundle = format_.read(data)  # (1)
     differences: list[Difference] = [
         Difference(
-            name,
+            f"manifest files.{name}.sha256",
             listed,
             actual,
             "the file was changed after the bundle was made: its sha256 is not the manifest's",

@@ -98,12 +98,16 @@ class Report:
         }
 
 
-def statement_differences(recorded: Any, replayed: Any, where: str = "") -> Iterator[Difference]:
+def statement_differences(
+    recorded: Any, replayed: Any, where: str = "", why: str | None = None
+) -> Iterator[Difference]:
     """Each leaf where two statements differ, named by its path (``predicate.checks[1].reason``).
 
     A check is named by its ``name`` too, so a reader sees which check changed; a value one side
-    lacks is shown as ``(absent)``.
+    lacks is shown as ``(absent)``. ``why`` gives every difference one cause (for a stored record
+    compared the same way); by default each says what a difference at its path means.
     """
+    because = _why if why is None else (lambda _path: why)
     if isinstance(recorded, dict) and isinstance(replayed, dict):
         for key in sorted(set(recorded) | set(replayed), key=_order(recorded, replayed)):
             path = f"{where}.{key}" if where else str(key)
@@ -112,10 +116,10 @@ def statement_differences(recorded: Any, replayed: Any, where: str = "") -> Iter
                     path,
                     _text(recorded[key]) if key in recorded else None,
                     _text(replayed[key]) if key in replayed else None,
-                    _why(path),
+                    because(path),
                 )
             else:
-                yield from statement_differences(recorded[key], replayed[key], path)
+                yield from statement_differences(recorded[key], replayed[key], path, why)
         return
     if isinstance(recorded, list) and isinstance(replayed, list):
         for index in range(max(len(recorded), len(replayed))):
@@ -130,13 +134,13 @@ def statement_differences(recorded: Any, replayed: Any, where: str = "") -> Iter
                     path,
                     None if left is None else _text(left),
                     None if right is None else _text(right),
-                    _why(where),
+                    because(where),
                 )
             else:
-                yield from statement_differences(left, right, path)
+                yield from statement_differences(left, right, path, why)
         return
     if recorded != replayed or type(recorded) is not type(replayed):
-        yield Difference(where, _text(recorded), _text(replayed), _why(where))
+        yield Difference(where, _text(recorded), _text(replayed), because(where))
 
 
 def _why(path: str) -> str:

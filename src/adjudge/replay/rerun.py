@@ -39,7 +39,7 @@ from adjudge.kernel.oracle import Record, integrity
 from adjudge.kernel.verdicts import format_time, parse_time
 from adjudge.receipts import VerifyingKey, statement
 from adjudge.replay.bundle import Bundle, response_digest, unusable
-from adjudge.replay.report import Difference
+from adjudge.replay.report import Difference, statement_differences
 
 
 @dataclass
@@ -96,14 +96,7 @@ def task(bundle: Bundle, signed: dict[str, Any]) -> Rerun:
     result = auto_check(text, criteria)  # what AutoCheck.check runs on the stored result
     out.lines = [f"score {result.score}", *result.reasons]
     out.detail = {"passed": result.passed, "score": result.score, "reasons": list(result.reasons)}
-    stored = bundle.optional("verification.json")
-    if stored is not None and stored != _plain(result.to_dict()):
-        out.differ(
-            "verification.json",
-            _json(stored),
-            _json(result.to_dict()),
-            "the service's stored verificationResult (unsigned) is not the replay's",
-        )
+    _compare_stored(bundle, "verification.json", result.to_dict(), out)
     try:
         decided = parse_time(p.get("decidedAt"), "decidedAt")
         checks = [integrity(Record(raw), subject), auto_check_check(result, subject)]
@@ -182,14 +175,7 @@ def call(bundle: Bundle, signed: dict[str, Any]) -> Rerun:
         f"strike {str(result.effect.strike).lower()}"
     )
     out.detail = {"call_verdict": verdict, "payment": result.effect.payment.value}
-    stored = bundle.optional("record.json")
-    if stored is not None and stored != _plain(result.to_dict()):
-        out.differ(
-            "record.json",
-            _json(stored),
-            _json(result.to_dict()),
-            "the service's stored call record (unsigned) is not the replay's",
-        )
+    _compare_stored(bundle, "record.json", result.to_dict(), out)
     try:
         determination = determine_call(
             result,
@@ -248,6 +234,18 @@ def _bind_call(bundle: Bundle, signed: dict[str, Any], at: datetime, out: Rerun)
             )
 
 
+def _compare_stored(bundle: Bundle, name: str, replayed: dict[str, Any], out: Rerun) -> None:
+    """The service's stored record of the check (unsigned) against the replay's, leaf by leaf."""
+    stored = bundle.optional(name)
+    if stored is not None:
+        out.differences += statement_differences(
+            stored,
+            _plain(replayed),
+            name,
+            f"the service's stored record ({name}, unsigned) is not what the replay gives",
+        )
+
+
 def _rebuilt(determination: Determination, signed: dict[str, Any]) -> dict[str, Any] | None:
     """``determination`` as the statement at the signed receipt's own place on its log, under
     its signer and engine (both checked apart); None when the signed one is too broken to say."""
@@ -278,10 +276,6 @@ def _subject(signed: dict[str, Any]) -> str:
 def _plain(value: Any) -> Any:
     """A value as it reads back from JSON (tuples as lists), to compare with a stored file."""
     return json.loads(json.dumps(value))
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
 def _str(value: object) -> str | None:
