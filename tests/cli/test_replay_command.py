@@ -155,6 +155,21 @@ def test_a_paid_call_replays_the_same(sqlite_store: Store, tmp_path: Path) -> No
         )[::2]
         assert code == 1 and err.startswith("NOT_A_PARTY:")
         assert not (tmp_path / "x.zip").exists()
+        world.script.answer = "bad"  # refunded, its output withheld from its caller
+        refunded = world.call({"city": "berlin", "days": 3}).json()
+        assert refunded["status"] == "refunded"
+        path = f"/calls/{refunded['intentId']}/bundle"
+        assert world.h.refused("ann", "GET", path) == (403, "BUNDLE_WITHHELD")
+        failed = tmp_path / "refunded.zip"  # the provider audits the FAIL that struck it
+        assert (
+            bundle(world.service, world.h.keys["skycast"], failed, "--call", refunded["intentId"])[
+                0
+            ]
+            == 0
+        )
+    code, struck = report(failed, "--key", world.signer.keyid)
+    assert code == 0 and struck["verdict"] == "FAIL", struck["differences"]
+    assert struck["lines"][-1] == "call verdict FAIL, payment refund, strike true"
     code, found = report(out, "--key", world.signer.keyid)
     assert code == 0, found["differences"]
     assert found["kind"] == "call" and found["verdict"] == "PASS"

@@ -8,9 +8,10 @@ CLI zips it (:func:`adjudge.replay.from_answer`) and anyone replays the zip offl
 Refusals: ``TASK_NOT_FOUND`` / ``CALL_NOT_FOUND``; ``NOT_A_PARTY``; ``BUNDLE_WITHHELD`` for a
 task whose criteria hold an ``expected_answer`` when the caller is neither its poster nor an
 admin (agents never see it, and a bundle without it could not replay the verdict);
-``BUNDLE_NOT_AVAILABLE`` for a verdict there is nothing to replay of: a task no auto check has
-judged, a call that ended in an error (no determination), a forwarded call whose answer was
-withheld from its caller (its bytes are not kept) or verified before bytes were kept.
+and to the caller of a forwarded call whose answer was withheld from it (refunded: not paid
+for; its provider and admins may read the bundle); ``BUNDLE_NOT_AVAILABLE`` for a verdict there
+is nothing to replay of: a task no auto check has judged, a call that ended in an error (no
+determination), a forwarded call verified before the answers' bytes were kept.
 """
 
 from __future__ import annotations
@@ -130,7 +131,7 @@ class Bundles:
                 "record": dict(found.record),
             }
             if found.source == "gateway":
-                parts.update(_forwarded(tx, found, evidence))
+                parts.update(_forwarded(tx, viewer, found, evidence))
             else:
                 contract = calls_db.contract(tx, found.tool, found.contract_version)
                 if contract is None:
@@ -156,10 +157,10 @@ def _receipt(found: receipt_log.StoredReceipt) -> dict[str, Any]:
 
 
 def _forwarded(
-    tx: Transaction, found: calls_db.StoredCall, evidence: dict[str, Any]
+    tx: Transaction, viewer: Account, found: calls_db.StoredCall, evidence: dict[str, Any]
 ) -> dict[str, Any]:
     """A forwarded call's request as the gateway built it, its tool's contract, and the bytes
-    its provider answered."""
+    its provider answered (``BUNDLE_WITHHELD`` to a caller who was not shown them)."""
     forwarded = gateway_db.call(tx, found.id)
     tool = None if forwarded is None else gateway_db.tool(tx, found.tool, forwarded.tool_version)
     if forwarded is None or tool is None:
@@ -167,10 +168,15 @@ def _forwarded(
     body = evidence.get("response_bytes")
     if not isinstance(body, str):
         raise Error(
-            f"The bytes the provider answered call {found.id} with are not kept (its answer was "
-            "withheld from its caller, or it was verified before answers were kept): it cannot "
-            "be replayed.",
+            f"The bytes the provider answered call {found.id} with are not kept (it was verified "
+            "before answers were kept): it cannot be replayed.",
             code="BUNDLE_NOT_AVAILABLE",
+        )
+    if evidence.get("shown") is False and viewer.id == found.submitted_by:
+        raise Error(
+            "This call's answer was withheld from its caller (it was not paid for), and its "
+            "bundle holds it: the bundle is for the provider and admins.",
+            code="BUNDLE_WITHHELD",
         )
     return {
         "contract": dict(parse_tool(tool.document).contract_document),

@@ -981,12 +981,12 @@ class Gateway:
 
         visible = status == "settled" or tool.refunded_output == "return"
         shown = output if visible else None
-        # The bytes the provider answered, kept (for a replay bundle) only where the caller may
-        # see the answer: a withheld output is not kept, in any form.
+        # The bytes the provider answered, kept so the verdict replays offline (a replay bundle):
+        # for the provider and admins always, for the caller only where it was shown the answer.
         evidence = (
-            {"response_bytes": base64.b64encode(body).decode("ascii")}
-            if visible and body is not None
-            else None
+            None
+            if body is None
+            else {"response_bytes": base64.b64encode(body).decode("ascii"), "shown": visible}
         )
 
         def run(tx: Transaction) -> dict[str, Any]:

@@ -178,7 +178,7 @@ class StoredCall:
     receipt_id: str | None
     source: str = "reported"
     #: What else the verification read: ``judgment`` and ``corroboration`` as reported, and a
-    #: forwarded call's ``response_bytes`` (base64) when its caller was shown the answer.
+    #: forwarded call's ``response_bytes`` (base64) with whether its caller was ``shown`` them.
     evidence: Mapping[str, Any] | None = None
     #: The version of the tool's contract it was verified under.
     contract_version: str = ""

@@ -1,6 +1,6 @@
 """What a call's verification read besides its request and response, kept so the call can be
 replayed offline: the meaning judgment and the corroboration a caller reported with it, and the
-bytes a forwarded call's provider answered (when its caller was shown the answer).
+bytes a forwarded call's provider answered.
 
 Revision ID: 0013
 Revises: 0012
