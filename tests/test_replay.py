@@ -199,7 +199,7 @@ def test_what_is_not_a_bundle_is_refused_with_its_reason(edit: Any, why: str) ->
 
 def test_build_refuses_a_file_no_bundle_holds() -> None:
     """The format names every file a bundle may hold; anything else is refused when building."""
-    with pytest.raises(Error, match="cannot hold notes.txt"):
+    with pytest.raises(Error, match=r"cannot hold notes\.txt"):
         build(
             kind="task",
             subject="s",
