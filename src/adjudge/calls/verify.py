@@ -37,7 +37,8 @@ from adjudge.calls.pointers import is_pointer, pointer, resolve
 from adjudge.calls.policy import DEFAULT_REPORT_WINDOW, Policy, parse_time, sampled
 from adjudge.calls.rules import RulesStage, evaluate_rules
 from adjudge.calls.verdicts import CallVerdict, Effect, Payment, apply_clauses, effect_of
-from adjudge.errors import CriteriaError
+from adjudge.errors import CriteriaError, ReceiptError
+from adjudge.receipts.canonical import canonical_bytes
 
 __all__ = [
     "CallError",
@@ -359,9 +360,16 @@ def parse_corroboration(data: object) -> Corroboration:
 def _canonical(value: Any) -> bytes:
     """RFC 8785 canonical JSON: the bytes a digest of a parsed JSON value is taken over.
 
-    A value outside I-JSON (an integer beyond 2**53, say) has no RFC 8785 form; it is digested
-    over sorted-key compact JSON instead, so a provider's odd number cannot crash a call.
+    A float-free document (most contracts, policies and criteria) takes the receipts' encoder,
+    whose bytes are RFC 8785's (property-tested against ``rfc8785``) at a quarter of the cost:
+    a gateway call digests its tool's contract, an auto check's receipt its criteria. A value
+    outside I-JSON (an integer beyond 2**53, say) has no RFC 8785 form; it is digested over
+    sorted-key compact JSON instead, so a provider's odd number cannot crash a call.
     """
+    try:
+        return canonical_bytes(value)
+    except ReceiptError:
+        pass  # a float, a number outside I-JSON, a type only rfc8785 takes: its own encoder
     try:
         return bytes(rfc8785.dumps(value))
     except rfc8785.CanonicalizationError:
