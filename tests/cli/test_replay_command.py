@@ -264,6 +264,17 @@ def test_hand_edited_bundles_give_the_exact_difference(sqlite_store: Store, tmp_
     found = differences(rewritten(good, tmp_path / "s.zip", "receipt.json", forge))
     assert set(found) == {"receipt.json"}
     assert found["receipt.json"]["why"].startswith("RECEIPT_SIGNATURE_INVALID:")
+    # (5b) A manifest naming another receipt than the one it holds.
+    found = differences(
+        rewritten(
+            good,
+            tmp_path / "d.zip",
+            "manifest.json",
+            lambda b: b.replace(b'"sha256:', b'"sha256:0', 1),
+        )
+    )
+    assert "manifest receipt.digest" in found
+    assert "is not the one the manifest names" in found["manifest receipt.digest"]["why"]
     # (6) A key other than the one pinned.
     code, found_report = report(good, "--key", SigningKey.generate().keyid)
     assert code == 1 and [d["what"] for d in found_report["differences"]] == ["key"]
@@ -293,6 +304,7 @@ def test_bundles_are_for_parties_only(sqlite_store: Store, tmp_path: Path) -> No
         code, _, err = bundle(url, h.keys["bob"], out, "--task", tid)
         assert code == 1 and err.startswith("NOT_A_PARTY:") and not out.exists()
         assert h.refused("bob", "GET", f"/tasks/{tid}/bundle") == (403, "NOT_A_PARTY")
+        assert h.ok("root", "GET", f"/tasks/{tid}/bundle")["result"] == GOOD  # an admin may
         hidden = h.post("auto", criteria={**CRITERIA, "expected_answer": "escrow"})
         h.ok("ann", "POST", f"/tasks/{hidden}/accept")
         h.ok("ann", "POST", f"/tasks/{hidden}/submissions", {"result": GOOD})
