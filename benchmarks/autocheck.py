@@ -18,7 +18,7 @@ from typing import Any
 
 from adjudge import auto_check
 from adjudge.autocheck import chars, jsregex
-from adjudge.autocheck.check import _fold_for_scan, _score
+from adjudge.autocheck.check import _fold_for_scan, score_rules
 from adjudge.autocheck.criteria import parse
 from adjudge.autocheck.disclosure import split_disclosure
 from adjudge.autocheck.failure import scan
@@ -188,7 +188,7 @@ def main() -> None:
     def items() -> None:
         for c, t, v, f, lang in zip(crits, texts, visible, folded, langs, strict=True):
             ctx = Context(t, v, None, lang.refusal or lang.neutral, f)
-            _score(rules_for(c, ctx), c.threshold)
+            score_rules(rules_for(c, ctx), c.threshold)
 
     stages: list[tuple[str, Callable[[], object]]] = [
         ("parse criteria", lambda: [parse(c) for _, c in cases]),

@@ -284,6 +284,29 @@ def _cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _status_kb(pid: int, field: str) -> int | None:
+    """A field of the process's /proc status in kB (None where /proc is missing)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            name, _, value = line.partition(":")
+            if name == field:
+                return int(value.split()[0])
+    except OSError:
+        pass
+    return None
+
+
+def _rss_kb(pid: int) -> int | None:
+    """The server's resident memory now: if it grows with the calls served, something keeps
+    what it should not."""
+    return _status_kb(pid, "VmRSS")
+
+
+def _peak_kb(pid: int) -> int | None:
+    """The server's peak resident memory so far."""
+    return _status_kb(pid, "VmHWM")
+
+
 def _port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -373,6 +396,41 @@ def _per_call(before: float | None, after: float | None, calls: int) -> float | 
     return round((after - before) * 1000 / calls, 3)
 
 
+def closed_loop_figures(
+    service: Service, provider: subprocess.Popen[bytes], key: str, args: argparse.Namespace
+) -> dict[str, Any]:
+    """(1) closed loop: the most the gateway sustains, in segments (CPU per call and memory
+    after each, so a cost that grows with the calls already made shows as a rising figure)."""
+    cpu0, peer0, me0 = service.cpu(), _cpu_seconds(provider.pid), time.process_time()
+    started = time.perf_counter()
+    latencies, segments, memory = [], [], []
+    size = max(1, args.calls // args.segments)
+    for _ in range(args.segments):
+        before = service.cpu()
+        latencies += asyncio.run(closed_loop(service.base, key, size, args.clients))
+        segments.append(_per_call(before, service.cpu(), size))
+        memory.append(_rss_kb(service.process.pid))
+    elapsed = time.perf_counter() - started
+    cpu1, peer1, me1 = service.cpu(), _cpu_seconds(provider.pid), time.process_time()
+    done = size * args.segments
+    figures: dict[str, Any] = {
+        "calls": done,
+        "clients": args.clients,
+        "quality_terms": args.terms,
+        "per_second": round(done / elapsed, 1),
+        "latency_ms": _ms(latencies),
+        "server_cpu_ms_per_call": _per_call(cpu0, cpu1, done),
+        "provider_cpu_ms_per_call": _per_call(peer0, peer1, done),
+        "client_cpu_ms_per_call": round((me1 - me0) * 1000 / done, 3),
+    }
+    if args.segments > 1 and segments[0] and segments[-1]:
+        figures["server_cpu_ms_per_call_by_segment"] = segments
+        figures["last_over_first"] = round(segments[-1] / segments[0], 2)
+        figures["server_rss_kb_by_segment"] = memory
+    figures["server_peak_rss_kb"] = _peak_kb(service.process.pid)
+    return figures
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Seed, serve, drive, measure."""
     tmp = tempfile.TemporaryDirectory()
@@ -407,32 +465,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     try:
         _wait_for(f"{direct_url}{PATH}")
         asyncio.run(closed_loop(service.base, key, args.warmup, args.clients))
-        # (1) closed loop: the most the gateway sustains, in segments (CPU per call in each,
-        # so a cost that grows with the calls already made shows as a rising figure)
-        cpu0, peer0, me0 = service.cpu(), _cpu_seconds(provider.pid), time.process_time()
-        started = time.perf_counter()
-        latencies, segments = [], []
-        size = max(1, args.calls // args.segments)
-        for _ in range(args.segments):
-            before = service.cpu()
-            latencies += asyncio.run(closed_loop(service.base, key, size, args.clients))
-            segments.append(_per_call(before, service.cpu(), size))
-        elapsed = time.perf_counter() - started
-        cpu1, peer1, me1 = service.cpu(), _cpu_seconds(provider.pid), time.process_time()
-        done = size * args.segments
-        figures["closed_loop"] = {
-            "calls": done,
-            "clients": args.clients,
-            "quality_terms": args.terms,
-            "per_second": round(done / elapsed, 1),
-            "latency_ms": _ms(latencies),
-            "server_cpu_ms_per_call": _per_call(cpu0, cpu1, done),
-            "provider_cpu_ms_per_call": _per_call(peer0, peer1, done),
-            "client_cpu_ms_per_call": round((me1 - me0) * 1000 / done, 3),
-        }
-        if args.segments > 1 and segments[0] and segments[-1]:
-            figures["closed_loop"]["server_cpu_ms_per_call_by_segment"] = segments
-            figures["closed_loop"]["last_over_first"] = round(segments[-1] / segments[0], 2)
+        figures["closed_loop"] = closed_loop_figures(service, provider, key, args)
         # (2) open loop at the offered rate: direct and through the gateway, side by side
         if args.latency_calls:
             through, straight = asyncio.run(

@@ -697,6 +697,12 @@ class Client:
             self.request("POST", f"/tasks/{task_id}/dry-run", {"result": result}, change=False),
         )
 
+    def lint_criteria(self, criteria: dict[str, Any], *, brief: str = "") -> dict[str, Any]:
+        """Advice on criteria before posting: ``findings`` (stable codes) and the gaming
+        ``margin`` (the shortest cheap result the auto check passes, or None). Stores nothing."""
+        body = {"criteria": criteria, "brief": brief}
+        return dict(self.request("POST", "/criteria/lint", body, change=False))
+
     # --- the review queue -----------------------------------------------------------------
 
     def claim_reviews(self, *, limit: int = 10, lease_seconds: int = 300) -> list[dict[str, Any]]:

@@ -186,6 +186,37 @@ def test_a_refused_post_shows_its_error(browser: Browser) -> None:
     assert b.h.ok("pat", "GET", "/tasks")["tasks"] == []
 
 
+def test_the_post_form_checks_criteria_before_funding(browser: Browser) -> None:
+    """*Check these criteria* shows the lint's findings and the gaming margin under the form;
+    nothing is posted or funded, and the form still posts afterwards."""
+    b, page = browser, browser.page
+    b.sign_in("pat")
+    b.open("post")
+    page.get_by_label("Title").fill("Explain escrow")
+    page.get_by_label("Brief").fill("Explain how escrow works.")
+    page.get_by_label("Reward (USDC)").fill("1")
+    page.get_by_label("Mode").select_option("auto")
+    criteria = '{"min_length": 20, "contains_keywords": ["escrow", "refund", "deadline"]}'
+    page.get_by_label("Criteria (JSON)").fill(criteria)
+    page.get_by_role("button", name="Check these criteria").click()
+    advice = page.get_by_label("Criteria advice")
+    advice.locator("code.finding-code", has_text="KEYWORDS_ECHO_PASSES").wait_for()
+    assert advice.locator("h3").inner_text() == "1 finding"
+    assert page.get_by_label("Cheapest passing result").inner_text() == "escrow refund deadline"
+    assert "22-character result" in advice.locator(".margin-summary").inner_text()
+    assert "null" not in advice.inner_text()
+    b.shot("post-criteria-checked")
+    assert page.locator("#balance").inner_text() == "100 USDC"
+    assert b.h.ok("pat", "GET", "/tasks")["tasks"] == []
+    page.get_by_label("Criteria (JSON)").fill("{not json")
+    page.get_by_role("button", name="Check these criteria").click()
+    advice.get_by_role("alert").filter(has_text="Criteria are not JSON").wait_for()
+    page.get_by_label("Criteria (JSON)").fill(criteria)
+    page.get_by_role("button", name="Post and fund").click()
+    _task_id(b)
+    assert page.locator("#balance").inner_text() == "99 USDC"
+
+
 def test_a_post_with_a_take_window_shows_when_the_take_lapses(browser: Browser) -> None:
     """The post form takes a take window (a fraction is refused on the page, before sending);
     the task page shows it, when the agent's take lapses, and, once it has, the lapse, with

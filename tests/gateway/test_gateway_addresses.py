@@ -17,7 +17,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -34,7 +33,6 @@ from adjudge.gateway import (
     ForwardFailure,
     ForwardLimits,
     ProviderAnswer,
-    pinned_transport,
     public_address,
     public_host,
 )
@@ -347,12 +345,9 @@ def test_tls_checks_the_host_name_while_the_address_is_dialed(
     guard = AddressGuard(
         StubResolver({"provider.test": [["127.0.0.1"]]}), allow_private=True, dial=dialer
     )
-    limits = httpx.Limits(max_connections=4, max_keepalive_connections=4)
 
     def forwarder() -> AsyncForwarder:
-        return AsyncForwarder(
-            FAST, guard=guard, transport=pinned_transport(guard, limits, verify=trust)
-        )
+        return AsyncForwarder(FAST, guard=guard, verify=trust)
 
     outcome = run(forwarder(), get(f"https://provider.test:{server.port}/x"))
     assert isinstance(outcome, ProviderAnswer), outcome
@@ -364,9 +359,9 @@ def test_tls_checks_the_host_name_while_the_address_is_dialed(
     assert server.hosts == [f"provider.test:{server.port}"]
 
 
-def test_the_default_transport_is_the_pinned_one() -> None:
-    """Without a transport given, the forwarder's connections are the guard's: a name whose
-    answer is internal is refused (the system resolver is never asked)."""
+def test_the_forwarders_connections_are_the_guards() -> None:
+    """The forwarder's connections are the guard's: a name whose answer is internal is refused
+    (the system resolver is never asked)."""
     resolver = StubResolver({"internal.example": [["192.168.0.10"]]})
     refused(
         run(AsyncForwarder(FAST, guard=AddressGuard(resolver)), get("http://internal.example/"))

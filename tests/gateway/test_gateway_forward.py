@@ -262,16 +262,32 @@ def test_the_async_forwarder_is_the_same(raw_peer: Peer) -> None:
     failed(asyncio.run(run()), FailureKind.PROVIDER_5XX)
 
 
-def test_a_url_httpx_would_rewrite_is_refused_as_a_system_error() -> None:
-    """A request whose URL would not be sent as signed never leaves (a guard against drift)."""
-    built = BuiltRequest("GET", "http://127.0.0.1:9/a/../b", (), None)
-    outcome = failed(forward(built), FailureKind.SYSTEM)
+def test_the_target_goes_out_byte_for_byte_dot_segments_and_all(raw_peer: Peer) -> None:
+    """The signed target is the request line's, unnormalised: dot segments, doubled slashes
+    and escapes as signed."""
+    peer = raw_peer(reply(http("200 OK", b"{}")))
+    target = "/a/../b//./c%2f?x=%2F&y=a+b"
+    assert forward(BuiltRequest("GET", peer.url + target, (), None)).ok
+    assert peer.requests[0].startswith(f"GET {target} HTTP/1.1\r\n".encode())
+
+
+@pytest.mark.parametrize("target", ["/a?", "/ü", "/a#frag"])
+def test_a_url_that_would_not_go_out_as_signed_is_refused_as_a_system_error(
+    raw_peer: Peer, target: str
+) -> None:
+    """A request whose URL the client would not send as signed (an empty query dropped, a
+    character that is not ASCII, a fragment) never leaves: a guard against drift."""
+    peer = raw_peer(reply(http("200 OK", b"{}")))
+    outcome = failed(forward(BuiltRequest("GET", peer.url + target, (), None)), FailureKind.SYSTEM)
     assert outcome.category == "system_error"
+    assert peer.requests == []
 
 
 def test_many_threads_share_one_forwarder(raw_peer: Peer) -> None:
-    """The sync face is safe from many threads at once."""
-    peer = raw_peer(reply(http("200 OK", b"{}")))
+    """The sync face is safe from many threads at once. (The peer closes each connection after
+    its answer, so it says so: an unannounced close races the next call on that connection,
+    which is sent once and so fails as ``disconnected``.)"""
+    peer = raw_peer(reply(http("200 OK", b"{}", "connection: close")))
     with Forwarder(FAST, guard=LOOPBACK) as f, ThreadPoolExecutor(8) as pool:
         outcomes = list(pool.map(lambda _: f.forward(request_to(peer)), range(32)))
     assert all(o.ok for o in outcomes)

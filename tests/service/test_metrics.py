@@ -113,6 +113,8 @@ def test_the_gauges_and_the_request_id_exemplar(h: Harness) -> None:
     assert value(samples, "adjudge_provider_holds") == 0
     assert value(samples, "adjudge_provider_holds_minor") == 0
     assert value(samples, "adjudge_webhook_outbox_lag_seconds") == 0
+    assert value(samples, "adjudge_regex_pool_queue") == 0
+    assert ("adjudge_regex_pool_busy", ()) in samples
     assert open_text.headers["content-type"].startswith("application/openmetrics-text")
     exemplars = [
         s.exemplar.labels["request_id"]

@@ -340,6 +340,22 @@ def test_an_ambiguous_repeat_is_refused_at_posting(h: Harness) -> None:
     assert h.call("pat", "POST", "/tasks", fine).status_code == 201
 
 
+@pytest.mark.parametrize(
+    "pattern", [".*.*.*.*.*.*=.*", r"\d*\d*\d*\d*\d*\d*\d*x", "a*a*a*a*a*a*a*a*a*b"]
+)
+def test_a_polynomial_run_is_refused_at_posting(h: Harness, pattern: str) -> None:
+    """Repeats that share characters in a row pass the reference's scan and run to the 100 ms
+    limit on a crafted text: posting refuses them, naming the run; ordinary patterns pass."""
+    h.app.tasks.checker = _real_checker()
+    body = {**BASE, "mode": "auto", "criteria": {"regex_pattern": pattern}}
+    r = h.call("pat", "POST", "/tasks", body)
+    assert (r.status_code, r.json()["error"]["code"]) == (400, "REGEX_PATTERN_UNUSABLE")
+    assert "polynomial" in r.json()["error"]["message"]
+    for fine in (r"^\d+-\d+$", ".*foo.*", r"\w+@\w+\.\w+"):
+        ok = {**BASE, "mode": "auto", "criteria": {"regex_pattern": fine}}
+        assert h.call("pat", "POST", "/tasks", ok).status_code == 201
+
+
 def test_one_hour_is_a_valid_deadline(h: Harness) -> None:
     """deadline_hours: 1 is the documented minimum, measured from the moment of posting."""
     assert h.ok("pat", "POST", "/tasks", {**BASE, "deadline_hours": 1})["status"] == "funded"

@@ -12,6 +12,7 @@ import {
   failureRate,
   formatAmount,
   hashOf,
+  lintView,
   money,
   moneyState,
   onceKey,
@@ -279,4 +280,25 @@ test("a form keeps one Idempotency-Key per submission", () => {
   assert.equal(keys.for(undefined), "k5");
   assert.equal(keys.for(null), "k5"); // no inputs are the same inputs
   assert.equal(made, 5);
+});
+
+test("the criteria lint as the post form shows it", () => {
+  const answer = {
+    findings: [
+      { code: "KEYWORDS_ECHO_PASSES", field: "contains_keywords", message: "A result…", posting_refuses: false },
+      { code: "CRITERIA_UNKNOWN_FIELD", field: "min_lenght", message: "Did you mean…", posting_refuses: true },
+    ],
+    margin: { result: "escrow refund deadline", score: 100, length: 22, how: "the keywords" },
+    summary: "A 22-character result (the keywords) passes with score 100: …",
+  };
+  const view = lintView(answer);
+  assert.equal(view.heading, "2 findings");
+  assert.deepEqual(view.findings.map((f) => [f.code, f.refused]), [["KEYWORDS_ECHO_PASSES", false], ["CRITERIA_UNKNOWN_FIELD", true]]);
+  assert.equal(view.margin, "escrow refund deadline");
+  assert.equal(view.note, null);
+  const clean = lintView({ findings: [{ code: "X", field: "f", message: "m", posting_refuses: false }], margin: null, summary: "No cheap result passes: …" }, "manual");
+  assert.equal(clean.heading, "1 finding");
+  assert.equal(clean.margin, null);
+  assert.match(clean.note, /manual mode/);
+  assert.equal(lintView({ findings: [], margin: null, summary: "" }).heading, "No findings");
 });

@@ -1,9 +1,10 @@
 """adjudge's use cases: the one object the HTTP service, the CLI and the workers hold.
 
 ``App(store, clock=…, checker=…, issuer=…)`` groups the use cases by what they act on:
-``accounts``, ``tasks``, ``calls``, ``gateway``, ``receipts``, ``bundles``, ``reviews`` and
-``webhooks``. Each state change is one unit of work (:mod:`adjudge.app.unit`: the transaction,
-the clock, the lost-race retry, the Idempotency-Key); each money movement happens in
+``accounts``, ``tasks``, ``criteria`` (advice before posting), ``calls``, ``gateway``,
+``receipts``, ``bundles``, ``reviews`` and ``webhooks``. Each state change is one unit of work
+(:mod:`adjudge.app.unit`: the transaction, the clock, the lost-race retry, the
+Idempotency-Key); each money movement happens in
 :mod:`adjudge.app.settlement`, and only from a determination signed into a receipt in the same
 transaction. Nothing here knows HTTP: answers are plain JSON data, refusals are
 :class:`adjudge.Error` with stable codes.
@@ -18,6 +19,7 @@ from adjudge.app.accounts import Accounts, need_role
 from adjudge.app.bundles import Bundles
 from adjudge.app.calls import Calls
 from adjudge.app.clock import Clock, SystemClock
+from adjudge.app.criteria import CriteriaAdvice
 from adjudge.app.gateway import Gateway
 from adjudge.app.keys import Keys
 from adjudge.app.maintenance import MaintenanceWorker
@@ -36,6 +38,7 @@ __all__ = [
     "Answer",
     "App",
     "Clock",
+    "CriteriaAdvice",
     "DeliveryWorker",
     "Idempotency",
     "MaintenanceWorker",
@@ -74,6 +77,7 @@ class App:
         self.accounts = Accounts(self.unit)
         self.keys = Keys(self.unit, self.accounts)
         self.tasks = Tasks(self.unit, self.checker, self.issuer, self.settings)
+        self.criteria = CriteriaAdvice(self.unit)
         self.calls = Calls(self.unit, self.issuer)
         self.secrets = secrets or SecretBox([SecretBox.generate_key()])
         self.gateway = Gateway(

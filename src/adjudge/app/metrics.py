@@ -6,7 +6,8 @@ verdicts by subject and kind, and money moved by memo. A counter moves only once
 transaction that did the work has committed (``Transaction.committed``), so a rolled-back
 attempt is never counted. The gauges are read from the store at scrape time, each by an
 indexed read whose cost is what is open now, never the history: the webhook outbox's oldest
-undelivered event, the providers' holds and the soonest maturing, the money held on calls.
+undelivered event, the providers' holds and the soonest maturing, the money held on calls; and
+the regex worker pool's callers running and waiting, from memory.
 
 Why prometheus_client: it is the reference client, and its registry, exposition and exemplars
 (the request id the client saw, on each latency bucket, in the OpenMetrics format) are exactly
@@ -23,6 +24,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from adjudge.autocheck._sandbox import load as regex_pool_load
 from adjudge.market.money import Transfer
 from adjudge.store import Store, Transaction
 
@@ -145,3 +147,14 @@ class _StoreGauges(Collector):
         )
         soon.add_metric([], open_holds["maturing_24h"])
         yield soon
+        busy, queued = regex_pool_load()
+        held = GaugeMetricFamily(
+            "adjudge_regex_pool_busy", "Regex checks running in the time-limited worker pool."
+        )
+        held.add_metric([], busy)
+        yield held
+        waiting = GaugeMetricFamily(
+            "adjudge_regex_pool_queue", "Regex checks waiting for a worker of the pool."
+        )
+        waiting.add_metric([], queued)
+        yield waiting

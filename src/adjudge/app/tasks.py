@@ -8,7 +8,6 @@ releases, together. The answer is the task as the caller may see it (:mod:`adjud
 
 from __future__ import annotations
 
-import difflib
 import json
 import logging
 import uuid
@@ -83,9 +82,6 @@ DRY_RUN_WINDOW = timedelta(hours=1)
 MAX_DEADLINE_HOURS = 24 * 366
 #: Due takes one pass of the lapse sweep applies, at most (the next pass takes the rest).
 SWEEP_BATCH = 100
-#: Known fields inside a rubric item and inside ``expected_schema``.
-_RUBRIC_FIELDS = ("criterion", "keywords", "min_mentions", "weight")
-_SCHEMA_FIELDS = ("type", "required", "properties")
 
 
 @dataclass(frozen=True)
@@ -125,9 +121,10 @@ class _Checked:
 class _Precomputed:
     """The market's checker, answering the one check already run from its stored outcome."""
 
-    def __init__(self, inner: Checker, done: _Checked | None) -> None:
+    def __init__(self, inner: Checker, done: _Checked | None, owner: str) -> None:
         self._inner = inner
         self._done = done
+        self._owner = owner  # whose regex work a check run here is (it may run on a writer)
 
     def admissibility(self, criteria: Mapping[str, Any], mode: str) -> Sequence[Error]:
         return self._inner.admissibility(criteria, mode)
@@ -143,42 +140,38 @@ class _Precomputed:
             and criteria == done.criteria
         ):
             return done.outcome
-        return self._inner.check(result, criteria, withhold=withhold)
+        with jsregex.owned_by(self._owner):
+            return self._inner.check(result, criteria, withhold=withhold)
 
 
 def criteria_refusals(criteria: Mapping[str, Any]) -> list[Error]:
     """Posting refuses what the auto check would silently drop: an unknown field, named with
     the closest known one (``CRITERIA_UNKNOWN_FIELD``) — inside rubric items and
     ``expected_schema`` too. The auto check itself keeps the reference's behaviour."""
-    found: list[Error] = []
-
-    def unknown(where: str, name: str, known: Sequence[str]) -> None:
-        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
-        hint = f"Did you mean `{close[0]}`?" if close else f"Known: {', '.join(known)}."
-        found.append(
-            CriteriaError(
-                f"The criteria field `{where}{name}` is not one the auto check knows, so it "
-                f"would check nothing. {hint} (Post with lenient criteria to keep it anyway.)",
-                code="CRITERIA_UNKNOWN_FIELD",
-            )
+    return [
+        CriteriaError(
+            f"{sentence} (Post with lenient criteria to keep it anyway.)",
+            code="CRITERIA_UNKNOWN_FIELD",
         )
+        for _path, sentence in autocriteria.unknown_fields(criteria)
+    ]
 
-    for name in criteria:
-        if name not in autocriteria.FIELDS:
-            unknown("", name, autocriteria.FIELDS)
-    rubric = criteria.get("rubric")
-    if isinstance(rubric, list):
-        for i, item in enumerate(rubric):
-            if isinstance(item, Mapping):
-                for name in item:
-                    if name not in _RUBRIC_FIELDS:
-                        unknown(f"rubric[{i}].", name, _RUBRIC_FIELDS)
-    schema = criteria.get("expected_schema")
-    if isinstance(schema, Mapping):
-        for name in schema:
-            if name not in _SCHEMA_FIELDS:
-                unknown("expected_schema.", name, _SCHEMA_FIELDS)
-    return found
+
+def runs_slow(criteria: Mapping[str, Any]) -> bool:
+    """Whether checking against ``criteria`` may take a while: a ``regex_pattern`` that is not
+    provably linear runs in the time-limited worker pool."""
+    pattern = criteria.get("regex_pattern")
+    if not isinstance(pattern, str) or not jsregex.is_safe(pattern):
+        return False
+    try:
+        return not jsregex.compile(pattern).bounded
+    except jsregex.JsRegexError:
+        return False
+
+
+class SlowCheck(Exception):
+    """Not a refusal: this check needs the regex worker pool, and the caller asked for fast
+    work only (:meth:`Tasks.finalize`); nothing was checked or written."""
 
 
 class Tasks:
@@ -339,15 +332,22 @@ class Tasks:
             after=after,
         )
 
-    def finalize(self, account: Account, task_id: str, *, key: str | None = None) -> Answer[Any]:
+    def finalize(
+        self, account: Account, task_id: str, *, key: str | None = None, fast_only: bool = False
+    ) -> Answer[Any]:
         """The agent asks for the auto check of its latest submission.
 
         The check is pure and can take a while (a regular expression may run 100 ms), so it
         runs before the write transaction, on the stored submission, holding no lock; the
-        write re-reads the task and applies the outcome only to that same submission.
+        write re-reads the task and applies the outcome only to that same submission. Its
+        regex work is the agent's, in the worker pool's fair shares. With ``fast_only``, a
+        check that would need the worker pool raises :class:`SlowCheck` before anything is
+        checked or written, so the caller can run it again where slow work belongs (the
+        service asks this way, sparing most finalizes a read of their own to decide).
         """
         need_role(account, "agent")
-        done = self._precheck(account, task_id)
+        with jsregex.owned_by(account.id):
+            done = self._precheck(account, task_id, fast_only=fast_only)
 
         def event(tx: Transaction, stored: StoredTask) -> Event:
             sub = records.submission(tx, task_id, stored.task.attempts)
@@ -362,7 +362,7 @@ class Tasks:
             {},
             key,
             event,
-            checker=_Precomputed(self.checker, done),
+            checker=_Precomputed(self.checker, done, account.id),
         )
 
     def review(
@@ -553,7 +553,8 @@ class Tasks:
 
         stored = self.unit.write(count)
         withheld = [k for k in HIDDEN_FIELDS if k in stored.task.criteria]
-        outcome = self.checker.check(result, stored.task.criteria, withhold=frozenset(withheld))
+        with jsregex.owned_by(account.id):  # the agent's share of the regex worker pool
+            outcome = self.checker.check(result, stored.task.criteria, withhold=frozenset(withheld))
         return {
             "dry_run": True,
             "passed": outcome.passed,
@@ -579,13 +580,7 @@ class Tasks:
 
         def read(tx: Transaction) -> bool:
             stored = records.task(tx, task_id)
-            pattern = stored.task.criteria.get("regex_pattern") if stored else None
-            if not isinstance(pattern, str) or not jsregex.is_safe(pattern):
-                return False
-            try:
-                return not jsregex.compile(pattern).bounded
-            except jsregex.JsRegexError:
-                return False
+            return runs_slow(stored.task.criteria if stored else {})
 
         return self.unit.read(read)
 
@@ -679,7 +674,9 @@ class Tasks:
 
     # --- the machinery --------------------------------------------------------------------
 
-    def _precheck(self, account: Account, task_id: str) -> _Checked | None:
+    def _precheck(
+        self, account: Account, task_id: str, *, fast_only: bool = False
+    ) -> _Checked | None:
         def read(tx: Transaction) -> tuple[StoredTask, Submission] | None:
             stored = records.task(tx, task_id)
             if stored is None:
@@ -696,6 +693,8 @@ class Tasks:
             return None
         stored, sub = found
         criteria = stored.task.criteria
+        if fast_only and runs_slow(criteria):
+            raise SlowCheck(task_id)
         with stage("task.check"):
             outcome = self.checker.check(sub.result, criteria)
         return _Checked(sub.result, criteria, outcome)

@@ -33,9 +33,11 @@ class AutoCheck:
     """The market's :class:`~adjudge.market.Checker` over ``adjudge.autocheck``."""
 
     def admissibility(self, criteria: Mapping[str, Any], mode: str) -> Sequence[Error]:
-        """The auto check's post-time refusals, and one more: a ``regex_pattern`` whose
-        repeated alternatives can match the same text (:mod:`adjudge.autocheck.redos`), which
-        the reference's scan cannot see. The verdict keeps the reference's scan alone."""
+        """The auto check's post-time refusals, and two more the reference's scan cannot see
+        (:mod:`adjudge.autocheck.redos`): a ``regex_pattern`` whose repeated alternatives can
+        match the same text (exponential time), or that holds a run of repeats that can match
+        the same characters (polynomial time past the square of the text's length). The
+        verdict keeps the reference's scan alone."""
         refusals = list(admissibility(criteria, mode))
         if not refusals and mode == "auto":
             for _field, reason in falsifiable.unfalsifiable(criteria):
@@ -49,6 +51,17 @@ class AutoCheck:
                         f"regex_pattern {pattern!r} can take exponential time: {why} under a "
                         "repetition. Rewrite it so the alternatives cannot overlap (for "
                         "example (a|aa)+ as a+, (http|https)+ as (https?)+).",
+                        code="REGEX_PATTERN_UNUSABLE",
+                    )
+                )
+            slow = None if refusals else redos.slow_run(pattern)
+            if slow is not None:
+                anchor = ", or anchor it with ^" if slow.degree > slow.repeats else ""
+                refusals.append(
+                    CriteriaError(
+                        f"regex_pattern `{pattern}` can take polynomial time: {slow.reason}. "
+                        "Rewrite it so repeats next to each other cannot match the same "
+                        f"characters (for example .*.*x as .*x, \\d+\\d*x as \\d+x){anchor}.",
                         code="REGEX_PATTERN_UNUSABLE",
                     )
                 )

@@ -6,12 +6,26 @@ A bounded pool of workers (``_regexworker``) is started on demand and reused; a 
 over one worker's stdin and the reply comes back on its stdout. When a reply does not come in
 time, that worker alone is killed and replaced; the others go on serving.
 
-The pool holds :data:`POOL_SIZE` workers: one fewer than the machine's CPUs (at least one), so
-catastrophic patterns can busy at most that many cores and the service keeps one for everyone
-else; ``ADJUDGE_REGEX_WORKERS`` overrides it. A caller that finds every worker busy waits for
-one, at most :data:`QUEUE_SECONDS` (not counted in its match's limit): past that the pool is
+The pool holds :data:`POOL_SIZE` workers: one fewer than the machine's CPUs, and at least two
+(``ADJUDGE_REGEX_WORKERS`` overrides it). A caller that finds every worker busy waits for one,
+at most :data:`QUEUE_SECONDS` (not counted in its match's limit): past that the pool is
 saturated, which is the service's trouble, not the pattern's, so it is :class:`PoolBusy` (the
 check broke), never a timeout verdict.
+
+**Fair shares.** Regex work has an owner: the account the use case names with
+:func:`owned_by` (a context variable, so no check function's signature carries it). One owner
+holds at most ``POOL_SIZE - 1`` workers at once (all of them when the pool has one), and when
+callers wait, a freed worker goes to the waiting owner that has used the workers least, in
+worker seconds, not to the longest waiting caller. Counting time rather than turns matters: a
+flooder's turn lasts the whole 100 ms limit, another account's a tenth of a millisecond, so
+taking turns would still give the flooder nearly all the time. So an account flooding the pool
+with patterns that run to the limit holds its share and queues behind itself, and any other
+account's match waits for at most one worker to come free; with two workers or more, one is
+always left to the others. Hence the two-worker minimum: with one, everyone else waits out the
+flooder's current match each time. A worker killed at the limit is replaced in the time of the
+call whose match ran out, so the next owner finds a worker ready. One account's catastrophic
+patterns busy at most ``POOL_SIZE - 1`` cores (one, on two CPUs); several accounts' at once can
+busy every worker, each getting its share of the time.
 
 This module is the one place the auto check touches the operating system (child processes and
 a monotonic clock): the spec's "100 ms limit" is a wall-clock rule and cannot be pure.
@@ -32,6 +46,10 @@ import subprocess
 import sys
 import threading
 import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 from adjudge.autocheck import _regexworker as protocol
@@ -47,10 +65,24 @@ def _pool_size() -> int:
     configured = os.environ.get("ADJUDGE_REGEX_WORKERS", "")
     if configured.isdigit() and int(configured) > 0:
         return int(configured)
-    return max(1, (os.cpu_count() or 2) - 1)
+    return max(2, (os.cpu_count() or 2) - 1)
 
 
 POOL_SIZE = _pool_size()
+
+#: Whose regex work runs in this context: an account id, or "" when nobody said (all such work
+#: counts as one owner's).
+regex_owner: ContextVar[str] = ContextVar("regex_owner", default="")
+
+
+@contextmanager
+def owned_by(owner: str) -> Iterator[None]:
+    """Count the matches run inside the block as ``owner``'s, for the pool's fair shares."""
+    token = regex_owner.set(owner)
+    try:
+        yield
+    finally:
+        regex_owner.reset(token)
 
 
 class MatchTimeout(Exception):
@@ -136,49 +168,133 @@ class _Worker:
                 stream.close()
 
 
-class _Pool:
-    """At most ``size`` workers; each serves one caller at a time."""
+class _Turn:
+    """One caller's turn: waiting, then granted a worker (or room to start one) from ``since``."""
 
-    def __init__(self, size: int) -> None:
+    __slots__ = ("event", "granted", "owner", "since", "worker")
+
+    def __init__(self, owner: str) -> None:
+        self.owner = owner
+        self.granted = False
+        self.worker: _Worker | None = None
+        self.since = 0.0
+        self.event = threading.Event()
+
+
+_NO_ROOM = object()
+
+
+class _Pool:
+    """At most ``size`` workers, each serving one caller at a time; at most ``share`` of them
+    held by one owner, and a freed worker given to the waiting owner that has used the workers
+    least (see the module). ``clock`` measures that use."""
+
+    def __init__(
+        self, size: int, share: int | None = None, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.size = size
+        self.share = share if share is not None else max(1, size - 1)
+        self.clock = clock
         self.pid = os.getpid()
         self.idle: list[_Worker] = []  # a stack: the worker used last is used next
-        self.running = 0  # workers started and not yet killed (idle or busy)
-        self.cond = threading.Condition()
+        self.running = 0  # workers started and not yet killed (idle or busy), or starting
+        self.held: dict[str, int] = {}  # workers each owner holds now
+        self.waiting: dict[str, deque[_Turn]] = {}  # each owner's callers, first come first
+        # Worker seconds each owner holding or waiting has used. An owner that comes back
+        # after a pause starts level with the lightest active owner, so it neither jumps
+        # everyone for long nor carries an old debt.
+        self.used: dict[str, float] = {}
+        self.lock = threading.Lock()
 
-    def acquire(self) -> _Worker:
-        """A free worker, started if the pool has room; PoolBusy after QUEUE_SECONDS."""
-        deadline = time.monotonic() + QUEUE_SECONDS
-        with self.cond:
-            while True:
-                while self.idle:
-                    worker = self.idle.pop()
-                    if worker.alive():
-                        return worker
-                    worker.kill()  # died while idle (killed from outside)
-                    self.running -= 1
-                if self.running < self.size:
-                    self.running += 1
-                    break
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or not self.cond.wait(remaining):
-                    raise PoolBusy(
-                        f"all {self.size} regex workers stayed busy for {QUEUE_SECONDS:g} s"
-                    )
+    def acquire(self, owner: str) -> _Turn:
+        """A turn for ``owner`` holding a free worker, started if the pool has room;
+        PoolBusy after QUEUE_SECONDS."""
+        turn = _Turn(owner)
+        with self.lock:
+            if owner not in self.used:
+                self.used[owner] = min(self.used.values(), default=0.0)
+            self.waiting.setdefault(owner, deque()).append(turn)
+            self._dispatch()
         try:
-            return _Worker()  # started outside the lock: others keep being served
-        except BaseException:
-            self.release(None)
+            turn.event.wait(QUEUE_SECONDS)
+        except BaseException:  # interrupted while waiting: give back what came meanwhile
+            if not self._withdraw(turn):
+                self.release(turn, turn.worker)
             raise
+        if self._withdraw(turn):
+            raise PoolBusy(f"all {self.size} regex workers stayed busy for {QUEUE_SECONDS:g} s")
+        if turn.worker is None:
+            try:
+                turn.worker = _Worker()  # started outside the lock: others keep being served
+            except BaseException:
+                self.release(turn, None)
+                raise
+        return turn
 
-    def release(self, worker: _Worker | None) -> None:
-        """Give a worker back (None: it was killed, or never started)."""
-        with self.cond:
+    def _withdraw(self, turn: _Turn) -> bool:
+        """Take a turn that was not granted out of its queue; whether it was not granted."""
+        with self.lock:
+            if turn.granted:
+                return False
+            queue = self.waiting[turn.owner]
+            queue.remove(turn)
+            if not queue:
+                del self.waiting[turn.owner]
+            self._forget(turn.owner)
+            return True
+
+    def _dispatch(self) -> None:
+        """Hand free workers to waiting callers, the least served owner first (lock held)."""
+        while self.waiting:
+            ready = [o for o in self.waiting if self.held.get(o, 0) < self.share]
+            if not ready:
+                return  # every waiting owner holds its share already
+            worker = self._free()
+            if worker is _NO_ROOM:
+                return
+            owner = min(ready, key=self.used.__getitem__)
+            queue = self.waiting[owner]
+            turn = queue.popleft()
+            if not queue:
+                del self.waiting[owner]
+            self.held[owner] = self.held.get(owner, 0) + 1
+            turn.worker = worker if isinstance(worker, _Worker) else None
+            turn.since = self.clock()
+            turn.granted = True
+            turn.event.set()
+
+    def _free(self) -> object:
+        """An idle worker, None for room to start one, or _NO_ROOM (the lock is held)."""
+        while self.idle:
+            worker = self.idle.pop()
+            if worker.alive():
+                return worker
+            worker.kill()  # died while idle (killed from outside)
+            self.running -= 1
+        if self.running < self.size:
+            self.running += 1
+            return None
+        return _NO_ROOM
+
+    def _forget(self, owner: str) -> None:
+        """Drop an owner that neither holds nor waits for a worker (the lock is held)."""
+        if owner not in self.held and owner not in self.waiting:
+            self.used.pop(owner, None)
+
+    def release(self, turn: _Turn, worker: _Worker | None) -> None:
+        """End ``turn``, giving its worker back (None: it was killed, or never started)."""
+        owner = turn.owner
+        with self.lock:
+            self.used[owner] = self.used.get(owner, 0.0) + self.clock() - turn.since
+            held = self.held.pop(owner, 1) - 1
+            if held:
+                self.held[owner] = held
+            self._forget(owner)
             if worker is not None and worker.alive():
                 self.idle.append(worker)
             else:
                 self.running -= 1
-            self.cond.notify()
+            self._dispatch()
 
     def forget(self) -> None:
         """After fork: drop the parent's workers without killing them."""
@@ -186,12 +302,15 @@ class _Pool:
             worker.close()
         self.idle = []
         self.running = 0
+        self.held = {}
+        self.waiting = {}
+        self.used = {}
         self.pid = os.getpid()
-        self.cond = threading.Condition()
+        self.lock = threading.Lock()
 
     def shutdown(self) -> None:
         """Kill the idle workers (busy ones die with their closed pipes)."""
-        with self.cond:
+        with self.lock:
             idle, self.idle = self.idle, []
             self.running -= len(idle)
         for worker in idle:
@@ -202,33 +321,57 @@ _pool = _Pool(POOL_SIZE)
 
 
 def find(pattern: str, text: bytes, limit: float) -> bool:
-    """Whether ``pattern`` matches ``text`` (both in the engine alphabet; the text as UTF-8).
+    """Whether ``pattern`` matches ``text`` (both in the engine alphabet; the text as UTF-8),
+    as work of the owner :func:`owned_by` names.
 
     Raises MatchTimeout when the limit passes or the worker dies mid-match (that worker is then
-    killed and replaced), and PoolBusy when no worker came free in time.
+    killed and a replacement started, in this caller's time), and PoolBusy when no worker came
+    free in time.
     """
     pool = _pool
+    owner = regex_owner.get()
     pattern_bytes = pattern.encode()
     for attempt in range(2):
-        worker = pool.acquire()
+        turn = pool.acquire(owner)
+        worker = turn.worker
+        assert worker is not None
         try:
             answer = worker.find(pattern_bytes, text, limit)
         except BrokenPipeError:
             # The worker died between requests (killed from outside): start another once.
             worker.kill()
-            pool.release(None)
+            pool.release(turn, None)
             if attempt:
                 raise MatchTimeout("the match worker keeps dying") from None
             continue
-        except BaseException:
-            # A timeout, or anything that interrupts the exchange (KeyboardInterrupt): the
-            # worker may still owe a reply, which no later request must ever read.
+        except MatchTimeout:
+            # The owner whose match ran out pays for the replacement, not the next caller.
             worker.kill()
-            pool.release(None)
+            pool.release(turn, _replacement())
             raise
-        pool.release(worker)
+        except BaseException:
+            # Anything that interrupts the exchange (KeyboardInterrupt): the worker may still
+            # owe a reply, which no later request must ever read.
+            worker.kill()
+            pool.release(turn, None)
+            raise
+        pool.release(turn, worker)
         return answer
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _replacement() -> _Worker | None:
+    """A fresh worker for a killed one's place, or None when it cannot start now."""
+    try:
+        return _Worker()
+    except (WorkerStartError, OSError):
+        return None
+
+
+def load() -> tuple[int, int]:
+    """The pool's callers holding a worker and waiting for one, now (for the metrics)."""
+    with _pool.lock:
+        return sum(_pool.held.values()), sum(len(q) for q in _pool.waiting.values())
 
 
 def worker_pid() -> int | None:

@@ -187,12 +187,7 @@ def auto_check(
         except jsregex.JsRegexError:
             return _hard_fail(REASON_REGEX_INVALID)
 
-    pins_short_answer = bool(  # (7)
-        (c.expected_answer is not None and trim(c.expected_answer))
-        or regex_matched is not None
-        or (c.expected_schema and any(trim(k) for k in c.expected_schema.required or ()))
-        or any(trim(f) for f in c.required_fields or ())
-    )
+    pins_short_answer = pins_short(c, regex_usable=regex_matched is not None)  # (7)
     floor = max(c.min_length or 0, 0 if pins_short_answer else DEFAULT_MIN_CONTENT_CHARS)
     # A length in UTF-16 code units is at least the length in characters and at most twice it:
     # it is counted only where the floor or the scan window could turn on the difference.
@@ -221,10 +216,37 @@ def auto_check(
     rules = rules_for(c, ctx)
     if withhold:
         rules = [r for r in rules if r.name not in withhold]
-    return _score(rules, c.threshold)
+    return score_rules(rules, c.threshold)
 
 
-def _score(rules: list[Rule], threshold: float) -> VerificationResult:
+def pins_short(c: Criteria, *, regex_usable: bool) -> bool:
+    """Whether the rules can pin down a short answer, which waives the 20-character floor.
+
+    Spec 000: "The 20-character part is waived when your rules can pin down a short answer: any
+    ``expected_answer``, any usable ``regex_pattern`` (whether it matches is checked later),
+    ``required_fields``, or ``expected_schema.required``." ``regex_usable``: the pattern is set,
+    safe, compiles and finished in time.
+    """
+    return bool(
+        (c.expected_answer is not None and trim(c.expected_answer))
+        or regex_usable
+        or (c.expected_schema and any(trim(k) for k in c.expected_schema.required or ()))
+        or any(trim(f) for f in c.required_fields or ())
+    )
+
+
+def content_floor(c: Criteria, *, regex_usable: bool) -> int:
+    """The content floor in characters of the deliverable: "the larger of your ``min_length``
+    and 20 characters", the 20 waived when the rules pin a short answer (:func:`pins_short`)."""
+    pinned = pins_short(c, regex_usable=regex_usable)
+    return max(c.min_length or 0, 0 if pinned else DEFAULT_MIN_CONTENT_CHARS)
+
+
+def score_rules(rules: list[Rule], threshold: float) -> VerificationResult:
+    """Steps 2 and 3: run each item's scorer, fold the weighted average, apply the pass rule.
+
+    A scorer that raises scores 0 with its error (it never passes); no rules score 0.
+    """
     notes: dict[str, str] = {}
     breakdown: list[Item] = []
     errors: dict[str, str] = {}

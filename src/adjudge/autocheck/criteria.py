@@ -18,8 +18,9 @@ value is still validated), as the reference counts them.
 
 from __future__ import annotations
 
+import difflib
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,6 +52,9 @@ FIELDS = (
     "acceptance",
 )
 MODES = ("auto", "agent", "manual")
+#: Known fields inside a rubric item and inside ``expected_schema``.
+RUBRIC_FIELDS = ("criterion", "keywords", "min_mentions", "weight")
+SCHEMA_FIELDS = ("type", "required", "properties")
 
 
 @dataclass(frozen=True, slots=True)
@@ -316,3 +320,39 @@ def _has_real_check(c: Criteria, regex_usable: bool) -> bool:
         or regex_usable
         or (c.expected_answer is not None and trim(c.expected_answer))
     )
+
+
+def unknown_fields(raw: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The fields of ``raw`` the auto check does not know — top level, inside rubric items and
+    inside ``expected_schema`` — each as ``(path, sentence)``, the sentence naming the closest
+    known field. The reference drops such a field without a word ("``min_lenght`` sets
+    nothing"); posting refuses it, and the criteria lint reports it."""
+    found: list[tuple[str, str]] = []
+
+    def unknown(where: str, name: str, known: Sequence[str]) -> None:
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+        hint = f"Did you mean `{close[0]}`?" if close else f"Known: {', '.join(known)}."
+        found.append(
+            (
+                f"{where}{name}",
+                f"The criteria field `{where}{name}` is not one the auto check knows, so it "
+                f"would check nothing. {hint}",
+            )
+        )
+
+    for name in raw:
+        if name not in FIELDS:
+            unknown("", name, FIELDS)
+    rubric = raw.get("rubric")
+    if isinstance(rubric, list):
+        for i, item in enumerate(rubric):
+            if isinstance(item, Mapping):
+                for name in item:
+                    if name not in RUBRIC_FIELDS:
+                        unknown(f"rubric[{i}].", name, RUBRIC_FIELDS)
+    schema = raw.get("expected_schema")
+    if isinstance(schema, Mapping):
+        for name in schema:
+            if name not in SCHEMA_FIELDS:
+                unknown("expected_schema.", name, SCHEMA_FIELDS)
+    return found

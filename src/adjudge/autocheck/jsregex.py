@@ -56,8 +56,13 @@ __all__ = [
     "UnsafePattern",
     "compile",
     "is_safe",
+    "owned_by",
     "test",
 ]
+
+#: ``with owned_by(account):`` counts the matches run inside as that account's, so the worker
+#: pool can share its workers fairly between accounts (see ``_sandbox``).
+owned_by = _sandbox.owned_by
 
 #: The longest pattern accepted, in UTF-16 code units (JavaScript's ``pattern.length``).
 MAX_PATTERN_LENGTH = 200

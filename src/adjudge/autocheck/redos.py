@@ -1,306 +1,71 @@
-"""A posting-time screen for ``regex_pattern``s that backtrack exponentially: ambiguous repeats.
+"""Posting-time screens for ``regex_pattern``s whose matching time explodes: ReDoS shapes.
 
 The reference refuses nested quantifiers such as ``(a+)+`` and adjudge keeps that scan, exactly,
-for the verdict (:mod:`adjudge.autocheck.jsregex`). It cannot see the other classic cause of
-exponential backtracking: a repeated group whose alternatives can match the same text, as in
-``(a|aa)+$`` or ``(\\w|\\d)+$``. There every way of splitting a run of ``a`` between the
-branches is a path the matcher tries before it fails, and there are exponentially many.
+for the verdict (:mod:`adjudge.autocheck.jsregex`). Whatever passes runs in the time-limited
+pool, where a slow pattern costs its 100 ms of a worker on every check: time that everyone
+else's checks wait for. Posting refuses two more shapes (``REGEX_PATTERN_UNUSABLE``), both from
+the pattern's tree (:mod:`adjudge.autocheck._regextree`); a pattern the tree cannot parse is not
+judged here (the compile check refuses what JavaScript refuses).
 
-This module parses a JavaScript pattern (Annex B, no flags) into a small tree and flags a
-repeat (``*``, ``+``, ``{n,}`` or ``{n,m}`` with ``m >`` :data:`FEW_REPEATS`) whose body is
-nullable or holds an alternation two of whose branches can begin the same way: their first
-characters overlap, and their fixed leading characters never diverge before one of them ends.
+**Exponential: ambiguous repeats** (:func:`ambiguous_repeat`). A repeat (``*``, ``+``,
+``{n,}`` or ``{n,m}`` with ``m >`` :data:`FEW_REPEATS`) whose body is nullable or holds an
+alternation two of whose branches can begin the same way: their first characters overlap, and
+their fixed leading characters never diverge before one of them ends. Every way of splitting a
+run of ``a`` between the branches of ``(a|aa)+$`` is a path the matcher tries before it fails.
 It errs on the side of refusing: ``(http|https)+`` is refused (write ``(https?)+``), while
-``(ab|ac)+`` and ``(foo|bar)*`` pass. A pattern it cannot parse is not judged here (the compile
-check refuses what JavaScript refuses). Whatever passes still runs in the time-limited pool.
+``(ab|ac)+`` and ``(foo|bar)*`` pass.
+
+**Polynomial: a run of overlapping repeats** (:func:`slow_run`). Unbounded repeats in sequence
+that can all match one same character ``c``, with nothing between them that ``c`` cannot match
+(a ``-`` between two ``\\d+`` forces where the first ends; a ``\\s*`` between two ``\\w+`` does
+not), followed by something that can fail. On a text of ``n`` ``c``s that the rest fails on,
+the matcher tries every way of splitting the ``n`` between the ``k`` repeats: about
+``n**k / k!`` paths. An unanchored pattern is also tried from every start position, one power
+more (a run that begins the pattern counts the search as a repeat of its own, as if the
+pattern began with ``[\\s\\S]*?``). Posting refuses a run of two or more repeats whose power is
+above :data:`MAX_DEGREE` (2), so the shapes that are merely quadratic, which ordinary patterns
+are, pass.
+
+Refused (the power in brackets):
+
+- ``a*a*a*a*a*a*a*a*a*b`` (10): nine ``a*`` share ``a``, ``b`` fails, and it is unanchored;
+- ``\\d*\\d*\\d*\\d*\\d*\\d*\\d*x`` (8) and ``.*.*.*.*.*.*=.*`` (7: a text without ``=``);
+- ``a*a*b`` (3: two repeats and the search), ``\\w+\\s*\\w+!`` (3: ``\\s*`` can be empty, so
+  nothing splits the two ``\\w+``), ``.*\\d+ms`` (3), ``^\\d*\\d*\\d*$`` (3: ``$`` fails before a
+  final ``!``).
+
+Passed: ``^a*a*b`` (2: anchored), ``.*foo.*`` and ``\\w+@\\w+\\.\\w+`` (2: ``@`` and ``\\.``
+force the splits), ``^\\d+-\\d+$`` (1), ``.*.*`` and ``\\w+\\s*\\w+`` (nothing after the run can
+fail, so the first split tried succeeds), ``\\d+ms`` (what ``.*\\d+ms`` means for a test).
+
+The screen claims only what it can show. Every refusal names the run and carries a text that
+makes it slow (:meth:`SlowRun.text`): a lead that takes the matcher to the run, ``c`` repeated,
+and either the end of the text or a character no part of the pattern matches (for a ``$``
+right after the run). So it errs on the side of passing: a run after a lookaround, a ``\\b`` or
+a back reference, one that starts inside any but the first alternative, and one another path
+could match around are not refused; a repeat bounded at :data:`LONG_REPEAT` or fewer counts as
+a fixed part (``\\d{1,4}``). ``tests/autocheck/test_redos.py`` runs every refused pattern of its
+table, and a grammar of generated ones, on its text in the real worker and sees it stopped at
+the 100 ms limit.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-#: Code unit intervals, inclusive, sorted and disjoint.
-Chars = tuple[tuple[int, int], ...]
-
-_MAX = 0xFFFF
-ALL: Chars = ((0, _MAX),)
-DIGIT: Chars = ((0x30, 0x39),)
-WORD: Chars = ((0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A))
-SPACE: Chars = (
-    (0x09, 0x0D),
-    (0x20, 0x20),
-    (0xA0, 0xA0),
-    (0x1680, 0x1680),
-    (0x2000, 0x200A),
-    (0x2028, 0x2029),
-    (0x202F, 0x202F),
-    (0x205F, 0x205F),
-    (0x3000, 0x3000),
-    (0xFEFF, 0xFEFF),
+from adjudge.autocheck._regextree import (
+    ALL,
+    Chars,
+    Node,
+    complement,
+    first,
+    intersect,
+    norm,
+    nullable,
+    overlaps,
+    parse,
+    subtract,
 )
-LINE_ENDS: Chars = ((0x0A, 0x0A), (0x0D, 0x0D), (0x2028, 0x2029))
-_CONTROL = {"f": 0x0C, "n": 0x0A, "r": 0x0D, "t": 0x09, "v": 0x0B}
-
-
-def _norm(parts: list[tuple[int, int]]) -> Chars:
-    out: list[tuple[int, int]] = []
-    for lo, hi in sorted(parts):
-        if out and lo <= out[-1][1] + 1:
-            out[-1] = (out[-1][0], max(out[-1][1], hi))
-        else:
-            out.append((lo, hi))
-    return tuple(out)
-
-
-def complement(chars: Chars) -> Chars:
-    """Every code unit not in ``chars``."""
-    out, start = [], 0
-    for lo, hi in chars:
-        if lo > start:
-            out.append((start, lo - 1))
-        start = hi + 1
-    if start <= _MAX:
-        out.append((start, _MAX))
-    return tuple(out)
-
-
-def overlaps(a: Chars, b: Chars) -> bool:
-    """Whether two sets share a code unit."""
-    i = j = 0
-    while i < len(a) and j < len(b):
-        if a[i][1] < b[j][0]:
-            i += 1
-        elif b[j][1] < a[i][0]:
-            j += 1
-        else:
-            return True
-    return False
-
-
-@dataclass(frozen=True)
-class Node:
-    """A parsed pattern: ``kind`` is set, seq, alt, group, look, assert, rep or ref."""
-
-    kind: str
-    chars: Chars = ()
-    items: tuple[Node, ...] = ()
-    low: int = 0
-    high: int | None = None  # None: unbounded
-
-
-class _Unparsed(Exception):
-    """The pattern uses something this screen does not model; it is not judged here."""
-
-
-class _Parser:
-    def __init__(self, pattern: str) -> None:
-        self.s = pattern
-        self.i = 0
-
-    def peek(self) -> str:
-        return self.s[self.i] if self.i < len(self.s) else ""
-
-    def take(self) -> str:
-        if self.i >= len(self.s):
-            raise _Unparsed
-        c = self.s[self.i]
-        self.i += 1
-        return c
-
-    def alternation(self) -> Node:
-        branches = [self.sequence()]
-        while self.peek() == "|":
-            self.i += 1
-            branches.append(self.sequence())
-        return branches[0] if len(branches) == 1 else Node("alt", items=tuple(branches))
-
-    def sequence(self) -> Node:
-        items: list[Node] = []
-        while self.peek() not in ("", "|", ")"):
-            atom = self.atom()
-            items.append(self.quantified(atom))
-        return Node("seq", items=tuple(items))
-
-    def quantified(self, atom: Node) -> Node:
-        c = self.peek()
-        low, high = 0, None
-        if c == "*":
-            self.i += 1
-        elif c == "+":
-            self.i += 1
-            low = 1
-        elif c == "?":
-            self.i += 1
-            high = 1
-        elif c == "{":
-            end = self.s.find("}", self.i)
-            body = self.s[self.i + 1 : end] if end != -1 else ""
-            parts = body.split(",")
-            if end == -1 or not parts[0].isdigit() or len(parts) > 2:
-                return atom  # Annex B: a "{" that is not a quantifier is a literal
-            if len(parts) == 2 and parts[1] and not parts[1].isdigit():
-                return atom
-            low = int(parts[0])
-            high = low if len(parts) == 1 else (int(parts[1]) if parts[1] else None)
-            self.i = end + 1
-        else:
-            return atom
-        if self.peek() == "?":
-            self.i += 1  # lazy: the same paths, in another order
-        return Node("rep", items=(atom,), low=low, high=high)
-
-    def atom(self) -> Node:
-        c = self.take()
-        if c == "(":
-            return self.group()
-        if c == "[":
-            return Node("set", chars=self.char_class())
-        if c == ".":
-            return Node("set", chars=complement(LINE_ENDS))
-        if c in "^$":
-            return Node("assert")
-        if c == "\\":
-            return self.escape()
-        return Node("set", chars=((ord(c), ord(c)),))
-
-    def group(self) -> Node:
-        kind = "group"
-        if self.s.startswith("?:", self.i):
-            self.i += 2
-        elif self.s.startswith(("?=", "?!"), self.i):
-            self.i += 2
-            kind = "look"
-        elif self.s.startswith(("?<=", "?<!"), self.i):
-            self.i += 3
-            kind = "look"
-        elif self.s.startswith("?<", self.i):
-            end = self.s.find(">", self.i)
-            if end == -1:
-                raise _Unparsed
-            self.i = end + 1
-        elif self.peek() == "?":
-            raise _Unparsed
-        inner = self.alternation()
-        if self.take() != ")":
-            raise _Unparsed
-        return Node(kind, items=(inner,))
-
-    def escape(self) -> Node:
-        c = self.take()
-        classes = {"d": DIGIT, "w": WORD, "s": SPACE}
-        if c.lower() in classes:
-            chars = classes[c.lower()]
-            return Node("set", chars=complement(chars) if c.isupper() else chars)
-        if c in "bB":
-            return Node("assert")
-        if c.isdigit() and c != "0":
-            while self.peek().isdigit():
-                self.i += 1
-            return Node("ref")
-        if c == "k" and self.peek() == "<":
-            end = self.s.find(">", self.i)
-            if end == -1:
-                return Node("set", chars=((ord("k"), ord("k")),))
-            self.i = end + 1
-            return Node("ref")
-        unit = self.escaped_unit(c)
-        return Node("set", chars=((unit, unit),))
-
-    def escaped_unit(self, c: str) -> int:
-        if c in _CONTROL:
-            return _CONTROL[c]
-        if c == "0":
-            return 0
-        if c == "x" and _is_hex(self.s[self.i : self.i + 2]):
-            self.i += 2
-            return int(self.s[self.i - 2 : self.i], 16)
-        if c == "u" and _is_hex(self.s[self.i : self.i + 4]):
-            self.i += 4
-            return int(self.s[self.i - 4 : self.i], 16)
-        if c == "c" and self.peek().isascii() and self.peek().isalpha():
-            return ord(self.take()) % 32
-        return ord(c)
-
-    def char_class(self) -> Chars:
-        negated = self.peek() == "^"
-        if negated:
-            self.i += 1
-        parts: list[tuple[int, int]] = []
-        first = True
-        while True:
-            c = self.take()
-            if c == "]" and not first:
-                break
-            if c == "]":  # "[]" matches nothing; "[^]" everything
-                break
-            first = False
-            lo = self.class_atom(c, parts)
-            if lo is None:
-                continue
-            if self.peek() == "-" and self.s[self.i + 1 : self.i + 2] not in ("]", ""):
-                self.i += 1
-                hi = self.class_atom(self.take(), parts)
-                if hi is None:  # "[a-\d]": Annex B reads both as members
-                    parts.append((lo, lo))
-                    parts.append((ord("-"), ord("-")))
-                    continue
-                parts.append((min(lo, hi), max(lo, hi)))
-            else:
-                parts.append((lo, lo))
-        chars = _norm(parts)
-        return complement(chars) if negated else chars
-
-    def class_atom(self, c: str, parts: list[tuple[int, int]]) -> int | None:
-        """One class member's code unit, or None for a class escape (added to ``parts``)."""
-        if c != "\\":
-            return ord(c)
-        e = self.take()
-        classes = {"d": DIGIT, "w": WORD, "s": SPACE}
-        if e.lower() in classes:
-            chars = classes[e.lower()]
-            parts.extend(complement(chars) if e.isupper() else chars)
-            return None
-        if e == "b":
-            return 0x08
-        return self.escaped_unit(e)
-
-
-def _is_hex(text: str) -> bool:
-    return bool(text) and all(ch in "0123456789abcdefABCDEF" for ch in text)
-
-
-def _nullable(n: Node) -> bool:
-    if n.kind == "set":
-        return False
-    if n.kind in ("assert", "look", "ref"):
-        return True
-    if n.kind == "seq":
-        return all(_nullable(i) for i in n.items)
-    if n.kind == "alt":
-        return any(_nullable(i) for i in n.items)
-    if n.kind == "group":
-        return _nullable(n.items[0])
-    return n.low == 0 or _nullable(n.items[0])  # rep
-
-
-def _first(n: Node) -> Chars:
-    """The code units a non-empty match of ``n`` can begin with."""
-    if n.kind == "set":
-        return n.chars
-    if n.kind in ("assert", "look"):
-        return ()
-    if n.kind == "ref":
-        return ALL
-    if n.kind == "seq":
-        parts: list[tuple[int, int]] = []
-        for item in n.items:
-            parts.extend(_first(item))
-            if not _nullable(item):
-                break
-        return _norm(parts)
-    if n.kind == "alt":
-        return _norm([p for i in n.items for p in _first(i)])
-    return _first(n.items[0])  # group, rep
 
 
 def _fixed_prefix(n: Node) -> list[Chars]:
@@ -343,16 +108,16 @@ def _length(n: Node) -> int:
 
 def _branches_collide(a: Node, b: Node) -> bool:
     """Whether two alternatives can begin the same way (see the module)."""
-    if _nullable(a) or _nullable(b):
+    if nullable(a) or nullable(b):
         return True
-    if not overlaps(_first(a), _first(b)):
+    if not overlaps(first(a), first(b)):
         return False
     # They do not collide if they diverge on a fixed character before either ends.
     return all(overlaps(x, y) for x, y in zip(_fixed_prefix(a), _fixed_prefix(b), strict=False))
 
 
 def _ambiguous_body(n: Node) -> str | None:
-    if _nullable(n):
+    if nullable(n):
         return "its repeated part can match the empty string"
     if n.kind == "alt":
         for i, a in enumerate(n.items):
@@ -386,11 +151,308 @@ def _walk(n: Node) -> str | None:
 def ambiguous_repeat(pattern: str) -> str | None:
     """Why ``pattern`` can backtrack exponentially (a repeated group whose alternatives
     collide, or that can repeat nothing), or None when this screen finds no such repeat."""
-    parser = _Parser(pattern)
-    try:
-        tree = parser.alternation()
-        if parser.i != len(pattern):
-            return None
-    except _Unparsed:
+    tree = parse(pattern)
+    return None if tree is None else _walk(tree)
+
+
+# --- polynomial: runs of overlapping repeats ---------------------------------------------------
+
+#: The highest power of the text's length a pattern's matching time may grow with.
+MAX_DEGREE = 2
+#: A repeat bounded at more than this many counts as unbounded: three of them split a run a
+#: million ways at each start position.
+LONG_REPEAT = 100
+#: Candidates for the character a slow text repeats, and for the one that ends it, best first.
+_FEED = "a1A =_-.x/:,;"
+_ENDS = "!#~%\n"
+#: At most this many partial runs are followed through a pattern at once (the longest kept).
+_MAX_CHAINS = 64
+
+
+@dataclass(frozen=True)
+class SlowRun:
+    """A run of repeats in ``pattern`` whose matching time grows as a power of the text's length.
+
+    ``run`` is the part of the pattern from its first repeat to its last, ``repeats`` how many
+    unbounded repeats it holds, ``degree`` the power (one more when the pattern is tried from
+    every start position). :meth:`text` is a text that makes it slow: ``lead``, then ``char``
+    repeated, then ``end`` ("" for the end of the text).
+    """
+
+    pattern: str
+    run: str
+    repeats: int
+    degree: int
+    lead: str
+    char: str
+    end: str
+
+    @property
+    def reason(self) -> str:
+        """The refusal's explanation, naming the run."""
+        search = " (and the search from every start position)" if self.degree > self.repeats else ""
+        return (
+            f"in `{self.run}`, {self.repeats} unbounded repeats can all match {self.char!r} with "
+            f"nothing between them that forces where one ends{search}, and what follows can "
+            f"fail, so a text of n such characters takes on the order of n^{self.degree} steps"
+        )
+
+    def text(self, length: int = 20_000) -> str:
+        """A text of ``length`` characters on which matching takes ~``length**degree`` steps."""
+        return self.lead + self.char * max(0, length - len(self.lead) - len(self.end)) + self.end
+
+
+@dataclass(frozen=True)
+class _Chain:
+    """A run followed so far: the characters all its parts can match, and where it is."""
+
+    chars: Chars
+    repeats: int
+    searched: bool  # the search from every start position counts as one more repeat
+    lead: str  # a text that takes the matcher to the run's start
+    start: int = -1  # the run's first repeat in the source
+    end: int = -1  # the end of its last repeat
+
+
+def slow_run(pattern: str) -> SlowRun | None:
+    """The slowest run of overlapping repeats in ``pattern`` whose matching time grows faster
+    than :data:`MAX_DEGREE` powers of the text's length, or None (see the module)."""
+    tree = parse(pattern)
+    if tree is None:
         return None
-    return _walk(tree)
+    runs = _Runs(pattern, tree)
+    # A pattern that can match nothing succeeds at the first start position: no search.
+    start = [] if nullable(tree) else [_Chain(ALL, 0, True, "")]
+    runs.walk(tree, start, (), (), "")
+    return runs.found
+
+
+class _Runs:
+    """One pass over a pattern's tree, following every run that may still grow."""
+
+    def __init__(self, pattern: str, tree: Node) -> None:
+        self.pattern = pattern
+        self.found: SlowRun | None = None
+        # A character no part of the pattern matches ends a text no path can get past.
+        self.outside = subtract(complement(_mentioned(tree)), _SURROGATES)
+        self.groups = [(g.start, g.end) for g in _nodes(tree) if g.kind in ("group", "look")]
+
+    def widened(self, start: int, end: int) -> tuple[int, int]:
+        """The smallest balanced part of the source holding ``start:end`` (whole groups)."""
+        changed = True
+        while changed:
+            changed = False
+            for lo, hi in self.groups:
+                if (lo < start < hi < end) or (start < lo < end < hi):
+                    start, end, changed = min(start, lo), max(end, hi), True
+        return start, end
+
+    def walk(
+        self,
+        n: Node,
+        chains: list[_Chain],
+        after: tuple[Node, ...],
+        others: tuple[tuple[Node, ...], ...],
+        lead: str | None,
+    ) -> tuple[list[_Chain], str | None]:
+        """Follow ``chains`` through ``n``; ``after`` is what follows ``n`` to the pattern's end,
+        ``others`` the other paths that must fail too, and ``lead`` a text that takes the matcher
+        to ``n`` (None: unknown, so no run starting here is claimed). Answers the chains that
+        come out of ``n`` and the lead past it."""
+        if n.kind == "seq":
+            for i, item in enumerate(n.items):
+                chains, lead = self.walk(item, chains, n.items[i + 1 :] + after, others, lead)
+            return chains, lead
+        if n.kind == "group":
+            return self.walk(n.items[0], chains, after, others, lead)
+        if n.kind == "alt":
+            out: list[_Chain] = []
+            past: str | None = None
+            for k, branch in enumerate(n.items):
+                rest = tuple((b, *after) for j, b in enumerate(n.items) if j != k)
+                # The first branch is the one tried first: only it leads to a new run.
+                begin = lead if k == 0 else None
+                came, led = self.walk(branch, chains, after, others + rest, begin)
+                out.extend(came)
+                past = led if k == 0 else past
+            return _prune(out), past
+        if n.kind == "rep" and n.low == 0 and n.high == 1:
+            came, _ = self.walk(n.items[0], chains, after, (*others, after), lead)
+            return _prune(came + chains), lead
+        if n.kind == "rep" and n.low == n.high == 1:
+            return self.walk(n.items[0], chains, after, others, lead)
+        if n.kind == "rep" and (n.high is None or n.high > LONG_REPEAT):
+            return self.repeat(n, chains, after, others, lead)
+        # A fixed part (a character, a bounded repeat, an assertion): a run goes on through it
+        # only with the characters it can match; an assertion or a reference ends every run.
+        can = _runs_of(n, "run")
+        kept = [replace(c, chars=both) for c in chains if (both := intersect(c.chars, can))]
+        if n.kind == "assert" and n.name == "^" and lead == "":
+            return kept, ""
+        if lead is None or n.kind in ("assert", "look", "ref"):
+            return kept, None
+        text = _witness(n)
+        return kept, None if text is None else lead + text
+
+    def repeat(
+        self,
+        n: Node,
+        chains: list[_Chain],
+        after: tuple[Node, ...],
+        others: tuple[tuple[Node, ...], ...],
+        lead: str | None,
+    ) -> tuple[list[_Chain], str | None]:
+        """An unbounded repeat joins every run it shares characters with, and starts one."""
+        body = n.items[0]
+        can = _units_of(body)
+        out: list[_Chain] = []
+        for c in chains:
+            both = intersect(c.chars, can)
+            if both:
+                grown = _Chain(
+                    both,
+                    c.repeats + 1,
+                    c.searched,
+                    c.lead,
+                    c.start if c.start >= 0 else n.start,
+                    n.end,
+                )
+                out.append(grown)
+                self.judge(grown, after, others)
+            if n.low == 0:
+                out.append(c)  # the repeat matched nothing: the run goes on past it
+        if lead is not None and can:
+            out.append(_Chain(can, 1, False, lead, n.start, n.end))
+        text = _witness(body)
+        past = None if lead is None or text is None else lead + text * n.low
+        return _prune(out), past
+
+    def judge(
+        self, chain: _Chain, after: tuple[Node, ...], others: tuple[tuple[Node, ...], ...]
+    ) -> None:
+        """Keep ``chain`` when it is slower than allowed and a text can make everything after
+        it fail at every split: a run of one character that ``after`` and every other path
+        cannot match, ended by the end of the text or by a character nothing matches."""
+        degree = chain.repeats + chain.searched
+        if chain.repeats < 2 or degree <= MAX_DEGREE or chain.lead is None:
+            return
+        if self.found is not None and self.found.degree >= degree:
+            return
+        for mode, end in (("eot", ""), ("stop", _pick(self.outside, _ENDS))):
+            if end is None:
+                continue
+            feed = chain.chars
+            for path in (after, *others):
+                feed = subtract(feed, _runs_of_seq(path, mode))
+            char = _pick(feed, _FEED)
+            if char is not None:
+                start, stop = self.widened(chain.start, chain.end)
+                run = self.pattern[start:stop]
+                self.found = SlowRun(
+                    self.pattern, run, chain.repeats, degree, chain.lead, char, end
+                )
+                return
+
+
+_SURROGATES: Chars = ((0xD800, 0xDFFF),)
+
+
+def _runs_of(n: Node, mode: str) -> Chars:
+    """The characters ``c`` such that ``n`` can match a string of ``c`` alone (or nothing).
+
+    ``mode`` says what an assertion, a lookaround or a back reference does. Inside a run
+    (``run``) it ends the run: it matches nothing. After a run it may let the match succeed,
+    so it matches everything, except that ``$`` fails before a stopping character (``stop``)
+    and may succeed at the end of the text (``eot``).
+    """
+    if n.kind == "set":
+        return n.chars
+    if n.kind in ("assert", "look", "ref"):
+        if mode == "run" or (mode == "stop" and n.name == "$"):
+            return ()
+        return ALL
+    if n.kind == "seq":
+        return _runs_of_seq(n.items, mode)
+    if n.kind == "alt":
+        return norm([p for b in n.items for p in _runs_of(b, mode)])
+    if n.kind == "group":
+        return _runs_of(n.items[0], mode)
+    if n.high == 0 or n.low == 0:  # rep
+        return ALL
+    return _runs_of(n.items[0], mode)
+
+
+def _runs_of_seq(items: tuple[Node, ...], mode: str) -> Chars:
+    out = ALL
+    for item in items:
+        out = intersect(out, _runs_of(item, mode))
+        if not out:
+            break
+    return out
+
+
+def _units_of(n: Node) -> Chars:
+    """The characters ``c`` such that ``n`` can match a non-empty string of ``c`` alone."""
+    if n.kind == "set":
+        return n.chars
+    if n.kind in ("assert", "look", "ref"):
+        return ()
+    if n.kind == "seq":
+        some = norm([p for i in n.items for p in _units_of(i)])
+        return intersect(some, _runs_of_seq(n.items, "run"))
+    if n.kind == "alt":
+        return norm([p for b in n.items for p in _units_of(b)])
+    if n.kind == "group":
+        return _units_of(n.items[0])
+    return () if n.high == 0 else _units_of(n.items[0])  # rep
+
+
+def _witness(n: Node) -> str | None:
+    """A shortest text ``n`` matches along its first path, or None when unknown."""
+    if n.kind == "set":
+        return _pick(n.chars, _FEED)
+    if n.kind in ("assert", "look", "ref"):
+        return None
+    if n.kind == "seq":
+        parts = [_witness(i) for i in n.items]
+        return None if any(p is None for p in parts) else "".join(p or "" for p in parts)
+    if n.kind in ("alt", "group"):
+        return _witness(n.items[0])
+    if n.low == 0:  # rep
+        return ""
+    body = _witness(n.items[0])
+    return None if body is None else body * n.low
+
+
+def _nodes(n: Node) -> list[Node]:
+    """``n`` and every node under it."""
+    return [n, *(d for i in n.items for d in _nodes(i))]
+
+
+def _mentioned(n: Node) -> Chars:
+    """Every character some part of ``n`` can match (a back reference: any)."""
+    if n.kind == "set":
+        return n.chars
+    if n.kind == "ref":
+        return ALL
+    return norm([p for i in n.items for p in _mentioned(i)])
+
+
+def _pick(chars: Chars, prefer: str) -> str | None:
+    """A character of ``chars``: one of ``prefer`` if it can, never a surrogate half."""
+    for ch in prefer:
+        if overlaps(chars, ((ord(ch), ord(ch)),)):
+            return ch
+    usable = subtract(chars, _SURROGATES)
+    return chr(usable[0][0]) if usable else None
+
+
+def _prune(chains: list[_Chain]) -> list[_Chain]:
+    """The runs worth following: for each set of characters and start, the longest."""
+    best: dict[tuple[Chars, bool, bool], _Chain] = {}
+    for c in chains:
+        key = (c.chars, c.searched, c.lead is None)
+        if key not in best or best[key].repeats < c.repeats:
+            best[key] = c
+    kept = sorted(best.values(), key=lambda c: -(c.repeats + c.searched))
+    return kept[:_MAX_CHAINS]

@@ -19,11 +19,13 @@ The JWKS is ``jwks(ring.all_keys(), now)``, served at :data:`JWKS_PATH`.
 from adjudge.gateway.addresses import (
     AddressGuard,
     AddressRefused,
+    GuardedResolver,
     Resolver,
     SystemResolver,
-    pinned_transport,
+    pinned_connector,
     public_address,
     public_host,
+    tls_context,
 )
 from adjudge.gateway.forward import (
     AsyncForwarder,
@@ -65,6 +67,7 @@ __all__ = [
     "ForwardLimits",
     "Forwarder",
     "GatewayKey",
+    "GuardedResolver",
     "KeyRing",
     "KeyRingError",
     "MemoryKeyRing",
@@ -80,11 +83,12 @@ __all__ = [
     "content_digest",
     "jwks",
     "new_key",
-    "pinned_transport",
+    "pinned_connector",
     "provider_response",
     "public_address",
     "public_host",
     "rotate",
     "sign_request",
     "signing_key",
+    "tls_context",
 ]

@@ -6,12 +6,16 @@ database, cloud metadata at ``169.254.169.254``) and, through the gateway, read 
 Checking a name and then letting the HTTP client resolve it again to connect is not enough: a
 name can answer a public address to the check and ``127.0.0.1`` to the connection (DNS
 rebinding). So here the check and the connection are one step. :class:`AddressGuard` is the
-HTTP client's network backend: to open a connection it resolves the host once
+HTTP client's resolver and socket factory: to open a connection it resolves the host once
 (:class:`Resolver`), refuses the host if *any* of its addresses is not public
 (:func:`public_address`; a name that mixes public and internal answers is not tried on its public
-ones), and dials one of exactly those addresses itself. The request keeps its ``Host`` header and
-TLS its server name: httpcore takes SNI and the certificate's host name from the URL, never from
-what was dialed. :func:`pinned_transport` is the httpx transport built on it.
+ones), and the connection goes to one of exactly those addresses. The request keeps its ``Host``
+header and TLS its server name: aiohttp takes SNI and the certificate's host name from the URL,
+never from what was dialed. :func:`pinned_connector` is the aiohttp connector built on it: its
+resolver is the guard (:class:`GuardedResolver`), so the connector connects only to the addresses
+the guard returned, and every socket it opens is made by :meth:`AddressGuard.socket`, which checks
+once more the address about to be dialed (a literal address in a URL is never given to a
+resolver).
 
 The policy, :func:`public_address` (pure; the same at registration and at connect time):
 
@@ -42,20 +46,23 @@ import asyncio
 import ipaddress
 import socket
 import ssl
-from collections.abc import Iterable
 from typing import Protocol
 
-import httpcore
-import httpx
+import aiohttp
+import certifi
+from aiohappyeyeballs import AddrInfoType, SocketFactoryType
+from aiohttp.abc import AbstractResolver, ResolveResult
 
 __all__ = [
     "AddressGuard",
     "AddressRefused",
+    "GuardedResolver",
     "Resolver",
     "SystemResolver",
-    "pinned_transport",
+    "pinned_connector",
     "public_address",
     "public_host",
+    "tls_context",
 ]
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -167,12 +174,14 @@ class AddressRefused(Exception):
         super().__init__(message)
 
 
-class AddressGuard(httpcore.AsyncNetworkBackend):
-    """Opens TCP connections only to vetted addresses: resolve once, check all, dial one.
+class AddressGuard:
+    """Connections only to vetted addresses: resolve once, check all, dial only those.
 
     ``resolver`` answers the names (the system's by default; tests give a stub); ``dial`` makes
-    the connection to an address (httpcore's anyio backend by default). With ``allow_private``
-    nothing is refused. Holds no state of its own: one guard may serve many clients.
+    the socket for each address a connection tries, from its ``getaddrinfo``-style
+    ``(family, type, proto, canonname, sockaddr)`` (a plain TCP socket by default; tests give a
+    fake network's). With ``allow_private`` nothing is refused. Holds no state of its own: one
+    guard may serve many connectors.
     """
 
     def __init__(
@@ -180,11 +189,11 @@ class AddressGuard(httpcore.AsyncNetworkBackend):
         resolver: Resolver | None = None,
         *,
         allow_private: bool = False,
-        dial: httpcore.AsyncNetworkBackend | None = None,
+        dial: SocketFactoryType | None = None,
     ) -> None:
         self.resolver: Resolver = resolver or SystemResolver()
         self.allow_private = allow_private
-        self._dial = dial or httpcore.AnyIOBackend()
+        self._dial = dial
 
     def __repr__(self) -> str:
         return f"AddressGuard(allow_private={self.allow_private})"
@@ -208,73 +217,78 @@ class AddressGuard(httpcore.AsyncNetworkBackend):
                     raise AddressRefused(host, address)
         return found
 
-    async def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,
-        local_address: str | None = None,
-        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
-    ) -> httpcore.AsyncNetworkStream:
-        """A connection to one of ``host``'s vetted addresses, tried in the resolver's order;
-        resolving and every try share the one connect time-out."""
-        loop = asyncio.get_running_loop()
-        deadline = None if timeout is None else loop.time() + timeout
+    def socket(self, addr_info: AddrInfoType) -> socket.socket:
+        """The socket for the address a connection is about to dial, refused
+        (:class:`AddressRefused`) unless that address is public or private ones are allowed:
+        the last check, which also covers a URL's literal address (the connector resolves no
+        literal, so :class:`GuardedResolver` never sees one)."""
+        address = str(addr_info[4][0])
+        if not self.allow_private and not public_address(address):
+            raise AddressRefused(address)
+        if self._dial is not None:
+            return self._dial(addr_info)
+        return socket.socket(addr_info[0], addr_info[1], addr_info[2])
+
+
+class GuardedResolver(AbstractResolver):
+    """aiohttp's resolver, answering a name with the addresses ``guard`` vetted (and only
+    those): the connector then connects to exactly them, in this order."""
+
+    def __init__(self, guard: AddressGuard) -> None:
+        self.guard = guard
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
         try:
-            async with asyncio.timeout_at(deadline):
-                found = await self.addresses(host, port)
-        except TimeoutError:
-            raise httpcore.ConnectTimeout(f"{host} did not resolve in time") from None
-        except (OSError, UnicodeError) as exc:
-            raise httpcore.ConnectError(f"could not resolve {host}: {exc}") from None
-        error: Exception | None = None
-        for address in found:
-            left = None if deadline is None else deadline - loop.time()
-            if left is not None and left <= 0:
-                break
-            try:
-                return await self._dial.connect_tcp(
-                    address,
-                    port,
-                    timeout=left,
-                    local_address=local_address,
-                    socket_options=socket_options,
-                )
-            except httpcore.ConnectError as exc:  # refused or unreachable: the next address
-                error = exc
-        raise error or httpcore.ConnectTimeout(f"no connection to {host} in time")
+            found = await self.guard.addresses(host, port)
+        except UnicodeError as exc:  # a name IDNA refuses: it does not resolve
+            raise OSError(f"{host} is not a host name: {exc}") from None
+        flags = socket.AI_NUMERICHOST | socket.AI_NUMERICSERV
+        return [
+            ResolveResult(
+                hostname=host,
+                host=address,
+                port=port,
+                family=socket.AF_INET6 if ":" in address else socket.AF_INET,
+                proto=0,
+                flags=flags,
+            )
+            for address in found
+        ]
 
-    async def sleep(self, seconds: float) -> None:
-        await self._dial.sleep(seconds)
+    async def close(self) -> None:
+        return None
 
 
-class _PinnedTransport(httpx.AsyncHTTPTransport):
-    """httpx's own transport over a connection pool whose connections ``guard`` opens."""
-
-    def __init__(
-        self, guard: AddressGuard, limits: httpx.Limits, ssl_context: ssl.SSLContext
-    ) -> None:
-        super().__init__(verify=ssl_context, trust_env=False, limits=limits)
-        # httpx builds its pool with httpcore's default backend and takes no other: the same
-        # pool, with the guard as its backend (HTTP/1.1 only, no retries, as httpx's default).
-        self._pool = httpcore.AsyncConnectionPool(
-            ssl_context=ssl_context,
-            max_connections=limits.max_connections,
-            max_keepalive_connections=limits.max_keepalive_connections,
-            keepalive_expiry=limits.keepalive_expiry,
-            http1=True,
-            http2=False,
-            network_backend=guard,
-        )
+def tls_context() -> ssl.SSLContext:
+    """The TLS context connections verify providers with: the certifi roots (nothing is read
+    from the environment), the host name checked."""
+    return ssl.create_default_context(cafile=certifi.where())
 
 
-def pinned_transport(
+def pinned_connector(
     guard: AddressGuard,
-    limits: httpx.Limits,
     *,
+    max_connections: int,
+    keepalive_expiry: float = 5.0,
     verify: ssl.SSLContext | None = None,
-) -> httpx.AsyncBaseTransport:
-    """An httpx transport that connects only through ``guard``, within ``limits``; ``verify``
-    is the TLS context (the certifi roots by default; nothing is read from the environment)."""
-    context = verify or httpx.create_ssl_context(trust_env=False)
-    return _PinnedTransport(guard, limits, context)
+) -> aiohttp.TCPConnector:
+    """An aiohttp connector that connects only through ``guard``: HTTP/1.1 keep-alive
+    connections, at most ``max_connections`` in use, an idle one closed after
+    ``keepalive_expiry`` seconds; ``verify`` is the TLS context (:func:`tls_context` by default).
+
+    Every new connection resolves again (no DNS cache: an answer is vetted each time it is used),
+    and a name's addresses are tried one after another in the resolver's order (no Happy
+    Eyeballs race), within the client's connect time-out.
+    """
+    return aiohttp.TCPConnector(
+        resolver=GuardedResolver(guard),
+        use_dns_cache=False,
+        happy_eyeballs_delay=None,
+        socket_factory=guard.socket,
+        ssl=verify or tls_context(),
+        limit=max_connections,
+        limit_per_host=0,
+        keepalive_timeout=keepalive_expiry,
+    )

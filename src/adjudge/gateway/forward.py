@@ -24,6 +24,11 @@ must not be replayed elsewhere, and a bearer credential must not travel); the re
 streamed and reading stops past ``max_response_bytes`` (a declared ``Content-Length`` over the
 cap is refused before reading). The gateway asks for ``identity`` encoding; a compressed answer
 is still accepted (gzip, deflate) and its *decoded* size is capped the same way.
+
+The client is aiohttp's (pooled HTTP/1.1 keep-alive connections on the event loop, one client
+per loop): it sends the signed URL as it is (``yarl.URL(url, encoded=True)``), each request once
+(never resent on a broken connection: the provider would see its nonce twice), and keeps no
+cookies.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ import asyncio
 import concurrent.futures
 import hashlib
 import json
+import ssl
 import threading
 import time
 import zlib
@@ -40,11 +46,13 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, TypeVar
 
-import httpx
+import aiohttp
+import aiohttp.abc
+from yarl import URL
 
 from adjudge.calls.tools import BuiltRequest
 from adjudge.calls.verify import ProviderResponse, received_response
-from adjudge.gateway.addresses import AddressGuard, AddressRefused, pinned_transport
+from adjudge.gateway.addresses import AddressGuard, AddressRefused, pinned_connector
 from adjudge.gateway.sealed import ProviderCredential
 from adjudge.gateway.signing import SignedRequest
 
@@ -179,14 +187,46 @@ def _decode(raw: bytes, encoding: str, cap: int) -> bytes:
     raise ValueError(f"the answer is encoded as {encoding!r}, which the gateway does not read")
 
 
+class _BoundedBody(aiohttp.BytesPayload):
+    """The request body, its writing cut at the write time-out: a provider that stops reading a
+    request mid-way is a time-out, not a connection held open until the total deadline."""
+
+    def __init__(self, body: bytes, limits: ForwardLimits) -> None:
+        super().__init__(body, content_type="application/octet-stream")
+        self._write_timeout = limits.write_timeout
+
+    async def write_with_length(
+        self, writer: aiohttp.abc.AbstractStreamWriter, content_length: int | None
+    ) -> None:
+        try:
+            async with asyncio.timeout(self._write_timeout):
+                await super().write_with_length(writer, content_length)
+        except TimeoutError:
+            # A TimeoutError with no errno is passed on by aiohttp as it is, to the caller.
+            raise _WriteTimeout from None
+
+
+class _WriteTimeout(TimeoutError):
+    pass
+
+
+def _text(value: bytes) -> str:
+    """A header's bytes as text: ASCII or UTF-8 when they are, else Latin-1 (never lossy)."""
+    try:
+        return value.decode("utf-8")
+    except UnicodeDecodeError:
+        return value.decode("latin-1")
+
+
 class AsyncForwarder:
-    """Forwards signed requests over one pooled HTTP/1.1 client (asyncio).
+    """Forwards signed requests over one pooled HTTP/1.1 client (aiohttp, asyncio).
 
     Use ``async with AsyncForwarder(limits) as f: outcome = await f.forward(signed)``. The
-    client never reads proxy settings or credentials from the environment. ``guard`` opens its
-    connections (by default one that connects to public addresses only; tests and the demo give
-    ``AddressGuard(allow_private=True)``); a ``transport`` given replaces the pinned one and
-    does its own connecting.
+    client never reads proxy settings or credentials from the environment and keeps no cookies.
+    ``guard`` opens its connections (by default one that connects to public addresses only;
+    tests and the demo give ``AddressGuard(allow_private=True)``); ``verify`` is the TLS context
+    (the certifi roots by default). The client is made on first use, on the running event loop:
+    a forwarder belongs to the loop it first forwarded on.
     """
 
     def __init__(
@@ -194,28 +234,22 @@ class AsyncForwarder:
         limits: ForwardLimits | None = None,
         *,
         guard: AddressGuard | None = None,
-        transport: httpx.AsyncBaseTransport | None = None,
+        verify: ssl.SSLContext | None = None,
         user_agent: str = USER_AGENT,
     ) -> None:
         self.limits = limits or ForwardLimits()
         lim = self.limits
         self.guard = guard or AddressGuard()
+        self._verify = verify
         self._user_agent = user_agent
-        pool = httpx.Limits(
-            max_connections=lim.max_connections, max_keepalive_connections=lim.max_connections
+        # The connect time-out covers the resolution and every address tried; the read time-out
+        # each wait for bytes once the request is written; the total deadline is forward()'s.
+        self._timeout = aiohttp.ClientTimeout(
+            total=None, connect=lim.connect_timeout, sock_read=lim.read_timeout
         )
-        self._client = httpx.AsyncClient(
-            follow_redirects=False,
-            trust_env=False,
-            timeout=httpx.Timeout(
-                connect=lim.connect_timeout,
-                read=lim.read_timeout,
-                write=lim.write_timeout,
-                pool=lim.connect_timeout,
-            ),
-            limits=pool,
-            transport=transport or pinned_transport(self.guard, pool),
-        )
+        # The pool's bound, waited for here so that a full pool is told from a slow connect.
+        self._slots = asyncio.Semaphore(lim.max_connections)
+        self._client: aiohttp.ClientSession | None = None
 
     async def __aenter__(self) -> AsyncForwarder:
         return self
@@ -224,7 +258,26 @@ class AsyncForwarder:
         await self.aclose()
 
     async def aclose(self) -> None:
-        await self._client.aclose()
+        if self._client is not None:
+            await self._client.close()
+
+    def _session(self) -> aiohttp.ClientSession:
+        if self._client is None:
+            connector = pinned_connector(
+                self.guard, max_connections=self.limits.max_connections, verify=self._verify
+            )
+            self._client = aiohttp.ClientSession(
+                connector=connector,
+                timeout=self._timeout,
+                auto_decompress=False,  # decoded here, its size capped
+                trust_env=False,
+                cookie_jar=aiohttp.DummyCookieJar(),
+                skip_auto_headers=("Content-Type",),  # only what was signed
+            )
+            # A signed request is sent once: aiohttp would resend an idempotent one whose
+            # connection broke, and a provider that saw the first would see its nonce twice.
+            self._client._retry_connection = False
+        return self._client
 
     async def refusal(self, url: str) -> ForwardFailure | None:
         """Why a connection to ``url``'s host would be refused — ``address_refused``, or
@@ -234,8 +287,8 @@ class AsyncForwarder:
         start = time.perf_counter()
         host = url
         try:
-            target = httpx.URL(url)
-            host = target.raw_host.decode("ascii")
+            target = URL(url, encoded=True)
+            host = target.raw_host or ""
             port = target.port or (443 if target.scheme == "https" else 80)
             async with asyncio.timeout(self.limits.connect_timeout):
                 await self.guard.addresses(host, port)
@@ -243,7 +296,7 @@ class AsyncForwarder:
             return ForwardFailure(
                 FailureKind.ADDRESS_REFUSED, str(exc), time.perf_counter() - start
             )
-        except (OSError, TimeoutError, UnicodeError, httpx.InvalidURL) as exc:
+        except (OSError, TimeoutError, ValueError, TypeError) as exc:
             return ForwardFailure(
                 FailureKind.CONNECT,
                 f"could not resolve {host}: {exc or type(exc).__name__}",
@@ -288,10 +341,10 @@ class AsyncForwarder:
         def failed(kind: FailureKind, message: str, **extra: Any) -> ForwardFailure:
             return ForwardFailure(kind, message, time.perf_counter() - start, **extra)
 
-        # (1) The request exactly as signed: the URL httpx will send must be the signed target.
-        url = httpx.URL(request.url)
+        # (1) The request exactly as signed: the target sent is the signed one, byte for byte.
+        url = URL(request.url, encoded=True)
         target = request.url[request.url.index("/", request.url.index("://") + 3) :]
-        if url.raw_path != target.encode("ascii"):
+        if url.raw_path_qs != target or not target.isascii():
             return failed(FailureKind.SYSTEM, "the URL would not be sent as it was signed")
         headers = [(k, v) for k, v in request.headers]
         if credential is not None:
@@ -299,81 +352,125 @@ class AsyncForwarder:
             headers.append((credential.header.lower(), credential.secret))
         headers.append(("accept-encoding", "identity"))
         headers.append(("user-agent", self._user_agent))
-        built = self._client.build_request(
-            request.method, url, headers=headers, content=request.body
-        )
+        body = None if request.body is None else _BoundedBody(request.body, self.limits)
 
-        # (2) The exchange, each error of the transport given its kind.
-        cap = self.limits.max_response_bytes
-        try:
-            response = await self._client.send(built, stream=True)
+        # (2) A place in the pool, then the exchange, each error of the client given its kind.
+        if self._slots.locked():
             try:
-                status = response.status_code
-                answer_headers = tuple((k.lower(), v) for k, v in response.headers.multi_items())
-                declared = response.headers.get("content-length", "").strip()
-                if declared.isdigit() and int(declared) > cap:
-                    return failed(
-                        FailureKind.TOO_LARGE,
-                        f"the answer declares {declared} bytes, over the cap of {cap}",
-                        status=status,
-                    )
-                chunks: list[bytes] = []
-                size = 0
-                async for chunk in response.aiter_raw():
-                    size += len(chunk)
-                    if size > cap:
-                        return failed(
-                            FailureKind.TOO_LARGE,
-                            f"the answer exceeded the cap of {cap} bytes",
-                            status=status,
-                        )
-                    chunks.append(chunk)
-                raw = b"".join(chunks)
-            finally:
-                await response.aclose()
-        except AddressRefused as exc:  # raised by the guard as it connects, through httpx
-            return failed(FailureKind.ADDRESS_REFUSED, str(exc))
-        except httpx.ConnectTimeout:
-            return failed(
-                FailureKind.CONNECT, "no connection within the connect time-out", retryable=True
-            )
-        except httpx.PoolTimeout:
-            return failed(
-                FailureKind.SYSTEM, "the gateway's connection pool is exhausted", retryable=True
-            )
-        except httpx.TimeoutException as exc:
-            return failed(
-                FailureKind.TIMEOUT,
-                f"the provider went silent ({type(exc).__name__})",
-                retryable=True,
-            )
-        except httpx.ConnectError as exc:
-            return failed(FailureKind.CONNECT, f"could not connect: {exc}", retryable=True)
-        except (httpx.ReadError, httpx.WriteError, httpx.CloseError) as exc:
-            return failed(
-                FailureKind.DISCONNECTED, f"the connection broke: {exc or type(exc).__name__}"
-            )
-        except httpx.RemoteProtocolError as exc:
-            text = str(exc)
-            # httpcore says so in words when the peer closed early (before or mid-answer).
-            if "disconnected" in text or "closed connection" in text:
-                return failed(FailureKind.DISCONNECTED, f"the provider hung up: {text}")
-            return failed(FailureKind.PROTOCOL, f"the answer is not valid HTTP: {text}")
-        except (httpx.UnsupportedProtocol, httpx.InvalidURL, httpx.LocalProtocolError) as exc:
-            return failed(FailureKind.SYSTEM, f"the request could not be sent: {exc}")
-        except httpx.HTTPError as exc:
-            return failed(FailureKind.PROTOCOL, f"the exchange failed: {exc!r}")
+                async with asyncio.timeout(self.limits.connect_timeout):
+                    await self._slots.acquire()
+            except TimeoutError:
+                return failed(
+                    FailureKind.SYSTEM, "the gateway's connection pool is exhausted", retryable=True
+                )
+        else:
+            await self._slots.acquire()
+        try:
+            received = await self._send(request.method, url, headers, body)
+        except Exception as exc:
+            known = _failure(exc, url.raw_host or "")
+            if known is None:
+                raise
+            kind, message, retryable = known
+            return failed(kind, message, retryable=retryable)
+        finally:
+            self._slots.release()
+        if isinstance(received, _TooLargeAnswer):
+            return failed(FailureKind.TOO_LARGE, received.message, status=received.status)
 
         # (3) The answer, classified.
+        status, answer_headers, raw, encoding = received
+        cap = self.limits.max_response_bytes
         try:
-            body = _decode(raw, response.headers.get("content-encoding", ""), cap)
+            decoded = _decode(raw, encoding, cap)
         except _TooLarge:
             return failed(
                 FailureKind.TOO_LARGE, f"the decoded answer exceeds {cap} bytes", status=status
             )
         except ValueError as exc:
             return failed(FailureKind.PROTOCOL, str(exc), status=status)
-        return _classify(status, answer_headers, body, time.perf_counter() - start)
+        return _classify(status, answer_headers, decoded, time.perf_counter() - start)
+
+    async def _send(
+        self, method: str, url: URL, headers: list[tuple[str, str]], body: _BoundedBody | None
+    ) -> _Received | _TooLargeAnswer:
+        """The exchange: the status, headers, raw body and its encoding, read up to the cap."""
+        cap = self.limits.max_response_bytes
+        response = await self._session().request(
+            method, url, headers=headers, data=body, allow_redirects=False
+        )
+        whole = False
+        try:
+            status = response.status
+            declared = response.headers.get("content-length", "").strip()
+            if declared.isdigit() and int(declared) > cap:
+                return _TooLargeAnswer(
+                    status, f"the answer declares {declared} bytes, over the cap of {cap}"
+                )
+            chunks: list[bytes] = []
+            size = 0
+            async for chunk in response.content.iter_any():
+                size += len(chunk)
+                if size > cap:
+                    return _TooLargeAnswer(status, f"the answer exceeded the cap of {cap} bytes")
+                chunks.append(chunk)
+            whole = True
+        finally:
+            # A whole answer's connection goes back to the pool; any other is closed.
+            if whole:
+                response.release()
+            else:
+                response.close()
+        answer_headers = tuple((_text(k).lower(), _text(v)) for k, v in response.raw_headers)
+        encoding = response.headers.get("content-encoding", "")
+        return status, answer_headers, b"".join(chunks), encoding
+
+
+_Received = tuple[int, tuple[tuple[str, str], ...], bytes, str]
+
+
+@dataclass(frozen=True)
+class _TooLargeAnswer:
+    status: int
+    message: str
+
+
+def _failure(exc: Exception, host: str) -> tuple[FailureKind, str, bool] | None:
+    """What an exception of the exchange means — ``(kind, message, retryable)`` — or None for
+    one that is the gateway's own bug (it is raised on, to become a ``system`` failure)."""
+    match exc:
+        case AddressRefused():  # raised by the guard as it connects, through aiohttp
+            return FailureKind.ADDRESS_REFUSED, str(exc), False
+        case aiohttp.ConnectionTimeoutError():
+            return FailureKind.CONNECT, "no connection within the connect time-out", True
+        case _WriteTimeout():
+            return FailureKind.TIMEOUT, "the provider stopped reading the request", True
+        case aiohttp.ServerTimeoutError():
+            return FailureKind.TIMEOUT, f"the provider went silent ({type(exc).__name__})", True
+        case aiohttp.ClientConnectorDNSError():
+            return FailureKind.CONNECT, f"could not resolve {host}: {exc.os_error}", True
+        case aiohttp.ClientConnectorError():
+            return FailureKind.CONNECT, f"could not connect: {exc}", True
+        case aiohttp.ServerDisconnectedError() | aiohttp.ClientConnectionResetError():
+            return FailureKind.DISCONNECTED, f"the provider hung up: {exc}", False
+        case aiohttp.ClientOSError():
+            return (
+                FailureKind.DISCONNECTED,
+                f"the connection broke: {exc or type(exc).__name__}",
+                False,
+            )
+        case aiohttp.ClientPayloadError() if "not completed" in str(exc):
+            # aiohttp says so in words when the peer closed before the whole body.
+            return FailureKind.DISCONNECTED, f"the provider hung up: {exc}", False
+        case aiohttp.ClientPayloadError():
+            return FailureKind.PROTOCOL, f"the answer is not valid HTTP: {exc}", False
+        case aiohttp.ClientResponseError():
+            return FailureKind.PROTOCOL, f"the answer is not valid HTTP: {exc.message}", False
+        case aiohttp.InvalidURL() | ValueError():
+            return FailureKind.SYSTEM, f"the request could not be sent: {exc}", False
+        case aiohttp.ClientError():
+            return FailureKind.PROTOCOL, f"the exchange failed: {exc!r}", False
+    return None
 
 
 def _classify(
@@ -452,11 +549,11 @@ class Forwarder:
         limits: ForwardLimits | None = None,
         *,
         guard: AddressGuard | None = None,
-        transport: httpx.AsyncBaseTransport | None = None,
+        verify: ssl.SSLContext | None = None,
         user_agent: str = USER_AGENT,
     ) -> None:
         self.limits = limits or ForwardLimits()
-        self._config = (guard, transport, user_agent)
+        self._config = (guard, verify, user_agent)
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
             target=self._loop.run_forever, name="adjudge-forwarder", daemon=True
@@ -464,9 +561,7 @@ class Forwarder:
         self._thread.start()
 
         async def make() -> AsyncForwarder:
-            return AsyncForwarder(
-                self.limits, guard=guard, transport=transport, user_agent=user_agent
-            )
+            return AsyncForwarder(self.limits, guard=guard, verify=verify, user_agent=user_agent)
 
         self._async = self._run(make())
         self._closed = False
@@ -504,12 +599,13 @@ class Forwarder:
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
 
     def spawn(self) -> AsyncForwarder:
-        """A forwarder for the running event loop with this one's bounds, guard and client:
-        this one's own on its own loop, a new one (its own connection pool) on any other."""
+        """A forwarder for the running event loop with this one's bounds, guard, TLS context and
+        user agent: this one's own on its own loop, a new one (its own connection pool, closed
+        with its ``aclose()``) on any other."""
         if asyncio.get_running_loop() is self._loop:
             return self._async
-        guard, transport, user_agent = self._config
-        return AsyncForwarder(self.limits, guard=guard, transport=transport, user_agent=user_agent)
+        guard, verify, user_agent = self._config
+        return AsyncForwarder(self.limits, guard=guard, verify=verify, user_agent=user_agent)
 
     def refusal(self, url: str) -> ForwardFailure | None:
         """:meth:`AsyncForwarder.refusal`, waited for on the calling thread."""

@@ -29,6 +29,7 @@ from adjudge.app import App
 from adjudge.service import (
     accounts,
     calls,
+    criteria,
     docs,
     errors,
     gateway,
@@ -160,7 +161,14 @@ def create_app(use_cases: App, *, threads: int | None = None) -> FastAPI:
     errors.install(api)
     api.include_router(root_health)
     api.include_router(root_metrics)
-    for module in (health_routes, accounts.routes, tasks.routes, receipts.routes, reviews.routes):
+    for module in (
+        health_routes,
+        accounts.routes,
+        tasks.routes,
+        criteria.routes,
+        receipts.routes,
+        reviews.routes,
+    ):
         api.include_router(module)
     api.include_router(gateway.routes)  # before calls: /tools/callable is not /tools/{tool}
     api.include_router(calls.routes)

@@ -21,9 +21,14 @@ from adjudge.service.ingress import StrictRoute
 
 #: The largest amount the ledger's 64-bit columns hold.
 MAX_AMOUNT = 2**63 - 1
-#: How many slow checks (a regex in the worker pool) run at once: one more than the pool has
-#: workers, so the pool stays busy while the rest wait without holding a request thread.
-SLOW_CHECKS = POOL_SIZE + 1
+#: How many slow checks (a regex in the worker pool) run at once, all accounts together; the
+#: rest wait without holding a request thread. Waiting in the pool costs a thread and nothing
+#: else, and the pool picks whom to serve fairly, so this is large: it takes 32 accounts
+#: flooding at once to fill it and make everyone else queue here, first come first served.
+SLOW_CHECKS = max(64, 4 * POOL_SIZE)
+#: How many of them one account may run at once: one more than its share of the pool's workers
+#: (all but one), so its next check is ready in the pool's round while the others wait here.
+OWNER_SLOW_CHECKS = max(1, POOL_SIZE - 1) + 1
 #: How long a slow check waits for its turn before the service says it is too busy.
 SLOW_QUEUE_SECONDS = 10.0
 #: Forwarded paid calls wait on providers: at most this many at once, on threads of their own.
@@ -116,24 +121,62 @@ def reply(answer: Answer[Any], status: int = 200) -> JSONResponse:
     return JSONResponse(answer.value, status_code=status, headers=headers)
 
 
-async def checked(slow: bool, fn: Callable[[], T]) -> T:
+async def checked(slow: bool, fn: Callable[[], T], owner: str) -> T:
     """Run a use case that may check a result: on the request threads, or — when the check
-    needs the regex worker pool — apart, at most :data:`SLOW_CHECKS` at once, the others
-    waiting their turn without a thread (``CHECKER_UNAVAILABLE`` after
-    :data:`SLOW_QUEUE_SECONDS`). So catastrophic patterns occupy the pool, never the threads
-    that every other request (``/health`` included) needs."""
+    needs the regex worker pool — apart: at most :data:`OWNER_SLOW_CHECKS` of ``owner``'s (the
+    calling account's) and :data:`SLOW_CHECKS` of everyone's at once, the others waiting their
+    turn without a thread (``CHECKER_UNAVAILABLE`` after :data:`SLOW_QUEUE_SECONDS`). So
+    catastrophic patterns occupy the pool, never the threads that every other request
+    (``/health`` included) needs, and one account's flood queues behind itself, in front of
+    the pool's own fair round, instead of in front of everyone."""
     if not slow:
         return await anyio.to_thread.run_sync(fn)
+    mine = _owner_turns(owner)
     turns, threads = lane("slow-turns", SLOW_CHECKS), lane("slow-threads", SLOW_CHECKS)
+    held: list[anyio.CapacityLimiter] = []
     try:
-        with anyio.fail_after(SLOW_QUEUE_SECONDS):
-            await turns.acquire()
-    except TimeoutError:
-        raise Error(
-            "The service is busy with slow regex checks; nothing was judged. Try again shortly.",
-            code="CHECKER_UNAVAILABLE",
-        ) from None
-    try:
+        try:
+            with anyio.fail_after(SLOW_QUEUE_SECONDS):
+                for limiter in (mine.limiter, turns):
+                    await limiter.acquire()
+                    held.append(limiter)
+        except TimeoutError:
+            raise Error(
+                "The service is busy with slow regex checks; nothing was judged. "
+                "Try again shortly.",
+                code="CHECKER_UNAVAILABLE",
+            ) from None
         return await anyio.to_thread.run_sync(fn, limiter=threads)
     finally:
-        turns.release()
+        for limiter in held:
+            limiter.release()
+        mine.done()
+
+
+class _OwnerTurns:
+    """One account's turns in the slow lane, kept only while someone uses them."""
+
+    def __init__(self, owners: dict[str, _OwnerTurns], owner: str) -> None:
+        self.owners, self.owner = owners, owner
+        self.limiter = anyio.CapacityLimiter(OWNER_SLOW_CHECKS)
+        self.users = 0
+
+    def done(self) -> None:
+        self.users -= 1
+        if not self.users:
+            del self.owners[self.owner]
+
+
+#: Each account's turns by event loop, like the lanes.
+_OWNERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, _OwnerTurns]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _owner_turns(owner: str) -> _OwnerTurns:
+    owners = _OWNERS.setdefault(asyncio.get_running_loop(), {})
+    found = owners.get(owner)
+    if found is None:
+        found = owners[owner] = _OwnerTurns(owners, owner)
+    found.users += 1
+    return found

@@ -90,6 +90,7 @@ STATUS: dict[str, int] = {
     # 429: a bounded action is used up for now (Retry-After says when to come back)
     "RATE_LIMITED": 429,
     "DRY_RUN_QUOTA_EXCEEDED": 429,
+    "LINT_QUOTA_EXCEEDED": 429,
     # 500: a stored record is damaged (nothing a caller can fix)
     "RECORD_UNREADABLE": 500,
     # 503: the database failed; nothing was written

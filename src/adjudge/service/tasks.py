@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from functools import partial
 from typing import Annotated, Any
 
 import anyio.to_thread
@@ -10,6 +11,7 @@ from fastapi import Query
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field, StrictInt
 
+from adjudge.app.tasks import SlowCheck
 from adjudge.service.deps import Caller, IdemKey, Use, amount, checked, reply, router
 
 routes = router()
@@ -178,8 +180,14 @@ def submit(
 @routes.post("/tasks/{task_id}/finalize", tags=["lifecycle"])
 async def finalize(*, task_id: str, who: Caller, app: Use, key: IdemKey = None) -> JSONResponse:
     """The agent asks for the auto check of its latest submission (auto mode)."""
-    slow = await anyio.to_thread.run_sync(app.tasks.needs_slow_check, task_id)
-    return reply(await checked(slow, lambda: app.tasks.finalize(who, task_id, key=key)))
+    # Most checks are fast: try on the request threads, and only a check that needs the regex
+    # worker pool (it says so before doing anything) goes again to the slow lane.
+    try:
+        fast = partial(app.tasks.finalize, who, task_id, key=key, fast_only=True)
+        return reply(await checked(False, fast, who.id))
+    except SlowCheck:
+        job = partial(app.tasks.finalize, who, task_id, key=key)
+        return reply(await checked(True, job, who.id))
 
 
 @routes.post("/tasks/{task_id}/review", tags=["lifecycle"])
@@ -248,4 +256,4 @@ async def dry_run(*, task_id: str, body: SubmitResult, who: Caller, app: Use) ->
     """The holding agent checks a draft against the task's public rules (its hidden expected
     answer never runs); uses no attempt, touches no reputation; 20 an hour per task."""
     slow = await anyio.to_thread.run_sync(app.tasks.needs_slow_check, task_id)
-    return await checked(slow, lambda: app.tasks.dry_run(who, task_id, body.result))
+    return await checked(slow, lambda: app.tasks.dry_run(who, task_id, body.result), who.id)

@@ -25,8 +25,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-import httpx
-
 from adjudge.calls.tools import BuiltRequest
 from adjudge.gateway.addresses import AddressGuard
 from adjudge.gateway.forward import AsyncForwarder, FailureKind, ForwardFailure, ForwardLimits
@@ -106,7 +104,6 @@ class Sender:
         allow_private: bool = False,
         guard: AddressGuard | None = None,
         now: Callable[[], datetime] | None = None,
-        transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.limits = limits or SenderLimits()
         self.guard = guard or AddressGuard(allow_private=allow_private)
@@ -122,7 +119,6 @@ class Sender:
             return AsyncForwarder(
                 self.limits.forward_limits(),
                 guard=self.guard,
-                transport=transport,
                 user_agent=USER_AGENT,
             )
 

@@ -11,6 +11,7 @@ import {
   eventTypes,
   failureRate,
   hashOf,
+  lintView,
   money,
   moneyState,
   onceKey,
@@ -229,7 +230,7 @@ async function signIn() {
       h("strong", {}, me.id),
       ` (${me.roles.join(", ")}) · balance `,
       h("span", { id: "balance" }, money(me.balance)),
-      me.held && me.held !== "0" ? [" · held ", h("span", { id: "held" }, money(me.held))] : null,
+      me.held && me.held !== "0" ? [" · held ", h("span", { id: "held" }, money(me.held))] : "",
       ` · reputation ${me.reputation}`,
     );
   } catch (err) {
@@ -547,6 +548,54 @@ async function postForm() {
   const label = (text, input) => h("label", {}, h("span", {}, text), input);
   const button = h("button", { type: "submit" }, "Post and fund");
   const send = sending(() => [button], status);
+  const advice = h("section", { class: "lint", "aria-live": "polite", "aria-label": "Criteria advice" });
+  const lintButton = h("button", { type: "button", onclick: () => lintCriteria() }, "Check these criteria");
+  // Advice before funding: the service's lint of the criteria (and the brief an agent could
+  // copy). It changes nothing, so it is sent as often as asked, one request at a time.
+  async function lintCriteria() {
+    const parsed = parseCriteria(criteria.value);
+    if (parsed.error) {
+      advice.replaceChildren(h("p", { class: "error", role: "alert" }, parsed.error));
+      return;
+    }
+    lintButton.disabled = true;
+    advice.replaceChildren(h("p", { class: "muted" }, "Checking…"));
+    try {
+      const view = lintView(await api("POST", "/criteria/lint", { criteria: parsed.criteria, brief: brief.value }), mode.value);
+      const findings = view.findings.map((f) =>
+        h(
+          "li",
+          {},
+          h("code", { class: "finding-code" }, f.code),
+          " ",
+          h("span", { class: "muted" }, f.field),
+          f.refused ? h("span", { class: "error" }, " (posting refuses this)") : null,
+          h("br"),
+          f.message,
+        ),
+      );
+      // One element holds the parts: replaceChildren would write a null as the text "null".
+      advice.replaceChildren(
+        h(
+          "div",
+          {},
+          h("h3", {}, view.heading),
+          view.note ? h("p", { class: "muted" }, view.note) : null,
+          findings.length ? h("ul", { class: "findings" }, findings) : null,
+          h("h4", {}, "Gaming margin"),
+          h("p", { class: "margin-summary" }, view.summary),
+          view.margin == null
+            ? null
+            : h("pre", { class: "text margin-result", "aria-label": "Cheapest passing result" }, view.margin),
+          h("p", { class: "muted" }, "Advice only: it changes no verdict and refuses no post."),
+        ),
+      );
+    } catch (err) {
+      advice.replaceChildren(failure(err));
+    } finally {
+      lintButton.disabled = false;
+    }
+  }
   render(
     h("h2", {}, "Post a task"),
     h(
@@ -599,8 +648,9 @@ async function postForm() {
       label("Private", priv),
       label("Criteria (JSON)", criteria),
       label("Keep fields the check does not know", lenient),
-      button,
+      h("div", { class: "buttons" }, lintButton, button),
       status,
+      advice,
     ),
   );
 }

@@ -139,6 +139,32 @@ export function parseCriteria(text) {
 }
 
 /**
+ * The criteria lint's answer (POST /criteria/lint) as the post form shows it: a heading, each
+ * finding as `{code, field, message, refused}`, the margin's sentence and its result (null when
+ * no cheap result passes), and a note when the task's mode is not auto (the auto check then
+ * does not judge it, so the findings are what it would find).
+ */
+export function lintView(answer, mode = "auto") {
+  const findings = (answer && answer.findings) || [];
+  const n = findings.length;
+  return {
+    heading: n === 0 ? "No findings" : `${n} finding${n === 1 ? "" : "s"}`,
+    findings: findings.map((f) => ({
+      code: String(f.code),
+      field: String(f.field),
+      message: String(f.message),
+      refused: Boolean(f.posting_refuses),
+    })),
+    summary: String((answer && answer.summary) || ""),
+    margin: answer && answer.margin ? String(answer.margin.result) : null,
+    note:
+      mode === "auto"
+        ? null
+        : `In ${mode} mode the auto check does not decide; this is what it would find.`,
+  };
+}
+
+/**
  * The take window as typed: blank is none (a take lasts until the deadline), else whole hours
  * from 1 to 2160, or an error sentence a person can act on. The service also checks that the
  * window ends before the deadline.

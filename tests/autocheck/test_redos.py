@@ -1,0 +1,164 @@
+"""redos: the posting-time screens for patterns whose matching time explodes.
+
+Every polynomial refusal is checked against the real engine: its own slow text, run in the
+match worker, must be stopped at the 100 ms limit. The texts are 2,000 characters long, where a
+cubic run takes seconds and a merely quadratic one a few milliseconds, so a refusal that
+overstated a pattern's power would answer instead of timing out.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from adjudge.app.wiring import AutoCheck
+from adjudge.autocheck import admissibility, jsregex, redos
+
+#: Refused as polynomial, with the power the screen gives and the run it names.
+POLYNOMIAL = [
+    # The three from the report: each ran to the limit and held a worker 100 ms a check.
+    (r".*.*.*.*.*.*=.*", 7, ".*.*.*.*.*.*"),
+    (r"\d*\d*\d*\d*\d*\d*\d*x", 8, r"\d*\d*\d*\d*\d*\d*\d*"),
+    (r"a*a*a*a*a*a*a*a*a*b", 10, "a*a*a*a*a*a*a*a*a*"),
+    (r"a*a*b", 3, "a*a*"),
+    (r"\w+\s*\w+!", 3, r"\w+\s*\w+"),
+    (r".*\d+ms", 3, r".*\d+"),
+    (r"^\d*\d*\d*$", 3, r"\d*\d*\d*"),
+    (r"x\d*\d*\d*y", 3, r"\d*\d*\d*"),
+    (r"(a*)(a*)(a*)b", 4, "(a*)(a*)(a*)"),
+    (r"(?:a*a*a*b|c)", 4, "a*a*a*"),
+    (r"[\w.]+\.[\w.]+$", 3, r"[\w.]+\.[\w.]+"),
+    (r"\d+.\d+%", 3, r"\d+.\d+"),
+    (r"^.*\S+.*$", 3, r".*\S+.*"),
+    (r"(?:1)?\d*\d*\d*x", 4, r"\d*\d*\d*"),
+    (r"a{0,200}a*b", 3, "a{0,200}a*"),
+]
+
+#: Passed: ordinary patterns, quadratic ones, and runs nothing after can fail.
+PASSING = [
+    r"^\d+-\d+$",
+    r"\d+-\d+",
+    r".*foo.*",
+    r".*foo",
+    r"\w+@\w+\.\w+",
+    r"^[\w.+-]+@[\w-]+\.[\w.-]+$",
+    r"^a*a*b",  # anchored: quadratic
+    r".*.*",  # the first split tried succeeds
+    r"\w+\s*\w+",
+    r"\d*\d*\d*",
+    r"\d+ms",
+    r"^(\d+)\s*(\d+)x",
+    r"^\s*\S+\s*$",
+    r"[A-Z][a-z]+ [A-Z][a-z]+",
+    r'"status":\s*"ok"',
+    r"\b(PASS|FAIL)\b",
+    r"^INV-\d{4}-\d{2}$",
+    r"https?://\S+",
+    r"\d{1,3}\d{1,3}\d{1,3}x",  # bounded repeats: a fixed number of splits
+    r"(?:a|a*a*a*b)",  # the first alternative succeeds wherever the run could start
+    r"\b\d*\d*\d*x",  # after a \b: not claimed
+    r"[\s\S]*[\s\S]*[\s\S]*$",  # nothing can stop the first repeat short of the end
+    "",
+    "(",  # does not parse: the compile check refuses it
+]
+
+
+@pytest.mark.parametrize(("pattern", "degree", "run"), POLYNOMIAL)
+def test_polynomial_runs_are_refused_naming_the_run(pattern: str, degree: int, run: str) -> None:
+    """Each refused pattern gets its power and the part of the pattern that makes it."""
+    found = redos.slow_run(pattern)
+    assert found is not None
+    assert (found.degree, found.run) == (degree, run)
+    assert f"`{run}`" in found.reason and f"n^{degree}" in found.reason
+
+
+@pytest.mark.parametrize("pattern", PASSING)
+def test_ordinary_and_quadratic_patterns_pass(pattern: str) -> None:
+    """Patterns at most quadratic, and runs nothing after them can fail, are not refused."""
+    assert redos.slow_run(pattern) is None
+
+
+@pytest.mark.parametrize(("pattern", "degree", "run"), POLYNOMIAL)
+def test_every_refused_pattern_is_stopped_on_its_text(pattern: str, degree: int, run: str) -> None:
+    """The real worker, given the refusal's own 2,000-character text, hits the 100 ms limit."""
+    found = redos.slow_run(pattern)
+    assert found is not None
+    text = found.text(2_000)
+    assert len(text) == 2_000
+    assert jsregex.is_safe(pattern)  # the reference's scan lets every one of them through
+    with pytest.raises(jsregex.PatternTimeout):
+        jsregex.test(pattern, text)
+
+
+def test_the_verdict_keeps_the_reference_scan() -> None:
+    """The auto check's own refusals pass the report's patterns; only posting refuses them."""
+    for pattern, _, _ in POLYNOMIAL[:3]:
+        criteria = {"regex_pattern": pattern, "min_length": 1}
+        assert list(admissibility(criteria, "auto")) == []
+        [refusal] = AutoCheck().admissibility(criteria, "auto")
+        assert refusal.code == "REGEX_PATTERN_UNUSABLE"
+        assert "polynomial time" in refusal.message and pattern in refusal.message
+
+
+def test_the_hint_offers_an_anchor_only_where_the_search_counts() -> None:
+    """An unanchored run is told to anchor; an anchored one is not."""
+    [loose] = AutoCheck().admissibility({"regex_pattern": "a*a*a*b"}, "auto")
+    [tight] = AutoCheck().admissibility({"regex_pattern": "^a*a*a*b"}, "auto")
+    assert "anchor it with ^" in loose.message
+    assert "anchor" not in tight.message
+
+
+def test_an_exponential_pattern_gets_the_exponential_reason() -> None:
+    """The exponential screen answers first, with the same code."""
+    [refusal] = AutoCheck().admissibility({"regex_pattern": "(a|aa)+$"}, "auto")
+    assert refusal.code == "REGEX_PATTERN_UNUSABLE" and "exponential" in refusal.message
+
+
+# A small grammar of patterns: characters and classes that overlap or not, quantifiers, groups,
+# alternatives, optional parts, assertions.
+_ATOMS = ["a", "b", r"\d", r"\w", r"\s", r"\S", ".", "[ab]", "[^a]", "=", "-", "1", " "]
+_QUANTIFIERS = ["", "*", "+", "?", "{2}", "{1,3}", "*?", "+?", "{2,}"]
+
+
+def _pieces(depth: int) -> st.SearchStrategy[str]:
+    # Mostly unbounded repeats, so that runs of them are common.
+    repeat = st.builds(lambda a, q: a + q, st.sampled_from(_ATOMS), st.sampled_from("*+*+"))
+    atom = st.builds(lambda a, q: a + q, st.sampled_from(_ATOMS), st.sampled_from(_QUANTIFIERS))
+    choices = [repeat, repeat, atom, st.sampled_from([r"\b", "(?=a)", "$", "^"])]
+    if depth < 2:
+        inner = _sequences(depth + 1)
+        choices.append(st.builds(lambda s, q: f"({s}){q}", inner, st.sampled_from(["", "?"])))
+        choices.append(
+            st.builds(lambda a, b, q: f"(?:{a}|{b}){q}", inner, inner, st.sampled_from(["", "?"]))
+        )
+    return st.one_of(choices)
+
+
+def _sequences(depth: int) -> st.SearchStrategy[str]:
+    return st.lists(st.deferred(lambda: _pieces(depth)), min_size=2, max_size=6).map("".join)
+
+
+_PATTERNS = st.builds(
+    lambda a, s, z: a + s + z,
+    st.sampled_from(["", "^"]),
+    _sequences(0),
+    st.sampled_from(["", "", "$", "x", "!"]),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_PATTERNS)
+def test_a_generated_pattern_is_refused_only_when_its_text_is_slow(pattern: str) -> None:
+    """Soundness against the engine: whatever the screen refuses times out on its own text."""
+    if not jsregex.is_safe(pattern) or redos.ambiguous_repeat(pattern) is not None:
+        return
+    try:
+        jsregex.compile(pattern)
+    except jsregex.InvalidPattern:
+        return
+    found = redos.slow_run(pattern)
+    if found is None:
+        return
+    with pytest.raises(jsregex.PatternTimeout):
+        jsregex.test(pattern, found.text(2_000))

@@ -1,0 +1,67 @@
+"""The slow lane: checks that need the regex pool run apart, and one account's flood of them
+queues behind itself instead of in front of every other account."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import anyio
+import pytest
+
+from adjudge.errors import Error
+from adjudge.service import deps
+
+
+def test_one_account_cannot_take_every_slow_turn() -> None:
+    """Eight slow checks of one account: only its share runs, the rest wait without a thread,
+    another account's check goes straight through, and nothing is left behind."""
+    lock = threading.Lock()
+    running = [0, 0]  # now, most at once
+    gate = threading.Event()
+
+    def slow() -> None:
+        with lock:
+            running[0] += 1
+            running[1] = max(running)
+        gate.wait(10)
+        with lock:
+            running[0] -= 1
+
+    async def main() -> None:
+        async with anyio.create_task_group() as group:
+            for _ in range(8):
+                group.start_soon(deps.checked, True, slow, "flood")
+            with anyio.fail_after(5):
+                while running[0] < deps.OWNER_SLOW_CHECKS:
+                    await anyio.sleep(0.005)
+            await anyio.sleep(0.05)  # room for more to start, if the lane let them
+            assert running[0] == deps.OWNER_SLOW_CHECKS < 8
+            with anyio.fail_after(5):
+                assert await deps.checked(True, lambda: "answered", "ann") == "answered"
+            gate.set()
+        assert running == [0, deps.OWNER_SLOW_CHECKS]
+        assert deps._OWNERS[asyncio.get_running_loop()] == {}
+
+    anyio.run(main)
+
+
+def test_an_account_waiting_too_long_is_told_the_checker_is_busy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Past the lane's wait the check is refused as CHECKER_UNAVAILABLE, judging nothing."""
+    monkeypatch.setattr(deps, "SLOW_QUEUE_SECONDS", 0.05)
+    gate = threading.Event()
+
+    async def main() -> None:
+        async with anyio.create_task_group() as group:
+            for _ in range(deps.OWNER_SLOW_CHECKS):
+                group.start_soon(deps.checked, True, lambda: gate.wait(10), "flood")
+            await anyio.sleep(0.02)
+            with pytest.raises(Error) as info:
+                await deps.checked(True, lambda: None, "flood")
+            assert info.value.code == "CHECKER_UNAVAILABLE"
+            gate.set()
+        assert deps._OWNERS[asyncio.get_running_loop()] == {}
+
+    anyio.run(main)
