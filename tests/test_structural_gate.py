@@ -17,7 +17,7 @@ import pytest
 
 import adjudge
 
-GATES = ("adjudge.autocheck", "adjudge.kernel", "adjudge.calls", "adjudge.market")
+GATES = ("adjudge.autocheck", "adjudge.kernel", "adjudge.calls", "adjudge.market", "adjudge.replay")
 SCORERS = "adjudge.workers"
 
 

@@ -762,6 +762,16 @@ class Client:
         """A task's receipts in chain order."""
         return cast(list[Receipt], self.request("GET", f"/tasks/{task_id}/receipts")["receipts"])
 
+    def task_bundle(self, task_id: str, *, attempt: int | None = None) -> dict[str, Any]:
+        """The parts of a task's replay bundle (its parties' and admins'): zip them with
+        :func:`adjudge.replay.from_answer` and re-run them offline with
+        :func:`adjudge.replay.replay`."""
+        return dict(self.request("GET", f"/tasks/{task_id}/bundle", params={"attempt": attempt}))
+
+    def call_bundle(self, call_id: str) -> dict[str, Any]:
+        """The parts of a paid call's replay bundle (its caller's, its provider's, admins')."""
+        return dict(self.request("GET", f"/calls/{call_id}/bundle"))
+
     def receipts_head(self) -> LogHead:
         """The receipt log's length, its last receipt's sequence and id, and the signing key."""
         return cast(LogHead, self.request("GET", "/receipts/head"))

@@ -78,6 +78,7 @@ _TABLE = (
     Code("ABOUT_INVALID", BadInput, 400, "A receipt's subject name is empty, too long, padded or holds a control character."),
     Code("AUTO_CRITERIA_REQUIRED", BadInput, 400, "An auto task's criteria hold no real check."),
     Code("BRIEF_REQUIRED", BadInput, 400, "An agent-review task needs a brief for its verdict to quote."),
+    Code("BUNDLE_UNUSABLE", BadInput, 400, "A replay bundle that cannot be read: not a zip, no manifest, a missing or broken file."),
     Code("CALL_INPUT_INVALID", BadInput, 400, "A paid call's record has a field the store cannot hold (too long, a NUL, a bad time)."),
     Code("CALL_LOG_INVALID", BadInput, 400, "A line of a call log is not a JSON call record."),
     Code("CALL_NO_RESPONSE", BadInput, 400, "The call ended without a response, so there is nothing to determine or sign."),
@@ -179,6 +180,7 @@ _TABLE = (
     Code("WEBHOOK_URL_INVALID", BadInput, 400, "A webhook URL is not an https (or http) URL of an allowed length."),
     Code("WEBHOOK_URL_PRIVATE", BadInput, 400, "A webhook URL names an address that is not public."),
     # --- NotAllowed: not yours to do
+    Code("BUNDLE_WITHHELD", NotAllowed, 403, "A replay bundle holds what this account may not read (a withheld output, a hidden answer)."),
     Code("CONFLICT_OF_INTEREST", NotAllowed, 403, "A call's caller or provider cannot rule on its report."),
     Code("IS_VERIFIER", NotAllowed, 403, "A task's verifier cannot also take it."),
     Code("NOT_A_PARTY", NotAllowed, 403, "Only a task's (or a call's) parties may read this."),
@@ -217,6 +219,7 @@ _TABLE = (
     # --- StateError: not now, not in this state
     Code("APPEAL_WINDOW_CLOSED", StateError, 409, "The appeal window after a failed verdict has closed."),
     Code("APPEAL_WINDOW_OPEN", StateError, 409, "The agent's appeal window after a failed verdict is still open."),
+    Code("BUNDLE_NOT_AVAILABLE", StateError, 409, "This verdict cannot be replayed offline (a human or verifier judged it)."),
     Code("COLLECT_TOO_EARLY", StateError, 409, "An escalated reward is collected only once its wait is over."),
     Code("DEADLINE_NOT_REACHED", StateError, 409, "The reward is reclaimed only after the deadline."),
     Code("DEADLINE_REACHED", StateError, 409, "The task's deadline has passed."),

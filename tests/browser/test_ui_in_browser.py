@@ -289,6 +289,16 @@ def test_a_receipt_is_readable_downloadable_and_verifies(browser: Browser, tmp_p
         checked.exit_code == 0
         and f"VALID receipt {h.ok('pat', 'GET', f'/receipts/{rid}')['digest']}" in checked.stdout
     )
+    # The replay commands the page shows fetch the bundle and re-run it: the same verdict.
+    fetch = page.get_by_label("Bundle command").inner_text().split()
+    assert fetch[:3] == ["adjudge", "receipt", "bundle"] and f"--task {tid}" in " ".join(fetch)
+    out = ["--out", str(tmp_path / "verdict.zip")]
+    made = fetch[3 : fetch.index("--out")] + out + ["--url", b.url, "--key", h.keys["pat"]]
+    assert runner.invoke(app, ["receipt", "bundle", *made]).exit_code == 0
+    again = page.get_by_label("Replay command").inner_text().split()
+    assert again == ["adjudge", "replay", "verdict.zip", "--key", fingerprint]
+    replayed = runner.invoke(app, ["replay", str(tmp_path / "verdict.zip"), *again[3:]])
+    assert replayed.exit_code == 0 and "SAME" in replayed.stdout
 
     b.open("receipts")
     page.get_by_text("The log's pages are for admins").wait_for()

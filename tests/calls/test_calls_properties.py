@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from datetime import UTC, datetime, timedelta
 from fractions import Fraction
@@ -9,6 +10,7 @@ from typing import Any
 
 import jmespath
 import pytest
+import rfc8785
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -441,3 +443,30 @@ def test_a_filter_is_not_a_drop() -> None:
     """Elements a filter leaves out were selected out, not lost: no refusal."""
     expression = compile_expression("a[?k].b", what="x", code="X", strict=True)
     assert expression.search({"a": [{"k": False}, {"k": True, "b": 2}]}) == [2]
+
+
+any_json = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**60), max_value=2**60)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4)
+    ),
+    max_leaves=16,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(any_json)
+def test_the_digest_fast_path_gives_rfc8785s_bytes(value: Any) -> None:
+    """A document's digest bytes are RFC 8785's whatever path they take (the receipts' encoder
+    for float-free I-JSON, ``rfc8785`` for the rest), and sorted compact JSON only where RFC 8785
+    has no form (an integer beyond I-JSON)."""
+    try:
+        expected = bytes(rfc8785.dumps(value))
+    except rfc8785.CanonicalizationError:
+        expected = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        expected = expected.encode()
+    assert digested_bytes(value) == (value.encode() if isinstance(value, str) else expected)

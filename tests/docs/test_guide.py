@@ -50,7 +50,12 @@ def test_the_guide_names_only_commands_it_runs() -> None:
     used = set(
         re.findall(r"adjudge (?:--\S+ \S+ )?(task|receipt) (?:--key \S+ )?([a-z-]+)", runnable)
     )
-    assert {("receipt", "verify"), ("receipt", "verify-chain"), ("receipt", "export")} <= used
+    assert {
+        ("receipt", "verify"),
+        ("receipt", "verify-chain"),
+        ("receipt", "export"),
+        ("receipt", "bundle"),
+    } <= used
 
 
 def test_the_getting_started_commands_run(tmp_path: Path) -> None:
@@ -62,6 +67,7 @@ def test_the_getting_started_commands_run(tmp_path: Path) -> None:
     assert "VALID receipt" in out and "VALID log:" in out
     assert out.count("paid_on_pass") >= 3  # manual, auto and agent each paid
     assert "window    6 hours to submit after taking; the current take lapses at" in out
+    assert "SAME: the re-derived statement is byte for byte the signed one" in out  # replayed
 
 
 def test_the_paid_calls_guide_runs(tmp_path: Path) -> None:
@@ -73,6 +79,7 @@ def test_the_paid_calls_guide_runs(tmp_path: Path) -> None:
     assert "refused" in out and "VALID receipt" in out
     assert "report: upheld" in out and "upheld reports: 1" in out
     assert "Registered sky_daily  sky  0.1 USDC  no policy" in out
+    assert "call verdict PASS, payment settle" in out and "SAME: the re-derived" in out
 
 
 def test_the_paid_calls_guide_names_only_commands_it_runs() -> None:

@@ -219,6 +219,7 @@ def test_a_call_record_round_trips_between_the_driver_and_sqlalchemy(store: Stor
             response={"digest": "sha256:00", "output": None},
             receipt_id="rcpt_1",
             source="gateway",
+            evidence={"response_bytes": "e30=", "shown": False},
         )
     row = _row(store, calls.call_records, "c1")
     assert row == {
@@ -238,6 +239,7 @@ def test_a_call_record_round_trips_between_the_driver_and_sqlalchemy(store: Stor
         "request": stored.request,
         "response": stored.response,
         "receipt_id": "rcpt_1",
+        "evidence": {"response_bytes": "e30=", "shown": False},
     }
     with store.read() as tx:
         assert calls.call(tx, "c1") == stored

@@ -6,6 +6,7 @@ import {
   actionsFor,
   callActionsFor,
   chainCommand,
+  replayCommands,
   errorText,
   eventTypes,
   failureRate,
@@ -210,6 +211,20 @@ test("the verify commands name the file, the key and the head", () => {
   assert.equal(verifyCommand("r.json", "ab"), "adjudge receipt verify r.json --key ab");
   assert.equal(verifyCommand("r.json", null), "adjudge receipt verify r.json --key FINGERPRINT");
   assert.equal(chainCommand("log.jsonl", "ab", "sha256:c"), "adjudge receipt verify-chain log.jsonl --key ab --head sha256:c");
+});
+
+test("the replay commands name the round or the call, and the key", () => {
+  const auto = [{ name: "evidence-integrity" }, { name: "auto-check" }];
+  assert.deepEqual(replayCommands("task:t_1/round:2", auto, "ab"), [
+    "adjudge receipt bundle --task t_1 --attempt 2 --out verdict.zip",
+    "adjudge replay verdict.zip --key ab",
+  ]);
+  assert.deepEqual(replayCommands("call:c-9", [], null), [
+    "adjudge receipt bundle --call c-9 --out verdict.zip",
+    "adjudge replay verdict.zip --key FINGERPRINT",
+  ]);
+  assert.equal(replayCommands("task:t_1/round:1", [{ name: "manual-review" }], "ab"), null);
+  assert.equal(replayCommands(null, auto, "ab"), null);
 });
 
 test("a receipt's facts: who decided under which trust, each check now, the chain", () => {

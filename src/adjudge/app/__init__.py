@@ -2,9 +2,9 @@
 
 ``App(store, clock=…, checker=…, issuer=…)`` groups the use cases by what they act on:
 ``accounts``, ``tasks``, ``criteria`` (advice before posting), ``calls``, ``gateway``,
-``receipts``, ``reviews`` and ``webhooks``.
-Each state change is one unit of work (:mod:`adjudge.app.unit`: the transaction, the clock, the
-lost-race retry, the Idempotency-Key); each money movement happens in
+``receipts``, ``bundles``, ``reviews`` and ``webhooks``. Each state change is one unit of work
+(:mod:`adjudge.app.unit`: the transaction, the clock, the lost-race retry, the
+Idempotency-Key); each money movement happens in
 :mod:`adjudge.app.settlement`, and only from a determination signed into a receipt in the same
 transaction. Nothing here knows HTTP: answers are plain JSON data, refusals are
 :class:`adjudge.Error` with stable codes.
@@ -16,6 +16,7 @@ from prometheus_client import CollectorRegistry
 
 from adjudge.app import metrics
 from adjudge.app.accounts import Accounts, need_role
+from adjudge.app.bundles import Bundles
 from adjudge.app.calls import Calls
 from adjudge.app.clock import Clock, SystemClock
 from adjudge.app.criteria import CriteriaAdvice
@@ -88,6 +89,7 @@ class App:
             price_notice=self.settings.price_notice,
         )
         self.receipts = Receipts(self.unit, getattr(self.issuer, "fingerprint", None))
+        self.bundles = Bundles(self.unit, getattr(self.issuer, "public_key", None))
         self.reviews = Reviews(self.unit)
         self.webhooks = Webhooks(self.unit, self.secrets, webhooks or WebhookSettings())
         self._metrics = metrics.registry(store, self.unit.now)

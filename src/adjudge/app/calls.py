@@ -477,6 +477,7 @@ class Calls:
                 response=response,
                 receipt_id=receipt_id,
                 source="reported",
+                evidence=_evidence(judgment=judgment, corroboration=corroboration),
             )
             emit_call_settled(tx, stored, now)
             return call_view(stored)
@@ -719,6 +720,13 @@ class Calls:
             }
 
         return self.unit.read(run)
+
+
+def _evidence(**inputs: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """What a reported call's verification read besides its request and response, as the caller
+    sent it (kept so the call replays offline); None when it read nothing else."""
+    kept = {name: dict(value) for name, value in inputs.items() if value is not None}
+    return kept or None
 
 
 def _contract(stored: db.StoredContract) -> Contract:

@@ -28,6 +28,7 @@ the provider again; while the first is still running it is ``IDEMPOTENCY_IN_PROG
 from __future__ import annotations
 
 import asyncio
+import base64
 import threading
 import time
 import uuid
@@ -987,7 +988,15 @@ class Gateway:
         payment = result.effect.payment.value
         status = {"settle": "settled", "refund": "refunded", "void": "voided"}[payment]
 
-        shown = output if status == "settled" or tool.refunded_output == "return" else None
+        visible = status == "settled" or tool.refunded_output == "return"
+        shown = output if visible else None
+        # The bytes the provider answered, kept so the verdict replays offline (a replay bundle):
+        # for the provider and admins always, for the caller only where it was shown the answer.
+        evidence = (
+            None
+            if body is None
+            else {"response_bytes": base64.b64encode(body).decode("ascii"), "shown": visible}
+        )
 
         def run(tx: Transaction) -> dict[str, Any]:
             receipt = receipt_log.append(tx, issue, task_id=None, at=now)
@@ -1020,6 +1029,7 @@ class Gateway:
                 response={"digest": result.response_digest, "output": shown},
                 receipt_id=receipt.id,
                 source="gateway",
+                evidence=evidence,
             )
             emit_call_settled(tx, stored_call, now)
             metrics.verdict(tx, "call", result.verdict.value if result.verdict else "ERROR")

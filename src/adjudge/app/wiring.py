@@ -12,6 +12,7 @@ from typing import Any
 
 from adjudge.app.signed_verdicts import DETAIL_KEY, check_signature, verdict_payload
 from adjudge.autocheck import admissibility, auto_check, falsifiable, redos
+from adjudge.calls.verify import digest_of
 from adjudge.errors import BadInput, CriteriaError, Error, StateError, VerificationFailed
 from adjudge.kernel import DEFAULT_POLICY, Authority, Check, Determination, Verdict, determine
 from adjudge.kernel.adapters import auto_check_check
@@ -25,7 +26,7 @@ from adjudge.market import (
     Task,
     VerdictReached,
 )
-from adjudge.receipts import Envelope, Head, SigningKey, digest, issue, verify
+from adjudge.receipts import Envelope, Head, SigningKey, VerifyingKey, digest, issue, verify
 
 
 class AutoCheck:
@@ -69,9 +70,11 @@ class AutoCheck:
     def check(
         self, result: str, criteria: Mapping[str, Any], *, withhold: frozenset[str] = frozenset()
     ) -> CheckOutcome:
-        """Run the auto check and keep its full ``verificationResult``."""
+        """Run the auto check and keep its full ``verificationResult`` and the criteria's
+        digest (:func:`criteria_digest`; none for a dry run, which signs nothing)."""
         r = auto_check(result, criteria, withhold=withhold)
-        return CheckOutcome(r.passed, r.score, tuple(r.reasons), r.to_dict())
+        digest = None if withhold else criteria_digest(criteria)
+        return CheckOutcome(r.passed, r.score, tuple(r.reasons), r.to_dict(), digest)
 
 
 @dataclass(frozen=True)
@@ -79,6 +82,13 @@ class _Outcome:
     passed: bool
     score: int
     reasons: tuple[str, ...]
+
+
+def criteria_digest(criteria: Mapping[str, Any]) -> str:
+    """The digest an auto check's receipt binds its criteria by: ``sha256:`` of their RFC 8785
+    JSON, as contracts and policies are digested (:func:`adjudge.calls.verify.digest_of`), so
+    anyone holding the criteria as posted can recompute it."""
+    return digest_of(criteria)
 
 
 def round_of(task_id: str, attempt: int) -> str:
@@ -109,6 +119,11 @@ class SignedReceipts:
     def fingerprint(self) -> str:
         """The key fingerprint a receipt is verified against."""
         return self.signer.keyid
+
+    @property
+    def public_key(self) -> VerifyingKey:
+        """The public key a receipt is verified against (a replay bundle carries it)."""
+        return self.signer.public_key
 
     def issue(
         self,
@@ -167,6 +182,7 @@ class SignedReceipts:
             checks,
             now=verdict.at,
             policy=policy,
+            criteria_digest=verdict.criteria_digest,
             policy_decision=settlement.decision() if settlement else None,
         )
         if determination.verdict is not wanted:

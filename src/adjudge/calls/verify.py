@@ -37,7 +37,8 @@ from adjudge.calls.pointers import is_pointer, pointer, resolve
 from adjudge.calls.policy import DEFAULT_REPORT_WINDOW, Policy, parse_time, sampled
 from adjudge.calls.rules import RulesStage, evaluate_rules
 from adjudge.calls.verdicts import CallVerdict, Effect, Payment, apply_clauses, effect_of
-from adjudge.errors import CriteriaError
+from adjudge.errors import BadInput, CriteriaError, ReceiptError
+from adjudge.receipts.canonical import canonical_bytes
 
 __all__ = [
     "CallError",
@@ -52,6 +53,7 @@ __all__ = [
     "parse_judgment",
     "parse_request",
     "parse_response",
+    "received_response",
     "require_plain_json",
     "verify_call",
 ]
@@ -284,6 +286,28 @@ def parse_response(data: object) -> ProviderResponse:
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}\Z")
 
 
+def received_response(raw: bytes) -> ProviderResponse:
+    """The ``ok`` response of the bytes a provider answered, as the gateway reads them.
+
+    The body is the bytes' JSON; bytes that are not JSON (garbage, HTML, empty; ``NaN`` and
+    ``Infinity``, which Python's parser would take, included) are passed as their UTF-8 text
+    with undecodable bytes replaced, so the contract judges them. The digest is always the
+    sha256 of the bytes themselves. A replay reads a forwarded call's stored bytes through this
+    same function, so it sees the body the gateway judged.
+    """
+    try:
+        body: Any = json.loads(raw, parse_constant=_not_json)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        body = raw.decode("utf-8", errors="replace")
+    return ProviderResponse(
+        status="ok", body=body, digest="sha256:" + hashlib.sha256(raw).hexdigest()
+    )
+
+
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
 def parse_judgment(data: object) -> Judgment:
     """Parse a meaning judgment as a judge worker hands it in."""
     obj = _object(data, "The judgment")
@@ -336,9 +360,16 @@ def parse_corroboration(data: object) -> Corroboration:
 def _canonical(value: Any) -> bytes:
     """RFC 8785 canonical JSON: the bytes a digest of a parsed JSON value is taken over.
 
-    A value outside I-JSON (an integer beyond 2**53, say) has no RFC 8785 form; it is digested
-    over sorted-key compact JSON instead, so a provider's odd number cannot crash a call.
+    A float-free document (most contracts, policies and criteria) takes the receipts' encoder,
+    whose bytes are RFC 8785's (property-tested against ``rfc8785``) in a third to a fifth of
+    the time: a gateway call digests its tool's contract, an auto check its criteria. A value
+    outside I-JSON (an integer beyond 2**53, say) has no RFC 8785 form; it is digested over
+    sorted-key compact JSON instead, so a provider's odd number cannot crash a call.
     """
+    try:
+        return canonical_bytes(value)
+    except (ReceiptError, BadInput):
+        pass  # a float, a number outside I-JSON, a type only rfc8785 takes: its own encoder
     try:
         return bytes(rfc8785.dumps(value))
     except rfc8785.CanonicalizationError:

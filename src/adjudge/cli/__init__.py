@@ -20,6 +20,7 @@ from adjudge.cli import (
     criteria,
     gateway,
     receipts,
+    replay,
     serve,
     tasks,
     webhooks,
@@ -27,7 +28,19 @@ from adjudge.cli import (
 )
 from adjudge.cli._common import JsonFlag, remember_json
 
-AREAS = (check, criteria, receipts, calls, gateway, api_keys, serve, tasks, webhooks, worker)
+AREAS = (
+    check,
+    criteria,
+    receipts,
+    replay,
+    calls,
+    gateway,
+    api_keys,
+    serve,
+    tasks,
+    webhooks,
+    worker,
+)
 
 
 def _flag_type(self: TyperOption, ctx: typer.Context) -> str | None:

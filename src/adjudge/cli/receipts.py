@@ -1,5 +1,5 @@
 """``adjudge keys …`` and ``adjudge receipt …``: make a signing key; verify receipts offline;
-export a service's receipt log.
+export a service's receipt log; fetch a verdict's replay bundle (:mod:`adjudge.cli.replay`).
 
 Sequence numbers are the signed statement's own: the first receipt on a log is sequence 0, as
 the API's ``sequence`` fields and ``after`` parameter count them too.
@@ -71,7 +71,7 @@ def register(app: typer.Typer) -> None:
     """Add the ``keys`` and ``receipt`` command groups to ``app``."""
     keys = typer.Typer(help="Ed25519 signing keys for receipts.", no_args_is_help=True)
     receipt = typer.Typer(
-        help="Verify signed receipts offline; export a service's receipt log.",
+        help="Verify receipts offline; export a service's receipt log; fetch a replay bundle.",
         no_args_is_help=True,
     )
     keys.command("new")(keys_new)
@@ -79,6 +79,10 @@ def register(app: typer.Typer) -> None:
     receipt.command("verify-chain")(receipt_verify_chain)
     receipt.command("export")(receipt_export)
     receipt.command("get")(receipt_get)
+    # Imported here: adjudge.cli.replay builds on this module's key and file readers.
+    from adjudge.cli.replay import receipt_bundle  # noqa: PLC0415
+
+    receipt.command("bundle")(receipt_bundle)
     app.add_typer(keys, name="keys")
     app.add_typer(receipt, name="receipt")
 
@@ -129,8 +133,8 @@ def receipt_verify(
     Exit 0 valid, 1 invalid, 2 bad input.
     """
     moment = _moment(at)
-    pinned = _pinned_key(key)
-    data = _read(receipt_file)
+    pinned = pinned_key(key)
+    data = read_file(receipt_file)
     try:
         Envelope.from_bytes(data.strip())
     except ReceiptError as exc:
@@ -169,8 +173,8 @@ def receipt_verify_chain(
 
     Exit 0 valid, 1 invalid (a receipt edited, deleted, reordered or truncated), 2 bad input.
     """
-    pinned = _pinned_key(key)
-    lines = _read(log_file).splitlines()
+    pinned = pinned_key(key)
+    lines = read_file(log_file).splitlines()
     try:
         report = verify_chain(lines, pinned, expected_head=head)
     except BadInput as exc:  # the check could not run: not a verdict on the log
@@ -453,7 +457,8 @@ def append_receipt(
     return receipt
 
 
-def _pinned_key(value: str) -> VerifyingKey | str:
+def pinned_key(value: str) -> VerifyingKey | str:
+    """``--key``: a 64-hex fingerprint, or a public key file (PEM or hex); exit 2 otherwise."""
     if _FINGERPRINT.fullmatch(value):
         return value.lower()
     path = Path(value)
@@ -470,7 +475,8 @@ def _pinned_key(value: str) -> VerifyingKey | str:
         _fail(exc, EXIT_BAD_INPUT)
 
 
-def _read(path: Path) -> bytes:
+def read_file(path: Path) -> bytes:
+    """The bytes of ``path``; an unreadable file exits 2 with the reason."""
     try:
         return path.read_bytes()
     except OSError as exc:

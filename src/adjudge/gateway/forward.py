@@ -51,7 +51,7 @@ import aiohttp.abc
 from yarl import URL
 
 from adjudge.calls.tools import BuiltRequest
-from adjudge.calls.verify import ProviderResponse
+from adjudge.calls.verify import ProviderResponse, received_response
 from adjudge.gateway.addresses import AddressGuard, AddressRefused, pinned_connector
 from adjudge.gateway.sealed import ProviderCredential
 from adjudge.gateway.signing import SignedRequest
@@ -635,17 +635,8 @@ def provider_response(outcome: Outcome) -> ProviderResponse:
     (or a system error) whose code is ``GATEWAY_<KIND>`` (and the refusal's reason).
     """
     if isinstance(outcome, ProviderAnswer):
-        try:
-            body: Any = json.loads(outcome.body, parse_constant=_not_json)
-        except (ValueError, UnicodeDecodeError, RecursionError):
-            body = outcome.body.decode("utf-8", errors="replace")
-        return ProviderResponse(status="ok", body=body, digest=outcome.digest)
+        return received_response(outcome.body)
     code = "GATEWAY_" + outcome.kind.value.upper()
     if outcome.reason:
         code += ":" + outcome.reason
     return ProviderResponse(status=outcome.category, error_code=code, error_message=outcome.message)
-
-
-def _not_json(name: str) -> Any:
-    """``NaN`` and ``Infinity`` are not JSON; Python's parser would take them."""
-    raise ValueError(f"{name} is not JSON")

@@ -32,6 +32,8 @@ class VerdictReached:
     verifier_key: str | None = None  # the named verifier's key, for agent review
     #: For agent review: the kernel's grounding of the verifier's review (its check is folded).
     grounding: Any = field(default=None, compare=False, repr=False)
+    #: For the auto check: the digest of the criteria it judged against (its receipt signs it).
+    criteria_digest: str | None = None
 
     def statement(self) -> dict[str, Any]:
         """The determination as plain JSON data (money-free; integers and strings only)."""

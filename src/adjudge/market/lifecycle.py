@@ -368,6 +368,7 @@ def _finalize(task: Task, event: Finalize, ctx: Context) -> Outcome:
         authority="deterministic",
         judge="service",
         detail=dict(outcome.detail),
+        criteria_digest=outcome.criteria_digest,
     )
 
 
@@ -558,6 +559,7 @@ def _judge(
     judge: str,
     detail: dict[str, Any] | None = None,
     grounding: Any = None,
+    criteria_digest: str | None = None,
 ) -> Outcome:
     """A verdict on the latest submission: a pass pays out, a fail costs the agent a round."""
     assert task.agent is not None
@@ -574,6 +576,7 @@ def _judge(
         detail=detail or {},
         verifier_key=task.verifier_key if authority == "verifier" else None,
         grounding=grounding,
+        criteria_digest=criteria_digest,
     )
     if passed:
         paid = _pay(task, ctx, Ending.PAID_ON_PASS)

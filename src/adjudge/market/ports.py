@@ -17,12 +17,15 @@ from adjudge.market.tasks import Task
 
 @dataclass(frozen=True)
 class CheckOutcome:
-    """What the auto check said about one result: pass or fail, 0-100, reasons, full detail."""
+    """What the auto check said about one result: pass or fail, 0-100, reasons, full detail,
+    and the digest of the criteria it judged against (signed into the verdict's receipt, so a
+    replay can bind the criteria it is given; None when the checker names none)."""
 
     passed: bool
     score: int
     reasons: tuple[str, ...]
     detail: Mapping[str, Any] = field(default_factory=dict)
+    criteria_digest: str | None = None
 
 
 class Checker(Protocol):

@@ -1,5 +1,5 @@
 """Receipt routes: the log's head, one receipt, its envelope, a task's receipts, the export,
-and the admin's ledger."""
+the replay bundles of a task's and a call's verdict, and the admin's ledger."""
 
 from __future__ import annotations
 
@@ -50,6 +50,28 @@ def receipt_envelope(*, receipt_id: str, who: Caller, app: Use) -> dict[str, Any
 def task_receipts(*, task_id: str, who: Caller, app: Use) -> dict[str, Any]:
     """A task's receipts in chain order."""
     return app.receipts.of_task(who, task_id)
+
+
+@routes.get("/tasks/{task_id}/bundle", tags=["receipts"])
+def task_bundle(
+    *,
+    task_id: str,
+    who: Caller,
+    app: Use,
+    attempt: Annotated[int | None, Query(ge=1, le=1000)] = None,
+) -> dict[str, Any]:
+    """The replay bundle of a task's auto-check verdict (the latest, or round ``attempt``'s):
+    its signed receipt, the stored result, the criteria, the engine and the receipt key, for
+    the task's parties and admins. ``adjudge receipt bundle --task ID`` zips it and ``adjudge
+    replay`` re-runs it offline (docs/replay.md)."""
+    return app.bundles.task(who, task_id, attempt=attempt)
+
+
+@routes.get("/calls/{call_id}/bundle", tags=["receipts"])
+def call_bundle(*, call_id: str, who: Caller, app: Use) -> dict[str, Any]:
+    """The replay bundle of a paid call's verification: its signed receipt, request, response,
+    contract, policy and judgments, for the call's parties and admins (docs/replay.md)."""
+    return app.bundles.call(who, call_id)
 
 
 @routes.get("/ledger", tags=["service"])

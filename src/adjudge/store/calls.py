@@ -112,6 +112,9 @@ call_records = Table(
     Column("response", JSON, nullable=False),
     # None: an error has no determination.
     Column("receipt_id", String(64), nullable=True, index=True),
+    # What else the verification read (the meaning judgment, the corroboration, a forwarded
+    # call's response bytes), kept so the call replays offline; None before revision 0013.
+    Column("evidence", JSON, nullable=True),
     # A provider's calls by time: its quality window expires calls by it (quality_windows).
     Index("ix_call_records_provider_at", "provider", "at"),
 )
@@ -174,6 +177,11 @@ class StoredCall:
     response: Mapping[str, Any]
     receipt_id: str | None
     source: str = "reported"
+    #: What else the verification read: ``judgment`` and ``corroboration`` as reported, and a
+    #: forwarded call's ``response_bytes`` (base64) with whether its caller was ``shown`` them.
+    evidence: Mapping[str, Any] | None = None
+    #: The version of the tool's contract it was verified under.
+    contract_version: str = ""
 
 
 def _contract(m: Any) -> StoredContract:
@@ -376,11 +384,13 @@ def add_call(
     response: Mapping[str, Any],
     receipt_id: str | None,
     source: str,
+    evidence: Mapping[str, Any] | None = None,
 ) -> StoredCall:
     """Store a verified call; a call id is verified once (``CALL_EXISTS``).
 
     ``source`` says who supplied the response: ``gateway`` (adjudge itself forwarded the call
     and read the answer) or ``reported`` (a caller sent it); only the first feeds quality.
+    ``evidence`` is what else the verification read (see :class:`StoredCall`).
     """
     call_id = str(record["call_id"])
     governing = record.get("policy") or {}
@@ -406,6 +416,7 @@ def add_call(
                 "request": dict(request),
                 "response": dict(response),
                 "receipt_id": receipt_id,
+                "evidence": None if evidence is None else dict(evidence),
             },
         )
     except IntegrityError as exc:  # another constraint (the submitter's account)
@@ -423,6 +434,8 @@ def add_call(
         response,
         receipt_id,
         source,
+        evidence,
+        contract_version,
     )
 
 
@@ -451,6 +464,8 @@ def _call(m: Any) -> StoredCall:
         m["response"],
         m["receipt_id"],
         m["source"],
+        m["evidence"],
+        m["contract_version"],
     )
 
 

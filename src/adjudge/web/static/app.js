@@ -23,6 +23,7 @@ import {
   price,
   reasonLines,
   receiptFacts,
+  replayCommands,
   shortTime,
   takeWindowText,
   verifyCommand,
@@ -693,6 +694,7 @@ async function receipt(id) {
   const changed = f.verdictNow !== f.verdict;
   const status = h("p", { class: "status-line" });
   const serviceKey = head && head.key;
+  const replay = replayCommands(f.about, f.checks, f.keyid);
   render(
     r.task_id ? h("p", {}, h("a", { href: `#/tasks/${r.task_id}` }, "← Task")) : null,
     h("h2", {}, "Receipt ", h("span", { class: "digest" }, id)),
@@ -796,6 +798,18 @@ async function receipt(id) {
     ),
     serviceKey && serviceKey !== f.keyid
       ? h("p", { class: "error" }, `This service now signs with key ${serviceKey}; this receipt was signed with an earlier key.`)
+      : null,
+    replay
+      ? [
+          h("h3", {}, "Replay it offline"),
+          h(
+            "p",
+            {},
+            "A replay bundle holds the receipt and every input it was derived from (for the parties and admins); `adjudge replay` runs the check again with no service and prints the same verdict byte for byte, or each difference and its cause:",
+          ),
+          command(replay[0], "Bundle command"),
+          command(replay[1], "Replay command"),
+        ]
       : null,
   );
 }

@@ -206,6 +206,20 @@ export function chainCommand(file, fingerprint, head) {
   return `adjudge receipt verify-chain ${file} --key ${fingerprint || "FINGERPRINT"}${tail}`;
 }
 
+/** The commands that fetch a receipt's replay bundle and re-run it offline (docs/replay.md),
+ * from what the receipt is about: an auto check's round of a task, or a paid call. null for a
+ * receipt no replay re-runs (a person's or a verifier's judgment, a settlement). */
+export function replayCommands(about, checks, fingerprint) {
+  const key = fingerprint || "FINGERPRINT";
+  const round = /^task:(.+)\/round:(\d+)$/.exec(about || "");
+  const call = /^call:(.+)$/.exec(about || "");
+  let subject = null;
+  if (round && (checks || []).some((c) => c.name === "auto-check")) subject = `--task ${round[1]} --attempt ${round[2]}`;
+  else if (call) subject = `--call ${call[1]}`;
+  if (!subject) return null;
+  return [`adjudge receipt bundle ${subject} --out verdict.zip`, `adjudge replay verdict.zip --key ${key}`];
+}
+
 /** What a receipt's decoded statement says, for the page: the subject digest, when and by
  * whom it was decided, under which trust, and each check with its reading now. */
 export function receiptFacts(record) {
@@ -239,6 +253,7 @@ export function receiptFacts(record) {
     previous: p.previous,
     keyid: p.signer ? p.signer.keyid : null,
     criteriaDigest: p.criteriaDigest,
+    about: p.about || null,
     decision: p.policyDecision || null,
     supersedes: p.supersedesReceiptId || null,
     checks,

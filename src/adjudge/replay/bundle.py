@@ -1,0 +1,335 @@
+"""The replay bundle's format: a zip of a receipt and every input its verdict depended on.
+
+A bundle is a zip whose first member is ``manifest.json``::
+
+    {"format": "adjudge.replay-bundle/v1",
+     "kind": "task" | "call",
+     "subject": "task:<id>/round:<n>" | "call:<id>",   (the receipt's ``about``)
+     "receipt": {"id": "rcpt_…", "digest": "sha256:…"}, (the service's id; the signed id)
+     "engine": {"adjudge": "0.1.0", "unicode": "17.0.0", "normalization": "17.0.0"},
+     "depends_on": {"result": "sha256:…", "criteria": "sha256:…", …},
+     "files": {"receipt.json": {"sha256": "<hex>", "what": "…"}, …}}
+
+``engine`` is the engine of the service that made the bundle (the receipt signs only the adjudge
+version that decided); ``depends_on`` names, by digest, each input the verdict was derived from
+(:func:`depends_on`, recomputed by every replay). The members are written in a fixed order with
+fixed times and modes, so the same parts always make the same bytes.
+
+Reading refuses (``BUNDLE_UNUSABLE``) anything that is not such a zip: no manifest, another
+format, a file the manifest does not list or one it lists that is missing, a name with a path in
+it, more than :data:`MAX_FILES` files or :data:`MAX_BYTES` bytes. A file whose bytes do not match
+the manifest's sha256 is *read*, and reported by the replay as a difference: what changed is the
+finding.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import io
+import json
+import zipfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from adjudge.calls.verify import digest_of
+from adjudge.errors import BadInput, Error
+from adjudge.receipts.canonical import canonical_bytes
+
+FORMAT: Final = "adjudge.replay-bundle/v1"
+MANIFEST: Final = "manifest.json"
+KINDS: Final = ("task", "call")
+#: The most files and bytes (uncompressed, in all) a bundle is read with.
+MAX_FILES: Final = 32
+MAX_BYTES: Final = 64 * 1024 * 1024
+
+#: Every file a bundle may hold and what it is, in the order they are written; the manifest
+#: repeats the sentence for each file it lists.
+FILES: Final[dict[str, str]] = {
+    "receipt.json": "the signed receipt: its DSSE envelope as the service stored it",
+    "key.json": (
+        "the service's receipt signing key {keyid, publicKey}: compare the keyid with the key "
+        "the service publishes (GET /api/v1/receipts/head) through a channel you trust"
+    ),
+    "result.txt": "the result as stored: the bytes the receipt's subject digest covers",
+    "criteria.json": (
+        "the task's criteria as posted; the receipt's criteriaDigest is the sha256 of their "
+        "RFC 8785 JSON"
+    ),
+    "verification.json": "the service's stored verificationResult (unsigned; compared too)",
+    "call.json": "how the call was verified: {source, at} (at: the verification time)",
+    "request.json": "the call's request: call id, provider, tool, arguments, price",
+    "response.json": "the response as its caller reported it: {status, body[, digest]}",
+    "response.bin": (
+        "the bytes the provider answered the forwarded call with: the bytes the receipt's "
+        "subject digest covers"
+    ),
+    "contract.json": (
+        "the tool's contract the call was verified under (bound by the receipt's "
+        "policyDecision.contractDigest)"
+    ),
+    "policy.json": (
+        "the decision policy that judged the call (bound by the receipt's criteriaDigest)"
+    ),
+    "judgment.json": "the meaning judgment the verification read",
+    "corroboration.json": "the corroboration of an empty answer the verification read",
+    "record.json": "the service's stored call record (unsigned; compared too)",
+}
+#: The files a bundle of each kind cannot be replayed without.
+REQUIRED: Final[dict[str, tuple[str, ...]]] = {
+    "task": ("receipt.json", "key.json", "result.txt", "criteria.json"),
+    "call": ("receipt.json", "key.json", "call.json", "request.json", "contract.json"),
+}
+# Fixed member metadata: the same parts make the same bytes on any machine, at any time.
+_EPOCH = (1980, 1, 1, 0, 0, 0)
+_MODE = 0o100644 << 16
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """A bundle as read: its manifest and its files' bytes (by name, the manifest excluded)."""
+
+    manifest: Mapping[str, Any]
+    files: Mapping[str, bytes]
+
+    @property
+    def kind(self) -> str:
+        """``task`` or ``call``."""
+        return str(self.manifest["kind"])
+
+    def json(self, name: str) -> Any:
+        """The JSON value of file ``name`` (``BUNDLE_UNUSABLE`` when it is not JSON)."""
+        try:
+            return json.loads(self.files[name].decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+            raise unusable(f"{name} is not JSON ({exc})") from exc
+
+    def optional(self, name: str) -> Any:
+        """The JSON value of file ``name``, or None when the bundle has no such file."""
+        return self.json(name) if name in self.files else None
+
+
+def unusable(why: str) -> Error:
+    """The refusal of a bundle no replay can run on."""
+    return BadInput(f"Not a usable replay bundle: {why}.", code="BUNDLE_UNUSABLE")
+
+
+def json_file(value: Any) -> bytes:
+    """A JSON file of a bundle: indented for a person to read, keys in their given order, floats
+    as Python writes them (so reading it back gives the very values the service held)."""
+    return (json.dumps(value, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
+
+
+def depends_on(kind: str, files: Mapping[str, bytes]) -> dict[str, str | None]:
+    """What the verdict depended on, by digest: the inputs of its re-derivation.
+
+    A task's result (sha256 of its bytes) and criteria (RFC 8785 digest, as the receipt binds
+    them); a call's response (the sha256 of the bytes held, else the reported digest or the
+    body's digest), contract, policy, judgment and corroboration (null when there is none), and
+    its verification time. Unreadable files count as absent here; the replay says why.
+    """
+
+    def parsed(name: str) -> Any:
+        try:
+            return json.loads(files[name].decode("utf-8")) if name in files else None
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            return None
+
+    def document(name: str) -> str | None:
+        value = parsed(name)
+        return None if value is None else _digest_or_none(value)
+
+    if kind == "task":
+        result = files.get("result.txt")
+        return {
+            "result": None if result is None else _sha256(result),
+            "criteria": document("criteria.json"),
+        }
+    call = parsed("call.json")
+    return {
+        "response": response_digest(files),
+        "contract": document("contract.json"),
+        "policy": document("policy.json"),
+        "judgment": document("judgment.json"),
+        "corroboration": document("corroboration.json"),
+        "at": call.get("at") if isinstance(call, dict) else None,
+    }
+
+
+def response_digest(files: Mapping[str, bytes]) -> str | None:
+    """The digest the call's verification judged: of the bytes held, else as reported."""
+    if "response.bin" in files:
+        return _sha256(files["response.bin"])
+    try:
+        response = json.loads(files["response.json"].decode("utf-8"))
+    except (KeyError, UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    if not isinstance(response, dict) or "body" not in response:
+        return None
+    declared = response.get("digest")
+    return declared if isinstance(declared, str) and declared else _digest_or_none(response["body"])
+
+
+def build(
+    *,
+    kind: str,
+    subject: str,
+    receipt_id: str,
+    receipt_digest: str,
+    engine: Mapping[str, str],
+    files: Mapping[str, bytes],
+) -> bytes:
+    """The zip bytes of a bundle of ``files`` (names from :data:`FILES`), with its manifest."""
+    unknown = sorted(set(files) - set(FILES))
+    if kind not in KINDS or unknown:
+        raise unusable(f"a {kind} bundle cannot hold {', '.join(unknown) or 'this'}")
+    names = [name for name in FILES if name in files]
+    manifest = {
+        "format": FORMAT,
+        "kind": kind,
+        "subject": subject,
+        "receipt": {"id": receipt_id, "digest": receipt_digest},
+        "engine": dict(engine),
+        "depends_on": depends_on(kind, files),
+        "files": {name: {"sha256": _hex(files[name]), "what": FILES[name]} for name in names},
+    }
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name in (MANIFEST, *names):
+            member = zipfile.ZipInfo(name, date_time=_EPOCH)
+            member.external_attr = _MODE
+            member.compress_type = zipfile.ZIP_DEFLATED
+            data = json_file(manifest) if name == MANIFEST else files[name]
+            archive.writestr(member, data)
+    return out.getvalue()
+
+
+def from_answer(answer: Mapping[str, Any]) -> bytes:
+    """The bundle of the service's answer to ``GET /tasks/{id}/bundle`` or
+    ``GET /calls/{id}/bundle`` (``BUNDLE_UNUSABLE`` for an answer that is not one)."""
+    try:
+        kind = answer["kind"]
+        receipt = answer["receipt"]
+        files: dict[str, bytes] = {
+            "receipt.json": canonical_bytes(receipt["envelope"]) + b"\n",
+            "key.json": json_file(dict(answer["key"])),
+        }
+        if kind == "task":
+            files["result.txt"] = str(answer["result"]).encode("utf-8")
+            files["criteria.json"] = json_file(answer["criteria"])
+            if answer.get("verification_result") is not None:
+                files["verification.json"] = json_file(answer["verification_result"])
+        elif kind == "call":
+            files["call.json"] = json_file({"source": answer["source"], "at": answer["at"]})
+            files["request.json"] = json_file(answer["request"])
+            if answer.get("response_bytes") is not None:
+                files["response.bin"] = base64.b64decode(answer["response_bytes"], validate=True)
+            if answer.get("response") is not None:
+                files["response.json"] = json_file(answer["response"])
+            files["contract.json"] = json_file(answer["contract"])
+            for name in ("policy", "judgment", "corroboration", "record"):
+                if answer.get(name) is not None:
+                    files[f"{name}.json"] = json_file(answer[name])
+        return build(
+            kind=kind,
+            subject=str(answer["subject"]),
+            receipt_id=str(receipt["id"]),
+            receipt_digest=str(receipt["digest"]),
+            engine=dict(answer["engine"]),
+            files=files,
+        )
+    except (KeyError, TypeError, ValueError, binascii.Error) as exc:
+        raise unusable(f"the service's answer is not a bundle ({exc!r})") from exc
+
+
+def read(data: bytes) -> Bundle:
+    """Read and check a bundle's shape (see the module's docstring for what is refused)."""
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+    except (zipfile.BadZipFile, ValueError) as exc:
+        raise unusable("it is not a zip file") from exc
+    with archive:
+        members = archive.infolist()
+        names = [m.filename for m in members]
+        if len(members) > MAX_FILES + 1 or sum(m.file_size for m in members) > MAX_BYTES:
+            raise unusable(f"it holds more than {MAX_FILES} files or {MAX_BYTES} bytes")
+        if len(set(names)) != len(names):
+            raise unusable("it holds two files of one name")
+        if MANIFEST not in names:
+            raise unusable(f"it has no {MANIFEST}")
+        for name in names:
+            if "/" in name or "\\" in name or name.startswith("."):
+                raise unusable(f"{name!r} is not a bundle file's name")
+        try:
+            contents = {m.filename: archive.read(m) for m in members}
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, RuntimeError) as exc:
+            raise unusable(f"a file cannot be read ({exc})") from exc
+    manifest = _manifest(contents.pop(MANIFEST))
+    listed = set(manifest["files"])
+    if set(contents) != listed:
+        extra, missing = sorted(set(contents) - listed), sorted(listed - set(contents))
+        what = (
+            f"{', '.join(extra)} {'is' if len(extra) == 1 else 'are'} not in the manifest"
+            if extra
+            else f"the manifest lists {', '.join(missing)}, which the zip does not hold"
+        )
+        raise unusable(what)
+    absent = [n for n in REQUIRED[manifest["kind"]] if n not in contents]
+    if absent:
+        raise unusable(f"a {manifest['kind']} bundle needs {', '.join(absent)}")
+    return Bundle(manifest, contents)
+
+
+def changed_files(bundle: Bundle) -> list[tuple[str, str, str]]:
+    """Each file whose sha256 is not the manifest's: ``(name, listed, actual)``."""
+    changed = []
+    for name, data in bundle.files.items():
+        listed = str(bundle.manifest["files"][name]["sha256"])
+        actual = _hex(data)
+        if listed != actual:
+            changed.append((name, listed, actual))
+    return changed
+
+
+def _manifest(data: bytes) -> dict[str, Any]:
+    try:
+        manifest = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise unusable(f"{MANIFEST} is not JSON ({exc})") from exc
+    if not isinstance(manifest, dict):
+        raise unusable(f"{MANIFEST} is not a JSON object")
+    if manifest.get("format") != FORMAT:
+        raise unusable(f"its format is {manifest.get('format')!r}; this replay reads {FORMAT}")
+    if manifest.get("kind") not in KINDS:
+        raise unusable(f"its kind is {manifest.get('kind')!r}, not task or call")
+    files = manifest.get("files")
+    if not isinstance(files, dict) or not all(
+        isinstance(v, dict) and isinstance(v.get("sha256"), str) for v in files.values()
+    ):
+        raise unusable(f"{MANIFEST} lists no files with their sha256")
+    unknown = sorted(set(files) - set(FILES))
+    if unknown:
+        raise unusable(f"{', '.join(unknown)} is not a file a bundle holds")
+    for name in ("receipt", "engine", "depends_on"):
+        if not isinstance(manifest.get(name), dict):
+            raise unusable(f"{MANIFEST} has no {name} object")
+    if not isinstance(manifest.get("subject"), str):
+        raise unusable(f"{MANIFEST} names no subject")
+    return manifest
+
+
+def _hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _sha256(data: bytes) -> str:
+    return "sha256:" + _hex(data)
+
+
+def _digest_or_none(value: Any) -> str | None:
+    try:
+        return digest_of(value)
+    except (TypeError, ValueError):
+        return None

@@ -1,0 +1,282 @@
+"""Re-running a verdict from a bundle's inputs: an auto check's, or a paid call's verification.
+
+Each re-run does what the service did, with the service's own functions: the auto check over
+the stored result and the criteria, folded with the oracle's integrity check into the kernel's
+determination (as :class:`adjudge.app.wiring.SignedReceipts` does); or the call's verification
+under its contract and policy, determined as the gateway and the call report do. The
+determination is then built into a statement at the receipt's own place on its log, so it can be
+compared with the signed one byte for byte.
+
+What the service decided beside the verdict is kept apart: a task receipt's ``policyDecision``
+records the money the verdict released (the market's rule, not the check's), so it is carried
+over from the receipt and said so; a call's policy decision (payment, strike) is re-derived.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from adjudge.autocheck import auto_check
+from adjudge.calls import (
+    parse_corroboration,
+    parse_judgment,
+    parse_request,
+    parse_response,
+    register_contract,
+    register_policy,
+    verify_call,
+)
+from adjudge.calls.kernel_rows import determine_call
+from adjudge.calls.verify import digest_of, digested_bytes, received_response
+from adjudge.errors import Error
+from adjudge.kernel import DEFAULT_POLICY, Determination, determine
+from adjudge.kernel.adapters import auto_check_check
+from adjudge.kernel.oracle import Record, integrity
+from adjudge.kernel.verdicts import format_time, parse_time
+from adjudge.receipts import VerifyingKey, statement
+from adjudge.replay.bundle import Bundle, response_digest, unusable
+from adjudge.replay.report import Difference, statement_differences
+
+
+@dataclass
+class Rerun:
+    """What re-running the verdict gave: the statement it rebuilds, the verdict, what the check
+    said line by line, and the differences and notes found on the way."""
+
+    statement: dict[str, Any] | None = None
+    verdict: str | None = None
+    lines: list[str] = field(default_factory=list)
+    differences: list[Difference] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    def differ(self, what: str, recorded: str | None, replayed: str | None, why: str) -> None:
+        """Record one difference."""
+        self.differences.append(Difference(what, recorded, replayed, why))
+
+
+def task(bundle: Bundle, signed: dict[str, Any]) -> Rerun:
+    """Re-run an auto check's verdict: the stored result against the criteria, at the receipt's
+    decision time, as the service's checker and issuer did."""
+    out = Rerun()
+    p = signed["predicate"]
+    subject = _subject(signed)
+    raw = bundle.files["result.txt"]
+    criteria = bundle.json("criteria.json")
+    if not isinstance(criteria, dict):
+        raise unusable("criteria.json is not a JSON object")
+    actual = "sha256:" + hashlib.sha256(raw).hexdigest()
+    if actual != subject:
+        out.differ(
+            "result.txt",
+            subject,
+            actual,
+            "a changed byte in the result: the receipt judged other bytes",
+        )
+    bound = p.get("criteriaDigest")
+    digest = digest_of(criteria)
+    if bound is None:
+        out.notes.append(
+            "The receipt binds no criteria (it was signed before task receipts named their "
+            "criteria digest): that these are the task's criteria is the service's word."
+        )
+    elif digest != bound:
+        out.differ(
+            "criteria.json", bound, digest, "the criteria are not the ones the receipt binds"
+        )
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        text = raw.decode("utf-8", errors="replace")
+        out.notes.append("result.txt is not UTF-8: it was read with replacement characters.")
+    result = auto_check(text, criteria)  # what AutoCheck.check runs on the stored result
+    out.lines = [f"score {result.score}", *result.reasons]
+    out.detail = {"passed": result.passed, "score": result.score, "reasons": list(result.reasons)}
+    _compare_stored(bundle, "verification.json", result.to_dict(), out)
+    try:
+        decided = parse_time(p.get("decidedAt"), "decidedAt")
+        checks = [integrity(Record(raw), subject), auto_check_check(result, subject)]
+        determination = determine(
+            subject,
+            checks,
+            now=decided,
+            policy=DEFAULT_POLICY,
+            criteria_digest=None if bound is None else digest,
+            policy_decision=p.get("policyDecision"),
+        )
+    except Error as exc:
+        out.differ("determination", None, None, f"it cannot be re-derived: {exc}")
+        return out
+    if "policyDecision" in p:
+        out.notes.append(
+            "The receipt's policyDecision (the money the verdict released) is the market's "
+            "rule, not the check's: it is carried over as signed, not re-derived."
+        )
+    out.verdict = determination.verdict.value
+    out.statement = _rebuilt(determination, signed)
+    return out
+
+
+def call(bundle: Bundle, signed: dict[str, Any]) -> Rerun:
+    """Re-run a paid call's verification: its response under its contract and policy, with the
+    judgment and corroboration it read, at its verification time; determined at the receipt's
+    decision time, as the service did."""
+    out = Rerun()
+    p = signed["predicate"]
+    how = bundle.json("call.json")
+    if not isinstance(how, dict):
+        raise unusable("call.json is not a JSON object")
+    try:
+        at = parse_time(how.get("at"), "call.json's at")
+    except Error as exc:
+        raise unusable(exc.message) from exc
+    if "response.bin" not in bundle.files and "response.json" not in bundle.files:
+        raise unusable("a call bundle needs response.bin or response.json")
+    _bind_call(bundle, signed, at, out)
+    contract_doc = bundle.json("contract.json")
+    policy_doc = bundle.optional("policy.json")
+    try:
+        contract = register_contract(contract_doc)
+        policy = None if policy_doc is None else register_policy(policy_doc, contract)
+        request = parse_request(bundle.json("request.json"))
+        held = bundle.files.get("response.bin")
+        if held is not None:
+            response = received_response(held)
+            response_bytes: bytes | None = held
+        else:
+            response = parse_response(bundle.json("response.json"))
+            # A reported digest covers bytes the service never held: no integrity check then.
+            response_bytes = None if response.digest else digested_bytes(response.body)
+        judgment = bundle.optional("judgment.json")
+        corroboration = bundle.optional("corroboration.json")
+        result = verify_call(
+            contract,
+            policy,
+            request,
+            response,
+            at,
+            judgment=None if judgment is None else parse_judgment(judgment),
+            corroboration=None if corroboration is None else parse_corroboration(corroboration),
+        )
+    except Error as exc:
+        out.differ("verification", None, None, f"it cannot be re-run on these inputs: {exc}")
+        return out
+    verdict = None if result.verdict is None else result.verdict.value
+    out.lines = [
+        f"{row.name}: {row.outcome.value}" + (f" ({row.reason})" if row.reason else "")
+        for row in result.rows
+    ]
+    out.lines.append(
+        f"call verdict {verdict}, payment {result.effect.payment.value}, "
+        f"strike {str(result.effect.strike).lower()}"
+    )
+    out.detail = {"call_verdict": verdict, "payment": result.effect.payment.value}
+    _compare_stored(bundle, "record.json", result.to_dict(), out)
+    try:
+        determination = determine_call(
+            result,
+            now=parse_time(p.get("decidedAt"), "decidedAt"),
+            response_bytes=response_bytes,
+            policy_digest=None if policy_doc is None else digest_of(policy_doc),
+            contract_digest=digest_of(contract_doc),
+        )
+    except Error as exc:
+        out.differ("determination", None, None, f"it cannot be re-derived: {exc}")
+        return out
+    out.verdict = determination.verdict.value
+    out.statement = _rebuilt(determination, signed)
+    return out
+
+
+def _bind_call(bundle: Bundle, signed: dict[str, Any], at: datetime, out: Rerun) -> None:
+    """Each input of a call bound to what the receipt signs: the response to its subject, the
+    contract and policy to their digests, the verification time to ``calledAt``."""
+    p = signed["predicate"]
+    decision = p.get("policyDecision") if isinstance(p.get("policyDecision"), dict) else {}
+    subject = _subject(signed)
+    judged = response_digest(bundle.files)
+    if judged != subject:
+        out.differ(
+            "response.bin" if "response.bin" in bundle.files else "response.json",
+            subject,
+            judged,
+            "a changed byte in the response: the receipt judged another response",
+        )
+    for name, signed_digest in (
+        ("contract.json", decision.get("contractDigest")),
+        ("policy.json", p.get("criteriaDigest")),
+    ):
+        document = bundle.optional(name)
+        digest = None if document is None else digest_of(document)
+        if digest != signed_digest:
+            out.differ(
+                name,
+                _str(signed_digest),
+                digest,
+                f"the {name.removesuffix('.json')} is not the one the receipt binds",
+            )
+    if decision.get("calledAt") != format_time(at):
+        out.differ(
+            "call.json at",
+            _str(decision.get("calledAt")),
+            format_time(at),
+            "the verification time is not the one the receipt signs",
+        )
+    for name in ("judgment.json", "corroboration.json"):
+        if name in bundle.files:
+            out.notes.append(
+                f"{name} is bound only through the checks it decided (the receipt signs their "
+                "outcomes, not the document)."
+            )
+
+
+def _compare_stored(bundle: Bundle, name: str, replayed: dict[str, Any], out: Rerun) -> None:
+    """The service's stored record of the check (unsigned) against the replay's, leaf by leaf."""
+    stored = bundle.optional(name)
+    if stored is not None:
+        out.differences += statement_differences(
+            stored,
+            _plain(replayed),
+            name,
+            f"the service's stored record ({name}, unsigned) is not what the replay gives",
+        )
+
+
+def _rebuilt(determination: Determination, signed: dict[str, Any]) -> dict[str, Any] | None:
+    """``determination`` as the statement at the signed receipt's own place on its log, under
+    its signer and engine (both checked apart); None when the signed one is too broken to say."""
+    p = signed["predicate"]
+    try:
+        key = VerifyingKey.from_base64(p["signer"]["publicKey"])
+        rebuilt = statement.build(
+            determination,
+            key,
+            sequence=p["sequence"],
+            previous=p["previous"],
+            supersedes=p.get("supersedesReceiptId"),
+            about=p.get("about"),
+        )
+    except (Error, KeyError, TypeError):
+        return None
+    rebuilt["predicate"]["engine"] = p.get("engine")
+    return rebuilt
+
+
+def _subject(signed: dict[str, Any]) -> str:
+    try:
+        return "sha256:" + str(signed["subject"][0]["digest"]["sha256"])
+    except (KeyError, IndexError, TypeError) as exc:
+        raise unusable("the receipt's statement names no subject") from exc
+
+
+def _plain(value: Any) -> Any:
+    """A value as it reads back from JSON (tuples as lists), to compare with a stored file."""
+    return json.loads(json.dumps(value))
+
+
+def _str(value: object) -> str | None:
+    return None if value is None else str(value)

@@ -1,0 +1,112 @@
+"""Replay bundles of reported calls through the API: the judgment a verification read is kept
+and replayed; a bundle without it, or of a ruling's call, says exactly what differs."""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from adjudge.app.wiring import SignedReceipts
+from adjudge.calls import register_contract
+from adjudge.calls.contract import map_response
+from adjudge.calls.verify import digest_of
+from adjudge.receipts import SigningKey
+from adjudge.replay import from_answer, replay
+from adjudge.store import Store
+from support.harness import Harness, make_harness
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "calls"
+SAMPLED = "search-4"  # selected for the meaning check at web-search-standard v3's rate 0.25
+
+
+def _example(name: str) -> Any:
+    return json.loads((EXAMPLES / name).read_text(encoding="utf-8"))
+
+
+def _harness(store: Store) -> tuple[Harness, SignedReceipts]:
+    issuer = SignedReceipts(SigningKey.generate())
+    h = make_harness(store, issuer=issuer)
+    h.keys["findly"] = h.app.accounts.create(None, "findly", ["provider"]).value["api_key"]
+    h.clock.current = datetime(2026, 11, 29, 19, 30, tzinfo=UTC)
+    h.ok("findly", "POST", "/tools", {"contract": _example("search.contract.json")})
+    policy = {"policy": _example("search.policy.json")}
+    h.ok("findly", "POST", "/tools/web.search/policies", policy)
+    return h, issuer
+
+
+def _judged_call(call_id: str) -> dict[str, Any]:
+    """The example search call, with a model's cited conflict about its first title."""
+    request = {**_example("search.request.json"), "call_id": call_id}
+    response = _example("search.good.response.json")
+    output = map_response(register_contract(_example("search.contract.json")), response["body"])
+    title = output.output["results"][0]["title"]
+    judgment = {
+        "call_id": call_id,
+        "response_digest": digest_of(response["body"]),
+        "status": "judged",
+        "conflict": True,
+        "citations": [{"path": "/results/0/title", "quote_sha256": digest_of(title)}],
+        "reason": "the first result is about another language",
+    }
+    return {"request": request, "response": response, "judgment": judgment}
+
+
+def _without(data: bytes, name: str) -> bytes:
+    """The bundle with one file taken out, its manifest entry too (a consistent edit)."""
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        files = {n: z.read(n) for n in z.namelist() if n != name}
+    manifest = json.loads(files["manifest.json"])
+    del manifest["files"][name]
+    files["manifest.json"] = json.dumps(manifest).encode()
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as z:
+        for n, b in files.items():
+            z.writestr(n, b)
+    return out.getvalue()
+
+
+def test_a_judged_call_replays_with_its_judgment(sqlite_store: Store) -> None:
+    """The cited conflict the caller reported is kept with the call: its bundle replays the
+    meaning check's FAIL vote byte for byte; taken out, the check reads as unavailable."""
+    h, issuer = _harness(sqlite_store)
+    made = h.ok("pat", "POST", "/calls", _judged_call(SAMPLED))
+    meaning = next(c for c in made["record"]["checks"] if c["name"] == "meaning")
+    assert meaning["outcome"] == "fail"
+    answer = h.ok("findly", "GET", f"/calls/{SAMPLED}/bundle")  # the provider reads it too
+    assert answer["judgment"]["conflict"] is True and answer["source"] == "reported"
+    data = from_answer(answer)
+    found = replay(data, issuer.fingerprint)
+    assert found.outcome == "same", [d.describe() for d in found.differences]
+    assert found.detail["call_verdict"] == "FAIL"
+    assert "meaning: fail (cited conflict: the first result is about another language)" in (
+        found.lines
+    )
+    assert any("judgment.json is bound only through the checks" in n for n in found.notes)
+    stripped = replay(_without(data, "judgment.json"), issuer.fingerprint)
+    differences = {d.what: d for d in stripped.differences}
+    assert differences["predicate.checks[9] (meaning).verdict"].recorded == "FAIL"
+    assert differences["predicate.checks[9] (meaning).verdict"].replayed == "NOT_RUN"
+    assert differences["predicate.policyDecision.verdict"].recorded == "FAIL"
+    assert "manifest depends_on.judgment" in differences
+    assert differences["record.json.checks[8] (meaning).outcome"].replayed == "unavailable"
+
+
+def test_a_ruled_call_bundles_its_own_receipt(sqlite_store: Store) -> None:
+    """An upheld report supersedes the call's receipt; the call's bundle is still of the call's
+    own verification, which replays the same. A stranger is refused."""
+    h, issuer = _harness(sqlite_store)
+    call = _judged_call("search-9")
+    del call["judgment"]
+    made = h.ok("pat", "POST", "/calls", call)
+    assert made["record"]["payment"] == "settle"
+    h.ok("pat", "POST", "/calls/search-9/report", {"reason": "The results were stale."})
+    h.ok("root", "POST", "/calls/search-9/report/ruling", {"upheld": True, "reasons": ["Stale."]})
+    answer = h.ok("pat", "GET", "/calls/search-9/bundle")
+    assert answer["receipt"]["id"] == made["receipt_id"] and answer["judgment"] is None
+    assert replay(from_answer(answer), issuer.fingerprint).outcome == "same"
+    assert h.refused("bob", "GET", "/calls/search-9/bundle") == (403, "NOT_A_PARTY")
+    assert h.refused("pat", "GET", "/calls/nothing/bundle") == (404, "CALL_NOT_FOUND")

@@ -1,0 +1,226 @@
+"""The replay bundle's format and the replay itself, offline: the same parts make the same bytes,
+a bundle edited anywhere that matters never replays as the same, and a zip that is not a bundle
+is refused with its reason."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import zipfile
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from adjudge.app.wiring import AutoCheck, SignedReceipts, round_of
+from adjudge.errors import Error
+from adjudge.market import VerdictReached
+from adjudge.market.tasks import digest_of
+from adjudge.receipts import SigningKey
+from adjudge.replay import FORMAT, build, engine, from_answer, read, replay
+from adjudge.replay.bundle import MAX_FILES
+from adjudge.replay.report import statement_differences
+
+SIGNER = SigningKey.from_seed(bytes(range(32)))
+CRITERIA = {"min_length": 40, "rubric": [{"criterion": "c", "keywords": ["escrow"], "weight": 2}]}
+RESULT = "The escrow holds the reward until the auto check passes the result."
+AT = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
+
+
+def answer(result: str = RESULT, criteria: dict[str, Any] = CRITERIA) -> dict[str, Any]:
+    """The service's bundle answer for an auto check of ``result``, signed as the service signs."""
+    outcome = AutoCheck().check(result, criteria)
+    verdict = VerdictReached(
+        task_id="task_1",
+        attempt=1,
+        passed=outcome.passed,
+        score=outcome.score,
+        reasons=outcome.reasons,
+        authority="deterministic",
+        judge="service",
+        result_digest=digest_of(result),
+        at=AT,
+        detail=outcome.detail,
+        criteria_digest=outcome.criteria_digest,
+    )
+    receipt = SignedReceipts(SIGNER).issue(verdict, result, None)
+    return {
+        "kind": "task",
+        "subject": round_of("task_1", 1),
+        "receipt": {"id": "rcpt_1", "digest": receipt["digest"], "envelope": receipt["envelope"]},
+        "key": {"keyid": SIGNER.keyid, "publicKey": SIGNER.public_key.to_base64()},
+        "engine": engine(),
+        "result": result,
+        "criteria": criteria,
+        "verification_result": dict(outcome.detail),
+    }
+
+
+BUNDLE = from_answer(answer())
+
+
+def members(data: bytes) -> dict[str, bytes]:
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        return {n: z.read(n) for n in z.namelist()}
+
+
+def zipped(files: dict[str, bytes]) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as z:
+        for name, data in files.items():
+            z.writestr(name, data)
+    return out.getvalue()
+
+
+def rehashed(files: dict[str, bytes]) -> bytes:
+    """The files zipped with the manifest's sha256s updated to match them (a careful forger)."""
+    manifest = json.loads(files["manifest.json"])
+    for name in manifest["files"]:
+        manifest["files"][name]["sha256"] = hashlib.sha256(files[name]).hexdigest()
+    return zipped({**files, "manifest.json": json.dumps(manifest).encode()})
+
+
+def test_the_same_parts_make_the_same_bytes() -> None:
+    """A bundle is a function of its parts: no clock, no randomness in the zip."""
+    assert from_answer(answer()) == BUNDLE
+    assert list(members(BUNDLE)) == [
+        "manifest.json",
+        "receipt.json",
+        "key.json",
+        "result.txt",
+        "criteria.json",
+        "verification.json",
+    ]
+    manifest = json.loads(members(BUNDLE)["manifest.json"])
+    assert manifest["format"] == FORMAT and manifest["kind"] == "task"
+    for name, entry in manifest["files"].items():
+        assert entry["sha256"] == hashlib.sha256(members(BUNDLE)[name]).hexdigest()
+        assert entry["what"]
+
+
+def test_an_untouched_bundle_replays_the_same() -> None:
+    """The verdict, the reasons and the statement byte for byte; pinned or not."""
+    found = replay(BUNDLE, SIGNER.keyid)
+    assert found.outcome == "same" and found.exit_status == 0
+    assert found.verdict == found.signed_verdict == "PASS"
+    assert found.lines == ("score 100", "All verification criteria met")
+    assert (
+        found.statement_digest == json.loads(members(BUNDLE)["manifest.json"])["receipt"]["digest"]
+    )
+    assert replay(BUNDLE).outcome == "same"
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    name=st.sampled_from(["result.txt", "receipt.json", "key.json"]),
+    where=st.integers(min_value=0),
+    bit=st.integers(min_value=0, max_value=7),
+)
+def test_a_flipped_bit_never_replays_the_same(name: str, where: int, bit: int) -> None:
+    """One bit of the result, the receipt or the key changed, the manifest updated to match:
+    never the same (a difference, or a bundle no replay can use)."""
+    files = members(BUNDLE)
+    data = bytearray(files[name])
+    data[where % len(data)] ^= 1 << bit
+    files[name] = bytes(data)
+    try:
+        found = replay(rehashed(files), SIGNER.keyid)
+    except Error as exc:
+        assert exc.code == "BUNDLE_UNUSABLE"
+    else:
+        assert found.outcome == "different"
+
+
+def test_another_engine_is_named_even_when_the_verdict_agrees(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A replay by another adjudge or under another Unicode table says so: the verdict may
+    agree, but it was not re-derived under the conditions that decided it."""
+    other = {**engine(), "adjudge": "0.2.0", "unicode": "18.0.0"}
+    monkeypatch.setattr("adjudge.replay.audit.engine", lambda: other)
+    found = replay(BUNDLE, SIGNER.keyid)
+    assert found.verdict == "PASS" and found.outcome == "different"
+    assert {d.what: (d.recorded, d.replayed) for d in found.differences} == {
+        "engine.adjudge": ("0.1.0", "0.2.0"),
+        "engine.unicode": ("17.0.0", "18.0.0"),
+    }
+
+
+def test_a_receipt_that_binds_no_criteria_is_said_to() -> None:
+    """A receipt signed before task receipts named their criteria replays with a note, not a
+    false claim that the criteria are bound."""
+    old = answer()
+    outcome = AutoCheck().check(RESULT, CRITERIA)
+    verdict = VerdictReached(
+        "task_1", 1, True, outcome.score, outcome.reasons, "deterministic", "service",
+        digest_of(RESULT), AT, outcome.detail,
+    )  # fmt: skip
+    receipt = SignedReceipts(SIGNER).issue(verdict, RESULT, None)
+    old["receipt"] = {"id": "rcpt_1", "digest": receipt["digest"], "envelope": receipt["envelope"]}
+    found = replay(from_answer(old), SIGNER.keyid)
+    assert found.outcome == "same"
+    assert any("binds no criteria" in note for note in found.notes)
+
+
+@pytest.mark.parametrize(
+    ("edit", "why"),
+    [
+        (lambda f: {**f, "extra.txt": b"x"}, "extra.txt is not in the manifest"),
+        (lambda f: {**f, "../evil": b"x"}, "'../evil' is not a bundle file's name"),
+        (
+            lambda f: {
+                **f,
+                "manifest.json": f["manifest.json"].replace(FORMAT.encode(), b"other/v9"),
+            },
+            "its format is 'other/v9'",
+        ),
+        (lambda f: {**f, "manifest.json": b"{"}, "manifest.json is not JSON"),
+        (
+            lambda f: {n: d for n, d in f.items() if n != "manifest.json"},
+            "it has no manifest.json",
+        ),
+        (
+            lambda f: {**f, **{f"{i}.txt": b"" for i in range(MAX_FILES + 1)}},
+            f"more than {MAX_FILES} files",
+        ),
+        (lambda f: {**f, "receipt.json": b"{}"}, "receipt.json is not a DSSE envelope"),
+        (lambda f: {**f, "criteria.json": b"[1]"}, "criteria.json is not a JSON object"),
+    ],
+)
+def test_what_is_not_a_bundle_is_refused_with_its_reason(edit: Any, why: str) -> None:
+    """BUNDLE_UNUSABLE (exit 2 in the CLI), naming what is wrong."""
+    with pytest.raises(Error) as refused:
+        replay(zipped(edit(members(BUNDLE))))
+    assert refused.value.code == "BUNDLE_UNUSABLE" and why in refused.value.message
+
+
+def test_build_refuses_a_file_no_bundle_holds() -> None:
+    """The format names every file a bundle may hold; anything else is refused when building."""
+    with pytest.raises(Error, match=r"cannot hold notes\.txt"):
+        build(
+            kind="task",
+            subject="s",
+            receipt_id="r",
+            receipt_digest="d",
+            engine=engine(),
+            files={"notes.txt": b""},
+        )
+    assert read(BUNDLE).kind == "task"
+
+
+def test_statement_differences_name_each_leaf() -> None:
+    """Paths through objects and lists, a check named by its name, absent values as None."""
+    recorded = {"predicate": {"verdict": "PASS", "checks": [{"name": "a", "verdict": "PASS"}]}}
+    replayed = {
+        "predicate": {"verdict": "FAIL", "checks": [{"name": "a", "verdict": "FAIL"}], "x": 1}
+    }
+    found = [(d.what, d.recorded, d.replayed) for d in statement_differences(recorded, replayed)]
+    assert found == [
+        ("predicate.verdict", "PASS", "FAIL"),
+        ("predicate.checks[0] (a).verdict", "PASS", "FAIL"),
+        ("predicate.x", None, "1"),
+    ]
+    assert list(statement_differences(recorded, json.loads(json.dumps(recorded)))) == []
