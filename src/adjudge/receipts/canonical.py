@@ -10,6 +10,7 @@ import hashlib
 import json
 from typing import Any
 
+import orjson
 import rfc8785
 
 from adjudge.errors import ReceiptError
@@ -50,7 +51,7 @@ def parse_exact(data: bytes) -> Any:
         value = _DECODER.decode(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise ReceiptError(f"Not canonical JSON: {exc}", code="RECEIPT_MALFORMED") from exc
-    if data.isascii() and _ENCODER.encode(value).encode("ascii") == data:
+    if data.isascii() and _is_sorted_compact(value, data):
         return value
     try:
         exact = canonical_bytes(value)
@@ -59,6 +60,34 @@ def parse_exact(data: bytes) -> Any:
     if exact != data:
         raise ReceiptError("The JSON is not in RFC 8785 canonical form.", code="RECEIPT_MALFORMED")
     return value
+
+
+def parse_canonical_object(data: bytes) -> dict[str, Any] | None:
+    """The object ``data`` encodes, if it is shown here to be pure-ASCII RFC 8785 canonical
+    JSON of an object; None otherwise — not a refusal: :func:`parse_exact` decides those.
+
+    It parses as :func:`parse_exact` does (no floats, I-JSON integers) and takes its ASCII fast
+    path; a log's lines are ASCII, so this is what a chain's statements cost."""
+    if not data.isascii():
+        return None
+    try:
+        value = _DECODER.decode(data.decode("ascii"))
+    except (ValueError, RecursionError):
+        return None
+    return value if type(value) is dict and _is_sorted_compact(value, data) else None
+
+
+def _is_sorted_compact(value: Any, data: bytes) -> bool:
+    """Whether ``data`` (pure ASCII) is ``value`` as sorted, compact JSON — RFC 8785 for ASCII.
+
+    orjson writes any non-ASCII character as itself, so its output equals ASCII ``data`` only
+    when every string is ASCII; on ASCII, its key order and escapes are RFC 8785's (a test
+    checks every ASCII character against ``rfc8785``). It refuses lone surrogates: not shown.
+    """
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS) == data
+    except orjson.JSONEncodeError:
+        return False
 
 
 def _no_float(text: str) -> Any:

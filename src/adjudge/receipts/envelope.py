@@ -137,12 +137,29 @@ def _unb64(value: object, name: str) -> bytes:
         data = binascii.a2b_base64(value, strict_mode=True)
     except (binascii.Error, ValueError) as exc:
         raise _malformed(f"{name} is not standard base64") from exc
+    if not _canonical(value, data):
+        raise _malformed(f"{name} is not canonical base64")
+    return data
+
+
+def canonical_base64(value: object) -> bytes | None:
+    """What ``value`` decodes to, if it is a string of canonical standard base64; else None."""
+    if type(value) is not str:
+        return None
+    try:
+        data = binascii.a2b_base64(value, strict_mode=True)
+    except (binascii.Error, ValueError):
+        return None
+    return data if _canonical(value, data) else None
+
+
+def _canonical(text: str, data: bytes) -> bool:
     # Refuse non-canonical encodings, so no two texts carry one value: the length must be the
     # padded length, and the last group must re-encode to itself (no stray padding bits).
     tail = len(data) % 3
-    if len(value) != 4 * ((len(data) + 2) // 3) or (tail and _b64(data[-tail:]) != value[-4:]):
-        raise _malformed(f"{name} is not canonical base64")
-    return data
+    return len(text) == 4 * ((len(data) + 2) // 3) and not (
+        tail and _b64(data[-tail:]) != text[-4:]
+    )
 
 
 def _malformed(why: str) -> ReceiptError:

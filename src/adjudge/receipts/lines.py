@@ -1,0 +1,147 @@
+"""One line of a receipt log, proven valid in one pass over the bytes in hand.
+
+A log's verification costs one Ed25519 verification per receipt plus everything around it; this
+is everything around it, made cheap for the line that is what an issuer writes:
+
+1. The envelope is parsed once (orjson) and must be DSSE's shape exactly: ``payload``,
+   ``payloadType`` (in-toto's) and one signature whose ``keyid`` is the pinned fingerprint.
+2. The payload and signature are decoded once (binascii), as canonical base64.
+3. The payload bytes are what was signed and hashed: the signature is verified over their PAE and
+   the receipt id is sha256 of them, as received; nothing decoded is encoded again to get them.
+4. The statement is parsed by the decoder :func:`verify` uses (no floats, I-JSON integers) and
+   must be RFC 8785 canonical. For a pure-ASCII payload, sorted compact orjson output is
+   byte-identical to RFC 8785 (code-point and UTF-16 key order agree on ASCII; the escapes
+   agree, checked for every ASCII character by a test), so one re-encoding, about a microsecond,
+   decides it.
+5. The statement names the pinned key, and its verdict re-derives
+   (:func:`~adjudge.receipts.statement.check_statement`).
+
+A line that does not pass any step — a non-ASCII payload, another key, a bad signature, a
+statement that does not re-derive — is not refused here: :func:`check` answers None and the
+caller hands the line to :func:`~adjudge.receipts.chain.verify`, which decides it and names the
+error. So this path only ever proves a line good, and every refusal and its code is ``verify``'s.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Final, NamedTuple
+
+import orjson
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from adjudge.errors import ReceiptError
+from adjudge.receipts.canonical import parse_canonical_object
+from adjudge.receipts.envelope import IN_TOTO_PAYLOAD_TYPE, canonical_base64
+from adjudge.receipts.keys import FINGERPRINT, VerifyingKey
+from adjudge.receipts.statement import check_statement
+
+_FIELDS: Final = frozenset({"payload", "payloadType", "signatures"})
+_SIGNATURE_FIELDS: Final = frozenset({"keyid", "sig"})
+_PAE_HEAD: Final = b"DSSEv1 %d %b " % (len(IN_TOTO_PAYLOAD_TYPE), IN_TOTO_PAYLOAD_TYPE.encode())
+#: Distinct public-key texts remembered per pin: a log repeats one; a hostile one cannot grow it.
+_MAX_KEYS: Final = 16
+
+
+class Entry(NamedTuple):
+    """What linking a verified receipt into its log needs: its id and its chain fields."""
+
+    receipt_id: str
+    sequence: int
+    previous: str | None
+    supersedes: str | None
+    subject: tuple[str | None, str]
+
+
+class Pin:
+    """The pinned key, read once for a whole log: its fingerprint, and its loaded public key."""
+
+    __slots__ = ("_keys", "keyid", "pinned")
+
+    def __init__(self, key: VerifyingKey | str) -> None:
+        self.pinned = key if isinstance(key, VerifyingKey) else None
+        fingerprint = key.lower() if isinstance(key, str) else ""
+        if self.pinned is not None:
+            fingerprint = self.pinned.keyid
+        #: None when the pin is unusable: every line then goes to verify(), which says why.
+        self.keyid = fingerprint if FINGERPRINT.fullmatch(fingerprint) else None
+        self._keys: dict[str, Ed25519PublicKey | None] = {}
+
+    def key_for(self, carried: str) -> Ed25519PublicKey | None:
+        """The key to verify with, if the statement's ``publicKey`` text is the pinned key's."""
+        try:
+            return self._keys[carried]
+        except KeyError:
+            pass
+        try:
+            key = VerifyingKey.from_base64(carried)
+        except ReceiptError:
+            loaded = None
+        else:
+            matches = key.keyid == self.keyid
+            loaded = Ed25519PublicKey.from_public_bytes((self.pinned or key).raw) if matches else None
+        if len(self._keys) < _MAX_KEYS:
+            self._keys[carried] = loaded
+        return loaded
+
+
+def check(line: bytes, pin: Pin) -> Entry | None:
+    """``line``'s entry if it is a valid receipt signed by the pinned key; None when in doubt."""
+    try:
+        envelope = orjson.loads(line)  # (1)
+    except orjson.JSONDecodeError:
+        return None
+    if (
+        type(envelope) is not dict
+        or envelope.keys() != _FIELDS
+        or envelope["payloadType"] != IN_TOTO_PAYLOAD_TYPE
+    ):
+        return None
+    signatures = envelope["signatures"]
+    if type(signatures) is not list or len(signatures) != 1:
+        return None
+    signature = signatures[0]
+    if (
+        type(signature) is not dict
+        or signature.keys() != _SIGNATURE_FIELDS
+        or pin.keyid is None
+        or signature["keyid"] != pin.keyid
+    ):
+        return None
+    payload = canonical_base64(envelope["payload"])  # (2)
+    sig = canonical_base64(signature["sig"])
+    if payload is None or sig is None:
+        return None
+    body = parse_canonical_object(payload)  # (4)
+    if body is None:
+        return None
+    predicate = body.get("predicate")
+    signer = predicate.get("signer") if type(predicate) is dict else None
+    if type(signer) is not dict or signer.get("keyid") != pin.keyid:  # (5)
+        return None
+    carried = signer.get("publicKey")
+    key = pin.key_for(carried) if type(carried) is str else None
+    if key is None:
+        return None
+    try:
+        key.verify(sig, b"%b%d %b" % (_PAE_HEAD, len(payload), payload))  # (3)
+    except InvalidSignature:
+        return None
+    try:
+        check_statement(body)  # (5)
+    except ReceiptError:
+        return None
+    return _entry(payload, body, predicate)
+
+
+def _entry(payload: bytes, body: dict[str, Any], predicate: dict[str, Any]) -> Entry:
+    # check_statement() has checked every field read here.
+    return Entry(
+        "sha256:" + hashlib.sha256(payload).hexdigest(),  # (3)
+        predicate["sequence"],
+        predicate["previous"],
+        predicate.get("supersedesReceiptId"),
+        (predicate.get("about"), "sha256:" + body["subject"][0]["digest"]["sha256"]),
+    )
+
