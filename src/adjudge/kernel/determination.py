@@ -37,7 +37,6 @@ from adjudge.kernel.observables import (
     CONTENT_DIGEST,
     SHA256_DIGEST,
     is_exact,
-    parse_digest_equals,
 )
 from adjudge.kernel.verdicts import Check, Verdict, fold, require_aware, resolve
 
@@ -95,10 +94,10 @@ def is_integrity_proof(
     a PASS the oracle seam ``minted``, of ``(= result "<subject_digest>")``."""
     if verdict is not Verdict.PASS or not minted:
         return False
-    predicate = parse_digest_equals(expression)
-    return (
-        predicate is not None and predicate.symbol == SUBJECT and predicate.digest == subject_digest
-    )
+    # The exact form is literal around its symbol and digest, so it parses to (SUBJECT,
+    # subject_digest) exactly when it is that text and is the exact form; the comparison first,
+    # because a replayed receipt runs this on every proof.
+    return expression == f'(= {SUBJECT} "{subject_digest}")' and is_exact(expression)
 
 
 def derive(

@@ -22,6 +22,8 @@ import json
 from dataclasses import dataclass
 from typing import Any, Final
 
+import pybase64
+
 from adjudge.errors import ReceiptError
 from adjudge.receipts.canonical import canonical_bytes
 from adjudge.receipts.keys import Signer, VerifyingKey
@@ -143,14 +145,19 @@ def _unb64(value: object, name: str) -> bytes:
 
 
 def canonical_base64(value: object) -> bytes | None:
-    """What ``value`` decodes to, if it is a string of canonical standard base64; else None."""
+    """What ``value`` decodes to, if it is a string of canonical standard base64; else None.
+
+    A log's hot path: pybase64 decodes about ten times faster than binascii. The text must be
+    exactly the encoding of what it decodes to, which proves it canonical whatever the decoder
+    tolerates, and means :func:`_unb64` would decode it to the same bytes.
+    """
     if type(value) is not str:
         return None
     try:
-        data = binascii.a2b_base64(value, strict_mode=True)
+        data = pybase64.b64decode(value, validate=True)
     except (binascii.Error, ValueError):
         return None
-    return data if _canonical(value, data) else None
+    return data if pybase64.b64encode_as_string(data) == value else None
 
 
 def _canonical(text: str, data: bytes) -> bool:
@@ -158,7 +165,7 @@ def _canonical(text: str, data: bytes) -> bool:
     # padded length, and the last group must re-encode to itself (no stray padding bits).
     tail = len(data) % 3
     return len(text) == 4 * ((len(data) + 2) // 3) and not (
-        tail and _b64(data[-tail:]) != text[-4:]
+        tail and binascii.b2a_base64(data[-tail:], newline=False).decode("ascii") != text[-4:]
     )
 
 

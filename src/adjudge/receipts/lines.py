@@ -80,7 +80,9 @@ class Pin:
             loaded = None
         else:
             matches = key.keyid == self.keyid
-            loaded = Ed25519PublicKey.from_public_bytes((self.pinned or key).raw) if matches else None
+            loaded = (
+                Ed25519PublicKey.from_public_bytes((self.pinned or key).raw) if matches else None
+            )
         if len(self._keys) < _MAX_KEYS:
             self._keys[carried] = loaded
         return loaded
@@ -144,4 +146,3 @@ def _entry(payload: bytes, body: dict[str, Any], predicate: dict[str, Any]) -> E
         predicate.get("supersedesReceiptId"),
         (predicate.get("about"), "sha256:" + body["subject"][0]["digest"]["sha256"]),
     )
-

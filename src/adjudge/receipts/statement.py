@@ -14,9 +14,8 @@ with the kernel's own rules, so a verifier does not take the recorded verdict on
 from __future__ import annotations
 
 import unicodedata
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Final, TypeVar
+from typing import Any, Final, NamedTuple, TypeVar
 
 from adjudge.errors import CriteriaError, ReceiptError
 from adjudge.kernel.authority import Authority, TrustPolicy
@@ -156,9 +155,10 @@ def _subject_digest(s: dict[str, Any]) -> str:
     return "sha256:" + hex_digest
 
 
-@dataclass(frozen=True, slots=True)
-class Replayed:
-    """What the kernel derives from a statement's recorded checks and policy at one time."""
+class Replayed(NamedTuple):
+    """What the kernel derives from a statement's recorded checks and policy at one time.
+
+    A named tuple: one is built for every receipt a log replays."""
 
     recorded: Verdict  # the verdict the statement records (signed at decidedAt)
     decided_at: datetime
@@ -184,7 +184,10 @@ def replay(p: dict[str, Any], subject_digest: str, at: datetime | None = None) -
         ) from exc
     try:
         decided_at = parse_time(p.get("decidedAt"), "decidedAt")
-        recorded = Verdict(_text(p.get("verdict")))
+        text = p.get("verdict")
+        recorded = _VERDICTS.get(text) if type(text) is str else None
+        if recorded is None:
+            recorded = Verdict(_text(text))  # refused, with the enumeration's own words
         checks = p.get("checks")
         if not isinstance(checks, list):
             raise _malformed("checks is a list")
@@ -257,14 +260,16 @@ def _replay(
     """One recorded check's contribution to the fold, whether it is the integrity proof, and the
     verifier key its PASS leans on (None when it leans on none)."""
     c = _object(raw, "a check")
-    verdict = _member(_VERDICTS, c.get("verdict"), "verdict")
-    authority = _member(_AUTHORITIES, c.get("authority"), "authority")
-    evidence = c.get("evidence")
-    if not isinstance(evidence, list) or not all(
-        isinstance(e, str) and SHA256_DIGEST.fullmatch(e) for e in evidence
-    ):
-        raise _malformed("a check's evidence is a list of sha256: digests")
-    key = c.get("verifierKey")
+    get = c.get
+    verdict = _member(_VERDICTS, get("verdict"), "verdict")
+    authority = _member(_AUTHORITIES, get("authority"), "authority")
+    evidence = get("evidence")
+    if not isinstance(evidence, list):
+        raise _malformed(_EVIDENCE)
+    for digest in evidence:  # a loop, not all(...): this runs for every check of every receipt
+        if not (isinstance(digest, str) and _is_digest(digest)):
+            raise _malformed(_EVIDENCE)
+    key = get("verifierKey")
     if key is not None and not isinstance(key, str):
         raise _malformed("verifierKey is a string")
     if (verdict is Verdict.PENDING) != ("pending" in c):
@@ -277,18 +282,23 @@ def _replay(
             raise _malformed("a PENDING check can never expire into PASS")
         deadline = parse_time(pending.get("deadline"), "deadline")
         verdict = expires_to if decided_at >= deadline else Verdict.PENDING
-    observable, expression = c.get("observable"), c.get("expression")
+    observable, expression = get("observable"), get("expression")
     if not (observable is None or type(observable) is str) or not (
         expression is None or type(expression) is str
     ):
         raise _malformed("a check's observable and expression are strings")
-    minted = c.get("oracle", False)
+    minted = get("oracle", False)
     if minted is not True and minted is not False:
         raise _malformed("oracle is true or absent")
     if minted or recorded is Verdict.MISMATCH or recorded is Verdict.PENDING:
-        _require_oracle_shape(c, minted, recorded, authority, observable, expression, key)
+        _require_oracle_shape(c, minted, recorded, authority, observable, is_exact(expression), key)
     proof = minted and is_integrity_proof(verdict, minted, expression, subject_digest)
-    decided = bound(verdict, observable, expression)
+    # As in derive(): a check naming no observable and no expression keeps its verdict.
+    decided = (
+        verdict
+        if observable is None and expression is None
+        else bound(verdict, observable, expression)
+    )
     leaned = key if leans_on_key(decided, authority, key, policy) else None
     return effective(decided, authority, key, policy), proof, leaned
 
@@ -299,7 +309,7 @@ def _require_oracle_shape(
     recorded: Verdict,
     authority: Authority,
     observable: object,
-    expression: object,
+    exact: bool,
     key: object,
 ) -> None:
     """A check marked as the oracle's must be one the oracle mints, and an accusation must be
@@ -317,7 +327,7 @@ def _require_oracle_shape(
         recorded in (Verdict.PASS, Verdict.MISMATCH)
         and authority is Authority.DETERMINISTIC
         and observable == CONTENT_DIGEST
-        and is_exact(expression)
+        and exact
         and key is None
     ):
         raise ReceiptError(
@@ -332,6 +342,10 @@ _T = TypeVar("_T")
 # Plain lookups: a log of ten thousand receipts parses these twenty thousand times.
 _VERDICTS: Final[dict[object, Verdict]] = {v.value: v for v in Verdict}
 _AUTHORITIES: Final[dict[object, Authority]] = {a.value: a for a in Authority}
+
+
+_EVIDENCE: Final = "a check's evidence is a list of sha256: digests"
+_is_digest: Final = SHA256_DIGEST.fullmatch
 
 
 def _member(table: dict[object, _T], value: object, what: str) -> _T:
