@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from typing import Any, Final
 
 import orjson
 import rfc8785
@@ -44,14 +44,15 @@ def parse_exact(data: bytes) -> Any:
 
     Refuses (``RECEIPT_MALFORMED``) invalid UTF-8 or JSON, floats, integers outside the I-JSON
     range, and any encoding other than the canonical one, so one value has one signed form.
-    A fast path covers ASCII documents, for which sorted compact ``json.dumps`` output is
-    byte-identical to RFC 8785 (same key order, same escapes); anything else takes ``rfc8785``.
+    A fast path covers ASCII documents, for which sorted compact JSON is byte-identical to
+    RFC 8785 (same key order, same escapes; :func:`is_sorted_compact`); anything else takes
+    ``rfc8785``.
     """
     try:
         value = _DECODER.decode(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise ReceiptError(f"Not canonical JSON: {exc}", code="RECEIPT_MALFORMED") from exc
-    if data.isascii() and _is_sorted_compact(value, data):
+    if data.isascii() and is_sorted_compact(value, data):
         return value
     try:
         exact = canonical_bytes(value)
@@ -62,22 +63,7 @@ def parse_exact(data: bytes) -> Any:
     return value
 
 
-def parse_canonical_object(data: bytes) -> dict[str, Any] | None:
-    """The object ``data`` encodes, if it is shown here to be pure-ASCII RFC 8785 canonical
-    JSON of an object; None otherwise — not a refusal: :func:`parse_exact` decides those.
-
-    It parses as :func:`parse_exact` does (no floats, I-JSON integers) and takes its ASCII fast
-    path; a log's lines are ASCII, so this is what a chain's statements cost."""
-    if not data.isascii():
-        return None
-    try:
-        value = _DECODER.decode(data.decode("ascii"))
-    except (ValueError, RecursionError):
-        return None
-    return value if type(value) is dict and _is_sorted_compact(value, data) else None
-
-
-def _is_sorted_compact(value: Any, data: bytes) -> bool:
+def is_sorted_compact(value: Any, data: bytes) -> bool:
     """Whether ``data`` (pure ASCII) is ``value`` as sorted, compact JSON — RFC 8785 for ASCII.
 
     orjson writes any non-ASCII character as itself, so its output equals ASCII ``data`` only
@@ -85,9 +71,13 @@ def _is_sorted_compact(value: Any, data: bytes) -> bool:
     checks every ASCII character against ``rfc8785``). It refuses lone surrogates: not shown.
     """
     try:
-        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS) == data
+        return orjson.dumps(value, option=_SORTED_STRICT) == data
     except orjson.JSONEncodeError:
         return False
+
+
+#: Sorted keys; integers beyond ±(2^53−1) refused, as the decoder refuses them.
+_SORTED_STRICT: Final = orjson.OPT_SORT_KEYS | orjson.OPT_STRICT_INTEGER
 
 
 def _no_float(text: str) -> Any:

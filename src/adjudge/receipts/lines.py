@@ -8,13 +8,15 @@ is everything around it, made cheap for the line that is what an issuer writes:
 2. The payload and signature are decoded once (binascii), as canonical base64.
 3. The payload bytes are what was signed and hashed: the signature is verified over their PAE and
    the receipt id is sha256 of them, as received; nothing decoded is encoded again to get them.
-4. The statement is parsed by the decoder :func:`verify` uses (no floats, I-JSON integers) and
-   must be RFC 8785 canonical. For a pure-ASCII payload, sorted compact orjson output is
-   byte-identical to RFC 8785 (code-point and UTF-16 key order agree on ASCII; the escapes
-   agree, checked for every ASCII character by a test), so one re-encoding, about a microsecond,
-   decides it.
+4. The statement is parsed once (orjson) and must be RFC 8785 canonical: for a pure-ASCII
+   payload, sorted compact orjson output is byte-identical to RFC 8785 (code-point and UTF-16 key
+   order agree on ASCII; the escapes agree, checked for every ASCII character by a test), so one
+   re-encoding, about a microsecond, decides it; it also refuses integers outside ±(2^53−1).
 5. The statement names the pinned key, and its verdict re-derives
    (:func:`~adjudge.receipts.statement.check_statement`).
+6. It holds no float, which :func:`verify`'s decoder refuses while parsing and orjson does not:
+   :func:`check_statement` types every field a statement has but four strings, so a statement
+   with no other keys than those is shown float-free by typing those four (:func:`_no_float`).
 
 A line that does not pass any step — a non-ASCII payload, another key, a bad signature, a
 statement that does not re-derive — is not refused here: :func:`check` answers None and the
@@ -32,7 +34,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from adjudge.errors import ReceiptError
-from adjudge.receipts.canonical import parse_canonical_object
+from adjudge.receipts.canonical import is_sorted_compact
 from adjudge.receipts.envelope import IN_TOTO_PAYLOAD_TYPE, canonical_base64
 from adjudge.receipts.keys import FINGERPRINT, VerifyingKey
 from adjudge.receipts.statement import check_statement
@@ -115,8 +117,11 @@ def check(line: bytes, pin: Pin) -> Entry | None:
     sig = canonical_base64(signature["sig"])
     if payload is None or sig is None:
         return None
-    body = parse_canonical_object(payload)  # (4)
-    if body is None:
+    try:
+        body = orjson.loads(payload)  # (4)
+    except orjson.JSONDecodeError:
+        return None
+    if type(body) is not dict or not payload.isascii() or not is_sorted_compact(body, payload):
         return None
     predicate = body.get("predicate")
     signer = predicate.get("signer") if type(predicate) is dict else None
@@ -134,7 +139,91 @@ def check(line: bytes, pin: Pin) -> Entry | None:
         check_statement(body)  # (5)
     except ReceiptError:
         return None
+    if not _no_float(body, predicate, signer):  # (6)
+        return None
     return _entry(payload, body, predicate)
+
+
+_TOP: Final = frozenset({"_type", "subject", "predicateType", "predicate"})
+_SUBJECT: Final = frozenset({"name", "digest"})
+_DIGEST: Final = frozenset({"sha256"})
+_PREDICATE: Final = frozenset(
+    {
+        "verdict",
+        "decidedAt",
+        "checks",
+        "trustPolicy",
+        "criteriaDigest",
+        "engine",
+        "signer",
+        "sequence",
+        "previous",
+        "trustedVerifierKey",
+        "about",
+        "supersedesReceiptId",
+        "policyDecision",
+    }
+)
+_CHECK: Final = frozenset(
+    {
+        "name",
+        "verdict",
+        "authority",
+        "evidence",
+        "reason",
+        "observable",
+        "expression",
+        "oracle",
+        "verifierKey",
+        "pending",
+    }
+)
+_PENDING: Final = frozenset({"deadline", "expiresTo"})
+_POLICY: Final = frozenset({"authorities", "verifierKeys"})
+_SIGNER: Final = frozenset({"keyid", "publicKey"})
+_ENGINE: Final = frozenset({"name", "version"})
+
+
+def _no_float(body: dict[str, Any], predicate: dict[str, Any], signer: dict[str, Any]) -> bool:
+    """Whether a statement :func:`check_statement` accepted is shown to hold no float.
+
+    It is when no object has a key a statement does not have (a set's ``issuperset`` of a
+    dict reads its keys): check_statement() requires a
+    string, a whole number, a boolean, null, or an object or list it checks in turn, of every
+    one of them but a check's ``name`` and ``reason`` and the engine's ``name`` and ``version``,
+    typed here (a test puts a float at every place and checks that this path never takes it).
+    Anything else is not shown, and goes to :func:`verify`.
+    """
+    subject = body["subject"][0]  # all four: shapes check_statement() has checked
+    engine = predicate.get("engine")
+    if not (
+        _TOP.issuperset(body)
+        and _SUBJECT.issuperset(subject)
+        and _DIGEST.issuperset(subject["digest"])
+        and _PREDICATE.issuperset(predicate)
+        and _POLICY.issuperset(predicate["trustPolicy"])
+        and _SIGNER.issuperset(signer)
+        and (
+            engine is None
+            or (
+                type(engine) is dict
+                and _ENGINE.issuperset(engine)
+                and type(engine.get("name", "")) is str
+                and type(engine.get("version", "")) is str
+            )
+        )
+    ):
+        return False
+    for c in predicate["checks"]:
+        pending = c.get("pending")
+        if not (
+            _CHECK.issuperset(c)
+            and type(c.get("name", "")) is str
+            and type(c.get("reason", "")) is str
+            and (pending is None or _PENDING.issuperset(pending))
+        ):
+            return False
+    return True
 
 
 def _entry(payload: bytes, body: dict[str, Any], predicate: dict[str, Any]) -> Entry:
