@@ -256,11 +256,11 @@ def verify_chain(
         for number, raw in enumerate(lines, start=1):
             line = raw.strip()
             if line:
-                walk.link(_entry(number, line, pin, key), f"line {number}: ")
+                walk.link(_entry(number, line, pin, key), number)
     else:
         for entries, fault in _in_ranges(list(lines), pin, key, jobs):
             for number, entry in entries:
-                walk.link(entry, f"line {number}: ")
+                walk.link(entry, number)
             if fault is not None:
                 raise fault
     walk.require_head(expected_head)
@@ -276,6 +276,10 @@ def _entry(number: int, line: bytes, pin: Pin, key: VerifyingKey | str) -> Entry
         return _entry_of(verify(line, key))
     except ReceiptError as exc:
         raise ReceiptError(f"line {number}: {exc.message}", code=exc.code) from exc
+
+
+def _where(number: int | None) -> str:
+    return "" if number is None else f"line {number}: "
 
 
 def _entry_of(receipt: Receipt) -> Entry:
@@ -339,13 +343,19 @@ def _verify_range(
 class _Walk:
     """The state of one pass over a log: what is on it so far, and its head."""
 
-    __slots__ = ("count", "head", "subjects", "superseded")
+    __slots__ = ("_last", "count", "subjects", "superseded")
 
     def __init__(self) -> None:
         self.subjects: dict[str, tuple[str | None, str]] = {}
         self.superseded: set[str] = set()
-        self.head: Head | None = None
+        self._last: Entry | None = None
         self.count = 0
+
+    @property
+    def head(self) -> Head | None:
+        """The last receipt's head, or None before the first."""
+        last = self._last
+        return None if last is None else Head(last.receipt_id, last.sequence)
 
     def receipts(self, lines: Iterable[bytes], key: VerifyingKey | str) -> Iterator[Receipt]:
         """Each receipt of ``lines``, verified and linked to the ones before it."""
@@ -357,27 +367,30 @@ class _Walk:
                 receipt = verify(line, key)
             except ReceiptError as exc:
                 raise ReceiptError(f"line {number}: {exc.message}", code=exc.code) from exc
-            self.link(_entry_of(receipt), f"line {number}: ")
+            self.link(_entry_of(receipt), number)
             yield receipt
 
-    def link(self, entry: Entry, where: str) -> None:
-        """Check that ``entry`` follows the head and supersedes lawfully; then take it."""
-        head = self.head
-        expected_sequence = 0 if head is None else head.sequence + 1
-        expected_previous = None if head is None else head.receipt_id
+    def link(self, entry: Entry, number: int | None) -> None:
+        """Check that ``entry`` (on line ``number``, None when appended) follows the head and
+        supersedes lawfully; then take it."""
+        last = self._last
+        if last is None:
+            expected_sequence, expected_previous = 0, None
+        else:
+            expected_sequence, expected_previous = last.sequence + 1, last.receipt_id
         if entry.sequence != expected_sequence or entry.previous != expected_previous:
             raise ReceiptError(
-                f"{where}receipt {entry.receipt_id} has sequence {entry.sequence} "
+                f"{_where(number)}receipt {entry.receipt_id} has sequence {entry.sequence} "
                 f"and previous {entry.previous}, but the log's head there is sequence "
                 f"{expected_sequence - 1} ({expected_previous}): a receipt was deleted, "
                 "inserted or reordered.",
                 code="RECEIPT_CHAIN_BROKEN",
             )
         if entry.supersedes is not None:
-            self.check_supersession(entry.supersedes, entry.subject, where)
+            self.check_supersession(entry.supersedes, entry.subject, _where(number))
             self.superseded.add(entry.supersedes)
         self.subjects[entry.receipt_id] = entry.subject
-        self.head = Head(entry.receipt_id, entry.sequence)
+        self._last = entry
         self.count += 1
 
     def check_supersession(
@@ -467,7 +480,7 @@ class ReceiptLog:
             subject = (require_about(about), determination.subject_digest)
             self._walk.check_supersession(supersedes, subject, "")
         receipt = issue(determination, signer, self.head, supersedes=old, about=about)
-        self._walk.link(_entry_of(receipt), "")
+        self._walk.link(_entry_of(receipt), None)
         self._receipts.append(receipt)
         self._by_id[receipt.receipt_id] = receipt
         return receipt

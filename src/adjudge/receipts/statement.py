@@ -125,11 +125,13 @@ def check_statement(statement: object) -> dict[str, Any]:
     the recorded checks — or is a PASS with no oracle-minted integrity proof, or does not say
     (exactly) which verifier key its PASS rests on.
     """
-    s = _object(statement, "the statement")
+    s = statement if type(statement) is dict else _object(statement, "the statement")
     if s.get("_type") != STATEMENT_TYPE or s.get("predicateType") != PREDICATE_TYPE:
         raise _malformed(f"not an adjudge receipt statement ({PREDICATE_TYPE})")
     subject_digest = _subject_digest(s)
-    p = _object(s.get("predicate"), "the predicate")
+    p = s.get("predicate")
+    if type(p) is not dict:
+        p = _object(p, "the predicate")
     replayed = replay(p, subject_digest)
     _require_derivation(p, replayed)
     _require_chain_fields(p)
@@ -150,9 +152,10 @@ def _subject_digest(s: dict[str, Any]) -> str:
     if named.get("name") != SUBJECT:
         raise _malformed(f"the subject is named {SUBJECT!r}")
     hex_digest = _object(named.get("digest"), "subject.digest").get("sha256")
-    if not isinstance(hex_digest, str) or not SHA256_DIGEST.fullmatch("sha256:" + hex_digest):
+    digest = "sha256:" + hex_digest if isinstance(hex_digest, str) else ""
+    if not _is_digest(digest):
         raise _malformed("the subject has no sha256 digest")
-    return "sha256:" + hex_digest
+    return digest
 
 
 class Replayed(NamedTuple):
@@ -202,13 +205,7 @@ def replay(p: dict[str, Any], subject_digest: str, at: datetime | None = None) -
     except (ValueError, CriteriaError) as exc:
         raise _malformed(str(exc)) from exc
     derived = fold(contributions)
-    return Replayed(
-        recorded=recorded,
-        decided_at=decided_at,
-        verdict=derived,
-        proven=proven,
-        trusted_verifier_key=leaned if derived is Verdict.PASS else None,
-    )
+    return Replayed(recorded, decided_at, derived, proven, leaned if derived is _PASS else None)
 
 
 def _require_derivation(p: dict[str, Any], r: Replayed) -> None:
@@ -259,7 +256,7 @@ def _replay(
 ) -> tuple[Verdict, bool, str | None]:
     """One recorded check's contribution to the fold, whether it is the integrity proof, and the
     verifier key its PASS leans on (None when it leans on none)."""
-    c = _object(raw, "a check")
+    c = raw if type(raw) is dict else _object(raw, "a check")
     get = c.get
     verdict = _member(_VERDICTS, get("verdict"), "verdict")
     authority = _member(_AUTHORITIES, get("authority"), "authority")
@@ -272,16 +269,16 @@ def _replay(
     key = get("verifierKey")
     if key is not None and not isinstance(key, str):
         raise _malformed("verifierKey is a string")
-    if (verdict is Verdict.PENDING) != ("pending" in c):
+    if (verdict is _PENDING) != ("pending" in c):
         raise _malformed("a PENDING check, and only one, carries pending")
     recorded = verdict
-    if verdict is Verdict.PENDING:
+    if verdict is _PENDING:
         pending = _object(c["pending"], "pending")
         expires_to = _member(_VERDICTS, pending.get("expiresTo"), "expiresTo")
         if expires_to not in EXPIRY_VERDICTS:
             raise _malformed("a PENDING check can never expire into PASS")
         deadline = parse_time(pending.get("deadline"), "deadline")
-        verdict = expires_to if decided_at >= deadline else Verdict.PENDING
+        verdict = expires_to if decided_at >= deadline else _PENDING
     observable, expression = get("observable"), get("expression")
     if not (observable is None or type(observable) is str) or not (
         expression is None or type(expression) is str
@@ -290,7 +287,7 @@ def _replay(
     minted = get("oracle", False)
     if minted is not True and minted is not False:
         raise _malformed("oracle is true or absent")
-    if minted or recorded is Verdict.MISMATCH or recorded is Verdict.PENDING:
+    if minted or recorded is _MISMATCH or recorded is _PENDING:
         _require_oracle_shape(c, minted, recorded, authority, observable, is_exact(expression), key)
     proof = minted and is_integrity_proof(verdict, minted, expression, subject_digest)
     # As in derive(): a check naming no observable and no expression keeps its verdict.
@@ -345,6 +342,10 @@ _AUTHORITIES: Final[dict[object, Authority]] = {a.value: a for a in Authority}
 
 
 _EVIDENCE: Final = "a check's evidence is a list of sha256: digests"
+# Bound once: attribute lookups on an enumeration cost, and every check of a log reads these.
+_PASS: Final = Verdict.PASS
+_MISMATCH: Final = Verdict.MISMATCH
+_PENDING: Final = Verdict.PENDING
 _is_digest: Final = SHA256_DIGEST.fullmatch
 
 
