@@ -298,23 +298,41 @@ def _in_ranges(
 ) -> Iterator[_Verified]:
     """Each of ``jobs`` contiguous ranges of ``lines``, verified concurrently, in log order.
 
-    This thread verifies the first range while the others run; a range stops at its first
-    refusal, and once any range has stopped, later ranges stop too (their answers are never
-    read: the log is refused at the earlier line, or earlier still).
+    This thread verifies the first range while the others run. A range stops at its first
+    refusal, and a range that starts after a refused line stops as soon as it learns of it:
+    its answer is never read, because the range holding the earliest refused line reports it
+    first (no fault precedes that range's start, so it never stops short).
     """
     size = -(-len(lines) // jobs)  # ceiling: at most ``jobs`` ranges
     starts = range(0, len(lines), size) if lines else range(0)
-    halt = threading.Event()
+    first = _FirstFault(len(lines) + 1)
     pool = ThreadPoolExecutor(max_workers=max(1, len(starts) - 1))
     try:
-        later = [pool.submit(_verify_range, lines, i, i + size, pin, key, halt) for i in starts[1:]]
+        later = [
+            pool.submit(_verify_range, lines, i, i + size, pin, key, first) for i in starts[1:]
+        ]
         if starts:
-            yield _verify_range(lines, 0, size, pin, key, halt)
+            yield _verify_range(lines, 0, size, pin, key, first)
         for future in later:
             yield future.result()
     finally:
-        halt.set()
+        first.at(0)  # the log's answer is known (or no longer wanted): every range may stop
         pool.shutdown(wait=False, cancel_futures=True)
+
+
+class _FirstFault:
+    """The earliest line any range has refused so far."""
+
+    __slots__ = ("_lock", "line")
+
+    def __init__(self, none: int) -> None:
+        self.line = none
+        self._lock = threading.Lock()
+
+    def at(self, number: int) -> None:
+        """Record a refusal at line ``number``."""
+        with self._lock:
+            self.line = min(self.line, number)
 
 
 def _verify_range(
@@ -323,20 +341,21 @@ def _verify_range(
     stop: int,
     pin: Pin,
     key: VerifyingKey | str,
-    halt: threading.Event,
+    first: _FirstFault,
 ) -> _Verified:
+    """Lines ``start + 1`` to ``stop`` (by number), until one is refused or an earlier is."""
     entries: list[tuple[int, Entry]] = []
     for number in range(start + 1, min(stop, len(lines)) + 1):
+        if first.line <= start:
+            break
         line = lines[number - 1].strip()
         if not line:
             continue
         try:
             entries.append((number, _entry(number, line, pin, key)))
         except ReceiptError as exc:
-            halt.set()
+            first.at(number)
             return entries, exc
-        if halt.is_set():
-            break
     return entries, None
 
 
