@@ -124,7 +124,9 @@ def check(line: bytes, pin: Pin) -> Entry | None:
     if type(body) is not dict or not payload.isascii() or not is_sorted_compact(body, payload):
         return None
     predicate = body.get("predicate")
-    signer = predicate.get("signer") if type(predicate) is dict else None
+    if type(predicate) is not dict:
+        return None
+    signer = predicate.get("signer")
     if type(signer) is not dict or signer.get("keyid") != pin.keyid:  # (5)
         return None
     carried = signer.get("publicKey")
