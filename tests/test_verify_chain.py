@@ -149,6 +149,27 @@ def test_a_line_under_another_key_or_an_unusable_pin_is_left_to_verify() -> None
     assert verify_chain([], "nonsense").count == 0  # as before: an empty log reads no key
 
 
+def test_an_envelope_written_otherwise_verifies_as_verify_reads_it() -> None:
+    """An envelope that is not the canonical line (spaces, another key order, an escaped
+    slash in its base64, extra fields) is decided exactly as verify() decides it."""
+    log = _log(2)
+    line = log.lines()[1]
+    data = json.loads(line)
+    payload = data["payload"]
+    variants = [
+        json.dumps(data).encode(),  # spaces
+        json.dumps(dict(reversed(list(data.items())))).encode(),  # another key order
+        line.replace(b"/", b"\\/"),  # an escaped slash, wherever base64 has one
+        line[:-1] + b',"extra":1}',  # a field DSSE does not have
+        line.replace(payload.encode(), payload.encode() + b"\\u0041"),  # an escaped letter
+    ]
+    assert b"/" in line
+    for variant in variants:
+        lines = [log.lines()[0], variant]
+        assert _chain(lines) == _chain(lines, jobs=2) == _reference(lines), variant
+    assert _chain([log.lines()[0], variants[0]]) == 2
+
+
 def _with_float(body: Any, path: tuple[Any, ...], value: Any) -> bytes:
     """``body`` with ``value`` at ``path`` (a new key when the path ends in one that is not
     there), as sorted compact JSON: a float written as canonically as a float can be."""

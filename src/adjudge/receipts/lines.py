@@ -3,8 +3,9 @@
 A log's verification costs one Ed25519 verification per receipt plus everything around it; this
 is everything around it, made cheap for the line that is what an issuer writes:
 
-1. The envelope is parsed once (orjson) and must be DSSE's shape exactly: ``payload``,
-   ``payloadType`` (in-toto's) and one signature whose ``keyid`` is the pinned fingerprint.
+1. The envelope must be DSSE's shape exactly: ``payload``, ``payloadType`` (in-toto's) and one
+   signature whose ``keyid`` is the pinned fingerprint. The line an issuer writes (canonical
+   JSON) is cut at its fixed text, without parsing; any other is parsed once (orjson).
 2. The payload and signature are decoded once (binascii), as canonical base64.
 3. The payload bytes are what was signed and hashed: the signature is verified over their PAE and
    the receipt id is sha256 of them, as received; nothing decoded is encoded again to get them.
@@ -59,7 +60,7 @@ class Entry(NamedTuple):
 class Pin:
     """The pinned key, read once for a whole log: its fingerprint, and its loaded public key."""
 
-    __slots__ = ("_keys", "keyid", "pinned")
+    __slots__ = ("_keys", "keyid", "pinned", "tail")
 
     def __init__(self, key: VerifyingKey | str) -> None:
         self.pinned = key if isinstance(key, VerifyingKey) else None
@@ -68,6 +69,8 @@ class Pin:
             fingerprint = self.pinned.keyid
         #: None when the pin is unusable: every line then goes to verify(), which says why.
         self.keyid = fingerprint if FINGERPRINT.fullmatch(fingerprint) else None
+        #: What follows the payload's text on a canonical line signed by the pinned key.
+        self.tail = _TAIL % (self.keyid or "").encode()
         self._keys: dict[str, Ed25519PublicKey | None] = {}
 
     def key_for(self, carried: str) -> Ed25519PublicKey | None:
@@ -92,29 +95,13 @@ class Pin:
 
 def check(line: bytes, pin: Pin) -> Entry | None:
     """``line``'s entry if it is a valid receipt signed by the pinned key; None when in doubt."""
-    try:
-        envelope = orjson.loads(line)  # (1)
-    except orjson.JSONDecodeError:
+    if pin.keyid is None:
         return None
-    if (
-        type(envelope) is not dict
-        or envelope.keys() != _FIELDS
-        or envelope["payloadType"] != IN_TOTO_PAYLOAD_TYPE
-    ):
+    texts = _canonical_envelope(line, pin) or _envelope(line, pin)  # (1)
+    if texts is None:
         return None
-    signatures = envelope["signatures"]
-    if type(signatures) is not list or len(signatures) != 1:
-        return None
-    signature = signatures[0]
-    if (
-        type(signature) is not dict
-        or signature.keys() != _SIGNATURE_FIELDS
-        or pin.keyid is None
-        or signature["keyid"] != pin.keyid
-    ):
-        return None
-    payload = canonical_base64(envelope["payload"])  # (2)
-    sig = canonical_base64(signature["sig"])
+    payload = canonical_base64(texts[0])  # (2)
+    sig = canonical_base64(texts[1])
     if payload is None or sig is None:
         return None
     try:
@@ -144,6 +131,54 @@ def check(line: bytes, pin: Pin) -> Entry | None:
     if not _no_float(body, predicate, signer):  # (6)
         return None
     return _entry(payload, body, predicate)
+
+
+_HEAD: Final = b'{"payload":"'
+_TAIL: Final = (
+    b'","payloadType":"' + IN_TOTO_PAYLOAD_TYPE.encode() + b'","signatures":[{"keyid":"%b","sig":"'
+)
+_END: Final = b'"}]}'
+
+
+def _canonical_envelope(line: bytes, pin: Pin) -> tuple[bytes, bytes] | None:
+    """The payload's and the signature's text, if ``line`` is canonical JSON of an envelope
+    signed by the pinned key: its fixed text around them is all that is compared. Either text is
+    then decoded as base64, which has no quote or backslash, so each is exactly what a JSON
+    parser reads between its quotes."""
+    if not line.startswith(_HEAD) or not line.endswith(_END):
+        return None
+    end = line.find(b'"', len(_HEAD))
+    sig = end + len(pin.tail)
+    if end < 0 or sig > len(line) - len(_END) or not line.startswith(pin.tail, end):
+        return None
+    return line[len(_HEAD) : end], line[sig : -len(_END)]
+
+
+def _envelope(line: bytes, pin: Pin) -> tuple[str, str] | None:
+    """The payload's and the signature's text of any JSON envelope signed by the pinned key."""
+    try:
+        envelope = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None
+    if (
+        type(envelope) is not dict
+        or envelope.keys() != _FIELDS
+        or envelope["payloadType"] != IN_TOTO_PAYLOAD_TYPE
+    ):
+        return None
+    signatures = envelope["signatures"]
+    if type(signatures) is not list or len(signatures) != 1:
+        return None
+    signature = signatures[0]
+    if (
+        type(signature) is not dict
+        or signature.keys() != _SIGNATURE_FIELDS
+        or signature["keyid"] != pin.keyid
+        or type(envelope["payload"]) is not str
+        or type(signature["sig"]) is not str
+    ):
+        return None
+    return envelope["payload"], signature["sig"]
 
 
 _TOP: Final = frozenset({"_type", "subject", "predicateType", "predicate"})
