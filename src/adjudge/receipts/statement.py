@@ -234,11 +234,13 @@ def _require_chain_fields(p: dict[str, Any]) -> None:
     sequence = p.get("sequence")
     if type(sequence) is not int or sequence < 0:
         raise _malformed("sequence is a whole number")
-    for name in ("previous", "criteriaDigest"):
-        if name not in p:
+    for name in _DIGEST_OR_NULL:
+        value = p.get(name, _ABSENT)
+        if value is None:
+            continue
+        if value is _ABSENT:
             raise _malformed(f"the predicate has no {name} (null when there is none)")
-        value = p[name]
-        if value is not None and not (isinstance(value, str) and SHA256_DIGEST.fullmatch(value)):
+        if not (isinstance(value, str) and _is_digest(value)):
             raise _malformed(f"{name} is a sha256: digest or null")
     if "supersedesReceiptId" in p:
         value = p["supersedesReceiptId"]
@@ -311,8 +313,8 @@ def _require_oracle_shape(
 ) -> None:
     """A check marked as the oracle's must be one the oracle mints, and an accusation must be
     marked: otherwise no kernel could have signed the statement (``RECEIPT_VERDICT_INVALID``)."""
-    accuses = recorded is Verdict.MISMATCH or (
-        recorded is Verdict.PENDING and c["pending"].get("expiresTo") == Verdict.MISMATCH.value
+    accuses = recorded is _MISMATCH or (
+        recorded is _PENDING and c["pending"].get("expiresTo") == _MISMATCH.value
     )
     if accuses and not minted:
         raise ReceiptError(
@@ -321,8 +323,8 @@ def _require_oracle_shape(
             code="RECEIPT_VERDICT_INVALID",
         )
     if minted and not (
-        recorded in (Verdict.PASS, Verdict.MISMATCH)
-        and authority is Authority.DETERMINISTIC
+        (recorded is _PASS or recorded is _MISMATCH)
+        and authority is _DETERMINISTIC
         and observable == CONTENT_DIGEST
         and exact
         and key is None
@@ -342,10 +344,13 @@ _AUTHORITIES: Final[dict[object, Authority]] = {a.value: a for a in Authority}
 
 
 _EVIDENCE: Final = "a check's evidence is a list of sha256: digests"
+_DIGEST_OR_NULL: Final = ("previous", "criteriaDigest")
+_ABSENT: Final = object()
 # Bound once: attribute lookups on an enumeration cost, and every check of a log reads these.
 _PASS: Final = Verdict.PASS
 _MISMATCH: Final = Verdict.MISMATCH
 _PENDING: Final = Verdict.PENDING
+_DETERMINISTIC: Final = Authority.DETERMINISTIC
 _is_digest: Final = SHA256_DIGEST.fullmatch
 
 
