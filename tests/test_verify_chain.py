@@ -2,7 +2,8 @@
 
 The fast path (adjudge.receipts.lines) may only ever prove a line good; every refusal, and the
 line it names, must be what the line-by-line reference (``ReceiptLog.load``: verify() on each
-line, then the links) says — with ``jobs`` too.
+line, then the links) says — in ranges too (verify_lines, link_ranges), and in ranges verified
+by forked processes (``verify-chain --jobs``).
 """
 
 from __future__ import annotations
@@ -17,10 +18,20 @@ import rfc8785
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from adjudge.cli import ranges
+from adjudge.cli.ranges import verify_in_ranges
 from adjudge.errors import ReceiptError
 from adjudge.kernel import Authority, Check, Pending, TrustPolicy, Verdict, determine, oracle
 from adjudge.kernel.observables import content_digest
-from adjudge.receipts import ReceiptLog, SigningKey, verify, verify_chain
+from adjudge.receipts import (
+    ChainReport,
+    ReceiptLog,
+    SigningKey,
+    link_ranges,
+    verify,
+    verify_chain,
+    verify_lines,
+)
 from adjudge.receipts.canonical import is_sorted_compact
 from adjudge.receipts.envelope import IN_TOTO_PAYLOAD_TYPE, sign
 from adjudge.receipts.lines import Entry, Pin, check
@@ -79,9 +90,26 @@ def _reference(lines: list[bytes], key: Any = KEY.keyid) -> tuple[str, str] | in
         return (exc.code, exc.message)
 
 
-def _chain(lines: list[bytes], key: Any = KEY.keyid, jobs: int = 1) -> tuple[str, str] | int:
+def _ranges(
+    lines: list[bytes], key: Any = KEY.keyid, jobs: int = 1, expected_head: str | None = None
+) -> ChainReport:
+    """The log verified as ``jobs`` ranges, here, one after another."""
+    size = max(1, -(-len(lines) // jobs))
+    parts = (verify_lines(lines, key, s, s + size) for s in range(0, len(lines), size))
+    return link_ranges(parts, expected_head=expected_head)
+
+
+def _chain(
+    lines: list[bytes], key: Any = KEY.keyid, jobs: int = 1, forked: bool = False
+) -> tuple[str, str] | int:
+    """The count verify_chain reports (in ``jobs`` ranges, in processes when ``forked``), or
+    its refusal."""
     try:
-        return verify_chain(lines, key, jobs=jobs).count
+        if forked:
+            return verify_in_ranges(lines, key, jobs=jobs).count
+        if jobs > 1:
+            return _ranges(lines, key, jobs).count
+        return verify_chain(lines, key).count
     except ReceiptError as exc:
         return (exc.code, exc.message)
 
@@ -270,15 +298,18 @@ def test_a_changed_byte_anywhere_is_refused_as_the_reference_refuses_it() -> Non
 
 
 def test_ranges_give_the_answer_of_one_pass() -> None:
-    """Any number of ranges (more than lines too, blank lines between) verifies as one pass."""
+    """Any number of ranges (more than lines too, blank lines between), here or in processes,
+    verifies as one pass."""
     log = _varied()
     lines = [b"", *log.lines()[:3], b"  ", *log.lines()[3:], b""]
     one = verify_chain(lines, KEY.keyid)
     for jobs in (2, 3, 4, 7, 20):
-        assert verify_chain(lines, KEY.keyid, jobs=jobs) == one
-    assert verify_chain([], KEY.keyid, jobs=4).count == 0
+        assert _ranges(lines, KEY.keyid, jobs) == one
+    for jobs in (1, 2, 3):
+        assert verify_in_ranges(lines, KEY.keyid, jobs=jobs) == one
+    assert _ranges([], KEY.keyid, 4).count == verify_in_ranges([], KEY.keyid, jobs=4).count == 0
     head = log.receipts[-1].receipt_id
-    assert verify_chain(lines, KEY.keyid, expected_head=head, jobs=3).head == one.head
+    assert verify_in_ranges(lines, KEY.keyid, expected_head=head, jobs=2).head == one.head
 
 
 @pytest.mark.parametrize("jobs", [1, 2, 3, 5])
@@ -303,9 +334,9 @@ def test_a_fault_in_a_later_range_is_named_by_its_line(jobs: int, fault: str) ->
     expected = _reference(lines)
     named = 9 if fault == "forked" else 8  # a fork signs well: the receipt after it breaks
     assert isinstance(expected, tuple) and expected[1].startswith(f"line {named}: ")
-    assert _chain(lines, jobs=jobs) == expected
+    assert _chain(lines, jobs=jobs) == _chain(lines, jobs=jobs, forked=True) == expected
     lines[-1] = b"not a receipt"  # a second fault, later: the first is still the one named
-    assert _chain(lines, jobs=jobs) == expected
+    assert _chain(lines, jobs=jobs) == _chain(lines, jobs=jobs, forked=True) == expected
 
 
 def test_a_truncated_log_is_refused_against_its_pinned_head_with_ranges() -> None:
@@ -313,5 +344,16 @@ def test_a_truncated_log_is_refused_against_its_pinned_head_with_ranges() -> Non
     log = _log(6)
     head = log.receipts[-1].receipt_id
     with pytest.raises(ReceiptError) as err:
-        verify_chain(log.lines()[:5], KEY.keyid, expected_head=head, jobs=2)
+        verify_in_ranges(log.lines()[:5], KEY.keyid, expected_head=head, jobs=2)
     assert err.value.code == "RECEIPT_CHAIN_BROKEN" and "truncated" in err.value.message
+
+
+def test_a_range_whose_process_dies_is_verified_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A child that dies before sending its range costs time, never the answer."""
+
+    def die(*args: object) -> None:
+        raise SystemExit(3)
+
+    monkeypatch.setattr(ranges, "_send_range", die)
+    log = _log(4)
+    assert verify_in_ranges(log.lines(), KEY.keyid, jobs=2) == verify_chain(log.lines(), KEY.keyid)

@@ -22,7 +22,7 @@ from typing import Annotated, NoReturn
 
 import typer
 
-from adjudge.cli import keyfiles
+from adjudge.cli import keyfiles, ranges
 from adjudge.cli._common import DEFAULT_URL, KeyOption, Session, UrlOption
 from adjudge.errors import CriteriaError, Error, ReceiptError
 from adjudge.kernel.authority import trust_basis
@@ -35,7 +35,6 @@ from adjudge.receipts import (
     VerifyingKey,
     as_of,
     verify,
-    verify_chain,
 )
 from adjudge.receipts.canonical import canonical_bytes
 from adjudge.receipts.envelope import Envelope
@@ -155,18 +154,6 @@ def _moment(text: str | None) -> datetime:
         raise typer.Exit(EXIT_BAD_INPUT) from exc
 
 
-#: The least lines worth a thread of their own: a short log is verified in one pass.
-_LINES_PER_JOB = 1_000
-
-
-def _cores() -> int:
-    """The cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
-
-
 def receipt_verify_chain(
     log_file: Annotated[Path, typer.Argument(metavar="LOG.jsonl")],
     key: Annotated[str, typer.Option("--key", help="Pinned fingerprint, or a public key file.")],
@@ -179,8 +166,8 @@ def receipt_verify_chain(
         typer.Option(
             "--jobs",
             min=1,
-            help="Threads verifying ranges of the log at once (default: one a core, and no "
-            f"more than one per {_LINES_PER_JOB:,} lines; 1: one pass).",
+            help="Processes verifying ranges of the log at once (default: one a core, and "
+            f"none with fewer than {ranges.LINES_PER_JOB:,} lines; 1: one pass).",
         ),
     ] = None,
 ) -> None:
@@ -191,9 +178,9 @@ def receipt_verify_chain(
     pinned = _pinned_key(key)
     lines = _read(log_file).splitlines()
     if jobs is None:
-        jobs = max(1, min(_cores(), len(lines) // _LINES_PER_JOB))
+        jobs = ranges.default_jobs(len(lines))
     try:
-        report = verify_chain(lines, pinned, expected_head=head, jobs=jobs)
+        report = ranges.verify_in_ranges(lines, pinned, expected_head=head, jobs=jobs)
     except ReceiptError as exc:
         typer.echo(f"INVALID: {exc}")
         raise typer.Exit(EXIT_INVALID) from exc

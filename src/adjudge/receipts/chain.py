@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import threading
-from collections.abc import Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -230,11 +228,7 @@ class ChainReport:
 
 
 def verify_chain(
-    lines: Iterable[bytes],
-    key: VerifyingKey | str,
-    *,
-    expected_head: str | None = None,
-    jobs: int = 1,
+    lines: Iterable[bytes], key: VerifyingKey | str, *, expected_head: str | None = None
 ) -> ChainReport:
     """Verify a log, line by line: every receipt, and the links between them.
 
@@ -245,26 +239,60 @@ def verify_chain(
     truncated log). Any other refusal is :func:`verify`'s, naming its line. Blank lines are
     skipped. An empty log has no head.
 
-    ``jobs`` > 1 splits the lines into that many ranges, verified on as many threads (the
-    signature checks run outside the interpreter's lock, so they use every core); the links are
-    then checked in order, so the answer, and the first line named when there is a fault, are
-    exactly those of one pass.
+    To use several cores, verify ranges of the lines with :func:`verify_lines` (each where it
+    likes: another process, say) and link them with :func:`link_ranges`: the answer is this one.
     """
     walk = _Walk()
     pin = Pin(key)
-    if jobs <= 1:
-        for number, raw in enumerate(lines, start=1):
-            line = raw.strip()
-            if line:
-                walk.link(_entry(number, line, pin, key), number)
-    else:
-        for entries, fault in _in_ranges(list(lines), pin, key, jobs):
-            for number, entry in entries:
-                walk.link(entry, number)
-            if fault is not None:
-                raise fault
-    walk.require_head(expected_head)
-    return ChainReport(walk.count, walk.head, frozenset(walk.superseded))
+    for number, raw in enumerate(lines, start=1):
+        line = raw.strip()
+        if line:
+            walk.link(_entry(number, line, pin, key), number)
+    return walk.report(expected_head)
+
+
+@dataclass(frozen=True, slots=True)
+class Verified:
+    """A range of a log's lines verified on its own, not yet linked: each line's number and
+    entry, in order, up to the first line refused, and that refusal (None when none was)."""
+
+    entries: tuple[tuple[int, Entry], ...]
+    fault: ReceiptError | None
+
+
+def verify_lines(
+    lines: Sequence[bytes], key: VerifyingKey | str, start: int = 0, stop: int | None = None
+) -> Verified:
+    """Verify lines ``start + 1`` to ``stop`` of ``lines`` (numbered from 1; None: to the end)
+    each on its own, as :func:`verify_chain` does before linking them. Stops at the first
+    refusal, which it returns rather than raises: a range is one part of an answer."""
+    pin = Pin(key)
+    entries: list[tuple[int, Entry]] = []
+    for number in range(start + 1, len(lines) + 1 if stop is None else min(stop, len(lines)) + 1):
+        line = lines[number - 1].strip()
+        if not line:
+            continue
+        try:
+            entries.append((number, _entry(number, line, pin, key)))
+        except ReceiptError as exc:
+            return Verified(tuple(entries), exc)
+    return Verified(tuple(entries), None)
+
+
+def link_ranges(parts: Iterable[Verified], *, expected_head: str | None = None) -> ChainReport:
+    """Link the ranges of a log verified by :func:`verify_lines`, given in log order and
+    covering it: what :func:`verify_chain` answers for the whole log, refusal for refusal.
+
+    The first refusal in log order is raised: a link broken before a range's refused line, or
+    else that line's own refusal. Parts after it are not read (an iterator may stop there).
+    """
+    walk = _Walk()
+    for part in parts:
+        for number, entry in part.entries:
+            walk.link(entry, number)
+        if part.fault is not None:
+            raise part.fault
+    return walk.report(expected_head)
 
 
 def _entry(number: int, line: bytes, pin: Pin, key: VerifyingKey | str) -> Entry:
@@ -286,77 +314,6 @@ def _entry_of(receipt: Receipt) -> Entry:
     return Entry(
         receipt.receipt_id, receipt.sequence, receipt.previous, receipt.supersedes, receipt.subject
     )
-
-
-#: What one range of a log yields: each verified line's number and entry, in order, and the
-#: refusal of the line where it stopped (None when every line verified).
-_Verified = tuple[list[tuple[int, Entry]], ReceiptError | None]
-
-
-def _in_ranges(
-    lines: list[bytes], pin: Pin, key: VerifyingKey | str, jobs: int
-) -> Iterator[_Verified]:
-    """Each of ``jobs`` contiguous ranges of ``lines``, verified concurrently, in log order.
-
-    This thread verifies the first range while the others run. A range stops at its first
-    refusal, and a range that starts after a refused line stops as soon as it learns of it:
-    its answer is never read, because the range holding the earliest refused line reports it
-    first (no fault precedes that range's start, so it never stops short).
-    """
-    size = -(-len(lines) // jobs)  # ceiling: at most ``jobs`` ranges
-    starts = range(0, len(lines), size) if lines else range(0)
-    first = _FirstFault(len(lines) + 1)
-    pool = ThreadPoolExecutor(max_workers=max(1, len(starts) - 1))
-    try:
-        later = [
-            pool.submit(_verify_range, lines, i, i + size, pin, key, first) for i in starts[1:]
-        ]
-        if starts:
-            yield _verify_range(lines, 0, size, pin, key, first)
-        for future in later:
-            yield future.result()
-    finally:
-        first.at(0)  # the log's answer is known (or no longer wanted): every range may stop
-        pool.shutdown(wait=False, cancel_futures=True)
-
-
-class _FirstFault:
-    """The earliest line any range has refused so far."""
-
-    __slots__ = ("_lock", "line")
-
-    def __init__(self, none: int) -> None:
-        self.line = none
-        self._lock = threading.Lock()
-
-    def at(self, number: int) -> None:
-        """Record a refusal at line ``number``."""
-        with self._lock:
-            self.line = min(self.line, number)
-
-
-def _verify_range(
-    lines: list[bytes],
-    start: int,
-    stop: int,
-    pin: Pin,
-    key: VerifyingKey | str,
-    first: _FirstFault,
-) -> _Verified:
-    """Lines ``start + 1`` to ``stop`` (by number), until one is refused or an earlier is."""
-    entries: list[tuple[int, Entry]] = []
-    for number in range(start + 1, min(stop, len(lines)) + 1):
-        if first.line <= start:
-            break
-        line = lines[number - 1].strip()
-        if not line:
-            continue
-        try:
-            entries.append((number, _entry(number, line, pin, key)))
-        except ReceiptError as exc:
-            first.at(number)
-            return entries, exc
-    return entries, None
 
 
 class _Walk:
@@ -431,6 +388,11 @@ class _Walk:
                 where + _not_same_subject(subject, earlier, old),
                 code="RECEIPT_SUPERSESSION_INVALID",
             )
+
+    def report(self, expected_head: str | None) -> ChainReport:
+        """What the pass established, once the log is seen to end at ``expected_head``."""
+        self.require_head(expected_head)
+        return ChainReport(self.count, self.head, frozenset(self.superseded))
 
     def require_head(self, expected_head: str | None) -> None:
         """Refuse a log that does not end at ``expected_head`` (when one is pinned)."""
