@@ -260,8 +260,11 @@ def _replay(
     verifier key its PASS leans on (None when it leans on none)."""
     c = raw if type(raw) is dict else _object(raw, "a check")
     get = c.get
-    verdict = _member(_VERDICTS, get("verdict"), "verdict")
-    authority = _member(_AUTHORITIES, get("authority"), "authority")
+    try:
+        verdict, authority = _VERDICTS[get("verdict")], _AUTHORITIES[get("authority")]
+    except (KeyError, TypeError):  # refused, in _member's words
+        verdict = _member(_VERDICTS, get("verdict"), "verdict")
+        authority = _member(_AUTHORITIES, get("authority"), "authority")
     evidence = get("evidence")
     if not isinstance(evidence, list):
         raise _malformed(_EVIDENCE)
@@ -289,14 +292,15 @@ def _replay(
     minted = get("oracle", False)
     if minted is not True and minted is not False:
         raise _malformed("oracle is true or absent")
+    exact = expression is not None and is_exact(expression)  # matched once, used thrice
     if minted or recorded is _MISMATCH or recorded is _PENDING:
-        _require_oracle_shape(c, minted, recorded, authority, observable, is_exact(expression), key)
-    proof = minted and is_integrity_proof(verdict, minted, expression, subject_digest)
+        _require_oracle_shape(c, minted, recorded, authority, observable, exact, key)
+    proof = minted and is_integrity_proof(verdict, minted, expression, subject_digest, exact=exact)
     # As in derive(): a check naming no observable and no expression keeps its verdict.
     decided = (
         verdict
         if observable is None and expression is None
-        else bound(verdict, observable, expression)
+        else bound(verdict, observable, expression, exact=exact)
     )
     leaned = key if leans_on_key(decided, authority, key, policy) else None
     return effective(decided, authority, key, policy), proof, leaned
