@@ -72,11 +72,11 @@ def verify_in_ranges(
         first = verify_lines(lines, key, 0, size)
         return link_ranges(_parts(first, children, lines, key, size), expected_head=expected_head)
     finally:
-        for child, receiver, _ in children:
+        for process, receiver, _ in children:
             receiver.close()
-            if child.is_alive():
-                child.kill()  # its range is not needed: the log was refused before it
-            child.join()
+            if process.is_alive():
+                process.kill()  # its range is not needed: the log was refused before it
+            process.join()
 
 
 def _parts(
