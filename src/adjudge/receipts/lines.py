@@ -6,15 +6,15 @@ is everything around it, made cheap for the line that is what an issuer writes:
 1. The envelope must be DSSE's shape exactly: ``payload``, ``payloadType`` (in-toto's) and one
    signature whose ``keyid`` is the pinned fingerprint. The line an issuer writes (canonical
    JSON) is cut at its fixed text, without parsing; any other is parsed once (orjson).
-2. The payload and signature are decoded once (binascii), as canonical base64.
+2. The payload and signature are decoded once (pybase64), as canonical base64.
 3. The payload bytes are what was signed and hashed: the signature is verified over their PAE and
    the receipt id is sha256 of them, as received; nothing decoded is encoded again to get them.
 4. The statement is parsed once (orjson) and must be RFC 8785 canonical: for a pure-ASCII
    payload, sorted compact orjson output is byte-identical to RFC 8785 (code-point and UTF-16 key
    order agree on ASCII; the escapes agree, checked for every ASCII character by a test), so one
    re-encoding, about a microsecond, decides it; it also refuses integers outside ±(2^53−1).
-5. The statement names the pinned key, and its verdict re-derives
-   (:func:`~adjudge.receipts.statement.check_statement`).
+5. The statement names the pinned key (whose loaded public key serves the whole log), and its
+   verdict re-derives (:func:`~adjudge.receipts.statement.check_statement`).
 6. It holds no float, which :func:`verify`'s decoder refuses while parsing and orjson does not:
    :func:`check_statement` types every field a statement has but four strings, so a statement
    with no other keys than those is shown float-free by typing those four (:func:`_no_float`).
