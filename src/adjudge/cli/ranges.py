@@ -8,7 +8,8 @@ line named are exactly one pass's. Processes, not threads: a thread's Python hal
 receipt waits for the interpreter's lock, and handing the lock between cores costs more CPU
 than the verification saves (docs/receipts.md, *Speed*).
 
-Where a process cannot be forked (not Linux), the log is verified in one pass.
+Where a process cannot be forked (not Linux), the log is verified in one pass. A fork copies
+only the thread that forks, so this is for a process with no other threads: the command's.
 """
 
 from __future__ import annotations
