@@ -112,6 +112,26 @@ def test_verify_chain(tmp_path: Path) -> None:
     assert "RECEIPT_CHAIN_BROKEN" in broken.output
 
 
+@pytest.mark.parametrize("jobs", ["1", "2", "3"])
+def test_verify_chain_with_jobs_names_a_fault_in_a_later_range(tmp_path: Path, jobs: str) -> None:
+    """--jobs N verifies N ranges at once and answers as one pass: a receipt edited in the last
+    range is refused (exit 1) naming its line, as a valid log is reported whole (exit 0)."""
+    log = _log(6)
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(b"\n".join(log.lines()) + b"\n")
+    args = ["receipt", "verify-chain", str(path), "--key", KEY.keyid, "--jobs", jobs]
+    ok = RUNNER.invoke(app, args)
+    assert ok.exit_code == 0, ok.output
+    assert "VALID log: 6 receipts" in ok.output
+    lines = log.lines()
+    lines[4] = lines[4].replace(b'"keyid":"', b'"keyid":"0', 1)
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    broken = RUNNER.invoke(app, args)
+    assert broken.exit_code == 1, broken.output
+    assert "RECEIPT_SIGNATURE_INVALID" in broken.output
+    assert "line 5: " in broken.output
+
+
 def test_signing_helpers_for_other_commands(tmp_path: Path) -> None:
     """read_signing_key loads a key file (exit 2 when it cannot: not a key, missing, a
     directory, open to others); write_receipt writes one line."""

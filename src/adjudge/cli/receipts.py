@@ -22,7 +22,7 @@ from typing import Annotated, NoReturn
 
 import typer
 
-from adjudge.cli import keyfiles
+from adjudge.cli import keyfiles, ranges
 from adjudge.cli._common import DEFAULT_URL, KeyOption, Session, UrlOption
 from adjudge.errors import BadInput, CriteriaError, Error, ReceiptError
 from adjudge.kernel.authority import trust_basis
@@ -35,7 +35,6 @@ from adjudge.receipts import (
     VerifyingKey,
     as_of,
     verify,
-    verify_chain,
 )
 from adjudge.receipts.canonical import canonical_bytes
 from adjudge.receipts.envelope import Envelope
@@ -168,6 +167,15 @@ def receipt_verify_chain(
         str | None,
         typer.Option("--head", help="The receipt id the log must end at (detects truncation)."),
     ] = None,
+    jobs: Annotated[
+        int | None,
+        typer.Option(
+            "--jobs",
+            min=1,
+            help="Processes verifying ranges of the log at once (default: one a core, and "
+            f"none with fewer than {ranges.LINES_PER_JOB:,} lines; 1: one pass).",
+        ),
+    ] = None,
 ) -> None:
     """Verify a receipt log: every receipt, and the hash chain that links them.
 
@@ -175,8 +183,10 @@ def receipt_verify_chain(
     """
     pinned = pinned_key(key)
     lines = read_file(log_file).splitlines()
+    if jobs is None:
+        jobs = ranges.default_jobs(len(lines))
     try:
-        report = verify_chain(lines, pinned, expected_head=head)
+        report = ranges.verify_in_ranges(lines, pinned, expected_head=head, jobs=jobs)
     except BadInput as exc:  # the check could not run: not a verdict on the log
         _fail(exc, EXIT_BAD_INPUT)
     except ReceiptError as exc:

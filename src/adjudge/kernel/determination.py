@@ -37,7 +37,6 @@ from adjudge.kernel.observables import (
     CONTENT_DIGEST,
     SHA256_DIGEST,
     is_exact,
-    parse_digest_equals,
 )
 from adjudge.kernel.verdicts import Check, Verdict, fold, require_aware, resolve
 
@@ -51,15 +50,22 @@ _SAFE_INTEGER = 2**53 - 1
 SUBJECT = "result"
 
 
-def bound(verdict: Verdict, observable: str | None, expression: str | None) -> Verdict:
+def bound(
+    verdict: Verdict,
+    observable: str | None,
+    expression: str | None,
+    *,
+    exact: bool | None = None,
+) -> Verdict:
     """The verdict a check can decide once its observable is bound (step 2).
 
     A check that names no observable and no expression keeps its verdict. One that names either
-    decides only when it binds as decidable; otherwise it answers UNKNOWN.
+    decides only when it binds as decidable; otherwise it answers UNKNOWN. ``exact`` says
+    whether ``expression`` is the exact form, when the caller has matched it already.
     """
     if observable is None and expression is None:
         return verdict
-    if observable == CONTENT_DIGEST and is_exact(expression):
+    if observable == CONTENT_DIGEST and (is_exact(expression) if exact is None else exact):
         return verdict
     return Verdict.UNKNOWN
 
@@ -89,16 +95,24 @@ def leans_on_key(
 
 
 def is_integrity_proof(
-    verdict: Verdict, minted: bool, expression: str | None, subject_digest: str
+    verdict: Verdict,
+    minted: bool,
+    expression: str | None,
+    subject_digest: str,
+    *,
+    exact: bool | None = None,
 ) -> bool:
     """Whether a resolved check proves the judged result is the one named by ``subject_digest``:
-    a PASS the oracle seam ``minted``, of ``(= result "<subject_digest>")``."""
+    a PASS the oracle seam ``minted``, of ``(= result "<subject_digest>")``. ``exact`` says
+    whether ``expression`` is the exact form, when the caller has matched it already."""
     if verdict is not Verdict.PASS or not minted:
         return False
-    predicate = parse_digest_equals(expression)
-    return (
-        predicate is not None and predicate.symbol == SUBJECT and predicate.digest == subject_digest
-    )
+    # The exact form is literal around its symbol and digest, so it parses to (SUBJECT,
+    # subject_digest) exactly when it is that text and is the exact form; the comparison first,
+    # because a replayed receipt runs this on every proof.
+    if expression != f'(= {SUBJECT} "{subject_digest}")':
+        return False
+    return is_exact(expression) if exact is None else exact
 
 
 def derive(

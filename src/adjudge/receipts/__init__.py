@@ -10,10 +10,13 @@ from adjudge.receipts.chain import (
     Head,
     Receipt,
     ReceiptLog,
+    Verified,
     issue,
+    link_ranges,
     receipt_id,
     verify,
     verify_chain,
+    verify_lines,
 )
 from adjudge.receipts.envelope import Envelope, pae
 from adjudge.receipts.keys import Signer, SigningKey, VerifyingKey, fingerprint
@@ -29,14 +32,17 @@ __all__ = [
     "Signer",
     "SigningKey",
     "Standing",
+    "Verified",
     "VerifyingKey",
     "as_of",
     "canonical_bytes",
     "digest",
     "fingerprint",
     "issue",
+    "link_ranges",
     "pae",
     "receipt_id",
     "verify",
     "verify_chain",
+    "verify_lines",
 ]

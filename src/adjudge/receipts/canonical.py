@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from typing import Any, Final
 
+import orjson
 import rfc8785
 
 from adjudge.errors import BadInput, ReceiptError
@@ -43,14 +44,15 @@ def parse_exact(data: bytes) -> Any:
 
     Refuses (``RECEIPT_MALFORMED``) invalid UTF-8 or JSON, floats, integers outside the I-JSON
     range, and any encoding other than the canonical one, so one value has one signed form.
-    A fast path covers ASCII documents, for which sorted compact ``json.dumps`` output is
-    byte-identical to RFC 8785 (same key order, same escapes); anything else takes ``rfc8785``.
+    A fast path covers ASCII documents, for which sorted compact JSON is byte-identical to
+    RFC 8785 (same key order, same escapes; :func:`is_sorted_compact`); anything else takes
+    ``rfc8785``.
     """
     try:
         value = _DECODER.decode(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise ReceiptError(f"Not canonical JSON: {exc}", code="RECEIPT_MALFORMED") from exc
-    if data.isascii() and _ENCODER.encode(value).encode("ascii") == data:
+    if data.isascii() and is_sorted_compact(value, data):
         return value
     try:
         exact = canonical_bytes(value)
@@ -59,6 +61,23 @@ def parse_exact(data: bytes) -> Any:
     if exact != data:
         raise ReceiptError("The JSON is not in RFC 8785 canonical form.", code="RECEIPT_MALFORMED")
     return value
+
+
+def is_sorted_compact(value: Any, data: bytes) -> bool:
+    """Whether ``data`` (pure ASCII) is ``value`` as sorted, compact JSON — RFC 8785 for ASCII.
+
+    orjson writes any non-ASCII character as itself, so its output equals ASCII ``data`` only
+    when every string is ASCII; on ASCII, its key order and escapes are RFC 8785's (a test
+    checks every ASCII character against ``rfc8785``). It refuses lone surrogates: not shown.
+    """
+    try:
+        return orjson.dumps(value, option=_SORTED_STRICT) == data
+    except orjson.JSONEncodeError:
+        return False
+
+
+#: Sorted keys; integers beyond ±(2^53−1) refused, as the decoder refuses them.
+_SORTED_STRICT: Final = orjson.OPT_SORT_KEYS | orjson.OPT_STRICT_INTEGER
 
 
 def _no_float(text: str) -> Any:

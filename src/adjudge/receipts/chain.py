@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +29,7 @@ from adjudge.receipts import envelope, statement
 from adjudge.receipts.canonical import encode_plain, parse_exact
 from adjudge.receipts.envelope import IN_TOTO_PAYLOAD_TYPE, Envelope
 from adjudge.receipts.keys import FINGERPRINT, Signer, VerifyingKey
+from adjudge.receipts.lines import Entry, Pin, check
 from adjudge.receipts.statement import require_about
 
 
@@ -240,25 +241,102 @@ def verify_chain(
     reordered, or supersedes a receipt that is not earlier on the log (or already superseded);
     ``RECEIPT_SUPERSESSION_INVALID`` where a receipt supersedes one about another subject; and
     ``RECEIPT_CHAIN_BROKEN`` when ``expected_head`` is given but the log ends elsewhere (a
-    truncated log). Blank lines are skipped. An empty log has no head.
+    truncated log). Any other refusal is :func:`verify`'s, naming its line. Blank lines are
+    skipped. An empty log has no head.
+
+    To use several cores, verify ranges of the lines with :func:`verify_lines` (each where it
+    likes: another process, say) and link them with :func:`link_ranges`: the answer is this one.
     """
     walk = _Walk()
-    for _ in walk.receipts(lines, key):
-        pass
-    walk.require_head(expected_head)
-    return ChainReport(walk.count, walk.head, frozenset(walk.superseded))
+    pin = Pin(key)
+    for number, raw in enumerate(lines, start=1):
+        line = raw.strip()
+        if line:
+            walk.link(_entry(number, line, pin, key), number)
+    return walk.report(expected_head)
+
+
+@dataclass(frozen=True, slots=True)
+class Verified:
+    """A range of a log's lines verified on its own, not yet linked: each line's number and
+    entry, in order, up to the first line refused, and that refusal (None when none was)."""
+
+    entries: tuple[tuple[int, Entry], ...]
+    fault: ReceiptError | None
+
+
+def verify_lines(
+    lines: Sequence[bytes], key: VerifyingKey | str, start: int = 0, stop: int | None = None
+) -> Verified:
+    """Verify lines ``start + 1`` to ``stop`` of ``lines`` (numbered from 1; None: to the end)
+    each on its own, as :func:`verify_chain` does before linking them. Stops at the first
+    refusal, which it returns rather than raises: a range is one part of an answer."""
+    pin = Pin(key)
+    entries: list[tuple[int, Entry]] = []
+    for number in range(start + 1, len(lines) + 1 if stop is None else min(stop, len(lines)) + 1):
+        line = lines[number - 1].strip()
+        if not line:
+            continue
+        try:
+            entries.append((number, _entry(number, line, pin, key)))
+        except ReceiptError as exc:
+            return Verified(tuple(entries), exc)
+    return Verified(tuple(entries), None)
+
+
+def link_ranges(parts: Iterable[Verified], *, expected_head: str | None = None) -> ChainReport:
+    """Link the ranges of a log verified by :func:`verify_lines`, given in log order and
+    covering it: what :func:`verify_chain` answers for the whole log, refusal for refusal.
+
+    The first refusal in log order is raised: a link broken before a range's refused line, or
+    else that line's own refusal. Parts after it are not read (an iterator may stop there).
+    """
+    walk = _Walk()
+    for part in parts:
+        for number, entry in part.entries:
+            walk.link(entry, number)
+        if part.fault is not None:
+            raise part.fault
+    return walk.report(expected_head)
+
+
+def _entry(number: int, line: bytes, pin: Pin, key: VerifyingKey | str) -> Entry:
+    """The entry of a non-blank line: on the fast path, else as :func:`verify` decides it."""
+    entry = check(line, pin)
+    if entry is not None:
+        return entry
+    try:
+        return _entry_of(verify(line, key))
+    except ReceiptError as exc:
+        raise ReceiptError(f"line {number}: {exc.message}", code=exc.code) from exc
+
+
+def _where(number: int | None) -> str:
+    return "" if number is None else f"line {number}: "
+
+
+def _entry_of(receipt: Receipt) -> Entry:
+    return Entry(
+        receipt.receipt_id, receipt.sequence, receipt.previous, receipt.supersedes, receipt.subject
+    )
 
 
 class _Walk:
     """The state of one pass over a log: what is on it so far, and its head."""
 
-    __slots__ = ("count", "head", "subjects", "superseded")
+    __slots__ = ("_last", "count", "subjects", "superseded")
 
     def __init__(self) -> None:
         self.subjects: dict[str, tuple[str | None, str]] = {}
         self.superseded: set[str] = set()
-        self.head: Head | None = None
+        self._last: Entry | None = None
         self.count = 0
+
+    @property
+    def head(self) -> Head | None:
+        """The last receipt's head, or None before the first."""
+        last = self._last
+        return None if last is None else Head(last.receipt_id, last.sequence)
 
     def receipts(self, lines: Iterable[bytes], key: VerifyingKey | str) -> Iterator[Receipt]:
         """Each receipt of ``lines``, verified and linked to the ones before it."""
@@ -270,27 +348,30 @@ class _Walk:
                 receipt = verify(line, key)
             except ReceiptError as exc:
                 raise ReceiptError(f"line {number}: {exc.message}", code=exc.code) from exc
-            self.link(receipt, f"line {number}: ")
+            self.link(_entry_of(receipt), number)
             yield receipt
 
-    def link(self, receipt: Receipt, where: str) -> None:
-        """Check that ``receipt`` follows the head and supersedes lawfully; then take it."""
-        head = self.head
-        expected_sequence = 0 if head is None else head.sequence + 1
-        expected_previous = None if head is None else head.receipt_id
-        if receipt.sequence != expected_sequence or receipt.previous != expected_previous:
+    def link(self, entry: Entry, number: int | None) -> None:
+        """Check that ``entry`` (on line ``number``, None when appended) follows the head and
+        supersedes lawfully; then take it."""
+        last = self._last
+        if last is None:
+            expected_sequence, expected_previous = 0, None
+        else:
+            expected_sequence, expected_previous = last.sequence + 1, last.receipt_id
+        if entry.sequence != expected_sequence or entry.previous != expected_previous:
             raise ReceiptError(
-                f"{where}receipt {receipt.receipt_id} has sequence {receipt.sequence} "
-                f"and previous {receipt.previous}, but the log's head there is sequence "
+                f"{_where(number)}receipt {entry.receipt_id} has sequence {entry.sequence} "
+                f"and previous {entry.previous}, but the log's head there is sequence "
                 f"{expected_sequence - 1} ({expected_previous}): a receipt was deleted, "
                 "inserted or reordered.",
                 code="RECEIPT_CHAIN_BROKEN",
             )
-        self.check_supersession(receipt.supersedes, receipt.subject, where)
-        if receipt.supersedes is not None:
-            self.superseded.add(receipt.supersedes)
-        self.subjects[receipt.receipt_id] = receipt.subject
-        self.head = receipt.head
+        if entry.supersedes is not None:
+            self.check_supersession(entry.supersedes, entry.subject, _where(number))
+            self.superseded.add(entry.supersedes)
+        self.subjects[entry.receipt_id] = entry.subject
+        self._last = entry
         self.count += 1
 
     def check_supersession(
@@ -312,6 +393,11 @@ class _Walk:
                 where + _not_same_subject(subject, earlier, old),
                 code="RECEIPT_SUPERSESSION_INVALID",
             )
+
+    def report(self, expected_head: str | None) -> ChainReport:
+        """What the pass established, once the log is seen to end at ``expected_head``."""
+        self.require_head(expected_head)
+        return ChainReport(self.count, self.head, frozenset(self.superseded))
 
     def require_head(self, expected_head: str | None) -> None:
         """Refuse a log that does not end at ``expected_head`` (when one is pinned)."""
@@ -380,7 +466,7 @@ class ReceiptLog:
             subject = (require_about(about), determination.subject_digest)
             self._walk.check_supersession(supersedes, subject, "")
         receipt = issue(determination, signer, self.head, supersedes=old, about=about)
-        self._walk.link(receipt, "")
+        self._walk.link(_entry_of(receipt), None)
         self._receipts.append(receipt)
         self._by_id[receipt.receipt_id] = receipt
         return receipt

@@ -22,6 +22,8 @@ import json
 from dataclasses import dataclass
 from typing import Any, Final
 
+import pybase64
+
 from adjudge.errors import ReceiptError
 from adjudge.receipts.canonical import canonical_bytes
 from adjudge.receipts.keys import Signer, VerifyingKey
@@ -137,12 +139,37 @@ def _unb64(value: object, name: str) -> bytes:
         data = binascii.a2b_base64(value, strict_mode=True)
     except (binascii.Error, ValueError) as exc:
         raise _malformed(f"{name} is not standard base64") from exc
+    if not _canonical(value, data):
+        raise _malformed(f"{name} is not canonical base64")
+    return data
+
+
+def canonical_base64(value: object) -> bytes | None:
+    """What ``value`` decodes to, if it is canonical standard base64 text (a string, or its
+    ASCII bytes); else None.
+
+    A log's hot path: pybase64 decodes about ten times faster than binascii. The text must be
+    exactly the encoding of what it decodes to, which proves it canonical whatever the decoder
+    tolerates, and means :func:`_unb64` would decode it to the same bytes.
+    """
+    kind = type(value)
+    if kind is not str and kind is not bytes:
+        return None
+    try:
+        data = pybase64.b64decode(value, validate=True)  # type: ignore[arg-type]
+    except (binascii.Error, ValueError):
+        return None
+    again = pybase64.b64encode_as_string(data) if kind is str else pybase64.b64encode(data)
+    return data if again == value else None
+
+
+def _canonical(text: str, data: bytes) -> bool:
     # Refuse non-canonical encodings, so no two texts carry one value: the length must be the
     # padded length, and the last group must re-encode to itself (no stray padding bits).
     tail = len(data) % 3
-    if len(value) != 4 * ((len(data) + 2) // 3) or (tail and _b64(data[-tail:]) != value[-4:]):
-        raise _malformed(f"{name} is not canonical base64")
-    return data
+    return len(text) == 4 * ((len(data) + 2) // 3) and not (
+        tail and binascii.b2a_base64(data[-tail:], newline=False).decode("ascii") != text[-4:]
+    )
 
 
 def _malformed(why: str) -> ReceiptError:

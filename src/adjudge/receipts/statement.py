@@ -14,9 +14,8 @@ with the kernel's own rules, so a verifier does not take the recorded verdict on
 from __future__ import annotations
 
 import unicodedata
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Final, TypeVar
+from typing import Any, Final, NamedTuple, TypeVar
 
 from adjudge.errors import BadInput, CriteriaError, ReceiptError
 from adjudge.kernel.authority import Authority, TrustPolicy
@@ -126,11 +125,13 @@ def check_statement(statement: object) -> dict[str, Any]:
     the recorded checks — or is a PASS with no oracle-minted integrity proof, or does not say
     (exactly) which verifier key its PASS rests on.
     """
-    s = _object(statement, "the statement")
+    s = statement if type(statement) is dict else _object(statement, "the statement")
     if s.get("_type") != STATEMENT_TYPE or s.get("predicateType") != PREDICATE_TYPE:
         raise _malformed(f"not an adjudge receipt statement ({PREDICATE_TYPE})")
     subject_digest = _subject_digest(s)
-    p = _object(s.get("predicate"), "the predicate")
+    p = s.get("predicate")
+    if type(p) is not dict:
+        p = _object(p, "the predicate")
     replayed = replay(p, subject_digest)
     _require_derivation(p, replayed)
     _require_chain_fields(p)
@@ -151,14 +152,16 @@ def _subject_digest(s: dict[str, Any]) -> str:
     if named.get("name") != SUBJECT:
         raise _malformed(f"the subject is named {SUBJECT!r}")
     hex_digest = _object(named.get("digest"), "subject.digest").get("sha256")
-    if not isinstance(hex_digest, str) or not SHA256_DIGEST.fullmatch("sha256:" + hex_digest):
+    digest = "sha256:" + hex_digest if isinstance(hex_digest, str) else ""
+    if not _is_digest(digest):
         raise _malformed("the subject has no sha256 digest")
-    return "sha256:" + hex_digest
+    return digest
 
 
-@dataclass(frozen=True, slots=True)
-class Replayed:
-    """What the kernel derives from a statement's recorded checks and policy at one time."""
+class Replayed(NamedTuple):
+    """What the kernel derives from a statement's recorded checks and policy at one time.
+
+    A named tuple: one is built for every receipt a log replays."""
 
     recorded: Verdict  # the verdict the statement records (signed at decidedAt)
     decided_at: datetime
@@ -184,7 +187,10 @@ def replay(p: dict[str, Any], subject_digest: str, at: datetime | None = None) -
         ) from exc
     try:
         decided_at = parse_time(p.get("decidedAt"), "decidedAt")
-        recorded = Verdict(_text(p.get("verdict")))
+        text = p.get("verdict")
+        recorded = _VERDICTS.get(text) if type(text) is str else None
+        if recorded is None:
+            recorded = Verdict(_text(text))  # refused, with the enumeration's own words
         checks = p.get("checks")
         if not isinstance(checks, list):
             raise _malformed("checks is a list")
@@ -199,13 +205,7 @@ def replay(p: dict[str, Any], subject_digest: str, at: datetime | None = None) -
     except (ValueError, CriteriaError) as exc:
         raise _malformed(str(exc)) from exc
     derived = fold(contributions)
-    return Replayed(
-        recorded=recorded,
-        decided_at=decided_at,
-        verdict=derived,
-        proven=proven,
-        trusted_verifier_key=leaned if derived is Verdict.PASS else None,
-    )
+    return Replayed(recorded, decided_at, derived, proven, leaned if derived is _PASS else None)
 
 
 def _require_derivation(p: dict[str, Any], r: Replayed) -> None:
@@ -234,11 +234,13 @@ def _require_chain_fields(p: dict[str, Any]) -> None:
     sequence = p.get("sequence")
     if type(sequence) is not int or sequence < 0:
         raise _malformed("sequence is a whole number")
-    for name in ("previous", "criteriaDigest"):
-        if name not in p:
+    for name in _DIGEST_OR_NULL:
+        value = p.get(name, _ABSENT)
+        if value is None:
+            continue
+        if value is _ABSENT:
             raise _malformed(f"the predicate has no {name} (null when there is none)")
-        value = p[name]
-        if value is not None and not (isinstance(value, str) and SHA256_DIGEST.fullmatch(value)):
+        if not (isinstance(value, str) and _is_digest(value)):
             raise _malformed(f"{name} is a sha256: digest or null")
     if "supersedesReceiptId" in p:
         value = p["supersedesReceiptId"]
@@ -256,39 +258,50 @@ def _replay(
 ) -> tuple[Verdict, bool, str | None]:
     """One recorded check's contribution to the fold, whether it is the integrity proof, and the
     verifier key its PASS leans on (None when it leans on none)."""
-    c = _object(raw, "a check")
-    verdict = _member(_VERDICTS, c.get("verdict"), "verdict")
-    authority = _member(_AUTHORITIES, c.get("authority"), "authority")
-    evidence = c.get("evidence")
-    if not isinstance(evidence, list) or not all(
-        isinstance(e, str) and SHA256_DIGEST.fullmatch(e) for e in evidence
-    ):
-        raise _malformed("a check's evidence is a list of sha256: digests")
-    key = c.get("verifierKey")
+    c = raw if type(raw) is dict else _object(raw, "a check")
+    get = c.get
+    try:
+        verdict, authority = _VERDICTS[get("verdict")], _AUTHORITIES[get("authority")]
+    except (KeyError, TypeError):  # refused, in _member's words
+        verdict = _member(_VERDICTS, get("verdict"), "verdict")
+        authority = _member(_AUTHORITIES, get("authority"), "authority")
+    evidence = get("evidence")
+    if not isinstance(evidence, list):
+        raise _malformed(_EVIDENCE)
+    for digest in evidence:  # a loop, not all(...): this runs for every check of every receipt
+        if not (isinstance(digest, str) and _is_digest(digest)):
+            raise _malformed(_EVIDENCE)
+    key = get("verifierKey")
     if key is not None and not isinstance(key, str):
         raise _malformed("verifierKey is a string")
-    if (verdict is Verdict.PENDING) != ("pending" in c):
+    if (verdict is _PENDING) != ("pending" in c):
         raise _malformed("a PENDING check, and only one, carries pending")
     recorded = verdict
-    if verdict is Verdict.PENDING:
+    if verdict is _PENDING:
         pending = _object(c["pending"], "pending")
         expires_to = _member(_VERDICTS, pending.get("expiresTo"), "expiresTo")
         if expires_to not in EXPIRY_VERDICTS:
             raise _malformed("a PENDING check can never expire into PASS")
         deadline = parse_time(pending.get("deadline"), "deadline")
-        verdict = expires_to if decided_at >= deadline else Verdict.PENDING
-    observable, expression = c.get("observable"), c.get("expression")
+        verdict = expires_to if decided_at >= deadline else _PENDING
+    observable, expression = get("observable"), get("expression")
     if not (observable is None or type(observable) is str) or not (
         expression is None or type(expression) is str
     ):
         raise _malformed("a check's observable and expression are strings")
-    minted = c.get("oracle", False)
+    minted = get("oracle", False)
     if minted is not True and minted is not False:
         raise _malformed("oracle is true or absent")
-    if minted or recorded is Verdict.MISMATCH or recorded is Verdict.PENDING:
-        _require_oracle_shape(c, minted, recorded, authority, observable, expression, key)
-    proof = minted and is_integrity_proof(verdict, minted, expression, subject_digest)
-    decided = bound(verdict, observable, expression)
+    exact = expression is not None and is_exact(expression)  # matched once, used thrice
+    if minted or recorded is _MISMATCH or recorded is _PENDING:
+        _require_oracle_shape(c, minted, recorded, authority, observable, exact, key)
+    proof = minted and is_integrity_proof(verdict, minted, expression, subject_digest, exact=exact)
+    # As in derive(): a check naming no observable and no expression keeps its verdict.
+    decided = (
+        verdict
+        if observable is None and expression is None
+        else bound(verdict, observable, expression, exact=exact)
+    )
     leaned = key if leans_on_key(decided, authority, key, policy) else None
     return effective(decided, authority, key, policy), proof, leaned
 
@@ -299,13 +312,13 @@ def _require_oracle_shape(
     recorded: Verdict,
     authority: Authority,
     observable: object,
-    expression: object,
+    exact: bool,
     key: object,
 ) -> None:
     """A check marked as the oracle's must be one the oracle mints, and an accusation must be
     marked: otherwise no kernel could have signed the statement (``RECEIPT_VERDICT_INVALID``)."""
-    accuses = recorded is Verdict.MISMATCH or (
-        recorded is Verdict.PENDING and c["pending"].get("expiresTo") == Verdict.MISMATCH.value
+    accuses = recorded is _MISMATCH or (
+        recorded is _PENDING and c["pending"].get("expiresTo") == _MISMATCH.value
     )
     if accuses and not minted:
         raise ReceiptError(
@@ -314,10 +327,10 @@ def _require_oracle_shape(
             code="RECEIPT_VERDICT_INVALID",
         )
     if minted and not (
-        recorded in (Verdict.PASS, Verdict.MISMATCH)
-        and authority is Authority.DETERMINISTIC
+        (recorded is _PASS or recorded is _MISMATCH)
+        and authority is _DETERMINISTIC
         and observable == CONTENT_DIGEST
-        and is_exact(expression)
+        and exact
         and key is None
     ):
         raise ReceiptError(
@@ -332,6 +345,17 @@ _T = TypeVar("_T")
 # Plain lookups: a log of ten thousand receipts parses these twenty thousand times.
 _VERDICTS: Final[dict[object, Verdict]] = {v.value: v for v in Verdict}
 _AUTHORITIES: Final[dict[object, Authority]] = {a.value: a for a in Authority}
+
+
+_EVIDENCE: Final = "a check's evidence is a list of sha256: digests"
+_DIGEST_OR_NULL: Final = ("previous", "criteriaDigest")
+_ABSENT: Final = object()
+# Bound once: attribute lookups on an enumeration cost, and every check of a log reads these.
+_PASS: Final = Verdict.PASS
+_MISMATCH: Final = Verdict.MISMATCH
+_PENDING: Final = Verdict.PENDING
+_DETERMINISTIC: Final = Authority.DETERMINISTIC
+_is_digest: Final = SHA256_DIGEST.fullmatch
 
 
 def _member(table: dict[object, _T], value: object, what: str) -> _T:
