@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from adjudge.cli import ranges
 from adjudge.cli.ranges import verify_in_ranges
-from adjudge.errors import ReceiptError
+from adjudge.errors import BadInput, ReceiptError
 from adjudge.kernel import Authority, Check, Pending, TrustPolicy, Verdict, determine, oracle
 from adjudge.kernel.observables import content_digest
 from adjudge.receipts import (
@@ -86,7 +86,7 @@ def _reference(lines: list[bytes], key: Any = KEY.keyid) -> tuple[str, str] | in
     """What the line-by-line reference says: the receipt count, or the refusal."""
     try:
         return len(ReceiptLog.load(lines, key))
-    except ReceiptError as exc:
+    except (ReceiptError, BadInput) as exc:  # BadInput: the check could not run (a bad pin)
         return (exc.code, exc.message)
 
 
@@ -110,7 +110,7 @@ def _chain(
         if jobs > 1:
             return _ranges(lines, key, jobs).count
         return verify_chain(lines, key).count
-    except ReceiptError as exc:
+    except (ReceiptError, BadInput) as exc:
         return (exc.code, exc.message)
 
 

@@ -34,7 +34,7 @@ import orjson
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from adjudge.errors import ReceiptError
+from adjudge.errors import BadInput, ReceiptError
 from adjudge.receipts.canonical import is_sorted_compact
 from adjudge.receipts.envelope import IN_TOTO_PAYLOAD_TYPE, canonical_base64
 from adjudge.receipts.keys import FINGERPRINT, VerifyingKey
@@ -81,7 +81,7 @@ class Pin:
             pass
         try:
             key = VerifyingKey.from_base64(carried)
-        except ReceiptError:
+        except (ReceiptError, BadInput):  # not a key at all: nothing to verify with
             loaded = None
         else:
             matches = key.keyid == self.keyid
@@ -126,7 +126,7 @@ def check(line: bytes, pin: Pin) -> Entry | None:
         return None
     try:
         check_statement(body)  # (5)
-    except ReceiptError:
+    except (ReceiptError, BadInput):
         return None
     if not _no_float(body, predicate, signer):  # (6)
         return None
