@@ -141,7 +141,8 @@ def test_observed_failures_feed_quality_and_propose_a_penalty(world: World) -> N
     )
     world.script.answer = "bad"
     for _ in range(4):
-        assert world.call({"city": "berlin"}).json()["verdict"] == "FAIL"
+        answer = world.call({"city": "berlin"}).json()
+        assert answer["verdict"] == "FAIL", answer.get("error")
     quality = world.h.ok("pat", "GET", f"/providers/{PROVIDER}/quality")
     assert quality["window"]["fail"] == 4 and quality["failure_rate"] == "1/1"
     assert quality["proposal"] is not None and quality["proposal"]["status"] == "pending"
