@@ -271,7 +271,7 @@ def pinned_connector(
     guard: AddressGuard,
     *,
     max_connections: int,
-    keepalive_expiry: float = 5.0,
+    keepalive_expiry: float = 4.0,
     verify: ssl.SSLContext | None = None,
 ) -> aiohttp.TCPConnector:
     """An aiohttp connector that connects only through ``guard``: HTTP/1.1 keep-alive
