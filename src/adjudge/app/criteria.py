@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from adjudge.app.tasks import MAX_CRITERIA_BYTES, runs_slow
@@ -75,15 +75,12 @@ class CriteriaAdvice:
         unit = self.unit
         if unit is None:
             return
-        now = unit.now()
-        span = LINT_WINDOW.total_seconds()
-        start = datetime.fromtimestamp(now.timestamp() // span * span, tz=now.tzinfo)
+        start, wait = quotas.window(unit.now(), LINT_WINDOW)
 
         def count(tx: Transaction) -> int:
             return quotas.use(tx, f"lint:{who.id}", start)
 
         if unit.write(count) > LINT_QUOTA:
-            wait = max(1, int((start + LINT_WINDOW - now).total_seconds()) + 1)
             raise RateLimited(
                 f"An account may lint {LINT_QUOTA} criteria an hour; try again in {wait} s.",
                 retry_after=wait,

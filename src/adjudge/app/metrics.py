@@ -26,7 +26,7 @@ from prometheus_client.registry import Collector
 
 from adjudge.autocheck._sandbox import load as regex_pool_load
 from adjudge.market.money import Transfer
-from adjudge.store import Store, Transaction
+from adjudge.store import Store, Transaction, holds, outbox
 
 #: Latency buckets in seconds: from a cached read to a slow regex check.
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -119,8 +119,6 @@ class _StoreGauges(Collector):
         return []  # read at scrape time only: registering must not touch the store
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
-        from adjudge.store import holds, outbox  # noqa: PLC0415  # the store's own readers
-
         now = self.now()
         with self.store.read() as tx:
             oldest = outbox.oldest_pending(tx)

@@ -548,13 +548,9 @@ class Tasks:
                 )
             if not t.criteria:
                 raise StateError("This task has no criteria to check against.", code="NO_CRITERIA")
-            start = datetime.fromtimestamp(
-                now.timestamp() // DRY_RUN_WINDOW.total_seconds() * DRY_RUN_WINDOW.total_seconds(),
-                tz=now.tzinfo,
-            )
+            start, wait = quotas.window(now, DRY_RUN_WINDOW)
             used = quotas.use(tx, f"dry-run:{task_id}:{account.id}", start)
             if used > DRY_RUN_QUOTA:
-                wait = max(1, int((start + DRY_RUN_WINDOW - now).total_seconds()) + 1)
                 raise RateLimited(
                     f"A task allows {DRY_RUN_QUOTA} dry runs an hour; try again in {wait} s.",
                     retry_after=wait,

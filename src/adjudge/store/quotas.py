@@ -1,8 +1,9 @@
-"""Counters for bounded actions (dry runs), shared by every process on one database."""
+"""Counters for bounded actions (dry runs, criteria lints), shared by the processes of one
+database."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import and_, select
@@ -10,6 +11,14 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from adjudge.store import schema as s
 from adjudge.store.transaction import Transaction
+
+
+def window(now: datetime, span: timedelta) -> tuple[datetime, int]:
+    """The fixed window of ``span`` that holds ``now`` (its start, the key :func:`use` counts
+    under) and the whole seconds until the next one begins: a refusal's ``Retry-After``."""
+    seconds = span.total_seconds()
+    start = datetime.fromtimestamp(now.timestamp() // seconds * seconds, tz=now.tzinfo)
+    return start, max(1, int((start + span - now).total_seconds()) + 1)
 
 
 def count(tx: Transaction, scope: str, window: datetime) -> int:
