@@ -38,6 +38,7 @@ what they do, a marketplace's own code can do the same way::
 
 from __future__ import annotations
 
+import secrets
 import time
 import uuid
 from collections.abc import Iterator, Mapping
@@ -47,6 +48,7 @@ import httpx
 
 from adjudge import error_codes
 from adjudge.errors import Error, Unavailable
+from adjudge.market.seal import commit
 
 #: Network failures and 503s retried (with the same Idempotency-Key) before giving up.
 RETRIES = 3
@@ -181,6 +183,19 @@ class TaskSummary(TypedDict):
     ending: str | None
     take_window_hours: int | None
     take_lapses_at: str | None
+    sealed: bool
+
+
+class Seal(TypedDict):
+    """A sealed task's seal: the commitment made at posting, the fields it seals, whether and
+    when it is revealed, why it broke, and the reveal once the caller may read it."""
+
+    commitment: str
+    fields: list[str]
+    revealed: bool
+    reveal_due_at: str | None
+    broken: str | None
+    reveal: dict[str, Any] | None
 
 
 class Task(TaskSummary, total=False):
@@ -203,6 +218,7 @@ class Task(TaskSummary, total=False):
     receipts: list[str]
     released: list[str]
     lapses: list[Lapse]
+    seal: Seal | None
 
 
 class TaskPage(TypedDict):
@@ -331,6 +347,17 @@ class ServiceUnavailable(Unavailable):
     """No usable answer: connection refused, a time-out, or a reply that is not the API's."""
 
     code = "SERVICE_UNAVAILABLE"
+
+
+def seal_criteria(
+    criteria: Mapping[str, Any], salt: str | None = None
+) -> tuple[str, dict[str, Any]]:
+    """A commitment to ``criteria`` (the fields to seal, ``{"expected_answer": ...}``) and the
+    reveal to keep until verification, under ``salt`` (by default 32 random bytes, base64url:
+    without a salt no one could guess, a short answer would be found from its commitment).
+    Post with ``seal=commitment``; reveal with :meth:`Client.reveal`."""
+    salt = salt or secrets.token_urlsafe(32)
+    return commit(criteria, salt), {"criteria": dict(criteria), "salt": salt}
 
 
 def refusal_class(status: int, code: str) -> type[ApiError]:
@@ -592,6 +619,7 @@ class Client:
         private: bool = False,
         lenient_criteria: bool = False,
         take_window_hours: int | None = None,
+        seal: str | None = None,
         idempotency_key: str | None = None,
     ) -> Task:
         """Post a task and fund its escrow from the caller's wallet.
@@ -600,7 +628,9 @@ class Client:
         or an ISO 8601 ``deadline``. Criteria with a field the auto check does not know are
         refused (``CRITERIA_UNKNOWN_FIELD``) unless ``lenient_criteria``. ``take_window_hours``
         (whole hours, shorter than the time to the deadline) lets an agent hold the task that
-        long without submitting; then its take lapses and the task is open again."""
+        long without submitting; then its take lapses and the task is open again. ``seal``
+        (auto tasks) is a commitment to sealed criteria (:func:`seal_criteria` makes one and
+        the reveal to keep); :meth:`reveal` opens it when a submission is to be judged."""
         body: dict[str, Any] = {
             "title": title,
             "brief": brief,
@@ -619,6 +649,8 @@ class Client:
             body["lenient_criteria"] = True
         if take_window_hours is not None:
             body["take_window_hours"] = take_window_hours
+        if seal is not None:
+            body["seal"] = seal
         return cast(Task, self.request("POST", "/tasks", body, idempotency_key=idempotency_key))
 
     def act(
@@ -654,6 +686,15 @@ class Client:
     def finalize(self, task_id: str, *, idempotency_key: str | None = None) -> Task:
         """Run the auto check on the latest submission (auto mode, the agent)."""
         return self.act(task_id, "finalize", idempotency_key=idempotency_key)
+
+    def reveal(
+        self, task_id: str, reveal: Mapping[str, Any], *, idempotency_key: str | None = None
+    ) -> Task:
+        """Reveal a sealed task's criteria (the poster): ``reveal`` is the document the seal
+        was made from, ``{"criteria": {...}, "salt": "..."}``. A reveal that does not match
+        raises ``SEAL_MISMATCH``, and the task is escalated."""
+        body = {"criteria": dict(reveal["criteria"]), "salt": reveal["salt"]}
+        return self.act(task_id, "reveal", body, idempotency_key=idempotency_key)
 
     def review(
         self,

@@ -5,6 +5,9 @@
 - takes whose window ended with nothing submitted lapse, and their tasks open again
   (:meth:`adjudge.app.tasks.Tasks.lapse_due`; a take lapses anyway at the first action on or
   read of its task, so this is what makes it happen when nobody looks);
+- sealed tasks whose poster did not reveal in time escalate
+  (:meth:`adjudge.app.tasks.Tasks.escalate_overdue`; also at the first action on or read of
+  the task);
 - providers' held charges whose report deadline passed are paid into their wallets
   (:meth:`adjudge.app.gateway.Gateway.mature_holds`).
 
@@ -37,9 +40,16 @@ def run_once(app: App) -> dict[str, int]:
         lapsed += batch
         if batch < SWEEP_BATCH:
             break
+    escalated = 0
+    while True:
+        batch = app.tasks.escalate_overdue()
+        escalated += batch
+        if batch < SWEEP_BATCH:
+            break
     return {
         "recovered": app.gateway.recover(),
         "lapsed": lapsed,
+        "escalated": escalated,
         "matured": app.gateway.mature_holds(),
     }
 

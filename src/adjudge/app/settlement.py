@@ -41,6 +41,7 @@ from adjudge.market import (
     DisputeFiled,
     Outcome,
     ReceiptIssuer,
+    RevealRequested,
     Routed,
     Settlement,
     Status,
@@ -165,6 +166,8 @@ def apply(
                 StoredDispute(effect.task_id, effect.attempt, effect.by, effect.reason, effect.at),
             )
             emit(events.dispute(effect, task))
+        elif isinstance(effect, RevealRequested):
+            emit(events.reveal_due(effect, task))
         elif isinstance(effect, TakeLapsed):
             records.add_lapse(
                 tx, StoredLapse(effect.task_id, effect.agent, effect.taken_at, effect.at)

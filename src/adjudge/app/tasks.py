@@ -61,6 +61,8 @@ from adjudge.market import (
     ReceiptIssuer,
     Reclaim,
     Release,
+    Reveal,
+    RevealOverdue,
     Review,
     Rule,
     Status,
@@ -74,6 +76,7 @@ from adjudge.market import (
     take_due,
 )
 from adjudge.market.lifecycle import MAX_RESULT_CHARS
+from adjudge.market.seal import judged_criteria, reveal_due
 from adjudge.store import Account, StoredTask, Submission, Transaction, quotas, records
 
 log = logging.getLogger("adjudge.takes")
@@ -224,9 +227,13 @@ class Tasks:
         private: bool = False,
         lenient_criteria: bool = False,
         take_window_hours: int | None = None,
+        seal: str | None = None,
         key: str | None = None,
     ) -> Answer[dict[str, Any]]:
         """Post a task and fund its escrow from the poster's wallet (``INSUFFICIENT_FUNDS``).
+
+        ``seal``, on an auto task, is a commitment to sealed criteria
+        (:mod:`adjudge.market.seal`): the poster reveals them when a submission is to be judged.
 
         The deadline is an aware time, or ``deadline_hours`` from the moment of posting (the
         same moment the market measures the 1-hour minimum from). ``take_window_hours``, if
@@ -272,6 +279,7 @@ class Tasks:
             "private": private,
             "lenient_criteria": lenient_criteria,
             "take_window_hours": take_window_hours,
+            "seal": seal,
         }
         idem = Idempotency.of(key, "tasks.post", inputs)
 
@@ -300,10 +308,11 @@ class Tasks:
                 verifier_key=verifier_key,
                 private=private,
                 take_window_hours=take_window_hours,
+                seal=seal,
             )
             out = post("task_" + uuid.uuid4().hex[:24], draft, ctx)
             stored = settlement.post(tx, out, title=title, brief=brief, at=ctx.now)
-            return task_view(tx, stored, account)
+            return task_view(tx, stored, account, ctx.now)
 
         return self.unit.once(account.id, idem, run)
 
@@ -375,6 +384,43 @@ class Tasks:
             event,
             checker=_Precomputed(self.checker, done, account.id),
         )
+
+    def reveal(
+        self, account: Account, task_id: str, document: Any, *, key: str | None = None
+    ) -> Answer[Any]:
+        """The poster reveals a sealed task's criteria (``{"criteria": {…}, "salt": "…"}``).
+
+        Matched against the commitment made at posting, it is kept with the task; if the agent
+        is waiting for the check, the check runs at once on the stored submission, and its
+        receipt carries the oracle's check of the reveal against the commitment. A reveal that
+        does not match (or reveals criteria no auto check could use) escalates the task in its
+        own transaction, and is then refused with ``SEAL_MISMATCH`` — a retry with the same
+        Idempotency-Key is refused the same way.
+        """
+        need_role(account, "poster")
+
+        def event(tx: Transaction, stored: StoredTask) -> Event:
+            sub = records.submission(tx, task_id, stored.task.attempts)
+            return Reveal(account.id, document, sub.result if sub else "")
+
+        answer = self._act(
+            account,
+            task_id,
+            "reveal",
+            {"document": document},
+            key,
+            event,
+            checker=_Precomputed(self.checker, None, account.id),
+        )
+        sealed = answer.value.get("seal") or {}
+        if answer.value.get("status") == Status.ESCALATED.value and sealed.get("broken"):
+            raise VerificationFailed(
+                f"The reveal does not open this task's seal: {sealed['broken']}. The task is "
+                "escalated: an admin rules on it (without a ruling, the agent collects 14 days "
+                "from now).",
+                code="SEAL_MISMATCH",
+            )
+        return answer
 
     def review(
         self,
@@ -587,7 +633,7 @@ class Tasks:
 
         def read(tx: Transaction) -> bool:
             stored = records.task(tx, task_id)
-            return runs_slow(stored.task.criteria if stored else {})
+            return runs_slow(judged_criteria(stored.task) if stored else {})
 
         return self.unit.read(read)
 
@@ -602,11 +648,14 @@ class Tasks:
 
         def read(tx: Transaction) -> dict[str, Any] | None:
             stored = _task(tx, task_id)
-            return None if take_due(stored.task, now) else task_view(tx, stored, viewer)
+            due = take_due(stored.task, now) or reveal_due(stored.task, now)
+            return None if due else task_view(tx, stored, viewer, now)
 
         view = self.unit.read(read)
         if view is None:
-            view = self.unit.write(lambda tx: task_view(tx, self._lapse(tx, task_id)[0], viewer))
+            view = self.unit.write(
+                lambda tx: task_view(tx, self._lapse(tx, task_id)[0], viewer, now)
+            )
         return shown(view)
 
     # --- lapses -----------------------------------------------------------------------------
@@ -632,14 +681,36 @@ class Tasks:
         return applied
 
     def _lapse(self, tx: Transaction, task_id: str) -> tuple[StoredTask, bool]:
-        """Apply the task's due lapse, if it still has one; the task as stored, and whether a
-        lapse was applied."""
+        """Apply the task's due lapse or overdue reveal, if it still has one; the task as
+        stored, and whether one was applied."""
         stored = _task(tx, task_id)
         ctx = self.context()
-        if not take_due(stored.task, ctx.now):
+        if take_due(stored.task, ctx.now):
+            event: Event = Lapse()
+        elif reveal_due(stored.task, ctx.now):
+            event = RevealOverdue()
+        else:
             return stored, False
-        out = step(stored.task, Lapse(), ctx)
+        out = step(stored.task, event, ctx)
         return settlement.apply(tx, stored, out, self.issuer, at=ctx.now), True
+
+    def escalate_overdue(self, *, limit: int = SWEEP_BATCH) -> int:
+        """Escalate the sealed tasks whose reveal is overdue (at most ``limit``); how many.
+
+        The upkeep's sweep, as :meth:`lapse_due` is for takes: each in a transaction of its
+        own, found by the index on the reveal's due time. An action on or a read of the task
+        escalates it first anyway (the market applies an overdue reveal before any event).
+        """
+        due = self.unit.read(lambda tx: records.reveals_due(tx, self.unit.now(), limit))
+        applied = 0
+        for task_id in due:
+            try:
+                _, done = self.unit.write(partial(self._lapse, task_id=task_id))
+            except Error:  # one task that cannot escalate now must not hold up the others
+                log.exception("the overdue reveal of task %s could not escalate", task_id)
+                continue
+            applied += done
+        return applied
 
     def find(
         self,
@@ -699,7 +770,9 @@ class Tasks:
         if found is None:
             return None
         stored, sub = found
-        criteria = stored.task.criteria
+        if stored.task.seal is not None and stored.task.reveal is None:
+            return None  # sealed, not revealed: no check runs until the poster reveals
+        criteria = judged_criteria(stored.task)
         if fast_only and runs_slow(criteria):
             raise SlowCheck(task_id)
         with stage("task.check"):
@@ -733,7 +806,7 @@ class Tasks:
                 if after is not None:
                     after(tx, out)
             with stage("task.view"):
-                return task_view(tx, updated, account)
+                return task_view(tx, updated, account, ctx.now)
 
         with stage("task.write"):
             return self.unit.once(account.id, idem, run)

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 from adjudge.errors import InternalError
 from adjudge.market import Status, lapses_at, provider_hold_account, wallet_account
 from adjudge.market.lifecycle import MAX_ATTEMPTS
+from adjudge.market.seal import SEALABLE, disclosed
 from adjudge.store import (
     Account,
     StoredDispute,
@@ -94,12 +95,38 @@ def lapse_view(lapse: StoredLapse) -> dict[str, Any]:
 
 def criteria_for(task: StoredTask, viewer: Account) -> dict[str, Any]:
     """The criteria as ``viewer`` may read them: ``expected_answer`` only for the poster and
-    admins (everyone else sees ``has_expected_answer``)."""
+    admins (everyone else sees ``has_expected_answer``). A sealed task's criteria are the public
+    ones, with ``has_expected_answer`` (the sealed answer is in ``seal``, once it may be read)."""
     criteria = dict(task.task.criteria)
     hidden = viewer.id != task.task.poster and "admin" not in viewer.roles
     if hidden and criteria.pop("expected_answer", None) is not None:
         criteria["has_expected_answer"] = True
+    if task.task.seal is not None:
+        criteria["has_expected_answer"] = True
     return criteria
+
+
+def seal_view(task: StoredTask, viewer: Account, now: datetime) -> dict[str, Any] | None:
+    """A sealed task's seal: the commitment made at posting (public), which fields it seals,
+    whether it was revealed, when a reveal is due, and why it broke. The reveal itself
+    (criteria and salt) is for the poster and admins, and for everyone who reads the criteria
+    once no further submission can be judged against it (:func:`adjudge.market.seal.disclosed`),
+    so an agent can check its verdict against the commitment."""
+    t = task.task
+    if t.seal is None:
+        return None
+    sees_all = viewer.id == t.poster or "admin" in viewer.roles
+    shown_reveal = t.reveal is not None and (
+        sees_all or (sees_brief(task, viewer) and disclosed(t, now))
+    )
+    return {
+        "commitment": t.seal,
+        "fields": list(SEALABLE),
+        "revealed": t.reveal is not None,
+        "reveal_due_at": _iso(t.reveal_due_at),
+        "broken": t.seal_broken,
+        "reveal": dict(t.reveal) if shown_reveal and t.reveal is not None else None,
+    }
 
 
 def task_summary(stored: StoredTask) -> dict[str, Any]:
@@ -122,11 +149,15 @@ def task_summary(stored: StoredTask) -> dict[str, Any]:
         "ending": t.ending.value if t.ending else None,
         "take_window_hours": t.take_window_hours,
         "take_lapses_at": _iso(lapses_at(t)),
+        "sealed": t.seal is not None,
     }
 
 
-def task_view(tx: Transaction, stored: StoredTask, viewer: Account) -> dict[str, Any]:
-    """The task as ``viewer`` may see it."""
+def task_view(
+    tx: Transaction, stored: StoredTask, viewer: Account, now: datetime
+) -> dict[str, Any]:
+    """The task as ``viewer`` may see it at ``now`` (what a sealed task discloses depends on
+    it)."""
     t = stored.task
     party = is_party(stored, viewer)
     brief = sees_brief(stored, viewer)
@@ -147,6 +178,7 @@ def task_view(tx: Transaction, stored: StoredTask, viewer: Account) -> dict[str,
             ),
             # Read only for a task that has lapsed: most never do, and a view is on hot paths.
             "lapses": [lapse_view(x) for x in records.lapses(tx, t.id)] if t.lapsed else [],
+            "seal": seal_view(stored, viewer, now),
         }
     )
     if party:

@@ -26,7 +26,17 @@ from adjudge.market import (
     Task,
     VerdictReached,
 )
-from adjudge.receipts import Envelope, Head, SigningKey, VerifyingKey, digest, issue, verify
+from adjudge.market.seal import SYMBOL as SEAL_SYMBOL
+from adjudge.receipts import (
+    Envelope,
+    Head,
+    SigningKey,
+    VerifyingKey,
+    canonical_bytes,
+    digest,
+    issue,
+    verify,
+)
 
 
 class AutoCheck:
@@ -144,6 +154,8 @@ class SignedReceipts:
         checks = [integrity(Record(result.encode("utf-8")), subject)]
         policy = DEFAULT_POLICY
         if verdict.authority == "deterministic":
+            if verdict.seal is not None:
+                checks.append(seal_check(verdict.seal, verdict.reveal))
             outcome = _Outcome(verdict.passed, verdict.score or 0, tuple(verdict.reasons))
             checks.append(auto_check_check(outcome, subject))
         elif verdict.authority == "verifier":
@@ -310,6 +322,20 @@ def _verifier_signature(verdict: VerdictReached, subject: str) -> str:
         )
     checked = check_signature(expected, record.get("signature"), record.get("public_key"))
     return str(checked["digest"])
+
+
+def seal_check(commitment: str, reveal: Mapping[str, Any] | None) -> Check:
+    """The oracle's check of a sealed task's reveal against the commitment made at posting:
+    ``(= sealed-criteria "<commitment>")`` over the RFC 8785 bytes of the reveal the service
+    holds — PASS when they agree, MISMATCH (which folds the verdict to MISMATCH, so nothing is
+    signed and no money moves) when they do not. Refuses (``VERDICT_UNPROVABLE``) a sealed
+    verdict with no reveal to check."""
+    if reveal is None:
+        raise StateError(
+            "A sealed task's verdict needs the reveal that opened its seal.",
+            code="VERDICT_UNPROVABLE",
+        )
+    return integrity(Record(canonical_bytes(dict(reveal)), SEAL_SYMBOL), commitment)
 
 
 def task_record_digest(task: Task) -> str:

@@ -34,6 +34,10 @@ class VerdictReached:
     grounding: Any = field(default=None, compare=False, repr=False)
     #: For the auto check: the digest of the criteria it judged against (its receipt signs it).
     criteria_digest: str | None = None
+    #: For the auto check of a sealed task: the commitment made at posting and the reveal that
+    #: opened it (its receipt carries the oracle's check of the one against the other).
+    seal: str | None = None
+    reveal: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
 
     def statement(self) -> dict[str, Any]:
         """The determination as plain JSON data (money-free; integers and strings only)."""
@@ -98,6 +102,29 @@ class Routed:
 
 
 @dataclass(frozen=True)
+class SealBroken:
+    """A reveal that does not open the task's seal: refused, and the task escalated (an admin
+    rules). ``revealed`` is the digest of what was sent. No money moves."""
+
+    task_id: str
+    attempt: int
+    commitment: str
+    revealed: str
+    reason: str
+    at: datetime
+
+
+@dataclass(frozen=True)
+class RevealRequested:
+    """The agent asked for the check of a sealed task the poster has not revealed: the poster
+    must reveal by ``due``. No money moves."""
+
+    task_id: str
+    attempt: int
+    due: datetime
+
+
+@dataclass(frozen=True)
 class AgentPenalized:
     """A failed round: the agent's reputation drops by 10 and its dispute count rises by one."""
 
@@ -150,6 +177,8 @@ Effect = (
     | VerdictReached
     | Settlement
     | Routed
+    | SealBroken
+    | RevealRequested
     | AgentPenalized
     | DisputeFiled
     | TakeHeld

@@ -50,6 +50,24 @@ class Finalize:
 
 
 @dataclass(frozen=True)
+class Reveal:
+    """The poster reveals a sealed task's criteria (:mod:`adjudge.market.seal`): ``document`` is
+    the reveal as sent, ``{"criteria": {…}, "salt": "…"}``."""
+
+    actor: str
+    document: Any
+    result: str = ""  # the stored copy of the latest submission, judged if the agent is waiting
+
+
+@dataclass(frozen=True)
+class RevealOverdue:
+    """The poster did not reveal a sealed task's criteria in time: the task escalates. The
+    service applies it; :func:`~adjudge.market.step` also applies a due one before any event."""
+
+    actor: str = "service"
+
+
+@dataclass(frozen=True)
 class Review:
     """The poster approves or rejects a submitted result (manual mode), with up to 20 reasons."""
 
@@ -124,6 +142,8 @@ Event = (
     | Lapse
     | Submit
     | Finalize
+    | Reveal
+    | RevealOverdue
     | Review
     | VerifierVerdict
     | VerifierRouted

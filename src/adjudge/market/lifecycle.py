@@ -7,7 +7,7 @@ new task and the effects to apply (ledger transfers, verdicts, reputation). A re
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -20,11 +20,14 @@ from adjudge.errors import (
     VerificationFailed,
 )
 from adjudge.kernel import rails
+from adjudge.market import seal as sealing
 from adjudge.market.effects import (
     AgentPenalized,
     DisputeFiled,
     Effect,
+    RevealRequested,
     Routed,
+    SealBroken,
     Settlement,
     TakeEnded,
     TakeHeld,
@@ -41,6 +44,8 @@ from adjudge.market.events import (
     Lapse,
     Reclaim,
     Release,
+    Reveal,
+    RevealOverdue,
     Review,
     Rule,
     Submit,
@@ -175,7 +180,23 @@ def post(task_id: str, draft: Draft, ctx: Context) -> Outcome:
             )
     elif verifier is not None:
         raise BadInput("Only agent review names a verifier.", code="VERIFIER_NOT_ALLOWED")
-    refusals = list(ctx.checker.admissibility(draft.criteria, mode.value))
+    commitment = None
+    admitted = draft.criteria
+    if draft.seal is not None:
+        commitment = sealing.parse_commitment(draft.seal)
+        if mode is not Mode.AUTO:
+            raise BadInput(
+                "Only auto tasks seal criteria: the sealed answer is the auto check's.",
+                code="SEAL_INVALID",
+            )
+        public = [f for f in sealing.SEALABLE if f in draft.criteria]
+        if public:
+            raise BadInput(
+                f"{public[0]} is sealed: send it in the reveal only, not in the public criteria.",
+                code="SEAL_INVALID",
+            )
+        admitted = sealing.admissible_form(draft.criteria)
+    refusals = list(ctx.checker.admissibility(admitted, mode.value))
     if refusals:
         raise refusals[0]
     task = Task(
@@ -190,6 +211,7 @@ def post(task_id: str, draft: Draft, ctx: Context) -> Outcome:
         verifier_key=draft.verifier_key if mode is Mode.AGENT else None,
         private=draft.private,
         take_window_hours=window,
+        seal=commitment,
     )
     fund = Transfer(wallet_account(draft.poster), escrow_account(task_id), reward, "fund")
     return Outcome(task, (fund,))
@@ -210,9 +232,15 @@ def step(task: Task, event: Event, ctx: Context) -> Outcome:
     if not isinstance(event, Lapse) and take_due(task, ctx.now):
         lapsed = _lapse(task, Lapse(), ctx)
         current, before = lapsed.task, lapsed.effects
+    if not isinstance(event, RevealOverdue) and sealing.reveal_due(current, ctx.now):
+        overdue = _reveal_overdue(current, RevealOverdue(), ctx)
+        current, before = overdue.task, (*before, *overdue.effects)
     handler = _HANDLERS[type(event)]
     out = handler(current, event, ctx)
-    return _with_takes(task, Outcome(out.task, (*before, *out.effects)), ctx)
+    after = out.task
+    if after.reveal_due_at is not None and after.status is not Status.AWAITING_VERIFICATION:
+        after = replace(after, reveal_due_at=None)  # a reveal is due only while the agent waits
+    return _with_takes(task, Outcome(after, (*before, *out.effects)), ctx)
 
 
 def _with_takes(task: Task, out: Outcome, ctx: Context) -> Outcome:
@@ -358,7 +386,17 @@ def _finalize(task: Task, event: Finalize, ctx: Context) -> Outcome:
         raise VerificationFailed(
             "The result to judge differs from the one submitted.", code="RESULT_DIGEST_MISMATCH"
         )
-    outcome = ctx.checker.check(event.result, task.criteria)
+    if task.seal is not None and task.reveal is None:
+        # Sealed and not revealed yet: the check waits for the poster's reveal, for so long.
+        due = ctx.now + sealing.REVEAL_WINDOW
+        waiting = replace(task, status=Status.AWAITING_VERIFICATION, reveal_due_at=due)
+        return Outcome(waiting, (RevealRequested(task.id, task.attempts, due),))
+    return _auto_check(task, event.result, ctx)
+
+
+def _auto_check(task: Task, result: str, ctx: Context) -> Outcome:
+    """The auto check of the latest submission (its stored copy, ``result``) and its verdict."""
+    outcome = ctx.checker.check(result, sealing.judged_criteria(task))
     return _judge(
         task,
         ctx,
@@ -369,7 +407,74 @@ def _finalize(task: Task, event: Finalize, ctx: Context) -> Outcome:
         judge="service",
         detail=dict(outcome.detail),
         criteria_digest=outcome.criteria_digest,
+        seal=task.seal,
+        reveal=task.reveal,
     )
+
+
+def _reveal(task: Task, event: Reveal, ctx: Context) -> Outcome:
+    """The poster opens a sealed task's seal (:mod:`adjudge.market.seal`).
+
+    Only the poster, once, and only while a submission waits (``SUBMITTED``, or
+    ``AWAITING_VERIFICATION`` after the agent asked for the check, which then runs at once).
+    A reveal that is not even one (``SEAL_REVEAL_INVALID``) changes nothing. One that does not
+    match the commitment, or that reveals criteria no auto check could use, breaks the seal:
+    the task escalates (:class:`SealBroken`; the caller refuses the request with
+    ``SEAL_MISMATCH``), and an admin rules. No money moves on a broken seal.
+    """
+    _need_poster(task, event.actor)
+    if task.seal is None:
+        raise TransitionError("This task has no sealed criteria to reveal.", code="NOT_SEALED")
+    if task.reveal is not None:
+        raise TransitionError(
+            "The sealed criteria were revealed already; a seal opens once.",
+            code="SEAL_ALREADY_REVEALED",
+        )
+    if task.status not in (Status.SUBMITTED, Status.AWAITING_VERIFICATION):
+        if task.seal_broken is not None:
+            raise TransitionError(
+                f"The time to reveal is over: {task.seal_broken}, and the task escalated.",
+                code="REVEAL_OVERDUE",
+            )
+        if task.status in (Status.FUNDED, Status.ASSIGNED):
+            raise TransitionError(
+                "Sealed criteria are revealed once a submission waits to be judged.",
+                code="REVEAL_NOT_DUE",
+            )
+        raise TransitionError(f"{a_task(task.status)} cannot be revealed.")
+    reveal = sealing.parse_reveal(event.document)
+    why = sealing.refusal(task, reveal)
+    opened = replace(task, reveal=reveal.document(), reveal_due_at=None)
+    if why is None:
+        refusals = ctx.checker.admissibility(sealing.judged_criteria(opened), Mode.AUTO.value)
+        if refusals:
+            first = refusals[0]
+            why = f"the revealed criteria cannot be used ({first.code}: {first.message})"
+    if why is not None:
+        broken = SealBroken(task.id, task.attempts, str(task.seal), reveal.digest, why, ctx.now)
+        escalated = replace(task, status=Status.ESCALATED, escalated_at=ctx.now, seal_broken=why)
+        return Outcome(escalated, (broken,))
+    if task.status is Status.SUBMITTED:
+        return Outcome(opened)  # the agent's finalize runs the check
+    if digest_of(event.result) != task.result_digest:
+        raise VerificationFailed(
+            "The result to judge differs from the one submitted.", code="RESULT_DIGEST_MISMATCH"
+        )
+    return _auto_check(opened, event.result, ctx)
+
+
+def _reveal_overdue(task: Task, event: RevealOverdue, ctx: Context) -> Outcome:
+    """The poster let the reveal window pass: the task escalates as delivered work never judged
+    (spec 000: reclaiming it does not refund the poster), counted from when the reveal was due,
+    so the agent collects 14 days after that unless an admin rules. Nothing is due
+    (``REVEAL_NOT_DUE``) before then."""
+    if not sealing.reveal_due(task, ctx.now) or task.reveal_due_at is None:
+        raise TransitionError("No reveal of this task is overdue.", code="REVEAL_NOT_DUE")
+    why = f"the poster did not reveal the sealed criteria by {task.reveal_due_at.isoformat()}"
+    escalated = replace(
+        task, status=Status.ESCALATED, escalated_at=task.reveal_due_at, seal_broken=why
+    )
+    return Outcome(escalated)
 
 
 def _review(task: Task, event: Review, ctx: Context) -> Outcome:
@@ -534,6 +639,8 @@ _HANDLERS: dict[type[Any], Callable[[Task, Any, Context], Outcome]] = {
     Release: _release,
     Submit: _submit,
     Finalize: _finalize,
+    Reveal: _reveal,
+    RevealOverdue: _reveal_overdue,
     Review: _review,
     VerifierVerdict: _verifier_verdict,
     VerifierRouted: _verifier_routed,
@@ -560,6 +667,8 @@ def _judge(
     detail: dict[str, Any] | None = None,
     grounding: Any = None,
     criteria_digest: str | None = None,
+    seal: str | None = None,
+    reveal: Mapping[str, Any] | None = None,
 ) -> Outcome:
     """A verdict on the latest submission: a pass pays out, a fail costs the agent a round."""
     assert task.agent is not None
@@ -577,6 +686,8 @@ def _judge(
         verifier_key=task.verifier_key if authority == "verifier" else None,
         grounding=grounding,
         criteria_digest=criteria_digest,
+        seal=seal,
+        reveal=reveal,
     )
     if passed:
         paid = _pay(task, ctx, Ending.PAID_ON_PASS)

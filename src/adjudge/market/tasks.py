@@ -75,6 +75,7 @@ class Draft:
     verifier_key: str | None = None
     private: bool = False
     take_window_hours: int | None = None  # None: a take never lapses (it ends at the deadline)
+    seal: str | None = None  # a commitment to sealed criteria (adjudge.market.seal), auto only
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,15 @@ class Task:
     routed: bool = False  # an ungrounded agent review sent this submission to the poster
     ending: Ending | None = None
     closed_at: datetime | None = None
+    #: The commitment to sealed criteria made at posting (:mod:`adjudge.market.seal`); fixed.
+    seal: str | None = None
+    #: The reveal that opened the seal, as JSON data (``criteria`` and ``salt``); None until then.
+    reveal: Mapping[str, Any] | None = None
+    #: When the poster must have revealed by: set when the agent asks for the check of a sealed
+    #: task not yet revealed; past it, the task escalates.
+    reveal_due_at: datetime | None = None
+    #: Why a reveal was refused and the task escalated (a broken seal), for the admin who rules.
+    seal_broken: str | None = None
 
     @property
     def terminal(self) -> bool:

@@ -43,6 +43,15 @@ class PostTask(BaseModel):
         "again (no money moves). Absent: a take lasts until the deadline. Otherwise "
         "INVALID_TAKE_WINDOW.",
     )
+    seal: str | None = Field(
+        default=None,
+        max_length=71,
+        description="Auto tasks: a commitment to sealed criteria instead of a public-to-the-"
+        "service expected_answer, sha256:<hex> of the RFC 8785 JSON of the reveal "
+        '{"criteria": {"expected_answer": …}, "salt": …}. Public on the task; the poster '
+        "reveals when a submission is to be judged (POST /tasks/{id}/reveal). Otherwise "
+        "SEAL_INVALID.",
+    )
 
 
 class SubmitResult(BaseModel):
@@ -96,6 +105,13 @@ class SignedJudgment(Judgment):
     )
 
 
+class RevealBody(BaseModel):
+    """A sealed task's reveal: the sealed criteria and the salt the commitment was made with."""
+
+    criteria: dict[str, Any] = Field(description='The sealed criteria: {"expected_answer": …}.')
+    salt: str = Field(max_length=256, description="The poster's salt, as committed.")
+
+
 class DisputeBody(BaseModel):
     """Why the task is disputed."""
 
@@ -128,6 +144,7 @@ def post_task(*, body: PostTask, who: Caller, app: Use, key: IdemKey = None) -> 
         private=body.private,
         lenient_criteria=body.lenient_criteria,
         take_window_hours=body.take_window_hours,
+        seal=body.seal,
         key=key,
     )
     return reply(answer, 201)
@@ -188,6 +205,17 @@ async def finalize(*, task_id: str, who: Caller, app: Use, key: IdemKey = None) 
     except SlowCheck:
         job = partial(app.tasks.finalize, who, task_id, key=key)
         return reply(await checked(True, job, who.id))
+
+
+@routes.post("/tasks/{task_id}/reveal", tags=["lifecycle"])
+def reveal(
+    *, task_id: str, body: RevealBody, who: Caller, app: Use, key: IdemKey = None
+) -> JSONResponse:
+    """The poster reveals a sealed task's criteria once a submission waits: matched against the
+    commitment made at posting, and judged at once if the agent is waiting. A reveal that does
+    not match escalates the task and is refused with SEAL_MISMATCH."""
+    document = {"criteria": body.criteria, "salt": body.salt}
+    return reply(app.tasks.reveal(who, task_id, document, key=key))
 
 
 @routes.post("/tasks/{task_id}/review", tags=["lifecycle"])

@@ -292,8 +292,11 @@ def revoke_verifier_key(tx: Transaction, fingerprint: str, *, at: datetime) -> N
 
 
 def insert_task(tx: Transaction, task: Task, *, title: str, brief: str) -> StoredTask:
-    """Store a newly posted task at version 1."""
-    tx.conn.execute(insert(s.tasks).values(version=1, title=title, brief=brief, **_task_row(task)))
+    """Store a newly posted task at version 1, with its seal (the only write of it)."""
+    row = _task_row(task)
+    tx.conn.execute(
+        insert(s.tasks).values(version=1, title=title, brief=brief, seal=task.seal, **row)
+    )
     return StoredTask(task, 1, title, brief)
 
 
@@ -301,7 +304,8 @@ def update_task(tx: Transaction, stored: StoredTask, task: Task) -> StoredTask:
     """Store ``task`` over ``stored`` if nobody changed it since it was read.
 
     Raises :class:`ConcurrentUpdate` when the version moved: the caller re-reads and
-    re-decides, so two racing events never both apply.
+    re-decides, so two racing events never both apply. A task's seal is never written here:
+    the commitment made at posting is the one it keeps, whatever ``task`` says.
     """
     row = _task_row(task)
     del row["id"]
@@ -577,6 +581,20 @@ def takes_due(tx: Transaction, now: datetime, limit: int) -> list[str]:
     return [r.id for r in tx.conn.execute(q)]
 
 
+def reveals_due(tx: Transaction, now: datetime, limit: int) -> list[str]:
+    """Ids of sealed tasks whose reveal is overdue by ``now``, soonest first: the overdue
+    sweep's work (an index range on ``reveal_due_at``)."""
+    t = s.tasks
+    q = (
+        select(t.c.id)
+        .where(t.c.reveal_due_at <= now)
+        .where(t.c.status == Status.AWAITING_VERIFICATION.value)
+        .order_by(t.c.reveal_due_at, t.c.id)
+        .limit(limit)
+    )
+    return [r.id for r in tx.conn.execute(q)]
+
+
 # --- rows -----------------------------------------------------------------------------------
 
 
@@ -617,6 +635,8 @@ _TASK_FIELDS = (
     "closed_at",
     "take_window_hours",
     "take_ends_at",
+    "reveal_due_at",
+    "seal_broken",
 )
 
 
@@ -630,6 +650,7 @@ def _task_row(t: Task) -> dict[str, Any]:
         released=list(t.released),
         lapsed=list(t.lapsed),
         ending=t.ending.value if t.ending else None,
+        reveal=None if t.reveal is None else dict(t.reveal),
     )
     return row
 
@@ -648,6 +669,8 @@ def stored_task(m: Mapping[Any, Any]) -> StoredTask:
         ending=Ending(m["ending"]) if m["ending"] else None,
         released=tuple(m["released"] or ()),
         lapsed=tuple(m["lapsed"] or ()),
+        seal=m["seal"],
+        reveal=m["reveal"],
         **{name: m[name] for name in _TASK_FIELDS},
     )
     return StoredTask(t, int(m["version"]), m["title"], m["brief"])

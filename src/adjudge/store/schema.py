@@ -128,6 +128,12 @@ tasks = Table(
     # When the current take stops counting toward its agent's limit; the lapse sweep's index.
     Column("take_ends_at", UTCDateTime, nullable=True, index=True),
     Column("lapsed", JSON, nullable=True),  # agents whose take lapsed (a list)
+    # Sealed criteria: the commitment made at posting (written once, never updated), the reveal
+    # that opened it, when the reveal is due (the overdue sweep's index), and why a seal broke.
+    Column("seal", String(71), nullable=True),
+    Column("reveal", JSON, nullable=True),
+    Column("reveal_due_at", UTCDateTime, nullable=True, index=True),
+    Column("seal_broken", Text, nullable=True),
 )
 
 agent_takes = Table(

@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from adjudge.errors import BadInput
-from adjudge.market import DisputeFiled, Settlement, Task, VerdictReached
+from adjudge.market import DisputeFiled, RevealRequested, Settlement, Task, VerdictReached
 
 #: Every event type and what it means (docs/webhooks.md has the table of fields).
 EVENT_TYPES: dict[str, str] = {
@@ -23,7 +23,11 @@ EVENT_TYPES: dict[str, str] = {
     "task.payout": "a task's escrow paid the agent and the platform fee",
     "task.refund": "a task's escrow went back to the poster",
     "task.dispute": "the poster or the agent disputed a task",
-    "task.escalated": "delivered work never judged was escalated by the poster's reclaim",
+    "task.escalated": (
+        "delivered work never judged was escalated: the poster's reclaim, or a sealed task's "
+        "reveal that did not match or did not come in time"
+    ),
+    "task.reveal_due": "a sealed task's agent asked for the check: the poster must reveal",
     "call.settled": "a paid call was verified and its payment decided (settle, refund, void)",
     "call.reported": "a call's caller reported a bad result: a review is open",
     "call.report_ruled": "an admin ruled on a call's report (upheld gives a charge back)",
@@ -108,8 +112,20 @@ def dispute(effect: DisputeFiled, task: Task) -> tuple[str, dict[str, Any]]:
     }
 
 
+def reveal_due(effect: RevealRequested, task: Task) -> tuple[str, dict[str, Any]]:
+    """``task.reveal_due``: the agent asked for the check of a sealed task; the poster must
+    reveal its sealed criteria by ``due_at`` or the task escalates."""
+    return "task.reveal_due", {
+        "task_id": effect.task_id,
+        "attempt": effect.attempt,
+        "due_at": effect.due.isoformat(),
+        "status": task.status.value,
+    }
+
+
 def escalated(task: Task) -> tuple[str, dict[str, Any]]:
-    """``task.escalated``: the poster reclaimed delivered work that was never judged."""
+    """``task.escalated``: delivered work that was never judged went to an admin (the poster
+    reclaimed it, or a sealed task's reveal did not match or did not come in time)."""
     return "task.escalated", {
         "task_id": task.id,
         "attempt": task.attempts,
