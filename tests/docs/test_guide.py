@@ -82,6 +82,32 @@ def test_the_paid_calls_guide_runs(tmp_path: Path) -> None:
     assert "call verdict PASS, payment settle" in out and "SAME: the re-derived" in out
 
 
+SEALED = ROOT / "docs" / "guide" / "sealed-criteria.md"
+
+
+def test_the_sealed_criteria_guide_runs(tmp_path: Path) -> None:
+    """A sealed task as the guide walks it: the commitment shown, the finalize waiting for the
+    reveal, the reveal paying, the agent's offline check, the replay, a doctored reveal
+    refused and escalated."""
+    out = _run_guide(SEALED, tmp_path)
+    assert "commitment sha256:" in out and "committed: sha256:" in out
+    assert "awaiting_verification" in out and "paid_on_pass" in out
+    assert "SEALED: the answer judged is the one committed at posting" in out
+    assert "SAME: the re-derived statement is byte for byte the signed one" in out
+    assert "the reveal was refused" in out and "status    escalated" in out
+    assert "is not the commitment" in out
+
+
+def test_the_sealed_criteria_guide_names_only_commands_it_runs() -> None:
+    """The guide shows no `adjudge` command it does not run, and runs each sealing command."""
+    for block in _blocks("console", SEALED):
+        for line in block.splitlines():
+            assert "adjudge " not in line.removeprefix("$ "), line
+    runnable = "\n".join(_blocks("sh", SEALED))
+    for command in ("task seal", "--seal", '" reveal "', "task verify-seal", "adjudge replay"):
+        assert command in runnable, command
+
+
 def test_the_paid_calls_guide_names_only_commands_it_runs() -> None:
     for block in _blocks("console", PAID_CALLS):
         for line in block.splitlines():

@@ -23,6 +23,7 @@ from adjudge.app.views import is_party
 from adjudge.app.wiring import call_subject, round_of
 from adjudge.calls import parse_tool
 from adjudge.errors import NotAllowed, NotFound, StateError
+from adjudge.market.seal import disclosed, judged_criteria
 from adjudge.receipts import VerifyingKey
 from adjudge.replay import engine
 from adjudge.store import Account, Transaction, receipt_log, records
@@ -51,9 +52,13 @@ class Bundles:
                     "A task's bundle holds its result: it is for the task's parties and admins.",
                     code="NOT_A_PARTY",
                 )
-            criteria = dict(stored.task.criteria)
-            sees_all = viewer.id == stored.task.poster or "admin" in viewer.roles
-            if "expected_answer" in criteria and not sees_all:
+            t = stored.task
+            criteria = dict(judged_criteria(t))
+            sees_all = viewer.id == t.poster or "admin" in viewer.roles
+            # A sealed task's answer is for everyone who may read the task once no further
+            # submission can be judged against it; anyone else's answer stays hidden.
+            opened = t.seal is not None and disclosed(t, self.unit.now())
+            if "expected_answer" in criteria and not (sees_all or opened):
                 raise NotAllowed(
                     "This task's criteria hold an expected_answer, which only its poster and "
                     "admins may read, and a bundle without it could not replay the verdict: ask "
@@ -87,6 +92,7 @@ class Bundles:
                 "engine": engine(),
                 "result": sub.result,
                 "criteria": criteria,
+                "reveal": None if t.reveal is None else dict(t.reveal),
                 "verification_result": dict(verdict.detail) or None,
             }
 

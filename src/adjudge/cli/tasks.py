@@ -11,6 +11,7 @@ input or no service.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -157,6 +158,15 @@ def _show_task(task: Task | dict[str, Any]) -> None:
         facts.append(("window", f"{window} hours to submit after taking{until}"))
     if task.get("private"):
         facts.append(("private", "yes: others see only passed and score"))
+    sealed = task.get("seal")
+    if sealed:
+        state = "revealed" if sealed["revealed"] else "not revealed"
+        if sealed.get("reveal_due_at"):
+            state += f"; the poster must reveal by {sealed['reveal_due_at']}"
+        if sealed.get("broken"):
+            state = f"broken: {sealed['broken']}"
+        facts.append(("sealed", f"{', '.join(sealed['fields'])} ({state})"))
+        facts.append(("commit", sealed["commitment"]))
     for name, value in facts:
         typer.echo(f"  {name:<9} {value}")
     if task.get("brief"):
@@ -165,6 +175,9 @@ def _show_task(task: Task | dict[str, Any]) -> None:
     if task.get("criteria"):
         typer.echo("criteria:")
         _indented(json.dumps(task["criteria"], ensure_ascii=False))
+    if sealed and sealed.get("reveal"):
+        typer.echo("reveal:")
+        _indented(json.dumps(sealed["reveal"], ensure_ascii=False))
     submissions = {s["attempt"]: s for s in task.get("submissions") or []}
     verdicts: dict[int, list[dict[str, Any]]] = {}
     for verdict in task.get("verdicts") or []:
@@ -276,10 +289,19 @@ def post(
             "a take lasts until the deadline.",
         ),
     ] = None,
+    seal: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="REVEAL.json",
+            help="Auto tasks: seal the answer in this reveal file (from `adjudge task seal`). "
+            "Only its commitment is sent; keep the file to reveal with `adjudge task reveal`.",
+        ),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Post a task and fund it from your wallet."""
     session = _session(ctx, as_json)
+    commitment = None if seal is None else _reveal_file(seal)[0]
     parsed: dict[str, Any] = {}
     if criteria:
         text = _read(criteria[1:]) if criteria.startswith("@") else criteria
@@ -302,9 +324,138 @@ def post(
             private=private,
             lenient_criteria=lenient,
             take_window_hours=take_window_hours,
+            seal=commitment,
         )
     )
     _changed(session, task)
+
+
+def _reveal_file(path: Path) -> tuple[str, dict[str, Any]]:
+    """The commitment of a reveal file and its document (exit 2 for one that is not)."""
+    from adjudge.errors import Error  # noqa: PLC0415 - keep `adjudge --help` fast
+    from adjudge.market.seal import parse_reveal  # noqa: PLC0415
+
+    try:
+        document = json.loads(_read(str(path)))
+        reveal = parse_reveal(document)
+    except json.JSONDecodeError as exc:
+        stop(f"{path} is not JSON: {exc}")
+    except Error as exc:
+        stop(f"{exc.code}: {exc.message}")
+    return reveal.digest, reveal.document()
+
+
+@task_app.command("seal")
+def seal_(
+    *,
+    answer: Annotated[
+        str, typer.Option(metavar="TEXT", help="The expected answer to seal (or @FILE).")
+    ],
+    out: Annotated[
+        Path, typer.Option("--out", metavar="REVEAL.json", help="Where to write the reveal.")
+    ],
+) -> None:
+    """Seal an expected answer: write the reveal (the answer and a fresh random salt) to keep,
+    and print its commitment. Offline; never overwrites a file.
+
+    Post with `adjudge task post --mode auto --seal REVEAL.json`, reveal with
+    `adjudge task reveal TASK_ID REVEAL.json` when a submission is to be judged.
+    """
+    from adjudge.client import seal_criteria  # noqa: PLC0415
+
+    text = _read(answer[1:]) if answer.startswith("@") else answer
+    commitment, reveal = seal_criteria({"expected_answer": text})
+    try:
+        # Created 0600: until it is revealed the file is the answer, and the salt with it.
+        fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(json.dumps(reveal, ensure_ascii=False, indent=2) + "\n")
+    except OSError as exc:
+        stop(f"FILE_UNWRITABLE: cannot write {out}: {exc.strerror}")
+    typer.echo(f"reveal written to {out} (keep it: without it the seal cannot be opened)")
+    typer.echo(f"commitment {commitment}")
+
+
+@task_app.command("reveal")
+def reveal(
+    ctx: typer.Context,
+    task_id: str,
+    reveal_file: Annotated[Path, typer.Argument(metavar="REVEAL.json")],
+    as_json: JsonFlag = False,
+) -> None:
+    """Reveal a sealed task's criteria (posters), once a submission waits to be judged: if the
+    agent is waiting, the check runs at once. A reveal that does not match the commitment is
+    refused (SEAL_MISMATCH) and the task escalates."""
+    _commitment, document = _reveal_file(reveal_file)
+    _step(ctx, as_json, lambda api: api.reveal(task_id, document))
+
+
+@task_app.command("verify-seal")
+def verify_seal(
+    *,
+    receipt: Annotated[
+        Path, typer.Option(metavar="RECEIPT.json", help="The verdict's receipt (its envelope).")
+    ],
+    reveal_file: Annotated[
+        Path, typer.Option("--reveal", metavar="REVEAL.json", help="The poster's reveal.")
+    ],
+    key: Annotated[
+        str, typer.Option("--key", help="The service's pinned fingerprint, or a public key file.")
+    ],
+    criteria: Annotated[
+        str | None,
+        typer.Option(metavar="JSON", help="The task's public criteria, as JSON or @FILE."),
+    ] = None,
+    commitment: Annotated[
+        str | None,
+        typer.Option(metavar="sha256:HEX", help="The commitment the task showed when you took it."),
+    ] = None,
+) -> None:
+    """Check offline that a sealed task's verdict was judged against the committed answer: the
+    receipt verifies under the pinned key, its oracle check names the commitment, the reveal
+    opens it, and the criteria judged are the public ones with the revealed ones.
+
+    Exit 0 it holds, 1 it does not, 2 bad input (a file that cannot be read, a receipt that
+    does not verify).
+    """
+    from adjudge.cli.receipts import pinned_key, read_file  # noqa: PLC0415
+    from adjudge.errors import Error  # noqa: PLC0415
+    from adjudge.replay.seal import verify_seal as check  # noqa: PLC0415
+
+    public: dict[str, Any] | None = None
+    if criteria is not None:
+        try:
+            value = json.loads(_read(criteria[1:]) if criteria.startswith("@") else criteria)
+        except json.JSONDecodeError as exc:
+            stop(f"The criteria are not JSON: {exc}")
+        if not isinstance(value, dict):
+            stop("The criteria must be a JSON object.")
+        public = value
+    try:
+        document = json.loads(read_file(reveal_file).decode("utf-8"))
+        report = check(
+            read_file(receipt),
+            pinned_key(key),
+            document,
+            criteria=public,
+            commitment=commitment,
+        )
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        stop(f"{reveal_file} is not JSON: {exc}")
+    except Error as exc:
+        stop(f"{exc.code}: {exc.message}")
+    for line in report.lines:
+        typer.echo(f"  ok  {line}")
+    for finding in report.findings:
+        typer.echo(f"  NO  {finding}")
+    if not report.valid:
+        typer.echo("NOT SEALED: the verdict cannot be tied to the committed answer")
+        raise typer.Exit(EXIT_REFUSED)
+    typer.echo(
+        "SEALED: the answer judged is the one committed at posting"
+        + ("" if commitment else " (pass --commitment to tie it to what the task showed you)")
+        + ("" if public is not None else " (pass --criteria to check the criteria judged)")
+    )
 
 
 @task_app.command("list")

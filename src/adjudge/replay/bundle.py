@@ -58,6 +58,11 @@ FILES: Final[dict[str, str]] = {
         "the task's criteria as posted; the receipt's criteriaDigest is the sha256 of their "
         "RFC 8785 JSON"
     ),
+    "reveal.json": (
+        "a sealed task's reveal {criteria, salt}: the sha256 of its RFC 8785 JSON is the "
+        "commitment the receipt's (= sealed-criteria …) check names, and its criteria are in "
+        "criteria.json"
+    ),
     "verification.json": "the service's stored verificationResult (unsigned; compared too)",
     "call.json": "how the call was verified: {source, at} (at: the verification time)",
     "request.json": "the call's request: call id, provider, tool, arguments, price",
@@ -143,10 +148,13 @@ def depends_on(kind: str, files: Mapping[str, bytes]) -> dict[str, str | None]:
 
     if kind == "task":
         result = files.get("result.txt")
-        return {
+        found = {
             "result": None if result is None else _sha256(result),
             "criteria": document("criteria.json"),
         }
+        if "reveal.json" in files:
+            found["reveal"] = document("reveal.json")
+        return found
     call = parsed("call.json")
     return {
         "response": response_digest(files),
@@ -219,6 +227,8 @@ def from_answer(answer: Mapping[str, Any]) -> bytes:
         if kind == "task":
             files["result.txt"] = str(answer["result"]).encode("utf-8")
             files["criteria.json"] = json_file(answer["criteria"])
+            if answer.get("reveal") is not None:
+                files["reveal.json"] = json_file(answer["reveal"])
             if answer.get("verification_result") is not None:
                 files["verification.json"] = json_file(answer["verification_result"])
         elif kind == "call":

@@ -33,13 +33,16 @@ from adjudge.calls import (
 from adjudge.calls.kernel_rows import determine_call
 from adjudge.calls.verify import digest_of, digested_bytes, received_response
 from adjudge.errors import Error
-from adjudge.kernel import DEFAULT_POLICY, Determination, determine
+from adjudge.kernel import DEFAULT_POLICY, Check, Determination, determine
 from adjudge.kernel.adapters import auto_check_check
 from adjudge.kernel.oracle import Record, integrity
 from adjudge.kernel.verdicts import format_time, parse_time
+from adjudge.market.seal import SYMBOL as SEAL_SYMBOL
+from adjudge.market.seal import parse_reveal
 from adjudge.receipts import VerifyingKey, statement
 from adjudge.replay.bundle import Bundle, response_digest, unusable
 from adjudge.replay.report import Difference, statement_differences
+from adjudge.replay.seal import sealed_commitment
 
 
 @dataclass
@@ -88,6 +91,7 @@ def task(bundle: Bundle, signed: dict[str, Any]) -> Rerun:
         out.differ(
             "criteria.json", bound, digest, "the criteria are not the ones the receipt binds"
         )
+    sealing = _bind_seal(bundle, p, criteria, out)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -99,7 +103,11 @@ def task(bundle: Bundle, signed: dict[str, Any]) -> Rerun:
     _compare_stored(bundle, "verification.json", result.to_dict(), out)
     try:
         decided = parse_time(p.get("decidedAt"), "decidedAt")
-        checks = [integrity(Record(raw), subject), auto_check_check(result, subject)]
+        checks = [
+            integrity(Record(raw), subject),
+            *sealing,
+            auto_check_check(result, subject),
+        ]
         determination = determine(
             subject,
             checks,
@@ -119,6 +127,46 @@ def task(bundle: Bundle, signed: dict[str, Any]) -> Rerun:
     out.verdict = determination.verdict.value
     out.statement = _rebuilt(determination, signed)
     return out
+
+
+def _bind_seal(
+    bundle: Bundle, p: dict[str, Any], criteria: dict[str, Any], out: Rerun
+) -> list[Check]:
+    """A sealed task's reveal bound to what the receipt signs: its digest to the commitment of
+    the receipt's ``(= sealed-criteria …)`` check, its criteria to ``criteria.json``. Returns
+    the oracle's check of the reveal held, as the service's issuer minted it (none for a task
+    that was not sealed)."""
+    bound = sealed_commitment(p)
+    held = bundle.optional("reveal.json")
+    if bound is None:
+        if held is not None:
+            out.differ("reveal.json", None, None, "the receipt binds no sealed criteria")
+        return []
+    if held is None:
+        out.differ("reveal.json", bound, None, "the receipt binds sealed criteria the bundle lacks")
+        return []
+    try:
+        reveal = parse_reveal(held)
+    except Error as exc:
+        out.differ("reveal.json", bound, None, f"it is not a reveal: {exc.message}")
+        return []
+    if reveal.digest != bound:
+        out.differ(
+            "reveal.json",
+            bound,
+            reveal.digest,
+            "the reveal is not the one committed at posting: its digest is not the commitment",
+        )
+    for name, value in reveal.criteria.items():
+        if criteria.get(name) != value:
+            out.differ(
+                f"criteria.json {name}",
+                _str(value),
+                _str(criteria.get(name)),
+                "the criteria judged do not hold what the reveal opened",
+            )
+    out.notes.append(f"The sealed criteria open the commitment {bound} made at posting.")
+    return [integrity(Record(reveal.canonical(), SEAL_SYMBOL), bound)]
 
 
 def call(bundle: Bundle, signed: dict[str, Any]) -> Rerun:
