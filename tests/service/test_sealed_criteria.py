@@ -3,16 +3,23 @@ and the receipt binds the revealed criteria to the commitment."""
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
+import zipfile
 from typing import Any
 
 import pytest
 
 from adjudge.app.wiring import SignedReceipts
 from adjudge.client import seal_criteria
+from adjudge.errors import Error
 from adjudge.market import seal
 from adjudge.receipts import SigningKey, digest
+from adjudge.receipts.canonical import canonical_bytes
 from adjudge.receipts.envelope import Envelope
+from adjudge.replay import from_answer, replay
+from adjudge.replay.seal import verify_seal
 from adjudge.store import Store, records
 from support.harness import FUNDS, Harness, make_harness
 
@@ -81,7 +88,9 @@ def test_a_matching_reveal_judges_and_the_receipt_binds_it(h: Harness) -> None:
     statement = _statement(h, paid["verification_result"]["receipt_id"])
     p = statement["predicate"]
     commitment = seal.commit(ANSWER, SALT)
-    sealed = [c for c in p["checks"] if c.get("expression") == f'(= sealed-criteria "{commitment}")']
+    sealed = [
+        c for c in p["checks"] if c.get("expression") == f'(= sealed-criteria "{commitment}")'
+    ]
     assert len(sealed) == 1 and sealed[0]["verdict"] == "PASS" and sealed[0]["oracle"] is True
     assert p["criteriaDigest"] == digest({**PUBLIC, **ANSWER})
     after = h.ok("ann", "GET", f"/tasks/{tid}")
@@ -262,3 +271,80 @@ def test_the_client_seals_with_a_random_salt() -> None:
     c2, r2 = seal_criteria(ANSWER)
     assert c1 != c2 and len(r1["salt"]) >= 40
     assert seal.parse_reveal(r1).digest == c1 and seal.parse_reveal(r2).digest == c2
+
+
+def _paid_bundle(h: Harness) -> tuple[str, bytes, str]:
+    """A sealed task paid on its reveal: its id, its bundle (as the agent fetched it) and the
+    service's key fingerprint."""
+    tid = _delivered(h)
+    h.ok("pat", "POST", f"/tasks/{tid}/reveal", _reveal())
+    issuer = h.app.tasks.issuer
+    assert isinstance(issuer, SignedReceipts)
+    return tid, from_answer(h.ok("ann", "GET", f"/tasks/{tid}/bundle")), issuer.fingerprint
+
+
+def _edited(data: bytes, name: str, edit: Any) -> bytes:
+    """The bundle with one file edited, its manifest's sha256 updated to match (a careful
+    forger)."""
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        files = {n: z.read(n) for n in z.namelist()}
+    files[name] = edit(files[name])
+    manifest = json.loads(files["manifest.json"])
+    manifest["files"][name]["sha256"] = hashlib.sha256(files[name]).hexdigest()
+    files["manifest.json"] = json.dumps(manifest).encode()
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as z:
+        for n, b in files.items():
+            z.writestr(n, b)
+    return out.getvalue()
+
+
+def test_a_sealed_verdict_replays_the_same_with_its_reveal(h: Harness) -> None:
+    """The bundle holds the reveal, and the replay re-mints the seal check byte for byte."""
+    _tid, data, fingerprint = _paid_bundle(h)
+    report = replay(data, fingerprint)
+    assert report.outcome == "same", report.differences
+    assert any("open the commitment" in note for note in report.notes)
+
+
+def test_a_reveal_edited_by_one_byte_in_a_bundle_is_a_difference(h: Harness) -> None:
+    """Changing the bundled reveal's answer (or its salt) by one byte, even with the criteria
+    edited to agree, does not replay the same: its digest is not the commitment."""
+    _tid, data, fingerprint = _paid_bundle(h)
+    for edit in (
+        lambda b: b.replace(b'"42"', b'"43"'),
+        lambda b: b.replace(SALT.encode(), SALT[:-1].encode() + b"Y"),
+    ):
+        report = replay(_edited(data, "reveal.json", edit), fingerprint)
+        assert report.outcome == "different"
+        assert any(d.what == "reveal.json" for d in report.differences)
+    both = _edited(
+        _edited(data, "reveal.json", lambda b: b.replace(b'"42"', b'"43"')),
+        "criteria.json",
+        lambda b: b.replace(b'"42"', b'"43"'),
+    )
+    report = replay(both, fingerprint)
+    whats = {d.what for d in report.differences}
+    assert "reveal.json" in whats and "criteria.json" in whats
+
+
+def test_an_agent_verifies_the_binding_from_the_receipt_alone(h: Harness) -> None:
+    """With the receipt, the disclosed reveal, the public criteria and the commitment it saw,
+    the agent proves offline that it was judged against the committed answer; any other reveal,
+    commitment or criteria is found."""
+    tid, _data, fingerprint = _paid_bundle(h)
+    view = h.ok("ann", "GET", f"/tasks/{tid}")
+    receipt = canonical_bytes(h.ok("ann", "GET", f"/receipts/{view['receipts'][-1]}/envelope"))
+    commitment = view["seal"]["commitment"]
+    shown = view["seal"]["reveal"]
+    good = verify_seal(receipt, fingerprint, shown, criteria=PUBLIC, commitment=commitment)
+    assert good.valid and good.commitment == commitment, good.findings
+    for reveal, criteria, seen in (
+        (_reveal({"expected_answer": "43"}), PUBLIC, commitment),
+        (shown, {"max_length": 401}, commitment),
+        (shown, PUBLIC, seal.commit({"expected_answer": "7"}, SALT)),
+    ):
+        bad = verify_seal(receipt, fingerprint, reveal, criteria=criteria, commitment=seen)
+        assert not bad.valid and bad.findings
+    with pytest.raises(Error):  # another key: nothing the receipt says counts
+        verify_seal(receipt, SigningKey.generate().keyid, shown)
