@@ -337,3 +337,70 @@ def test_docs_render_offline(browser: Browser) -> None:
     assert page.evaluate("() => window.ran") is None
     assert any("Content Security Policy" in v for v in b.violations)
     b.violations.clear()
+
+
+def test_a_sealed_answer_is_committed_in_the_page_and_revealed(
+    browser: Browser, tmp_path: Path
+) -> None:
+    """The post form seals the answer in the page (only the commitment is sent; the reveal
+    downloads), every reader sees the commitment, and the poster reveals the kept file once the
+    agent finalized: the check runs and pays; a doctored reveal escalates the next task."""
+    from adjudge.market import seal  # noqa: PLC0415
+
+    b, page = browser, browser.page
+    h = b.h
+    b.sign_in("pat")
+    b.open("post")
+    page.get_by_label("Title").fill("Name the capital of Australia")
+    page.get_by_label("Reward (USDC)").fill("1")
+    page.get_by_label("Mode").select_option("auto")
+    page.get_by_label("Criteria (JSON)").fill('{"max_length": 200}')
+    page.get_by_label("Sealed answer").fill("Canberra")
+    with page.expect_download() as got:
+        page.get_by_role("button", name="Post and fund").click()
+    tid = _task_id(b)
+    saved = tmp_path / "reveal.json"
+    got.value.save_as(saved)
+    reveal = json.loads(saved.read_text())
+    assert reveal["criteria"] == {"expected_answer": "Canberra"} and len(reveal["salt"]) >= 40
+    stored = h.ok("pat", "GET", f"/tasks/{tid}")
+    assert stored["seal"]["commitment"] == seal.parse_reveal(reveal).digest
+    assert "Canberra" not in json.dumps(stored["criteria"])
+
+    b.sign_in("ann")
+    b.open(f"tasks/{tid}")
+    assert page.get_by_label("Commitment").inner_text() == stored["seal"]["commitment"]
+    page.get_by_role("button", name="Take this task").click()
+    _status(b, "assigned")
+    page.get_by_label("Result").fill("The capital of Australia is Canberra.")
+    page.get_by_role("button", name="Submit a result").click()
+    _status(b, "submitted")
+    page.get_by_role("button", name="Finalize: run the auto check").click()
+    _status(b, "awaiting verification")
+    page.locator("dd", has_text="the poster must reveal by").wait_for()
+
+    b.sign_in("pat")
+    b.open(f"tasks/{tid}")
+    page.get_by_label("Reveal file").set_input_files(str(saved))
+    page.get_by_role("button", name="Reveal the sealed answer").click()
+    _status(b, "completed")
+    page.get_by_text("(paid on pass)").wait_for()
+    b.shot("task-sealed-revealed")
+
+    # A doctored reveal: refused with its code on the page, and the task escalates.
+    other = h.post(
+        "auto",
+        criteria={"max_length": 200},
+        seal=seal.commit({"expected_answer": "Canberra"}, "s" * 32),
+    )
+    h.ok("ann", "POST", f"/tasks/{other}/accept")
+    h.ok("ann", "POST", f"/tasks/{other}/submissions", {"result": "Canberra is the capital."})
+    h.ok("ann", "POST", f"/tasks/{other}/finalize")
+    b.open(f"tasks/{other}")
+    _status(b, "awaiting verification")
+    page.get_by_label("Reveal to send").fill(
+        json.dumps({"criteria": {"expected_answer": "Sydney"}, "salt": "s" * 32})
+    )
+    page.get_by_role("button", name="Reveal the sealed answer").click()
+    page.get_by_role("alert").filter(has_text="SEAL_MISMATCH").wait_for()
+    assert h.ok("pat", "GET", f"/tasks/{other}")["status"] == "escalated"

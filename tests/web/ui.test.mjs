@@ -28,7 +28,14 @@ import {
   takeWindowText,
   verifyCommand,
   words,
+  base64url,
+  canonicalJson,
+  commitmentOf,
+  parseReveal,
+  revealOf,
+  sealText,
 } from "../../src/adjudge/web/static/ui.js";
+import { createHash } from "node:crypto";
 
 test("amounts in minor units read as decimals", () => {
   assert.equal(formatAmount("2000000"), "2");
@@ -301,4 +308,42 @@ test("the criteria lint as the post form shows it", () => {
   assert.equal(clean.margin, null);
   assert.match(clean.note, /manual mode/);
   assert.equal(lintView({ findings: [], margin: null, summary: "" }).heading, "No findings");
+});
+
+test("a sealed answer's commitment is the sha256 of the reveal's RFC 8785 JSON", () => {
+  const reveal = revealOf("Canberra", "s\u00e9l-\u2028");
+  const text = canonicalJson(reveal);
+  // Members sorted, no blanks, strings as JSON.stringify writes them (RFC 8785's own rule).
+  assert.equal(text, '{"criteria":{"expected_answer":"Canberra"},"salt":"s\u00e9l-\u2028"}');
+  assert.equal(canonicalJson({ b: [1, "x", null, true], a: { d: 1, c: 2 } }), '{"a":{"c":2,"d":1},"b":[1,"x",null,true]}');
+  const digest = createHash("sha256").update(Buffer.from(text, "utf8")).digest();
+  // The commitment adjudge.market.seal.commit gives for this reveal, pinned here.
+  assert.equal(commitmentOf(digest), "sha256:53533c8fa054d41bbcb977507b7360135ebba4275fca0694447d35f0b5007a00");
+  assert.equal(base64url(new Uint8Array([251, 255, 0])), "-_8A");
+});
+
+test("a pasted reveal is checked for its shape only", () => {
+  assert.deepEqual(parseReveal('{"criteria": {"expected_answer": "42"}, "salt": "x"}'), {
+    reveal: { criteria: { expected_answer: "42" }, salt: "x" },
+  });
+  for (const bad of ["", "42", '{"criteria": "42", "salt": "x"}', '{"criteria": {}}', "[1]"]) {
+    assert.ok(parseReveal(bad).error, bad);
+  }
+  assert.equal(sealText({ seal: null }), null);
+  assert.match(sealText({ seal: { revealed: false, reveal_due_at: "2026-12-06T22:17:09+00:00" } }), /reveal by 2026-12-06 22:17 UTC/);
+  assert.match(sealText({ seal: { broken: "the reveal's digest …", revealed: false } }), /^broken: .*escalated$/);
+});
+
+test("only the poster is offered the reveal, while a submission waits and it is sealed", () => {
+  const base = { poster: "pat", agent: "ann", mode: "auto", attempts: 1, max_attempts: 3 };
+  const sealed = { ...base, seal: { revealed: false } };
+  const pat = { id: "pat", roles: ["poster"] };
+  const ann = { id: "ann", roles: ["agent"] };
+  for (const status of ["submitted", "awaiting_verification"]) {
+    assert.ok(actionsFor({ ...sealed, status }, pat).some(([a]) => a === "reveal"), status);
+    assert.ok(!actionsFor({ ...sealed, status }, ann).some(([a]) => a === "reveal"), status);
+    assert.ok(!actionsFor({ ...base, status }, pat).some(([a]) => a === "reveal"), status);
+  }
+  assert.ok(!actionsFor({ ...sealed, status: "submitted", seal: { revealed: true } }, pat).some(([a]) => a === "reveal"));
+  assert.ok(!actionsFor({ ...sealed, status: "assigned" }, pat).some(([a]) => a === "reveal"));
 });

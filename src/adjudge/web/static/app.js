@@ -28,6 +28,12 @@ import {
   takeWindowText,
   verifyCommand,
   words,
+  base64url,
+  canonicalJson,
+  commitmentOf,
+  parseReveal,
+  revealOf,
+  sealText,
 } from "./ui.js";
 
 const API = "/api/v1";
@@ -405,6 +411,26 @@ function actionForm(task, action, label) {
     const note = h("input", { type: "text", "aria-label": "Note", placeholder: "Note" });
     fields.push(pay, note);
     body = () => ({ pay_agent: pay.value === "agent", note: note.value });
+  } else if (action === "reveal") {
+    const pasted = h("textarea", {
+      rows: 4,
+      "aria-label": "Reveal to send",
+      placeholder: '{"criteria": {"expected_answer": "…"}, "salt": "…"} (the reveal file you kept)',
+    });
+    const file = h("input", {
+      type: "file",
+      accept: "application/json,.json",
+      "aria-label": "Reveal file",
+      onchange: async () => {
+        if (file.files && file.files[0]) pasted.value = await file.files[0].text();
+      },
+    });
+    fields.push(pasted, file);
+    body = () => {
+      const parsed = parseReveal(pasted.value);
+      if (parsed.error) throw new Error(parsed.error);
+      return parsed.reveal;
+    };
   } else if (action === "verdict-help") {
     return h(
       "div",
@@ -434,7 +460,13 @@ function actionForm(task, action, label) {
       class: "action",
       onsubmit: async (event) => {
         event.preventDefault();
-        const sent = body();
+        let sent;
+        try {
+          sent = body();
+        } catch (err) {
+          status.replaceChildren(failure(err));
+          return;
+        }
         await send([path, sent], (idem) => perform(task, path, sent, idem));
       },
     },
@@ -474,6 +506,10 @@ async function taskDetail(id) {
     ["Take window", takeWindowText(t) || "none: a take lasts until the deadline"],
     ["Private", t.private ? "yes" : "no"],
   ];
+  if (t.seal) {
+    facts.push(["Sealed answer", sealText(t)]);
+    facts.push(["Commitment", h("span", { class: "digest", "aria-label": "Commitment" }, t.seal.commitment)]);
+  }
   render(
     h("p", {}, h("a", { href: "#/tasks" }, "← Tasks")),
     h("h2", {}, t.title),
@@ -481,6 +517,18 @@ async function taskDetail(id) {
     t.brief ? [h("h3", {}, "Brief"), h("pre", { class: "text" }, t.brief)] : null,
     t.criteria && Object.keys(t.criteria).length
       ? [h("h3", {}, "Criteria"), h("pre", {}, JSON.stringify(t.criteria, null, 2))]
+      : null,
+    t.seal && t.seal.reveal
+      ? [
+          h("h3", {}, "Reveal"),
+          h("pre", { "aria-label": "Revealed criteria" }, JSON.stringify(t.seal.reveal, null, 2)),
+          h("p", { class: "muted" }, "Check the verdict against the commitment offline:"),
+          command(
+            `adjudge task verify-seal --receipt RECEIPT.json --reveal REVEAL.json ` +
+              `--commitment ${t.seal.commitment} --key FINGERPRINT`,
+            "Verify-seal command",
+          ),
+        ]
       : null,
     t.submissions && t.submissions.length
       ? [
@@ -544,6 +592,8 @@ async function postForm() {
   const priv = h("input", { type: "checkbox", name: "private" });
   const lenient = h("input", { type: "checkbox", name: "lenient" });
   const criteria = h("textarea", { rows: 6, name: "criteria", placeholder: '{"min_length": 200, "contains_keywords": ["escrow"]}' });
+  const sealed = h("input", { type: "text", name: "sealed_answer", placeholder: "the expected answer, revealed by you when work is to be judged" });
+  const sealedFor = { answer: null, salt: null };
   const status = h("p", { class: "status-line" });
   const label = (text, input) => h("label", {}, h("span", {}, text), input);
   const button = h("button", { type: "submit" }, "Post and fund");
@@ -631,8 +681,26 @@ async function postForm() {
             lenient_criteria: lenient.checked,
             take_window_hours: takeHours.hours,
           };
+          // A sealed answer never leaves the page: only its commitment is posted, and the
+          // reveal (the answer and a fresh salt) is saved as a file for the poster to keep.
+          // The salt is made once per answer, so a retry posts the same commitment.
+          let reveal = null;
+          if (sealed.value !== "") {
+            if (!crypto.subtle) {
+              status.replaceChildren(h("span", { class: "error", role: "alert" }, "Sealing needs a secure page (https or localhost)."));
+              return;
+            }
+            if (sealedFor.answer !== sealed.value) {
+              sealedFor.answer = sealed.value;
+              sealedFor.salt = base64url(crypto.getRandomValues(new Uint8Array(32)));
+            }
+            reveal = revealOf(sealed.value, sealedFor.salt);
+            const bytes = new TextEncoder().encode(canonicalJson(reveal));
+            body.seal = commitmentOf(new Uint8Array(await crypto.subtle.digest("SHA-256", bytes)));
+          }
           await send(body, async (idem) => {
             const task = await api("POST", "/tasks", body, idem);
+            if (reveal) download(`reveal-${task.id}.json`, JSON.stringify(reveal, null, 2) + "\n");
             await signIn(); // the reward left the wallet
             location.hash = `#/tasks/${task.id}`;
           });
@@ -647,6 +715,7 @@ async function postForm() {
       label("Verifier", verifier),
       label("Private", priv),
       label("Criteria (JSON)", criteria),
+      label("Sealed answer (auto tasks: only its commitment is sent; you keep the reveal file)", sealed),
       label("Keep fields the check does not know", lenient),
       h("div", { class: "buttons" }, lintButton, button),
       status,

@@ -84,6 +84,7 @@ export function actionsFor(task, me) {
       break;
     case "submitted":
       if (isAgent && task.mode === "auto") add("finalize", "Finalize: run the auto check");
+      if (isPoster && task.seal && !task.seal.revealed) add("reveal", "Reveal the sealed answer");
       if (isPoster && task.mode === "manual") add("review", "Review: approve or reject");
       if (isPoster || isAgent) add("dispute", "Dispute");
       if (isPoster) add("reclaim", "Reclaim after the deadline");
@@ -92,6 +93,7 @@ export function actionsFor(task, me) {
       // A verifier's verdict is signed with the verifier's private key, which stays out of the
       // browser: the page shows the command that signs and posts it.
       if (task.verifier === me.id) add("verdict-help", "Post a verifier verdict");
+      if (isPoster && task.seal && !task.seal.revealed) add("reveal", "Reveal the sealed answer");
       if (isPoster) add("reclaim", "Reclaim after the deadline");
       break;
     case "failed":
@@ -384,4 +386,70 @@ export function onceKey(fresh) {
       sent = null;
     },
   };
+}
+
+// --- sealed criteria ------------------------------------------------------------------------
+
+/**
+ * RFC 8785 (JCS) JSON of a plain JSON value: object members sorted by their names' UTF-16 code
+ * units (JavaScript's own string order), strings and numbers as ECMAScript's JSON.stringify
+ * writes them, which is the serialization RFC 8785 adopts. What a seal's commitment hashes.
+ */
+export function canonicalJson(value) {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
+  if (value !== null && typeof value === "object") {
+    const names = Object.keys(value).sort();
+    return `{${names.map((k) => `${JSON.stringify(k)}:${canonicalJson(value[k])}`).join(",")}}`;
+  }
+  return JSON.stringify(value);
+}
+
+/** The reveal of a sealed answer under `salt`: the document the commitment is the digest of. */
+export function revealOf(answer, salt) {
+  return { criteria: { expected_answer: String(answer) }, salt: String(salt) };
+}
+
+/** Bytes as base64url without padding (a salt of random bytes, as the CLI writes it). */
+export function base64url(bytes) {
+  let binary = "";
+  for (const b of bytes) binary += String.fromCharCode(b);
+  return btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+/** A digest's bytes as a commitment: "sha256:" and lowercase hex. */
+export function commitmentOf(digestBytes) {
+  return "sha256:" + Array.from(digestBytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/**
+ * A reveal as pasted (the reveal file's JSON): { reveal } ready to send, or { error } with a
+ * sentence. Only the shape is checked here; whether it opens the seal is the service's to say.
+ */
+export function parseReveal(text) {
+  let value;
+  try {
+    value = JSON.parse(String(text ?? ""));
+  } catch {
+    return { error: "Paste the reveal file's JSON: {\"criteria\": {…}, \"salt\": \"…\"}." };
+  }
+  const ok =
+    value !== null &&
+    typeof value === "object" &&
+    !Array.isArray(value) &&
+    value.criteria !== null &&
+    typeof value.criteria === "object" &&
+    !Array.isArray(value.criteria) &&
+    typeof value.salt === "string";
+  if (!ok) return { error: "A reveal is {\"criteria\": {…}, \"salt\": \"…\"}, as the seal wrote it." };
+  return { reveal: { criteria: value.criteria, salt: value.salt } };
+}
+
+/** A sealed task's seal in words, for the task's facts (null for a task that is not sealed). */
+export function sealText(task) {
+  const seal = task && task.seal;
+  if (!seal) return null;
+  if (seal.broken) return `broken: ${seal.broken}; the task escalated`;
+  if (seal.revealed) return "revealed: judged against the answer committed at posting";
+  if (seal.reveal_due_at) return `not revealed; the poster must reveal by ${shortTime(seal.reveal_due_at)}`;
+  return "not revealed: the poster reveals it when a submission is to be judged";
 }
