@@ -160,3 +160,72 @@ def test_a_take_window_from_the_terminal(sqlite_store: Store) -> None:
         assert "status    funded" in out and f"take by ann lapsed at {lapses}" in out
         code, _, err = run("ann", "submit", tid, "-")
         assert code == 1 and err.startswith("TAKE_LAPSED:")
+
+
+def test_a_sealed_task_from_the_terminal(sqlite_store: Store, tmp_path: Path) -> None:
+    """`task seal` writes a reveal it never overwrites, `post --seal` sends only the
+    commitment, `reveal` opens it, and `verify-seal` exits 0 when the receipt ties the verdict
+    to the commitment, 1 for another reveal or commitment, 2 for a receipt that does not
+    verify."""
+    import json  # noqa: PLC0415
+
+    from adjudge.app.wiring import SignedReceipts  # noqa: PLC0415
+
+    issuer = SignedReceipts(SigningKey.generate())
+    h = make_harness(sqlite_store, real_checker=True, issuer=issuer)
+    runner = CliRunner()
+    reveal = tmp_path / "reveal.json"
+    made = runner.invoke(app, ["task", "seal", "--answer", "42", "--out", str(reveal)])
+    assert made.exit_code == 0 and "commitment sha256:" in made.stdout
+    assert reveal.stat().st_mode & 0o777 == 0o600
+    again = runner.invoke(app, ["task", "seal", "--answer", "43", "--out", str(reveal)])
+    assert again.exit_code == 2 and json.loads(reveal.read_text())["criteria"] == {
+        "expected_answer": "42"
+    }
+    answer = tmp_path / "answer.txt"
+    answer.write_text("The answer is 42.", encoding="utf-8")
+    with serving(h.app) as url:
+
+        def run(who: str, *args: str) -> tuple[int, str, str]:
+            r = runner.invoke(app, ["task", "--url", url, "--key", h.keys[who], *args])
+            return r.exit_code, r.stdout, r.stderr
+
+        code, out, _ = run(
+            "pat", "post", "--title", "Six times seven", "--reward", "1000", "--mode", "auto",
+            "--seal", str(reveal),
+        )  # fmt: skip
+        assert code == 0
+        tid = out.split()[0]
+        commitment = made.stdout.split("commitment ")[1].split()[0]
+        code, out, _ = run("ann", "show", tid)
+        assert f"commit    {commitment}" in out and '"expected_answer": "42"' not in out
+        assert run("ann", "accept", tid)[0] == 0
+        assert run("ann", "submit", tid, str(answer))[0] == 0
+        code, out, _ = run("ann", "finalize", tid)
+        assert code == 0 and "awaiting_verification" in out
+        code, out, _ = run("pat", "reveal", tid, str(reveal))
+        assert code == 0 and "paid_on_pass" in out
+        envelope = h.ok(
+            "ann",
+            "GET",
+            f"/receipts/{h.ok('ann', 'GET', f'/tasks/{tid}')['receipts'][-1]}/envelope",
+        )
+    receipt = tmp_path / "receipt.json"
+    receipt.write_text(json.dumps(envelope), encoding="utf-8")
+    wrong = tmp_path / "wrong.json"
+    wrong.write_text(reveal.read_text().replace('"42"', '"43"'), encoding="utf-8")
+    base = ["task", "verify-seal", "--receipt", str(receipt), "--key", issuer.fingerprint]
+    ok = runner.invoke(app, [*base, "--reveal", str(reveal), "--commitment", commitment])
+    assert ok.exit_code == 0 and "SEALED" in ok.stdout, ok.stdout + ok.stderr
+    bad = runner.invoke(app, [*base, "--reveal", str(wrong), "--criteria", "{}"])
+    assert bad.exit_code == 1 and "NOT SEALED" in bad.stdout
+    other = runner.invoke(
+        app, [*base, "--reveal", str(reveal), "--commitment", "sha256:" + "0" * 64]
+    )
+    assert other.exit_code == 1
+    forged = runner.invoke(
+        app,
+        ["task", "verify-seal", "--receipt", str(receipt), "--reveal", str(reveal),
+         "--key", SigningKey.generate().keyid],
+    )  # fmt: skip
+    assert forged.exit_code == 2 and "RECEIPT_" in forged.stderr
