@@ -348,3 +348,13 @@ def test_an_agent_verifies_the_binding_from_the_receipt_alone(h: Harness) -> Non
         assert not bad.valid and bad.findings
     with pytest.raises(Error):  # another key: nothing the receipt says counts
         verify_seal(receipt, SigningKey.generate().keyid, shown)
+
+
+def test_a_dry_run_of_a_sealed_task_never_runs_the_sealed_answer(h: Harness) -> None:
+    """The sealed answer is hidden from a dry run as a posted one is: named as not run, and
+    counted only where it changes the hard failures (a short answer is not under a floor)."""
+    tid = _sealed(h)
+    h.ok("ann", "POST", f"/tasks/{tid}/accept")
+    for draft in ("43", "42"):
+        dry = h.ok("ann", "POST", f"/tasks/{tid}/dry-run", {"result": draft})
+        assert dry["rules_not_run"] == ["expected_answer"] and dry["passed"] is True

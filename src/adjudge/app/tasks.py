@@ -76,7 +76,7 @@ from adjudge.market import (
     take_due,
 )
 from adjudge.market.lifecycle import MAX_RESULT_CHARS
-from adjudge.market.seal import judged_criteria, reveal_due
+from adjudge.market.seal import admissible_form, judged_criteria, reveal_due
 from adjudge.store import Account, StoredTask, Submission, Transaction, quotas, records
 
 log = logging.getLogger("adjudge.takes")
@@ -605,9 +605,14 @@ class Tasks:
             return stored
 
         stored = self.unit.write(count)
-        withheld = [k for k in HIDDEN_FIELDS if k in stored.task.criteria]
+        criteria = stored.task.criteria
+        if stored.task.seal is not None:
+            # A sealed answer is hidden like a posted one: it counts where it changes the hard
+            # failures (the content floor), as a stand-in, and is never scored here.
+            criteria = admissible_form(criteria)
+        withheld = [k for k in HIDDEN_FIELDS if k in criteria]
         with jsregex.owned_by(account.id):  # the agent's share of the regex worker pool
-            outcome = self.checker.check(result, stored.task.criteria, withhold=frozenset(withheld))
+            outcome = self.checker.check(result, criteria, withhold=frozenset(withheld))
         return {
             "dry_run": True,
             "passed": outcome.passed,
