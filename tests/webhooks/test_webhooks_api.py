@@ -196,3 +196,37 @@ def test_test_events_are_rate_limited_per_endpoint(wh: Harness) -> None:
     h.ok("pat", "POST", f"/webhooks/endpoints/{other}/test")
     h.advance(minutes=40)
     h.ok("pat", "POST", test)
+
+
+def test_the_poster_hears_when_a_sealed_reveal_is_due(sqlite_store: Store) -> None:
+    """A sealed task's finalize queues task.reveal_due, with its due time, for the parties;
+    a broken seal queues task.escalated."""
+    from tests.webhooks.conftest import SETTINGS  # noqa: PLC0415
+
+    from adjudge.app.wiring import SignedReceipts  # noqa: PLC0415
+    from adjudge.market import seal  # noqa: PLC0415
+    from adjudge.receipts import SigningKey  # noqa: PLC0415
+
+    h = make_harness(
+        sqlite_store,
+        webhooks=SETTINGS,
+        real_checker=True,
+        issuer=SignedReceipts(SigningKey.generate()),
+    )
+    h.ok("pat", "POST", "/webhooks/endpoints", {"url": "http://127.0.0.1:9/x"})
+    commitment = seal.commit({"expected_answer": "42"}, "a-salt-of-sixteen")
+    tid = h.post("auto", criteria={"max_length": 100}, seal=commitment)
+    h.ok("ann", "POST", f"/tasks/{tid}/accept")
+    h.ok("ann", "POST", f"/tasks/{tid}/submissions", {"result": "42"})
+    waiting = h.ok("ann", "POST", f"/tasks/{tid}/finalize")
+    wrong = {"criteria": {"expected_answer": "41"}, "salt": "a-salt-of-sixteen"}
+    assert h.refused("pat", "POST", f"/tasks/{tid}/reveal", wrong) == (409, "SEAL_MISMATCH")
+    found = [
+        h.ok("pat", "GET", f"/webhooks/deliveries/{d['id']}")["payload"]
+        for d in h.ok("pat", "GET", "/webhooks/deliveries")["deliveries"]
+    ]
+    due = next(p for p in found if p["type"] == "task.reveal_due")
+    assert (
+        due["data"]["task_id"] == tid and due["data"]["due_at"] == waiting["seal"]["reveal_due_at"]
+    )
+    assert any(p["type"] == "task.escalated" and p["data"]["task_id"] == tid for p in found)
