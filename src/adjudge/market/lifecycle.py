@@ -126,8 +126,10 @@ def post(task_id: str, draft: Draft, ctx: Context) -> Outcome:
     Refusals, in the order they are checked: ``VERIFICATION_MODE_UNSUPPORTED`` (``oracle`` or any
     unknown mode), ``INVALID_REWARD``, ``INVALID_DEADLINE``, ``INVALID_TAKE_WINDOW`` (whole
     hours, 1 to 2160, and shorter than the time to the deadline), the verifier rules of agent mode
-    (``VERIFIER_REQUIRED``, ``VERIFIER_IS_POSTER``, ``VERIFIER_NOT_OPTED_IN``), then the
-    checker's own post-time refusals (``AUTO_CRITERIA_REQUIRED``, ``REGEX_PATTERN_UNUSABLE``…).
+    (``VERIFIER_REQUIRED``, ``VERIFIER_IS_POSTER``, ``VERIFIER_NOT_OPTED_IN``), a seal that is
+    not a commitment, on a task that is not auto or whose public criteria carry what it seals
+    (``SEAL_INVALID``), then the checker's own post-time refusals (``AUTO_CRITERIA_REQUIRED``,
+    ``REGEX_PATTERN_UNUSABLE``…; a sealed answer counts as the real check it will be).
     Whether the poster can pay is the ledger's to say when the transfer is applied.
     """
     try:
