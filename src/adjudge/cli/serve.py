@@ -126,7 +126,7 @@ def serve(
         # (at 250 finalizes/s offered, p99 16 ms with 8 threads, 81 ms with 40).
         threads = 8 if app.dialect == "sqlite" else 40
     asgi = create_app(app, threads=threads)
-    upkeeper = MaintenanceWorker(app, every=settings.upkeep_seconds).start()
+    upkeeper = MaintenanceWorker(app).start()
     if provider_secret is not None:
         from adjudge.service import DEMO_PROVIDER_MOUNT, skycast_app  # noqa: PLC0415
 
