@@ -6,6 +6,8 @@
 - :mod:`~adjudge.app.gateway.calls`: a paid call forwarded, verified, signed and settled; its
   recovery when a process stopped mid-call; held charges paid when their report window ends;
   the gateway's signing keys and their JWKS (:class:`Gateway`).
+- :mod:`~adjudge.app.gateway.corroboration`: an empty answer corroborated by the tool its
+  policy names, as a paid call of its own that the provider pays for.
 - :mod:`~adjudge.app.gateway.keyring`: those keys kept in the database, sealed
   (:class:`DatabaseKeyRing`).
 - :mod:`~adjudge.app.gateway.parsed`: stored tool and policy documents parsed once per process.

@@ -42,6 +42,7 @@ from urllib.parse import urlsplit
 from adjudge.app import metrics, settlement
 from adjudge.app.accounts import need_role
 from adjudge.app.calls import call_view, emit_call_settled, observe_quality
+from adjudge.app.gateway.corroboration import corroborate
 from adjudge.app.gateway.keyring import DatabaseKeyRing, ensure_key
 from adjudge.app.gateway.parsed import judging_policy, parsed_policy, parsed_tool
 from adjudge.app.gateway.spending import count_spending, give_back, within
@@ -54,7 +55,7 @@ from adjudge.calls.contract import map_response
 from adjudge.calls.kernel_rows import call_decision
 from adjudge.calls.quality import counted_as
 from adjudge.calls.tools import BuiltRequest, build_request
-from adjudge.calls.verify import CallResult, digest_of
+from adjudge.calls.verify import CallResult, digest_of, wants_corroboration
 from adjudge.errors import (
     Conflict,
     Error,
@@ -196,9 +197,14 @@ class Gateway:
         *,
         key: str | None = None,
         max_price: int | None = None,
+        corroborating: bool = False,
     ) -> Answer[dict[str, Any]]:
         """Forward, verify, sign and settle one call (the module's steps); a retry with the
         same Idempotency-Key replays the answer without calling the provider again.
+
+        An empty answer whose policy declares a corroborator is corroborated before it is
+        settled (:mod:`adjudge.app.gateway.corroboration`: a paid call of its own, paid by the
+        provider); ``corroborating`` marks such a call, which is never corroborated in turn.
 
         The call is charged the tool's price in force when it starts (an increase waits out its
         notice) and judged by the policy version in force then. ``max_price`` is the most the
@@ -232,7 +238,20 @@ class Gateway:
             request = CallRequest(
                 begun.call_id, stored.provider, name, args, p.price, stored.currency, now
             )
-            result = verify_call(p.contract, p.policy, request, response, self.unit.now())  # (4)
+            verified_at = self.unit.now()
+            result = verify_call(p.contract, p.policy, request, response, verified_at)  # (4)
+        if not corroborating and p.policy is not None and wants_corroboration(result):
+            found = await corroborate(
+                self,
+                call_id=begun.call_id,
+                provider=stored.provider,
+                policy=p.policy,
+                arguments=args,
+            )
+            result = verify_call(
+                p.contract, p.policy, request, response, verified_at, corroboration=found
+            )
+        with stage("gateway.verify"):
             output = None
             if response.status == "ok":
                 shape = map_response(p.contract, response.body)
@@ -561,11 +580,14 @@ class Gateway:
         shown = output if visible else None
         # The bytes the provider answered, kept so the verdict replays offline (a replay bundle):
         # for the provider and admins always, for the caller only where it was shown the answer.
-        evidence = (
+        evidence: dict[str, Any] | None = (
             None
             if body is None
             else {"response_bytes": base64.b64encode(body).decode("ascii"), "shown": visible}
         )
+        if evidence is not None and result.corroboration is not None:
+            # What the empty answer's verdict read, so the call replays to the same verdict.
+            evidence["corroboration"] = result.corroboration.to_dict()
 
         def run(tx: Transaction) -> dict[str, Any]:
             receipt = receipt_log.append(tx, issue, task_id=None, at=now)

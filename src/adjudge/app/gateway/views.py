@@ -14,6 +14,7 @@ from typing import Any
 from adjudge.app.gateway.parsed import parsed_tool
 from adjudge.calls.tools import DECIMALS
 from adjudge.calls.verify import CallResult
+from adjudge.market.money import LEDGER_CURRENCY
 from adjudge.store import calls as calls_db
 from adjudge.store import gateway as db
 from adjudge.store import holds as holds_db
@@ -63,6 +64,24 @@ def judge_view(p: calls_db.StoredPolicy) -> dict[str, Any]:
         "report_window_hours": int(document.get("report_window_hours", 72)),
         "withdrawn_at": document.get("withdrawn_at"),
         "registered_at": p.registered_at.isoformat(),
+        "corroboration": corroboration_view(document),
+    }
+
+
+def corroboration_view(document: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A policy's declared corroborator as a caller reads it before paying: which tool, who
+    pays (the provider), the most one corroboration costs its payer, and what the caller pays
+    for it (nothing beyond the listed price)."""
+    rule = document.get("empty_result")
+    declared = rule.get("corroboration") if isinstance(rule, Mapping) else None
+    if not isinstance(declared, Mapping):
+        return None
+    return {
+        "tool": declared.get("tool"),
+        "paid_by": declared.get("paid_by"),
+        "max_price": money(int(declared.get("max_price_minor", 0)), LEDGER_CURRENCY),
+        "caller_pays": money(0, LEDGER_CURRENCY),
+        "on": "empty answers",
     }
 
 
@@ -169,6 +188,7 @@ def call_answer(
         "checks": [row.to_dict() for row in result.rows],
         "failing": sorted({row.path for row in result.rows if row.outcome == "fail" and row.path}),
         "error": None if result.error is None else result.error.to_dict(),
+        "corroboration": None if result.corroboration is None else result.corroboration.to_dict(),
         "output": output,
         "outputWithheld": withheld,
         "receiptId": receipt_id,
