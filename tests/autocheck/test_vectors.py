@@ -22,6 +22,8 @@ def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> N
         monkeypatch.setattr(chars, "tokens", chars.tokens_re)
         monkeypatch.setattr(chars, "flatten", chars.flatten_re)
         monkeypatch.setattr(chars, "has_ascii_ci", chars.has_ascii_ci_re)
+        monkeypatch.setattr(chars, "lower", chars.lower_re)
+        monkeypatch.setattr(chars, "find_all", chars.find_all_re)
     elif chars.speedups is None:
         pytest.skip("the C extension adjudge.autocheck._speedups was not built here")
 
