@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from adjudge.autocheck import _unicode_tables as tables
-from adjudge.autocheck import chars
+from adjudge.autocheck import chars, jsvalues
 from adjudge.autocheck.chars import (
     ALNUM_BIT,
     ASTRAL,
@@ -148,6 +148,45 @@ def test_twins_agree_on_any_text(text: str, numbers: bool) -> None:
     assert chars.speedups.classes(TABLE, text) == classes_re(text)
     assert chars.speedups.tokens(TABLE, text.lower(), numbers) == tokens_re(text.lower(), numbers)
     assert chars.speedups.flatten(text) == flatten_re(text)
+
+
+@needs_speedups
+@settings(max_examples=1000)
+@given(
+    st.lists(
+        st.sampled_from(["ab", "ab", "Ab", "12", "1.5", "中", "é", "e\u0301", "😀", "\U00020000"])
+        | st.sampled_from(_ALPHABET),
+        max_size=40,
+    ).map("".join),
+    st.booleans(),
+)
+def test_distinct_tokens_equal_their_twin(text: str, numbers: bool) -> None:
+    """The different words in first-appearance order, repeats of every width and plane
+    included, as ``dict.fromkeys`` over the ``re`` words gives them."""
+    assert chars.speedups is not None
+    text = text.lower()
+    want = list(dict.fromkeys(tokens_re(text, numbers)))
+    assert chars.speedups.distinct_tokens(TABLE, text, numbers) == want
+    assert chars.distinct_tokens_re(text, numbers) == want
+
+
+@needs_speedups
+def test_distinct_tokens_grow_past_their_first_table() -> None:
+    """Thousands of different words (the set is resized several times), each kept once."""
+    assert chars.speedups is not None
+    words = [f"w{i}" for i in range(5000)]
+    text = " ".join(words + words[::-1])
+    assert chars.speedups.distinct_tokens(TABLE, text, False) == words
+
+
+@needs_speedups
+@settings(max_examples=1000)
+@given(st.text(max_size=40) | st.lists(st.sampled_from(_ALPHABET), max_size=40).map("".join))
+def test_to_units_equals_its_re_twin(text: str) -> None:
+    """Astral characters become their surrogate pairs; lone surrogates and every BMP character
+    stay, in strings of every width."""
+    assert jsvalues.to_units_c is not None
+    assert jsvalues.to_units_c(text) == jsvalues.to_units_re(text)
 
 
 # Where lowercasing is hard: the capital sigma (final or not, across case-ignorable

@@ -15,6 +15,14 @@
  *     where NUM and CJK are table bits and [^\W_] (a letter or digit, \p{L} or \p{N}) is an
  *     ASCII letter or digit or the table's ALNUM bit: Unicode 17.0, whatever the interpreter's.
  *
+ * distinct_tokens(table, text, numbers) -> list[str]
+ *     The different words of text, in the order of their first appearance: what
+ *     list(dict.fromkeys(tokens(table, text, numbers))) returns, without making a string of
+ *     each repeat.
+ *
+ * to_units(text) -> str
+ *     The text as JavaScript indexes it: each astral character as its surrogate pair.
+ *
  * flatten(text) -> str
  *     text.replace(" \n", "\n"), then every run of "\n" and " " that starts with "\n" made one
  *     space, then spaces stripped from both ends: the deliverable on one line.
@@ -206,6 +214,132 @@ static PyObject *tokens(PyObject *self, PyObject *args)
         i = end;
     }
     PyBuffer_Release(&table);
+    return out;
+}
+
+/* The end of the word at i, or -1 when no word starts there (the loop of tokens()). */
+static Py_ssize_t token_end(const Text *t, Py_ssize_t i, int numbers)
+{
+    Py_UCS4 c = at(t, i);
+    unsigned int b = bits(t, c);
+    Py_ssize_t end = -1;
+    if (numbers && (b & NUMBER_BIT))
+        end = number_end(t, i);
+    if (end < 0 && (b & CJK_BIT))
+        end = i + 1;
+    if (end < 0 && is_alnum(t, c))
+        end = word_end(t, i);
+    return end;
+}
+
+typedef struct {
+    Py_ssize_t start, len;
+    Py_uhash_t hash;
+} Seen;
+
+static int same(const Text *t, const Seen *a, Py_ssize_t start, Py_ssize_t len)
+{
+    if (a->len != len)
+        return 0;
+    for (Py_ssize_t k = 0; k < len; k++)
+        if (at(t, a->start + k) != at(t, start + k))
+            return 0;
+    return 1;
+}
+
+static PyObject *distinct_tokens(PyObject *self, PyObject *args)
+{
+    PyObject *text;
+    Py_buffer table;
+    int numbers;
+    if (!PyArg_ParseTuple(args, "y*Up:distinct_tokens", &table, &text, &numbers))
+        return NULL;
+    Text t;
+    if (open_text(&t, text, &table) < 0)
+        return NULL;
+    /* An open-addressing set of the words seen (where each first occurs), at most half full. */
+    Py_ssize_t cap = 64, used = 0;
+    Seen *seen = PyMem_Calloc(cap, sizeof(Seen));
+    PyObject *out = seen == NULL ? NULL : PyList_New(0);
+    Py_ssize_t i = 0;
+    while (out != NULL && i < t.n) {
+        Py_ssize_t end = token_end(&t, i, numbers);
+        if (end < 0) {
+            i++;
+            continue;
+        }
+        Py_uhash_t h = 14695981039346656037ULL; /* FNV-1a over the code points */
+        for (Py_ssize_t k = i; k < end; k++)
+            h = (h ^ at(&t, k)) * 1099511628211ULL;
+        Py_ssize_t slot = h & (cap - 1);
+        while (seen[slot].len && !(seen[slot].hash == h && same(&t, &seen[slot], i, end - i)))
+            slot = (slot + 1) & (cap - 1);
+        if (!seen[slot].len) {
+            PyObject *word = PyUnicode_Substring(text, i, end);
+            if (word == NULL || PyList_Append(out, word) < 0)
+                Py_CLEAR(out);
+            Py_XDECREF(word);
+            seen[slot] = (Seen){i, end - i, h};
+            if (++used * 2 > cap) {
+                Py_ssize_t bigger = cap * 4;
+                Seen *grown = PyMem_Calloc(bigger, sizeof(Seen));
+                if (grown == NULL) {
+                    PyErr_NoMemory();
+                    Py_CLEAR(out);
+                } else {
+                    for (Py_ssize_t k = 0; k < cap; k++) {
+                        if (!seen[k].len)
+                            continue;
+                        Py_ssize_t to = seen[k].hash & (bigger - 1);
+                        while (grown[to].len)
+                            to = (to + 1) & (bigger - 1);
+                        grown[to] = seen[k];
+                    }
+                    PyMem_Free(seen);
+                    seen = grown;
+                    cap = bigger;
+                }
+            }
+        }
+        i = end;
+    }
+    if (seen == NULL)
+        PyErr_NoMemory();
+    PyMem_Free(seen);
+    PyBuffer_Release(&table);
+    return out;
+}
+
+static PyObject *to_units(PyObject *self, PyObject *text)
+{
+    if (!PyUnicode_Check(text)) {
+        PyErr_SetString(PyExc_TypeError, "to_units() takes a str");
+        return NULL;
+    }
+    if (PyUnicode_KIND(text) != PyUnicode_4BYTE_KIND) /* nothing beyond the BMP */
+        return Py_NewRef(text);
+    const Py_UCS4 *p = PyUnicode_4BYTE_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text), astral = 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        astral += p[i] > 0xFFFF;
+    if (!astral) /* a wide string holding no astral character (a lone surrogate is not one) */
+        return Py_NewRef(text);
+    /* Every character of the result is in the BMP and the surrogates are above Latin-1: the
+     * result's kind is two bytes. */
+    PyObject *out = PyUnicode_New(n + astral, 0xFFFF);
+    if (out == NULL)
+        return NULL;
+    Py_UCS2 *q = PyUnicode_2BYTE_DATA(out);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_UCS4 c = p[i];
+        if (c > 0xFFFF) {
+            c -= 0x10000;
+            *q++ = (Py_UCS2)(0xD800 + (c >> 10));
+            *q++ = (Py_UCS2)(0xDC00 + (c & 0x3FF));
+        } else {
+            *q++ = (Py_UCS2)c;
+        }
+    }
     return out;
 }
 
@@ -515,6 +649,8 @@ static PyObject *find_all(PyObject *self, PyObject *args)
 static PyMethodDef methods[] = {
     {"classes", classes, METH_VARARGS, "classes(table, text): the class bits of text (BMP | astral << 16)."},
     {"tokens", tokens, METH_VARARGS, "tokens(table, text, numbers): the words of text."},
+    {"distinct_tokens", distinct_tokens, METH_VARARGS, "distinct_tokens(table, text, numbers): the different words, first first."},
+    {"to_units", to_units, METH_O, "to_units(text): astral characters as surrogate pairs."},
     {"flatten", flatten, METH_O, "flatten(text): the text on one line (see the module comment)."},
     {"has_ascii_ci", has_ascii_ci, METH_VARARGS, "has_ascii_ci(text, needles): a needle, any case."},
     {"lower", lower, METH_VARARGS, "lower(table, mapping, text): toLowerCase() (see the module comment)."},

@@ -4,12 +4,13 @@ Normalizing and folding first ask which of their steps have work (a curly apostr
 invisible character, a combining mark…), and several rules split a text into words. With ``re``
 each class is a scan of its own, about 10 µs per 4 KB each, several times per result. Here every
 code point has 16 bits of classes, at Unicode 17.0 (the reference's version, from the generated
-``_unicode_tables``), and six functions read a text once:
+``_unicode_tables``), and these functions read a text once:
 
 - ``classes(text, mask)``: the OR of the bits of the text's BMP characters, and above them
   (shifted by ``ASTRAL``) of its astral ones, which ``re`` removes in a pass of their own, for
   the classes in ``mask`` (the ``re`` twin then searches for those only);
-- ``tokens(text, numbers)``: its words, as the reference's word patterns find them;
+- ``tokens(text, numbers)``: its words, as the reference's word patterns find them (and
+  ``distinct_tokens``: the different ones, without a string made for each repeat);
 - ``flatten(text)``: the text on one line;
 - ``has_ascii_ci(text, needles)``: whether a needle occurs, ASCII letters in either case;
 - ``lower(text)``: JavaScript's ``toLowerCase()`` at Unicode 17.0 (the interpreter's
@@ -382,6 +383,16 @@ def _tokens_c(text: str, numbers: bool) -> list[str]:
     return cast(list[str], speedups.tokens(TABLE, text, numbers))
 
 
+def distinct_tokens_re(text: str, numbers: bool) -> list[str]:
+    """``distinct_tokens`` in ``re``: the different words, in the order they first appear."""
+    return list(dict.fromkeys(tokens(text, numbers)))
+
+
+def _distinct_tokens_c(text: str, numbers: bool) -> list[str]:
+    assert speedups is not None
+    return cast(list[str], speedups.distinct_tokens(TABLE, text, numbers))
+
+
 def _lower_c(text: str) -> str:
     assert speedups is not None
     return cast(str, speedups.lower(TABLE, LOWER_MAP, text))
@@ -390,6 +401,7 @@ def _lower_c(text: str) -> str:
 # The C functions where the extension was built, else their twins.
 classes = _classes_c if speedups is not None else classes_re
 tokens = _tokens_c if speedups is not None else tokens_re
+distinct_tokens = _distinct_tokens_c if speedups is not None else distinct_tokens_re
 flatten = speedups.flatten if speedups is not None else flatten_re
 has_ascii_ci = speedups.has_ascii_ci if speedups is not None else has_ascii_ci_re
 lower = _lower_c if speedups is not None else lower_re
