@@ -1,7 +1,7 @@
 """The service's upkeep, run at start and every little while: what no request triggers.
 
 - paid calls a stopped process left pending are ended as system errors, their reservations
-  returned against a receipt (:meth:`adjudge.app.gateway.Gateway.recover`);
+  returned against a receipt (:meth:`adjudge.app.gateway.calls.Gateway.recover`);
 - takes whose window ended with nothing submitted lapse, and their tasks open again
   (:meth:`adjudge.app.tasks.Tasks.lapse_due`; a take lapses anyway at the first action on or
   read of its task, so this is what makes it happen when nobody looks);
@@ -9,7 +9,7 @@
   (:meth:`adjudge.app.tasks.Tasks.escalate_overdue`; also at the first action on or read of
   the task);
 - providers' held charges whose report deadline passed are paid into their wallets
-  (:meth:`adjudge.app.gateway.Gateway.mature_holds`).
+  (:meth:`adjudge.app.gateway.calls.Gateway.mature_holds`).
 
 Each pass is idempotent and safe to run from every ``serve`` process at once: each step is a
 conditional write that only one process wins. A failed pass is logged and tried again.
@@ -25,9 +25,6 @@ if TYPE_CHECKING:
     from adjudge.app import App
 
 log = logging.getLogger("adjudge.maintenance")
-
-#: How often the upkeep runs, in seconds, when the operator does not say.
-DEFAULT_EVERY = 30.0
 
 
 def run_once(app: App) -> dict[str, int]:
@@ -55,11 +52,12 @@ def run_once(app: App) -> dict[str, int]:
 
 
 class MaintenanceWorker:
-    """Runs :func:`run_once` on a daemon thread every ``every`` seconds until :meth:`stop`."""
+    """Runs :func:`run_once` on a daemon thread every ``every`` seconds (by default the app's
+    ``upkeep_seconds`` setting) until :meth:`stop`."""
 
-    def __init__(self, app: App, *, every: float = DEFAULT_EVERY) -> None:
+    def __init__(self, app: App, *, every: float | None = None) -> None:
         self.app = app
-        self.every = every
+        self.every = app.settings.upkeep_seconds if every is None else every
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
