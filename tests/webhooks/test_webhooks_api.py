@@ -209,7 +209,7 @@ def test_the_poster_hears_when_a_sealed_reveal_is_due(sqlite_store: Store) -> No
 
     h = make_harness(
         sqlite_store,
-        webhooks=SETTINGS,
+        settings=SETTINGS,
         real_checker=True,
         issuer=SignedReceipts(SigningKey.generate()),
     )
