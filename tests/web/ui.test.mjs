@@ -86,6 +86,22 @@ test("actions follow the status, the mode and who is asking", () => {
   assert.deepEqual(actionsFor(task(), null), []);
 });
 
+test("a timed action is offered only once its time has come, by the service's clock, and says when", () => {
+  const at = "2026-12-06T10:00:00+00:00";
+  const assigned = task({ status: "assigned", agent: "ann", deadline: "2026-12-08T10:00:00+00:00", accepted_at: at, as_of: at });
+  const later = actionsFor(assigned, pat);
+  assert.deepEqual(later.map(([a]) => a), ["later", "later"]);
+  assert.match(later[0][1], /release the agent from 2026-12-07 10:00 UTC/);
+  assert.match(later[1][1], /reclaim the reward from 2026-12-08 10:00 UTC, after the deadline/);
+  assert.deepEqual(names({ ...assigned, as_of: "2026-12-08T10:00:01+00:00" }, pat), ["release", "reclaim"]);
+  // A failed verdict: the later of the deadline and the agent's 3-day appeal window.
+  const failed = task({ status: "failed", agent: "ann", attempts: 1, deadline: at, failed_at: "2026-12-06T09:00:00+00:00", as_of: "2026-12-07T00:00:00+00:00" });
+  assert.match(actionsFor(failed, pat).at(-1)[1], /from 2026-12-09 09:00 UTC/);
+  const escalated = task({ status: "escalated", agent: "ann", escalated_at: at, as_of: at });
+  assert.match(actionsFor(escalated, ann)[0][1], /collect the reward from 2026-12-20 10:00 UTC/);
+  assert.deepEqual(names({ ...escalated, as_of: "2026-12-21T00:00:00+00:00" }, ann), ["collect"]);
+});
+
 test("reasons and criteria as typed", () => {
   assert.deepEqual(reasonLines("too short\n\n  no sources  \n"), ["too short", "no sources"]);
   assert.deepEqual(parseCriteria(""), { criteria: {} });

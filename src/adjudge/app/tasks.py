@@ -607,7 +607,9 @@ class Tasks:
         view = self.unit.read(read)
         if view is None:
             view = self.unit.write(lambda tx: task_view(tx, self._lapse(tx, task_id)[0], viewer))
-        return shown(view)
+        # The service's time of this reading: a page offers a timed action (reclaim after the
+        # deadline) by this clock, not by the reader's.
+        return shown({**view, "as_of": now.isoformat()})
 
     # --- lapses -----------------------------------------------------------------------------
 

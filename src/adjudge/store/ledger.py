@@ -23,6 +23,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from adjudge.errors import InternalError, StateError
 from adjudge.market import WORLD, Transfer
+from adjudge.market.money import shown
 from adjudge.store import receipt_log
 from adjudge.store import schema as s
 from adjudge.store.transaction import Transaction
@@ -77,7 +78,7 @@ def transfer(
             tx.run(_DEBIT_WORLD, {"acct": debit, "amt": total})
         elif tx.run(_DEBIT, {"acct": debit, "amt": total}).rowcount != 1:
             raise StateError(
-                f"{debit} holds too little to move {total}.", code="INSUFFICIENT_FUNDS"
+                f"{debit} holds too little to move {shown(total)}.", code="INSUFFICIENT_FUNDS"
             )
         for t in run:
             tx.run(upsert, {"account": t.credit, "amount": t.amount})

@@ -454,7 +454,8 @@ function actions(task) {
   const out = [];
   if (delivering.length) out.push(deliverForm(task, delivering));
   for (const [action, label] of offered) {
-    if (action !== "submit" && action !== "dry-run") out.push(actionForm(task, action, label));
+    if (action === "later") out.push(h("p", { class: "later" }, label));
+    else if (action !== "submit" && action !== "dry-run") out.push(actionForm(task, action, label));
   }
   return out;
 }

@@ -57,11 +57,23 @@ export function shortTime(iso) {
   return t.toISOString().slice(0, 16).replace("T", " ") + " UTC";
 }
 
+const HOUR = 3600 * 1000;
+
+/** When `iso` plus `hours` is still ahead of `now` (ms), that moment as a Date; else null
+ * (passed, or no time known: the service decides). */
+function ahead(iso, hours, now) {
+  if (!iso) return null;
+  const at = new Date(Date.parse(iso) + hours * HOUR);
+  return Number.isNaN(at.getTime()) || at.getTime() <= now ? null : at;
+}
+
 /**
  * The actions worth offering `me` on `task`: the service decides for real (and answers with a
  * code when it refuses); this only hides buttons that cannot apply. Each is [action, label].
+ * An action that waits on a time still ahead of `now` (the service's clock: the task's
+ * `as_of`, else this browser's) is not offered: it comes as ["later", "what, from when"].
  */
-export function actionsFor(task, me) {
+export function actionsFor(task, me, now = Date.parse(task?.as_of ?? "") || Date.now()) {
   if (!task || !me) return [];
   const roles = new Set(me.roles || []);
   const isPoster = task.poster === me.id;
@@ -69,6 +81,18 @@ export function actionsFor(task, me) {
   const open = task.attempts < task.max_attempts;
   const out = [];
   const add = (action, label) => out.push([action, label]);
+  // A timed action: offered once every [iso, hours] wait has passed, else said (`later` names
+  // the moment as {from}).
+  const timed = (action, label, later, waits) => {
+    const until = waits.map(([iso, hours]) => ahead(iso, hours, now)).filter(Boolean);
+    if (!until.length) add(action, label);
+    else {
+      const from = new Date(Math.max(...until.map((d) => d.getTime())));
+      add("later", later.replace("{from}", shortTime(from.toISOString())));
+    }
+  };
+  const reclaim = (waits = [[task.deadline, 0]]) =>
+    timed("reclaim", "Reclaim after the deadline", "You can reclaim the reward from {from}, after the deadline.", waits);
   switch (task.status) {
     case "funded":
       if (roles.has("agent") && !isPoster) add("accept", "Take this task");
@@ -79,20 +103,22 @@ export function actionsFor(task, me) {
         add("submit", "Submit a result");
         add("dry-run", "Dry run a draft");
       }
-      if (isPoster && task.attempts === 0) add("release", "Release the agent (24 h after it took the task)");
-      if (isPoster) add("reclaim", "Reclaim after the deadline");
+      if (isPoster && task.attempts === 0) {
+        timed("release", "Release the agent (24 h after it took the task)", "You can release the agent from {from}, 24 h after it took the task.", [[task.accepted_at, 24]]);
+      }
+      if (isPoster) reclaim();
       break;
     case "submitted":
       if (isAgent && task.mode === "auto") add("finalize", "Finalize: run the auto check");
       if (isPoster && task.mode === "manual") add("review", "Review: approve or reject");
       if (isPoster || isAgent) add("dispute", "Dispute");
-      if (isPoster) add("reclaim", "Reclaim after the deadline");
+      if (isPoster) reclaim();
       break;
     case "awaiting_verification":
       // A verifier's verdict is signed with the verifier's private key, which stays out of the
       // browser: the page shows the command that signs and posts it.
       if (task.verifier === me.id) add("verdict-help", "Post a verifier verdict");
-      if (isPoster) add("reclaim", "Reclaim after the deadline");
+      if (isPoster) reclaim();
       break;
     case "failed":
       if (isAgent && open) {
@@ -100,10 +126,11 @@ export function actionsFor(task, me) {
         add("dry-run", "Dry run a draft");
       }
       if (isPoster || isAgent) add("dispute", "Dispute");
-      if (isPoster) add("reclaim", "Reclaim after the deadline");
+      // After a failed verdict the agent has 3 days to appeal before the reward goes back.
+      if (isPoster) reclaim([[task.deadline, 0], [task.failed_at, 72]]);
       break;
     case "escalated":
-      if (isAgent) add("collect", "Collect (14 days after escalation)");
+      if (isAgent) timed("collect", "Collect (14 days after escalation)", "You can collect the reward from {from}, 14 days after escalation.", [[task.escalated_at, 14 * 24]]);
       break;
     default:
       break;
