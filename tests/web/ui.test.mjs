@@ -4,6 +4,9 @@ import { test } from "node:test";
 
 import {
   actionsFor,
+  csv,
+  ledgerRow,
+  LEDGER_CSV_HEADER,
   callActionsFor,
   chainCommand,
   replayCommands,
@@ -317,4 +320,12 @@ test("the criteria lint as the post form shows it", () => {
   assert.equal(clean.margin, null);
   assert.match(clean.note, /manual mode/);
   assert.equal(lintView({ findings: [], margin: null, summary: "" }).heading, "No findings");
+});
+
+test("CSV quotes what needs quoting and defuses formulas", () => {
+  assert.equal(csv([["a", "b,c"], ['say "hi"', "x\ny"]]), 'a,"b,c"\r\n"say ""hi""","x\ny"\r\n');
+  assert.equal(csv([["=SUM(A1)", "-1.5", "-2000000", "@x", null]]), "'=SUM(A1),-1.5,-2000000,'@x,\r\n");
+  const row = ledgerRow({ at: "t", account: "wallet:pat", counterpart: "escrow:t1", kind: "fund", amount: "-1500000", task_id: "t1", receipt_id: null, txn: "x" });
+  assert.deepEqual(row, ["t", "wallet:pat", "escrow:t1", "fund", "-1.5", "-1500000", "t1", "", "x"]);
+  assert.equal(LEDGER_CSV_HEADER.length, row.length);
 });

@@ -163,7 +163,6 @@ class Receipts:
 
         return self.unit.read(run)
 
-
     def ledger_lines(
         self,
         viewer: Account,
@@ -203,8 +202,8 @@ class Receipts:
         which = ledger.Movements(
             accounts=accounts,
             kind=kind,
-            since=_moment(since, "since", end_of_day=False),
-            until=_moment(until, "until", end_of_day=True),
+            since=moment(since, "since", end_of_day=False),
+            until=moment(until, "until", end_of_day=True),
         )
 
         def run(tx: Transaction) -> dict[str, Any]:
@@ -219,6 +218,7 @@ class Receipts:
             return page
 
         return self.unit.read(run)
+
 
 def _may_see_task(tx: Transaction, viewer: Account, task_id: str) -> None:
     stored = records.task(tx, task_id)
@@ -242,7 +242,7 @@ def _visible(tx: Transaction, viewer: Account, receipt_id: str) -> StoredReceipt
     return found
 
 
-def _moment(text: str | None, name: str, *, end_of_day: bool) -> datetime | None:
+def moment(text: str | None, name: str, *, end_of_day: bool) -> datetime | None:
     """An ISO date or time as a UTC moment (None for none); a bare date is its first moment,
     or with ``end_of_day`` the first moment of the next day. ``INVALID_REQUEST`` otherwise."""
     if text is None or not text.strip():

@@ -650,10 +650,14 @@ class Tasks:
         status: str | None = None,
         mode: str | None = None,
         mine: bool = False,
+        poster: str | None = None,
+        agent: str | None = None,
+        text: str | None = None,
         limit: int = 50,
         cursor: str | None = None,
     ) -> dict[str, Any]:
-        """Tasks newest first, a page at a time: summaries only (no brief, no criteria)."""
+        """Tasks newest first, a page at a time: summaries only (no brief, no criteria);
+        ``poster``, ``agent`` and ``text`` (in the title) narrow them."""
         if status is not None and status not in {s.value for s in Status}:
             raise BadInput(
                 f"No status {status!r}; use one of {', '.join(s.value for s in Status)}.",
@@ -671,6 +675,9 @@ class Tasks:
                 status=status,
                 mode=mode,
                 involving=viewer.id if mine else None,
+                poster=poster,
+                agent=agent,
+                text=text,
                 limit=limit,
                 cursor=cursor,
             )

@@ -26,8 +26,8 @@ from adjudge.errors import BadInput, InternalError, StateError
 from adjudge.market import WORLD, Transfer
 from adjudge.market.money import shown
 from adjudge.store import receipt_log
-from adjudge.store.records import decode_cursor, encode_cursor
 from adjudge.store import schema as s
+from adjudge.store.records import decode_cursor, encode_cursor
 from adjudge.store.transaction import Transaction
 
 #: Ledger accounts that hold money for a decision still to come: releasing from one needs a

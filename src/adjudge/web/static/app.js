@@ -4,13 +4,17 @@
 // included, is a fetch with the key; the page never navigates to the API.
 import {
   CURRENCY,
+  LEDGER_CSV_HEADER,
+  LEDGER_KINDS,
   actionsFor,
   callActionsFor,
   chainCommand,
+  csv,
   errorText,
   eventTypes,
   failureRate,
   hashOf,
+  ledgerRow,
   lintView,
   money,
   moneyState,
@@ -249,39 +253,63 @@ document.querySelector("#key-form").addEventListener("submit", async (event) => 
 
 // --- tasks ------------------------------------------------------------------------------------
 
-async function taskList(cursor) {
+const TASK_STATUSES = ["funded", "assigned", "submitted", "awaiting_verification", "failed", "disputed", "escalated", "completed", "cancelled"];
+const TASK_FILTERS = ["status", "mode", "poster", "agent", "text"];
+
+async function taskList(query = {}, cursor) {
   const render = claim();
-  const page = await api("GET", "/tasks" + (cursor ? `?cursor=${encodeURIComponent(cursor)}` : ""));
+  const filters = Object.fromEntries(TASK_FILTERS.map((k) => [k, query[k]]));
+  const page = await api("GET", withQuery("/tasks", { ...filters, limit: 50, cursor }));
   const tasks = page.tasks;
-  const rows = tasks.map((t) =>
-    h(
-      "tr",
-      {},
-      h("td", {}, h("a", { href: `#/tasks/${t.id}` }, t.title)),
-      h("td", {}, t.mode),
-      h("td", {}, statusBadge(t.status)),
-      h("td", { class: "num" }, money(t.reward)),
-      h("td", {}, shortTime(t.deadline)),
-      h("td", {}, t.poster),
-      h("td", {}, t.agent || ""),
-    ),
+  const text = h("input", { type: "search", name: "text", value: query.text || "", "aria-label": "Search titles", placeholder: "words in the title" });
+  const status = h(
+    "select",
+    { name: "status", "aria-label": "Status" },
+    h("option", { value: "" }, "any status"),
+    TASK_STATUSES.map((v) => h("option", { value: v, selected: v === query.status }, words(v))),
   );
+  const mode = h(
+    "select",
+    { name: "mode", "aria-label": "Mode" },
+    h("option", { value: "" }, "any mode"),
+    ["auto", "agent", "manual"].map((v) => h("option", { value: v, selected: v === query.mode }, v)),
+  );
+  const poster = h("input", { type: "text", name: "poster", value: query.poster || "", "aria-label": "Poster", placeholder: "poster" });
+  const agent = h("input", { type: "text", name: "agent", value: query.agent || "", "aria-label": "Agent", placeholder: "agent" });
+  const filtered = TASK_FILTERS.some((k) => query[k]);
+  const rows = tasks.map((t) => [
+    h("a", { href: `#/tasks/${t.id}` }, t.title),
+    t.mode,
+    statusBadge(t.status),
+    h("td", { class: "num" }, money(t.reward)),
+    shortTime(t.deadline),
+    t.poster,
+    t.agent || "",
+  ]);
   render(
     h("h2", {}, "Tasks"),
+    h(
+      "form",
+      {
+        class: "filters task-filters",
+        onsubmit: (event) => {
+          event.preventDefault();
+          location.hash = hashOf(["tasks"], { text: text.value, status: status.value, mode: mode.value, poster: poster.value, agent: agent.value });
+        },
+      },
+      text,
+      status,
+      mode,
+      poster,
+      agent,
+      h("button", { type: "submit" }, "Search"),
+      filtered ? h("a", { href: "#/tasks" }, "Clear") : null,
+    ),
     tasks.length
-      ? h(
-          "table",
-          { class: "tasks" },
-          h(
-            "thead",
-            {},
-            h("tr", {}, ...["Title", "Mode", "Status", "Reward", "Deadline", "Poster", "Agent"].map((c) => h("th", {}, c))),
-          ),
-          h("tbody", {}, rows),
-        )
-      : h("p", {}, "No tasks yet."),
+      ? table("tasks", ["Title", "Mode", "Status", "Reward", "Deadline", "Poster", "Agent"], rows)
+      : h("p", {}, filtered ? "No task matches these filters." : "No tasks yet."),
     page.next_cursor
-      ? h("p", {}, h("button", { type: "button", onclick: () => taskList(page.next_cursor) }, "Older tasks"))
+      ? h("p", {}, h("button", { type: "button", onclick: () => taskList(query, page.next_cursor) }, "Older tasks"))
       : null,
   );
 }
@@ -1016,7 +1044,7 @@ async function callList(query, cursor) {
   const render = claim();
   const page = await api(
     "GET",
-    withQuery("/gateway/calls", { tool: query.tool, provider: query.provider, verdict: query.verdict, limit: 50, cursor }),
+    withQuery("/gateway/calls", { tool: query.tool, provider: query.provider, verdict: query.verdict, since: query.since, until: query.until, limit: 50, cursor }),
   );
   const tool = h("input", { type: "text", name: "tool", value: query.tool || "", "aria-label": "Tool", placeholder: "tool" });
   const provider = h("input", { type: "text", name: "provider", value: query.provider || "", "aria-label": "Provider", placeholder: "provider" });
@@ -1026,7 +1054,9 @@ async function callList(query, cursor) {
     h("option", { value: "" }, "any verdict"),
     CALL_VERDICTS.map((v) => h("option", { value: v, selected: v === query.verdict }, words(v))),
   );
-  const filtered = query.tool || query.provider || query.verdict;
+  const since = h("input", { type: "date", name: "since", value: query.since || "", "aria-label": "Started from (UTC day)" });
+  const until = h("input", { type: "date", name: "until", value: query.until || "", "aria-label": "Started through (UTC day)" });
+  const filtered = query.tool || query.provider || query.verdict || query.since || query.until;
   render(
     h("h2", {}, "Calls"),
     h(
@@ -1035,12 +1065,14 @@ async function callList(query, cursor) {
         class: "filters",
         onsubmit: (event) => {
           event.preventDefault();
-          location.hash = hashOf(["calls"], { tool: tool.value, provider: provider.value, verdict: verdict.value });
+          location.hash = hashOf(["calls"], { tool: tool.value, provider: provider.value, verdict: verdict.value, since: since.value, until: until.value });
         },
       },
       tool,
       provider,
       verdict,
+      labelled("From", since),
+      labelled("Through", until),
       h("button", { type: "submit" }, "Filter"),
       filtered ? h("a", { href: "#/calls" }, "Clear") : null,
     ),
@@ -1431,7 +1463,7 @@ async function webhooksPage(query, notice, cursor) {
           "deliveries",
           ["Created", "Event", "Endpoint", "Status", "Attempts", "Last answer", "Last error", "Next attempt", "Replays", ""],
           page.deliveries.map((d) => [
-            shortTime(d.created_at),
+            h("a", { href: hashOf(["webhooks", "deliveries", d.id]), class: "delivery-link" }, shortTime(d.created_at)),
             h("code", {}, d.type),
             h("span", { class: "digest" }, urls.get(d.endpoint_id) || d.endpoint_id),
             statusBadge(d.status),
@@ -1453,6 +1485,166 @@ async function webhooksPage(query, notice, cursor) {
       : h("p", {}, "No deliveries."),
     page.next_cursor
       ? h("p", {}, h("button", { type: "button", onclick: () => webhooksPage(query, null, page.next_cursor) }, "Older deliveries"))
+      : null,
+  );
+}
+
+/** One delivery: the event it carries (the payload, as sent) and every attempt with the
+ * receiver's status and what went wrong. */
+async function deliveryDetail(id) {
+  const render = claim();
+  const d = await api("GET", `/webhooks/deliveries/${encodeURIComponent(id)}`);
+  const history = d.attempt_history || [];
+  render(
+    h("p", {}, h("a", { href: "#/webhooks" }, "← Webhooks")),
+    h("h2", {}, "Delivery ", h("span", { class: "digest" }, d.id)),
+    factList([
+      ["Event", h("code", {}, d.type)],
+      ["Status", statusBadge(d.status)],
+      ["Attempts", `${d.attempts} of ${d.max_attempts}`],
+      ["Next attempt", d.next_attempt_at ? shortTime(d.next_attempt_at) : null],
+      ["Delivered", d.delivered_at ? shortTime(d.delivered_at) : null],
+      ["Replays", String(d.replays)],
+      ["Created", shortTime(d.created_at)],
+      ["webhook-id", h("span", { class: "digest" }, d.message_id)],
+    ]),
+    h("h3", {}, "Attempts"),
+    history.length
+      ? table(
+          "attempts",
+          ["Attempt", "Time", "Outcome", "Status", "Receiver's answer or error"],
+          history.map((a) => [
+            h("td", { class: "num" }, String(a.attempt)),
+            shortTime(a.at),
+            statusBadge(a.ok ? "delivered" : "failed"),
+            a.status == null ? "no answer" : String(a.status),
+            h("td", { class: "reason" }, a.error || ""),
+          ]),
+        )
+      : h("p", {}, d.attempts ? "Its attempts were made before attempts were kept; the last is above." : "Not attempted yet."),
+    h("h3", {}, "Payload (as sent)"),
+    jsonBlock(d.payload, "Payload"),
+  );
+}
+
+// --- the ledger -------------------------------------------------------------------------------
+
+/** The filters the ledger page keeps in its URL. */
+const LEDGER_FILTERS = ["account", "kind", "since", "until"];
+
+/** A signed amount as people read it: "+2 USDC", "-0.5 USDC". */
+function signedMoney(minor) {
+  const text = String(minor);
+  return text.startsWith("-") ? money(text) : `+${money(text)}`;
+}
+
+/** Every movement of money the signed-in account may see (an admin's every account), newest
+ * first, with its other side and the receipt that released it; filters in the URL, the
+ * filter's totals, and the whole filtered ledger as CSV. */
+async function ledgerPage(query, cursor) {
+  const render = claim();
+  const filters = Object.fromEntries(LEDGER_FILTERS.map((k) => [k, query[k]]));
+  const page = await api("GET", withQuery("/ledger/lines", { ...filters, limit: 50, cursor, totals: cursor ? "" : "true" }));
+  const admin = page.accounts == null;
+  const account = admin
+    ? h("input", { type: "text", name: "account", value: query.account || "", "aria-label": "Account", placeholder: "account, e.g. wallet:pat" })
+    : h(
+        "select",
+        { name: "account", "aria-label": "Account" },
+        h("option", { value: "" }, "all of yours"),
+        page.accounts.map((a) => h("option", { value: a, selected: a === query.account }, a)),
+      );
+  const kind = h(
+    "select",
+    { name: "kind", "aria-label": "Kind" },
+    h("option", { value: "" }, "every kind"),
+    LEDGER_KINDS.map((k) => h("option", { value: k, selected: k === query.kind }, k)),
+  );
+  const since = h("input", { type: "date", name: "since", value: query.since || "", "aria-label": "From (UTC day)" });
+  const until = h("input", { type: "date", name: "until", value: query.until || "", "aria-label": "Through (UTC day)" });
+  const status = h("p", { class: "status-line", role: "status" });
+  const filtered = LEDGER_FILTERS.some((k) => query[k]);
+  const t = page.totals;
+  const link = (line) => {
+    const other = line.counterpart || "";
+    const task = /^escrow:(.+)$/.exec(other);
+    const call = /^hold:call:(.+)$/.exec(other);
+    if (task) return h("a", { href: hashOf(["tasks", task[1]]) }, other);
+    if (call) return h("a", { href: hashOf(["calls", call[1]]) }, other);
+    return other;
+  };
+  const exportCsv = async () => {
+    status.textContent = "…";
+    try {
+      const rows = [LEDGER_CSV_HEADER];
+      let next = null;
+      do {
+        const part = await api("GET", withQuery("/ledger/lines", { ...filters, limit: 500, cursor: next }));
+        rows.push(...part.lines.map(ledgerRow));
+        next = part.next_cursor;
+      } while (next);
+      download("ledger.csv", csv(rows), "text/csv");
+      status.textContent = `Saved ledger.csv (${rows.length - 1} lines).`;
+    } catch (err) {
+      status.replaceChildren(failure(err));
+    }
+  };
+  render(
+    h("h2", {}, "Ledger"),
+    h(
+      "p",
+      { class: "muted" },
+      admin
+        ? "Every movement of money, newest first: each transfer is two lines (out of one account, into another). Money leaves a task's escrow or a call's hold only against a signed receipt, linked on its line."
+        : `Your accounts' movements, newest first: ${page.accounts.join(" and ")}. Money released to you from an escrow or a hold names the signed receipt that released it.`,
+    ),
+    h(
+      "form",
+      {
+        class: "filters ledger-filters",
+        onsubmit: (event) => {
+          event.preventDefault();
+          location.hash = hashOf(["ledger"], { account: account.value, kind: kind.value, since: since.value, until: until.value });
+        },
+      },
+      labelled("Account", account),
+      labelled("Kind", kind),
+      labelled("From", since),
+      labelled("Through", until),
+      h("button", { type: "submit" }, "Filter"),
+      filtered ? h("a", { href: "#/ledger" }, "Clear") : null,
+    ),
+    t
+      ? h(
+          "section",
+          { class: "totals", "aria-label": "Totals" },
+          factList([
+            ["Lines", h("span", { class: "total-lines" }, t.lines)],
+            ["Money in", h("span", { class: "total-credits" }, money(t.credits))],
+            ["Money out", h("span", { class: "total-debits" }, money(t.debits))],
+            ["Net", h("span", { class: "total-net" }, signedMoney(t.net))],
+          ]),
+          h("p", { class: "muted" }, filtered ? "Totals of every line this filter keeps, not only this page." : "Totals of every line, not only this page: in and out net to zero across the whole ledger."),
+        )
+      : null,
+    h("p", { class: "buttons" }, h("button", { type: "button", class: "download", onclick: exportCsv }, "Download these lines (ledger.csv)")),
+    status,
+    page.lines.length
+      ? table(
+          "ledger",
+          ["Time", "Account", "Kind", "Amount", "Other side", "Receipt"],
+          page.lines.map((line) => [
+            shortTime(line.at),
+            h("span", { class: "digest" }, line.account),
+            line.kind,
+            h("td", { class: `num amount ${line.amount.startsWith("-") ? "debit" : "credit"}` }, signedMoney(line.amount)),
+            h("td", { class: "digest" }, link(line)),
+            line.receipt_id ? h("a", { href: hashOf(["receipts", line.receipt_id]), class: "receipt-link digest" }, line.receipt_id.slice(0, 16) + "…") : h("span", { class: "muted" }, "none needed"),
+          ]),
+        )
+      : h("p", {}, filtered ? "No line matches these filters." : "No money has moved yet."),
+    page.next_cursor
+      ? h("p", {}, h("button", { type: "button", onclick: () => ledgerPage(query, page.next_cursor) }, "Older lines"))
       : null,
   );
 }
@@ -1482,8 +1674,10 @@ async function route() {
     else if (view === "calls") await callList(query);
     else if (view === "reports") await reportQueue(query);
     else if (view === "providers" && id && more === "quality") await providerQuality(id, query);
+    else if (view === "webhooks" && id === "deliveries" && more) await deliveryDetail(more);
     else if (view === "webhooks") await webhooksPage(query);
-    else await taskList();
+    else if (view === "ledger") await ledgerPage(query);
+    else await taskList(query);
   } catch (err) {
     // Shown unless a later view has started since (its own page stands).
     if (tickets <= before + 1) show(failure(err));

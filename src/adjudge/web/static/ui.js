@@ -412,3 +412,25 @@ export function onceKey(fresh) {
     },
   };
 }
+
+/** Rows as CSV (RFC 4180: a field with a comma, a quote or a line break is quoted, its quotes
+ * doubled; lines end CRLF). A field that a spreadsheet would run as a formula (it starts with
+ * =, +, - or @ and is not a number) gets a leading apostrophe. */
+export function csv(rows) {
+  const field = (value) => {
+    let text = value == null ? "" : String(value);
+    if (/^[=+\-@]/.test(text) && !/^-?\d+(\.\d+)?$/.test(text)) text = `'${text}`;
+    return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+  };
+  return rows.map((row) => row.map(field).join(",") + "\r\n").join("");
+}
+
+/** The ledger's kinds (each transfer's memo), in the order the page offers them. */
+export const LEDGER_KINDS = ["deposit", "fund", "payout", "fee", "refund", "reserve", "charge", "void", "release", "report refund"];
+
+/** One ledger line as a CSV row, beside `LEDGER_CSV_HEADER`: the amount in the currency and in
+ * minor units (for a spreadsheet that must add exactly). */
+export const LEDGER_CSV_HEADER = ["time", "account", "other side", "kind", `amount (${CURRENCY.code})`, "amount (minor units)", "task", "receipt", "transfer"];
+export function ledgerRow(line) {
+  return [line.at, line.account, line.counterpart || "", line.kind, formatAmount(line.amount, CURRENCY.decimals), line.amount, line.task_id || "", line.receipt_id || "", line.txn];
+}
