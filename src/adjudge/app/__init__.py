@@ -20,6 +20,7 @@ from adjudge.app.bundles import Bundles
 from adjudge.app.calls import Calls
 from adjudge.app.clock import Clock, SystemClock
 from adjudge.app.criteria import CriteriaAdvice
+from adjudge.app.dashboards import Dashboards
 from adjudge.app.gateway import Gateway
 from adjudge.app.keys import Keys
 from adjudge.app.maintenance import MaintenanceWorker
@@ -89,6 +90,7 @@ class App:
             price_notice=self.settings.price_notice,
         )
         self.receipts = Receipts(self.unit, getattr(self.issuer, "fingerprint", None))
+        self.dashboards = Dashboards(self.unit, self.calls)
         self.bundles = Bundles(self.unit, getattr(self.issuer, "public_key", None))
         self.reviews = Reviews(self.unit)
         self.webhooks = Webhooks(self.unit, self.secrets, webhooks or WebhookSettings())

@@ -1,6 +1,7 @@
 """What the console reads: the ledger page's indexes (its lines newest first within an
 account, within a kind — the memo — and across the whole ledger, so a page walks one index
-range however long the history grows), and each webhook delivery's attempts.
+range however long the history grows), the dashboards' window of verdicts, and each
+webhook delivery's attempts.
 
 Deliveries attempted before this revision have no attempt history (their last attempt is on
 the delivery itself).
@@ -31,6 +32,7 @@ def upgrade() -> None:
     """Apply this revision."""
     for name, columns in _INDEXES.items():
         op.create_index(name, "ledger_entries", columns)
+    op.create_index("ix_verdicts_at", "verdicts", ["at"])
     op.create_table(
         "webhook_attempts",
         sa.Column("id", sa.Integer(), autoincrement=True, nullable=False),
@@ -49,5 +51,6 @@ def downgrade() -> None:
     """Revert this revision."""
     op.drop_index("ix_webhook_attempts_delivery_id", table_name="webhook_attempts")
     op.drop_table("webhook_attempts")
+    op.drop_index("ix_verdicts_at", table_name="verdicts")
     for name in _INDEXES:
         op.drop_index(name, table_name="ledger_entries")
