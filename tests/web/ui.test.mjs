@@ -4,7 +4,10 @@ import { test } from "node:test";
 
 import {
   actionsFor,
+  chartGeometry,
   csv,
+  ratioValue,
+  units,
   ledgerRow,
   LEDGER_CSV_HEADER,
   callActionsFor,
@@ -328,4 +331,32 @@ test("CSV quotes what needs quoting and defuses formulas", () => {
   const row = ledgerRow({ at: "t", account: "wallet:pat", counterpart: "escrow:t1", kind: "fund", amount: "-1500000", task_id: "t1", receipt_id: null, txn: "x" });
   assert.deepEqual(row, ["t", "wallet:pat", "escrow:t1", "fund", "-1.5", "-1500000", "t1", "", "x"]);
   assert.equal(LEDGER_CSV_HEADER.length, row.length);
+});
+
+test("a chart's bars stack per day on one scale, and its lines and references share it", () => {
+  const g = chartGeometry({
+    labels: ["2026-12-01", "2026-12-02"],
+    series: [
+      { name: "PASS", values: [3, 1] },
+      { name: "FAIL", values: [1, 0] },
+      { name: "rate", values: [0.5, null], kind: "line" },
+    ],
+    refs: [{ name: "declared", value: 2 }],
+    width: 100,
+    height: 50,
+  });
+  // The top of the scale is the tallest stack (3 + 1); a zero makes no bar.
+  assert.equal(g.yTicks.at(-1).label, "4");
+  assert.equal(g.bars.length, 3);
+  const [pass, fail] = g.bars;
+  assert.ok(Math.abs(fail.y + fail.h - pass.y) < 1e-9, "FAIL sits on PASS");
+  assert.ok(Math.abs(pass.h - 3 * fail.h) < 1e-9, "3 is three times as tall as 1");
+  assert.equal(fail.y, 8); // the top of the plot
+  assert.equal(g.lines[0].points.split(" ").length, 1); // a null is no point
+  assert.ok(Math.abs(g.refs[0].y - (8 + 20 * 0.5)) < 1e-9); // 2 of 4: halfway up the 20-high plot
+  assert.deepEqual(g.xTicks.map((t) => t.label), ["12-01", "12-02"]);
+  assert.equal(chartGeometry({ labels: ["d"], series: [{ name: "x", values: [0] }] }).yTicks.at(-1).label, "1");
+  assert.equal(units("1500000"), 1.5);
+  assert.equal(ratioValue("1/4"), 0.25);
+  assert.equal(ratioValue(null), null);
 });

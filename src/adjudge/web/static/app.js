@@ -8,6 +8,7 @@ import {
   LEDGER_KINDS,
   actionsFor,
   callActionsFor,
+  chartGeometry,
   chainCommand,
   csv,
   errorText,
@@ -25,11 +26,13 @@ import {
   parseTakeWindow,
   percent,
   price,
+  ratioValue,
   reasonLines,
   receiptFacts,
   replayCommands,
   shortTime,
   takeWindowText,
+  units,
   verifyCommand,
   words,
 } from "./ui.js";
@@ -1649,6 +1652,309 @@ async function ledgerPage(query, cursor) {
   );
 }
 
+// --- dashboards -------------------------------------------------------------------------------
+
+const SVG = "http://www.w3.org/2000/svg";
+
+/** An SVG element: the same as h(), in SVG's namespace. */
+function svg(tag, attrs = {}, ...children) {
+  const el = document.createElementNS(SVG, tag);
+  for (const [name, value] of Object.entries(attrs)) if (value != null) el.setAttribute(name, String(value));
+  for (const child of children.flat(Infinity)) {
+    if (child == null || child === false) continue;
+    el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return el;
+}
+
+/** A USDC amount as a chart's tick reads it ("0.25 USDC"). */
+function unitsText(v) {
+  return `${Number(v.toFixed(CURRENCY.decimals))} ${CURRENCY.code}`;
+}
+
+/** A whole count as a tick reads it. */
+function countText(v) {
+  return Number.isInteger(v) ? String(v) : v.toFixed(1);
+}
+
+/** A share (0..1) as a percentage. */
+function shareText(v) {
+  return `${Math.round(v * 1000) / 10}%`;
+}
+
+/**
+ * A chart with its numbers: the SVG (drawn here from chartGeometry; nothing is fetched), a
+ * legend, the same numbers as a table, and a button that saves them as CSV. `rows` are the
+ * table's cells as text, `headers` their names.
+ */
+function chartFigure({ id, title, labels, series, refs = [], format = countText, tick, headers, rows, note }) {
+  const g = chartGeometry({ labels, series, refs, format, tick });
+  const status = h("span", { class: "status-line", role: "status" });
+  const drawing = svg(
+    "svg",
+    { viewBox: `0 0 ${g.width} ${g.height}`, role: "img", "aria-labelledby": `${id}-title`, class: "chart", preserveAspectRatio: "xMinYMin meet" },
+    svg("title", { id: `${id}-title` }, `${title} (the numbers are in the table below)`),
+    g.yTicks.map((t) => [
+      svg("line", { x1: g.left - 4, x2: g.right, y1: t.y, y2: t.y, class: "grid" }),
+      svg("text", { x: g.left - 8, y: t.y + 4, class: "tick", "text-anchor": "end" }, t.label),
+    ]),
+    g.bars.map((b) => svg("rect", { x: b.x, y: b.y, width: b.w, height: Math.max(0.5, b.h), class: `mark s${b.series}` }, svg("title", {}, b.title))),
+    g.lines.map((l) => (l.points ? svg("polyline", { points: l.points, class: `trend s${l.series}` }, svg("title", {}, l.name)) : null)),
+    g.refs.map((r) => [
+      svg("line", { x1: g.left, x2: g.right, y1: r.y, y2: r.y, class: `ref r${r.series}` }, svg("title", {}, r.label)),
+      svg("text", { x: g.right - 2, y: r.y - 3, class: "tick ref-label", "text-anchor": "end" }, r.label),
+    ]),
+    g.xTicks.map((t) => svg("text", { x: t.x, y: g.height - 6, class: "tick", "text-anchor": "middle" }, t.label)),
+  );
+  const legend = h(
+    "ul",
+    { class: "legend" },
+    series.map((s, k) => h("li", {}, h("span", { class: `swatch s${k}`, "aria-hidden": "true" }), s.name)),
+    refs.map((r, k) => h("li", {}, h("span", { class: `swatch ref r${k}`, "aria-hidden": "true" }), r.name)),
+  );
+  return h(
+    "figure",
+    { class: "chart-figure", id },
+    h("figcaption", {}, h("h3", {}, title)),
+    drawing,
+    legend,
+    note ? h("p", { class: "muted" }, note) : null,
+    numbersTable(id, title, headers, rows, status),
+  );
+}
+
+/** The numbers of a chart or a list, as a table in a disclosure, and as CSV. */
+function numbersTable(id, title, headers, rows, status = h("span", { class: "status-line", role: "status" })) {
+  return h(
+    "div",
+    { class: "numbers" },
+    h(
+      "details",
+      {},
+      h("summary", {}, `The numbers (${rows.length} rows)`),
+      table(`numbers ${id}-numbers`, headers, rows.map((r) => r.map((c) => (typeof c === "number" ? h("td", { class: "num" }, String(c)) : c)))),
+    ),
+    h(
+      "button",
+      {
+        type: "button",
+        class: "download",
+        onclick: () => {
+          download(`${id}.csv`, csv([headers, ...rows.map((r) => r.map((c) => (c instanceof Node ? c.textContent : c)))]), "text/csv");
+          status.textContent = `Saved ${id}.csv.`;
+        },
+      },
+      `Download ${id}.csv`,
+    ),
+    status,
+  );
+}
+
+/** The dashboards this account may read, the operator's first. */
+function dashboardRoles() {
+  const roles = new Set((me && me.roles) || []);
+  return [roles.has("admin") ? "operator" : null, roles.has("provider") ? "provider" : null, "poster"].filter(Boolean);
+}
+
+async function dashboardPage(query) {
+  const render = claim();
+  const offered = dashboardRoles();
+  const role = offered.includes(query.role) ? query.role : offered[0];
+  const days = query.days || "30";
+  const board = await api("GET", withQuery(`/dashboard/${role}`, { days }));
+  const daysField = h("input", { type: "number", min: 1, max: 90, name: "days", value: days, "aria-label": "Days" });
+  const head = [
+    h("h2", {}, "Dashboard"),
+    offered.length > 1
+      ? h(
+          "nav",
+          { class: "tabs", "aria-label": "Dashboards" },
+          offered.map((r) => h("a", { href: hashOf(["dashboard"], { role: r, days: query.days }), "aria-current": r === role ? "page" : null }, words(r))),
+        )
+      : null,
+    h(
+      "form",
+      {
+        class: "filters",
+        onsubmit: (event) => {
+          event.preventDefault();
+          location.hash = hashOf(["dashboard"], { role, days: daysField.value });
+        },
+      },
+      labelled("Days", daysField),
+      h("button", { type: "submit" }, "Show"),
+    ),
+    h("p", { class: "muted" }, `The last ${board.days.length} UTC days, to ${shortTime(board.as_of)}. Hover a bar for its value; each chart's numbers are in the table under it.`),
+  ];
+  if (role === "operator") render(head, operatorBoard(board));
+  else if (role === "provider") render(head, providerBoard(board));
+  else render(head, posterBoard(board));
+}
+
+function callsChart(id, title, calls, days) {
+  return chartFigure({
+    id,
+    title,
+    labels: days,
+    series: calls.verdicts.map((v) => ({ name: words(v), values: calls.rows.map((r) => r[v] || 0) })),
+    headers: ["day", ...calls.verdicts],
+    rows: calls.rows.map((r) => [r.day, ...calls.verdicts.map((v) => r[v] || 0)]),
+  });
+}
+
+function verdictsChart(id, title, tasks, days) {
+  return chartFigure({
+    id,
+    title,
+    labels: days,
+    series: [
+      { name: "passed", values: tasks.map((r) => r.passed) },
+      { name: "failed", values: tasks.map((r) => r.failed) },
+    ],
+    headers: ["day", "passed", "failed"],
+    rows: tasks.map((r) => [r.day, r.passed, r.failed]),
+  });
+}
+
+function operatorBoard(b) {
+  const m = b.money;
+  const last = m[m.length - 1] || {};
+  const flows = [["charged", "charged to callers"], ["refunded", "refunded"], ["paid_out", "paid out"], ["fees", "fees"]];
+  const sum = (k) => m.reduce((t, r) => t + BigInt(r[k]), 0n).toString();
+  return [
+    h(
+      "section",
+      { class: "headline", "aria-label": "Now" },
+      factList([
+        ["Held in escrows and calls' holds", h("span", { class: "now-held" }, money(last.held || "0"))],
+        ["Held for providers (report windows)", h("span", { class: "now-provider-holds" }, money(last.provider_holds || "0"))],
+        ...flows.map(([k, label]) => [`${label[0].toUpperCase()}${label.slice(1)} in these days`, h("span", { class: `sum-${k.replace("_", "-")}` }, money(sum(k)))]),
+      ]),
+    ),
+    chartFigure({
+      id: "money-held",
+      title: "Money held at each day's end",
+      labels: b.days,
+      series: [
+        { name: "escrows and calls' holds", values: m.map((r) => units(r.held)), kind: "line" },
+        { name: "providers' holds", values: m.map((r) => units(r.provider_holds)), kind: "line" },
+      ],
+      format: unitsText,
+      headers: ["day", "held (minor units)", "provider holds (minor units)", `held (${CURRENCY.code})`, `provider holds (${CURRENCY.code})`],
+      rows: m.map((r) => [r.day, r.held, r.provider_holds, money(r.held), money(r.provider_holds)]),
+    }),
+    chartFigure({
+      id: "money-moved",
+      title: "Money moved each day",
+      labels: b.days,
+      series: flows.map(([k, label]) => ({ name: label, values: m.map((r) => units(r[k])) })),
+      format: unitsText,
+      headers: ["day", ...flows.map(([k]) => `${k} (minor units)`)],
+      rows: m.map((r) => [r.day, ...flows.map(([k]) => r[k])]),
+    }),
+    callsChart("calls-by-verdict", "Paid calls each day, by verdict", b.calls, b.days),
+    verdictsChart("task-verdicts", "Task verdicts each day", b.tasks, b.days),
+    h("h3", {}, "Providers closest to their declared failure rate"),
+    b.providers.length
+      ? [
+          table(
+            "providers-near",
+            ["Provider", "Observed", "Declared", "Observed ÷ declared", "Calls judged", "Failed"],
+            b.providers.map((p) => [
+              providerLink(p.provider),
+              failureRate(p.failure_rate),
+              failureRate(p.declared_failure_rate),
+              p.share_of_declared == null ? "—" : shareText(ratioValue(p.share_of_declared)),
+              h("td", { class: "num" }, String(p.observations)),
+              h("td", { class: "num" }, String(p.failures)),
+            ]),
+          ),
+          numbersTable(
+            "providers",
+            "Providers",
+            ["provider", "failure rate", "declared failure rate", "observed / declared", "observations", "failures"],
+            b.providers.map((p) => [p.provider, p.failure_rate || "", p.declared_failure_rate || "", p.share_of_declared || "", p.observations, p.failures]),
+          ),
+        ]
+      : h("p", {}, "No provider has declared quality terms."),
+  ];
+}
+
+function providerBoard(b) {
+  const q = b.quality;
+  const t = q.penalty_threshold;
+  const rates = b.calls.rows.map((r) => {
+    const judged = (r.PASS || 0) + (r.FAIL || 0);
+    return judged ? (r.FAIL || 0) / judged : null;
+  });
+  const refs = [];
+  if (q.declared_failure_rate) refs.push({ name: "declared failure rate", value: ratioValue(q.declared_failure_rate) });
+  if (t && t.rate) refs.push({ name: "penalty threshold", value: ratioValue(t.rate) });
+  const threshold = !t
+    ? "No quality terms declared: no penalty can be assessed."
+    : t.failures_at_least == null
+      ? `With ${t.observations} calls judged, no count of failures would be improbable enough under the declared rate at ${failureRate(q.confidence)} confidence.`
+      : `A penalty is proposed at ${t.failures_at_least} failures of the ${t.observations} calls judged (${failureRate(t.rate)})` +
+        (t.gate_met ? "." : `, once the sample gate of ${q.sample_gate} is met.`);
+  return [
+    h(
+      "section",
+      { class: "headline", "aria-label": "Quality now" },
+      factList([
+        ["Failure rate in the window", h("strong", { class: "failure-rate" }, failureRate(q.failure_rate))],
+        ["Declared failure rate", q.declared_failure_rate ? failureRate(q.declared_failure_rate) : "none declared"],
+        ["Penalty threshold", h("span", { class: "threshold" }, threshold)],
+        ["Window", `${shortTime(q.window.start)} to ${shortTime(q.window.end)}: ${q.window.pass} passed, ${q.window.fail} failed`],
+        ["Assessment", q.assessment],
+      ]),
+      h("p", {}, h("a", { href: hashOf(["providers", b.provider, "quality"]) }, "The quality page"), " · ", h("a", { href: hashOf(["calls"], { provider: b.provider }) }, "Your calls")),
+    ),
+    chartFigure({
+      id: "failure-rate",
+      title: "Failure rate each day against the declared rate",
+      labels: b.days,
+      series: [{ name: "failure rate that day", values: rates, kind: "line" }],
+      refs,
+      format: shareText,
+      headers: ["day", "passed", "failed", "failure rate"],
+      rows: b.calls.rows.map((r, i) => [r.day, r.PASS || 0, r.FAIL || 0, rates[i] == null ? "" : shareText(rates[i])]),
+      note: "Only PASS and FAIL count; a day with neither has no point.",
+    }),
+    callsChart("calls-by-verdict", "Your calls each day, by verdict", b.calls, b.days),
+    h("h3", {}, "Checks that failed most"),
+    b.failing_checks.length
+      ? [
+          table("failing-checks", ["Check", "Failures"], b.failing_checks.map((c) => [c.name, h("td", { class: "num" }, String(c.failures))])),
+          numbersTable("failing-checks", "Checks that failed most", ["check", "failures"], b.failing_checks.map((c) => [c.name, c.failures])),
+        ]
+      : h("p", {}, "No check failed in these days."),
+  ];
+}
+
+function posterBoard(b) {
+  const states = Object.keys(b.tasks_by_state);
+  return [
+    chartFigure({
+      id: "tasks-by-state",
+      title: "Your tasks by state",
+      labels: states,
+      series: [{ name: "tasks", values: states.map((s) => b.tasks_by_state[s]) }],
+      tick: (s) => words(s).split(" ")[0],
+      headers: ["state", "tasks"],
+      rows: states.map((s) => [s, b.tasks_by_state[s]]),
+    }),
+    verdictsChart("task-verdicts", "Verdicts on your tasks each day", b.tasks, b.days),
+    h("h3", {}, "Rules that fail most"),
+    b.failing_rules.length
+      ? [
+          table("failing-rules", ["Rule", "Failed verdicts"], b.failing_rules.map((r) => [h("code", {}, r.name), h("td", { class: "num" }, String(r.failures))])),
+          numbersTable("failing-rules", "Rules that fail most", ["rule", "failures"], b.failing_rules.map((r) => [r.name, r.failures])),
+          h("p", { class: "muted" }, "From the auto check's failed verdicts: each criterion scored below full marks, or the gate that stopped the check. Check criteria before funding on the post form."),
+        ]
+      : h("p", {}, "No rule failed in these days."),
+  ];
+}
+
 // --- routing ----------------------------------------------------------------------------------
 
 async function route() {
@@ -1677,6 +1983,7 @@ async function route() {
     else if (view === "webhooks" && id === "deliveries" && more) await deliveryDetail(more);
     else if (view === "webhooks") await webhooksPage(query);
     else if (view === "ledger") await ledgerPage(query);
+    else if (view === "dashboard") await dashboardPage(query);
     else await taskList(query);
   } catch (err) {
     // Shown unless a later view has started since (its own page stands).

@@ -434,3 +434,65 @@ export const LEDGER_CSV_HEADER = ["time", "account", "other side", "kind", `amou
 export function ledgerRow(line) {
   return [line.at, line.account, line.counterpart || "", line.kind, formatAmount(line.amount, CURRENCY.decimals), line.amount, line.task_id || "", line.receipt_id || "", line.txn];
 }
+
+/**
+ * Where a small chart's marks go, as numbers (the page draws them as SVG; no DOM here).
+ * `labels` are the x positions (days); each of `series` is {name, values, kind: "bar" |
+ * "line"}: bars stack per label, lines join their points; `refs` are horizontal lines
+ * {name, value} (a declared rate, a threshold). The y scale starts at 0 and ends at the
+ * largest stack, point or reference (1 when all are 0). `format` writes a value, `tick` a
+ * label under the axis (a day as "12-04").
+ */
+export function chartGeometry({ labels, series, refs = [], width = 640, height = 180, format = String, tick = (l) => String(l).slice(5) }) {
+  const pad = { left: 88, right: 8, top: 8, bottom: 22 };
+  const plotW = width - pad.left - pad.right;
+  const plotH = height - pad.top - pad.bottom;
+  const bars = series.filter((s) => s.kind !== "line");
+  const lines = series.filter((s) => s.kind === "line");
+  const stacks = labels.map((_, i) => bars.reduce((sum, s) => sum + Math.max(0, Number(s.values[i]) || 0), 0));
+  const points = lines.flatMap((s) => s.values.filter((v) => v != null).map(Number).filter((v) => Number.isFinite(v)));
+  const top = Math.max(0, ...stacks, ...points, ...refs.map((r) => Number(r.value) || 0)) || 1;
+  const y = (v) => pad.top + plotH - (Math.max(0, v) / top) * plotH;
+  const step = plotW / Math.max(1, labels.length);
+  const barW = Math.max(1, step * 0.7);
+  const x = (i) => pad.left + step * i + (step - barW) / 2;
+  const out = { width, height, left: pad.left, right: width - pad.right, bars: [], lines: [], refs: [], yTicks: [], xTicks: [] };
+  labels.forEach((label, i) => {
+    let base = 0;
+    bars.forEach((s, k) => {
+      const v = Math.max(0, Number(s.values[i]) || 0);
+      if (v > 0) {
+        out.bars.push({ x: x(i), y: y(base + v), w: barW, h: y(base) - y(base + v), series: k, title: `${label} · ${s.name}: ${format(v)}` });
+      }
+      base += v;
+    });
+  });
+  lines.forEach((s, k) => {
+    const at = s.values
+      .map((v, i) => [i, v == null ? NaN : Number(v)])
+      .filter(([, v]) => Number.isFinite(v))
+      .map(([i, v]) => `${(x(i) + barW / 2).toFixed(1)},${y(v).toFixed(1)}`);
+    out.lines.push({ series: bars.length + k, name: s.name, points: at.join(" ") });
+  });
+  refs.forEach((r, k) => out.refs.push({ series: k, name: r.name, y: y(Number(r.value) || 0), label: `${r.name}: ${format(Number(r.value) || 0)}` }));
+  for (const v of [0, top / 2, top]) out.yTicks.push({ y: y(v), label: format(v) });
+  const every = Math.max(1, Math.ceil(labels.length / 10));
+  labels.forEach((label, i) => {
+    if (i % every === 0 || i === labels.length - 1) out.xTicks.push({ x: x(i) + barW / 2, label: tick(label) });
+  });
+  return out;
+}
+
+/** Minor units as a plain number of the currency's units, for a chart's scale only (what a
+ * person reads beside it is `money`, exact). */
+export function units(minor, currency = CURRENCY) {
+  return Number(minor) / 10 ** currency.decimals;
+}
+
+/** An exact ratio ("1/4") as a number, null for none. */
+export function ratioValue(rate) {
+  if (rate == null) return null;
+  const m = /^(\d+)(?:\/(\d+))?$/.exec(String(rate));
+  if (!m || m[2] === "0") return null;
+  return Number(m[1]) / Number(m[2] || 1);
+}
