@@ -217,7 +217,7 @@ def test_the_poster_dashboard_tasks_search_and_a_timed_action(browser: Browser) 
     b.sign_in("pat")
     b.open("dashboard")
     page.locator("#tasks-by-state svg").wait_for()
-    counts = dict((r[0], int(r[1])) for r in _numbers(b, "tasks-by-state"))
+    counts = {r[0]: int(r[1]) for r in _numbers(b, "tasks-by-state")}
     assert counts == board["tasks_by_state"] and counts["assigned"] == counts["funded"] == 1
     _accessible(b, "poster dashboard")
     b.shot("console-poster-dashboard")
