@@ -139,6 +139,8 @@ def test_the_ledger_page_totals_and_lines_are_the_apis(
     ]
 
     b.sign_in(PROVIDER)
+    # The header names the provider's held money in USDC (it once printed an element's name).
+    assert page.locator("#held").inner_text() == shown(h.balance(f"held:{PROVIDER}"))
     b.open("ledger")
     page.locator("select[name=account]").wait_for()  # a non-admin picks among its own
     accounts = set(page.locator("table.ledger tbody tr td:nth-child(2)").all_inner_texts())

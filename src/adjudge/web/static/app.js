@@ -237,7 +237,7 @@ async function signIn() {
       h("strong", {}, me.id),
       ` (${me.roles.join(", ")}) · balance `,
       h("span", { id: "balance" }, money(me.balance)),
-      me.held && me.held !== "0" ? [" · held ", h("span", { id: "held" }, money(me.held))] : "",
+      ...(me.held && me.held !== "0" ? [" · held ", h("span", { id: "held" }, money(me.held))] : []),
       ` · reputation ${me.reputation}`,
     );
   } catch (err) {
@@ -1705,7 +1705,15 @@ function chartFigure({ id, title, labels, series, refs = [], format = countText,
       svg("text", { x: g.left - 8, y: t.y + 4, class: "tick", "text-anchor": "end" }, t.label),
     ]),
     g.bars.map((b) => svg("rect", { x: b.x, y: b.y, width: b.w, height: Math.max(0.5, b.h), class: `mark s${b.series}` }, svg("title", {}, b.title))),
-    g.lines.map((l) => (l.points ? svg("polyline", { points: l.points, class: `trend s${l.series}` }, svg("title", {}, l.name)) : null)),
+    g.lines.map((l) =>
+      l.points
+        ? [
+            svg("polyline", { points: l.points, class: `trend s${l.series}` }, svg("title", {}, l.name)),
+            // A dot at each point: a day alone between empty days is seen too.
+            l.points.split(" ").map((p) => svg("circle", { cx: p.split(",")[0], cy: p.split(",")[1], r: 3, class: `mark s${l.series}` })),
+          ]
+        : null,
+    ),
     g.refs.map((r) => [
       svg("line", { x1: g.left, x2: g.right, y1: r.y, y2: r.y, class: `ref r${r.series}` }, svg("title", {}, r.label)),
       svg("text", { x: g.right - 2, y: r.y - 3, class: "tick ref-label", "text-anchor": "end" }, r.label),
