@@ -259,11 +259,9 @@ Index("ix_tasks_status_verifier", tasks.c.status, tasks.c.verifier)
 Index("ix_tasks_posted", tasks.c.posted_at, tasks.c.id)
 # The ledger page's reads, newest first within an account, a kind, or the whole ledger
 # (adjudge.store.ledger.movements): a page walks one index range, however long the history.
-Index(
-    "ix_ledger_entries_account_at",
-    ledger_entries.c.account,
-    ledger_entries.c.at,
-    ledger_entries.c.id,
-)
-Index("ix_ledger_entries_memo_at", ledger_entries.c.memo, ledger_entries.c.at, ledger_entries.c.id)
-Index("ix_ledger_entries_at", ledger_entries.c.at, ledger_entries.c.id)
+_e = ledger_entries.c
+Index("ix_ledger_entries_account_at", _e.account, _e.at, _e.id)
+Index("ix_ledger_entries_memo_at", _e.memo, _e.at, _e.id)
+Index("ix_ledger_entries_at", _e.at, _e.id)
+# The dashboards' window of verdicts (adjudge.store.console).
+Index("ix_verdicts_at", verdicts.c.at)
