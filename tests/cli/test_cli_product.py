@@ -364,3 +364,15 @@ def test_the_client_raises_a_class_per_status_with_the_request_id(sqlite_store: 
                 assert refusal.status == 401
         code, _, err = _runner(h, url)("pat", "show", "task_none")
     assert code == 1 and re.fullmatch(r"TASK_NOT_FOUND: .* \(request [0-9a-f]{32}\)\n", err)
+
+
+def test_a_usage_error_is_one_plain_line_on_a_pipe() -> None:
+    """A usage error on a stderr that is not a terminal is the usage, the hint and one line
+    `Error: …` — no box, and no sentence broken to fit 80 columns."""
+    result = runner.invoke(
+        app, ["task", "review", "some-task", "--a-long-option-name-nobody-ever-declared-here"]
+    )
+    assert result.exit_code == 2
+    lines = result.stderr.splitlines()
+    assert lines[-1] == "Error: No such option: --a-long-option-name-nobody-ever-declared-here"
+    assert not any(c in result.stderr for c in "╭╰│")
