@@ -11,7 +11,7 @@ import sys
 from typing import Annotated
 
 import typer
-from typer import rich_utils
+from typer import _click, rich_utils
 from typer.core import TyperOption
 
 import adjudge
@@ -57,7 +57,7 @@ _typed = TyperOption.display_type_rich
 TyperOption.display_type_rich = _flag_type  # type: ignore[method-assign,assignment]
 
 
-def _usage_error(error: rich_utils._click.ClickException) -> None:
+def _usage_error(error: _click.ClickException) -> None:
     # Typer draws a usage error in a box as wide as the terminal, wrapping its sentence inside;
     # where stderr is not a terminal (a log, a pipe, a CI job) that box would break sentences
     # mid-line, so the error is printed plainly there: the usage, the hint, one line of error.
