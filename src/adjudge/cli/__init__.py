@@ -68,7 +68,7 @@ def _usage_error(error: _click.ClickException) -> None:
 
 
 _boxed = rich_utils.rich_format_error
-rich_utils.rich_format_error = _usage_error
+rich_utils.rich_format_error = _usage_error  # type: ignore[assignment]  # its parameter is `self`
 
 app = typer.Typer(
     name="adjudge",
