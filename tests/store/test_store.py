@@ -118,13 +118,12 @@ def test_receipts_chain(store: Store) -> None:
     """Each receipt names the digest of the one before it; the head is the last one. Appended
     receipts are chained as the transaction commits, in the order they were appended."""
     _seed(store)
-    issuer = FakeIssuer()
     with store.write() as tx:
         one = receipt_log.append(
-            tx, lambda prev: issuer.issue({"n": 1}, None, prev), task_id="t1", at=T0
+            tx, lambda prev: FakeIssuer.chained({"n": 1}, prev), task_id="t1", at=T0
         )
         two = receipt_log.append(
-            tx, lambda prev: issuer.issue({"n": 2}, None, prev), task_id="t1", at=T0
+            tx, lambda prev: FakeIssuer.chained({"n": 2}, prev), task_id="t1", at=T0
         )
         assert {one.id, two.id} <= tx.appended  # money may move against them at once
         assert tx.flushed == {}  # the head is not locked yet
@@ -236,18 +235,17 @@ def test_escrow_is_released_only_against_a_receipt_of_the_same_transaction(store
     _seed(store)
     fund = [Transfer(wallet_account("p"), "escrow:t1", 100, "fund")]
     payout = [Transfer("escrow:t1", wallet_account("a"), 100, "payout")]
-    issuer = FakeIssuer()
     with store.write() as tx:
         ledger.transfer(tx, fund, task_id="t1", at=T0)
         earlier = receipt_log.append(
-            tx, lambda prev: issuer.issue({"n": 1}, None, prev), task_id="t1", at=T0
+            tx, lambda prev: FakeIssuer.chained({"n": 1}, prev), task_id="t1", at=T0
         )
     for receipt_id in (None, earlier.id, "rcpt_made_up"):
         with pytest.raises(UnprovenRelease), store.write() as tx:
             ledger.transfer(tx, payout, task_id="t1", at=T0, receipt_id=receipt_id)
     with store.write() as tx:
         receipt = receipt_log.append(
-            tx, lambda prev: issuer.issue({"n": 2}, None, prev), task_id="t1", at=T0
+            tx, lambda prev: FakeIssuer.chained({"n": 2}, prev), task_id="t1", at=T0
         )
         ledger.transfer(tx, payout, task_id="t1", at=T0, receipt_id=receipt.id)
     with store.read() as tx:

@@ -30,7 +30,8 @@ from adjudge.app.unit import Answer, Idempotency, UnitOfWork
 from adjudge.app.webhooks import DeliveryWorker, Webhooks, WebhookSettings
 from adjudge.app.wiring import default_checker, default_issuer
 from adjudge.gateway import Forwarder, SecretBox
-from adjudge.market import Checker, ReceiptIssuer
+from adjudge.market import Checker
+from adjudge.receipts import Issuer
 from adjudge.store import Account, Store
 
 __all__ = [
@@ -58,7 +59,7 @@ class App:
         *,
         clock: Clock | None = None,
         checker: Checker | None = None,
-        issuer: ReceiptIssuer | None = None,
+        issuer: Issuer | None = None,
         settings: Settings | None = None,
         secrets: SecretBox | None = None,
         forwarder: Forwarder | None = None,
@@ -88,8 +89,8 @@ class App:
             private_providers=private_providers,
             price_notice=self.settings.price_notice,
         )
-        self.receipts = Receipts(self.unit, getattr(self.issuer, "fingerprint", None))
-        self.bundles = Bundles(self.unit, getattr(self.issuer, "public_key", None))
+        self.receipts = Receipts(self.unit, self.issuer.fingerprint)
+        self.bundles = Bundles(self.unit, self.issuer.public_key)
         self.reviews = Reviews(self.unit)
         self.webhooks = Webhooks(self.unit, self.secrets, webhooks or WebhookSettings())
         self._metrics = metrics.registry(store, self.unit.now)
@@ -106,7 +107,7 @@ class App:
         *,
         clock: Clock | None = None,
         checker: Checker | None = None,
-        issuer: ReceiptIssuer | None = None,
+        issuer: Issuer | None = None,
         settings: Settings | None = None,
         secrets: SecretBox | None = None,
         private_providers: bool = False,

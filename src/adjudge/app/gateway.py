@@ -37,7 +37,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from adjudge.app import metrics, settlement
@@ -89,7 +89,7 @@ from adjudge.gateway import (
 from adjudge.gateway.forward import AsyncForwarder, FailureKind, ForwardFailure, Outcome
 from adjudge.kernel import Determination, determine
 from adjudge.market.money import LEDGER_CURRENCY
-from adjudge.receipts import SigningKey
+from adjudge.receipts import Issuer, SigningKey
 from adjudge.store import Account, Transaction, api_keys, call_reports, receipt_log, records
 from adjudge.store import calls as calls_db
 from adjudge.store import gateway as db
@@ -107,20 +107,6 @@ DB_THREADS = 8
 T = TypeVar("T")
 #: The MCP endpoint's own tools: no provider tool may take these names.
 META_TOOLS = frozenset({"search_tools", "get_tool", "call_tool"})
-
-
-class CallIssuer(Protocol):
-    """What signs a call's determination (:class:`adjudge.app.wiring.SignedReceipts`)."""
-
-    def issue_call(
-        self,
-        determination: Determination,
-        previous: tuple[str, int] | None,
-        *,
-        about: str | None = None,
-    ) -> Mapping[str, Any]:
-        """The receipt of ``determination`` chained after ``previous``, about ``about``."""
-        ...
 
 
 class IdempotencyInProgress(RateLimited):
@@ -328,7 +314,7 @@ class Gateway:
     def __init__(
         self,
         unit: UnitOfWork,
-        issuer: object,
+        issuer: Issuer,
         *,
         box: SecretBox,
         forwarder: Forwarder | None = None,
@@ -752,7 +738,6 @@ class Gateway:
     async def _start(self, ask: _Asked, prepared: _Prepared) -> _Begun | Answer[dict[str, Any]]:
         """(2), committed with whatever else starts meanwhile; a lost race on the key replays
         the winner's answer."""
-        self._need_call_issuer()  # a call it could not end must not reserve or forward
         start, begun = self._starting(ask, prepared)
         try:
             with stage("gateway.reserve.wait"):
@@ -966,13 +951,10 @@ class Gateway:
         now = self.unit.now()
         issuer = self.issuer
         tool = _parsed_tool(stored)
-        self._need_call_issuer()
 
         def issue(previous: tuple[str, int] | None) -> Mapping[str, Any]:
             with stage("gateway.receipt.sign"):
-                return issuer.issue_call(  # type: ignore[no-any-return,attr-defined]
-                    determination, previous, about=call_subject(call_id)
-                )
+                return issuer.sign(determination, previous, about=call_subject(call_id))
 
         with stage("gateway.receipt"):
             if result.error is None:
@@ -1061,13 +1043,6 @@ class Gateway:
             return answer
 
         return run
-
-    def _need_call_issuer(self) -> None:
-        if not callable(getattr(self.issuer, "issue_call", None)):
-            raise Unavailable(
-                "This service has no signer for call receipts; nothing was charged.",
-                code="CALL_RECEIPTS_UNAVAILABLE",
-            )
 
     def _interrupted(self, call: db.GatewayCall) -> bool:
         """End a pending call as a system error (the process stopped mid-call); False if it
