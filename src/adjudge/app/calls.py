@@ -29,6 +29,7 @@ again.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from fractions import Fraction
@@ -62,7 +63,7 @@ from adjudge.errors import (
     NotFound,
     StateError,
 )
-from adjudge.receipts import Issuer
+from adjudge.receipts import Envelope, Issuer
 from adjudge.store import (
     Account,
     Transaction,
@@ -86,6 +87,16 @@ MAX_REPORT_REASON = 2000
 MAX_RULING_REASONS = 20
 #: How many reports a page of the review queue holds at most.
 MAX_REPORT_PAGE = 100
+
+
+def _judged_under(envelope: object) -> str | None:
+    """The criteria digest (the decision policy's) a call's own receipt binds, read from the
+    envelope this service signed and stored; None when it binds none or there is none."""
+    if not isinstance(envelope, Mapping):
+        return None
+    statement = json.loads(Envelope.from_dict(envelope).payload)
+    found = statement.get("predicate", {}).get("criteriaDigest")
+    return found if isinstance(found, str) else None
 
 
 def _need_any(who: Account, roles: set[str], what: str) -> None:
@@ -588,6 +599,8 @@ class Calls:
                 return report_view(ruled)
             issuer = self.issuer
             charge, currency = _charge(tx, found)
+            replaced = receipt_log.receipt(tx, found.receipt_id or "")
+            envelope = None if replaced is None else replaced.body.get("envelope")
             determination = determine_upheld_report(
                 call_id,
                 str(found.record["response_digest"]),
@@ -596,15 +609,15 @@ class Calls:
                 refund_minor=charge,
                 currency=currency,
                 now=now,
+                criteria_digest=_judged_under(envelope),
             )
-            replaced = receipt_log.receipt(tx, found.receipt_id or "")
             receipt = receipt_log.append(
                 tx,
                 lambda previous: issuer.sign(
                     determination,
                     previous,
                     about=call_subject(call_id),
-                    supersedes=None if replaced is None else replaced.body.get("envelope"),
+                    supersedes=envelope,
                 ),
                 task_id=None,
                 at=now,

@@ -263,11 +263,14 @@ def determine_upheld_report(
     refund_minor: int,
     currency: str | None,
     now: datetime,
+    criteria_digest: str | None = None,
 ) -> Determination:
     """The determination of an admin upholding a caller's report of a bad result: a human
     FAIL about the same response the call's receipt judged, its refund (integer minor units)
     recorded as the policy decision. It has no ``strike``: a report never strikes (spec 003
-    counts only verification verdicts toward a provider's quality)."""
+    counts only verification verdicts toward a provider's quality). ``criteria_digest`` is the
+    one the call's own receipt binds (its decision policy's digest), so the ruling names what
+    the call was judged under."""
     subject = _require_digest(response_digest, "response digest")
     check = Check(
         name="report_ruling",
@@ -280,6 +283,9 @@ def determine_upheld_report(
         subject,
         [check],
         now=now,
+        criteria_digest=None
+        if criteria_digest is None
+        else _require_digest(criteria_digest, "criteria digest"),
         policy_decision={
             "callId": call_id,
             "ruling": "upheld",
