@@ -2,7 +2,8 @@
 
 Each re-run does what the service did, with the service's own functions: the auto check over
 the stored result and the criteria, folded with the oracle's integrity check into the kernel's
-determination (as :class:`adjudge.app.wiring.SignedReceipts` does); or the call's verification
+determination (as :func:`adjudge.market.proof.judged` builds it for an auto task: the default
+trust policy, the criteria digest bound); or the call's verification
 under its contract and policy, determined as the gateway and the call report do. The
 determination is then built into a statement at the receipt's own place on its log, so it can be
 compared with the signed one byte for byte.
