@@ -23,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from adjudge.app import App
+from adjudge.app import App, Settings
 from adjudge.gateway import AddressGuard, Forwarder, ForwardLimits
 from adjudge.receipts import SignedReceipts, SigningKey
 from adjudge.store import Store
@@ -147,7 +147,7 @@ def books(store: Store, raw_peer: Callable[[Behave], RawPeer]) -> Iterator[Books
         clock=h.clock,
         issuer=h.app.issuer,
         forwarder=Forwarder(LIMITS, guard=AddressGuard(allow_private=True)),
-        private_providers=True,
+        settings=Settings(allow_private_providers=True),
     )
     h.keys[PROVIDER] = h.app.accounts.create(None, PROVIDER, ["provider"]).value["api_key"]
     state: list[Behave] = []

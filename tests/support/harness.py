@@ -8,7 +8,7 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from adjudge.app import Account, App, Settings, WebhookSettings
+from adjudge.app import Account, App, Settings
 from adjudge.gateway.sealed import SecretBox
 from adjudge.kernel.oracle import Record
 from adjudge.kernel.semantic import Quote
@@ -155,7 +155,6 @@ def make_harness(
     *,
     real_checker: bool = False,
     issuer: Issuer | None = None,
-    webhooks: WebhookSettings | None = None,
     secrets: SecretBox | None = None,
     settings: Settings | None = None,
 ) -> Harness:
@@ -170,7 +169,6 @@ def make_harness(
         clock=clock,
         checker=checker,
         issuer=issuer or FakeIssuer(),
-        webhooks=webhooks,
         secrets=secrets,
         settings=settings,
     )
