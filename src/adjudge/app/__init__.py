@@ -46,7 +46,6 @@ __all__ = [
     "Settings",
     "SystemClock",
     "WebhookSettings",
-    "open_app",
 ]
 
 
