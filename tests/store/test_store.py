@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+import importlib
 import sqlite3
 import threading
 import time
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from importlib.resources import files
+from pathlib import Path
 
 import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.config import Config
 from alembic.migration import MigrationContext
-from sqlalchemy import select, text
+from sqlalchemy import Table, select, text
 
 from adjudge import Error
 from adjudge.market import WORLD, Mode, Task, Transfer, VerdictReached, wallet_account
@@ -25,6 +27,7 @@ from adjudge.store import (
     ledger,
     receipt_log,
     records,
+    schema,
     takes,
 )
 from adjudge.store.database import CHECKPOINT_DELAY
@@ -61,6 +64,22 @@ def test_migrations_match_the_tables(store: Store) -> None:
     with store.engine.connect() as conn:
         diff = compare_metadata(MigrationContext.configure(conn), metadata)
     assert diff == []
+
+
+def test_the_schema_says_where_every_table_is_defined() -> None:
+    """Every table is on the one metadata, and ``schema``'s docstring names each store module
+    that defines tables of its own (so what it says of the tables stays true)."""
+    import adjudge.store as package  # noqa: PLC0415
+
+    homes = set()
+    for path in sorted(Path(package.__file__).parent.glob("*.py")):
+        module = importlib.import_module(f"adjudge.store.{path.stem}")
+        tables = [v for v in vars(module).values() if isinstance(v, Table)]
+        assert all(t.metadata is metadata for t in tables), path.stem
+        if tables and path.stem != "schema":
+            homes.add(path.stem)
+    doc = schema.__doc__ or ""
+    assert homes and all(f"adjudge.store.{home}`" in doc for home in homes), homes
 
 
 def test_task_round_trip_and_optimistic_lock(store: Store) -> None:

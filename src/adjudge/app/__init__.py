@@ -47,7 +47,6 @@ __all__ = [
     "Settings",
     "SystemClock",
     "WebhookSettings",
-    "open_app",
 ]
 
 

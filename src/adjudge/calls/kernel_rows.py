@@ -40,11 +40,11 @@ from adjudge.calls.outcomes import DETERMINISTIC, IMPORTED, SEMANTIC, CheckRow, 
 from adjudge.calls.policy import Policy
 from adjudge.calls.verdicts import CallVerdict
 from adjudge.calls.verify import CallResult
+from adjudge.digests import is_digest
 from adjudge.errors import CriteriaError
 from adjudge.kernel import DEFAULT_POLICY, Authority, Check, Determination, TrustPolicy, Verdict
 from adjudge.kernel import determine as kernel_determine
 from adjudge.kernel.determination import PolicyValue
-from adjudge.kernel.observables import SHA256_DIGEST
 from adjudge.kernel.oracle import Record, integrity
 from adjudge.kernel.verdicts import format_time
 
@@ -115,7 +115,7 @@ def _reason(row: CheckRow) -> str:
 
 
 def _require_digest(value: str, what: str) -> str:
-    if not isinstance(value, str) or not SHA256_DIGEST.fullmatch(value):
+    if not is_digest(value):
         raise CriteriaError(
             f"The {what} {value!r} is not of the form sha256:<64 lowercase hex>.",
             code="DIGEST_INVALID",
