@@ -55,8 +55,7 @@ from loadgen import Http
 
 from adjudge.app import App, Settings
 from adjudge.app.demo import WEATHER_POLICY, weather_tool
-from adjudge.app.wiring import SignedReceipts
-from adjudge.receipts import SigningKey
+from adjudge.receipts import SignedReceipts, SigningKey
 from adjudge.store import Store
 from adjudge.store.schema import metadata
 
@@ -349,7 +348,7 @@ def seed(url: str, provider_url: str, terms: bool = False) -> str:
     caller = app.accounts.create(None, "agent", ["agent"]).value["api_key"]
     app.accounts.deposit(admin, "agent", 10**15)
     seller = app.accounts.authenticate(provider)
-    app.gateway.register_tool(seller, tool(provider_url))
+    app.tools.register(seller, tool(provider_url))
     app.calls.register_policy(seller, "weather_forecast", POLICY)  # a tool's rules are its own
     if terms:
         app.calls.register_tool(seller, {"tool": "terms", "version": "1"}, TERMS)

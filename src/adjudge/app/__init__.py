@@ -1,10 +1,10 @@
 """adjudge's use cases: the one object the HTTP service, the CLI and the workers hold.
 
 ``App(store, clock=…, checker=…, issuer=…)`` groups the use cases by what they act on:
-``accounts``, ``tasks``, ``criteria`` (advice before posting), ``calls``, ``gateway``,
-``receipts``, ``bundles``, ``reviews`` and ``webhooks``. Each state change is one unit of work
-(:mod:`adjudge.app.unit`: the transaction, the clock, the lost-race retry, the
-Idempotency-Key); each money movement happens in
+``accounts``, ``tasks``, ``criteria`` (advice before posting), ``calls``, ``tools`` (the
+gateway's catalog), ``gateway`` (paid calls), ``receipts``, ``bundles``, ``reviews`` and
+``webhooks``. Each state change is one unit of work (:mod:`adjudge.app.unit`: the transaction,
+the clock, the lost-race retry, the Idempotency-Key); each money movement happens in
 :mod:`adjudge.app.settlement`, and only from a determination signed into a receipt in the same
 transaction. Nothing here knows HTTP: answers are plain JSON data, refusals are
 :class:`adjudge.Error` with stable codes.
@@ -21,7 +21,7 @@ from adjudge.app.calls import Calls
 from adjudge.app.clock import Clock, SystemClock
 from adjudge.app.criteria import CriteriaAdvice
 from adjudge.app.dashboards import Dashboards
-from adjudge.app.gateway import Gateway
+from adjudge.app.gateway import Gateway, Tools
 from adjudge.app.keys import Keys
 from adjudge.app.maintenance import MaintenanceWorker
 from adjudge.app.receipts import Receipts
@@ -31,7 +31,8 @@ from adjudge.app.unit import Answer, Idempotency, UnitOfWork
 from adjudge.app.webhooks import DeliveryWorker, Webhooks, WebhookSettings
 from adjudge.app.wiring import default_checker, default_issuer
 from adjudge.gateway import Forwarder, SecretBox
-from adjudge.market import Checker, ReceiptIssuer
+from adjudge.market import Checker
+from adjudge.receipts import Issuer
 from adjudge.settings import Settings
 from adjudge.store import Account, Store
 
@@ -47,7 +48,6 @@ __all__ = [
     "Settings",
     "SystemClock",
     "WebhookSettings",
-    "open_app",
 ]
 
 
@@ -60,7 +60,7 @@ class App:
         *,
         clock: Clock | None = None,
         checker: Checker | None = None,
-        issuer: ReceiptIssuer | None = None,
+        issuer: Issuer | None = None,
         settings: Settings | None = None,
         secrets: SecretBox | None = None,
         forwarder: Forwarder | None = None,
@@ -81,17 +81,17 @@ class App:
         self.criteria = CriteriaAdvice(self.unit)
         self.calls = Calls(self.unit, self.issuer)
         self.secrets = secrets or SecretBox([SecretBox.generate_key()])
+        self.tools = Tools(self.unit, box=self.secrets, price_notice=self.settings.price_notice)
         self.gateway = Gateway(
             self.unit,
             self.issuer,
             box=self.secrets,
             forwarder=forwarder,
             private_providers=self.settings.allow_private_providers,
-            price_notice=self.settings.price_notice,
         )
-        self.receipts = Receipts(self.unit, getattr(self.issuer, "fingerprint", None))
+        self.receipts = Receipts(self.unit, self.issuer.fingerprint)
         self.dashboards = Dashboards(self.unit, self.calls)
-        self.bundles = Bundles(self.unit, getattr(self.issuer, "public_key", None))
+        self.bundles = Bundles(self.unit, self.issuer.public_key)
         self.reviews = Reviews(self.unit)
         self.webhooks = Webhooks(self.unit, self.secrets, WebhookSettings.of(self.settings))
         self._metrics = metrics.registry(store, self.unit.now)
@@ -108,7 +108,7 @@ class App:
         *,
         clock: Clock | None = None,
         checker: Checker | None = None,
-        issuer: ReceiptIssuer | None = None,
+        issuer: Issuer | None = None,
         settings: Settings | None = None,
         secrets: SecretBox | None = None,
     ) -> App:
