@@ -16,9 +16,9 @@ from typing import Any
 
 from sqlalchemy import func, select
 
+from adjudge.store import calls as calls_db
+from adjudge.store import gateway as gateway_db
 from adjudge.store import schema as s
-from adjudge.store.calls import call_provider_terms, call_records
-from adjudge.store.gateway import calls as gateway_calls
 from adjudge.store.transaction import Transaction
 
 
@@ -45,7 +45,7 @@ def held_now(tx: Transaction, prefixes: Iterable[str]) -> dict[str, int]:
 
 def calls_since(tx: Transaction, start: datetime, *, provider: str | None = None) -> list[Any]:
     """Forwarded calls started from ``start`` on: (started_at, verdict, status, provider)."""
-    c = gateway_calls
+    c = gateway_db.calls
     q = select(c.c.started_at, c.c.verdict, c.c.status, c.c.provider).where(c.c.started_at >= start)
     if provider is not None:
         q = q.where(c.c.provider == provider)
@@ -64,7 +64,7 @@ def verdicts_since(tx: Transaction, start: datetime, *, poster: str | None = Non
 
 def call_records_since(tx: Transaction, start: datetime, provider: str) -> list[Any]:
     """A provider's verified calls from ``start`` on: (at, verdict, record)."""
-    r = call_records
+    r = calls_db.call_records
     q = select(r.c.at, r.c.verdict, r.c.record).where(r.c.provider == provider, r.c.at >= start)
     return list(tx.conn.execute(q))
 
@@ -78,5 +78,5 @@ def tasks_by_status(tx: Transaction, poster: str) -> dict[str, int]:
 
 def providers_with_terms(tx: Transaction) -> list[str]:
     """Every provider that declared quality terms."""
-    p = call_provider_terms
+    p = calls_db.call_provider_terms
     return [str(r[0]) for r in tx.conn.execute(select(p.c.provider).order_by(p.c.provider))]
