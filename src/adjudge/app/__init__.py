@@ -12,6 +12,8 @@ transaction. Nothing here knows HTTP: answers are plain JSON data, refusals are
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from prometheus_client import CollectorRegistry
 
 from adjudge.app import metrics
@@ -23,6 +25,7 @@ from adjudge.app.criteria import CriteriaAdvice
 from adjudge.app.gateway import Gateway
 from adjudge.app.keys import Keys
 from adjudge.app.maintenance import MaintenanceWorker
+from adjudge.app.meaning import CallJudge
 from adjudge.app.receipts import Receipts
 from adjudge.app.reviews import Reviews
 from adjudge.app.tasks import Settings, Tasks
@@ -64,6 +67,7 @@ class App:
         forwarder: Forwarder | None = None,
         private_providers: bool = False,
         webhooks: WebhookSettings | None = None,
+        judges: Mapping[str, CallJudge] | None = None,
     ) -> None:
         """``secrets`` seals secrets at rest (the gateway's signing keys, providers'
         credentials, webhook endpoint secrets): pass the deployment's server key (``adjudge
@@ -87,6 +91,7 @@ class App:
             forwarder=forwarder,
             private_providers=private_providers,
             price_notice=self.settings.price_notice,
+            judges=judges,
         )
         self.receipts = Receipts(self.unit, getattr(self.issuer, "fingerprint", None))
         self.bundles = Bundles(self.unit, getattr(self.issuer, "public_key", None))
@@ -111,6 +116,7 @@ class App:
         secrets: SecretBox | None = None,
         private_providers: bool = False,
         webhooks: WebhookSettings | None = None,
+        judges: Mapping[str, CallJudge] | None = None,
     ) -> App:
         """Open the database at ``url``, bring its schema up to date, and return the use cases
         over it (``STORAGE_ERROR`` when it cannot be opened)."""
@@ -125,6 +131,7 @@ class App:
             secrets=secrets,
             private_providers=private_providers,
             webhooks=webhooks,
+            judges=judges,
         )
 
     def close(self) -> None:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from adjudge.errors import Error
+from adjudge.errors import BadInput, Error
 
 if TYPE_CHECKING:
     from adjudge.app import App
@@ -99,6 +99,14 @@ def serve(
             help="Let endpoints use loopback and private addresses (local testing only).",
         ),
     ] = False,
+    judge: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--judge",
+            help="A meaning judge policies may name: KEY=MODEL@BASE_URL, an OpenAI-compatible "
+            "chat-completions endpoint (its API key from ADJUDGE_JUDGE_API_KEY). Repeatable.",
+        ),
+    ] = None,
 ) -> None:
     """Start the service: migrate the database, print how to reach it, and serve the API.
 
@@ -133,6 +141,7 @@ def serve(
             # The demo's provider answers beside it, on loopback.
             private_providers=allow_private_providers or demo,
             webhooks=WebhookSettings(allow_private=webhooks_allow_private),
+            judges=_judges(judge or [], demo_port=port if demo else None),
         )
         upkeep.run_once(app)  # calls a stopped process left pending, holds that matured meanwhile
     except (Error, OverflowError) as exc:
@@ -169,12 +178,44 @@ def serve(
         from adjudge.service import DEMO_PROVIDER_MOUNT, skycast_app  # noqa: PLC0415
 
         asgi.mount(DEMO_PROVIDER_MOUNT, skycast_app(provider_secret))
+        from adjudge.service import DEMO_JUDGE_MOUNT, judges_app  # noqa: PLC0415
+
+        asgi.mount(DEMO_JUDGE_MOUNT, judges_app())
     try:
         uvicorn.run(asgi, host=host, port=port, log_level="warning")
     finally:
         upkeeper.stop()
         if worker is not None:
             worker.stop()
+
+
+#: The demo's meaning judges (served beside it when no --judge is given): key -> model.
+DEMO_JUDGES = {"demo-careful": "careful", "demo-lenient": "lenient"}
+
+
+def _judges(specs: list[str], *, demo_port: int | None = None) -> dict[str, Any]:
+    """The meaning judges named on the command line (``KEY=MODEL@BASE_URL``), by key; the
+    demo's own two when serving the demo without any."""
+    import os  # noqa: PLC0415
+
+    from adjudge.workers import ChatCompletionsCallJudge  # noqa: PLC0415
+
+    judges: dict[str, Any] = {}
+    if demo_port is not None and not specs:
+        base = f"http://127.0.0.1:{demo_port}/demo/judges/v1"
+        return {key: ChatCompletionsCallJudge(base, model) for key, model in DEMO_JUDGES.items()}
+    for spec in specs:
+        key, _, rest = spec.partition("=")
+        model, _, url = rest.partition("@")
+        if not key or not model or not url.startswith(("http://", "https://")) or key in judges:
+            raise BadInput(
+                f"--judge {spec!r}: give KEY=MODEL@BASE_URL once per key, the URL http(s).",
+                code="INVALID_SETTING",
+            )
+        judges[key] = ChatCompletionsCallJudge(
+            url, model, os.environ.get("ADJUDGE_JUDGE_API_KEY") or None
+        )
+    return judges
 
 
 def _keys(signing_key: Path, server_key: Path) -> tuple[SigningKey, SecretBox]:
