@@ -3,7 +3,7 @@
 A policy names its judges by key (``meaning.judges``) and how many must cite a conflict
 (``meaning.quorum``, k of n). The service knows each key as a :class:`CallJudge` (a model behind
 an OpenAI-compatible endpoint: ``adjudge.workers.judges.ChatCompletionsCallJudge``, configured
-with ``adjudge serve --judge KEY=MODEL@URL``). For a sampled call the gateway asks every named
+with ``adjudge serve --judges KEY=MODEL@URL``). For a sampled call the gateway asks every named
 judge at once, each bounded by :data:`JUDGE_TIMEOUT`, before the call settles; a judge that is
 not configured, fails or runs out of time gives an unavailable judgment. What a judge says is
 only ever evidence for the pure verifier (``verify_call(..., judgments=...)``): grounded to this

@@ -51,15 +51,7 @@ def serve(
             "--webhooks-allow-private/--no-webhooks-allow-private",
         ),
     ] = None,
-    judge: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--judge",
-            help="A meaning judge policies may name: KEY=MODEL@BASE_URL, an OpenAI-compatible "
-            "chat-completions endpoint (its API key from ADJUDGE_JUDGE_API_KEY). Repeatable; "
-            "--demo without one serves two stand-in judges beside it.",
-        ),
-    ] = None,
+    judges: Annotated[str | None, typer.Option()] = None,
 ) -> None:
     """Start the service: migrate the database, print how to reach it, and serve the API.
 
@@ -91,19 +83,22 @@ def serve(
         "access_log": access_log,
         "webhooks": webhooks,
         "webhooks_allow_private": webhooks_allow_private,
+        "judges": judges,
     }
     settings = load_settings(flags, config)
     try:
         if demo:  # the demo's provider answers beside it, on loopback
             settings = settings.model_copy(update={"allow_private_providers": True})
         key, box = _keys(settings.signing_key, settings.server_key)
-        judges = _judges(judge or [], demo_port=settings.port if demo else None)
         app = App.open(
             settings.db,
             settings=settings,
             issuer=SignedReceipts(key),
             secrets=box,
-            judges=judges,
+            judges=_judges(
+                [j.strip() for j in settings.judges.split(",") if j.strip()],
+                demo_port=settings.port if demo else None,
+            ),
         )
         upkeep.run_once(app)  # calls a stopped process left pending, holds that matured meanwhile
     except Error as exc:
@@ -160,12 +155,12 @@ def _mount_demo(asgi: Any, provider_secret: str) -> None:
     asgi.mount(DEMO_JUDGE_MOUNT, judges_app())
 
 
-#: The demo's meaning judges (served beside it when no --judge is given): key -> model.
+#: The demo's meaning judges (served beside it when no --judges is given): key -> model.
 DEMO_JUDGES = {"demo-careful": "careful", "demo-lenient": "lenient"}
 
 
 def _judges(specs: list[str], *, demo_port: int | None = None) -> dict[str, Any]:
-    """The meaning judges named on the command line (``KEY=MODEL@BASE_URL``), by key; the
+    """The meaning judges of the ``judges`` setting (``KEY=MODEL@BASE_URL``), by key; the
     demo's own two when serving the demo without any."""
     import os  # noqa: PLC0415
 
@@ -180,7 +175,7 @@ def _judges(specs: list[str], *, demo_port: int | None = None) -> dict[str, Any]
         model, _, url = rest.partition("@")
         if not key or not model or not url.startswith(("http://", "https://")) or key in judges:
             raise BadInput(
-                f"--judge {spec!r}: give KEY=MODEL@BASE_URL once per key, the URL http(s).",
+                f"judges: {spec!r} is not KEY=MODEL@BASE_URL (an http(s) URL, each key once).",
                 code="INVALID_SETTING",
             )
         judges[key] = ChatCompletionsCallJudge(

@@ -91,7 +91,7 @@ def judges_app() -> Starlette:
     """The demo's two meaning judges behind one OpenAI-compatible chat-completions endpoint, so
     a reader can watch a quorum without a model service. They are small rules, not models:
     ``careful`` cites the first day of a forecast dated before the day it was issued (quoting
-    it exactly); ``lenient`` never finds a conflict. Point ``adjudge serve --judge`` at a real
+    it exactly); ``lenient`` never finds a conflict. Point ``adjudge serve --judges`` at a real
     endpoint for real judgments."""
 
     async def complete(request: Request) -> JSONResponse:
