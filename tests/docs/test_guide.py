@@ -166,7 +166,7 @@ def _run_guide(guide: Path, tmp_path: Path) -> str:
             env=env,
             capture_output=True,
             text=True,
-            timeout=300,
+            timeout=600,  # the paid-calls walk makes some 30 paid calls on a shared machine
             check=False,
         )
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
