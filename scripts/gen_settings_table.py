@@ -22,7 +22,9 @@ END = "<!-- end of the settings table -->"
 
 
 def toml(value: object) -> str:
-    """``value`` as a TOML file writes it."""
+    """``value`` as a TOML file writes it (None: unset, which TOML cannot write)."""
+    if value is None:
+        return "unset"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int | float):
@@ -40,10 +42,8 @@ def table() -> str:
     ]
     for name, field in Settings.model_fields.items():
         flag = f"`{flag_name(name, field)}`" if has_flag(field) else "—"
-        rows.append(
-            f"| `{name}` | {flag} | `{env_name(name)}` | `{toml(field.default)}` "
-            f"| {field.description} |"
-        )
+        default = "unset" if field.default is None else f"`{toml(field.default)}`"
+        rows.append(f"| `{name}` | {flag} | `{env_name(name)}` | {default} | {field.description} |")
     return "\n".join([*rows, "", END])
 
 

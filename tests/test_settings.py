@@ -26,9 +26,15 @@ def _no_adjudge_environment(monkeypatch: pytest.MonkeyPatch) -> None:
             monkeypatch.delenv(name)
 
 
+#: A value of each setting that is unset by default.
+_SET = {"regex_workers": 3, "stage_times": "stages.json"}
+
+
 def _other(name: str) -> object:
     """A valid value of setting ``name`` other than its default."""
     default = Settings.model_fields[name].default
+    if default is None:
+        return _SET[name]
     if isinstance(default, bool):
         return not default
     if isinstance(default, int | float):
@@ -217,3 +223,15 @@ def test_the_guide_table_is_the_settings_object() -> None:
     assert page == generator.rendered(page), "run: python scripts/gen_settings_table.py"
     for name in NAMES:
         assert f"| `{name}` |" in page and f"`{env_name(name)}`" in page
+
+
+def test_the_core_and_the_use_cases_read_no_environment() -> None:
+    """No module of the pure core or the use cases reads ``os.environ``/``os.getenv``: a
+    setting reaches them from the edge (``adjudge serve``), through the settings object."""
+    readers = []
+    for package in ("autocheck", "kernel", "calls", "market", "receipts", "replay", "app"):
+        for path in sorted((ROOT / "src" / "adjudge" / package).rglob("*.py")):
+            text = path.read_text(encoding="utf-8")
+            if "os.environ" in text or "getenv" in text:
+                readers.append(str(path.relative_to(ROOT)))
+    assert readers == []

@@ -160,3 +160,18 @@ def test_deliver_reads_the_same_file(tmp_path: Path, monkeypatch: pytest.MonkeyP
         cli, ["webhooks", "deliver", "--once"], env={"ADJUDGE_WEBHOOKS_BATCH": "0"}
     )
     assert bad.exit_code == 2 and bad.stderr.startswith("INVALID_SETTING: ADJUDGE_WEBHOOKS_BATCH=0")
+
+
+def test_serve_sizes_the_regex_pool_from_its_setting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ADJUDGE_REGEX_WORKERS reaches the pool through the settings (the pool itself reads no
+    environment); a bad count is refused before anything starts."""
+    from adjudge.autocheck import _sandbox, jsregex  # noqa: PLC0415
+
+    monkeypatch.setattr(_sandbox, "_pool", _sandbox._Pool(2))
+    env = {"ADJUDGE_REGEX_WORKERS": "3", "ADJUDGE_DB": f"sqlite:///{tmp_path / 'r.db'}"}
+    _served(tmp_path, monkeypatch, ["--no-webhooks"], env)
+    assert jsregex.pool_size() == 3
+    r = CliRunner().invoke(cli, ["serve"], env={"ADJUDGE_REGEX_WORKERS": "0"})
+    assert r.exit_code == 2 and r.stderr.startswith("INVALID_SETTING: ADJUDGE_REGEX_WORKERS=0")

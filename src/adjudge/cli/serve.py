@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from adjudge.app import App
     from adjudge.gateway.sealed import SecretBox
     from adjudge.receipts import SigningKey
+    from adjudge.settings import Settings
 
 
 def register(app: typer.Typer) -> None:
@@ -62,7 +63,11 @@ def serve(
     # Imported here so the rest of the CLI starts without loading the web stack.
     import uvicorn  # noqa: PLC0415
 
-    from adjudge.app import App, DeliveryWorker, MaintenanceWorker  # noqa: PLC0415
+    from adjudge.app import (  # noqa: PLC0415
+        App,
+        DeliveryWorker,
+        MaintenanceWorker,
+    )
     from adjudge.app import maintenance as upkeep  # noqa: PLC0415
     from adjudge.app.wiring import SignedReceipts  # noqa: PLC0415
     from adjudge.service import create_app, enable_access_log  # noqa: PLC0415
@@ -86,6 +91,7 @@ def serve(
         "judges": judges,
     }
     settings = load_settings(flags, config)
+    _configure_process(settings)
     try:
         if demo:  # the demo's provider answers beside it, on loopback
             settings = settings.model_copy(update={"allow_private_providers": True})
@@ -131,7 +137,7 @@ def serve(
         # (at 250 finalizes/s offered, p99 16 ms with 8 threads, 81 ms with 40).
         threads = 8 if app.dialect == "sqlite" else 40
     asgi = create_app(app, threads=threads)
-    upkeeper = MaintenanceWorker(app, every=settings.upkeep_seconds).start()
+    upkeeper = MaintenanceWorker(app).start()
     if provider_secret is not None:
         _mount_demo(asgi, provider_secret)
     try:
@@ -182,6 +188,17 @@ def _judges(specs: list[str], *, demo_port: int | None = None) -> dict[str, Any]
             url, model, os.environ.get("ADJUDGE_JUDGE_API_KEY") or None
         )
     return judges
+
+
+def _configure_process(settings: Settings) -> None:
+    """Size what is one per process from the settings, before anything runs on it: the regex
+    worker pool, and the stage timers (on when the settings name their file)."""
+    from adjudge.app import timing  # noqa: PLC0415
+    from adjudge.autocheck import jsregex  # noqa: PLC0415
+
+    jsregex.configure_pool(settings.regex_workers)
+    if settings.stage_times is not None:
+        timing.enable(settings.stage_times)
 
 
 def _keys(signing_key: Path, server_key: Path) -> tuple[SigningKey, SecretBox]:
