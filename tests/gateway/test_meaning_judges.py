@@ -259,7 +259,7 @@ def test_a_judged_call_replays_to_the_same_verdict(world: Any) -> None:
 def test_the_quote_digest_is_of_the_exact_text() -> None:
     """The client turns a model's quote into the sha256 of its UTF-8 text, which is what the
     verifier compares with the value at the pointer."""
-    from adjudge.app.meaning import MeaningAsk  # noqa: PLC0415
+    from adjudge.calls.meaning import MeaningAsk  # noqa: PLC0415
     from adjudge.workers.judges import parse_call_answer  # noqa: PLC0415
 
     ask = MeaningAsk("c-1", "sha256:" + "0" * 64, "t", "", {}, {"a": "x"})

@@ -15,28 +15,15 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
+from adjudge.calls.meaning import MeaningAsk
 from adjudge.calls.verify import Judgment
 
 __all__ = ["JUDGE_TIMEOUT", "CallJudge", "MeaningAsk", "ask_judges"]
 
 #: The longest a judge may take on one call before it counts as unavailable (seconds).
 JUDGE_TIMEOUT = 20.0
-
-
-@dataclass(frozen=True)
-class MeaningAsk:
-    """What a judge is shown: the tool, the caller's arguments, the mapped output, and what
-    binds its judgment to this call (the call id and the response digest)."""
-
-    call_id: str
-    response_digest: str
-    tool: str
-    description: str
-    arguments: Mapping[str, Any]
-    output: Any
 
 
 class CallJudge(Protocol):

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 import httpx
 
-from adjudge.app.meaning import MeaningAsk
+from adjudge.calls.meaning import MeaningAsk
 from adjudge.calls.pointers import is_pointer
 from adjudge.calls.verify import Citation
 from adjudge.calls.verify import Judgment as CallJudgment
