@@ -12,6 +12,8 @@ transaction. Nothing here knows HTTP: answers are plain JSON data, refusals are
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from prometheus_client import CollectorRegistry
 
 from adjudge.app import metrics
@@ -23,6 +25,7 @@ from adjudge.app.criteria import CriteriaAdvice
 from adjudge.app.gateway import Gateway, Tools
 from adjudge.app.keys import Keys
 from adjudge.app.maintenance import MaintenanceWorker
+from adjudge.app.meaning import CallJudge
 from adjudge.app.receipts import Receipts
 from adjudge.app.reviews import Reviews
 from adjudge.app.tasks import Tasks
@@ -63,6 +66,7 @@ class App:
         settings: Settings | None = None,
         secrets: SecretBox | None = None,
         forwarder: Forwarder | None = None,
+        judges: Mapping[str, CallJudge] | None = None,
     ) -> None:
         """``settings`` are the deployment's (:class:`adjudge.settings.Settings`; none: every
         default). ``secrets`` seals secrets at rest (the gateway's signing keys, providers'
@@ -87,6 +91,7 @@ class App:
             box=self.secrets,
             forwarder=forwarder,
             private_providers=self.settings.allow_private_providers,
+            judges=judges,
         )
         self.receipts = Receipts(self.unit, self.issuer.fingerprint)
         self.bundles = Bundles(self.unit, self.issuer.public_key)
@@ -109,6 +114,7 @@ class App:
         issuer: Issuer | None = None,
         settings: Settings | None = None,
         secrets: SecretBox | None = None,
+        judges: Mapping[str, CallJudge] | None = None,
     ) -> App:
         """Open the database at ``url``, bring its schema up to date, and return the use cases
         over it (``STORAGE_ERROR`` when it cannot be opened)."""
@@ -121,6 +127,7 @@ class App:
             issuer=issuer,
             settings=settings,
             secrets=secrets,
+            judges=judges,
         )
 
     def close(self) -> None:

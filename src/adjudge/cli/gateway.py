@@ -173,6 +173,13 @@ def _show_tool(t: dict[str, Any]) -> None:
             f"  judged by: policy {judged['id']} version {judged['version']}{pinned}, "
             f"{judged['mode']}; bad results reportable for {judged['report_window_hours']} h"
         )
+        panel = judged.get("judges")
+        if panel:
+            typer.echo(
+                f"  meaning judged by: {', '.join(panel['keys'])} ({panel['quorum']} of "
+                f"{len(panel['keys'])} must cite a conflict), sample rate {panel['sample_rate']}, "
+                f"{panel['when']}"
+            )
         corroboration = judged.get("corroboration")
         if corroboration:
             typer.echo(

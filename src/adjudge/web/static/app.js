@@ -967,6 +967,12 @@ async function toolDetail(name) {
           : null,
       ],
       [
+        "Meaning judged by",
+        t.judged_by && t.judged_by.judges
+          ? `${t.judged_by.judges.keys.join(", ")} (${t.judged_by.judges.quorum} of ${t.judged_by.judges.keys.length} must cite a conflict); sample rate ${t.judged_by.judges.sample_rate}, ${t.judged_by.judges.when}`
+          : null,
+      ],
+      [
         "Empty answers corroborated by",
         t.judged_by && t.judged_by.corroboration
           ? `${t.judged_by.corroboration.tool}, paid by the ${t.judged_by.corroboration.paid_by} (at most ${price(t.judged_by.corroboration.max_price)} each); you pay ${price(t.judged_by.corroboration.caller_pays)} for it`
