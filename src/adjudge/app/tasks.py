@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 
-from adjudge.app import settlement
+from adjudge.app import outcomes, settlement
 from adjudge.app.accounts import need_role
 from adjudge.app.keys import need_primary
 from adjudge.app.timing import stage
@@ -608,7 +608,7 @@ class Tasks:
         if not take_due(stored.task, ctx.now):
             return stored, False
         out = step(stored.task, Lapse(), ctx)
-        return settlement.apply(tx, stored, out, self.issuer, at=ctx.now), True
+        return outcomes.record(tx, stored, out, self.issuer, at=ctx.now), True
 
     def find(
         self,
@@ -702,7 +702,7 @@ class Tasks:
                 ctx = self.context(checker)
                 out = step(stored.task, make_event(tx, stored), ctx)
             with stage("task.apply"):
-                updated = settlement.apply(tx, stored, out, self.issuer, at=ctx.now)
+                updated = outcomes.record(tx, stored, out, self.issuer, at=ctx.now)
                 if after is not None:
                     after(tx, out)
             with stage("task.view"):
