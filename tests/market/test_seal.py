@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from adjudge import Error
-from adjudge.app.wiring import AutoCheck, SignedReceipts
+from adjudge.app.wiring import AutoCheck
 from adjudge.market import (
     Accept,
     Collect,
@@ -32,7 +32,6 @@ from adjudge.market import (
     step,
 )
 from adjudge.market import seal as sealing
-from adjudge.receipts import SigningKey
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 ANSWER = {"expected_answer": "42"}
@@ -101,7 +100,7 @@ def test_a_matching_reveal_judges_at_once() -> None:
     out = step(waiting(), Reveal("pat", reveal(), RESULT), ctx())
     verdict = next(e for e in out.effects if isinstance(e, VerdictReached))
     assert out.task.status is Status.COMPLETED and verdict.passed
-    assert verdict.seal == sealing.commit(ANSWER, SALT) and verdict.reveal == reveal()
+    assert out.task.reveal == reveal()
     assert sealing.judged_criteria(out.task) == {"max_length": 100, **ANSWER}
 
 
@@ -138,16 +137,22 @@ def test_an_overdue_reveal_escalates_before_any_event() -> None:
     assert paid.task.status is Status.COMPLETED and paid.task.escalated_at == due
 
 
-def test_no_receipt_is_signed_over_a_reveal_that_does_not_open_the_seal() -> None:
-    """The issuer re-checks the stored reveal with the oracle: one that does not open the
-    commitment folds the verdict to MISMATCH, and nothing is signed (so no money moves)."""
-    out = step(waiting(), Reveal("pat", reveal(), RESULT), ctx())
-    verdict = next(e for e in out.effects if isinstance(e, VerdictReached))
-    issuer = SignedReceipts(SigningKey.generate())
-    assert issuer.issue(verdict, RESULT, None)["verdict"] == "PASS"
-    tampered = replace(verdict, reveal=reveal({"expected_answer": "43"}))
+def test_no_verdict_is_decided_over_a_reveal_that_does_not_open_the_seal() -> None:
+    """The determination re-checks the held reveal with the oracle: one that does not open the
+    commitment is a MISMATCH, so the finalize is refused and no money moves; the right one is
+    bound beside the criteria judged."""
+    opened = step(waiting(), Reveal("pat", reveal(), RESULT), ctx()).task
+    verdict = next(
+        e
+        for e in step(waiting(), Reveal("pat", reveal(), RESULT), ctx()).effects
+        if isinstance(e, VerdictReached)
+    )
+    assert verdict.determination is not None
+    expressions = [c.expression for c in verdict.determination.checks]
+    assert f'(= sealed-criteria "{opened.seal}")' in expressions
+    pending = replace(opened, status=Status.SUBMITTED)
+    tampered = replace(pending, reveal=reveal({"expected_answer": "43"}))
     with pytest.raises(Error) as refused:
-        issuer.issue(tampered, RESULT, None)
-    assert refused.value.code == "VERDICT_UNPROVABLE"
-    with pytest.raises(Error):
-        issuer.issue(replace(verdict, reveal=None), RESULT, None)
+        step(tampered, Finalize("ann", RESULT), ctx())
+    assert refused.value.code == "RESULT_DIGEST_MISMATCH"
+    assert step(pending, Finalize("ann", RESULT), ctx()).task.status is Status.COMPLETED

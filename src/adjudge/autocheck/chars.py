@@ -60,6 +60,17 @@ try:
     from adjudge.autocheck import _speedups as speedups
 except ImportError:  # not built (no compiler where it was installed): ``re`` does the work
     speedups = None
+_FUNCTIONS = (
+    "classes",
+    "tokens",
+    "distinct_tokens",
+    "flatten",
+    "has_ascii_ci",
+    "lower",
+    "find_all",
+)
+if speedups is not None and not all(hasattr(speedups, name) for name in _FUNCTIONS):
+    speedups = None  # built from an older _speedups.c (rebuild: make setup): the twins do the work
 
 CURLY = 0x01  # ‘ ’ ʼ, straightened to '
 CR = 0x02  # \r, of \r\n and lone \r line ends

@@ -10,7 +10,6 @@ Exit codes of ``call verify``: 0 when the call settles, 1 on refund or void, 2 o
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -44,7 +43,9 @@ from adjudge.calls.quality import (
     parse_terms,
 )
 from adjudge.calls.verify import digested_bytes
+from adjudge.cli._common import money
 from adjudge.cli.receipts import read_signing_key, write_receipt
+from adjudge.digests import sha256_digest
 from adjudge.errors import CriteriaError, Error, ReceiptError
 from adjudge.receipts import issue
 
@@ -172,10 +173,6 @@ def verify_command(
     raise typer.Exit(0 if result.effect.payment is Payment.SETTLE else 1)
 
 
-def _file_digest(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
-
-
 def _sign_receipt(
     key: Path,
     out_path: Path,
@@ -198,8 +195,8 @@ def _sign_receipt(
             result,
             now=datetime.now(UTC),
             response_bytes=stored,
-            policy_digest=None if policy_bytes is None else _file_digest(policy_bytes),
-            contract_digest=_file_digest(contract_bytes),
+            policy_digest=None if policy_bytes is None else sha256_digest(policy_bytes),
+            contract_digest=sha256_digest(contract_bytes),
         )
     except ReceiptError as exc:
         if exc.code != "INTEGRITY_PROOF_REQUIRED" or stored is not None:
@@ -239,8 +236,8 @@ def _print_call(record: dict[str, Any]) -> None:
     console.print(f"decided   {record['decided_by']}")
     price = record["price"]
     console.print(
-        f"payment   {record['payment']} (charge {record['charge_minor']} of "
-        f"{price['amount_minor']} minor units {price['currency']})"
+        f"payment   {record['payment']} (charge {money(record['charge_minor'], price['currency'])} "
+        f"of {money(price['amount_minor'], price['currency'])})"
     )
     console.print(f"strike    {'yes' if record['strike'] else 'no'}")
     if not record["effect"]["enforced"]:
@@ -323,7 +320,7 @@ def report_command(
         proposal = item["proposal"]
         if proposal is not None:
             console.print(
-                f"  proposal      {proposal['penalty_minor']} minor units, {proposal['status']}; "
+                f"  proposal      {money(proposal['penalty_minor'])}, {proposal['status']}; "
                 f"enforceable from {proposal['enforceable_at']}, lapses {proposal['lapses_at']}"
             )
 

@@ -91,7 +91,7 @@ def _session(ctx: typer.Context, as_json: bool) -> Session:
 
 def _line(task: Task | dict[str, Any]) -> str:
     """One line: id, mode, status, reward, agent, attempts, ending (what state changes print)."""
-    parts = [task["id"], task["mode"], task["status"], f"reward {task['reward']}"]
+    parts = [task["id"], task["mode"], task["status"], f"reward {money(task['reward'])}"]
     if task.get("agent"):
         parts.append(f"agent {task['agent']}")
     parts.append(f"attempts {task['attempts']}/{task['max_attempts']}")
@@ -504,7 +504,7 @@ def list_(
         typer.echo("No tasks." if cursor is None else "No more tasks.")
     for task in page["tasks"]:
         typer.echo(
-            f"{task['id']}  {task['mode']:6} {task['status']:22} {task['reward']:>12}  "
+            f"{task['id']}  {task['mode']:6} {task['status']:22} {money(task['reward']):>17}  "
             f"{task['title']}"
         )
     if page["next_cursor"]:
@@ -637,11 +637,11 @@ def verdict(
 ) -> None:
     """Judge the latest submission as the task's named verifier (agent mode), signed and
     grounded: quote the brief and the result, or the poster decides instead."""
-    from adjudge.app.signed_verdicts import sign_verdict, verdict_payload  # noqa: PLC0415
     from adjudge.cli import keyfiles  # noqa: PLC0415
     from adjudge.errors import Error  # noqa: PLC0415 - keep `adjudge --help` fast
     from adjudge.kernel.oracle import Record  # noqa: PLC0415
     from adjudge.kernel.semantic import Quote  # noqa: PLC0415
+    from adjudge.market.signed_verdicts import sign_verdict, verdict_payload  # noqa: PLC0415
 
     session = _session(ctx, as_json)
     try:

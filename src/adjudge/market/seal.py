@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final
 
+from adjudge.digests import DIGEST as SHA256_DIGEST
 from adjudge.errors import BadInput, Error
-from adjudge.kernel.observables import SHA256_DIGEST
 from adjudge.market.tasks import Status, Task
 from adjudge.receipts.canonical import canonical_bytes, digest
 

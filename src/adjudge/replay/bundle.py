@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from adjudge.calls.verify import digest_of
+from adjudge.digests import sha256_digest
 from adjudge.errors import BadInput, Error
 from adjudge.receipts.canonical import canonical_bytes
 
@@ -79,6 +80,7 @@ FILES: Final[dict[str, str]] = {
         "the decision policy that judged the call (bound by the receipt's criteriaDigest)"
     ),
     "judgment.json": "the meaning judgment the verification read",
+    "judgments.json": "the named judges' meaning judgments the verification read (k of n)",
     "corroboration.json": "the corroboration of an empty answer the verification read",
     "record.json": "the service's stored call record (unsigned; compared too)",
 }
@@ -149,7 +151,7 @@ def depends_on(kind: str, files: Mapping[str, bytes]) -> dict[str, str | None]:
     if kind == "task":
         result = files.get("result.txt")
         found = {
-            "result": None if result is None else _sha256(result),
+            "result": None if result is None else sha256_digest(result),
             "criteria": document("criteria.json"),
         }
         if "reveal.json" in files:
@@ -161,6 +163,7 @@ def depends_on(kind: str, files: Mapping[str, bytes]) -> dict[str, str | None]:
         "contract": document("contract.json"),
         "policy": document("policy.json"),
         "judgment": document("judgment.json"),
+        "judgments": document("judgments.json"),
         "corroboration": document("corroboration.json"),
         "at": call.get("at") if isinstance(call, dict) else None,
     }
@@ -169,7 +172,7 @@ def depends_on(kind: str, files: Mapping[str, bytes]) -> dict[str, str | None]:
 def response_digest(files: Mapping[str, bytes]) -> str | None:
     """The digest the call's verification judged: of the bytes held, else as reported."""
     if "response.bin" in files:
-        return _sha256(files["response.bin"])
+        return sha256_digest(files["response.bin"])
     try:
         response = json.loads(files["response.json"].decode("utf-8"))
     except (KeyError, UnicodeDecodeError, ValueError, RecursionError):
@@ -239,7 +242,7 @@ def from_answer(answer: Mapping[str, Any]) -> bytes:
             if answer.get("response") is not None:
                 files["response.json"] = json_file(answer["response"])
             files["contract.json"] = json_file(answer["contract"])
-            for name in ("policy", "judgment", "corroboration", "record"):
+            for name in ("policy", "judgment", "judgments", "corroboration", "record"):
                 if answer.get(name) is not None:
                     files[f"{name}.json"] = json_file(answer[name])
         return build(
@@ -332,10 +335,6 @@ def _manifest(data: bytes) -> dict[str, Any]:
 
 def _hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-def _sha256(data: bytes) -> str:
-    return "sha256:" + _hex(data)
 
 
 def _digest_or_none(value: Any) -> str | None:

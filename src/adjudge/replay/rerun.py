@@ -2,7 +2,8 @@
 
 Each re-run does what the service did, with the service's own functions: the auto check over
 the stored result and the criteria, folded with the oracle's integrity check into the kernel's
-determination (as :class:`adjudge.app.wiring.SignedReceipts` does); or the call's verification
+determination (as :func:`adjudge.market.proof.judged` builds it for an auto task: the default
+trust policy, the criteria digest bound); or the call's verification
 under its contract and policy, determined as the gateway and the call report do. The
 determination is then built into a statement at the receipt's own place on its log, so it can be
 compared with the signed one byte for byte.
@@ -14,7 +15,6 @@ over from the receipt and said so; a call's policy decision (payment, strike) is
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -32,6 +32,7 @@ from adjudge.calls import (
 )
 from adjudge.calls.kernel_rows import determine_call
 from adjudge.calls.verify import digest_of, digested_bytes, received_response
+from adjudge.digests import from_hex, sha256_digest
 from adjudge.errors import Error
 from adjudge.kernel import DEFAULT_POLICY, Check, Determination, determine
 from adjudge.kernel.adapters import auto_check_check
@@ -72,7 +73,7 @@ def task(bundle: Bundle, signed: dict[str, Any]) -> Rerun:
     criteria = bundle.json("criteria.json")
     if not isinstance(criteria, dict):
         raise unusable("criteria.json is not a JSON object")
-    actual = "sha256:" + hashlib.sha256(raw).hexdigest()
+    actual = sha256_digest(raw)
     if actual != subject:
         out.differ(
             "result.txt",
@@ -200,6 +201,9 @@ def call(bundle: Bundle, signed: dict[str, Any]) -> Rerun:
             # A reported digest covers bytes the service never held: no integrity check then.
             response_bytes = None if response.digest else digested_bytes(response.body)
         judgment = bundle.optional("judgment.json")
+        judged = bundle.optional("judgments.json")
+        if judged is not None and not isinstance(judged, list):
+            raise unusable("judgments.json is not a JSON list")
         corroboration = bundle.optional("corroboration.json")
         result = verify_call(
             contract,
@@ -209,6 +213,7 @@ def call(bundle: Bundle, signed: dict[str, Any]) -> Rerun:
             at,
             judgment=None if judgment is None else parse_judgment(judgment),
             corroboration=None if corroboration is None else parse_corroboration(corroboration),
+            judgments=[parse_judgment(j) for j in judged or []],
         )
     except Error as exc:
         out.differ("verification", None, None, f"it cannot be re-run on these inputs: {exc}")
@@ -274,7 +279,7 @@ def _bind_call(bundle: Bundle, signed: dict[str, Any], at: datetime, out: Rerun)
             format_time(at),
             "the verification time is not the one the receipt signs",
         )
-    for name in ("judgment.json", "corroboration.json"):
+    for name in ("judgment.json", "judgments.json", "corroboration.json"):
         if name in bundle.files:
             out.notes.append(
                 f"{name} is bound only through the checks it decided (the receipt signs their "
@@ -316,7 +321,7 @@ def _rebuilt(determination: Determination, signed: dict[str, Any]) -> dict[str, 
 
 def _subject(signed: dict[str, Any]) -> str:
     try:
-        return "sha256:" + str(signed["subject"][0]["digest"]["sha256"])
+        return from_hex(str(signed["subject"][0]["digest"]["sha256"]))
     except (KeyError, IndexError, TypeError) as exc:
         raise unusable("the receipt's statement names no subject") from exc
 

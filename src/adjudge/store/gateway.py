@@ -9,7 +9,6 @@ them in the clear.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -36,6 +35,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
 from adjudge.calls.pricing import ListedPrice
+from adjudge.digests import sha256_digest
 from adjudge.errors import NotAllowed
 from adjudge.store import schema as s
 from adjudge.store.records import Page, decode_cursor, encode_cursor, newest_first
@@ -149,7 +149,7 @@ class GatewayCall:
 
 def hashed(key: str) -> str:
     """How an idempotency key is kept: its sha256."""
-    return "sha256:" + hashlib.sha256(key.encode("utf-8")).hexdigest()
+    return sha256_digest(key)
 
 
 # --- tools ----------------------------------------------------------------------------------
@@ -389,10 +389,13 @@ def list_calls(
     tool: str | None = None,
     provider: str | None = None,
     verdict: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
     limit: int = 50,
     cursor: str | None = None,
 ) -> Page:
-    """Forwarded calls, newest first; ``party`` keeps those it called or provides."""
+    """Forwarded calls, newest first; ``party`` keeps those it called or provides, ``since``
+    and ``until`` (exclusive) those started in that range."""
     c = calls
     q = select(c)
     if party is not None:
@@ -403,6 +406,10 @@ def list_calls(
         q = q.where(c.c.provider == provider)
     if verdict:
         q = q.where(c.c.verdict == verdict)
+    if since is not None:
+        q = q.where(c.c.started_at >= since)
+    if until is not None:
+        q = q.where(c.c.started_at < until)
     rows, following = newest_first(tx, q, c.c.started_at, c.c.id, cursor, limit)
     return Page([_call(r._mapping) for r in rows], following)
 

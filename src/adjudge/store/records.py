@@ -29,6 +29,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import IntegrityError
 
+from adjudge.digests import sha256_digest
 from adjudge.errors import BadInput, Conflict
 from adjudge.market import AgentRecord, Ending, Mode, Routed, Status, Task, VerdictReached
 from adjudge.store import api_keys
@@ -41,7 +42,7 @@ log = logging.getLogger("adjudge.store")
 
 def key_hash(api_key: str) -> str:
     """How an API key is stored: ``sha256:`` and the hex digest (the key itself never is)."""
-    return "sha256:" + hashlib.sha256(api_key.encode("utf-8")).hexdigest()
+    return sha256_digest(api_key)
 
 
 @dataclass(frozen=True)
@@ -328,10 +329,15 @@ def tasks(
     mode: str | None = None,
     involving: str | None = None,
     verifier: str | None = None,
+    poster: str | None = None,
+    agent: str | None = None,
+    text: str | None = None,
     limit: int = 50,
     cursor: str | None = None,
 ) -> Page:
-    """Tasks, newest first, filtered by status, mode, a party, or the named verifier.
+    """Tasks, newest first, filtered by status, mode, a party, the named verifier, the poster,
+    the agent, or ``text`` in the title (any case; the brief is never searched: a private
+    task's brief is for its parties only).
 
     A listing carries no brief and no criteria (their fields are empty): it reads neither. A
     row that cannot be read is left out and logged, so one bad row never fails a listing.
@@ -349,6 +355,13 @@ def tasks(
         q = q.where(or_(t.c.poster == involving, t.c.agent == involving, t.c.verifier == involving))
     if verifier:
         q = q.where(t.c.verifier == verifier)
+    if poster:
+        q = q.where(t.c.poster == poster)
+    if agent:
+        q = q.where(t.c.agent == agent)
+    if text:
+        pattern = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        q = q.where(t.c.title.ilike(f"%{pattern}%", escape="\\"))
     rows, following = newest_first(tx, q, t.c.posted_at, t.c.id, cursor, limit)
     found = []
     for row in rows:

@@ -1,5 +1,14 @@
-"""The tables. Alembic migrations (``migrations/``) create and change them; this module is the
-current shape the code reads and writes.
+"""The database's shape: the one :data:`metadata`, the column types, and the marketplace's own
+tables — accounts and balances, the ledger, tasks with their takes, lapses, submissions,
+verdicts and disputes, receipts and the chain head, idempotency, review leases, verifier keys
+and quotas.
+
+The other stores define their tables beside the queries that use them, on this same metadata:
+:mod:`~adjudge.store.api_keys`, :mod:`~adjudge.store.call_reports`, :mod:`~adjudge.store.calls`,
+:mod:`~adjudge.store.gateway`, :mod:`~adjudge.store.holds`, :mod:`~adjudge.store.outbox` and
+:mod:`~adjudge.store.quality_windows`. ``metadata.tables`` is the whole database once
+:mod:`adjudge.store` is imported; Alembic migrations (``migrations/``) create and change every
+table, and a test holds the two equal.
 
 Money columns are 64-bit integers of minor units; times are stored as naive UTC and read back as
 aware UTC (SQLite keeps no time zone).
@@ -263,3 +272,11 @@ quotas = Table(
 
 Index("ix_tasks_status_verifier", tasks.c.status, tasks.c.verifier)
 Index("ix_tasks_posted", tasks.c.posted_at, tasks.c.id)
+# The ledger page's reads, newest first within an account, a kind, or the whole ledger
+# (adjudge.store.ledger.movements): a page walks one index range, however long the history.
+_e = ledger_entries.c
+Index("ix_ledger_entries_account_at", _e.account, _e.at, _e.id)
+Index("ix_ledger_entries_memo_at", _e.memo, _e.at, _e.id)
+Index("ix_ledger_entries_at", _e.at, _e.id)
+# The dashboards' window of verdicts (adjudge.store.console).
+Index("ix_verdicts_at", verdicts.c.at)

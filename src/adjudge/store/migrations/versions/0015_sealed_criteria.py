@@ -1,8 +1,8 @@
 """Sealed criteria: a task's commitment to its hidden criteria, the reveal that opened it, when
 the reveal is due, and why a seal broke.
 
-Revision ID: 0014
-Revises: 0013
+Revision ID: 0015
+Revises: 0014
 Create Date: 2026-12-04 04:00:00
 
 Tasks posted before this revision are not sealed (null throughout).
@@ -13,8 +13,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0014"
-down_revision = "0013"
+revision = "0015"
+down_revision = "0014"
 branch_labels = None
 depends_on = None
 
