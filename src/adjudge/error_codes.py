@@ -102,6 +102,7 @@ _TABLE = (
     Code("EVIDENCE_NOT_ADMITTED", BadInput, 400, "Evidence was built by hand instead of admitted (its independence unassessed)."),
     Code("EXPRESSION_INVALID", BadInput, 400, "An observable or its expression is not a string the kernel can bind."),
     Code("FILE_UNREADABLE", BadInput, 400, "A file named on the command line (or as the settings file) cannot be read."),
+    Code("FILE_UNWRITABLE", BadInput, 400, "A file named on the command line cannot be written."),
     Code("INDEPENDENCE_NOT_ASSESSED", BadInput, 400, "Independence was given as a label instead of assessed from structure."),
     Code("INPUT_UNREADABLE", BadInput, 400, "An input file cannot be read or parsed."),
     Code("INVALID_AMOUNT", BadInput, 400, "An amount is not a positive whole number of minor units."),
