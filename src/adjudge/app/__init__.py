@@ -22,6 +22,7 @@ from adjudge.app.bundles import Bundles
 from adjudge.app.calls import Calls
 from adjudge.app.clock import Clock, SystemClock
 from adjudge.app.criteria import CriteriaAdvice
+from adjudge.app.dashboards import Dashboards
 from adjudge.app.gateway import Gateway, Tools
 from adjudge.app.keys import Keys
 from adjudge.app.maintenance import MaintenanceWorker
@@ -94,6 +95,7 @@ class App:
             judges=judges,
         )
         self.receipts = Receipts(self.unit, self.issuer.fingerprint)
+        self.dashboards = Dashboards(self.unit, self.calls)
         self.bundles = Bundles(self.unit, self.issuer.public_key)
         self.reviews = Reviews(self.unit)
         self.webhooks = Webhooks(self.unit, self.secrets, WebhookSettings.of(self.settings))

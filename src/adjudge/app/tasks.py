@@ -574,7 +574,9 @@ class Tasks:
         view = self.unit.read(read)
         if view is None:
             view = self.unit.write(lambda tx: task_view(tx, self._lapse(tx, task_id)[0], viewer))
-        return shown(view)
+        # The service's time of this reading: a page offers a timed action (reclaim after the
+        # deadline) by this clock, not by the reader's.
+        return shown({**view, "as_of": now.isoformat()})
 
     # --- lapses -----------------------------------------------------------------------------
 
@@ -615,10 +617,14 @@ class Tasks:
         status: str | None = None,
         mode: str | None = None,
         mine: bool = False,
+        poster: str | None = None,
+        agent: str | None = None,
+        text: str | None = None,
         limit: int = 50,
         cursor: str | None = None,
     ) -> dict[str, Any]:
-        """Tasks newest first, a page at a time: summaries only (no brief, no criteria)."""
+        """Tasks newest first, a page at a time: summaries only (no brief, no criteria);
+        ``poster``, ``agent`` and ``text`` (in the title) narrow them."""
         if status is not None and status not in {s.value for s in Status}:
             raise BadInput(
                 f"No status {status!r}; use one of {', '.join(s.value for s in Status)}.",
@@ -636,6 +642,9 @@ class Tasks:
                 status=status,
                 mode=mode,
                 involving=viewer.id if mine else None,
+                poster=poster,
+                agent=agent,
+                text=text,
                 limit=limit,
                 cursor=cursor,
             )

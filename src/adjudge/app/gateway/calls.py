@@ -450,10 +450,13 @@ class Gateway:
         tool: str | None = None,
         provider: str | None = None,
         verdict: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
         limit: int = 50,
         cursor: str | None = None,
     ) -> dict[str, Any]:
-        """Forwarded calls newest first: an admin's all, anyone else's own (called or provided)."""
+        """Forwarded calls newest first: an admin's all, anyone else's own (called or
+        provided); ``since`` and ``until`` (exclusive) keep those started in that range."""
         party = None if "admin" in viewer.roles else viewer.id
 
         def run(tx: Transaction) -> dict[str, Any]:
@@ -463,6 +466,8 @@ class Gateway:
                 tool=tool,
                 provider=provider,
                 verdict=verdict,
+                since=since,
+                until=until,
                 limit=limit,
                 cursor=cursor,
             )
