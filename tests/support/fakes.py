@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from adjudge import Error
-from adjudge.market import CheckOutcome
+from adjudge.market import CheckOutcome, Place
 
 
 class FakeChecker:
@@ -39,7 +39,7 @@ class FakeIssuer:
         self,
         verdict: Any,
         result: str | None,
-        previous: tuple[str, int] | None,
+        previous: Place,
         settlement: Any = None,
     ) -> Mapping[str, Any]:
         """A receipt naming the previous digest (and the settlement it releases)."""
@@ -48,9 +48,7 @@ class FakeIssuer:
             statement = {**statement, "settlement": settlement.decision()}
         return self._chained(statement, previous)
 
-    def issue_routing(
-        self, routed: Any, result: str | None, previous: tuple[str, int] | None
-    ) -> Mapping[str, Any]:
+    def issue_routing(self, routed: Any, result: str | None, previous: Place) -> Mapping[str, Any]:
         """A receipt for an agent review routed to the poster."""
         return self._chained({"routed": routed.task_id, "reason": routed.reason}, previous)
 
@@ -60,14 +58,25 @@ class FakeIssuer:
         task: Any,
         result: str | None,
         basis: str | None,
-        previous: tuple[str, int] | None,
+        previous: Place,
     ) -> Mapping[str, Any]:
         """A receipt for an ending no verdict decided."""
         return self._chained({**settlement.decision(), "basis": basis}, previous)
 
+    def issue_checkpoint(
+        self, previous: Place, heads: Sequence[tuple[int, str | None, int | None]], at: datetime
+    ) -> Mapping[str, Any]:
+        """A checkpoint naming every lane's head."""
+        return self._chained({"checkpoint": [list(h) for h in heads]}, previous)
+
     @staticmethod
-    def _chained(statement: Any, previous: tuple[str, int] | None) -> Mapping[str, Any]:
-        body = {"statement": statement, "previous": previous[0] if previous else None}
+    def _chained(statement: Any, previous: Place) -> Mapping[str, Any]:
+        head = previous.head
+        body = {
+            "statement": statement,
+            "lane": previous.lane,
+            "previous": head[0] if head else None,
+        }
         digest = "sha256:" + hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
         return {**body, "digest": digest}
 

@@ -88,7 +88,7 @@ class App:
             private_providers=private_providers,
             price_notice=self.settings.price_notice,
         )
-        self.receipts = Receipts(self.unit, getattr(self.issuer, "fingerprint", None))
+        self.receipts = Receipts(self.unit, getattr(self.issuer, "fingerprint", None), self.issuer)
         self.bundles = Bundles(self.unit, getattr(self.issuer, "public_key", None))
         self.reviews = Reviews(self.unit)
         self.webhooks = Webhooks(self.unit, self.secrets, webhooks or WebhookSettings())

@@ -64,6 +64,7 @@ from adjudge.errors import (
     Unavailable,
 )
 from adjudge.kernel import Determination
+from adjudge.market import Place
 from adjudge.store import (
     Account,
     Transaction,
@@ -95,7 +96,7 @@ class CallReceiptIssuer(Protocol):
     def issue_call(
         self,
         determination: Determination,
-        previous: tuple[str, int] | None,
+        previous: Place,
         *,
         about: str | None = None,
         supersedes: Mapping[str, Any] | None = None,

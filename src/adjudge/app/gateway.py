@@ -88,6 +88,7 @@ from adjudge.gateway import (
 )
 from adjudge.gateway.forward import AsyncForwarder, FailureKind, ForwardFailure, Outcome
 from adjudge.kernel import Determination, determine
+from adjudge.market import Place
 from adjudge.market.money import LEDGER_CURRENCY
 from adjudge.receipts import SigningKey
 from adjudge.store import Account, Transaction, api_keys, call_reports, receipt_log, records
@@ -115,7 +116,7 @@ class CallIssuer(Protocol):
     def issue_call(
         self,
         determination: Determination,
-        previous: tuple[str, int] | None,
+        previous: Place,
         *,
         about: str | None = None,
     ) -> Mapping[str, Any]:
@@ -968,7 +969,7 @@ class Gateway:
         tool = _parsed_tool(stored)
         self._need_call_issuer()
 
-        def issue(previous: tuple[str, int] | None) -> Mapping[str, Any]:
+        def issue(previous: Place) -> Mapping[str, Any]:
             with stage("gateway.receipt.sign"):
                 return issuer.issue_call(  # type: ignore[no-any-return,attr-defined]
                     determination, previous, about=call_subject(call_id)

@@ -40,6 +40,7 @@ from adjudge.market import (
     AgentPenalized,
     DisputeFiled,
     Outcome,
+    Place,
     ReceiptIssuer,
     Routed,
     Settlement,
@@ -121,7 +122,7 @@ def apply(
         sub = records.submission(tx, task_id, verdict.attempt)
         result = sub.result if sub else None
 
-        def signed(previous: tuple[str, int] | None) -> Mapping[str, Any]:
+        def signed(previous: Place) -> Mapping[str, Any]:
             with stage("receipt.sign"):
                 return issuer.issue(verdict, result, previous, settlement)
 

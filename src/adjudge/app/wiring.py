@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from adjudge.app.signed_verdicts import DETAIL_KEY, check_signature, verdict_payload
@@ -20,13 +21,24 @@ from adjudge.kernel.oracle import Record, integrity
 from adjudge.market import (
     Checker,
     CheckOutcome,
+    Place,
     ReceiptIssuer,
     Routed,
     Settlement,
     Task,
     VerdictReached,
 )
-from adjudge.receipts import Envelope, Head, SigningKey, VerifyingKey, digest, issue, verify
+from adjudge.receipts import (
+    Envelope,
+    Head,
+    SigningKey,
+    VerifyingKey,
+    checkpoints,
+    digest,
+    issue,
+    verify,
+)
+from adjudge.receipts.checkpoints import NamedHead
 
 
 class AutoCheck:
@@ -129,7 +141,7 @@ class SignedReceipts:
         self,
         verdict: VerdictReached,
         result: str | None,
-        previous: tuple[str, int] | None,
+        previous: Place,
         settlement: Settlement | None = None,
     ) -> Mapping[str, Any]:
         """The signed receipt of ``verdict``, chained after ``previous``; the money it releases
@@ -195,7 +207,7 @@ class SignedReceipts:
         )
 
     def issue_routing(
-        self, routed: Routed, result: str | None, previous: tuple[str, int] | None
+        self, routed: Routed, result: str | None, previous: Place
     ) -> Mapping[str, Any]:
         """The signed receipt of an agent review that could not be grounded: the oracle's
         integrity check and the review's UNKNOWN check fold to UNKNOWN; no money moves."""
@@ -223,7 +235,7 @@ class SignedReceipts:
         task: Task,
         result: str | None,
         basis: str | None,
-        previous: tuple[str, int] | None,
+        previous: Place,
     ) -> Mapping[str, Any]:
         """The signed receipt of an ending no judgment decided.
 
@@ -255,10 +267,24 @@ class SignedReceipts:
             determination, previous, about=round_of(settlement.task_id, settlement.attempt)
         )
 
+    def issue_checkpoint(
+        self, previous: Place, heads: Sequence[NamedHead], at: datetime
+    ) -> Mapping[str, Any]:
+        """The signed checkpoint at ``previous`` naming ``heads``, every lane's head
+        (:mod:`adjudge.receipts.checkpoints`): it judges nothing (NOT_RUN), its subject is the
+        digest of the heads, and the heads are its signed policy decision."""
+        determination = determine(
+            checkpoints.heads_subject(heads),
+            [],
+            now=at,
+            policy_decision=checkpoints.decision(heads),
+        )
+        return self.issue_call(determination, previous, about=checkpoints.CHECKPOINT_ABOUT)
+
     def issue_call(
         self,
         determination: Determination,
-        previous: tuple[str, int] | None,
+        previous: Place,
         *,
         about: str | None = None,
         supersedes: Mapping[str, Any] | None = None,
@@ -267,11 +293,14 @@ class SignedReceipts:
         chained after ``previous``; ``about`` names its subject (``call:<id>``,
         ``task:<id>/round:<n>``), and ``supersedes`` is the envelope of an earlier receipt of
         this service about the same subject that it replaces."""
-        head = Head(previous[0], previous[1]) if previous else None
+        lane, found = previous
+        head = Head(found[0], found[1], lane) if found else None
         replaced = None
         if supersedes is not None:
             replaced = verify(Envelope.from_dict(supersedes), self.signer.public_key)
-        receipt = issue(determination, self.signer, head, about=about, supersedes=replaced)
+        receipt = issue(
+            determination, self.signer, head, about=about, supersedes=replaced, lane=lane
+        )
         return {
             "digest": receipt.receipt_id,
             "sequence": receipt.sequence,

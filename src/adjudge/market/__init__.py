@@ -46,7 +46,7 @@ from adjudge.market.money import (
     provider_hold_account,
     wallet_account,
 )
-from adjudge.market.ports import Checker, CheckOutcome, ReceiptIssuer
+from adjudge.market.ports import Checker, CheckOutcome, Place, ReceiptIssuer
 from adjudge.market.reputation import AgentRecord, penalize
 from adjudge.market.takes import (
     DEFAULT_TAKE_LIMIT,
@@ -86,6 +86,7 @@ __all__ = [
     "Ledger",
     "Mode",
     "Outcome",
+    "Place",
     "ReceiptIssuer",
     "Reclaim",
     "Release",

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from datetime import datetime
+from typing import Any, NamedTuple, Protocol
 
 from adjudge.errors import Error
 from adjudge.market.effects import Routed, Settlement, VerdictReached
@@ -46,19 +47,29 @@ class Checker(Protocol):
         ...
 
 
-class ReceiptIssuer(Protocol):
-    """Turns a verdict, or a settlement no verdict decided, into a receipt after the log's head.
+class Place(NamedTuple):
+    """Where a receipt is appended on the log: its lane, and that lane's head (the id and
+    sequence, from 0, of its last receipt; None when the lane is still empty)."""
 
-    ``previous`` is the id and sequence number (from 0) of the log's last receipt, None for the
-    first. A receipt must carry its own id as ``digest``: the next one names it. Raises
-    :class:`adjudge.Error` when the determination cannot be proven (nothing is written).
+    lane: int
+    head: tuple[str, int] | None
+
+
+class ReceiptIssuer(Protocol):
+    """Turns a verdict, or a settlement no verdict decided, into a receipt after the head of a
+    lane of the log.
+
+    ``previous`` is where it goes (:class:`Place`): its lane, and the id and sequence number
+    (from 0) of the lane's last receipt, None for the lane's first. A receipt must carry its
+    own id as ``digest``: the next one names it. Raises :class:`adjudge.Error` when the
+    determination cannot be proven (nothing is written).
     """
 
     def issue(
         self,
         verdict: VerdictReached,
         result: str | None,
-        previous: tuple[str, int] | None,
+        previous: Place,
         settlement: Settlement | None = None,
     ) -> Mapping[str, Any]:
         """The receipt for ``verdict`` over the stored ``result``, recording the money it
@@ -66,9 +77,16 @@ class ReceiptIssuer(Protocol):
         ...
 
     def issue_routing(
-        self, routed: Routed, result: str | None, previous: tuple[str, int] | None
+        self, routed: Routed, result: str | None, previous: Place
     ) -> Mapping[str, Any]:
         """The receipt of an agent review that could not be grounded (it decides nothing)."""
+        ...
+
+    def issue_checkpoint(
+        self, previous: Place, heads: Sequence[tuple[int, str | None, int | None]], at: datetime
+    ) -> Mapping[str, Any]:
+        """A checkpoint of the log: a receipt naming ``heads``, the head (lane, id, sequence;
+        None and None for a lane still empty) of every lane of the log."""
         ...
 
     def issue_settlement(
@@ -77,7 +95,7 @@ class ReceiptIssuer(Protocol):
         task: Task,
         result: str | None,
         basis: str | None,
-        previous: tuple[str, int] | None,
+        previous: Place,
     ) -> Mapping[str, Any]:
         """The receipt of an ending no judgment decided (a refund, a payout after escalation):
         over the delivered ``result`` if any, else the task's own record, naming ``basis`` (the
