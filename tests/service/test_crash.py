@@ -65,7 +65,7 @@ class Server:
             text=True,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},  # the key's line before it serves
         )
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 180  # a busy shared machine starts Python slowly
         while time.monotonic() < deadline:
             try:
                 up = httpx.get(f"{self.url}/api/v1/health", timeout=1).status_code == 200
@@ -77,7 +77,7 @@ class Server:
             if up:
                 return
             time.sleep(0.05)
-        raise AssertionError("the service did not come up")
+        raise AssertionError("the service did not come up:\n" + log.read_text()[-3000:])
 
     def kill(self) -> None:
         assert self.process is not None
