@@ -147,6 +147,7 @@ _TABLE = (
     Code("PAYMENT_VOUCHER_UNSUPPORTED", BadInput, 400, "A payment voucher was sent; calls here are paid from the prepaid balance."),
     Code("PENDING_EXPIRY_INVALID", BadInput, 400, "A PENDING check expires into a verdict it cannot expire into."),
     Code("POLICY_CLAUSE_INVALID", BadInput, 400, "A decision policy's clause is not one."),
+    Code("POLICY_CORROBORATOR_INVALID", BadInput, 400, "A policy's declared corroborator is not another provider's callable tool."),
     Code("POLICY_DECISION_INVALID", BadInput, 400, "A policy decision is not an object of strings."),
     Code("POLICY_INVALID", BadInput, 400, "A decision policy is not one: a missing or malformed field."),
     Code("POLICY_RULE_INVALID", BadInput, 400, "A quality rule is not one."),

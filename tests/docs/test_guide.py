@@ -80,6 +80,12 @@ def test_the_paid_calls_guide_runs(tmp_path: Path) -> None:
     assert "report: upheld" in out and "upheld reports: 1" in out
     assert "Registered sky_daily  sky  0.1 USDC  no policy" in out
     assert "call verdict PASS, payment settle" in out and "SAME: the re-derived" in out
+    # Corroborated empty answers: shown before paying, confirmed, and contradicted.
+    assert "empty answers corroborated by: nimbus_outlook, paid by the provider" in out
+    assert "status: settled  verdict: EMPTY_CONFIRMED" in out
+    assert "corroborated by: nimbus_outlook (nimbus), nothing found" in out
+    assert "corroborated by: nimbus_outlook (nimbus), found results" in out
+    assert "contradicted" in out
 
 
 def test_the_paid_calls_guide_names_only_commands_it_runs() -> None:

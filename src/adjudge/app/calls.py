@@ -363,6 +363,7 @@ class Calls:
                 )
             parsed = register_policy(policy, _contract(current))
             _storable(parsed.policy_id, "A policy id", 200, "POLICY_INVALID")
+            _check_corroborator(tx, parsed, current.provider)
             if parsed.version > MAX_VERSION:
                 raise CriteriaError(
                     f"A policy version is at most {MAX_VERSION}.", code="POLICY_INVALID"
@@ -728,6 +729,27 @@ def _evidence(**inputs: Mapping[str, Any] | None) -> dict[str, Any] | None:
     sent it (kept so the call replays offline); None when it read nothing else."""
     kept = {name: dict(value) for name, value in inputs.items() if value is not None}
     return kept or None
+
+
+def _check_corroborator(tx: Transaction, policy: Policy, provider: str) -> None:
+    """A declared corroborator must be a callable tool of another provider (independence is
+    structural: a provider does not corroborate itself), priced in the ledger's currency."""
+    rule = policy.empty_result
+    spec = None if rule is None else rule.corroborator
+    if spec is None:
+        return
+    other = gateway_db.tool(tx, spec.tool)
+    if other is None:
+        raise CriteriaError(
+            f"The declared corroborator {spec.tool} is not a tool callable through the gateway.",
+            code="POLICY_CORROBORATOR_INVALID",
+        )
+    if other.provider == provider:
+        raise CriteriaError(
+            f"The declared corroborator {spec.tool} is {provider}'s own tool: an empty answer is "
+            "corroborated only by another provider.",
+            code="POLICY_CORROBORATOR_INVALID",
+        )
 
 
 def _contract(stored: db.StoredContract) -> Contract:

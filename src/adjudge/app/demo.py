@@ -19,6 +19,7 @@ ACCOUNTS: tuple[tuple[str, tuple[str, ...], bool], ...] = (
     ("bob", ("agent",), False),
     ("vera", ("verifier",), True),
     ("sky", ("provider",), False),
+    ("nimbus", ("provider",), False),
 )
 #: 100 USDC for the poster, in minor units.
 DEPOSIT = 100_000_000
@@ -26,21 +27,32 @@ DEPOSIT = 100_000_000
 CALL_FUNDS = 5_000_000
 #: The demo's paid tool: 0.25 USDC a forecast from ``sky``, served beside the demo.
 WEATHER_PRICE = 250_000
+#: ``nimbus``'s outlook, the corroborator ``sky`` may name for its empty answers: 0.01 USDC.
+OUTLOOK_PRICE = 10_000
+#: What ``sky`` holds to pay for corroborations it declares: 1 USDC.
+SKY_FUNDS = 1_000_000
 
 
 def weather_tool(
-    base_url: str, provider: str = "sky", price: int = WEATHER_PRICE
+    base_url: str,
+    provider: str = "sky",
+    price: int = WEATHER_PRICE,
+    *,
+    name: str = "weather_forecast",
+    path: str = "/v1/forecast/{city}",
+    policy: str = "weather-standard",
 ) -> dict[str, Any]:
     """The demo provider's forecast endpoint as a callable tool, with its contract (the
-    gateway's tests and benchmark sell the same tool from their own providers)."""
+    gateway's tests and benchmark sell the same tool from their own providers). It is judged
+    by the newest registered version of ``policy``."""
     return {
-        "name": "weather_forecast",
+        "name": name,
         "description": "Daily forecast for a city: highs, lows and chance of rain.",
         "provider": provider,
         "endpoint": {
             "base_url": base_url,
             "method": "GET",
-            "path": "/v1/forecast/{city}",
+            "path": path,
             "arguments": {"city": "path", "days": "query"},
         },
         "input_schema": {
@@ -76,8 +88,23 @@ def weather_tool(
             },
         },
         "price": {"amount_minor": price, "currency": "USDC"},
-        "policy": {"id": "weather-standard", "version": 1},
+        "policy": {"id": policy},
     }
+
+
+def outlook_tool(
+    base_url: str, provider: str = "nimbus", price: int = OUTLOOK_PRICE
+) -> dict[str, Any]:
+    """``nimbus``'s outlook: the same forecast shape from another provider, the corroborator
+    ``sky`` can name for its empty answers."""
+    return weather_tool(
+        base_url,
+        provider,
+        price,
+        name="nimbus_outlook",
+        path="/v1/outlook/{city}",
+        policy="outlook-standard",
+    )
 
 
 #: How the demo marketplace judges a forecast: the schema vetoes, one broken rule fails it,
@@ -115,6 +142,22 @@ WEATHER_POLICY: dict[str, Any] = {
         {"match": "votes_fewer_than", "count": 1, "verdict": "DEGRADED"},
     ],
 }
+
+
+#: How the marketplace judges nimbus's outlook: as it judges sky's forecast.
+OUTLOOK_POLICY: dict[str, Any] = WEATHER_POLICY | {
+    "policy": "outlook-standard",
+    "tool": "nimbus_outlook",
+}
+
+
+def corroborated(policy: dict[str, Any], version: int, tool: str, max_price: int) -> dict[str, Any]:
+    """``policy`` as ``version``, with ``tool`` declared as the corroborator of its empty
+    answers, paid by its provider, at most ``max_price`` minor units a corroboration."""
+    empty = dict(policy["empty_result"]) | {
+        "corroboration": {"tool": tool, "paid_by": "provider", "max_price_minor": max_price}
+    }
+    return policy | {"version": version, "empty_result": empty}
 
 
 @dataclass(frozen=True)
@@ -199,12 +242,24 @@ def seed(app: App, provider_url: str | None = None) -> Seeded:
         tasks.append((auto_done, "auto", "submitted", "ann finalizes to run the auto check"))
     except Error as exc:
         skipped.append(f"auto tasks: {exc.message}")
-    secret = None
-    if provider_url is not None:
-        secret = secrets.token_urlsafe(24)
-        sky = app.accounts.authenticate(keys["sky"])
-        app.accounts.deposit(admin, "ann", CALL_FUNDS)
-        app.gateway.register_tool(sky, weather_tool(provider_url))
-        app.gateway.set_credential(sky, "X-Api-Key", secret)
-        app.calls.register_policy(admin, "weather_forecast", WEATHER_POLICY)
+    secret = None if provider_url is None else _providers(app, keys, provider_url)
     return Seeded(keys, tasks, skipped, verifier_keys, secret)
+
+
+def _providers(app: App, keys: dict[str, str], provider_url: str) -> str:
+    """Play the demo's providers: sky's forecast tool, the credential the gateway calls it with
+    and the marketplace's policy; nimbus's outlook, which sky may name to corroborate its empty
+    answers (sky pays for each corroboration from its own wallet). The credential."""
+    secret = secrets.token_urlsafe(24)
+    admin = app.accounts.authenticate(keys["admin"])
+    sky = app.accounts.authenticate(keys["sky"])
+    app.accounts.deposit(admin, "ann", CALL_FUNDS)
+    app.gateway.register_tool(sky, weather_tool(provider_url))
+    app.gateway.set_credential(sky, "X-Api-Key", secret)
+    app.calls.register_policy(admin, "weather_forecast", WEATHER_POLICY)
+    nimbus = app.accounts.authenticate(keys["nimbus"])
+    app.gateway.register_tool(nimbus, outlook_tool(provider_url))
+    app.gateway.set_credential(nimbus, "X-Api-Key", secret)
+    app.calls.register_policy(admin, "nimbus_outlook", OUTLOOK_POLICY)
+    app.accounts.deposit(admin, "sky", SKY_FUNDS)
+    return secret

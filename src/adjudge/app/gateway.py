@@ -43,6 +43,7 @@ from urllib.parse import urlsplit
 from adjudge.app import metrics, settlement
 from adjudge.app.accounts import need_role
 from adjudge.app.calls import call_view, contract_view, emit_call_settled, observe_quality
+from adjudge.app.corroboration import corroborate
 from adjudge.app.timing import stage
 from adjudge.app.unit import Answer, Idempotency, UnitOfWork, retry
 from adjudge.app.wiring import call_subject
@@ -63,7 +64,7 @@ from adjudge.calls.openapi import mcp_tool_document, openapi_tool_document
 from adjudge.calls.pricing import DEFAULT_PRICE_NOTICE, announce
 from adjudge.calls.quality import counted_as
 from adjudge.calls.tools import DECIMALS, BuiltRequest, build_request
-from adjudge.calls.verify import CallResult, digest_of
+from adjudge.calls.verify import CallResult, digest_of, wants_corroboration
 from adjudge.errors import (
     BadInput,
     Conflict,
@@ -221,6 +222,24 @@ def judge_view(p: calls_db.StoredPolicy) -> dict[str, Any]:
         "report_window_hours": int(document.get("report_window_hours", 72)),
         "withdrawn_at": document.get("withdrawn_at"),
         "registered_at": p.registered_at.isoformat(),
+        "corroboration": corroboration_view(document),
+    }
+
+
+def corroboration_view(document: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A policy's declared corroborator as a caller reads it before paying: which tool, who
+    pays (the provider), the most one corroboration costs its payer, and what the caller pays
+    for it (nothing beyond the listed price)."""
+    rule = document.get("empty_result")
+    declared = rule.get("corroboration") if isinstance(rule, Mapping) else None
+    if not isinstance(declared, Mapping):
+        return None
+    return {
+        "tool": declared.get("tool"),
+        "paid_by": declared.get("paid_by"),
+        "max_price": money(int(declared.get("max_price_minor", 0)), LEDGER_CURRENCY),
+        "caller_pays": money(0, LEDGER_CURRENCY),
+        "on": "empty answers",
     }
 
 
@@ -628,9 +647,14 @@ class Gateway:
         *,
         key: str | None = None,
         max_price: int | None = None,
+        corroborating: bool = False,
     ) -> Answer[dict[str, Any]]:
         """Forward, verify, sign and settle one call (the module's steps); a retry with the
         same Idempotency-Key replays the answer without calling the provider again.
+
+        An empty answer whose policy declares a corroborator is corroborated before it is
+        settled (:mod:`adjudge.app.corroboration`: a paid call of its own, paid by the
+        provider); ``corroborating`` marks such a call, which is never corroborated in turn.
 
         The call is charged the tool's price in force when it starts (an increase waits out its
         notice) and judged by the policy version in force then. ``max_price`` is the most the
@@ -664,7 +688,20 @@ class Gateway:
             request = CallRequest(
                 begun.call_id, stored.provider, name, args, p.price, stored.currency, now
             )
-            result = verify_call(p.contract, p.policy, request, response, self.unit.now())  # (4)
+            verified_at = self.unit.now()
+            result = verify_call(p.contract, p.policy, request, response, verified_at)  # (4)
+        if not corroborating and p.policy is not None and wants_corroboration(result):
+            found = await corroborate(
+                self,
+                call_id=begun.call_id,
+                provider=stored.provider,
+                policy=p.policy,
+                arguments=args,
+            )
+            result = verify_call(
+                p.contract, p.policy, request, response, verified_at, corroboration=found
+            )
+        with stage("gateway.verify"):
             output = None
             if response.status == "ok":
                 shape = map_response(p.contract, response.body)
@@ -993,11 +1030,14 @@ class Gateway:
         shown = output if visible else None
         # The bytes the provider answered, kept so the verdict replays offline (a replay bundle):
         # for the provider and admins always, for the caller only where it was shown the answer.
-        evidence = (
+        evidence: dict[str, Any] | None = (
             None
             if body is None
             else {"response_bytes": base64.b64encode(body).decode("ascii"), "shown": visible}
         )
+        if evidence is not None and result.corroboration is not None:
+            # What the empty answer's verdict read, so the call replays to the same verdict.
+            evidence["corroboration"] = result.corroboration.to_dict()
 
         def run(tx: Transaction) -> dict[str, Any]:
             receipt = receipt_log.append(tx, issue, task_id=None, at=now)
@@ -1243,6 +1283,7 @@ def _answer(
         "checks": [row.to_dict() for row in result.rows],
         "failing": sorted({row.path for row in result.rows if row.outcome == "fail" and row.path}),
         "error": None if result.error is None else result.error.to_dict(),
+        "corroboration": None if result.corroboration is None else result.corroboration.to_dict(),
         "output": output,
         "outputWithheld": withheld,
         "receiptId": receipt_id,

@@ -37,6 +37,7 @@ from datetime import datetime
 from typing import Final
 
 from adjudge.calls.outcomes import DETERMINISTIC, IMPORTED, SEMANTIC, CheckRow, Outcome
+from adjudge.calls.policy import Policy
 from adjudge.calls.verdicts import CallVerdict
 from adjudge.calls.verify import CallResult
 from adjudge.errors import CriteriaError
@@ -179,6 +180,24 @@ def call_decision(
     the charge (integer minor units), and the contract's digest when given.
     """
     policy = result.policy
+    decision = _decision(result, policy, contract_digest)
+    found = result.corroboration
+    if found is not None and found.call_id:
+        # The corroborating call is itself a paid gateway call with its own receipt: named here,
+        # so the receipt binds which call the empty answer's verdict read.
+        decision |= {
+            "corroboratingTool": found.tool,
+            "corroboratingProvider": found.source,
+            "corroboratingCallId": found.call_id,
+            "corroboratingReceiptId": found.receipt_id or None,
+            "corroboratingResponseDigest": found.response_digest or None,
+        }
+    return decision
+
+
+def _decision(
+    result: CallResult, policy: Policy | None, contract_digest: str | None
+) -> dict[str, PolicyValue]:
     return {
         "callId": result.call_id,
         "provider": result.provider,

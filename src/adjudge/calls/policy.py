@@ -41,9 +41,11 @@ from adjudge.errors import CriteriaError
 
 __all__ = [
     "CHECKS",
+    "CORROBORATION_PAYERS",
     "DEFAULT_REPORT_WINDOW",
     "MAX_REPORT_WINDOW",
     "Clause",
+    "Corroborator",
     "EmptyResultRule",
     "Mode",
     "Policy",
@@ -94,6 +96,39 @@ class Clause:
         return f"fewer than {self.count} vote(s) -> {self.verdict}"
 
 
+#: Who may pay for a declared corroborating call. Only the policy's provider: it declared the
+#: corroboration, and a caller is never charged more than the listed price it agreed to.
+CORROBORATION_PAYERS: Final = ("provider",)
+
+
+@dataclass(frozen=True)
+class Corroborator:
+    """The source a policy names to corroborate an empty answer: another provider's tool asked
+    the same question through the gateway, paid by ``paid_by`` (the policy's provider), at most
+    ``max_price_minor`` a call.
+
+    ``path`` names the result list in the corroborating tool's mapped output (absent: the
+    empty-result rule's own path); ``arguments`` is a JMESPath expression over the call's
+    arguments giving the corroborating call's (absent: the same arguments).
+    """
+
+    tool: str
+    max_price_minor: int
+    paid_by: str
+    path: Expression | None = None
+    arguments: Expression | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        """The declaration as the policy's views show it to a caller before paying."""
+        return {
+            "tool": self.tool,
+            "paid_by": self.paid_by,
+            "max_price_minor": self.max_price_minor,
+            "path": None if self.path is None else self.path.source,
+            "arguments": None if self.arguments is None else self.arguments.source,
+        }
+
+
 @dataclass(frozen=True)
 class EmptyResultRule:
     """The policy's own rule for an empty result.
@@ -101,10 +136,14 @@ class EmptyResultRule:
     ``path`` names the result list in the mapped output. ``on_empty`` is ``"accept"`` (an honest
     empty answer is not a failure: EMPTY_CONFIRMED with independent corroboration, else
     EMPTY_UNVERIFIED) or ``"judge"`` (an empty list gets no special treatment; the rules decide).
+    ``corroborator``: the source the policy declares for corroboration (see
+    :class:`Corroborator`); with one, an empty answer it contradicts is a FAIL and one it could
+    not check is DEGRADED.
     """
 
     path: Expression
     on_empty: str
+    corroborator: Corroborator | None = None
 
 
 @dataclass(frozen=True, repr=False)
@@ -274,23 +313,85 @@ def register_policy(data: object, contract: Contract) -> Policy:
         checks=declared,
         threshold=threshold,
         rules=rules,
-        empty_result=_empty_result(data.get("empty_result")),
+        empty_result=_empty_result(data.get("empty_result"), tool),
         meaning_rate=meaning_rate,
         clauses=_clauses(data.get("clauses"), declared, rules),
         report_window=timedelta(hours=hours),
     )
 
 
-def _empty_result(raw: object) -> EmptyResultRule | None:
+def _empty_result(raw: object, tool: str) -> EmptyResultRule | None:
     if raw is None:
         return None
-    if not isinstance(raw, Mapping) or set(raw) - {"path", "on_empty"}:
-        raise CriteriaError('`empty_result` must be {"path": …, "on_empty": …}.', code=_CODE)
+    if not isinstance(raw, Mapping) or set(raw) - {"path", "on_empty", "corroboration"}:
+        raise CriteriaError(
+            '`empty_result` must be {"path": …, "on_empty": …, "corroboration"?: …}.', code=_CODE
+        )
     on_empty = raw.get("on_empty", "accept")
     if on_empty not in ("accept", "judge"):
         raise CriteriaError("`empty_result.on_empty` must be `accept` or `judge`.", code=_CODE)
     path = compile_expression(raw.get("path"), what="`empty_result.path`", code=_CODE)
-    return EmptyResultRule(path=path, on_empty=on_empty)
+    corroborator = _corroborator(raw.get("corroboration"), tool)
+    if corroborator is not None and on_empty != "accept":
+        raise CriteriaError(
+            "`empty_result.corroboration` needs `on_empty: accept`: under `judge` an empty "
+            "answer is judged by the rules and never corroborated.",
+            code=_CODE,
+        )
+    return EmptyResultRule(path=path, on_empty=on_empty, corroborator=corroborator)
+
+
+_CORROBORATION_FIELDS = {"tool", "paid_by", "max_price_minor", "path", "arguments"}
+
+
+def _corroborator(raw: object, tool: str) -> Corroborator | None:
+    """The declared corroboration source: another tool, who pays and the most a call costs."""
+    if raw is None:
+        return None
+    shape = (
+        '`empty_result.corroboration` must be {"tool": NAME, "paid_by": "provider", '
+        '"max_price_minor": N, "path"?: EXPR, "arguments"?: EXPR}'
+    )
+    if not isinstance(raw, Mapping) or set(raw) - _CORROBORATION_FIELDS:
+        raise CriteriaError(shape + ".", code=_CODE)
+    other = raw.get("tool")
+    if not isinstance(other, str) or not other:
+        raise CriteriaError(shape + ": `tool` names the corroborating tool.", code=_CODE)
+    if other == tool:
+        raise CriteriaError(
+            "`empty_result.corroboration.tool` must be another tool: a tool cannot corroborate "
+            "itself.",
+            code=_CODE,
+        )
+    paid_by = raw.get("paid_by")
+    if paid_by not in CORROBORATION_PAYERS:
+        raise CriteriaError(
+            "`empty_result.corroboration.paid_by` must be `provider`: the policy's provider pays "
+            "for the corroborating call, so a caller is never charged beyond the listed price.",
+            code=_CODE,
+        )
+    bound = raw.get("max_price_minor")
+    if isinstance(bound, bool) or not isinstance(bound, int) or not 0 <= bound < 2**53:
+        raise CriteriaError(
+            "`empty_result.corroboration.max_price_minor` (the most one corroborating call may "
+            "cost its payer) must be a whole number of minor units, 0 or more.",
+            code=_CODE,
+        )
+    where = raw.get("path")
+    arguments = raw.get("arguments")
+    return Corroborator(
+        tool=other,
+        max_price_minor=bound,
+        paid_by=str(paid_by),
+        path=None
+        if where is None
+        else compile_expression(where, what="`empty_result.corroboration.path`", code=_CODE),
+        arguments=None
+        if arguments is None
+        else compile_expression(
+            arguments, what="`empty_result.corroboration.arguments`", code=_CODE
+        ),
+    )
 
 
 def _clauses(raw: object, declared: frozenset[str], rules: tuple[Rule, ...]) -> tuple[Clause, ...]:

@@ -56,6 +56,7 @@ __all__ = [
     "received_response",
     "require_plain_json",
     "verify_call",
+    "wants_corroboration",
 ]
 
 _INPUT = "CALL_INPUT_INVALID"
@@ -127,11 +128,36 @@ class Judgment:
 
 @dataclass(frozen=True)
 class Corroboration:
-    """An independent source's answer to the same request: did it also find nothing?"""
+    """An independent source's answer to the same request: did it also find nothing?
+
+    ``source`` is the provider that answered. A corroboration from the source the policy
+    declares (``tool`` is its corroborating tool) also names the corroborating call
+    (``call_id``, ``receipt_id``, ``response_digest``: the gateway's own paid call, with its own
+    receipt); ``available`` False means that call could not answer the question (down, refused,
+    too dear, its own checks did not pass), which is never read as corroboration either way.
+    """
 
     source: str
     empty: bool
     reason: str = ""
+    tool: str = ""
+    call_id: str = ""
+    receipt_id: str = ""
+    response_digest: str = ""
+    available: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        """The corroboration's wire shape (what :func:`parse_corroboration` reads back)."""
+        out: dict[str, Any] = {"source": self.source, "empty": self.empty, "reason": self.reason}
+        if self.tool:
+            out |= {
+                "tool": self.tool,
+                "call_id": self.call_id,
+                "receipt_id": self.receipt_id,
+                "response_digest": self.response_digest,
+                "available": self.available,
+            }
+        return out
 
 
 @dataclass(frozen=True)
@@ -172,6 +198,8 @@ class CallResult:
     error: CallError | None = None
     score: tuple[int, int] | None = None  # (passed weight, applied weight) of the rule stage
     notes: tuple[str, ...] = field(default=())
+    #: The corroboration an empty answer's verdict read (None: none was handed in).
+    corroboration: Corroboration | None = None
 
     @property
     def report_deadline(self) -> datetime | None:
@@ -214,6 +242,7 @@ class CallResult:
             "response_digest": self.response_digest,
             "report_deadline": None if deadline is None else deadline.isoformat(),
             "checks": [row.to_dict() for row in self.rows],
+            "corroboration": None if self.corroboration is None else self.corroboration.to_dict(),
         }
 
 
@@ -347,10 +376,26 @@ def parse_corroboration(data: object) -> Corroboration:
     empty = obj.get("empty")
     if not isinstance(empty, bool):
         raise CriteriaError("A corroboration's `empty` must be true or false.", code=_INPUT)
+    available = obj.get("available", True)
+    if not isinstance(available, bool):
+        raise CriteriaError("A corroboration's `available` must be true or false.", code=_INPUT)
+    named = {}
+    for key in ("tool", "call_id", "receipt_id", "response_digest"):
+        value = obj.get(key, "")
+        if not isinstance(value, str):
+            raise CriteriaError(f"A corroboration's `{key}` must be a string.", code=_INPUT)
+        named[key] = value
+    digest = named["response_digest"]
+    if digest and not _DIGEST.match(digest):
+        raise CriteriaError(
+            "A corroboration's `response_digest` must be sha256:<64 lowercase hex>.", code=_INPUT
+        )
     return Corroboration(
         source=_text(obj, "source", "The corroboration"),
         empty=empty,
         reason=str(obj.get("reason", "")),
+        available=available,
+        **named,
     )
 
 
@@ -569,18 +614,89 @@ def _meaning_row(
     return row(Outcome.FAIL, reason, cited[0].path, quotes)
 
 
-def _empty_row(request: CallRequest, corroboration: Corroboration | None) -> CheckRow:
+def _empty_row(
+    policy: Policy, request: CallRequest, corroboration: Corroboration | None
+) -> CheckRow:
+    """The empty answer's corroboration row.
+
+    Without a declared source it is recorded, not counted: another index having results is
+    not evidence that this provider broke its contract. With one (``empty_result.corroboration``,
+    the provider's own choice, shown to callers before they pay) the row counts: a contradiction
+    is a fail, a source that could not answer is unavailable.
+    """
+    assert policy.empty_result is not None
+    declared = policy.empty_result.corroborator
+    counted = (
+        declared is not None and corroboration is not None and corroboration.tool == (declared.tool)
+    )
+    evidence = (
+        ()
+        if corroboration is None or not corroboration.response_digest
+        else (corroboration.response_digest,)
+    )
+    via = (
+        ""
+        if corroboration is None or not corroboration.call_id
+        else f" (call {corroboration.call_id}, receipt {corroboration.receipt_id or 'none'})"
+    )
+
     def row(outcome: Outcome, reason: str) -> CheckRow:
-        return CheckRow("empty_result", "empty_result", IMPORTED, outcome, reason, declared=False)
+        return CheckRow(
+            "empty_result",
+            "empty_result",
+            IMPORTED,
+            outcome,
+            reason + via,
+            declared=declared is not None,
+            cited=evidence,
+        )
 
     if corroboration is None:
+        if declared is not None:
+            return row(
+                Outcome.UNAVAILABLE,
+                f"the declared corroborator {declared.tool} was not asked",
+            )
         return row(Outcome.NOT_RUN, "no independent corroboration was available")
     if corroboration.source == request.provider:
         # Independence is read from structure: a provider cannot corroborate itself.
         return row(Outcome.NOT_APPLICABLE, "the corroboration came from the provider itself")
+    if declared is not None and not counted:
+        return row(
+            Outcome.UNAVAILABLE,
+            f"the corroboration came from {corroboration.tool or corroboration.source}, not the "
+            f"declared corroborator {declared.tool}",
+        )
+    if not corroboration.available:
+        why = f": {corroboration.reason}" if corroboration.reason else ""
+        return row(Outcome.UNAVAILABLE, f"{corroboration.source} could not corroborate{why}")
     if corroboration.empty:
         return row(Outcome.PASS, f"{corroboration.source} also found nothing")
     return row(Outcome.FAIL, f"{corroboration.source} found results")
+
+
+def _empty_verdict(row: CheckRow) -> tuple[CallVerdict, str]:
+    """The verdict of an empty answer from its corroboration row."""
+    if row.outcome is Outcome.PASS:
+        return CallVerdict.EMPTY_CONFIRMED, "empty-result rule: independently corroborated"
+    if row.declared and row.outcome is Outcome.FAIL:
+        return CallVerdict.FAIL, "empty-result rule: the declared corroborator found results"
+    if row.declared and row.outcome is Outcome.UNAVAILABLE:
+        return (
+            CallVerdict.DEGRADED,
+            "empty-result rule: the declared corroborator was unavailable, so a needed check "
+            "did not run",
+        )
+    return CallVerdict.EMPTY_UNVERIFIED, "empty-result rule: no independent corroboration"
+
+
+def wants_corroboration(result: CallResult) -> bool:
+    """True when ``result`` is an empty answer its policy declares a corroborator for and no
+    corroboration was handed in yet: the gateway then asks the corroborator and verifies again."""
+    policy = result.policy
+    if policy is None or policy.empty_result is None or policy.empty_result.corroborator is None:
+        return False
+    return result.corroboration is None and any(r.stage == "empty_result" for r in result.rows)
 
 
 def _is_empty(policy: Policy, output: Any) -> bool:
@@ -664,18 +780,16 @@ def verify_call(
 
     rows = [_shape_row(shape, declared="schema" in policy.checks)]
     score: tuple[int, int] | None = None
+    used: Corroboration | None = None
     verdict, decided = _decide(
         policy, request, shape, rows=rows, at=at, digest=digest, judgment=judgment
     )
     if verdict is None:  # (5)
-        empty = _empty_row(request, corroboration)
+        empty = _empty_row(policy, request, corroboration)
         rows.append(empty)
         rows.extend(_not_run(policy, "the result is empty; the empty-result rule decides"))
-        confirmed = empty.outcome is Outcome.PASS
-        verdict = CallVerdict.EMPTY_CONFIRMED if confirmed else CallVerdict.EMPTY_UNVERIFIED
-        decided = "empty-result rule: " + (
-            "independently corroborated" if confirmed else "no independent corroboration"
-        )
+        verdict, decided = _empty_verdict(empty)
+        used = corroboration
     stage_row = next((r for r in rows if r.stage == "quality_rules"), None)
     if stage_row is not None and stage_row.outcome in (Outcome.PASS, Outcome.FAIL):
         weights = [(r.outcome, r.weight or 0) for r in rows if r.stage == "rule"]
@@ -687,7 +801,14 @@ def verify_call(
         verdict, decided = CallVerdict.DEGRADED, f"the policy was withdrawn ({decided})"
     effect = effect_of(verdict, policy, withdrawn=withdrawn)  # (9)
     return result(
-        verdict, decided, effect, rows, digest, policy_verdict=policy_verdict, score=score
+        verdict,
+        decided,
+        effect,
+        rows,
+        digest,
+        policy_verdict=policy_verdict,
+        score=score,
+        corroboration=used,
     )
 
 

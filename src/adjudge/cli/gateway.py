@@ -173,6 +173,13 @@ def _show_tool(t: dict[str, Any]) -> None:
             f"  judged by: policy {judged['id']} version {judged['version']}{pinned}, "
             f"{judged['mode']}; bad results reportable for {judged['report_window_hours']} h"
         )
+        corroboration = judged.get("corroboration")
+        if corroboration:
+            typer.echo(
+                f"  empty answers corroborated by: {corroboration['tool']}, paid by the "
+                f"{corroboration['paid_by']} (at most {_money(corroboration['max_price'])} each); "
+                f"you pay {_money(corroboration['caller_pays'])} for it"
+            )
     elif policy:
         typer.echo(f"  policy: {policy['id']} is not registered yet (calls are refused)")
     else:
@@ -238,6 +245,15 @@ def _show_answer(answer: dict[str, Any]) -> None:
     if answer.get("checks"):
         typer.echo("  checks:")
         _check_rows(answer["checks"])
+    found = answer.get("corroboration")
+    if found and found.get("call_id"):
+        said = "nothing found" if found.get("empty") else "found results"
+        if not found.get("available", True):
+            said = "could not say"
+        typer.echo(
+            f"  corroborated by: {found.get('tool')} ({found.get('source')}), {said}; "
+            f"its call {found['call_id']}, receipt {found.get('receipt_id') or 'none'}"
+        )
     if answer.get("outputWithheld"):
         typer.echo("  output: withheld (the call was not paid for)")
     if answer.get("failing"):

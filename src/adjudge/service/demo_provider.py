@@ -1,10 +1,13 @@
-"""The demo marketplace's paid API: a small weather provider served beside the demo
+"""The demo marketplace's paid APIs: two small weather providers served beside the demo
 (``adjudge serve --demo``, under ``/demo/skycast``), so the gateway has someone to call.
 
-It is the provider's side, not adjudge's: it accepts only requests carrying the credential
-the demo gave the gateway for it (``X-Api-Key``), and its answers are made up but stable. One
-city is broken on purpose — ``atlantis`` answers a latitude of 95 and a high of 300 °C — so a
-reader can watch a contract-breaking answer be refunded and the provider struck.
+It is the providers' side, not adjudge's: it accepts only requests carrying the credential
+the demo gave the gateway for them (``X-Api-Key``), and its answers are made up but stable.
+``sky``'s forecast (``/v1/forecast/{city}``) breaks on purpose twice: ``atlantis`` answers a
+latitude of 95 and a high of 300 °C, so a reader can watch a contract-breaking answer be
+refunded and the provider struck; ``erewhon`` answers no days at all (a lazy empty answer),
+which ``nimbus``'s outlook (``/v1/outlook/{city}``, the same forecasts, never lazy) contradicts
+when sky's policy names it as the corroborator of empty answers.
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ CREDENTIAL_HEADER = "X-Api-Key"
 #: Known cities' coordinates; any other city gets a stable made-up place.
 CITIES = {"berlin": (52.52, 13.41), "paris": (48.86, 2.35), "tokyo": (35.68, 139.69)}
 BROKEN = "atlantis"
+#: The city ``sky`` answers with no days at all, while ``nimbus`` has its forecast.
+LAZY = "erewhon"
 
 
 def forecast(city: str, days: int, today: date) -> dict[str, object]:
@@ -61,6 +66,13 @@ def skycast_app(secret: str) -> Starlette:
         raw = request.query_params.get("days", "3")
         days = int(raw) if raw.isdigit() else 3
         city = request.path_params["city"].lower()
+        if city == LAZY and request.url.path.endswith(f"/forecast/{city}"):
+            days = 0  # sky's lazy answer: nothing found
         return JSONResponse(forecast(city, min(max(days, 0), 7), datetime.now(UTC).date()))
 
-    return Starlette(routes=[Route("/v1/forecast/{city}", handle, methods=["GET"])])
+    return Starlette(
+        routes=[
+            Route("/v1/forecast/{city}", handle, methods=["GET"]),
+            Route("/v1/outlook/{city}", handle, methods=["GET"]),
+        ]
+    )

@@ -966,6 +966,12 @@ async function toolDetail(name) {
           ? `${t.judged_by.id} version ${t.judged_by.version} (${words(t.judged_by.mode)}); bad results reportable for ${t.judged_by.report_window_hours} h`
           : null,
       ],
+      [
+        "Empty answers corroborated by",
+        t.judged_by && t.judged_by.corroboration
+          ? `${t.judged_by.corroboration.tool}, paid by the ${t.judged_by.corroboration.paid_by} (at most ${price(t.judged_by.corroboration.max_price)} each); you pay ${price(t.judged_by.corroboration.caller_pays)} for it`
+          : null,
+      ],
       ["A refunded call", t.refunded_output === "return" ? "still returns the output" : "returns its checks, not the output"],
       ["Version", String(t.version)],
       ["Registered", shortTime(t.registered_at)],

@@ -1,0 +1,125 @@
+"""Corroborating an empty answer: the source its policy declares, asked the same question.
+
+A policy may name a corroborator for empty answers (``empty_result.corroboration``): another
+provider's tool, asked through this gateway with the same arguments (or the arguments its
+``arguments`` expression makes of them). The corroborating call is an ordinary paid call:
+
+- **who pays**: the policy's provider (``paid_by: provider``), from its own wallet, reserved and
+  settled like any call against that call's own signed receipt. The caller of the empty answer
+  is charged the listed price it agreed to and nothing more;
+- **bounded**: at most ``max_price_minor`` a corroboration (the gateway's max-price refusal,
+  before anything is reserved or forwarded), at most one per call (its Idempotency-Key is
+  ``corroborate:<call id>``), and never a corroboration of a corroboration;
+- **shown before paying**: the declaration is in the policy view a caller reads before calling
+  (``judged_by.corroboration``, MCP ``_meta["adjudge/policy"]``).
+
+What it found decides nothing by itself: the pure verifier reads it (``verify_call(...,
+corroboration=...)``). A corroborator that could not answer (down, refused, too dear, its payer
+short of funds, its own call not settled, or results its own checks did not pass) is
+``available: False`` — the empty answer is then DEGRADED, never corroborated by accident and
+never failed on no evidence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from adjudge.calls import Policy
+from adjudge.calls.contract import ExpressionError
+from adjudge.calls.verify import Corroboration
+from adjudge.errors import Error
+from adjudge.store import calls as calls_db
+from adjudge.store import records
+
+if TYPE_CHECKING:
+    from adjudge.app.gateway import Gateway
+
+__all__ = ["KEY_PREFIX", "corroborate"]
+
+#: The corroborating call's Idempotency-Key is this prefix and the corroborated call's id.
+KEY_PREFIX = "corroborate:"
+
+
+async def corroborate(
+    gateway: Gateway,
+    *,
+    call_id: str,
+    provider: str,
+    policy: Policy,
+    arguments: Mapping[str, Any],
+) -> Corroboration:
+    """Ask ``policy``'s declared corroborator about the call ``call_id`` of ``provider``, paid
+    by ``provider``; what it found, or why it could not say."""
+    rule = policy.empty_result
+    assert rule is not None and rule.corroborator is not None
+    spec = rule.corroborator
+
+    def unavailable(reason: str, source: str = spec.tool, **found: str) -> Corroboration:
+        return Corroboration(
+            source=source, empty=False, reason=reason, tool=spec.tool, available=False, **found
+        )
+
+    asked: Any = dict(arguments)
+    if spec.arguments is not None:
+        try:
+            asked = spec.arguments.search(asked)
+        except ExpressionError as exc:
+            return unavailable(f"its arguments could not be made from the call's: {exc}")
+        if not isinstance(asked, dict):
+            return unavailable("its arguments expression did not make an object")
+    payer = await gateway._in_db(
+        lambda: gateway.unit.read(lambda tx: records.account(tx, provider))
+    )
+    if payer is None:
+        return unavailable(f"the paying provider {provider} has no account")
+    try:
+        answer = await gateway.call_async(
+            payer,
+            spec.tool,
+            asked,
+            key=KEY_PREFIX + call_id,
+            max_price=spec.max_price_minor,
+            corroborating=True,
+        )
+    except Error as exc:
+        return unavailable(f"its call was refused: {exc.code}: {exc.message}")
+    got = answer.value
+    named = {"call_id": str(got["intentId"]), "receipt_id": str(got.get("receiptId") or "")}
+    source = str(got["provider"])
+    if got["status"] != "settled":
+        return unavailable(
+            f"its call was {got['status']} ({got.get('decidedBy')})", source, **named
+        )
+    digest = await gateway._in_db(
+        lambda: gateway.unit.read(lambda tx: _response_digest(tx, named["call_id"]))
+    )
+    named["response_digest"] = digest
+    path = spec.path if spec.path is not None else rule.path
+    try:
+        found = path.search(got.get("output"))
+    except ExpressionError as exc:
+        return unavailable(
+            f"its answer has no result list at {path.source}: {exc}", source, **named
+        )
+    if not isinstance(found, list):
+        return unavailable(f"its answer has no result list at {path.source}", source, **named)
+    if found and got.get("verdict") != "PASS":
+        return unavailable(
+            f"it found {len(found)} result(s), but its own checks did not pass them "
+            f"(verdict {got.get('verdict')})",
+            source,
+            **named,
+        )
+    reason = "no results" if not found else f"{len(found)} result(s) that passed its checks"
+    return Corroboration(
+        source=source, empty=not found, reason=reason, tool=spec.tool, available=True, **named
+    )
+
+
+def _response_digest(tx: Any, call_id: str) -> str:
+    """The corroborating call's response digest, from its stored record."""
+    stored = calls_db.call(tx, call_id)
+    if stored is None:
+        return ""
+    return str(stored.record.get("response_digest") or "")
