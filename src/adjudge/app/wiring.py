@@ -141,7 +141,7 @@ class SignedReceipts:
         self,
         verdict: VerdictReached,
         result: str | None,
-        previous: Place,
+        previous: Place | None,
         settlement: Settlement | None = None,
     ) -> Mapping[str, Any]:
         """The signed receipt of ``verdict``, chained after ``previous``; the money it releases
@@ -207,7 +207,7 @@ class SignedReceipts:
         )
 
     def issue_routing(
-        self, routed: Routed, result: str | None, previous: Place
+        self, routed: Routed, result: str | None, previous: Place | None
     ) -> Mapping[str, Any]:
         """The signed receipt of an agent review that could not be grounded: the oracle's
         integrity check and the review's UNKNOWN check fold to UNKNOWN; no money moves."""
@@ -235,7 +235,7 @@ class SignedReceipts:
         task: Task,
         result: str | None,
         basis: str | None,
-        previous: Place,
+        previous: Place | None,
     ) -> Mapping[str, Any]:
         """The signed receipt of an ending no judgment decided.
 
@@ -284,7 +284,7 @@ class SignedReceipts:
     def issue_call(
         self,
         determination: Determination,
-        previous: Place,
+        previous: Place | None,
         *,
         about: str | None = None,
         supersedes: Mapping[str, Any] | None = None,
@@ -293,7 +293,7 @@ class SignedReceipts:
         chained after ``previous``; ``about`` names its subject (``call:<id>``,
         ``task:<id>/round:<n>``), and ``supersedes`` is the envelope of an earlier receipt of
         this service about the same subject that it replaces."""
-        lane, found = previous
+        lane, found = previous or Place(0, None)  # None: a log's first receipt
         head = Head(found[0], found[1], lane) if found else None
         replaced = None
         if supersedes is not None:
