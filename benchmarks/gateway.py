@@ -53,7 +53,7 @@ from typing import Any
 import httpx
 from loadgen import Http
 
-from adjudge.app import App
+from adjudge.app import App, Settings
 from adjudge.app.demo import WEATHER_POLICY, weather_tool
 from adjudge.app.wiring import SignedReceipts
 from adjudge.receipts import SigningKey
@@ -337,7 +337,11 @@ def seed(url: str, provider_url: str, terms: bool = False) -> str:
             metadata.drop_all(conn)
             conn.exec_driver_sql("DROP TABLE IF EXISTS alembic_version")
     store.migrate()
-    app = App(store, issuer=SignedReceipts(SigningKey.generate()), private_providers=True)
+    app = App(
+        store,
+        issuer=SignedReceipts(SigningKey.generate()),
+        settings=Settings(allow_private_providers=True),
+    )
     admin = app.accounts.authenticate(
         app.accounts.create(None, "admin", ["admin"]).value["api_key"]
     )

@@ -275,7 +275,7 @@ from adjudge.autocheck import _sandbox
 from adjudge.service import deps
 _sandbox._pool = _sandbox._Pool(1, 1)
 _sandbox.regex_owner = ContextVar("nobody", default="")
-deps.SLOW_CHECKS = deps.OWNER_SLOW_CHECKS = 2
+deps.slow_checks = deps.owner_slow_checks = lambda: 2
 from adjudge.cli import main
 main()
 """

@@ -203,14 +203,28 @@ def test_a_single_worker_pool_lets_its_owner_have_it() -> None:
 
 
 def test_the_default_pool_has_at_least_two_workers(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A one-worker pool could only alternate owners, so the default never goes below two."""
-    monkeypatch.delenv("ADJUDGE_REGEX_WORKERS", raising=False)
+    """A one-worker pool could only alternate owners, so the default never goes below two; the
+    environment is not read (``ADJUDGE_REGEX_WORKERS`` is a setting the edge passes in)."""
+    monkeypatch.setenv("ADJUDGE_REGEX_WORKERS", "1")
     monkeypatch.setattr(_sandbox.os, "cpu_count", lambda: 1)
     assert _sandbox._pool_size() == 2
     monkeypatch.setattr(_sandbox.os, "cpu_count", lambda: 8)
     assert _sandbox._pool_size() == 7
-    monkeypatch.setenv("ADJUDGE_REGEX_WORKERS", "1")
-    assert _sandbox._pool_size() == 1
+
+
+def test_the_edge_sizes_the_pool(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``configure_pool(n)`` replaces the pool with one of ``n`` workers; None or the same size
+    keeps it; fewer than one is refused."""
+    before = _sandbox._Pool(3)
+    monkeypatch.setattr(_sandbox, "_pool", before)
+    jsregex.configure_pool(None)
+    jsregex.configure_pool(3)
+    assert _sandbox._pool is before and jsregex.pool_size() == 3
+    jsregex.configure_pool(1)
+    assert _sandbox._pool is not before and jsregex.pool_size() == 1
+    assert _sandbox._pool.share == 1
+    with pytest.raises(ValueError):
+        jsregex.configure_pool(0)
 
 
 def test_owned_by_names_the_owner_of_the_block() -> None:

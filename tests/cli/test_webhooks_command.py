@@ -8,7 +8,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from adjudge.app import WebhookSettings
+from adjudge.app import Settings
 from adjudge.cli import app
 from adjudge.cli.webhooks import server_box
 from adjudge.store import Store
@@ -24,7 +24,7 @@ def test_webhooks_commands_over_the_api(sqlite_store: Store, tmp_path: Path) -> 
     key_file = tmp_path / "server-key"
     box = server_box(key_file)
     assert key_file.stat().st_mode & 0o777 == 0o600
-    h = make_harness(sqlite_store, webhooks=WebhookSettings(allow_private=True), secrets=box)
+    h = make_harness(sqlite_store, settings=Settings(webhooks_allow_private=True), secrets=box)
     runner = CliRunner()
     receiver = Receiver().up()
     try:

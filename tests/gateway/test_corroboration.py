@@ -262,7 +262,7 @@ def test_a_providers_own_tool_cannot_corroborate_it(setup: Corroborated) -> None
 def test_a_corroborated_call_replays_to_the_same_verdict(setup: Corroborated) -> None:
     """The call's replay bundle carries the corroboration it read; replayed offline, the
     verdict is the same."""
-    from adjudge.replay import replay  # noqa: PLC0415
+    from adjudge.replay import from_answer, replay  # noqa: PLC0415
 
     setup.world.script.answer = "empty"
     setup.nimbus.answer = "empty"
@@ -270,6 +270,6 @@ def test_a_corroborated_call_replays_to_the_same_verdict(setup: Corroborated) ->
     h = setup.world.h
     r = h.call(PROVIDER, "GET", f"/calls/{got['intentId']}/bundle")
     assert r.status_code == 200, r.text
-    report = replay(r.content, pin=setup.world.signer.keyid)
+    report = replay(from_answer(r.json()), pin=setup.world.signer.keyid)
     assert report.outcome == "same", json.dumps(report.to_dict())
     assert report.verdict is not None and "EMPTY_CONFIRMED" in "\n".join(report.lines)

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from mcp_types import methods
 
-from adjudge.app import App
+from adjudge.app import App, Settings
 from adjudge.errors import Error, RateLimited
 from adjudge.service import mcp
 from adjudge.store import Store
@@ -417,7 +417,12 @@ def test_a_service_without_a_call_signer_refuses_before_reserving(
     (CALL_RECEIPTS_UNAVAILABLE) before the price is reserved or the provider called — not
     after, which left the reservation held until a sweep found the call."""
     harness = make_harness(sqlite_store)  # its issuer signs task receipts only
-    app = App(sqlite_store, clock=harness.clock, issuer=harness.app.issuer, private_providers=True)
+    app = App(
+        sqlite_store,
+        clock=harness.clock,
+        issuer=harness.app.issuer,
+        settings=Settings(allow_private_providers=True),
+    )
     peer = raw_peer(lambda conn, _: conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}"))
     provider = app.accounts.create(None, PROVIDER, ["provider"]).value["api_key"]
     doc = tool(peer.url)
@@ -447,7 +452,7 @@ def test_the_first_signing_key_signs_for_a_clock_a_little_behind(
     shared = {
         "issuer": SignedReceipts(SigningKey.generate()),
         "secrets": SecretBox([SecretBox.generate_key()]),  # one server secret, two processes
-        "private_providers": True,
+        "settings": Settings(allow_private_providers=True),
     }
     ahead_clock = FakeClock()
     ahead_clock.advance(seconds=10)
@@ -491,7 +496,7 @@ def test_a_call_that_cannot_be_signed_ends_and_gives_the_money_back(
         sqlite_store,
         clock=harness.clock,
         issuer=SignedReceipts(SigningKey.generate()),
-        private_providers=True,
+        settings=Settings(allow_private_providers=True),
     )
     peer = raw_peer(lambda conn, _: None)
     provider = app.accounts.create(None, PROVIDER, ["provider"]).value["api_key"]

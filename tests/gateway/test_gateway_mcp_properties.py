@@ -23,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from adjudge.app import App
+from adjudge.app import App, Settings
 from adjudge.app.wiring import SignedReceipts
 from adjudge.gateway import AddressGuard, Forwarder, ForwardLimits
 from adjudge.receipts import SigningKey
@@ -148,7 +148,7 @@ def books(store: Store, raw_peer: Callable[[Behave], RawPeer]) -> Iterator[Books
         clock=h.clock,
         issuer=h.app.issuer,
         forwarder=Forwarder(LIMITS, guard=AddressGuard(allow_private=True)),
-        private_providers=True,
+        settings=Settings(allow_private_providers=True),
     )
     h.keys[PROVIDER] = h.app.accounts.create(None, PROVIDER, ["provider"]).value["api_key"]
     state: list[Behave] = []

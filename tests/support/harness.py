@@ -8,7 +8,7 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from adjudge.app import Account, App, Settings, WebhookSettings
+from adjudge.app import Account, App, Settings
 from adjudge.app.signed_verdicts import sign_verdict, verdict_payload
 from adjudge.gateway.sealed import SecretBox
 from adjudge.kernel.oracle import Record
@@ -156,7 +156,6 @@ def make_harness(
     *,
     real_checker: bool = False,
     issuer: ReceiptIssuer | None = None,
-    webhooks: WebhookSettings | None = None,
     secrets: SecretBox | None = None,
     settings: Settings | None = None,
 ) -> Harness:
@@ -171,7 +170,6 @@ def make_harness(
         clock=clock,
         checker=checker,
         issuer=issuer or FakeIssuer(),
-        webhooks=webhooks,
         secrets=secrets,
         settings=settings,
     )

@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from adjudge.app import App, WebhookSettings
+from adjudge.app import App, Settings
 from adjudge.app.demo import WEATHER_POLICY, weather_tool
 from adjudge.app.wiring import SignedReceipts
 from adjudge.gateway import JWKS_PATH, AddressGuard, Forwarder, ForwardLimits
@@ -150,8 +150,7 @@ def weather_world(
             ForwardLimits(total_timeout=timeout, read_timeout=timeout),
             guard=AddressGuard(allow_private=True),
         ),
-        private_providers=True,
-        webhooks=WebhookSettings(allow_private=True),
+        settings=Settings(allow_private_providers=True, webhooks_allow_private=True),
     )
     # The harness's own client must reach this app too, not the one it was made with: its
     # calls (an endpoint on loopback, a test event) follow this app's settings.

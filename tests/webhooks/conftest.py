@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from adjudge.app import WebhookSettings
+from adjudge.app import Settings
 from adjudge.app.wiring import SignedReceipts
 from adjudge.receipts import SigningKey
 from adjudge.store import Store
@@ -14,7 +14,7 @@ from adjudge.webhooks import Sender, SenderLimits
 from support.harness import Harness, make_harness
 
 #: Loopback receivers are allowed here; everywhere else they are refused by default.
-SETTINGS = WebhookSettings(allow_private=True)
+SETTINGS = Settings(webhooks_allow_private=True)
 #: Short bounds so a slow receiver times out in well under a second.
 SHORT = SenderLimits(connect_timeout=1.0, read_timeout=0.5, write_timeout=0.5, total_timeout=0.6)
 
@@ -23,7 +23,7 @@ SHORT = SenderLimits(connect_timeout=1.0, read_timeout=0.5, write_timeout=0.5, t
 def wh(sqlite_store: Store) -> Iterator[Harness]:
     """A fresh service on SQLite with webhooks to loopback allowed."""
     issuer = SignedReceipts(SigningKey.generate())  # signs call receipts too
-    harness = make_harness(sqlite_store, webhooks=SETTINGS, issuer=issuer)
+    harness = make_harness(sqlite_store, settings=SETTINGS, issuer=issuer)
     yield harness
     harness.ledger()
 

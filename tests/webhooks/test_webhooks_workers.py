@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 
-from adjudge.app import App, WebhookSettings
+from adjudge.app import App, Settings
 from adjudge.errors import Error
 from adjudge.gateway.sealed import SecretBox
 from adjudge.store import Store, outbox
@@ -18,7 +18,7 @@ from support.fakes import FakeClock, FakeIssuer
 from support.receiver import Receiver
 
 #: Test events are the events these tests queue, 40 at once on one endpoint: past the limit.
-SETTINGS = WebhookSettings(allow_private=True, test_events=100)
+SETTINGS = Settings(webhooks_allow_private=True, webhooks_test_events=100)
 
 
 def _apps(store: Store, n: int) -> tuple[list[App], FakeClock]:
@@ -26,9 +26,9 @@ def _apps(store: Store, n: int) -> tuple[list[App], FakeClock]:
     connection pool), sharing the clock and the server key."""
     clock = FakeClock()
     box = SecretBox([SecretBox.generate_key()])
-    apps = [App(Store(store.url), clock=clock, issuer=FakeIssuer(), secrets=box, webhooks=SETTINGS)]
+    apps = [App(Store(store.url), clock=clock, issuer=FakeIssuer(), secrets=box, settings=SETTINGS)]
     apps += [
-        App(Store(store.url), clock=clock, issuer=FakeIssuer(), secrets=box, webhooks=SETTINGS)
+        App(Store(store.url), clock=clock, issuer=FakeIssuer(), secrets=box, settings=SETTINGS)
         for _ in range(n - 1)
     ]
     return apps, clock
@@ -86,10 +86,10 @@ def test_a_dead_workers_lease_runs_out_and_another_delivers(sqlite_store: Store)
         app.webhooks.test_endpoint(account, made["id"])
         now = clock.now()
         with app.store.write() as tx:  # the worker that will die
-            [dead] = outbox.claim(tx, now=now, lease=SETTINGS.lease, limit=10)
+            [dead] = outbox.claim(tx, now=now, lease=SETTINGS.webhooks_lease, limit=10)
         with Sender(allow_private=True) as sender:
             assert app.webhooks.deliver_due(sender) == 0
-            clock.advance(seconds=SETTINGS.lease.total_seconds() - 1)
+            clock.advance(seconds=SETTINGS.webhooks_lease.total_seconds() - 1)
             assert app.webhooks.deliver_due(sender) == 0
             clock.advance(seconds=1)
             assert app.webhooks.deliver_due(sender) == 1
@@ -104,7 +104,7 @@ def test_a_dead_workers_lease_runs_out_and_another_delivers(sqlite_store: Store)
         delivery = app.webhooks.deliveries(account)["deliveries"][0]
         app.webhooks.replay(account, delivery["id"])
         with app.store.write() as tx:
-            outbox.claim(tx, now=clock.now(), lease=SETTINGS.lease, limit=10)
+            outbox.claim(tx, now=clock.now(), lease=SETTINGS.webhooks_lease, limit=10)
         with pytest.raises(Error) as refused:
             app.webhooks.replay(account, delivery["id"])
         assert refused.value.code == "WEBHOOK_DELIVERY_IN_FLIGHT"

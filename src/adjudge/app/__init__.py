@@ -25,12 +25,13 @@ from adjudge.app.keys import Keys
 from adjudge.app.maintenance import MaintenanceWorker
 from adjudge.app.receipts import Receipts
 from adjudge.app.reviews import Reviews
-from adjudge.app.tasks import Settings, Tasks
+from adjudge.app.tasks import Tasks
 from adjudge.app.unit import Answer, Idempotency, UnitOfWork
 from adjudge.app.webhooks import DeliveryWorker, Webhooks, WebhookSettings
 from adjudge.app.wiring import default_checker, default_issuer
 from adjudge.gateway import Forwarder, SecretBox
 from adjudge.market import Checker, ReceiptIssuer
+from adjudge.settings import Settings
 from adjudge.store import Account, Store
 
 __all__ = [
@@ -62,10 +63,9 @@ class App:
         settings: Settings | None = None,
         secrets: SecretBox | None = None,
         forwarder: Forwarder | None = None,
-        private_providers: bool = False,
-        webhooks: WebhookSettings | None = None,
     ) -> None:
-        """``secrets`` seals secrets at rest (the gateway's signing keys, providers'
+        """``settings`` are the deployment's (:class:`adjudge.settings.Settings`; none: every
+        default). ``secrets`` seals secrets at rest (the gateway's signing keys, providers'
         credentials, webhook endpoint secrets): pass the deployment's server key (``adjudge
         serve --server-key``); without one a fresh key lives as long as this object, so secrets
         sealed now cannot be opened by another process or after a restart."""
@@ -85,13 +85,13 @@ class App:
             self.issuer,
             box=self.secrets,
             forwarder=forwarder,
-            private_providers=private_providers,
+            private_providers=self.settings.allow_private_providers,
             price_notice=self.settings.price_notice,
         )
         self.receipts = Receipts(self.unit, getattr(self.issuer, "fingerprint", None), self.issuer)
         self.bundles = Bundles(self.unit, getattr(self.issuer, "public_key", None))
         self.reviews = Reviews(self.unit)
-        self.webhooks = Webhooks(self.unit, self.secrets, webhooks or WebhookSettings())
+        self.webhooks = Webhooks(self.unit, self.secrets, WebhookSettings.of(self.settings))
         self._metrics = metrics.registry(store, self.unit.now)
 
     def metrics(self, who: Account) -> CollectorRegistry:
@@ -109,8 +109,6 @@ class App:
         issuer: ReceiptIssuer | None = None,
         settings: Settings | None = None,
         secrets: SecretBox | None = None,
-        private_providers: bool = False,
-        webhooks: WebhookSettings | None = None,
     ) -> App:
         """Open the database at ``url``, bring its schema up to date, and return the use cases
         over it (``STORAGE_ERROR`` when it cannot be opened)."""
@@ -123,8 +121,6 @@ class App:
             issuer=issuer,
             settings=settings,
             secrets=secrets,
-            private_providers=private_providers,
-            webhooks=webhooks,
         )
 
     def close(self) -> None:

@@ -25,9 +25,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("adjudge.maintenance")
 
-#: How often the upkeep runs, in seconds, when the operator does not say.
-DEFAULT_EVERY = 30.0
-
 
 def run_once(app: App) -> dict[str, int]:
     """One pass of every step (each until it has nothing left due); what each did."""
@@ -48,11 +45,12 @@ def run_once(app: App) -> dict[str, int]:
 
 
 class MaintenanceWorker:
-    """Runs :func:`run_once` on a daemon thread every ``every`` seconds until :meth:`stop`."""
+    """Runs :func:`run_once` on a daemon thread every ``every`` seconds (by default the app's
+    ``upkeep_seconds`` setting) until :meth:`stop`."""
 
-    def __init__(self, app: App, *, every: float = DEFAULT_EVERY) -> None:
+    def __init__(self, app: App, *, every: float | None = None) -> None:
         self.app = app
-        self.every = every
+        self.every = app.settings.upkeep_seconds if every is None else every
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 

@@ -26,7 +26,6 @@ from adjudge.app.unit import Answer, Idempotency, UnitOfWork
 from adjudge.app.views import rendered, shown, task_summary, task_view
 from adjudge.autocheck import criteria as autocriteria
 from adjudge.autocheck import jsregex
-from adjudge.calls.pricing import DEFAULT_PRICE_NOTICE, MAX_PRICE_NOTICE
 from adjudge.errors import (
     BadInput,
     CriteriaError,
@@ -40,10 +39,6 @@ from adjudge.errors import (
 from adjudge.kernel import semantic
 from adjudge.kernel.oracle import Record
 from adjudge.market import (
-    DEFAULT_FEE_BPS,
-    DEFAULT_TAKE_LIMIT,
-    MAX_FEE_BPS,
-    MAX_TAKE_LIMIT,
     Accept,
     Cancel,
     Checker,
@@ -74,6 +69,7 @@ from adjudge.market import (
     take_due,
 )
 from adjudge.market.lifecycle import MAX_RESULT_CHARS
+from adjudge.settings import Settings
 from adjudge.store import Account, StoredTask, Submission, Transaction, quotas, records
 
 log = logging.getLogger("adjudge.takes")
@@ -91,31 +87,6 @@ DRY_RUN_WINDOW = timedelta(hours=1)
 MAX_DEADLINE_HOURS = 24 * 366
 #: Due takes one pass of the lapse sweep applies, at most (the next pass takes the rest).
 SWEEP_BATCH = 100
-
-
-@dataclass(frozen=True)
-class Settings:
-    """Deployment settings; ``fee_bps`` is read at each settlement, ``take_limit`` (the tasks
-    one agent may hold taken and not yet submitted) at each take, ``price_notice`` (how long a
-    tool's price increase waits before calls are charged it) at each tool registration."""
-
-    fee_bps: int = DEFAULT_FEE_BPS
-    take_limit: int = DEFAULT_TAKE_LIMIT
-    price_notice: timedelta = DEFAULT_PRICE_NOTICE
-
-    def __post_init__(self) -> None:
-        if not 0 <= self.fee_bps <= MAX_FEE_BPS:
-            raise BadInput(f"fee_bps must be between 0 and {MAX_FEE_BPS}.", code="INVALID_FEE")
-        if not 1 <= self.take_limit <= MAX_TAKE_LIMIT:
-            raise BadInput(
-                f"take_limit must be between 1 and {MAX_TAKE_LIMIT}.", code="INVALID_TAKE_LIMIT"
-            )
-        if not timedelta(0) <= self.price_notice <= MAX_PRICE_NOTICE:
-            raise BadInput(
-                "A price notice is 0 to 90 days (an increase waits this long before it is "
-                "charged).",
-                code="INVALID_SETTING",
-            )
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """CPU timers for the stages of the gateway's hot path, off unless asked for.
 
-With ``ADJUDGE_STAGE_TIMES=<file>`` in the environment of ``adjudge serve``, each stage wrapped
+With the setting ``stage_times`` (``ADJUDGE_STAGE_TIMES=<file>`` in the environment of
+``adjudge serve``, which calls :func:`enable`), each stage wrapped
 in :func:`stage` adds the CPU time its thread spent in it (``time.thread_time_ns``: waiting for
 a lock, the database or the provider costs nothing) to a process-wide total, and at exit the
 totals are written to the file as JSON, with each thread's CPU time (the uvicorn event loop,
@@ -13,18 +14,17 @@ from __future__ import annotations
 
 import atexit
 import json
-import os
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
+from pathlib import Path
 from typing import Any
 
-__all__ = ["ENABLED", "stage"]
+__all__ = ["enable", "enabled", "stage"]
 
-_PATH = os.environ.get("ADJUDGE_STAGE_TIMES")
-#: Whether the timers run in this process.
-ENABLED = bool(_PATH)
+#: Where the totals are written at exit (None: the timers are off).
+_path: Path | None = None
 _totals: dict[str, list[int]] = {}
 _lock = threading.Lock()
 _OFF: AbstractContextManager[None] = nullcontext()
@@ -45,7 +45,20 @@ def _timed(name: str) -> Iterator[None]:
 
 def stage(name: str) -> AbstractContextManager[None]:
     """Time the block as stage ``name`` (a no-op unless the timers are on)."""
-    return _timed(name) if ENABLED else _OFF
+    return _OFF if _path is None else _timed(name)
+
+
+def enabled() -> bool:
+    """Whether the timers run in this process."""
+    return _path is not None
+
+
+def enable(path: Path) -> None:
+    """Turn the timers on for the rest of the process; at exit write the totals to ``path``."""
+    global _path  # noqa: PLW0603 (the process's one switch, set by its edge before it serves)
+    if _path is None:
+        atexit.register(_dump)
+    _path = path
 
 
 def _threads() -> dict[str, int]:
@@ -65,7 +78,7 @@ def _threads() -> dict[str, int]:
 
 
 def _dump() -> None:
-    assert _PATH is not None
+    assert _path is not None
     with _lock:
         stages = {name: {"cpu_ns": t[0], "count": t[1]} for name, t in _totals.items()}
     report: dict[str, Any] = {
@@ -73,9 +86,5 @@ def _dump() -> None:
         "threads": _threads(),
         "process": time.process_time_ns(),
     }
-    with open(_PATH, "w", encoding="utf-8") as out:
+    with open(_path, "w", encoding="utf-8") as out:
         json.dump(report, out, indent=1)
-
-
-if ENABLED:
-    atexit.register(_dump)

@@ -26,6 +26,7 @@ from typing import Any
 from adjudge.app.unit import Answer, Idempotency, UnitOfWork
 from adjudge.errors import BadInput, NotFound, RateLimited, StateError
 from adjudge.gateway.sealed import SecretBox, SecretError
+from adjudge.settings import Settings
 from adjudge.store import Account, Transaction, outbox, quotas
 from adjudge.webhooks import events, schedule
 from adjudge.webhooks.sender import Outgoing, Sender
@@ -40,23 +41,38 @@ STATUSES = (outbox.PENDING, outbox.DELIVERED, outbox.FAILED)
 
 @dataclass(frozen=True)
 class WebhookSettings:
-    """How webhooks behave in this deployment.
+    """How webhooks behave in this deployment: the ``webhooks_*`` settings
+    (:class:`adjudge.settings.Settings`, where each default is written) as the use cases read
+    them, and the retry schedule.
 
     ``lease`` must outlast one pass's sends (a batch takes at most about the sender's total
     deadline, 10 s by default), so no other worker takes a delivery while it is being sent.
     """
 
-    allow_private: bool = False  # endpoints on loopback/private addresses (local testing)
-    max_endpoints: int = 10
-    lease: timedelta = timedelta(seconds=60)
-    batch: int = 50
-    poll_seconds: float = 1.0
-    schedule: tuple[timedelta, ...] = schedule.SCHEDULE
+    allow_private: bool  # endpoints on loopback/private addresses (local testing)
+    max_endpoints: int
+    lease: timedelta
+    batch: int
+    poll_seconds: float
     #: Test events one endpoint may be sent per ``test_window`` (each is a request to a URL the
     #: caller chose, retried on the schedule: unbounded, they would make the service a sender
     #: of traffic at someone else's host).
-    test_events: int = 10
-    test_window: timedelta = timedelta(hours=1)
+    test_events: int
+    test_window: timedelta
+    schedule: tuple[timedelta, ...] = schedule.SCHEDULE
+
+    @classmethod
+    def of(cls, settings: Settings) -> WebhookSettings:
+        """The webhook settings of a deployment's ``settings``."""
+        return cls(
+            allow_private=settings.webhooks_allow_private,
+            max_endpoints=settings.webhooks_max_endpoints,
+            lease=settings.webhooks_lease,
+            batch=settings.webhooks_batch,
+            poll_seconds=settings.webhooks_poll_seconds,
+            test_events=settings.webhooks_test_events,
+            test_window=settings.webhooks_test_window,
+        )
 
     @property
     def max_attempts(self) -> int:

@@ -6,15 +6,16 @@ A bounded pool of workers (``_regexworker``) is started on demand and reused; a 
 over one worker's stdin and the reply comes back on its stdout. When a reply does not come in
 time, that worker alone is killed and replaced; the others go on serving.
 
-The pool holds :data:`POOL_SIZE` workers: one fewer than the machine's CPUs, and at least two
-(``ADJUDGE_REGEX_WORKERS`` overrides it). A caller that finds every worker busy waits for one,
-at most :data:`QUEUE_SECONDS` (not counted in its match's limit): past that the pool is
-saturated, which is the service's trouble, not the pattern's, so it is :class:`PoolBusy` (the
-check broke), never a timeout verdict.
+The pool holds :func:`pool_size` workers: one fewer than the machine's CPUs, and at least two,
+unless the process's edge says otherwise with :func:`configure` (``adjudge serve`` passes its
+``regex_workers`` setting; nothing here reads the environment). A caller that finds every
+worker busy waits for one, at most :data:`QUEUE_SECONDS` (not counted in its match's limit):
+past that the pool is saturated, which is the service's trouble, not the pattern's, so it is
+:class:`PoolBusy` (the check broke), never a timeout verdict.
 
 **Fair shares.** Regex work has an owner: the account the use case names with
 :func:`owned_by` (a context variable, so no check function's signature carries it). One owner
-holds at most ``POOL_SIZE - 1`` workers at once (all of them when the pool has one), and when
+holds at most ``pool_size() - 1`` workers at once (all of them when the pool has one), and when
 callers wait, a freed worker goes to the waiting owner that has used the workers least, in
 worker seconds, not to the longest waiting caller. Counting time rather than turns matters: a
 flooder's turn lasts the whole 100 ms limit, another account's a tenth of a millisecond, so
@@ -24,7 +25,7 @@ account's match waits for at most one worker to come free; with two workers or m
 always left to the others. Hence the two-worker minimum: with one, everyone else waits out the
 flooder's current match each time. A worker killed at the limit is replaced in the time of the
 call whose match ran out, so the next owner finds a worker ready. One account's catastrophic
-patterns busy at most ``POOL_SIZE - 1`` cores (one, on two CPUs); several accounts' at once can
+patterns busy at most ``pool_size() - 1`` cores (one, on two CPUs); several accounts' at once can
 busy every worker, each getting its share of the time.
 
 This module is the one place the auto check touches the operating system (child processes and
@@ -62,13 +63,9 @@ QUEUE_SECONDS = 5.0
 
 
 def _pool_size() -> int:
-    configured = os.environ.get("ADJUDGE_REGEX_WORKERS", "")
-    if configured.isdigit() and int(configured) > 0:
-        return int(configured)
+    """The pool's default size: one fewer than the machine's CPUs, at least two."""
     return max(2, (os.cpu_count() or 2) - 1)
 
-
-POOL_SIZE = _pool_size()
 
 #: Whose regex work runs in this context: an account id, or "" when nobody said (all such work
 #: counts as one owner's).
@@ -317,7 +314,25 @@ class _Pool:
             worker.kill()
 
 
-_pool = _Pool(POOL_SIZE)
+_pool = _Pool(_pool_size())
+
+
+def configure(workers: int | None) -> None:
+    """Hold ``workers`` workers from now on (None: leave the pool as it is, by default one fewer
+    than the CPUs); called by the process's edge before any check runs. A pool of another size
+    replaces this one (its idle workers are ended); the same size keeps it."""
+    global _pool
+    if workers is None or workers == _pool.size:
+        return
+    if workers < 1:
+        raise ValueError("a regex worker pool holds at least one worker")
+    old, _pool = _pool, _Pool(workers)
+    old.shutdown()
+
+
+def pool_size() -> int:
+    """The workers the pool holds at most."""
+    return _pool.size
 
 
 def find(pattern: str, text: bytes, limit: float) -> bool:

@@ -55,14 +55,21 @@ __all__ = [
     "PatternTimeout",
     "UnsafePattern",
     "compile",
+    "configure_pool",
     "is_safe",
     "owned_by",
+    "pool_size",
     "test",
 ]
 
 #: ``with owned_by(account):`` counts the matches run inside as that account's, so the worker
 #: pool can share its workers fairly between accounts (see ``_sandbox``).
 owned_by = _sandbox.owned_by
+#: ``configure_pool(workers)`` sizes the worker pool (None: the machine's CPUs less one, at least
+#: two); the process's edge calls it with its setting (``adjudge serve``'s ``regex_workers``).
+configure_pool = _sandbox.configure
+#: How many workers the pool holds at most.
+pool_size = _sandbox.pool_size
 
 #: The longest pattern accepted, in UTF-16 code units (JavaScript's ``pattern.length``).
 MAX_PATTERN_LENGTH = 200

@@ -2,107 +2,62 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from adjudge.cli._settings import ConfigOption, SettingsCommand, load_settings
 from adjudge.errors import Error
 
 if TYPE_CHECKING:
     from adjudge.app import App
     from adjudge.gateway.sealed import SecretBox
     from adjudge.receipts import SigningKey
+    from adjudge.settings import Settings
 
 
 def register(app: typer.Typer) -> None:
     """Add ``serve`` to the ``adjudge`` command."""
-    app.command("serve")(serve)
+    app.command("serve", cls=SettingsCommand)(serve)
 
 
 def serve(
     *,
-    db: Annotated[
-        str, typer.Option(help="Database URL: sqlite:///FILE or postgresql+psycopg://…")
-    ] = "sqlite:///adjudge.db",
-    host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
-    fee_bps: Annotated[
-        int, typer.Option(help="Platform fee in basis points, read at each payout (max 3000).")
-    ] = 1000,
-    price_notice_hours: Annotated[
-        float,
-        typer.Option(
-            help="How long a tool's price increase waits before calls are charged it (a "
-            "decrease applies at once); 0 to 2160."
-        ),
-    ] = 24.0,
-    upkeep_seconds: Annotated[
-        float,
-        typer.Option(
-            help="How often this process ends interrupted calls, lapses takes whose window "
-            "ended, and pays providers the charges whose report deadline passed."
-        ),
-    ] = 30.0,
-    take_limit: Annotated[
-        int,
-        typer.Option(
-            help="Tasks one agent may hold taken and not yet submitted, at once (1 to 1000)."
-        ),
-    ] = 5,
-    signing_key: Annotated[
-        Path,
-        typer.Option(help="PEM file of the Ed25519 key that signs receipts (made if missing)."),
-    ] = Path("adjudge-signing-key.pem"),
-    server_key: Annotated[
-        Path,
-        typer.Option(
-            help="File of the server key that seals secrets at rest — the gateway's signing "
-            "keys, providers' credentials, webhook secrets (made if missing; keep it with the "
-            "database; `adjudge webhooks deliver` needs the same file)."
-        ),
-    ] = Path("adjudge-server-key"),
-    allow_private_providers: Annotated[
-        bool,
-        typer.Option(
-            help="Let tools call providers on loopback or private networks (a local demo); "
-            "off by default, so no provider can point the gateway at an internal address."
-        ),
-    ] = False,
-    threads: Annotated[
-        int,
-        typer.Option(help="Threads running requests (0: the default, 8 on SQLite, 40 otherwise)."),
-    ] = 0,
+    config: ConfigOption = None,
+    db: Annotated[str | None, typer.Option()] = None,
+    host: Annotated[str | None, typer.Option()] = None,
+    port: Annotated[int | None, typer.Option()] = None,
+    fee_bps: Annotated[int | None, typer.Option()] = None,
+    price_notice_hours: Annotated[float | None, typer.Option()] = None,
+    upkeep_seconds: Annotated[float | None, typer.Option()] = None,
+    take_limit: Annotated[int | None, typer.Option()] = None,
+    signing_key: Annotated[Path | None, typer.Option()] = None,
+    server_key: Annotated[Path | None, typer.Option()] = None,
+    allow_private_providers: Annotated[bool | None, typer.Option()] = None,
+    threads: Annotated[int | None, typer.Option()] = None,
     demo: Annotated[
-        bool, typer.Option("--demo", help="Seed demo accounts and tasks into an empty database.")
+        bool,
+        typer.Option(
+            "--demo",
+            help="Seed demo accounts and tasks into an empty database (an act, not a setting: "
+            "it also lets tools call loopback providers).",
+        ),
     ] = False,
-    access_log: Annotated[
-        bool,
-        typer.Option(
-            "--access-log/--no-access-log",
-            help="Write one JSON line per request to standard error.",
-        ),
-    ] = True,
-    webhooks: Annotated[
-        bool,
-        typer.Option(
-            "--webhooks/--no-webhooks",
-            help="Deliver webhooks from this process (a background thread); with "
-            "--no-webhooks run `adjudge webhooks deliver` instead.",
-        ),
-    ] = True,
+    access_log: Annotated[bool | None, typer.Option("--access-log/--no-access-log")] = None,
+    webhooks: Annotated[bool | None, typer.Option("--webhooks/--no-webhooks")] = None,
     webhooks_allow_private: Annotated[
-        bool,
+        bool | None,
         typer.Option(
-            "--webhooks-allow-private",
-            help="Let endpoints use loopback and private addresses (local testing only).",
+            "--webhooks-allow-private/--no-webhooks-allow-private",
         ),
-    ] = False,
+    ] = None,
 ) -> None:
     """Start the service: migrate the database, print how to reach it, and serve the API.
 
     On an empty database it creates the first admin account and prints its API key once.
+    Each setting comes from its flag, else its ADJUDGE_* environment variable, else the
+    --config file, else its default (docs/guide/operating.md lists them).
     """
     # Imported here so the rest of the CLI starts without loading the web stack.
     import uvicorn  # noqa: PLC0415
@@ -111,34 +66,40 @@ def serve(
         App,
         DeliveryWorker,
         MaintenanceWorker,
-        Settings,
-        WebhookSettings,
     )
     from adjudge.app import maintenance as upkeep  # noqa: PLC0415
     from adjudge.app.wiring import SignedReceipts  # noqa: PLC0415
     from adjudge.service import create_app, enable_access_log  # noqa: PLC0415
     from adjudge.webhooks import Sender  # noqa: PLC0415
 
+    flags = {
+        "db": db,
+        "host": host,
+        "port": port,
+        "fee_bps": fee_bps,
+        "price_notice_hours": price_notice_hours,
+        "upkeep_seconds": upkeep_seconds,
+        "take_limit": take_limit,
+        "signing_key": signing_key,
+        "server_key": server_key,
+        "allow_private_providers": allow_private_providers,
+        "threads": threads,
+        "access_log": access_log,
+        "webhooks": webhooks,
+        "webhooks_allow_private": webhooks_allow_private,
+    }
+    settings = load_settings(flags, config)
+    _configure_process(settings)
     try:
-        key, box = _keys(signing_key, server_key)
-        app = App.open(
-            db,
-            settings=Settings(
-                fee_bps=fee_bps,
-                take_limit=take_limit,
-                price_notice=timedelta(hours=price_notice_hours),
-            ),
-            issuer=SignedReceipts(key),
-            secrets=box,
-            # The demo's provider answers beside it, on loopback.
-            private_providers=allow_private_providers or demo,
-            webhooks=WebhookSettings(allow_private=webhooks_allow_private),
-        )
+        if demo:  # the demo's provider answers beside it, on loopback
+            settings = settings.model_copy(update={"allow_private_providers": True})
+        key, box = _keys(settings.signing_key, settings.server_key)
+        app = App.open(settings.db, settings=settings, issuer=SignedReceipts(key), secrets=box)
         upkeep.run_once(app)  # calls a stopped process left pending, holds that matured meanwhile
-    except (Error, OverflowError) as exc:
-        code = getattr(exc, "code", "INVALID_SETTING")
-        typer.echo(f"{code}: {getattr(exc, 'message', exc)}", err=True)
+    except Error as exc:
+        typer.echo(f"{exc.code}: {exc.message}", err=True)
         raise typer.Exit(2) from exc
+    host, port = settings.host, settings.port
     base = f"http://{host}:{port}"
     provider_secret = None
     if demo:
@@ -147,8 +108,8 @@ def serve(
         _bootstrap_admin(app)
     typer.echo(f"Receipts are signed by key {key.keyid}")
     worker = None
-    if webhooks:
-        sender = Sender(allow_private=webhooks_allow_private)
+    if settings.webhooks:
+        sender = Sender(allow_private=settings.webhooks_allow_private)
         worker = DeliveryWorker(app.webhooks, sender).start()
         typer.echo("Delivering webhooks from this process (--no-webhooks to leave it to others)")
     # Takes whose window ended lapse even when nobody reads or acts on their task.
@@ -157,14 +118,15 @@ def serve(
         f"API docs at {base}/docs"
     )
 
-    if access_log:
+    if settings.access_log:
         enable_access_log()
-    if threads <= 0:
+    threads = settings.threads
+    if threads == 0:
         # SQLite takes one writer at a time: more threads only contend for it and the GIL
         # (at 250 finalizes/s offered, p99 16 ms with 8 threads, 81 ms with 40).
         threads = 8 if app.dialect == "sqlite" else 40
     asgi = create_app(app, threads=threads)
-    upkeeper = MaintenanceWorker(app, every=max(upkeep_seconds, 1.0)).start()
+    upkeeper = MaintenanceWorker(app).start()
     if provider_secret is not None:
         from adjudge.service import DEMO_PROVIDER_MOUNT, skycast_app  # noqa: PLC0415
 
@@ -175,6 +137,17 @@ def serve(
         upkeeper.stop()
         if worker is not None:
             worker.stop()
+
+
+def _configure_process(settings: Settings) -> None:
+    """Size what is one per process from the settings, before anything runs on it: the regex
+    worker pool, and the stage timers (on when the settings name their file)."""
+    from adjudge.app import timing  # noqa: PLC0415
+    from adjudge.autocheck import jsregex  # noqa: PLC0415
+
+    jsregex.configure_pool(settings.regex_workers)
+    if settings.stage_times is not None:
+        timing.enable(settings.stage_times)
 
 
 def _keys(signing_key: Path, server_key: Path) -> tuple[SigningKey, SecretBox]:

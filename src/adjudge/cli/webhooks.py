@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 
 from adjudge.cli import keyfiles
+from adjudge.cli._settings import ConfigOption, SettingsCommand, load_settings
 from adjudge.errors import Error
 
 if TYPE_CHECKING:
@@ -215,32 +216,35 @@ def warn_burnt(path: Path, box: SecretBox) -> None:
         )
 
 
-@webhooks_app.command("deliver")
+@webhooks_app.command("deliver", cls=SettingsCommand)
 def deliver(
-    db: Annotated[
-        str, typer.Option(help="Database URL: sqlite:///FILE or postgresql+psycopg://…")
-    ] = "sqlite:///adjudge.db",
-    server_key: Annotated[
-        Path, typer.Option(help="The server key file `adjudge serve` seals secrets with.")
-    ] = Path("adjudge-server-key"),
+    config: ConfigOption = None,
+    db: Annotated[str | None, typer.Option()] = None,
+    server_key: Annotated[Path | None, typer.Option()] = None,
     once: Annotated[
         bool, typer.Option("--once", help="Deliver what is due now, then exit.")
     ] = False,
     allow_private: Annotated[
-        bool,
+        bool | None,
         typer.Option(
-            "--allow-private", help="Also send to loopback and private addresses (local tests)."
+            "--allow-private/--no-allow-private",
+            help="Also send to loopback and private addresses (local tests); the setting "
+            "`webhooks_allow_private` (ADJUDGE_WEBHOOKS_ALLOW_PRIVATE).",
         ),
-    ] = False,
+    ] = None,
 ) -> None:
     """Run the delivery worker: send due events, retry on the schedule, until stopped.
 
     Several workers (and `adjudge serve` processes) may run against one database: each
-    delivery is leased by one at a time.
+    delivery is leased by one at a time. It reads the settings `adjudge serve` does (the same
+    --config file and ADJUDGE_* variables).
     """
-    from adjudge.app import App, DeliveryWorker, WebhookSettings  # noqa: PLC0415
+    from adjudge.app import App, DeliveryWorker  # noqa: PLC0415
     from adjudge.webhooks import Sender  # noqa: PLC0415
 
+    flags = {"db": db, "server_key": server_key, "webhooks_allow_private": allow_private}
+    settings = load_settings(flags, config)
+    server_key = settings.server_key
     if not keyfiles.present(server_key):
         typer.echo(
             f"No server key at {server_key}: point --server-key at the file `adjudge serve` "
@@ -250,11 +254,11 @@ def deliver(
         raise typer.Exit(2)
     try:
         box = server_box(server_key)
-        app = App.open(db, secrets=box, webhooks=WebhookSettings(allow_private=allow_private))
+        app = App.open(settings.db, settings=settings, secrets=box)
     except Error as exc:
         typer.echo(f"{exc.code}: {exc.message}", err=True)
         raise typer.Exit(2) from exc
-    sender = Sender(allow_private=allow_private)
+    sender = Sender(allow_private=settings.webhooks_allow_private)
     try:
         if once:
             total = 0

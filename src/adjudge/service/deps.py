@@ -14,30 +14,35 @@ from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from adjudge.app import Account, Answer, App
-from adjudge.autocheck._sandbox import POOL_SIZE
+from adjudge.autocheck import jsregex
 from adjudge.errors import BadInput, Unavailable
 from adjudge.service.errors import RESPONSES
 from adjudge.service.ingress import StrictRoute
 
 #: The largest amount the ledger's 64-bit columns hold.
 MAX_AMOUNT = 2**63 - 1
-#: How many slow checks (a regex in the worker pool) run at once, all accounts together; the
-#: rest wait without holding a request thread. Waiting in the pool costs a thread and nothing
-#: else, and the pool picks whom to serve fairly, so this is large: it takes 32 accounts
-#: flooding at once to fill it and make everyone else queue here, first come first served.
-SLOW_CHECKS = max(64, 4 * POOL_SIZE)
-#: How many of them one account may run at once: one more than its share of the pool's workers
-#: (all but one), so its next check is ready in the pool's round while the others wait here.
-OWNER_SLOW_CHECKS = max(1, POOL_SIZE - 1) + 1
 #: How long a slow check waits for its turn before the service says it is too busy.
 SLOW_QUEUE_SECONDS = 10.0
-#: Forwarded paid calls wait on providers: at most this many at once, on threads of their own.
-FORWARDS = 64
 T = TypeVar("T")
 #: Limiters by event loop (a limiter belongs to the loop it was made in) and lane name.
 _LANES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, anyio.CapacityLimiter]] = (
     weakref.WeakKeyDictionary()
 )
+
+
+def slow_checks() -> int:
+    """How many slow checks (a regex in the worker pool) run at once, all accounts together; the
+    rest wait without holding a request thread. Waiting in the pool costs a thread and nothing
+    else, and the pool picks whom to serve fairly, so this is large: it takes 32 accounts
+    flooding at once to fill it and make everyone else queue here, first come first served."""
+    return max(64, 4 * jsregex.pool_size())
+
+
+def owner_slow_checks() -> int:
+    """How many of them one account may run at once: one more than its share of the pool's
+    workers (all but one), so its next check is ready in the pool's round while the others wait
+    here."""
+    return max(1, jsregex.pool_size() - 1) + 1
 
 
 def lane(name: str, size: int) -> anyio.CapacityLimiter:
@@ -47,12 +52,6 @@ def lane(name: str, size: int) -> anyio.CapacityLimiter:
     if found is None:
         found = lanes[name] = anyio.CapacityLimiter(size)
     return found
-
-
-async def forwarded(fn: Callable[[], T]) -> T:
-    """Run a use case that waits on a provider (a forwarded call) on the forwarding lane, so
-    slow providers hold its threads, never the ones every other request needs."""
-    return await anyio.to_thread.run_sync(fn, limiter=lane("forward", FORWARDS))
 
 
 _bearer = HTTPBearer(auto_error=False, description="The account's API key.")
@@ -123,8 +122,8 @@ def reply(answer: Answer[Any], status: int = 200) -> JSONResponse:
 
 async def checked(slow: bool, fn: Callable[[], T], owner: str) -> T:
     """Run a use case that may check a result: on the request threads, or — when the check
-    needs the regex worker pool — apart: at most :data:`OWNER_SLOW_CHECKS` of ``owner``'s (the
-    calling account's) and :data:`SLOW_CHECKS` of everyone's at once, the others waiting their
+    needs the regex worker pool — apart: at most :func:`owner_slow_checks` of ``owner``'s (the
+    calling account's) and :func:`slow_checks` of everyone's at once, the others waiting their
     turn without a thread (``CHECKER_UNAVAILABLE`` after :data:`SLOW_QUEUE_SECONDS`). So
     catastrophic patterns occupy the pool, never the threads that every other request
     (``/health`` included) needs, and one account's flood queues behind itself, in front of
@@ -132,7 +131,8 @@ async def checked(slow: bool, fn: Callable[[], T], owner: str) -> T:
     if not slow:
         return await anyio.to_thread.run_sync(fn)
     mine = _owner_turns(owner)
-    turns, threads = lane("slow-turns", SLOW_CHECKS), lane("slow-threads", SLOW_CHECKS)
+    size = slow_checks()
+    turns, threads = lane("slow-turns", size), lane("slow-threads", size)
     held: list[anyio.CapacityLimiter] = []
     try:
         try:
@@ -158,7 +158,7 @@ class _OwnerTurns:
 
     def __init__(self, owners: dict[str, _OwnerTurns], owner: str) -> None:
         self.owners, self.owner = owners, owner
-        self.limiter = anyio.CapacityLimiter(OWNER_SLOW_CHECKS)
+        self.limiter = anyio.CapacityLimiter(owner_slow_checks())
         self.users = 0
 
     def done(self) -> None:
