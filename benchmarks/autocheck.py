@@ -4,6 +4,12 @@ Run: ``python benchmarks/autocheck.py [--n 10000] [--repeat 5]``. One core (no p
 is checks per second per core. The corpus is 10,000 realistic results of 200 B to 20 KB (reports,
 JSON answers, short answers, refusals, incident notes with failure wording, disclosure sections,
 some non-ASCII) under mixed rules, generated from a fixed seed so every run sees the same bytes.
+
+Beside it, in turns, two bare-Python floors (:func:`floor_check`): the same records under the
+same rules, checked the way code with no exactness to keep would check them — the reading floor
+(NFKC once, lowercase once, words once, then ``in``, ``len``, ``re.search`` and ``json.loads``
+per rule) and the plain floor (lowercase once and those calls, as a peer's assertions do). The
+auto check's throughput is reported as a ratio of each, turn by turn in the same run.
 """
 
 from __future__ import annotations
@@ -11,8 +17,10 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 import statistics
 import time
+import unicodedata
 from collections.abc import Callable
 from typing import Any
 
@@ -135,6 +143,53 @@ def corpus(
     return [(make_result(rng, mixed), rng.choice(CRITERIA)) for _ in range(n)]
 
 
+_FLOOR_WORD = re.compile(r"\w+")
+
+
+def floor_check(
+    result: str | dict[str, Any], criteria: dict[str, Any], *, reading: bool = True
+) -> bool:
+    """The bare-Python floor of one check: each rule answered as plainly as Python allows.
+
+    ``reading``: the text read once in each way the spec's check reads it — NFKC, lowercased,
+    split into words (3 different ones at least, the expected answer among them) — then ``in``,
+    ``len``, ``re.search`` and ``json.loads`` per rule. Without it, the plain floor: lowercased
+    only, words split only for an expected answer, as a peer's assertions (contains,
+    icontains, regex, is-json) read a text. Neither has JavaScript strings, a Unicode version
+    of its own, a disclosure section, failure language, gates or reasons.
+    """
+    text = result if isinstance(result, str) else json.dumps(result)
+    norm = unicodedata.normalize("NFKC", text) if reading else text
+    low = norm.lower()
+    ok = True
+    words: list[str] | set[str] = []
+    if reading:
+        words = set(_FLOOR_WORD.findall(low))
+        ok &= len(words) >= 3
+    if (least := criteria.get("min_length")) is not None:
+        ok &= len(norm) >= least
+    if (most := criteria.get("max_length")) is not None:
+        ok &= len(norm) <= most
+    ok &= all(k.lower() in low for k in criteria.get("contains_keywords", ()))
+    ok &= not any(p.lower() in low for p in criteria.get("forbidden_phrases", ()))
+    fields = criteria.get("required_fields") or criteria.get("expected_schema", {}).get("required")
+    if fields:
+        try:
+            value = json.loads(text)
+        except ValueError:
+            ok &= all(f.lower() in low for f in fields)
+        else:
+            ok &= isinstance(value, dict) and all(value.get(f) for f in fields)
+    if (answer := criteria.get("expected_answer")) is not None:
+        ok &= answer.lower() in (words if reading else _FLOOR_WORD.findall(low))
+    if (pattern := criteria.get("regex_pattern")) is not None:
+        ok &= re.search(pattern, text) is not None
+    for item in criteria.get("rubric", ()):
+        hits = sum(1 for k in item["keywords"] if k.lower() in low)
+        ok &= hits >= item.get("min_mentions", 1)
+    return ok
+
+
 def _time(fn: Callable[[], object], repeat: int) -> list[float]:
     """CPU seconds of the calling process per run (steadier than wall time on a shared machine;
     the regex worker's own CPU is not in it, so its figure below is the caller's round trip)."""
@@ -158,9 +213,20 @@ def main() -> None:
 
     for result, criteria in cases[:200]:
         auto_check(result, criteria)  # warm up (the regex worker, compiled patterns)
-    wall = time.perf_counter()
-    runs = _time(lambda: [auto_check(r, c) for r, c in cases], args.repeat)
-    wall = (time.perf_counter() - wall) / args.repeat
+        floor_check(result, criteria)
+    # In turns with the two floors, so all three see the same load on a shared machine.
+    turns: dict[str, list[float]] = {"auto_check": [], "reading floor": [], "plain floor": []}
+    wall = 0.0
+    for _ in range(args.repeat):
+        start = time.perf_counter()
+        turns["auto_check"] += _time(lambda: [auto_check(r, c) for r, c in cases], 1)
+        wall += time.perf_counter() - start
+        turns["reading floor"] += _time(lambda: [floor_check(r, c) for r, c in cases], 1)
+        turns["plain floor"] += _time(
+            lambda: [floor_check(r, c, reading=False) for r, c in cases], 1
+        )
+    wall /= args.repeat
+    runs = turns["auto_check"]
     median = statistics.median(runs)
     print(
         f"auto_check: median {len(cases) / median:,.0f} checks/s per core in CPU time "
@@ -168,6 +234,14 @@ def main() -> None:
         f"{', '.join(f'{len(cases) / r:,.0f}' for r in runs)}); "
         f"wall clock {len(cases) / wall:,.0f} checks/s"
     )
+    for name in ("reading floor", "plain floor"):
+        floor_runs = turns[name]
+        ratios = sorted(f / r for r, f in zip(runs, floor_runs, strict=True))
+        print(
+            f"{name}: median {len(cases) / statistics.median(floor_runs):,.0f} checks/s per "
+            f"core; auto_check = {statistics.median(ratios):.2f}x its rate (median of the "
+            f"turns; {ratios[0]:.2f}-{ratios[-1]:.2f}x)"
+        )
 
     mixed = corpus(args.n, mixed=True)
     mixed_runs = _time(lambda: [auto_check(r, c) for r, c in mixed], args.repeat)

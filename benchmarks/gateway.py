@@ -349,7 +349,7 @@ def seed(url: str, provider_url: str, terms: bool = False) -> str:
     caller = app.accounts.create(None, "agent", ["agent"]).value["api_key"]
     app.accounts.deposit(admin, "agent", 10**15)
     seller = app.accounts.authenticate(provider)
-    app.gateway.register_tool(seller, tool(provider_url))
+    app.tools.register(seller, tool(provider_url))
     app.calls.register_policy(seller, "weather_forecast", POLICY)  # a tool's rules are its own
     if terms:
         app.calls.register_tool(seller, {"tool": "terms", "version": "1"}, TERMS)

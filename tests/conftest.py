@@ -11,11 +11,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from adjudge.store import Store
 from adjudge.webhooks import Sender
 from support import postgres
 from support.receiver import Receiver
+
+# Properties are checked for what they compute, never for how fast: a timed test fails on a
+# loaded machine for no fault of the code, and speed is measured in benchmarks/ instead.
+settings.register_profile("adjudge", deadline=None)
+settings.load_profile("adjudge")
 
 NODE = shutil.which("node")
 

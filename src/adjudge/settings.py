@@ -166,6 +166,14 @@ class Settings(BaseSettings):
         "than the machine's CPUs, at least two).",
         json_schema_extra=_NO_FLAG,
     )
+    slow_check_wait_seconds: float = Field(
+        10.0,
+        ge=0.1,
+        le=600,
+        description="How long a check that needs the regex pool waits for its turn before the "
+        "service answers `503 CHECKER_UNAVAILABLE`.",
+        json_schema_extra=_NO_FLAG,
+    )
     stage_times: Path | None = Field(
         None,
         description="A file the CPU time of each stage of the hot paths is written to at exit, "

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from adjudge.autocheck import _unicode_tables as tables
-from adjudge.autocheck import chars
+from adjudge.autocheck import chars, jsvalues
 from adjudge.autocheck.chars import (
     ALNUM_BIT,
     ASTRAL,
@@ -22,14 +22,18 @@ from adjudge.autocheck.chars import (
     HOMOGLYPH,
     INVISIBLE,
     LOWER_DIFFERS_BIT,
+    LOWERS_BIT,
     MARK_BIT,
     NUMBER_BIT,
     ODD_SPACE,
     SURROGATE,
     TABLE,
     classes_re,
+    find_all_re,
     flatten_re,
     has_ascii_ci_re,
+    lower_re,
+    lower_tables,
     tokens_re,
 )
 
@@ -146,6 +150,161 @@ def test_twins_agree_on_any_text(text: str, numbers: bool) -> None:
     assert chars.speedups.flatten(text) == flatten_re(text)
 
 
+@needs_speedups
+@settings(max_examples=1000)
+@given(
+    st.lists(
+        st.sampled_from(["ab", "ab", "Ab", "12", "1.5", "中", "é", "e\u0301", "😀", "\U00020000"])
+        | st.sampled_from(_ALPHABET),
+        max_size=40,
+    ).map("".join),
+    st.booleans(),
+)
+def test_distinct_tokens_equal_their_twin(text: str, numbers: bool) -> None:
+    """The different words in first-appearance order, repeats of every width and plane
+    included, as ``dict.fromkeys`` over the ``re`` words gives them."""
+    assert chars.speedups is not None
+    text = text.lower()
+    want = list(dict.fromkeys(tokens_re(text, numbers)))
+    assert chars.speedups.distinct_tokens(TABLE, text, numbers) == want
+    assert chars.distinct_tokens_re(text, numbers) == want
+
+
+@needs_speedups
+def test_distinct_tokens_grow_past_their_first_table() -> None:
+    """Thousands of different words (the set is resized several times), each kept once."""
+    assert chars.speedups is not None
+    words = [f"w{i}" for i in range(5000)]
+    text = " ".join(words + words[::-1])
+    assert chars.speedups.distinct_tokens(TABLE, text, False) == words
+
+
+@needs_speedups
+@settings(max_examples=1000)
+@given(st.text(max_size=40) | st.lists(st.sampled_from(_ALPHABET), max_size=40).map("".join))
+def test_to_units_equals_its_re_twin(text: str) -> None:
+    """Astral characters become their surrogate pairs; lone surrogates and every BMP character
+    stay, in strings of every width."""
+    assert jsvalues.to_units_c is not None
+    assert jsvalues.to_units_c(text) == jsvalues.to_units_re(text)
+
+
+# Where lowercasing is hard: the capital sigma (final or not, across case-ignorable
+# characters), dotted capital I (two characters), signs that lower into ASCII or Latin-1 (so the
+# result is narrower than the text), title case, astral capitals, letters cased only since
+# Unicode 8-17, and halves of surrogate pairs.
+_CASES = [
+    *"aAzZ '.:-",
+    "\u03a3",  # capital sigma
+    "\u03c3",
+    "\u0345",  # combining ypogegrammeni: case-ignorable and cased
+    "\u00ad",  # soft hyphen: case-ignorable
+    "\u0301",  # combining acute: case-ignorable
+    "\u0130",  # dotted capital I: "i" and a combining dot
+    "\u212a",  # Kelvin sign: "k"
+    "\u212b",  # Angstrom sign: Latin-1 "å"
+    "\u2126",  # ohm sign
+    "\u00c9",
+    "\u00df",
+    "\u1e9e",  # capital sharp s
+    "\u01c5",  # title case Dž
+    "\u0410",  # Cyrillic capital A
+    "\u13a0",  # Cherokee capital (lowercase since Unicode 8)
+    "\u1c90",  # Georgian Mtavruli (Unicode 11)
+    "\ua7cb",  # capital added in Unicode 16
+    "\ua7cc",
+    "\U00010400",  # Deseret capital
+    "\U00010d50",  # Garay capital (Unicode 16)
+    "\U0001e900",  # Adlam capital
+    "\U0001d400",  # mathematical bold A: no mapping
+    "\ud801",  # the halves of U+10400
+    "\udc00",
+    "\u200b",
+    "😀",
+    "中",
+]
+
+
+@needs_speedups
+@settings(max_examples=1500)
+@given(st.lists(st.sampled_from(_CASES), max_size=24).map("".join))
+def test_lower_equals_its_twin_and_the_tables(text: str) -> None:
+    """The C ``toLowerCase`` equals the interpreter's-or-tables twin and the tables alone, to
+    the string's width (a wider string than needed would compare unequal)."""
+    assert chars.speedups is not None
+    got = chars.speedups.lower(TABLE, chars.LOWER_MAP, text)
+    assert got == lower_tables(text) == lower_re(text)
+
+
+@needs_speedups
+@settings(max_examples=600)
+@given(st.text(max_size=40))
+def test_lower_equals_the_tables_on_any_text(text: str) -> None:
+    """Any code point of any plane, assigned or not, in texts of every width."""
+    assert chars.speedups is not None
+    assert chars.speedups.lower(TABLE, chars.LOWER_MAP, text) == lower_tables(text)
+
+
+def test_lowercase_mappings_never_widen_a_character() -> None:
+    """The C ``lower`` writes into a string of the text's own width: no mapping leaves
+    Latin-1 or the BMP."""
+    for cp, low in chars.LOWER_MAP.items():
+        assert all(
+            ord(c) <= (0xFF if cp <= 0xFF else 0xFFFF if cp <= 0xFFFF else 0x10FFFF) for c in low
+        )
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("ΣΑΣ ΟΔΟΣ.", "σας οδος."),  # final sigma before a space and before a full stop
+        ("Σ", "σ"),  # nothing cased before it
+        ("AΣ'\u00ad", "aς'\u00ad"),  # case-ignorable characters after it are skipped
+        ("AΣ'b", "aσ'b"),
+        ("\u0130", "i\u0307"),
+        ("\u212a", "k"),
+        ("\U00010400x", "\U00010428x"),
+    ],
+)
+def test_lower_examples(text: str, expected: str) -> None:
+    """JavaScript's ``toLowerCase`` on the hard cases, on both paths."""
+    assert chars.lower(text) == expected
+    assert lower_re(text) == expected
+    assert lower_tables(text) == expected
+
+
+_LITERALS = ("able to", "i can't", "a", "task", "status", "as an ai", "to", "t", "ai")
+
+
+@needs_speedups
+@settings(max_examples=1500)
+@given(
+    st.lists(
+        st.sampled_from(
+            [*_LITERALS, "able t", "i can", "stat", "tas", " ", "A", "é", "’", "😀", "\ud800", "中"]
+        ),
+        max_size=16,
+    ).map("".join),
+    st.lists(st.sampled_from(_LITERALS), max_size=9, unique=True).map(tuple),
+)
+def test_find_all_equals_its_twin(text: str, needles: tuple[str, ...]) -> None:
+    """Every needle found exactly where ``in`` finds it: overlapping needles, one-character
+    needles, needles ending the text, next to characters beyond ASCII, in texts of any width."""
+    assert chars.speedups is not None
+    want = sum(1 << k for k, n in enumerate(needles) if n in text)
+    assert chars.speedups.find_all(text, needles) == find_all_re(text, needles) == want
+
+
+@pytest.mark.parametrize("needles", [("",), ("é",), tuple(f"n{i}" for i in range(65))])
+def test_find_all_refuses_what_it_cannot_search(needles: tuple[str, ...]) -> None:
+    """Empty or non-ASCII needles, or more than 64 of them, are refused on both paths."""
+    with pytest.raises(ValueError):
+        find_all_re("text", needles)
+    if chars.speedups is not None:
+        with pytest.raises(ValueError):
+            chars.speedups.find_all("text", needles)
+
+
 @pytest.mark.parametrize(
     ("text", "numbers", "expected"),
     [
@@ -181,7 +340,11 @@ def test_classes_report_each_class_and_its_plane() -> None:
     assert chars.classes("😀") == 0  # emoji belong to no class
     assert chars.classes("\ud83d") == SURROGATE
     assert chars.classes("é") == ALNUM_BIT | CASED_BIT
-    assert chars.classes("\U00010d50") == (ALNUM_BIT | CASED_BIT | LOWER_DIFFERS_BIT) << ASTRAL
+    assert (
+        chars.classes("\U00010d50")
+        == (ALNUM_BIT | CASED_BIT | LOWER_DIFFERS_BIT | LOWERS_BIT) << ASTRAL
+    )
+    assert chars.classes("É\u03a3") & LOWERS_BIT  # a mapping, and the capital sigma
     assert chars.classes("\u0301") & CASE_IGNORABLE_BIT
 
 

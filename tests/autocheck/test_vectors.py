@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from adjudge import auto_check
-from adjudge.autocheck import chars
+from adjudge.autocheck import chars, jsvalues
 
 VECTORS = Path(__file__).parent.parent / "vectors"
 
@@ -22,6 +22,10 @@ def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> N
         monkeypatch.setattr(chars, "tokens", chars.tokens_re)
         monkeypatch.setattr(chars, "flatten", chars.flatten_re)
         monkeypatch.setattr(chars, "has_ascii_ci", chars.has_ascii_ci_re)
+        monkeypatch.setattr(chars, "lower", chars.lower_re)
+        monkeypatch.setattr(chars, "find_all", chars.find_all_re)
+        monkeypatch.setattr(chars, "distinct_tokens", chars.distinct_tokens_re)
+        monkeypatch.setattr(jsvalues, "to_units_c", None)
     elif chars.speedups is None:
         pytest.skip("the C extension adjudge.autocheck._speedups was not built here")
 

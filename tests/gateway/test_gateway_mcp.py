@@ -427,7 +427,7 @@ def test_a_service_without_a_call_signer_refuses_before_reserving(
     provider = app.accounts.create(None, PROVIDER, ["provider"]).value["api_key"]
     doc = tool(peer.url)
     doc["policy"] = None
-    app.gateway.register_tool(app.accounts.authenticate(provider), doc)
+    app.tools.register(app.accounts.authenticate(provider), doc)
     ann = app.accounts.authenticate(harness.keys["ann"])
     with pytest.raises(Error) as refused:
         app.gateway.call(ann, "weather_forecast", {"city": "berlin"})
@@ -470,7 +470,7 @@ def test_the_first_signing_key_signs_for_a_clock_a_little_behind(
     provider = behind.accounts.create(None, PROVIDER, ["provider"]).value["api_key"]
     doc = tool(peer.url)
     doc["policy"] = None
-    behind.gateway.register_tool(behind.accounts.authenticate(provider), doc)
+    behind.tools.register(behind.accounts.authenticate(provider), doc)
     ann = behind.accounts.authenticate(harness.keys["ann"])
     answer = behind.gateway.call(ann, "weather_forecast", {"city": "berlin"}).value
     assert answer["error"] is None and len(peer.requests) == 1
@@ -486,7 +486,7 @@ def test_a_call_that_cannot_be_signed_ends_and_gives_the_money_back(
     """A failure to sign after the price was reserved (no usable key) is the gateway's own
     system error: the call ends with a receipt and the reservation goes back at once, instead
     of the exception leaving it held until a sweep."""
-    from adjudge.app import gateway as use_cases  # noqa: PLC0415
+    from adjudge.app.gateway import calls as use_cases  # noqa: PLC0415
     from adjudge.app.wiring import SignedReceipts  # noqa: PLC0415
     from adjudge.gateway.keys import KeyRingError  # noqa: PLC0415
     from adjudge.receipts import SigningKey  # noqa: PLC0415
@@ -502,7 +502,7 @@ def test_a_call_that_cannot_be_signed_ends_and_gives_the_money_back(
     provider = app.accounts.create(None, PROVIDER, ["provider"]).value["api_key"]
     doc = tool(peer.url)
     doc["policy"] = None
-    app.gateway.register_tool(app.accounts.authenticate(provider), doc)
+    app.tools.register(app.accounts.authenticate(provider), doc)
 
     def no_key(*_: Any) -> Any:
         raise KeyRingError("no key", code="KEYRING_EMPTY")

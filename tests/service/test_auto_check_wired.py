@@ -81,9 +81,10 @@ def test_a_finalize_goes_to_the_slow_lane_only_when_its_check_needs_the_pool(
     seen: list[bool] = []
     real = service_tasks.checked
 
-    async def recording(slow: bool, fn: Any, owner: str) -> Any:
+    async def recording(slow: bool, fn: Any, owner: str, *, wait: float) -> Any:
         seen.append(slow)
-        return await real(slow, fn, owner)
+        assert wait == h.app.settings.slow_check_wait_seconds
+        return await real(slow, fn, owner, wait=wait)
 
     monkeypatch.setattr(service_tasks, "checked", recording)
     tid = h.post("auto", criteria={**CRITERIA, "regex_pattern": pattern})

@@ -1,10 +1,10 @@
 """adjudge's use cases: the one object the HTTP service, the CLI and the workers hold.
 
 ``App(store, clock=…, checker=…, issuer=…)`` groups the use cases by what they act on:
-``accounts``, ``tasks``, ``criteria`` (advice before posting), ``calls``, ``gateway``,
-``receipts``, ``bundles``, ``reviews`` and ``webhooks``. Each state change is one unit of work
-(:mod:`adjudge.app.unit`: the transaction, the clock, the lost-race retry, the
-Idempotency-Key); each money movement happens in
+``accounts``, ``tasks``, ``criteria`` (advice before posting), ``calls``, ``tools`` (the
+gateway's catalog), ``gateway`` (paid calls), ``receipts``, ``bundles``, ``reviews`` and
+``webhooks``. Each state change is one unit of work (:mod:`adjudge.app.unit`: the transaction,
+the clock, the lost-race retry, the Idempotency-Key); each money movement happens in
 :mod:`adjudge.app.settlement`, and only from a determination signed into a receipt in the same
 transaction. Nothing here knows HTTP: answers are plain JSON data, refusals are
 :class:`adjudge.Error` with stable codes.
@@ -20,7 +20,7 @@ from adjudge.app.bundles import Bundles
 from adjudge.app.calls import Calls
 from adjudge.app.clock import Clock, SystemClock
 from adjudge.app.criteria import CriteriaAdvice
-from adjudge.app.gateway import Gateway
+from adjudge.app.gateway import Gateway, Tools
 from adjudge.app.keys import Keys
 from adjudge.app.maintenance import MaintenanceWorker
 from adjudge.app.receipts import Receipts
@@ -80,13 +80,13 @@ class App:
         self.criteria = CriteriaAdvice(self.unit)
         self.calls = Calls(self.unit, self.issuer)
         self.secrets = secrets or SecretBox([SecretBox.generate_key()])
+        self.tools = Tools(self.unit, box=self.secrets, price_notice=self.settings.price_notice)
         self.gateway = Gateway(
             self.unit,
             self.issuer,
             box=self.secrets,
             forwarder=forwarder,
             private_providers=self.settings.allow_private_providers,
-            price_notice=self.settings.price_notice,
         )
         self.receipts = Receipts(self.unit, getattr(self.issuer, "fingerprint", None), self.issuer)
         self.bundles = Bundles(self.unit, getattr(self.issuer, "public_key", None))

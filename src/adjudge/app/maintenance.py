@@ -1,12 +1,12 @@
 """The service's upkeep, run at start and every little while: what no request triggers.
 
 - paid calls a stopped process left pending are ended as system errors, their reservations
-  returned against a receipt (:meth:`adjudge.app.gateway.Gateway.recover`);
+  returned against a receipt (:meth:`adjudge.app.gateway.calls.Gateway.recover`);
 - takes whose window ended with nothing submitted lapse, and their tasks open again
   (:meth:`adjudge.app.tasks.Tasks.lapse_due`; a take lapses anyway at the first action on or
   read of its task, so this is what makes it happen when nobody looks);
 - providers' held charges whose report deadline passed are paid into their wallets
-  (:meth:`adjudge.app.gateway.Gateway.mature_holds`);
+  (:meth:`adjudge.app.gateway.calls.Gateway.mature_holds`);
 - on a receipt log of several lanes, a checkpoint naming every lane's head when the log grew
   since this process's last one (:meth:`adjudge.app.receipts.Receipts.tick`).
 

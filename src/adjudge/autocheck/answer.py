@@ -83,7 +83,8 @@ def score_expected_answer(
     if not expected:
         # Nothing word-like to compare ("->", "∅"): literal containment, in code units.
         return 1.0 if includes(flat_output, expected_text) else 0.0
-    actual = dict.fromkeys(answer_words(flat_output))  # ordered set: first appearance first
+    # An ordered set: first appearance first.
+    actual = dict.fromkeys(chars.distinct_tokens(lower(flat_output), True))
     overlap = sum(1 for w in expected if w in actual) / len(expected)
     if len(expected) > SHORT_EXPECTED_TOKENS:
         return overlap

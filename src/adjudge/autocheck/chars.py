@@ -4,14 +4,18 @@ Normalizing and folding first ask which of their steps have work (a curly apostr
 invisible character, a combining mark…), and several rules split a text into words. With ``re``
 each class is a scan of its own, about 10 µs per 4 KB each, several times per result. Here every
 code point has 16 bits of classes, at Unicode 17.0 (the reference's version, from the generated
-``_unicode_tables``), and four functions read a text once:
+``_unicode_tables``), and these functions read a text once:
 
 - ``classes(text, mask)``: the OR of the bits of the text's BMP characters, and above them
   (shifted by ``ASTRAL``) of its astral ones, which ``re`` removes in a pass of their own, for
   the classes in ``mask`` (the ``re`` twin then searches for those only);
-- ``tokens(text, numbers)``: its words, as the reference's word patterns find them;
+- ``tokens(text, numbers)``: its words, as the reference's word patterns find them (and
+  ``distinct_tokens``: the different ones, without a string made for each repeat);
 - ``flatten(text)``: the text on one line;
-- ``has_ascii_ci(text, needles)``: whether a needle occurs, ASCII letters in either case.
+- ``has_ascii_ci(text, needles)``: whether a needle occurs, ASCII letters in either case;
+- ``lower(text)``: JavaScript's ``toLowerCase()`` at Unicode 17.0 (the interpreter's
+  ``str.lower`` reads its own Unicode version's data, and a table lookup per character);
+- ``find_all(text, needles)``: which of up to 64 ASCII literals occur (the failure screen).
 
 They run in a small C extension, ``_speedups``, where it was built (``pip install`` compiles it;
 no library answers "which of these classes occur" in one pass), and otherwise in ``re``, with
@@ -21,14 +25,18 @@ the same results: ``tests/autocheck/test_chars.py`` compares the two on random t
 from __future__ import annotations
 
 import re
+import unicodedata
 from array import array
 from functools import cache, lru_cache
 from types import ModuleType
 from typing import cast
 
+import ahocorasick
+
 from adjudge.autocheck._unicode_tables import (
     ALNUM,
     ALNUM_ASTRAL,
+    BASE_UNICODE_VERSION,
     CASE_IGNORABLE,
     CASE_IGNORABLE_ASTRAL,
     CASED,
@@ -37,6 +45,7 @@ from adjudge.autocheck._unicode_tables import (
     CJK_ASTRAL,
     FORMAT,
     FORMAT_ASTRAL,
+    LOWER,
     LOWER_DIFFERS,
     LOWER_DIFFERS_ASTRAL,
     MARK,
@@ -51,6 +60,17 @@ try:
     from adjudge.autocheck import _speedups as speedups
 except ImportError:  # not built (no compiler where it was installed): ``re`` does the work
     speedups = None
+_FUNCTIONS = (
+    "classes",
+    "tokens",
+    "distinct_tokens",
+    "flatten",
+    "has_ascii_ci",
+    "lower",
+    "find_all",
+)
+if speedups is not None and not all(hasattr(speedups, name) for name in _FUNCTIONS):
+    speedups = None  # built from an older _speedups.c (rebuild: make setup): the twins do the work
 
 CURLY = 0x01  # ‘ ’ ʼ, straightened to '
 CR = 0x02  # \r, of \r\n and lone \r line ends
@@ -65,6 +85,7 @@ LOWER_DIFFERS_BIT = 0x200  # str.lower() of a text holding it may not be Unicode
 SURROGATE = 0x400  # a surrogate code point: half of a pair, in a code-unit view or alone
 CASED_BIT = 0x800  # Cased (a final sigma follows one)
 CASE_IGNORABLE_BIT = 0x1000  # Case_Ignorable (skipped when looking for one)
+LOWERS_BIT = 0x2000  # toLowerCase() changes it: a full mapping, or the capital sigma
 #: ``classes`` reports the bits of astral characters shifted left by this much.
 ASTRAL = 16
 
@@ -95,6 +116,27 @@ HOMOGLYPHS = {
     "\u03c5": "u",
 }
 
+_SIGMA = "\u03a3"
+#: Unicode 17.0's full lowercase mappings (code point → its lowercase), the capital sigma aside
+#: (its context decides it).
+LOWER_MAP = {ord(entry[0]): entry[1:] for entry in LOWER.split(" ") if entry[0] != _SIGMA}
+
+
+def _ranges(code_points: list[int]) -> str:
+    """Sorted code points written as class source: characters, and ``a-b`` ranges."""
+    out: list[str] = []
+    i = 0
+    while i < len(code_points):
+        j = i
+        while j + 1 < len(code_points) and code_points[j + 1] == code_points[j] + 1:
+            j += 1
+        lo, hi = chr(code_points[i]), chr(code_points[j])
+        out.append(lo if i == j else f"{lo}-{hi}")
+        i = j + 1
+    return "".join(out)
+
+
+_LOWERS = sorted([*LOWER_MAP, ord(_SIGMA)])
 _CONTROLS = "\x00-\x08\x0e-\x1f\x7f-\x9f"
 # Each class: its bit, its BMP members and its astral members, as ``re`` class source.
 _CLASSES: tuple[tuple[int, str, str], ...] = (
@@ -111,6 +153,11 @@ _CLASSES: tuple[tuple[int, str, str], ...] = (
     (SURROGATE, "\ud800-\udfff", ""),
     (CASED_BIT, CASED, CASED_ASTRAL),
     (CASE_IGNORABLE_BIT, CASE_IGNORABLE, CASE_IGNORABLE_ASTRAL),
+    (
+        LOWERS_BIT,
+        _ranges([cp for cp in _LOWERS if cp <= 0xFFFF]),
+        _ranges([cp for cp in _LOWERS if cp > 0xFFFF]),
+    ),
 )
 
 
@@ -273,6 +320,70 @@ def has_ascii_ci_re(text: str, needles: tuple[str, ...]) -> bool:
     return _needles_re(needles).search(text) is not None
 
 
+# The interpreter's str.lower() is Unicode 17.0's on a text without a LOWER_DIFFERS character
+# only where the tables were computed against the interpreter's own version.
+_LOWER_FAST = unicodedata.unidata_version == BASE_UNICODE_VERSION
+_LOWER_DIFFERS_ANY = LOWER_DIFFERS_BIT | LOWER_DIFFERS_BIT << ASTRAL
+
+
+def lower_re(text: str) -> str:
+    """``lower`` without the extension: the interpreter's ``str.lower`` where it agrees (every
+    text without a character added to Unicode since its version, or changed since); otherwise
+    the generated tables alone."""
+    if text.isascii() or (_LOWER_FAST and not classes(text, _LOWER_DIFFERS_ANY)):
+        return text.lower()
+    return lower_tables(text)
+
+
+def lower_tables(text: str) -> str:
+    """``toLowerCase()`` from the generated tables alone (a dictionary lookup per character)."""
+    pieces = text.split(_SIGMA)
+    out = [pieces[0].translate(LOWER_MAP)]
+    at = len(pieces[0])
+    for piece in pieces[1:]:
+        out.append("\u03c2" if _final_sigma(text, at) else "\u03c3")
+        out.append(piece.translate(LOWER_MAP))
+        at += 1 + len(piece)
+    return "".join(out)
+
+
+def _final_sigma(text: str, i: int) -> bool:
+    """Unicode's Final_Sigma for the capital sigma at ``text[i]``: a cased letter before it and
+    none after it, case-ignorable characters skipped on both sides."""
+    j = i - 1
+    while j >= 0 and TABLE[ord(text[j])] & CASE_IGNORABLE_BIT:
+        j -= 1
+    if j < 0 or not TABLE[ord(text[j])] & CASED_BIT:
+        return False
+    k = i + 1
+    while k < len(text) and TABLE[ord(text[k])] & CASE_IGNORABLE_BIT:
+        k += 1
+    return k == len(text) or not TABLE[ord(text[k])] & CASED_BIT
+
+
+@lru_cache(maxsize=16)
+def _automaton(needles: tuple[str, ...]) -> ahocorasick.Automaton:
+    if len(needles) > 64 or not all(n and n.isascii() for n in needles):
+        raise ValueError("at most 64 needles, each non-empty ASCII str")
+    finder = ahocorasick.Automaton()
+    for k, needle in enumerate(needles):
+        bit = finder.get(needle, 0) | 1 << k
+        finder.add_word(needle, bit)
+    finder.make_automaton()
+    return finder
+
+
+def find_all_re(text: str, needles: tuple[str, ...]) -> int:
+    """``find_all`` without the extension: bit ``k`` set where ``needles[k]`` occurs in
+    ``text``, every needle found in one Aho-Corasick pass (pyahocorasick)."""
+    finder = _automaton(needles)
+    found = 0
+    if needles and text:
+        for _, bits in finder.iter(text):
+            found |= bits
+    return found
+
+
 def _classes_c(text: str, mask: int = EVERY) -> int:
     assert speedups is not None
     return cast(int, speedups.classes(TABLE, text)) & mask
@@ -283,8 +394,26 @@ def _tokens_c(text: str, numbers: bool) -> list[str]:
     return cast(list[str], speedups.tokens(TABLE, text, numbers))
 
 
+def distinct_tokens_re(text: str, numbers: bool) -> list[str]:
+    """``distinct_tokens`` in ``re``: the different words, in the order they first appear."""
+    return list(dict.fromkeys(tokens(text, numbers)))
+
+
+def _distinct_tokens_c(text: str, numbers: bool) -> list[str]:
+    assert speedups is not None
+    return cast(list[str], speedups.distinct_tokens(TABLE, text, numbers))
+
+
+def _lower_c(text: str) -> str:
+    assert speedups is not None
+    return cast(str, speedups.lower(TABLE, LOWER_MAP, text))
+
+
 # The C functions where the extension was built, else their twins.
 classes = _classes_c if speedups is not None else classes_re
 tokens = _tokens_c if speedups is not None else tokens_re
+distinct_tokens = _distinct_tokens_c if speedups is not None else distinct_tokens_re
 flatten = speedups.flatten if speedups is not None else flatten_re
 has_ascii_ci = speedups.has_ascii_ci if speedups is not None else has_ascii_ci_re
+lower = _lower_c if speedups is not None else lower_re
+find_all = speedups.find_all if speedups is not None else find_all_re

@@ -10,6 +10,7 @@ heading ends it.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import NamedTuple
 
 from adjudge.autocheck import chars
@@ -34,6 +35,21 @@ class Split(NamedTuple):
     disclosed: bool
 
 
+def _at_line_starts(pattern: re.Pattern[str], text: str, pos: int) -> Iterator[re.Match[str]]:
+    """``pattern.finditer(text, pos)`` for a pattern that starts with ``^`` (multiline) and never
+    spans a line break: tried at each line start only, where ``re`` would try every position."""
+    if pos and text[pos - 1] != "\n":
+        pos = text.find("\n", pos) + 1
+        if pos == 0:
+            return
+    while True:
+        if (m := pattern.match(text, pos)) is not None:
+            yield m
+        pos = text.find("\n", pos) + 1
+        if pos == 0:
+            return
+
+
 def split_disclosure(text: str) -> Split:
     """Remove every disclosure section from canonical ``text``.
 
@@ -46,10 +62,10 @@ def split_disclosure(text: str) -> Split:
     search_from = 0
     disclosed = False
     length = len(text)
-    while (m := DISCLOSURE_HEADING.search(text, search_from)) is not None:
+    while (m := next(_at_line_starts(DISCLOSURE_HEADING, text, search_from), None)) is not None:
         level = len(m.group(1)) if m.group(1) else 6
         end = length
-        for h in _MD_HEADING.finditer(text, m.end()):
+        for h in _at_line_starts(_MD_HEADING, text, m.end()):
             if len(h.group(1)) <= level:
                 end = h.start()
                 break

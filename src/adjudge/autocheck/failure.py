@@ -16,8 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-import ahocorasick
-
+from adjudge.autocheck import chars
 from adjudge.autocheck.jsvalues import to_units
 from adjudge.autocheck.text import count_words, words
 
@@ -207,25 +206,32 @@ def _sentence_span(text: str, start: int, end: int) -> tuple[int, int]:
     return s, (m.end() if m is not None else max(hi, end))
 
 
-def _literal_finder() -> ahocorasick.Automaton:
-    finder = ahocorasick.Automaton()
-    for phrase in REFUSAL_PATTERNS + NEUTRAL_PATTERNS:
-        for literal in phrase.any_of + phrase.all_of:
-            finder.add_word(literal, literal)
-    finder.make_automaton()
-    return finder
+# Every screen literal, found in one pass over the text (``chars.find_all``): bit k of what it
+# returns says LITERALS[k] occurs.
+LITERALS = tuple(
+    sorted({lit for p in REFUSAL_PATTERNS + NEUTRAL_PATTERNS for lit in p.any_of + p.all_of})
+)
 
 
-# Every screen literal, found in one pass over the text (Aho-Corasick), overlaps included.
-_LITERALS = _literal_finder()
+def _screen(phrases: tuple[Phrase, ...]) -> tuple[tuple[Phrase, int, int], ...]:
+    """Each phrase with the bits of its ``any_of`` and of its ``all_of`` literals."""
+
+    def bits(literals: tuple[str, ...]) -> int:
+        return sum(1 << LITERALS.index(lit) for lit in literals)
+
+    return tuple((p, bits(p.any_of), bits(p.all_of)) for p in phrases)
 
 
-def _collect(text: str, phrases: tuple[Phrase, ...], present: set[str]) -> list[tuple[int, int]]:
+_REFUSAL_SCREEN = _screen(REFUSAL_PATTERNS)
+_NEUTRAL_SCREEN = _screen(NEUTRAL_PATTERNS)
+
+
+def _collect(
+    text: str, phrases: tuple[tuple[Phrase, int, int], ...], present: int
+) -> list[tuple[int, int]]:
     spans: list[tuple[int, int]] = []
-    for phrase in phrases:
-        if not any(lit in present for lit in phrase.any_of):
-            continue
-        if not all(lit in present for lit in phrase.all_of):
+    for phrase, any_of, all_of in phrases:
+        if not present & any_of or present & all_of != all_of:
             continue
         pattern = phrase.pattern
         pos = 0
@@ -256,13 +262,13 @@ def _words_in_spans(text: str, spans: list[tuple[int, int]]) -> int:
 
 def scan(text: str) -> FailureLanguage:
     """Scan folded ``text`` for failure language, as JavaScript would over its code units."""
-    present = {literal for _, literal in _LITERALS.iter(text)} if text else set()
+    present = chars.find_all(text, LITERALS)
     if not present:
         return FailureLanguage(False, False, 0, 0, 0, 0)
     # Indices, the sentence radius and the bounded gaps count UTF-16 code units.
     text = to_units(text)
-    refusal_spans = _collect(text, REFUSAL_PATTERNS, present)
-    neutral_spans = _collect(text, NEUTRAL_PATTERNS, present)
+    refusal_spans = _collect(text, _REFUSAL_SCREEN, present)
+    neutral_spans = _collect(text, _NEUTRAL_SCREEN, present)
     if not refusal_spans and not neutral_spans:
         # Nothing found: the word counts are not read (the gates need failure language).
         return FailureLanguage(False, False, 0, 0, 0, 0)

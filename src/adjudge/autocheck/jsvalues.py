@@ -17,12 +17,18 @@ import math
 import re
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from decimal import ROUND_HALF_UP, Decimal
 from functools import cache
 from typing import Any
 
 from adjudge.autocheck._unicode_tables import UPPER
+
+to_units_c: Callable[[str], str] | None
+try:  # the auto check's C extension, optional (see adjudge.autocheck.chars)
+    from adjudge.autocheck._speedups import to_units as to_units_c
+except ImportError:
+    to_units_c = None
 
 # ECMAScript WhiteSpace + LineTerminator: what `\s` matches and `trim()` removes. Python's `\s`
 # differs (it adds \x1c-\x1f and \x85, and lacks U+FEFF).
@@ -66,7 +72,15 @@ def to_units(text: str) -> str:
 
     Python regular expressions run over this view see exactly the code units a JavaScript
     regular expression without the ``u`` flag sees, and indices into it are JavaScript indices.
+    One pass in the C extension where it was built (``to_units_c``), else :func:`to_units_re`.
     """
+    if to_units_c is not None:
+        return to_units_c(text)
+    return to_units_re(text)
+
+
+def to_units_re(text: str) -> str:
+    """``to_units`` without the extension: the astral characters replaced by ``re``."""
     if not has_astral(text):
         return text
     return _ASTRAL.sub(_split_pair, text)
@@ -128,6 +142,8 @@ def to_fixed0(x: float) -> str:
         return "NaN"
     if math.isinf(x):
         return "Infinity" if x > 0 else "-Infinity"
+    if abs(x) < 1e21 and x == math.floor(x):  # nothing to round (a score of 0 or 50): digits
+        return str(int(x))
     text = str(Decimal(x).quantize(Decimal(1), rounding=ROUND_HALF_UP))
     return "0" if text == "-0" else text
 

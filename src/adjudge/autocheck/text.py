@@ -20,27 +20,21 @@ together are joined.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Callable, Container
 
 import unicodedata2
 
 from adjudge.autocheck import chars
-from adjudge.autocheck._unicode_tables import BASE_UNICODE_VERSION, LOWER
 from adjudge.autocheck.chars import (
     ASTRAL,
-    CASE_IGNORABLE_BIT,
-    CASED_BIT,
     CR,
     CURLY,
     HOMOGLYPH,
     HOMOGLYPHS,
     INVISIBLE,
-    LOWER_DIFFERS_BIT,
     MARK_BIT,
     ODD_SPACE,
     SURROGATE,
-    TABLE,
 )
 from adjudge.autocheck.jsvalues import WHITESPACE, from_units
 
@@ -135,52 +129,15 @@ def fold(text: str) -> str:
     return text
 
 
-_SIGMA = "\u03a3"
-# Unicode 17.0's full lowercase mappings, capital sigma aside (its context decides it).
-_LOWER = {ord(entry[0]): entry[1:] for entry in LOWER.split(" ") if entry[0] != _SIGMA}
-# The interpreter's str.lower() is Unicode 17.0's on a text without a LOWER_DIFFERS character
-# only where the tables were computed against the interpreter's own version.
-_LOWER_FAST = unicodedata.unidata_version == BASE_UNICODE_VERSION
-_LOWER_DIFFERS_ANY = LOWER_DIFFERS_BIT | LOWER_DIFFERS_BIT << ASTRAL
-
-
 def lower(text: str) -> str:
     """``toLowerCase()`` at Unicode 17.0: full mappings, and the final sigma by its context.
 
-    The interpreter's ``str.lower`` where it agrees (every text without a character added to
-    Unicode since its version, or changed since); otherwise the generated tables alone.
+    One pass in the C extension (``chars.lower``); without it, the interpreter's ``str.lower``
+    where it agrees, else the generated tables alone.
     """
     if text.isascii():
         return text.lower()
-    if _LOWER_FAST and not chars.classes(text, _LOWER_DIFFERS_ANY):
-        return text.lower()
-    return _lower_tables(text)
-
-
-def _lower_tables(text: str) -> str:
-    """``toLowerCase()`` from the generated tables alone (a dictionary lookup per character)."""
-    pieces = text.split(_SIGMA)
-    out = [pieces[0].translate(_LOWER)]
-    at = len(pieces[0])
-    for piece in pieces[1:]:
-        out.append("\u03c2" if _final_sigma(text, at) else "\u03c3")
-        out.append(piece.translate(_LOWER))
-        at += 1 + len(piece)
-    return "".join(out)
-
-
-def _final_sigma(text: str, i: int) -> bool:
-    """Unicode's Final_Sigma for the capital sigma at ``text[i]``: a cased letter before it and
-    none after it, case-ignorable characters skipped on both sides."""
-    j = i - 1
-    while j >= 0 and TABLE[ord(text[j])] & CASE_IGNORABLE_BIT:
-        j -= 1
-    if j < 0 or not TABLE[ord(text[j])] & CASED_BIT:
-        return False
-    k = i + 1
-    while k < len(text) and TABLE[ord(text[k])] & CASE_IGNORABLE_BIT:
-        k += 1
-    return k == len(text) or not TABLE[ord(text[k])] & CASED_BIT
+    return chars.lower(text)
 
 
 def phrase_text(text: str) -> str:
@@ -197,19 +154,13 @@ def words(text: str) -> list[str]:
     return chars.tokens(_lower_joined(text), False)
 
 
-_JOIN_OR_LOWER = SURROGATE | _LOWER_DIFFERS_ANY
-
-
 def _lower_joined(text: str) -> str:
-    """``lower(from_units(text))``, with one pass over ``text`` to learn whether either has work."""
+    """``lower(from_units(text))``, joining only a text that holds a surrogate code point."""
     if text.isascii():
         return text.lower()
-    bits = chars.classes(text, _JOIN_OR_LOWER)
-    if bits & SURROGATE:
-        return lower(from_units(text))
-    if _LOWER_FAST and not bits & _LOWER_DIFFERS_ANY:
-        return text.lower()
-    return _lower_tables(text)
+    if chars.classes(text, SURROGATE):
+        return chars.lower(from_units(text))
+    return chars.lower(text)
 
 
 def count_words(text: str, enough: int, enough_distinct: int) -> tuple[int, int]:

@@ -27,5 +27,8 @@ async def lint_criteria(*, body: LintCriteria, who: Caller, app: Use) -> dict[st
     (``LINT_QUOTA_EXCEEDED``, 429, with ``Retry-After``)."""
     slow = app.criteria.runs_slow(body.criteria)
     return await checked(
-        slow, lambda: app.criteria.lint(body.criteria, brief=body.brief, who=who), who.id
+        slow,
+        lambda: app.criteria.lint(body.criteria, brief=body.brief, who=who),
+        who.id,
+        wait=app.settings.slow_check_wait_seconds,
     )

@@ -21,8 +21,6 @@ from adjudge.service.ingress import StrictRoute
 
 #: The largest amount the ledger's 64-bit columns hold.
 MAX_AMOUNT = 2**63 - 1
-#: How long a slow check waits for its turn before the service says it is too busy.
-SLOW_QUEUE_SECONDS = 10.0
 T = TypeVar("T")
 #: Limiters by event loop (a limiter belongs to the loop it was made in) and lane name.
 _LANES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, anyio.CapacityLimiter]] = (
@@ -120,11 +118,12 @@ def reply(answer: Answer[Any], status: int = 200) -> JSONResponse:
     return JSONResponse(answer.value, status_code=status, headers=headers)
 
 
-async def checked(slow: bool, fn: Callable[[], T], owner: str) -> T:
+async def checked(slow: bool, fn: Callable[[], T], owner: str, *, wait: float) -> T:
     """Run a use case that may check a result: on the request threads, or — when the check
     needs the regex worker pool — apart: at most :func:`owner_slow_checks` of ``owner``'s (the
     calling account's) and :func:`slow_checks` of everyone's at once, the others waiting their
-    turn without a thread (``CHECKER_UNAVAILABLE`` after :data:`SLOW_QUEUE_SECONDS`). So
+    turn without a thread (``CHECKER_UNAVAILABLE`` after ``wait`` seconds: the setting
+    ``slow_check_wait_seconds``). So
     catastrophic patterns occupy the pool, never the threads that every other request
     (``/health`` included) needs, and one account's flood queues behind itself, in front of
     the pool's own fair round, instead of in front of everyone."""
@@ -136,7 +135,7 @@ async def checked(slow: bool, fn: Callable[[], T], owner: str) -> T:
     held: list[anyio.CapacityLimiter] = []
     try:
         try:
-            with anyio.fail_after(SLOW_QUEUE_SECONDS):
+            with anyio.fail_after(wait):
                 for limiter in (mine.limiter, turns):
                     await limiter.acquire()
                     held.append(limiter)

@@ -76,7 +76,7 @@ def register_callable(
     *, body: NewCallableTool, who: Caller, app: Use, key: IdemKey = None
 ) -> JSONResponse:
     """A provider registers a callable tool: endpoint, input schema, contract, price, policy."""
-    return reply(app.gateway.register_tool(who, body.tool, key=key), 201)
+    return reply(app.tools.register(who, body.tool, key=key), 201)
 
 
 @routes.post("/tools/import/openapi", status_code=201, tags=["gateway"])
@@ -84,7 +84,7 @@ def import_openapi(
     *, body: OpenApiImport, who: Caller, app: Use, key: IdemKey = None
 ) -> JSONResponse:
     """A provider makes a callable tool from one operation of its OpenAPI document."""
-    answer = app.gateway.import_openapi(
+    answer = app.tools.import_openapi(
         who,
         body.openapi,
         operation=body.operation,
@@ -102,7 +102,7 @@ def import_openapi(
 @routes.post("/tools/import/mcp", status_code=201, tags=["gateway"])
 def import_mcp(*, body: McpImport, who: Caller, app: Use, key: IdemKey = None) -> JSONResponse:
     """A provider makes a callable tool from an MCP tool definition and its endpoint."""
-    answer = app.gateway.import_mcp(
+    answer = app.tools.import_mcp(
         who,
         body.definition,
         base_url=body.base_url,
@@ -125,21 +125,21 @@ def list_tools(
     cursor: Annotated[str | None, Query(max_length=400)] = None,
 ) -> dict[str, Any]:
     """Callable tools by name, with their price and MCP definition."""
-    return app.gateway.tools(query=query, limit=limit, cursor=cursor)
+    return app.tools.search(query=query, limit=limit, cursor=cursor)
 
 
 @routes.get("/tools/{name}", tags=["gateway"])
 def get_tool(*, name: str, who: Caller, app: Use) -> dict[str, Any]:
     """One callable tool: how it is called and judged (its address only for its provider and
     admins)."""
-    return app.gateway.tool(name, who)
+    return app.tools.get(name, who)
 
 
 @routes.put("/providers/me/credential", tags=["gateway"])
 def set_credential(*, body: Credential, who: Caller, app: Use, key: IdemKey = None) -> JSONResponse:
     """A provider gives the gateway the credential to call it with; it is stored encrypted and
     never returned."""
-    return reply(app.gateway.set_credential(who, body.header, body.secret, key=key))
+    return reply(app.tools.set_credential(who, body.header, body.secret, key=key))
 
 
 @routes.post("/gateway/calls", tags=["gateway"])

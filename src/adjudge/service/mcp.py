@@ -348,7 +348,7 @@ async def _list_tools(call: Call, params: dict[str, Any]) -> dict[str, Any]:
         raise RpcError(INVALID_PARAMS, "A cursor is the string a listing gave.")
     try:
         page = await anyio.to_thread.run_sync(
-            lambda: call.app.gateway.tools(limit=PAGE, cursor=cursor)
+            lambda: call.app.tools.search(limit=PAGE, cursor=cursor)
         )
     except Error as exc:  # CURSOR_INVALID
         raise RpcError(INVALID_PARAMS, exc.message, {"code": exc.code}) from None
@@ -434,7 +434,7 @@ async def _search_tools(
         # adjudge files tools under no category: a category filter matches none of them.
         return structured({"results": [], "nextCursor": None})
     page = await anyio.to_thread.run_sync(
-        lambda: call.app.gateway.tools(
+        lambda: call.app.tools.search(
             query=query or None, limit=limit or SEARCH_DEFAULT, cursor=cursor
         )
     )
@@ -459,7 +459,7 @@ async def _get_tool(
     name = _argument(args, "name", str, "get_tool")
     if name is None:
         raise BadInput("get_tool needs the argument 'name'.", code="TOOL_ARGUMENTS_INVALID")
-    view = await anyio.to_thread.run_sync(lambda: call.app.gateway.tool(name))
+    view = await anyio.to_thread.run_sync(lambda: call.app.tools.get(name))
     definition = listed(view, call.version)
     shown = {
         "name": view["name"],

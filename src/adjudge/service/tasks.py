@@ -182,12 +182,13 @@ async def finalize(*, task_id: str, who: Caller, app: Use, key: IdemKey = None) 
     """The agent asks for the auto check of its latest submission (auto mode)."""
     # Most checks are fast: try on the request threads, and only a check that needs the regex
     # worker pool (it says so before doing anything) goes again to the slow lane.
+    wait = app.settings.slow_check_wait_seconds
     try:
         fast = partial(app.tasks.finalize, who, task_id, key=key, fast_only=True)
-        return reply(await checked(False, fast, who.id))
+        return reply(await checked(False, fast, who.id, wait=wait))
     except SlowCheck:
         job = partial(app.tasks.finalize, who, task_id, key=key)
-        return reply(await checked(True, job, who.id))
+        return reply(await checked(True, job, who.id, wait=wait))
 
 
 @routes.post("/tasks/{task_id}/review", tags=["lifecycle"])
@@ -256,4 +257,9 @@ async def dry_run(*, task_id: str, body: SubmitResult, who: Caller, app: Use) ->
     """The holding agent checks a draft against the task's public rules (its hidden expected
     answer never runs); uses no attempt, touches no reputation; 20 an hour per task."""
     slow = await anyio.to_thread.run_sync(app.tasks.needs_slow_check, task_id)
-    return await checked(slow, lambda: app.tasks.dry_run(who, task_id, body.result), who.id)
+    return await checked(
+        slow,
+        lambda: app.tasks.dry_run(who, task_id, body.result),
+        who.id,
+        wait=app.settings.slow_check_wait_seconds,
+    )

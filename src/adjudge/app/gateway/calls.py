@@ -1,5 +1,5 @@
-"""The verification gateway's use cases: callable tools, and paid calls forwarded, verified,
-signed and settled.
+"""The gateway's paid calls: forwarded, verified, signed and settled, with the signing keys
+providers verify the gateway's requests by.
 
 A call, in order:
 
@@ -30,43 +30,33 @@ from __future__ import annotations
 import asyncio
 import base64
 import threading
-import time
 import uuid
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 from adjudge.app import metrics, settlement
 from adjudge.app.accounts import need_role
-from adjudge.app.calls import call_view, contract_view, emit_call_settled, observe_quality
-from adjudge.app.corroboration import corroborate
+from adjudge.app.calls import call_view, emit_call_settled, observe_quality
+from adjudge.app.gateway.corroboration import corroborate
+from adjudge.app.gateway.keyring import DatabaseKeyRing, ensure_key
+from adjudge.app.gateway.parsed import judging_policy, parsed_policy, parsed_tool
+from adjudge.app.gateway.spending import count_spending, give_back, within
+from adjudge.app.gateway.views import call_answer, gateway_call_view
 from adjudge.app.timing import stage
-from adjudge.app.unit import Answer, Idempotency, UnitOfWork, retry
+from adjudge.app.unit import Answer, Idempotency, UnitOfWork
 from adjudge.app.wiring import call_subject
-from adjudge.calls import (
-    CallRequest,
-    Contract,
-    Policy,
-    Tool,
-    determine_call,
-    parse_tool,
-    register_contract,
-    register_policy,
-    verify_call,
-)
+from adjudge.calls import CallRequest, Contract, Policy, Tool, determine_call, verify_call
 from adjudge.calls.contract import map_response
 from adjudge.calls.kernel_rows import call_decision
-from adjudge.calls.openapi import mcp_tool_document, openapi_tool_document
-from adjudge.calls.pricing import DEFAULT_PRICE_NOTICE, announce
 from adjudge.calls.quality import counted_as
-from adjudge.calls.tools import DECIMALS, BuiltRequest, build_request
+from adjudge.calls.tools import BuiltRequest, build_request
 from adjudge.calls.verify import CallResult, digest_of, wants_corroboration
 from adjudge.errors import (
-    BadInput,
     Conflict,
     Error,
     NotAllowed,
@@ -78,7 +68,6 @@ from adjudge.errors import (
 from adjudge.gateway import (
     AddressGuard,
     Forwarder,
-    GatewayKey,
     ProviderCredential,
     SecretBox,
     jwks,
@@ -90,9 +79,7 @@ from adjudge.gateway import (
 from adjudge.gateway.forward import AsyncForwarder, FailureKind, ForwardFailure, Outcome
 from adjudge.kernel import Determination, determine
 from adjudge.market import Place
-from adjudge.market.money import LEDGER_CURRENCY
-from adjudge.receipts import SigningKey
-from adjudge.store import Account, Transaction, api_keys, call_reports, receipt_log, records
+from adjudge.store import Account, Transaction, call_reports, receipt_log, records
 from adjudge.store import calls as calls_db
 from adjudge.store import gateway as db
 from adjudge.store import holds as holds_db
@@ -100,15 +87,10 @@ from adjudge.store import holds as holds_db
 #: How long a call may stay pending before a retry or a sweep ends it as interrupted: longer
 #: than any forward can take (its total time-out) plus the time to verify and commit.
 INTERRUPTED_AFTER = timedelta(minutes=2)
-#: How far back the gateway's first signing key is dated (see ``Gateway._ensure_key``).
-FIRST_KEY_BACKDATE = timedelta(minutes=1)
-_CONTEXT_KEY = "adjudge gateway signing key"
 #: The threads a process's paid calls run their store transactions on (SQLite takes one writer
 #: at a time anyway; reads and PostgreSQL's round trips overlap).
 DB_THREADS = 8
 T = TypeVar("T")
-#: The MCP endpoint's own tools: no provider tool may take these names.
-META_TOOLS = frozenset({"search_tools", "get_tool", "call_tool"})
 
 
 class CallIssuer(Protocol):
@@ -131,219 +113,8 @@ class IdempotencyInProgress(RateLimited):
     code = "IDEMPOTENCY_IN_PROGRESS"
 
 
-class DatabaseKeyRing:
-    """The gateway's signing keys in the database, private halves sealed under the server
-    secret, so every ``serve`` process on one database signs with the same keys and publishes
-    the same JWKS. Read keys are kept a few seconds per process."""
-
-    def __init__(self, unit: UnitOfWork, box: SecretBox, *, cache_seconds: float = 5.0) -> None:
-        self.unit = unit
-        self.box = box
-        self.cache_seconds = cache_seconds
-        self._cached: tuple[float, list[GatewayKey]] | None = None
-        self._lock = threading.Lock()
-
-    def all_keys(self) -> Sequence[GatewayKey]:
-        """Every key, newest last."""
-        with self._lock:
-            if self._cached is not None and self._cached[0] > time.monotonic():
-                return self._cached[1]
-        rows = self.unit.read(db.keys)
-        found = [
-            GatewayKey(
-                kid,
-                SigningKey.from_pem(self.box.open(sealed, context=_CONTEXT_KEY)),
-                created,
-                retired,
-            )
-            for kid, sealed, created, retired in rows
-        ]
-        with self._lock:
-            self._cached = (time.monotonic() + self.cache_seconds, found)
-        return found
-
-    def add(self, key: GatewayKey) -> None:
-        """Store a new key."""
-        sealed = self.box.seal(key.signing_key.to_pem(), context=_CONTEXT_KEY)
-        self.unit.write(lambda tx: db.add_key(tx, key.kid, sealed, key.created_at))
-        self._forget()
-
-    def retire(self, kid: str, at: datetime) -> None:
-        """Retire a key from ``at``."""
-        self.unit.write(lambda tx: db.retire_key(tx, kid, at))
-        self._forget()
-
-    def _forget(self) -> None:
-        with self._lock:
-            self._cached = None
-
-
-def money(amount: int, currency: str) -> dict[str, Any]:
-    """An amount as the client reads it: decimal minor units, the asset, its decimals."""
-    return {"amount": str(amount), "asset": currency, "decimals": DECIMALS.get(currency, 0)}
-
-
-def tool_view(
-    stored: db.StoredTool, now: datetime, judged_by: calls_db.StoredPolicy | None = None
-) -> dict[str, Any]:
-    """A callable tool as listed: its MCP definition, provider, the price a call starting now
-    is charged (and an announced increase with its date), and which policy version would judge
-    a call starting now — what a caller reads before paying."""
-    tool = _parsed_tool(stored)
-    listed = stored.listed
-    pending = listed.pending(now)
-    return {
-        "name": stored.name,
-        "version": stored.version,
-        "provider": stored.provider,
-        "description": tool.description,
-        "price": money(listed.at(now), stored.currency),
-        "pending_price": None
-        if pending is None
-        else money(pending[0], stored.currency) | {"from": pending[1].isoformat()},
-        "policy": None if tool.policy is None else tool.policy.to_dict(),
-        "judged_by": None if judged_by is None else judge_view(judged_by),
-        "refunded_output": tool.refunded_output,
-        "registered_at": stored.registered_at.isoformat(),
-        "definition": tool.mcp_definition(),
-        "digest": stored.digest,
-    }
-
-
-def judge_view(p: calls_db.StoredPolicy) -> dict[str, Any]:
-    """The policy version that judges a tool's calls: its id, version, digest, mode, report
-    window and withdrawal (a caller sees what it agrees to before it pays)."""
-    document = p.document
-    return {
-        "id": p.policy_id,
-        "version": p.version,
-        "digest": p.digest,
-        "mode": str(document.get("mode", "enforce")),
-        "report_window_hours": int(document.get("report_window_hours", 72)),
-        "withdrawn_at": document.get("withdrawn_at"),
-        "registered_at": p.registered_at.isoformat(),
-        "corroboration": corroboration_view(document),
-    }
-
-
-def corroboration_view(document: Mapping[str, Any]) -> dict[str, Any] | None:
-    """A policy's declared corroborator as a caller reads it before paying: which tool, who
-    pays (the provider), the most one corroboration costs its payer, and what the caller pays
-    for it (nothing beyond the listed price)."""
-    rule = document.get("empty_result")
-    declared = rule.get("corroboration") if isinstance(rule, Mapping) else None
-    if not isinstance(declared, Mapping):
-        return None
-    return {
-        "tool": declared.get("tool"),
-        "paid_by": declared.get("paid_by"),
-        "max_price": money(int(declared.get("max_price_minor", 0)), LEDGER_CURRENCY),
-        "caller_pays": money(0, LEDGER_CURRENCY),
-        "on": "empty answers",
-    }
-
-
-def gateway_call_view(
-    call: db.GatewayCall, hold: holds_db.Hold | None = None, refunded_by_report: bool = False
-) -> dict[str, Any]:
-    """A forwarded call: its lifecycle row, its money as it stands now, and — once ended — its
-    answer."""
-    return {
-        "id": call.id,
-        "caller": call.caller,
-        "tool": call.tool,
-        "provider": call.provider,
-        "state": call.state,
-        "status": call.status,
-        "verdict": call.verdict,
-        "price": money(call.price_minor, call.currency),
-        "money": money_view(call, hold, refunded_by_report),
-        "started_at": call.started_at.isoformat(),
-        "finished_at": None if call.finished_at is None else call.finished_at.isoformat(),
-        "receipt_id": call.receipt_id,
-        "answer": None if call.answer is None else dict(call.answer),
-    }
-
-
-def money_view(
-    call: db.GatewayCall, hold: holds_db.Hold | None, refunded_by_report: bool = False
-) -> dict[str, Any]:
-    """What a call's caller paid and its provider got, as it stands now.
-
-    ``state``: ``reserved`` (the call is running), ``refunded`` or ``voided`` (nothing charged),
-    ``held`` (charged; the provider is paid when the report deadline passes), ``reported`` (held
-    while a report is ruled on), ``paid`` (the provider has it), ``refunded_after_report`` (an
-    upheld report gave it back). ``charged`` is what the caller pays in the end as far as is
-    known now, so a list's charges add up to what callers paid.
-    """
-    price = call.price_minor
-    none = money(0, call.currency)
-    view: dict[str, Any] = {
-        "state": "reserved",
-        "charged": none,
-        "refunded": none,
-        "held_until": None,
-        "paid_at": None,
-    }
-    if call.state == "pending":
-        return view | {"charged": money(price, call.currency)}
-    if call.status != "settled":
-        return view | {"state": call.status or "refunded"}
-    if hold is None:  # settled before holds, or unreportable: paid at once
-        if refunded_by_report:
-            return view | {
-                "state": "refunded_after_report",
-                "refunded": money(price, call.currency),
-            }
-        return view | {
-            "state": "paid",
-            "charged": money(price, call.currency),
-            "paid_at": (None if call.finished_at is None else call.finished_at.isoformat()),
-        }
-    amount = money(hold.amount, call.currency)
-    if hold.state == holds_db.REFUNDED:
-        return view | {"state": "refunded_after_report", "refunded": amount}
-    if hold.state == holds_db.RELEASED:
-        ended = None if hold.ended_at is None else hold.ended_at.isoformat()
-        return view | {"state": "paid", "charged": amount, "paid_at": ended}
-    return view | {
-        "state": hold.state,  # held | reported
-        "charged": amount,
-        "held_until": hold.matures_at.isoformat(),
-    }
-
-
-_TOOLS: dict[str, Tool] = {}
-
-
-def _parsed_tool(stored: db.StoredTool) -> Tool:
-    """A stored tool document, parsed once per process (its digest names its bytes)."""
-    found = _TOOLS.get(stored.digest)
-    if found is None:
-        if len(_TOOLS) > 1024:
-            _TOOLS.clear()
-        found = _TOOLS[stored.digest] = parse_tool(stored.document)
-    return found
-
-
-_POLICIES: dict[tuple[str, str], Policy] = {}
-
-
-def _parsed_policy(
-    digest: str, tool_digest: str, document: Mapping[str, Any], contract: Contract
-) -> Policy:
-    """A registered policy, parsed against its tool's contract once per process (the two
-    digests name both documents' bytes)."""
-    found = _POLICIES.get((digest, tool_digest))
-    if found is None:
-        if len(_POLICIES) > 1024:
-            _POLICIES.clear()
-        found = _POLICIES[(digest, tool_digest)] = register_policy(document, contract)
-    return found
-
-
 class Gateway:
-    """The gateway's use cases."""
+    """The paid-call use cases: a call, its recovery and its view; the gateway's keys."""
 
     def __init__(
         self,
@@ -354,11 +125,8 @@ class Gateway:
         forwarder: Forwarder | None = None,
         keys: DatabaseKeyRing | None = None,
         private_providers: bool = False,
-        price_notice: timedelta = DEFAULT_PRICE_NOTICE,
     ) -> None:
         self.unit = unit
-        #: How long a price increase waits before calls are charged it (see calls.pricing).
-        self.price_notice = price_notice
         self.issuer = issuer
         self.box = box
         self._forwarder = forwarder
@@ -389,221 +157,13 @@ class Gateway:
                 self._forwarder = None
         self._db_threads.shutdown(wait=False)
 
-    # --- tools ------------------------------------------------------------------------------
-
-    def register_tool(
-        self, provider: Account, document: Mapping[str, Any], *, key: str | None = None
-    ) -> Answer[dict[str, Any]]:
-        """A provider registers a callable tool (``TOOL_INVALID`` and kin for a bad document;
-        ``NOT_TOOL_PROVIDER`` when the document names another provider or the name is taken).
-
-        Its contract is registered with it, so decision policies are registered against it as
-        for any tool.
-        """
-        need_role(provider, "provider")
-        tool = parse_tool(document)
-        if tool.name in META_TOOLS:
-            raise BadInput(
-                f"{tool.name} is the name of one of the MCP endpoint's own tools; give the tool "
-                "another name.",
-                code="TOOL_NAME_RESERVED",
-            )
-        if tool.provider != provider.id:
-            raise NotAllowed(
-                f"The tool names provider {tool.provider!r}; register it as that provider.",
-                code="NOT_TOOL_PROVIDER",
-            )
-        if tool.price.currency != LEDGER_CURRENCY:
-            raise BadInput(
-                f"Calls here are paid from {LEDGER_CURRENCY} balances; price the tool in "
-                f"{LEDGER_CURRENCY} minor units (250000 is 0.25 {LEDGER_CURRENCY}), not in "
-                f"{tool.price.currency}.",
-                code="PRICE_CURRENCY_UNSUPPORTED",
-            )
-        normalized = tool.to_dict()
-        idem = Idempotency.of(key, "gateway.register_tool", {"tool": normalized})
-
-        def run(tx: Transaction) -> dict[str, Any]:
-            now = self.unit.now()
-            contract = dict(tool.contract_document)
-            version = str(contract.get("version", "1"))
-            found = calls_db.contract(tx, tool.name, version)
-            if found is None:
-                stored_contract = calls_db.add_contract(
-                    tx,
-                    tool=tool.name,
-                    version=version,
-                    provider=provider.id,
-                    document=contract,
-                    digest=digest_of(contract),
-                    at=now,
-                )
-            elif found.digest != digest_of(contract):
-                raise Conflict(
-                    f"{tool.name} contract version {version} is registered with other terms; "
-                    "give the changed contract a new version.",
-                    code="CONTRACT_EXISTS",
-                )
-            else:
-                stored_contract = found
-            previous = db.tool(tx, tool.name)
-            stored = db.add_tool(
-                tx,
-                name=tool.name,
-                provider=provider.id,
-                document=normalized,
-                digest=digest_of(normalized),
-                price=announce(
-                    None if previous is None else previous.listed,
-                    tool.price.amount_minor,
-                    now,
-                    self.price_notice,
-                ),
-                currency=tool.price.currency,
-                at=now,
-            )
-            view = tool_view(stored, now, _judge(tx, stored, tool, now))
-            view["contract"] = contract_view(stored_contract)
-            return view
-
-        return self.unit.once(provider.id, idem, run)
-
-    def import_openapi(
-        self,
-        provider: Account,
-        document: Mapping[str, Any],
-        *,
-        operation: str | None = None,
-        method: str | None = None,
-        path: str | None = None,
-        price: Mapping[str, Any],
-        base_url: str | None = None,
-        name: str | None = None,
-        policy: Mapping[str, Any] | None = None,
-        key: str | None = None,
-    ) -> Answer[dict[str, Any]]:
-        """Register a tool made from one operation of an OpenAPI 3.0/3.1 document."""
-        need_role(provider, "provider")
-        made = openapi_tool_document(
-            document,
-            operation=operation,
-            method=method,
-            path=path,
-            provider=provider.id,
-            price=price,
-            base_url=base_url,
-            name=name,
-            policy=policy,
-        )
-        return self.register_tool(provider, made, key=key)
-
-    def import_mcp(
-        self,
-        provider: Account,
-        definition: Mapping[str, Any],
-        *,
-        base_url: str,
-        price: Mapping[str, Any],
-        method: str = "POST",
-        path: str = "",
-        policy: Mapping[str, Any] | None = None,
-        key: str | None = None,
-    ) -> Answer[dict[str, Any]]:
-        """Register a tool made from an MCP tool definition and the endpoint that serves it."""
-        need_role(provider, "provider")
-        made = mcp_tool_document(
-            definition,
-            provider=provider.id,
-            base_url=base_url,
-            price=price,
-            method=method,
-            path=path,
-            policy=policy,
-        )
-        return self.register_tool(provider, made, key=key)
-
-    def tools(
-        self, *, query: str | None = None, limit: int = 50, cursor: str | None = None
-    ) -> dict[str, Any]:
-        """Callable tools by name, a page at a time (``next_cursor``)."""
-
-        def run(tx: Transaction) -> dict[str, Any]:
-            now = self.unit.now()
-            page = db.list_tools(tx, query=query, limit=limit, cursor=cursor)
-            parsed = [(t, _parsed_tool(t)) for t in page.items]
-            refs = [
-                (t.name, tool.policy.id, tool.policy.version)
-                for t, tool in parsed
-                if tool.policy is not None
-            ]
-            judges = calls_db.policies_in_force(tx, refs, now)
-            views = [
-                tool_view(
-                    t,
-                    now,
-                    None
-                    if tool.policy is None
-                    else judges.get((t.name, tool.policy.id, tool.policy.version)),
-                )
-                for t, tool in parsed
-            ]
-            return {"tools": views, "next_cursor": page.next_cursor}
-
-        return self.unit.read(run)
-
-    def tool(self, name: str, viewer: Account | None = None) -> dict[str, Any]:
-        """One callable tool (``TOOL_NOT_FOUND``): the listed view, and how it is called and
-        judged — its endpoint, input schema and contract (mapping and output schema), which a
-        caller reads before paying for a call and a listing leaves out.
-
-        Where the provider lives (``base_url``, ``authority``) is for the tool's provider and
-        admins only: a caller learns how its arguments are sent, not an address it could call
-        around the gateway or probe."""
-
-        def run(tx: Transaction) -> dict[str, Any]:
-            stored = db.tool(tx, name)
-            if stored is None:
-                raise NotFound(f"No tool {name} can be called here.", code="TOOL_NOT_FOUND")
-            parsed = _parsed_tool(stored)
-            document = parsed.to_dict()
-            now = self.unit.now()
-            view = tool_view(stored, now, _judge(tx, stored, parsed, now))
-            for part in ("endpoint", "input_schema", "contract"):
-                view[part] = document[part]
-            party = viewer is not None and (viewer.id == stored.provider or "admin" in viewer.roles)
-            if not party:
-                view["endpoint"] = {
-                    k: v for k, v in view["endpoint"].items() if k not in ("base_url", "authority")
-                }
-            return view
-
-        return self.unit.read(run)
-
-    # --- credentials and keys -----------------------------------------------------------
-
-    def set_credential(
-        self, provider: Account, header: str, secret: str, *, key: str | None = None
-    ) -> Answer[dict[str, Any]]:
-        """A provider not behind the signature middleware gives the gateway the credential to
-        call it with; it is stored sealed and no API ever returns it."""
-        need_role(provider, "provider")
-        credential = ProviderCredential(header, secret)
-        sealed = credential.seal(self.box, provider=provider.id)
-        idem = Idempotency.of(
-            key, "gateway.set_credential", {"header": header, "secret": digest_of(secret)}
-        )
-
-        def run(tx: Transaction) -> dict[str, Any]:
-            db.set_credential(tx, provider.id, credential.header, sealed, self.unit.now())
-            return {"provider": provider.id, "header": credential.header, "secret": "set"}
-
-        return self.unit.once(provider.id, idem, run)
+    # --- keys -----------------------------------------------------------------------------
 
     def jwks(self) -> dict[str, Any]:
         """The JWKS providers verify the gateway's requests with (the signing key and those
         still in their overlap)."""
         now = self.unit.now()
-        self._ensure_key(now)
+        ensure_key(self.keys, now)
         return jwks(self.keys.all_keys(), now)
 
     def rotate_keys(self, admin: Account) -> dict[str, Any]:
@@ -612,15 +172,6 @@ class Gateway:
         now = self.unit.now()
         rotate(self.keys, now)
         return self.jwks()
-
-    def _ensure_key(self, now: datetime) -> None:
-        if not self.keys.all_keys():
-            try:
-                # Dated back: a call that started a moment before (or a process whose clock
-                # is a little behind this one's) must find it already signing, not too new.
-                rotate(self.keys, now - FIRST_KEY_BACKDATE)
-            except Error:
-                self.keys._forget()  # another process made the first key at the same time
 
     # --- calls ----------------------------------------------------------------------------
 
@@ -653,7 +204,7 @@ class Gateway:
         same Idempotency-Key replays the answer without calling the provider again.
 
         An empty answer whose policy declares a corroborator is corroborated before it is
-        settled (:mod:`adjudge.app.corroboration`: a paid call of its own, paid by the
+        settled (:mod:`adjudge.app.gateway.corroboration`: a paid call of its own, paid by the
         provider); ``corroborating`` marks such a call, which is never corroborated in turn.
 
         The call is charged the tool's price in force when it starts (an increase waits out its
@@ -742,7 +293,7 @@ class Gateway:
             return self._replayed(got, ask.fingerprint)
         (stored, tool, contract, policy, policy_digest), credential = got
         price = stored.listed.at(ask.now)
-        _within(price, stored.currency, ask.max_price, ask.caller)
+        within(price, stored.currency, ask.max_price, ask.caller)
         with stage("gateway.arguments"):
             built = build_request(tool, ask.args)
         return _Prepared(stored, tool, contract, policy, policy_digest, credential, built, price)
@@ -782,7 +333,7 @@ class Gateway:
             if not started:  # another call with this key started first
                 raise _Raced
             if caller.key is not None:
-                _count_spending(tx, caller.key.id, price, stored.currency, now)
+                count_spending(tx, caller.key.id, price, stored.currency, now)
             settlement.reserve(tx, caller.id, hold, price, at=now)
 
         return start, _Begun(prepared, call_id, hold)
@@ -934,21 +485,21 @@ class Gateway:
         stored = db.tool(tx, name)
         if stored is None:
             raise NotFound(f"No tool {name} can be called here.", code="TOOL_NOT_FOUND")
-        tool = _parsed_tool(stored)
+        tool = parsed_tool(stored)
         if records.account(tx, stored.provider) is None:
             raise NotFound(f"The tool's provider {stored.provider} is gone.", code="TOOL_NOT_FOUND")
         contract = tool.contract
         policy = None
         policy_digest = None
         if tool.policy is not None:
-            found = _judge(tx, stored, tool, now)
+            found = judging_policy(tx, stored, tool, now)
             if found is None:
                 raise StateError(
                     f"The tool's decision policy {tool.policy.id} is not registered for it; "
                     "its calls cannot be verified yet. Nothing was charged.",
                     code="TOOL_POLICY_MISSING",
                 )
-            policy = _parsed_policy(found.digest, stored.digest, found.document, contract)
+            policy = parsed_policy(found.digest, stored.digest, found.document, contract)
             policy_digest = found.digest
         return stored, tool, contract, policy, policy_digest
 
@@ -958,7 +509,7 @@ class Gateway:
         tool = p.tool
         with stage("gateway.sign"):
             try:
-                self._ensure_key(now)
+                ensure_key(self.keys, now)
                 key = signing_key(self.keys.all_keys(), now)
             except Error as exc:  # the call has started: it ends as a system error, refunded
                 return ForwardFailure(FailureKind.SYSTEM, exc.message, 0.0)
@@ -1003,7 +554,7 @@ class Gateway:
         and the answer stored."""
         now = self.unit.now()
         issuer = self.issuer
-        tool = _parsed_tool(stored)
+        tool = parsed_tool(stored)
         self._need_call_issuer()
 
         def issue(previous: Place) -> Mapping[str, Any]:
@@ -1054,7 +605,7 @@ class Gateway:
                 at=now,
             )
             if payment != "settle":
-                _give_back(tx, api_key_id, request.price_minor, request.at or now)
+                give_back(tx, api_key_id, request.price_minor, request.at or now)
             stored_call = calls_db.add_call(
                 tx,
                 record=result.to_dict(),
@@ -1080,7 +631,7 @@ class Gateway:
             # The receipt onto the chain last (its head row locked only from here to the
             # commit), then the answer that carries it.
             signed = receipt_log.signed(tx, receipt)
-            answer = _answer(
+            answer = call_answer(
                 stored,
                 call_id,
                 status,
@@ -1250,130 +801,4 @@ def _error_determination(result: CallResult, request: CallRequest, now: datetime
     return determine(subject, [], now=now, policy_decision=decision)
 
 
-def _answer(
-    stored: db.StoredTool,
-    call_id: str,
-    status: str,
-    result: CallResult,
-    output: Any,
-    receipt_id: str,
-    receipt: Mapping[str, Any],
-    *,
-    withheld: bool = False,
-) -> dict[str, Any]:
-    """What a call answers (and a retry replays): the client's receipt fields, the verdict,
-    the payment decision, every check row, the output, and the signed receipt.
-
-    A call that is not settled was not paid for, so by default it gives no output
-    (``outputWithheld``: the provider answered, but the caller learns only the check rows and
-    the failing pointers); a tool may opt in to returning it (``refunded_output: return``)."""
-    charged = result.charge_minor
-    return {
-        "intentId": call_id,
-        "tool": stored.name,
-        "provider": stored.provider,
-        "status": status,
-        "listedPrice": money(result.price_minor, stored.currency),
-        "chargedPrice": money(charged, stored.currency),
-        "withheld": money(0, stored.currency),
-        "verdict": None if result.verdict is None else result.verdict.value,
-        "payment": result.effect.payment.value,
-        "strike": result.effect.strike,
-        "decidedBy": result.decided_by,
-        "checks": [row.to_dict() for row in result.rows],
-        "failing": sorted({row.path for row in result.rows if row.outcome == "fail" and row.path}),
-        "error": None if result.error is None else result.error.to_dict(),
-        "corroboration": None if result.corroboration is None else result.corroboration.to_dict(),
-        "output": output,
-        "outputWithheld": withheld,
-        "receiptId": receipt_id,
-        "receipt": receipt.get("envelope"),
-    }
-
-
-def _judge(
-    tx: Transaction, stored: db.StoredTool, tool: Tool, now: datetime
-) -> calls_db.StoredPolicy | None:
-    """The registered policy version that judges a call of ``tool`` starting at ``now``: the one
-    it pins, or its highest registered by then (a later one judges only later calls)."""
-    if tool.policy is None:
-        return None
-    return calls_db.policy(tx, stored.name, tool.policy.id, tool.policy.version, at=now)
-
-
-def _within(price: int, currency: str, max_price: int | None, caller: Account) -> None:
-    """Refuse a call whose price is above what its caller accepts, or above its key's limit
-    per call, before anything moves (the limits are checked again where the price is
-    reserved, from the key's stored row)."""
-    if max_price is not None and (isinstance(max_price, bool) or not 0 <= max_price < 2**63):
-        raise BadInput(
-            "The most a call accepts is a whole number of minor units, 0 or more.",
-            code="INVALID_AMOUNT",
-        )
-    grant = caller.key
-    if grant is not None and grant.max_per_call is not None and price > grant.max_per_call:
-        raise _over_limit(price, currency, grant.max_per_call, "call")
-    if max_price is not None and price > max_price:
-        raise StateError(
-            f"This call costs {_amount(price, currency)}, more than the most you accept "
-            f"({_amount(max_price, currency)}). Nothing was charged and the provider was not "
-            "called.",
-            code="PAYMENT_PRICE_ABOVE_MAXIMUM",
-        )
-
-
-def _count_spending(tx: Transaction, key_id: str, price: int, currency: str, now: datetime) -> None:
-    """Count a call's price against its key's limits, from the key's stored row (a limit
-    lowered a moment ago holds; a revoked key pays for nothing)."""
-    grant = api_keys.get(tx, key_id)
-    if grant is None or grant.revoked_at is not None:
-        raise NotAllowed("This API key was revoked; nothing was charged.", code="UNAUTHORIZED")
-    if grant.max_per_call is not None and price > grant.max_per_call:
-        raise _over_limit(price, currency, grant.max_per_call, "call")
-    if price > 0 and not api_keys.spend(tx, key_id, _day(now), price, grant.max_per_day):
-        assert grant.max_per_day is not None
-        raise _over_limit(price, currency, grant.max_per_day, "day")
-
-
-def _give_back(tx: Transaction, key_id: str | None, price: int, started: datetime) -> None:
-    """A call not charged after all gives its price back to its key's day."""
-    if key_id is not None and price > 0:
-        api_keys.give_back(tx, key_id, _day(started), price)
-
-
-def _day(at: datetime) -> str:
-    """The UTC day a key's spending is counted on."""
-    return at.astimezone(UTC).date().isoformat()
-
-
-def _over_limit(price: int, currency: str, limit: int, per: str) -> Error:
-    return StateError(
-        f"This call costs {_amount(price, currency)}, past this API key's limit of "
-        f"{_amount(limit, currency)} a {per}. Nothing was charged and the provider was not "
-        "called; the account's owner can raise the limit or use another key.",
-        code="PAYMENT_LIMIT_EXCEEDED",
-    )
-
-
-def _amount(minor: int, currency: str) -> str:
-    """Minor units as a person reads them: ``0.25 USDC``."""
-    decimals = DECIMALS.get(currency, 0)
-    if decimals == 0:
-        return f"{minor} {currency}"
-    whole, part = divmod(minor, 10**decimals)
-    return f"{whole}.{part:0{decimals}d}".rstrip("0").rstrip(".") + f" {currency}"
-
-
-def parsed_contract(document: Mapping[str, Any]) -> Contract:
-    """A contract document as the calls package reads it."""
-    return register_contract(document)
-
-
-__all__ = [
-    "META_TOOLS",
-    "DatabaseKeyRing",
-    "Gateway",
-    "IdempotencyInProgress",
-    "gateway_call_view",
-    "retry",
-]
+__all__ = ["INTERRUPTED_AFTER", "Gateway", "IdempotencyInProgress"]

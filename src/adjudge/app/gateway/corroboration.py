@@ -33,7 +33,7 @@ from adjudge.store import calls as calls_db
 from adjudge.store import records
 
 if TYPE_CHECKING:
-    from adjudge.app.gateway import Gateway
+    from adjudge.app.gateway.calls import Gateway
 
 __all__ = ["KEY_PREFIX", "corroborate"]
 

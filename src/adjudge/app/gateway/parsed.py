@@ -1,0 +1,56 @@
+"""Stored tool and policy documents, parsed once per process, and the policy version that
+judges a call.
+
+A stored document is named by its digest, so a parsed copy kept under that digest can never
+be stale; each cache is emptied when it passes 1,024 entries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from adjudge.calls import Contract, Policy, Tool, parse_tool, register_policy
+from adjudge.store import Transaction
+from adjudge.store import calls as calls_db
+from adjudge.store import gateway as db
+
+#: The most parsed documents each cache keeps before it starts again.
+CACHED = 1024
+
+_TOOLS: dict[str, Tool] = {}
+_POLICIES: dict[tuple[str, str], Policy] = {}
+
+
+def parsed_tool(stored: db.StoredTool) -> Tool:
+    """A stored tool document, parsed once per process (its digest names its bytes)."""
+    found = _TOOLS.get(stored.digest)
+    if found is None:
+        if len(_TOOLS) > CACHED:
+            _TOOLS.clear()
+        found = _TOOLS[stored.digest] = parse_tool(stored.document)
+    return found
+
+
+def parsed_policy(
+    digest: str, tool_digest: str, document: Mapping[str, Any], contract: Contract
+) -> Policy:
+    """A registered policy, parsed against its tool's contract once per process (the two
+    digests name both documents' bytes)."""
+    found = _POLICIES.get((digest, tool_digest))
+    if found is None:
+        if len(_POLICIES) > CACHED:
+            _POLICIES.clear()
+        found = _POLICIES[(digest, tool_digest)] = register_policy(document, contract)
+    return found
+
+
+def judging_policy(
+    tx: Transaction, stored: db.StoredTool, tool: Tool, now: datetime
+) -> calls_db.StoredPolicy | None:
+    """The registered policy version that judges a call of ``tool`` starting at ``now``: the one
+    it pins, or its highest registered by then (a later one judges only later calls)."""
+    if tool.policy is None:
+        return None
+    return calls_db.policy(tx, stored.name, tool.policy.id, tool.policy.version, at=now)
