@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import hashlib
 import json
 import random
 import time
@@ -45,6 +44,7 @@ from adjudge.calls import (
     verify_call,
 )
 from adjudge.calls.contract import map_response
+from adjudge.digests import sha256_digest
 
 ROOT = Path(__file__).resolve().parent.parent
 CALLS = 10_000
@@ -172,7 +172,7 @@ def bench_end_to_end(contract: Contract, policy: Policy, calls: list[tuple[bytes
             request = parse_request(json.loads(request_bytes))
             envelope = json.loads(response_bytes)
             # The edge that read the bytes digests them, as a service would.
-            digest = "sha256:" + hashlib.sha256(response_bytes).hexdigest()
+            digest = sha256_digest(response_bytes)
             response = ProviderResponse(status="ok", body=envelope["body"], digest=digest)
             result = verify_call(contract, policy, request, response, AT)
             verdicts[result.verdict.value if result.verdict else "error"] += 1

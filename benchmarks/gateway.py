@@ -55,8 +55,7 @@ from loadgen import Http
 
 from adjudge.app import App, Settings
 from adjudge.app.demo import WEATHER_POLICY, weather_tool
-from adjudge.app.wiring import SignedReceipts
-from adjudge.receipts import SigningKey
+from adjudge.receipts import SignedReceipts, SigningKey
 from adjudge.store import Store
 from adjudge.store.schema import metadata
 

@@ -32,8 +32,8 @@ from datetime import UTC, datetime
 import rfc8785
 
 from adjudge.cli.ranges import verify_in_ranges
+from adjudge.digests import sha256_digest
 from adjudge.kernel import Authority, Check, Verdict, determine, fold, oracle
-from adjudge.kernel.observables import content_digest
 from adjudge.receipts import (
     Envelope,
     ReceiptLog,
@@ -50,10 +50,10 @@ KEY = SigningKey.from_seed(bytes(range(32)))
 def _determination(i: int) -> object:
     text = b"result %d" % i
     checks = [
-        oracle.integrity(oracle.Record(text), content_digest(text)),
-        Check("auto-check", Verdict.PASS, Authority.DETERMINISTIC, (content_digest(text),)),
+        oracle.integrity(oracle.Record(text), sha256_digest(text)),
+        Check("auto-check", Verdict.PASS, Authority.DETERMINISTIC, (sha256_digest(text),)),
     ]
-    return determine(content_digest(text), checks, now=NOW)
+    return determine(sha256_digest(text), checks, now=NOW)
 
 
 def _rate(label: str, n: int, fn: Callable[[int], object], repeat: int) -> float:
@@ -270,13 +270,13 @@ def main() -> None:
     verdicts = [Verdict.PASS] * 999 + [Verdict.PENDING]
     _rate("fold 1,000 verdicts", 1_000, lambda i: fold(verdicts), args.repeat)
     text = b"bulk"
-    checks = [oracle.integrity(oracle.Record(text), content_digest(text))] + [
+    checks = [oracle.integrity(oracle.Record(text), sha256_digest(text))] + [
         Check(f"c{i}", Verdict.PASS, Authority.DETERMINISTIC) for i in range(999)
     ]
     _rate(
         "determine 1,000 checks (resolve, trust, fold)",
         200,
-        lambda i: determine(content_digest(text), checks, now=NOW),
+        lambda i: determine(sha256_digest(text), checks, now=NOW),
         args.repeat,
     )
 

@@ -18,9 +18,9 @@ from typer.testing import CliRunner
 
 from adjudge.cli import app
 from adjudge.cli.ranges import verify_in_ranges
+from adjudge.digests import sha256_digest as content_digest
 from adjudge.errors import BadInput, ReceiptError
 from adjudge.kernel import Authority, Check, Determination, Verdict, determine, oracle
-from adjudge.kernel.observables import content_digest
 from adjudge.receipts import Head, ReceiptLog, SigningKey, issue, verify, verify_chain
 from adjudge.receipts.canonical import encode_plain
 from adjudge.receipts.chain import _entry_of

@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 
 from adjudge.cli import app
 from adjudge.cli.receipts import read_signing_key, write_receipt
+from adjudge.digests import sha256_digest
 from adjudge.kernel import Authority, Check, Pending, TrustPolicy, Verdict, determine, oracle
-from adjudge.kernel.observables import content_digest
 from adjudge.receipts import ReceiptLog, SigningKey
 
 RUNNER = CliRunner()
@@ -26,10 +26,10 @@ def _log(n: int) -> ReceiptLog:
     for i in range(n):
         text = b"r%d" % i
         checks = [
-            oracle.integrity(oracle.Record(text), content_digest(text)),
+            oracle.integrity(oracle.Record(text), sha256_digest(text)),
             Check("auto-check", Verdict.PASS, Authority.DETERMINISTIC),
         ]
-        log.append(determine(content_digest(text), checks, now=NOW), KEY)
+        log.append(determine(sha256_digest(text), checks, now=NOW), KEY)
     return log
 
 
@@ -169,12 +169,12 @@ def test_receipt_verify_shows_a_pass_on_the_posters_trust(tmp_path: Path) -> Non
     """A PASS resting on the named verifier's key is shown as exactly that, not as a plain PASS."""
     verifier = "1" * 64
     checks = [
-        oracle.integrity(oracle.Record(b"r"), content_digest(b"r")),
+        oracle.integrity(oracle.Record(b"r"), sha256_digest(b"r")),
         Check("agent-review", Verdict.PASS, Authority.SEMANTIC, verifier_key=verifier),
     ]
     policy = TrustPolicy().with_verifier(verifier)
     log = ReceiptLog()
-    log.append(determine(content_digest(b"r"), checks, now=NOW, policy=policy), KEY)
+    log.append(determine(sha256_digest(b"r"), checks, now=NOW, policy=policy), KEY)
     path = tmp_path / "receipt.json"
     path.write_bytes(log.receipts[0].to_bytes())
     result = RUNNER.invoke(app, ["receipt", "verify", str(path), "--key", KEY.keyid])
@@ -187,7 +187,7 @@ def test_receipt_verify_reads_a_pending_verdict_as_of_now(tmp_path: Path) -> Non
     resolved to, the deadline, and that it was signed PENDING — and the file is not rewritten."""
     deadline = datetime(2026, 1, 15, tzinfo=UTC)
     checks = [
-        oracle.integrity(oracle.Record(b"r"), content_digest(b"r")),
+        oracle.integrity(oracle.Record(b"r"), sha256_digest(b"r")),
         Check(
             "manual-review",
             Verdict.PENDING,
@@ -196,7 +196,7 @@ def test_receipt_verify_reads_a_pending_verdict_as_of_now(tmp_path: Path) -> Non
         ),
     ]
     log = ReceiptLog()
-    log.append(determine(content_digest(b"r"), checks, now=NOW), KEY)
+    log.append(determine(sha256_digest(b"r"), checks, now=NOW), KEY)
     path = tmp_path / "receipt.json"
     path.write_bytes(log.receipts[0].to_bytes())
     before = path.read_bytes()

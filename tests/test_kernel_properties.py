@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from adjudge.digests import sha256_digest
 from adjudge.errors import CriteriaError, ReceiptError
 from adjudge.kernel import (
     PRECEDENCE,
@@ -30,7 +31,6 @@ from adjudge.kernel import evidence as ev
 from adjudge.kernel import obligations as ob
 from adjudge.kernel.authority import DEFAULT_TRUSTED
 from adjudge.kernel.determination import effective
-from adjudge.kernel.observables import content_digest
 from adjudge.kernel.verdicts import EXPIRY_VERDICTS, resolve
 
 verdicts = st.sampled_from(list(Verdict))
@@ -110,7 +110,7 @@ def test_any_expression_binds(observable: str, expression: str) -> None:
     """Arbitrary text always binds (malformed text included) and answers PASS, FAIL or UNKNOWN;
     only the exact decidable form can answer anything but UNKNOWN."""
     binding = observables.bind(observable, expression)
-    seen = observables.evaluate(binding, {"result": content_digest(b"r")})
+    seen = observables.evaluate(binding, {"result": sha256_digest(b"r")})
     assert seen.verdict in {Verdict.PASS, Verdict.FAIL, Verdict.UNKNOWN}
     if seen.verdict is not Verdict.UNKNOWN:
         assert binding.status is observables.BindingStatus.DECIDABLE
@@ -121,7 +121,7 @@ def test_any_expression_binds(observable: str, expression: str) -> None:
 _BLANKS = st.sampled_from([" ", "  ", "\t", "\n", "\r\n", "\u00a0", "\u2003", "\u200b", "\ufeff"])
 
 
-_EXACT = f'(= result "{content_digest(b"r")}")'
+_EXACT = f'(= result "{sha256_digest(b"r")}")'
 
 
 @settings(deadline=None)  # speed is not the property under test; machines vary
@@ -139,7 +139,7 @@ def test_no_whitespace_variation_of_the_exact_form_decides(
         varied = _EXACT[:at] + blank + _EXACT[at:]
     binding = observables.bind(observables.CONTENT_DIGEST, varied)
     assert binding.status is observables.BindingStatus.UNDECIDABLE
-    assert observables.evaluate(binding, {"result": content_digest(b"r")}).verdict is (
+    assert observables.evaluate(binding, {"result": sha256_digest(b"r")}).verdict is (
         Verdict.UNKNOWN
     )
 
@@ -148,7 +148,7 @@ citations = st.builds(
     semantic.Citation,
     st.sampled_from(["log", "diff", "missing"]),
     st.text(max_size=12),
-    st.one_of(st.text(max_size=8), st.builds(lambda t: content_digest(t.encode()), st.text())),
+    st.one_of(st.text(max_size=8), st.builds(lambda t: sha256_digest(t.encode()), st.text())),
 )
 
 
@@ -167,8 +167,8 @@ def test_a_model_never_says_yes(
 ) -> None:
     """Whatever a model outputs, its routed verdict is never PASS, and only a cited conflict
     on a grounded judgment is FAIL."""
-    case = semantic.EvaluationCase("c", content_digest(b"c"), frozen)
-    judgment = semantic.Judgment("c", content_digest(b"c"), stance, tuple(cited), predicate)
+    case = semantic.EvaluationCase("c", sha256_digest(b"c"), frozen)
+    judgment = semantic.Judgment("c", sha256_digest(b"c"), stance, tuple(cited), predicate)
     admitted = {"log": b"tests: 3 failed", "diff": b"+ added line"}
     routed = semantic.route(judgment, case, admitted)
     assert routed.verdict is not Verdict.PASS
@@ -178,7 +178,7 @@ def test_a_model_never_says_yes(
     assert check.verdict in {Verdict.FAIL, Verdict.UNKNOWN}
 
 
-D1, D2, D3 = (content_digest(b"%d" % i) for i in range(3))
+D1, D2, D3 = (sha256_digest(b"%d" % i) for i in range(3))
 leaves = st.builds(
     observables.DigestEquals, st.sampled_from(["a", "b"]), st.sampled_from([D1, D2])
 ) | st.builds(ob.Const, st.booleans())
@@ -213,7 +213,7 @@ def test_falsifiability_is_decided_exactly(predicate: ob.Predicate) -> None:
         assert not ob.holds(predicate, result.witness)
 
 
-SUBJECT = content_digest(b"result")
+SUBJECT = sha256_digest(b"result")
 _KEY = "1" * 64
 caller_checks = st.builds(
     Check,
@@ -306,7 +306,7 @@ def _true_quote(q: semantic.Quote) -> bool:
     return (
         0 <= q.start < q.end <= len(text)
         and text[q.start : q.end] == q.text
-        and content_digest(q.text.encode()) == q.quote_hash
+        and sha256_digest(q.text.encode()) == q.quote_hash
     )
 
 
@@ -356,10 +356,10 @@ def test_any_altered_quote_is_ungrounded_and_decides_nothing(
     elif how == "text":
         changed = q.text[:-1] + ("x" if q.text[-1] != "x" else "y")
         altered = semantic.Quote(
-            q.artifact, q.start, q.end, changed, content_digest(changed.encode())
+            q.artifact, q.start, q.end, changed, sha256_digest(changed.encode())
         )
     elif how == "hash":
-        altered = semantic.Quote(q.artifact, q.start, q.end, q.text, content_digest(b"other"))
+        altered = semantic.Quote(q.artifact, q.start, q.end, q.text, sha256_digest(b"other"))
     else:
         other = "result" if q.artifact == "brief" else "brief"
         altered = semantic.Quote(other, q.start, q.end, q.text, q.quote_hash)

@@ -12,6 +12,7 @@ from typing import Any, cast
 import grimp
 import pytest
 
+from adjudge.digests import sha256_digest
 from adjudge.errors import CriteriaError, Error, ReceiptError
 from adjudge.kernel import (
     DEFAULT_POLICY,
@@ -30,13 +31,12 @@ from adjudge.kernel import (
 from adjudge.kernel import evidence as ev
 from adjudge.kernel import verdicts as verdicts_module
 from adjudge.kernel.adapters import auto_check_check, determine_auto_check
-from adjudge.kernel.observables import content_digest
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def _mismatch() -> Check:
-    return oracle.integrity(oracle.Record(b"stored"), content_digest(b"claimed"))
+    return oracle.integrity(oracle.Record(b"stored"), sha256_digest(b"claimed"))
 
 
 def test_oracle_mints_mismatch() -> None:
@@ -151,7 +151,7 @@ class _Result:
 
 def test_auto_check_adapter_is_deterministic() -> None:
     """The auto check becomes one deterministic check over the result's digest, reproducibly."""
-    digest = content_digest(b"answer")
+    digest = sha256_digest(b"answer")
     check = auto_check_check(_Result(False, 40.0, ("too short",)), digest)
     assert check == auto_check_check(_Result(False, 40.0, ("too short",)), digest)
     assert check.verdict is Verdict.FAIL
@@ -164,7 +164,7 @@ def test_determine_auto_check_pass_carries_the_integrity_proof() -> None:
     """A passing auto check over stored bytes folds to PASS with its integrity proof."""
     d = determine_auto_check(oracle.Record(b"answer"), _Result(True, 90, ()), now=NOW)
     assert d.verdict is Verdict.PASS
-    assert d.subject_digest == content_digest(b"answer")
+    assert d.subject_digest == sha256_digest(b"answer")
     assert [c.name for c in d.checks] == ["evidence-integrity", "auto-check"]
 
 
@@ -174,7 +174,7 @@ def test_determine_auto_check_declared_digest_disagreeing_is_mismatch() -> None:
         oracle.Record(b"answer"),
         _Result(True, 90, ()),
         now=NOW,
-        declared_digest=content_digest(b"other"),
+        declared_digest=sha256_digest(b"other"),
     )
     assert d.verdict is Verdict.MISMATCH
 
@@ -207,7 +207,7 @@ def test_check_evidence_is_digests() -> None:
 def test_evidence_is_typed_on_six_axes_and_independence_is_assessed() -> None:
     """Evidence carries the six axes; its independence comes with the basis it was assessed on."""
     item = ev.admit(
-        content_digest(b"log"),
+        sha256_digest(b"log"),
         type=ev.EvidenceType.OBSERVATION,
         admission_source=ev.AdmissionSource.COLLECTOR,
         producer=ev.Party("worker", "box-1", "store-1"),
@@ -245,12 +245,12 @@ def test_the_oracle_reads_a_record_not_bytes_handed_to_it() -> None:
     """The oracle's public function no longer takes caller-supplied bytes: it reads the verifying
     side's Record, and refuses anything else with ORACLE_RECORD_REQUIRED."""
     with pytest.raises(CriteriaError) as err:
-        oracle.integrity(cast(Any, b"stored"), content_digest(b"claimed"))
+        oracle.integrity(cast(Any, b"stored"), sha256_digest(b"claimed"))
     assert err.value.code == "ORACLE_RECORD_REQUIRED"
     record = oracle.Record(b"stored")
-    assert record.digest == content_digest(b"stored") and record.name == "result"
+    assert record.digest == sha256_digest(b"stored") and record.name == "result"
     assert "stored" not in repr(record)  # a record's repr names its digest, not its bytes
-    assert oracle.integrity(record, content_digest(b"claimed")).verdict is Verdict.MISMATCH
+    assert oracle.integrity(record, sha256_digest(b"claimed")).verdict is Verdict.MISMATCH
 
 
 def test_a_record_holds_bytes_and_a_symbol() -> None:
@@ -264,7 +264,7 @@ def test_a_record_holds_bytes_and_a_symbol() -> None:
 def test_only_the_oracles_own_proof_counts() -> None:
     """The oracle's PASS is marked as minted; a replace() copy of it is not, and counts for
     nothing, so no caller can launder a look-alike into the proof."""
-    digest = content_digest(b"answer")
+    digest = sha256_digest(b"answer")
     proof = oracle.integrity(oracle.Record(b"answer"), digest)
     assert proof.oracle and proof.to_dict()["oracle"] is True
     copied = dataclasses.replace(proof)
@@ -278,7 +278,7 @@ def test_only_the_oracles_own_proof_counts() -> None:
 
 def _admitted() -> ev.Evidence:
     return ev.admit(
-        content_digest(b"log"),
+        sha256_digest(b"log"),
         type=ev.EvidenceType.OBSERVATION,
         admission_source=ev.AdmissionSource.COLLECTOR,
         producer=ev.Party("worker", "box-1", "store-1"),
@@ -298,7 +298,7 @@ def test_independence_cannot_be_forged_by_building_evidence_directly() -> None:
     genuine = _admitted().independence
     with pytest.raises(CriteriaError) as err:
         ev.Evidence(
-            content_digest(b"mine"),
+            sha256_digest(b"mine"),
             ev.EvidenceType.ATTESTATION,
             ev.AdmissionSource.PRODUCER,
             genuine,
@@ -357,7 +357,7 @@ def test_a_grounded_review_records_what_it_rests_on() -> None:
 def test_a_result_that_is_not_utf8_cannot_be_quoted() -> None:
     """Stored bytes that are not UTF-8 have no code-point offsets: a quote of them is ungrounded."""
     raw = oracle.Record(b"\xff\xfe not text")
-    quotes = (_both()[0], semantic.Quote("result", 0, 2, "xx", content_digest(b"xx")))
+    quotes = (_both()[0], semantic.Quote("result", 0, 2, "xx", sha256_digest(b"xx")))
     grounding = semantic.ground_review(
         _review(quotes, result_digest=raw.digest), brief=_BRIEF, result=raw
     )

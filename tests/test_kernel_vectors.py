@@ -18,6 +18,7 @@ from typing import Any
 import jsonschema
 import pytest
 
+from adjudge.digests import sha256_digest
 from adjudge.errors import Error
 from adjudge.kernel import (
     Authority,
@@ -34,7 +35,6 @@ from adjudge.kernel import (
 )
 from adjudge.kernel import evidence as ev
 from adjudge.kernel import obligations as ob
-from adjudge.kernel.observables import content_digest
 from adjudge.kernel.verdicts import format_time, resolve
 from adjudge.receipts import ReceiptLog, SigningKey, as_of, issue, verify_chain
 
@@ -45,7 +45,7 @@ KEY = SigningKey.from_seed(bytes(range(32)))
 
 def _expand(value: Any) -> Any:
     if isinstance(value, str):
-        return _DIGEST.sub(lambda m: content_digest(m.group(1).encode()), value)
+        return _DIGEST.sub(lambda m: sha256_digest(m.group(1).encode()), value)
     if isinstance(value, list):
         return [_expand(v) for v in value]
     if isinstance(value, dict):
@@ -148,13 +148,13 @@ def run_observable(i: dict[str, Any]) -> dict[str, Any]:
 def _judgment(j: dict[str, Any]) -> semantic.Judgment:
     citations = tuple(
         semantic.Citation(
-            c["artifact"], c["quote"], c.get("quoteHash") or content_digest(c["quote"].encode())
+            c["artifact"], c["quote"], c.get("quoteHash") or sha256_digest(c["quote"].encode())
         )
         for c in j.get("citations", [])
     )
     return semantic.Judgment(
         j.get("caseId", "case-1"),
-        j.get("caseDigest", content_digest(b"case-1")),
+        j.get("caseDigest", sha256_digest(b"case-1")),
         semantic.Stance(j["stance"]),
         citations,
         j.get("predicate"),
@@ -166,7 +166,7 @@ def _route(i: dict[str, Any]) -> tuple[semantic.Judgment, semantic.Routed]:
     case = i.get("case", {})
     evaluation_case = semantic.EvaluationCase(
         case.get("caseId", "case-1"),
-        case.get("digest", content_digest(b"case-1")),
+        case.get("digest", sha256_digest(b"case-1")),
         case.get("frozen", True),
     )
     admitted = {k: v.encode() for k, v in i.get("admitted", {}).items()}
@@ -194,7 +194,7 @@ def _quote(q: dict[str, Any], brief: str, result: str) -> semantic.Quote:
     held = {"brief": brief, "result": result}.get(q["artifact"], "")
     text = q.get("text", held[q["start"] : q["end"]])
     return semantic.Quote(
-        q["artifact"], q["start"], q["end"], text, q.get("quoteHash", content_digest(text.encode()))
+        q["artifact"], q["start"], q["end"], text, q.get("quoteHash", sha256_digest(text.encode()))
     )
 
 
@@ -233,7 +233,7 @@ def _party(p: dict[str, Any]) -> ev.Party:
 
 def run_independence(i: dict[str, Any]) -> dict[str, Any]:
     item = ev.admit(
-        content_digest(b"evidence"),
+        sha256_digest(b"evidence"),
         type=ev.EvidenceType(i.get("type", "observation")),
         admission_source=ev.AdmissionSource(i.get("admissionSource", "collector")),
         producer=_party(i["producer"]),
@@ -284,7 +284,7 @@ def run_rail(i: dict[str, Any]) -> dict[str, Any]:
     elif name == "change_manifest":
         result = rails.change_manifest(
             rails.ChangeManifest(
-                content_digest(b"diff"), a.get("observedInStore"), frozenset(a["producerMounts"])
+                sha256_digest(b"diff"), a.get("observedInStore"), frozenset(a["producerMounts"])
             )
         )
     elif name == "before_after":
@@ -293,9 +293,9 @@ def run_rail(i: dict[str, Any]) -> dict[str, Any]:
         when = _time(a.get("capturedAt", "2026-01-01T00:00:00+00:00"))
         baseline = {
             "none": None,
-            "captured": capture.capture("work-1", content_digest(b"before"), when),
-            "forged": forger.capture("work-1", content_digest(b"before"), when),
-            "other-work": capture.capture("work-2", content_digest(b"before"), when),
+            "captured": capture.capture("work-1", sha256_digest(b"before"), when),
+            "forged": forger.capture("work-1", sha256_digest(b"before"), when),
+            "other-work": capture.capture("work-2", sha256_digest(b"before"), when),
         }[a["baseline"]]
         result = rails.before_after(
             baseline, capture, work_id="work-1", work_started_at=_time(a["workStartedAt"])
@@ -341,9 +341,9 @@ def _chain(i: dict[str, Any]) -> dict[str, Any]:
     now = _time("2026-01-01T00:00:00+00:00")
     for entry in i["receipts"]:
         stored = entry["result"].encode()
-        checks = [oracle.integrity(oracle.Record(stored), content_digest(stored))]
+        checks = [oracle.integrity(oracle.Record(stored), sha256_digest(stored))]
         checks.append(Check("auto-check", Verdict(entry["verdict"]), Authority.DETERMINISTIC))
-        d = determine(content_digest(stored), checks, now=now)
+        d = determine(sha256_digest(stored), checks, now=now)
         supersedes = entry.get("supersedes")
         log.append(
             d,
@@ -375,7 +375,7 @@ def _chain(i: dict[str, Any]) -> dict[str, Any]:
 
 def run_as_of(i: dict[str, Any]) -> dict[str, Any]:
     checks = [_check(c) for c in i["checks"]]
-    d = determine(content_digest(b"result"), checks, now=_time(i["decidedAt"]))
+    d = determine(sha256_digest(b"result"), checks, now=_time(i["decidedAt"]))
     receipt = issue(d, KEY)
     standing = as_of(receipt, _time(i["at"]))
     # The same read from the envelope, and from its JSON object as the service stores it.

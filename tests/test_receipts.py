@@ -18,11 +18,11 @@ from hypothesis import strategies as st
 from securesystemslib.dsse import Envelope as SslibEnvelope
 from securesystemslib.signer import SSlibKey
 
+from adjudge.digests import sha256_digest
 from adjudge.errors import BadInput, CriteriaError, ReceiptError
 from adjudge.kernel import Authority, Check, Pending, TrustPolicy, Verdict, determine, fold, oracle
 from adjudge.kernel.adapters import determine_auto_check
 from adjudge.kernel.determination import Determination
-from adjudge.kernel.observables import content_digest
 from adjudge.receipts import (
     Envelope,
     ReceiptLog,
@@ -37,7 +37,7 @@ from adjudge.receipts import (
     verify,
     verify_chain,
 )
-from adjudge.receipts.canonical import parse_exact
+from adjudge.receipts.canonical import canonical_json, parse_exact
 from adjudge.receipts.envelope import IN_TOTO_PAYLOAD_TYPE, sign
 from adjudge.receipts.statement import PREDICATE_TYPE, STATEMENT_TYPE
 
@@ -51,10 +51,10 @@ ATTACKER = SigningKey.from_seed(bytes(range(1, 33)))
 
 def _determination(text: bytes = b"result", verdict: Verdict = Verdict.PASS) -> Any:
     checks = [
-        oracle.integrity(oracle.Record(text), content_digest(text)),
-        Check("auto-check", verdict, Authority.DETERMINISTIC, (content_digest(text),)),
+        oracle.integrity(oracle.Record(text), sha256_digest(text)),
+        Check("auto-check", verdict, Authority.DETERMINISTIC, (sha256_digest(text),)),
     ]
-    return determine(content_digest(text), checks, now=NOW)
+    return determine(sha256_digest(text), checks, now=NOW)
 
 
 RECEIPT = issue(_determination(), KEY)
@@ -112,7 +112,7 @@ def test_receipt_is_an_in_toto_statement_in_dsse() -> None:
     assert body["_type"] == STATEMENT_TYPE == "https://in-toto.io/Statement/v1"
     assert body["predicateType"] == PREDICATE_TYPE
     assert body["subject"] == [
-        {"name": "result", "digest": {"sha256": content_digest(b"result")[7:]}}
+        {"name": "result", "digest": {"sha256": sha256_digest(b"result")[7:]}}
     ]
     predicate = body["predicate"]
     assert predicate["verdict"] == "PASS"
@@ -232,6 +232,14 @@ def test_canonical_refuses_floats() -> None:
     assert err.value.code == "RECEIPT_UNSIGNABLE"
 
 
+def test_canonical_json_writes_what_cannot_be_signed_too() -> None:
+    """Any parsed JSON value has canonical bytes: RFC 8785's for a float, sorted compact JSON
+    for an integer RFC 8785 has no form for; a signable value the same as when signed."""
+    assert canonical_json({"b": 1.0, "a": "é"}) == bytes(rfc8785.dumps({"a": "é", "b": 1}))
+    assert canonical_json({"n": 2**60, "a": [True]}) == b'{"a":[true],"n":1152921504606846976}'
+    assert canonical_json({"k": [1, "x"]}) == canonical_bytes({"k": [1, "x"]})
+
+
 def _log(n: int) -> ReceiptLog:
     log = ReceiptLog()
     for i in range(n):
@@ -340,7 +348,7 @@ def test_a_hand_built_determination_cannot_exist_invalid() -> None:
     the checks, is refused at construction — so it can never be signed."""
     with pytest.raises(ReceiptError) as err:
         Determination(
-            content_digest(b"x"),
+            sha256_digest(b"x"),
             (Check("auto-check", Verdict.PASS, Authority.DETERMINISTIC),),
             TrustPolicy(),
             Verdict.PASS,
@@ -349,7 +357,7 @@ def test_a_hand_built_determination_cannot_exist_invalid() -> None:
     assert err.value.code == "INTEGRITY_PROOF_REQUIRED"
     with pytest.raises(CriteriaError) as bad:
         Determination(
-            content_digest(b"x"),
+            sha256_digest(b"x"),
             (Check("auto-check", Verdict.FAIL, Authority.DETERMINISTIC),),
             TrustPolicy(),
             Verdict.NOT_RUN,
@@ -395,10 +403,10 @@ def test_non_ascii_receipts_round_trip() -> None:
     """A statement with non-ASCII text takes the rfc8785 path and still verifies."""
     text = b"r\xc3\xa9sum\xc3\xa9"
     checks = [
-        oracle.integrity(oracle.Record(text), content_digest(text)),
+        oracle.integrity(oracle.Record(text), sha256_digest(text)),
         Check("revue — 検証", Verdict.PASS, Authority.HUMAN, reason="looks right 👍"),
     ]
-    receipt = issue(determine(content_digest(text), checks, now=NOW), KEY)
+    receipt = issue(determine(sha256_digest(text), checks, now=NOW), KEY)
     assert not receipt.envelope.payload.isascii()
     assert receipt.envelope.payload == rfc8785.dumps(json.loads(receipt.envelope.payload))
     assert verify(receipt.to_bytes(), KEY.keyid).verdict is Verdict.PASS
@@ -517,11 +525,11 @@ def _agent_review_receipt() -> Any:
     """A PASS that rests on the poster's trust in one named verifier key."""
     text = b"result"
     checks = [
-        oracle.integrity(oracle.Record(text), content_digest(text)),
+        oracle.integrity(oracle.Record(text), sha256_digest(text)),
         Check("agent-review", Verdict.PASS, Authority.SEMANTIC, verifier_key=VERIFIER),
     ]
     policy = TrustPolicy().with_verifier(VERIFIER)
-    return issue(determine(content_digest(text), checks, now=NOW, policy=policy), KEY)
+    return issue(determine(sha256_digest(text), checks, now=NOW, policy=policy), KEY)
 
 
 def test_a_signed_policy_trusting_a_model_class_is_refused() -> None:
@@ -642,11 +650,11 @@ def test_a_receipt_read_at_any_time_never_turns_into_pass(
     text = b"result"
     pending = Pending(deadline, expires_to)  # type: ignore[arg-type]
     checks = [
-        oracle.integrity(oracle.Record(text), content_digest(text)),
+        oracle.integrity(oracle.Record(text), sha256_digest(text)),
         Check("review", Verdict.PENDING, Authority.HUMAN, pending=pending),
         Check("auto-check", other, Authority.DETERMINISTIC),
     ]
-    receipt = issue(determine(content_digest(text), checks, now=NOW), KEY)
+    receipt = issue(determine(sha256_digest(text), checks, now=NOW), KEY)
     before = receipt.to_bytes()
     standing = as_of(receipt, at)
     assert standing.verdict is not Verdict.PASS
@@ -661,10 +669,10 @@ def test_a_standing_has_a_view_shape() -> None:
     """Standing.to_dict is the shape a receipt view shows beside the signed record."""
     deadline = datetime(2026, 1, 15, tzinfo=UTC)
     checks = [
-        oracle.integrity(oracle.Record(b"r"), content_digest(b"r")),
+        oracle.integrity(oracle.Record(b"r"), sha256_digest(b"r")),
         Check("review", Verdict.PENDING, Authority.HUMAN, pending=Pending(deadline, Verdict.FAIL)),
     ]
-    receipt = issue(determine(content_digest(b"r"), checks, now=NOW), KEY)
+    receipt = issue(determine(sha256_digest(b"r"), checks, now=NOW), KEY)
     view = as_of(receipt.to_dict(), datetime(2026, 12, 1, tzinfo=UTC)).to_dict()
     assert view == {
         "verdict": "FAIL",
@@ -686,7 +694,7 @@ def test_a_standing_has_a_view_shape() -> None:
 
 
 _K = "1" * 64
-_SUBJECT = content_digest(b"result")
+_SUBJECT = sha256_digest(b"result")
 signed_checks = st.one_of(
     st.just(oracle.integrity(oracle.Record(b"result"), _SUBJECT)),
     st.just(oracle.integrity(oracle.Record(b"other"), _SUBJECT)),

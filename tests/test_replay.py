@@ -8,6 +8,7 @@ import hashlib
 import io
 import json
 import zipfile
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -15,11 +16,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from adjudge.app.wiring import AutoCheck, SignedReceipts, round_of
+from adjudge.app.wiring import AutoCheck
 from adjudge.errors import Error
-from adjudge.market import VerdictReached
+from adjudge.kernel import Determination
+from adjudge.market import Mode, Status, Task, proof
+from adjudge.market.proof import round_of
 from adjudge.market.tasks import digest_of
-from adjudge.receipts import SigningKey
+from adjudge.receipts import SignedReceipts, SigningKey
 from adjudge.replay import FORMAT, build, engine, from_answer, read, replay
 from adjudge.replay.bundle import MAX_FILES
 from adjudge.replay.report import statement_differences
@@ -30,23 +33,31 @@ RESULT = "The escrow holds the reward until the auto check passes the result."
 AT = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 
 
+def determined(result: str = RESULT, criteria: dict[str, Any] = CRITERIA) -> Determination:
+    """The market's determination of an auto check of ``result`` (as the lifecycle builds it)."""
+    outcome = AutoCheck().check(result, criteria)
+    task = Task(
+        id="task_1",
+        poster="pat",
+        mode=Mode.AUTO,
+        reward=100,
+        posted_at=AT,
+        deadline=AT,
+        criteria=criteria,
+        status=Status.SUBMITTED,
+        agent="ann",
+        attempts=1,
+        result_digest=digest_of(result),
+    )
+    return proof.judged(task, result, proof.auto_check(outcome, digest_of(result)), at=AT)
+
+
 def answer(result: str = RESULT, criteria: dict[str, Any] = CRITERIA) -> dict[str, Any]:
     """The service's bundle answer for an auto check of ``result``, signed as the service signs."""
     outcome = AutoCheck().check(result, criteria)
-    verdict = VerdictReached(
-        task_id="task_1",
-        attempt=1,
-        passed=outcome.passed,
-        score=outcome.score,
-        reasons=outcome.reasons,
-        authority="deterministic",
-        judge="service",
-        result_digest=digest_of(result),
-        at=AT,
-        detail=outcome.detail,
-        criteria_digest=outcome.criteria_digest,
+    receipt = SignedReceipts(SIGNER).sign(
+        determined(result, criteria), None, about=round_of("task_1", 1)
     )
-    receipt = SignedReceipts(SIGNER).issue(verdict, result, None)
     return {
         "kind": "task",
         "subject": round_of("task_1", 1),
@@ -153,12 +164,8 @@ def test_a_receipt_that_binds_no_criteria_is_said_to() -> None:
     """A receipt signed before task receipts named their criteria replays with a note, not a
     false claim that the criteria are bound."""
     old = answer()
-    outcome = AutoCheck().check(RESULT, CRITERIA)
-    verdict = VerdictReached(
-        "task_1", 1, True, outcome.score, outcome.reasons, "deterministic", "service",
-        digest_of(RESULT), AT, outcome.detail,
-    )  # fmt: skip
-    receipt = SignedReceipts(SIGNER).issue(verdict, RESULT, None)
+    unbound = replace(determined(), criteria_digest=None)
+    receipt = SignedReceipts(SIGNER).sign(unbound, None, about=round_of("task_1", 1))
     old["receipt"] = {"id": "rcpt_1", "digest": receipt["digest"], "envelope": receipt["envelope"]}
     found = replay(from_answer(old), SIGNER.keyid)
     assert found.outcome == "same"

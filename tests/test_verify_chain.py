@@ -20,9 +20,9 @@ from hypothesis import strategies as st
 
 from adjudge.cli import ranges
 from adjudge.cli.ranges import verify_in_ranges
+from adjudge.digests import sha256_digest
 from adjudge.errors import BadInput, ReceiptError
 from adjudge.kernel import Authority, Check, Pending, TrustPolicy, Verdict, determine, oracle
-from adjudge.kernel.observables import content_digest
 from adjudge.receipts import (
     ChainReport,
     ReceiptLog,
@@ -43,11 +43,11 @@ OTHER = SigningKey.from_seed(bytes(range(1, 33)))
 
 def _determination(text: bytes, verdict: Verdict = Verdict.PASS, **kw: Any) -> Any:
     checks = [
-        oracle.integrity(oracle.Record(text), content_digest(text)),
-        Check("auto-check", verdict, Authority.DETERMINISTIC, (content_digest(text),)),
+        oracle.integrity(oracle.Record(text), sha256_digest(text)),
+        Check("auto-check", verdict, Authority.DETERMINISTIC, (sha256_digest(text),)),
         *kw.pop("more", ()),
     ]
-    return determine(content_digest(text), checks, now=NOW, **kw)
+    return determine(sha256_digest(text), checks, now=NOW, **kw)
 
 
 def _log(n: int) -> ReceiptLog:

@@ -694,7 +694,7 @@ class Client:
         idempotency_key: str | None = None,
     ) -> Task:
         """A verifier's signed verdict with the quotes that ground it (agent mode; see
-        ``adjudge.app.signed_verdicts`` for the payload to sign)."""
+        ``adjudge.market.signed_verdicts`` for the payload to sign)."""
         body = {
             "passed": passed,
             "reasons": reasons,

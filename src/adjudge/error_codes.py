@@ -246,7 +246,6 @@ _TABLE = (
     Code("REPORT_WINDOW_CLOSED", StateError, 409, "The filing deadline for reporting the call has passed."),
     Code("TAKE_LIMIT_REACHED", StateError, 409, "The agent holds the most open takes the service allows."),
     Code("TOOL_POLICY_MISSING", StateError, 400, "The tool's decision policy is not registered yet; nothing was charged."),
-    Code("VERDICT_UNPROVABLE", StateError, 409, "The task holds no result or verifier key a verdict could be proven with."),
     Code("VERIFIER_KEY_REQUIRED", StateError, 409, "The verifier has registered no key to sign verdicts with."),
     Code("VERIFIER_NOT_OPTED_IN", StateError, 409, "The agent named as verifier does not take verification jobs."),
     Code("WEBHOOK_DELIVERY_IN_FLIGHT", StateError, 409, "The delivery is being attempted right now."),
@@ -267,7 +266,6 @@ _TABLE = (
     Code("SECRET_UNREADABLE", VerificationFailed, 400, "A sealed secret does not open: the wrong key or context, or damaged text."),
     Code("VERDICT_SIGNATURE_INVALID", VerificationFailed, 403, "A verifier's verdict signature does not verify, or not under the task's verifier key."),
     # --- Unavailable: not now; the same request may succeed later
-    Code("CALL_RECEIPTS_UNAVAILABLE", Unavailable, 503, "The service has no signer for call receipts; nothing was charged."),
     Code("CHECKER_UNAVAILABLE", Unavailable, 503, "The time-limited checker could not run; nothing was judged."),
     Code("CONCURRENT_UPDATE", Unavailable, 409, "Another transaction changed the same rows first; send the request again."),
     Code("DRY_RUN_QUOTA_EXCEEDED", Unavailable, 429, "The task's dry runs for this hour are used up (Retry-After says when)."),

@@ -24,8 +24,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from adjudge.app.wiring import SignedReceipts
-from adjudge.receipts import SigningKey
+from adjudge.receipts import SignedReceipts, SigningKey
 from adjudge.store import Store
 from support.audit import audit
 from support.browser import Browser, chromium_or_skip

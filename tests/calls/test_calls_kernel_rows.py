@@ -28,9 +28,9 @@ from adjudge.calls import (
 from adjudge.calls.kernel_rows import AUTHORITY, KERNEL_VERDICT, call_decision, kernel_verdict
 from adjudge.calls.outcomes import CheckRow
 from adjudge.calls.verify import digest_of, digested_bytes
+from adjudge.digests import sha256_digest
 from adjudge.errors import CriteriaError, Error, ReceiptError
 from adjudge.kernel import Authority, TrustPolicy, Verdict, determine, oracle
-from adjudge.kernel.observables import content_digest
 from adjudge.receipts import SigningKey, issue, verify
 from adjudge.receipts.canonical import encode_plain
 from adjudge.receipts.envelope import IN_TOTO_PAYLOAD_TYPE, sign
@@ -190,12 +190,12 @@ def test_a_passing_call_is_a_pass_with_its_integrity_proof() -> None:
     """With the response bytes, the oracle's proof leads the checks and the fold is PASS."""
     result, stored = _call("weather", "good")
     determination = determine_call(
-        result, now=NOW, response_bytes=stored, policy_digest=content_digest(b"policy")
+        result, now=NOW, response_bytes=stored, policy_digest=sha256_digest(b"policy")
     )
     assert determination.verdict is Verdict.PASS
     assert determination.checks[0].name == oracle.INTEGRITY_CHECK
     assert determination.subject_digest == result.response_digest
-    assert determination.criteria_digest == content_digest(b"policy")
+    assert determination.criteria_digest == sha256_digest(b"policy")
     assert determination.decided_at == NOW
     assert determination.policy_decision == call_decision(result)
     assert determination.policy_decision is not None
@@ -344,8 +344,8 @@ def test_a_call_receipt_verifies_and_records_the_policy_decision() -> None:
 
 def test_a_receipt_without_a_policy_decision_is_unchanged() -> None:
     """Determinations that record no policy decision sign exactly as before (no new key)."""
-    checks = [oracle.integrity(oracle.Record(b"r"), content_digest(b"r"))]
-    receipt = issue(determine(content_digest(b"r"), checks, now=NOW), KEY)
+    checks = [oracle.integrity(oracle.Record(b"r"), sha256_digest(b"r"))]
+    receipt = issue(determine(sha256_digest(b"r"), checks, now=NOW), KEY)
     assert "policyDecision" not in receipt.predicate
 
 
@@ -374,10 +374,10 @@ def test_a_policy_decision_is_never_folded() -> None:
 
 def test_a_policy_decision_is_plain_json() -> None:
     """Floats, nested values and non-string keys cannot be recorded: one canonical form."""
-    checks = [oracle.integrity(oracle.Record(b"r"), content_digest(b"r"))]
+    checks = [oracle.integrity(oracle.Record(b"r"), sha256_digest(b"r"))]
     for bad in ({"score": 0.5}, {"x": [1]}, {1: "a"}, {"n": 2**53}, "PASS"):
         with pytest.raises(CriteriaError) as caught:
-            determine(content_digest(b"r"), checks, now=NOW, policy_decision=bad)  # type: ignore[arg-type]
+            determine(sha256_digest(b"r"), checks, now=NOW, policy_decision=bad)  # type: ignore[arg-type]
         assert caught.value.code == "POLICY_DECISION_INVALID"
-    ok = determine(content_digest(b"r"), checks, now=NOW, policy_decision={"n": 2**53 - 1})
+    ok = determine(sha256_digest(b"r"), checks, now=NOW, policy_decision={"n": 2**53 - 1})
     assert ok.policy_decision == {"n": 2**53 - 1}

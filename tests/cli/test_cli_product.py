@@ -14,10 +14,9 @@ import typer
 from typer.testing import CliRunner
 
 from adjudge import errors
-from adjudge.app.wiring import SignedReceipts
 from adjudge.cli import app
 from adjudge.client import ApiError, Client, Conflict, Forbidden, NotFound, Unauthorized
-from adjudge.receipts import SigningKey, verify_chain
+from adjudge.receipts import SignedReceipts, SigningKey, verify_chain
 from adjudge.store import Store
 from support.harness import Harness, make_harness
 from support.live import serving

@@ -17,9 +17,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from adjudge.app.wiring import SignedReceipts
 from adjudge.cli import app
-from adjudge.receipts import SigningKey
+from adjudge.receipts import SignedReceipts, SigningKey
 from adjudge.replay import engine
 from adjudge.store import Store
 from support.harness import Harness, make_harness

@@ -15,8 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from adjudge.app.wiring import SignedReceipts
-from adjudge.receipts import SigningKey
+from adjudge.receipts import SignedReceipts, SigningKey
 from adjudge.store import Store
 from support.harness import make_harness
 from support.live import serving

@@ -410,42 +410,14 @@ def test_a_refusal_says_when_to_retry() -> None:
     assert mcp.refusal(StorageError("down"))["_meta"]["assay/error"]["retryable"] is True
 
 
-def test_a_service_without_a_call_signer_refuses_before_reserving(
-    sqlite_store: Store, raw_peer: Callable[[Callable[[socket.socket, bytes], None]], RawPeer]
-) -> None:
-    """With no signer for call receipts a call cannot end, so it is refused
-    (CALL_RECEIPTS_UNAVAILABLE) before the price is reserved or the provider called — not
-    after, which left the reservation held until a sweep found the call."""
-    harness = make_harness(sqlite_store)  # its issuer signs task receipts only
-    app = App(
-        sqlite_store,
-        clock=harness.clock,
-        issuer=harness.app.issuer,
-        settings=Settings(allow_private_providers=True),
-    )
-    peer = raw_peer(lambda conn, _: conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}"))
-    provider = app.accounts.create(None, PROVIDER, ["provider"]).value["api_key"]
-    doc = tool(peer.url)
-    doc["policy"] = None
-    app.tools.register(app.accounts.authenticate(provider), doc)
-    ann = app.accounts.authenticate(harness.keys["ann"])
-    with pytest.raises(Error) as refused:
-        app.gateway.call(ann, "weather_forecast", {"city": "berlin"})
-    assert refused.value.code == "CALL_RECEIPTS_UNAVAILABLE"
-    assert peer.requests == [] and harness.balance("wallet:ann") == 100_000_000
-    assert app.gateway.list_calls(ann)["calls"] == []
-    app.close()
-
-
 def test_the_first_signing_key_signs_for_a_clock_a_little_behind(
     sqlite_store: Store, raw_peer: Callable[[Callable[[socket.socket, bytes], None]], RawPeer]
 ) -> None:
     """The gateway's first key, made on first use by one process (or the call that came first),
     signs for a call whose clock reads a few seconds earlier — concurrent first calls, or two
     `serve` processes — instead of being refused KEYRING_EMPTY as not yet created."""
-    from adjudge.app.wiring import SignedReceipts  # noqa: PLC0415
     from adjudge.gateway import SecretBox  # noqa: PLC0415
-    from adjudge.receipts import SigningKey  # noqa: PLC0415
+    from adjudge.receipts import SignedReceipts, SigningKey  # noqa: PLC0415
     from support.fakes import FakeClock  # noqa: PLC0415
 
     harness = make_harness(sqlite_store)
@@ -487,9 +459,8 @@ def test_a_call_that_cannot_be_signed_ends_and_gives_the_money_back(
     system error: the call ends with a receipt and the reservation goes back at once, instead
     of the exception leaving it held until a sweep."""
     from adjudge.app.gateway import calls as use_cases  # noqa: PLC0415
-    from adjudge.app.wiring import SignedReceipts  # noqa: PLC0415
     from adjudge.gateway.keys import KeyRingError  # noqa: PLC0415
-    from adjudge.receipts import SigningKey  # noqa: PLC0415
+    from adjudge.receipts import SignedReceipts, SigningKey  # noqa: PLC0415
 
     harness = make_harness(sqlite_store)
     app = App(

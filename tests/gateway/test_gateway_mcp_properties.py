@@ -24,9 +24,8 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from adjudge.app import App, Settings
-from adjudge.app.wiring import SignedReceipts
 from adjudge.gateway import AddressGuard, Forwarder, ForwardLimits
-from adjudge.receipts import SigningKey
+from adjudge.receipts import SignedReceipts, SigningKey
 from adjudge.store import Store
 from support.audit import audit
 from support.harness import FUNDS, Harness, make_harness

@@ -17,9 +17,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from adjudge.app import App
-from adjudge.app.wiring import SignedReceipts
 from adjudge.gateway import AddressGuard, Forwarder, ForwardLimits
-from adjudge.receipts import SigningKey
+from adjudge.receipts import SignedReceipts, SigningKey
 from adjudge.service import create_app
 from adjudge.store import Store
 from support.addresses import PUBLIC, Dialer, StubResolver

@@ -27,14 +27,15 @@ from adjudge.market import (
     Task,
     Transfer,
     VerdictReached,
-    VerifierVerdict,
     fee_of,
     post,
     step,
     wallet_account,
 )
 from adjudge.market.money import WORLD
+from adjudge.market.tasks import digest_of
 from support.fakes import FakeChecker
+from support.verdicts import VERIFIER_KEY, verifier_verdict
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 GOOD = "A long enough result."
@@ -54,6 +55,7 @@ def posted(mode: str = "auto", **kw: object) -> Task:
         criteria={"min_length": 10} if mode == "auto" else {},
         verifier="V" if mode == "agent" else None,
         verifier_opted_in=True,
+        verifier_key=VERIFIER_KEY.keyid if mode == "agent" else None,
         **kw,  # type: ignore[arg-type]
     )
     return post("t1", draft, ctx()).task
@@ -70,12 +72,27 @@ def delivered(mode: str, result: str = GOOD) -> Task:
     return run(posted(mode), Accept("A"), Submit("A", result)).task
 
 
+def stored(task: Task) -> str:
+    """The stored copy of the task's latest submission (one of the results these tests send)."""
+    return next(r for r in (GOOD, BAD) if digest_of(r) == task.result_digest)
+
+
+def review(task: Task, passed: bool, reasons: tuple[str, ...] = (), actor: str = "P") -> Review:
+    """The poster's review of the latest submission, with the server's stored copy."""
+    return Review(actor, passed, reasons, stored_result=stored(task))
+
+
+def rule(task: Task, pay_agent: bool, actor: str = "ADM") -> Rule:
+    """An admin's ruling on the task, with the server's stored copy of its latest submission."""
+    return Rule(actor, pay_agent, stored_result=stored(task))
+
+
 def judge(task: Task, passed: bool) -> Outcome:
     if task.mode == "auto":
-        return step(task, Finalize("A", GOOD if passed else BAD), ctx())
+        return step(task, Finalize("A", stored(task)), ctx())
     if task.mode == "manual":
-        return step(task, Review("P", passed, ("no",) if not passed else ()), ctx())
-    return step(task, VerifierVerdict("V", passed), ctx())
+        return step(task, review(task, passed, ("no",) if not passed else ()), ctx())
+    return step(task, verifier_verdict(task, passed, stored=stored(task)), ctx())
 
 
 def transfers(out: Outcome) -> list[Transfer]:
@@ -156,7 +173,7 @@ def test_fee_is_floored_and_read_at_settlement() -> None:
     with pytest.raises(Error):
         fee_of(10, 3001)
     task = delivered("manual")
-    out = step(task, Review("P", True), ctx(fee_bps=2500))
+    out = step(task, review(task, True), ctx(fee_bps=2500))
     assert [t.amount for t in transfers(out)] == [1_500_000, 500_000]
 
 
@@ -190,13 +207,13 @@ def test_verifier_rules() -> None:
     assert err.value.code == "IS_VERIFIER"
     task = delivered("agent")
     with pytest.raises(Error) as err:
-        step(task, VerifierVerdict("A", True), ctx())
+        step(task, verifier_verdict(task, True, stored=GOOD, actor="A"), ctx())
     assert err.value.code == "SELF_VERIFICATION"
     with pytest.raises(Error) as err:
-        step(task, VerifierVerdict("X", True), ctx())
+        step(task, verifier_verdict(task, True, stored=GOOD, actor="X"), ctx())
     assert err.value.code == "NOT_TASK_VERIFIER"
     with pytest.raises(Error) as err:
-        step(task, VerifierVerdict("V", False, tuple("r" * 11)), ctx())
+        step(task, verifier_verdict(task, False, tuple("r" * 11), stored=GOOD), ctx())
     assert err.value.code == "TOO_MANY_REASONS"
 
 
@@ -204,14 +221,14 @@ def test_manual_review_rules() -> None:
     """Only the poster reviews, only while submitted, with at most 20 reasons."""
     task = delivered("manual")
     with pytest.raises(Error) as err:
-        step(task, Review("A", True), ctx())
+        step(task, review(task, True, actor="A"), ctx())
     assert err.value.code == "NOT_TASK_POSTER"
     with pytest.raises(Error) as err:
-        step(task, Review("P", False, tuple("r" * 21)), ctx())
+        step(task, review(task, False, tuple("r" * 21)), ctx())
     assert err.value.code == "TOO_MANY_REASONS"
-    assert step(task, Review("P", False, tuple("r" * 20)), ctx()).task.status is Status.FAILED
+    assert step(task, review(task, False, tuple("r" * 20)), ctx()).task.status is Status.FAILED
     with pytest.raises(Error) as err:
-        step(judge(task, False).task, Review("P", True), ctx())
+        step(judge(task, False).task, review(task, True), ctx())
     assert err.value.code == "ILLEGAL_TRANSITION"
 
 
@@ -235,7 +252,9 @@ def test_dispute_windows() -> None:
     with pytest.raises(Error) as err:
         step(failed, Dispute("P"), ctx(after))
     assert err.value.code == "DEADLINE_REACHED"
-    late_fail = step(delivered("manual"), Review("P", False), ctx(T0 + timedelta(hours=23))).task
+    late_fail = step(
+        delivered("manual"), review(delivered("manual"), False), ctx(T0 + timedelta(hours=23))
+    ).task
     assert step(late_fail, Dispute("A"), ctx(after + timedelta(days=1))).task.disputed_by == "A"
     with pytest.raises(Error) as err:
         step(late_fail, Dispute("A"), ctx(T0 + timedelta(hours=23, days=3)))
@@ -244,7 +263,9 @@ def test_dispute_windows() -> None:
 
 def test_refund_after_deadline_and_appeal_window() -> None:
     """The poster reclaims the full reward once the deadline and the appeal window have passed."""
-    failed = step(delivered("manual"), Review("P", False), ctx(T0 + timedelta(hours=23))).task
+    failed = step(
+        delivered("manual"), review(delivered("manual"), False), ctx(T0 + timedelta(hours=23))
+    ).task
     with pytest.raises(Error) as err:
         step(failed, Reclaim("P"), ctx(T0 + timedelta(hours=12)))
     assert err.value.code == "DEADLINE_NOT_REACHED"
@@ -267,7 +288,7 @@ def test_never_judged_escalates_then_agent_collects(mode: str) -> None:
     assert err.value.code == "COLLECT_TOO_EARLY"
     out = step(esc.task, Collect("A"), ctx(after + timedelta(days=14)))
     assert out.task.ending is Ending.PAID_AFTER_ESCALATION
-    ruled = step(esc.task, Rule("ADM", pay_agent=False), ctx(after))
+    ruled = step(esc.task, rule(esc.task, pay_agent=False), ctx(after))
     assert ruled.task.ending is Ending.REFUNDED_BY_RULING
     with pytest.raises(Error):
         step(ruled.task, Collect("A"), ctx(after + timedelta(days=14)))
@@ -286,9 +307,9 @@ def test_other_endings() -> None:
         step(assigned, Cancel("P"), ctx())
     disputed = step(judge(delivered("auto", BAD), False).task, Dispute("A"), ctx()).task
     with pytest.raises(Error) as err:
-        step(disputed, Rule("A", pay_agent=True), ctx())
+        step(disputed, rule(disputed, pay_agent=True, actor="A"), ctx())
     assert err.value.code == "CONFLICT_OF_INTEREST"
-    paid = step(disputed, Rule("ADM", pay_agent=True), ctx())
+    paid = step(disputed, rule(disputed, pay_agent=True), ctx())
     assert paid.task.ending is Ending.PAID_BY_RULING
 
 

@@ -38,6 +38,7 @@ from adjudge.market import (
 )
 from adjudge.market.money import WORLD
 from support.fakes import FakeChecker
+from support.verdicts import VERIFIER_KEY, verifier_verdict
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 ACTORS = st.sampled_from(["P", "A", "B", "V", "ADM"])
@@ -48,13 +49,14 @@ EVENTS: st.SearchStrategy[Event] = st.one_of(
     st.builds(Release, ACTORS),
     st.builds(Submit, ACTORS, RESULTS),
     st.builds(Finalize, ACTORS, RESULTS),
-    st.builds(Review, ACTORS, st.booleans()),
-    st.builds(VerifierVerdict, ACTORS, st.booleans()),
+    st.builds(Review, ACTORS, st.booleans(), stored_result=RESULTS),
+    # Signed and grounded against the task it reaches (see the loop), with a stored copy.
+    st.builds(VerifierVerdict, ACTORS, st.booleans(), stored_result=RESULTS),
     st.builds(Dispute, ACTORS),
     st.builds(Reclaim, ACTORS),
     st.builds(Collect, ACTORS),
     st.builds(Cancel, ACTORS),
-    st.builds(Rule, st.just("ADM"), st.booleans()),
+    st.builds(Rule, st.just("ADM"), st.booleans(), stored_result=RESULTS),
     st.just(Lapse()),
 )
 STEPS = st.lists(st.tuples(EVENTS, st.integers(0, 6 * 24 * 3600)), max_size=40)
@@ -92,16 +94,22 @@ def test_no_event_creates_or_destroys_money(
             criteria={"min_length": 10},
             verifier="V" if mode == "agent" else None,
             verifier_opted_in=True,
+            verifier_key=VERIFIER_KEY.keyid if mode == "agent" else None,
             take_window_hours=windows[i],
         )
         out = post(f"t{i}", draft, Context(now, checker, fee_bps))
         ledger = ledger.apply(out.transfers)
         tasks.append(out.task)
     records: dict[str, AgentRecord] = {}
-    for (event, dt), pick in zip(steps, picks, strict=False):
+    for (drawn, dt), pick in zip(steps, picks, strict=False):
         now += timedelta(seconds=dt)
         idx = pick % len(tasks)
         before = tasks[idx]
+        event = drawn
+        if isinstance(drawn, VerifierVerdict) and before.result_digest is not None:
+            event = verifier_verdict(
+                before, drawn.passed, stored=drawn.stored_result, actor=drawn.actor
+            )
         try:
             out = step(before, event, Context(now, checker, fee_bps))
         except Error:

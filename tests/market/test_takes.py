@@ -105,7 +105,7 @@ def test_a_take_is_held_until_its_first_submission() -> None:
     submitted = step(out.task, Submit("A", GOOD), ctx(T0 + HOUR))
     assert takes(submitted) == [TakeEnded("A", "t1")]
     assert submitted.task.take_ends_at is None and holder(submitted.task) is None
-    failed = step(submitted.task, Review("P", False), ctx(T0 + 2 * HOUR))
+    failed = step(submitted.task, Review("P", False, stored_result=GOOD), ctx(T0 + 2 * HOUR))
     again = step(failed.task, Submit("A", GOOD), ctx(T0 + 10 * HOUR))
     assert not takes(failed) and not takes(again) and again.task.attempts == 2
 
@@ -198,7 +198,7 @@ AGENTS = st.sampled_from(["A", "B", "C"])
 EVENTS: st.SearchStrategy[Event] = st.one_of(
     st.builds(Accept, AGENTS),
     st.builds(Submit, AGENTS, st.just(GOOD)),
-    st.builds(Review, st.just("P"), st.booleans()),
+    st.builds(Review, st.just("P"), st.booleans(), stored_result=st.just(GOOD)),
     st.builds(Release, st.just("P")),
     st.builds(Reclaim, st.just("P")),
     st.builds(Cancel, st.just("P")),

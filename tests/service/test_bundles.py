@@ -10,11 +10,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from adjudge.app.wiring import SignedReceipts
 from adjudge.calls import register_contract
 from adjudge.calls.contract import map_response
 from adjudge.calls.verify import digest_of
-from adjudge.receipts import SigningKey
+from adjudge.receipts import SignedReceipts, SigningKey
 from adjudge.replay import from_answer, replay
 from adjudge.store import Store
 from support.harness import Harness, make_harness

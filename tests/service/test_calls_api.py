@@ -11,8 +11,7 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from adjudge.app.wiring import SignedReceipts
-from adjudge.receipts import SigningKey, canonical_bytes, verify, verify_chain
+from adjudge.receipts import SignedReceipts, SigningKey, canonical_bytes, verify, verify_chain
 from adjudge.store import Store
 from support.harness import Harness, make_harness
 

@@ -67,7 +67,7 @@ def test_pass_pays_agent_90_and_platform_10(h: Harness, mode: str) -> None:
     assert view["verification_result"]["passed"] is True
     assert wallets(h) == (FUNDS - REWARD, FUNDS + 1_800_000, 200_000)
     receipts = h.ok("pat", "GET", f"/tasks/{tid}/receipts")["receipts"]
-    assert len(receipts) == 1 and receipts[0]["receipt"]["statement"]["passed"] is True
+    assert len(receipts) == 1 and receipts[0]["receipt"]["statement"]["verdict"] == "PASS"
     assert h.ok("pat", "GET", f"/receipts/{receipts[0]['id']}")["digest"] == receipts[0]["digest"]
     assert h.ok("pat", "GET", "/receipts/head")["digest"] == receipts[0]["digest"]
     assert h.ok("pat", "GET", "/agents/ann")["reputation"] == 100

@@ -9,9 +9,8 @@ from typing import Any
 
 import pytest
 
-from adjudge.app.wiring import SignedReceipts
 from adjudge.kernel.semantic import Quote
-from adjudge.receipts import SigningKey, canonical_bytes, verify
+from adjudge.receipts import SignedReceipts, SigningKey, canonical_bytes, verify
 from adjudge.store import Store
 from support.harness import FUNDS, Harness, make_harness
 

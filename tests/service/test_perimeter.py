@@ -394,7 +394,7 @@ def test_the_poster_releases_an_agent_that_delivers_nothing(h: Harness) -> None:
     refund = next(e for e in done["ledger"] if e["memo"] == "refund")
     assert refund["receipt_id"] in done["receipts"]
     receipt = h.ok("pat", "GET", f"/receipts/{refund['receipt_id']}")["receipt"]
-    assert receipt["statement"]["ending"] == "refunded_on_cancel"
+    assert receipt["statement"]["policyDecision"]["ending"] == "refunded_on_cancel"
 
 
 def test_a_delivered_task_cannot_be_released(h: Harness) -> None:

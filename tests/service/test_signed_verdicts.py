@@ -8,10 +8,9 @@ from typing import Any
 
 import pytest
 
-from adjudge.app.signed_verdicts import sign_verdict, verdict_payload
-from adjudge.app.wiring import SignedReceipts
 from adjudge.kernel.oracle import Record
-from adjudge.receipts import SigningKey, canonical_bytes, verify
+from adjudge.market.signed_verdicts import sign_verdict, verdict_payload
+from adjudge.receipts import SignedReceipts, SigningKey, canonical_bytes, verify
 from adjudge.store import Store
 from support.harness import Harness, make_harness
 

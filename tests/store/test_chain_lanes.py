@@ -10,10 +10,10 @@ from datetime import UTC, datetime
 
 import pytest
 
-from adjudge.app.wiring import SignedReceipts
+from adjudge.app.receipts import ABOUT, checkpoint_of
+from adjudge.digests import sha256_digest as content_digest
 from adjudge.kernel import Authority, Check, Verdict, determine, oracle
-from adjudge.kernel.observables import content_digest
-from adjudge.receipts import SigningKey, canonical_bytes, verify_chain
+from adjudge.receipts import SignedReceipts, SigningKey, canonical_bytes, verify_chain
 from adjudge.receipts.checkpoints import named_heads
 from adjudge.store import Store, receipt_log
 from support.audit import audit
@@ -28,13 +28,15 @@ def _issue(text: bytes) -> receipt_log.Issue:
         Check("auto-check", Verdict.PASS, Authority.DETERMINISTIC, (content_digest(text),)),
     ]
     determination = determine(content_digest(text), checks, now=AT)
-    return lambda place: ISSUER.issue_call(determination, place, about=f"call:{text.decode()}")
+    return lambda place: ISSUER.sign(determination, place, about=f"call:{text.decode()}")
 
 
 def _checkpoint(store: Store) -> receipt_log.StoredReceipt:
     with store.write() as tx:
         return receipt_log.checkpoint(
-            tx, lambda place, heads: ISSUER.issue_checkpoint(place, heads, AT), at=AT
+            tx,
+            lambda place, heads: ISSUER.sign(checkpoint_of(heads, AT), place, about=ABOUT),
+            at=AT,
         )
 
 

@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+import importlib
 import sqlite3
 import threading
 import time
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from importlib.resources import files
+from pathlib import Path
 
 import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.config import Config
 from alembic.migration import MigrationContext
-from sqlalchemy import select, text
+from sqlalchemy import Table, select, text
 
 from adjudge import Error
 from adjudge.market import WORLD, Mode, Task, Transfer, VerdictReached, wallet_account
@@ -25,6 +27,7 @@ from adjudge.store import (
     ledger,
     receipt_log,
     records,
+    schema,
     takes,
 )
 from adjudge.store.database import CHECKPOINT_DELAY
@@ -61,6 +64,22 @@ def test_migrations_match_the_tables(store: Store) -> None:
     with store.engine.connect() as conn:
         diff = compare_metadata(MigrationContext.configure(conn), metadata)
     assert diff == []
+
+
+def test_the_schema_says_where_every_table_is_defined() -> None:
+    """Every table is on the one metadata, and ``schema``'s docstring names each store module
+    that defines tables of its own (so what it says of the tables stays true)."""
+    import adjudge.store as package  # noqa: PLC0415
+
+    homes = set()
+    for path in sorted(Path(package.__file__).parent.glob("*.py")):
+        module = importlib.import_module(f"adjudge.store.{path.stem}")
+        tables = [v for v in vars(module).values() if isinstance(v, Table)]
+        assert all(t.metadata is metadata for t in tables), path.stem
+        if tables and path.stem != "schema":
+            homes.add(path.stem)
+    doc = schema.__doc__ or ""
+    assert homes and all(f"adjudge.store.{home}`" in doc for home in homes), homes
 
 
 def test_task_round_trip_and_optimistic_lock(store: Store) -> None:
@@ -118,13 +137,12 @@ def test_receipts_chain(store: Store) -> None:
     """Each receipt names the digest of the one before it; the head is the last one. Appended
     receipts are chained as the transaction commits, in the order they were appended."""
     _seed(store)
-    issuer = FakeIssuer()
     with store.write() as tx:
         one = receipt_log.append(
-            tx, lambda prev: issuer.issue({"n": 1}, None, prev), task_id="t1", at=T0
+            tx, lambda prev: FakeIssuer.chained({"n": 1}, prev), task_id="t1", at=T0
         )
         two = receipt_log.append(
-            tx, lambda prev: issuer.issue({"n": 2}, None, prev), task_id="t1", at=T0
+            tx, lambda prev: FakeIssuer.chained({"n": 2}, prev), task_id="t1", at=T0
         )
         assert {one.id, two.id} <= tx.appended  # money may move against them at once
         assert tx.flushed == {}  # the head is not locked yet
@@ -236,18 +254,17 @@ def test_escrow_is_released_only_against_a_receipt_of_the_same_transaction(store
     _seed(store)
     fund = [Transfer(wallet_account("p"), "escrow:t1", 100, "fund")]
     payout = [Transfer("escrow:t1", wallet_account("a"), 100, "payout")]
-    issuer = FakeIssuer()
     with store.write() as tx:
         ledger.transfer(tx, fund, task_id="t1", at=T0)
         earlier = receipt_log.append(
-            tx, lambda prev: issuer.issue({"n": 1}, None, prev), task_id="t1", at=T0
+            tx, lambda prev: FakeIssuer.chained({"n": 1}, prev), task_id="t1", at=T0
         )
     for receipt_id in (None, earlier.id, "rcpt_made_up"):
         with pytest.raises(UnprovenRelease), store.write() as tx:
             ledger.transfer(tx, payout, task_id="t1", at=T0, receipt_id=receipt_id)
     with store.write() as tx:
         receipt = receipt_log.append(
-            tx, lambda prev: issuer.issue({"n": 2}, None, prev), task_id="t1", at=T0
+            tx, lambda prev: FakeIssuer.chained({"n": 2}, prev), task_id="t1", at=T0
         )
         ledger.transfer(tx, payout, task_id="t1", at=T0, receipt_id=receipt.id)
     with store.read() as tx:

@@ -1,4 +1,4 @@
-"""Fakes that satisfy the market's protocols: a tiny checker and a hash-chained issuer."""
+"""Fakes of the market's checker and the issuer port: a tiny checker, a hash-chained issuer."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from adjudge import Error
-from adjudge.market import CheckOutcome, Place
+from adjudge.market import CheckOutcome
+from adjudge.receipts.issuer import Place
 
 
 class FakeChecker:
@@ -33,50 +34,38 @@ class FakeChecker:
 
 
 class FakeIssuer:
-    """Chains receipts by sha256 over sorted-key JSON; unsigned."""
+    """An :class:`adjudge.receipts.Issuer` that chains receipts by sha256 over sorted-key JSON;
+    unsigned. Its statement is the determination's verdict, subject, criteria digest and policy
+    decision."""
 
-    def issue(
+    fingerprint = None
+    public_key = None
+
+    def sign(
         self,
-        verdict: Any,
-        result: str | None,
-        previous: Place,
-        settlement: Any = None,
+        determination: Any,
+        previous: Place | None,
+        *,
+        about: str | None = None,
+        supersedes: Mapping[str, Any] | None = None,
     ) -> Mapping[str, Any]:
-        """A receipt naming the previous digest (and the settlement it releases)."""
-        statement = verdict.statement() if hasattr(verdict, "statement") else dict(verdict)
-        if settlement is not None:
-            statement = {**statement, "settlement": settlement.decision()}
-        return self._chained(statement, previous)
-
-    def issue_routing(self, routed: Any, result: str | None, previous: Place) -> Mapping[str, Any]:
-        """A receipt for an agent review routed to the poster."""
-        return self._chained({"routed": routed.task_id, "reason": routed.reason}, previous)
-
-    def issue_settlement(
-        self,
-        settlement: Any,
-        task: Any,
-        result: str | None,
-        basis: str | None,
-        previous: Place,
-    ) -> Mapping[str, Any]:
-        """A receipt for an ending no verdict decided."""
-        return self._chained({**settlement.decision(), "basis": basis}, previous)
-
-    def issue_checkpoint(
-        self, previous: Place, heads: Sequence[tuple[int, str | None, int | None]], at: datetime
-    ) -> Mapping[str, Any]:
-        """A checkpoint naming every lane's head."""
-        return self._chained({"checkpoint": [list(h) for h in heads]}, previous)
+        """A receipt naming the previous digest, with what the determination decided."""
+        decision = determination.policy_decision
+        statement = {
+            "verdict": determination.verdict.value,
+            "subject": determination.subject_digest,
+            "criteriaDigest": determination.criteria_digest,
+            "policyDecision": None if decision is None else dict(decision),
+            "about": about,
+            "checks": [c.name for c in determination.checks],
+        }
+        return self.chained(statement, previous)
 
     @staticmethod
-    def _chained(statement: Any, previous: Place) -> Mapping[str, Any]:
-        head = previous.head
-        body = {
-            "statement": statement,
-            "lane": previous.lane,
-            "previous": head[0] if head else None,
-        }
+    def chained(statement: Any, previous: Place | None) -> Mapping[str, Any]:
+        """``statement`` as the receipt after ``previous`` (on its lane)."""
+        lane, head = previous or Place(0, None)
+        body = {"statement": statement, "lane": lane, "previous": head[0] if head else None}
         digest = "sha256:" + hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
         return {**body, "digest": digest}
 

@@ -9,12 +9,11 @@ from typing import Any
 from fastapi.testclient import TestClient
 
 from adjudge.app import Account, App, Settings
-from adjudge.app.signed_verdicts import sign_verdict, verdict_payload
 from adjudge.gateway.sealed import SecretBox
 from adjudge.kernel.oracle import Record
 from adjudge.kernel.semantic import Quote
-from adjudge.market import ReceiptIssuer
-from adjudge.receipts import SigningKey
+from adjudge.market.signed_verdicts import sign_verdict, verdict_payload
+from adjudge.receipts import Issuer, SigningKey
 from adjudge.service import create_app
 from adjudge.store import Store
 from support.fakes import FakeChecker, FakeClock, FakeIssuer
@@ -155,7 +154,7 @@ def make_harness(
     store: Store,
     *,
     real_checker: bool = False,
-    issuer: ReceiptIssuer | None = None,
+    issuer: Issuer | None = None,
     secrets: SecretBox | None = None,
     settings: Settings | None = None,
 ) -> Harness:

@@ -21,9 +21,8 @@ from starlette.routing import Route
 
 from adjudge.app import App, Settings
 from adjudge.app.demo import WEATHER_POLICY, weather_tool
-from adjudge.app.wiring import SignedReceipts
 from adjudge.gateway import JWKS_PATH, AddressGuard, Forwarder, ForwardLimits
-from adjudge.receipts import SigningKey
+from adjudge.receipts import SignedReceipts, SigningKey
 from adjudge.service import create_app
 from adjudge.store import Store
 from support.harness import Harness, make_harness

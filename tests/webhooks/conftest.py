@@ -7,8 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from adjudge.app import Settings
-from adjudge.app.wiring import SignedReceipts
-from adjudge.receipts import SigningKey
+from adjudge.receipts import SignedReceipts, SigningKey
 from adjudge.store import Store
 from adjudge.webhooks import Sender, SenderLimits
 from support.harness import Harness, make_harness

@@ -12,12 +12,11 @@ from typing import Any
 import pytest
 
 from adjudge.app.reviews import MAX_TRIES
-from adjudge.app.signed_verdicts import verdict_payload
-from adjudge.app.wiring import SignedReceipts
 from adjudge.client import Client
 from adjudge.kernel.oracle import Record
 from adjudge.kernel.semantic import Quote
-from adjudge.receipts import SigningKey, canonical_bytes, verify
+from adjudge.market.signed_verdicts import verdict_payload
+from adjudge.receipts import SignedReceipts, SigningKey, canonical_bytes, verify
 from adjudge.store import Store
 from adjudge.workers import ChatCompletionsJudge, JudgeError, ReviewWorker, parse_answer
 from adjudge.workers.judges import PROMPT, Judge

@@ -30,7 +30,8 @@ from adjudge.app.unit import Answer, Idempotency, UnitOfWork
 from adjudge.app.webhooks import DeliveryWorker, Webhooks, WebhookSettings
 from adjudge.app.wiring import default_checker, default_issuer
 from adjudge.gateway import Forwarder, SecretBox
-from adjudge.market import Checker, ReceiptIssuer
+from adjudge.market import Checker
+from adjudge.receipts import Issuer
 from adjudge.settings import Settings
 from adjudge.store import Account, Store
 
@@ -46,7 +47,6 @@ __all__ = [
     "Settings",
     "SystemClock",
     "WebhookSettings",
-    "open_app",
 ]
 
 
@@ -59,7 +59,7 @@ class App:
         *,
         clock: Clock | None = None,
         checker: Checker | None = None,
-        issuer: ReceiptIssuer | None = None,
+        issuer: Issuer | None = None,
         settings: Settings | None = None,
         secrets: SecretBox | None = None,
         forwarder: Forwarder | None = None,
@@ -88,8 +88,8 @@ class App:
             forwarder=forwarder,
             private_providers=self.settings.allow_private_providers,
         )
-        self.receipts = Receipts(self.unit, getattr(self.issuer, "fingerprint", None), self.issuer)
-        self.bundles = Bundles(self.unit, getattr(self.issuer, "public_key", None))
+        self.receipts = Receipts(self.unit, self.issuer.fingerprint, self.issuer)
+        self.bundles = Bundles(self.unit, self.issuer.public_key)
         self.reviews = Reviews(self.unit)
         self.webhooks = Webhooks(self.unit, self.secrets, WebhookSettings.of(self.settings))
         self._metrics = metrics.registry(store, self.unit.now)
@@ -106,7 +106,7 @@ class App:
         *,
         clock: Clock | None = None,
         checker: Checker | None = None,
-        issuer: ReceiptIssuer | None = None,
+        issuer: Issuer | None = None,
         settings: Settings | None = None,
         secrets: SecretBox | None = None,
     ) -> App:

@@ -20,9 +20,10 @@ from typing import Any
 
 from adjudge.app.unit import UnitOfWork
 from adjudge.app.views import is_party
-from adjudge.app.wiring import call_subject, round_of
+from adjudge.app.wiring import call_subject
 from adjudge.calls import parse_tool
 from adjudge.errors import NotAllowed, NotFound, StateError
+from adjudge.market.proof import round_of
 from adjudge.receipts import VerifyingKey
 from adjudge.replay import engine
 from adjudge.store import Account, Transaction, receipt_log, records

@@ -29,10 +29,11 @@ again.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from fractions import Fraction
-from typing import Any, Protocol
+from typing import Any
 
 from adjudge.app import settlement
 from adjudge.app.unit import Answer, Idempotency, UnitOfWork
@@ -61,10 +62,8 @@ from adjudge.errors import (
     NotAllowed,
     NotFound,
     StateError,
-    Unavailable,
 )
-from adjudge.kernel import Determination
-from adjudge.market import Place
+from adjudge.receipts import Envelope, Issuer
 from adjudge.store import (
     Account,
     Transaction,
@@ -90,20 +89,14 @@ MAX_RULING_REASONS = 20
 MAX_REPORT_PAGE = 100
 
 
-class CallReceiptIssuer(Protocol):
-    """What signs a call's determination: :class:`adjudge.app.wiring.SignedReceipts`."""
-
-    def issue_call(
-        self,
-        determination: Determination,
-        previous: Place,
-        *,
-        about: str | None = None,
-        supersedes: Mapping[str, Any] | None = None,
-    ) -> Mapping[str, Any]:
-        """The receipt of ``determination`` chained after ``previous``, about ``about``,
-        replacing the receipt whose envelope is ``supersedes``."""
-        ...
+def _judged_under(envelope: object) -> str | None:
+    """The criteria digest (the decision policy's) a call's own receipt binds, read from the
+    envelope this service signed and stored; None when it binds none or there is none."""
+    if not isinstance(envelope, Mapping):
+        return None
+    statement = json.loads(Envelope.from_dict(envelope).payload)
+    found = statement.get("predicate", {}).get("criteriaDigest")
+    return found if isinstance(found, str) else None
 
 
 def _need_any(who: Account, roles: set[str], what: str) -> None:
@@ -292,17 +285,9 @@ def observe_quality(tx: Transaction, provider: str, now: datetime, counted: str)
 class Calls:
     """The paid-call use cases."""
 
-    def __init__(self, unit: UnitOfWork, issuer: object) -> None:
+    def __init__(self, unit: UnitOfWork, issuer: Issuer) -> None:
         self.unit = unit
         self.issuer = issuer
-
-    def _call_issuer(self) -> CallReceiptIssuer:
-        issuer = self.issuer
-        if not callable(getattr(issuer, "issue_call", None)):
-            raise Unavailable(
-                "This service has no signer for call receipts.", code="CALL_RECEIPTS_UNAVAILABLE"
-            )
-        return issuer  # type: ignore[return-value]
 
     def register_tool(
         self,
@@ -412,7 +397,7 @@ class Calls:
         parsed_corroboration = None if corroboration is None else parse_corroboration(corroboration)
         if policy_version is not None and not 1 <= policy_version <= MAX_VERSION:
             raise BadInput(f"A policy version is 1 to {MAX_VERSION}.", code="INVALID_REQUEST")
-        issuer = self._call_issuer()
+        issuer = self.issuer
         inputs = {
             "request": request,
             "response": response,
@@ -462,7 +447,7 @@ class Calls:
                 )
                 receipt = receipt_log.append(
                     tx,
-                    lambda previous: issuer.issue_call(
+                    lambda previous: issuer.sign(
                         determination, previous, about=call_subject(call.call_id)
                     ),
                     task_id=None,
@@ -613,8 +598,10 @@ class Calls:
                 )
                 _emit(tx, found, _ruled(ruled), now)
                 return report_view(ruled)
-            issuer = self._call_issuer()
+            issuer = self.issuer
             charge, currency = _charge(tx, found)
+            replaced = receipt_log.receipt(tx, found.receipt_id or "")
+            envelope = None if replaced is None else replaced.body.get("envelope")
             determination = determine_upheld_report(
                 call_id,
                 str(found.record["response_digest"]),
@@ -623,15 +610,15 @@ class Calls:
                 refund_minor=charge,
                 currency=currency,
                 now=now,
+                criteria_digest=_judged_under(envelope),
             )
-            replaced = receipt_log.receipt(tx, found.receipt_id or "")
             receipt = receipt_log.append(
                 tx,
-                lambda previous: issuer.issue_call(
+                lambda previous: issuer.sign(
                     determination,
                     previous,
                     about=call_subject(call_id),
-                    supersedes=None if replaced is None else replaced.body.get("envelope"),
+                    supersedes=envelope,
                 ),
                 task_id=None,
                 at=now,

@@ -8,6 +8,7 @@ chain's head and the ledger's sums prove the whole without showing any one recor
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -15,11 +16,11 @@ from adjudge.app.accounts import need_role
 from adjudge.app.unit import UnitOfWork
 from adjudge.app.views import is_party, receipt_view
 from adjudge.errors import BadInput, CriteriaError, NotAllowed, NotFound, ReceiptError
-from adjudge.kernel import Verdict, fold
+from adjudge.kernel import Determination, Verdict, determine, fold
 from adjudge.kernel.authority import Authority, TrustPolicy
 from adjudge.kernel.determination import effective
 from adjudge.kernel.verdicts import format_time, parse_time
-from adjudge.market import ReceiptIssuer
+from adjudge.receipts import Issuer, checkpoints
 from adjudge.receipts.checkpoints import NamedHead, named_heads
 from adjudge.receipts.envelope import Envelope
 from adjudge.store import (
@@ -54,7 +55,7 @@ def _successor(tx: Transaction, receipt_id: str) -> str | None:
 class Receipts:
     """Use cases over the receipt log (reading it, and its checkpoints) and the ledger."""
 
-    def __init__(self, unit: UnitOfWork, fingerprint: str | None, issuer: ReceiptIssuer) -> None:
+    def __init__(self, unit: UnitOfWork, fingerprint: str | None, issuer: Issuer) -> None:
         self.unit = unit
         #: The fingerprint of the key receipts are signed with (None for an unsigned issuer).
         self.fingerprint = fingerprint
@@ -107,7 +108,9 @@ class Receipts:
 
         def run(tx: Transaction) -> tuple[StoredReceipt, int]:
             made = receipt_log.checkpoint(
-                tx, lambda place, heads: issuer.issue_checkpoint(place, heads, at), at=at
+                tx,
+                lambda place, heads: issuer.sign(checkpoint_of(heads, at), place, about=ABOUT),
+                at=at,
             )
             return made, sum(lane.count for lane in receipt_log.lanes(tx))
 
@@ -215,6 +218,19 @@ class Receipts:
             }
 
         return self.unit.read(run)
+
+
+#: The ``about`` of a checkpoint receipt.
+ABOUT = checkpoints.CHECKPOINT_ABOUT
+
+
+def checkpoint_of(heads: Sequence[NamedHead], at: datetime) -> Determination:
+    """A checkpoint's determination: no checks (NOT_RUN: nothing is judged), its subject the
+    digest of the heads it names, the heads its policy decision
+    (:mod:`adjudge.receipts.checkpoints`)."""
+    return determine(
+        checkpoints.heads_subject(heads), [], now=at, policy_decision=checkpoints.decision(heads)
+    )
 
 
 def _checkpoint_heads(found: StoredReceipt) -> tuple[NamedHead, ...] | None:

@@ -35,13 +35,12 @@ from typing import Any
 from adjudge.app import metrics
 from adjudge.app.timing import stage
 from adjudge.errors import BadInput, InternalError, NotFound
+from adjudge.kernel import Determination
 from adjudge.market import (
     WORLD,
     AgentPenalized,
     DisputeFiled,
     Outcome,
-    Place,
-    ReceiptIssuer,
     Routed,
     Settlement,
     Status,
@@ -51,9 +50,12 @@ from adjudge.market import (
     Transfer,
     VerdictReached,
     penalize,
+    proof,
     provider_hold_account,
     wallet_account,
 )
+from adjudge.receipts import Issuer
+from adjudge.receipts.issuer import Place
 from adjudge.store import (
     StoredDispute,
     StoredLapse,
@@ -101,13 +103,14 @@ def post(tx: Transaction, out: Outcome, *, title: str, brief: str, at: datetime)
 
 
 def apply(
-    tx: Transaction, stored: StoredTask, out: Outcome, issuer: ReceiptIssuer, *, at: datetime
+    tx: Transaction, stored: StoredTask, out: Outcome, issuer: Issuer, *, at: datetime
 ) -> StoredTask:
     """Store a task event's outcome: the new state first (a lost race fails fast), then the
-    verdict's receipt, the money it releases, and the rest of the effects, each with the
-    event its parties' webhooks hear of. A take that ends or starts moves its agent's counter
-    of held takes here too; a take over the agent's limit refuses the whole outcome
-    (``TAKE_LIMIT_REACHED``: the transaction rolls back)."""
+    verdict's receipt — its kernel determination, built by the market
+    (:mod:`adjudge.market.proof`) and signed here as it is — the money it releases, and the
+    rest of the effects, each with the event its parties' webhooks hear of. A take that ends
+    or starts moves its agent's counter of held takes here too; a take over the agent's limit
+    refuses the whole outcome (``TAKE_LIMIT_REACHED``: the transaction rolls back)."""
     updated = records.update_task(tx, stored, out.task)
     task = out.task
     task_id = task.id
@@ -119,12 +122,12 @@ def apply(
     verdict = next((e for e in out.effects if isinstance(e, VerdictReached)), None)
     settlement = next((e for e in out.effects if isinstance(e, Settlement)), None)
     if verdict is not None:
-        sub = records.submission(tx, task_id, verdict.attempt)
-        result = sub.result if sub else None
+        about = proof.round_of(task_id, verdict.attempt)
+        decided = _determination(verdict.determination)
 
         def signed(previous: Place) -> Mapping[str, Any]:
             with stage("receipt.sign"):
-                return issuer.issue(verdict, result, previous, settlement)
+                return issuer.sign(decided, previous, about=about)
 
         receipt = receipt_log.append(tx, signed, task_id=task_id, at=at)
         records.add_verdict(tx, verdict, receipt.id)
@@ -137,13 +140,16 @@ def apply(
         sub = records.submission(tx, task_id, settlement.attempt) if settlement.attempt else None
         found = records.verdicts(tx, task_id)
         basis = found[-1].receipt_id if found else None
+        ending = proof.ending(
+            task,
+            sub.result if sub else None,
+            {**settlement.decision(), "basis": basis},
+            result_digest=settlement.result_digest,
+            at=settlement.at,
+        )
+        about = proof.round_of(task_id, settlement.attempt)
         receipt = receipt_log.append(
-            tx,
-            lambda previous: issuer.issue_settlement(
-                settlement, out.task, sub.result if sub else None, basis, previous
-            ),
-            task_id=task_id,
-            at=at,
+            tx, lambda previous: issuer.sign(ending, previous, about=about), task_id=task_id, at=at
         )
         _transfer(tx, settlement.transfers, task_id=task_id, at=at, receipt_id=receipt.id)
         emit(events.settlement(settlement, task, receipt.id))
@@ -177,17 +183,28 @@ def apply(
     return updated
 
 
-def _route(tx: Transaction, routed: Routed, issuer: ReceiptIssuer, at: datetime) -> None:
-    """Record an agent review that could not be grounded, with its (UNKNOWN) receipt."""
-    sub = records.submission(tx, routed.task_id, routed.attempt)
-    result = sub.result if sub else None
+def _route(tx: Transaction, routed: Routed, issuer: Issuer, at: datetime) -> None:
+    """Record an agent review that decided nothing, with its (undecided) receipt."""
+    decided = _determination(routed.determination)
+    about = proof.round_of(routed.task_id, routed.attempt)
     receipt = receipt_log.append(
         tx,
-        lambda previous: issuer.issue_routing(routed, result, previous),
+        lambda previous: issuer.sign(decided, previous, about=about),
         task_id=routed.task_id,
         at=at,
     )
     records.add_routing(tx, routed, receipt.id)
+
+
+def _determination(determination: Determination | None) -> Determination:
+    """The market's determination of a judgment, which is signed as it is (never re-derived)."""
+    if determination is None:
+        raise InternalError(
+            "A judgment reached the service without its kernel determination; nothing was "
+            "signed or moved.",
+            code="INTERNAL_ERROR",
+        )
+    return determination
 
 
 def reserve(tx: Transaction, payer: str, hold: str, amount: int, *, at: datetime) -> None:

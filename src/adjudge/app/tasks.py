@@ -12,7 +12,7 @@ import json
 import logging
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
@@ -20,7 +20,6 @@ from typing import Any
 from adjudge.app import settlement
 from adjudge.app.accounts import need_role
 from adjudge.app.keys import need_primary
-from adjudge.app.signed_verdicts import DETAIL_KEY, check_signature, verdict_payload
 from adjudge.app.timing import stage
 from adjudge.app.unit import Answer, Idempotency, UnitOfWork
 from adjudge.app.views import rendered, shown, task_summary, task_view
@@ -34,6 +33,7 @@ from adjudge.errors import (
     NotFound,
     RateLimited,
     StateError,
+    TransitionError,
     VerificationFailed,
 )
 from adjudge.kernel import semantic
@@ -47,21 +47,17 @@ from adjudge.market import (
     Context,
     Dispute,
     Draft,
-    Effect,
     Event,
     Finalize,
     Lapse,
     Mode,
     Outcome,
-    ReceiptIssuer,
     Reclaim,
     Release,
     Review,
     Rule,
     Status,
     Submit,
-    VerdictReached,
-    VerifierRouted,
     VerifierVerdict,
     lapses_at,
     post,
@@ -69,6 +65,8 @@ from adjudge.market import (
     take_due,
 )
 from adjudge.market.lifecycle import MAX_RESULT_CHARS
+from adjudge.market.signed_verdicts import check_signature, verdict_payload
+from adjudge.receipts import Issuer
 from adjudge.settings import Settings
 from adjudge.store import Account, StoredTask, Submission, Transaction, quotas, records
 
@@ -161,7 +159,7 @@ class Tasks:
         self,
         unit: UnitOfWork,
         checker: Checker,
-        issuer: ReceiptIssuer,
+        issuer: Issuer,
         settings: Settings,
     ) -> None:
         self.unit = unit
@@ -332,10 +330,7 @@ class Tasks:
             done = self._precheck(account, task_id, fast_only=fast_only)
 
         def event(tx: Transaction, stored: StoredTask) -> Event:
-            sub = records.submission(tx, task_id, stored.task.attempts)
-            # The server's stored copy is what is judged; no submission judges an empty result
-            # whose digest cannot match, so the market refuses it.
-            return Finalize(account.id, sub.result if sub else "")
+            return Finalize(account.id, _stored_result(tx, stored))
 
         return self._act(
             account,
@@ -358,9 +353,13 @@ class Tasks:
     ) -> Answer[Any]:
         """The poster approves or rejects a submitted result (manual mode)."""
         need_role(account, "poster")
-        ev = Review(account.id, passed, tuple(reasons))
         inputs = {"passed": passed, "reasons": list(reasons)}
-        return self._act(account, task_id, "review", inputs, key, lambda tx, st: ev)
+
+        def event(tx: Transaction, stored: StoredTask) -> Event:
+            judged = _stored_result(tx, stored)
+            return Review(account.id, passed, tuple(reasons), stored_result=judged)
+
+        return self._act(account, task_id, "review", inputs, key, event)
 
     def verdict(
         self,
@@ -394,19 +393,20 @@ class Tasks:
             "public_key": public_key,
             "quotes": [dict(q) for q in quotes],
         }
-        signed: dict[str, Any] = {}
 
         def event(tx: Transaction, stored: StoredTask) -> Event:
             t = stored.task
-            sub = records.submission(tx, task_id, t.attempts)
             if t.verifier != account.id or t.status is not Status.AWAITING_VERIFICATION:
                 # The market refuses it with the right code; nothing to sign or ground.
                 return VerifierVerdict(account.id, passed, tuple(reasons))
-            if sub is None or not t.verifier_key or t.result_digest is None:
+            if not t.verifier_key:
                 raise StateError(
-                    "The task names no verifier key or holds no result to sign.",
-                    code="VERDICT_UNPROVABLE",
+                    "The task names no verifier key to check a signed verdict against.",
+                    code="VERIFIER_KEY_REQUIRED",
                 )
+            sub = records.submission(tx, task_id, t.attempts)
+            if sub is None or t.result_digest is None:
+                raise TransitionError("The task holds no submission to judge.")
             brief = Record(stored.brief.encode("utf-8"), "brief")
             result = Record(sub.result.encode("utf-8"))
             payload = verdict_payload(
@@ -419,7 +419,7 @@ class Tasks:
                 quotes=quotes,
                 verifier_key=t.verifier_key,
             )
-            signed["record"] = _check(tx, t.verifier_key, payload, signature, public_key)
+            signed = _check(tx, t.verifier_key, payload, signature, public_key)
             review = semantic.Review.from_dict(
                 {
                     "verifierKey": t.verifier_key,
@@ -431,23 +431,16 @@ class Tasks:
                 }
             )
             grounding = semantic.ground_review(review, brief=brief, result=result)
-            if grounding.grounded:
-                return VerifierVerdict(account.id, passed, tuple(reasons), grounding)
-            return VerifierRouted(account.id, grounding.reason, grounding)
+            return VerifierVerdict(
+                account.id,
+                passed,
+                tuple(reasons),
+                grounding,
+                signed=signed,
+                stored_result=sub.result,
+            )
 
-        def sign(tx: Transaction, out: Outcome) -> Outcome:
-            record = signed.get("record")
-            if record is None:
-                return out
-            effects: list[Effect] = [
-                replace(e, detail={**e.detail, DETAIL_KEY: record})
-                if isinstance(e, VerdictReached) and e.authority == "verifier"
-                else e
-                for e in out.effects
-            ]
-            return replace(out, effects=tuple(effects))
-
-        return self._act(account, task_id, "verdict", inputs, key, event, transform=sign)
+        return self._act(account, task_id, "verdict", inputs, key, event)
 
     def dispute(
         self, account: Account, task_id: str, *, reason: str, key: str | None = None
@@ -488,9 +481,12 @@ class Tasks:
     ) -> Answer[Any]:
         """An admin rules on a disputed or escalated task."""
         need_role(account, "admin")
-        ev = Rule(account.id, pay_agent, note)
         inputs = {"pay_agent": pay_agent, "note": note}
-        return self._act(account, task_id, "rule", inputs, key, lambda tx, st: ev)
+
+        def event(tx: Transaction, stored: StoredTask) -> Event:
+            return Rule(account.id, pay_agent, note, stored_result=_stored_result(tx, stored))
+
+        return self._act(account, task_id, "rule", inputs, key, event)
 
     # --- the dry run --------------------------------------------------------------------------
 
@@ -687,7 +683,6 @@ class Tasks:
         make_event: Callable[[Transaction, StoredTask], Event],
         *,
         after: Callable[[Transaction, Outcome], None] | None = None,
-        transform: Callable[[Transaction, Outcome], Outcome] | None = None,
         checker: Checker | None = None,
     ) -> Answer[Any]:
         idem = Idempotency.of(key, f"tasks.{operation}", {"task": task_id, **inputs})
@@ -697,8 +692,6 @@ class Tasks:
                 stored = _task(tx, task_id)
                 ctx = self.context(checker)
                 out = step(stored.task, make_event(tx, stored), ctx)
-                if transform is not None:
-                    out = transform(tx, out)
             with stage("task.apply"):
                 updated = settlement.apply(tx, stored, out, self.issuer, at=ctx.now)
                 if after is not None:
@@ -708,6 +701,15 @@ class Tasks:
 
         with stage("task.write"):
             return self.unit.once(account.id, idem, run)
+
+
+def _stored_result(tx: Transaction, stored: StoredTask) -> str:
+    """The server's own stored copy of the task's latest submission, which the market's proof
+    checks against the digest recorded at submission. With no submission it is empty, whose
+    digest matches none, so the market refuses to judge it."""
+    t = stored.task
+    sub = records.submission(tx, t.id, t.attempts) if t.attempts else None
+    return sub.result if sub else ""
 
 
 def _task(tx: Transaction, task_id: str) -> StoredTask:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import concurrent.futures
-import hashlib
 import json
 import os
 import queue
@@ -35,7 +34,9 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from adjudge.app.clock import Clock
+from adjudge.digests import sha256_digest
 from adjudge.errors import BadInput, Conflict, Error
+from adjudge.receipts.canonical import canonical_json
 from adjudge.store import ConcurrentUpdate, Store, Transaction, idempotency, receipt_log
 
 T = TypeVar("T")
@@ -68,8 +69,7 @@ class Idempotency:
                 f"An Idempotency-Key is 1-{MAX_KEY} printable ASCII characters without spaces.",
                 code="INVALID_IDEMPOTENCY_KEY",
             )
-        canonical = json.dumps([operation, inputs], sort_keys=True, separators=(",", ":"))
-        return Idempotency(key, "sha256:" + hashlib.sha256(canonical.encode()).hexdigest())
+        return Idempotency(key, sha256_digest(canonical_json([operation, inputs])))
 
 
 @dataclass(frozen=True)

@@ -40,11 +40,11 @@ from adjudge.calls.outcomes import DETERMINISTIC, IMPORTED, SEMANTIC, CheckRow, 
 from adjudge.calls.policy import Policy
 from adjudge.calls.verdicts import CallVerdict
 from adjudge.calls.verify import CallResult
+from adjudge.digests import is_digest
 from adjudge.errors import CriteriaError
 from adjudge.kernel import DEFAULT_POLICY, Authority, Check, Determination, TrustPolicy, Verdict
 from adjudge.kernel import determine as kernel_determine
 from adjudge.kernel.determination import PolicyValue
-from adjudge.kernel.observables import SHA256_DIGEST
 from adjudge.kernel.oracle import Record, integrity
 from adjudge.kernel.verdicts import format_time
 
@@ -115,7 +115,7 @@ def _reason(row: CheckRow) -> str:
 
 
 def _require_digest(value: str, what: str) -> str:
-    if not isinstance(value, str) or not SHA256_DIGEST.fullmatch(value):
+    if not is_digest(value):
         raise CriteriaError(
             f"The {what} {value!r} is not of the form sha256:<64 lowercase hex>.",
             code="DIGEST_INVALID",
@@ -282,11 +282,14 @@ def determine_upheld_report(
     refund_minor: int,
     currency: str | None,
     now: datetime,
+    criteria_digest: str | None = None,
 ) -> Determination:
     """The determination of an admin upholding a caller's report of a bad result: a human
     FAIL about the same response the call's receipt judged, its refund (integer minor units)
     recorded as the policy decision. It has no ``strike``: a report never strikes (spec 003
-    counts only verification verdicts toward a provider's quality)."""
+    counts only verification verdicts toward a provider's quality). ``criteria_digest`` is the
+    one the call's own receipt binds (its decision policy's digest), so the ruling names what
+    the call was judged under."""
     subject = _require_digest(response_digest, "response digest")
     check = Check(
         name="report_ruling",
@@ -299,6 +302,9 @@ def determine_upheld_report(
         subject,
         [check],
         now=now,
+        criteria_digest=None
+        if criteria_digest is None
+        else _require_digest(criteria_digest, "criteria digest"),
         policy_decision={
             "callId": call_id,
             "ruling": "upheld",

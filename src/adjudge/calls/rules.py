@@ -25,7 +25,6 @@ the item instead.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -40,6 +39,7 @@ from adjudge.calls.formats import parse_date_time
 from adjudge.calls.outcomes import DETERMINISTIC, CheckRow, Outcome
 from adjudge.calls.pointers import pointer
 from adjudge.errors import CriteriaError
+from adjudge.receipts.canonical import canonical_json
 
 __all__ = [
     "DEFAULT_FUTURE_SKEW_SECONDS",
@@ -355,11 +355,14 @@ def _valid_url(rule: Rule, output: Any, request: Any, at: datetime) -> _Judgment
 
 
 def _token(value: Any) -> object:
-    """A hashable stand-in for a JSON value: equal JSON values, equal tokens; true is not 1."""
+    """A hashable stand-in for a JSON value: equal JSON values, equal tokens; true is not 1.
+
+    A string stands for itself; anything else for its canonical bytes (bytes, so no string can
+    pass for a list or a number), which make objects and lists comparable, keep 1 and true
+    apart, and write 1 and 1.0 alike, as JSON numbers are equal."""
     if isinstance(value, str):
         return value
-    # Canonical text makes objects and lists comparable and keeps 1 and true apart.
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return canonical_json(value)
 
 
 def _no_duplicates(rule: Rule, output: Any, request: Any, at: datetime) -> _Judgment:

@@ -21,15 +21,11 @@ Pure: the call's time, the model's judgment and any corroboration arrive as inpu
 
 from __future__ import annotations
 
-import hashlib
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
-
-import rfc8785
 
 from adjudge.calls.contract import Contract, ExpressionError, ShapeCheck, map_response
 from adjudge.calls.outcomes import DETERMINISTIC, IMPORTED, SEMANTIC, CheckRow, Outcome
@@ -37,8 +33,9 @@ from adjudge.calls.pointers import is_pointer, pointer, resolve
 from adjudge.calls.policy import DEFAULT_REPORT_WINDOW, Policy, parse_time, sampled
 from adjudge.calls.rules import RulesStage, evaluate_rules
 from adjudge.calls.verdicts import CallVerdict, Effect, Payment, apply_clauses, effect_of
-from adjudge.errors import BadInput, CriteriaError, ReceiptError
-from adjudge.receipts.canonical import canonical_bytes
+from adjudge.digests import is_digest, sha256_digest
+from adjudge.errors import CriteriaError
+from adjudge.receipts.canonical import canonical_json
 
 __all__ = [
     "CallError",
@@ -293,7 +290,7 @@ def parse_response(data: object) -> ProviderResponse:
         if "body" not in obj:
             raise CriteriaError("An `ok` response needs a `body`.", code=_INPUT)
         digest = obj.get("digest", "")
-        if digest != "" and not (isinstance(digest, str) and _DIGEST.match(digest)):
+        if digest != "" and not is_digest(digest):
             raise CriteriaError(
                 "The response's `digest` must be sha256:<64 lowercase hex> (the sha256 of the "
                 "bytes as received), or absent.",
@@ -312,9 +309,6 @@ def parse_response(data: object) -> ProviderResponse:
     )
 
 
-_DIGEST = re.compile(r"sha256:[0-9a-f]{64}\Z")
-
-
 def received_response(raw: bytes) -> ProviderResponse:
     """The ``ok`` response of the bytes a provider answered, as the gateway reads them.
 
@@ -328,9 +322,7 @@ def received_response(raw: bytes) -> ProviderResponse:
         body: Any = json.loads(raw, parse_constant=_not_json)
     except (ValueError, UnicodeDecodeError, RecursionError):
         body = raw.decode("utf-8", errors="replace")
-    return ProviderResponse(
-        status="ok", body=body, digest="sha256:" + hashlib.sha256(raw).hexdigest()
-    )
+    return ProviderResponse(status="ok", body=body, digest=sha256_digest(raw))
 
 
 def _not_json(name: str) -> Any:
@@ -347,7 +339,7 @@ def parse_judgment(data: object) -> Judgment:
     for item in obj.get("citations", []):
         cite = _object(item, "A citation")
         quote = _text(cite, "quote_sha256", "A citation")
-        if not _DIGEST.match(quote):
+        if not is_digest(quote):
             raise CriteriaError("A citation's `quote_sha256` must be sha256:<64 hex>.", code=_INPUT)
         path = cite.get("path")
         if not isinstance(path, str) or not is_pointer(path):
@@ -386,7 +378,7 @@ def parse_corroboration(data: object) -> Corroboration:
             raise CriteriaError(f"A corroboration's `{key}` must be a string.", code=_INPUT)
         named[key] = value
     digest = named["response_digest"]
-    if digest and not _DIGEST.match(digest):
+    if digest and not is_digest(digest):
         raise CriteriaError(
             "A corroboration's `response_digest` must be sha256:<64 lowercase hex>.", code=_INPUT
         )
@@ -402,28 +394,9 @@ def parse_corroboration(data: object) -> Corroboration:
 # ----------------------------------------------------------------------------- evidence
 
 
-def _canonical(value: Any) -> bytes:
-    """RFC 8785 canonical JSON: the bytes a digest of a parsed JSON value is taken over.
-
-    A float-free document (most contracts, policies and criteria) takes the receipts' encoder,
-    whose bytes are RFC 8785's (property-tested against ``rfc8785``) in a third to a fifth of
-    the time: a gateway call digests its tool's contract, an auto check its criteria. A value
-    outside I-JSON (an integer beyond 2**53, say) has no RFC 8785 form; it is digested over
-    sorted-key compact JSON instead, so a provider's odd number cannot crash a call.
-    """
-    try:
-        return canonical_bytes(value)
-    except (ReceiptError, BadInput):
-        pass  # a float, a number outside I-JSON, a type only rfc8785 takes: its own encoder
-    try:
-        return bytes(rfc8785.dumps(value))
-    except rfc8785.CanonicalizationError:
-        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
-
-
 def digested_bytes(value: Any) -> bytes:
     """The bytes :func:`digest_of` hashes: a string's UTF-8 text, else its canonical JSON."""
-    return value.encode() if isinstance(value, str) else _canonical(value)
+    return value.encode() if isinstance(value, str) else canonical_json(value)
 
 
 def digest_of(value: Any) -> str:
@@ -432,7 +405,7 @@ def digest_of(value: Any) -> str:
     The edge that received a response should pass the digest of the bytes it read instead
     (``ProviderResponse.digest``); this is the fallback, and the form citations use.
     """
-    return "sha256:" + hashlib.sha256(digested_bytes(value)).hexdigest()
+    return sha256_digest(digested_bytes(value))
 
 
 def _resolves(citation: Citation, output: Any) -> bool:

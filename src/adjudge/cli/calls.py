@@ -10,7 +10,6 @@ Exit codes of ``call verify``: 0 when the call settles, 1 on refund or void, 2 o
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -45,6 +44,7 @@ from adjudge.calls.quality import (
 )
 from adjudge.calls.verify import digested_bytes
 from adjudge.cli.receipts import read_signing_key, write_receipt
+from adjudge.digests import sha256_digest
 from adjudge.errors import CriteriaError, Error, ReceiptError
 from adjudge.receipts import issue
 
@@ -172,10 +172,6 @@ def verify_command(
     raise typer.Exit(0 if result.effect.payment is Payment.SETTLE else 1)
 
 
-def _file_digest(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
-
-
 def _sign_receipt(
     key: Path,
     out_path: Path,
@@ -198,8 +194,8 @@ def _sign_receipt(
             result,
             now=datetime.now(UTC),
             response_bytes=stored,
-            policy_digest=None if policy_bytes is None else _file_digest(policy_bytes),
-            contract_digest=_file_digest(contract_bytes),
+            policy_digest=None if policy_bytes is None else sha256_digest(policy_bytes),
+            contract_digest=sha256_digest(contract_bytes),
         )
     except ReceiptError as exc:
         if exc.code != "INTEGRITY_PROOF_REQUIRED" or stored is not None:

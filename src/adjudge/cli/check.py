@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sys
@@ -22,6 +21,7 @@ from adjudge.autocheck import VerificationResult, auto_check, parse
 from adjudge.autocheck.jsvalues import to_fixed0
 from adjudge.cli._common import wants_json
 from adjudge.cli.receipts import append_receipt, read_signing_key
+from adjudge.digests import sha256_digest
 from adjudge.errors import CriteriaError
 from adjudge.kernel.adapters import determine_auto_check
 from adjudge.kernel.oracle import Record
@@ -168,7 +168,7 @@ def _sign_receipt(
     """Issue the signed receipt of one standalone check and append it to the receipt log (the
     clock is read here)."""
     signer = read_signing_key(key)
-    criteria_digest = "sha256:" + hashlib.sha256(criteria).hexdigest()
+    criteria_digest = sha256_digest(criteria)
     determination = determine_auto_check(
         Record(stored), verdict, now=datetime.now(UTC), criteria_digest=criteria_digest
     )

@@ -68,7 +68,7 @@ def serve(
         MaintenanceWorker,
     )
     from adjudge.app import maintenance as upkeep  # noqa: PLC0415
-    from adjudge.app.wiring import SignedReceipts  # noqa: PLC0415
+    from adjudge.receipts import SignedReceipts  # noqa: PLC0415
     from adjudge.service import create_app, enable_access_log  # noqa: PLC0415
     from adjudge.webhooks import Sender  # noqa: PLC0415
 

@@ -486,11 +486,11 @@ def verdict(
 ) -> None:
     """Judge the latest submission as the task's named verifier (agent mode), signed and
     grounded: quote the brief and the result, or the poster decides instead."""
-    from adjudge.app.signed_verdicts import sign_verdict, verdict_payload  # noqa: PLC0415
     from adjudge.cli import keyfiles  # noqa: PLC0415
     from adjudge.errors import Error  # noqa: PLC0415 - keep `adjudge --help` fast
     from adjudge.kernel.oracle import Record  # noqa: PLC0415
     from adjudge.kernel.semantic import Quote  # noqa: PLC0415
+    from adjudge.market.signed_verdicts import sign_verdict, verdict_payload  # noqa: PLC0415
 
     session = _session(ctx, as_json)
     try:

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import hashlib
 import json
 import ssl
 import threading
@@ -52,6 +51,7 @@ from yarl import URL
 
 from adjudge.calls.tools import BuiltRequest
 from adjudge.calls.verify import ProviderResponse, received_response
+from adjudge.digests import sha256_digest
 from adjudge.gateway.addresses import AddressGuard, AddressRefused, pinned_connector
 from adjudge.gateway.sealed import ProviderCredential
 from adjudge.gateway.signing import SignedRequest
@@ -125,7 +125,7 @@ class ProviderAnswer:
     @property
     def digest(self) -> str:
         """``sha256:<hex>`` of the body as received: the evidence digest of the call."""
-        return "sha256:" + hashlib.sha256(self.body).hexdigest()
+        return sha256_digest(self.body)
 
     def header(self, name: str) -> str | None:
         name = name.lower()

@@ -31,11 +31,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from types import MappingProxyType
 
+from adjudge.digests import is_digest
 from adjudge.errors import CriteriaError, ReceiptError
 from adjudge.kernel.authority import DEFAULT_POLICY, Authority, TrustPolicy
 from adjudge.kernel.observables import (
     CONTENT_DIGEST,
-    SHA256_DIGEST,
     is_exact,
 )
 from adjudge.kernel.verdicts import Check, Verdict, fold, require_aware, resolve
@@ -178,7 +178,7 @@ class Determination:
         for name, value in (("subject", self.subject_digest), ("criteria", self.criteria_digest)):
             if value is None and name == "criteria":
                 continue
-            if not isinstance(value, str) or not SHA256_DIGEST.fullmatch(value):
+            if not is_digest(value):
                 raise CriteriaError(
                     f"The {name} digest {value!r} is not of the form sha256:<64 lowercase hex>.",
                     code="DIGEST_INVALID",
@@ -253,7 +253,7 @@ def determine(
     ``DIGEST_INVALID`` for a subject or criteria digest that is not ``sha256:<64 hex>``.
     """
     require_aware(now, "now")
-    if not isinstance(subject_digest, str) or not SHA256_DIGEST.fullmatch(subject_digest):
+    if not is_digest(subject_digest):
         raise CriteriaError(
             f"{subject_digest!r} is not a digest of the form sha256:<64 lowercase hex>.",
             code="DIGEST_INVALID",

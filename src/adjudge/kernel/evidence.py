@@ -21,8 +21,8 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Final
 
+from adjudge.digests import is_digest
 from adjudge.errors import CriteriaError
-from adjudge.kernel.observables import SHA256_DIGEST
 from adjudge.kernel.verdicts import require_aware
 
 
@@ -211,7 +211,7 @@ class Evidence:
                 "structure; it cannot be built with an assessment of its own.",
                 code="EVIDENCE_NOT_ADMITTED",
             )
-        if type(self.digest) is not str or not SHA256_DIGEST.fullmatch(self.digest):
+        if type(self.digest) is not str or not is_digest(self.digest):
             raise CriteriaError(
                 f"{self.digest!r} is not a sha256:<64 hex> digest.", code="EVIDENCE_INVALID"
             )

@@ -15,13 +15,13 @@ therefore exhaustive: :func:`find_witness` is a decision procedure, not a heuris
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final
 
+from adjudge.digests import is_digest, sha256_digest
 from adjudge.kernel.observables import Binding, BindingStatus, DigestEquals
 
 MAX_ASSIGNMENTS: Final = 4096
@@ -81,6 +81,7 @@ class ObligationCode(StrEnum):
     UNFALSIFIABLE = "unfalsifiable"
     WITNESS_DOES_NOT_FAIL = "witness-does-not-fail"
     WITNESS_INCOMPLETE = "witness-incomplete"
+    WITNESS_INVALID = "witness-invalid"
     SEARCH_BOUND_EXCEEDED = "search-bound-exceeded"
 
 
@@ -137,7 +138,7 @@ def _fresh(taken: set[str]) -> str:
     """A digest different from every constant the predicate mentions."""
     n = 0
     while True:
-        candidate = "sha256:" + hashlib.sha256(b"adjudge-witness-%d" % n).hexdigest()
+        candidate = sha256_digest(b"adjudge-witness-%d" % n)
         if candidate not in taken:
             return candidate
         n += 1
@@ -170,8 +171,10 @@ def admit(obligation: Obligation, witness: Mapping[str, str] | None = None) -> A
     """Admit ``obligation`` if it can fail: with the given ``witness``, or one found.
 
     The steps: (1) an undecidable leaf refuses; (2) no decidable leaf at all is vacuous;
-    (3) a given witness must name every symbol and make the predicate fail; (4) otherwise a
-    failing witness is searched for, and none means the fail branch is unreachable.
+    (3) a given witness must give every symbol a value its observable can take (a content
+    digest observes ``sha256:<64 lowercase hex>``, so anything else could never be observed
+    and proves nothing) and make the predicate fail; (4) otherwise a failing witness is
+    searched for, and none means the fail branch is unreachable.
     """
     p = obligation.predicate
     leaves = list(_leaves(p))
@@ -184,11 +187,19 @@ def admit(obligation: Obligation, witness: Mapping[str, str] | None = None) -> A
     if not any(isinstance(leaf, DigestEquals) for leaf in leaves):  # (2)
         return Refused(ObligationCode.VACUOUS_PREDICATE, "the predicate observes nothing")
     if witness is not None:  # (3)
-        missing = {leaf.symbol for leaf in leaves if isinstance(leaf, DigestEquals)} - set(witness)
+        symbols = {leaf.symbol for leaf in leaves if isinstance(leaf, DigestEquals)}
+        missing = symbols - set(witness)
         if missing:
             return Refused(
                 ObligationCode.WITNESS_INCOMPLETE,
                 f"the witness does not assign {', '.join(sorted(missing))}",
+            )
+        unobservable = sorted(s for s in symbols if not is_digest(witness[s]))
+        if unobservable:
+            return Refused(
+                ObligationCode.WITNESS_INVALID,
+                f"the witness gives {', '.join(unobservable)} a value no content digest can "
+                "take (a digest is sha256:<64 lowercase hex>)",
             )
         if holds(p, witness):
             return Refused(

@@ -13,23 +13,22 @@ plain noise all bind and answer UNKNOWN with the reason, exactly like another op
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final
 
+from adjudge.digests import DIGEST
 from adjudge.errors import CriteriaError
 from adjudge.kernel.verdicts import Verdict
 
 CONTENT_DIGEST: Final = "evidence.content-digest"
 PRESENT: Final = "evidence.present"
 
-SHA256_DIGEST: Final = re.compile(r"sha256:[0-9a-f]{64}")
 #: The one decidable form, matched with ``fullmatch``: it anchors both ends and, unlike ``$``,
 #: does not let a trailing newline through.
-_EXACT: Final = re.compile(r'\(= ([A-Za-z_][A-Za-z0-9_.\-]*) "(sha256:[0-9a-f]{64})"\)')
+_EXACT: Final = re.compile(r'\(= ([A-Za-z_][A-Za-z0-9_.\-]*) "(' + DIGEST.pattern + r')"\)')
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,11 +58,6 @@ def is_exact(expression: object) -> bool:
     """Whether ``expression`` is exactly the decidable form (``parse_digest_equals`` is not None),
     without building the predicate: the test a replayed receipt runs on every check."""
     return type(expression) is str and _EXACT.fullmatch(expression) is not None
-
-
-def content_digest(data: bytes) -> str:
-    """The ``sha256:<64 lowercase hex>`` digest of ``data``."""
-    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 class BindingStatus(StrEnum):

@@ -24,9 +24,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
 
+from adjudge.digests import is_digest, sha256_digest
 from adjudge.errors import CriteriaError
 from adjudge.kernel.authority import Authority
-from adjudge.kernel.observables import CONTENT_DIGEST, SHA256_DIGEST, DigestEquals, content_digest
+from adjudge.kernel.observables import CONTENT_DIGEST, DigestEquals
 from adjudge.kernel.verdicts import Check, Verdict, _take_oracle_seal
 
 INTEGRITY_CHECK = "evidence-integrity"
@@ -62,7 +63,7 @@ class Record:
                 f"A record is named by a symbol such as 'result', not {self.name!r}.",
                 code="RECORD_INVALID",
             )
-        object.__setattr__(self, "digest", content_digest(self.content))
+        object.__setattr__(self, "digest", sha256_digest(self.content))
 
     def __repr__(self) -> str:
         return f"Record(name={self.name!r}, digest={self.digest!r}, size={len(self.content)})"
@@ -118,7 +119,7 @@ def integrity(record: Record, declared: str) -> Check:
             f"the bytes your store holds, not a {type(record).__name__} handed to it.",
             code="ORACLE_RECORD_REQUIRED",
         )
-    if not isinstance(declared, str) or not SHA256_DIGEST.fullmatch(declared):
+    if not is_digest(declared):
         raise CriteriaError(
             f"{declared!r} is not a digest of the form sha256:<64 lowercase hex>.",
             code="DIGEST_INVALID",

@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final, Literal
 
+from adjudge.digests import is_digest, sha256_digest
 from adjudge.errors import CriteriaError
 from adjudge.kernel.authority import Authority
-from adjudge.kernel.observables import SHA256_DIGEST, content_digest
 from adjudge.kernel.oracle import Record
 from adjudge.kernel.verdicts import Check, Verdict
 
@@ -128,9 +128,9 @@ def citation_problem(citation: Citation, admitted: Mapping[str, bytes]) -> str |
     if content is None:
         return f"{citation.artifact_id} is not an admitted artifact"
     quoted = citation.quote.encode("utf-8")
-    if not SHA256_DIGEST.fullmatch(citation.quote_hash):
+    if not is_digest(citation.quote_hash):
         return f"the quote hash of {citation.artifact_id} is not a sha256: hash"
-    if content_digest(quoted) != citation.quote_hash:
+    if sha256_digest(quoted) != citation.quote_hash:
         return f"the quote hash of {citation.artifact_id} does not match the quoted bytes"
     if not quoted or quoted not in content:
         return f"the quote does not occur in {citation.artifact_id}"
@@ -182,9 +182,7 @@ def semantic_check(name: str, judgment: Judgment, routed: Routed) -> Check:
         verdict=verdict,
         authority=Authority.SEMANTIC,
         # Only well-formed hashes are recorded; a malformed one already made it ungrounded.
-        evidence=tuple(
-            c.quote_hash for c in judgment.citations if SHA256_DIGEST.fullmatch(c.quote_hash)
-        ),
+        evidence=tuple(c.quote_hash for c in judgment.citations if is_digest(c.quote_hash)),
         reason=f"{outcome}: {routed.reason}",
     )
 
@@ -234,7 +232,7 @@ class Quote:
         """The quote of ``text[start:end]`` (``text`` being the artifact's whole text), with its
         hash: how a verifier builds a quote that grounds."""
         quoted = text[start:end]
-        return cls(artifact, start, end, quoted, content_digest(quoted.encode("utf-8")))
+        return cls(artifact, start, end, quoted, sha256_digest(quoted))
 
     def to_dict(self) -> dict[str, Any]:
         """The wire shape: ``{"artifact", "start", "end", "text", "quoteHash"}``."""
@@ -341,7 +339,7 @@ def quote_problem(number: int, quote: Quote, texts: Mapping[str, str | None]) ->
     text = texts[quote.artifact]
     if text is None:
         return f"{where} cites the {quote.artifact}, whose stored bytes are not UTF-8 text"
-    if not SHA256_DIGEST.fullmatch(quote.quote_hash):
+    if not is_digest(quote.quote_hash):
         return f"{where}'s hash is not of the form sha256:<64 lowercase hex>"
     if not 0 <= quote.start < quote.end <= len(text):
         return (
@@ -353,7 +351,7 @@ def quote_problem(number: int, quote: Quote, texts: Mapping[str, str | None]) ->
         return (
             f"{where}'s text is not what the {quote.artifact} holds at [{quote.start}, {quote.end})"
         )
-    if content_digest(held.encode("utf-8")) != quote.quote_hash:
+    if sha256_digest(held) != quote.quote_hash:
         return (
             f"{where}'s hash is not the sha256 of the {quote.artifact}'s bytes at "
             f"[{quote.start}, {quote.end})"
@@ -393,7 +391,7 @@ def ground_review(
             code="ORACLE_RECORD_REQUIRED",
         )
     problem = _review_problem(review, brief, result)
-    hashes = [q.quote_hash for q in review.quotes if SHA256_DIGEST.fullmatch(q.quote_hash)]
+    hashes = [q.quote_hash for q in review.quotes if is_digest(q.quote_hash)]
     evidence = tuple(dict.fromkeys([result.digest, brief.digest, *hashes]))
     who = f"verifier key {review.verifier_key}"
     if problem is not None:

@@ -15,18 +15,15 @@ verdicts are guarded at construction, so that an invalid check cannot exist:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import InitVar, dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Final, Literal, NoReturn, cast
 
+from adjudge.digests import is_digest
 from adjudge.errors import CriteriaError
 from adjudge.kernel.authority import Authority
-
-# The digest form, repeated here because observables imports this module.
-_DIGEST: Final = re.compile(r"sha256:[0-9a-f]{64}")
 
 
 class Verdict(StrEnum):
@@ -180,9 +177,7 @@ class Check:
                 )
         if not isinstance(self.authority, Authority):
             raise CriteriaError(f"{self.authority!r} is not an authority.", code="CHECK_INVALID")
-        if not isinstance(self.evidence, tuple) or not all(
-            isinstance(e, str) and _DIGEST.fullmatch(e) for e in self.evidence
-        ):
+        if not isinstance(self.evidence, tuple) or not all(is_digest(e) for e in self.evidence):
             raise CriteriaError(
                 "A check's evidence is a tuple of sha256:<64 lowercase hex> digests.",
                 code="CHECK_INVALID",

@@ -2,8 +2,9 @@
 
 Nothing here does IO or reads a clock: the caller passes the time, the checker and the fee in a
 :class:`Context`, and applies the returned effects (ledger transfers, verdicts, reputation) in one
-transaction. An event that is not allowed raises an :class:`adjudge.Error` with a stable code and
-changes nothing.
+transaction. Every verdict carries the kernel determination it was decided on
+(:mod:`adjudge.market.proof`), which the caller signs as it is. An event that is not allowed
+raises an :class:`adjudge.Error` with a stable code and changes nothing.
 """
 
 from adjudge.market.effects import (
@@ -30,7 +31,6 @@ from adjudge.market.events import (
     Review,
     Rule,
     Submit,
-    VerifierRouted,
     VerifierVerdict,
 )
 from adjudge.market.lifecycle import Context, Outcome, post, step
@@ -46,7 +46,7 @@ from adjudge.market.money import (
     provider_hold_account,
     wallet_account,
 )
-from adjudge.market.ports import Checker, CheckOutcome, Place, ReceiptIssuer
+from adjudge.market.ports import Checker, CheckOutcome
 from adjudge.market.reputation import AgentRecord, penalize
 from adjudge.market.takes import (
     DEFAULT_TAKE_LIMIT,
@@ -86,8 +86,6 @@ __all__ = [
     "Ledger",
     "Mode",
     "Outcome",
-    "Place",
-    "ReceiptIssuer",
     "Reclaim",
     "Release",
     "Review",
@@ -102,7 +100,6 @@ __all__ = [
     "Task",
     "Transfer",
     "VerdictReached",
-    "VerifierRouted",
     "VerifierVerdict",
     "digest_of",
     "escrow_account",

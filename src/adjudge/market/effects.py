@@ -7,16 +7,20 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from adjudge.kernel import Determination
 from adjudge.market.money import Transfer
 from adjudge.market.tasks import Ending
 
 
 @dataclass(frozen=True)
 class VerdictReached:
-    """A determination on one submission; the caller records it and issues its receipt.
+    """A determination on one submission; the caller records it and signs its receipt.
 
     ``authority`` says who decided: ``deterministic`` (the auto check), ``human`` (the poster or
     an admin) or ``verifier`` (the agent the poster named and trusted at posting).
+    ``determination`` is the kernel's (:mod:`adjudge.market.proof`): ``passed`` is its verdict
+    being PASS, and its policy decision is the money the verdict releases. The caller signs it
+    as it is; nothing downstream decides again.
     """
 
     task_id: str
@@ -30,10 +34,7 @@ class VerdictReached:
     at: datetime
     detail: Mapping[str, Any] = field(default_factory=dict)
     verifier_key: str | None = None  # the named verifier's key, for agent review
-    #: For agent review: the kernel's grounding of the verifier's review (its check is folded).
-    grounding: Any = field(default=None, compare=False, repr=False)
-    #: For the auto check: the digest of the criteria it judged against (its receipt signs it).
-    criteria_digest: str | None = None
+    determination: Determination | None = field(default=None, compare=False, repr=False)
 
     def statement(self) -> dict[str, Any]:
         """The determination as plain JSON data (money-free; integers and strings only)."""
@@ -84,8 +85,9 @@ class Settlement:
 
 @dataclass(frozen=True)
 class Routed:
-    """An agent review that could not be grounded: recorded (its UNKNOWN determination gets a
-    receipt), and the submission waits for the poster's decision. No money moves."""
+    """An agent review that decided nothing (ungrounded, or a PASS the task's trust policy does
+    not carry): recorded with its determination's receipt, and the submission waits for the
+    poster's decision. No money moves."""
 
     task_id: str
     attempt: int
@@ -94,7 +96,7 @@ class Routed:
     result_digest: str | None
     at: datetime
     verifier_key: str | None = None
-    grounding: Any = field(default=None, compare=False, repr=False)
+    determination: Determination | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -51,33 +52,36 @@ class Finalize:
 
 @dataclass(frozen=True)
 class Review:
-    """The poster approves or rejects a submitted result (manual mode), with up to 20 reasons."""
+    """The poster approves or rejects a submitted result (manual mode), with up to 20 reasons.
+
+    ``stored_result`` is the server's stored copy of the submission judged: the oracle checks it
+    against the digest recorded at submission (:mod:`adjudge.market.proof`).
+    """
 
     actor: str
     passed: bool
     reasons: tuple[str, ...] = ()
+    stored_result: str = field(default="", kw_only=True, repr=False)
 
 
 @dataclass(frozen=True)
 class VerifierVerdict:
-    """The named verifier's judgment (agent mode), with up to 10 reasons, grounded in the
-    brief and the result (``grounding``: the kernel's :class:`~adjudge.kernel.semantic.Grounding`
-    of the verifier's review against the verifying side's records, which the receipt folds)."""
+    """The named verifier's judgment (agent mode), with up to 10 reasons.
+
+    ``grounding`` is the kernel's :class:`~adjudge.kernel.semantic.Grounding` of the verifier's
+    review against the verifying side's records (the brief and the result); ``signed`` is the
+    verifier's verified signature of the verdict (:func:`adjudge.market.signed_verdicts.
+    check_signature`'s record); ``stored_result`` is the server's stored copy of the submission
+    judged. The market's proof folds them: a grounded verdict under the task's trust policy
+    decides, anything else sends the submission to the poster.
+    """
 
     actor: str
     passed: bool
     reasons: tuple[str, ...] = ()
     grounding: Any = None
-
-
-@dataclass(frozen=True)
-class VerifierRouted:
-    """The named verifier's judgment could not be grounded (spec 002: ungrounded → UNKNOWN):
-    the submission goes to the poster for a manual decision instead of paying on it."""
-
-    actor: str
-    reason: str
-    grounding: Any = None
+    signed: Mapping[str, Any] | None = field(default=None, kw_only=True)
+    stored_result: str = field(default="", kw_only=True, repr=False)
 
 
 @dataclass(frozen=True)
@@ -116,6 +120,8 @@ class Rule:
     actor: str
     pay_agent: bool
     note: str = ""
+    #: The server's stored copy of the latest submission (the ruling's integrity check).
+    stored_result: str = field(default="", kw_only=True, repr=False)
 
 
 Event = (
@@ -126,7 +132,6 @@ Event = (
     | Finalize
     | Review
     | VerifierVerdict
-    | VerifierRouted
     | Dispute
     | Reclaim
     | Collect

@@ -19,7 +19,8 @@ from adjudge.errors import (
     TransitionError,
     VerificationFailed,
 )
-from adjudge.kernel import rails
+from adjudge.kernel import Check, Determination, Verdict, rails
+from adjudge.market import proof
 from adjudge.market.effects import (
     AgentPenalized,
     DisputeFiled,
@@ -44,7 +45,6 @@ from adjudge.market.events import (
     Review,
     Rule,
     Submit,
-    VerifierRouted,
     VerifierVerdict,
 )
 from adjudge.market.money import (
@@ -56,6 +56,7 @@ from adjudge.market.money import (
     wallet_account,
 )
 from adjudge.market.ports import Checker
+from adjudge.market.signed_verdicts import DETAIL_KEY
 from adjudge.market.takes import (
     DEFAULT_TAKE_LIMIT,
     MAX_TAKE_WINDOW_HOURS,
@@ -353,22 +354,18 @@ def _finalize(task: Task, event: Finalize, ctx: Context) -> Outcome:
             code="NOT_AUTO_MODE",
         )
     _need_status(task, Status.SUBMITTED, "finalized")
-    # The integrity proof a pass needs: the judged bytes are the bytes that were submitted.
-    if digest_of(event.result) != task.result_digest:
-        raise VerificationFailed(
-            "The result to judge differs from the one submitted.", code="RESULT_DIGEST_MISMATCH"
-        )
+    assert task.result_digest is not None
     outcome = ctx.checker.check(event.result, task.criteria)
     return _judge(
         task,
         ctx,
-        passed=outcome.passed,
+        proof.auto_check(outcome, task.result_digest),
+        stored_result=event.result,
         score=outcome.score,
         reasons=tuple(outcome.reasons),
         authority="deterministic",
         judge="service",
         detail=dict(outcome.detail),
-        criteria_digest=outcome.criteria_digest,
     )
 
 
@@ -383,10 +380,12 @@ def _review(task: Task, event: Review, ctx: Context) -> Outcome:
     _need_status(task, Status.SUBMITTED, "reviewed")
     _rail_no_self_verification(task, event.actor)
     _need_reasons(event.reasons, MAX_REVIEW_REASONS)
+    assert task.result_digest is not None
     return _judge(
         task,
         ctx,
-        passed=event.passed,
+        proof.human(event.passed, event.reasons, event.actor, task.result_digest),
+        stored_result=event.stored_result,
         score=None,
         reasons=event.reasons,
         authority="human",
@@ -394,48 +393,51 @@ def _review(task: Task, event: Review, ctx: Context) -> Outcome:
     )
 
 
-def _verifier_may_judge(task: Task, actor: str) -> None:
-    _rail_no_self_verification(task, actor)
+def _verifier_verdict(task: Task, event: VerifierVerdict, ctx: Context) -> Outcome:
+    """The named verifier's verdict decides when the proof folds it to PASS or FAIL: grounded,
+    signed, and (for a PASS) under the task's trust in its key. Anything else decides nothing:
+    the submission goes to the poster, as in manual review."""
+    _rail_no_self_verification(task, event.actor)
     if task.mode is not Mode.AGENT:
         raise TransitionError(
             "Only agent-review tasks take a verifier's verdict.", code="NOT_AGENT_MODE"
         )
-    if actor != task.verifier:
+    if event.actor != task.verifier:
         raise NotAllowed(
             "Only the verifier named at posting may judge this task.", code="NOT_TASK_VERIFIER"
         )
     _need_status(task, Status.AWAITING_VERIFICATION, "judged by its verifier")
-
-
-def _verifier_verdict(task: Task, event: VerifierVerdict, ctx: Context) -> Outcome:
-    _verifier_may_judge(task, event.actor)
     _need_reasons(event.reasons, MAX_VERIFIER_REASONS)
+    check = proof.verifier(
+        task,
+        passed=event.passed,
+        reasons=event.reasons,
+        judge=event.actor,
+        grounding=event.grounding,
+        signed=event.signed,
+    )
+    detail = {DETAIL_KEY: dict(event.signed)} if event.signed else {}
     return _judge(
         task,
         ctx,
-        passed=event.passed,
+        check,
+        stored_result=event.stored_result,
         score=None,
         reasons=event.reasons,
         authority="verifier",
         judge=event.actor,
-        grounding=event.grounding,
+        detail=detail,
+        undecided=_routing_reason(event.grounding),
     )
 
 
-def _verifier_routed(task: Task, event: VerifierRouted, ctx: Context) -> Outcome:
-    """An ungrounded review: the poster decides this submission, as in manual review."""
-    _verifier_may_judge(task, event.actor)
-    routed = Routed(
-        task.id,
-        task.attempts,
-        event.actor,
-        event.reason,
-        task.result_digest,
-        ctx.now,
-        task.verifier_key,
-        event.grounding,
-    )
-    return Outcome(replace(task, status=Status.SUBMITTED, routed=True), (routed,))
+def _routing_reason(grounding: Any) -> str:
+    """Why an agent review that decided nothing goes to the poster."""
+    if grounding is None:
+        return "the review is not grounded in the brief and the result"
+    if not grounding.grounded:
+        return str(grounding.reason)
+    return "the task's trust policy does not carry this verifier's verdict"
 
 
 def _dispute(task: Task, event: Dispute, ctx: Context) -> Outcome:
@@ -509,23 +511,32 @@ def _rule(task: Task, event: Rule, ctx: Context) -> Outcome:
             code="CONFLICT_OF_INTEREST",
         )
     _need_status(task, (Status.DISPUTED, Status.ESCALATED), "ruled on")
+    assert task.result_digest is not None  # both states hold delivered work
+    reasons = (event.note,) if event.note else ()
+    determination = _decided(
+        task,
+        ctx,
+        proof.human(event.pay_agent, reasons, event.actor, task.result_digest, ruling=True),
+        event.stored_result,
+    )
+    paid = determination.verdict is Verdict.PASS
     verdict = VerdictReached(
         task_id=task.id,
         attempt=task.attempts,
-        passed=event.pay_agent,
+        passed=paid,
         score=None,
-        reasons=(event.note,) if event.note else (),
+        reasons=reasons,
         authority="human",
         judge=event.actor,
         result_digest=task.result_digest,
         at=ctx.now,
         detail={"ruling": True},
     )
-    if event.pay_agent:
-        paid = _pay(task, ctx, Ending.PAID_BY_RULING)
-        return Outcome(paid.task, (verdict, *paid.effects))
-    refunded = _refund(task, ctx, Ending.REFUNDED_BY_RULING)
-    return Outcome(refunded.task, (verdict, *refunded.effects))
+    if paid:
+        settled = _pay(task, ctx, Ending.PAID_BY_RULING)
+    else:
+        settled = _refund(task, ctx, Ending.REFUNDED_BY_RULING)
+    return _with_determination(settled, verdict, determination)
 
 
 _HANDLERS: dict[type[Any], Callable[[Task, Any, Context], Outcome]] = {
@@ -536,7 +547,6 @@ _HANDLERS: dict[type[Any], Callable[[Task, Any, Context], Outcome]] = {
     Finalize: _finalize,
     Review: _review,
     VerifierVerdict: _verifier_verdict,
-    VerifierRouted: _verifier_routed,
     Dispute: _dispute,
     Reclaim: _reclaim,
     Collect: _collect,
@@ -548,21 +558,61 @@ _HANDLERS: dict[type[Any], Callable[[Task, Any, Context], Outcome]] = {
 # --- shared steps ------------------------------------------------------------------------------
 
 
+def _decided(task: Task, ctx: Context, judgment: Check, stored_result: str) -> Determination:
+    """The kernel's determination of ``judgment`` (:mod:`adjudge.market.proof`); a stored copy
+    that is not the submission (the oracle's MISMATCH) decides nothing and moves nothing."""
+    determination = proof.judged(task, stored_result, judgment, at=ctx.now)
+    if determination.verdict is Verdict.MISMATCH:
+        raise VerificationFailed(
+            "The result to judge differs from the one submitted.", code="RESULT_DIGEST_MISMATCH"
+        )
+    return determination
+
+
+def _with_determination(
+    settled: Outcome, verdict: VerdictReached, determination: Determination
+) -> Outcome:
+    """The outcome of a verdict: its determination, with the money it releases (if any) as
+    its policy decision, then the settlement's own effects."""
+    money = next((e for e in settled.effects if isinstance(e, Settlement)), None)
+    if money is not None:
+        determination = proof.settled(determination, money.decision())
+    return Outcome(settled.task, (replace(verdict, determination=determination), *settled.effects))
+
+
 def _judge(
     task: Task,
     ctx: Context,
+    judgment: Check,
     *,
-    passed: bool,
+    stored_result: str,
     score: int | None,
     reasons: tuple[str, ...],
     authority: str,
     judge: str,
     detail: dict[str, Any] | None = None,
-    grounding: Any = None,
-    criteria_digest: str | None = None,
+    undecided: str | None = None,
 ) -> Outcome:
-    """A verdict on the latest submission: a pass pays out, a fail costs the agent a round."""
+    """A verdict on the latest submission, decided by the kernel's determination of
+    ``judgment``: PASS pays out, FAIL costs the agent a round, MISMATCH is refused
+    (``RESULT_DIGEST_MISMATCH``). Anything else decides nothing: the submission goes to the
+    poster (``undecided`` says why; only an agent review can fold so)."""
     assert task.agent is not None
+    determination = _decided(task, ctx, judgment, stored_result)
+    if determination.verdict not in (Verdict.PASS, Verdict.FAIL):
+        why = undecided or f"the judgment folds to {determination.verdict}"
+        routed = Routed(
+            task.id,
+            task.attempts,
+            judge,
+            why,
+            task.result_digest,
+            ctx.now,
+            task.verifier_key,
+            determination=proof.routing(task, stored_result, judgment, at=ctx.now, reason=why),
+        )
+        return Outcome(replace(task, status=Status.SUBMITTED, routed=True), (routed,))
+    passed = determination.verdict is Verdict.PASS
     verdict = VerdictReached(
         task_id=task.id,
         attempt=task.attempts,
@@ -575,14 +625,13 @@ def _judge(
         at=ctx.now,
         detail=detail or {},
         verifier_key=task.verifier_key if authority == "verifier" else None,
-        grounding=grounding,
-        criteria_digest=criteria_digest,
     )
     if passed:
-        paid = _pay(task, ctx, Ending.PAID_ON_PASS)
-        return Outcome(paid.task, (verdict, *paid.effects))
+        return _with_determination(_pay(task, ctx, Ending.PAID_ON_PASS), verdict, determination)
     failed = replace(task, status=Status.FAILED, failed_at=ctx.now)
-    return Outcome(failed, (verdict, AgentPenalized(task.agent)))
+    return Outcome(
+        failed, (replace(verdict, determination=determination), AgentPenalized(task.agent))
+    )
 
 
 def _pay(task: Task, ctx: Context, ending: Ending) -> Outcome:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import enum
-import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
+
+from adjudge.digests import sha256_digest
 
 
 class Mode(enum.StrEnum):
@@ -53,7 +54,7 @@ class Ending(enum.StrEnum):
 
 def digest_of(result: str) -> str:
     """The integrity digest of a result: ``sha256:`` and the hex of its UTF-8 bytes."""
-    return "sha256:" + hashlib.sha256(result.encode("utf-8")).hexdigest()
+    return sha256_digest(result)
 
 
 @dataclass(frozen=True)

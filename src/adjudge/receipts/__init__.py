@@ -19,6 +19,7 @@ from adjudge.receipts.chain import (
     verify_lines,
 )
 from adjudge.receipts.envelope import Envelope, pae
+from adjudge.receipts.issuer import Issuer, SignedReceipts
 from adjudge.receipts.keys import Signer, SigningKey, VerifyingKey, fingerprint
 from adjudge.receipts.standing import Deadline, Standing, as_of
 
@@ -27,8 +28,10 @@ __all__ = [
     "Deadline",
     "Envelope",
     "Head",
+    "Issuer",
     "Receipt",
     "ReceiptLog",
+    "SignedReceipts",
     "Signer",
     "SigningKey",
     "Standing",

@@ -6,13 +6,13 @@ so that every implementation agrees on the bytes. A float anywhere is refused.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import Any, Final
 
 import orjson
 import rfc8785
 
+from adjudge.digests import sha256_digest
 from adjudge.errors import BadInput, ReceiptError
 
 
@@ -26,6 +26,26 @@ def canonical_bytes(value: Any) -> bytes:
     """
     _check_signable(value)
     return encode_plain(value)
+
+
+def canonical_json(value: Any) -> bytes:
+    """The canonical bytes of any parsed JSON value: what is digested, compared or sent where
+    a value need not be signable.
+
+    A signable value (no floats, I-JSON integers) takes :func:`canonical_bytes`; a float or
+    another value RFC 8785 can write takes ``rfc8785``; a value with no RFC 8785 form (an
+    integer beyond I-JSON, say) is sorted compact UTF-8 JSON instead, so an odd number a
+    provider sends cannot crash what digests it. Raises ``TypeError`` only for what is not JSON
+    at all.
+    """
+    try:
+        return canonical_bytes(value)
+    except (ReceiptError, BadInput):
+        pass  # a float, a number outside I-JSON, a type only rfc8785 takes: its own encoder
+    try:
+        return bytes(rfc8785.dumps(value))
+    except rfc8785.CanonicalizationError:
+        return _ENCODER.encode(value).encode("utf-8")
 
 
 def encode_plain(value: Any) -> bytes:
@@ -101,7 +121,7 @@ _DECODER = json.JSONDecoder(parse_float=_no_float, parse_constant=_no_float, par
 
 def digest(value: Any) -> str:
     """``sha256:<hex>`` of the canonical bytes of ``value``."""
-    return "sha256:" + hashlib.sha256(canonical_bytes(value)).hexdigest()
+    return sha256_digest(canonical_bytes(value))
 
 
 def _check_signable(value: Any) -> None:

@@ -17,11 +17,11 @@ result B never supersedes a FAIL about result A unless both say they answer the 
 from __future__ import annotations
 
 import functools
-import hashlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from adjudge.digests import from_hex, sha256_digest
 from adjudge.errors import BadInput, ReceiptError
 from adjudge.kernel.determination import Determination
 from adjudge.kernel.verdicts import Verdict
@@ -81,7 +81,7 @@ class Receipt:
 
 def receipt_id(payload: bytes) -> str:
     """A receipt's id: ``sha256:`` of its statement bytes."""
-    return "sha256:" + hashlib.sha256(payload).hexdigest()
+    return sha256_digest(payload)
 
 
 def same_subject(new: tuple[str | None, str], old: tuple[str | None, str]) -> bool:
@@ -619,7 +619,7 @@ def _receipt(signed: Envelope, body: dict[str, Any], payload: bytes) -> Receipt:
         envelope=signed,
         receipt_id=receipt_id(payload),
         verdict=Verdict(predicate["verdict"]),
-        subject_digest="sha256:" + body["subject"][0]["digest"]["sha256"],
+        subject_digest=from_hex(body["subject"][0]["digest"]["sha256"]),
         sequence=predicate["sequence"],
         previous=predicate["previous"],
         supersedes=predicate.get("supersedesReceiptId"),

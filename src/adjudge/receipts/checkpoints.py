@@ -22,8 +22,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from adjudge.digests import DIGEST as SHA256_DIGEST
 from adjudge.errors import ReceiptError
-from adjudge.kernel.observables import SHA256_DIGEST
 from adjudge.receipts.canonical import digest
 
 #: The policy decision's ``type`` that marks a checkpoint.

@@ -27,13 +27,13 @@ error. So this path only ever proves a line good, and every refusal and its code
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any, Final, NamedTuple
 
 import orjson
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from adjudge.digests import from_hex, sha256_digest
 from adjudge.errors import BadInput, ReceiptError
 from adjudge.receipts.canonical import is_sorted_compact
 from adjudge.receipts.checkpoints import NamedHead, named_heads
@@ -273,9 +273,9 @@ def _no_float(body: dict[str, Any], predicate: dict[str, Any], signer: dict[str,
 
 def _entry(payload: bytes, body: dict[str, Any], predicate: dict[str, Any]) -> Entry:
     # check_statement() has checked every field read here.
-    subject = "sha256:" + body["subject"][0]["digest"]["sha256"]
+    subject = from_hex(body["subject"][0]["digest"]["sha256"])
     return Entry(
-        "sha256:" + hashlib.sha256(payload).hexdigest(),  # (3)
+        sha256_digest(payload),  # (3)
         predicate["sequence"],
         predicate["previous"],
         predicate.get("supersedesReceiptId"),

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from adjudge.digests import from_hex
 from adjudge.errors import ReceiptError
 from adjudge.kernel.verdicts import Verdict, format_time, parse_time, require_aware
 from adjudge.receipts import statement
@@ -84,7 +85,7 @@ def as_of(source: Receipt | Envelope | Mapping[str, Any], at: datetime) -> Stand
     require_aware(at, "at")
     body = _statement(source)
     p = statement.check_statement(body)
-    subject = "sha256:" + body["subject"][0]["digest"]["sha256"]
+    subject = from_hex(body["subject"][0]["digest"]["sha256"])
     replayed = statement.replay(p, subject, at)
     when = max(at, replayed.decided_at)
     deadlines = []

@@ -18,6 +18,7 @@ import unicodedata
 from datetime import datetime
 from typing import Any, Final, NamedTuple, TypeVar
 
+from adjudge.digests import from_hex, is_digest, to_hex
 from adjudge.errors import BadInput, CriteriaError, ReceiptError
 from adjudge.kernel.authority import Authority, TrustPolicy
 from adjudge.kernel.determination import (
@@ -29,7 +30,7 @@ from adjudge.kernel.determination import (
     leans_on_key,
     policy_decision,
 )
-from adjudge.kernel.observables import CONTENT_DIGEST, SHA256_DIGEST, is_exact
+from adjudge.kernel.observables import CONTENT_DIGEST, is_exact
 from adjudge.kernel.verdicts import (
     EXPIRY_VERDICTS,
     Verdict,
@@ -113,7 +114,7 @@ def build(
         "subject": [
             {
                 "name": SUBJECT,
-                "digest": {"sha256": determination.subject_digest.removeprefix("sha256:")},
+                "digest": {"sha256": to_hex(determination.subject_digest)},
             }
         ],
         "predicateType": PREDICATE_TYPE,
@@ -157,8 +158,8 @@ def _subject_digest(s: dict[str, Any]) -> str:
     if named.get("name") != SUBJECT:
         raise _malformed(f"the subject is named {SUBJECT!r}")
     hex_digest = _object(named.get("digest"), "subject.digest").get("sha256")
-    digest = "sha256:" + hex_digest if isinstance(hex_digest, str) else ""
-    if not _is_digest(digest):
+    digest = from_hex(hex_digest) if isinstance(hex_digest, str) else ""
+    if not is_digest(digest):
         raise _malformed("the subject has no sha256 digest")
     return digest
 
@@ -245,7 +246,7 @@ def _require_chain_fields(p: dict[str, Any]) -> None:
             continue
         if value is _ABSENT:
             raise _malformed(f"the predicate has no {name} (null when there is none)")
-        if not (isinstance(value, str) and _is_digest(value)):
+        if not is_digest(value):
             raise _malformed(f"{name} is a sha256: digest or null")
     if "lane" in p:
         lane = p["lane"]
@@ -253,7 +254,7 @@ def _require_chain_fields(p: dict[str, Any]) -> None:
             raise _malformed("lane is a whole number from 1 (lane 0 is not named)")
     if "supersedesReceiptId" in p:
         value = p["supersedesReceiptId"]
-        if not (isinstance(value, str) and SHA256_DIGEST.fullmatch(value)):
+        if not is_digest(value):
             raise _malformed("supersedesReceiptId is a receipt id (sha256: digest)")
     if "about" in p:
         try:
@@ -278,7 +279,7 @@ def _replay(
     if not isinstance(evidence, list):
         raise _malformed(_EVIDENCE)
     for digest in evidence:  # a loop, not all(...): this runs for every check of every receipt
-        if not (isinstance(digest, str) and _is_digest(digest)):
+        if not is_digest(digest):
             raise _malformed(_EVIDENCE)
     key = get("verifierKey")
     if key is not None and not isinstance(key, str):
@@ -364,7 +365,6 @@ _PASS: Final = Verdict.PASS
 _MISMATCH: Final = Verdict.MISMATCH
 _PENDING: Final = Verdict.PENDING
 _DETERMINISTIC: Final = Authority.DETERMINISTIC
-_is_digest: Final = SHA256_DIGEST.fullmatch
 
 
 def _member(table: dict[object, _T], value: object, what: str) -> _T:

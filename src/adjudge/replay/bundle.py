@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from adjudge.calls.verify import digest_of
+from adjudge.digests import sha256_digest
 from adjudge.errors import BadInput, Error
 from adjudge.receipts.canonical import canonical_bytes
 
@@ -144,7 +145,7 @@ def depends_on(kind: str, files: Mapping[str, bytes]) -> dict[str, str | None]:
     if kind == "task":
         result = files.get("result.txt")
         return {
-            "result": None if result is None else _sha256(result),
+            "result": None if result is None else sha256_digest(result),
             "criteria": document("criteria.json"),
         }
     call = parsed("call.json")
@@ -161,7 +162,7 @@ def depends_on(kind: str, files: Mapping[str, bytes]) -> dict[str, str | None]:
 def response_digest(files: Mapping[str, bytes]) -> str | None:
     """The digest the call's verification judged: of the bytes held, else as reported."""
     if "response.bin" in files:
-        return _sha256(files["response.bin"])
+        return sha256_digest(files["response.bin"])
     try:
         response = json.loads(files["response.json"].decode("utf-8"))
     except (KeyError, UnicodeDecodeError, ValueError, RecursionError):
@@ -322,10 +323,6 @@ def _manifest(data: bytes) -> dict[str, Any]:
 
 def _hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-def _sha256(data: bytes) -> str:
-    return "sha256:" + _hex(data)
 
 
 def _digest_or_none(value: Any) -> str | None:

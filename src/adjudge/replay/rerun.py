@@ -2,7 +2,8 @@
 
 Each re-run does what the service did, with the service's own functions: the auto check over
 the stored result and the criteria, folded with the oracle's integrity check into the kernel's
-determination (as :class:`adjudge.app.wiring.SignedReceipts` does); or the call's verification
+determination (as :func:`adjudge.market.proof.judged` builds it for an auto task: the default
+trust policy, the criteria digest bound); or the call's verification
 under its contract and policy, determined as the gateway and the call report do. The
 determination is then built into a statement at the receipt's own place on its log, so it can be
 compared with the signed one byte for byte.
@@ -14,7 +15,6 @@ over from the receipt and said so; a call's policy decision (payment, strike) is
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -32,6 +32,7 @@ from adjudge.calls import (
 )
 from adjudge.calls.kernel_rows import determine_call
 from adjudge.calls.verify import digest_of, digested_bytes, received_response
+from adjudge.digests import from_hex, sha256_digest
 from adjudge.errors import Error
 from adjudge.kernel import DEFAULT_POLICY, Determination, determine
 from adjudge.kernel.adapters import auto_check_check
@@ -69,7 +70,7 @@ def task(bundle: Bundle, signed: dict[str, Any]) -> Rerun:
     criteria = bundle.json("criteria.json")
     if not isinstance(criteria, dict):
         raise unusable("criteria.json is not a JSON object")
-    actual = "sha256:" + hashlib.sha256(raw).hexdigest()
+    actual = sha256_digest(raw)
     if actual != subject:
         out.differ(
             "result.txt",
@@ -268,7 +269,7 @@ def _rebuilt(determination: Determination, signed: dict[str, Any]) -> dict[str, 
 
 def _subject(signed: dict[str, Any]) -> str:
     try:
-        return "sha256:" + str(signed["subject"][0]["digest"]["sha256"])
+        return from_hex(str(signed["subject"][0]["digest"]["sha256"]))
     except (KeyError, IndexError, TypeError) as exc:
         raise unusable("the receipt's statement names no subject") from exc
 

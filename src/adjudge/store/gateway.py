@@ -9,7 +9,6 @@ them in the clear.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -36,6 +35,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
 from adjudge.calls.pricing import ListedPrice
+from adjudge.digests import sha256_digest
 from adjudge.errors import NotAllowed
 from adjudge.store import schema as s
 from adjudge.store.records import Page, decode_cursor, encode_cursor, newest_first
@@ -149,7 +149,7 @@ class GatewayCall:
 
 def hashed(key: str) -> str:
     """How an idempotency key is kept: its sha256."""
-    return "sha256:" + hashlib.sha256(key.encode("utf-8")).hexdigest()
+    return sha256_digest(key)
 
 
 # --- tools ----------------------------------------------------------------------------------

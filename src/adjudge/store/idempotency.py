@@ -6,19 +6,19 @@ key (a new account's API key), so the database alone must not hand out the key t
 
 from __future__ import annotations
 
-import hashlib
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import and_, insert, select
 from sqlalchemy.exc import IntegrityError
 
+from adjudge.digests import sha256_digest
 from adjudge.store import schema as s
 from adjudge.store.transaction import ConcurrentUpdate, Transaction
 
 
 def _hashed(key: str) -> str:
-    return "sha256:" + hashlib.sha256(key.encode("utf-8")).hexdigest()
+    return sha256_digest(key)
 
 
 def recalled(tx: Transaction, account_id: str, key: str) -> tuple[str, Any] | None:

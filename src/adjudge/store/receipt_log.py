@@ -22,8 +22,8 @@ from typing import Any
 from sqlalchemy import bindparam, insert, or_, select, update
 
 from adjudge.errors import StorageError
-from adjudge.market.ports import Place
 from adjudge.receipts.checkpoints import NamedHead
+from adjudge.receipts.issuer import Place
 from adjudge.store import schema as s
 from adjudge.store.transaction import Transaction
 

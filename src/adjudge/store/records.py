@@ -29,6 +29,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import IntegrityError
 
+from adjudge.digests import sha256_digest
 from adjudge.errors import BadInput, Conflict
 from adjudge.market import AgentRecord, Ending, Mode, Routed, Status, Task, VerdictReached
 from adjudge.store import api_keys
@@ -41,7 +42,7 @@ log = logging.getLogger("adjudge.store")
 
 def key_hash(api_key: str) -> str:
     """How an API key is stored: ``sha256:`` and the hex digest (the key itself never is)."""
-    return "sha256:" + hashlib.sha256(api_key.encode("utf-8")).hexdigest()
+    return sha256_digest(api_key)
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,14 @@
-"""The tables. Alembic migrations (``migrations/``) create and change them; this module is the
-current shape the code reads and writes.
+"""The database's shape: the one :data:`metadata`, the column types, and the marketplace's own
+tables — accounts and balances, the ledger, tasks with their takes, lapses, submissions,
+verdicts and disputes, receipts and the chain head, idempotency, review leases, verifier keys
+and quotas.
+
+The other stores define their tables beside the queries that use them, on this same metadata:
+:mod:`~adjudge.store.api_keys`, :mod:`~adjudge.store.call_reports`, :mod:`~adjudge.store.calls`,
+:mod:`~adjudge.store.gateway`, :mod:`~adjudge.store.holds`, :mod:`~adjudge.store.outbox` and
+:mod:`~adjudge.store.quality_windows`. ``metadata.tables`` is the whole database once
+:mod:`adjudge.store` is imported; Alembic migrations (``migrations/``) create and change every
+table, and a test holds the two equal.
 
 Money columns are 64-bit integers of minor units; times are stored as naive UTC and read back as
 aware UTC (SQLite keeps no time zone).

@@ -10,12 +10,13 @@ minutes from its own clock.
 from __future__ import annotations
 
 import base64
-import json
 import os
 from datetime import UTC, datetime
 from typing import Any
 
 from standardwebhooks import Webhook
+
+from adjudge.receipts.canonical import canonical_json
 
 #: The prefix Standard Webhooks gives a symmetric secret.
 PREFIX = "whsec_"
@@ -28,8 +29,9 @@ def new_secret() -> str:
 
 
 def body_bytes(payload: Any) -> bytes:
-    """The exact bytes sent (and signed) for an event: compact JSON, keys sorted, UTF-8."""
-    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode()
+    """The exact bytes sent (and signed) for an event: its canonical JSON (RFC 8785: compact,
+    keys sorted, UTF-8)."""
+    return canonical_json(payload)
 
 
 def sign(secret: str, msg_id: str, at: datetime, body: bytes) -> str:

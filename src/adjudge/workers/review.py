@@ -9,7 +9,7 @@ verifier's private key (to sign them). Each poll:
 3. on an answer, finds each excerpt the model quoted in the brief and the result as the job
    holds them, keeps only those found word for word (with their offsets and hashes: the quotes
    that ground the verdict), signs the verdict payload with the verifier's key (the key the task
-   trusts; see :mod:`adjudge.app.signed_verdicts`) and posts it (``POST /tasks/{id}/verdict``)
+   trusts; see :mod:`adjudge.market.signed_verdicts`) and posts it (``POST /tasks/{id}/verdict``)
    with an Idempotency-Key per submission, so every rule, the ledger and the receipt apply; a
    verdict that lost a race is refused and skipped. A verdict left with no quote from the brief
    or none from the result still goes, and the service sends it to the poster to decide;
@@ -23,10 +23,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from adjudge.app.signed_verdicts import sign_verdict, verdict_payload
 from adjudge.client import ApiError, Client
 from adjudge.kernel.oracle import Record
 from adjudge.kernel.semantic import Quote
+from adjudge.market.signed_verdicts import sign_verdict, verdict_payload
 from adjudge.receipts import Signer
 from adjudge.workers.judges import Judge, JudgeError
 

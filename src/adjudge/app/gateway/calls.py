@@ -36,7 +36,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from adjudge.app import metrics, settlement
@@ -78,7 +78,8 @@ from adjudge.gateway import (
 )
 from adjudge.gateway.forward import AsyncForwarder, FailureKind, ForwardFailure, Outcome
 from adjudge.kernel import Determination, determine
-from adjudge.market import Place
+from adjudge.receipts import Issuer
+from adjudge.receipts.issuer import Place
 from adjudge.store import Account, Transaction, call_reports, receipt_log, records
 from adjudge.store import calls as calls_db
 from adjudge.store import gateway as db
@@ -93,20 +94,6 @@ DB_THREADS = 8
 T = TypeVar("T")
 
 
-class CallIssuer(Protocol):
-    """What signs a call's determination (:class:`adjudge.app.wiring.SignedReceipts`)."""
-
-    def issue_call(
-        self,
-        determination: Determination,
-        previous: Place,
-        *,
-        about: str | None = None,
-    ) -> Mapping[str, Any]:
-        """The receipt of ``determination`` chained after ``previous``, about ``about``."""
-        ...
-
-
 class IdempotencyInProgress(RateLimited):
     """The first call with this key has not ended yet: wait and send the same again."""
 
@@ -119,7 +106,7 @@ class Gateway:
     def __init__(
         self,
         unit: UnitOfWork,
-        issuer: object,
+        issuer: Issuer,
         *,
         box: SecretBox,
         forwarder: Forwarder | None = None,
@@ -341,7 +328,6 @@ class Gateway:
     async def _start(self, ask: _Asked, prepared: _Prepared) -> _Begun | Answer[dict[str, Any]]:
         """(2), committed with whatever else starts meanwhile; a lost race on the key replays
         the winner's answer."""
-        self._need_call_issuer()  # a call it could not end must not reserve or forward
         start, begun = self._starting(ask, prepared)
         try:
             with stage("gateway.reserve.wait"):
@@ -555,13 +541,10 @@ class Gateway:
         now = self.unit.now()
         issuer = self.issuer
         tool = parsed_tool(stored)
-        self._need_call_issuer()
 
         def issue(previous: Place) -> Mapping[str, Any]:
             with stage("gateway.receipt.sign"):
-                return issuer.issue_call(  # type: ignore[no-any-return,attr-defined]
-                    determination, previous, about=call_subject(call_id)
-                )
+                return issuer.sign(determination, previous, about=call_subject(call_id))
 
         with stage("gateway.receipt"):
             if result.error is None:
@@ -653,13 +636,6 @@ class Gateway:
             return answer
 
         return run
-
-    def _need_call_issuer(self) -> None:
-        if not callable(getattr(self.issuer, "issue_call", None)):
-            raise Unavailable(
-                "This service has no signer for call receipts; nothing was charged.",
-                code="CALL_RECEIPTS_UNAVAILABLE",
-            )
 
     def _interrupted(self, call: db.GatewayCall) -> bool:
         """End a pending call as a system error (the process stopped mid-call); False if it

@@ -1,0 +1,285 @@
+"""Each task verdict's kernel determination: the one decision a task's money follows.
+
+The lifecycle (:mod:`adjudge.market.lifecycle`) asks this module for the determination of every
+judgment and pays on its verdict; the service only signs what it gets (one issuer port,
+:mod:`adjudge.receipts.issuer`). A determination holds, about the judged result:
+
+- the oracle's evidence-integrity check of the server's stored copy against the digest recorded
+  at submission (:func:`adjudge.kernel.oracle.integrity`): PASS with the proof a PASS needs, or
+  MISMATCH, which no money follows;
+- the judgment as a kernel check, by the authority that made it: the auto check is
+  ``deterministic``; the poster's review and an admin's ruling are ``human``; the named
+  verifier agent's review is ``semantic``, carrying its key, its grounding in the brief and the
+  result (:func:`adjudge.kernel.semantic.ground_review`) and the digest of the verdict it signed;
+- the task's trust policy: the kernel's default (``deterministic`` and ``human``), plus the one
+  verifier key an agent-review task named at posting — so a model's PASS counts only through
+  that key, and never without it;
+- the digest of the task's criteria as posted (RFC 8785 JSON), which every task receipt binds;
+- the policy decision: what the market released (the settlement), or where it sent the work.
+
+Pure: the stored copy is read by the caller from its store and passed in; nothing here reads a
+file, the clock or a database.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from datetime import datetime
+from typing import Any
+
+from adjudge.errors import BadInput, TransitionError, VerificationFailed
+from adjudge.kernel import DEFAULT_POLICY, Authority, Check, Determination, TrustPolicy, Verdict
+from adjudge.kernel import determine as kernel_determine
+from adjudge.kernel.adapters import VerificationResultLike, auto_check_check
+from adjudge.kernel.determination import PolicyValue
+from adjudge.kernel.oracle import Record, integrity
+from adjudge.kernel.semantic import Grounding
+from adjudge.market.signed_verdicts import check_signature, verdict_payload
+from adjudge.market.tasks import Mode, Task
+from adjudge.receipts.canonical import digest
+
+#: The names of a human judgment's check: the poster's review, an admin's ruling.
+REVIEW_CHECK = "manual-review"
+RULING_CHECK = "admin-ruling"
+#: The check of a settlement no judgment decided (never PASS).
+ENDING_CHECK = "judgment"
+#: The policy decision of an agent review that decided nothing (the poster decides instead).
+ROUTING_TYPE = "adjudge.task.routing/v1"
+
+__all__ = [
+    "ENDING_CHECK",
+    "REVIEW_CHECK",
+    "ROUTING_TYPE",
+    "RULING_CHECK",
+    "auto_check",
+    "criteria_digest",
+    "ending",
+    "human",
+    "judged",
+    "record_digest",
+    "round_of",
+    "routing",
+    "settled",
+    "trust_policy",
+    "verifier",
+]
+
+
+def round_of(task_id: str, attempt: int) -> str:
+    """The ``about`` name of a task's round: what its verdicts and settlements answer."""
+    return f"task:{task_id}/round:{attempt}"
+
+
+def criteria_digest(criteria: Mapping[str, Any]) -> str:
+    """The digest a task receipt binds the task's criteria by: ``sha256:`` of their RFC 8785
+    JSON, as contracts and policies are digested, so anyone holding the criteria as posted can
+    recompute it."""
+    return digest(dict(criteria))
+
+
+def trust_policy(task: Task) -> TrustPolicy:
+    """The task's trust policy: the kernel's default, plus the one verifier key an
+    agent-review task named at posting (seed 000's agent review; never an authority class)."""
+    if task.mode is Mode.AGENT and task.verifier_key:
+        return DEFAULT_POLICY.with_verifier(task.verifier_key)
+    return DEFAULT_POLICY
+
+
+def record_digest(task: Task) -> str:
+    """The subject of a receipt about a task that holds no delivered result: its posting."""
+    return digest(
+        {
+            "type": "adjudge.task/v1",
+            "id": task.id,
+            "poster": task.poster,
+            "reward": str(task.reward),
+            "postedAt": task.posted_at.isoformat(),
+            "deadline": task.deadline.isoformat(),
+        }
+    )
+
+
+# --- the judgment, as a kernel check ------------------------------------------------------------
+
+
+def auto_check(outcome: VerificationResultLike, subject: str) -> Check:
+    """The auto check's outcome as a ``deterministic`` check over the result ``subject``."""
+    return auto_check_check(outcome, subject)
+
+
+def human(
+    passed: bool, reasons: tuple[str, ...], judge: str, subject: str, *, ruling: bool = False
+) -> Check:
+    """A person's judgment (the poster's review, or an admin's ruling) as a ``human`` check."""
+    reason = "; ".join(reasons) or ("approved" if passed else "rejected")
+    return Check(
+        name=RULING_CHECK if ruling else REVIEW_CHECK,
+        verdict=Verdict.PASS if passed else Verdict.FAIL,
+        authority=Authority.HUMAN,
+        evidence=(subject,),
+        reason=f"{judge}: {reason}",
+    )
+
+
+def verifier(
+    task: Task,
+    *,
+    passed: bool,
+    reasons: tuple[str, ...],
+    judge: str,
+    grounding: Grounding | None,
+    signed: Mapping[str, Any] | None,
+) -> Check:
+    """The named verifier's review as a ``semantic`` check, carrying its key.
+
+    The check is the kernel's grounding of the review (PASS only for a grounded pass), with the
+    digest of the verdict the verifier signed added to its evidence. The signature is re-verified
+    here against the key the task's trust policy names, and its payload must be about this very
+    verdict (the task, the submission judged, its digest, ``passed`` and ``reasons``), so no
+    review check exists for a verdict its verifier did not sign (``VERDICT_SIGNATURE_REQUIRED``,
+    ``VERDICT_SIGNATURE_INVALID``). A review with no grounding is UNKNOWN: it decides nothing.
+    """
+    subject = _subject(task)
+    signature = _signed_digest(task, passed, reasons, signed)
+    reason = "; ".join(reasons) or ("approved" if passed else "rejected")
+    if grounding is None:
+        return Check(
+            name="agent-review",
+            verdict=Verdict.UNKNOWN,
+            authority=Authority.SEMANTIC,
+            evidence=(subject, signature),
+            reason=f"verifier {judge}: {reason} (not grounded in the brief and the result)",
+            verifier_key=task.verifier_key,
+        )
+    grounded = grounding.check
+    return Check(
+        name=grounded.name,
+        verdict=grounded.verdict,
+        authority=grounded.authority,
+        evidence=(*grounded.evidence, signature),
+        reason=f"verifier {judge}: {reason} ({grounded.reason})",
+        verifier_key=grounded.verifier_key,
+    )
+
+
+# --- determinations -----------------------------------------------------------------------------
+
+
+def judged(
+    task: Task,
+    stored_result: str,
+    judgment: Check,
+    *,
+    at: datetime,
+    decision: Mapping[str, PolicyValue] | None = None,
+) -> Determination:
+    """The determination of one judgment of the task's latest submission, as at ``at``.
+
+    ``stored_result`` is the server's own stored copy of that submission: the oracle checks it
+    against the digest recorded at submission, so a copy that changed since is a MISMATCH. The
+    checks fold under the task's trust policy, and the task's criteria digest is bound.
+    """
+    subject = _subject(task)
+    checks = (integrity(Record(stored_result.encode("utf-8")), subject), judgment)
+    return kernel_determine(
+        subject,
+        checks,
+        now=at,
+        policy=trust_policy(task),
+        criteria_digest=criteria_digest(task.criteria),
+        policy_decision=decision,
+    )
+
+
+def settled(determination: Determination, decision: Mapping[str, PolicyValue]) -> Determination:
+    """``determination`` with the money it releases as its policy decision (never folded)."""
+    return replace(determination, policy_decision=decision)
+
+
+def routing(
+    task: Task, stored_result: str, judgment: Check, *, at: datetime, reason: str
+) -> Determination:
+    """The determination of an agent review that decides nothing (ungrounded, or a PASS the
+    task's trust policy does not carry): its policy decision sends the work to the poster."""
+    decision: dict[str, PolicyValue] = {
+        "type": ROUTING_TYPE,
+        "task": task.id,
+        "attempt": task.attempts,
+        "routedTo": "poster",
+        "reason": reason,
+    }
+    return judged(task, stored_result, judgment, at=at, decision=decision)
+
+
+def ending(
+    task: Task,
+    stored_result: str | None,
+    decision: Mapping[str, PolicyValue],
+    *,
+    result_digest: str | None,
+    at: datetime,
+) -> Determination:
+    """The determination of an ending no judgment decided (a refund, a payout after escalation).
+
+    NOT_RUN: no judgment happens at settlement. Over delivered work (``result_digest``, with the
+    server's ``stored_result``) it holds the oracle's integrity check and a ``judgment`` check
+    that did not run, so it can never fold to PASS; over work never delivered it holds no check
+    and its subject is the task's own record. ``decision`` is the ending and every amount it
+    releases.
+    """
+    if result_digest is not None and stored_result is not None:
+        subject = result_digest
+        checks: tuple[Check, ...] = (
+            integrity(Record(stored_result.encode("utf-8")), subject),
+            Check(
+                name=ENDING_CHECK,
+                verdict=Verdict.NOT_RUN,
+                authority=Authority.DETERMINISTIC,
+                evidence=(subject,),
+                reason=f"settled as {decision.get('ending')}: no judgment decided it",
+            ),
+        )
+    else:
+        subject, checks = record_digest(task), ()
+    return kernel_determine(
+        subject,
+        checks,
+        now=at,
+        policy=trust_policy(task),
+        criteria_digest=criteria_digest(task.criteria),
+        policy_decision=decision,
+    )
+
+
+def _subject(task: Task) -> str:
+    if task.result_digest is None:  # the lifecycle judges only delivered work
+        raise TransitionError("A task with no delivered result has nothing to judge.")
+    return task.result_digest
+
+
+def _signed_digest(
+    task: Task, passed: bool, reasons: tuple[str, ...], signed: Mapping[str, Any] | None
+) -> str:
+    """The digest of the verifier's signed verdict payload, re-verified against the task's key."""
+    payload = signed.get("payload") if isinstance(signed, Mapping) else None
+    if not isinstance(signed, Mapping) or not isinstance(payload, Mapping):
+        raise BadInput(
+            "A verifier's verdict must carry its signature.", code="VERDICT_SIGNATURE_REQUIRED"
+        )
+    expected = verdict_payload(
+        task_id=task.id,
+        attempt=task.attempts,
+        result_digest=_subject(task),
+        brief_digest=payload.get("brief_digest"),
+        passed=passed,
+        reasons=reasons,
+        quotes=payload.get("quotes") or (),
+        verifier_key=str(task.verifier_key),
+    )
+    if dict(payload) != expected:
+        raise VerificationFailed(
+            "The signed payload is not about this verdict.", code="VERDICT_SIGNATURE_INVALID"
+        )
+    checked = check_signature(expected, signed.get("signature"), signed.get("public_key"))
+    return str(checked["digest"])

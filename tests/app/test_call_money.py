@@ -1,0 +1,88 @@
+"""The paid-call use cases called directly over a real SQLite store: the gateway forwards to
+a provider on loopback, and the signed determination settles or refunds the reservation, with
+every minor unit accounted for (no HTTP service in between)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+
+from adjudge.app import Account, App
+from adjudge.market.money import provider_hold_account, wallet_account
+from adjudge.settings import Settings
+from adjudge.store import Store
+from support.fakes import FakeClock
+from support.loopback import AsgiServer
+from support.weather import POLICY, PRICE, PROVIDER, Script, provider, tool
+
+FUNDS = 10_000_000
+
+
+@dataclass
+class Market:
+    """The use cases, the provider's script, and the accounts as the use cases see them."""
+
+    app: App
+    script: Script
+    root: Account
+    ann: Account
+
+    def balance(self, account: str) -> int:
+        """A ledger account's balance, after checking the ledger adds up to zero."""
+        view = self.app.receipts.ledger(self.root)
+        assert (view["sum_of_balances"], view["sum_of_entries"]) == ("0", "0")
+        return int(view["balances"].get(account, "0"))
+
+    def conserved(self) -> None:
+        """The caller's deposit is all still there: its wallet, the provider's hold or wallet."""
+        accounts = (
+            wallet_account("ann"),
+            provider_hold_account(PROVIDER),
+            wallet_account(PROVIDER),
+        )
+        assert sum(self.balance(a) for a in accounts) == FUNDS
+
+
+@pytest.fixture
+def market(sqlite_store: Store) -> Iterator[Market]:
+    """A provider's forecast tool and its policy, registered through the use cases."""
+    script = Script()
+    app = App(
+        sqlite_store,
+        clock=FakeClock(script.now),
+        settings=Settings(allow_private_providers=True),
+    )
+    keys = {}
+    for name, roles in (("root", ["admin"]), ("ann", ["agent"]), (PROVIDER, ["provider"])):
+        keys[name] = app.accounts.create(None, name, roles).value["api_key"]
+    root = app.accounts.authenticate(keys["root"])
+    app.accounts.deposit(root, "ann", FUNDS)
+    with AsgiServer(provider(script)) as server:
+        seller = app.accounts.authenticate(keys[PROVIDER])
+        app.tools.register(seller, tool(server.url))
+        app.calls.register_policy(root, "weather_forecast", POLICY)
+        yield Market(app, script, root, app.accounts.authenticate(keys["ann"]))
+        app.close()
+
+
+def test_a_call_that_passes_is_charged_into_the_providers_hold(market: Market) -> None:
+    """A PASS settles: the price moves from the caller's wallet to the provider's hold (paid
+    when the report window ends), against the call's receipt."""
+    answer = market.app.gateway.call(market.ann, "weather_forecast", {"city": "berlin"}).value
+    assert (answer["status"], answer["verdict"]) == ("settled", "PASS")
+    assert answer["receipt"] is not None
+    assert market.balance(wallet_account("ann")) == FUNDS - PRICE
+    assert market.balance(provider_hold_account(PROVIDER)) == PRICE
+    market.conserved()
+
+
+def test_a_call_that_fails_its_contract_is_refunded(market: Market) -> None:
+    """A FAIL refunds: the reservation goes back to the caller and the provider gets nothing."""
+    market.script.answer = "bad"
+    answer = market.app.gateway.call(market.ann, "weather_forecast", {"city": "berlin"}).value
+    assert (answer["status"], answer["verdict"]) == ("refunded", "FAIL")
+    assert market.balance(wallet_account("ann")) == FUNDS
+    assert market.balance(provider_hold_account(PROVIDER)) == 0
+    market.conserved()
