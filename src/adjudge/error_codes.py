@@ -191,6 +191,7 @@ _TABLE = (
     Code("NOT_TASK_POSTER", NotAllowed, 403, "Only the task's poster may do this."),
     Code("NOT_TASK_VERIFIER", NotAllowed, 403, "Only the task's named verifier may do this."),
     Code("NOT_TOOL_PROVIDER", NotAllowed, 403, "Only a tool's provider (or an admin) may do this."),
+    Code("NOT_YOUR_ACCOUNT", NotAllowed, 403, "Only an admin reads another account's ledger lines."),
     Code("POSTER_CANNOT_ACCEPT", NotAllowed, 403, "A poster cannot take its own task."),
     Code("PRIMARY_KEY_REQUIRED", NotAllowed, 403, "Only the account's own key may do this, not an extra key."),
     Code("PROVIDER_ADDRESS_REFUSED", NotAllowed, 400, "The provider's endpoint is not a public address; nothing was charged."),

@@ -157,6 +157,16 @@ class Settings(BaseSettings):
         "only).",
     )
 
+    # --- the meaning check's judges
+    judges: str = Field(
+        "",
+        max_length=8000,
+        description="Meaning judges a policy may name, comma-separated `KEY=MODEL@BASE_URL`: "
+        "each a model behind an OpenAI-compatible chat-completions endpoint (its API key from "
+        "ADJUDGE_JUDGE_API_KEY). Empty: none (with `--demo`, two stand-in judges served "
+        "beside the demo).",
+    )
+
     # --- tuning, in the file or the environment only (no flag)
     regex_workers: int | None = Field(
         None,

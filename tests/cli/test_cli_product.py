@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +38,7 @@ def test_show_prints_the_brief_every_round_its_verdict_disputes_and_receipts(
     sqlite_store: Store, tmp_path: Path
 ) -> None:
     """`task show` prints the brief, each round's submitted text with its verdict and reasons,
-    the disputes and the receipt ids; the reward in USDC beside its minor units."""
+    the disputes and the receipt ids; the reward in USDC, never in minor units."""
     h = make_harness(sqlite_store)
     first, second = tmp_path / "1.txt", tmp_path / "2.txt"
     first.write_text("A first try at the summary.", encoding="utf-8")
@@ -54,7 +56,7 @@ def test_show_prints_the_brief_every_round_its_verdict_disputes_and_receipts(
         code, out, err = run("pat", "show", tid)
     assert code == 0, err
     assert "Summary" in out and "Summarise it." in out
-    assert "reward    1.5 USDC (1500000)" in out
+    assert "reward    1.5 USDC\n" in out and "1500000" not in out
     assert "status    disputed" in out
     assert "round 1 · submitted" in out and "| A first try at the summary." in out
     assert "verdict: FAIL" in out and "- The table is missing." in out
@@ -143,6 +145,38 @@ def test_list_pages_with_limit_and_cursor(sqlite_store: Store) -> None:
                 break
             args = ["list", "--limit", "2", "--cursor", more.group(1)]
     assert seen == list(reversed(posted))
+
+
+def test_list_shows_rewards_in_usdc(sqlite_store: Store) -> None:
+    """`task list` prints each reward in USDC with its decimals, never its minor units."""
+    h = make_harness(sqlite_store)
+    h.post("manual", reward="1500000")
+    with serving(h.app) as url:
+        code, out, err = _runner(h, url)("pat", "list")
+    assert code == 0, err
+    assert " 1.5 USDC  " in out and "1500000" not in out
+
+
+def test_a_closed_pipe_ends_the_listing_quietly(sqlite_store: Store) -> None:
+    """`adjudge task list | head -1`: a reader that closed the pipe gets no traceback and no
+    message on stderr."""
+    h = make_harness(sqlite_store)
+    for i in range(60):
+        h.post("manual", title=f"A long title to fill the pipe {i} " + "x" * 150, reward="1000")
+    with serving(h.app) as url:
+        command = [sys.executable, "-m", "adjudge.cli", "task", "--url", url, "--key"]
+        shown = subprocess.Popen(
+            [*command, h.keys["pat"], "list", "--limit", "200"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        assert shown.stdout is not None and shown.stderr is not None
+        shown.stdout.read(1)
+        shown.stdout.close()
+        err = shown.stderr.read()
+        code = shown.wait(timeout=60)
+    assert err == b"", err.decode()
+    assert code in (0, 1)
 
 
 def _commands(group: Any, path: list[str]) -> list[list[str]]:
@@ -379,3 +413,15 @@ def test_the_client_raises_a_class_per_status_with_the_request_id(sqlite_store: 
                 assert refusal.status == 401
         code, _, err = _runner(h, url)("pat", "show", "task_none")
     assert code == 1 and re.fullmatch(r"TASK_NOT_FOUND: .* \(request [0-9a-f]{32}\)\n", err)
+
+
+def test_a_usage_error_is_one_plain_line_on_a_pipe() -> None:
+    """A usage error on a stderr that is not a terminal is the usage, the hint and one line
+    `Error: …` — no box, and no sentence broken to fit 80 columns."""
+    result = runner.invoke(
+        app, ["task", "review", "some-task", "--a-long-option-name-nobody-ever-declared-here"]
+    )
+    assert result.exit_code == 2
+    lines = result.stderr.splitlines()
+    assert lines[-1] == "Error: No such option: --a-long-option-name-nobody-ever-declared-here"
+    assert not any(c in result.stderr for c in "╭╰│")

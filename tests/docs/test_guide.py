@@ -85,6 +85,11 @@ def test_the_paid_calls_guide_runs(tmp_path: Path) -> None:
     assert "corroborated by: nimbus_outlook (nimbus), nothing found" in out
     assert "corroborated by: nimbus_outlook (nimbus), found results" in out
     assert "contradicted" in out
+    # Meaning judges: a split goes to review, a quorum of one cited conflict fails the call.
+    assert "meaning judged by: demo-careful, demo-lenient (2 of 2 must cite a conflict)" in out
+    assert "split: 1 of 2 judges cited a conflict (demo-careful)" in out
+    assert "Sent to review by the meaning judges" in out
+    assert "status: refunded  verdict: FAIL" in out and "judged a conflict" in out
 
 
 def test_the_paid_calls_guide_names_only_commands_it_runs() -> None:
@@ -160,7 +165,7 @@ def _run_guide(guide: Path, tmp_path: Path) -> str:
             env=env,
             capture_output=True,
             text=True,
-            timeout=300,
+            timeout=600,  # the paid-calls walk makes some 30 paid calls on a shared machine
             check=False,
         )
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

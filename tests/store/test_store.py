@@ -127,6 +127,7 @@ def test_ledger_is_double_entry_and_all_or_nothing(store: Store) -> None:
         ledger.transfer(tx, fund, task_id="t1", at=T0)
         ledger.transfer(tx, fund, task_id="t1", at=T0)
     assert err.value.code == "INSUFFICIENT_FUNDS"
+    assert "too little to move 0.0006 USDC" in err.value.message  # as a person reads it
     with store.read() as tx:
         assert ledger.balance(tx, wallet_account("p")) == 1000
         assert ledger.entries(tx, "t1") == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 from dataclasses import dataclass, field
@@ -12,6 +13,14 @@ import pytest
 
 from adjudge.receipts import SigningKey
 from support.harness import Harness
+
+#: axe-core, vendored (tests/support/axe/README.md says which version and from where).
+AXE = Path(__file__).parent / "axe" / "axe.min.js"
+#: The digest of that file, as the package's sri-history.json records it for 4.14.1: a
+#: changed or truncated copy fails the scan instead of scanning with something else.
+AXE_SHA256 = "29348999450cdf2849a8e70b7912fc2da85a849da39c0d0d5394f51d4a9ed95c"
+#: The impacts an accessibility scan refuses.
+REFUSED_IMPACTS = ("serious", "critical")
 
 
 @dataclass
@@ -38,6 +47,27 @@ class Browser:
     def open(self, path: str) -> None:
         """Go to ``#/path`` on the UI."""
         self.page.goto(f"{self.url}/ui/#/{path}")
+
+    def axe(self, *, context: str = "body") -> list[dict[str, Any]]:
+        """Run axe-core (vendored; evaluated in the page through the browser's protocol, so the
+        page's Content-Security-Policy, which admits only its own scripts, need not change) on
+        ``context``; its serious and critical violations, each with the nodes it found."""
+        source = AXE.read_bytes()
+        assert hashlib.sha256(source).hexdigest() == AXE_SHA256, (
+            "tests/support/axe/axe.min.js is not the vendored axe-core 4.14.1"
+        )
+        self.page.evaluate(source.decode("utf-8") + "\n;0")
+        found: list[dict[str, Any]] = self.page.evaluate(
+            """async (context) => {
+                const r = await axe.run(context, { resultTypes: ["violations"] });
+                return r.violations.map((v) => ({
+                    id: v.id, impact: v.impact, help: v.help,
+                    nodes: v.nodes.map((n) => n.target.join(" ")),
+                }));
+            }""",
+            context,
+        )
+        return [v for v in found if v["impact"] in REFUSED_IMPACTS]
 
     def shot(self, name: str) -> None:
         """A screenshot of the page now, when ``ADJUDGE_BROWSER_SHOTS`` asks for them."""

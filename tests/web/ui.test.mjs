@@ -4,6 +4,12 @@ import { test } from "node:test";
 
 import {
   actionsFor,
+  chartGeometry,
+  csv,
+  ratioValue,
+  units,
+  ledgerRow,
+  LEDGER_CSV_HEADER,
   callActionsFor,
   chainCommand,
   replayCommands,
@@ -84,6 +90,22 @@ test("actions follow the status, the mode and who is asking", () => {
   assert.deepEqual(names(task({ status: "completed", agent: "ann" }), ann), []);
   assert.deepEqual(actionsFor(null, ann), []);
   assert.deepEqual(actionsFor(task(), null), []);
+});
+
+test("a timed action is offered only once its time has come, by the service's clock, and says when", () => {
+  const at = "2026-12-06T10:00:00+00:00";
+  const assigned = task({ status: "assigned", agent: "ann", deadline: "2026-12-08T10:00:00+00:00", accepted_at: at, as_of: at });
+  const later = actionsFor(assigned, pat);
+  assert.deepEqual(later.map(([a]) => a), ["later", "later"]);
+  assert.match(later[0][1], /release the agent from 2026-12-07 10:00 UTC/);
+  assert.match(later[1][1], /reclaim the reward from 2026-12-08 10:00 UTC, after the deadline/);
+  assert.deepEqual(names({ ...assigned, as_of: "2026-12-08T10:00:01+00:00" }, pat), ["release", "reclaim"]);
+  // A failed verdict: the later of the deadline and the agent's 3-day appeal window.
+  const failed = task({ status: "failed", agent: "ann", attempts: 1, deadline: at, failed_at: "2026-12-06T09:00:00+00:00", as_of: "2026-12-07T00:00:00+00:00" });
+  assert.match(actionsFor(failed, pat).at(-1)[1], /from 2026-12-09 09:00 UTC/);
+  const escalated = task({ status: "escalated", agent: "ann", escalated_at: at, as_of: at });
+  assert.match(actionsFor(escalated, ann)[0][1], /collect the reward from 2026-12-20 10:00 UTC/);
+  assert.deepEqual(names({ ...escalated, as_of: "2026-12-21T00:00:00+00:00" }, ann), ["collect"]);
 });
 
 test("reasons and criteria as typed", () => {
@@ -301,4 +323,40 @@ test("the criteria lint as the post form shows it", () => {
   assert.equal(clean.margin, null);
   assert.match(clean.note, /manual mode/);
   assert.equal(lintView({ findings: [], margin: null, summary: "" }).heading, "No findings");
+});
+
+test("CSV quotes what needs quoting and defuses formulas", () => {
+  assert.equal(csv([["a", "b,c"], ['say "hi"', "x\ny"]]), 'a,"b,c"\r\n"say ""hi""","x\ny"\r\n');
+  assert.equal(csv([["=SUM(A1)", "-1.5", "-2000000", "@x", null]]), "'=SUM(A1),-1.5,-2000000,'@x,\r\n");
+  const row = ledgerRow({ at: "t", account: "wallet:pat", counterpart: "escrow:t1", kind: "fund", amount: "-1500000", task_id: "t1", receipt_id: null, txn: "x" });
+  assert.deepEqual(row, ["t", "wallet:pat", "escrow:t1", "fund", "-1.5", "-1500000", "t1", "", "x"]);
+  assert.equal(LEDGER_CSV_HEADER.length, row.length);
+});
+
+test("a chart's bars stack per day on one scale, and its lines and references share it", () => {
+  const g = chartGeometry({
+    labels: ["2026-12-01", "2026-12-02"],
+    series: [
+      { name: "PASS", values: [3, 1] },
+      { name: "FAIL", values: [1, 0] },
+      { name: "rate", values: [0.5, null], kind: "line" },
+    ],
+    refs: [{ name: "declared", value: 2 }],
+    width: 100,
+    height: 50,
+  });
+  // The top of the scale is the tallest stack (3 + 1); a zero makes no bar.
+  assert.equal(g.yTicks.at(-1).label, "4");
+  assert.equal(g.bars.length, 3);
+  const [pass, fail] = g.bars;
+  assert.ok(Math.abs(fail.y + fail.h - pass.y) < 1e-9, "FAIL sits on PASS");
+  assert.ok(Math.abs(pass.h - 3 * fail.h) < 1e-9, "3 is three times as tall as 1");
+  assert.equal(fail.y, 8); // the top of the plot
+  assert.equal(g.lines[0].points.split(" ").length, 1); // a null is no point
+  assert.ok(Math.abs(g.refs[0].y - (8 + 20 * 0.5)) < 1e-9); // 2 of 4: halfway up the 20-high plot
+  assert.deepEqual(g.xTicks.map((t) => t.label), ["12-01", "12-02"]);
+  assert.equal(chartGeometry({ labels: ["d"], series: [{ name: "x", values: [0] }] }).yTicks.at(-1).label, "1");
+  assert.equal(units("1500000"), 1.5);
+  assert.equal(ratioValue("1/4"), 0.25);
+  assert.equal(ratioValue(null), null);
 });

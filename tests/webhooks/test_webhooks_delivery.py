@@ -250,6 +250,15 @@ def test_a_delivery_ends_failed_after_the_last_attempt_and_a_replay_sends_it_aga
     [d2] = _log(h, "pat")
     assert d2["status"] == "delivered" and d2["attempts"] == 1 and d2["replays"] == 1
     assert receiver.verified("pat")[-1].msg_id == d["message_id"]
+    # Its history keeps every attempt: ten refused (500, with the receiver's answer), then,
+    # counted afresh after the replay, the one delivered.
+    history = h.ok("pat", "GET", f"/webhooks/deliveries/{d['id']}")["attempt_history"]
+    assert [(a["attempt"], a["ok"], a["status"]) for a in history] == [
+        *((n, False, 500) for n in range(1, MAX_ATTEMPTS + 1)),
+        (1, True, 204),
+    ]
+    assert history[0]["error"].startswith("HTTP 500") and history[-1]["error"] is None
+    assert [a["at"] for a in history] == sorted(a["at"] for a in history)
 
     # A delivered one can be replayed too: the same event, signed afresh.
     h.ok("pat", "POST", f"/webhooks/deliveries/{d['id']}/replay")

@@ -12,6 +12,8 @@ transaction. Nothing here knows HTTP: answers are plain JSON data, refusals are
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from prometheus_client import CollectorRegistry
 
 from adjudge.app import metrics
@@ -20,9 +22,11 @@ from adjudge.app.bundles import Bundles
 from adjudge.app.calls import Calls
 from adjudge.app.clock import Clock, SystemClock
 from adjudge.app.criteria import CriteriaAdvice
+from adjudge.app.dashboards import Dashboards
 from adjudge.app.gateway import Gateway, Tools
 from adjudge.app.keys import Keys
 from adjudge.app.maintenance import MaintenanceWorker
+from adjudge.app.meaning import CallJudge
 from adjudge.app.receipts import Receipts
 from adjudge.app.reviews import Reviews
 from adjudge.app.tasks import Tasks
@@ -63,6 +67,7 @@ class App:
         settings: Settings | None = None,
         secrets: SecretBox | None = None,
         forwarder: Forwarder | None = None,
+        judges: Mapping[str, CallJudge] | None = None,
     ) -> None:
         """``settings`` are the deployment's (:class:`adjudge.settings.Settings`; none: every
         default). ``secrets`` seals secrets at rest (the gateway's signing keys, providers'
@@ -87,8 +92,10 @@ class App:
             box=self.secrets,
             forwarder=forwarder,
             private_providers=self.settings.allow_private_providers,
+            judges=judges,
         )
         self.receipts = Receipts(self.unit, self.issuer.fingerprint, self.issuer)
+        self.dashboards = Dashboards(self.unit, self.calls)
         self.bundles = Bundles(self.unit, self.issuer.public_key)
         self.reviews = Reviews(self.unit)
         self.webhooks = Webhooks(self.unit, self.secrets, WebhookSettings.of(self.settings))
@@ -109,6 +116,7 @@ class App:
         issuer: Issuer | None = None,
         settings: Settings | None = None,
         secrets: SecretBox | None = None,
+        judges: Mapping[str, CallJudge] | None = None,
     ) -> App:
         """Open the database at ``url``, bring its schema up to date, and return the use cases
         over it (``STORAGE_ERROR`` when it cannot be opened)."""
@@ -121,6 +129,7 @@ class App:
             issuer=issuer,
             settings=settings,
             secrets=secrets,
+            judges=judges,
         )
 
     def close(self) -> None:

@@ -130,6 +130,7 @@ class Bundles:
                 "at": found.record["at"],
                 "policy": policy,
                 "judgment": evidence.get("judgment"),
+                "judgments": evidence.get("judgments"),
                 "corroboration": evidence.get("corroboration"),
                 "record": dict(found.record),
             }

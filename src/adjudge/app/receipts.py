@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from adjudge.app.accounts import need_role
@@ -20,6 +20,7 @@ from adjudge.kernel import Determination, Verdict, determine, fold
 from adjudge.kernel.authority import Authority, TrustPolicy
 from adjudge.kernel.determination import effective
 from adjudge.kernel.verdicts import format_time, parse_time
+from adjudge.market.money import provider_hold_account, wallet_account
 from adjudge.receipts import Issuer, checkpoints
 from adjudge.receipts.checkpoints import NamedHead, named_heads
 from adjudge.receipts.envelope import Envelope
@@ -32,6 +33,23 @@ from adjudge.store import (
     ledger,
     receipt_log,
     records,
+)
+
+#: The kinds of ledger line (each transfer's memo): money deposited, a task's reward funded,
+#: paid out with its fee or refunded; a paid call's price reserved, charged (into the
+#: provider's hold), voided or refunded; a held charge released to the provider; a charge
+#: given back after an upheld report.
+LEDGER_KINDS = (
+    "deposit",
+    "fund",
+    "payout",
+    "fee",
+    "refund",
+    "reserve",
+    "charge",
+    "void",
+    "release",
+    "report refund",
 )
 
 #: The largest ``after`` the export takes: the store numbers rows from 1, so it reads
@@ -219,6 +237,62 @@ class Receipts:
 
         return self.unit.read(run)
 
+    def ledger_lines(
+        self,
+        viewer: Account,
+        *,
+        account: str | None = None,
+        kind: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+        totals: bool = False,
+    ) -> dict[str, Any]:
+        """Ledger lines, newest first, a page at a time: each movement of money with the
+        account on its other side and the receipt that released it (legs out of a holding
+        account name one). An admin reads every account; anyone else only its own (its wallet
+        and, for a provider, its hold), and naming another account is ``NOT_YOUR_ACCOUNT``.
+
+        ``kind`` is a transfer's memo (:data:`LEDGER_KINDS`); ``since`` and ``until`` are ISO
+        dates or times (UTC when no offset is given), ``until`` exclusive — a bare date means
+        through the end of that day. ``totals`` adds the filter's count, credits, debits and
+        net: one SUM over the whole filtered range (it grows with the range, not the page).
+        """
+        own = (wallet_account(viewer.id), provider_hold_account(viewer.id))
+        admin = "admin" in viewer.roles
+        if account is not None and not admin and account not in own:
+            raise NotAllowed(
+                "Only an admin reads another account's ledger lines; yours are "
+                f"{own[0]} and {own[1]}.",
+                code="NOT_YOUR_ACCOUNT",
+            )
+        if kind is not None and kind not in LEDGER_KINDS:
+            raise BadInput(
+                f"No ledger kind {kind!r}; use one of {', '.join(LEDGER_KINDS)}.",
+                code="INVALID_REQUEST",
+            )
+        accounts = (account,) if account is not None else (None if admin else own)
+        which = ledger.Movements(
+            accounts=accounts,
+            kind=kind,
+            since=moment(since, "since", end_of_day=False),
+            until=moment(until, "until", end_of_day=True),
+        )
+
+        def run(tx: Transaction) -> dict[str, Any]:
+            lines, following = ledger.movements(tx, which, limit=limit, cursor=cursor)
+            page: dict[str, Any] = {
+                "lines": [{**line, "amount": str(line["amount"])} for line in lines],
+                "next_cursor": following,
+                "accounts": None if admin else list(own),
+            }
+            if totals:
+                page["totals"] = {k: str(v) for k, v in ledger.movement_totals(tx, which).items()}
+            return page
+
+        return self.unit.read(run)
+
 
 #: The ``about`` of a checkpoint receipt.
 ABOUT = checkpoints.CHECKPOINT_ABOUT
@@ -282,6 +356,26 @@ def _visible(tx: Transaction, viewer: Account, receipt_id: str) -> StoredReceipt
     if call is not None and "admin" not in viewer.roles and viewer.id not in parties:
         raise NotAllowed("A call's receipt is for the call's parties.", code="NOT_A_PARTY")
     return found
+
+
+def moment(text: str | None, name: str, *, end_of_day: bool) -> datetime | None:
+    """An ISO date or time as a UTC moment (None for none); a bare date is its first moment,
+    or with ``end_of_day`` the first moment of the next day. ``INVALID_REQUEST`` otherwise."""
+    if text is None or not text.strip():
+        return None
+    source = text.strip()
+    try:
+        if len(source) == 10:
+            day = date.fromisoformat(source)
+            start = datetime(day.year, day.month, day.day, tzinfo=UTC)
+            return start + timedelta(days=1) if end_of_day else start
+        at = datetime.fromisoformat(source)
+    except ValueError as exc:
+        raise BadInput(
+            f"{name} {source!r} is not an ISO date or time (2026-12-04, 2026-12-04T10:00Z).",
+            code="INVALID_REQUEST",
+        ) from exc
+    return at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
 
 
 def _statement(found: StoredReceipt) -> dict[str, Any] | None:

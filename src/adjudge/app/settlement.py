@@ -17,10 +17,10 @@ Three kinds of movement, each in the transaction of the use case that causes it:
 - **report refunds** give a settled call's charge back from the provider's hold when an admin
   upholds its caller's report, against the ruling's receipt.
 
-Every change a marketplace hears of happens here too, and so its event is written here, in the
-same transaction (``outbox.emit``: the webhook outbox, :mod:`adjudge.store.outbox`): a
-verdict or a ruling, a payout, a refund, a dispute, an escalation. A change that rolls back
-leaves no event; delivery happens later and can never undo it.
+Nothing here decides or records anything but money: a task event's outcome (its new state,
+the verdict's receipt, disputes, penalties, takes and the events the parties hear of) is stored
+by :mod:`adjudge.app.outcomes`, which calls :func:`release_task` for the money in the same
+transaction; a paid call's events are written by its use case beside :func:`release_call`.
 
 The HTTP service, the CLI and the workers never reach this module (an import-linter contract
 keeps it so); they call use cases, which call it.
@@ -28,47 +28,27 @@ keeps it so); they call use cases, which call it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from adjudge.app import metrics
-from adjudge.app.timing import stage
-from adjudge.errors import BadInput, InternalError, NotFound
-from adjudge.kernel import Determination
+from adjudge.errors import BadInput, NotFound
 from adjudge.market import (
     WORLD,
-    AgentPenalized,
-    DisputeFiled,
     Outcome,
-    Routed,
     Settlement,
-    Status,
-    TakeEnded,
-    TakeHeld,
-    TakeLapsed,
     Transfer,
-    VerdictReached,
-    penalize,
-    proof,
     provider_hold_account,
     wallet_account,
 )
-from adjudge.receipts import Issuer
-from adjudge.receipts.issuer import Place
 from adjudge.store import (
-    StoredDispute,
-    StoredLapse,
     StoredTask,
     Transaction,
     holds,
     ledger,
-    outbox,
-    receipt_log,
     records,
-    takes,
 )
-from adjudge.webhooks import events
 
 #: The most money the ledger holds in total (its columns are signed 64-bit integers).
 MAX_MONEY = 2**63 - 1
@@ -102,109 +82,13 @@ def post(tx: Transaction, out: Outcome, *, title: str, brief: str, at: datetime)
     return stored
 
 
-def apply(
-    tx: Transaction, stored: StoredTask, out: Outcome, issuer: Issuer, *, at: datetime
-) -> StoredTask:
-    """Store a task event's outcome: the new state first (a lost race fails fast), then the
-    verdict's receipt — its kernel determination, built by the market
-    (:mod:`adjudge.market.proof`) and signed here as it is — the money it releases, and the
-    rest of the effects, each with the event its parties' webhooks hear of. A take that ends
-    or starts moves its agent's counter of held takes here too; a take over the agent's limit
-    refuses the whole outcome (``TAKE_LIMIT_REACHED``: the transaction rolls back)."""
-    updated = records.update_task(tx, stored, out.task)
-    task = out.task
-    task_id = task.id
-    parties = events.task_parties(task)
-
-    def emit(event: tuple[str, dict[str, object]]) -> None:
-        outbox.emit(tx, parties, event[0], events.payload(*event, at), at=at)
-
-    verdict = next((e for e in out.effects if isinstance(e, VerdictReached)), None)
-    settlement = next((e for e in out.effects if isinstance(e, Settlement)), None)
-    if verdict is not None:
-        about = proof.round_of(task_id, verdict.attempt)
-        decided = _determination(verdict.determination)
-
-        def signed(previous: Place) -> Mapping[str, Any]:
-            with stage("receipt.sign"):
-                return issuer.sign(decided, previous, about=about)
-
-        receipt = receipt_log.append(tx, signed, task_id=task_id, at=at)
-        records.add_verdict(tx, verdict, receipt.id)
-        metrics.verdict(tx, "task", "PASS" if verdict.passed else "FAIL")
-        emit(events.verdict(verdict, task, receipt.id))
-        if settlement is not None:
-            _transfer(tx, settlement.transfers, task_id=task_id, at=at, receipt_id=receipt.id)
-            emit(events.settlement(settlement, task, receipt.id))
-    elif settlement is not None:
-        sub = records.submission(tx, task_id, settlement.attempt) if settlement.attempt else None
-        found = records.verdicts(tx, task_id)
-        basis = found[-1].receipt_id if found else None
-        ending = proof.ending(
-            task,
-            sub.result if sub else None,
-            {**settlement.decision(), "basis": basis},
-            result_digest=settlement.result_digest,
-            at=settlement.at,
-        )
-        about = proof.round_of(task_id, settlement.attempt)
-        receipt = receipt_log.append(
-            tx, lambda previous: issuer.sign(ending, previous, about=about), task_id=task_id, at=at
-        )
-        _transfer(tx, settlement.transfers, task_id=task_id, at=at, receipt_id=receipt.id)
-        emit(events.settlement(settlement, task, receipt.id))
-    if task.status is Status.ESCALATED and stored.task.status is not Status.ESCALATED:
-        emit(events.escalated(task))
-    for effect in out.effects:
-        if isinstance(effect, Routed):
-            _route(tx, effect, issuer, at)
-        if isinstance(effect, Transfer):
-            raise InternalError(  # only posting funds an escrow, through :func:`post`
-                "A task event moved money outside a settlement.", code="UNPROVEN_RELEASE"
-            )
-        if isinstance(effect, AgentPenalized):
-            agent = records.account(tx, effect.agent)
-            if agent is not None:
-                records.save_record(tx, agent.id, penalize(agent.record))
-        elif isinstance(effect, DisputeFiled):
-            records.add_dispute(
-                tx,
-                StoredDispute(effect.task_id, effect.attempt, effect.by, effect.reason, effect.at),
-            )
-            emit(events.dispute(effect, task))
-        elif isinstance(effect, TakeLapsed):
-            records.add_lapse(
-                tx, StoredLapse(effect.task_id, effect.agent, effect.taken_at, effect.at)
-            )
-        elif isinstance(effect, TakeEnded):
-            takes.end(tx, effect.agent)
-        elif isinstance(effect, TakeHeld):
-            takes.hold(tx, effect.agent, effect.limit)
-    return updated
-
-
-def _route(tx: Transaction, routed: Routed, issuer: Issuer, at: datetime) -> None:
-    """Record an agent review that decided nothing, with its (undecided) receipt."""
-    decided = _determination(routed.determination)
-    about = proof.round_of(routed.task_id, routed.attempt)
-    receipt = receipt_log.append(
-        tx,
-        lambda previous: issuer.sign(decided, previous, about=about),
-        task_id=routed.task_id,
-        at=at,
-    )
-    records.add_routing(tx, routed, receipt.id)
-
-
-def _determination(determination: Determination | None) -> Determination:
-    """The market's determination of a judgment, which is signed as it is (never re-derived)."""
-    if determination is None:
-        raise InternalError(
-            "A judgment reached the service without its kernel determination; nothing was "
-            "signed or moved.",
-            code="INTERNAL_ERROR",
-        )
-    return determination
+def release_task(
+    tx: Transaction, settlement: Settlement, *, task_id: str, receipt_id: str, at: datetime
+) -> None:
+    """Release a task's escrow as its settlement says (a payout and its fee, or a refund),
+    against the receipt signed for it in this transaction: the verdict's, or the settlement's
+    own for an ending no judgment decided (:mod:`adjudge.app.outcomes` signs it first)."""
+    _transfer(tx, settlement.transfers, task_id=task_id, at=at, receipt_id=receipt_id)
 
 
 def reserve(tx: Transaction, payer: str, hold: str, amount: int, *, at: datetime) -> None:

@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 
-from adjudge.app import settlement
+from adjudge.app import outcomes, settlement
 from adjudge.app.accounts import need_role
 from adjudge.app.keys import need_primary
 from adjudge.app.timing import stage
@@ -574,7 +574,9 @@ class Tasks:
         view = self.unit.read(read)
         if view is None:
             view = self.unit.write(lambda tx: task_view(tx, self._lapse(tx, task_id)[0], viewer))
-        return shown(view)
+        # The service's time of this reading: a page offers a timed action (reclaim after the
+        # deadline) by this clock, not by the reader's.
+        return shown({**view, "as_of": now.isoformat()})
 
     # --- lapses -----------------------------------------------------------------------------
 
@@ -606,7 +608,7 @@ class Tasks:
         if not take_due(stored.task, ctx.now):
             return stored, False
         out = step(stored.task, Lapse(), ctx)
-        return settlement.apply(tx, stored, out, self.issuer, at=ctx.now), True
+        return outcomes.record(tx, stored, out, self.issuer, at=ctx.now), True
 
     def find(
         self,
@@ -615,10 +617,14 @@ class Tasks:
         status: str | None = None,
         mode: str | None = None,
         mine: bool = False,
+        poster: str | None = None,
+        agent: str | None = None,
+        text: str | None = None,
         limit: int = 50,
         cursor: str | None = None,
     ) -> dict[str, Any]:
-        """Tasks newest first, a page at a time: summaries only (no brief, no criteria)."""
+        """Tasks newest first, a page at a time: summaries only (no brief, no criteria);
+        ``poster``, ``agent`` and ``text`` (in the title) narrow them."""
         if status is not None and status not in {s.value for s in Status}:
             raise BadInput(
                 f"No status {status!r}; use one of {', '.join(s.value for s in Status)}.",
@@ -636,6 +642,9 @@ class Tasks:
                 status=status,
                 mode=mode,
                 involving=viewer.id if mine else None,
+                poster=poster,
+                agent=agent,
+                text=text,
                 limit=limit,
                 cursor=cursor,
             )
@@ -693,7 +702,7 @@ class Tasks:
                 ctx = self.context(checker)
                 out = step(stored.task, make_event(tx, stored), ctx)
             with stage("task.apply"):
-                updated = settlement.apply(tx, stored, out, self.issuer, at=ctx.now)
+                updated = outcomes.record(tx, stored, out, self.issuer, at=ctx.now)
                 if after is not None:
                     after(tx, out)
             with stage("task.view"):

@@ -272,12 +272,14 @@ class Webhooks:
         return self.unit.read(run)
 
     def delivery(self, account: Account, delivery_id: str) -> dict[str, Any]:
-        """One of the caller's deliveries with the event it carries (``payload``)."""
+        """One of the caller's deliveries with the event it carries (``payload``) and each
+        attempt made (``attempt_history``: when, the receiver's status, what went wrong)."""
 
         def run(tx: Transaction) -> dict[str, Any]:
             found = _own_delivery(tx, account, delivery_id)
             view = delivery_view(found, self.settings.max_attempts)
             view["payload"] = outbox.message(tx, found.message_id)
+            view["attempt_history"] = outbox.attempts(tx, found.id)
             return view
 
         return self.unit.read(run)

@@ -109,7 +109,9 @@ def _reason(row: CheckRow) -> str:
     text = f"{row.stage} check {row.outcome.value}{where}"
     if row.reason:
         text += f": {row.reason}"
-    if not row.declared:
+    if row.stage == "judge":
+        text += " (one judge's vote, counted through the meaning check's quorum)"
+    elif not row.declared:
         text += " (recorded; the call's policy does not count it)"
     return text
 

@@ -162,6 +162,16 @@ class Policy:
     meaning_rate: Fraction | None
     clauses: tuple[Clause, ...]
     report_window: timedelta = DEFAULT_REPORT_WINDOW
+    #: The named judges of the meaning check (keys the service resolves to a model or a
+    #: verifier), and how many must cite a conflict for it to fail (k of n). Empty: the
+    #: judgment is handed in whole.
+    judges: tuple[str, ...] = ()
+    quorum: int = 1
+
+    def sampled(self, call_id: str) -> bool:
+        """Whether the meaning check runs for ``call_id`` (declared, and selected)."""
+        rate = self.meaning_rate
+        return rate is not None and sampled(call_id, self.policy_id, self.version, rate)
 
     def __repr__(self) -> str:
         return f"<Policy {self.policy_id} v{self.version} ({self.mode.value})>"
@@ -286,10 +296,20 @@ def register_policy(data: object, contract: Contract) -> Policy:
             "Declare `meaning` in `checks` exactly when the policy configures `meaning`.",
             code=_CODE,
         )
+    judges: tuple[str, ...] = ()
+    quorum = 1
     if meaning is not None:
-        if not isinstance(meaning, Mapping) or set(meaning) != {"sample_rate"}:
-            raise CriteriaError('`meaning` must be {"sample_rate": RATE}.', code=_CODE)
+        if (
+            not isinstance(meaning, Mapping)
+            or "sample_rate" not in meaning
+            or set(meaning) - {"sample_rate", "judges", "quorum"}
+        ):
+            raise CriteriaError(
+                '`meaning` must be {"sample_rate": RATE, "judges"?: [KEY, …], "quorum"?: K}.',
+                code=_CODE,
+            )
         meaning_rate = parse_fraction(meaning["sample_rate"], "`meaning.sample_rate`", _CODE)
+        judges, quorum = _judges(meaning)
 
     hours = data.get("report_window_hours", DEFAULT_REPORT_WINDOW // timedelta(hours=1))
     if (
@@ -317,7 +337,36 @@ def register_policy(data: object, contract: Contract) -> Policy:
         meaning_rate=meaning_rate,
         clauses=_clauses(data.get("clauses"), declared, rules),
         report_window=timedelta(hours=hours),
+        judges=judges,
+        quorum=quorum,
     )
+
+
+def _judges(meaning: Mapping[str, object]) -> tuple[tuple[str, ...], int]:
+    """The meaning check's named judges (distinct keys) and its quorum, 1 ≤ k ≤ n."""
+    raw = meaning.get("judges", [])
+    if (
+        not isinstance(raw, list)
+        or not all(isinstance(k, str) and 0 < len(k) <= 128 for k in raw)
+        or len(set(raw)) != len(raw)
+        or len(raw) > 9
+    ):
+        raise CriteriaError(
+            "`meaning.judges` must list at most 9 distinct judge keys (each a model or a "
+            "verifier the service knows by that name).",
+            code=_CODE,
+        )
+    judges = tuple(str(k) for k in raw)
+    quorum = meaning.get("quorum", 1 if judges else None)
+    if quorum is None:
+        return judges, 1
+    if isinstance(quorum, bool) or not isinstance(quorum, int) or not 1 <= quorum <= len(judges):
+        raise CriteriaError(
+            "`meaning.quorum` (how many judges must cite a conflict) must be a whole number "
+            "from 1 to the number of judges.",
+            code=_CODE,
+        )
+    return judges, quorum
 
 
 def _empty_result(raw: object, tool: str) -> EmptyResultRule | None:

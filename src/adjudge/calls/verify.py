@@ -22,7 +22,7 @@ Pure: the call's time, the model's judgment and any corroboration arrive as inpu
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -52,8 +52,10 @@ __all__ = [
     "parse_response",
     "received_response",
     "require_plain_json",
+    "to_wire",
     "verify_call",
     "wants_corroboration",
+    "wants_judges",
 ]
 
 _INPUT = "CALL_INPUT_INVALID"
@@ -121,6 +123,9 @@ class Judgment:
     conflict: bool = False
     citations: tuple[Citation, ...] = ()
     reason: str = ""
+    #: The judge's key (a model or a verifier the service knows by that name), for a policy
+    #: that names its judges; empty for a judgment handed in whole.
+    judge: str = ""
 
 
 @dataclass(frozen=True)
@@ -197,6 +202,9 @@ class CallResult:
     notes: tuple[str, ...] = field(default=())
     #: The corroboration an empty answer's verdict read (None: none was handed in).
     corroboration: Corroboration | None = None
+    #: True when the policy's judges split (some cited a conflict, fewer than its quorum): the
+    #: call goes to a person, and the meaning check casts no vote meanwhile.
+    needs_review: bool = False
 
     @property
     def report_deadline(self) -> datetime | None:
@@ -240,6 +248,7 @@ class CallResult:
             "report_deadline": None if deadline is None else deadline.isoformat(),
             "checks": [row.to_dict() for row in self.rows],
             "corroboration": None if self.corroboration is None else self.corroboration.to_dict(),
+            "needs_review": self.needs_review,
         }
 
 
@@ -359,6 +368,7 @@ def parse_judgment(data: object) -> Judgment:
         conflict=conflict,
         citations=tuple(citations),
         reason=str(obj.get("reason", "")),
+        judge=str(obj.get("judge", "")),
     )
 
 
@@ -563,17 +573,78 @@ def _stage_row(stage: RulesStage) -> CheckRow:
     return CheckRow("quality_rules", "quality_rules", DETERMINISTIC, stage.outcome, text)
 
 
-def _meaning_row(
-    policy: Policy, request: CallRequest, output: Any, digest: str, judgment: Judgment | None
-) -> CheckRow:
+def _meaning_rows(
+    policy: Policy,
+    request: CallRequest,
+    output: Any,
+    digest: str,
+    judgment: Judgment | None,
+    judgments: Sequence[Judgment],
+) -> list[CheckRow]:
+    """The meaning check's row, and with named judges one row per judge before it.
+
+    Each judge is judged alone (grounded, cited, never a pass vote); the ``meaning`` row folds
+    them k of n: at least ``quorum`` cited conflicts is a fail vote; some but fewer is a split,
+    which casts no vote and sends the call to a person; otherwise no vote (``no_conflict``), or
+    ``unavailable`` when fewer than ``quorum`` judges answered at all.
+    """
+    assert policy.meaning_rate is not None
+    if not sampled(request.call_id, policy.policy_id, policy.version, policy.meaning_rate):
+        reason = f"not selected by sampling (rate {policy.meaning_rate})"
+        return [CheckRow("meaning", "meaning", SEMANTIC, Outcome.SKIPPED, reason)]
+    if not policy.judges:
+        return [_meaning_row(request, output, digest, judgment)]
+    by_judge = {j.judge: j for j in judgments}
+    rows = [
+        _meaning_row(
+            request, output, digest, by_judge.get(key), name=f"meaning:{key}", stage="judge"
+        )
+        for key in policy.judges
+    ]
+    failed = [r for r in rows if r.outcome is Outcome.FAIL]
+    answered = [r for r in rows if r.outcome is not Outcome.UNAVAILABLE]
+    n, k = len(policy.judges), policy.quorum
+    keys = ", ".join(r.name.removeprefix("meaning:") for r in failed)
+
     def row(outcome: Outcome, reason: str, path: str = "", cited: tuple[str, ...] = ()) -> CheckRow:
         return CheckRow("meaning", "meaning", SEMANTIC, outcome, reason, path, cited=cited)
 
-    assert policy.meaning_rate is not None
-    if not sampled(request.call_id, policy.policy_id, policy.version, policy.meaning_rate):
-        return row(Outcome.SKIPPED, f"not selected by sampling (rate {policy.meaning_rate})")
+    if len(failed) >= k:
+        cited = tuple(dict.fromkeys(q for r in failed for q in r.cited))
+        reason = f"{len(failed)} of {n} judges cited a conflict (quorum {k}): {keys}"
+        return [*rows, row(Outcome.FAIL, reason, failed[0].path, cited)]
+    if failed:
+        reason = (
+            f"split: {len(failed)} of {n} judges cited a conflict ({keys}), fewer than the "
+            f"quorum of {k}: sent to human review"
+        )
+        return [*rows, row(Outcome.UNAVAILABLE, reason)]
+    if len(answered) < k:
+        reason = f"only {len(answered)} of {n} judges answered; the quorum is {k}"
+        return [*rows, row(Outcome.UNAVAILABLE, reason)]
+    reason = (
+        f"{len(answered)} of {n} judges answered and none cited a conflict; "
+        "a model cannot vote PASS"
+    )
+    return [*rows, row(Outcome.NO_CONFLICT, reason)]
+
+
+def _meaning_row(
+    request: CallRequest,
+    output: Any,
+    digest: str,
+    judgment: Judgment | None,
+    *,
+    name: str = "meaning",
+    stage: str = "meaning",
+) -> CheckRow:
+    def row(outcome: Outcome, reason: str, path: str = "", cited: tuple[str, ...] = ()) -> CheckRow:
+        declared = stage == "meaning"  # a judge's row is counted through the meaning row
+        return CheckRow(name, stage, SEMANTIC, outcome, reason, path, None, declared, cited)
+
     if judgment is None or not judgment.available:
-        return row(Outcome.UNAVAILABLE, "selected by sampling, but no judgment was available")
+        why = "" if judgment is None or not judgment.reason else f": {judgment.reason}"
+        return row(Outcome.UNAVAILABLE, f"selected by sampling, but no judgment was available{why}")
     if judgment.call_id != request.call_id or judgment.response_digest != digest:
         # An ungrounded judgment is not considered at all: it is bound to another case.
         return row(Outcome.UNAVAILABLE, "the judgment is not bound to this call's response")
@@ -663,6 +734,32 @@ def _empty_verdict(row: CheckRow) -> tuple[CallVerdict, str]:
     return CallVerdict.EMPTY_UNVERIFIED, "empty-result rule: no independent corroboration"
 
 
+def wants_judges(result: CallResult) -> bool:
+    """True when ``result`` was selected for a meaning check its policy names judges for, and
+    their judgments were not handed in yet: the gateway then asks them and verifies again."""
+    policy = result.policy
+    if policy is None or not policy.judges:
+        return False
+    rows = [r for r in result.rows if r.stage == "judge"]
+    return bool(rows) and all(
+        r.outcome is Outcome.UNAVAILABLE and r.reason.endswith("no judgment was available")
+        for r in rows
+    )
+
+
+def to_wire(judgment: Judgment) -> dict[str, Any]:
+    """A judgment's wire shape (what :func:`parse_judgment` reads back)."""
+    return {
+        "call_id": judgment.call_id,
+        "response_digest": judgment.response_digest,
+        "status": "judged" if judgment.available else "unavailable",
+        "conflict": judgment.conflict,
+        "reason": judgment.reason,
+        "judge": judgment.judge,
+        "citations": [{"path": c.path, "quote_sha256": c.quote_sha256} for c in judgment.citations],
+    }
+
+
 def wants_corroboration(result: CallResult) -> bool:
     """True when ``result`` is an empty answer its policy declares a corroborator for and no
     corroboration was handed in yet: the gateway then asks the corroborator and verifies again."""
@@ -695,8 +792,12 @@ def verify_call(
     *,
     judgment: Judgment | None = None,
     corroboration: Corroboration | None = None,
+    judgments: Sequence[Judgment] = (),
 ) -> CallResult:
     """Verify one call at time ``at``; never raises for bad *data*, only for unusable inputs.
+
+    ``judgment`` is the meaning check's judgment handed in whole; ``judgments`` are the named
+    judges' (each with its ``judge`` key) for a policy that names them (k of n).
 
     Raises ``CriteriaError`` (``CALL_INPUT_INVALID``) when the request or the policy names
     another tool than the contract, or ``at`` has no UTC offset.
@@ -755,7 +856,14 @@ def verify_call(
     score: tuple[int, int] | None = None
     used: Corroboration | None = None
     verdict, decided = _decide(
-        policy, request, shape, rows=rows, at=at, digest=digest, judgment=judgment
+        policy,
+        request,
+        shape,
+        rows=rows,
+        at=at,
+        digest=digest,
+        judgment=judgment,
+        judgments=judgments,
     )
     if verdict is None:  # (5)
         empty = _empty_row(policy, request, corroboration)
@@ -782,6 +890,7 @@ def verify_call(
         policy_verdict=policy_verdict,
         score=score,
         corroboration=used,
+        needs_review=any(r.stage == "meaning" and r.reason.startswith("split:") for r in rows),
     )
 
 
@@ -794,6 +903,7 @@ def _decide(
     at: datetime,
     digest: str,
     judgment: Judgment | None,
+    judgments: Sequence[Judgment] = (),
 ) -> tuple[CallVerdict | None, str]:
     """Steps (4)-(8) before withdrawal; ``None`` means the empty-result rule decides."""
     if not shape.ok:  # (4)
@@ -824,5 +934,5 @@ def _decide(
                 "a rule was misapplied: the policy is wrong, not the provider",
             )
     if "meaning" in policy.checks:  # (7)
-        rows.append(_meaning_row(policy, request, output, digest, judgment))
+        rows.extend(_meaning_rows(policy, request, output, digest, judgment, judgments))
     return apply_clauses(policy, rows)

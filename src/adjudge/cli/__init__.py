@@ -7,9 +7,11 @@ backticks, never reStructuredText's double ones, which would show as they are.
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated
 
 import typer
+from typer import _click, rich_utils
 from typer.core import TyperOption
 
 import adjudge
@@ -53,6 +55,20 @@ def _flag_type(self: TyperOption, ctx: typer.Context) -> str | None:
 
 _typed = TyperOption.display_type_rich
 TyperOption.display_type_rich = _flag_type  # type: ignore[method-assign,assignment]
+
+
+def _usage_error(error: _click.ClickException) -> None:
+    # Typer draws a usage error in a box as wide as the terminal, wrapping its sentence inside;
+    # where stderr is not a terminal (a log, a pipe, a CI job) that box would break sentences
+    # mid-line, so the error is printed plainly there: the usage, the hint, one line of error.
+    if sys.stderr.isatty():
+        _boxed(error)
+    else:
+        error.show()
+
+
+_boxed = rich_utils.rich_format_error
+rich_utils.rich_format_error = _usage_error  # type: ignore[assignment]  # its parameter is `self`
 
 app = typer.Typer(
     name="adjudge",

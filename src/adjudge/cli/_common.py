@@ -69,15 +69,19 @@ def format_amount(minor: object, decimals: int = DECIMALS) -> str:
     digits = digits.removeprefix("-")
     if not digits.isdigit():
         return str(minor)
+    if decimals <= 0:  # a currency without decimals: the minor unit is the unit
+        return ("-" if negative else "") + (digits.lstrip("0") or "0")
     padded = digits.rjust(decimals + 1, "0")
     whole = padded[:-decimals].lstrip("0") or "0"
     fraction = padded[-decimals:].rstrip("0")
     return ("-" if negative else "") + whole + ("." + fraction if fraction else "")
 
 
-def money(minor: object) -> str:
-    """An amount as people read it, with the minor units beside it: "2 USDC (2000000)"."""
-    return f"{format_amount(minor)} {CURRENCY} ({minor})"
+def money(minor: object, currency: str = CURRENCY) -> str:
+    """An amount in minor units as people read it, in its currency with its decimals:
+    ``2000000`` USDC is "2 USDC", ``25`` USD is "0.25 USD" (an unlisted currency has none).
+    Every amount a person reads goes through here; ``--json`` keeps the minor units."""
+    return f"{format_amount(minor, ASSET_DECIMALS.get(currency, 0))} {currency}"
 
 
 def price_of(amount: str, currency: str, flag: str = "--price") -> dict[str, Any]:

@@ -43,6 +43,7 @@ from adjudge.calls.quality import (
     parse_terms,
 )
 from adjudge.calls.verify import digested_bytes
+from adjudge.cli._common import money
 from adjudge.cli.receipts import read_signing_key, write_receipt
 from adjudge.digests import sha256_digest
 from adjudge.errors import CriteriaError, Error, ReceiptError
@@ -235,8 +236,8 @@ def _print_call(record: dict[str, Any]) -> None:
     console.print(f"decided   {record['decided_by']}")
     price = record["price"]
     console.print(
-        f"payment   {record['payment']} (charge {record['charge_minor']} of "
-        f"{price['amount_minor']} minor units {price['currency']})"
+        f"payment   {record['payment']} (charge {money(record['charge_minor'], price['currency'])} "
+        f"of {money(price['amount_minor'], price['currency'])})"
     )
     console.print(f"strike    {'yes' if record['strike'] else 'no'}")
     if not record["effect"]["enforced"]:
@@ -319,7 +320,7 @@ def report_command(
         proposal = item["proposal"]
         if proposal is not None:
             console.print(
-                f"  proposal      {proposal['penalty_minor']} minor units, {proposal['status']}; "
+                f"  proposal      {money(proposal['penalty_minor'])}, {proposal['status']}; "
                 f"enforceable from {proposal['enforceable_at']}, lapses {proposal['lapses_at']}"
             )
 

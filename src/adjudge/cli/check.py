@@ -30,7 +30,7 @@ from adjudge.receipts import Receipt, ReceiptLog
 EXIT_PASS, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
 
 out = Console()
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)  # a sentence is never broken to fit 80 columns
 
 
 def _bad_input(code: str, message: str) -> typer.Exit:

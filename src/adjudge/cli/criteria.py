@@ -26,7 +26,7 @@ EXIT_CLEAN, EXIT_FINDINGS, EXIT_BAD_INPUT = 0, 1, 2
 SHOWN_RESULT_CHARS = 400
 
 out = Console()
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)  # a sentence is never broken to fit 80 columns
 criteria_app = typer.Typer(
     help="Advice on criteria before you post: what an agent could game.", no_args_is_help=True
 )

@@ -24,6 +24,7 @@ from adjudge.cli._common import (
     Session,
     UrlOption,
     format_amount,
+    money,
     price_of,
     print_json,
     remember_json,
@@ -173,6 +174,13 @@ def _show_tool(t: dict[str, Any]) -> None:
             f"  judged by: policy {judged['id']} version {judged['version']}{pinned}, "
             f"{judged['mode']}; bad results reportable for {judged['report_window_hours']} h"
         )
+        panel = judged.get("judges")
+        if panel:
+            typer.echo(
+                f"  meaning judged by: {', '.join(panel['keys'])} ({panel['quorum']} of "
+                f"{len(panel['keys'])} must cite a conflict), sample rate {panel['sample_rate']}, "
+                f"{panel['when']}"
+            )
         corroboration = judged.get("corroboration")
         if corroboration:
             typer.echo(
@@ -275,7 +283,8 @@ def _report_lines(report: dict[str, Any]) -> None:
     typer.echo(f"  report: {report['status']}, filed by {report['filed_by']} {report['filed_at']}")
     typer.echo(f"    reason: {report['reason']}")
     if report.get("ruled_by"):
-        refund = report.get("refunded_minor")
+        minor = report.get("refunded_minor")
+        refund = "nothing" if minor is None else money(minor)
         typer.echo(f"    ruled by {report['ruled_by']} {report['ruled_at']}; refunded {refund}")
         for reason in report.get("ruling") or []:
             typer.echo(f"    - {reason}")

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from adjudge.cli._settings import ConfigOption, SettingsCommand, load_settings
-from adjudge.errors import Error
+from adjudge.errors import BadInput, Error
 
 if TYPE_CHECKING:
     from adjudge.app import App
@@ -52,6 +52,7 @@ def serve(
             "--webhooks-allow-private/--no-webhooks-allow-private",
         ),
     ] = None,
+    judges: Annotated[str | None, typer.Option()] = None,
 ) -> None:
     """Start the service: migrate the database, print how to reach it, and serve the API.
 
@@ -87,6 +88,7 @@ def serve(
         "access_log": access_log,
         "webhooks": webhooks,
         "webhooks_allow_private": webhooks_allow_private,
+        "judges": judges,
     }
     settings = load_settings(flags, config)
     _configure_process(settings)
@@ -94,7 +96,16 @@ def serve(
         if demo:  # the demo's provider answers beside it, on loopback
             settings = settings.model_copy(update={"allow_private_providers": True})
         key, box = _keys(settings.signing_key, settings.server_key)
-        app = App.open(settings.db, settings=settings, issuer=SignedReceipts(key), secrets=box)
+        app = App.open(
+            settings.db,
+            settings=settings,
+            issuer=SignedReceipts(key),
+            secrets=box,
+            judges=_judges(
+                [j.strip() for j in settings.judges.split(",") if j.strip()],
+                demo_port=settings.port if demo else None,
+            ),
+        )
         upkeep.run_once(app)  # calls a stopped process left pending, holds that matured meanwhile
     except Error as exc:
         typer.echo(f"{exc.code}: {exc.message}", err=True)
@@ -128,15 +139,55 @@ def serve(
     asgi = create_app(app, threads=threads)
     upkeeper = MaintenanceWorker(app).start()
     if provider_secret is not None:
-        from adjudge.service import DEMO_PROVIDER_MOUNT, skycast_app  # noqa: PLC0415
-
-        asgi.mount(DEMO_PROVIDER_MOUNT, skycast_app(provider_secret))
+        _mount_demo(asgi, provider_secret)
     try:
         uvicorn.run(asgi, host=host, port=port, log_level="warning")
     finally:
         upkeeper.stop()
         if worker is not None:
             worker.stop()
+
+
+def _mount_demo(asgi: Any, provider_secret: str) -> None:
+    """Serve the demo's providers and its stand-in meaning judges beside it."""
+    from adjudge.service import (  # noqa: PLC0415
+        DEMO_JUDGE_MOUNT,
+        DEMO_PROVIDER_MOUNT,
+        judges_app,
+        skycast_app,
+    )
+
+    asgi.mount(DEMO_PROVIDER_MOUNT, skycast_app(provider_secret))
+    asgi.mount(DEMO_JUDGE_MOUNT, judges_app())
+
+
+#: The demo's meaning judges (served beside it when no --judges is given): key -> model.
+DEMO_JUDGES = {"demo-careful": "careful", "demo-lenient": "lenient"}
+
+
+def _judges(specs: list[str], *, demo_port: int | None = None) -> dict[str, Any]:
+    """The meaning judges of the ``judges`` setting (``KEY=MODEL@BASE_URL``), by key; the
+    demo's own two when serving the demo without any."""
+    import os  # noqa: PLC0415
+
+    from adjudge.workers import ChatCompletionsCallJudge  # noqa: PLC0415
+
+    if demo_port is not None and not specs:
+        base = f"http://127.0.0.1:{demo_port}/demo/judges/v1"
+        return {key: ChatCompletionsCallJudge(base, model) for key, model in DEMO_JUDGES.items()}
+    judges: dict[str, Any] = {}
+    for spec in specs:
+        key, _, rest = spec.partition("=")
+        model, _, url = rest.partition("@")
+        if not key or not model or not url.startswith(("http://", "https://")) or key in judges:
+            raise BadInput(
+                f"judges: {spec!r} is not KEY=MODEL@BASE_URL (an http(s) URL, each key once).",
+                code="INVALID_SETTING",
+            )
+        judges[key] = ChatCompletionsCallJudge(
+            url, model, os.environ.get("ADJUDGE_JUDGE_API_KEY") or None
+        )
+    return judges
 
 
 def _configure_process(settings: Settings) -> None:

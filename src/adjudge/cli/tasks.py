@@ -90,7 +90,7 @@ def _session(ctx: typer.Context, as_json: bool) -> Session:
 
 def _line(task: Task | dict[str, Any]) -> str:
     """One line: id, mode, status, reward, agent, attempts, ending (what state changes print)."""
-    parts = [task["id"], task["mode"], task["status"], f"reward {task['reward']}"]
+    parts = [task["id"], task["mode"], task["status"], f"reward {money(task['reward'])}"]
     if task.get("agent"):
         parts.append(f"agent {task['agent']}")
     parts.append(f"attempts {task['attempts']}/{task['max_attempts']}")
@@ -353,7 +353,7 @@ def list_(
         typer.echo("No tasks." if cursor is None else "No more tasks.")
     for task in page["tasks"]:
         typer.echo(
-            f"{task['id']}  {task['mode']:6} {task['status']:22} {task['reward']:>12}  "
+            f"{task['id']}  {task['mode']:6} {task['status']:22} {money(task['reward']):>17}  "
             f"{task['title']}"
         )
     if page["next_cursor"]:

@@ -21,9 +21,19 @@ MAX_FEE_BPS = 3000
 #: What the ledger's integer minor units are: millionths of a USDC (2000000 is 2 USDC). A price
 #: in any other currency would move the same integers as if they were these, so none is taken.
 LEDGER_CURRENCY = "USDC"
+#: Its decimals: a person reads 1500000 minor units as 1.5 USDC.
+LEDGER_DECIMALS = 6
 
 #: Where deposits come from; the only account allowed a negative balance.
 WORLD = "world"
+
+
+def shown(minor: int) -> str:
+    """Ledger minor units as a person reads them, in the currency with its decimals:
+    ``1500000`` is "1.5 USDC" (for messages; every amount on the wire stays in minor units)."""
+    whole, part = divmod(abs(minor), 10**LEDGER_DECIMALS)
+    text = f"{whole}.{part:0{LEDGER_DECIMALS}d}".rstrip("0").rstrip(".")
+    return f"{'-' if minor < 0 else ''}{text} {LEDGER_CURRENCY}"
 
 
 def wallet_account(account_id: str) -> str:
@@ -102,6 +112,7 @@ class Ledger:
             balances[t.credit] = balances.get(t.credit, 0) + t.amount
             if t.debit != WORLD and balances[t.debit] < 0:
                 raise StateError(
-                    f"{t.debit} holds too little to move {t.amount}.", code="INSUFFICIENT_FUNDS"
+                    f"{t.debit} holds too little to move {shown(t.amount)}.",
+                    code="INSUFFICIENT_FUNDS",
                 )
         return Ledger(MappingProxyType(balances))

@@ -75,6 +75,7 @@ FILES: Final[dict[str, str]] = {
         "the decision policy that judged the call (bound by the receipt's criteriaDigest)"
     ),
     "judgment.json": "the meaning judgment the verification read",
+    "judgments.json": "the named judges' meaning judgments the verification read (k of n)",
     "corroboration.json": "the corroboration of an empty answer the verification read",
     "record.json": "the service's stored call record (unsigned; compared too)",
 }
@@ -154,6 +155,7 @@ def depends_on(kind: str, files: Mapping[str, bytes]) -> dict[str, str | None]:
         "contract": document("contract.json"),
         "policy": document("policy.json"),
         "judgment": document("judgment.json"),
+        "judgments": document("judgments.json"),
         "corroboration": document("corroboration.json"),
         "at": call.get("at") if isinstance(call, dict) else None,
     }
@@ -230,7 +232,7 @@ def from_answer(answer: Mapping[str, Any]) -> bytes:
             if answer.get("response") is not None:
                 files["response.json"] = json_file(answer["response"])
             files["contract.json"] = json_file(answer["contract"])
-            for name in ("policy", "judgment", "corroboration", "record"):
+            for name in ("policy", "judgment", "judgments", "corroboration", "record"):
                 if answer.get(name) is not None:
                     files[f"{name}.json"] = json_file(answer[name])
         return build(

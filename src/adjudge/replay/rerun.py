@@ -153,6 +153,9 @@ def call(bundle: Bundle, signed: dict[str, Any]) -> Rerun:
             # A reported digest covers bytes the service never held: no integrity check then.
             response_bytes = None if response.digest else digested_bytes(response.body)
         judgment = bundle.optional("judgment.json")
+        judged = bundle.optional("judgments.json")
+        if judged is not None and not isinstance(judged, list):
+            raise unusable("judgments.json is not a JSON list")
         corroboration = bundle.optional("corroboration.json")
         result = verify_call(
             contract,
@@ -162,6 +165,7 @@ def call(bundle: Bundle, signed: dict[str, Any]) -> Rerun:
             at,
             judgment=None if judgment is None else parse_judgment(judgment),
             corroboration=None if corroboration is None else parse_corroboration(corroboration),
+            judgments=[parse_judgment(j) for j in judged or []],
         )
     except Error as exc:
         out.differ("verification", None, None, f"it cannot be re-run on these inputs: {exc}")
@@ -227,7 +231,7 @@ def _bind_call(bundle: Bundle, signed: dict[str, Any], at: datetime, out: Rerun)
             format_time(at),
             "the verification time is not the one the receipt signs",
         )
-    for name in ("judgment.json", "corroboration.json"):
+    for name in ("judgment.json", "judgments.json", "corroboration.json"):
         if name in bundle.files:
             out.notes.append(
                 f"{name} is bound only through the checks it decided (the receipt signs their "

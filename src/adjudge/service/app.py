@@ -30,6 +30,7 @@ from adjudge.service import (
     accounts,
     calls,
     criteria,
+    dashboards,
     docs,
     errors,
     gateway,
@@ -168,6 +169,7 @@ def create_app(use_cases: App, *, threads: int | None = None) -> FastAPI:
         criteria.routes,
         receipts.routes,
         reviews.routes,
+        dashboards.routes,
     ):
         api.include_router(module)
     api.include_router(gateway.routes)  # before calls: /tools/callable is not /tools/{tool}

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 from datetime import UTC, date, datetime, timedelta
 
 from starlette.applications import Starlette
@@ -29,6 +30,11 @@ CITIES = {"berlin": (52.52, 13.41), "paris": (48.86, 2.35), "tokyo": (35.68, 139
 BROKEN = "atlantis"
 #: The city ``sky`` answers with no days at all, while ``nimbus`` has its forecast.
 LAZY = "erewhon"
+#: The city ``sky`` answers with last year's days: in the promised shape, passing every rule,
+#: but not the forecast asked for (what only a meaning judge notices).
+STALE = "mirage"
+#: Where the demo's meaning judges answer, beside the providers.
+JUDGE_MOUNT = "/demo/judges"
 
 
 def forecast(city: str, days: int, today: date) -> dict[str, object]:
@@ -68,7 +74,10 @@ def skycast_app(secret: str) -> Starlette:
         city = request.path_params["city"].lower()
         if city == LAZY and request.url.path.endswith(f"/forecast/{city}"):
             days = 0  # sky's lazy answer: nothing found
-        return JSONResponse(forecast(city, min(max(days, 0), 7), datetime.now(UTC).date()))
+        today = datetime.now(UTC).date()
+        if city == STALE:
+            today -= timedelta(days=365)  # last year's forecast, issued today
+        return JSONResponse(forecast(city, min(max(days, 0), 7), today))
 
     return Starlette(
         routes=[
@@ -76,3 +85,31 @@ def skycast_app(secret: str) -> Starlette:
             Route("/v1/outlook/{city}", handle, methods=["GET"]),
         ]
     )
+
+
+def judges_app() -> Starlette:
+    """The demo's two meaning judges behind one OpenAI-compatible chat-completions endpoint, so
+    a reader can watch a quorum without a model service. They are small rules, not models:
+    ``careful`` cites the first day of a forecast dated before the day it was issued (quoting
+    it exactly); ``lenient`` never finds a conflict. Point ``adjudge serve --judges`` at a real
+    endpoint for real judgments."""
+
+    async def complete(request: Request) -> JSONResponse:
+        body = await request.json()
+        data = json.loads(body["messages"][-1]["content"])
+        output = data.get("output") if isinstance(data, dict) else None
+        answer: dict[str, object] = {"conflict": False, "reason": "the forecast fits"}
+        if body.get("model") == "careful" and isinstance(output, dict):
+            days = output.get("days") or []
+            issued = str(output.get("issued_at", ""))[:10]
+            first = days[0].get("date") if days and isinstance(days[0], dict) else None
+            if isinstance(first, str) and issued and first < issued:
+                answer = {
+                    "conflict": True,
+                    "reason": f"the forecast starts on {first}, before it was issued",
+                    "citations": [{"pointer": "/days/0/date", "quote": first}],
+                }
+        message = {"role": "assistant", "content": json.dumps(answer)}
+        return JSONResponse({"choices": [{"index": 0, "message": message}]})
+
+    return Starlette(routes=[Route("/v1/chat/completions", complete, methods=["POST"])])

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
+from adjudge.app.receipts import moment
 from adjudge.errors import Error
 from adjudge.gateway import JWKS_PATH
 from adjudge.service.deps import Caller, IdemKey, Use, reply, router
@@ -160,12 +161,23 @@ def list_calls(
     tool: Annotated[str | None, Query(max_length=128)] = None,
     provider: Annotated[str | None, Query(max_length=64)] = None,
     verdict: Annotated[str | None, Query(max_length=32)] = None,
+    since: Annotated[str | None, Query(max_length=40)] = None,
+    until: Annotated[str | None, Query(max_length=40)] = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     cursor: Annotated[str | None, Query(max_length=400)] = None,
 ) -> dict[str, Any]:
-    """Forwarded calls newest first (an admin's all; anyone else's own)."""
+    """Forwarded calls newest first (an admin's all; anyone else's own). ``since`` and
+    ``until``: ISO dates or times of the call's start, ``until`` exclusive (a bare date:
+    through that day)."""
     return app.gateway.list_calls(
-        who, tool=tool, provider=provider, verdict=verdict, limit=limit, cursor=cursor
+        who,
+        tool=tool,
+        provider=provider,
+        verdict=verdict,
+        since=moment(since, "since", end_of_day=False),
+        until=moment(until, "until", end_of_day=True),
+        limit=limit,
+        cursor=cursor,
     )
 
 

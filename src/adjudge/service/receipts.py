@@ -85,6 +85,38 @@ def call_bundle(*, call_id: str, who: Caller, app: Use) -> dict[str, Any]:
     return app.bundles.call(who, call_id)
 
 
+@routes.get("/ledger/lines", tags=["service"])
+def ledger_lines(
+    *,
+    who: Caller,
+    app: Use,
+    account: Annotated[str | None, Query(max_length=160)] = None,
+    kind: Annotated[str | None, Query(max_length=32)] = None,
+    since: Annotated[str | None, Query(max_length=40)] = None,
+    until: Annotated[str | None, Query(max_length=40)] = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    cursor: Annotated[str | None, Query(max_length=400)] = None,
+    totals: bool = False,
+) -> dict[str, Any]:
+    """Ledger lines newest first, a page at a time: each movement (amount in minor units,
+    signed: a debit is negative) with the account on its other side and the receipt that
+    released it. An admin's every account, anyone else's own (``NOT_YOUR_ACCOUNT`` for
+    another's). ``kind``: deposit, fund, payout, fee, refund, reserve, charge, void, release,
+    report refund. ``since``/``until``: ISO dates or times, ``until`` exclusive (a bare date:
+    through that day). ``totals``: the filter's count, credits, debits and net (a sum over
+    the whole filtered range)."""
+    return app.receipts.ledger_lines(
+        who,
+        account=account,
+        kind=kind,
+        since=since,
+        until=until,
+        limit=limit,
+        cursor=cursor,
+        totals=totals,
+    )
+
+
 @routes.get("/ledger", tags=["service"])
 def ledger(*, who: Caller, app: Use) -> dict[str, Any]:
     """Every balance, all deposits, and the two sums that prove the ledger whole (admin)."""

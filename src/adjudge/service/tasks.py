@@ -141,12 +141,26 @@ def list_tasks(
     status: Annotated[str | None, Query(max_length=32)] = None,
     mode: Annotated[str | None, Query(max_length=16)] = None,
     mine: bool = False,
+    poster: Annotated[str | None, Query(max_length=64)] = None,
+    agent: Annotated[str | None, Query(max_length=64)] = None,
+    text: Annotated[str | None, Query(max_length=200)] = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     cursor: Annotated[str | None, Query(max_length=400)] = None,
 ) -> dict[str, Any]:
     """Tasks, newest first, a page at a time (``next_cursor`` fetches the next page); summaries
-    only. ``mine`` keeps the caller's own (posted, taken or verifying)."""
-    return app.tasks.find(who, status=status, mode=mode, mine=mine, limit=limit, cursor=cursor)
+    only. ``mine`` keeps the caller's own (posted, taken or verifying); ``poster`` and
+    ``agent`` keep one account's; ``text`` searches titles (any case; never a brief)."""
+    return app.tasks.find(
+        who,
+        status=status,
+        mode=mode,
+        mine=mine,
+        poster=poster,
+        agent=agent,
+        text=text,
+        limit=limit,
+        cursor=cursor,
+    )
 
 
 @routes.get("/tasks/{task_id}", tags=["tasks"])

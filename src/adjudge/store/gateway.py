@@ -389,10 +389,13 @@ def list_calls(
     tool: str | None = None,
     provider: str | None = None,
     verdict: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
     limit: int = 50,
     cursor: str | None = None,
 ) -> Page:
-    """Forwarded calls, newest first; ``party`` keeps those it called or provides."""
+    """Forwarded calls, newest first; ``party`` keeps those it called or provides, ``since``
+    and ``until`` (exclusive) those started in that range."""
     c = calls
     q = select(c)
     if party is not None:
@@ -403,6 +406,10 @@ def list_calls(
         q = q.where(c.c.provider == provider)
     if verdict:
         q = q.where(c.c.verdict == verdict)
+    if since is not None:
+        q = q.where(c.c.started_at >= since)
+    if until is not None:
+        q = q.where(c.c.started_at < until)
     rows, following = newest_first(tx, q, c.c.started_at, c.c.id, cursor, limit)
     return Page([_call(r._mapping) for r in rows], following)
 

@@ -15,16 +15,19 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, func, insert, select, update
+from sqlalchemy import Select, and_, bindparam, case, func, insert, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
-from adjudge.errors import InternalError, StateError
+from adjudge.errors import BadInput, InternalError, StateError
 from adjudge.market import WORLD, Transfer
+from adjudge.market.money import shown
 from adjudge.store import receipt_log
 from adjudge.store import schema as s
+from adjudge.store.records import decode_cursor, encode_cursor
 from adjudge.store.transaction import Transaction
 
 #: Ledger accounts that hold money for a decision still to come: releasing from one needs a
@@ -77,7 +80,7 @@ def transfer(
             tx.run(_DEBIT_WORLD, {"acct": debit, "amt": total})
         elif tx.run(_DEBIT, {"acct": debit, "amt": total}).rowcount != 1:
             raise StateError(
-                f"{debit} holds too little to move {total}.", code="INSUFFICIENT_FUNDS"
+                f"{debit} holds too little to move {shown(total)}.", code="INSUFFICIENT_FUNDS"
             )
         for t in run:
             tx.run(upsert, {"account": t.credit, "amount": t.amount})
@@ -199,3 +202,129 @@ _ENTRIES = (
 )
 _INSERT_ENTRIES = insert(s.ledger_entries)
 _UPSERT = {dialect: _upsert(dialect) for dialect in ("sqlite", "postgresql")}
+
+
+# --- reading the movements (the console's ledger page) -----------------------------------------
+
+
+@dataclass(frozen=True)
+class Movements:
+    """Which ledger lines a reading keeps: ``accounts`` (None is every account; else only
+    these), ``kind`` (a memo: ``fund``, ``payout``, ``fee``, …) and ``since`` ≤ ``at`` <
+    ``until``. Every filter is optional."""
+
+    accounts: tuple[str, ...] | None = None
+    kind: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+    def where(self, q: Select[Any]) -> Select[Any]:
+        """``q`` narrowed to these lines."""
+        e = s.ledger_entries
+        if self.accounts is not None:
+            q = q.where(e.c.account.in_(self.accounts))
+        if self.kind is not None:
+            q = q.where(e.c.memo == self.kind)
+        if self.since is not None:
+            q = q.where(e.c.at >= self.since)
+        if self.until is not None:
+            q = q.where(e.c.at < self.until)
+        return q
+
+
+def movements(
+    tx: Transaction, which: Movements, *, limit: int, cursor: str | None = None
+) -> tuple[list[dict[str, Any]], str | None]:
+    """One page of ledger lines, newest first (by time, then entry id), each with the account
+    on the other side of its transfer; and the cursor of the next page (None on the last;
+    ``CURSOR_INVALID`` for one this store did not make).
+
+    A page reads at most ``limit + 1`` lines per account asked for (each through the
+    (account, at, id) index; with no account, through (memo, at, id) or (at, id)) and their
+    counterparts through the txn index: its cost does not grow with the ledger's history. A
+    filter the index does not lead with (a kind within an account) is checked row by row as
+    the page's walk meets it.
+    """
+    e = s.ledger_entries
+    q = select(e)
+    if cursor is not None:
+        when, last = decode_cursor(cursor)
+        if not last.isdigit():
+            raise BadInput(
+                "That cursor is not one a listing gave; start from the first page.",
+                code="CURSOR_INVALID",
+            )
+        q = q.where(or_(e.c.at < when, and_(e.c.at == when, e.c.id < int(last))))
+    newest = (e.c.at.desc(), e.c.id.desc())
+    # One walk per account, merged: each stays on its own index range (an IN list would make
+    # some planners gather every line of those accounts to sort them).
+    groups = [which.accounts] if which.accounts is None else [(a,) for a in which.accounts]
+    rows = [
+        row
+        for accounts in groups
+        for row in tx.conn.execute(
+            replace(which, accounts=accounts).where(q).order_by(*newest).limit(limit + 1)
+        )
+    ]
+    rows.sort(key=lambda r: (r.at, r.id), reverse=True)
+    more = len(rows) > limit
+    rows = rows[:limit]
+    other = _counterparts(tx, rows)
+    lines = [
+        {
+            "id": r.id,
+            "txn": r.txn,
+            "account": r.account,
+            "counterpart": other.get((r.txn, r.id)),
+            "amount": int(r.amount),
+            "kind": r.memo,
+            "task_id": r.task_id,
+            "receipt_id": r.receipt_id,
+            "at": r.at.isoformat(),
+        }
+        for r in rows
+    ]
+    following = encode_cursor(rows[-1].at, str(rows[-1].id)) if more and rows else None
+    return lines, following
+
+
+def _counterparts(tx: Transaction, rows: Sequence[Any]) -> dict[tuple[str, int], str]:
+    """The other leg's account of each row's transfer (a transfer is two legs under one txn)."""
+    if not rows:
+        return {}
+    e = s.ledger_entries
+    legs = tx.conn.execute(
+        select(e.c.txn, e.c.id, e.c.account).where(e.c.txn.in_({r.txn for r in rows}))
+    )
+    by_txn: dict[str, list[tuple[int, str]]] = {}
+    for leg in legs:
+        by_txn.setdefault(leg.txn, []).append((leg.id, leg.account))
+    found = {}
+    for r in rows:
+        others = [account for leg_id, account in by_txn.get(r.txn, []) if leg_id != r.id]
+        if others:
+            found[(r.txn, r.id)] = others[0]
+    return found
+
+
+def movement_totals(tx: Transaction, which: Movements) -> dict[str, int]:
+    """The lines ``which`` keeps, summed: how many, the money in (credits), the money out
+    (debits, negative) and their sum. One aggregate over the filtered range — it grows with
+    the range, not with the page, which is why only the console's totals ask for it."""
+    e = s.ledger_entries
+    credit = case((e.c.amount > 0, e.c.amount), else_=0)
+    debit = case((e.c.amount < 0, e.c.amount), else_=0)
+    q = which.where(
+        select(
+            func.count(),
+            func.coalesce(func.sum(credit), 0),
+            func.coalesce(func.sum(debit), 0),
+        ).select_from(e)
+    )
+    count, credits, debits = tx.conn.execute(q).one()
+    return {
+        "lines": int(count),
+        "credits": int(credits),
+        "debits": int(debits),
+        "net": int(credits) + int(debits),
+    }

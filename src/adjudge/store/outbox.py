@@ -129,6 +129,23 @@ Index(
     webhook_deliveries.c.id,
 )
 
+#: Each attempt of each delivery, as :func:`finish` records it: when, the receiver's status,
+#: and what went wrong (the start of a refusing receiver's answer) — the delivery's history.
+webhook_attempts = Table(
+    "webhook_attempts",
+    s.metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("delivery_id", String(40), nullable=False, index=True),
+    Column("attempt", Integer, nullable=False),  # counted since creation or the last replay
+    Column("at", s.UTCDateTime, nullable=False),
+    Column("ok", Boolean, nullable=False),
+    Column("status", Integer, nullable=True),  # none when no answer came
+    Column("error", String(500), nullable=True),
+)
+
+#: How many attempts of one delivery a reading shows, newest kept.
+MAX_ATTEMPTS_SHOWN = 100
+
 
 @dataclass(frozen=True)
 class StoredEndpoint:
@@ -578,7 +595,40 @@ def finish(
         .where(and_(d.c.id == claimed.delivery_id, d.c.lease == claimed.lease))
         .values(**values)
     )
+    if done.rowcount:
+        tx.conn.execute(
+            insert(webhook_attempts).values(
+                delivery_id=claimed.delivery_id,
+                attempt=claimed.attempts + 1,
+                at=now,
+                ok=ok,
+                status=status,
+                error=values["last_error"],
+            )
+        )
     return bool(done.rowcount)
+
+
+def attempts(tx: Transaction, delivery_id: str) -> list[dict[str, Any]]:
+    """A delivery's attempts, oldest first (the newest :data:`MAX_ATTEMPTS_SHOWN`); attempts
+    made before this history was kept are not in it."""
+    a = webhook_attempts
+    rows = tx.conn.execute(
+        select(a)
+        .where(a.c.delivery_id == delivery_id)
+        .order_by(a.c.id.desc())
+        .limit(MAX_ATTEMPTS_SHOWN)
+    )
+    return [
+        {
+            "attempt": int(r.attempt),
+            "at": r.at.isoformat(),
+            "ok": bool(r.ok),
+            "status": r.status,
+            "error": r.error,
+        }
+        for r in reversed(list(rows))
+    ]
 
 
 def counts(tx: Transaction) -> dict[str, int]:

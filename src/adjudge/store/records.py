@@ -325,10 +325,15 @@ def tasks(
     mode: str | None = None,
     involving: str | None = None,
     verifier: str | None = None,
+    poster: str | None = None,
+    agent: str | None = None,
+    text: str | None = None,
     limit: int = 50,
     cursor: str | None = None,
 ) -> Page:
-    """Tasks, newest first, filtered by status, mode, a party, or the named verifier.
+    """Tasks, newest first, filtered by status, mode, a party, the named verifier, the poster,
+    the agent, or ``text`` in the title (any case; the brief is never searched: a private
+    task's brief is for its parties only).
 
     A listing carries no brief and no criteria (their fields are empty): it reads neither. A
     row that cannot be read is left out and logged, so one bad row never fails a listing.
@@ -346,6 +351,13 @@ def tasks(
         q = q.where(or_(t.c.poster == involving, t.c.agent == involving, t.c.verifier == involving))
     if verifier:
         q = q.where(t.c.verifier == verifier)
+    if poster:
+        q = q.where(t.c.poster == poster)
+    if agent:
+        q = q.where(t.c.agent == agent)
+    if text:
+        pattern = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        q = q.where(t.c.title.ilike(f"%{pattern}%", escape="\\"))
     rows, following = newest_first(tx, q, t.c.posted_at, t.c.id, cursor, limit)
     found = []
     for row in rows:

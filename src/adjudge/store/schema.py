@@ -274,3 +274,11 @@ quotas = Table(
 
 Index("ix_tasks_status_verifier", tasks.c.status, tasks.c.verifier)
 Index("ix_tasks_posted", tasks.c.posted_at, tasks.c.id)
+# The ledger page's reads, newest first within an account, a kind, or the whole ledger
+# (adjudge.store.ledger.movements): a page walks one index range, however long the history.
+_e = ledger_entries.c
+Index("ix_ledger_entries_account_at", _e.account, _e.at, _e.id)
+Index("ix_ledger_entries_memo_at", _e.memo, _e.at, _e.id)
+Index("ix_ledger_entries_at", _e.at, _e.id)
+# The dashboards' window of verdicts (adjudge.store.console).
+Index("ix_verdicts_at", verdicts.c.at)

@@ -5,10 +5,18 @@ from the service (a client of its API), asks the judge, and posts each verdict s
 verifier. ``ChatCompletionsJudge`` talks to any OpenAI-compatible chat-completions endpoint.
 """
 
-from adjudge.workers.judges import ChatCompletionsJudge, Judge, JudgeError, Judgment, parse_answer
+from adjudge.workers.judges import (
+    ChatCompletionsCallJudge,
+    ChatCompletionsJudge,
+    Judge,
+    JudgeError,
+    Judgment,
+    parse_answer,
+)
 from adjudge.workers.review import PollReport, ReviewWorker
 
 __all__ = [
+    "ChatCompletionsCallJudge",
     "ChatCompletionsJudge",
     "Judge",
     "JudgeError",

@@ -32,7 +32,7 @@ import base64
 import threading
 import uuid
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -47,6 +47,7 @@ from adjudge.app.gateway.keyring import DatabaseKeyRing, ensure_key
 from adjudge.app.gateway.parsed import judging_policy, parsed_policy, parsed_tool
 from adjudge.app.gateway.spending import count_spending, give_back, within
 from adjudge.app.gateway.views import call_answer, gateway_call_view
+from adjudge.app.meaning import JUDGE_TIMEOUT, CallJudge, MeaningAsk, ask_judges
 from adjudge.app.timing import stage
 from adjudge.app.unit import Answer, Idempotency, UnitOfWork
 from adjudge.app.wiring import call_subject
@@ -55,7 +56,14 @@ from adjudge.calls.contract import map_response
 from adjudge.calls.kernel_rows import call_decision
 from adjudge.calls.quality import counted_as
 from adjudge.calls.tools import BuiltRequest, build_request
-from adjudge.calls.verify import CallResult, digest_of, wants_corroboration
+from adjudge.calls.verify import (
+    CallResult,
+    Judgment,
+    digest_of,
+    to_wire,
+    wants_corroboration,
+    wants_judges,
+)
 from adjudge.errors import (
     Conflict,
     Error,
@@ -112,8 +120,13 @@ class Gateway:
         forwarder: Forwarder | None = None,
         keys: DatabaseKeyRing | None = None,
         private_providers: bool = False,
+        judges: Mapping[str, CallJudge] | None = None,
+        judge_timeout: float = JUDGE_TIMEOUT,
     ) -> None:
         self.unit = unit
+        #: The meaning judges a policy may name, by key (see :mod:`adjudge.app.meaning`).
+        self.judges: Mapping[str, CallJudge] = dict(judges or {})
+        self.judge_timeout = judge_timeout
         self.issuer = issuer
         self.box = box
         self._forwarder = forwarder
@@ -239,6 +252,24 @@ class Gateway:
             result = verify_call(
                 p.contract, p.policy, request, response, verified_at, corroboration=found
             )
+        judgments: list[Judgment] = []
+        if p.policy is not None and wants_judges(result):  # sampled: judged before settling
+            mapped = map_response(p.contract, response.body)
+            shown = MeaningAsk(
+                begun.call_id, result.response_digest, name, p.tool.description, args, mapped.output
+            )
+            judgments = await ask_judges(
+                self.judges, p.policy.judges, shown, timeout=self.judge_timeout
+            )
+            result = verify_call(
+                p.contract,
+                p.policy,
+                request,
+                response,
+                verified_at,
+                corroboration=result.corroboration,
+                judgments=judgments,
+            )
         with stage("gateway.verify"):
             output = None
             if response.status == "ok":
@@ -258,6 +289,7 @@ class Gateway:
             policy_digest=p.policy_digest,
             contract_digest=contract_digest,
             api_key_id=None if caller.key is None else caller.key.id,
+            judgments=judgments,
         )
         with stage("gateway.settle.wait"):
             answer = await self.unit.write_async(_timed("gateway.settle", finish))
@@ -415,10 +447,13 @@ class Gateway:
         tool: str | None = None,
         provider: str | None = None,
         verdict: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
         limit: int = 50,
         cursor: str | None = None,
     ) -> dict[str, Any]:
-        """Forwarded calls newest first: an admin's all, anyone else's own (called or provided)."""
+        """Forwarded calls newest first: an admin's all, anyone else's own (called or
+        provided); ``since`` and ``until`` (exclusive) keep those started in that range."""
         party = None if "admin" in viewer.roles else viewer.id
 
         def run(tx: Transaction) -> dict[str, Any]:
@@ -428,6 +463,8 @@ class Gateway:
                 tool=tool,
                 provider=provider,
                 verdict=verdict,
+                since=since,
+                until=until,
                 limit=limit,
                 cursor=cursor,
             )
@@ -534,6 +571,7 @@ class Gateway:
         policy_digest: str | None,
         contract_digest: str | None,
         api_key_id: str | None = None,
+        judgments: Sequence[Judgment] = (),
     ) -> Callable[[Transaction], dict[str, Any]]:
         """(5) as a unit of work: the call's determination made now; in the transaction, its
         receipt signed onto the log, the reservation released as it says, the record, the event
@@ -572,6 +610,8 @@ class Gateway:
         if evidence is not None and result.corroboration is not None:
             # What the empty answer's verdict read, so the call replays to the same verdict.
             evidence["corroboration"] = result.corroboration.to_dict()
+        if evidence is not None and judgments:
+            evidence["judgments"] = [to_wire(j) for j in judgments]
 
         def run(tx: Transaction) -> dict[str, Any]:
             receipt = receipt_log.append(tx, issue, task_id=None, at=now)
@@ -607,6 +647,8 @@ class Gateway:
                 evidence=evidence,
             )
             emit_call_settled(tx, stored_call, now)
+            if result.needs_review and payment == "settle":
+                _to_review(tx, stored_call.id, stored.provider, caller.id, result, now)
             metrics.verdict(tx, "call", result.verdict.value if result.verdict else "ERROR")
             error_kind = None if result.error is None else result.error.kind
             counted = counted_as(result.verdict, result.effect.enforced, error_kind)
@@ -684,6 +726,25 @@ class Gateway:
                 return False
             raise
         return True
+
+
+def _to_review(
+    tx: Transaction, call_id: str, provider: str, caller: str, result: CallResult, now: datetime
+) -> None:
+    """A split of the meaning judges goes to a person: the call's charge is kept in its hold
+    and a report is opened on the caller's behalf in the review queue, where an admin's ruling
+    refunds (upheld) or releases (dismissed) it through the report's settlement path."""
+    row = next(r for r in result.rows if r.stage == "meaning")
+    if holds_db.get(tx, call_id) is not None and not settlement.claim_hold(tx, call_id):
+        return
+    call_reports.add(
+        tx,
+        call_id=call_id,
+        provider=provider,
+        by=caller,
+        reason=f"Sent to review by the meaning judges: {row.reason}"[:2000],
+        at=now,
+    )
 
 
 def _timed(name: str, fn: Callable[[Transaction], T]) -> Callable[[Transaction], T]:

@@ -65,6 +65,22 @@ def judge_view(p: calls_db.StoredPolicy) -> dict[str, Any]:
         "withdrawn_at": document.get("withdrawn_at"),
         "registered_at": p.registered_at.isoformat(),
         "corroboration": corroboration_view(document),
+        "judges": judges_view(document),
+    }
+
+
+def judges_view(document: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A policy's meaning judges as a caller reads them: their keys, the quorum (k of n), the
+    share of calls sampled, and when they judge (before the call settles)."""
+    meaning = document.get("meaning")
+    if not isinstance(meaning, Mapping) or not meaning.get("judges"):
+        return None
+    judges = list(meaning["judges"])
+    return {
+        "keys": judges,
+        "quorum": int(meaning.get("quorum", 1)),
+        "sample_rate": str(meaning.get("sample_rate")),
+        "when": "before settling",
     }
 
 

@@ -4,13 +4,18 @@
 // included, is a fetch with the key; the page never navigates to the API.
 import {
   CURRENCY,
+  LEDGER_CSV_HEADER,
+  LEDGER_KINDS,
   actionsFor,
   callActionsFor,
+  chartGeometry,
   chainCommand,
+  csv,
   errorText,
   eventTypes,
   failureRate,
   hashOf,
+  ledgerRow,
   lintView,
   money,
   moneyState,
@@ -21,11 +26,13 @@ import {
   parseTakeWindow,
   percent,
   price,
+  ratioValue,
   reasonLines,
   receiptFacts,
   replayCommands,
   shortTime,
   takeWindowText,
+  units,
   verifyCommand,
   words,
 } from "./ui.js";
@@ -230,7 +237,7 @@ async function signIn() {
       h("strong", {}, me.id),
       ` (${me.roles.join(", ")}) · balance `,
       h("span", { id: "balance" }, money(me.balance)),
-      me.held && me.held !== "0" ? [" · held ", h("span", { id: "held" }, money(me.held))] : "",
+      ...(me.held && me.held !== "0" ? [" · held ", h("span", { id: "held" }, money(me.held))] : []),
       ` · reputation ${me.reputation}`,
     );
   } catch (err) {
@@ -249,39 +256,63 @@ document.querySelector("#key-form").addEventListener("submit", async (event) => 
 
 // --- tasks ------------------------------------------------------------------------------------
 
-async function taskList(cursor) {
+const TASK_STATUSES = ["funded", "assigned", "submitted", "awaiting_verification", "failed", "disputed", "escalated", "completed", "cancelled"];
+const TASK_FILTERS = ["status", "mode", "poster", "agent", "text"];
+
+async function taskList(query = {}, cursor) {
   const render = claim();
-  const page = await api("GET", "/tasks" + (cursor ? `?cursor=${encodeURIComponent(cursor)}` : ""));
+  const filters = Object.fromEntries(TASK_FILTERS.map((k) => [k, query[k]]));
+  const page = await api("GET", withQuery("/tasks", { ...filters, limit: 50, cursor }));
   const tasks = page.tasks;
-  const rows = tasks.map((t) =>
-    h(
-      "tr",
-      {},
-      h("td", {}, h("a", { href: `#/tasks/${t.id}` }, t.title)),
-      h("td", {}, t.mode),
-      h("td", {}, statusBadge(t.status)),
-      h("td", { class: "num" }, money(t.reward)),
-      h("td", {}, shortTime(t.deadline)),
-      h("td", {}, t.poster),
-      h("td", {}, t.agent || ""),
-    ),
+  const text = h("input", { type: "search", name: "text", value: query.text || "", "aria-label": "Search titles", placeholder: "words in the title" });
+  const status = h(
+    "select",
+    { name: "status", "aria-label": "Status" },
+    h("option", { value: "" }, "any status"),
+    TASK_STATUSES.map((v) => h("option", { value: v, selected: v === query.status }, words(v))),
   );
+  const mode = h(
+    "select",
+    { name: "mode", "aria-label": "Mode" },
+    h("option", { value: "" }, "any mode"),
+    ["auto", "agent", "manual"].map((v) => h("option", { value: v, selected: v === query.mode }, v)),
+  );
+  const poster = h("input", { type: "text", name: "poster", value: query.poster || "", "aria-label": "Poster", placeholder: "poster" });
+  const agent = h("input", { type: "text", name: "agent", value: query.agent || "", "aria-label": "Agent", placeholder: "agent" });
+  const filtered = TASK_FILTERS.some((k) => query[k]);
+  const rows = tasks.map((t) => [
+    h("a", { href: `#/tasks/${t.id}` }, t.title),
+    t.mode,
+    statusBadge(t.status),
+    h("td", { class: "num" }, money(t.reward)),
+    shortTime(t.deadline),
+    t.poster,
+    t.agent || "",
+  ]);
   render(
     h("h2", {}, "Tasks"),
+    h(
+      "form",
+      {
+        class: "filters task-filters",
+        onsubmit: (event) => {
+          event.preventDefault();
+          location.hash = hashOf(["tasks"], { text: text.value, status: status.value, mode: mode.value, poster: poster.value, agent: agent.value });
+        },
+      },
+      text,
+      status,
+      mode,
+      poster,
+      agent,
+      h("button", { type: "submit" }, "Search"),
+      filtered ? h("a", { href: "#/tasks" }, "Clear") : null,
+    ),
     tasks.length
-      ? h(
-          "table",
-          { class: "tasks" },
-          h(
-            "thead",
-            {},
-            h("tr", {}, ...["Title", "Mode", "Status", "Reward", "Deadline", "Poster", "Agent"].map((c) => h("th", {}, c))),
-          ),
-          h("tbody", {}, rows),
-        )
-      : h("p", {}, "No tasks yet."),
+      ? table("tasks", ["Title", "Mode", "Status", "Reward", "Deadline", "Poster", "Agent"], rows)
+      : h("p", {}, filtered ? "No task matches these filters." : "No tasks yet."),
     page.next_cursor
-      ? h("p", {}, h("button", { type: "button", onclick: () => taskList(page.next_cursor) }, "Older tasks"))
+      ? h("p", {}, h("button", { type: "button", onclick: () => taskList(query, page.next_cursor) }, "Older tasks"))
       : null,
   );
 }
@@ -454,7 +485,8 @@ function actions(task) {
   const out = [];
   if (delivering.length) out.push(deliverForm(task, delivering));
   for (const [action, label] of offered) {
-    if (action !== "submit" && action !== "dry-run") out.push(actionForm(task, action, label));
+    if (action === "later") out.push(h("p", { class: "later" }, label));
+    else if (action !== "submit" && action !== "dry-run") out.push(actionForm(task, action, label));
   }
   return out;
 }
@@ -967,6 +999,12 @@ async function toolDetail(name) {
           : null,
       ],
       [
+        "Meaning judged by",
+        t.judged_by && t.judged_by.judges
+          ? `${t.judged_by.judges.keys.join(", ")} (${t.judged_by.judges.quorum} of ${t.judged_by.judges.keys.length} must cite a conflict); sample rate ${t.judged_by.judges.sample_rate}, ${t.judged_by.judges.when}`
+          : null,
+      ],
+      [
         "Empty answers corroborated by",
         t.judged_by && t.judged_by.corroboration
           ? `${t.judged_by.corroboration.tool}, paid by the ${t.judged_by.corroboration.paid_by} (at most ${price(t.judged_by.corroboration.max_price)} each); you pay ${price(t.judged_by.corroboration.caller_pays)} for it`
@@ -1021,7 +1059,7 @@ async function callList(query, cursor) {
   const render = claim();
   const page = await api(
     "GET",
-    withQuery("/gateway/calls", { tool: query.tool, provider: query.provider, verdict: query.verdict, limit: 50, cursor }),
+    withQuery("/gateway/calls", { tool: query.tool, provider: query.provider, verdict: query.verdict, since: query.since, until: query.until, limit: 50, cursor }),
   );
   const tool = h("input", { type: "text", name: "tool", value: query.tool || "", "aria-label": "Tool", placeholder: "tool" });
   const provider = h("input", { type: "text", name: "provider", value: query.provider || "", "aria-label": "Provider", placeholder: "provider" });
@@ -1031,7 +1069,9 @@ async function callList(query, cursor) {
     h("option", { value: "" }, "any verdict"),
     CALL_VERDICTS.map((v) => h("option", { value: v, selected: v === query.verdict }, words(v))),
   );
-  const filtered = query.tool || query.provider || query.verdict;
+  const since = h("input", { type: "date", name: "since", value: query.since || "", "aria-label": "Started from (UTC day)" });
+  const until = h("input", { type: "date", name: "until", value: query.until || "", "aria-label": "Started through (UTC day)" });
+  const filtered = query.tool || query.provider || query.verdict || query.since || query.until;
   render(
     h("h2", {}, "Calls"),
     h(
@@ -1040,12 +1080,14 @@ async function callList(query, cursor) {
         class: "filters",
         onsubmit: (event) => {
           event.preventDefault();
-          location.hash = hashOf(["calls"], { tool: tool.value, provider: provider.value, verdict: verdict.value });
+          location.hash = hashOf(["calls"], { tool: tool.value, provider: provider.value, verdict: verdict.value, since: since.value, until: until.value });
         },
       },
       tool,
       provider,
       verdict,
+      labelled("From", since),
+      labelled("Through", until),
       h("button", { type: "submit" }, "Filter"),
       filtered ? h("a", { href: "#/calls" }, "Clear") : null,
     ),
@@ -1436,7 +1478,7 @@ async function webhooksPage(query, notice, cursor) {
           "deliveries",
           ["Created", "Event", "Endpoint", "Status", "Attempts", "Last answer", "Last error", "Next attempt", "Replays", ""],
           page.deliveries.map((d) => [
-            shortTime(d.created_at),
+            h("a", { href: hashOf(["webhooks", "deliveries", d.id]), class: "delivery-link" }, shortTime(d.created_at)),
             h("code", {}, d.type),
             h("span", { class: "digest" }, urls.get(d.endpoint_id) || d.endpoint_id),
             statusBadge(d.status),
@@ -1460,6 +1502,477 @@ async function webhooksPage(query, notice, cursor) {
       ? h("p", {}, h("button", { type: "button", onclick: () => webhooksPage(query, null, page.next_cursor) }, "Older deliveries"))
       : null,
   );
+}
+
+/** One delivery: the event it carries (the payload, as sent) and every attempt with the
+ * receiver's status and what went wrong. */
+async function deliveryDetail(id) {
+  const render = claim();
+  const d = await api("GET", `/webhooks/deliveries/${encodeURIComponent(id)}`);
+  const history = d.attempt_history || [];
+  render(
+    h("p", {}, h("a", { href: "#/webhooks" }, "← Webhooks")),
+    h("h2", {}, "Delivery ", h("span", { class: "digest" }, d.id)),
+    factList([
+      ["Event", h("code", {}, d.type)],
+      ["Status", statusBadge(d.status)],
+      ["Attempts", `${d.attempts} of ${d.max_attempts}`],
+      ["Next attempt", d.next_attempt_at ? shortTime(d.next_attempt_at) : null],
+      ["Delivered", d.delivered_at ? shortTime(d.delivered_at) : null],
+      ["Replays", String(d.replays)],
+      ["Created", shortTime(d.created_at)],
+      ["webhook-id", h("span", { class: "digest" }, d.message_id)],
+    ]),
+    h("h3", {}, "Attempts"),
+    history.length
+      ? table(
+          "attempts",
+          ["Attempt", "Time", "Outcome", "Status", "Receiver's answer or error"],
+          history.map((a) => [
+            h("td", { class: "num" }, String(a.attempt)),
+            shortTime(a.at),
+            statusBadge(a.ok ? "delivered" : "failed"),
+            a.status == null ? "no answer" : String(a.status),
+            h("td", { class: "reason" }, a.error || ""),
+          ]),
+        )
+      : h("p", {}, d.attempts ? "Its attempts were made before attempts were kept; the last is above." : "Not attempted yet."),
+    h("h3", {}, "Payload (as sent)"),
+    jsonBlock(d.payload, "Payload"),
+  );
+}
+
+// --- the ledger -------------------------------------------------------------------------------
+
+/** The filters the ledger page keeps in its URL. */
+const LEDGER_FILTERS = ["account", "kind", "since", "until"];
+
+/** A signed amount as people read it: "+2 USDC", "-0.5 USDC". */
+function signedMoney(minor) {
+  const text = String(minor);
+  return text.startsWith("-") ? money(text) : `+${money(text)}`;
+}
+
+/** Every movement of money the signed-in account may see (an admin's every account), newest
+ * first, with its other side and the receipt that released it; filters in the URL, the
+ * filter's totals, and the whole filtered ledger as CSV. */
+async function ledgerPage(query, cursor) {
+  const render = claim();
+  const filters = Object.fromEntries(LEDGER_FILTERS.map((k) => [k, query[k]]));
+  const page = await api("GET", withQuery("/ledger/lines", { ...filters, limit: 50, cursor, totals: cursor ? "" : "true" }));
+  const admin = page.accounts == null;
+  const account = admin
+    ? h("input", { type: "text", name: "account", value: query.account || "", "aria-label": "Account", placeholder: "account, e.g. wallet:pat" })
+    : h(
+        "select",
+        { name: "account", "aria-label": "Account" },
+        h("option", { value: "" }, "all of yours"),
+        page.accounts.map((a) => h("option", { value: a, selected: a === query.account }, a)),
+      );
+  const kind = h(
+    "select",
+    { name: "kind", "aria-label": "Kind" },
+    h("option", { value: "" }, "every kind"),
+    LEDGER_KINDS.map((k) => h("option", { value: k, selected: k === query.kind }, k)),
+  );
+  const since = h("input", { type: "date", name: "since", value: query.since || "", "aria-label": "From (UTC day)" });
+  const until = h("input", { type: "date", name: "until", value: query.until || "", "aria-label": "Through (UTC day)" });
+  const status = h("p", { class: "status-line", role: "status" });
+  const filtered = LEDGER_FILTERS.some((k) => query[k]);
+  const t = page.totals;
+  const link = (line) => {
+    const other = line.counterpart || "";
+    const task = /^escrow:(.+)$/.exec(other);
+    const call = /^hold:call:(.+)$/.exec(other);
+    if (task) return h("a", { href: hashOf(["tasks", task[1]]) }, other);
+    if (call) return h("a", { href: hashOf(["calls", call[1]]) }, other);
+    return other;
+  };
+  const exportCsv = async () => {
+    status.textContent = "…";
+    try {
+      const rows = [LEDGER_CSV_HEADER];
+      let next = null;
+      do {
+        const part = await api("GET", withQuery("/ledger/lines", { ...filters, limit: 500, cursor: next }));
+        rows.push(...part.lines.map(ledgerRow));
+        next = part.next_cursor;
+      } while (next);
+      download("ledger.csv", csv(rows), "text/csv");
+      status.textContent = `Saved ledger.csv (${rows.length - 1} lines).`;
+    } catch (err) {
+      status.replaceChildren(failure(err));
+    }
+  };
+  render(
+    h("h2", {}, "Ledger"),
+    h(
+      "p",
+      { class: "muted" },
+      admin
+        ? "Every movement of money, newest first: each transfer is two lines (out of one account, into another). Money leaves a task's escrow or a call's hold only against a signed receipt, linked on its line."
+        : `Your accounts' movements, newest first: ${page.accounts.join(" and ")}. Money released to you from an escrow or a hold names the signed receipt that released it.`,
+    ),
+    h(
+      "form",
+      {
+        class: "filters ledger-filters",
+        onsubmit: (event) => {
+          event.preventDefault();
+          location.hash = hashOf(["ledger"], { account: account.value, kind: kind.value, since: since.value, until: until.value });
+        },
+      },
+      labelled("Account", account),
+      labelled("Kind", kind),
+      labelled("From", since),
+      labelled("Through", until),
+      h("button", { type: "submit" }, "Filter"),
+      filtered ? h("a", { href: "#/ledger" }, "Clear") : null,
+    ),
+    t
+      ? h(
+          "section",
+          { class: "totals", "aria-label": "Totals" },
+          factList([
+            ["Lines", h("span", { class: "total-lines" }, t.lines)],
+            ["Money in", h("span", { class: "total-credits" }, money(t.credits))],
+            ["Money out", h("span", { class: "total-debits" }, money(t.debits))],
+            ["Net", h("span", { class: "total-net" }, signedMoney(t.net))],
+          ]),
+          h("p", { class: "muted" }, filtered ? "Totals of every line this filter keeps, not only this page." : "Totals of every line, not only this page: in and out net to zero across the whole ledger."),
+        )
+      : null,
+    h("p", { class: "buttons" }, h("button", { type: "button", class: "download", onclick: exportCsv }, "Download these lines (ledger.csv)")),
+    status,
+    page.lines.length
+      ? table(
+          "ledger",
+          ["Time", "Account", "Kind", "Amount", "Other side", "Receipt"],
+          page.lines.map((line) => [
+            shortTime(line.at),
+            h("span", { class: "digest" }, line.account),
+            line.kind,
+            h("td", { class: `num amount ${line.amount.startsWith("-") ? "debit" : "credit"}` }, signedMoney(line.amount)),
+            h("td", { class: "digest" }, link(line)),
+            line.receipt_id ? h("a", { href: hashOf(["receipts", line.receipt_id]), class: "receipt-link digest" }, line.receipt_id.slice(0, 16) + "…") : h("span", { class: "muted" }, "none needed"),
+          ]),
+        )
+      : h("p", {}, filtered ? "No line matches these filters." : "No money has moved yet."),
+    page.next_cursor
+      ? h("p", {}, h("button", { type: "button", onclick: () => ledgerPage(query, page.next_cursor) }, "Older lines"))
+      : null,
+  );
+}
+
+// --- dashboards -------------------------------------------------------------------------------
+
+const SVG = "http://www.w3.org/2000/svg";
+
+/** An SVG element: the same as h(), in SVG's namespace. */
+function svg(tag, attrs = {}, ...children) {
+  const el = document.createElementNS(SVG, tag);
+  for (const [name, value] of Object.entries(attrs)) if (value != null) el.setAttribute(name, String(value));
+  for (const child of children.flat(Infinity)) {
+    if (child == null || child === false) continue;
+    el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return el;
+}
+
+/** A USDC amount as a chart's tick reads it ("0.25 USDC"). */
+function unitsText(v) {
+  return `${Number(v.toFixed(CURRENCY.decimals))} ${CURRENCY.code}`;
+}
+
+/** A whole count as a tick reads it. */
+function countText(v) {
+  return Number.isInteger(v) ? String(v) : v.toFixed(1);
+}
+
+/** A share (0..1) as a percentage. */
+function shareText(v) {
+  return `${Math.round(v * 1000) / 10}%`;
+}
+
+/**
+ * A chart with its numbers: the SVG (drawn here from chartGeometry; nothing is fetched), a
+ * legend, the same numbers as a table, and a button that saves them as CSV. `rows` are the
+ * table's cells as text, `headers` their names.
+ */
+function chartFigure({ id, title, labels, series, refs = [], format = countText, tick, headers, rows, note }) {
+  const g = chartGeometry({ labels, series, refs, format, tick });
+  const status = h("span", { class: "status-line", role: "status" });
+  const drawing = svg(
+    "svg",
+    { viewBox: `0 0 ${g.width} ${g.height}`, role: "img", "aria-labelledby": `${id}-title`, class: "chart", preserveAspectRatio: "xMinYMin meet" },
+    svg("title", { id: `${id}-title` }, `${title} (the numbers are in the table below)`),
+    g.yTicks.map((t) => [
+      svg("line", { x1: g.left - 4, x2: g.right, y1: t.y, y2: t.y, class: "grid" }),
+      svg("text", { x: g.left - 8, y: t.y + 4, class: "tick", "text-anchor": "end" }, t.label),
+    ]),
+    g.bars.map((b) => svg("rect", { x: b.x, y: b.y, width: b.w, height: Math.max(0.5, b.h), class: `mark s${b.series}` }, svg("title", {}, b.title))),
+    g.lines.map((l) =>
+      l.points
+        ? [
+            svg("polyline", { points: l.points, class: `trend s${l.series}` }, svg("title", {}, l.name)),
+            // A dot at each point: a day alone between empty days is seen too.
+            l.points.split(" ").map((p) => svg("circle", { cx: p.split(",")[0], cy: p.split(",")[1], r: 3, class: `mark s${l.series}` })),
+          ]
+        : null,
+    ),
+    g.refs.map((r) => [
+      svg("line", { x1: g.left, x2: g.right, y1: r.y, y2: r.y, class: `ref r${r.series}` }, svg("title", {}, r.label)),
+      svg("text", { x: g.right - 2, y: r.y - 3, class: "tick ref-label", "text-anchor": "end" }, r.label),
+    ]),
+    g.xTicks.map((t) => svg("text", { x: t.x, y: g.height - 6, class: "tick", "text-anchor": "middle" }, t.label)),
+  );
+  const legend = h(
+    "ul",
+    { class: "legend" },
+    series.map((s, k) => h("li", {}, h("span", { class: `swatch s${k}`, "aria-hidden": "true" }), s.name)),
+    refs.map((r, k) => h("li", {}, h("span", { class: `swatch ref r${k}`, "aria-hidden": "true" }), r.name)),
+  );
+  return h(
+    "figure",
+    { class: "chart-figure", id },
+    h("figcaption", {}, h("h3", {}, title)),
+    drawing,
+    legend,
+    note ? h("p", { class: "muted" }, note) : null,
+    numbersTable(id, title, headers, rows, status),
+  );
+}
+
+/** The numbers of a chart or a list, as a table in a disclosure, and as CSV. */
+function numbersTable(id, title, headers, rows, status = h("span", { class: "status-line", role: "status" })) {
+  return h(
+    "div",
+    { class: "numbers" },
+    h(
+      "details",
+      {},
+      h("summary", {}, `The numbers (${rows.length} rows)`),
+      table(`numbers ${id}-numbers`, headers, rows.map((r) => r.map((c) => (typeof c === "number" ? h("td", { class: "num" }, String(c)) : c)))),
+    ),
+    h(
+      "button",
+      {
+        type: "button",
+        class: "download",
+        onclick: () => {
+          download(`${id}.csv`, csv([headers, ...rows.map((r) => r.map((c) => (c instanceof Node ? c.textContent : c)))]), "text/csv");
+          status.textContent = `Saved ${id}.csv.`;
+        },
+      },
+      `Download ${id}.csv`,
+    ),
+    status,
+  );
+}
+
+/** The dashboards this account may read, the operator's first. */
+function dashboardRoles() {
+  const roles = new Set((me && me.roles) || []);
+  return [roles.has("admin") ? "operator" : null, roles.has("provider") ? "provider" : null, "poster"].filter(Boolean);
+}
+
+async function dashboardPage(query) {
+  const render = claim();
+  const offered = dashboardRoles();
+  const role = offered.includes(query.role) ? query.role : offered[0];
+  const days = query.days || "30";
+  const board = await api("GET", withQuery(`/dashboard/${role}`, { days }));
+  const daysField = h("input", { type: "number", min: 1, max: 90, name: "days", value: days, "aria-label": "Days" });
+  const head = [
+    h("h2", {}, "Dashboard"),
+    offered.length > 1
+      ? h(
+          "nav",
+          { class: "tabs", "aria-label": "Dashboards" },
+          offered.map((r) => h("a", { href: hashOf(["dashboard"], { role: r, days: query.days }), "aria-current": r === role ? "page" : null }, words(r))),
+        )
+      : null,
+    h(
+      "form",
+      {
+        class: "filters",
+        onsubmit: (event) => {
+          event.preventDefault();
+          location.hash = hashOf(["dashboard"], { role, days: daysField.value });
+        },
+      },
+      labelled("Days", daysField),
+      h("button", { type: "submit" }, "Show"),
+    ),
+    h("p", { class: "muted" }, `The last ${board.days.length} UTC days, to ${shortTime(board.as_of)}. Hover a bar for its value; each chart's numbers are in the table under it.`),
+  ];
+  if (role === "operator") render(head, operatorBoard(board));
+  else if (role === "provider") render(head, providerBoard(board));
+  else render(head, posterBoard(board));
+}
+
+function callsChart(id, title, calls, days) {
+  return chartFigure({
+    id,
+    title,
+    labels: days,
+    series: calls.verdicts.map((v) => ({ name: words(v), values: calls.rows.map((r) => r[v] || 0) })),
+    headers: ["day", ...calls.verdicts],
+    rows: calls.rows.map((r) => [r.day, ...calls.verdicts.map((v) => r[v] || 0)]),
+  });
+}
+
+function verdictsChart(id, title, tasks, days) {
+  return chartFigure({
+    id,
+    title,
+    labels: days,
+    series: [
+      { name: "passed", values: tasks.map((r) => r.passed) },
+      { name: "failed", values: tasks.map((r) => r.failed) },
+    ],
+    headers: ["day", "passed", "failed"],
+    rows: tasks.map((r) => [r.day, r.passed, r.failed]),
+  });
+}
+
+function operatorBoard(b) {
+  const m = b.money;
+  const last = m[m.length - 1] || {};
+  const flows = [["charged", "charged to callers"], ["refunded", "refunded"], ["paid_out", "paid out"], ["fees", "fees"]];
+  const sum = (k) => m.reduce((t, r) => t + BigInt(r[k]), 0n).toString();
+  return [
+    h(
+      "section",
+      { class: "headline", "aria-label": "Now" },
+      factList([
+        ["Held in escrows and calls' holds", h("span", { class: "now-held" }, money(last.held || "0"))],
+        ["Held for providers (report windows)", h("span", { class: "now-provider-holds" }, money(last.provider_holds || "0"))],
+        ...flows.map(([k, label]) => [`${label[0].toUpperCase()}${label.slice(1)} in these days`, h("span", { class: `sum-${k.replace("_", "-")}` }, money(sum(k)))]),
+      ]),
+    ),
+    chartFigure({
+      id: "money-held",
+      title: "Money held at each day's end",
+      labels: b.days,
+      series: [
+        { name: "escrows and calls' holds", values: m.map((r) => units(r.held)), kind: "line" },
+        { name: "providers' holds", values: m.map((r) => units(r.provider_holds)), kind: "line" },
+      ],
+      format: unitsText,
+      headers: ["day", "held (minor units)", "provider holds (minor units)", `held (${CURRENCY.code})`, `provider holds (${CURRENCY.code})`],
+      rows: m.map((r) => [r.day, r.held, r.provider_holds, money(r.held), money(r.provider_holds)]),
+    }),
+    chartFigure({
+      id: "money-moved",
+      title: "Money moved each day",
+      labels: b.days,
+      series: flows.map(([k, label]) => ({ name: label, values: m.map((r) => units(r[k])) })),
+      format: unitsText,
+      headers: ["day", ...flows.map(([k]) => `${k} (minor units)`)],
+      rows: m.map((r) => [r.day, ...flows.map(([k]) => r[k])]),
+    }),
+    callsChart("calls-by-verdict", "Paid calls each day, by verdict", b.calls, b.days),
+    verdictsChart("task-verdicts", "Task verdicts each day", b.tasks, b.days),
+    h("h3", {}, "Providers closest to their declared failure rate"),
+    b.providers.length
+      ? [
+          table(
+            "providers-near",
+            ["Provider", "Observed", "Declared", "Observed ÷ declared", "Calls judged", "Failed"],
+            b.providers.map((p) => [
+              providerLink(p.provider),
+              failureRate(p.failure_rate),
+              failureRate(p.declared_failure_rate),
+              p.share_of_declared == null ? "—" : shareText(ratioValue(p.share_of_declared)),
+              h("td", { class: "num" }, String(p.observations)),
+              h("td", { class: "num" }, String(p.failures)),
+            ]),
+          ),
+          numbersTable(
+            "providers",
+            "Providers",
+            ["provider", "failure rate", "declared failure rate", "observed / declared", "observations", "failures"],
+            b.providers.map((p) => [p.provider, p.failure_rate || "", p.declared_failure_rate || "", p.share_of_declared || "", p.observations, p.failures]),
+          ),
+        ]
+      : h("p", {}, "No provider has declared quality terms."),
+  ];
+}
+
+function providerBoard(b) {
+  const q = b.quality;
+  const t = q.penalty_threshold;
+  const rates = b.calls.rows.map((r) => {
+    const judged = (r.PASS || 0) + (r.FAIL || 0);
+    return judged ? (r.FAIL || 0) / judged : null;
+  });
+  const refs = [];
+  if (q.declared_failure_rate) refs.push({ name: "declared failure rate", value: ratioValue(q.declared_failure_rate) });
+  if (t && t.rate) refs.push({ name: "penalty threshold", value: ratioValue(t.rate) });
+  const threshold = !t
+    ? "No quality terms declared: no penalty can be assessed."
+    : t.failures_at_least == null
+      ? `With ${t.observations} calls judged, no count of failures would be improbable enough under the declared rate at ${failureRate(q.confidence)} confidence.`
+      : `A penalty is proposed at ${t.failures_at_least} failures of the ${t.observations} calls judged (${failureRate(t.rate)})` +
+        (t.gate_met ? "." : `, once the sample gate of ${q.sample_gate} is met.`);
+  return [
+    h(
+      "section",
+      { class: "headline", "aria-label": "Quality now" },
+      factList([
+        ["Failure rate in the window", h("strong", { class: "failure-rate" }, failureRate(q.failure_rate))],
+        ["Declared failure rate", q.declared_failure_rate ? failureRate(q.declared_failure_rate) : "none declared"],
+        ["Penalty threshold", h("span", { class: "threshold" }, threshold)],
+        ["Window", `${shortTime(q.window.start)} to ${shortTime(q.window.end)}: ${q.window.pass} passed, ${q.window.fail} failed`],
+        ["Assessment", q.assessment],
+      ]),
+      h("p", {}, h("a", { href: hashOf(["providers", b.provider, "quality"]) }, "The quality page"), " · ", h("a", { href: hashOf(["calls"], { provider: b.provider }) }, "Your calls")),
+    ),
+    chartFigure({
+      id: "failure-rate",
+      title: "Failure rate each day against the declared rate",
+      labels: b.days,
+      series: [{ name: "failure rate that day", values: rates, kind: "line" }],
+      refs,
+      format: shareText,
+      headers: ["day", "passed", "failed", "failure rate"],
+      rows: b.calls.rows.map((r, i) => [r.day, r.PASS || 0, r.FAIL || 0, rates[i] == null ? "" : shareText(rates[i])]),
+      note: "Only PASS and FAIL count; a day with neither has no point.",
+    }),
+    callsChart("calls-by-verdict", "Your calls each day, by verdict", b.calls, b.days),
+    h("h3", {}, "Checks that failed most"),
+    b.failing_checks.length
+      ? [
+          table("failing-checks", ["Check", "Failures"], b.failing_checks.map((c) => [c.name, h("td", { class: "num" }, String(c.failures))])),
+          numbersTable("failing-checks", "Checks that failed most", ["check", "failures"], b.failing_checks.map((c) => [c.name, c.failures])),
+        ]
+      : h("p", {}, "No check failed in these days."),
+  ];
+}
+
+function posterBoard(b) {
+  const states = Object.keys(b.tasks_by_state);
+  return [
+    chartFigure({
+      id: "tasks-by-state",
+      title: "Your tasks by state",
+      labels: states,
+      series: [{ name: "tasks", values: states.map((s) => b.tasks_by_state[s]) }],
+      tick: (s) => words(s).split(" ")[0],
+      headers: ["state", "tasks"],
+      rows: states.map((s) => [s, b.tasks_by_state[s]]),
+    }),
+    verdictsChart("task-verdicts", "Verdicts on your tasks each day", b.tasks, b.days),
+    h("h3", {}, "Rules that fail most"),
+    b.failing_rules.length
+      ? [
+          table("failing-rules", ["Rule", "Failed verdicts"], b.failing_rules.map((r) => [h("code", {}, r.name), h("td", { class: "num" }, String(r.failures))])),
+          numbersTable("failing-rules", "Rules that fail most", ["rule", "failures"], b.failing_rules.map((r) => [r.name, r.failures])),
+          h("p", { class: "muted" }, "From the auto check's failed verdicts: each criterion scored below full marks, or the gate that stopped the check. Check criteria before funding on the post form."),
+        ]
+      : h("p", {}, "No rule failed in these days."),
+  ];
 }
 
 // --- routing ----------------------------------------------------------------------------------
@@ -1487,8 +2000,11 @@ async function route() {
     else if (view === "calls") await callList(query);
     else if (view === "reports") await reportQueue(query);
     else if (view === "providers" && id && more === "quality") await providerQuality(id, query);
+    else if (view === "webhooks" && id === "deliveries" && more) await deliveryDetail(more);
     else if (view === "webhooks") await webhooksPage(query);
-    else await taskList();
+    else if (view === "ledger") await ledgerPage(query);
+    else if (view === "dashboard") await dashboardPage(query);
+    else await taskList(query);
   } catch (err) {
     // Shown unless a later view has started since (its own page stands).
     if (tickets <= before + 1) show(failure(err));

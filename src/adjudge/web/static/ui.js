@@ -57,11 +57,23 @@ export function shortTime(iso) {
   return t.toISOString().slice(0, 16).replace("T", " ") + " UTC";
 }
 
+const HOUR = 3600 * 1000;
+
+/** When `iso` plus `hours` is still ahead of `now` (ms), that moment as a Date; else null
+ * (passed, or no time known: the service decides). */
+function ahead(iso, hours, now) {
+  if (!iso) return null;
+  const at = new Date(Date.parse(iso) + hours * HOUR);
+  return Number.isNaN(at.getTime()) || at.getTime() <= now ? null : at;
+}
+
 /**
  * The actions worth offering `me` on `task`: the service decides for real (and answers with a
  * code when it refuses); this only hides buttons that cannot apply. Each is [action, label].
+ * An action that waits on a time still ahead of `now` (the service's clock: the task's
+ * `as_of`, else this browser's) is not offered: it comes as ["later", "what, from when"].
  */
-export function actionsFor(task, me) {
+export function actionsFor(task, me, now = Date.parse(task?.as_of ?? "") || Date.now()) {
   if (!task || !me) return [];
   const roles = new Set(me.roles || []);
   const isPoster = task.poster === me.id;
@@ -69,6 +81,18 @@ export function actionsFor(task, me) {
   const open = task.attempts < task.max_attempts;
   const out = [];
   const add = (action, label) => out.push([action, label]);
+  // A timed action: offered once every [iso, hours] wait has passed, else said (`later` names
+  // the moment as {from}).
+  const timed = (action, label, later, waits) => {
+    const until = waits.map(([iso, hours]) => ahead(iso, hours, now)).filter(Boolean);
+    if (!until.length) add(action, label);
+    else {
+      const from = new Date(Math.max(...until.map((d) => d.getTime())));
+      add("later", later.replace("{from}", shortTime(from.toISOString())));
+    }
+  };
+  const reclaim = (waits = [[task.deadline, 0]]) =>
+    timed("reclaim", "Reclaim after the deadline", "You can reclaim the reward from {from}, after the deadline.", waits);
   switch (task.status) {
     case "funded":
       if (roles.has("agent") && !isPoster) add("accept", "Take this task");
@@ -79,20 +103,22 @@ export function actionsFor(task, me) {
         add("submit", "Submit a result");
         add("dry-run", "Dry run a draft");
       }
-      if (isPoster && task.attempts === 0) add("release", "Release the agent (24 h after it took the task)");
-      if (isPoster) add("reclaim", "Reclaim after the deadline");
+      if (isPoster && task.attempts === 0) {
+        timed("release", "Release the agent (24 h after it took the task)", "You can release the agent from {from}, 24 h after it took the task.", [[task.accepted_at, 24]]);
+      }
+      if (isPoster) reclaim();
       break;
     case "submitted":
       if (isAgent && task.mode === "auto") add("finalize", "Finalize: run the auto check");
       if (isPoster && task.mode === "manual") add("review", "Review: approve or reject");
       if (isPoster || isAgent) add("dispute", "Dispute");
-      if (isPoster) add("reclaim", "Reclaim after the deadline");
+      if (isPoster) reclaim();
       break;
     case "awaiting_verification":
       // A verifier's verdict is signed with the verifier's private key, which stays out of the
       // browser: the page shows the command that signs and posts it.
       if (task.verifier === me.id) add("verdict-help", "Post a verifier verdict");
-      if (isPoster) add("reclaim", "Reclaim after the deadline");
+      if (isPoster) reclaim();
       break;
     case "failed":
       if (isAgent && open) {
@@ -100,10 +126,11 @@ export function actionsFor(task, me) {
         add("dry-run", "Dry run a draft");
       }
       if (isPoster || isAgent) add("dispute", "Dispute");
-      if (isPoster) add("reclaim", "Reclaim after the deadline");
+      // After a failed verdict the agent has 3 days to appeal before the reward goes back.
+      if (isPoster) reclaim([[task.deadline, 0], [task.failed_at, 72]]);
       break;
     case "escalated":
-      if (isAgent) add("collect", "Collect (14 days after escalation)");
+      if (isAgent) timed("collect", "Collect (14 days after escalation)", "You can collect the reward from {from}, 14 days after escalation.", [[task.escalated_at, 14 * 24]]);
       break;
     default:
       break;
@@ -384,4 +411,88 @@ export function onceKey(fresh) {
       sent = null;
     },
   };
+}
+
+/** Rows as CSV (RFC 4180: a field with a comma, a quote or a line break is quoted, its quotes
+ * doubled; lines end CRLF). A field that a spreadsheet would run as a formula (it starts with
+ * =, +, - or @ and is not a number) gets a leading apostrophe. */
+export function csv(rows) {
+  const field = (value) => {
+    let text = value == null ? "" : String(value);
+    if (/^[=+\-@]/.test(text) && !/^-?\d+(\.\d+)?$/.test(text)) text = `'${text}`;
+    return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+  };
+  return rows.map((row) => row.map(field).join(",") + "\r\n").join("");
+}
+
+/** The ledger's kinds (each transfer's memo), in the order the page offers them. */
+export const LEDGER_KINDS = ["deposit", "fund", "payout", "fee", "refund", "reserve", "charge", "void", "release", "report refund"];
+
+/** One ledger line as a CSV row, beside `LEDGER_CSV_HEADER`: the amount in the currency and in
+ * minor units (for a spreadsheet that must add exactly). */
+export const LEDGER_CSV_HEADER = ["time", "account", "other side", "kind", `amount (${CURRENCY.code})`, "amount (minor units)", "task", "receipt", "transfer"];
+export function ledgerRow(line) {
+  return [line.at, line.account, line.counterpart || "", line.kind, formatAmount(line.amount, CURRENCY.decimals), line.amount, line.task_id || "", line.receipt_id || "", line.txn];
+}
+
+/**
+ * Where a small chart's marks go, as numbers (the page draws them as SVG; no DOM here).
+ * `labels` are the x positions (days); each of `series` is {name, values, kind: "bar" |
+ * "line"}: bars stack per label, lines join their points; `refs` are horizontal lines
+ * {name, value} (a declared rate, a threshold). The y scale starts at 0 and ends at the
+ * largest stack, point or reference (1 when all are 0). `format` writes a value, `tick` a
+ * label under the axis (a day as "12-04").
+ */
+export function chartGeometry({ labels, series, refs = [], width = 640, height = 180, format = String, tick = (l) => String(l).slice(5) }) {
+  const pad = { left: 88, right: 8, top: 8, bottom: 22 };
+  const plotW = width - pad.left - pad.right;
+  const plotH = height - pad.top - pad.bottom;
+  const bars = series.filter((s) => s.kind !== "line");
+  const lines = series.filter((s) => s.kind === "line");
+  const stacks = labels.map((_, i) => bars.reduce((sum, s) => sum + Math.max(0, Number(s.values[i]) || 0), 0));
+  const points = lines.flatMap((s) => s.values.filter((v) => v != null).map(Number).filter((v) => Number.isFinite(v)));
+  const top = Math.max(0, ...stacks, ...points, ...refs.map((r) => Number(r.value) || 0)) || 1;
+  const y = (v) => pad.top + plotH - (Math.max(0, v) / top) * plotH;
+  const step = plotW / Math.max(1, labels.length);
+  const barW = Math.max(1, step * 0.7);
+  const x = (i) => pad.left + step * i + (step - barW) / 2;
+  const out = { width, height, left: pad.left, right: width - pad.right, bars: [], lines: [], refs: [], yTicks: [], xTicks: [] };
+  labels.forEach((label, i) => {
+    let base = 0;
+    bars.forEach((s, k) => {
+      const v = Math.max(0, Number(s.values[i]) || 0);
+      if (v > 0) {
+        out.bars.push({ x: x(i), y: y(base + v), w: barW, h: y(base) - y(base + v), series: k, title: `${label} · ${s.name}: ${format(v)}` });
+      }
+      base += v;
+    });
+  });
+  lines.forEach((s, k) => {
+    const at = s.values
+      .map((v, i) => [i, v == null ? NaN : Number(v)])
+      .filter(([, v]) => Number.isFinite(v))
+      .map(([i, v]) => `${(x(i) + barW / 2).toFixed(1)},${y(v).toFixed(1)}`);
+    out.lines.push({ series: bars.length + k, name: s.name, points: at.join(" ") });
+  });
+  refs.forEach((r, k) => out.refs.push({ series: k, name: r.name, y: y(Number(r.value) || 0), label: `${r.name}: ${format(Number(r.value) || 0)}` }));
+  for (const v of [0, top / 2, top]) out.yTicks.push({ y: y(v), label: format(v) });
+  const every = Math.max(1, Math.ceil(labels.length / 10));
+  labels.forEach((label, i) => {
+    if (i % every === 0 || i === labels.length - 1) out.xTicks.push({ x: x(i) + barW / 2, label: tick(label) });
+  });
+  return out;
+}
+
+/** Minor units as a plain number of the currency's units, for a chart's scale only (what a
+ * person reads beside it is `money`, exact). */
+export function units(minor, currency = CURRENCY) {
+  return Number(minor) / 10 ** currency.decimals;
+}
+
+/** An exact ratio ("1/4") as a number, null for none. */
+export function ratioValue(rate) {
+  if (rate == null) return null;
+  const m = /^(\d+)(?:\/(\d+))?$/.exec(String(rate));
+  if (!m || m[2] === "0") return null;
+  return Number(m[1]) / Number(m[2] || 1);
 }

@@ -1,8 +1,8 @@
 """The receipt log on lanes: one head row per lane (``chain_lanes``, lane 0 taking over the one
 chain's head), each receipt's lane, and its position in the order the log was written.
 
-Revision ID: 0014
-Revises: 0013
+Revision ID: 0015
+Revises: 0014
 Create Date: 2026-12-04 03:30:00
 
 Every receipt already on the log is on lane 0, at the position of its sequence, so the log
@@ -15,8 +15,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0014"
-down_revision = "0013"
+revision = "0015"
+down_revision = "0014"
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,307 @@
+"""The console's dashboards: what each role sees at a glance, day by day over a window.
+
+- **operator** (admins): the money held in escrows and calls' holds, in providers' holds, and
+  charged, refunded, paid out and taken as fees each day; calls each day by verdict, task
+  verdicts each day passed or failed; the providers closest to their declared failure rate.
+- **provider** (its own): its quality window against its declared failure rate and the rate at
+  which a penalty would be proposed, its calls each day and by verdict, and the checks that
+  failed most.
+- **poster** (its own tasks): its tasks by state, its verdicts each day, and the rules that fail
+  most.
+
+Amounts are integer minor units as strings, as everywhere in the API; rates are exact ratios
+(``"1/3"``). Days are UTC days, oldest first, the last one today (by the service's clock).
+Each reading is bounded by its window (:mod:`adjudge.store.console` says how).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from fractions import Fraction
+from typing import Any
+
+from adjudge.app.accounts import need_role
+from adjudge.app.calls import Calls
+from adjudge.app.unit import UnitOfWork
+from adjudge.calls.quality import QualityTerms, binomial_upper_tail, parse_terms
+from adjudge.errors import CriteriaError
+from adjudge.market import Status
+from adjudge.store import Account, Transaction
+from adjudge.store import console as db
+
+#: The longest window a dashboard reads, in days.
+MAX_DAYS = 90
+#: How many providers the operator's list shows.
+PROVIDERS_SHOWN = 10
+#: How many failing rules (or checks) a list shows.
+RULES_SHOWN = 10
+
+#: The money series, each from the lines of these kinds coming in (their credit legs).
+FLOWS = {
+    "charged": ("charge",),
+    "refunded": ("refund", "void", "report refund"),
+    "paid_out": ("payout", "release"),
+    "fees": ("fee",),
+}
+#: The balances held over time: escrows and calls' reservations (money waiting on a
+#: determination), and providers' holds (settled charges waiting out their report windows).
+HELD = {"held": ("escrow:", "hold:"), "provider_holds": ("held:",)}
+
+
+class Dashboards:
+    """The dashboards' read use cases."""
+
+    def __init__(self, unit: UnitOfWork, calls: Calls) -> None:
+        self.unit = unit
+        self.calls = calls
+
+    def _window(self, days: int) -> tuple[datetime, list[str]]:
+        """The window's first moment and its UTC days, oldest first, today last."""
+        today = self.unit.now().astimezone(UTC).date()
+        first = today - timedelta(days=days - 1)
+        start = datetime(first.year, first.month, first.day, tzinfo=UTC)
+        return start, [(first + timedelta(days=i)).isoformat() for i in range(days)]
+
+    def operator(self, viewer: Account, *, days: int = 30) -> dict[str, Any]:
+        """The operator's dashboard (admins; ``ROLE_REQUIRED`` otherwise)."""
+        need_role(viewer, "admin")
+        start, day_list = self._window(days)
+        now = self.unit.now()
+
+        def run(tx: Transaction) -> dict[str, Any]:
+            lines = db.ledger_lines_since(tx, start)
+            prefixes = [p for group in HELD.values() for p in group]
+            held_now = db.held_now(tx, prefixes)
+            calls = db.calls_since(tx, start)
+            verdicts = db.verdicts_since(tx, start)
+            providers = db.providers_with_terms(tx)
+            return {
+                "money": _money(day_list, lines, held_now),
+                "calls": _calls_by_day(day_list, calls),
+                "tasks": _verdicts_by_day(day_list, verdicts),
+                "providers": providers,
+            }
+
+        read = self.unit.read(run)
+        near = [self._nearness(p) for p in read.pop("providers")]
+        near.sort(
+            key=lambda p: (p["share_of_declared"] is None, -(p["_share"] or 0), p["provider"])
+        )
+        for p in near:
+            p.pop("_share")
+        return {
+            "role": "operator",
+            "as_of": now.isoformat(),
+            "days": day_list,
+            "currency": "USDC",
+            **read,
+            "providers": near[:PROVIDERS_SHOWN],
+        }
+
+    def provider(self, viewer: Account, *, days: int = 30) -> dict[str, Any]:
+        """A provider's own dashboard (``ROLE_REQUIRED`` without the provider role)."""
+        need_role(viewer, "provider")
+        start, day_list = self._window(days)
+        quality = self.calls.quality(viewer.id)
+        terms = _parsed_terms(quality["terms"])
+        window = quality["window"]
+
+        def run(tx: Transaction) -> dict[str, Any]:
+            return {
+                "calls": db.calls_since(tx, start, provider=viewer.id),
+                "records": db.call_records_since(tx, start, viewer.id),
+            }
+
+        read = self.unit.read(run)
+        by_day = _calls_by_day(day_list, read["calls"])
+        failing: Counter[str] = Counter()
+        for record in read["records"]:
+            for row in (record.record or {}).get("checks") or []:
+                if row.get("outcome") == "fail":
+                    failing[str(row.get("name"))] += 1
+        observed = int(window["pass"]) + int(window["fail"])
+        return {
+            "role": "provider",
+            "provider": viewer.id,
+            "as_of": quality["at"],
+            "days": day_list,
+            "quality": {
+                "window": window,
+                "failure_rate": quality["failure_rate"],
+                "declared_failure_rate": None
+                if terms is None
+                else _ratio(terms.declared_failure_rate),
+                "sample_gate": None if terms is None else terms.sample_gate,
+                "confidence": None if terms is None else _ratio(terms.confidence),
+                "penalty_threshold": None if terms is None else _threshold(terms, observed),
+                "assessment": quality["assessment"],
+                "proposal": quality["proposal"],
+            },
+            "calls": by_day,
+            "failing_checks": _top(failing),
+        }
+
+    def poster(self, viewer: Account, *, days: int = 30) -> dict[str, Any]:
+        """A poster's dashboard of its own tasks (any account: one that posted nothing sees
+        zeros)."""
+        start, day_list = self._window(days)
+
+        def run(tx: Transaction) -> dict[str, Any]:
+            return {
+                "states": db.tasks_by_status(tx, viewer.id),
+                "verdicts": db.verdicts_since(tx, start, poster=viewer.id),
+            }
+
+        read = self.unit.read(run)
+        failing: Counter[str] = Counter()
+        for v in read["verdicts"]:
+            if v.passed is False:
+                for rule in _failed_rules(v.detail or {}):
+                    failing[rule] += 1
+        return {
+            "role": "poster",
+            "as_of": self.unit.now().isoformat(),
+            "days": day_list,
+            "tasks_by_state": {s.value: read["states"].get(s.value, 0) for s in Status},
+            "tasks": _verdicts_by_day(day_list, read["verdicts"]),
+            "failing_rules": _top(failing),
+        }
+
+    def _nearness(self, provider: str) -> dict[str, Any]:
+        """A provider's observed failure rate beside its declared one."""
+        q = self.calls.quality(provider)
+        terms = _parsed_terms(q["terms"])
+        rate = None if q["failure_rate"] is None else Fraction(q["failure_rate"])
+        share = None
+        if terms is not None and rate is not None and terms.declared_failure_rate > 0:
+            share = rate / terms.declared_failure_rate
+        return {
+            "provider": provider,
+            "failure_rate": q["failure_rate"],
+            "declared_failure_rate": None if terms is None else _ratio(terms.declared_failure_rate),
+            "observations": int(q["window"]["pass"]) + int(q["window"]["fail"]),
+            "failures": int(q["window"]["fail"]),
+            # The observed rate as a share of the declared one: 1 is at it, above 1 beyond it.
+            "share_of_declared": None if share is None else _ratio(share),
+            "_share": share,
+        }
+
+
+def _day(at: datetime) -> str:
+    return at.astimezone(UTC).date().isoformat()
+
+
+def _money(
+    day_list: Sequence[str], lines: Sequence[Any], held_now: Mapping[str, int]
+) -> list[dict[str, str]]:
+    """Each day's flows and end-of-day held balances (the balance now, less what moved after
+    that day's end)."""
+    kind_of = {memo: name for name, memos in FLOWS.items() for memo in memos}
+    flows: dict[str, Counter[str]] = defaultdict(Counter)
+    moved: dict[str, Counter[str]] = defaultdict(Counter)  # net into each held series, by day
+    for line in lines:
+        day, amount = _day(line.at), int(line.amount)
+        if amount > 0 and line.memo in kind_of:
+            flows[day][kind_of[line.memo]] += amount
+        for series, prefixes in HELD.items():
+            if str(line.account).startswith(prefixes):
+                moved[day][series] += amount
+    rows = []
+    later = Counter[str]()  # what moved into each held series after the day in hand
+    for day in reversed(day_list):
+        row = {"day": day}
+        for series, prefixes in HELD.items():
+            row[series] = str(sum(held_now.get(p, 0) for p in prefixes) - later[series])
+        for name in FLOWS:
+            row[name] = str(flows[day][name])
+        rows.append(row)
+        later.update(moved[day])
+    return list(reversed(rows))
+
+
+def _calls_by_day(day_list: Sequence[str], calls: Sequence[Any]) -> dict[str, Any]:
+    """Calls each day by verdict (a call with no verdict — a request or system error, or one
+    still running — counts as ``none``), and the window's totals by verdict."""
+    counts: dict[str, Counter[str]] = defaultdict(Counter)
+    for c in calls:
+        counts[_day(c.started_at)][c.verdict or "none"] += 1
+    verdicts = sorted({v for day in counts.values() for v in day})
+    totals = Counter[str]()
+    for day in counts.values():
+        totals.update(day)
+    return {
+        "verdicts": verdicts,
+        "rows": [{"day": d, **{v: counts[d][v] for v in verdicts}} for d in day_list],
+        "totals": {v: totals[v] for v in verdicts},
+    }
+
+
+def _verdicts_by_day(day_list: Sequence[str], verdicts: Sequence[Any]) -> list[dict[str, Any]]:
+    """Task verdicts and rulings each day, passed and failed (one routed to the poster decided
+    nothing and is not counted)."""
+    counts: dict[str, Counter[str]] = defaultdict(Counter)
+    for v in verdicts:
+        if v.passed is not None:
+            counts[_day(v.at)]["passed" if v.passed else "failed"] += 1
+    return [
+        {"day": d, "passed": counts[d]["passed"], "failed": counts[d]["failed"]} for d in day_list
+    ]
+
+
+def _failed_rules(detail: Mapping[str, Any]) -> list[str]:
+    """The rules a failed auto-check verdict failed: its breakdown's items that scored below
+    full marks, or, when a gate failed before any item was scored, each reason's head ("Output
+    too short"). A person's or a verifier's verdict has no breakdown: its reasons are its own
+    words, so they are not counted as rules."""
+    items = [
+        str(i.get("name")) for i in detail.get("breakdown") or [] if float(i.get("score", 1)) < 1
+    ]
+    if items:
+        return items
+    if "breakdown" not in detail:
+        return []
+    return [str(r).split(":")[0].strip() for r in detail.get("reasons") or [] if str(r).strip()]
+
+
+def _top(counter: Counter[str]) -> list[dict[str, Any]]:
+    return [{"name": name, "failures": n} for name, n in counter.most_common(RULES_SHOWN)]
+
+
+def _ratio(value: Fraction) -> str:
+    return f"{value.numerator}/{value.denominator}"
+
+
+def _parsed_terms(declared: Mapping[str, Any] | None) -> QualityTerms | None:
+    if declared is None:
+        return None
+    try:
+        return parse_terms({"type": "provider", **declared})
+    except CriteriaError:
+        return None  # the quality page says what is wrong with them
+
+
+def _threshold(terms: QualityTerms, observed: int) -> dict[str, Any]:
+    """The fewest failures among ``observed`` calls at which the declared rate no longer
+    explains them at the terms' confidence (a penalty is proposed from there, once the sample
+    gate is met): the binomial upper tail is at most 1 − confidence. None when no count would
+    (too few observations)."""
+    alpha = 1 - terms.confidence
+    low, high = 0, observed + 1  # the tail falls as k grows: search for the first k within alpha
+    while low < high:
+        mid = (low + high) // 2
+        if binomial_upper_tail(observed, mid, terms.declared_failure_rate) <= alpha:
+            high = mid
+        else:
+            low = mid + 1
+    at_least = low if low <= observed else None
+    return {
+        "observations": observed,
+        "failures_at_least": at_least,
+        "rate": None if at_least is None or observed == 0 else _ratio(Fraction(at_least, observed)),
+        "gate_met": observed >= terms.sample_gate,
+    }
+
+
+__all__ = ["MAX_DAYS", "Dashboards"]

@@ -1,0 +1,135 @@
+"""``GET /dashboard/{operator,provider,poster}``: each role's numbers, day by day, against the
+ledger and the records they summarise; and who may read which."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from adjudge.store import Store
+from support.audit import audit
+from support.harness import Harness, make_harness
+from support.weather import PRICE, PROVIDER, World, weather_world
+
+
+@pytest.fixture
+def world(store: Store) -> Iterator[World]:
+    """The weather provider's world, its books audited after the test."""
+    with weather_world(store) as w:
+        yield w
+    audit(store)
+
+
+def _approved(h: Harness, tid: str) -> None:
+    h.ok("ann", "POST", f"/tasks/{tid}/accept")
+    h.ok("ann", "POST", f"/tasks/{tid}/submissions", {"result": "A summary of the work."})
+    h.ok("pat", "POST", f"/tasks/{tid}/review", {"passed": True, "reasons": []})
+
+
+def _row(rows: list[dict[str, Any]], day: str) -> dict[str, Any]:
+    return next(r for r in rows if r["day"] == day)
+
+
+def test_the_operator_sees_money_held_over_time_and_each_days_flows(world: World) -> None:
+    """A reward sits in escrow on the day it is posted and leaves it, as payout and fee, the
+    next; a paid call's charge goes into the provider's hold: each day's row says so, and the
+    held balance at the last day's end is the ledger's now."""
+    h = world.h
+    tid = h.post("manual", deadline_hours=72)
+    first = h.ok("root", "GET", "/dashboard/operator?days=3")["days"][-1]
+    h.later(days=1)
+    _approved(h, tid)
+    assert world.call({"city": "berlin", "days": 3}).json()["verdict"] == "PASS"
+    board = h.ok("root", "GET", "/dashboard/operator?days=3")
+    second = board["days"][-1]
+    assert board["days"][-2] == first and len(board["days"]) == 3
+    money = board["money"]
+    assert _row(money, first)["held"] == "2000000"
+    today = _row(money, second)
+    assert today == {
+        "day": second,
+        "held": "0",
+        "provider_holds": str(PRICE),
+        "charged": str(PRICE),
+        "refunded": "0",
+        "paid_out": "1800000",
+        "fees": "200000",
+    }
+    assert int(today["provider_holds"]) == h.balance(f"held:{PROVIDER}")
+    assert board["calls"]["rows"][-1] == {"day": second, "PASS": 1}
+    assert board["calls"]["totals"] == {"PASS": 1}
+    assert _row(board["tasks"], second) == {"day": second, "passed": 1, "failed": 0}
+    assert _row(board["tasks"], first) == {"day": first, "passed": 0, "failed": 0}
+
+
+def test_providers_closest_to_their_declared_rate_come_first(world: World) -> None:
+    """The operator's list puts a provider failing at twice its declared rate first, with its
+    observed and declared rates as exact ratios."""
+    h = world.h
+    h.ok(
+        PROVIDER,
+        "POST",
+        "/tools",
+        {
+            "contract": {"tool": "weather_unused", "version": "1"},
+            "quality": {"declared_failure_rate": "1/4", "sample_gate": 3, "window_days": 7},
+        },
+    )
+    world.script.answer = "bad"
+    world.call({"city": "berlin"})
+    world.script.answer = "good"
+    world.call({"city": "paris"})
+    [near] = h.ok("root", "GET", "/dashboard/operator")["providers"]
+    assert near == {
+        "provider": PROVIDER,
+        "failure_rate": "1/2",
+        "declared_failure_rate": "1/4",
+        "observations": 2,
+        "failures": 1,
+        "share_of_declared": "2/1",
+    }
+    board = h.ok(PROVIDER, "GET", "/dashboard/provider")
+    quality = board["quality"]
+    assert quality["failure_rate"] == "1/2" and quality["declared_failure_rate"] == "1/4"
+    # With 2 observations at a declared 1/4, no count of failures is improbable enough at 95%.
+    assert quality["penalty_threshold"] == {
+        "observations": 2,
+        "failures_at_least": None,
+        "rate": None,
+        "gate_met": False,
+    }
+    assert board["calls"]["totals"] == {"FAIL": 1, "PASS": 1}
+    # The bad answer broke the contract's schema: that check failed once.
+    assert board["failing_checks"] == [{"name": "schema", "failures": 1}]
+
+
+def test_the_poster_sees_its_tasks_by_state_and_the_rules_that_fail(sqlite_store: Store) -> None:
+    """pat's dashboard counts its tasks by state and names the auto check's rule that failed
+    (a breakdown item below full marks, or the gate that stopped it); bob's is empty."""
+    h = make_harness(sqlite_store, real_checker=True)
+    short = h.post("auto", criteria={"min_length": 500})
+    words = h.post("auto", criteria={"min_length": 5, "contains_keywords": ["escrow"]})
+    h.post("manual")
+    for tid in (short, words):
+        h.ok("ann", "POST", f"/tasks/{tid}/accept")
+        h.ok("ann", "POST", f"/tasks/{tid}/submissions", {"result": "Long enough to be judged."})
+        h.ok("ann", "POST", f"/tasks/{tid}/finalize")
+    board = h.ok("pat", "GET", "/dashboard/poster?days=1")
+    assert board["tasks_by_state"]["failed"] == 2 and board["tasks_by_state"]["funded"] == 1
+    assert sum(board["tasks_by_state"].values()) == 3
+    assert {r["name"] for r in board["failing_rules"]} == {"contains_keywords", "Output too short"}
+    assert board["tasks"] == [{"day": board["days"][0], "passed": 0, "failed": 2}]
+    empty = h.ok("bob", "GET", "/dashboard/poster")
+    assert sum(empty["tasks_by_state"].values()) == 0 and empty["failing_rules"] == []
+
+
+def test_who_may_read_which_dashboard(sqlite_store: Store) -> None:
+    """The operator's is for admins, a provider's for providers (its own); the window is 1 to
+    90 days."""
+    h = make_harness(sqlite_store)
+    assert h.refused("pat", "GET", "/dashboard/operator") == (403, "ROLE_REQUIRED")
+    assert h.refused("pat", "GET", "/dashboard/provider") == (403, "ROLE_REQUIRED")
+    assert h.refused("root", "GET", "/dashboard/operator?days=91")[0] == 422
+    assert len(h.ok("root", "GET", "/dashboard/operator?days=90")["days"]) == 90
