@@ -78,10 +78,6 @@ def register(app: typer.Typer) -> None:
     receipt.command("verify-chain")(receipt_verify_chain)
     receipt.command("export")(receipt_export)
     receipt.command("get")(receipt_get)
-    # Imported here: adjudge.cli.replay builds on this module's key and file readers.
-    from adjudge.cli.replay import receipt_bundle  # noqa: PLC0415
-
-    receipt.command("bundle")(receipt_bundle)
     app.add_typer(keys, name="keys")
     app.add_typer(receipt, name="receipt")
 

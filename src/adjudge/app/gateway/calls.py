@@ -380,6 +380,10 @@ class Gateway:
         """``fn()`` on one of the gateway's database threads, awaited."""
         return await asyncio.get_running_loop().run_in_executor(self._db_threads, fn)
 
+    async def read_async(self, fn: Callable[[Transaction], T]) -> T:
+        """``fn(tx)`` in a read transaction on one of the gateway's database threads."""
+        return await self._in_db(lambda: self.unit.read(fn))
+
     def _forwarder_here(self) -> AsyncForwarder:
         """The forwarder of the running event loop: its own connection pool, made on first use
         with the configured forwarder's bounds and address guard."""
