@@ -85,6 +85,7 @@ _TABLE = (
     Code("CALL_PROVIDER_MISMATCH", BadInput, 400, "The call names a provider other than the tool's."),
     Code("CALL_ROW_INVALID", BadInput, 400, "A call check names an authority a call check cannot have."),
     Code("CAPTURE_KEY_INVALID", BadInput, 400, "A baseline capture key is shorter than 32 bytes."),
+    Code("CHECKPOINT_REQUIRED", BadInput, 400, "A log on several lanes is exported through a checkpoint of it (through=)."),
     Code("CHECK_INVALID", BadInput, 400, "A kernel check (or a determination's checks) is not of the kernel's types."),
     Code("CONFIG_FILE_INVALID", BadInput, 400, "A settings file is not TOML, names what is no setting, or gives a setting a table or a list."),
     Code("CONTRACT_INVALID", BadInput, 400, "A tool contract is not one: a missing or malformed field."),

@@ -6,7 +6,9 @@
   (:meth:`adjudge.app.tasks.Tasks.lapse_due`; a take lapses anyway at the first action on or
   read of its task, so this is what makes it happen when nobody looks);
 - providers' held charges whose report deadline passed are paid into their wallets
-  (:meth:`adjudge.app.gateway.calls.Gateway.mature_holds`).
+  (:meth:`adjudge.app.gateway.calls.Gateway.mature_holds`);
+- on a receipt log of several lanes, a checkpoint naming every lane's head when the log grew
+  since this process's last one (:meth:`adjudge.app.receipts.Receipts.tick`).
 
 Each pass is idempotent and safe to run from every ``serve`` process at once: each step is a
 conditional write that only one process wins. A failed pass is logged and tried again.
@@ -38,6 +40,7 @@ def run_once(app: App) -> dict[str, int]:
         "recovered": app.gateway.recover(),
         "lapsed": lapsed,
         "matured": app.gateway.mature_holds(),
+        "checkpointed": int(app.receipts.tick()),
     }
 
 

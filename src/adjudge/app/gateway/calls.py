@@ -87,6 +87,7 @@ from adjudge.gateway import (
 from adjudge.gateway.forward import AsyncForwarder, FailureKind, ForwardFailure, Outcome
 from adjudge.kernel import Determination, determine
 from adjudge.receipts import Issuer
+from adjudge.receipts.issuer import Place
 from adjudge.store import Account, Transaction, call_reports, receipt_log, records
 from adjudge.store import calls as calls_db
 from adjudge.store import gateway as db
@@ -583,7 +584,7 @@ class Gateway:
         issuer = self.issuer
         tool = parsed_tool(stored)
 
-        def issue(previous: tuple[str, int] | None) -> Mapping[str, Any]:
+        def issue(previous: Place) -> Mapping[str, Any]:
             with stage("gateway.receipt.sign"):
                 return issuer.sign(determination, previous, about=call_subject(call_id))
 

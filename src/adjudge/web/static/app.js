@@ -934,8 +934,11 @@ async function receiptLog(after) {
 
 // --- tools ------------------------------------------------------------------------------------
 
-function policyText(policy) {
+// The version that would judge a call starting now (judged_by), which a caller agrees to by
+// paying; a tool that names no version is judged by its policy's highest.
+function policyText(policy, judged) {
   if (!policy) return "none: its calls settle unverified";
+  if (judged) return `${judged.id} version ${judged.version}${policy.version == null ? " (its highest)" : ""}`;
   return policy.version == null ? `${policy.id} (its highest version)` : `${policy.id} version ${policy.version}`;
 }
 
@@ -966,7 +969,7 @@ async function toolList(query, cursor) {
             t.description,
             providerLink(t.provider),
             h("td", { class: "num" }, price(t.price)),
-            policyText(t.policy),
+            policyText(t.policy, t.judged_by),
           ]),
         )
       : h("p", {}, query.query ? "No tool matches." : "No tools are registered yet."),
@@ -992,7 +995,7 @@ async function toolDetail(name) {
       ["Provider", providerLink(t.provider)],
       ["Price per call", price(t.price)],
       ["Announced price", t.pending_price ? `${price(t.pending_price)} from ${shortTime(t.pending_price.from)}` : null],
-      ["Decision policy", policyText(t.policy)],
+      ["Decision policy", policyText(t.policy, t.judged_by)],
       [
         "Judged by",
         t.judged_by
