@@ -102,12 +102,14 @@ def test_the_html_page_shows_a_run_offline(browser: Browser, tmp_path: Path) -> 
     marks = page.locator('.batch-record[data-key="id hedge"] mark.forbidden').all_inner_texts()
     assert [m.lower() for m in marks] == ["maybe", "maybe"]
     _no_markup_ran(b, dialogs)
+    assert not b.axe(), "the --html page has a serious or critical accessibility violation"
     b.shot("batch-viewer-file")
 
 
 def test_the_ui_page_compares_two_runs(browser: Browser, tmp_path: Path) -> None:
     """#/batch reads two runs' files in the browser: each run's pass rates, and the records
-    that changed verdict between them, as Python computes them from the JSONL."""
+    that changed verdict between them, as Python computes them from the JSONL; an axe-core scan
+    finds nothing serious or critical."""
     b, page = browser, browser.page
     dialogs: list[str] = []
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
@@ -140,4 +142,6 @@ def test_the_ui_page_compares_two_runs(browser: Browser, tmp_path: Path) -> None
     page.get_by_label("Search records").last.fill("alert(1)")
     page.locator(".batch-count").last.filter(has_text="1 of 5 records").wait_for()
     _no_markup_ran(b, dialogs)
+    found = b.axe()
+    assert not found, f"#/batch: {found}"
     b.shot("batch-viewer-diff")
