@@ -16,6 +16,12 @@ the server's, not the load generator's; both CPU times are reported. Run from th
 
     .venv/bin/python benchmarks/service.py                       # SQLite, temporary file
     .venv/bin/python benchmarks/service.py --db postgresql+psycopg://postgres@127.0.0.1/bench
+    .venv/bin/python benchmarks/service.py --db postgresql+psycopg://… --scale   # 1, then 2
+
+``--scale`` serves the one PostgreSQL database with one process and then with two, and reports
+both (finalizes per second, p50, p99) and the two-process/one-process ratio, in one run
+(``--turns N`` alternates them N times and gives the median ratio); ``--lanes 1`` measures the
+receipt log as one chain, which every writer waits for.
 
 A PostgreSQL database is emptied (its tables dropped) before seeding.
 """
@@ -200,13 +206,15 @@ def _serve(url: str, directory: Path, args: argparse.Namespace, env: dict[str, s
         env={**os.environ, "PYTHONUNBUFFERED": "1", **env},
     )
     base = f"http://127.0.0.1:{port}"
-    for _ in range(600):
+    deadline = time.monotonic() + 180  # a busy shared machine starts Python slowly
+    while time.monotonic() < deadline:
         try:
             if httpx.get(f"{base}/api/v1/health").status_code == 200:
-                break
+                return server, base
         except httpx.TransportError:
             time.sleep(0.05)
-    return server, base
+    server.kill()
+    raise SystemExit("adjudge serve did not come up within 180 s")
 
 
 async def _drive_all(
@@ -253,35 +261,17 @@ def _stage_figures(raw: dict[str, Any], calls: int) -> dict[str, float]:
     return out
 
 
-def main() -> None:
-    """Seed, serve, drive, report."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--db", help="Database URL (default: a temporary SQLite file).")
-    parser.add_argument("--tasks", type=int, default=3000, help="Tasks to finalize.")
-    parser.add_argument("--clients", type=int, default=50, help="Concurrent HTTP clients.")
-    parser.add_argument("--warmup", type=int, default=200, help="Finalizes before timing.")
-    parser.add_argument(
-        "--rate", type=float, help="Offer this many finalizes per second (open loop)."
-    )
-    parser.add_argument("--threads", type=int, default=0, help="Passed to adjudge serve.")
-    parser.add_argument(
-        "--processes", type=int, default=1, help="adjudge serve processes on the one database."
-    )
-    parser.add_argument(
-        "--no-access-log",
-        action="store_true",
-        help="Serve without the per-request access log line (to measure what it costs).",
-    )
-    parser.add_argument("--stages", action="store_true", help="Time each stage (one process).")
-    parser.add_argument("--json", action="store_true", help="Print the figures as JSON.")
-    args = parser.parse_args()
+def run(args: argparse.Namespace, processes: int) -> dict[str, Any]:
+    """Seed a fresh database, serve it with ``processes`` processes, drive it; the figures."""
     tmp = tempfile.TemporaryDirectory()
     directory = Path(tmp.name)
     url = args.db or f"sqlite:///{directory / 'bench.db'}"
     key, ids = seed(url, args.tasks + args.warmup)
     stages_path = directory / "stages.json"
     env = {"ADJUDGE_STAGE_TIMES": str(stages_path)} if args.stages else {}
-    servers = [_serve(url, directory, args, env) for _ in range(args.processes)]
+    if args.lanes is not None:
+        env["ADJUDGE_CHAIN_LANES"] = str(args.lanes)
+    servers = [_serve(url, directory, args, env) for _ in range(processes)]
     bases = [base for _, base in servers]
     pids = [server.pid for server, _ in servers]
     try:
@@ -310,7 +300,8 @@ def main() -> None:
     server_ms = round(sum(spent) * 1000 / len(ms), 2) if spent else None
     figures: dict[str, Any] = {
         "database": url.split(":", 1)[0],
-        "processes": args.processes,
+        "processes": processes,
+        "lanes": args.lanes if args.lanes is not None else "default",
         "finalizes": len(ms),
         "clients": args.clients,
         "offered_per_second": args.rate or "as fast as answered",
@@ -333,6 +324,74 @@ def main() -> None:
             json.loads(stages_path.read_text()), args.tasks + args.warmup
         )
     tmp.cleanup()
+    return figures
+
+
+def scale(args: argparse.Namespace) -> dict[str, Any]:
+    """One process, then two, on the one database, ``args.turns`` times in turn; each turn's
+    two-process/one-process ratio of finalizes per second, and their median."""
+    turns = []
+    for _ in range(args.turns):
+        one, two = run(args, 1), run(args, 2)
+        turns.append(
+            {
+                "one": {k: one[k] for k in _SCALE_KEYS},
+                "two": {k: two[k] for k in _SCALE_KEYS},
+                "ratio": round(two["per_second"] / one["per_second"], 2),
+            }
+        )
+    ratios = [t["ratio"] for t in turns]
+    return {
+        "database": args.db.split(":", 1)[0] if args.db else "sqlite",
+        "lanes": args.lanes if args.lanes is not None else "default",
+        "clients": args.clients,
+        "finalizes": args.tasks,
+        "turns": turns,
+        "ratio_median": round(statistics.median(ratios), 2),
+        "ratio_range": [min(ratios), max(ratios)],
+        "cpus": os.cpu_count(),
+    }
+
+
+_SCALE_KEYS = ("per_second", "p50_ms", "p99_ms", "max_ms", "server_cpu_ms_per_finalize")
+
+
+def main() -> None:
+    """Seed, serve, drive, report."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--db", help="Database URL (default: a temporary SQLite file).")
+    parser.add_argument("--tasks", type=int, default=3000, help="Tasks to finalize.")
+    parser.add_argument("--clients", type=int, default=50, help="Concurrent HTTP clients.")
+    parser.add_argument("--warmup", type=int, default=200, help="Finalizes before timing.")
+    parser.add_argument(
+        "--rate", type=float, help="Offer this many finalizes per second (open loop)."
+    )
+    parser.add_argument("--threads", type=int, default=0, help="Passed to adjudge serve.")
+    parser.add_argument(
+        "--processes", type=int, default=1, help="adjudge serve processes on the one database."
+    )
+    parser.add_argument(
+        "--scale",
+        action="store_true",
+        help="One process, then two, on the one database (PostgreSQL: --db): both figures "
+        "and the ratio of their finalizes per second, in one run.",
+    )
+    parser.add_argument("--turns", type=int, default=1, help="With --scale: turns of 1 and 2.")
+    parser.add_argument(
+        "--lanes",
+        type=int,
+        help="Lanes of the receipt log (ADJUDGE_CHAIN_LANES; default: the store's, 4 on "
+        "PostgreSQL; 1 is the one chain every writer waits for).",
+    )
+    parser.add_argument(
+        "--no-access-log",
+        action="store_true",
+        help="Serve without the per-request access log line (to measure what it costs).",
+    )
+    parser.add_argument("--stages", action="store_true", help="Time each stage (one process).")
+    parser.add_argument("--json", action="store_true", help="Print the figures as JSON.")
+    args = parser.parse_args()
+    figures = scale(args) if args.scale else run(args, args.processes)
     if args.json:
         print(json.dumps(figures))
     else:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -252,3 +253,42 @@ def test_supersedes_needs_a_receipt_log(tmp_path: Path) -> None:
     crit.write_text('{"min_length": 1}')
     res = runner.invoke(app, ["check", "-c", str(crit), "--about", "t", "-"], input="x")
     assert res.exit_code == 2 and "SIGN_NEEDS_RECEIPT" in res.stderr
+
+
+def test_check_batch_writes_and_opens_the_viewer_page(tmp_path: Path, monkeypatch: Any) -> None:
+    """--html writes one page embedding each verdict with its case's text; --open writes a
+    page too and hands its file URI to the browser."""
+    cases = tmp_path / "cases.jsonl"
+    lines = [
+        {
+            "id": "a",
+            "result": "The escrow holds the reward until a refund.",
+            "criteria": {"min_length": 20, "contains_keywords": ["escrow"]},
+        },
+        {"id": "b", "result": "</script><script>alert(1)</script>", "criteria": {"min_length": 20}},
+    ]
+    cases.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    out, page = tmp_path / "out.jsonl", tmp_path / "view.html"
+    res = runner.invoke(
+        app, ["check-batch", str(cases), "--out", str(out), "--html", str(page), "--workers", "1"]
+    )
+    assert res.exit_code == 0, res.output
+    block = re.search(
+        r'<script type="application/json" id="batch-data">(.*?)</script>', page.read_text()
+    )
+    assert block is not None and "<" not in block.group(1)
+    embedded = json.loads(block.group(1))["runs"][0]
+    verdicts = [json.loads(x) for x in out.read_text().splitlines()]
+    assert embedded["name"] == "cases.jsonl"
+    assert embedded["records"] == [
+        {**v, "result": c["result"], "criteria": c["criteria"]}
+        for v, c in zip(verdicts, lines, strict=True)
+    ]
+    opened: list[str] = []
+    monkeypatch.setattr("adjudge.cli.check.webbrowser.open", lambda uri: opened.append(uri) or True)
+    res = runner.invoke(app, ["check-batch", str(cases), "--open", "--workers", "1"])
+    assert res.exit_code == 0, res.output
+    assert len(opened) == 1 and opened[0].startswith("file://")
+    written = Path(opened[0].removeprefix("file://"))
+    assert "batch-data" in written.read_text()
+    written.unlink()

@@ -241,13 +241,16 @@ class DryRun(TypedDict):
 
 
 class Receipt(TypedDict, total=False):
-    """A receipt on the log. ``sequence`` is the signed statement's own (the first receipt is
-    0); ``digest`` is the receipt id a verifier recomputes (``sha256:`` of the statement);
-    ``receipt`` holds the signed ``envelope``. ``GET /receipts/{id}`` adds the decoded
+    """A receipt on the log. ``lane`` and ``sequence`` are the signed statement's own (the
+    first receipt of a lane is 0); ``position`` its place in the order the log was written (the
+    export's ``after``); ``digest`` is the receipt id a verifier recomputes (``sha256:`` of the
+    statement); ``receipt`` holds the signed ``envelope``. ``GET /receipts/{id}`` adds the decoded
     ``statement`` and ``as_of`` (the verdict in force now)."""
 
     id: str
+    lane: int
     sequence: int
+    position: int
     task_id: str | None
     digest: str
     previous: str | None
@@ -258,18 +261,30 @@ class Receipt(TypedDict, total=False):
 
 
 class ReceiptPage(TypedDict):
-    """One page of the log in chain order; ``next_after`` continues it (None at the end)."""
+    """One page of the log in the order it was written; ``next_after`` continues it (None at
+    the end)."""
 
     receipts: list[Receipt]
     next_after: int | None
 
 
+class LaneHead(TypedDict):
+    """One lane of the receipt log: how many receipts, its last one's sequence and id."""
+
+    lane: int
+    count: int
+    sequence: int | None
+    digest: str | None
+
+
 class LogHead(TypedDict):
-    """The receipt log: how many receipts, the last one's sequence and id, the signing key."""
+    """The receipt log: how many receipts; when one lane holds them all, the last one's
+    sequence and id; each lane's head; the signing key."""
 
     count: int
     sequence: int | None
     digest: str | None
+    lanes: list[LaneHead]
     key: str | None
 
 
@@ -817,18 +832,29 @@ class Client:
         """The receipt log's length, its last receipt's sequence and id, and the signing key."""
         return cast(LogHead, self.request("GET", "/receipts/head"))
 
-    def export_receipts(self, *, after: int | None = None, limit: int = 100) -> ReceiptPage:
-        """One page of the receipt log in chain order (admins): the receipts whose sequence is
-        above ``after`` (from the first when None)."""
-        return cast(
-            ReceiptPage,
-            self.request("GET", "/receipts", params={"after": after, "limit": limit}),
-        )
+    def checkpoint_receipts(self) -> dict[str, Any]:
+        """Issue a checkpoint of the receipt log now (admins): the receipt, and the ``heads``
+        of every lane it names."""
+        return dict(self.request("POST", "/receipts/checkpoint"))
 
-    def iter_receipts(self, *, after: int | None = None, page_size: int = 500) -> Iterator[Receipt]:
-        """The whole receipt log from ``after`` on, in chain order, a page at a time (admins)."""
+    def export_receipts(
+        self, *, after: int | None = None, limit: int = 100, through: str | None = None
+    ) -> ReceiptPage:
+        """One page of the receipt log in the order it was written (admins): the receipts whose
+        position is above ``after`` (from the first when None), cut at checkpoint ``through``
+        when given."""
+        params: dict[str, Any] = {"after": after, "limit": limit}
+        if through is not None:
+            params["through"] = through
+        return cast(ReceiptPage, self.request("GET", "/receipts", params=params))
+
+    def iter_receipts(
+        self, *, after: int | None = None, page_size: int = 500, through: str | None = None
+    ) -> Iterator[Receipt]:
+        """The whole receipt log from ``after`` on (cut at checkpoint ``through`` when given),
+        in the order it was written, a page at a time (admins)."""
         while True:
-            page = self.export_receipts(after=after, limit=page_size)
+            page = self.export_receipts(after=after, limit=page_size, through=through)
             yield from page["receipts"]
             after = page["next_after"]
             if after is None:

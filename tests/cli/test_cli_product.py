@@ -252,6 +252,56 @@ def test_check_batch_reports_bad_lines_by_number(tmp_path: Path) -> None:
     assert "line 4: CRITERIA_INVALID" in r.stderr
 
 
+def test_a_log_on_lanes_is_exported_through_a_checkpoint_and_verifies(
+    store: Store, tmp_path: Path
+) -> None:
+    """On a log of several lanes (PostgreSQL's), the export asks for a checkpoint, cuts the log
+    there and names it as the head to pin; verify-chain checks the lanes against it. The API
+    refuses an export of such a log without one (CHECKPOINT_REQUIRED). On SQLite (one lane) the
+    export pins the last receipt, as before lanes."""
+    key = SigningKey.generate()
+    h = make_harness(store, issuer=SignedReceipts(key))
+    for _ in range(2):
+        tid = h.post("manual")
+        h.ok("ann", "POST", f"/tasks/{tid}/accept")
+        h.ok("ann", "POST", f"/tasks/{tid}/submissions", {"result": "Here is the summary."})
+        h.ok("pat", "POST", f"/tasks/{tid}/review", {"passed": True})
+    head = h.ok("root", "GET", "/receipts/head")
+    lanes = len(head["lanes"])
+    assert lanes == (1 if store.dialect == "sqlite" else 4) and head["count"] == 2
+    assert h.refused("pat", "POST", "/receipts/checkpoint") == (403, "ROLE_REQUIRED")
+    if lanes > 1:
+        assert h.refused("root", "GET", "/receipts") == (400, "CHECKPOINT_REQUIRED")
+        made = h.call("root", "POST", "/receipts/checkpoint")
+        assert made.status_code == 201
+        named = made.json()["heads"]
+        assert [x["lane"] for x in named] == [0, 1, 2, 3] and named[0]["sequence"] == 1
+        page = h.ok("root", "GET", f"/receipts?through={made.json()['id']}")
+        assert [r["position"] for r in page["receipts"]] == [0, 1, 2]
+    log = tmp_path / "log.jsonl"
+    with serving(h.app) as url:
+        done = runner.invoke(
+            app, ["receipt", "export", "--url", url, "--key", h.keys["root"], "--out", str(log)]
+        )
+    assert done.exit_code == 0, done.output
+    pin = re.search(r"--head (sha256:[0-9a-f]{64})", done.stderr)
+    assert pin is not None, done.stderr
+    written = log.read_bytes().splitlines()
+    assert len(written) == (2 if lanes == 1 else 4)  # and the checkpoint asked for above
+    assert ("checkpoint: " in done.stderr) == (lanes > 1)
+    checked = runner.invoke(
+        app, ["receipt", "verify-chain", str(log), "--key", key.keyid, "--head", pin.group(1)]
+    )
+    assert checked.exit_code == 0, checked.output
+    if lanes > 1:
+        assert "checkpoints: 2" in checked.stdout
+        log.write_bytes(b"\n".join(written[1:]) + b"\n")
+        refused = runner.invoke(
+            app, ["receipt", "verify-chain", str(log), "--key", key.keyid, "--head", pin.group(1)]
+        )
+        assert refused.exit_code == 1 and "RECEIPT_CHAIN_BROKEN" in refused.stdout
+
+
 def test_receipt_export_feeds_verify_chain_and_sequences_agree(
     sqlite_store: Store, tmp_path: Path
 ) -> None:

@@ -7,7 +7,8 @@ Read straight from the database, so no use case can hide a fault from it:
   and nothing after;
 - every leg that took money out of an escrow names a receipt of that task, whose signed policy
   decision (or, for an unsigned test issuer, its statement) records that amount;
-- every verdict has its receipt; receipts form one unbroken chain;
+- every verdict has its receipt; each lane of the receipt log is one unbroken chain, its head
+  row naming its last receipt, and the positions order each lane;
 - every task is in a state the lifecycle can reach;
 - a provider's hold account holds exactly its calls' charges still held or under report, and
   each names the receipt that settled it;
@@ -46,11 +47,13 @@ def audit(store: Store, deposited: int | None = None) -> dict[str, int]:
             assert ledger.deposits(tx) == deposited, (ledger.deposits(tx), deposited)
         chain = receipt_log.chain(tx)
         by_id = {r.id: r for r in chain}
-        previous = None
-        for i, receipt in enumerate(chain, start=1):
-            assert receipt.seq == i and receipt.previous == previous, receipt.id
-            previous = receipt.digest
-        assert receipt_log.head(tx) == (len(chain), previous)
+        lanes: dict[int, tuple[int, str | None]] = {}
+        for receipt in chain:
+            count, previous = lanes.get(receipt.lane, (0, None))
+            assert receipt.seq == count + 1 and receipt.previous == previous, receipt.id
+            lanes[receipt.lane] = (count + 1, receipt.digest)
+        heads = {lane.lane: (lane.count, lane.digest) for lane in receipt_log.lanes(tx)}
+        assert {n: h for n, h in heads.items() if h[0]} == lanes, (heads, lanes)
         for leg in ledger.releases(tx):
             receipt = by_id.get(leg["receipt_id"])
             assert receipt is not None, f"a release without its receipt: {leg}"
@@ -102,8 +105,9 @@ def _decision_text(body: Any) -> str:
 
 
 def reset(store: Store) -> None:
-    """Empty every table (keeping the schema) and put the chain head back at 0."""
+    """Empty every table (keeping the schema) and put every lane's head back at 0."""
     with store.write() as tx:
         for table in reversed(s.metadata.sorted_tables):
             tx.conn.execute(delete(table))
-        tx.conn.execute(insert(s.chain_head).values(id=1, seq=0, digest=None))
+        lanes = [{"id": n, "seq": 0, "digest": None} for n in range(store.lanes)]
+        tx.conn.execute(insert(s.chain_lanes), lanes)

@@ -10,6 +10,7 @@ from typing import Any
 
 from adjudge import Error
 from adjudge.market import CheckOutcome
+from adjudge.receipts.issuer import Place
 
 
 class FakeChecker:
@@ -43,7 +44,7 @@ class FakeIssuer:
     def sign(
         self,
         determination: Any,
-        previous: tuple[str, int] | None,
+        previous: Place | None,
         *,
         about: str | None = None,
         supersedes: Mapping[str, Any] | None = None,
@@ -61,9 +62,10 @@ class FakeIssuer:
         return self.chained(statement, previous)
 
     @staticmethod
-    def chained(statement: Any, previous: tuple[str, int] | None) -> Mapping[str, Any]:
-        """``statement`` as the receipt after ``previous``."""
-        body = {"statement": statement, "previous": previous[0] if previous else None}
+    def chained(statement: Any, previous: Place | None) -> Mapping[str, Any]:
+        """``statement`` as the receipt after ``previous`` (on its lane)."""
+        lane, head = previous or Place(0, None)
+        body = {"statement": statement, "lane": lane, "previous": head[0] if head else None}
         digest = "sha256:" + hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
         return {**body, "digest": digest}
 

@@ -94,7 +94,7 @@ class App:
             private_providers=self.settings.allow_private_providers,
             judges=judges,
         )
-        self.receipts = Receipts(self.unit, self.issuer.fingerprint)
+        self.receipts = Receipts(self.unit, self.issuer.fingerprint, self.issuer)
         self.dashboards = Dashboards(self.unit, self.calls)
         self.bundles = Bundles(self.unit, self.issuer.public_key)
         self.reviews = Reviews(self.unit)

@@ -9,7 +9,9 @@
   (:meth:`adjudge.app.tasks.Tasks.escalate_overdue`; also at the first action on or read of
   the task);
 - providers' held charges whose report deadline passed are paid into their wallets
-  (:meth:`adjudge.app.gateway.calls.Gateway.mature_holds`).
+  (:meth:`adjudge.app.gateway.calls.Gateway.mature_holds`);
+- on a receipt log of several lanes, a checkpoint naming every lane's head when the log grew
+  since this process's last one (:meth:`adjudge.app.receipts.Receipts.tick`).
 
 Each pass is idempotent and safe to run from every ``serve`` process at once: each step is a
 conditional write that only one process wins. A failed pass is logged and tried again.
@@ -48,6 +50,7 @@ def run_once(app: App) -> dict[str, int]:
         "lapsed": lapsed,
         "escalated": escalated,
         "matured": app.gateway.mature_holds(),
+        "checkpointed": int(app.receipts.tick()),
     }
 
 

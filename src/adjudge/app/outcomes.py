@@ -36,6 +36,7 @@ from adjudge.market import (
     proof,
 )
 from adjudge.receipts import Issuer
+from adjudge.receipts.issuer import Place
 from adjudge.store import (
     StoredDispute,
     StoredLapse,
@@ -72,7 +73,7 @@ def record(
         about = proof.round_of(task_id, verdict.attempt)
         decided = _determination(verdict.determination)
 
-        def signed(previous: tuple[str, int] | None) -> Mapping[str, Any]:
+        def signed(previous: Place) -> Mapping[str, Any]:
             with stage("receipt.sign"):
                 return issuer.sign(decided, previous, about=about)
 

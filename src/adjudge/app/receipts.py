@@ -8,6 +8,7 @@ chain's head and the ledger's sums prove the whole without showing any one recor
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
@@ -15,11 +16,13 @@ from adjudge.app.accounts import need_role
 from adjudge.app.unit import UnitOfWork
 from adjudge.app.views import is_party, receipt_view
 from adjudge.errors import BadInput, CriteriaError, NotAllowed, NotFound, ReceiptError
-from adjudge.kernel import Verdict, fold
+from adjudge.kernel import Determination, Verdict, determine, fold
 from adjudge.kernel.authority import Authority, TrustPolicy
 from adjudge.kernel.determination import effective
 from adjudge.kernel.verdicts import format_time, parse_time
 from adjudge.market.money import provider_hold_account, wallet_account
+from adjudge.receipts import Issuer, checkpoints
+from adjudge.receipts.checkpoints import NamedHead, named_heads
 from adjudge.receipts.envelope import Envelope
 from adjudge.store import (
     Account,
@@ -68,23 +71,73 @@ def _successor(tx: Transaction, receipt_id: str) -> str | None:
 
 
 class Receipts:
-    """Read use cases over the receipt log and the ledger."""
+    """Use cases over the receipt log (reading it, and its checkpoints) and the ledger."""
 
-    def __init__(self, unit: UnitOfWork, fingerprint: str | None) -> None:
+    def __init__(self, unit: UnitOfWork, fingerprint: str | None, issuer: Issuer) -> None:
         self.unit = unit
         #: The fingerprint of the key receipts are signed with (None for an unsigned issuer).
         self.fingerprint = fingerprint
+        self.issuer = issuer
+        #: The log's length after the last checkpoint this process issued (:meth:`tick`).
+        self._checkpointed: int | None = None
 
     def head(self) -> dict[str, Any]:
-        """The log's length (``count``), the ``sequence`` and id (``digest``) of its last
-        receipt (None when empty; the first receipt is sequence 0), and the signing key."""
-        count, digest = self.unit.read(receipt_log.head)
+        """The log's length (``count``); when one lane holds every receipt, the ``sequence``
+        and id (``digest``) of its last (the first receipt is sequence 0; None when empty or
+        when several lanes hold receipts); each lane's head (``lanes``); the signing key."""
+        found = self.unit.read(receipt_log.lanes)
+        used = [lane for lane in found if lane.count]
+        one = used[0] if len(used) == 1 and used[0].lane == 0 else None
         return {
-            "count": count,
-            "sequence": count - 1 if count else None,
-            "digest": digest,
+            "count": sum(lane.count for lane in found),
+            "sequence": one.count - 1 if one else None,
+            "digest": one.digest if one else None,
+            "lanes": [
+                {
+                    "lane": lane.lane,
+                    "count": lane.count,
+                    "sequence": lane.count - 1 if lane.count else None,
+                    "digest": lane.digest,
+                }
+                for lane in found
+            ],
             "key": self.fingerprint,
         }
+
+    def checkpoint(self, viewer: Account) -> dict[str, Any]:
+        """Issue a checkpoint now (admins): a receipt naming every lane's head, which a log
+        exported through it must end at (``adjudge receipt export`` asks for one)."""
+        need_role(viewer, "admin")
+        return self._checkpoint()
+
+    def tick(self) -> bool:
+        """The upkeep's step: a checkpoint when the log has grown since this process's last
+        one and it has more than one lane (a log of one lane is pinned by its head)."""
+        found = self.unit.read(receipt_log.lanes)
+        count = sum(lane.count for lane in found)
+        if len(found) < 2 or count in (0, self._checkpointed):
+            return False
+        self._checkpoint()
+        return True
+
+    def _checkpoint(self) -> dict[str, Any]:
+        issuer = self.issuer
+        at = self.unit.now()
+
+        def run(tx: Transaction) -> tuple[StoredReceipt, int]:
+            made = receipt_log.checkpoint(
+                tx,
+                lambda place, heads: issuer.sign(checkpoint_of(heads, at), place, about=ABOUT),
+                at=at,
+            )
+            return made, sum(lane.count for lane in receipt_log.lanes(tx))
+
+        made, count = self.unit.write(run)
+        self._checkpointed = count
+        view = receipt_view(made)
+        heads = _checkpoint_heads(made)
+        view["heads"] = [{"lane": n, "digest": d, "sequence": k} for n, d, k in heads or ()]
+        return view
 
     def get(self, viewer: Account, receipt_id: str) -> dict[str, Any]:
         """One receipt with its place in the chain, its signed statement decoded, and what it
@@ -125,25 +178,46 @@ class Receipts:
         return self.unit.read(run)
 
     def export(
-        self, viewer: Account, *, after: int | None = None, limit: int = 100
+        self,
+        viewer: Account,
+        *,
+        after: int | None = None,
+        limit: int = 100,
+        through: str | None = None,
     ) -> dict[str, Any]:
-        """The log in chain order, a page at a time (admins): the receipts whose ``sequence``
-        is above ``after`` (from the first, sequence 0, when None). ``next_after`` is the last
-        sequence of the page when more follow. What ``adjudge receipt export`` writes and
-        ``adjudge receipt verify-chain`` checks."""
+        """The log in the order it was written, a page at a time (admins): the receipts whose
+        ``position`` is above ``after`` (from the first, position 0, when None; on a log of one
+        lane a receipt's position is its sequence). ``next_after`` is the last position of the
+        page when more follow. What ``adjudge receipt export`` writes and ``adjudge receipt
+        verify-chain`` checks.
+
+        ``through`` (a checkpoint's id or digest) cuts the log there: each lane up to the head
+        the checkpoint names, and the checkpoint's own lane up to it. A log of several lanes is
+        exported only so (``CHECKPOINT_REQUIRED``): its lanes commit side by side, so a page
+        cut at a position could pass over a receipt still committing, while a checkpoint names
+        only receipts already committed."""
         need_role(viewer, "admin")
         if after is not None and not 0 <= after <= MAX_AFTER:
-            raise BadInput(f"after is a sequence from 0 to {MAX_AFTER}.", code="INVALID_REQUEST")
-        # The store numbers rows from 1: sequence n is row n + 1.
+            raise BadInput(f"after is a position from 0 to {MAX_AFTER}.", code="INVALID_REQUEST")
+        # The store numbers positions from 1: position n is row n + 1.
         rows_after = 0 if after is None else after + 1
 
         def run(tx: Transaction) -> dict[str, Any]:
-            page = receipt_log.chain(tx, after=rows_after, limit=limit + 1)
+            bounds = None
+            if through is not None:
+                bounds = _bounds(tx, through)
+            elif len(receipt_log.lanes(tx)) > 1:
+                raise BadInput(
+                    "This log has several lanes: export it through a checkpoint (through=; "
+                    "POST /receipts/checkpoint issues one).",
+                    code="CHECKPOINT_REQUIRED",
+                )
+            page = receipt_log.chain(tx, after=rows_after, limit=limit + 1, through=bounds)
             more = len(page) > limit
             page = page[:limit]
             return {
                 "receipts": [receipt_view(r) for r in page],
-                "next_after": page[-1].seq - 1 if more and page else None,
+                "next_after": page[-1].position - 1 if more and page else None,
             }
 
         return self.unit.read(run)
@@ -218,6 +292,48 @@ class Receipts:
             return page
 
         return self.unit.read(run)
+
+
+#: The ``about`` of a checkpoint receipt.
+ABOUT = checkpoints.CHECKPOINT_ABOUT
+
+
+def checkpoint_of(heads: Sequence[NamedHead], at: datetime) -> Determination:
+    """A checkpoint's determination: no checks (NOT_RUN: nothing is judged), its subject the
+    digest of the heads it names, the heads its policy decision
+    (:mod:`adjudge.receipts.checkpoints`)."""
+    return determine(
+        checkpoints.heads_subject(heads), [], now=at, policy_decision=checkpoints.decision(heads)
+    )
+
+
+def _checkpoint_heads(found: StoredReceipt) -> tuple[NamedHead, ...] | None:
+    """The heads a stored checkpoint names; None when it is not a checkpoint."""
+    statement = _statement(found)
+    if statement is None:
+        body = found.body.get("statement")  # an unsigned test issuer's
+        heads = body.get("checkpoint") if isinstance(body, dict) else None
+        return tuple((h[0], h[1], h[2]) for h in heads) if isinstance(heads, list) else None
+    try:
+        predicate = statement["predicate"]
+        subject = "sha256:" + statement["subject"][0]["digest"]["sha256"]
+        return named_heads(predicate, subject)
+    except (KeyError, IndexError, TypeError, ReceiptError):
+        return None
+
+
+def _bounds(tx: Transaction, through: str) -> dict[int, int]:
+    """The last row (seq, from 1) of each lane in a log cut at checkpoint ``through``."""
+    found = receipt_log.receipt(tx, through)
+    if found is None and through.startswith("sha256:"):
+        named = receipt_log.id_of_digest(tx, through)
+        found = receipt_log.receipt(tx, named) if named else None
+    heads = _checkpoint_heads(found) if found is not None else None
+    if found is None or heads is None:
+        raise BadInput(f"{through} is not a checkpoint on this log.", code="CHECKPOINT_REQUIRED")
+    bounds = {lane: (sequence + 1 if sequence is not None else 0) for lane, _, sequence in heads}
+    bounds[found.lane] = found.seq
+    return bounds
 
 
 def _may_see_task(tx: Transaction, viewer: Account, task_id: str) -> None:

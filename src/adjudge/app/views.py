@@ -200,12 +200,16 @@ def task_view(
 
 
 def receipt_view(r: StoredReceipt) -> dict[str, Any]:
-    """A receipt with its place in the chain: ``sequence`` is the signed statement's own,
-    counted from 0 (the store numbers its rows from 1; the API and the CLI say only the signed
-    number, so ``adjudge receipt verify-chain`` and the API name a receipt alike)."""
+    """A receipt with its place on the log: ``lane`` and ``sequence`` are the signed
+    statement's own, counted from 0 (the store numbers its rows from 1; the API and the CLI say
+    only the signed numbers, so ``adjudge receipt verify-chain`` and the API name a receipt
+    alike); ``position`` is its place in the order the log was written, from 0 (the export's
+    ``after``)."""
     return {
         "id": r.id,
+        "lane": r.lane,
         "sequence": r.seq - 1,
+        "position": r.position - 1,
         "task_id": r.task_id,
         "digest": r.digest,
         "previous": r.previous,

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import sys
+import tempfile
+import webbrowser
 from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -26,6 +28,7 @@ from adjudge.errors import CriteriaError
 from adjudge.kernel.adapters import determine_auto_check
 from adjudge.kernel.oracle import Record
 from adjudge.receipts import Receipt, ReceiptLog
+from adjudge.web.batch import batch_html
 
 EXIT_PASS, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -238,12 +241,22 @@ def check_batch(
         Path | None, typer.Option("--out", "-o", help="Write verdicts as JSONL here.")
     ] = None,
     workers: Annotated[int, typer.Option(help="Processes (default: every core).")] = 0,
+    html: Annotated[
+        Path | None,
+        typer.Option("--html", help="Also write the results as a self-contained viewer page."),
+    ] = None,
+    open_page: Annotated[
+        bool,
+        typer.Option("--open", help="Open the viewer page in a browser (--html or a temp file)."),
+    ] = False,
 ) -> None:
     """Check many results on all cores; print a summary. Exit 2 if any line was unusable.
 
     Each output line carries its input `line` number and `id`; a bad line (not JSON, not an
     object with `result` and `criteria`, criteria of the wrong type) is an `error` record
     instead of a verdict, listed with its line number and counted apart in the summary.
+    `--html FILE` writes the batch viewer (pass rate per rule, the failing records with their
+    text marked) as one HTML file with the results and texts in it; `--open` opens it.
     """
     try:
         text = cases.read_text(encoding="utf-8")
@@ -269,8 +282,41 @@ def check_batch(
         if output:
             sink.close()
     _summary(verdicts)
+    if html is not None or open_page:
+        _write_viewer(cases.name, lines, verdicts, html, open_page)
     if any("error" in v for v in verdicts):
         raise typer.Exit(EXIT_BAD_INPUT)
+
+
+def _write_viewer(
+    name: str,
+    lines: list[tuple[int, str]],
+    verdicts: list[dict[str, Any]],
+    html: Path | None,
+    open_page: bool,
+) -> None:
+    """Write the viewer page of this run (each verdict with its case's result and criteria) to
+    ``html``, or to a new private temp file for ``--open``; open it if asked."""
+    cases: dict[int, Any] = {}
+    for number, line in lines:
+        try:
+            case = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(case, dict):
+            cases[number] = {k: case[k] for k in ("result", "criteria") if k in case}
+    page = batch_html(name, [{**v, **cases.get(v["line"], {})} for v in verdicts])
+    if html is None:
+        fd, temp = tempfile.mkstemp(prefix="adjudge-batch-", suffix=".html")
+        os.close(fd)
+        html = Path(temp)
+    try:
+        html.write_text(page, encoding="utf-8")
+    except OSError as exc:
+        raise _bad_input("FILE_UNWRITABLE", f"cannot write {html}: {exc.strerror}.") from exc
+    err.print(f"viewer written to {html}", markup=False, highlight=False)
+    if open_page and not webbrowser.open(html.resolve().as_uri()):
+        err.print("no browser to open it with: open that file yourself", markup=False)
 
 
 #: Bad lines listed one by one in the summary; the rest are counted.

@@ -78,10 +78,6 @@ def register(app: typer.Typer) -> None:
     receipt.command("verify-chain")(receipt_verify_chain)
     receipt.command("export")(receipt_export)
     receipt.command("get")(receipt_get)
-    # Imported here: adjudge.cli.replay builds on this module's key and file readers.
-    from adjudge.cli.replay import receipt_bundle  # noqa: PLC0415
-
-    receipt.command("bundle")(receipt_bundle)
     app.add_typer(keys, name="keys")
     app.add_typer(receipt, name="receipt")
 
@@ -195,14 +191,35 @@ def receipt_verify_chain(
     fingerprint = pinned.keyid if isinstance(pinned, VerifyingKey) else pinned
     noun = "receipt" if report.count == 1 else "receipts"
     typer.echo(f"VALID log: {report.count} {noun}, all signed by key {fingerprint}")
+    lanes = len(report.lanes) > 1
+    if lanes or report.checkpoints:
+        typer.echo(f"lanes: {len(report.lanes)}, checkpoints: {report.checkpoints}")
+    if lanes:
+        for lane in report.lanes:
+            typer.echo(f"  lane {lane.lane}: {lane.receipt_id} (sequence {lane.sequence})")
     if report.head is not None:
-        typer.echo(f"head: {report.head.receipt_id} (sequence {report.head.sequence})")
+        what = "checkpoint" if lanes else "head"
+        typer.echo(f"{what}: {report.head.receipt_id} (sequence {report.head.sequence})")
     typer.echo(f"superseded receipts: {len(report.superseded)}")
     typer.echo("What this proves:")
+    ends = (
+        "; every lane ends where the checkpoint you pinned ends it;"
+        if lanes
+        else ("; the log ends at the head you pinned;")
+    )
     _bullets(
         [
-            "no receipt was edited, and none was deleted, inserted or reordered"
-            + ("; the log ends at the head you pinned;" if head else ";"),
+            (
+                "no receipt was edited, and none was deleted, inserted or reordered on its lane"
+                if lanes
+                else "no receipt was edited, and none was deleted, inserted or reordered"
+            )
+            + (ends if head else ";"),
+            *(
+                ["every checkpoint on the log names heads that are on it."]
+                if report.checkpoints
+                else []
+            ),
             "every verdict follows from the checks and trust policy its receipt records.",
         ]
     )
@@ -210,8 +227,12 @@ def receipt_verify_chain(
     if head is None:
         _bullets(
             [
-                "that the log is complete: receipts cut from its end leave no trace. Pin the "
-                "head (--head) you obtained through a channel this system does not control."
+                "that the log is complete: receipts cut from the end of a lane leave no trace. "
+                "Pin the checkpoint (--head) you obtained through a channel this system does not "
+                "control."
+                if lanes
+                else "that the log is complete: receipts cut from its end leave no trace. Pin "
+                "the head (--head) you obtained through a channel this system does not control."
             ]
         )
     _bullets(DOES_NOT_PROVE[:3])
@@ -275,29 +296,37 @@ def receipt_export(
     after: Annotated[
         int | None,
         typer.Option(
-            metavar="SEQUENCE",
-            help="Only the receipts after this sequence (the first receipt is 0).",
+            metavar="POSITION",
+            help="Only the receipts after this position (the first receipt is 0; on a log of "
+            "one lane, a receipt's position is its sequence).",
         ),
     ] = None,
 ) -> None:
     """Export a service's receipt log (admins) as the JSONL `verify-chain` reads.
 
-    Pages through `GET /api/v1/receipts` in chain order and writes one signed envelope per line.
-    Exit 0 written, 1 refused by the service, 2 no service or a file that cannot be written.
-    Then check it against the key you pinned: `adjudge receipt verify-chain FILE --key FP
-    --head ID`, with the head printed here (obtained from the service) or, better, one pinned
-    through another channel.
+    Pages through `GET /api/v1/receipts` in the order the log was written and writes one signed
+    envelope per line. A log of several lanes is cut at a checkpoint the service issues first,
+    which the export ends at. Exit 0 written, 1 refused by the service, 2 no service or a file
+    that cannot be written. Then check it against the key you pinned: `adjudge receipt
+    verify-chain FILE --key FP --head ID`, with the head printed here (obtained from the
+    service) or, better, one pinned through another channel.
     """
     session = Session(url, key)
     count = 0
     last: dict[str, object] | None = None
+    head = session.call(lambda api: api.receipts_head())
+    checkpoint = None
+    if len(head.get("lanes") or ()) > 1:
+        checkpoint = session.call(lambda api: api.checkpoint_receipts())
+    through = None if checkpoint is None else str(checkpoint["id"])
     try:
         sink = out.open("w", encoding="utf-8") if out else sys.stdout
     except OSError as exc:
         typer.echo(f"FILE_UNWRITABLE: cannot write {out}: {exc.strerror}", err=True)
         raise typer.Exit(EXIT_BAD_INPUT) from exc
     try:
-        for record in session.call(lambda api: list(api.iter_receipts(after=after))):
+        pages = session.call(lambda api: list(api.iter_receipts(after=after, through=through)))
+        for record in pages:
             envelope = record["receipt"].get("envelope")
             if not isinstance(envelope, dict):
                 continue  # an unsigned receipt has nothing a verifier can check
@@ -309,15 +338,21 @@ def receipt_export(
             sink.close()
     where = str(out) if out else "stdout"
     typer.echo(f"{count} {'receipt' if count == 1 else 'receipts'} written to {where}", err=True)
-    if last is not None:
-        head = session.call(lambda api: api.receipts_head())
+    if checkpoint is not None:
+        lanes = len(checkpoint.get("heads") or ())
+        typer.echo(f"checkpoint: {checkpoint['digest']} (its {lanes} lanes end there)", err=True)
+        pin = str(checkpoint["digest"])
+    elif last is not None:
         typer.echo(f"last: {last['digest']} (sequence {last['sequence']})", err=True)
-        typer.echo(
-            f"verify: adjudge receipt verify-chain {out or 'FILE'} "
-            f"--key {head['key'] or 'FINGERPRINT'} "
-            f"--head {last['digest']}",
-            err=True,
-        )
+        pin = str(last["digest"])
+    else:
+        return
+    typer.echo(
+        f"verify: adjudge receipt verify-chain {out or 'FILE'} "
+        f"--key {head['key'] or 'FINGERPRINT'} "
+        f"--head {pin}",
+        err=True,
+    )
 
 
 def _bullets(lines: list[str] | tuple[str, ...]) -> None:

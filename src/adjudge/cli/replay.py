@@ -26,8 +26,13 @@ from adjudge.replay.engine import PARTS
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``adjudge replay`` to ``app`` (``receipt bundle`` is in the receipt group)."""
+    """Add ``adjudge replay`` to ``app``, and ``bundle`` to its ``receipt`` group (which
+    :mod:`adjudge.cli.receipts` registers first: this module builds on its readers, never the
+    reverse)."""
     app.command("replay")(replay_bundle)
+    receipt = next(g.typer_instance for g in app.registered_groups if g.name == "receipt")
+    assert receipt is not None
+    receipt.command("bundle")(receipt_bundle)
 
 
 def receipt_bundle(

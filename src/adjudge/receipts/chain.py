@@ -27,6 +27,7 @@ from adjudge.kernel.determination import Determination
 from adjudge.kernel.verdicts import Verdict
 from adjudge.receipts import envelope, statement
 from adjudge.receipts.canonical import encode_plain, parse_exact
+from adjudge.receipts.checkpoints import MAX_LANES, named_heads
 from adjudge.receipts.envelope import IN_TOTO_PAYLOAD_TYPE, Envelope
 from adjudge.receipts.keys import FINGERPRINT, Signer, VerifyingKey
 from adjudge.receipts.lines import Entry, Pin, check
@@ -35,10 +36,12 @@ from adjudge.receipts.statement import require_about
 
 @dataclass(frozen=True, slots=True)
 class Head:
-    """The head of a log: the id and sequence number of its last receipt."""
+    """The head of a log (or of one of its lanes): the id and sequence number of its last
+    receipt, and its lane."""
 
     receipt_id: str
     sequence: int
+    lane: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +58,7 @@ class Receipt:
     keyid: str
     predicate: dict[str, Any]
     about: str | None = None
+    lane: int = 0
 
     @property
     def subject(self) -> tuple[str | None, str]:
@@ -63,8 +67,8 @@ class Receipt:
 
     @property
     def head(self) -> Head:
-        """This receipt as the head of its log."""
-        return Head(self.receipt_id, self.sequence)
+        """This receipt as the head of its log (its lane)."""
+        return Head(self.receipt_id, self.sequence, self.lane)
 
     def to_bytes(self) -> bytes:
         """The envelope as one line of canonical JSON (no trailing newline)."""
@@ -110,8 +114,10 @@ def issue(
     *,
     supersedes: Receipt | None = None,
     about: str | None = None,
+    lane: int = 0,
 ) -> Receipt:
-    """Sign ``determination`` as the receipt that follows ``previous_head`` (None: a new log).
+    """Sign ``determination`` as the receipt that follows ``previous_head`` on ``lane`` of its
+    log (None: the lane's first; see :mod:`adjudge.receipts.checkpoints`).
 
     ``about`` names what the verdict is about (see the module's docstring; None: just the
     judged result). ``supersedes`` is the receipt this one replaces — the old one stays on the
@@ -133,6 +139,10 @@ def issue(
                 _not_same_subject(subject, supersedes.subject, supersedes.receipt_id),
                 code="RECEIPT_SUPERSESSION_INVALID",
             )
+    if previous_head is not None and previous_head.lane != lane:
+        raise BadInput("A receipt follows the head of its own lane.", code="RECEIPT_UNSIGNABLE")
+    if type(lane) is not int or not 0 <= lane < MAX_LANES:
+        raise BadInput(f"A lane is 0 to {MAX_LANES - 1}.", code="RECEIPT_UNSIGNABLE")
     sequence = 0 if previous_head is None else previous_head.sequence + 1
     if not 0 <= sequence <= 2**53 - 1:
         raise BadInput(
@@ -146,6 +156,7 @@ def issue(
         previous=previous,
         supersedes=None if supersedes is None else supersedes.receipt_id,
         about=about,
+        lane=lane,
     )
     # The statement is built from validated, typed values (a Determination, its Checks, its
     # TrustPolicy: strings, lists, None, one small sequence number), so the generic type walk
@@ -225,11 +236,17 @@ def _require_signer(
 
 @dataclass(frozen=True, slots=True)
 class ChainReport:
-    """What :func:`verify_chain` established: how many receipts, and the head."""
+    """What :func:`verify_chain` established: how many receipts, the head, what is superseded;
+    and each lane's head (one for a log of one lane) and how many checkpoints it holds.
+
+    ``head`` is the log's last receipt for a log of one lane; for a log of several, the pinned
+    checkpoint it ends at (None when none was pinned: each lane has its own head)."""
 
     count: int
     head: Head | None
     superseded: frozenset[str]
+    lanes: tuple[Head, ...] = ()
+    checkpoints: int = 0
 
 
 def verify_chain(
@@ -301,7 +318,8 @@ def link_ranges(parts: Iterable[Verified], *, expected_head: str | None = None) 
 
 
 def _entry(number: int, line: bytes, pin: Pin, key: VerifyingKey | str) -> Entry:
-    """The entry of a non-blank line: on the fast path, else as :func:`verify` decides it."""
+    """The entry of a non-blank line: on the fast path, else as :func:`verify` decides it (and,
+    for a checkpoint, :func:`~adjudge.receipts.checkpoints.named_heads`)."""
     entry = check(line, pin)
     if entry is not None:
         return entry
@@ -317,26 +335,45 @@ def _where(number: int | None) -> str:
 
 def _entry_of(receipt: Receipt) -> Entry:
     return Entry(
-        receipt.receipt_id, receipt.sequence, receipt.previous, receipt.supersedes, receipt.subject
+        receipt.receipt_id,
+        receipt.sequence,
+        receipt.previous,
+        receipt.supersedes,
+        receipt.subject,
+        receipt.lane,
+        named_heads(receipt.predicate, receipt.subject_digest),
     )
 
 
 class _Walk:
-    """The state of one pass over a log: what is on it so far, and its head."""
+    """The state of one pass over a log: what is on it so far, each lane's receipts in order,
+    and the checkpoints seen (checked against the lanes once the whole log is read)."""
 
-    __slots__ = ("_last", "count", "subjects", "superseded")
+    __slots__ = ("_checkpoints", "_lanes", "count", "subjects", "superseded")
 
     def __init__(self) -> None:
         self.subjects: dict[str, tuple[str | None, str]] = {}
         self.superseded: set[str] = set()
-        self._last: Entry | None = None
+        #: Each lane's receipt ids by sequence, and its last entry.
+        self._lanes: dict[int, tuple[list[str], list[Entry]]] = {}
+        self._checkpoints: dict[str, tuple[Entry, int | None]] = {}
         self.count = 0
 
     @property
     def head(self) -> Head | None:
-        """The last receipt's head, or None before the first."""
-        last = self._last
-        return None if last is None else Head(last.receipt_id, last.sequence)
+        """The last receipt's head on a log of one lane (None before the first, and for a log
+        of several lanes: each has its own)."""
+        if len(self._lanes) != 1 or 0 not in self._lanes:
+            return None
+        last = self._lanes[0][1][0]
+        return Head(last.receipt_id, last.sequence)
+
+    def lane_heads(self) -> tuple[Head, ...]:
+        """Each lane's last receipt, by lane."""
+        return tuple(
+            Head(last[0].receipt_id, last[0].sequence, lane)
+            for lane, (_, last) in sorted(self._lanes.items())
+        )
 
     def receipts(self, lines: Iterable[bytes], key: VerifyingKey | str) -> Iterator[Receipt]:
         """Each receipt of ``lines``, verified and linked to the ones before it."""
@@ -346,24 +383,27 @@ class _Walk:
                 continue
             try:
                 receipt = verify(line, key)
+                entry = _entry_of(receipt)
             except ReceiptError as exc:
                 raise ReceiptError(f"line {number}: {exc.message}", code=exc.code) from exc
-            self.link(_entry_of(receipt), number)
+            self.link(entry, number)
             yield receipt
 
     def link(self, entry: Entry, number: int | None) -> None:
-        """Check that ``entry`` (on line ``number``, None when appended) follows the head and
-        supersedes lawfully; then take it."""
-        last = self._last
-        if last is None:
+        """Check that ``entry`` (on line ``number``, None when appended) follows the head of
+        its lane and supersedes lawfully; then take it."""
+        lane = self._lanes.get(entry.lane)
+        if lane is None:
             expected_sequence, expected_previous = 0, None
         else:
+            last = lane[1][0]
             expected_sequence, expected_previous = last.sequence + 1, last.receipt_id
         if entry.sequence != expected_sequence or entry.previous != expected_previous:
+            where = f" of lane {entry.lane}" if entry.lane else ""
             raise ReceiptError(
                 f"{_where(number)}receipt {entry.receipt_id} has sequence {entry.sequence} "
                 f"and previous {entry.previous}, but the log's head there is sequence "
-                f"{expected_sequence - 1} ({expected_previous}): a receipt was deleted, "
+                f"{expected_sequence - 1} ({expected_previous}){where}: a receipt was deleted, "
                 "inserted or reordered.",
                 code="RECEIPT_CHAIN_BROKEN",
             )
@@ -371,7 +411,13 @@ class _Walk:
             self.check_supersession(entry.supersedes, entry.subject, _where(number))
             self.superseded.add(entry.supersedes)
         self.subjects[entry.receipt_id] = entry.subject
-        self._last = entry
+        if lane is None:
+            self._lanes[entry.lane] = ([entry.receipt_id], [entry])
+        else:
+            lane[0].append(entry.receipt_id)
+            lane[1][0] = entry
+        if entry.heads is not None:
+            self._checkpoints[entry.receipt_id] = (entry, number)
         self.count += 1
 
     def check_supersession(
@@ -395,19 +441,89 @@ class _Walk:
             )
 
     def report(self, expected_head: str | None) -> ChainReport:
-        """What the pass established, once the log is seen to end at ``expected_head``."""
+        """What the pass established, once every checkpoint is seen to name heads on the log
+        and the log is seen to end at ``expected_head``."""
+        for entry, number in sorted(self._checkpoints.values(), key=lambda c: c[1] or 0):
+            self.check_checkpoint(entry, number)
         self.require_head(expected_head)
-        return ChainReport(self.count, self.head, frozenset(self.superseded))
+        pinned = self._checkpoints.get(expected_head or "")
+        head = self.head
+        if pinned is not None and head is None:
+            head = Head(pinned[0].receipt_id, pinned[0].sequence, pinned[0].lane)
+        return ChainReport(
+            self.count, head, frozenset(self.superseded), self.lane_heads(), len(self._checkpoints)
+        )
+
+    def check_checkpoint(self, entry: Entry, number: int | None) -> None:
+        """Refuse a checkpoint naming a head that is not on its lane at its sequence (a lane
+        cut short, a fork, another log), or not its own predecessor on its own lane."""
+        assert entry.heads is not None
+        for lane, receipt_id, sequence in entry.heads:
+            if lane == entry.lane and (receipt_id, sequence) != (
+                entry.previous,
+                entry.sequence - 1 if entry.previous is not None else None,
+            ):
+                raise ReceiptError(
+                    f"{_where(number)}the checkpoint {entry.receipt_id} names {receipt_id} as "
+                    f"the head of its own lane {lane}, not the receipt before it.",
+                    code="RECEIPT_CHAIN_BROKEN",
+                )
+            if receipt_id is None or sequence is None:
+                continue
+            ids = self._lanes.get(lane, ([], []))[0]
+            if sequence >= len(ids):
+                raise ReceiptError(
+                    f"{_where(number)}the checkpoint {entry.receipt_id} names {receipt_id} "
+                    f"(sequence {sequence}) as the head of lane {lane}, but the lane ends "
+                    f"{'before it' if ids else 'empty'}: receipts were cut from it.",
+                    code="RECEIPT_CHAIN_BROKEN",
+                )
+            if ids[sequence] != receipt_id:
+                raise ReceiptError(
+                    f"{_where(number)}the checkpoint {entry.receipt_id} names {receipt_id} as "
+                    f"sequence {sequence} of lane {lane}, where the log has {ids[sequence]}: "
+                    "a fork, or another log.",
+                    code="RECEIPT_CHAIN_BROKEN",
+                )
 
     def require_head(self, expected_head: str | None) -> None:
-        """Refuse a log that does not end at ``expected_head`` (when one is pinned)."""
+        """Refuse a log that does not end at ``expected_head`` (when one is pinned): the last
+        receipt of a log of one lane, or a checkpoint the log ends at — its own lane at it and
+        every other lane at the head it names."""
+        if expected_head is None:
+            return
+        pinned = self._checkpoints.get(expected_head)
+        if pinned is not None:
+            self._require_checkpoint_end(pinned[0])
+            return
         head = self.head
-        if expected_head is not None and (head is None or head.receipt_id != expected_head):
+        if len(self._lanes) > 1:
+            raise ReceiptError(
+                f"The log has {len(self._lanes)} lanes, and {expected_head} is not a checkpoint "
+                "on it: a log of several lanes is pinned by a checkpoint (the export names one).",
+                code="RECEIPT_CHAIN_BROKEN",
+            )
+        if head is None or head.receipt_id != expected_head:
             raise ReceiptError(
                 f"The log ends at {head.receipt_id if head else 'nothing'}, not at the pinned "
                 f"head {expected_head}: it was truncated or is another log.",
                 code="RECEIPT_CHAIN_BROKEN",
             )
+
+    def _require_checkpoint_end(self, pinned: Entry) -> None:
+        assert pinned.heads is not None
+        named = {lane: receipt_id for lane, receipt_id, _ in pinned.heads}
+        named[pinned.lane] = pinned.receipt_id
+        for lane in sorted(set(named) | set(self._lanes)):
+            last = self._lanes[lane][1][0].receipt_id if lane in self._lanes else None
+            if last != named.get(lane):
+                raise ReceiptError(
+                    f"Lane {lane} of the log ends at {last or 'nothing'}, not at "
+                    f"{named.get(lane) or 'nothing'}, where the pinned checkpoint "
+                    f"{pinned.receipt_id} ends it: it was truncated, goes on past the pin, or "
+                    "is another log.",
+                    code="RECEIPT_CHAIN_BROKEN",
+                )
 
 
 class ReceiptLog:
@@ -510,4 +626,5 @@ def _receipt(signed: Envelope, body: dict[str, Any], payload: bytes) -> Receipt:
         keyid=signed.signatures[0].keyid,
         predicate=predicate,
         about=predicate.get("about"),
+        lane=predicate.get("lane", 0),
     )

@@ -14,7 +14,7 @@ log's head.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from adjudge.kernel.determination import Determination
 from adjudge.receipts.chain import Head, issue, verify
@@ -22,11 +22,21 @@ from adjudge.receipts.envelope import Envelope
 from adjudge.receipts.keys import SigningKey, VerifyingKey
 
 
-class Issuer(Protocol):
-    """Signs a determination as the receipt after the log's head.
+class Place(NamedTuple):
+    """Where a receipt is appended on the log: its lane, and that lane's head (the id and
+    sequence, from 0, of its last receipt; None when the lane is still empty)."""
 
-    ``previous`` is the id and sequence number (from 0) of the log's last receipt, None for the
-    first. The receipt returned must carry its own id as ``digest`` (the next one names it).
+    lane: int
+    head: tuple[str, int] | None
+
+
+class Issuer(Protocol):
+    """Signs a determination as the receipt after the head of a lane of the log.
+
+    ``previous`` is where it goes (:class:`Place`): its lane, and the id and sequence number
+    (from 0) of the lane's last receipt (None for the lane's first; ``previous`` None: a log's
+    first receipt, on lane 0). The receipt returned must carry its own id as ``digest`` (the
+    next one names it).
     """
 
     @property
@@ -42,7 +52,7 @@ class Issuer(Protocol):
     def sign(
         self,
         determination: Determination,
-        previous: tuple[str, int] | None,
+        previous: Place | None,
         *,
         about: str | None = None,
         supersedes: Mapping[str, Any] | None = None,
@@ -72,18 +82,21 @@ class SignedReceipts:
     def sign(
         self,
         determination: Determination,
-        previous: tuple[str, int] | None,
+        previous: Place | None,
         *,
         about: str | None = None,
         supersedes: Mapping[str, Any] | None = None,
     ) -> Mapping[str, Any]:
         """The signed receipt of ``determination`` (see :meth:`Issuer.sign`): its id
         (``digest``), place on the log, verdict, key and envelope."""
-        head = Head(previous[0], previous[1]) if previous else None
+        lane, found = previous or Place(0, None)
+        head = Head(found[0], found[1], lane) if found else None
         replaced = None
         if supersedes is not None:
             replaced = verify(Envelope.from_dict(supersedes), self.signer.public_key)
-        receipt = issue(determination, self.signer, head, about=about, supersedes=replaced)
+        receipt = issue(
+            determination, self.signer, head, about=about, supersedes=replaced, lane=lane
+        )
         return {
             "digest": receipt.receipt_id,
             "sequence": receipt.sequence,

@@ -36,6 +36,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from adjudge.digests import from_hex, sha256_digest
 from adjudge.errors import BadInput, ReceiptError
 from adjudge.receipts.canonical import is_sorted_compact
+from adjudge.receipts.checkpoints import NamedHead, named_heads
 from adjudge.receipts.envelope import IN_TOTO_PAYLOAD_TYPE, canonical_base64
 from adjudge.receipts.keys import FINGERPRINT, VerifyingKey
 from adjudge.receipts.statement import check_statement
@@ -48,13 +49,16 @@ _MAX_KEYS: Final = 16
 
 
 class Entry(NamedTuple):
-    """What linking a verified receipt into its log needs: its id and its chain fields."""
+    """What linking a verified receipt into its log needs: its id and its chain fields (and,
+    for a checkpoint, the heads it names)."""
 
     receipt_id: str
     sequence: int
     previous: str | None
     supersedes: str | None
     subject: tuple[str | None, str]
+    lane: int = 0
+    heads: tuple[NamedHead, ...] | None = None
 
 
 class Pin:
@@ -130,7 +134,10 @@ def check(line: bytes, pin: Pin) -> Entry | None:
         return None
     if not _no_float(body, predicate, signer):  # (6)
         return None
-    return _entry(payload, body, predicate)
+    try:
+        return _entry(payload, body, predicate)
+    except ReceiptError:  # a checkpoint that names its heads wrongly: verify() then says so
+        return None
 
 
 _HEAD: Final = b'{"payload":"'
@@ -195,6 +202,7 @@ _PREDICATE: Final = frozenset(
         "signer",
         "sequence",
         "previous",
+        "lane",
         "trustedVerifierKey",
         "about",
         "supersedesReceiptId",
@@ -265,10 +273,13 @@ def _no_float(body: dict[str, Any], predicate: dict[str, Any], signer: dict[str,
 
 def _entry(payload: bytes, body: dict[str, Any], predicate: dict[str, Any]) -> Entry:
     # check_statement() has checked every field read here.
+    subject = from_hex(body["subject"][0]["digest"]["sha256"])
     return Entry(
         sha256_digest(payload),  # (3)
         predicate["sequence"],
         predicate["previous"],
         predicate.get("supersedesReceiptId"),
-        (predicate.get("about"), from_hex(body["subject"][0]["digest"]["sha256"])),
+        (predicate.get("about"), subject),
+        predicate.get("lane", 0),
+        named_heads(predicate, subject) if "policyDecision" in predicate else None,
     )

@@ -3,7 +3,8 @@
 A receipt's statement names the judged result as its subject (by sha256) and carries our
 predicate: the verdict, every check with its authority and evidence digests, the trust policy,
 the criteria (or policy) digest, the engine, the signer's public key, and the chain fields
-``sequence`` and ``previous`` (plus ``supersedesReceiptId`` when it supersedes a receipt, and
+``sequence`` and ``previous`` (and ``lane`` when it is not lane 0: ``receipts.checkpoints``;
+plus ``supersedesReceiptId`` when it supersedes a receipt, and
 ``policyDecision`` when the determination records what another rulebook decided, such as how a
 paid call is paid: signed with the rest, never folded into the verdict).
 
@@ -80,8 +81,10 @@ def build(
     previous: str | None,
     supersedes: str | None,
     about: str | None = None,
+    lane: int = 0,
 ) -> dict[str, Any]:
-    """The statement of ``determination`` as the ``sequence``-th entry of a log."""
+    """The statement of ``determination`` as the ``sequence``-th entry of a log's ``lane``
+    (named only when it is not lane 0, so a log of one lane is signed as before lanes)."""
     # Imported at call time: the package root may itself still be importing this module.
     from adjudge import __version__  # noqa: PLC0415
 
@@ -96,6 +99,8 @@ def build(
         "sequence": sequence,
         "previous": previous,
     }
+    if lane:
+        predicate["lane"] = lane
     if determination.trusted_verifier_key is not None:
         predicate["trustedVerifierKey"] = determination.trusted_verifier_key
     if about is not None:
@@ -243,6 +248,10 @@ def _require_chain_fields(p: dict[str, Any]) -> None:
             raise _malformed(f"the predicate has no {name} (null when there is none)")
         if not is_digest(value):
             raise _malformed(f"{name} is a sha256: digest or null")
+    if "lane" in p:
+        lane = p["lane"]
+        if type(lane) is not int or lane < 1:  # lane 0 is written by omission: one form
+            raise _malformed("lane is a whole number from 1 (lane 0 is not named)")
     if "supersedesReceiptId" in p:
         value = p["supersedesReceiptId"]
         if not is_digest(value):

@@ -15,9 +15,17 @@ routes = router()
 
 @routes.get("/receipts/head", tags=["receipts"])
 def receipts_head(*, who: Caller, app: Use) -> dict[str, Any]:
-    """The receipt log: ``count`` receipts, the ``sequence`` and id (``digest``) of the last
-    (the first receipt is sequence 0, as its signed statement says), and the signing ``key``."""
+    """The receipt log: ``count`` receipts; when one lane holds them all, the ``sequence`` and
+    id (``digest``) of the last (the first receipt is sequence 0, as its signed statement
+    says); each lane's head (``lanes``); and the signing ``key``."""
     return app.receipts.head()
+
+
+@routes.post("/receipts/checkpoint", status_code=201, tags=["receipts"])
+def receipts_checkpoint(*, who: Caller, app: Use) -> dict[str, Any]:
+    """Issue a checkpoint of the log now (admins): a receipt naming every lane's head
+    (``heads``), to export the log through and pin."""
+    return app.receipts.checkpoint(who)
 
 
 @routes.get("/receipts", tags=["receipts"])
@@ -27,10 +35,13 @@ def export(
     app: Use,
     after: Annotated[int | None, Query(ge=0, le=MAX_AFTER)] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    through: Annotated[str | None, Query(max_length=160)] = None,
 ) -> dict[str, Any]:
-    """The log in chain order (admins): the receipts whose ``sequence`` is above ``after``
-    (from the first, sequence 0, without it); ``next_after`` continues, null at the end."""
-    return app.receipts.export(who, after=after, limit=limit)
+    """The log in the order it was written (admins): the receipts whose ``position`` is above
+    ``after`` (from the first, position 0, without it; on a log of one lane, the position is
+    the sequence), cut at the checkpoint ``through`` when given (required once several lanes
+    hold receipts); ``next_after`` continues, null at the end."""
+    return app.receipts.export(who, after=after, limit=limit, through=through)
 
 
 @routes.get("/receipts/{receipt_id}", tags=["receipts"])

@@ -13,15 +13,21 @@ from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, create_engine, event, make_url
-from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy import Engine, create_engine, event, insert, make_url, select
+from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 
 from adjudge.errors import StorageError
+from adjudge.receipts.checkpoints import MAX_LANES
 from adjudge.store import receipt_log
+from adjudge.store import schema as s
 from adjudge.store.transaction import ConcurrentUpdate, Transaction
 
 #: An embedded file in the working directory: nothing else to install.
 DEFAULT_URL = "sqlite:///adjudge.db"
+
+#: The receipt log's lanes on PostgreSQL when the operator does not say (``ADJUDGE_CHAIN_LANES``):
+#: enough for a few ``serve`` processes and their upkeep to commit at once.
+DEFAULT_PG_LANES = 4
 
 #: PostgreSQL's "try again" conditions: serialization failure and deadlock.
 _RETRYABLE_PG = {"40001", "40P01"}
@@ -167,12 +173,35 @@ class _Checkpoints:
             return
 
 
-class Store:
-    """One database. ``Store(url)`` connects; :meth:`migrate` creates or upgrades the schema."""
+def _lanes(dialect: str, lanes: int | None) -> int:
+    """The lanes a store chains receipts on: one on SQLite (writes are serial there); on
+    PostgreSQL ``lanes``, else ``ADJUDGE_CHAIN_LANES``, else :data:`DEFAULT_PG_LANES`."""
+    if dialect == "sqlite":
+        return 1
+    if lanes is None:
+        text = os.environ.get("ADJUDGE_CHAIN_LANES", "").strip()
+        try:
+            lanes = int(text) if text else DEFAULT_PG_LANES
+        except ValueError:
+            raise StorageError(
+                f"ADJUDGE_CHAIN_LANES is a whole number of lanes, not {text!r}."
+            ) from None
+    if not 1 <= lanes <= MAX_LANES:
+        raise StorageError(f"The receipt log has 1 to {MAX_LANES} lanes, not {lanes}.")
+    return lanes
 
-    def __init__(self, url: str = DEFAULT_URL) -> None:
+
+class Store:
+    """One database. ``Store(url)`` connects; :meth:`migrate` creates or upgrades the schema.
+
+    ``lanes``: how many lanes of the receipt log its writers chain on at once
+    (:mod:`adjudge.store.receipt_log`; always one on SQLite).
+    """
+
+    def __init__(self, url: str = DEFAULT_URL, *, lanes: int | None = None) -> None:
         self.url = url
         self.engine = _engine(url)
+        self.lanes = _lanes(self.dialect, lanes)
         # SQLite admits one writer at a time and makes the others poll with growing sleeps;
         # queueing this process's writers on a lock instead keeps latency flat under load.
         self._writer = threading.Lock() if self.dialect == "sqlite" else None
@@ -188,8 +217,24 @@ class Store:
         return self.engine.dialect.name
 
     def migrate(self) -> None:
-        """Apply every pending migration."""
+        """Apply every pending migration, and make the receipt log's lanes the setting asks
+        for (a lane is never removed: a lane no longer written stays on the log as it is)."""
         migrate(self.engine)
+        for attempt in range(3):  # another process starting beside this one may make them too
+            try:
+                with self.engine.begin() as conn:
+                    have = {row[0] for row in conn.execute(select(s.chain_lanes.c.id))}
+                    missing = [
+                        {"id": n, "seq": 0, "digest": None}
+                        for n in range(self.lanes)
+                        if n not in have
+                    ]
+                    if missing:
+                        conn.execute(insert(s.chain_lanes), missing)
+                return
+            except IntegrityError:
+                if attempt == 2:
+                    raise
 
     def dispose(self) -> None:
         """Close every pooled connection (and end the checkpointer's thread)."""
@@ -227,6 +272,7 @@ class Store:
                 conn = raw.execution_options(adjudge_write=write)
                 with conn.begin() as outer:
                     tx = Transaction(conn)
+                    tx.lanes = self.lanes
                     yield tx
                     if write:
                         receipt_log.flush(tx)  # the chain's head, locked only for the last steps

@@ -1,32 +1,44 @@
-"""The receipt log: one append-only hash chain of every signed receipt the service issues.
+"""The receipt log: every signed receipt the service issues, on a few hash-chained lanes.
 
-Each receipt names the digest of the one before it; appends queue on the locked head row, so
-concurrent appends (a task's verdict, a paid call) never fork the chain. Nothing here edits or
-deletes a receipt.
+The log is a small fixed set of lanes (``chain_lanes``: one head row each; how many is the
+store's setting, :attr:`adjudge.store.Store.lanes` — one on SQLite, where writes are serial
+anyway). Each receipt names its lane, its sequence on the lane and the digest of the lane's
+receipt before it (:mod:`adjudge.receipts.checkpoints`). A transaction chains its receipts as it
+commits on a lane no other transaction holds — it takes any free one, and waits for one only
+when all are busy — so writers on several processes do not queue behind each other, and no lane
+ever forks. A checkpoint receipt names every lane's head (:func:`checkpoint`). Nothing here
+edits or deletes a receipt.
 """
 
 from __future__ import annotations
 
+import random
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, insert, select, update
+from sqlalchemy import bindparam, insert, or_, select, update
 
 from adjudge.errors import StorageError
+from adjudge.receipts.checkpoints import NamedHead
+from adjudge.receipts.issuer import Place
 from adjudge.store import schema as s
 from adjudge.store.transaction import Transaction
 
-#: ``issue(previous)``: the receipt to append after the head (its id and sequence from 0, None
-#: for the first). It must carry its own id as ``digest``.
-Issue = Callable[[tuple[str, int] | None], Mapping[str, Any]]
+#: ``issue(place)``: the receipt to append at ``place`` (its lane, and the lane's head: id and
+#: sequence from 0, None for the lane's first). It must carry its own id as ``digest``.
+Issue = Callable[[Place], Mapping[str, Any]]
+#: ``issue(place, heads)``: a checkpoint at ``place`` naming ``heads`` (every lane's).
+IssueCheckpoint = Callable[[Place, Sequence[NamedHead]], Mapping[str, Any]]
 
 
 @dataclass(frozen=True)
 class StoredReceipt:
-    """A receipt at its place in the hash chain (``seq`` from 1)."""
+    """A receipt at its place on the log: ``seq`` from 1 on its ``lane``; ``position`` from 1
+    in the order the log was written (a receipt's position is above those of every receipt
+    committed before its transaction began)."""
 
     id: str
     seq: int
@@ -35,25 +47,27 @@ class StoredReceipt:
     previous: str | None
     body: Mapping[str, Any]
     at: datetime
+    lane: int = 0
+    position: int = 0
 
 
 @dataclass(frozen=True)
 class PendingReceipt:
     """A receipt appended in a transaction still running: its id is known at once, so the
-    ledger can move money against it and records can name it; its place on the chain, and so
+    ledger can move money against it and records can name it; its place on the log, and so
     its signed bytes, are given when the transaction's receipts are flushed (:func:`flush`)."""
 
     id: str
 
 
 def append(tx: Transaction, issue: Issue, *, task_id: str | None, at: datetime) -> PendingReceipt:
-    """Append the receipt ``issue(previous head)`` will return to the one hash chain.
+    """Append the receipt ``issue(place)`` will return to the log.
 
     Its id joins :attr:`Transaction.appended` at once, which is what lets the ledger release
-    money against it; it is signed onto the chain when the transaction flushes its receipts,
-    which the store does just before it commits (:func:`flush`). So the chain's head row — the
-    one row every writer of a receipt locks — is locked for the last few statements of a
-    transaction only, not from its first receipt to its commit.
+    money against it; it is signed onto a lane when the transaction flushes its receipts,
+    which the store does just before it commits (:func:`flush`). So a lane's head row is
+    locked for the last few statements of a transaction only, not from its first receipt to
+    its commit.
     """
     pending = PendingReceipt("rcpt_" + uuid.uuid4().hex)
     tx.receipts_due.append((pending.id, issue, task_id, at))
@@ -62,39 +76,76 @@ def append(tx: Transaction, issue: Issue, *, task_id: str | None, at: datetime) 
 
 
 def flush(tx: Transaction) -> list[StoredReceipt]:
-    """Sign the transaction's pending receipts onto the chain, in the order they were appended:
-    lock the head, chain each after the one before, move the head once. A no-op without
-    pending receipts."""
+    """Sign the transaction's pending receipts onto its lane, in the order they were appended:
+    take a lane (:func:`_take_lane`), chain each after the one before, move the lane's head
+    once. A no-op without pending receipts."""
     if not tx.receipts_due:
         return []
-    head = tx.rows(_HEAD_FOR_UPDATE, {})[0]
-    seq, head_digest = int(head["seq"]), head["digest"]
+    due = list(tx.receipts_due)
+    tx.receipts_due.clear()
+    return _write(tx, _take_lane(tx), due)
+
+
+def checkpoint(tx: Transaction, issue: IssueCheckpoint, *, at: datetime) -> StoredReceipt:
+    """Append a checkpoint: a receipt naming the head of every lane as committed now (its own
+    lane's: the receipt before it), so cutting any lane short shows against it."""
+    flush(tx)
+    lane = _take_lane(tx)
+    heads: list[NamedHead] = []
+    for found in tx.rows(_LANES, {}):
+        row = lane if found["id"] == lane["id"] else found
+        seq, digest = int(row["seq"]), row["digest"]
+        heads.append((int(row["id"]), digest, seq - 1 if digest is not None else None))
+    receipt_id = "rcpt_" + uuid.uuid4().hex
+    tx.appended.add(receipt_id)
+    (made,) = _write(tx, lane, [(receipt_id, lambda place: issue(place, heads), None, at)])
+    return made
+
+
+def _take_lane(tx: Transaction) -> dict[str, Any]:
+    """The head row of the lane this transaction chains on, locked: the one it took already,
+    else any free lane, else (all busy) one of them, waited for."""
+    if tx.lane is not None:  # locked again: a savepoint rolled back may have released it
+        return tx.rows(_LANE_FOR_UPDATE, {"l_id": tx.lane})[0]
+    rows = tx.rows(_FREE_LANE, {"l_count": tx.lanes}) if tx.lanes > 1 else []
+    if not rows:
+        rows = tx.rows(_LANE_FOR_UPDATE, {"l_id": random.randrange(tx.lanes)})
+    if not rows:  # a lane the setting names but the database has not made: lane 0 exists
+        rows = tx.rows(_LANE_FOR_UPDATE, {"l_id": 0})
+    tx.lane = int(rows[0]["id"])
+    return rows[0]
+
+
+def _write(
+    tx: Transaction, head: Mapping[str, Any], due: list[tuple[str, Issue, str | None, datetime]]
+) -> list[StoredReceipt]:
+    lane, seq, head_digest = int(head["id"]), int(head["seq"]), head["digest"]
     made = []
     rows = []
-    for receipt_id, issue, task_id, at in tx.receipts_due:
-        previous = (head_digest, seq - 1) if head_digest is not None else None
-        body = dict(issue(previous))
+    for receipt_id, issue, task_id, at in due:
+        place = Place(lane, (head_digest, seq - 1) if head_digest is not None else None)
+        body = dict(issue(place))
         digest = body.get("digest")
         if not isinstance(digest, str):
             raise StorageError("The receipt issuer returned a receipt without a digest.")
         seq += 1
-        receipt = StoredReceipt(receipt_id, seq, task_id, digest, head_digest, body, at)
-        rows.append(
-            {
-                "id": receipt_id,
-                "seq": seq,
-                "task_id": task_id,
-                "digest": digest,
-                "previous": head_digest,
-                "body": body,
-                "at": at,
-            }
-        )
-        made.append(receipt)
+        row = {
+            "id": receipt_id,
+            "lane": lane,
+            "seq": seq,
+            "task_id": task_id,
+            "digest": digest,
+            "previous": head_digest,
+            "body": body,
+            "at": at,
+        }
+        if tx.sqlite:  # one lane, one writer: the log's order is the lane's
+            row["position"] = seq
+        rows.append(row)
+        made.append(StoredReceipt(receipt_id, seq, task_id, digest, head_digest, body, at, lane))
         head_digest = digest
-    tx.receipts_due.clear()
     tx.run_many(_INSERT_RECEIPT, rows)
-    tx.run(_SET_HEAD, {"h_seq": seq, "h_digest": head_digest})
+    tx.run(_SET_LANE, {"l_id": lane, "h_seq": seq, "h_digest": head_digest})
     for receipt in made:
         tx.flushed[receipt.id] = receipt
     return made
@@ -127,29 +178,57 @@ def id_of_digest(tx: Transaction, digest: str) -> str | None:
 
 
 def receipts(tx: Transaction, task_id: str) -> list[StoredReceipt]:
-    """A task's receipts in chain order (this transaction's pending ones signed first)."""
+    """A task's receipts in the order they were written (this transaction's pending ones
+    signed first)."""
     flush(tx)
     return [_receipt(r._mapping) for r in tx.conn.execute(_RECEIPTS, {"k_task": task_id})]
 
 
 def receipt_ids(tx: Transaction, task_id: str) -> list[str]:
-    """The ids of a task's receipts in chain order (without reading their bodies); the ones
-    this transaction appended come last, as they will on the chain, without locking the head."""
+    """The ids of a task's receipts in the order they were written (without reading their
+    bodies); the ones this transaction appended come last, without taking a lane."""
     stored = [r["id"] for r in tx.rows(_RECEIPT_IDS, {"k_task": task_id})]
     return stored + [due[0] for due in tx.receipts_due if due[2] == task_id]
 
 
+@dataclass(frozen=True)
+class LaneHead:
+    """One lane: how many receipts it holds, and the digest of its last (None when empty)."""
+
+    lane: int
+    count: int
+    digest: str | None
+
+
+def lanes(tx: Transaction) -> list[LaneHead]:
+    """Every lane's head, by lane."""
+    flush(tx)
+    return [LaneHead(int(r["id"]), int(r["seq"]), r["digest"]) for r in tx.rows(_LANES, {})]
+
+
 def head(tx: Transaction) -> tuple[int, str | None]:
-    """The chain's length and the digest of its last receipt (None when empty)."""
-    flush(tx)
-    row = tx.conn.execute(select(s.chain_head).where(s.chain_head.c.id == 1)).one()
-    return int(row.seq), row.digest
+    """The log's length, and the digest of its last receipt when one lane holds them all (None
+    when it is empty, or several lanes hold receipts: each has its own head)."""
+    found = lanes(tx)
+    used = [lane for lane in found if lane.count]
+    return sum(lane.count for lane in found), used[0].digest if len(used) == 1 else None
 
 
-def chain(tx: Transaction, *, after: int = 0, limit: int | None = None) -> list[StoredReceipt]:
-    """Receipts in chain order from sequence ``after + 1`` (every one when ``limit`` is None)."""
+def chain(
+    tx: Transaction,
+    *,
+    after: int = 0,
+    limit: int | None = None,
+    through: Mapping[int, int] | None = None,
+) -> list[StoredReceipt]:
+    """Receipts in the order the log was written, from position ``after + 1`` (every one when
+    ``limit`` is None); with ``through`` (lane -> seq), only each lane's receipts up to that
+    one (and none of a lane it does not name): a log cut at a checkpoint."""
     flush(tx)
-    q = select(s.receipts).where(s.receipts.c.seq > after).order_by(s.receipts.c.seq)
+    c = s.receipts.c
+    q = select(s.receipts).where(c.position > after).order_by(c.position)
+    if through is not None:
+        q = q.where(or_(False, *[(c.lane == n) & (c.seq <= k) for n, k in through.items()]))
     if limit is not None:
         q = q.limit(limit)
     return [_receipt(r._mapping) for r in tx.conn.execute(q)]
@@ -164,21 +243,36 @@ def _receipt(m: Any) -> StoredReceipt:
         previous=m["previous"],
         body=m["body"],
         at=m["at"],
+        lane=int(m["lane"]),
+        position=int(m["position"]),
     )
 
 
 _RECEIPTS = (
-    select(s.receipts).where(s.receipts.c.task_id == bindparam("k_task")).order_by(s.receipts.c.seq)
+    select(s.receipts)
+    .where(s.receipts.c.task_id == bindparam("k_task"))
+    .order_by(s.receipts.c.position)
 )
 _RECEIPT_IDS = (
     select(s.receipts.c.id)
     .where(s.receipts.c.task_id == bindparam("k_task"))
-    .order_by(s.receipts.c.seq)
+    .order_by(s.receipts.c.position)
 )
-_HEAD_FOR_UPDATE = select(s.chain_head).where(s.chain_head.c.id == 1).with_for_update()
-_SET_HEAD = (
-    update(s.chain_head)
-    .where(s.chain_head.c.id == 1)
+_LANES = select(s.chain_lanes).order_by(s.chain_lanes.c.id)
+_LANE_FOR_UPDATE = (
+    select(s.chain_lanes).where(s.chain_lanes.c.id == bindparam("l_id")).with_for_update()
+)
+#: A lane no other transaction holds (PostgreSQL; SQLite has one lane, and one writer).
+_FREE_LANE = (
+    select(s.chain_lanes)
+    .where(s.chain_lanes.c.id < bindparam("l_count"))
+    .order_by(s.chain_lanes.c.id)
+    .limit(1)
+    .with_for_update(skip_locked=True)
+)
+_SET_LANE = (
+    update(s.chain_lanes)
+    .where(s.chain_lanes.c.id == bindparam("l_id"))
     .values(seq=bindparam("h_seq"), digest=bindparam("h_digest"))
 )
 _INSERT_RECEIPT = insert(s.receipts)

@@ -29,6 +29,7 @@ from sqlalchemy import (
     Index,
     Integer,
     MetaData,
+    Sequence,
     String,
     Table,
     Text,
@@ -196,24 +197,31 @@ verdicts = Table(
     UniqueConstraint("task_id", "attempt", "kind"),
 )
 
+#: A receipt's position in the order the log was written, on PostgreSQL (SQLite, one lane and
+#: one writer, writes the lane's sequence).
+receipt_positions = Sequence("receipt_positions", metadata=metadata)
+
 receipts = Table(
     "receipts",
     metadata,
     Column("id", String(64), primary_key=True),
-    Column("seq", Integer, nullable=False, unique=True),  # position in the one hash chain
+    Column("lane", Integer, nullable=False, server_default="0"),  # its hash chain
+    Column("seq", Integer, nullable=False),  # from 1 on its lane: its signed sequence + 1
+    Column("position", BigInteger, receipt_positions, nullable=False, unique=True),
     Column("task_id", String(64), nullable=True, index=True),
     Column("digest", String(160), nullable=False, unique=True),
     Column("previous", String(160), nullable=True),
     Column("body", JSON, nullable=False),
     Column("at", UTCDateTime, nullable=False),
+    UniqueConstraint("lane", "seq"),
 )
 
-chain_head = Table(
-    "chain_head",
+chain_lanes = Table(
+    "chain_lanes",
     metadata,
-    Column("id", Integer, primary_key=True),  # always 1: the row every append locks
-    Column("seq", Integer, nullable=False),
-    Column("digest", String(160), nullable=True),
+    Column("id", Integer, primary_key=True, autoincrement=False),  # the lane, from 0
+    Column("seq", Integer, nullable=False),  # how many receipts it holds
+    Column("digest", String(160), nullable=True),  # its last receipt's (None when empty)
 )
 
 idempotency = Table(

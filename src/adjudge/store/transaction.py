@@ -44,6 +44,10 @@ class Transaction:
         #: (adjudge.store.receipt_log: a transaction's receipts are chained as it commits).
         self.receipts_due: list[Any] = []
         self.flushed: dict[str, Any] = {}
+        #: The receipt log's lane this transaction chains on once it took one, and how many
+        #: lanes it may choose from (the store's setting).
+        self.lane: int | None = None
+        self.lanes = 1
         #: What to do once this transaction has committed (counting what it did, say); a
         #: unit of work rolled back to its savepoint takes its own out again.
         self.committed: list[Callable[[], None]] = []
@@ -173,7 +177,7 @@ def _compiled(
 ) -> _Compiled:
     """SQL text, the parameters' order (positional paramstyles), which parameters are times or
     JSON (those that set a column of that type), and the values of the statement's own
-    literals (``chain_head.id == 1``).
+    literals (``accounts.id == "world"``, say).
 
     Cached by the statement's ``id``: only for the statements built once at module level.
     """

@@ -87,6 +87,7 @@ from adjudge.gateway import (
 from adjudge.gateway.forward import AsyncForwarder, FailureKind, ForwardFailure, Outcome
 from adjudge.kernel import Determination, determine
 from adjudge.receipts import Issuer
+from adjudge.receipts.issuer import Place
 from adjudge.store import Account, Transaction, call_reports, receipt_log, records
 from adjudge.store import calls as calls_db
 from adjudge.store import gateway as db
@@ -379,6 +380,10 @@ class Gateway:
         """``fn()`` on one of the gateway's database threads, awaited."""
         return await asyncio.get_running_loop().run_in_executor(self._db_threads, fn)
 
+    async def read_async(self, fn: Callable[[Transaction], T]) -> T:
+        """``fn(tx)`` in a read transaction on one of the gateway's database threads."""
+        return await self._in_db(lambda: self.unit.read(fn))
+
     def _forwarder_here(self) -> AsyncForwarder:
         """The forwarder of the running event loop: its own connection pool, made on first use
         with the configured forwarder's bounds and address guard."""
@@ -579,7 +584,7 @@ class Gateway:
         issuer = self.issuer
         tool = parsed_tool(stored)
 
-        def issue(previous: tuple[str, int] | None) -> Mapping[str, Any]:
+        def issue(previous: Place) -> Mapping[str, Any]:
             with stage("gateway.receipt.sign"):
                 return issuer.sign(determination, previous, about=call_subject(call_id))
 

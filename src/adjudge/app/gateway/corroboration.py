@@ -22,27 +22,45 @@ never failed on no evidence.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol, TypeVar
 
+from adjudge.app.unit import Answer
 from adjudge.calls import Policy
 from adjudge.calls.contract import ExpressionError
 from adjudge.calls.verify import Corroboration
 from adjudge.errors import Error
+from adjudge.store import Account, Transaction, records
 from adjudge.store import calls as calls_db
-from adjudge.store import records
-
-if TYPE_CHECKING:
-    from adjudge.app.gateway.calls import Gateway
 
 __all__ = ["KEY_PREFIX", "corroborate"]
 
 #: The corroborating call's Idempotency-Key is this prefix and the corroborated call's id.
 KEY_PREFIX = "corroborate:"
 
+T = TypeVar("T")
+
+
+class Asker(Protocol):
+    """What corroboration needs of the gateway (which calls it, so it is named by what it
+    does here, not imported): a paid call made as an account, and a read of the store."""
+
+    async def call_async(
+        self,
+        caller: Account,
+        name: str,
+        arguments: Mapping[str, Any] | None,
+        *,
+        key: str | None = None,
+        max_price: int | None = None,
+        corroborating: bool = False,
+    ) -> Answer[dict[str, Any]]: ...
+
+    async def read_async(self, fn: Callable[[Transaction], T]) -> T: ...
+
 
 async def corroborate(
-    gateway: Gateway,
+    gateway: Asker,
     *,
     call_id: str,
     provider: str,
@@ -68,9 +86,7 @@ async def corroborate(
             return unavailable(f"its arguments could not be made from the call's: {exc}")
         if not isinstance(asked, dict):
             return unavailable("its arguments expression did not make an object")
-    payer = await gateway._in_db(
-        lambda: gateway.unit.read(lambda tx: records.account(tx, provider))
-    )
+    payer = await gateway.read_async(lambda tx: records.account(tx, provider))
     if payer is None:
         return unavailable(f"the paying provider {provider} has no account")
     try:
@@ -91,9 +107,7 @@ async def corroborate(
         return unavailable(
             f"its call was {got['status']} ({got.get('decidedBy')})", source, **named
         )
-    digest = await gateway._in_db(
-        lambda: gateway.unit.read(lambda tx: _response_digest(tx, named["call_id"]))
-    )
+    digest = await gateway.read_async(lambda tx: _response_digest(tx, named["call_id"]))
     named["response_digest"] = digest
     path = spec.path if spec.path is not None else rule.path
     try:
@@ -117,7 +131,7 @@ async def corroborate(
     )
 
 
-def _response_digest(tx: Any, call_id: str) -> str:
+def _response_digest(tx: Transaction, call_id: str) -> str:
     """The corroborating call's response digest, from its stored record."""
     stored = calls_db.call(tx, call_id)
     if stored is None:

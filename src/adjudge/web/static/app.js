@@ -42,6 +42,7 @@ import {
   revealOf,
   sealText,
 } from "./ui.js";
+import { batchPage } from "./batch.js";
 
 const API = "/api/v1";
 const main = document.querySelector("main");
@@ -1002,8 +1003,11 @@ async function receiptLog(after) {
 
 // --- tools ------------------------------------------------------------------------------------
 
-function policyText(policy) {
+// The version that would judge a call starting now (judged_by), which a caller agrees to by
+// paying; a tool that names no version is judged by its policy's highest.
+function policyText(policy, judged) {
   if (!policy) return "none: its calls settle unverified";
+  if (judged) return `${judged.id} version ${judged.version}${policy.version == null ? " (its highest)" : ""}`;
   return policy.version == null ? `${policy.id} (its highest version)` : `${policy.id} version ${policy.version}`;
 }
 
@@ -1034,7 +1038,7 @@ async function toolList(query, cursor) {
             t.description,
             providerLink(t.provider),
             h("td", { class: "num" }, price(t.price)),
-            policyText(t.policy),
+            policyText(t.policy, t.judged_by),
           ]),
         )
       : h("p", {}, query.query ? "No tool matches." : "No tools are registered yet."),
@@ -1060,7 +1064,7 @@ async function toolDetail(name) {
       ["Provider", providerLink(t.provider)],
       ["Price per call", price(t.price)],
       ["Announced price", t.pending_price ? `${price(t.pending_price)} from ${shortTime(t.pending_price.from)}` : null],
-      ["Decision policy", policyText(t.policy)],
+      ["Decision policy", policyText(t.policy, t.judged_by)],
       [
         "Judged by",
         t.judged_by
@@ -2049,6 +2053,11 @@ function posterBoard(b) {
 async function route() {
   const { parts, query } = parseHash(location.hash || "#/tasks");
   const [view, id, more] = parts;
+  // The batch viewer reads files in this browser and calls no API: no key needed.
+  if (view === "batch") {
+    claim()(batchPage());
+    return;
+  }
   if (!key()) {
     claim()(
       h("h2", {}, "Sign in"),

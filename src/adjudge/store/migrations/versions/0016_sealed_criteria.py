@@ -1,8 +1,8 @@
 """Sealed criteria: a task's commitment to its hidden criteria, the reveal that opened it, when
 the reveal is due, and why a seal broke.
 
-Revision ID: 0015
-Revises: 0014
+Revision ID: 0016
+Revises: 0015
 Create Date: 2026-12-04 04:00:00
 
 Tasks posted before this revision are not sealed (null throughout).
@@ -13,8 +13,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0015"
-down_revision = "0014"
+revision = "0016"
+down_revision = "0015"
 branch_labels = None
 depends_on = None
 
