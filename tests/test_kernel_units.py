@@ -412,7 +412,9 @@ def test_no_evaluator_reaches_for_the_oracle_seam() -> None:
         m
         for m in importers
         if m.startswith(("adjudge.autocheck", "adjudge.market", "adjudge.calls"))
-        and m != "adjudge.calls.kernel_rows"  # assembles a call's determination for its caller
+        # the assemblers of a determination: a call's (kernel_rows) and a task verdict's (proof,
+        # from the server's own stored copy of the result, never a caller's word)
+        and m not in {"adjudge.calls.kernel_rows", "adjudge.market.proof"}
     ]
     evaluators += [
         m

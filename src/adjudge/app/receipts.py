@@ -15,6 +15,7 @@ from typing import Any
 from adjudge.app.accounts import need_role
 from adjudge.app.unit import UnitOfWork
 from adjudge.app.views import is_party, receipt_view
+from adjudge.digests import from_hex
 from adjudge.errors import BadInput, CriteriaError, NotAllowed, NotFound, ReceiptError
 from adjudge.kernel import Determination, Verdict, determine, fold
 from adjudge.kernel.authority import Authority, TrustPolicy
@@ -316,7 +317,7 @@ def _checkpoint_heads(found: StoredReceipt) -> tuple[NamedHead, ...] | None:
         return tuple((h[0], h[1], h[2]) for h in heads) if isinstance(heads, list) else None
     try:
         predicate = statement["predicate"]
-        subject = "sha256:" + statement["subject"][0]["digest"]["sha256"]
+        subject = from_hex(statement["subject"][0]["digest"]["sha256"])
         return named_heads(predicate, subject)
     except (KeyError, IndexError, TypeError, ReceiptError):
         return None

@@ -23,11 +23,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from adjudge.digests import DIGEST
 from adjudge.errors import Error
 from adjudge.market.seal import SEALABLE, SYMBOL, parse_reveal
 from adjudge.receipts import VerifyingKey, digest, verify
 
-_SEAL_EXPRESSION: Final = re.compile(r"\(= " + re.escape(SYMBOL) + r' "(sha256:[0-9a-f]{64})"\)')
+_SEAL_EXPRESSION: Final = re.compile(
+    r"\(= " + re.escape(SYMBOL) + r' "(' + DIGEST.pattern + r')"\)'
+)
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,6 @@ returns pass or fail and up to 10 reasons."
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -18,6 +17,7 @@ from adjudge.calls.meaning import MeaningAsk
 from adjudge.calls.pointers import is_pointer
 from adjudge.calls.verify import Citation
 from adjudge.calls.verify import Judgment as CallJudgment
+from adjudge.digests import sha256_digest
 from adjudge.errors import Unavailable
 
 #: "each cut to 12,000 characters"
@@ -262,7 +262,7 @@ def parse_call_answer(content: str, ask: MeaningAsk) -> CallJudgment:
                     continue
                 where, quote = item.get("pointer"), item.get("quote")
                 if isinstance(where, str) and is_pointer(where) and isinstance(quote, str):
-                    digest = "sha256:" + hashlib.sha256(quote.encode("utf-8")).hexdigest()
+                    digest = sha256_digest(quote.encode("utf-8"))
                     citations.append(Citation(where, digest))
             return CallJudgment(
                 ask.call_id,
