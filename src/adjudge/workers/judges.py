@@ -138,19 +138,9 @@ class ChatCompletionsJudge:
 
     def judge(self, brief: str, result: str, acceptance: str) -> Judgment:
         """Ask the model; a transport error, non-2xx or unusable answer is a :class:`JudgeError`."""
-        try:
-            response = self._client.post(self.url, json=self.request(brief, result, acceptance))
-        except httpx.HTTPError as exc:
-            raise JudgeError(f"The model endpoint failed: {type(exc).__name__}: {exc}") from exc
-        if response.status_code >= 300:
-            raise JudgeError(f"The model endpoint answered {response.status_code}.")
-        try:
-            content = response.json()["choices"][0]["message"]["content"]
-        except (ValueError, KeyError, IndexError, TypeError) as exc:
-            raise JudgeError("The model endpoint's answer is not a chat completion.") from exc
-        if not isinstance(content, str):
-            raise JudgeError("The model's message has no text content.")
-        return parse_answer(content)
+        return parse_answer(
+            _completion(self._client, self.url, self.request(brief, result, acceptance))
+        )
 
     def close(self) -> None:
         """Close the HTTP connection pool."""
@@ -218,19 +208,7 @@ class ChatCompletionsCallJudge:
     def judge_call(self, ask: MeaningAsk) -> CallJudgment:
         """Ask the model; a transport error, non-2xx or unusable answer is a :class:`JudgeError`
         (the gateway reads it as an unavailable judge)."""
-        try:
-            response = self._client.post(self.url, json=self.request(ask))
-        except httpx.HTTPError as exc:
-            raise JudgeError(f"The model endpoint failed: {type(exc).__name__}: {exc}") from exc
-        if response.status_code >= 300:
-            raise JudgeError(f"The model endpoint answered {response.status_code}.")
-        try:
-            content = response.json()["choices"][0]["message"]["content"]
-        except (ValueError, KeyError, IndexError, TypeError) as exc:
-            raise JudgeError("The model endpoint's answer is not a chat completion.") from exc
-        if not isinstance(content, str):
-            raise JudgeError("The model's message has no text content.")
-        return parse_call_answer(content, ask)
+        return parse_call_answer(_completion(self._client, self.url, self.request(ask)), ask)
 
     def close(self) -> None:
         """Close the HTTP connection pool."""
@@ -274,3 +252,21 @@ def parse_call_answer(content: str, ask: MeaningAsk) -> CallJudgment:
             )
         start = content.find("{", start + 1)
     raise JudgeError(f"The model's answer holds no judgment: {content[:200]!r}")
+
+
+def _completion(client: httpx.Client, url: str, body: dict[str, Any]) -> str:
+    """The text of a chat completion's first message; a transport error, non-2xx or an answer
+    that is not a chat completion with text is a :class:`JudgeError`."""
+    try:
+        response = client.post(url, json=body)
+    except httpx.HTTPError as exc:
+        raise JudgeError(f"The model endpoint failed: {type(exc).__name__}: {exc}") from exc
+    if response.status_code >= 300:
+        raise JudgeError(f"The model endpoint answered {response.status_code}.")
+    try:
+        content = response.json()["choices"][0]["message"]["content"]
+    except (ValueError, KeyError, IndexError, TypeError) as exc:
+        raise JudgeError("The model endpoint's answer is not a chat completion.") from exc
+    if not isinstance(content, str):
+        raise JudgeError("The model's message has no text content.")
+    return content
