@@ -76,6 +76,8 @@ SERVICE_CODES = frozenset(
 _TABLE = (
     # --- BadInput: the request cannot be used as sent; fix it and send again
     Code("ABOUT_INVALID", BadInput, 400, "A receipt's subject name is empty, too long, padded or holds a control character."),
+    Code("AMOUNT_AMBIGUOUS", BadInput, 400, "A whole number typed without a currency is large enough to be minor units as well as units: say which."),
+    Code("AMOUNT_TOO_PRECISE", BadInput, 400, "An amount has more decimals than its currency: it is refused, never rounded."),
     Code("AUTO_CRITERIA_REQUIRED", BadInput, 400, "An auto task's criteria hold no real check."),
     Code("BRIEF_REQUIRED", BadInput, 400, "An agent-review task needs a brief for its verdict to quote."),
     Code("BUNDLE_UNUSABLE", BadInput, 400, "A replay bundle that cannot be read: not a zip, no manifest, a missing or broken file."),
@@ -106,7 +108,7 @@ _TABLE = (
     Code("FILE_UNWRITABLE", BadInput, 400, "A file named on the command line cannot be written."),
     Code("INDEPENDENCE_NOT_ASSESSED", BadInput, 400, "Independence was given as a label instead of assessed from structure."),
     Code("INPUT_UNREADABLE", BadInput, 400, "An input file cannot be read or parsed."),
-    Code("INVALID_AMOUNT", BadInput, 400, "An amount is not a positive whole number of minor units."),
+    Code("INVALID_AMOUNT", BadInput, 400, "An amount is not a positive whole number of minor units (or, typed, not a number in its currency)."),
     Code("INVALID_BRIEF", BadInput, 400, "A brief is not text within the length limit."),
     Code("INVALID_CRITERIA", BadInput, 400, "Criteria (or a contract, a policy, a check) that cannot be used as given."),
     Code("INVALID_DEADLINE", BadInput, 400, "A task's deadline is missing, doubled or out of range."),

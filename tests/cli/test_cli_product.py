@@ -46,7 +46,7 @@ def test_show_prints_the_brief_every_round_its_verdict_disputes_and_receipts(
     with serving(h.app) as url:
         run = _runner(h, url)
         code, out, _ = run(
-            "pat", "post", "--title", "Summary", "--reward", "1500000", "--brief", "Summarise it."
+            "pat", "post", "--title", "Summary", "--reward", "1.5", "--brief", "Summarise it."
         )
         tid = out.split()[0]
         run("ann", "accept", tid)

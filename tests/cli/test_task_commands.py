@@ -25,7 +25,7 @@ def test_walk_a_manual_task_from_the_terminal(sqlite_store: Store, tmp_path: Pat
             r = runner.invoke(app, ["task", "--url", url, "--key", h.keys[who], *args])
             return r.exit_code, r.stdout, r.stderr
 
-        code, out, _ = run("pat", "post", "--title", "Summary", "--reward", "2000000")
+        code, out, _ = run("pat", "post", "--title", "Summary", "--reward", "2")
         assert code == 0 and "manual  funded" in out
         tid = out.split()[0]
         assert run("ann", "accept", tid)[0] == 0
@@ -108,14 +108,14 @@ def test_posting_from_the_terminal_refuses_typos_and_keeps_disputes(sqlite_store
             r = runner.invoke(app, ["task", "--url", url, "--key", h.keys[who], *args])
             return r.exit_code, r.stdout, r.stderr
 
-        post = ["post", "--title", "T", "--reward", "1000", "--mode", "auto"]
+        post = ["post", "--title", "T", "--reward-minor", "1000", "--mode", "auto"]
         typo = '{"contains_keyword": ["escrow"], "min_length": 10}'
         code, _, err = run("pat", *post, "--criteria", typo)
         assert code == 1 and err.startswith("CRITERIA_UNKNOWN_FIELD:")
         assert "`contains_keyword`" in err and "Did you mean `contains_keywords`?" in err
         code, out, _ = run("pat", *post, "--criteria", typo, "--lenient", "--hours", "1")
         assert code == 0 and "auto  funded" in out
-        code, out, _ = run("pat", "post", "--title", "M", "--reward", "1000", "--hours", "72")
+        code, out, _ = run("pat", "post", "--title", "M", "--reward-minor", "1000", "--hours", "72")
         tid = out.split()[0]
         assert run("ann", "accept", tid)[0] == 0
         code, _, err = run("pat", "release", tid)
@@ -142,7 +142,7 @@ def test_a_take_window_from_the_terminal(sqlite_store: Store) -> None:
             r = runner.invoke(app, ["task", "--url", url, "--key", h.keys[who], *args])
             return r.exit_code, r.stdout, r.stderr
 
-        post = ["post", "--title", "W", "--reward", "1000", "--hours", "24"]
+        post = ["post", "--title", "W", "--reward-minor", "1000", "--hours", "24"]
         code, _, err = run("pat", *post, "--take-window-hours", "24")
         assert code == 1 and err.startswith("INVALID_TAKE_WINDOW:") and "shorter" in err
         code, out, _ = run("pat", *post, "--take-window-hours", "6")
@@ -191,7 +191,7 @@ def test_a_sealed_task_from_the_terminal(sqlite_store: Store, tmp_path: Path) ->
             return r.exit_code, r.stdout, r.stderr
 
         code, out, _ = run(
-            "pat", "post", "--title", "Six times seven", "--reward", "1000", "--mode", "auto",
+            "pat", "post", "--title", "Six times seven", "--reward-minor", "1000", "--mode", "auto",
             "--seal", str(reveal),
         )  # fmt: skip
         assert code == 0
@@ -229,3 +229,39 @@ def test_a_sealed_task_from_the_terminal(sqlite_store: Store, tmp_path: Path) ->
          "--key", SigningKey.generate().keyid],
     )  # fmt: skip
     assert forged.exit_code == 2 and "RECEIPT_" in forged.stderr
+
+
+def test_a_reward_is_typed_in_usdc_and_an_old_minor_units_command_is_refused(
+    sqlite_store: Store,
+) -> None:
+    """`--reward 2.5` and `--reward "0.5 USDC"` are units, `--reward-minor` the exact minor
+    units; a bare `--reward 2000000` (2 USDC as it was once read, or 2,000,000 USDC) is refused
+    with both readings and moves nothing, as is a seventh decimal."""
+    h = make_harness(sqlite_store)
+    runner = CliRunner()
+    with serving(h.app) as url:
+
+        def run(*args: str) -> tuple[int, str, str]:
+            r = runner.invoke(app, ["task", "--url", url, "--key", h.keys["pat"], "post", *args])
+            return r.exit_code, r.stdout, r.stderr
+
+        before = h.balance("wallet:pat")
+        code, out, _ = run("--title", "A", "--reward", "2.5")
+        assert code == 0 and "reward 2.5 USDC" in out
+        code, out, _ = run("--title", "B", "--reward", "0.5 USDC")
+        assert code == 0 and "reward 0.5 USDC" in out
+        code, out, _ = run("--title", "C", "--reward-minor", "2000000")
+        assert code == 0 and "reward 2 USDC" in out
+        assert before - h.balance("wallet:pat") == 5_000_000
+
+        code, _, err = run("--title", "D", "--reward", "2000000")
+        assert code == 2 and err.startswith("AMOUNT_AMBIGUOUS: --reward 2000000 is ambiguous")
+        assert "2000000 USDC" in err and "(2 USDC)" in err and "--reward-minor 2000000" in err
+        code, _, err = run("--title", "E", "--reward", "0.0000001")
+        assert code == 2 and err.startswith("AMOUNT_TOO_PRECISE:")
+        assert "6 decimals at most (this has 7)" in err
+        code, _, err = run("--title", "F", "--reward", "2 EUR")
+        assert code == 2 and err.startswith("INVALID_AMOUNT:")
+        code, _, err = run("--title", "G", "--reward", "2", "--reward-minor", "2000000")
+        assert code == 2 and "Give the reward once" in err
+        assert before - h.balance("wallet:pat") == 5_000_000

@@ -9,6 +9,7 @@ place sets one flag in the Click context's ``meta``, which every nested context 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 import typer
 
 from adjudge.calls.tools import DECIMALS as ASSET_DECIMALS
+from adjudge.errors import BadInput
 
 if TYPE_CHECKING:
     from adjudge.client import Client
@@ -84,18 +86,83 @@ def money(minor: object, currency: str = CURRENCY) -> str:
     return f"{format_amount(minor, ASSET_DECIMALS.get(currency, 0))} {currency}"
 
 
-def price_of(amount: str, currency: str, flag: str = "--price") -> dict[str, Any]:
-    """``0.25`` USDC as the API's ``{amount_minor: 250000, currency: "USDC"}``: amounts are
-    typed in the currency's units, with at most its decimals (an unlisted asset has none)."""
+#: A whole number typed with neither a currency nor a decimal point is read in units up to this
+#: many. Above it, ``--reward 2000000`` may be 2,000,000 USDC or, as rewards were once typed,
+#: 2000000 minor units (2 USDC): the command is refused, naming both readings, until the person
+#: writes which (``"2000000 USDC"``, ``2000000.0``, or ``--reward-minor 2000000``).
+PLAIN_UNITS_MOST = 1000
+
+
+def amount_of(
+    text: str, currency: str, flag: str, *, plain_most: int | None = None, minor_flag: str = ""
+) -> int:
+    """``"2.5"`` or ``"2.5 USDC"`` as integer minor units of ``currency``, exactly.
+
+    Refusals (:class:`adjudge.errors.BadInput`): ``INVALID_AMOUNT`` (not a number, negative, or
+    another currency), ``AMOUNT_TOO_PRECISE`` (more decimals than the currency has: never
+    rounded), ``AMOUNT_AMBIGUOUS`` (a bare whole number above ``plain_most``, which an old
+    command may have meant in minor units; ``None`` accepts any).
+    """
     decimals = ASSET_DECIMALS.get(currency, 0)
+    parts = text.split()
+    named = len(parts) == 2  # an amount and its currency
+    if not parts or len(parts) > 2 or (named and parts[1].upper() != currency.upper()):
+        why = (
+            f"amounts here are in {currency}"
+            if named
+            else f"write an amount in {currency}, like 2.5 or '2.5 {currency}'"
+        )
+        raise BadInput(f"{flag} {text!r}: {why}.", code="INVALID_AMOUNT")
+    digits = parts[0]
     try:
-        value = Decimal(amount)
-    except InvalidOperation:
-        stop(f"{flag} {amount!r} is not an amount; write it in {currency}, like 0.25.")
+        value = Decimal(digits) if _DIGITS.fullmatch(digits) else None
+    except InvalidOperation:  # pragma: no cover - the pattern admits only decimals
+        value = None
+    if value is None:
+        raise BadInput(
+            f"{flag} {text!r}: {currency} amounts are 0 or more, written like 2.5 or "
+            f"'2.5 {currency}'.",
+            code="INVALID_AMOUNT",
+        )
     minor = value.scaleb(decimals)
-    if not value.is_finite() or value < 0 or minor != minor.to_integral_value():
-        stop(f"{flag} {amount!r}: {currency} amounts are 0 or more, {decimals} decimals at most.")
-    return {"amount_minor": int(minor), "currency": currency}
+    if minor != minor.to_integral_value():
+        places = -int(value.normalize().as_tuple().exponent)
+        raise BadInput(
+            f"{flag} {text!r}: {currency} amounts are 0 or more, {decimals} decimals at most "
+            f"(this has {places}); nothing is rounded.",
+            code="AMOUNT_TOO_PRECISE",
+        )
+    if plain_most is not None and not named and "." not in digits and value > plain_most:
+        as_minor = f"{format_amount(digits, decimals)} {currency}"
+        raise BadInput(
+            f"{flag} {digits} is ambiguous: {digits} {currency}, or {digits} minor units "
+            f"({as_minor}) as it was once read? Write {flag} '{digits} {currency}' for the "
+            f"first, {flag} {format_amount(digits, decimals)}"
+            + (f" or {minor_flag} {digits}" if minor_flag else "")
+            + f" for the second (a bare whole number is read in {currency} up to {plain_most}).",
+            code="AMOUNT_AMBIGUOUS",
+        )
+    return int(minor)
+
+
+_DIGITS = re.compile(r"[0-9]+(?:\.[0-9]*)?|\.[0-9]+")
+
+
+def units_of(
+    text: str, currency: str, flag: str, *, plain_most: int | None = None, minor_flag: str = ""
+) -> int:
+    """:func:`amount_of` for a command line: a refusal prints ``CODE: message`` and exits 2."""
+    try:
+        return amount_of(text, currency, flag, plain_most=plain_most, minor_flag=minor_flag)
+    except BadInput as exc:
+        stop(f"{exc.code}: {exc.message}")
+
+
+def price_of(amount: str, currency: str, flag: str = "--price") -> dict[str, Any]:
+    """``0.25`` (or ``"0.25 USDC"``) as the API's ``{amount_minor: 250000, currency: "USDC"}``:
+    amounts are typed in the currency's units, with at most its decimals (an unlisted asset has
+    none). These flags always took units, so a bare whole number is never ambiguous here."""
+    return {"amount_minor": units_of(amount, currency, flag), "currency": currency}
 
 
 def words(name: str | None) -> str:

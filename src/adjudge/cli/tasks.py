@@ -20,9 +20,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from adjudge.cli._common import (
+    CURRENCY,
     DEFAULT_URL,
     EXIT_BAD_INPUT,
     EXIT_REFUSED,
+    PLAIN_UNITS_MOST,
     JsonFlag,
     KeyOption,
     Session,
@@ -31,6 +33,7 @@ from adjudge.cli._common import (
     print_json,
     remember_json,
     stop,
+    units_of,
     wants_json,
     words,
 )
@@ -235,6 +238,20 @@ def _read(source: str) -> str:
         stop(f"Cannot read {source}: {getattr(exc, 'strerror', None) or exc}")
 
 
+def _reward(amount: str | None, minor: int | None) -> int:
+    """The reward from ``--reward`` (units) or ``--reward-minor`` (minor units): one of them."""
+    if (amount is None) == (minor is None):
+        stop("Give the reward once: --reward 2.5 (in USDC) or --reward-minor 2500000.")
+    if minor is not None:
+        if minor <= 0:
+            stop(f"INVALID_REWARD: --reward-minor {minor}: a reward is 1 minor unit or more.")
+        return minor
+    assert amount is not None
+    return units_of(
+        amount, CURRENCY, "--reward", plain_most=PLAIN_UNITS_MOST, minor_flag="--reward-minor"
+    )
+
+
 # --- the commands ---------------------------------------------------------------------------
 
 
@@ -244,11 +261,20 @@ def post(
     *,
     title: Annotated[str, typer.Option(metavar="TEXT", help="A short title.")],
     reward: Annotated[
-        str,
+        str | None,
         typer.Option(
-            metavar="MINOR_UNITS", help="The reward in integer minor units: 2000000 is 2 USDC."
+            metavar="AMOUNT",
+            help="The reward in USDC: 2, 2.5 or '2.5 USDC' (6 decimals at most). A bare whole "
+            f"number above {PLAIN_UNITS_MOST} is refused as ambiguous: add the currency.",
         ),
-    ],
+    ] = None,
+    reward_minor: Annotated[
+        int | None,
+        typer.Option(
+            metavar="MINOR_UNITS",
+            help="The reward in integer minor units instead: 2000000 is 2 USDC.",
+        ),
+    ] = None,
     brief: Annotated[
         str, typer.Option(metavar="TEXT", help="The brief, or @FILE to read it from a file.")
     ] = "",
@@ -301,6 +327,7 @@ def post(
 ) -> None:
     """Post a task and fund it from your wallet."""
     session = _session(ctx, as_json)
+    minor = _reward(reward, reward_minor)
     commitment = None if seal is None else _reveal_file(seal)[0]
     parsed: dict[str, Any] = {}
     if criteria:
@@ -315,7 +342,7 @@ def post(
     task = session.call(
         lambda api: api.post_task(
             title=title,
-            reward=reward,
+            reward=minor,
             brief=_read(brief[1:]) if brief.startswith("@") else brief,
             deadline_hours=hours,
             mode=mode.value,
