@@ -322,12 +322,11 @@ def policy(
         )
         found = _policy(rows[0]) if rows else None
         return None if found is None or (at is not None and found.registered_at > at) else found
-    c = call_policies.c
-    q = select(call_policies).where(and_(c.tool == tool, c.policy_id == policy_id))
-    if at is not None:  # a time is bound through SQLAlchemy, which stores it as it compares
-        q = q.where(c.registered_at <= at)
-    row = tx.conn.execute(q.order_by(c.version.desc()).limit(1)).first()
-    return _policy(row._mapping) if row else None
+    if at is None:
+        rows = tx.rows(_POLICY_NEWEST, {"k_tool": tool, "k_policy": policy_id})
+    else:  # every paid call's: on the hot path's runner, its time bound as the column's
+        rows = tx.rows(_POLICY_AT, {"k_tool": tool, "k_policy": policy_id, "k_at": at})
+    return _policy(rows[0]) if rows else None
 
 
 def policies_in_force(
@@ -538,6 +537,18 @@ _POLICY_VERSION = select(call_policies).where(
         call_policies.c.version == bindparam("k_version"),
     )
 )
+_POLICY_NEWEST = (
+    select(call_policies)
+    .where(
+        and_(
+            call_policies.c.tool == bindparam("k_tool"),
+            call_policies.c.policy_id == bindparam("k_policy"),
+        )
+    )
+    .order_by(call_policies.c.version.desc())
+    .limit(1)
+)
+_POLICY_AT = _POLICY_NEWEST.where(call_policies.c.registered_at <= bindparam("k_at"))
 _CALL = select(call_records).where(call_records.c.id == bindparam("k_id"))
 _INSERT_CALL = {
     "sqlite": sqlite.insert(call_records).on_conflict_do_nothing(),

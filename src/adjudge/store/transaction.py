@@ -191,7 +191,9 @@ def _compiled(
         kinds = {}
         for key in keys:
             column = table.c.get(key) if table is not None else None
-            kind = _kind(column.type) if column is not None else None
+            # A column it sets, else the type a comparison gave it (``c.at <= :k_at``).
+            typed = column if column is not None else compiled.binds.get(key)
+            kind = _kind(typed.type) if typed is not None else None
             if kind in ("time", "json"):
                 kinds[key] = kind
         fixed = {
