@@ -73,12 +73,12 @@ class Dashboards:
         def run(tx: Transaction) -> dict[str, Any]:
             lines = db.ledger_lines_since(tx, start)
             prefixes = [p for group in HELD.values() for p in group]
-            held_now = db.held_now(tx, prefixes)
+            held = db.held_by_day(tx, prefixes, day_list)
             calls = db.calls_since(tx, start)
             verdicts = db.verdicts_since(tx, start)
             providers = db.providers_with_terms(tx)
             return {
-                "money": _money(day_list, lines, held_now),
+                "money": _money(day_list, lines, held),
                 "calls": _calls_by_day(day_list, calls),
                 "tasks": _verdicts_by_day(day_list, verdicts),
                 "providers": providers,
@@ -194,31 +194,25 @@ def _day(at: datetime) -> str:
 
 
 def _money(
-    day_list: Sequence[str], lines: Sequence[Any], held_now: Mapping[str, int]
+    day_list: Sequence[str], lines: Sequence[Any], held: Mapping[str, Sequence[int]]
 ) -> list[dict[str, str]]:
-    """Each day's flows and end-of-day held balances (the balance now, less what moved after
-    that day's end)."""
+    """Each day's flows (from the window's lines) and end-of-day held money (from the daily
+    figures, summed over each series' prefixes)."""
     kind_of = {memo: name for name, memos in FLOWS.items() for memo in memos}
     flows: dict[str, Counter[str]] = defaultdict(Counter)
-    moved: dict[str, Counter[str]] = defaultdict(Counter)  # net into each held series, by day
     for line in lines:
-        day, amount = _day(line.at), int(line.amount)
+        amount = int(line.amount)
         if amount > 0 and line.memo in kind_of:
-            flows[day][kind_of[line.memo]] += amount
-        for series, prefixes in HELD.items():
-            if str(line.account).startswith(prefixes):
-                moved[day][series] += amount
+            flows[_day(line.at)][kind_of[line.memo]] += amount
     rows = []
-    later = Counter[str]()  # what moved into each held series after the day in hand
-    for day in reversed(day_list):
+    for i, day in enumerate(day_list):
         row = {"day": day}
         for series, prefixes in HELD.items():
-            row[series] = str(sum(held_now.get(p, 0) for p in prefixes) - later[series])
+            row[series] = str(sum(held[p][i] for p in prefixes))
         for name in FLOWS:
             row[name] = str(flows[day][name])
         rows.append(row)
-        later.update(moved[day])
-    return list(reversed(rows))
+    return rows
 
 
 def _calls_by_day(day_list: Sequence[str], calls: Sequence[Any]) -> dict[str, Any]:

@@ -4,12 +4,12 @@
 holds is read and written by the module named for it, each a set of functions over a
 :class:`Transaction`: ``records`` (accounts, tasks, submissions, verdicts, disputes, lapsed
 takes), ``takes`` (each agent's count of held takes), ``ledger`` (balances and entries),
-``receipt_log`` (the hash chain), ``leases`` (the review queue), ``idempotency``, ``quotas``,
-``calls`` (verified paid calls), ``call_reports`` (reports of bad call results), ``gateway``
-(callable tools, signing keys, credentials, forwarded calls), ``holds`` (providers' settled
-charges until their report deadlines), ``quality_windows`` (each provider's running quality
-counts) and ``outbox`` (webhook endpoints, events and their
-deliveries). Nothing is half-written: a transaction commits whole or not at all.
+``held_days`` (the money held at each day's end), ``receipt_log`` (the hash chain), ``leases``
+(the review queue), ``idempotency``, ``quotas``, ``calls`` (verified paid calls),
+``call_reports`` (reports of bad call results), ``gateway`` (callable tools, signing keys,
+credentials, forwarded calls), ``holds`` (providers' settled charges until their report
+deadlines), ``quality_windows`` (each provider's running quality counts) and ``outbox`` (webhook
+endpoints, events and their deliveries). Nothing is half-written: a transaction commits whole or not at all.
 """
 
 from adjudge.store import (
@@ -17,6 +17,7 @@ from adjudge.store import (
     call_reports,
     calls,
     gateway,
+    held_days,
     holds,
     idempotency,
     leases,
@@ -60,6 +61,7 @@ __all__ = [
     "call_reports",
     "calls",
     "gateway",
+    "held_days",
     "holds",
     "idempotency",
     "leases",

@@ -3,14 +3,14 @@ the balances held under each holding prefix, and a poster's tasks by state.
 
 Each read is bounded by its window through an index on its time (``ix_ledger_entries_at``,
 ``gateway_calls.started_at``, ``ix_verdicts_at``, ``call_records.at``): its cost grows with
-the activity inside the window, not with the history before it. The held balances are one SUM
-per prefix over the balances table (its primary key's range for the prefix), which grows with
-the number of escrows and holds ever opened — fine for a dashboard, too much for a hot path.
+the activity inside the window, not with the history before it. The money held at each day's
+end is read from the daily figures the ledger keeps as it moves (``held_days``): the window's
+rows and the last one before it, however many escrows and holds were ever opened.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -18,6 +18,7 @@ from sqlalchemy import func, select
 
 from adjudge.store import calls as calls_db
 from adjudge.store import gateway as gateway_db
+from adjudge.store import held_days
 from adjudge.store import schema as s
 from adjudge.store.transaction import Transaction
 
@@ -29,18 +30,12 @@ def ledger_lines_since(tx: Transaction, start: datetime) -> list[Any]:
     return list(tx.conn.execute(q))
 
 
-def held_now(tx: Transaction, prefixes: Iterable[str]) -> dict[str, int]:
-    """The sum of the balances of the accounts under each prefix (``escrow:``, …), now."""
-    b = s.balances
-    found = {}
-    for prefix in prefixes:
-        # A range on the primary key, not LIKE: no pattern characters to escape, and an index
-        # range on every database.
-        q = select(func.coalesce(func.sum(b.c.balance), 0)).where(
-            b.c.account >= prefix, b.c.account < prefix[:-1] + chr(ord(prefix[-1]) + 1)
-        )
-        found[prefix] = int(tx.conn.execute(q).scalar() or 0)
-    return found
+def held_by_day(
+    tx: Transaction, prefixes: Sequence[str], days: Sequence[str]
+) -> dict[str, list[int]]:
+    """The money held under each prefix (``escrow:``, …) at the end of each of ``days``: the
+    running daily figures every transfer keeps (:mod:`adjudge.store.held_days`)."""
+    return held_days.figures(tx, prefixes, days)
 
 
 def calls_since(tx: Transaction, start: datetime, *, provider: str | None = None) -> list[Any]:

@@ -25,7 +25,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from adjudge.errors import BadInput, InternalError, StateError
 from adjudge.market import WORLD, Transfer
 from adjudge.market.money import shown
-from adjudge.store import receipt_log
+from adjudge.store import held_days, receipt_log
 from adjudge.store import schema as s
 from adjudge.store.records import decode_cursor, encode_cursor
 from adjudge.store.transaction import Transaction
@@ -95,6 +95,8 @@ def transfer(
             legs.append({**common, "account": t.debit, "amount": -t.amount})
             legs.append({**common, "account": t.credit, "amount": t.amount})
     tx.run_many(_INSERT_ENTRIES, legs)
+    # The held money's daily figures move with it, in this transaction (the dashboards' read).
+    held_days.add(tx, held_days.net((leg["account"], leg["amount"], at) for leg in legs))
 
 
 def _proven(

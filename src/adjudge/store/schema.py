@@ -155,6 +155,18 @@ agent_takes = Table(
     Column("held", Integer, nullable=False),
 )
 
+held_days = Table(
+    "held_days",
+    metadata,
+    # The money held under each holding prefix of the ledger (escrow:, hold:, held:) at the end
+    # of each UTC day that moved some, in minor units of its currency: kept by every transfer in
+    # its own transaction (adjudge.store.held_days), so the dashboards never sum the balances.
+    Column("prefix", String(16), primary_key=True),
+    Column("currency", String(16), primary_key=True),
+    Column("day", String(10), primary_key=True),  # YYYY-MM-DD, UTC
+    Column("held", BigInteger, nullable=False),
+)
+
 task_lapses = Table(
     "task_lapses",
     metadata,

@@ -1,0 +1,125 @@
+"""The held money's daily figures, kept by every transfer, equal a recount of the ledger's
+lines: after any sequence of movements, on any day, and after the migration's backfill."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from importlib.resources import files
+
+from alembic import command
+from alembic.config import Config
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sqlalchemy import text
+
+from adjudge.market import WORLD, Transfer
+from adjudge.store import Store, ledger
+from adjudge.store import held_days as hd
+
+T0 = datetime(2026, 3, 10, 12, tzinfo=UTC)
+ACCOUNTS = (
+    WORLD,
+    "wallet:a",
+    "wallet:b",
+    "escrow:t1",
+    "escrow:t2",
+    "hold:c1",
+    "held:p",
+    "held:q",
+    "platform:fees",
+)
+#: The days the figures are compared on: before the first movement to after the last.
+DAYS = [(T0.date() + timedelta(days=i)).isoformat() for i in range(-2, 14)]
+
+# One movement: from, to, an amount (capped at what the debit holds), and its moment (days
+# from T0, in any order: a transfer may be dated before days already written).
+_move = st.tuples(
+    st.sampled_from(ACCOUNTS),
+    st.sampled_from(ACCOUNTS),
+    st.integers(1, 5_000_000),
+    st.integers(0, 11),
+    st.integers(0, 86_399),
+)
+# One transaction: one to three movements.
+_txn = st.lists(_move, min_size=1, max_size=3)
+
+
+def _clear(store: Store) -> None:
+    with store.write() as tx:
+        for table in ("held_days", "ledger_entries", "balances"):
+            tx.conn.execute(text(f"DELETE FROM {table}"))
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(txns=st.lists(_txn, max_size=25))
+def test_the_daily_figures_equal_a_recount(sqlite_store: Store, txns: list[list[tuple]]) -> None:  # type: ignore[type-arg]
+    """After any sequence of deposits, fundings, reservations, releases and maturings, dated in
+    any order, each holding prefix's end-of-day figure equals the sum of its lines up to that
+    day's end, and the latest equals the sum of its balances now."""
+    store = sqlite_store
+    _clear(store)
+    balance = dict.fromkeys(ACCOUNTS, 0)
+    for n, moves in enumerate(txns):
+        with store.write() as tx:
+            receipt = f"r{n}"
+            tx.appended.add(receipt)  # the receipt a release out of a holding account names
+            for debit, credit, asked, day, second in moves:
+                amount = asked if debit == WORLD else min(asked, balance[debit])
+                if debit == credit or amount <= 0:
+                    continue
+                at = T0 + timedelta(days=day, seconds=second)
+                ledger.transfer(
+                    tx, [Transfer(debit, credit, amount)], task_id=None, at=at, receipt_id=receipt
+                )
+                balance[debit] -= amount
+                balance[credit] += amount
+    with store.read() as tx:
+        kept = hd.figures(tx, hd.PREFIXES, DAYS)
+        assert kept == hd.recount(tx, hd.PREFIXES, DAYS)
+    for prefix in hd.PREFIXES:
+        now = sum(v for k, v in balance.items() if k.startswith(prefix))
+        assert kept[prefix][-1] == now
+
+
+def test_the_migration_backfills_the_days_already_moved(store: Store) -> None:
+    """Upgrading a ledger with history writes each day's figure from its lines (the same a
+    recount finds), and the transfers after it go on from there; 0017 downgrades cleanly."""
+    config = Config()
+    config.set_main_option("script_location", str(files("adjudge.store") / "migrations"))
+    with store.write() as tx:
+        tx.appended.add("r")
+        for day, (debit, credit, amount) in enumerate(
+            [
+                (WORLD, "wallet:a", 9_000_000),
+                ("wallet:a", "escrow:t1", 2_000_000),
+                ("wallet:a", "hold:c1", 500_000),
+                ("hold:c1", "held:p", 400_000),
+                ("escrow:t1", "wallet:b", 2_000_000),
+            ]
+        ):
+            at = T0 + timedelta(days=2 * day)
+            ledger.transfer(
+                tx, [Transfer(debit, credit, amount)], task_id=None, at=at, receipt_id="r"
+            )
+    with store.read() as tx:
+        before = hd.figures(tx, hd.PREFIXES, DAYS)
+    with store.engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.downgrade(config, "0016")
+    store.migrate()
+    with store.read() as tx:
+        assert hd.figures(tx, hd.PREFIXES, DAYS) == before == hd.recount(tx, hd.PREFIXES, DAYS)
+        assert before["escrow:"][4] == 2_000_000 and before["escrow:"][-1] == 0
+        assert before["held:"][-1] == 400_000 and before["hold:"][-1] == 100_000
+    with store.write() as tx:
+        tx.appended.add("s")
+        at = T0 + timedelta(days=13)
+        ledger.transfer(
+            tx, [Transfer("held:p", "wallet:p", 400_000)], task_id=None, at=at, receipt_id="s"
+        )
+    with store.read() as tx:
+        assert hd.figures(tx, hd.PREFIXES, DAYS) == hd.recount(tx, hd.PREFIXES, DAYS)
