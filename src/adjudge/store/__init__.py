@@ -9,7 +9,8 @@ takes), ``takes`` (each agent's count of held takes), ``ledger`` (balances and e
 ``call_reports`` (reports of bad call results), ``gateway`` (callable tools, signing keys,
 credentials, forwarded calls), ``holds`` (providers' settled charges until their report
 deadlines), ``quality_windows`` (each provider's running quality counts) and ``outbox`` (webhook
-endpoints, events and their deliveries). Nothing is half-written: a transaction commits whole or not at all.
+endpoints, events and their deliveries). Nothing is half-written: a transaction commits whole
+or not at all.
 """
 
 from adjudge.store import (
