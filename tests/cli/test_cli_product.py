@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import typer
 from typer.testing import CliRunner
 
@@ -425,3 +426,30 @@ def test_a_usage_error_is_one_plain_line_on_a_pipe() -> None:
     lines = result.stderr.splitlines()
     assert lines[-1] == "Error: No such option: --a-long-option-name-nobody-ever-declared-here"
     assert not any(c in result.stderr for c in "╭╰│")
+
+
+def test_a_list_at_a_terminal_aligns_its_columns_under_their_names(
+    sqlite_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`task list` at a terminal: a header line, each column starting where its name does and
+    the rewards' right edges under REWARD's; through a pipe the same rows without the header."""
+    h = make_harness(sqlite_store)
+    h.post("manual", reward="1500000", title="Short")
+    h.post("auto", reward="12345000", title="A longer title", criteria={"min_length": 5})
+    with serving(h.app) as url:
+        code, piped, _ = _runner(h, url)("pat", "list")
+        monkeypatch.setattr("adjudge.cli._common.at_terminal", lambda: True)
+        code, out, err = _runner(h, url)("pat", "list")
+    assert code == 0, err
+    head, *rows = out.splitlines()
+    assert head.split() == ["ID", "MODE", "STATUS", "REWARD", "TITLE"]
+    assert piped.splitlines() == rows and len(rows) == 2
+    for name in ("MODE", "STATUS", "TITLE"):  # left-aligned: each cell starts under its name
+        at = head.index(name)
+        assert all(row[at - 2 : at] == "  " and row[at] != " " for row in rows), name
+    edge = head.index("REWARD") + len("REWARD")
+    assert sorted(row[:edge].rsplit("  ", 1)[-1].strip() for row in rows) == [
+        "1.5 USDC",
+        "12.345 USDC",
+    ]
+    assert all(row[edge : edge + 2] == "  " and row[edge - 1] == "C" for row in rows)

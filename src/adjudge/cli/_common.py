@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
@@ -163,6 +164,45 @@ def price_of(amount: str, currency: str, flag: str = "--price") -> dict[str, Any
     amounts are typed in the currency's units, with at most its decimals (an unlisted asset has
     none). These flags always took units, so a bare whole number is never ambiguous here."""
     return {"amount_minor": units_of(amount, currency, flag), "currency": currency}
+
+
+def columns(
+    headers: Sequence[str], rows: Sequence[Sequence[str]], *, right: Container[int] = ()
+) -> list[str]:
+    """The header line, then each row, in columns as wide as their widest cell, two spaces
+    apart; the columns in ``right`` (amounts, counts) are aligned right, so their digits line
+    up; the last column is not padded (a title of any length ends the line)."""
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
+    last = len(headers) - 1
+
+    def line(cells: Sequence[str]) -> str:
+        out = []
+        for i, cell in enumerate(cells):
+            if i == last:
+                out.append(cell.rjust(widths[i]) if i in right else cell)
+            else:
+                out.append(cell.rjust(widths[i]) if i in right else cell.ljust(widths[i]))
+        return "  ".join(out).rstrip()
+
+    return [line(headers), *(line(r) for r in rows)]
+
+
+def print_table(
+    headers: Sequence[str], rows: Sequence[Sequence[str]], *, right: Container[int] = ()
+) -> None:
+    """:func:`columns` printed: the header line only for a person at a terminal, so a script
+    reading a pipe gets one item per line, its id first (``| awk '{print $1}'`` and
+    ``| head -1`` keep working); the rows are aligned the same either way."""
+    head, *body = columns(headers, rows, right=right)
+    if body and at_terminal():
+        typer.echo(head)
+    for text in body:
+        typer.echo(text)
+
+
+def at_terminal() -> bool:
+    """Whether standard output is a terminal (a person reads it) rather than a pipe or file."""
+    return sys.stdout.isatty()
 
 
 def words(name: str | None) -> str:

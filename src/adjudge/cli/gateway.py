@@ -27,6 +27,7 @@ from adjudge.cli._common import (
     money,
     price_of,
     print_json,
+    print_table,
     remember_json,
     stop,
     wants_json,
@@ -153,10 +154,23 @@ def _money(price: dict[str, Any] | None) -> str:
     return f"{format_amount(price['amount'], int(price['decimals']))} {price['asset']}"
 
 
-def _tool_line(t: dict[str, Any]) -> str:
+def _tool_cells(t: dict[str, Any]) -> list[str]:
     policy = t.get("policy")
     rules = f"policy {policy['id']}" if policy else "no policy"
-    return f"{t['name']}  {t['provider']}  {_money(t['price'])}  {rules}  {t['description']}"
+    return [t["name"], t["provider"], _money(t["price"]), rules, t["description"]]
+
+
+def _tool_line(t: dict[str, Any]) -> str:
+    return "  ".join(_tool_cells(t))
+
+
+#: A list's columns: their names, a row's cells, and the columns aligned right.
+_Table = tuple[tuple[str, ...], Callable[[dict[str, Any]], list[str]], frozenset[int]]
+_TOOLS: _Table = (
+    ("NAME", "PROVIDER", "PRICE", "POLICY", "DESCRIPTION"),
+    _tool_cells,
+    frozenset({2}),
+)
 
 
 def _show_tool(t: dict[str, Any]) -> None:
@@ -203,13 +217,21 @@ def _show_tool(t: dict[str, Any]) -> None:
                 typer.echo(f"    {line}")
 
 
-def _call_line(c: dict[str, Any]) -> str:
+def _call_cells(c: dict[str, Any]) -> list[str]:
     money = c.get("money") or {}
     verdict = c.get("verdict") or ("request error" if c.get("status") else "running")
-    return (
-        f"{c['id']}  {c['started_at']}  {c['tool']}  {c['provider']}  {verdict}  "
-        f"{_money_state(money)}"
-    )
+    return [c["id"], c["started_at"], c["tool"], c["provider"], verdict, _money_state(money)]
+
+
+def _call_line(c: dict[str, Any]) -> str:
+    return "  ".join(_call_cells(c))
+
+
+_CALLS: _Table = (
+    ("ID", "STARTED", "TOOL", "PROVIDER", "VERDICT", "MONEY"),
+    _call_cells,
+    frozenset(),
+)
 
 
 def _money_state(money: dict[str, Any]) -> str:
@@ -299,15 +321,21 @@ def _print_page(
     line: Callable[[dict[str, Any]], str],
     command: str,
     first: bool,
+    table: _Table | None = None,
 ) -> None:
-    """A list answer: as JSON, or a line per item and where the next page is (on stderr)."""
+    """A list answer: as JSON, or a line per item (in columns under their names, with
+    ``table``) and where the next page is (on stderr)."""
     if session.as_json:
         print_json(page)
         return
     if not page[items]:
         typer.echo(f"No {items}." if first else f"No more {items}.")
-    for item in page[items]:
-        typer.echo(line(item))
+    if table is None:
+        for item in page[items]:
+            typer.echo(line(item))
+    else:
+        headers, cells, right = table
+        print_table(headers, [cells(item) for item in page[items]], right=right)
     if page.get("next_cursor"):
         typer.echo(f"More: adjudge {command} --cursor {page['next_cursor']}", err=True)
 
@@ -328,7 +356,7 @@ def list_tools(
     """Callable tools by name: provider, price a call, policy."""
     session = _session(ctx, as_json)
     page = session.call(lambda api: api.tools(query=query, limit=limit, cursor=cursor))
-    _print_page(session, page, "tools", _tool_line, "tools list", cursor is None)
+    _print_page(session, page, "tools", _tool_line, "tools list", cursor is None, _TOOLS)
 
 
 @tools_app.command("show")
@@ -520,7 +548,7 @@ def list_calls(
             tool=tool, provider=provider, verdict=chosen, limit=limit, cursor=cursor
         )
     )
-    _print_page(session, page, "calls", _call_line, "calls list", cursor is None)
+    _print_page(session, page, "calls", _call_line, "calls list", cursor is None, _CALLS)
     if not session.as_json and page["calls"]:
         charged = sum(
             int((c.get("money") or {}).get("charged", {}).get("amount", 0)) for c in page["calls"]

@@ -31,6 +31,7 @@ from adjudge.cli._common import (
     UrlOption,
     money,
     print_json,
+    print_table,
     remember_json,
     stop,
     units_of,
@@ -529,11 +530,11 @@ def list_(
         return
     if not page["tasks"]:
         typer.echo("No tasks." if cursor is None else "No more tasks.")
-    for task in page["tasks"]:
-        typer.echo(
-            f"{task['id']}  {task['mode']:6} {task['status']:22} {money(task['reward']):>17}  "
-            f"{task['title']}"
-        )
+    print_table(
+        ("ID", "MODE", "STATUS", "REWARD", "TITLE"),
+        [[t["id"], t["mode"], t["status"], money(t["reward"]), t["title"]] for t in page["tasks"]],
+        right={3},
+    )
     if page["next_cursor"]:
         typer.echo(f"More: adjudge task list --cursor {page['next_cursor']}", err=True)
 
