@@ -3,7 +3,6 @@ raises each as the kind the registry gives it; the docs' table is the registry's
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from collections import defaultdict
 from pathlib import Path
@@ -15,6 +14,7 @@ from adjudge import error_codes
 from adjudge.error_codes import CODES, KIND_STATUS, SERVICE_CODES
 from adjudge.errors import KINDS, Error, NotFound, kind_of
 from tests.support.error_sites import CODE, Reading, read
+from tests.support.scripts import load_script
 
 ROOT = Path(__file__).parent.parent
 
@@ -25,13 +25,7 @@ def reading() -> Reading:
 
 
 def _generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "gen_error_table", ROOT / "scripts" / "gen_error_table.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("gen_error_table")
 
 
 def test_the_reader_sees_the_source(reading: Reading) -> None:

@@ -4,7 +4,6 @@ came from; the operating guide's table is the object's."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from pathlib import Path
 from types import ModuleType
@@ -13,6 +12,7 @@ import pytest
 
 from adjudge.errors import BadInput
 from adjudge.settings import Settings, env_name
+from tests.support.scripts import load_script
 
 ROOT = Path(__file__).parent.parent
 NAMES = list(Settings.model_fields)
@@ -206,13 +206,7 @@ def test_time_spans_read_from_their_settings() -> None:
 
 
 def _generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "gen_settings_table", ROOT / "scripts" / "gen_settings_table.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("gen_settings_table")
 
 
 def test_the_guide_table_is_the_settings_object() -> None:
