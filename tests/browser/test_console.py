@@ -245,3 +245,41 @@ def test_the_poster_dashboard_tasks_search_and_a_timed_action(browser: Browser) 
     h.advance(hours=73)
     page.reload()
     page.get_by_role("button", name="Reclaim after the deadline").wait_for()
+
+
+def test_the_sign_in_page_says_a_refused_key_once(browser: Browser) -> None:
+    """Signed out, the page is the sign-in form with its label; a refused key is said once in
+    its alert region — submitted twice, still one error on the page, not one per try nor one
+    more from the view behind it. A good key then opens the tasks, the form moves to the header
+    and the error is gone; the numbers of a table are aligned right in tabular figures."""
+    b, page, h = browser, browser.page, browser.h
+    h.post("manual", title="Summarise the incident report")
+    page.goto(f"{b.url}/ui/#/tasks")
+    expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
+    _accessible(b, "sign-in page")
+    for _ in range(2):
+        page.get_by_label("API key").fill("adj_not_a_key")
+        page.get_by_role("button", name="Use key").click()
+        expect(page.get_by_role("alert")).to_have_count(1)
+        expect(page.locator("#key-error")).not_to_be_empty()
+        expect(page.locator(".error:visible")).to_have_count(1)
+        expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
+    assert page.locator("main #key-form").count() == 1  # on the page, not in the header
+    assert page.evaluate("sessionStorage.getItem('adjudge-key')") == "adj_not_a_key"
+    assert page.evaluate("localStorage.length") == 0  # kept in this tab only
+    _accessible(b, "sign-in page with an error")
+    b.shot("console-sign-in")
+
+    page.get_by_label("API key").fill(h.keys["pat"])
+    page.get_by_role("button", name="Use key").click()
+    page.locator("#who strong", has_text="pat").wait_for()
+    page.locator("table.tasks").wait_for()
+    assert page.locator("header #key-form").count() == 1
+    expect(page.locator("#key-error")).to_be_empty()
+    expect(page.locator(".error:visible")).to_have_count(0)
+    reward = page.locator("table.tasks tbody td.num").first
+    style = reward.evaluate(
+        "e => [getComputedStyle(e).textAlign, getComputedStyle(e).fontVariantNumeric]"
+    )
+    assert style == ["right", "tabular-nums"]
+    _accessible(b, "tasks")

@@ -47,6 +47,10 @@ import { batchPage } from "./batch.js";
 const API = "/api/v1";
 const main = document.querySelector("main");
 const who = document.querySelector("#who");
+/** The key form and its one alert region: on the sign-in page while no key is accepted, in the
+ * header once one is (the same nodes, moved, so an error is never drawn twice). */
+const signInBox = document.querySelector("#sign-in");
+const keyError = document.querySelector("#key-error");
 let me = null;
 
 /** An element: h("td", {class: "x"}, "text", child, ...). Strings become text nodes. */
@@ -66,7 +70,29 @@ function h(tag, attrs = {}, ...children) {
 
 /** Put these on the page (nested lists flattened; null and false skipped). */
 function show(...nodes) {
+  // The key form is moved, never redrawn: take it out of a page before the page is replaced.
+  if (main.contains(signInBox)) who.before(signInBox);
   main.replaceChildren(h("div", {}, ...nodes));
+  for (const t of main.querySelectorAll("table")) alignNumbers(t);
+}
+
+/** A figure in a cell: an amount ("1.5 USDC", "-0.25 USDC"), a count, a share ("50%", "1/3"). */
+const FIGURE = /^[+\-\u2212]?\d[\d,.]*(?:%| [A-Z][A-Z0-9]{1,9})?(?: \(\d[\d.]*%\))?$|^\d+\/\d+(?: \(\d[\d.]*%\))?$/;
+
+/** A table's columns of figures aligned right, in tabular digits, their heads too (a column
+ * is one when every cell with text in it is a figure; the CSS says how a "num" cell looks). */
+function alignNumbers(tableEl) {
+  const head = tableEl.tHead ? [...tableEl.tHead.rows[0]?.cells || []] : [];
+  const rows = [...tableEl.tBodies].flatMap((b) => [...b.rows]);
+  if (!rows.length) return;
+  const width = Math.max(head.length, ...rows.map((r) => r.cells.length));
+  for (let i = 0; i < width; i += 1) {
+    const cells = rows.map((r) => r.cells[i]).filter((c) => c && c.textContent.trim() !== "");
+    const figures = cells.length > 0 && cells.every((c) => c.classList.contains("num") || FIGURE.test(c.textContent.trim()));
+    if (!figures) continue;
+    for (const c of cells) c.classList.add("num");
+    if (head[i]) head[i].classList.add("num");
+  }
 }
 
 let tickets = 0;
@@ -234,8 +260,9 @@ function command(text, label) {
 async function signIn() {
   me = null;
   who.replaceChildren();
+  keyError.replaceChildren();
   if (!key()) {
-    who.append("Not signed in: paste an API key.");
+    who.append("Not signed in.");
     return;
   }
   try {
@@ -248,8 +275,35 @@ async function signIn() {
       ` · reputation ${me.reputation}`,
     );
   } catch (err) {
-    who.append(h("span", { class: "error" }, err.message));
+    // Said once, in the alert region beside the key (replaced, never added to, on each try).
+    who.append("Not signed in.");
+    const refused = err.message.startsWith("UNAUTHORIZED");
+    const said = refused ? "The service knows no such key: check that it was pasted whole, or ask an admin for a new one." : err.message;
+    keyError.replaceChildren(h("p", { class: "error", role: "alert" }, said));
   }
+}
+
+/** The sign-in page: what a key is and where it is kept, and the key form under it. */
+function signInPage() {
+  const page = h(
+    "section",
+    { class: "sign-in-page", "aria-labelledby": "sign-in-title" },
+    h("h2", { id: "sign-in-title" }, "Sign in"),
+    h("p", {}, "Paste the API key of your account. ", h("code", {}, "make demo"), " prints keys for its demo accounts."),
+    h(
+      "p",
+      { class: "muted" },
+      "The key is kept in this browser tab only (its session storage) and sent to this service alone; closing the tab forgets it.",
+    ),
+  );
+  claim()(page);
+  page.append(signInBox);
+  document.querySelector("#key").focus();
+}
+
+/** The key form back in the header, once a key is accepted. */
+function keyFormInHeader() {
+  if (signInBox.parentElement !== who.parentElement) who.before(signInBox);
 }
 
 document.querySelector("#key-form").addEventListener("submit", async (event) => {
@@ -2058,13 +2112,11 @@ async function route() {
     claim()(batchPage());
     return;
   }
-  if (!key()) {
-    claim()(
-      h("h2", {}, "Sign in"),
-      h("p", {}, "Paste an API key above. `make demo` prints keys for its demo accounts."),
-    );
+  if (!key() || !me) {
+    signInPage();
     return;
   }
+  keyFormInHeader();
   const before = tickets;
   try {
     if (view === "tasks" && id) await taskDetail(id);
