@@ -144,6 +144,29 @@ tasks = Table(
     Column("reveal", JSON, nullable=True),
     Column("reveal_due_at", UTCDateTime, nullable=True, index=True),
     Column("seal_broken", Text, nullable=True),
+    # A panel of verifiers (agent review, k of n): [[account, key fingerprint], …] as named at
+    # posting, its quorum k, and the votes on the latest submission (at most one per verifier,
+    # so at most 9: the tally reads them, never the history). Null for every other task.
+    Column("panel", JSON, nullable=True),
+    Column("quorum", Integer, nullable=True),
+    Column("votes", JSON, nullable=True),
+)
+
+task_votes = Table(
+    "task_votes",
+    metadata,
+    # Every panel verifier's vote, one per verifier per submission (the unique key refuses a
+    # second), kept for the record after the task's row moves on to a new submission.
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("task_id", String(64), ForeignKey("tasks.id"), nullable=False, index=True),
+    Column("attempt", Integer, nullable=False),
+    Column("verifier", String(64), nullable=False),
+    Column("verifier_key", String(64), nullable=False),
+    Column("passed", Boolean, nullable=False),
+    Column("verdict", String(16), nullable=False),  # the vote's kernel verdict
+    Column("check", JSON, nullable=False),  # the vote's kernel check, as signed into receipts
+    Column("at", UTCDateTime, nullable=False),
+    UniqueConstraint("task_id", "attempt", "verifier", name="uq_task_votes_vote"),
 )
 
 agent_takes = Table(
