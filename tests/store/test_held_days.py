@@ -4,6 +4,7 @@ lines: after any sequence of movements, on any day, and after the migration's ba
 from __future__ import annotations
 
 import threading
+import time
 from datetime import UTC, datetime, timedelta
 from importlib.resources import files
 
@@ -15,7 +16,7 @@ from hypothesis import strategies as st
 from sqlalchemy import text
 
 from adjudge.market import WORLD, Transfer
-from adjudge.store import Store, ledger, receipt_log
+from adjudge.store import ConcurrentUpdate, Store, ledger, receipt_log
 from adjudge.store import held_days as hd
 
 T0 = datetime(2026, 3, 10, 12, tzinfo=UTC)
@@ -125,6 +126,46 @@ def test_the_migration_backfills_the_days_already_moved(store: Store) -> None:
         )
     with store.read() as tx:
         assert hd.figures(tx, hd.PREFIXES, DAYS) == hd.recount(tx, hd.PREFIXES, DAYS)
+
+
+def test_concurrent_movements_across_days_keep_the_figures(store: Store) -> None:
+    """Four writers at once, each moving money into and out of escrows and holds on two days
+    (the later written first, a movement dated before it after): every figure still equals a
+    recount (a lost race is retried, as the service retries it)."""
+    with store.write() as tx:
+        ledger.transfer(tx, [Transfer(WORLD, "wallet:a", 10**9)], task_id=None, at=T0)
+    failures: list[BaseException] = []
+
+    def writer(n: int) -> None:
+        for i in range(12):
+            day = (n + i) % 3  # 0, 1, 2 days after T0, in an order each writer shuffles
+            account = ("escrow:t", "hold:c", "held:p")[i % 3] + str(n)
+            for _attempt in range(20):
+                try:
+                    with store.write() as tx:
+                        tx.appended.add("r")
+                        at = T0 + timedelta(days=day, hours=i)
+                        moves = [Transfer("wallet:a", account, 1000 + i)]
+                        ledger.transfer(tx, moves, task_id=None, at=at)
+                        if i % 2:
+                            back = [Transfer(account, "wallet:a", 500)]
+                            ledger.transfer(tx, back, task_id=None, at=at, receipt_id="r")
+                    break
+                except ConcurrentUpdate:
+                    time.sleep(0.01)
+            else:
+                failures.append(AssertionError(f"writer {n} gave up"))
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures
+    with store.read() as tx:
+        kept = hd.figures(tx, hd.PREFIXES, DAYS)
+        assert kept == hd.recount(tx, hd.PREFIXES, DAYS)
+        assert kept["escrow:"][-1] > 0 and kept["hold:"][-1] > 0 and kept["held:"][-1] > 0
 
 
 def _move(store: Store, receipt: str, debit: str, credit: str, amount: int, at: datetime) -> None:
