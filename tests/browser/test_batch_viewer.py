@@ -145,3 +145,53 @@ def test_the_ui_page_compares_two_runs(browser: Browser, tmp_path: Path) -> None
     found = b.axe()
     assert not found, f"#/batch: {found}"
     b.shot("batch-viewer-diff")
+
+
+#: A text where a browser's case-insensitive search and the check's folding part ways: "ΟΔΟΣ"
+#: lowercases to "οδος" (a final sigma), so the check does not find the keyword "οδοσ" a search
+#: would; "ﬁnal" is "final" to the check (NFKC), not to a search; "café" folds to "cafe".
+FOLDED = "On the ΟΔΟΣ the escrow is held; the ﬁnal word at the café is a refund of the reward."
+FOLDING = {
+    "min_length": 20,
+    "contains_keywords": ["escrow", "οδοσ"],
+    "forbidden_phrases": ["final", "cafe"],
+}
+
+
+def test_the_viewer_marks_the_checks_own_matches(browser: Browser, tmp_path: Path) -> None:
+    """check-batch writes the spans of the check's matches and the viewer marks exactly those:
+    "ﬁnal" and "café" as the forbidden "final" and "cafe", "escrow" as a keyword, and not
+    "ΟΔΟΣ", which a case-insensitive search would take for "οδοσ" but the check does not (it is
+    listed as not found). A line without spans is shown with no marks, saying why."""
+    b, page = browser, browser.page
+    cases, out = tmp_path / "fold-cases.jsonl", tmp_path / "fold-verdicts.jsonl"
+    cases.write_text(json.dumps({"id": "fold", "result": FOLDED, "criteria": FOLDING}) + "\n")
+    command = ["check-batch", str(cases), "--out", str(out), "--workers", "1"]
+    res = runner.invoke(app, [*command, "--html", str(tmp_path / "fold.html")])
+    assert res.exit_code == 0, res.output
+    verdict = json.loads(out.read_text())
+    units = FOLDED.encode("utf-16-le")
+    found = [
+        (units[2 * s["start"] : 2 * s["end"]].decode("utf-16-le"), s["kind"])
+        for s in verdict["spans"]
+    ]
+    assert found == [("escrow", "keyword"), ("ﬁnal", "forbidden"), ("café", "forbidden")]
+
+    page.goto((tmp_path / "fold.html").as_uri())
+    card = page.locator('.batch-record[data-key="id fold"]')
+    card.wait_for()
+    assert card.locator("mark.forbidden").all_inner_texts() == ["ﬁnal", "café"]
+    assert card.locator("mark.keyword").all_inner_texts() == ["escrow"]
+    assert card.locator(".batch-missing").inner_text() == "Keywords not found: οδοσ"
+    assert not b.axe(), "the --html page has a serious or critical accessibility violation"
+    b.shot("batch-viewer-spans")
+
+    old = tmp_path / "old-verdicts.jsonl"
+    old.write_text(json.dumps({k: v for k, v in verdict.items() if k != "spans"}) + "\n")
+    b.open("batch")
+    page.set_input_files("#batch-run-a", [str(old), str(cases)])
+    card = page.locator('.batch-record[data-key="id fold"]')
+    card.wait_for()
+    assert card.locator("mark").count() == 0
+    assert "Nothing is marked" in card.locator(".batch-unmarked").inner_text()
+    assert FOLDED in card.locator("pre").inner_text()

@@ -21,6 +21,7 @@ from rich.table import Table
 
 from adjudge.autocheck import VerificationResult, auto_check, parse
 from adjudge.autocheck.jsvalues import to_fixed0
+from adjudge.autocheck.spans import matched_spans
 from adjudge.cli._common import wants_json
 from adjudge.cli.receipts import append_receipt, read_signing_key
 from adjudge.digests import sha256_digest
@@ -223,7 +224,13 @@ def _check_line(numbered: tuple[int, str]) -> dict[str, Any]:
         if exc.code == "CRITERIA_INVALID":
             return _bad(number, case_id, exc.code, f"line {number}: {exc.message}")
     verdict = auto_check(result, case["criteria"])
-    return {"line": number, "id": case_id, **verdict.to_dict()}
+    out = {"line": number, "id": case_id, **verdict.to_dict()}
+    # Where the check found each keyword and forbidden phrase, for the viewer to mark (none
+    # when they cannot be carried back to the text exactly: the viewer then marks nothing).
+    found = matched_spans(result, case["criteria"])
+    if found is not None:
+        out["spans"] = [span.to_dict() for span in found]
+    return out
 
 
 def _check_chunk(lines: list[tuple[int, str]]) -> list[dict[str, Any]]:

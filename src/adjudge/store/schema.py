@@ -186,6 +186,8 @@ held_days = Table(
     # its own transaction (adjudge.store.held_days), so the dashboards never sum the balances.
     Column("prefix", String(16), primary_key=True),
     Column("currency", String(16), primary_key=True),
+    # The receipt log's lane of the transactions that wrote it: a day's figure is its lanes' sum.
+    Column("lane", Integer, primary_key=True, autoincrement=False),
     Column("day", String(10), primary_key=True),  # YYYY-MM-DD, UTC
     Column("held", BigInteger, nullable=False),
 )

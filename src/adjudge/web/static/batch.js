@@ -69,6 +69,7 @@ export function parseRun(texts) {
         error: v.error || null,
         result: "result" in v ? v.result : c.result,
         criteria: "criteria" in v ? v.criteria : c.criteria,
+        spans: Array.isArray(v.spans) ? v.spans : null,
       };
     });
   return { records, problems };
@@ -143,36 +144,28 @@ export function diffRuns(before, after) {
   };
 }
 
-/** The phrases of `criteria` worth marking in a result: [phrase, kind] with kind "keyword"
- * (contains_keywords and rubric keywords: wanted) or "forbidden" (forbidden_phrases). */
-function phrases(criteria) {
-  const out = [];
-  if (!criteria || typeof criteria !== "object") return out;
-  const add = (list, kind) => {
-    if (Array.isArray(list)) for (const p of list) if (typeof p === "string" && p.trim()) out.push([p, kind]);
-  };
-  add(criteria.forbidden_phrases, "forbidden");
-  add(criteria.contains_keywords, "keyword");
-  if (Array.isArray(criteria.rubric)) for (const item of criteria.rubric) add(item && item.keywords, "keyword");
-  return out;
-}
-
 /**
- * The text cut into segments to mark, [{text, kind}] (kind null, "keyword" or "forbidden"):
- * every case-insensitive occurrence of a keyword or forbidden phrase of the criteria, a
- * forbidden phrase winning where the two overlap; and the contains_keywords found nowhere.
+ * The text cut into segments to mark, [{text, kind}] (kind null, "keyword" or "forbidden"),
+ * from the spans `check-batch` wrote: the check's own matches, as UTF-16 offsets into the text
+ * (a JavaScript string's indices), a forbidden phrase winning where the two overlap; and the
+ * contains_keywords found nowhere. The viewer never searches the text itself: a browser folds
+ * case otherwise than the check ("ﬁnal" holds "final" for the check, not for a search), so
+ * without spans (a line written before they were, or a text they could not be carried back to)
+ * nothing is marked and `marked` is false.
  */
-export function highlight(text, criteria) {
+export function highlight(text, criteria, spans) {
   const source = String(text ?? "");
+  if (!Array.isArray(spans)) return { segments: [{ text: source, kind: null }], missing: [], marked: false };
   const marks = new Array(source.length).fill(null);
   const found = new Set();
-  for (const [phrase, kind] of phrases(criteria)) {
-    const pattern = new RegExp(phrase.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"), "giu");
-    for (const m of source.matchAll(pattern)) {
-      found.add(phrase);
-      for (let i = m.index; i < m.index + m[0].length; i++) {
-        if (marks[i] !== "forbidden") marks[i] = kind;
-      }
+  for (const span of spans) {
+    const start = Number(span && span.start);
+    const end = Number(span && span.end);
+    const kind = span && (span.kind === "forbidden" ? "forbidden" : span.kind === "keyword" ? "keyword" : null);
+    if (!kind || !Number.isInteger(start) || !Number.isInteger(end) || start < 0 || end > source.length || start >= end) continue;
+    found.add(String(span.text));
+    for (let i = start; i < end; i++) {
+      if (marks[i] !== "forbidden") marks[i] = kind;
     }
   }
   const segments = [];
@@ -184,7 +177,7 @@ export function highlight(text, criteria) {
   }
   const wanted = criteria && Array.isArray(criteria.contains_keywords) ? criteria.contains_keywords : [];
   const missing = wanted.filter((k) => typeof k === "string" && k.trim() && !found.has(k));
-  return { segments, missing };
+  return { segments, missing, marked: true };
 }
 
 /** Which records a filter keeps: `verdict` ("failed", "passed", "bad" or "" for all), `rule`
@@ -287,7 +280,7 @@ function breakdownList(record) {
 
 function recordCard(record) {
   const text = resultText(record.result);
-  const marked = highlight(text, record.criteria);
+  const marked = highlight(text, record.criteria, record.spans);
   return el(
     "article",
     { class: `batch-record ${record.error ? "bad" : record.passed ? "pass" : "fail"}`, "data-key": recordKey(record) },
@@ -296,6 +289,9 @@ function recordCard(record) {
     record.reasons.length ? el("ul", { class: "batch-reasons" }, record.reasons.map((r) => el("li", {}, r))) : null,
     breakdownList(record),
     marked.missing.length ? el("p", { class: "batch-missing" }, "Keywords not found: ", marked.missing.join(", ")) : null,
+    record.result !== undefined && !record.error && !marked.marked
+      ? el("p", { class: "muted batch-unmarked" }, "Nothing is marked: this line carries no spans of the check's matches (check-batch writes them).")
+      : null,
     record.result === undefined
       ? el("p", { class: "muted" }, "The text is not loaded: add the cases file to this run to see it.")
       : el(
