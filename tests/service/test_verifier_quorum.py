@@ -207,3 +207,28 @@ def test_one_verifier_named_as_a_panel_is_a_task_of_one_verifier(q: Harness) -> 
     tid = q.post("agent", verifier=None, verifiers=["vera"], brief=BRIEF)
     view = q.ok("pat", "GET", f"/tasks/{tid}")
     assert view["verifier"] == "vera" and "panel" not in view
+
+
+def test_a_panel_undecided_at_the_deadline_escalates_as_an_unjudged_task(q: Harness) -> None:
+    """No quorum by the deadline: as with one verifier who never posts, the poster's reclaim
+    escalates the delivered work (no refund), and a vote after that is refused."""
+    tid = _panel(q, ["vera", "vic", "ann"], quorum=2)
+    q.verdict("vera", tid, True)
+    q.later(2)
+    escalated = q.ok("pat", "POST", f"/tasks/{tid}/reclaim")
+    assert escalated["status"] == "escalated"
+    assert q.balance("wallet:pat") == FUNDS - 2_000_000
+    late = q.refused("vic", "POST", f"/tasks/{tid}/verdict", q.signed("vic", tid, True))
+    assert late == (409, "ILLEGAL_TRANSITION")
+    q.later(15)
+    assert q.ok("bob", "POST", f"/tasks/{tid}/collect")["ending"] == "paid_after_escalation"
+    q.ledger()
+
+
+def test_a_resubmission_after_a_failed_quorum_opens_a_new_round_of_votes(q: Harness) -> None:
+    """The votes belong to one submission: after a FAIL the next one is voted on afresh."""
+    tid = _panel(q, ["vera", "vic"], quorum=1)
+    assert q.verdict("vic", tid, False)["status"] == "failed"
+    again = q.ok("bob", "POST", f"/tasks/{tid}/submissions", {"result": RESULT + " Margins held."})
+    assert [v["vote"] for v in again["panel"]["verifiers"]] == [None, None]
+    assert q.verdict("vic", tid, True)["ending"] == "paid_on_pass"

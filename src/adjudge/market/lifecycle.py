@@ -643,7 +643,8 @@ def _need_undecided(task: Task, actor: str) -> None:
             "You voted on this submission already; a verifier votes once per submission.",
             code="VOTE_ALREADY_CAST",
         )
-    if task.attempts and task.status is not Status.AWAITING_VERIFICATION and task.votes:
+    decided = task.status is not Status.AWAITING_VERIFICATION and proof.tally(task) is not None
+    if task.attempts and task.votes and decided:
         raise TransitionError(
             f"The verifiers decided this submission already ({a_task(task.status).lower()} "
             "now); a vote arriving after the decision changes nothing.",
