@@ -32,6 +32,7 @@ from sqlalchemy.exc import IntegrityError
 from adjudge.digests import sha256_digest
 from adjudge.errors import BadInput, Conflict
 from adjudge.market import AgentRecord, Ending, Mode, Routed, Status, Task, VerdictReached
+from adjudge.market.tasks import Seat, Vote
 from adjudge.store import api_keys
 from adjudge.store import schema as s
 from adjudge.store.api_keys import KeyGrant
@@ -664,8 +665,52 @@ def _task_row(t: Task) -> dict[str, Any]:
         lapsed=list(t.lapsed),
         ending=t.ending.value if t.ending else None,
         reveal=None if t.reveal is None else dict(t.reveal),
+        panel=[[seat.verifier, seat.key] for seat in t.panel] if t.panel else None,
+        quorum=t.quorum if t.panel else None,
+        votes=[_vote_row(v) for v in t.votes] if t.panel else None,
     )
     return row
+
+
+def _vote_row(vote: Vote) -> dict[str, Any]:
+    return {
+        "verifier": vote.verifier,
+        "key": vote.key,
+        "passed": vote.passed,
+        "verdict": vote.verdict,
+        "check": dict(vote.check),
+        "at": vote.at.isoformat(),
+    }
+
+
+def _vote(m: Mapping[str, Any]) -> Vote:
+    return Vote(
+        m["verifier"],
+        m["key"],
+        bool(m["passed"]),
+        m["verdict"],
+        m["check"],
+        datetime.fromisoformat(m["at"]),
+    )
+
+
+def add_vote(tx: Transaction, task_id: str, attempt: int, vote: Vote) -> None:
+    """Keep a panel verifier's vote; a second vote on the same submission is refused."""
+    try:
+        tx.conn.execute(
+            insert(s.task_votes).values(
+                task_id=task_id,
+                attempt=attempt,
+                verifier=vote.verifier,
+                verifier_key=vote.key,
+                passed=vote.passed,
+                verdict=vote.verdict,
+                check=dict(vote.check),
+                at=vote.at,
+            )
+        )
+    except IntegrityError as exc:
+        raise ConcurrentUpdate("This verifier voted on this submission already.") from exc
 
 
 def _submission(m: Mapping[str, Any]) -> Submission:
@@ -684,6 +729,9 @@ def stored_task(m: Mapping[Any, Any]) -> StoredTask:
         lapsed=tuple(m["lapsed"] or ()),
         seal=m["seal"],
         reveal=m["reveal"],
+        panel=tuple(Seat(v, k) for v, k in m.get("panel") or ()),
+        quorum=int(m.get("quorum") or 1),
+        votes=tuple(_vote(v) for v in m.get("votes") or ()),
         **{name: m[name] for name in _TASK_FIELDS},
     )
     return StoredTask(t, int(m["version"]), m["title"], m["brief"])
