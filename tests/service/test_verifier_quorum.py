@@ -12,6 +12,7 @@ import pytest
 from adjudge.kernel.oracle import Record
 from adjudge.market.signed_verdicts import sign_verdict, verdict_payload
 from adjudge.receipts import SignedReceipts, SigningKey
+from adjudge.replay import from_answer, replay
 from adjudge.store import Store
 from support.harness import FUNDS, Harness, make_harness
 
@@ -232,3 +233,35 @@ def test_a_resubmission_after_a_failed_quorum_opens_a_new_round_of_votes(q: Harn
     again = q.ok("bob", "POST", f"/tasks/{tid}/submissions", {"result": RESULT + " Margins held."})
     assert [v["vote"] for v in again["panel"]["verifiers"]] == [None, None]
     assert q.verdict("vic", tid, True)["ending"] == "paid_on_pass"
+
+
+def _replayed(q: Harness, tid: str) -> Any:
+    answer = q.ok("pat", "GET", f"/tasks/{tid}/bundle")
+    return from_answer(answer), answer
+
+
+@pytest.mark.parametrize(
+    ("votes", "verdict"),
+    [
+        ([("vera", True), ("vic", True)], "PASS"),
+        ([("vera", False), ("ann", False)], "FAIL"),
+        ([("vera", True), ("vic", False), ("ann", True)], "FAIL"),  # a split: FAIL folds first
+    ],
+)
+def test_a_panels_decision_replays_from_its_bundle(
+    q: Harness, votes: list[tuple[str, bool]], verdict: str
+) -> None:
+    """The bundle holds the brief and each vote as signed: the replay re-verifies every
+    signature, re-grounds every quote and re-tallies, byte for byte the signed statement; a
+    vote edited in the bundle never replays the same."""
+    tid = _panel(q, ["vera", "vic", "ann"], quorum=2)
+    for who, passed in votes:
+        q.verdict(who, tid, passed)
+    data, answer = _replayed(q, tid)
+    found = replay(data)
+    assert found.outcome == "same", found.differences
+    assert found.verdict == found.signed_verdict == verdict
+    assert len(answer["votes"]["votes"]) == len(votes)
+    flipped = json.loads(json.dumps(answer))
+    flipped["votes"]["votes"][0]["passed"] = not votes[0][1]
+    assert replay(from_answer(flipped)).outcome != "same"

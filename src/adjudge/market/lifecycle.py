@@ -671,7 +671,15 @@ def _vote(task: Task, event: VerifierVerdict, ctx: Context) -> Outcome:
         signed=event.signed,
         verifier_key=seat.key,
     )
-    vote = Vote(event.actor, seat.key, event.passed, check.verdict.value, check.to_dict(), ctx.now)
+    vote = Vote(
+        event.actor,
+        seat.key,
+        event.passed,
+        check.verdict.value,
+        check.to_dict(),
+        ctx.now,
+        None if event.signed is None else dict(event.signed),
+    )
     voted = replace(task, votes=(*task.votes, vote))
     tally = proof.tally(voted)
     if tally is None:

@@ -89,6 +89,9 @@ class Vote:
     verdict: str
     check: Mapping[str, Any]
     at: datetime
+    #: The verified signature of the vote (:func:`adjudge.market.signed_verdicts.check_signature`'s
+    #: record: payload, signature, public key, digest), which a replay re-verifies.
+    signed: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)

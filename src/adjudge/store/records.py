@@ -32,7 +32,7 @@ from sqlalchemy.exc import IntegrityError
 from adjudge.digests import sha256_digest
 from adjudge.errors import BadInput, Conflict
 from adjudge.market import AgentRecord, Ending, Mode, Routed, Status, Task, VerdictReached
-from adjudge.market.tasks import Seat, Vote
+from adjudge.market.tasks import MAX_VERIFIERS, Seat, Vote
 from adjudge.store import api_keys
 from adjudge.store import schema as s
 from adjudge.store.api_keys import KeyGrant
@@ -680,6 +680,7 @@ def _vote_row(vote: Vote) -> dict[str, Any]:
         "verdict": vote.verdict,
         "check": dict(vote.check),
         "at": vote.at.isoformat(),
+        "signed": None if vote.signed is None else dict(vote.signed),
     }
 
 
@@ -690,7 +691,8 @@ def _vote(m: Mapping[str, Any]) -> Vote:
         bool(m["passed"]),
         m["verdict"],
         m["check"],
-        datetime.fromisoformat(m["at"]),
+        m["at"] if isinstance(m["at"], datetime) else datetime.fromisoformat(m["at"]),
+        m.get("signed"),
     )
 
 
@@ -706,11 +708,24 @@ def add_vote(tx: Transaction, task_id: str, attempt: int, vote: Vote) -> None:
                 passed=vote.passed,
                 verdict=vote.verdict,
                 check=dict(vote.check),
+                signed=None if vote.signed is None else dict(vote.signed),
                 at=vote.at,
             )
         )
     except IntegrityError as exc:
         raise ConcurrentUpdate("This verifier voted on this submission already.") from exc
+
+
+def votes(tx: Transaction, task_id: str, attempt: int) -> list[Vote]:
+    """The panel's votes on one submission, in the order they were cast (at most 9)."""
+    tv = s.task_votes
+    q = (
+        select(tv)
+        .where(tv.c.task_id == task_id, tv.c.attempt == attempt)
+        .order_by(tv.c.id)
+        .limit(MAX_VERIFIERS)
+    )
+    return [_vote({**r._mapping, "key": r._mapping["verifier_key"]}) for r in tx.conn.execute(q)]
 
 
 def _submission(m: Mapping[str, Any]) -> Submission:

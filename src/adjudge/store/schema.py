@@ -165,6 +165,7 @@ task_votes = Table(
     Column("passed", Boolean, nullable=False),
     Column("verdict", String(16), nullable=False),  # the vote's kernel verdict
     Column("check", JSON, nullable=False),  # the vote's kernel check, as signed into receipts
+    Column("signed", JSON, nullable=True),  # the vote's verified signature (a replay's input)
     Column("at", UTCDateTime, nullable=False),
     UniqueConstraint("task_id", "attempt", "verifier", name="uq_task_votes_vote"),
 )
