@@ -34,7 +34,8 @@ from adjudge.receipts import (
 )
 from adjudge.receipts.canonical import is_sorted_compact
 from adjudge.receipts.envelope import IN_TOTO_PAYLOAD_TYPE, sign
-from adjudge.receipts.lines import Entry, Pin, check
+from adjudge.receipts.lines import Entry, Pin, check, check_block
+from adjudge.receipts.statement import Replays, check_statement
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 KEY = SigningKey.from_seed(bytes(range(32)))
@@ -357,3 +358,102 @@ def test_a_range_whose_process_dies_is_verified_here(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(ranges, "_send_range", die)
     log = _log(4)
     assert verify_in_ranges(log.lines(), KEY.keyid, jobs=2) == verify_chain(log.lines(), KEY.keyid)
+
+
+def _warm_pin() -> Pin:
+    """A pin whose log has derived every kind of statement already (:class:`Replays`)."""
+    pin = Pin(KEY.keyid)
+    answers = check_block(VARIED.lines(), pin)
+    assert sum(entry is not None for entry in answers) == len(STATEMENTS)  # ASCII ones
+    assert pin.replays.seen
+    return pin
+
+
+def _outcome(body: Any, replays: Replays | None) -> tuple[str, str]:
+    try:
+        check_statement(body, replays)
+    except (ReceiptError, BadInput) as exc:
+        return (exc.code, exc.message)
+    return ("ok", "")
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.sampled_from(STATEMENTS).flatmap(
+        lambda body: st.tuples(st.just(body), st.sampled_from(_places(body)))
+    ),
+    ascii_json | st.floats(allow_nan=False, allow_infinity=False) | st.just("<delete>"),
+)
+def test_a_remembered_derivation_answers_as_a_new_one(
+    placed: tuple[Any, tuple[Any, ...]], new: Any
+) -> None:
+    """Any field of a statement replaced, added or deleted, as orjson reads it: check_statement
+    answers with the log's derivations remembered exactly as it answers with none."""
+    body, path = placed
+    edited = json.loads(json.dumps(body))
+    parent = edited
+    for step in path[:-1]:
+        parent = parent[step]
+    if new == "<delete>":
+        if isinstance(parent, dict):
+            parent.pop(path[-1], None)
+        else:
+            del parent[path[-1]]
+    else:
+        parent[path[-1]] = new
+    try:
+        edited = orjson.loads(orjson.dumps(edited))
+    except orjson.JSONEncodeError:
+        return
+    replays = Replays()
+    for statement in STATEMENTS:
+        check_statement(statement, replays)
+    assert _outcome(edited, replays) == _outcome(edited, None)
+
+
+@pytest.mark.parametrize("field", ["subject", "decidedAt", "oracle", "verifierKey"])
+def test_a_remembered_derivation_is_not_lent_to_a_look_alike(field: str) -> None:
+    """A statement like one the log derived but for a value the fold reads in a way the key
+    must not lose (another result under the same proof, a later time against a deadline, a
+    ``1`` for ``true``, a number for a key): derived anew, and refused as verify() refuses it."""
+    pin = _warm_pin()
+    for statement in STATEMENTS:
+        edited = json.loads(json.dumps(statement))
+        p = edited["predicate"]
+        if field == "subject":
+            edited["subject"][0]["digest"]["sha256"] = "0" * 64
+        elif field == "decidedAt":
+            p["decidedAt"] = "2027-01-01T00:00:00Z"
+        elif field == "oracle":
+            for c in p["checks"]:
+                if c.get("oracle") is True:
+                    c["oracle"] = 1
+        else:
+            for c in p["checks"]:
+                if "verifierKey" in c:
+                    c["verifierKey"] = 1
+        payload = orjson.dumps(edited, option=orjson.OPT_SORT_KEYS)
+        line = sign(payload, IN_TOTO_PAYLOAD_TYPE, KEY).to_bytes()
+        try:
+            verify(line, KEY.keyid)
+        except ReceiptError:
+            assert check(line, pin) is None
+            assert check_block([line], pin) == [None]
+        else:
+            assert check(line, pin) == check(line, Pin(KEY.keyid))
+
+
+def test_a_block_answers_each_line_as_check_does() -> None:
+    """Signatures verified after a block's reading: each line's answer is check()'s alone, a
+    bad signature or a bad line among good ones included."""
+    lines = VARIED.lines() + _log(3).lines()
+    forged = bytearray(lines[1])
+    forged[-8] ^= 0x01  # in the signature
+    lines[1] = bytes(forged)
+    lines[4] = b"not a receipt"
+    lines[6] = lines[6].replace(KEY.keyid.encode(), OTHER.keyid.encode())
+    expected = [check(line, Pin(KEY.keyid)) for line in lines]
+    assert expected[1] is None and expected[4] is None and expected[6] is None
+    assert sum(e is not None for e in expected) == len(STATEMENTS) - 2 + 3 - 1  # ASCII, kept
+    assert check_block(lines, Pin(KEY.keyid)) == expected
+    assert check_block(lines, _warm_pin()) == expected

@@ -41,7 +41,7 @@ from __future__ import annotations
 import secrets
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Literal, TypedDict, cast
 
 import httpx
@@ -198,6 +198,22 @@ class Seal(TypedDict):
     reveal: dict[str, Any] | None
 
 
+class PanelVerifier(TypedDict):
+    """One verifier of a task's panel: its account, its key, and its vote on the latest
+    submission (``PASS``, ``FAIL``, ``UNKNOWN`` — it decided nothing — or None)."""
+
+    verifier: str
+    key: str | None
+    vote: str | None
+
+
+class Panel(TypedDict):
+    """A task's panel of verifiers: how many must agree (k) and each verifier (n)."""
+
+    quorum: int
+    verifiers: list[PanelVerifier]
+
+
 class Task(TaskSummary, total=False):
     """A task as the caller may see it: its parties see submissions, disputes, the ledger and
     the receipt ids; others see the brief and verdicts (on a private task, less)."""
@@ -219,6 +235,7 @@ class Task(TaskSummary, total=False):
     released: list[str]
     lapses: list[Lapse]
     seal: Seal | None
+    panel: Panel
 
 
 class TaskPage(TypedDict):
@@ -635,9 +652,15 @@ class Client:
         lenient_criteria: bool = False,
         take_window_hours: int | None = None,
         seal: str | None = None,
+        verifiers: Sequence[str] = (),
+        quorum: int | None = None,
         idempotency_key: str | None = None,
     ) -> Task:
         """Post a task and fund its escrow from the caller's wallet.
+
+        ``verifiers`` (agent mode) names a panel instead of one ``verifier``: 2 to 9 verifiers,
+        each voting with its own signed verdict, of which ``quorum`` must agree (k of n; a
+        majority by default); the task's ``panel`` shows each one's vote.
 
         ``reward`` is in minor units (2_000_000 is 2 USDC). Give ``deadline_hours`` (1 to 2160)
         or an ISO 8601 ``deadline``. Criteria with a field the auto check does not know are
@@ -666,6 +689,10 @@ class Client:
             body["take_window_hours"] = take_window_hours
         if seal is not None:
             body["seal"] = seal
+        if verifiers:
+            body["verifiers"] = list(verifiers)
+        if quorum is not None:
+            body["quorum"] = quorum
         return cast(Task, self.request("POST", "/tasks", body, idempotency_key=idempotency_key))
 
     def act(

@@ -265,3 +265,43 @@ def test_a_reward_is_typed_in_usdc_and_an_old_minor_units_command_is_refused(
         code, _, err = run("--title", "G", "--reward", "2", "--reward-minor", "2000000")
         assert code == 2 and "Give the reward once" in err
         assert before - h.balance("wallet:pat") == 5_000_000
+
+
+def test_a_panel_of_verifiers_from_the_terminal(sqlite_store: Store, tmp_path: Path) -> None:
+    """`task post --verifier A --verifier B --quorum 2` posts a panel; each verifier votes with
+    `task verdict`, `task show` lists the votes, and the second agreeing vote pays."""
+    h = make_harness(sqlite_store)
+    h.ok("vic", "PATCH", "/accounts/me", {"verifier_opt_in": True})
+    runner = CliRunner()
+    with serving(h.app) as url:
+
+        def run(who: str, *args: str) -> tuple[int, str, str]:
+            r = runner.invoke(app, ["task", "--url", url, "--key", h.keys[who], *args])
+            return r.exit_code, r.stdout, r.stderr
+
+        code, out, err = run(
+            "pat", "post", "--title", "Summary", "--reward", "2", "--mode", "agent",
+            "--brief", "Write a summary.", "--verifier", "vera", "--verifier", "vic",
+            "--quorum", "3",
+        )  # fmt: skip
+        assert code == 1 and err.startswith("QUORUM_INVALID:")
+        code, out, _ = run(
+            "pat", "post", "--title", "Summary", "--reward", "2", "--mode", "agent",
+            "--brief", "Write a summary.", "--verifier", "vera", "--verifier", "vic",
+            "--quorum", "2",
+        )  # fmt: skip
+        assert code == 0, out
+        tid = out.split()[0]
+        h.ok("ann", "POST", f"/tasks/{tid}/accept")
+        h.ok("ann", "POST", f"/tasks/{tid}/submissions", {"result": "Here is the summary."})
+        votes = ("--reason", "Fine.", "--quote-brief", "summary", "--quote-result", "Here is")
+        for who in ("vera", "vic"):
+            pem = tmp_path / f"{who}.pem"
+            pem.write_bytes(h.signers[who].to_pem())
+            pem.chmod(0o600)
+            code, out, err = run(who, "verdict", tid, "--verifier-key", str(pem), *votes)
+            assert code == 0, err
+            if who == "vera":
+                code, shown, _ = run("pat", "show", tid)
+                assert "2 of 2: vera PASS, vic not yet" in shown
+        assert "paid_on_pass" in out

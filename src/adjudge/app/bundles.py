@@ -27,9 +27,39 @@ from adjudge.market.proof import round_of
 from adjudge.market.seal import disclosed, judged_criteria
 from adjudge.receipts import VerifyingKey
 from adjudge.replay import engine
-from adjudge.store import Account, Transaction, receipt_log, records
+from adjudge.store import Account, StoredTask, Transaction, receipt_log, records
 from adjudge.store import calls as calls_db
 from adjudge.store import gateway as gateway_db
+
+
+def _votes(tx: Transaction, stored: StoredTask, attempt: int) -> dict[str, Any]:
+    """A panel's decision's inputs: the brief its votes quote, and the panel with each vote
+    as signed (``BUNDLE_NOT_AVAILABLE`` for a vote kept without its signature)."""
+    t = stored.task
+    cast = records.votes(tx, t.id, attempt)
+    if any(vote.signed is None for vote in cast):
+        raise StateError(
+            "A vote of this decision was kept without its signature: it cannot be re-run.",
+            code="BUNDLE_NOT_AVAILABLE",
+        )
+    return {
+        "brief": stored.brief,
+        "votes": {
+            "task_id": t.id,
+            "attempt": attempt,
+            "quorum": t.quorum,
+            "panel": [{"verifier": s.verifier, "key": s.key} for s in t.panel],
+            "votes": [
+                {
+                    "verifier": vote.verifier,
+                    "key": vote.key,
+                    "passed": vote.passed,
+                    "signed": dict(vote.signed or {}),
+                }
+                for vote in cast
+            ],
+        },
+    }
 
 
 class Bundles:
@@ -66,10 +96,14 @@ class Bundles:
                     "the poster for the bundle.",
                     code="BUNDLE_WITHHELD",
                 )
+            # An auto check's verdicts, and a panel's decisions (its votes are re-run).
+            replayable = ("deterministic", "verifier") if t.panel else ("deterministic",)
             judged = [
                 v
                 for v in records.verdicts(tx, task_id)
-                if v.authority == "deterministic" and attempt in (None, v.attempt)
+                if v.authority in replayable
+                and v.kind in ("verdict", "routed")
+                and attempt in (None, v.attempt)
             ]
             if not judged:
                 which = "" if attempt is None else f" in round {attempt}"
@@ -85,7 +119,7 @@ class Bundles:
                 raise StateError(
                     "The verdict's records are incomplete.", code="BUNDLE_NOT_AVAILABLE"
                 )
-            return {
+            answer = {
                 "kind": "task",
                 "subject": round_of(task_id, verdict.attempt),
                 "receipt": _receipt(receipt),
@@ -96,6 +130,9 @@ class Bundles:
                 "reveal": None if t.reveal is None else dict(t.reveal),
                 "verification_result": dict(verdict.detail) or None,
             }
+            if verdict.authority == "verifier":
+                answer.update(_votes(tx, stored, verdict.attempt), verification_result=None)
+            return answer
 
         return self.unit.read(run)
 

@@ -32,6 +32,7 @@ from adjudge.market import (
     TakeLapsed,
     Transfer,
     VerdictReached,
+    VoteCast,
     penalize,
     proof,
 )
@@ -104,6 +105,8 @@ def record(
     for notice in _notices(stored, out):
         emit(notice)
     for effect in out.effects:
+        if isinstance(effect, VoteCast):
+            records.add_vote(tx, effect.task_id, effect.attempt, effect.vote)
         if isinstance(effect, Routed):
             _route(tx, effect, issuer, at)
         if isinstance(effect, Transfer):

@@ -58,6 +58,7 @@ from adjudge.market import (
     RevealOverdue,
     Review,
     Rule,
+    Seat,
     Status,
     Submit,
     VerifierVerdict,
@@ -197,9 +198,15 @@ class Tasks:
         lenient_criteria: bool = False,
         take_window_hours: int | None = None,
         seal: str | None = None,
+        verifiers: Sequence[str] = (),
+        quorum: int | None = None,
         key: str | None = None,
     ) -> Answer[dict[str, Any]]:
         """Post a task and fund its escrow from the poster's wallet (``INSUFFICIENT_FUNDS``).
+
+        ``verifiers`` names a panel of verifiers for an agent-review task (2 to 9, each opted
+        in and with a registered key) of which ``quorum`` must agree (k of n; a majority by
+        default); one verifier in it is the same as ``verifier``.
 
         ``seal``, on an auto task, is a commitment to sealed criteria
         (:mod:`adjudge.market.seal`): the poster reveals them when a submission is to be judged.
@@ -236,7 +243,7 @@ class Tasks:
             refusals = criteria_refusals(criteria)
             if refusals:
                 raise refusals[0]
-        inputs = {
+        inputs: dict[str, Any] = {
             "title": title,
             "brief": brief,
             "reward": str(reward),
@@ -250,6 +257,8 @@ class Tasks:
             "take_window_hours": take_window_hours,
             "seal": seal,
         }
+        if verifiers or quorum is not None:  # a task of one verifier keeps its former inputs
+            inputs.update(verifiers=list(verifiers), quorum=quorum)
         idem = Idempotency.of(key, "tasks.post", inputs)
 
         def run(tx: Transaction) -> dict[str, Any]:
@@ -264,6 +273,7 @@ class Tasks:
                         f"Verifier {verifier} has registered no key to sign its verdicts with.",
                         code="VERIFIER_KEY_REQUIRED",
                     )
+            panel = tuple(_seat(tx, named, mode) for named in verifiers)
             ctx = self.context()
             when = deadline or ctx.now + timedelta(hours=deadline_hours or 0)
             draft = Draft(
@@ -278,6 +288,8 @@ class Tasks:
                 private=private,
                 take_window_hours=take_window_hours,
                 seal=seal,
+                panel=panel,
+                quorum=quorum,
             )
             out = post("task_" + uuid.uuid4().hex[:24], draft, ctx)
             stored = settlement.post(tx, out, title=title, brief=brief, at=ctx.now)
@@ -442,10 +454,17 @@ class Tasks:
 
         def event(tx: Transaction, stored: StoredTask) -> Event:
             t = stored.task
-            if t.verifier != account.id or t.status is not Status.AWAITING_VERIFICATION:
+            seat = next((s for s in t.panel if s.verifier == account.id), None)
+            trusted = seat.key if seat is not None else t.verifier_key
+            voted = any(v.verifier == account.id for v in t.votes)
+            if (
+                account.id not in t.verifiers
+                or t.status is not Status.AWAITING_VERIFICATION
+                or voted
+            ):
                 # The market refuses it with the right code; nothing to sign or ground.
                 return VerifierVerdict(account.id, passed, tuple(reasons))
-            if not t.verifier_key:
+            if not trusted:
                 raise StateError(
                     "The task names no verifier key to check a signed verdict against.",
                     code="VERIFIER_KEY_REQUIRED",
@@ -463,12 +482,12 @@ class Tasks:
                 passed=passed,
                 reasons=reasons,
                 quotes=quotes,
-                verifier_key=t.verifier_key,
+                verifier_key=trusted,
             )
-            signed = _check(tx, t.verifier_key, payload, signature, public_key)
+            signed = _check(tx, trusted, payload, signature, public_key)
             review = semantic.Review.from_dict(
                 {
-                    "verifierKey": t.verifier_key,
+                    "verifierKey": trusted,
                     "passed": passed,
                     "briefDigest": brief.digest,
                     "resultDigest": t.result_digest,
@@ -797,6 +816,19 @@ def _stored_result(tx: Transaction, stored: StoredTask) -> str:
     t = stored.task
     sub = records.submission(tx, t.id, t.attempts) if t.attempts else None
     return sub.result if sub else ""
+
+
+def _seat(tx: Transaction, named: str, mode: str) -> Seat:
+    """A panel verifier as the directory knows it: opted in, and the key it signs with."""
+    account = records.account(tx, named)
+    opted_in = bool(account and "verifier" in account.roles and account.verifier_opt_in)
+    key = account.verifier_key if account else None
+    if opted_in and key is None and mode == Mode.AGENT.value:
+        raise StateError(
+            f"Verifier {named} has registered no key to sign its verdicts with.",
+            code="VERIFIER_KEY_REQUIRED",
+        )
+    return Seat(named, key, opted_in)
 
 
 def _task(tx: Transaction, task_id: str) -> StoredTask:

@@ -306,6 +306,7 @@ class GroupCommit:
                         mark = f"unit_{i}"
                         tx.savepoint(mark)
                         appended, hooks = set(tx.appended), len(tx.committed)
+                        held = dict(tx.held_moves)
                         try:
                             value = unit.fn(tx)
                             receipt_log.flush(tx)  # its receipts chained before the next unit's
@@ -314,6 +315,7 @@ class GroupCommit:
                             tx.receipts_due.clear()
                             tx.appended &= appended
                             del tx.committed[hooks:]
+                            tx.held_moves = held
                             outcomes.append((False, exc))
                         else:
                             tx.release(mark)

@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from adjudge.errors import InternalError
-from adjudge.market import Status, lapses_at, provider_hold_account, wallet_account
+from adjudge.market import Status, Task, lapses_at, provider_hold_account, wallet_account
 from adjudge.market.lifecycle import MAX_ATTEMPTS
 from adjudge.market.seal import SEALABLE, disclosed
 from adjudge.store import (
@@ -47,7 +47,7 @@ def _iso(value: datetime | None) -> str | None:
 def is_party(task: StoredTask, viewer: Account) -> bool:
     """The poster, the agent, the named verifier and admins see a task whole."""
     t = task.task
-    return viewer.id in (t.poster, t.agent, t.verifier) or "admin" in viewer.roles
+    return viewer.id in (t.poster, t.agent, *t.verifiers) or "admin" in viewer.roles
 
 
 def sees_brief(task: StoredTask, viewer: Account) -> bool:
@@ -153,6 +153,19 @@ def task_summary(stored: StoredTask) -> dict[str, Any]:
     }
 
 
+def panel_view(t: Task) -> dict[str, Any]:
+    """A panel of verifiers as anyone reads it: the quorum k of n, and each verifier's key and
+    its vote on the latest submission (PASS, FAIL, UNKNOWN — it decided nothing — or None)."""
+    cast = {vote.verifier: vote.verdict for vote in t.votes}
+    return {
+        "quorum": t.quorum,
+        "verifiers": [
+            {"verifier": seat.verifier, "key": seat.key, "vote": cast.get(seat.verifier)}
+            for seat in t.panel
+        ],
+    }
+
+
 def task_view(
     tx: Transaction, stored: StoredTask, viewer: Account, now: datetime
 ) -> dict[str, Any]:
@@ -163,6 +176,8 @@ def task_view(
     brief = sees_brief(stored, viewer)
     verdicts = records.verdicts(tx, t.id)
     view = task_summary(stored)
+    if t.panel:  # a task of one verifier reads as it always did
+        view["panel"] = panel_view(t)
     view.update(
         {
             "accepted_at": _iso(t.accepted_at),

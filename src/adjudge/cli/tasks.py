@@ -138,6 +138,15 @@ def _verdict_lines(verdict: dict[str, Any], indent: str = "  ") -> None:
         typer.echo(f"{indent}  receipt: {verdict['receipt_id']}")
 
 
+def _panel_facts(task: Task | dict[str, Any]) -> list[tuple[str, str]]:
+    """A panel's quorum and each verifier's vote on the latest submission, as one fact."""
+    panel = task.get("panel")
+    if not panel:
+        return []
+    votes = ", ".join(f"{v['verifier']} {v['vote'] or 'not yet'}" for v in panel["verifiers"])
+    return [("quorum", f"{panel['quorum']} of {len(panel['verifiers'])}: {votes}")]
+
+
 def _show_task(task: Task | dict[str, Any]) -> None:
     """The whole task as the caller may see it: facts, brief, criteria, every round with its
     submitted text and verdict, disputes, and the receipt ids."""
@@ -148,6 +157,7 @@ def _show_task(task: Task | dict[str, Any]) -> None:
     facts = [
         ("status", status),
         ("mode", task["mode"] + (f", verifier {task['verifier']}" if task.get("verifier") else "")),
+        *_panel_facts(task),
         ("reward", money(task["reward"])),
         ("poster", task["poster"]),
         ("agent", task.get("agent") or "none yet"),
@@ -293,8 +303,21 @@ def post(
         typer.Option(metavar="JSON", help="The auto check's criteria as JSON, or @FILE."),
     ] = None,
     verifier: Annotated[
-        str | None,
-        typer.Option(metavar="ACCOUNT", help="The verifier agent that judges (agent mode)."),
+        list[str] | None,
+        typer.Option(
+            metavar="ACCOUNT",
+            help="The verifier agent that judges (agent mode); repeat it for a panel of up to "
+            "9, each voting on every submission.",
+        ),
+    ] = None,
+    quorum: Annotated[
+        int | None,
+        typer.Option(
+            metavar="K",
+            help="With several --verifier: how many must agree (1 to their number; a majority "
+            "by default). K PASS votes and no dissent pay; K FAIL votes fail; a split goes to "
+            "an admin.",
+        ),
     ] = None,
     private: Annotated[
         bool, typer.Option("--private", help="Others see only passed and score.")
@@ -329,6 +352,7 @@ def post(
     """Post a task and fund it from your wallet."""
     session = _session(ctx, as_json)
     minor = _reward(reward, reward_minor)
+    named = list(verifier or ())
     commitment = None if seal is None else _reveal_file(seal)[0]
     parsed: dict[str, Any] = {}
     if criteria:
@@ -348,7 +372,9 @@ def post(
             deadline_hours=hours,
             mode=mode.value,
             criteria=parsed,
-            verifier=verifier,
+            verifier=named[0] if len(named) == 1 else None,
+            verifiers=named if len(named) > 1 else (),
+            quorum=quorum,
             private=private,
             lenient_criteria=lenient,
             take_window_hours=take_window_hours,

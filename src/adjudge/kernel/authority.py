@@ -36,6 +36,10 @@ class Authority(StrEnum):
 DEFAULT_TRUSTED: frozenset[Authority] = frozenset({Authority.DETERMINISTIC, Authority.HUMAN})
 
 
+#: The most verifier keys one task's policy names (a panel voting k of n).
+MAX_PANEL = 9
+
+
 def trust_basis(verifier_key: str) -> str:
     """How a PASS that rests on a named verifier key is described, wherever it is shown."""
     return f"PASS on the poster's trust in verifier key {verifier_key}"
@@ -48,8 +52,9 @@ class TrustPolicy:
     ``authorities`` is a subset of deterministic and human (anything else is refused,
     ``TRUST_POLICY_INVALID``). ``verifier_keys`` models seed 000's agent review: a poster names
     one verifier agent when posting, which adjudge records as that verifier's key fingerprint
-    (64 lowercase hex) on the task's policy. A PASS carrying that exact key counts; nothing else
-    a model says does. An empty policy trusts nothing.
+    (64 lowercase hex) on the task's policy — or a panel of up to :data:`MAX_PANEL` (a quorum,
+    :meth:`with_panel`). A PASS carrying a named key counts; nothing else a model says does.
+    An empty policy trusts nothing.
     """
 
     authorities: frozenset[Authority] = DEFAULT_TRUSTED
@@ -77,9 +82,10 @@ class TrustPolicy:
                     "verifier key for one task (with_verifier), never to an authority class.",
                     code="TRUST_POLICY_INVALID",
                 )
-        if len(self.verifier_keys) > 1:
+        if len(self.verifier_keys) > MAX_PANEL:
             raise CriteriaError(
-                "A task names at most one verifier agent; its policy holds at most one key.",
+                f"A task names at most {MAX_PANEL} verifier agents; its policy holds at most "
+                f"{MAX_PANEL} keys.",
                 code="TRUST_POLICY_INVALID",
             )
         for key in self.verifier_keys:
@@ -109,6 +115,18 @@ class TrustPolicy:
                 code="TRUST_POLICY_INVALID",
             )
         return TrustPolicy(self.authorities, frozenset({fingerprint}))
+
+    def with_panel(self, fingerprints: Iterable[str]) -> TrustPolicy:
+        """This policy plus a panel of verifier keys a poster named together (agent review by
+        a quorum, k of n): each key's PASS counts as one vote, and the market's proof admits a
+        PASS only when k of them agree and no vote dissents. Refused on a policy that already
+        names a verifier, or with more than :data:`MAX_PANEL` keys."""
+        keys = frozenset(fingerprints)
+        if self.verifier_keys and keys != self.verifier_keys:
+            raise CriteriaError(
+                "This policy already names its verifier agents.", code="TRUST_POLICY_INVALID"
+            )
+        return TrustPolicy(self.authorities, keys)
 
     def to_dict(self) -> dict[str, list[str]]:
         """The wire shape, sorted so that it signs to the same bytes every time."""

@@ -19,6 +19,7 @@ from adjudge.market.effects import (
     TakeHeld,
     TakeLapsed,
     VerdictReached,
+    VoteCast,
 )
 from adjudge.market.events import (
     Accept,
@@ -61,7 +62,17 @@ from adjudge.market.takes import (
     lapses_at,
     take_due,
 )
-from adjudge.market.tasks import Draft, Ending, Mode, Status, Task, digest_of
+from adjudge.market.tasks import (
+    MAX_VERIFIERS,
+    Draft,
+    Ending,
+    Mode,
+    Seat,
+    Status,
+    Task,
+    Vote,
+    digest_of,
+)
 
 __all__ = [
     "DEFAULT_FEE_BPS",
@@ -69,6 +80,7 @@ __all__ = [
     "MAX_FEE_BPS",
     "MAX_TAKE_LIMIT",
     "MAX_TAKE_WINDOW_HOURS",
+    "MAX_VERIFIERS",
     "MIN_TAKE_WINDOW_HOURS",
     "WORLD",
     "Accept",
@@ -99,6 +111,7 @@ __all__ = [
     "Routed",
     "Rule",
     "SealBroken",
+    "Seat",
     "Settlement",
     "Status",
     "Submit",
@@ -109,6 +122,8 @@ __all__ = [
     "Transfer",
     "VerdictReached",
     "VerifierVerdict",
+    "Vote",
+    "VoteCast",
     "digest_of",
     "escrow_account",
     "fee_of",

@@ -9,7 +9,7 @@ from typing import Any
 
 from adjudge.kernel import Determination
 from adjudge.market.money import Transfer
-from adjudge.market.tasks import Ending
+from adjudge.market.tasks import Ending, Vote
 
 
 @dataclass(frozen=True)
@@ -100,6 +100,16 @@ class Routed:
 
 
 @dataclass(frozen=True)
+class VoteCast:
+    """A panel verifier's vote on a submission (agent review by a quorum): the caller keeps it
+    with the task's votes. The decision it may complete comes as its own effects."""
+
+    task_id: str
+    attempt: int
+    vote: Vote
+
+
+@dataclass(frozen=True)
 class SealBroken:
     """A reveal that does not open the task's seal: refused, and the task escalated (an admin
     rules). ``revealed`` is the digest of what was sent. No money moves."""
@@ -175,6 +185,7 @@ Effect = (
     | VerdictReached
     | Settlement
     | Routed
+    | VoteCast
     | SealBroken
     | RevealRequested
     | AgentPenalized

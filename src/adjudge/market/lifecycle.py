@@ -14,6 +14,7 @@ from typing import Any
 
 from adjudge.errors import (
     BadInput,
+    Conflict,
     NotAllowed,
     StateError,
     TransitionError,
@@ -34,6 +35,7 @@ from adjudge.market.effects import (
     TakeHeld,
     TakeLapsed,
     VerdictReached,
+    VoteCast,
 )
 from adjudge.market.events import (
     Accept,
@@ -70,7 +72,18 @@ from adjudge.market.takes import (
     take_due,
     take_ends_at,
 )
-from adjudge.market.tasks import DELIVERED, Draft, Ending, Mode, Status, Task, digest_of
+from adjudge.market.tasks import (
+    DELIVERED,
+    MAX_VERIFIERS,
+    Draft,
+    Ending,
+    Mode,
+    Seat,
+    Status,
+    Task,
+    Vote,
+    digest_of,
+)
 
 #: "A deadline between 1 hour and 90 days" from posting.
 MIN_DEADLINE = timedelta(hours=1)
@@ -133,6 +146,16 @@ def post(task_id: str, draft: Draft, ctx: Context) -> Outcome:
     ``REGEX_PATTERN_UNUSABLE``…; a sealed answer counts as the real check it will be).
     Whether the poster can pay is the ledger's to say when the transfer is applied.
     """
+    if len(draft.panel) == 1 and draft.verifier is None:
+        # One verifier named as a panel is the task of one named verifier, exactly.
+        seat = draft.panel[0]
+        draft = replace(
+            draft,
+            verifier=seat.verifier,
+            verifier_opted_in=seat.opted_in,
+            verifier_key=seat.key,
+            panel=(),
+        )
     try:
         mode = Mode(draft.mode)
     except ValueError:
@@ -171,7 +194,10 @@ def post(task_id: str, draft: Draft, ctx: Context) -> Outcome:
                 code="INVALID_TAKE_WINDOW",
             )
     verifier = draft.verifier
-    if mode is Mode.AGENT:
+    panel, quorum = _panel(draft, mode)
+    if panel:
+        pass  # the panel's rules were checked by _panel
+    elif mode is Mode.AGENT:
         if not verifier:
             raise BadInput("Agent review needs a verifier agent.", code="VERIFIER_REQUIRED")
         if verifier == draft.poster:
@@ -215,9 +241,69 @@ def post(task_id: str, draft: Draft, ctx: Context) -> Outcome:
         private=draft.private,
         take_window_hours=window,
         seal=commitment,
+        panel=tuple(Seat(seat.verifier, seat.key) for seat in panel),
+        quorum=quorum,
     )
     fund = Transfer(wallet_account(draft.poster), escrow_account(task_id), reward, "fund")
     return Outcome(task, (fund,))
+
+
+def _panel(draft: Draft, mode: Mode) -> tuple[tuple[Seat, ...], int]:
+    """The draft's panel of verifiers and its quorum k, checked (agent mode, k of n).
+
+    One verifier and k = 1 is the task of a single named verifier (no panel: today's task). A
+    panel names 2 to :data:`MAX_VERIFIERS` distinct verifiers with distinct keys, none of them
+    the poster, each opted in; k defaults to a majority of them. Refusals: ``VERIFIER_NOT_ALLOWED``,
+    ``VERIFIERS_TOO_MANY``, ``VERIFIER_REPEATED``, ``VERIFIER_IS_POSTER``,
+    ``VERIFIER_NOT_OPTED_IN``, ``QUORUM_INVALID``.
+    """
+    panel, quorum = draft.panel, draft.quorum
+    if not panel:
+        if quorum is not None and quorum != 1:
+            raise BadInput(
+                "A task with one verifier has a quorum of 1; name more verifiers for a larger "
+                "quorum.",
+                code="QUORUM_INVALID",
+            )
+        return (), 1
+    if mode is not Mode.AGENT:
+        raise BadInput("Only agent review names verifiers.", code="VERIFIER_NOT_ALLOWED")
+    if draft.verifier is not None:
+        raise BadInput(
+            "Name the verifiers once: as a panel, or as the one verifier.",
+            code="VERIFIER_REPEATED",
+        )
+    if len(panel) > MAX_VERIFIERS:
+        raise BadInput(
+            f"A task names at most {MAX_VERIFIERS} verifiers; this one names {len(panel)}.",
+            code="VERIFIERS_TOO_MANY",
+        )
+    names = [seat.verifier for seat in panel]
+    keys = [seat.key for seat in panel if seat.key]
+    if len(set(names)) != len(names) or len(set(keys)) != len(keys):
+        raise BadInput(
+            "Each verifier is named once (and each signs with its own key).",
+            code="VERIFIER_REPEATED",
+        )
+    if not all(names):
+        raise BadInput("Agent review needs a verifier agent.", code="VERIFIER_REQUIRED")
+    if draft.poster in names:
+        raise BadInput("You cannot name yourself as a verifier.", code="VERIFIER_IS_POSTER")
+    for seat in panel:
+        if not seat.opted_in:
+            raise StateError(
+                f"Agent {seat.verifier} does not take verification jobs; name an opted-in "
+                "verifier.",
+                code="VERIFIER_NOT_OPTED_IN",
+            )
+    k = len(panel) // 2 + 1 if quorum is None else quorum
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= len(panel):
+        raise BadInput(
+            f"The quorum (how many verifiers must agree) is a whole number from 1 to "
+            f"{len(panel)}, the number of verifiers named.",
+            code="QUORUM_INVALID",
+        )
+    return panel, k
 
 
 def step(task: Task, event: Event, ctx: Context) -> Outcome:
@@ -228,6 +314,8 @@ def step(task: Task, event: Event, ctx: Context) -> Outcome:
     task as it stands at ``ctx.now``, however late the service gets to the lapse. The outcome
     says whose count of held takes changes (:class:`TakeHeld`, :class:`TakeEnded`).
     """
+    if isinstance(event, VerifierVerdict) and task.panel:
+        _need_undecided(task, event.actor)
     if task.terminal:
         raise TransitionError(f"Task {task.id} is {task.status}; nothing more can happen to it.")
     before: tuple[Effect, ...] = ()
@@ -270,7 +358,7 @@ def _accept(task: Task, event: Accept, ctx: Context) -> Outcome:
     _need_status(task, Status.FUNDED, "accepted")
     if event.actor == task.poster:
         raise NotAllowed("You cannot take your own task.", code="POSTER_CANNOT_ACCEPT")
-    if event.actor == task.verifier:
+    if event.actor in task.verifiers:
         raise NotAllowed("The task's verifier cannot also take it.", code="IS_VERIFIER")
     if event.actor in task.released:
         raise NotAllowed(
@@ -372,6 +460,7 @@ def _submit(task: Task, event: Submit, ctx: Context) -> Outcome:
             attempts=task.attempts + 1,
             result_digest=digest_of(event.result),
             submitted_at=ctx.now,
+            votes=(),
         )
     )
 
@@ -513,10 +602,12 @@ def _verifier_verdict(task: Task, event: VerifierVerdict, ctx: Context) -> Outco
         raise TransitionError(
             "Only agent-review tasks take a verifier's verdict.", code="NOT_AGENT_MODE"
         )
-    if event.actor != task.verifier:
+    if event.actor not in task.verifiers:
         raise NotAllowed(
             "Only the verifier named at posting may judge this task.", code="NOT_TASK_VERIFIER"
         )
+    if task.panel:
+        return _vote(task, event, ctx)
     _need_status(task, Status.AWAITING_VERIFICATION, "judged by its verifier")
     _need_reasons(event.reasons, MAX_VERIFIER_REASONS)
     check = proof.verifier(
@@ -540,6 +631,91 @@ def _verifier_verdict(task: Task, event: VerifierVerdict, ctx: Context) -> Outco
         detail=detail,
         undecided=_routing_reason(event.grounding),
     )
+
+
+def _need_undecided(task: Task, actor: str) -> None:
+    """A panel verifier's second vote on a submission, or any vote once the panel decided it,
+    is refused: ``VOTE_ALREADY_CAST``, ``QUORUM_DECIDED``."""
+    if actor not in task.verifiers:
+        return  # refused as not the task's verifier by the handler
+    if task.attempts and any(vote.verifier == actor for vote in task.votes):
+        raise Conflict(
+            "You voted on this submission already; a verifier votes once per submission.",
+            code="VOTE_ALREADY_CAST",
+        )
+    decided = task.status is not Status.AWAITING_VERIFICATION and proof.tally(task) is not None
+    if task.attempts and task.votes and decided:
+        raise TransitionError(
+            f"The verifiers decided this submission already ({a_task(task.status).lower()} "
+            "now); a vote arriving after the decision changes nothing.",
+            code="QUORUM_DECIDED",
+        )
+
+
+def _vote(task: Task, event: VerifierVerdict, ctx: Context) -> Outcome:
+    """One panel verifier's vote (k of n). Each vote is checked as the one verifier's verdict
+    is (signed over this submission under its own key, grounded; :func:`proof.verifier`), and
+    kept. The task decides when the votes allow it (:func:`proof.tally`): k grounded PASS votes
+    and no other vote pay out; k FAIL votes fail the round; once neither can happen any more
+    (a split) the task goes to an admin, as a dispute, and no money moves until a ruling."""
+    _need_status(task, Status.AWAITING_VERIFICATION, "judged by its verifier")
+    _need_reasons(event.reasons, MAX_VERIFIER_REASONS)
+    seat = next(s for s in task.panel if s.verifier == event.actor)
+    assert seat.key is not None
+    check = proof.verifier(
+        task,
+        passed=event.passed,
+        reasons=event.reasons,
+        judge=event.actor,
+        grounding=event.grounding,
+        signed=event.signed,
+        verifier_key=seat.key,
+    )
+    vote = Vote(
+        event.actor,
+        seat.key,
+        event.passed,
+        check.verdict.value,
+        check.to_dict(),
+        ctx.now,
+        None if event.signed is None else dict(event.signed),
+    )
+    voted = replace(task, votes=(*task.votes, vote))
+    tally = proof.tally(voted)
+    if tally is None:
+        return Outcome(voted, (VoteCast(task.id, task.attempts, vote),))
+    cast = VoteCast(task.id, task.attempts, vote)
+    checks = proof.vote_checks(voted)
+    if tally == proof.SPLIT:
+        assert task.agent is not None
+        why = proof.split_reason(voted)
+        routed = Routed(
+            task.id,
+            task.attempts,
+            event.actor,
+            why,
+            task.result_digest,
+            ctx.now,
+            None,
+            determination=proof.routing(
+                voted, event.stored_result, checks, at=ctx.now, reason=why, to="admin"
+            ),
+        )
+        filed = DisputeFiled(task.id, task.attempts, "service", why, ctx.now)
+        disputed = replace(voted, status=Status.DISPUTED, disputed_by="service")
+        return Outcome(disputed, (cast, routed, filed))
+    out = _judge(
+        voted,
+        ctx,
+        checks,
+        stored_result=event.stored_result,
+        score=None,
+        reasons=event.reasons,
+        authority="verifier",
+        judge=event.actor,
+        detail={"quorum": proof.quorum_detail(voted)},
+    )
+    return Outcome(out.task, (cast, *out.effects))
 
 
 def _routing_reason(grounding: Any) -> str:
@@ -616,7 +792,7 @@ def _cancel(task: Task, event: Cancel, ctx: Context) -> Outcome:
 
 
 def _rule(task: Task, event: Rule, ctx: Context) -> Outcome:
-    if event.actor in (task.poster, task.agent, task.verifier):
+    if event.actor in (task.poster, task.agent, *task.verifiers):
         raise NotAllowed(
             "An admin cannot rule on a task they are party to (its poster, agent or verifier).",
             code="CONFLICT_OF_INTEREST",
@@ -671,7 +847,9 @@ _HANDLERS: dict[type[Any], Callable[[Task, Any, Context], Outcome]] = {
 # --- shared steps ------------------------------------------------------------------------------
 
 
-def _decided(task: Task, ctx: Context, judgment: Check, stored_result: str) -> Determination:
+def _decided(
+    task: Task, ctx: Context, judgment: Check | tuple[Check, ...], stored_result: str
+) -> Determination:
     """The kernel's determination of ``judgment`` (:mod:`adjudge.market.proof`); a stored copy
     that is not the submission (the oracle's MISMATCH) decides nothing and moves nothing."""
     determination = proof.judged(task, stored_result, judgment, at=ctx.now)
@@ -691,14 +869,16 @@ def _with_determination(
     its policy decision, then the settlement's own effects."""
     money = next((e for e in settled.effects if isinstance(e, Settlement)), None)
     if money is not None:
-        determination = proof.settled(determination, money.decision())
+        # A panel's quorum (its own policy decision) is kept beside the money it released.
+        decision = {**(determination.policy_decision or {}), **money.decision()}
+        determination = proof.settled(determination, decision)
     return Outcome(settled.task, (replace(verdict, determination=determination), *settled.effects))
 
 
 def _judge(
     task: Task,
     ctx: Context,
-    judgment: Check,
+    judgment: Check | tuple[Check, ...],
     *,
     stored_result: str,
     score: int | None,

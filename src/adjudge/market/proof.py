@@ -85,7 +85,10 @@ def criteria_digest(criteria: Mapping[str, Any]) -> str:
 
 def trust_policy(task: Task) -> TrustPolicy:
     """The task's trust policy: the kernel's default, plus the one verifier key an
-    agent-review task named at posting (seed 000's agent review; never an authority class)."""
+    agent-review task named at posting (seed 000's agent review; never an authority class), or
+    the keys of its panel of verifiers."""
+    if task.mode is Mode.AGENT and task.panel:
+        return DEFAULT_POLICY.with_panel(seat.key for seat in task.panel if seat.key)
     if task.mode is Mode.AGENT and task.verifier_key:
         return DEFAULT_POLICY.with_verifier(task.verifier_key)
     return DEFAULT_POLICY
@@ -135,6 +138,7 @@ def verifier(
     judge: str,
     grounding: Grounding | None,
     signed: Mapping[str, Any] | None,
+    verifier_key: str | None = None,
 ) -> Check:
     """The named verifier's review as a ``semantic`` check, carrying its key.
 
@@ -145,21 +149,29 @@ def verifier(
     review check exists for a verdict its verifier did not sign (``VERDICT_SIGNATURE_REQUIRED``,
     ``VERDICT_SIGNATURE_INVALID``). A review with no grounding is UNKNOWN: it decides nothing.
     """
+    key = verifier_key or task.verifier_key
     subject = _subject(task)
-    signature = _signed_digest(task, passed, reasons, signed)
+    signature = _signed_digest(task, passed, reasons, signed, key)
     reason = "; ".join(reasons) or ("approved" if passed else "rejected")
+    # A panel's rows are named by key, as a paid call's judges are (``meaning:<key>``).
+    name = f"{VOTE_CHECK}:{key}" if task.panel else VOTE_CHECK
     if grounding is None:
         return Check(
-            name="agent-review",
+            name=name,
             verdict=Verdict.UNKNOWN,
             authority=Authority.SEMANTIC,
             evidence=(subject, signature),
             reason=f"verifier {judge}: {reason} (not grounded in the brief and the result)",
-            verifier_key=task.verifier_key,
+            verifier_key=key,
         )
     grounded = grounding.check
+    if task.panel and grounded.verifier_key != key:
+        raise VerificationFailed(
+            "The review is grounded under another verifier's key.",
+            code="VERDICT_SIGNATURE_INVALID",
+        )
     return Check(
-        name=grounded.name,
+        name=name if task.panel else grounded.name,
         verdict=grounded.verdict,
         authority=grounded.authority,
         evidence=(*grounded.evidence, signature),
@@ -174,7 +186,7 @@ def verifier(
 def judged(
     task: Task,
     stored_result: str,
-    judgment: Check,
+    judgment: Check | tuple[Check, ...],
     *,
     at: datetime,
     decision: Mapping[str, PolicyValue] | None = None,
@@ -186,7 +198,11 @@ def judged(
     checks fold under the task's trust policy, and the task's criteria digest is bound.
     """
     subject = _subject(task)
-    checks = (integrity(Record(stored_result.encode("utf-8")), subject), *sealed(task), judgment)
+    judgments = judgment if isinstance(judgment, tuple) else (judgment,)
+    if task.panel and isinstance(judgment, tuple):
+        # A panel's votes: the quorum and every verifier's vote are signed with them.
+        decision = {**quorum_decision(task), **(decision or {})}
+    checks = (integrity(Record(stored_result.encode("utf-8")), subject), *sealed(task), *judgments)
     return kernel_determine(
         subject,
         checks,
@@ -215,18 +231,116 @@ def settled(determination: Determination, decision: Mapping[str, PolicyValue]) -
 
 
 def routing(
-    task: Task, stored_result: str, judgment: Check, *, at: datetime, reason: str
+    task: Task,
+    stored_result: str,
+    judgment: Check | tuple[Check, ...],
+    *,
+    at: datetime,
+    reason: str,
+    to: str = "poster",
 ) -> Determination:
     """The determination of an agent review that decides nothing (ungrounded, or a PASS the
-    task's trust policy does not carry): its policy decision sends the work to the poster."""
+    task's trust policy does not carry): its policy decision sends the work to the poster — or,
+    for a panel's split, to an admin (``to``), with the quorum's count."""
     decision: dict[str, PolicyValue] = {
         "type": ROUTING_TYPE,
         "task": task.id,
         "attempt": task.attempts,
-        "routedTo": "poster",
+        "routedTo": to,
         "reason": reason,
     }
+    if task.panel:
+        decision.update(quorum_decision(task))
     return judged(task, stored_result, judgment, at=at, decision=decision)
+
+
+# --- a panel of verifiers (k of n) --------------------------------------------------------------
+
+#: The name of a verifier's check (a panel's are ``agent-review:<key>``).
+VOTE_CHECK = "agent-review"
+#: What :func:`tally` says when the votes can no longer reach a decision.
+SPLIT = "split"
+
+
+def tally(task: Task) -> str | None:
+    """What the panel's votes on the latest submission decide: ``"PASS"``, ``"FAIL"``,
+    :data:`SPLIT`, or None while the votes still to come could decide.
+
+    k grounded PASS votes decide PASS only while every vote cast is a PASS: the kernel lets any
+    vote move a set down, so a dissent (a FAIL, or a vote that decides nothing: ungrounded)
+    sinks a PASS. k FAIL votes decide FAIL. A split is neither being reachable any more.
+    """
+    k, n = task.quorum, len(task.panel)
+    verdicts = [vote.verdict for vote in task.votes]
+    passes = verdicts.count(Verdict.PASS.value)
+    fails = verdicts.count(Verdict.FAIL.value)
+    waiting = n - len(verdicts)
+    if fails >= k:
+        return Verdict.FAIL.value
+    if passes == len(verdicts) and passes >= k:
+        return Verdict.PASS.value
+    can_pass = passes == len(verdicts) and passes + waiting >= k
+    can_fail = fails + waiting >= k
+    return None if can_pass or can_fail else SPLIT
+
+
+def vote_checks(task: Task) -> tuple[Check, ...]:
+    """Every vote cast on the latest submission as its kernel check, in the panel's order: the
+    receipt's one row per verifier who voted, each with its key."""
+    order = {seat.verifier: i for i, seat in enumerate(task.panel)}
+    votes = sorted(task.votes, key=lambda vote: order.get(vote.verifier, len(order)))
+    return tuple(_vote_check(vote.check) for vote in votes)
+
+
+def quorum_decision(task: Task) -> dict[str, PolicyValue]:
+    """The quorum as a policy decision's entries: k, n, and each verifier's vote by key
+    (``PASS``, ``FAIL``, ``UNKNOWN``, or ``none`` for a verifier who has not voted)."""
+    cast = {vote.key: vote.verdict for vote in task.votes}
+    out: dict[str, PolicyValue] = {"quorum": task.quorum, "verifiers": len(task.panel)}
+    for seat in task.panel:
+        out[f"vote:{seat.key}"] = cast.get(str(seat.key), "none")
+    return out
+
+
+def quorum_detail(task: Task) -> dict[str, Any]:
+    """The quorum as a verdict record's detail: k, and each named verifier's vote."""
+    cast = {vote.verifier: vote for vote in task.votes}
+    return {
+        "k": task.quorum,
+        "n": len(task.panel),
+        "votes": [
+            {
+                "verifier": seat.verifier,
+                "key": seat.key,
+                "vote": cast[seat.verifier].verdict if seat.verifier in cast else None,
+            }
+            for seat in task.panel
+        ],
+    }
+
+
+def split_reason(task: Task) -> str:
+    """Why a panel's votes decide nothing, in words."""
+    verdicts = [vote.verdict for vote in task.votes]
+    passes = verdicts.count(Verdict.PASS.value)
+    fails = verdicts.count(Verdict.FAIL.value)
+    other = len(verdicts) - passes - fails
+    return (
+        f"split: {passes} PASS, {fails} FAIL and {other} undecided of {len(task.panel)} "
+        f"verifiers; a quorum of {task.quorum} can no longer agree: sent to an admin"
+    )
+
+
+def _vote_check(data: Mapping[str, Any]) -> Check:
+    """A vote's check from its wire form (a semantic check: never the oracle's)."""
+    return Check(
+        name=str(data["name"]),
+        verdict=Verdict(data["verdict"]),
+        authority=Authority(data["authority"]),
+        evidence=tuple(data.get("evidence") or ()),
+        reason=str(data.get("reason", "")),
+        verifier_key=data.get("verifierKey"),
+    )
 
 
 def ending(
@@ -276,7 +390,11 @@ def _subject(task: Task) -> str:
 
 
 def _signed_digest(
-    task: Task, passed: bool, reasons: tuple[str, ...], signed: Mapping[str, Any] | None
+    task: Task,
+    passed: bool,
+    reasons: tuple[str, ...],
+    signed: Mapping[str, Any] | None,
+    key: str | None,
 ) -> str:
     """The digest of the verifier's signed verdict payload, re-verified against the task's key."""
     payload = signed.get("payload") if isinstance(signed, Mapping) else None
@@ -292,7 +410,7 @@ def _signed_digest(
         passed=passed,
         reasons=reasons,
         quotes=payload.get("quotes") or (),
-        verifier_key=str(task.verifier_key),
+        verifier_key=str(key),
     )
     if dict(payload) != expected:
         raise VerificationFailed(

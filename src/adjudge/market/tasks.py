@@ -57,6 +57,43 @@ def digest_of(result: str) -> str:
     return sha256_digest(result)
 
 
+#: The most verifiers a task may name (as the meaning check's judges of a paid call).
+MAX_VERIFIERS = 9
+
+
+@dataclass(frozen=True)
+class Seat:
+    """One verifier of a task's panel: its account and its key's fingerprint, fixed at posting.
+
+    ``opted_in`` is the caller's reading of the verifier directory when the draft is posted
+    (the market reads no directory); a posted task's seats were all opted in.
+    """
+
+    verifier: str
+    key: str | None
+    opted_in: bool = True
+
+
+@dataclass(frozen=True)
+class Vote:
+    """One panel verifier's signed vote on the task's latest submission.
+
+    ``check`` is its kernel check as built when the vote arrived (:func:`adjudge.market.proof.
+    verifier`), in its wire form, so a later vote can fold it with the others without
+    re-grounding it; ``verdict`` is that check's kernel verdict (PASS, FAIL or UNKNOWN).
+    """
+
+    verifier: str
+    key: str
+    passed: bool
+    verdict: str
+    check: Mapping[str, Any]
+    at: datetime
+    #: The verified signature of the vote (:func:`adjudge.market.signed_verdicts.check_signature`'s
+    #: record: payload, signature, public key, digest), which a replay re-verifies.
+    signed: Mapping[str, Any] | None = None
+
+
 @dataclass(frozen=True)
 class Draft:
     """What a poster sends to post a task, already parsed from the wire.
@@ -77,6 +114,10 @@ class Draft:
     private: bool = False
     take_window_hours: int | None = None  # None: a take never lapses (it ends at the deadline)
     seal: str | None = None  # a commitment to sealed criteria (adjudge.market.seal), auto only
+    #: A panel of verifiers (agent mode, two or more) instead of ``verifier``, and how many of
+    #: them must agree; None: a majority of the panel (one verifier: 1).
+    panel: tuple[Seat, ...] = ()
+    quorum: int | None = None
 
 
 @dataclass(frozen=True)
@@ -120,6 +161,20 @@ class Task:
     reveal_due_at: datetime | None = None
     #: Why a reveal was refused and the task escalated (a broken seal), for the admin who rules.
     seal_broken: str | None = None
+    #: A panel of verifiers (agent mode with two or more; ``verifier`` is then None), each
+    #: voting on every submission, and how many of them must agree (k of n). Fixed at posting.
+    panel: tuple[Seat, ...] = ()
+    quorum: int = 1
+    #: The panel's votes on the latest submission (at most one per verifier; reset by a new
+    #: submission).
+    votes: tuple[Vote, ...] = ()
+
+    @property
+    def verifiers(self) -> tuple[str, ...]:
+        """Every verifier the task names: its panel, or its one verifier, or none."""
+        if self.panel:
+            return tuple(seat.verifier for seat in self.panel)
+        return (self.verifier,) if self.verifier else ()
 
     @property
     def terminal(self) -> bool:

@@ -30,7 +30,7 @@ from adjudge.receipts.canonical import encode_plain, parse_exact
 from adjudge.receipts.checkpoints import MAX_LANES, named_heads
 from adjudge.receipts.envelope import IN_TOTO_PAYLOAD_TYPE, Envelope
 from adjudge.receipts.keys import FINGERPRINT, Signer, VerifyingKey
-from adjudge.receipts.lines import Entry, Pin, check
+from adjudge.receipts.lines import BLOCK, Entry, Pin, check_block
 from adjudge.receipts.statement import require_about
 
 
@@ -266,10 +266,11 @@ def verify_chain(
     """
     walk = _Walk()
     pin = Pin(key)
-    for number, raw in enumerate(lines, start=1):
-        line = raw.strip()
-        if line:
-            walk.link(_entry(number, line, pin, key), number)
+    for block in _blocks(lines, 1):
+        for (number, line), entry in zip(
+            block, check_block([b[1] for b in block], pin), strict=True
+        ):
+            walk.link(entry or _decided(number, line, key), number)
     return walk.report(expected_head)
 
 
@@ -290,14 +291,14 @@ def verify_lines(
     refusal, which it returns rather than raises: a range is one part of an answer."""
     pin = Pin(key)
     entries: list[tuple[int, Entry]] = []
-    for number in range(start + 1, len(lines) + 1 if stop is None else min(stop, len(lines)) + 1):
-        line = lines[number - 1].strip()
-        if not line:
-            continue
-        try:
-            entries.append((number, _entry(number, line, pin, key)))
-        except ReceiptError as exc:
-            return Verified(tuple(entries), exc)
+    for block in _blocks(lines[start:stop], start + 1):
+        for (number, line), entry in zip(
+            block, check_block([b[1] for b in block], pin), strict=True
+        ):
+            try:
+                entries.append((number, entry or _decided(number, line, key)))
+            except ReceiptError as exc:
+                return Verified(tuple(entries), exc)
     return Verified(tuple(entries), None)
 
 
@@ -317,12 +318,24 @@ def link_ranges(parts: Iterable[Verified], *, expected_head: str | None = None) 
     return walk.report(expected_head)
 
 
-def _entry(number: int, line: bytes, pin: Pin, key: VerifyingKey | str) -> Entry:
-    """The entry of a non-blank line: on the fast path, else as :func:`verify` decides it (and,
+def _blocks(lines: Iterable[bytes], first: int) -> Iterator[list[tuple[int, bytes]]]:
+    """The non-blank lines, stripped, with their numbers (``first`` for the first), in blocks
+    of :data:`~adjudge.receipts.lines.BLOCK` for :func:`~adjudge.receipts.lines.check_block`."""
+    block: list[tuple[int, bytes]] = []
+    for number, raw in enumerate(lines, start=first):
+        line = raw.strip()
+        if line:
+            block.append((number, line))
+            if len(block) == BLOCK:
+                yield block
+                block = []
+    if block:
+        yield block
+
+
+def _decided(number: int, line: bytes, key: VerifyingKey | str) -> Entry:
+    """The entry of a line the fast path did not prove good, as :func:`verify` decides it (and,
     for a checkpoint, :func:`~adjudge.receipts.checkpoints.named_heads`)."""
-    entry = check(line, pin)
-    if entry is not None:
-        return entry
     try:
         return _entry_of(verify(line, key))
     except ReceiptError as exc:

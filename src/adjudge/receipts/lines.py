@@ -14,10 +14,15 @@ is everything around it, made cheap for the line that is what an issuer writes:
    order agree on ASCII; the escapes agree, checked for every ASCII character by a test), so one
    re-encoding, about a microsecond, decides it; it also refuses integers outside ±(2^53−1).
 5. The statement names the pinned key (whose loaded public key serves the whole log), and its
-   verdict re-derives (:func:`~adjudge.receipts.statement.check_statement`).
+   verdict re-derives (:func:`~adjudge.receipts.statement.check_statement`), once for the log's
+   receipts that the derivation reads alike (:class:`~adjudge.receipts.statement.Replays`).
 6. It holds no float, which :func:`verify`'s decoder refuses while parsing and orjson does not:
    :func:`check_statement` types every field a statement has but four strings, so a statement
    with no other keys than those is shown float-free by typing those four (:func:`_no_float`).
+
+A log is read in blocks (:func:`check_block`): each line's steps but the signature's, then the
+block's signatures, so the interpreter's work and Ed25519's do not evict each other from the
+core's caches line after line.
 
 A line that does not pass any step — a non-ASCII payload, another key, a bad signature, a
 statement that does not re-derive — is not refused here: :func:`check` answers None and the
@@ -27,6 +32,7 @@ error. So this path only ever proves a line good, and every refusal and its code
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Final, NamedTuple
 
 import orjson
@@ -39,7 +45,7 @@ from adjudge.receipts.canonical import is_sorted_compact
 from adjudge.receipts.checkpoints import NamedHead, named_heads
 from adjudge.receipts.envelope import IN_TOTO_PAYLOAD_TYPE, canonical_base64
 from adjudge.receipts.keys import FINGERPRINT, VerifyingKey
-from adjudge.receipts.statement import check_statement
+from adjudge.receipts.statement import Replays, check_statement
 
 _FIELDS: Final = frozenset({"payload", "payloadType", "signatures"})
 _SIGNATURE_FIELDS: Final = frozenset({"keyid", "sig"})
@@ -64,7 +70,7 @@ class Entry(NamedTuple):
 class Pin:
     """The pinned key, read once for a whole log: its fingerprint, and its loaded public key."""
 
-    __slots__ = ("_keys", "keyid", "pinned", "tail")
+    __slots__ = ("_keys", "keyid", "pinned", "replays", "tail")
 
     def __init__(self, key: VerifyingKey | str) -> None:
         self.pinned = key if isinstance(key, VerifyingKey) else None
@@ -76,6 +82,8 @@ class Pin:
         #: What follows the payload's text on a canonical line signed by the pinned key.
         self.tail = _TAIL % (self.keyid or "").encode()
         self._keys: dict[str, Ed25519PublicKey | None] = {}
+        #: The log's derivations so far: receipts alike but for subject and place derive once.
+        self.replays = Replays()
 
     def key_for(self, carried: str) -> Ed25519PublicKey | None:
         """The key to verify with, if the statement's ``publicKey`` text is the pinned key's."""
@@ -99,6 +107,41 @@ class Pin:
 
 def check(line: bytes, pin: Pin) -> Entry | None:
     """``line``'s entry if it is a valid receipt signed by the pinned key; None when in doubt."""
+    return check_block([line], pin)[0]
+
+
+#: Lines read before their signatures are verified together (:func:`check_block`).
+BLOCK: Final = 128
+
+
+def check_block(lines: Sequence[bytes], pin: Pin) -> list[Entry | None]:
+    """:func:`check` of each of ``lines``, answered in order.
+
+    Every line's reading (steps 1, 2, 4, 5 and 6) comes first, then every signature (3): a
+    line's answer is all of its steps passing, whatever their order, and interleaving the
+    interpreter's work with each Ed25519 verification evicts each other's code and data from
+    the core's caches (about a sixth more CPU a line). A line whose signature fails is read as
+    well, which reads nothing it trusts: every step is a pure test of the bytes in hand.
+    """
+    read = [_read(line, pin) for line in lines]
+    answers: list[Entry | None] = []
+    for one in read:
+        if one is None:
+            answers.append(None)
+            continue
+        key, sig, message, entry = one
+        try:
+            key.verify(sig, message)  # (3)
+        except InvalidSignature:
+            answers.append(None)
+        else:
+            answers.append(entry)
+    return answers
+
+
+def _read(line: bytes, pin: Pin) -> tuple[Ed25519PublicKey, bytes, bytes, Entry] | None:
+    """Every step of :func:`check` but the signature's: the key, signature and PAE to verify,
+    and the entry; None when in doubt."""
     if pin.keyid is None:
         return None
     texts = _canonical_envelope(line, pin) or _envelope(line, pin)  # (1)
@@ -125,19 +168,16 @@ def check(line: bytes, pin: Pin) -> Entry | None:
     if key is None:
         return None
     try:
-        key.verify(sig, b"%b%d %b" % (_PAE_HEAD, len(payload), payload))  # (3)
-    except InvalidSignature:
-        return None
-    try:
-        check_statement(body)  # (5)
+        check_statement(body, pin.replays)  # (5)
     except (ReceiptError, BadInput):
         return None
     if not _no_float(body, predicate, signer):  # (6)
         return None
     try:
-        return _entry(payload, body, predicate)
+        entry = _entry(payload, body, predicate)
     except ReceiptError:  # a checkpoint that names its heads wrongly: verify() then says so
         return None
+    return key, sig, b"%b%d %b" % (_PAE_HEAD, len(payload), payload), entry  # (3)
 
 
 _HEAD: Final = b'{"payload":"'

@@ -18,7 +18,9 @@ import unicodedata
 from datetime import datetime
 from typing import Any, Final, NamedTuple, TypeVar
 
-from adjudge.digests import from_hex, is_digest, to_hex
+import orjson
+
+from adjudge.digests import DIGEST, from_hex, is_digest, to_hex
 from adjudge.errors import BadInput, CriteriaError, ReceiptError
 from adjudge.kernel.authority import Authority, TrustPolicy
 from adjudge.kernel.determination import (
@@ -122,8 +124,11 @@ def build(
     }
 
 
-def check_statement(statement: object) -> dict[str, Any]:
+def check_statement(statement: object, replays: Replays | None = None) -> dict[str, Any]:
     """Validate a statement's shape and re-derive its verdict; return the predicate.
+
+    ``replays`` (one per log) skips a re-derivation the log has made already from the same
+    values (:class:`Replays`); every other check is made anew.
 
     Raises ``RECEIPT_MALFORMED`` for a statement that is not ours; ``RECEIPT_POLICY_INVALID``
     for a recorded trust policy the kernel does not allow (one listing a model's class, say);
@@ -138,8 +143,11 @@ def check_statement(statement: object) -> dict[str, Any]:
     p = s.get("predicate")
     if type(p) is not dict:
         p = _object(p, "the predicate")
-    replayed = replay(p, subject_digest)
-    _require_derivation(p, replayed)
+    key = None if replays is None else replays.key(p, subject_digest)
+    if replays is None or key is None or key not in replays.seen:
+        _require_derivation(p, replay(p, subject_digest))
+        if replays is not None and key is not None:
+            replays.add(key)
     _require_chain_fields(p)
     if "policyDecision" in p:
         # Recorded, never folded: its shape is checked, its content is not re-derived here.
@@ -148,6 +156,93 @@ def check_statement(statement: object) -> dict[str, Any]:
         except CriteriaError as exc:
             raise _malformed(exc.message) from exc
     return p
+
+
+class Replays:
+    """The derivations one log's receipts have passed, each keyed by exactly what it read.
+
+    :func:`replay` and :func:`_require_derivation` read, of a predicate: its trust policy,
+    verdict and ``trustedVerifierKey``; its decision time only to compare it with a pending
+    check's deadline (and, otherwise, to parse it); each check's verdict, authority,
+    ``verifierKey``, observable, expression, ``oracle`` and ``pending`` as values, and its
+    evidence only as a list of digests; and the subject's digest only as the text of the
+    integrity proof's expression, ``(= result "<digest>")``. So the key is the JSON (orjson) of
+    those values, read as the fold reads them, with that one expression written as ``0`` (any
+    other as ``[expression]``); the evidence and decision time are checked on every line. JSON
+    tells ``1``, ``1.0``, ``true`` and ``"1"`` apart, which Python's ``==`` does not; it is
+    for statements orjson parsed, which hold no NaN or infinity (orjson would write either as
+    ``null``). A log of receipts that differ only in subject, evidence, time and place in the
+    chain is derived once. A key is None (derive anew) for anything not read as the fold does.
+    """
+
+    __slots__ = ("seen", "times")
+
+    def __init__(self) -> None:
+        self.seen: set[bytes] = set()
+        #: Decision times seen to parse (a log of one batch repeats one).
+        self.times: set[str] = set()
+
+    def add(self, key: bytes) -> None:
+        """Remember a derivation that passed; a hostile log cannot grow this past its bound."""
+        if len(self.seen) < _MAX_REPLAYS:
+            self.seen.add(key)
+
+    def key(self, p: dict[str, Any], subject_digest: str) -> bytes | None:
+        """What the derivation of ``p`` about ``subject_digest`` reads, as exact JSON bytes."""
+        checks = p.get("checks")
+        if type(checks) is not list:
+            return None
+        proof = f'(= {SUBJECT} "{subject_digest}")'
+        read: list[object] = []
+        timed = False
+        digest = DIGEST.fullmatch
+        for c in checks:
+            if type(c) is not dict:
+                return None
+            get = c.get
+            evidence = get("evidence")
+            if type(evidence) is not list:
+                return None
+            for item in evidence:
+                if type(item) is not str or digest(item) is None:
+                    return None
+            expression = get("expression")
+            pending = get("pending", _ABSENT)
+            if pending is not _ABSENT:
+                timed = True
+            read.append(
+                (
+                    get("verdict"),
+                    get("authority"),
+                    get("verifierKey"),
+                    get("observable"),
+                    0 if expression == proof else [expression],
+                    get("oracle", False),
+                    0 if pending is _ABSENT else [pending],
+                )
+            )
+        decided = p.get("decidedAt")
+        if not timed:  # the time is then only parsed: it must parse, but is not a key
+            if type(decided) is not str:
+                return None
+            if decided not in self.times:
+                try:
+                    parse_time(decided, "decidedAt")
+                except (ValueError, CriteriaError):
+                    return None
+                if len(self.times) < _MAX_REPLAYS:
+                    self.times.add(decided)
+            decided = 0
+        try:
+            return orjson.dumps(
+                (p.get("trustPolicy"), p.get("verdict"), p.get("trustedVerifierKey"), decided, read)
+            )
+        except (orjson.JSONEncodeError, TypeError):
+            return None
+
+
+#: The derivations a log remembers: a log repeats a few; past this many, the rest derive anew.
+_MAX_REPLAYS: Final = 1024
 
 
 def _subject_digest(s: dict[str, Any]) -> str:

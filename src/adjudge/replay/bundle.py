@@ -65,6 +65,12 @@ FILES: Final[dict[str, str]] = {
         "criteria.json"
     ),
     "verification.json": "the service's stored verificationResult (unsigned; compared too)",
+    "brief.txt": "a panel task's brief as posted: the votes' quotes are checked against it",
+    "votes.json": (
+        "a panel of verifiers' decision: {task_id, attempt, quorum, panel: [{verifier, key}], "
+        "votes: [{verifier, key, passed, signed: {payload, signature, public_key, digest}}]}; "
+        "each vote's signature is re-verified and its quotes re-grounded"
+    ),
     "call.json": "how the call was verified: {source, at} (at: the verification time)",
     "request.json": "the call's request: call id, provider, tool, arguments, price",
     "response.json": "the response as its caller reported it: {status, body[, digest]}",
@@ -156,6 +162,10 @@ def depends_on(kind: str, files: Mapping[str, bytes]) -> dict[str, str | None]:
         }
         if "reveal.json" in files:
             found["reveal"] = document("reveal.json")
+        if "votes.json" in files:
+            brief = files.get("brief.txt")
+            found["brief"] = None if brief is None else sha256_digest(brief)
+            found["votes"] = document("votes.json")
         return found
     call = parsed("call.json")
     return {
@@ -234,6 +244,9 @@ def from_answer(answer: Mapping[str, Any]) -> bytes:
                 files["reveal.json"] = json_file(answer["reveal"])
             if answer.get("verification_result") is not None:
                 files["verification.json"] = json_file(answer["verification_result"])
+            if answer.get("votes") is not None:
+                files["brief.txt"] = str(answer["brief"]).encode("utf-8")
+                files["votes.json"] = json_file(answer["votes"])
         elif kind == "call":
             files["call.json"] = json_file({"source": answer["source"], "at": answer["at"]})
             files["request.json"] = json_file(answer["request"])

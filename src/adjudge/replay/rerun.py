@@ -16,7 +16,7 @@ over from the receipt and said so; a call's policy decision (payment, strike) is
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -34,10 +34,11 @@ from adjudge.calls.kernel_rows import determine_call
 from adjudge.calls.verify import digest_of, digested_bytes, received_response
 from adjudge.digests import from_hex, sha256_digest
 from adjudge.errors import Error
-from adjudge.kernel import DEFAULT_POLICY, Check, Determination, determine
+from adjudge.kernel import DEFAULT_POLICY, Check, Determination, determine, semantic
 from adjudge.kernel.adapters import auto_check_check
 from adjudge.kernel.oracle import Record, integrity
 from adjudge.kernel.verdicts import format_time, parse_time
+from adjudge.market import Mode, Seat, Task, Vote, proof
 from adjudge.market.seal import SYMBOL as SEAL_SYMBOL
 from adjudge.market.seal import parse_reveal
 from adjudge.receipts import VerifyingKey, statement
@@ -93,6 +94,8 @@ def task(bundle: Bundle, signed: dict[str, Any]) -> Rerun:
             "criteria.json", bound, digest, "the criteria are not the ones the receipt binds"
         )
     sealing = _bind_seal(bundle, p, criteria, out)
+    if "votes.json" in bundle.files:
+        return _panel(bundle, signed, criteria, out)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -125,6 +128,91 @@ def task(bundle: Bundle, signed: dict[str, Any]) -> Rerun:
             "The receipt's policyDecision (the money the verdict released) is the market's "
             "rule, not the check's: it is carried over as signed, not re-derived."
         )
+    out.verdict = determination.verdict.value
+    out.statement = _rebuilt(determination, signed)
+    return out
+
+
+def _panel(bundle: Bundle, signed: dict[str, Any], criteria: dict[str, Any], out: Rerun) -> Rerun:
+    """Re-run a panel of verifiers' decision (k of n): each vote's signature re-verified over
+    the payload rebuilt from the bundle (the task, the round, the result's and the brief's
+    digests), its quotes re-grounded in ``brief.txt`` and ``result.txt``, the votes tallied and
+    folded as the market did (:mod:`adjudge.market.proof`)."""
+    p = signed["predicate"]
+    subject = _subject(signed)
+    raw = bundle.files["result.txt"]
+    brief = bundle.files.get("brief.txt")
+    held = bundle.json("votes.json")
+    if brief is None or not isinstance(held, dict):
+        raise unusable("a panel's bundle needs brief.txt and votes.json (an object)")
+    try:
+        seats = tuple(Seat(str(s["verifier"]), str(s["key"])) for s in held["panel"])
+        task = Task(
+            id=str(held["task_id"]),
+            poster="",
+            mode=Mode.AGENT,
+            reward=1,
+            posted_at=parse_time(p.get("decidedAt"), "decidedAt"),
+            deadline=parse_time(p.get("decidedAt"), "decidedAt"),
+            criteria=criteria,
+            panel=seats,
+            quorum=int(held["quorum"]),
+            attempts=int(held["attempt"]),
+            result_digest=subject,
+        )
+        brief_record = Record(brief, "brief")
+        result_record = Record(raw)
+        cast: list[Vote] = []
+        for entry in held["votes"]:
+            sig = entry["signed"]
+            payload = dict(sig["payload"])
+            passed, reasons = bool(entry["passed"]), tuple(payload.get("reasons") or ())
+            key = str(entry["key"])
+            review = semantic.Review.from_dict(
+                {
+                    "verifierKey": key,
+                    "passed": passed,
+                    "briefDigest": brief_record.digest,
+                    "resultDigest": subject,
+                    "quotes": list(payload.get("quotes") or ()),
+                    "reasons": list(reasons),
+                }
+            )
+            grounding = semantic.ground_review(review, brief=brief_record, result=result_record)
+            check = proof.verifier(
+                task,
+                passed=passed,
+                reasons=reasons,
+                judge=str(entry["verifier"]),
+                grounding=grounding,
+                signed=sig,
+                verifier_key=key,
+            )
+            verdict = check.verdict.value
+            at = task.posted_at
+            cast.append(Vote(str(entry["verifier"]), key, passed, verdict, check.to_dict(), at))
+            out.lines.append(f"{entry['verifier']} ({key}): {verdict}")
+        task = replace(task, votes=tuple(cast))
+        tally = proof.tally(task)
+        out.lines.append(f"quorum {task.quorum} of {len(seats)}: {tally or 'undecided'}")
+        decision = {**dict(p.get("policyDecision") or {}), **proof.quorum_decision(task)}
+        determination = determine(
+            subject,
+            [integrity(Record(raw), subject), *proof.vote_checks(task)],
+            now=task.posted_at,
+            policy=proof.trust_policy(task),
+            criteria_digest=proof.criteria_digest(criteria),
+            policy_decision=decision,
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise unusable(f"votes.json is not a panel's votes ({exc!r})") from exc
+    except Error as exc:
+        out.differ("determination", None, None, f"it cannot be re-derived: {exc}")
+        return out
+    out.notes.append(
+        "Each vote's signature was re-verified and its quotes re-grounded; the quorum and every "
+        "vote are re-derived, and the money the decision released is carried over as signed."
+    )
     out.verdict = determination.verdict.value
     out.statement = _rebuilt(determination, signed)
     return out

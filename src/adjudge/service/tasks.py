@@ -30,6 +30,18 @@ class PostTask(BaseModel):
     mode: str = Field(default="manual", description="auto, agent or manual (the default).")
     criteria: dict[str, Any] = Field(default_factory=dict)
     verifier: str | None = Field(default=None, max_length=64)
+    verifiers: list[Annotated[str, Field(max_length=64)]] = Field(
+        default_factory=list,
+        max_length=64,
+        description="Agent review by a panel instead of one verifier: 2 to 9 distinct opted-in "
+        "verifiers, each voting with its own signed verdict (VERIFIERS_TOO_MANY, "
+        "VERIFIER_REPEATED, VERIFIER_IS_POSTER, VERIFIER_NOT_OPTED_IN).",
+    )
+    quorum: StrictInt | None = Field(
+        default=None,
+        description="How many of the verifiers must agree (k of n, 1 to n; QUORUM_INVALID). "
+        "Absent: a majority of them.",
+    )
     private: bool = False
     lenient_criteria: bool = Field(
         default=False,
@@ -145,6 +157,8 @@ def post_task(*, body: PostTask, who: Caller, app: Use, key: IdemKey = None) -> 
         lenient_criteria=body.lenient_criteria,
         take_window_hours=body.take_window_hours,
         seal=body.seal,
+        verifiers=tuple(body.verifiers),
+        quorum=body.quorum,
         key=key,
     )
     return reply(answer, 201)

@@ -1,30 +1,31 @@
 """The money held under each holding prefix at the end of each UTC day, kept as it moves.
 
 Every transfer that touches a holding account (a task's escrow, a call's reservation, a
-provider's hold) adds its net to that prefix's figure for the transfer's day, in the same
-transaction (:func:`add`, called by :func:`adjudge.store.ledger.transfer`). A day with no
+provider's hold) notes its net for that prefix and day on the transaction (:func:`note`, called
+by :func:`adjudge.store.ledger.transfer`); the transaction writes what it noted as it commits,
+in one statement or two per prefix and day (:func:`flush`, called by the store). A day with no
 movement has no row: its figure is the last day's before it. So the dashboards read a window's
 held money in O(days) (:func:`figures`), however many escrows and holds were ever opened;
 :func:`recount` is the same figures summed from the ledger's lines, for the tests and a check.
 
-Under concurrency (PostgreSQL, read committed) a day's first row starts from the previous
-day's figure read ``FOR UPDATE``: a late transaction still adding to that previous day holds its
-row, so the new day starts only after it committed, and a transfer dated before days already
-written adds its net to them too (:data:`_LATER`, a separate statement that sees what committed
-while it waited). Rows are written in (prefix, day) order, the same in every transaction.
+The figures are kept per lane of the receipt log (:mod:`adjudge.store.receipt_log`): a
+transaction writes them on the lane it chains its receipts on, whose head row it holds locked
+until it commits. So no two transactions ever write the same row at once and none waits for
+another here — one shared row per day would make every paid call and every payout of every
+process queue behind each other on PostgreSQL — and a day's figure is the sum of its lanes'.
+A transfer dated before days already written on its lane adds its net to them too.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
-from sqlalchemy import bindparam, select, update
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import bindparam, insert, select, update
 
 from adjudge.market.money import LEDGER_CURRENCY
+from adjudge.store import receipt_log
 from adjudge.store import schema as s
 from adjudge.store.transaction import Transaction
 
@@ -43,52 +44,60 @@ def prefix_of(account: str) -> str | None:
     return next((p for p in PREFIXES if account.startswith(p)), None)
 
 
-def net(legs: Iterable[tuple[str, int, datetime]]) -> dict[tuple[str, str], int]:
-    """What (account, signed amount, at) legs add to each (prefix, day): zero sums dropped."""
-    out: dict[tuple[str, str], int] = defaultdict(int)
+def note(tx: Transaction, legs: Iterable[tuple[str, int, datetime]]) -> None:
+    """Note what (account, signed amount, at) legs move under each (prefix, day), to be
+    written when the transaction commits (:func:`flush`)."""
+    moves = tx.held_moves
     for account, amount, at in legs:
         prefix = prefix_of(account)
         if prefix is not None:
-            out[prefix, day_of(at)] += amount
-    return {k: v for k, v in out.items() if v}
+            key = (prefix, day_of(at))
+            moves[key] = moves.get(key, 0) + amount
 
 
-def add(
-    tx: Transaction, moved: Mapping[tuple[str, str], int], currency: str = LEDGER_CURRENCY
-) -> None:
-    """Add each (prefix, day)'s net to its figure and to every later day's already written."""
+def flush(tx: Transaction, currency: str = LEDGER_CURRENCY) -> None:
+    """Write the noted moves on this transaction's lane of the receipt log (taken, and locked,
+    if it has none yet): each (prefix, day)'s net added to its figure and to every later day's
+    already written on the lane. A no-op when nothing held moved."""
+    moved = {k: v for k, v in tx.held_moves.items() if v}
+    tx.held_moves.clear()
+    if not moved:
+        return
+    lane = receipt_log.lane(tx)
     for (prefix, day), delta in sorted(moved.items()):
-        key = {"k_prefix": prefix, "k_currency": currency, "k_day": day, "delta": delta}
-        if tx.run(_BUMP, key).rowcount != 1:
-            before = tx.run(_PRIOR, {k: key[k] for k in ("k_prefix", "k_currency", "k_day")})
-            row = before.fetchone()
+        key = {"k_prefix": prefix, "k_currency": currency, "k_lane": lane, "k_day": day}
+        if tx.run(_BUMP, {**key, "delta": delta}).rowcount != 1:
+            row = tx.run(_PRIOR, key).fetchone()
             prior = int(row[0]) if row is not None else 0
-            tx.run(_UPSERT[tx.dialect], {**key, "held": prior + delta})
-        tx.run(_LATER, key)
+            tx.run(_INSERT, {**key, "held": prior + delta})
+        tx.run(_LATER, {**key, "delta": delta})
 
 
 def figures(
     tx: Transaction, prefixes: Sequence[str], days: Sequence[str], currency: str = LEDGER_CURRENCY
 ) -> dict[str, list[int]]:
     """Each prefix's held money at the end of each of ``days`` (consecutive, oldest first):
-    two index reads per prefix — the window's rows and the last one before it."""
+    per lane, the window's rows and the last one before it (index reads, lanes × prefixes)."""
     h = s.held_days.c
+    lanes = [int(n) for n in tx.conn.execute(select(s.chain_lanes.c.id)).scalars()]
     out: dict[str, list[int]] = {}
     for prefix in prefixes:
-        mine = (h.prefix == prefix) & (h.currency == currency)
-        before = tx.conn.execute(
-            select(h.held).where(mine, h.day < days[0]).order_by(h.day.desc()).limit(1)
-        ).scalar()
-        inside = dict(
-            tx.conn.execute(
-                select(h.day, h.held).where(mine, h.day >= days[0], h.day <= days[-1])
-            ).all()
-        )
-        running, series = int(before or 0), []
-        for day in days:
-            running = int(inside.get(day, running))
-            series.append(running)
-        out[prefix] = series
+        totals = [0] * len(days)
+        for lane in lanes:
+            mine = (h.prefix == prefix) & (h.currency == currency) & (h.lane == lane)
+            before = tx.conn.execute(
+                select(h.held).where(mine, h.day < days[0]).order_by(h.day.desc()).limit(1)
+            ).scalar()
+            inside = dict(
+                tx.conn.execute(
+                    select(h.day, h.held).where(mine, h.day >= days[0], h.day <= days[-1])
+                ).all()
+            )
+            running = int(before or 0)
+            for i, day in enumerate(days):
+                running = int(inside.get(day, running))
+                totals[i] += running
+        out[prefix] = totals
     return out
 
 
@@ -114,6 +123,7 @@ _h = s.held_days.c  # its columns (the table itself is schema's)
 _KEY = (
     (_h.prefix == bindparam("k_prefix")),
     (_h.currency == bindparam("k_currency")),
+    (_h.lane == bindparam("k_lane")),
 )
 _BUMP = (
     update(s.held_days)
@@ -125,28 +135,14 @@ _LATER = (
     .where(*_KEY, _h.day > bindparam("k_day"))
     .values(held=_h.held + bindparam("delta"))
 )
-_PRIOR = (
-    select(_h.held)
-    .where(*_KEY, _h.day < bindparam("k_day"))
-    .order_by(_h.day.desc())
-    .limit(1)
-    .with_for_update()
+_PRIOR = select(_h.held).where(*_KEY, _h.day < bindparam("k_day")).order_by(_h.day.desc()).limit(1)
+
+
+#: A day's first row on a lane (only the transaction holding the lane writes the lane's rows).
+_INSERT = insert(s.held_days).values(
+    prefix=bindparam("k_prefix"),
+    currency=bindparam("k_currency"),
+    lane=bindparam("k_lane"),
+    day=bindparam("k_day"),
+    held=bindparam("held"),
 )
-
-
-def _upsert(dialect: str) -> Any:
-    """A day's first row at ``held``; when another transaction wrote it first, add ``delta``."""
-    module: Any = postgresql if dialect == "postgresql" else sqlite
-    stmt = module.insert(s.held_days).values(
-        prefix=bindparam("k_prefix"),
-        currency=bindparam("k_currency"),
-        day=bindparam("k_day"),
-        held=bindparam("held"),
-    )
-    return stmt.on_conflict_do_update(
-        index_elements=[_h.prefix, _h.currency, _h.day],
-        set_={"held": _h.held + bindparam("delta")},
-    )
-
-
-_UPSERT = {dialect: _upsert(dialect) for dialect in ("sqlite", "postgresql")}

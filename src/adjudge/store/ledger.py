@@ -95,8 +95,8 @@ def transfer(
             legs.append({**common, "account": t.debit, "amount": -t.amount})
             legs.append({**common, "account": t.credit, "amount": t.amount})
     tx.run_many(_INSERT_ENTRIES, legs)
-    # The held money's daily figures move with it, in this transaction (the dashboards' read).
-    held_days.add(tx, held_days.net((leg["account"], leg["amount"], at) for leg in legs))
+    # The held money's daily figures move with it as this transaction commits (the dashboards').
+    held_days.note(tx, ((leg["account"], leg["amount"], at) for leg in legs))
 
 
 def _proven(

@@ -67,8 +67,8 @@ __all__ = [
 #: Delivery states: waiting for an attempt (``pending``), answered 2xx (``delivered``), or out
 #: of attempts or endpoint (``failed``).
 PENDING, DELIVERED, FAILED = "pending", "delivered", "failed"
-#: The most accounts one event goes to (a task's poster, agent and verifier).
-MAX_PARTIES = 3
+#: The most accounts one event goes to (a task's poster, agent and its up to 9 verifiers).
+MAX_PARTIES = 11
 
 webhook_endpoints = Table(
     "webhook_endpoints",

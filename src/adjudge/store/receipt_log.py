@@ -102,6 +102,15 @@ def checkpoint(tx: Transaction, issue: IssueCheckpoint, *, at: datetime) -> Stor
     return made
 
 
+def lane(tx: Transaction) -> int:
+    """The lane this transaction chains on: the one it took, else one taken now (locked until
+    it commits). What only this lane's holder may write is written under it (held_days)."""
+    if tx.lane is None:
+        _take_lane(tx)
+    assert tx.lane is not None
+    return tx.lane
+
+
 def _take_lane(tx: Transaction) -> dict[str, Any]:
     """The head row of the lane this transaction chains on, locked: the one it took already,
     else any free lane, else (all busy) one of them, waited for."""

@@ -32,6 +32,7 @@ from sqlalchemy.exc import IntegrityError
 from adjudge.digests import sha256_digest
 from adjudge.errors import BadInput, Conflict
 from adjudge.market import AgentRecord, Ending, Mode, Routed, Status, Task, VerdictReached
+from adjudge.market.tasks import MAX_VERIFIERS, Seat, Vote
 from adjudge.store import api_keys
 from adjudge.store import schema as s
 from adjudge.store.api_keys import KeyGrant
@@ -664,8 +665,67 @@ def _task_row(t: Task) -> dict[str, Any]:
         lapsed=list(t.lapsed),
         ending=t.ending.value if t.ending else None,
         reveal=None if t.reveal is None else dict(t.reveal),
+        panel=[[seat.verifier, seat.key] for seat in t.panel] if t.panel else None,
+        quorum=t.quorum if t.panel else None,
+        votes=[_vote_row(v) for v in t.votes] if t.panel else None,
     )
     return row
+
+
+def _vote_row(vote: Vote) -> dict[str, Any]:
+    return {
+        "verifier": vote.verifier,
+        "key": vote.key,
+        "passed": vote.passed,
+        "verdict": vote.verdict,
+        "check": dict(vote.check),
+        "at": vote.at.isoformat(),
+        "signed": None if vote.signed is None else dict(vote.signed),
+    }
+
+
+def _vote(m: Mapping[str, Any]) -> Vote:
+    return Vote(
+        m["verifier"],
+        m["key"],
+        bool(m["passed"]),
+        m["verdict"],
+        m["check"],
+        m["at"] if isinstance(m["at"], datetime) else datetime.fromisoformat(m["at"]),
+        m.get("signed"),
+    )
+
+
+def add_vote(tx: Transaction, task_id: str, attempt: int, vote: Vote) -> None:
+    """Keep a panel verifier's vote; a second vote on the same submission is refused."""
+    try:
+        tx.conn.execute(
+            insert(s.task_votes).values(
+                task_id=task_id,
+                attempt=attempt,
+                verifier=vote.verifier,
+                verifier_key=vote.key,
+                passed=vote.passed,
+                verdict=vote.verdict,
+                check=dict(vote.check),
+                signed=None if vote.signed is None else dict(vote.signed),
+                at=vote.at,
+            )
+        )
+    except IntegrityError as exc:
+        raise ConcurrentUpdate("This verifier voted on this submission already.") from exc
+
+
+def votes(tx: Transaction, task_id: str, attempt: int) -> list[Vote]:
+    """The panel's votes on one submission, in the order they were cast (at most 9)."""
+    tv = s.task_votes
+    q = (
+        select(tv)
+        .where(tv.c.task_id == task_id, tv.c.attempt == attempt)
+        .order_by(tv.c.id)
+        .limit(MAX_VERIFIERS)
+    )
+    return [_vote({**r._mapping, "key": r._mapping["verifier_key"]}) for r in tx.conn.execute(q)]
 
 
 def _submission(m: Mapping[str, Any]) -> Submission:
@@ -684,6 +744,9 @@ def stored_task(m: Mapping[Any, Any]) -> StoredTask:
         lapsed=tuple(m["lapsed"] or ()),
         seal=m["seal"],
         reveal=m["reveal"],
+        panel=tuple(Seat(v, k) for v, k in m.get("panel") or ()),
+        quorum=int(m.get("quorum") or 1),
+        votes=tuple(_vote(v) for v in m.get("votes") or ()),
         **{name: m[name] for name in _TASK_FIELDS},
     )
     return StoredTask(t, int(m["version"]), m["title"], m["brief"])

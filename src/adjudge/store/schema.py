@@ -144,6 +144,30 @@ tasks = Table(
     Column("reveal", JSON, nullable=True),
     Column("reveal_due_at", UTCDateTime, nullable=True, index=True),
     Column("seal_broken", Text, nullable=True),
+    # A panel of verifiers (agent review, k of n): [[account, key fingerprint], …] as named at
+    # posting, its quorum k, and the votes on the latest submission (at most one per verifier,
+    # so at most 9: the tally reads them, never the history). Null for every other task.
+    Column("panel", JSON, nullable=True),
+    Column("quorum", Integer, nullable=True),
+    Column("votes", JSON, nullable=True),
+)
+
+task_votes = Table(
+    "task_votes",
+    metadata,
+    # Every panel verifier's vote, one per verifier per submission (the unique key refuses a
+    # second), kept for the record after the task's row moves on to a new submission.
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("task_id", String(64), ForeignKey("tasks.id"), nullable=False, index=True),
+    Column("attempt", Integer, nullable=False),
+    Column("verifier", String(64), nullable=False),
+    Column("verifier_key", String(64), nullable=False),
+    Column("passed", Boolean, nullable=False),
+    Column("verdict", String(16), nullable=False),  # the vote's kernel verdict
+    Column("check", JSON, nullable=False),  # the vote's kernel check, as signed into receipts
+    Column("signed", JSON, nullable=True),  # the vote's verified signature (a replay's input)
+    Column("at", UTCDateTime, nullable=False),
+    UniqueConstraint("task_id", "attempt", "verifier", name="uq_task_votes_vote"),
 )
 
 agent_takes = Table(
@@ -163,6 +187,8 @@ held_days = Table(
     # its own transaction (adjudge.store.held_days), so the dashboards never sum the balances.
     Column("prefix", String(16), primary_key=True),
     Column("currency", String(16), primary_key=True),
+    # The receipt log's lane of the transactions that wrote it: a day's figure is its lanes' sum.
+    Column("lane", Integer, primary_key=True, autoincrement=False),
     Column("day", String(10), primary_key=True),  # YYYY-MM-DD, UTC
     Column("held", BigInteger, nullable=False),
 )

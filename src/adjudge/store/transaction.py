@@ -48,6 +48,9 @@ class Transaction:
         #: lanes it may choose from (the store's setting).
         self.lane: int | None = None
         self.lanes = 1
+        #: The held money this transaction moved, by (holding prefix, day), written as it
+        #: commits (adjudge.store.held_days).
+        self.held_moves: dict[tuple[str, str], int] = {}
         #: What to do once this transaction has committed (counting what it did, say); a
         #: unit of work rolled back to its savepoint takes its own out again.
         self.committed: list[Callable[[], None]] = []

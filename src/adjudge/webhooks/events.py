@@ -61,7 +61,7 @@ def payload(event_type: str, data: dict[str, Any], at: datetime) -> dict[str, An
 
 def task_parties(task: Task) -> list[str]:
     """Who an event about ``task`` goes to: its poster, its agent and its named verifier."""
-    return [p for p in (task.poster, task.agent, task.verifier) if p]
+    return [p for p in (task.poster, task.agent, *task.verifiers) if p]
 
 
 def verdict(effect: VerdictReached, task: Task, receipt_id: str) -> tuple[str, dict[str, Any]]:

@@ -593,6 +593,12 @@ async function taskDetail(id) {
     ["Take window", takeWindowText(t) || "none: a take lasts until the deadline"],
     ["Private", t.private ? "yes" : "no"],
   ];
+  if (t.panel) {
+    // Each verifier's vote on the latest submission: a third party sees the quorum form.
+    const votes = t.panel.verifiers.map((v) => `${v.verifier}: ${v.vote || "not yet"}`).join(", ");
+    facts.push(["Quorum", `${t.panel.quorum} of ${t.panel.verifiers.length} must agree`]);
+    facts.push(["Votes", votes]);
+  }
   if (t.seal) {
     facts.push(["Sealed answer", sealText(t)]);
     facts.push(["Commitment", h("span", { class: "digest", "aria-label": "Commitment" }, t.seal.commitment)]);
@@ -675,7 +681,8 @@ async function postForm() {
   const hours = h("input", { type: "number", min: 1, max: 2160, value: 72, name: "hours" });
   const takeWindow = h("input", { type: "text", inputmode: "numeric", name: "take_window", placeholder: "blank: a take lasts until the deadline" });
   const mode = h("select", { name: "mode" }, ["manual", "auto", "agent"].map((m) => h("option", { value: m }, m)));
-  const verifier = h("input", { type: "text", name: "verifier", placeholder: "for agent mode: an opted-in verifier" });
+  const verifier = h("input", { type: "text", name: "verifier", placeholder: "for agent mode: an opted-in verifier, or several separated by commas" });
+  const quorum = h("input", { type: "text", inputmode: "numeric", name: "quorum", placeholder: "with several verifiers: how many must agree (blank: a majority)" });
   const priv = h("input", { type: "checkbox", name: "private" });
   const lenient = h("input", { type: "checkbox", name: "lenient" });
   const criteria = h("textarea", { rows: 6, name: "criteria", placeholder: '{"min_length": 200, "contains_keywords": ["escrow"]}' });
@@ -756,18 +763,22 @@ async function postForm() {
             status.replaceChildren(h("span", { class: "error", role: "alert" }, takeHours.error));
             return;
           }
+          // Several verifiers are a panel: each votes, and `quorum` of them must agree.
+          const named = verifier.value.split(",").map((v) => v.trim()).filter((v) => v);
           const body = {
             title: title.value,
             brief: brief.value,
             reward: amount.minor,
             deadline_hours: Number(hours.value),
             mode: mode.value,
-            verifier: verifier.value.trim() || null,
+            verifier: named.length === 1 ? named[0] : null,
             private: priv.checked,
             criteria: parsed.criteria,
             lenient_criteria: lenient.checked,
             take_window_hours: takeHours.hours,
           };
+          if (named.length > 1) body.verifiers = named;
+          if (quorum.value.trim() !== "") body.quorum = Number(quorum.value.trim());
           // A sealed answer never leaves the page: only its commitment is posted, and the
           // reveal (the answer and a fresh salt) is saved as a file for the poster to keep.
           // The salt is made once per answer, so a retry posts the same commitment.
@@ -800,6 +811,7 @@ async function postForm() {
       label("Take window (hours an agent may hold it without submitting)", takeWindow),
       label("Mode", mode),
       label("Verifier", verifier),
+      label("Quorum (verifiers who must agree)", quorum),
       label("Private", priv),
       label("Criteria (JSON)", criteria),
       label("Sealed answer (auto tasks: only its commitment is sent; you keep the reveal file)", sealed),

@@ -3,7 +3,8 @@ reservations, providers' holds), kept by every transfer, so the operator's dashb
 window of days instead of summing every balance ever opened.
 
 The days before this revision are backfilled from the ledger's lines: each day that moved held
-money gets its end-of-day figure, so the dashboard reads the same history as before.
+money gets its end-of-day figure (on lane 0 of the receipt log: a day's figure is the sum of
+its lanes'), so the dashboard reads the same history as before.
 
 Revision ID: 0017
 Revises: 0016
@@ -34,9 +35,10 @@ def upgrade() -> None:
         "held_days",
         sa.Column("prefix", sa.String(length=16), nullable=False),
         sa.Column("currency", sa.String(length=16), nullable=False),
+        sa.Column("lane", sa.Integer(), autoincrement=False, nullable=False),
         sa.Column("day", sa.String(length=10), nullable=False),
         sa.Column("held", sa.BigInteger(), nullable=False),
-        sa.PrimaryKeyConstraint("prefix", "currency", "day", name=op.f("pk_held_days")),
+        sa.PrimaryKeyConstraint("prefix", "currency", "lane", "day", name=op.f("pk_held_days")),
     )
     conn = op.get_bind()
     moved: dict[tuple[str, str], int] = defaultdict(int)
@@ -57,7 +59,15 @@ def upgrade() -> None:
     out = []
     for (prefix, day), amount in sorted(moved.items()):
         running[prefix] += amount
-        out.append({"prefix": prefix, "currency": _CURRENCY, "day": day, "held": running[prefix]})
+        out.append(
+            {
+                "prefix": prefix,
+                "currency": _CURRENCY,
+                "lane": 0,
+                "day": day,
+                "held": running[prefix],
+            }
+        )
     if out:
         op.bulk_insert(table, out)
 
