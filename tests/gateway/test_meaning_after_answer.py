@@ -7,7 +7,9 @@ deadline; a call judged twice is refunded once."""
 
 from __future__ import annotations
 
+import base64
 import copy
+import hashlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,7 +17,9 @@ import pytest
 from test_meaning_judges import fake_models
 
 from adjudge.app.gateway.posthoc import judge_one
-from adjudge.receipts import canonical_bytes, verify, verify_chain
+from adjudge.calls.meaning import judgment_payload
+from adjudge.calls.pointers import resolve
+from adjudge.receipts import SigningKey, canonical_bytes, verify, verify_chain
 from adjudge.store import Store, ledger, meaning_queue, receipt_log
 from adjudge.workers import ChatCompletionsCallJudge
 from support.audit import audit
@@ -214,3 +218,110 @@ def test_judging_after_the_answer_needs_named_judges(world: Any) -> None:
         }
         code = w.h.refused(PROVIDER, "POST", "/tools/weather_forecast/policies", {"policy": policy})
         assert code == (400, "POLICY_INVALID"), code
+
+
+def _keyed(w: World, base: str) -> str:
+    """Judges: the model ``strict`` and vic's verifier key, quorum 2, after the answer; the
+    key's judge name."""
+    key = f"key:{w.h.signers['vic'].keyid}"
+    w.h.app.gateway.judges = {"model-a": ChatCompletionsCallJudge(base, "strict", timeout=10)}
+    w.h.app.gateway.judge_timeout = 10.0
+    meaning = {"sample_rate": "1", "judges": ["model-a", key], "quorum": 2, "when": "after_answer"}
+    policy = copy.deepcopy(POLICY) | {
+        "version": 2,
+        "checks": ["schema", "quality_rules", "meaning"],
+        "meaning": meaning,
+    }
+    w.h.ok(PROVIDER, "POST", "/tools/weather_forecast/policies", {"policy": policy})
+    return key
+
+
+def _signed(
+    signer: Any, shown: dict[str, Any], *, conflict: bool = True, **override: Any
+) -> dict[str, Any]:
+    """A judgment of the call ``shown`` citing its first day's date, signed by ``signer``."""
+    found, value = resolve(shown["output"], "/days/0/date")
+    assert found
+    quote = "sha256:" + hashlib.sha256(str(value).encode()).hexdigest()
+    citations = [{"pointer": "/days/0/date", "quote_sha256": quote}]
+    payload = judgment_payload(
+        call_id=shown["call_id"],
+        response_digest=shown["response_digest"],
+        judge_key=shown["judge_key"],
+        conflict=conflict,
+        reason="another day than asked",
+        citations=citations,
+    )
+    body = {
+        "judge_key": shown["judge_key"],
+        "response_digest": shown["response_digest"],
+        "conflict": True,
+        "reason": "another day than asked",
+        "citations": citations,
+        "signature": base64.b64encode(signer.sign(canonical_bytes(payload))).decode(),
+        "public_key": signer.public_key.to_base64(),
+    }
+    return body | override
+
+
+def test_a_policy_judged_before_settling_cannot_name_a_key(world: Any) -> None:
+    """A key cannot be asked synchronously: naming one without `after_answer` is refused."""
+    w, _, _ = world
+    key = f"key:{w.h.signers['vic'].keyid}"
+    policy = copy.deepcopy(POLICY) | {
+        "version": 2,
+        "checks": ["schema", "quality_rules", "meaning"],
+        "meaning": {"sample_rate": "1", "judges": [key]},
+    }
+    code = w.h.refused(PROVIDER, "POST", "/tools/weather_forecast/policies", {"policy": policy})
+    assert code == (400, "MEANING_KEY_JUDGE_NEEDS_AFTER_ANSWER")
+
+
+def test_a_key_judgment_folds_with_a_model_under_one_quorum(world: Any) -> None:
+    """The call waits for the key: the worker leaves it pending; vic lists it, signs a cited
+    conflict, and the worker folds it with the model's: 2 of 2, FAIL, refunded from the hold.
+    The same judgment again is a replay."""
+    w, base, _ = world
+    key = _keyed(w, base)
+    got = _call(w)
+    assert w.h.app.gateway.judge_pending() == 0  # the key has not signed yet
+    listed = w.h.ok("vic", "GET", "/meaning/judgments")["judgments"]
+    assert [j["call_id"] for j in listed] == [got["intentId"]] and listed[0]["judge_key"] == key
+    assert w.h.ok("ann", "GET", "/meaning/judgments")["judgments"] == []
+    body = _signed(w.h.signers["vic"], listed[0])
+    path = f"/meaning/judgments/{got['intentId']}"
+    assert w.h.ok("vic", "POST", path, body)["kept"] is True
+    assert w.h.refused("vic", "POST", path, body) == (409, "MEANING_JUDGMENT_REPLAYED")
+    assert w.h.ok("vic", "GET", "/meaning/judgments")["judgments"] == []
+    assert w.h.app.gateway.judge_pending() == 1
+    view, receipt = _final(w, got["intentId"])
+    assert (view["verdict"], view["status"]) == ("FAIL", "refunded")
+    checks = {c["name"]: c["verdict"] for c in receipt.predicate["checks"]}
+    assert checks[f"meaning:{key}"] == checks["meaning:model-a"] == "FAIL"
+    assert w.h.balance("wallet:ann") == FUNDS
+    assert w.h.refused("vic", "POST", path, body) == (409, "MEANING_JUDGMENT_LATE")
+
+
+def test_forged_and_misbound_key_judgments_are_refused(world: Any) -> None:
+    """Another key's signature, a signature over another vote, another response's digest, or
+    someone else posting vic's key: refused, nothing kept; once the report deadline passes the
+    key's silence is an unavailable judgment (1 of 2 cited: a split, sent to review)."""
+    w, base, _ = world
+    _keyed(w, base)
+    got = _call(w)
+    shown = w.h.ok("vic", "GET", "/meaning/judgments")["judgments"][0]
+    path = f"/meaning/judgments/{got['intentId']}"
+    stranger = SigningKey.generate()
+    forged = _signed(stranger, shown)
+    assert w.h.refused("vic", "POST", path, forged) == (403, "MEANING_JUDGMENT_KEY_INVALID")
+    flipped = _signed(w.h.signers["vic"], shown, conflict=False)
+    assert w.h.refused("vic", "POST", path, flipped) == (403, "MEANING_JUDGMENT_SIGNATURE_INVALID")
+    other = _signed(w.h.signers["vic"], shown, response_digest="sha256:" + "0" * 64)
+    assert w.h.refused("vic", "POST", path, other) == (409, "MEANING_JUDGMENT_DIGEST_MISMATCH")
+    good = _signed(w.h.signers["vic"], shown)
+    assert w.h.refused("ann", "POST", path, good) == (403, "MEANING_JUDGMENT_KEY_INVALID")
+    w.h.clock.advance(hours=24 * 30)
+    assert w.h.refused("vic", "POST", path, good) == (409, "MEANING_JUDGMENT_LATE")
+    assert w.h.app.gateway.judge_pending() == 1
+    view = w.h.ok("ann", "GET", f"/gateway/calls/{got['intentId']}")
+    assert view["money"]["state"] == "reported" and view["meaning"]["outcome"] == "unavailable"

@@ -360,6 +360,12 @@ def _when(meaning: Mapping[str, object], judges: tuple[str, ...]) -> str:
             "`after_answer` (the call is answered at once and judged later).",
             code=_CODE,
         )
+    if when == "before_settling" and any(j.startswith("key:") for j in judges):
+        raise CriteriaError(
+            "A verifier key (`key:<fingerprint>`) cannot judge a call before it settles: its "
+            'owner signs a judgment later. Set `meaning.when` to "after_answer".',
+            code="MEANING_KEY_JUDGE_NEEDS_AFTER_ANSWER",
+        )
     if when == "after_answer" and not judges:
         raise CriteriaError(
             "`meaning.when: after_answer` needs `meaning.judges`: a worker asks the named "

@@ -187,6 +187,32 @@ def get_call(*, call_id: str, who: Caller, app: Use) -> dict[str, Any]:
     return app.gateway.get_call(who, call_id)
 
 
+@routes.get("/meaning/judgments", tags=["gateway"])
+def key_judgments_pending(*, who: Caller, app: Use) -> dict[str, Any]:
+    """The paid calls waiting for a meaning judgment signed by one of your verifier keys."""
+    return app.gateway.key_judgments_pending(who)
+
+
+class KeyJudgmentIn(BaseModel):
+    """A verifier key's signed meaning judgment of one call."""
+
+    judge_key: str = Field(max_length=80)
+    response_digest: str = Field(max_length=80)
+    conflict: bool
+    reason: str = Field(default="", max_length=2000)
+    citations: list[dict[str, str]] = Field(default_factory=list, max_length=20)
+    signature: str = Field(max_length=200)
+    public_key: str = Field(max_length=100)
+
+
+@routes.post("/meaning/judgments/{call_id}", status_code=201, tags=["gateway"])
+def submit_key_judgment(
+    *, call_id: str, body: KeyJudgmentIn, who: Caller, app: Use
+) -> dict[str, Any]:
+    """Give your verifier key's signed judgment of a call judged after its answer."""
+    return app.gateway.submit_key_judgment(who, call_id, body.model_dump())
+
+
 @routes.post("/gateway/keys/rotate", tags=["gateway"])
 def rotate_keys(*, who: Caller, app: Use) -> dict[str, Any]:
     """Publish a new signing key; the current ones retire after an overlap (admins)."""

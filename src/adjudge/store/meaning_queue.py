@@ -14,12 +14,36 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Column, Index, Integer, String, Table, and_, insert, select, update
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    Column,
+    Index,
+    Integer,
+    String,
+    Table,
+    and_,
+    insert,
+    select,
+    update,
+)
+from sqlalchemy.exc import IntegrityError
 
 from adjudge.store import schema as s
-from adjudge.store.transaction import Transaction
+from adjudge.store.transaction import ConcurrentUpdate, Transaction
 
-__all__ = ["JUDGED", "PENDING", "QueuedJudgment", "add", "get", "judged", "pending", "queue"]
+__all__ = [
+    "JUDGED",
+    "PENDING",
+    "QueuedJudgment",
+    "add",
+    "add_key_judgment",
+    "get",
+    "judged",
+    "key_judgments",
+    "pending",
+    "queue",
+]
 
 PENDING = "pending"
 JUDGED = "judged"
@@ -39,6 +63,21 @@ queue = Table(
     Column("outcome", String(16), nullable=True),  # the meaning row's final outcome
     Column("final_receipt_id", String(64), nullable=True),  # the superseding receipt
     Index("ix_meaning_queue_state", "state", "queued_at"),
+)
+
+
+#: What a verifier key signed about a queued call: one row per call and key, never replaced.
+key_judgments_table = Table(
+    "meaning_key_judgments",
+    s.metadata,
+    Column("call_id", String(64), primary_key=True),
+    Column("judge", String(80), primary_key=True),  # key:<fingerprint>
+    Column("conflict", Boolean, nullable=False),
+    Column("reason", String(2000), nullable=False),
+    Column("citations", JSON, nullable=False),  # [{"pointer", "quote_sha256"}]
+    Column("signature", String(200), nullable=False),
+    Column("public_key", String(100), nullable=False),
+    Column("at", s.UTCDateTime, nullable=False),
 )
 
 
@@ -144,3 +183,52 @@ def _row(m: Any) -> QueuedJudgment:
         m["outcome"],
         m["final_receipt_id"],
     )
+
+
+def add_key_judgment(
+    tx: Transaction,
+    *,
+    call_id: str,
+    judge: str,
+    conflict: bool,
+    reason: str,
+    citations: list[dict[str, str]],
+    signature: str,
+    public_key: str,
+    at: datetime,
+) -> bool:
+    """Keep a key's signed judgment of a call; False (nothing written) when that key judged the
+    call already (two racing: one wins, the other is retried by the unit of work and finds it)."""
+    t = key_judgments_table
+    seen = select(t.c.judge).where(and_(t.c.call_id == call_id, t.c.judge == judge))
+    if tx.conn.execute(seen).first() is not None:
+        return False
+    try:
+        tx.conn.execute(
+            insert(key_judgments_table).values(
+                call_id=call_id,
+                judge=judge,
+                conflict=conflict,
+                reason=reason,
+                citations=citations,
+                signature=signature,
+                public_key=public_key,
+                at=at,
+            )
+        )
+    except IntegrityError as exc:
+        raise ConcurrentUpdate("The key is judging this call at the same time.") from exc
+    return True
+
+
+def key_judgments(tx: Transaction, call_id: str) -> list[dict[str, Any]]:
+    """The key judges' signed judgments of a call, as stored."""
+    t = key_judgments_table
+    rows = tx.conn.execute(select(t).where(t.c.call_id == call_id).order_by(t.c.judge))
+    return [dict(r._mapping) for r in rows]
+
+
+def pending_for(tx: Transaction, *, limit: int) -> list[QueuedJudgment]:
+    """Pending judgments, oldest first (a key owner's list filters them by policy)."""
+    q = select(queue).where(queue.c.state == PENDING).order_by(queue.c.queued_at).limit(limit)
+    return [_row(r._mapping) for r in tx.conn.execute(q)]

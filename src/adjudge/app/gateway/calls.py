@@ -436,6 +436,20 @@ class Gateway:
 
         return judge_pending(self, batch=batch)
 
+    def key_judgments_pending(self, viewer: Account) -> dict[str, Any]:
+        """The calls waiting for a judgment signed by one of the viewer's verifier keys."""
+        from adjudge.app.gateway.posthoc import key_pending  # noqa: PLC0415
+
+        return key_pending(self, viewer)
+
+    def submit_key_judgment(
+        self, viewer: Account, call_id: str, body: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Keep a verifier key's signed meaning judgment of a queued call (checked first)."""
+        from adjudge.app.gateway.posthoc import submit_key_judgment  # noqa: PLC0415
+
+        return submit_key_judgment(self, viewer, call_id, body)
+
     def get_call(self, viewer: Account, call_id: str) -> dict[str, Any]:
         """A forwarded call (its caller, its provider, admins)."""
 

@@ -35,21 +35,28 @@ from adjudge.app.meaning import MeaningAsk, ask_judges
 from adjudge.app.wiring import call_subject
 from adjudge.calls import CallRequest, Contract, Policy, Tool, determine_call, verify_call
 from adjudge.calls.contract import map_response
+from adjudge.calls.meaning import is_key_judge, judgment_payload
 from adjudge.calls.verify import (
     CallResult,
+    Citation,
     Judgment,
     digest_of,
     parse_corroboration,
     received_response,
 )
-from adjudge.store import Transaction, meaning_queue, receipt_log
+from adjudge.errors import Conflict, NotFound, StateError, VerificationFailed
+from adjudge.receipts import VerifyingKey, canonical_bytes
+from adjudge.store import Account, Transaction, meaning_queue, receipt_log, records
 from adjudge.store import calls as calls_db
 from adjudge.store import gateway as db
 
 if TYPE_CHECKING:
     from adjudge.app.gateway.calls import Gateway
 
-__all__ = ["judge_pending"]
+__all__ = ["judge_pending", "key_pending", "submit_key_judgment"]
+
+#: The most pending judgments a key's owner is shown at once.
+KEY_PAGE = 100
 
 
 class _AlreadyJudged(Exception):
@@ -69,6 +76,17 @@ class _Case:
     body: bytes
     verified_at: datetime
     corroboration: Any
+    #: The key judges' stored judgments, by judge name (``key:<fingerprint>``).
+    signed: dict[str, Judgment]
+
+    @property
+    def deadline(self) -> datetime:
+        """Until when key judges may sign: the call's report deadline (its hold waits)."""
+        return self.verified_at + self.policy.report_window
+
+    def missing(self) -> list[str]:
+        """The policy's key judges that have not signed yet."""
+        return [j for j in self.policy.judges if is_key_judge(j) and j not in self.signed]
 
 
 def judge_pending(gateway: Gateway, *, batch: int) -> int:
@@ -86,7 +104,8 @@ def judge_one(gateway: Gateway, row: meaning_queue.QueuedJudgment) -> bool:
     """Ask one queued call's judges and write its superseding receipt; False when it cannot be
     judged now (its attempt counted) or another worker judged it first."""
     case = gateway.unit.read(lambda tx: _case(tx, row))
-    if case is None:
+    if case is None or (case.missing() and gateway.unit.now() < case.deadline):
+        # Not now: its keys have not all signed and may still (tried, so others come first).
         gateway.unit.write(lambda tx: meaning_queue.tried(tx, row.call_id))
         return False
     mapped = map_response(case.contract, received_response(case.body).body)
@@ -98,9 +117,19 @@ def judge_one(gateway: Gateway, row: meaning_queue.QueuedJudgment) -> bool:
         dict(case.request.arguments),
         mapped.output,
     )
-    judgments = asyncio.run(
-        ask_judges(gateway.judges, case.policy.judges, ask, timeout=gateway.judge_timeout)
+    models = [j for j in case.policy.judges if not is_key_judge(j)]
+    asked = (
+        asyncio.run(ask_judges(gateway.judges, models, ask, timeout=gateway.judge_timeout))
+        if models
+        else []
     )
+    by_judge = {j.judge: j for j in asked} | case.signed
+    late = "the key signed no judgment before the call's report deadline"
+    judgments = [
+        by_judge.get(key)
+        or Judgment(row.call_id, row.response_digest, False, reason=late, judge=key)
+        for key in case.policy.judges
+    ]
     result = verify_call(
         case.contract,
         case.policy,
@@ -144,6 +173,18 @@ def _case(tx: Transaction, row: meaning_queue.QueuedJudgment) -> _Case | None:
         call.started_at,
     )
     corroboration = evidence.get("corroboration")
+    signed = {
+        str(k["judge"]): Judgment(
+            row.call_id,
+            row.response_digest,
+            True,
+            bool(k["conflict"]),
+            tuple(Citation(c["pointer"], c["quote_sha256"]) for c in k["citations"]),
+            str(k["reason"]),
+            judge=str(k["judge"]),
+        )
+        for k in meaning_queue.key_judgments(tx, row.call_id)
+    }
     return _Case(
         call,
         tool,
@@ -153,6 +194,7 @@ def _case(tx: Transaction, row: meaning_queue.QueuedJudgment) -> _Case | None:
         base64.b64decode(str(evidence["response_bytes"])),
         datetime.fromisoformat(str(record.record["at"])),
         None if corroboration is None else parse_corroboration(corroboration),
+        signed,
     )
 
 
@@ -221,3 +263,148 @@ def _supersede(
         receipt_id=receipt.id,
     )
     del judgments  # kept on the receipt's checks, one row per judge
+
+
+def _named_keys(tx: Transaction, viewer: Account) -> set[str]:
+    """The judge names of the viewer's active verifier keys (``key:<fingerprint>``)."""
+    return {
+        f"key:{k.fingerprint}" for k in records.verifier_keys(tx, viewer.id) if k.revoked_at is None
+    }
+
+
+def key_pending(gateway: Gateway, viewer: Account) -> dict[str, Any]:
+    """The pending judgments whose policy names one of the viewer's verifier keys, each with
+    what the key's owner judges (the tool, the arguments, the mapped output) and what it signs
+    over (the call id and response digest), until when it may."""
+
+    def run(tx: Transaction) -> dict[str, Any]:
+        mine = _named_keys(tx, viewer)
+        out: list[dict[str, Any]] = []
+        if not mine:
+            return {"judgments": out}
+        done = {
+            (str(k["call_id"]), str(k["judge"]))
+            for row in meaning_queue.pending_for(tx, limit=10 * KEY_PAGE)
+            for k in meaning_queue.key_judgments(tx, row.call_id)
+        }
+        for row in meaning_queue.pending_for(tx, limit=10 * KEY_PAGE):
+            case = _case(tx, row)
+            if case is None:
+                continue
+            for key in case.policy.judges:
+                if key in mine and (row.call_id, key) not in done:
+                    mapped = map_response(case.contract, received_response(case.body).body)
+                    out.append(
+                        {
+                            "call_id": row.call_id,
+                            "response_digest": row.response_digest,
+                            "judge_key": key,
+                            "tool": case.call.tool,
+                            "description": case.tool.description,
+                            "arguments": dict(case.request.arguments),
+                            "output": mapped.output,
+                            "due_at": case.deadline.isoformat(),
+                        }
+                    )
+            if len(out) >= KEY_PAGE:
+                break
+        return {"judgments": out[:KEY_PAGE]}
+
+    return gateway.unit.read(run)
+
+
+def submit_key_judgment(
+    gateway: Gateway, viewer: Account, call_id: str, body: dict[str, Any]
+) -> dict[str, Any]:
+    """Keep a verifier key's signed judgment of a queued call. The service rebuilds the payload
+    from the body and checks, in order: a pending judgment of the call that names the key
+    (``MEANING_JUDGMENT_NOT_FOUND``), the key the viewer's own and active
+    (``MEANING_JUDGMENT_KEY_INVALID``), the response digest the call's
+    (``MEANING_JUDGMENT_DIGEST_MISMATCH``), the window (``MEANING_JUDGMENT_LATE``), the signature
+    (``MEANING_JUDGMENT_SIGNATURE_INVALID``), and one judgment per key and call
+    (``MEANING_JUDGMENT_REPLAYED``)."""
+    judge = str(body.get("judge_key", ""))
+    now = gateway.unit.now()
+
+    def run(tx: Transaction) -> dict[str, Any]:
+        row = meaning_queue.get(tx, call_id)
+        case = None if row is None else _case(tx, row)
+        if row is None or case is None or judge not in case.policy.judges:
+            raise NotFound(
+                f"No meaning judgment of the call {call_id} names the key {judge!r}; list yours "
+                "with GET /meaning/judgments.",
+                code="MEANING_JUDGMENT_NOT_FOUND",
+            )
+        if judge not in _named_keys(tx, viewer):
+            raise VerificationFailed(
+                f"The key {judge} is not an active verifier key of your account; sign with the "
+                "key you registered.",
+                code="MEANING_JUDGMENT_KEY_INVALID",
+            )
+        if body.get("response_digest") != row.response_digest:
+            raise Conflict(
+                f"The judgment names the response digest {body.get('response_digest')!r}; the "
+                f"call's is {row.response_digest}. Judge the response you were shown.",
+                code="MEANING_JUDGMENT_DIGEST_MISMATCH",
+            )
+        if row.state != meaning_queue.PENDING or now >= case.deadline:
+            raise StateError(
+                f"The call {call_id}'s meaning judgment was given already or its window closed "
+                f"({case.deadline.isoformat()}); nothing was kept.",
+                code="MEANING_JUDGMENT_LATE",
+            )
+        citations = [
+            {"pointer": str(c.get("pointer", "")), "quote_sha256": str(c.get("quote_sha256", ""))}
+            for c in body.get("citations") or []
+            if isinstance(c, dict)
+        ]
+        payload = judgment_payload(
+            call_id=call_id,
+            response_digest=row.response_digest,
+            judge_key=judge,
+            conflict=body.get("conflict") is True,
+            reason=str(body.get("reason", ""))[:2000],
+            citations=citations,
+        )
+        _check_signature(payload, judge, body)
+        if not meaning_queue.add_key_judgment(
+            tx,
+            call_id=call_id,
+            judge=judge,
+            conflict=payload["conflict"],
+            reason=payload["reason"],
+            citations=payload["citations"],
+            signature=str(body["signature"]),
+            public_key=str(body["public_key"]),
+            at=now,
+        ):
+            raise Conflict(
+                f"The key {judge} already judged the call {call_id}; a judgment is given once.",
+                code="MEANING_JUDGMENT_REPLAYED",
+            )
+        return {"call_id": call_id, "judge_key": judge, "payload": payload, "kept": True}
+
+    return gateway.unit.write(run)
+
+
+def _check_signature(payload: dict[str, Any], judge: str, body: dict[str, Any]) -> None:
+    """The body's Ed25519 signature over the payload's canonical JSON, by the named key."""
+
+    def invalid(why: str) -> VerificationFailed:
+        return VerificationFailed(
+            f"{why} Sign the canonical JSON of the judgment payload with the key you name.",
+            code="MEANING_JUDGMENT_SIGNATURE_INVALID",
+        )
+
+    try:
+        key = VerifyingKey.from_base64(str(body.get("public_key", "")))
+        raw = base64.b64decode(str(body.get("signature", "")), validate=True)
+    except Exception as exc:  # any undecodable key or signature is an invalid one
+        raise invalid("The signature and public key must be standard base64.") from exc
+    if f"key:{key.keyid}" != judge:
+        raise VerificationFailed(
+            f"The judgment is signed by key:{key.keyid}, not by {judge}.",
+            code="MEANING_JUDGMENT_KEY_INVALID",
+        )
+    if not key.verify(raw, canonical_bytes(payload)):
+        raise invalid("The signature does not verify for this call, response and vote.")
