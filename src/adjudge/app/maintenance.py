@@ -8,6 +8,9 @@
 - sealed tasks whose poster did not reveal in time escalate
   (:meth:`adjudge.app.tasks.Tasks.escalate_overdue`; also at the first action on or read of
   the task);
+- paid calls whose meaning judges are asked after the answer are judged, a bounded batch a
+  pass, each in a receipt superseding the call's first (:meth:`adjudge.app.gateway.calls.
+  Gateway.judge_pending`), before holds mature (a hold waits while its judgment is pending);
 - providers' held charges whose report deadline passed are paid into their wallets
   (:meth:`adjudge.app.gateway.calls.Gateway.mature_holds`);
 - on a receipt log of several lanes, a checkpoint naming every lane's head when the log grew
@@ -49,6 +52,7 @@ def run_once(app: App) -> dict[str, int]:
         "recovered": app.gateway.recover(),
         "lapsed": lapsed,
         "escalated": escalated,
+        "judged": app.gateway.judge_pending(),
         "matured": app.gateway.mature_holds(),
         "checkpointed": int(app.receipts.tick()),
     }

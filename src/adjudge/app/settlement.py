@@ -15,7 +15,9 @@ Three kinds of movement, each in the transaction of the use case that causes it:
   deadline passes (settled is not yet paid, spec 003), then **matures** into the provider's
   wallet against the receipt that settled it (:func:`mature`);
 - **report refunds** give a settled call's charge back from the provider's hold when an admin
-  upholds its caller's report, against the ruling's receipt.
+  upholds its caller's report, against the ruling's receipt;
+- **judged refunds** give it back from the hold when the meaning judges, asked after the answer,
+  fail the call, against the superseding receipt of their judgment (:func:`refund_judged_call`).
 
 Nothing here decides or records anything but money: a task event's outcome (its new state,
 the verdict's receipt, disputes, penalties, takes and the events the parties hear of) is stored
@@ -224,3 +226,42 @@ def refund_upheld_report(
         at=at,
         receipt_id=receipt_id,
     )
+
+
+def refund_judged_call(
+    tx: Transaction,
+    *,
+    call_id: str,
+    provider: str,
+    payer: str,
+    receipt_id: str,
+    at: datetime,
+) -> int:
+    """Give a settled call's held charge back to its caller, as the superseding receipt of its
+    meaning judgment (signed in this transaction) decided; returns what moved. Only from the
+    provider's hold, and only while it is still ``held``: a hold a report claimed waits for the
+    ruling, and one already paid out is not taken back without the provider's word (0, nothing
+    moved)."""
+    if receipt_id not in tx.appended:
+        raise ledger.UnprovenRelease(
+            "A judged call's refund moves only against the receipt signed for it in the same "
+            "transaction; nothing was moved."
+        )
+    held = holds.get(tx, call_id)
+    if held is None or not holds.move(
+        tx,
+        call_id,
+        from_state=holds.HELD,
+        to_state=holds.REFUNDED,
+        at=at,
+        end_receipt_id=receipt_id,
+    ):
+        return 0
+    _transfer(
+        tx,
+        [Transfer(provider_hold_account(provider), wallet_account(payer), held.amount, "refund")],
+        task_id=None,
+        at=at,
+        receipt_id=receipt_id,
+    )
+    return held.amount

@@ -70,6 +70,7 @@ KERNEL_VERDICT: Final[Mapping[Outcome, Verdict]] = {
     Outcome.NOT_RUN: Verdict.NOT_RUN,
     Outcome.SKIPPED: Verdict.NOT_RUN,
     Outcome.UNAVAILABLE: Verdict.NOT_RUN,
+    Outcome.PENDING: Verdict.NOT_RUN,
 }
 
 #: A row's authority (the record's string) as the kernel's :class:`Authority`.

@@ -28,6 +28,7 @@ class Outcome(enum.StrEnum):
     NOT_RUN = "not_run"  # an earlier stage made it moot (the response had the wrong shape)
     SKIPPED = "skipped"  # a sampled check whose sample did not select this call
     UNAVAILABLE = "unavailable"  # needed and selected, but no usable judgment arrived
+    PENDING = "pending"  # selected, and judged after the answer: no judgment yet
     NO_CONFLICT = "no_conflict"  # a model found no conflict: a model cannot vote PASS
     UNCITED = "uncited"  # a model claimed a conflict without citing evidence: no vote
 

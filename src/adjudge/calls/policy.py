@@ -167,6 +167,10 @@ class Policy:
     #: judgment is handed in whole.
     judges: tuple[str, ...] = ()
     quorum: int = 1
+    #: When the named judges are asked: ``before_settling`` (the call waits for them) or
+    #: ``after_answer`` (the call is answered and settled into the provider's hold at once; a
+    #: worker judges it later and a superseding receipt gives the final verdict).
+    meaning_when: str = "before_settling"
 
     def sampled(self, call_id: str) -> bool:
         """Whether the meaning check runs for ``call_id`` (declared, and selected)."""
@@ -298,18 +302,21 @@ def register_policy(data: object, contract: Contract) -> Policy:
         )
     judges: tuple[str, ...] = ()
     quorum = 1
+    when = "before_settling"
     if meaning is not None:
         if (
             not isinstance(meaning, Mapping)
             or "sample_rate" not in meaning
-            or set(meaning) - {"sample_rate", "judges", "quorum"}
+            or set(meaning) - {"sample_rate", "judges", "quorum", "when"}
         ):
             raise CriteriaError(
-                '`meaning` must be {"sample_rate": RATE, "judges"?: [KEY, …], "quorum"?: K}.',
+                '`meaning` must be {"sample_rate": RATE, "judges"?: [KEY, …], "quorum"?: K, '
+                '"when"?: "before_settling" | "after_answer"}.',
                 code=_CODE,
             )
         meaning_rate = parse_fraction(meaning["sample_rate"], "`meaning.sample_rate`", _CODE)
         judges, quorum = _judges(meaning)
+        when = _when(meaning, judges)
 
     hours = data.get("report_window_hours", DEFAULT_REPORT_WINDOW // timedelta(hours=1))
     if (
@@ -339,7 +346,27 @@ def register_policy(data: object, contract: Contract) -> Policy:
         report_window=timedelta(hours=hours),
         judges=judges,
         quorum=quorum,
+        meaning_when=when,
     )
+
+
+def _when(meaning: Mapping[str, object], judges: tuple[str, ...]) -> str:
+    """When the named judges are asked; judging after the answer needs named judges (a worker
+    asks them: there is no judgment handed in whole after the call)."""
+    when = meaning.get("when", "before_settling")
+    if when not in ("before_settling", "after_answer"):
+        raise CriteriaError(
+            "`meaning.when` must be `before_settling` (the call waits for its judges) or "
+            "`after_answer` (the call is answered at once and judged later).",
+            code=_CODE,
+        )
+    if when == "after_answer" and not judges:
+        raise CriteriaError(
+            "`meaning.when: after_answer` needs `meaning.judges`: a worker asks the named "
+            "judges after the call is answered.",
+            code=_CODE,
+        )
+    return str(when)
 
 
 def _judges(meaning: Mapping[str, object]) -> tuple[tuple[str, ...], int]:

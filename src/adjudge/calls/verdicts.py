@@ -131,7 +131,8 @@ def apply_clauses(policy: Policy, rows: Sequence[CheckRow]) -> tuple[CallVerdict
     the verdict; if none matches the policy tolerated what it saw, which reads as PASS. (3) A
     PASS then needs at least one deterministic pass vote (a model cannot carry a call to PASS;
     nothing run is not a pass), else DEGRADED. (4) A PASS with a needed check unavailable is
-    DEGRADED, and with a sampled check not selected is SKIPPED.
+    DEGRADED, as is one whose meaning check is still pending (judged after the answer), and with
+    a sampled check not selected is SKIPPED.
     """
     declared = [r for r in rows if r.declared]
     votes = [r for r in declared if r.stage in _VOTING_STAGES and r.outcome.is_vote]  # (1)
@@ -147,6 +148,8 @@ def apply_clauses(policy: Policy, rows: Sequence[CheckRow]) -> tuple[CallVerdict
         return CallVerdict.DEGRADED, f"{decided}; but no deterministic check passed"
     if any(r.outcome is Outcome.UNAVAILABLE for r in declared):  # (4)
         return CallVerdict.DEGRADED, f"{decided}; but a needed check was unavailable"
+    if any(r.outcome is Outcome.PENDING for r in declared):
+        return CallVerdict.DEGRADED, f"{decided}; but the meaning check is pending"
     if any(r.outcome is Outcome.SKIPPED for r in declared):
         return CallVerdict.SKIPPED, f"{decided}; the sampled check was not selected"
     return CallVerdict.PASS, decided

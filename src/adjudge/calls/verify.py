@@ -46,6 +46,7 @@ __all__ = [
     "ProviderResponse",
     "digest_of",
     "digested_bytes",
+    "meaning_pending",
     "parse_corroboration",
     "parse_judgment",
     "parse_request",
@@ -594,6 +595,9 @@ def _meaning_rows(
         return [CheckRow("meaning", "meaning", SEMANTIC, Outcome.SKIPPED, reason)]
     if not policy.judges:
         return [_meaning_row(request, output, digest, judgment)]
+    if policy.meaning_when == "after_answer" and not judgments:
+        reason = "selected by sampling; pending: the judges are asked after the answer"
+        return [CheckRow("meaning", "meaning", SEMANTIC, Outcome.PENDING, reason)]
     by_judge = {j.judge: j for j in judgments}
     rows = [
         _meaning_row(
@@ -745,6 +749,12 @@ def wants_judges(result: CallResult) -> bool:
         r.outcome is Outcome.UNAVAILABLE and r.reason.endswith("no judgment was available")
         for r in rows
     )
+
+
+def meaning_pending(result: CallResult) -> bool:
+    """True when ``result``'s meaning check waits for judges asked after the answer (its policy
+    says ``meaning.when: after_answer`` and the call was selected)."""
+    return any(r.stage == "meaning" and r.outcome is Outcome.PENDING for r in result.rows)
 
 
 def to_wire(judgment: Judgment) -> dict[str, Any]:

@@ -175,10 +175,12 @@ class Replays:
     chain is derived once. A key is None (derive anew) for anything not read as the fold does.
     """
 
-    __slots__ = ("seen",)
+    __slots__ = ("seen", "times")
 
     def __init__(self) -> None:
         self.seen: set[bytes] = set()
+        #: Decision times seen to parse (a log of one batch repeats one).
+        self.times: set[str] = set()
 
     def add(self, key: bytes) -> None:
         """Remember a derivation that passed; a hostile log cannot grow this past its bound."""
@@ -192,7 +194,8 @@ class Replays:
             return None
         proof = f'(= {SUBJECT} "{subject_digest}")'
         read: list[object] = []
-        pending = False
+        timed = False
+        digest = DIGEST.fullmatch
         for c in checks:
             if type(c) is not dict:
                 return None
@@ -200,12 +203,13 @@ class Replays:
             evidence = get("evidence")
             if type(evidence) is not list:
                 return None
-            for digest in evidence:
-                if type(digest) is not str or DIGEST.fullmatch(digest) is None:
+            for item in evidence:
+                if type(item) is not str or digest(item) is None:
                     return None
             expression = get("expression")
-            if "pending" in c:
-                pending = True
+            pending = get("pending", _ABSENT)
+            if pending is not _ABSENT:
+                timed = True
             read.append(
                 (
                     get("verdict"),
@@ -214,15 +218,20 @@ class Replays:
                     get("observable"),
                     0 if expression == proof else [expression],
                     get("oracle", False),
-                    [c["pending"]] if "pending" in c else 0,
+                    0 if pending is _ABSENT else [pending],
                 )
             )
         decided = p.get("decidedAt")
-        if not pending:  # the time is then only parsed: it must parse, but is not a key
-            try:
-                parse_time(decided, "decidedAt")
-            except (ValueError, CriteriaError):
+        if not timed:  # the time is then only parsed: it must parse, but is not a key
+            if type(decided) is not str:
                 return None
+            if decided not in self.times:
+                try:
+                    parse_time(decided, "decidedAt")
+                except (ValueError, CriteriaError):
+                    return None
+                if len(self.times) < _MAX_REPLAYS:
+                    self.times.add(decided)
             decided = 0
         try:
             return orjson.dumps(

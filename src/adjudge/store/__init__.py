@@ -8,8 +8,9 @@ takes), ``takes`` (each agent's count of held takes), ``ledger`` (balances and e
 (the review queue), ``idempotency``, ``quotas``, ``calls`` (verified paid calls),
 ``call_reports`` (reports of bad call results), ``gateway`` (callable tools, signing keys,
 credentials, forwarded calls), ``holds`` (providers' settled charges until their report
-deadlines), ``quality_windows`` (each provider's running quality counts) and ``outbox`` (webhook
-endpoints, events and their deliveries). Nothing is half-written: a transaction commits whole
+deadlines), ``meaning_queue`` (calls judged after their answers), ``quality_windows`` (each
+provider's running quality counts) and ``outbox`` (webhook endpoints, events and their
+deliveries). Nothing is half-written: a transaction commits whole
 or not at all.
 """
 
@@ -23,6 +24,7 @@ from adjudge.store import (
     idempotency,
     leases,
     ledger,
+    meaning_queue,
     outbox,
     quality_windows,
     quotas,
@@ -67,6 +69,7 @@ __all__ = [
     "idempotency",
     "leases",
     "ledger",
+    "meaning_queue",
     "migrate",
     "outbox",
     "quality_windows",

@@ -364,6 +364,18 @@ def finish_call(
         raise ConcurrentUpdate(f"The call {call_id} already ended.")
 
 
+def rejudged(
+    tx: Transaction, call_id: str, *, status: str, verdict: str | None, receipt_id: str
+) -> None:
+    """Record an ended call's final verdict, status and (superseding) receipt after its meaning
+    judgment; the answer it was given stays as it was given."""
+    tx.conn.execute(
+        update(calls)
+        .where(calls.c.id == call_id)
+        .values(status=status, verdict=verdict, receipt_id=receipt_id)
+    )
+
+
 def call(tx: Transaction, call_id: str) -> GatewayCall | None:
     """A forwarded call, or None."""
     found = tx.rows(_CALL, {"k_id": call_id})

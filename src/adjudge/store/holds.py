@@ -33,6 +33,7 @@ from sqlalchemy import (
     and_,
     bindparam,
     case,
+    exists,
     func,
     insert,
     select,
@@ -40,6 +41,8 @@ from sqlalchemy import (
 )
 
 from adjudge.store import schema as s
+from adjudge.store.meaning_queue import PENDING as JUDGING
+from adjudge.store.meaning_queue import queue as meaning_queue
 from adjudge.store.transaction import Transaction
 
 HELD = "held"
@@ -153,9 +156,12 @@ def move(
 def due(
     tx: Transaction, now: datetime, *, provider: str | None = None, limit: int = 500
 ) -> list[Hold]:
-    """Holds still ``held`` whose deadline passed by ``now``, oldest first (at most ``limit``)."""
+    """Holds still ``held`` whose deadline passed by ``now``, oldest first (at most ``limit``);
+    a hold whose call's meaning judgment is still pending waits for it, whatever the deadline."""
     h = provider_holds.c
-    q = select(provider_holds).where(and_(h.state == HELD, h.matures_at <= now))
+    m = meaning_queue.c
+    judging = exists().where(and_(m.call_id == h.call_id, m.state == JUDGING))
+    q = select(provider_holds).where(and_(h.state == HELD, h.matures_at <= now, ~judging))
     if provider is not None:
         q = q.where(h.provider == provider)
     rows = tx.conn.execute(q.order_by(h.matures_at).limit(limit))

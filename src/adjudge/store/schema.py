@@ -5,10 +5,10 @@ and quotas.
 
 The other stores define their tables beside the queries that use them, on this same metadata:
 :mod:`~adjudge.store.api_keys`, :mod:`~adjudge.store.call_reports`, :mod:`~adjudge.store.calls`,
-:mod:`~adjudge.store.gateway`, :mod:`~adjudge.store.holds`, :mod:`~adjudge.store.outbox` and
-:mod:`~adjudge.store.quality_windows`. ``metadata.tables`` is the whole database once
-:mod:`adjudge.store` is imported; Alembic migrations (``migrations/``) create and change every
-table, and a test holds the two equal.
+:mod:`~adjudge.store.gateway`, :mod:`~adjudge.store.holds`, :mod:`~adjudge.store.meaning_queue`,
+:mod:`~adjudge.store.outbox` and :mod:`~adjudge.store.quality_windows`. ``metadata.tables`` is
+the whole database once :mod:`adjudge.store` is imported; Alembic migrations (``migrations/``)
+create and change every table, and a test holds the two equal.
 
 Money columns are 64-bit integers of minor units; times are stored as naive UTC and read back as
 aware UTC (SQLite keeps no time zone).

@@ -60,6 +60,7 @@ from adjudge.calls.verify import (
     CallResult,
     Judgment,
     digest_of,
+    meaning_pending,
     to_wire,
     wants_corroboration,
     wants_judges,
@@ -88,7 +89,7 @@ from adjudge.gateway.forward import AsyncForwarder, FailureKind, ForwardFailure,
 from adjudge.kernel import Determination, determine
 from adjudge.receipts import Issuer
 from adjudge.receipts.issuer import Place
-from adjudge.store import Account, Transaction, call_reports, receipt_log, records
+from adjudge.store import Account, Transaction, call_reports, meaning_queue, receipt_log, records
 from adjudge.store import calls as calls_db
 from adjudge.store import gateway as db
 from adjudge.store import holds as holds_db
@@ -96,6 +97,9 @@ from adjudge.store import holds as holds_db
 #: How long a call may stay pending before a retry or a sweep ends it as interrupted: longer
 #: than any forward can take (its total time-out) plus the time to verify and commit.
 INTERRUPTED_AFTER = timedelta(minutes=2)
+#: The most calls judged after their answers in one pass of the upkeep (each judge is bounded
+#: by the gateway's judge time-out, so a pass is bounded too).
+JUDGED_BATCH = 20
 #: The threads a process's paid calls run their store transactions on (SQLite takes one writer
 #: at a time anyway; reads and PostgreSQL's round trips overlap).
 DB_THREADS = 8
@@ -290,6 +294,8 @@ class Gateway:
             contract_digest=contract_digest,
             api_key_id=None if caller.key is None else caller.key.id,
             judgments=judgments,
+            # Judged after the answer: the call settles now and its judgment is queued with it.
+            judge_later=p.policy is not None and meaning_pending(result),
         )
         with stage("gateway.settle.wait"):
             answer = await self.unit.write_async(_timed("gateway.settle", finish))
@@ -423,6 +429,13 @@ class Gateway:
                 lambda tx: settlement.mature(tx, now, provider=provider, limit=batch)
             )
 
+    def judge_pending(self, *, batch: int = JUDGED_BATCH) -> int:
+        """Judge up to ``batch`` calls whose meaning judges are asked after the answer, each in
+        a superseding receipt (:mod:`adjudge.app.gateway.posthoc`); how many were judged."""
+        from adjudge.app.gateway.posthoc import judge_pending  # noqa: PLC0415
+
+        return judge_pending(self, batch=batch)
+
     def get_call(self, viewer: Account, call_id: str) -> dict[str, Any]:
         """A forwarded call (its caller, its provider, admins)."""
 
@@ -440,6 +453,8 @@ class Gateway:
             view["record"] = None if verified is None else verified["record"]
             view["report_deadline"] = None if verified is None else verified["report_deadline"]
             view["report"] = None if verified is None else verified["report"]
+            queued = meaning_queue.get(tx, call_id)
+            view["meaning"] = None if queued is None else queued.to_dict()
             return view
 
         return self.unit.read(run)
@@ -576,10 +591,12 @@ class Gateway:
         contract_digest: str | None,
         api_key_id: str | None = None,
         judgments: Sequence[Judgment] = (),
+        judge_later: bool = False,
     ) -> Callable[[Transaction], dict[str, Any]]:
         """(5) as a unit of work: the call's determination made now; in the transaction, its
         receipt signed onto the log, the reservation released as it says, the record, the event
-        and the answer stored."""
+        and the answer stored; with ``judge_later``, its meaning judgment queued
+        (:mod:`adjudge.app.gateway.posthoc`)."""
         now = self.unit.now()
         issuer = self.issuer
         tool = parsed_tool(stored)
@@ -651,6 +668,16 @@ class Gateway:
                 evidence=evidence,
             )
             emit_call_settled(tx, stored_call, now)
+            if judge_later and policy_digest is not None:
+                meaning_queue.add(
+                    tx,
+                    call_id=call_id,
+                    provider=stored.provider,
+                    policy_digest=policy_digest,
+                    response_digest=result.response_digest,
+                    receipt_id=receipt.id,
+                    at=now,
+                )
             if result.needs_review and payment == "settle":
                 _to_review(tx, stored_call.id, stored.provider, caller.id, result, now)
             metrics.verdict(tx, "call", result.verdict.value if result.verdict else "ERROR")

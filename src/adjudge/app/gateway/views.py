@@ -71,7 +71,7 @@ def judge_view(p: calls_db.StoredPolicy) -> dict[str, Any]:
 
 def judges_view(document: Mapping[str, Any]) -> dict[str, Any] | None:
     """A policy's meaning judges as a caller reads them: their keys, the quorum (k of n), the
-    share of calls sampled, and when they judge (before the call settles)."""
+    share of calls sampled, and when they judge (before the call settles, or after the answer)."""
     meaning = document.get("meaning")
     if not isinstance(meaning, Mapping) or not meaning.get("judges"):
         return None
@@ -80,7 +80,7 @@ def judges_view(document: Mapping[str, Any]) -> dict[str, Any] | None:
         "keys": judges,
         "quorum": int(meaning.get("quorum", 1)),
         "sample_rate": str(meaning.get("sample_rate")),
-        "when": "before settling",
+        "when": "after the answer" if meaning.get("when") == "after_answer" else "before settling",
     }
 
 

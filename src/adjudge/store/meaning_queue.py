@@ -1,0 +1,146 @@
+"""Paid calls whose meaning judges are asked after the answer: one row per sampled call.
+
+A call whose policy says ``meaning.when: after_answer`` is answered and settled into its
+provider's hold at once; this row, written in the call's own transaction, says its judgment is
+``pending``. A worker judges it and, in the transaction of the superseding receipt, marks it
+``judged`` with one conditional UPDATE (``WHERE state = 'pending'``): of two workers judging the
+same row, only the first commits anything, so a call is never refunded twice. While a row is
+pending its call's hold does not mature (:func:`adjudge.store.holds.due` skips it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Column, Index, Integer, String, Table, and_, insert, select, update
+
+from adjudge.store import schema as s
+from adjudge.store.transaction import Transaction
+
+__all__ = ["JUDGED", "PENDING", "QueuedJudgment", "add", "get", "judged", "pending", "queue"]
+
+PENDING = "pending"
+JUDGED = "judged"
+
+queue = Table(
+    "meaning_queue",
+    s.metadata,
+    Column("call_id", String(64), primary_key=True),
+    Column("provider", String(64), nullable=False),
+    Column("policy_digest", String(71), nullable=False),
+    Column("response_digest", String(71), nullable=False),
+    Column("receipt_id", String(64), nullable=False),  # the call's first receipt
+    Column("state", String(16), nullable=False),  # pending | judged
+    Column("queued_at", s.UTCDateTime, nullable=False),
+    Column("attempts", Integer, nullable=False),
+    Column("judged_at", s.UTCDateTime, nullable=True),
+    Column("outcome", String(16), nullable=True),  # the meaning row's final outcome
+    Column("final_receipt_id", String(64), nullable=True),  # the superseding receipt
+    Index("ix_meaning_queue_state", "state", "queued_at"),
+)
+
+
+@dataclass(frozen=True)
+class QueuedJudgment:
+    """One call's judgment after the answer: waiting, or given."""
+
+    call_id: str
+    provider: str
+    policy_digest: str
+    response_digest: str
+    receipt_id: str
+    state: str
+    queued_at: datetime
+    attempts: int
+    judged_at: datetime | None
+    outcome: str | None
+    final_receipt_id: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The wire shape a call's view shows as its meaning check's state."""
+        return {
+            "state": self.state,
+            "queued_at": self.queued_at.isoformat(),
+            "judged_at": None if self.judged_at is None else self.judged_at.isoformat(),
+            "outcome": self.outcome,
+            "receipt_id": self.final_receipt_id,
+        }
+
+
+def add(
+    tx: Transaction,
+    *,
+    call_id: str,
+    provider: str,
+    policy_digest: str,
+    response_digest: str,
+    receipt_id: str,
+    at: datetime,
+) -> None:
+    """Queue a call's judgment (in the call's own transaction)."""
+    tx.conn.execute(
+        insert(queue).values(
+            call_id=call_id,
+            provider=provider,
+            policy_digest=policy_digest,
+            response_digest=response_digest,
+            receipt_id=receipt_id,
+            state=PENDING,
+            queued_at=at,
+            attempts=0,
+        )
+    )
+
+
+def get(tx: Transaction, call_id: str) -> QueuedJudgment | None:
+    """A call's queued judgment, or None (its meaning check was not judged after the answer)."""
+    row = tx.conn.execute(select(queue).where(queue.c.call_id == call_id)).first()
+    return None if row is None else _row(row._mapping)
+
+
+def pending(tx: Transaction, *, limit: int) -> list[QueuedJudgment]:
+    """The oldest pending judgments, the least tried first (at most ``limit``)."""
+    q = (
+        select(queue)
+        .where(queue.c.state == PENDING)
+        .order_by(queue.c.attempts, queue.c.queued_at)
+        .limit(limit)
+    )
+    return [_row(r._mapping) for r in tx.conn.execute(q)]
+
+
+def tried(tx: Transaction, call_id: str) -> None:
+    """Count an attempt that gave no final judgment (so the next pass tries others first)."""
+    tx.conn.execute(
+        update(queue)
+        .where(and_(queue.c.call_id == call_id, queue.c.state == PENDING))
+        .values(attempts=queue.c.attempts + 1)
+    )
+
+
+def judged(tx: Transaction, call_id: str, *, outcome: str, receipt_id: str, at: datetime) -> bool:
+    """Mark a pending judgment given; False (nothing written) when another worker did first."""
+    done = tx.conn.execute(
+        update(queue)
+        .where(and_(queue.c.call_id == call_id, queue.c.state == PENDING))
+        .values(state=JUDGED, outcome=outcome, final_receipt_id=receipt_id, judged_at=at)
+    )
+    return bool(done.rowcount == 1)
+
+
+def _row(m: Any) -> QueuedJudgment:
+    return QueuedJudgment(
+        m["call_id"],
+        m["provider"],
+        m["policy_digest"],
+        m["response_digest"],
+        m["receipt_id"],
+        m["state"],
+        m["queued_at"],
+        int(m["attempts"]),
+        m["judged_at"],
+        m["outcome"],
+        m["final_receipt_id"],
+    )

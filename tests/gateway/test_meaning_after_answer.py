@@ -1,0 +1,216 @@
+"""Meaning judges asked after the answer (``meaning.when: after_answer``), end to end over
+loopback with the fake OpenAI-compatible judges: a sampled call is answered and settled into
+the provider's hold at once, its receipt saying the meaning check is pending; the upkeep judges
+it later in a receipt that supersedes the first. A quorum of cited conflicts refunds from the
+hold; a split goes to review; a yes-man casts no PASS; a hold waits for its judgment whatever its
+deadline; a call judged twice is refunded once."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from test_meaning_judges import fake_models
+
+from adjudge.app.gateway.posthoc import judge_one
+from adjudge.receipts import canonical_bytes, verify, verify_chain
+from adjudge.store import Store, ledger, meaning_queue, receipt_log
+from adjudge.workers import ChatCompletionsCallJudge
+from support.audit import audit
+from support.harness import FUNDS
+from support.loopback import AsgiServer
+from support.weather import POLICY, PRICE, PROVIDER, World, weather_world
+
+
+@pytest.fixture
+def world(store: Store) -> Iterator[tuple[World, str, list[dict[str, Any]]]]:
+    """The weather world with a fake model endpoint on loopback (its base URL)."""
+    seen: list[dict[str, Any]] = []
+    with weather_world(store) as w, AsgiServer(fake_models(seen)) as models:
+        yield w, f"{models.url}/v1", seen
+    audit(store)
+
+
+def _later(
+    w: World, base: str, judges: dict[str, str], quorum: int, *, only_meaning: bool = False
+) -> None:
+    """Configure the judges and register sky's policy judging after the answer."""
+    w.h.app.gateway.judges = {
+        key: ChatCompletionsCallJudge(base, model, timeout=10) for key, model in judges.items()
+    }
+    w.h.app.gateway.judge_timeout = 10.0
+    meaning = {"sample_rate": "1", "judges": list(judges), "quorum": quorum, "when": "after_answer"}
+    policy = copy.deepcopy(POLICY) | {
+        "version": 2,
+        "checks": ["schema", "quality_rules", "meaning"],
+        "meaning": meaning,
+    }
+    if only_meaning:
+        policy |= {
+            "checks": ["meaning"],
+            "rules": [],
+            "clauses": [{"match": "failures_at_least", "count": 1, "verdict": "FAIL"}],
+        }
+    w.h.ok(PROVIDER, "POST", "/tools/weather_forecast/policies", {"policy": policy})
+
+
+def _call(w: World) -> dict[str, Any]:
+    r = w.call({"city": "berlin"})
+    assert r.status_code == 200, r.text
+    return dict(r.json())
+
+
+def _row(answer: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(r for r in answer["checks"] if r["name"] == name)
+
+
+def _chain_verifies(w: World) -> Any:
+    """The whole log, as exported, verifies as one chain under the service's key."""
+    through = w.h.ok("root", "POST", "/receipts/checkpoint")["id"]
+    exported = w.h.ok("root", "GET", f"/receipts?limit=1000&through={through}")["receipts"]
+    return verify_chain(
+        [canonical_bytes(r["receipt"]["envelope"]) for r in exported], w.signer.keyid
+    )
+
+
+def _final(w: World, call_id: str) -> Any:
+    """The call's view, and its current receipt verified under the service's key."""
+    view = w.h.ok("ann", "GET", f"/gateway/calls/{call_id}")
+    envelope = w.h.ok("root", "GET", f"/receipts/{view['receipt_id']}/envelope")
+    return view, verify(canonical_bytes(envelope), w.signer.keyid)
+
+
+def test_a_sampled_call_is_answered_at_once_and_its_receipt_says_pending(world: Any) -> None:
+    """No judge is asked before the answer: the meaning check is pending (a non-vote, never a
+    PASS), the call DEGRADED and settled into the provider's hold, its judgment queued."""
+    w, base, seen = world
+    _later(w, base, {"model-a": "honest"}, quorum=1)
+    got = _call(w)
+    assert seen == []
+    assert (got["verdict"], got["status"]) == ("DEGRADED", "settled")
+    assert _row(got, "meaning")["outcome"] == "pending"
+    statement = verify(canonical_bytes(got["receipt"]), w.signer.keyid)
+    meaning = next(c for c in statement.predicate["checks"] if c["name"] == "meaning")
+    assert meaning["verdict"] == "NOT_RUN" and "pending" in meaning["reason"]
+    view = w.h.ok("ann", "GET", f"/gateway/calls/{got['intentId']}")
+    assert view["meaning"]["state"] == "pending" and view["money"]["state"] == "held"
+    assert w.h.balance(f"held:{PROVIDER}") == PRICE
+    panel = w.h.ok("ann", "GET", "/tools/weather_forecast")["judged_by"]["judges"]
+    assert panel["when"] == "after the answer"
+
+
+def test_a_quorum_of_cited_conflicts_later_refunds_from_the_hold(world: Any) -> None:
+    """Judged later: 2 of 2 cited conflicts fail the call; a superseding receipt (its signature
+    verifies, the chain too) refunds the charge from the provider's hold in one transaction."""
+    w, base, seen = world
+    _later(w, base, {"model-a": "strict", "model-b": "strict"}, quorum=2)
+    got = _call(w)
+    assert w.h.balance("wallet:ann") == FUNDS - PRICE
+    assert w.h.app.gateway.judge_pending() == 1
+    assert len(seen) == 2
+    view, receipt = _final(w, got["intentId"])
+    assert (view["verdict"], view["status"]) == ("FAIL", "refunded")
+    assert view["meaning"]["state"] == "judged" and view["meaning"]["outcome"] == "fail"
+    original = verify(canonical_bytes(got["receipt"]), w.signer.keyid)
+    assert receipt.verdict.value == "FAIL" and receipt.supersedes == original.receipt_id
+    checks = {c["name"]: c["verdict"] for c in receipt.predicate["checks"]}
+    assert checks["meaning:model-a"] == checks["meaning:model-b"] == "FAIL"
+    assert w.h.balance("wallet:ann") == FUNDS
+    assert w.h.balance(f"held:{PROVIDER}") == 0
+    assert view["money"]["state"] == "refunded"
+    assert original.receipt_id in _chain_verifies(w).superseded
+    assert w.h.app.gateway.judge_pending() == 0  # nothing left
+
+
+def test_a_judge_told_to_say_yes_casts_no_pass_later_either(world: Any) -> None:
+    """A yes-man judged after the answer: no vote; under a policy that counts only the meaning
+    check the final verdict is DEGRADED, the call stays charged, never PASS."""
+    w, base, _ = world
+    _later(w, base, {"model-a": "yes-man"}, quorum=1, only_meaning=True)
+    got = _call(w)
+    assert got["verdict"] == "DEGRADED"
+    assert w.h.app.gateway.judge_pending() == 1
+    view, receipt = _final(w, got["intentId"])
+    assert view["verdict"] == "DEGRADED" and view["meaning"]["outcome"] == "no_conflict"
+    assert receipt.verdict.value != "PASS"
+    checks = {c["name"]: c["verdict"] for c in receipt.predicate["checks"]}
+    assert checks["meaning:model-a"] == "UNKNOWN"
+    assert w.h.balance(f"held:{PROVIDER}") == PRICE
+
+
+def test_a_split_later_goes_to_the_review_queue(world: Any) -> None:
+    """One of two cites a conflict, quorum 2: the charge stays held under an open report."""
+    w, base, _ = world
+    _later(w, base, {"model-a": "strict", "model-b": "honest"}, quorum=2)
+    got = _call(w)
+    assert w.h.app.gateway.judge_pending() == 1
+    view = w.h.ok("ann", "GET", f"/gateway/calls/{got['intentId']}")
+    assert view["money"]["state"] == "reported" and view["meaning"]["outcome"] == "unavailable"
+    queue = w.h.ok("root", "GET", "/call-reports?status=open")
+    assert got["intentId"] in str(queue)
+
+
+def test_a_call_judged_twice_is_refunded_once(world: Any) -> None:
+    """Two workers took the same queued call (or one died after asking its judges): only the
+    first transaction writes a receipt and a refund; the second writes nothing."""
+    w, base, _ = world
+    _later(w, base, {"model-a": "strict"}, quorum=1)
+    got = _call(w)
+    gateway = w.h.app.gateway
+    row = w.h.app.unit.read(lambda tx: meaning_queue.get(tx, got["intentId"]))
+    assert row is not None
+    receipts = w.h.app.unit.read(lambda tx: len(receipt_log.chain(tx)))
+    assert judge_one(gateway, row) is True
+    assert judge_one(gateway, row) is False  # the same stale row again
+    assert w.h.balance("wallet:ann") == FUNDS
+    assert w.h.balance(f"held:{PROVIDER}") == 0
+    assert w.h.app.unit.read(lambda tx: len(receipt_log.chain(tx))) == receipts + 1
+    refunds = w.h.app.unit.read(
+        lambda tx: [leg for leg in ledger.releases(tx) if leg["memo"] == "refund"]
+    )
+    assert len(refunds) == 1
+
+
+def test_a_hold_waits_for_its_judgment_past_the_report_deadline(world: Any) -> None:
+    """The report deadline passes before the judges are asked: the hold does not mature while
+    the judgment is pending, so a later FAIL still refunds from it; a call judged without a
+    conflict matures at the next pass."""
+    w, base, _ = world
+    _later(w, base, {"model-a": "strict"}, quorum=1)
+    failed = _call(w)
+    w.h.app.gateway.judges = {"model-a": ChatCompletionsCallJudge(base, "honest", timeout=10)}
+    w.h.clock.advance(hours=1)
+    kept = w.h.app.unit.read(lambda tx: meaning_queue.get(tx, failed["intentId"]))
+    assert kept is not None
+    fine = _call(w)
+    w.h.clock.advance(hours=24 * 30)
+    assert w.h.app.gateway.mature_holds() == 0
+    assert w.h.ok(PROVIDER, "GET", "/accounts/me")["balance"] == "0"  # a read matures nothing
+    w.h.app.gateway.judges = {"model-a": ChatCompletionsCallJudge(base, "strict", timeout=10)}
+    assert judge_one(w.h.app.gateway, kept) is True
+    w.h.app.gateway.judges = {"model-a": ChatCompletionsCallJudge(base, "honest", timeout=10)}
+    assert w.h.app.gateway.judge_pending() == 1
+    assert w.h.app.gateway.mature_holds() == 1
+    assert w.h.balance(f"wallet:{PROVIDER}") == PRICE
+    assert w.h.balance("wallet:ann") == FUNDS - PRICE
+    view = w.h.ok("ann", "GET", f"/gateway/calls/{fine['intentId']}")
+    assert view["meaning"]["outcome"] == "no_conflict" and view["money"]["state"] == "paid"
+
+
+def test_judging_after_the_answer_needs_named_judges(world: Any) -> None:
+    """A policy that judges after the answer without naming judges, or says another `when`, is
+    refused at registration."""
+    w, _, _ = world
+    for meaning in (
+        {"sample_rate": "1", "when": "after_answer"},
+        {"sample_rate": "1", "judges": ["model-a"], "when": "tomorrow"},
+    ):
+        policy = copy.deepcopy(POLICY) | {
+            "version": 2,
+            "checks": ["schema", "quality_rules", "meaning"],
+            "meaning": meaning,
+        }
+        code = w.h.refused(PROVIDER, "POST", "/tools/weather_forecast/policies", {"policy": policy})
+        assert code == (400, "POLICY_INVALID"), code
