@@ -1,7 +1,7 @@
 """Paid calls whose meaning judges are asked after the answer: the queue of their judgments.
 
-Revision ID: 0018
-Revises: 0017
+Revision ID: 0020
+Revises: 0019
 Create Date: 2026-12-04 13:00:00
 
 No call before this revision was judged after its answer: the queue starts empty.
@@ -12,8 +12,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0018"
-down_revision = "0017"
+revision = "0020"
+down_revision = "0019"
 branch_labels = None
 depends_on = None
 
