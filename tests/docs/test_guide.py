@@ -64,7 +64,8 @@ def test_the_getting_started_commands_run(tmp_path: Path) -> None:
     assert "paid_on_pass" in out and "the draft would fail" in out
     assert "round 2 · submitted" in out and "Five bullet points, please." in out
     assert "VALID receipt" in out and "VALID log:" in out
-    assert out.count("paid_on_pass") >= 3  # manual, auto and agent each paid
+    assert out.count("paid_on_pass") >= 4  # manual, auto, agent and a panel each paid
+    assert "2 of 2: vera PASS, vic not yet" in out  # the panel's first vote
     assert "window    6 hours to submit after taking; the current take lapses at" in out
     assert "SAME: the re-derived statement is byte for byte the signed one" in out  # replayed
 
@@ -160,12 +161,16 @@ def _run_guide(guide: Path, tmp_path: Path) -> str:
             if "serving" in line:
                 break
         out = "".join(printed)
-        keys = dict(re.findall(r"^  (admin|pat|ann|bob|vera|sky)\s+(adj_\S+)$", out, re.M))
+        keys = dict(re.findall(r"^  (admin|pat|ann|bob|vera|vic|sky)\s+(adj_\S+)$", out, re.M))
+        pems = re.findall(r"-----BEGIN PRIVATE KEY-----.*?-----END PRIVATE KEY-----\n", out, re.S)
         pem = re.search(r"-----BEGIN PRIVATE KEY-----.*?-----END PRIVATE KEY-----\n", out, re.S)
         fingerprint = re.search(r"Receipts are signed by key ([0-9a-f]{64})", out)
         assert keys.keys() >= {"admin", "pat", "ann", "vera", "sky"} and pem and fingerprint, out
         (tmp_path / "vera.pem").write_text(pem.group(0))
         (tmp_path / "vera.pem").chmod(0o600)  # as the guide says
+        assert len(pems) == 2, out  # vera's, then vic's
+        (tmp_path / "vic.pem").write_text(pems[1])
+        (tmp_path / "vic.pem").chmod(0o600)
         url = f"http://127.0.0.1:{port}"
         for _ in range(200):
             try:
@@ -178,6 +183,7 @@ def _run_guide(guide: Path, tmp_path: Path) -> str:
             PAT=keys["pat"],
             ANN=keys["ann"],
             VERA=keys["vera"],
+            VIC=keys["vic"],
             ADMIN=keys["admin"],
             SKY=keys["sky"],
             FINGERPRINT=fingerprint.group(1),

@@ -18,6 +18,7 @@ ACCOUNTS: tuple[tuple[str, tuple[str, ...], bool], ...] = (
     ("ann", ("agent",), False),
     ("bob", ("agent",), False),
     ("vera", ("verifier",), True),
+    ("vic", ("verifier",), True),  # a second verifier, for a panel (k of n)
     ("sky", ("provider",), False),
     ("nimbus", ("provider",), False),
 )
