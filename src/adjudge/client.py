@@ -1086,6 +1086,14 @@ class Client:
         """A forwarded call with its answer, every check row, its report window and report."""
         return dict(self.request("GET", f"/gateway/calls/{call_id}"))
 
+    def meaning_judgments(self) -> dict[str, Any]:
+        """The paid calls waiting for a meaning judgment signed by one of my verifier keys."""
+        return dict(self.request("GET", "/meaning/judgments"))
+
+    def judge_meaning(self, call_id: str, judgment: dict[str, Any]) -> dict[str, Any]:
+        """Give my verifier key's signed meaning judgment of a call judged after its answer."""
+        return dict(self.request("POST", f"/meaning/judgments/{call_id}", judgment))
+
     def report_call(
         self, call_id: str, reason: str, *, idempotency_key: str | None = None
     ) -> dict[str, Any]:

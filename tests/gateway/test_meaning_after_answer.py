@@ -11,21 +11,27 @@ import base64
 import copy
 import hashlib
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from test_meaning_judges import fake_models
+from typer.testing import CliRunner
 
 from adjudge.app.gateway.posthoc import judge_one
 from adjudge.calls.meaning import judgment_payload
 from adjudge.calls.pointers import resolve
+from adjudge.cli import app
 from adjudge.receipts import SigningKey, canonical_bytes, verify, verify_chain
 from adjudge.store import Store, ledger, meaning_queue, receipt_log
 from adjudge.workers import ChatCompletionsCallJudge
 from support.audit import audit
 from support.harness import FUNDS
+from support.live import serving
 from support.loopback import AsgiServer
 from support.weather import POLICY, PRICE, PROVIDER, World, weather_world
+
+runner = CliRunner()
 
 
 @pytest.fixture
@@ -325,3 +331,41 @@ def test_forged_and_misbound_key_judgments_are_refused(world: Any) -> None:
     assert w.h.app.gateway.judge_pending() == 1
     view = w.h.ok("ann", "GET", f"/gateway/calls/{got['intentId']}")
     assert view["money"]["state"] == "reported" and view["meaning"]["outcome"] == "unavailable"
+
+
+def test_the_cli_lists_and_signs_a_key_judgment(world: Any, tmp_path: Path) -> None:
+    """`adjudge calls judgments` lists what waits for vic's key; `adjudge calls judge` signs a
+    cited conflict with the key file; `adjudge calls show` says the meaning check is pending,
+    then its final outcome."""
+    w, base, _ = world
+    _keyed(w, base)
+    got = _call(w)
+    pem = tmp_path / "vic.pem"
+    pem.write_bytes(w.h.signers["vic"].to_pem())
+    pem.chmod(0o600)
+    with serving(w.h.app) as url:
+
+        def cli(who: str, *args: str) -> Any:
+            done = runner.invoke(app, ["calls", "--url", url, "--key", w.h.keys[who], *args])
+            assert done.exit_code == 0, done.output
+            return done.output
+
+        assert "meaning: pending" in cli("ann", "show", got["intentId"])
+        assert got["intentId"] in cli("vic", "judgments")
+        said = cli(
+            "vic",
+            "judge",
+            got["intentId"],
+            "--verifier-key",
+            str(pem),
+            "--conflict",
+            "--cite",
+            "/days/0/date",
+            "--reason",
+            "another day than asked",
+        )
+        assert "a cited conflict" in said
+        assert "No call waits" in cli("vic", "judgments")
+        assert w.h.app.gateway.judge_pending() == 1
+        assert "meaning: fail" in cli("ann", "show", got["intentId"])
+    assert w.h.balance("wallet:ann") == FUNDS

@@ -8,6 +8,7 @@ the service (or, for ``tools call``, a call that did not settle), 2 bad input or
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Callable
 from enum import StrEnum
@@ -575,10 +576,119 @@ def show_call(ctx: typer.Context, call_id: str, as_json: JsonFlag = False) -> No
         typer.echo(f"  {words(found['state'])}: no answer yet")
     if found.get("money"):
         typer.echo(f"  money now: {_money_state(found['money'])}")
+    if found.get("meaning"):
+        typer.echo(f"  {_meaning_line(found['meaning'])}")
     if found.get("report"):
         _report_lines(found["report"])
     elif found.get("report_deadline"):
         typer.echo(f"  a bad result can be reported until {found['report_deadline']}")
+
+
+def _meaning_line(meaning: dict[str, Any]) -> str:
+    """A call's meaning check judged after the answer: pending, or its final outcome."""
+    if meaning["state"] == "pending":
+        return f"meaning: pending (judged after the answer; queued {meaning['queued_at']})"
+    return (
+        f"meaning: {words(meaning['outcome'] or '')} (judged {meaning['judged_at']}, "
+        f"receipt {meaning['receipt_id']})"
+    )
+
+
+@calls_app.command("judgments")
+def pending_judgments(ctx: typer.Context, as_json: JsonFlag = False) -> None:
+    """The calls waiting for a meaning judgment signed by one of your verifier keys: what to
+    judge (the tool, the arguments, the output) and until when."""
+    session = _session(ctx, as_json)
+    found = session.call(lambda api: api.meaning_judgments())
+    if session.as_json:
+        print_json(found)
+        return
+    if not found["judgments"]:
+        typer.echo("No call waits for your judgment.")
+    for j in found["judgments"]:
+        typer.echo(f"{j['call_id']}  {j['tool']}  as {j['judge_key']}  until {j['due_at']}")
+        typer.echo(f"  arguments: {json.dumps(j['arguments'], sort_keys=True)}")
+        typer.echo(f"  output: {json.dumps(j['output'], sort_keys=True)[:2000]}")
+
+
+@calls_app.command("judge")
+def judge_call(
+    ctx: typer.Context,
+    call_id: str,
+    *,
+    verifier_key: Annotated[
+        Path,
+        typer.Option(
+            metavar="FILE",
+            help="Your verifier private key (PEM), the one your account registered; the "
+            "judgment is signed with it.",
+        ),
+    ],
+    conflict: Annotated[
+        bool,
+        typer.Option(
+            "--conflict/--no-conflict", help="Whether the answer conflicts with the request."
+        ),
+    ] = False,
+    cite: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="POINTER",
+            help="A JSON Pointer into the output the conflict relies on (repeat); the value "
+            "there is quoted.",
+        ),
+    ] = None,
+    reason: Annotated[str, typer.Option(help="Why, in a sentence.")] = "",
+    as_json: JsonFlag = False,
+) -> None:
+    """Give your verifier key's signed meaning judgment of a call judged after its answer: a
+    conflict counts only with citations into the output, and no judgment is ever a pass."""
+    from adjudge.calls.meaning import judgment_payload  # noqa: PLC0415
+    from adjudge.calls.pointers import resolve  # noqa: PLC0415
+    from adjudge.cli import keyfiles  # noqa: PLC0415
+    from adjudge.digests import sha256_digest  # noqa: PLC0415
+    from adjudge.errors import Error  # noqa: PLC0415
+    from adjudge.receipts import canonical_bytes  # noqa: PLC0415
+
+    session = _session(ctx, as_json)
+    try:
+        signer = keyfiles.read_signing_key(verifier_key, "verifier key file")
+    except Error as exc:
+        stop(f"{exc.code}: {exc.message}")
+    judge = f"key:{signer.keyid}"
+    waiting = session.call(lambda api: api.meaning_judgments())["judgments"]
+    shown = next((j for j in waiting if j["call_id"] == call_id and j["judge_key"] == judge), None)
+    if shown is None:
+        stop(
+            f"No judgment of the call {call_id} waits for {judge}; list them with "
+            "`adjudge calls judgments`."
+        )
+    citations = []
+    for pointer in cite or []:
+        found, value = resolve(shown["output"], pointer)
+        if not found:
+            stop(f"The pointer {pointer} resolves to nothing in the call's output.")
+        text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+        citations.append({"pointer": pointer, "quote_sha256": sha256_digest(text.encode())})
+    payload = judgment_payload(
+        call_id=call_id,
+        response_digest=shown["response_digest"],
+        judge_key=judge,
+        conflict=conflict,
+        reason=reason,
+        citations=citations,
+    )
+    body = dict(payload) | {
+        "signature": base64.b64encode(signer.sign(canonical_bytes(payload))).decode("ascii"),
+        "public_key": signer.public_key.to_base64(),
+    }
+    del body["type"], body["call_id"]
+    kept = session.call(lambda api: api.judge_meaning(call_id, body))
+    if session.as_json:
+        print_json(kept)
+    else:
+        verb = "a cited conflict" if conflict else "no conflict"
+        typer.echo(f"Judged call {call_id} as {judge}: {verb}; the service folds it next pass.")
 
 
 @calls_app.command("report")

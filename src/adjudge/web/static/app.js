@@ -1337,6 +1337,17 @@ function callActionForm(call, action, label) {
   );
 }
 
+// A call whose meaning judges are asked after the answer: "pending" until the upkeep judges
+// it, then the final outcome and the receipt that superseded the call's first (null: none).
+function meaningState(m) {
+  if (!m) return null;
+  if (m.state === "pending") return h("span", { class: "meaning-state" }, "meaning: pending (judged after the answer)");
+  return h("span", { class: "meaning-state" }, [
+    `meaning: ${words(m.outcome || "")} · judged ${shortTime(m.judged_at)} · `,
+    h("a", { href: `#/receipts/${m.receipt_id}`, class: "receipt-link" }, m.receipt_id),
+  ]);
+}
+
 async function callDetail(id) {
   const render = claim();
   const c = await api("GET", `/gateway/calls/${encodeURIComponent(id)}`);
@@ -1378,6 +1389,7 @@ async function callDetail(id) {
       ["Started", shortTime(c.started_at)],
       ["Finished", c.finished_at ? shortTime(c.finished_at) : null],
       ["Receipt", c.receipt_id ? h("a", { href: `#/receipts/${c.receipt_id}`, class: "receipt-link" }, c.receipt_id) : null],
+      ["Meaning", meaningState(c.meaning)],
       ["Report a bad result", reportable],
     ]),
     error
