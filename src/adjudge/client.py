@@ -1090,6 +1090,10 @@ class Client:
         """The paid calls waiting for a meaning judgment signed by one of my verifier keys."""
         return dict(self.request("GET", "/meaning/judgments"))
 
+    def run_judgments(self) -> dict[str, Any]:
+        """Judge the calls waiting for their meaning judges now, one bounded pass (admins)."""
+        return dict(self.request("POST", "/meaning/judgments/run"))
+
     def judge_meaning(self, call_id: str, judgment: dict[str, Any]) -> dict[str, Any]:
         """Give my verifier key's signed meaning judgment of a call judged after its answer."""
         return dict(self.request("POST", f"/meaning/judgments/{call_id}", judgment))

@@ -91,6 +91,9 @@ def test_the_paid_calls_guide_runs(tmp_path: Path) -> None:
     assert "split: 1 of 2 judges cited a conflict (demo-careful)" in out
     assert "Sent to review by the meaning judges" in out
     assert "status: refunded  verdict: FAIL" in out and "judged a conflict" in out
+    # Judged after the answer: pending at first, then failed and refunded by one pass.
+    assert "meaning: pending (judged after the answer" in out
+    assert "Judged 1 call(s) after their answers." in out and "meaning: fail" in out
 
 
 SEALED = ROOT / "docs" / "guide" / "sealed-criteria.md"

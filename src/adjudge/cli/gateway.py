@@ -611,6 +611,18 @@ def pending_judgments(ctx: typer.Context, as_json: JsonFlag = False) -> None:
         typer.echo(f"  output: {json.dumps(j['output'], sort_keys=True)[:2000]}")
 
 
+@calls_app.command("judge-pending")
+def judge_pending(ctx: typer.Context, as_json: JsonFlag = False) -> None:
+    """Judge the calls waiting for their meaning judges now (admins): one bounded pass, as the
+    service's upkeep runs every little while."""
+    session = _session(ctx, as_json)
+    done = session.call(lambda api: api.run_judgments())
+    if session.as_json:
+        print_json(done)
+    else:
+        typer.echo(f"Judged {done['judged']} call(s) after their answers.")
+
+
 @calls_app.command("judge")
 def judge_call(
     ctx: typer.Context,

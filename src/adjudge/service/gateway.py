@@ -193,6 +193,12 @@ def key_judgments_pending(*, who: Caller, app: Use) -> dict[str, Any]:
     return app.gateway.key_judgments_pending(who)
 
 
+@routes.post("/meaning/judgments/run", tags=["gateway"])
+def run_judgments(*, who: Caller, app: Use) -> dict[str, Any]:
+    """Judge the calls waiting for their meaning judges now, one bounded pass (admins)."""
+    return app.gateway.run_judgments(who)
+
+
 class KeyJudgmentIn(BaseModel):
     """A verifier key's signed meaning judgment of one call."""
 

@@ -436,6 +436,11 @@ class Gateway:
 
         return judge_pending(self, batch=batch)
 
+    def run_judgments(self, admin: Account) -> dict[str, Any]:
+        """One pass of the judgments after the answer now, as the upkeep runs it (admins)."""
+        need_role(admin, "admin")
+        return {"judged": self.judge_pending()}
+
     def key_judgments_pending(self, viewer: Account) -> dict[str, Any]:
         """The calls waiting for a judgment signed by one of the viewer's verifier keys."""
         from adjudge.app.gateway.posthoc import key_pending  # noqa: PLC0415
