@@ -213,6 +213,7 @@ _TABLE = (
     Code("ACCOUNT_NOT_FOUND", NotFound, 404, "No such account."),
     Code("CALL_NOT_FOUND", NotFound, 404, "No such call."),
     Code("KEY_NOT_FOUND", NotFound, 404, "No such key of this account."),
+    Code("MEANING_JUDGE_KEY_UNKNOWN", NotFound, 404, "A policy names a verifier key as a meaning judge that is not registered or was revoked."),
     Code("MEANING_JUDGMENT_NOT_FOUND", NotFound, 404, "No pending meaning judgment of that call names that key."),
     Code("NOT_FOUND", NotFound, 404, "No such route."),
     Code("POLICY_NOT_FOUND", NotFound, 404, "No such decision policy for the tool."),

@@ -11,6 +11,7 @@ import base64
 import copy
 import hashlib
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -369,3 +370,40 @@ def test_the_cli_lists_and_signs_a_key_judgment(world: Any, tmp_path: Path) -> N
         assert w.h.app.gateway.judge_pending() == 1
         assert "meaning: fail" in cli("ann", "show", got["intentId"])
     assert w.h.balance("wallet:ann") == FUNDS
+
+
+def test_two_workers_at_once_refund_once(world: Any) -> None:
+    """Two workers judge the same queued call at the same moment, on two threads: one
+    superseding receipt and one refund, whichever commits first."""
+    w, base, _ = world
+    _later(w, base, {"model-a": "strict"}, quorum=1)
+    got = _call(w)
+    gateway = w.h.app.gateway
+    row = w.h.app.unit.read(lambda tx: meaning_queue.get(tx, got["intentId"]))
+    assert row is not None
+    with ThreadPoolExecutor(2) as pool:
+        done = list(pool.map(lambda _: judge_one(gateway, row), range(2)))
+    assert sorted(done) == [False, True]
+    assert w.h.balance("wallet:ann") == FUNDS
+    assert w.h.balance(f"held:{PROVIDER}") == 0
+    refunds = w.h.app.unit.read(
+        lambda tx: [leg for leg in ledger.releases(tx) if leg["memo"] == "refund"]
+    )
+    assert len(refunds) == 1
+
+
+def test_a_policy_cannot_name_a_key_nobody_registered(world: Any) -> None:
+    """A key judge must be a registered, active verifier key."""
+    w, _, _ = world
+    meaning = {
+        "sample_rate": "1",
+        "judges": ["key:" + "0" * 64],
+        "when": "after_answer",
+    }
+    policy = copy.deepcopy(POLICY) | {
+        "version": 2,
+        "checks": ["schema", "quality_rules", "meaning"],
+        "meaning": meaning,
+    }
+    code = w.h.refused(PROVIDER, "POST", "/tools/weather_forecast/policies", {"policy": policy})
+    assert code == (404, "MEANING_JUDGE_KEY_UNKNOWN")

@@ -30,7 +30,7 @@ again.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from fractions import Fraction
 from typing import Any
@@ -349,6 +349,7 @@ class Calls:
             parsed = register_policy(policy, _contract(current))
             _storable(parsed.policy_id, "A policy id", 200, "POLICY_INVALID")
             _check_corroborator(tx, parsed, current.provider)
+            _check_key_judges(tx, parsed.judges, self.unit.now())
             if parsed.version > MAX_VERSION:
                 raise CriteriaError(
                     f"A policy version is at most {MAX_VERSION}.", code="POLICY_INVALID"
@@ -709,6 +710,21 @@ class Calls:
             }
 
         return self.unit.read(run)
+
+
+def _check_key_judges(tx: Transaction, judges: Sequence[str], now: datetime) -> None:
+    """Each verifier key a policy names as a meaning judge is registered and not revoked
+    (``MEANING_JUDGE_KEY_UNKNOWN``): a key nobody holds would only ever be silent."""
+    for judge in judges:
+        if not judge.startswith("key:"):
+            continue
+        found = records.verifier_key(tx, judge.removeprefix("key:"))
+        if found is None or not found.active_at(now):
+            raise NotFound(
+                f"The meaning judge {judge} is not a registered, active verifier key; name a "
+                "key as key:<fingerprint> of a verifier's registered key.",
+                code="MEANING_JUDGE_KEY_UNKNOWN",
+            )
 
 
 def _evidence(**inputs: Mapping[str, Any] | None) -> dict[str, Any] | None:
