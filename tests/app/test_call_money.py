@@ -10,6 +10,10 @@ from dataclasses import dataclass
 import pytest
 
 from adjudge.app import Account, App
+from adjudge.calls.meaning import MeaningAsk
+from adjudge.calls.pointers import resolve
+from adjudge.calls.verify import Citation, Judgment
+from adjudge.digests import sha256_digest
 from adjudge.market.money import provider_hold_account, wallet_account
 from adjudge.settings import Settings
 from adjudge.store import Store
@@ -86,3 +90,51 @@ def test_a_call_that_fails_its_contract_is_refunded(market: Market) -> None:
     assert market.balance(wallet_account("ann")) == FUNDS
     assert market.balance(provider_hold_account(PROVIDER)) == 0
     market.conserved()
+
+
+class _Judge:
+    """A meaning judge in-process: cites the first day's date as a conflict, finds none, or
+    is down, as told."""
+
+    def __init__(self, says: str) -> None:
+        self.says = says
+
+    def judge_call(self, ask: MeaningAsk) -> Judgment:
+        if self.says == "down":
+            raise ConnectionError("the judge is down")
+        if self.says == "none":
+            return Judgment(ask.call_id, ask.response_digest, True, False)
+        found, value = resolve(ask.output, "/days/0/date")
+        assert found
+        cited = Citation("/days/0/date", sha256_digest(str(value)))
+        return Judgment(ask.call_id, ask.response_digest, True, True, (cited,), "another day")
+
+
+@pytest.mark.parametrize(
+    ("says", "refunded"), [("conflict", True), ("none", False), ("down", False)]
+)
+def test_money_is_conserved_when_judged_after_the_answer(
+    market: Market, says: str, refunded: bool
+) -> None:
+    """Judged after the answer: every minor unit is accounted for when the call settles into
+    the hold, when the judges refund it from there (or not), and when the hold matures; the
+    provider is paid only what was not refunded, once."""
+    market.app.gateway.judges = {"judge": _Judge(says)}
+    meaning = {"sample_rate": "1", "judges": ["judge"], "quorum": 1, "when": "after_answer"}
+    policy = dict(POLICY) | {
+        "version": 2,
+        "checks": ["schema", "quality_rules", "meaning"],
+        "meaning": meaning,
+    }
+    market.app.calls.register_policy(market.root, "weather_forecast", policy)
+    answer = market.app.gateway.call(market.ann, "weather_forecast", {"city": "berlin"}).value
+    assert (answer["status"], answer["verdict"]) == ("settled", "DEGRADED")
+    market.conserved()
+    assert market.app.gateway.judge_pending() == 1
+    market.conserved()
+    assert market.balance(wallet_account("ann")) == FUNDS - (0 if refunded else PRICE)
+    market.app.clock.advance(hours=24 * 30)  # type: ignore[attr-defined]
+    market.app.gateway.mature_holds()
+    market.conserved()
+    assert market.balance(provider_hold_account(PROVIDER)) == 0
+    assert market.balance(wallet_account(PROVIDER)) == (0 if refunded else PRICE)
