@@ -10,6 +10,9 @@ from __future__ import annotations
 import base64
 import copy
 import hashlib
+import io
+import json
+import zipfile
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -24,6 +27,7 @@ from adjudge.calls.meaning import judgment_payload
 from adjudge.calls.pointers import resolve
 from adjudge.cli import app
 from adjudge.receipts import SigningKey, canonical_bytes, verify, verify_chain
+from adjudge.replay import from_answer, replay
 from adjudge.store import Store, ledger, meaning_queue, receipt_log
 from adjudge.workers import ChatCompletionsCallJudge
 from support.audit import audit
@@ -407,3 +411,43 @@ def test_a_policy_cannot_name_a_key_nobody_registered(world: Any) -> None:
     }
     code = w.h.refused(PROVIDER, "POST", "/tools/weather_forecast/policies", {"policy": policy})
     assert code == (404, "MEANING_JUDGE_KEY_UNKNOWN")
+
+
+def test_a_call_judged_after_its_answer_replays_from_its_bundle(world: Any) -> None:
+    """The bundle of a call judged later holds its superseding receipt, the final record and the
+    judgments it was derived from: replayed offline, the same verdict (FAIL, refunded); without
+    the judgments the replay differs on the meaning rows."""
+    w, base, _ = world
+    _later(w, base, {"model-a": "strict", "model-b": "strict"}, quorum=2)
+    got = _call(w)
+    before = replay(from_answer(w.h.ok("ann", "GET", f"/calls/{got['intentId']}/bundle")))
+    assert before.outcome == "same" and before.detail["call_verdict"] == "DEGRADED"
+    assert w.h.app.gateway.judge_pending() == 1
+    view, receipt = _final(w, got["intentId"])
+    answer = w.h.ok("ann", "GET", f"/calls/{got['intentId']}/bundle")
+    original = verify(canonical_bytes(got["receipt"]), w.signer.keyid).receipt_id
+    bundled = verify(canonical_bytes(answer["receipt"]["envelope"]), w.signer.keyid)
+    assert answer["receipt"]["id"] == view["receipt_id"]
+    assert bundled.receipt_id == receipt.receipt_id != original
+    assert [j["judge"] for j in answer["judgments"]] == ["model-a", "model-b"]
+    data = from_answer(answer)
+    found = replay(data, w.signer.keyid)
+    assert found.outcome == "same", [d.describe() for d in found.differences]
+    assert found.detail == {"call_verdict": "FAIL", "payment": "refund"}
+    stripped = replay(_without(data, "judgments.json"), w.signer.keyid)
+    assert stripped.outcome != "same"
+    assert any("meaning" in d.what for d in stripped.differences)
+
+
+def _without(data: bytes, name: str) -> bytes:
+    """The bundle with one file taken out, its manifest entry too (a consistent edit)."""
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        files = {n: z.read(n) for n in z.namelist() if n != name}
+    manifest = json.loads(files["manifest.json"])
+    del manifest["files"][name]
+    files["manifest.json"] = json.dumps(manifest).encode()
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as z:
+        for n, b in files.items():
+            z.writestr(n, b)
+    return out.getvalue()

@@ -27,7 +27,7 @@ from adjudge.market.proof import round_of
 from adjudge.market.seal import disclosed, judged_criteria
 from adjudge.receipts import VerifyingKey
 from adjudge.replay import engine
-from adjudge.store import Account, StoredTask, Transaction, receipt_log, records
+from adjudge.store import Account, StoredTask, Transaction, meaning_queue, receipt_log, records
 from adjudge.store import calls as calls_db
 from adjudge.store import gateway as gateway_db
 
@@ -151,7 +151,14 @@ class Bundles:
                     "A call's bundle holds its response: it is for the call's parties and admins.",
                     code="NOT_A_PARTY",
                 )
-            receipt = receipt_log.receipt(tx, found.receipt_id or "")
+            # A call judged after its answer is bundled as its superseding receipt says: that
+            # receipt, the final record and the judgments it was derived from.
+            later = meaning_queue.get(tx, call_id)
+            final = None if later is None else later.verification
+            receipt_id = found.receipt_id or ""
+            if later is not None and final is not None and later.final_receipt_id is not None:
+                receipt_id = later.final_receipt_id
+            receipt = receipt_log.receipt(tx, receipt_id)
             if receipt is None:
                 raise StateError(
                     f"The call {call_id} ended in an error: it has no determination to replay.",
@@ -173,9 +180,9 @@ class Bundles:
                 "at": found.record["at"],
                 "policy": policy,
                 "judgment": evidence.get("judgment"),
-                "judgments": evidence.get("judgments"),
+                "judgments": evidence.get("judgments") if final is None else final["judgments"],
                 "corroboration": evidence.get("corroboration"),
-                "record": dict(found.record),
+                "record": dict(found.record if final is None else final["record"]),
             }
             if found.source == "gateway":
                 parts.update(_forwarded(tx, viewer, found, evidence))

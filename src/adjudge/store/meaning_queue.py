@@ -10,6 +10,7 @@ pending its call's hold does not mature (:func:`adjudge.store.holds.due` skips i
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -62,6 +63,9 @@ queue = Table(
     Column("judged_at", s.UTCDateTime, nullable=True),
     Column("outcome", String(16), nullable=True),  # the meaning row's final outcome
     Column("final_receipt_id", String(64), nullable=True),  # the superseding receipt
+    # What the superseding receipt was derived from, for a replay bundle: {"record": the final
+    # verification record, "judgments": every judge's judgment as read}.
+    Column("verification", JSON, nullable=True),
     Index("ix_meaning_queue_state", "state", "queued_at"),
 )
 
@@ -96,6 +100,7 @@ class QueuedJudgment:
     judged_at: datetime | None
     outcome: str | None
     final_receipt_id: str | None
+    verification: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The wire shape a call's view shows as its meaning check's state."""
@@ -159,12 +164,27 @@ def tried(tx: Transaction, call_id: str) -> None:
     )
 
 
-def judged(tx: Transaction, call_id: str, *, outcome: str, receipt_id: str, at: datetime) -> bool:
-    """Mark a pending judgment given; False (nothing written) when another worker did first."""
+def judged(
+    tx: Transaction,
+    call_id: str,
+    *,
+    outcome: str,
+    receipt_id: str,
+    at: datetime,
+    verification: Mapping[str, Any] | None = None,
+) -> bool:
+    """Mark a pending judgment given, with what its receipt was derived from; False (nothing
+    written) when another worker did first."""
     done = tx.conn.execute(
         update(queue)
         .where(and_(queue.c.call_id == call_id, queue.c.state == PENDING))
-        .values(state=JUDGED, outcome=outcome, final_receipt_id=receipt_id, judged_at=at)
+        .values(
+            state=JUDGED,
+            outcome=outcome,
+            final_receipt_id=receipt_id,
+            judged_at=at,
+            verification=None if verification is None else dict(verification),
+        )
     )
     return bool(done.rowcount == 1)
 
@@ -182,6 +202,7 @@ def _row(m: Any) -> QueuedJudgment:
         m["judged_at"],
         m["outcome"],
         m["final_receipt_id"],
+        m.get("verification"),
     )
 
 

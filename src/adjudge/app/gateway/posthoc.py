@@ -43,6 +43,7 @@ from adjudge.calls.verify import (
     digest_of,
     parse_corroboration,
     received_response,
+    to_wire,
 )
 from adjudge.errors import Conflict, NotFound, StateError, VerificationFailed
 from adjudge.receipts import VerifyingKey, canonical_bytes
@@ -251,8 +252,15 @@ def _supersede(
     elif status == "settled" and result.needs_review:
         _to_review(tx, call.id, call.provider, call.caller, result, now)
     meaning = next(r for r in result.rows if r.stage == "meaning")
+    # What the superseding receipt was derived from, so its replay bundle can re-derive it.
+    verification = {"record": result.to_dict(), "judgments": [to_wire(j) for j in judgments]}
     if not meaning_queue.judged(
-        tx, row.call_id, outcome=meaning.outcome.value, receipt_id=receipt.id, at=now
+        tx,
+        row.call_id,
+        outcome=meaning.outcome.value,
+        receipt_id=receipt.id,
+        at=now,
+        verification=verification,
     ):
         raise _AlreadyJudged(row.call_id)
     db.rejudged(
@@ -262,7 +270,6 @@ def _supersede(
         verdict=None if result.verdict is None else result.verdict.value,
         receipt_id=receipt.id,
     )
-    del judgments  # kept on the receipt's checks, one row per judge
 
 
 def _named_keys(tx: Transaction, viewer: Account) -> set[str]:

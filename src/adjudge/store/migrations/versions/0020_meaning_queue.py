@@ -33,6 +33,7 @@ def upgrade() -> None:
         sa.Column("judged_at", sa.DateTime(), nullable=True),
         sa.Column("outcome", sa.String(length=16), nullable=True),
         sa.Column("final_receipt_id", sa.String(length=64), nullable=True),
+        sa.Column("verification", sa.JSON(), nullable=True),
         sa.PrimaryKeyConstraint("call_id", name=op.f("pk_meaning_queue")),
     )
     op.create_index("ix_meaning_queue_state", "meaning_queue", ["state", "queued_at"])
