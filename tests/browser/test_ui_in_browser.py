@@ -31,7 +31,7 @@ def _post(b: Browser, title: str, reward: str, mode: str, criteria: str = "", **
     if criteria:
         page.get_by_label("Criteria (JSON)").fill(criteria)
     if "verifier" in more:
-        page.get_by_label("Verifier").fill(more["verifier"])
+        page.get_by_label("Verifier", exact=True).fill(more["verifier"])
     if "take_window" in more:
         page.get_by_label("Take window").fill(more["take_window"])
     page.get_by_role("button", name="Post and fund").click()

@@ -45,8 +45,13 @@ class Browser:
         self.page.locator("#who strong", has_text=who).wait_for()
 
     def open(self, path: str) -> None:
-        """Go to ``#/path`` on the UI."""
-        self.page.goto(f"{self.url}/ui/#/{path}")
+        """Go to ``#/path`` on the UI; the page it is on already is loaded afresh (a hash that
+        does not change fires no navigation, and the view shown may be another key's)."""
+        target = f"{self.url}/ui/#/{path}"
+        if self.page.url == target:
+            self.page.reload()
+        else:
+            self.page.goto(target)
 
     def axe(self, *, context: str = "body") -> list[dict[str, Any]]:
         """Run axe-core (vendored; evaluated in the page through the browser's protocol, so the

@@ -607,8 +607,8 @@ def pending_judgments(ctx: typer.Context, as_json: JsonFlag = False) -> None:
         typer.echo("No call waits for your judgment.")
     for j in found["judgments"]:
         typer.echo(f"{j['call_id']}  {j['tool']}  as {j['judge_key']}  until {j['due_at']}")
-        typer.echo(f"  arguments: {json.dumps(j['arguments'], sort_keys=True)}")
-        typer.echo(f"  output: {json.dumps(j['output'], sort_keys=True)[:2000]}")
+        typer.echo(f"  arguments: {json.dumps(j['arguments'])}")
+        typer.echo(f"  output: {json.dumps(j['output'])[:2000]}")
 
 
 @calls_app.command("judge-pending")
