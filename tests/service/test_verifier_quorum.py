@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import base64
 import json
+from importlib.resources import files
 from typing import Any
 
 import pytest
+from alembic import command
+from alembic.config import Config
 
 from adjudge.kernel.oracle import Record
 from adjudge.market.signed_verdicts import sign_verdict, verdict_payload
@@ -172,6 +175,33 @@ def test_a_panel_verifier_cannot_take_the_task(q: Harness) -> None:
     """Every verifier of the panel is refused the task (IS_VERIFIER)."""
     tid = q.post("agent", verifier=None, verifiers=["vera", "ann"], brief=BRIEF)
     assert q.refused("ann", "POST", f"/tasks/{tid}/accept") == (403, "IS_VERIFIER")
+
+
+def test_each_panel_verifier_finds_the_task_among_its_own(q: Harness) -> None:
+    """``GET /tasks?mine=true`` lists a panel task for each of its verifiers (as it does for a
+    task's one verifier), and not for a verifier who is not on the panel."""
+    tid = q.post("agent", verifier=None, verifiers=["vera", "ann"], brief=BRIEF)
+    other = q.post("agent", verifier="vic", brief=BRIEF)
+    for name, expected in (("vera", {tid}), ("ann", {tid}), ("vic", {other})):
+        listed = q.ok(name, "GET", "/tasks?mine=true")["tasks"]
+        assert {t["id"] for t in listed} == expected, name
+    assert {t["id"] for t in q.ok("pat", "GET", "/tasks?mine=true")["tasks"]} >= {tid, other}
+
+
+def test_the_seats_of_panels_posted_before_the_index_are_written_by_its_migration(
+    q: Harness, store: Store
+) -> None:
+    """Upgrading from before the seats' index (0021) writes each panel's seats from the task's
+    panel, so its verifiers find it again; 0022 downgrades cleanly."""
+    tid = q.post("agent", verifier=None, verifiers=["vera", "ann"], brief=BRIEF)
+    config = Config()
+    config.set_main_option("script_location", str(files("adjudge.store") / "migrations"))
+    with store.engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.downgrade(config, "0021")
+    store.migrate()
+    for name in ("vera", "ann"):
+        assert [t["id"] for t in q.ok(name, "GET", "/tasks?mine=true")["tasks"]] == [tid]
 
 
 @pytest.mark.parametrize(

@@ -299,6 +299,10 @@ def insert_task(tx: Transaction, task: Task, *, title: str, brief: str) -> Store
     tx.conn.execute(
         insert(s.tasks).values(version=1, title=title, brief=brief, seal=task.seal, **row)
     )
+    if task.panel:
+        tx.conn.execute(
+            insert(s.task_seats), [{"task_id": task.id, "verifier": v.verifier} for v in task.panel]
+        )
     return StoredTask(task, 1, title, brief)
 
 
@@ -336,8 +340,8 @@ def tasks(
     limit: int = 50,
     cursor: str | None = None,
 ) -> Page:
-    """Tasks, newest first, filtered by status, mode, a party, the named verifier, the poster,
-    the agent, or ``text`` in the title (any case; the brief is never searched: a private
+    """Tasks, newest first, filtered by status, mode, a party, the named verifier (a panel's
+    verifiers are parties and named verifiers too), the poster, the agent, or ``text`` in the title (any case; the brief is never searched: a private
     task's brief is for its parties only).
 
     A listing carries no brief and no criteria (their fields are empty): it reads neither. A
@@ -353,9 +357,16 @@ def tasks(
     if mode:
         q = q.where(t.c.mode == mode)
     if involving:
-        q = q.where(or_(t.c.poster == involving, t.c.agent == involving, t.c.verifier == involving))
+        q = q.where(
+            or_(
+                t.c.poster == involving,
+                t.c.agent == involving,
+                t.c.verifier == involving,
+                t.c.id.in_(_seated(involving)),
+            )
+        )
     if verifier:
-        q = q.where(t.c.verifier == verifier)
+        q = q.where(or_(t.c.verifier == verifier, t.c.id.in_(_seated(verifier))))
     if poster:
         q = q.where(t.c.poster == poster)
     if agent:
@@ -371,6 +382,11 @@ def tasks(
         except (KeyError, TypeError, ValueError):
             log.exception("skipped task %s: its row cannot be read", row.id)
     return Page(found, following)
+
+
+def _seated(verifier: str) -> Select[Any]:
+    """The ids of the tasks whose panel ``verifier`` sits on."""
+    return select(s.task_seats.c.task_id).where(s.task_seats.c.verifier == verifier)
 
 
 def newest_first(

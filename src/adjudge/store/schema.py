@@ -1,5 +1,5 @@
 """The database's shape: the one :data:`metadata`, the column types, and the marketplace's own
-tables — accounts and balances, the ledger, tasks with their takes, lapses, submissions,
+tables — accounts and balances, the ledger, tasks with their takes, lapses, panel seats, submissions,
 verdicts and disputes, receipts and the chain head, idempotency, review leases, verifier keys
 and quotas.
 
@@ -150,6 +150,15 @@ tasks = Table(
     Column("panel", JSON, nullable=True),
     Column("quorum", Integer, nullable=True),
     Column("votes", JSON, nullable=True),
+)
+
+task_seats = Table(
+    "task_seats",
+    metadata,
+    # Who sits on a task's panel, one row per verifier, written once at posting: a verifier's
+    # own listing finds its panels by this index instead of reading every task's panel.
+    Column("task_id", String(64), ForeignKey("tasks.id"), primary_key=True),
+    Column("verifier", String(64), primary_key=True, index=True),
 )
 
 task_votes = Table(
