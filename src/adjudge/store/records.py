@@ -341,8 +341,9 @@ def tasks(
     cursor: str | None = None,
 ) -> Page:
     """Tasks, newest first, filtered by status, mode, a party, the named verifier (a panel's
-    verifiers are parties and named verifiers too), the poster, the agent, or ``text`` in the title (any case; the brief is never searched: a private
-    task's brief is for its parties only).
+    verifiers are parties and named verifiers too), the poster, the agent, or ``text`` in the
+    title (any case; the brief is never searched: a private task's brief is for its parties
+    only).
 
     A listing carries no brief and no criteria (their fields are empty): it reads neither. A
     row that cannot be read is left out and logged, so one bad row never fails a listing.

@@ -1,7 +1,7 @@
 """The database's shape: the one :data:`metadata`, the column types, and the marketplace's own
-tables — accounts and balances, the ledger, tasks with their takes, lapses, panel seats, submissions,
-verdicts and disputes, receipts and the chain head, idempotency, review leases, verifier keys
-and quotas.
+tables — accounts and balances, the ledger, tasks with their takes, lapses, panel seats,
+submissions, verdicts and disputes, receipts and the chain head, idempotency, review leases,
+verifier keys and quotas.
 
 The other stores define their tables beside the queries that use them, on this same metadata:
 :mod:`~adjudge.store.api_keys`, :mod:`~adjudge.store.call_reports`, :mod:`~adjudge.store.calls`,
