@@ -25,7 +25,7 @@ lint: setup
 HAVE_CC := $(if $(shell command -v cc gcc clang 2>/dev/null),1,0)
 
 test: lint
-	ADJUDGE_REQUIRE_SPEEDUPS=$(HAVE_CC) $(BIN)/pytest -q -n auto --dist loadfile
+	ADJUDGE_REQUIRE_SPEEDUPS=$(HAVE_CC) $(BIN)/pytest -q -n auto --dist worksteal
 
 # The service with a demo marketplace on a fresh SQLite file: accounts, keys and tasks are printed.
 demo: setup

@@ -57,6 +57,7 @@ def test_the_guide_names_only_commands_it_runs() -> None:
     } <= used
 
 
+@pytest.mark.slow
 def test_the_getting_started_commands_run(tmp_path: Path) -> None:
     """Start the demo as the guide does, then run each `sh` block as a reader would."""
     out = _run_guide(GUIDE, tmp_path)
@@ -70,6 +71,7 @@ def test_the_getting_started_commands_run(tmp_path: Path) -> None:
     assert "SAME: the re-derived statement is byte for byte the signed one" in out  # replayed
 
 
+@pytest.mark.slow
 def test_the_paid_calls_guide_runs(tmp_path: Path) -> None:
     """The demo's paid tool, as the paid-calls guide walks it: calls settle and refund, a
     retry replays, a receipt verifies, a report is upheld, a tool is imported from YAML."""
@@ -99,6 +101,7 @@ def test_the_paid_calls_guide_runs(tmp_path: Path) -> None:
 SEALED = ROOT / "docs" / "guide" / "sealed-criteria.md"
 
 
+@pytest.mark.slow
 def test_the_sealed_criteria_guide_runs(tmp_path: Path) -> None:
     """A sealed task as the guide walks it: the commitment shown, the finalize waiting for the
     reveal, the reveal paying, the agent's offline check, the replay, a doctored reveal

@@ -192,6 +192,7 @@ def call(books: Books) -> dict[str, Any]:
     return result
 
 
+@pytest.mark.slow
 @settings(
     max_examples=60,
     deadline=None,

@@ -122,11 +122,13 @@ def _until_answered(
     raise AssertionError(f"{path} was never answered")
 
 
+@pytest.mark.slow
 def test_kill_9_under_load_loses_nothing_and_doubles_nothing(store: Store, tmp_path: Path) -> None:
     """See the module."""
     _kill_9_under_load(store, tmp_path, processes=1)
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 def test_kill_9_two_processes_on_one_database(store: Store, tmp_path: Path) -> None:
     """The same with two ``serve`` processes on one PostgreSQL database, clients spread over

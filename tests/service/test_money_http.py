@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
@@ -189,6 +190,7 @@ def _machine(store: Store) -> type[RuleBasedStateMachine]:
     return Marketplace
 
 
+@pytest.mark.slow
 def test_random_http_sequences_keep_the_books(store: Store) -> None:
     """Random operations over HTTP, with retries, key reuse, races and clock moves: after every
     step the ledger balances, holds exactly what was deposited, and each escrow release is

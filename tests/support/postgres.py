@@ -18,13 +18,15 @@ class Unreachable(Exception):
     """No PostgreSQL server could give us a database; the message says why."""
 
 
-def create_database() -> str:
-    """Create an empty database and return its URL (:class:`Unreachable` if none can be)."""
+def create_database(template: str | None = None) -> str:
+    """Create an empty database, or a copy of ``template`` (the URL of a database nobody is
+    connected to), and return its URL (:class:`Unreachable` if none can be)."""
     try:
         admin = create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
         name = "adjudge_test_" + uuid.uuid4().hex[:12]
+        copied = f' TEMPLATE "{make_url(template).database}"' if template else ""
         with admin.connect() as conn:
-            conn.execute(text(f'CREATE DATABASE "{name}"'))
+            conn.execute(text(f'CREATE DATABASE "{name}"{copied}'))
         admin.dispose()
     except Exception as exc:  # any failure to reach it: the caller skips or fails, saying why
         raise Unreachable(

@@ -43,6 +43,9 @@ class Script:
     """What the provider answers next, and what it saw."""
 
     answer: str = "good"
+    #: How long a "slow" answer takes: past the gateway's wait (a world sets it from its own),
+    #: and no longer, so that a server stopping at the end never waits out a long sleep.
+    slow_for: float = TIMEOUT + 1.5
     seen: list[dict[str, Any]] = field(default_factory=list)
     now: datetime = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -95,7 +98,7 @@ def provider(script: Script) -> Starlette:
         if kind == "slow":
             import asyncio  # noqa: PLC0415
 
-            await asyncio.sleep(TIMEOUT + 1.5)
+            await asyncio.sleep(script.slow_for)
             return JSONResponse(forecast(script, 3))
         if kind == "error":
             return JSONResponse({"error": "boom"}, status_code=503)
@@ -155,7 +158,7 @@ def weather_world(
     # calls (an endpoint on loopback, a test event) follow this app's settings.
     h.client = TestClient(create_app(h.app))
     h.keys[PROVIDER] = h.app.accounts.create(None, PROVIDER, ["provider"]).value["api_key"]
-    script = Script()
+    script = Script(slow_for=timeout + 1.5)
     with serving(h.app) as service:
         guarded = AssayVerifyMiddleware(
             provider(script), provider=PROVIDER, jwks_url=f"{service}{JWKS_PATH}"
