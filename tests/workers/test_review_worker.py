@@ -7,9 +7,13 @@ import itertools
 import json
 import threading
 from collections import Counter
+from importlib.resources import files
 from typing import Any
 
 import pytest
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import text
 
 from adjudge.app.reviews import MAX_TRIES
 from adjudge.client import Client
@@ -17,7 +21,7 @@ from adjudge.kernel.oracle import Record
 from adjudge.kernel.semantic import Quote
 from adjudge.market.signed_verdicts import verdict_payload
 from adjudge.receipts import SignedReceipts, SigningKey, canonical_bytes, verify
-from adjudge.store import Store
+from adjudge.store import Store, leases
 from adjudge.workers import ChatCompletionsJudge, JudgeError, ReviewWorker, parse_answer
 from adjudge.workers.judges import PROMPT, Judge
 from support.harness import FUNDS, Harness, make_harness
@@ -164,6 +168,84 @@ def test_only_the_named_verifier_claims_its_work(sqlite_store: Store) -> None:
         assert Client(service, h.keys["vic"]).claim_reviews() == []
         with pytest.raises(Exception, match="ROLE_REQUIRED"):
             Client(service, h.keys["pat"]).claim_reviews()
+
+
+def _panel_worker(h: Harness, service: str, name: str, url: str) -> ReviewWorker:
+    client = Client(service, h.keys[name])
+    return ReviewWorker(client, ChatCompletionsJudge(url, f"judge-{name}"), h.signers[name])
+
+
+def test_each_worker_of_a_panel_votes_once_with_its_seats_key(store: Store) -> None:
+    """vera's and vic's workers each lease the panel's submission for themselves (one's lease
+    keeps nothing from the other), each signs its vote with the key its seat names, a worker
+    whose verifier has voted takes it no more, and the second PASS of a quorum of 2 pays."""
+    h = make_harness(store)
+    h.ok("vic", "PATCH", "/accounts/me", {"verifier_opt_in": True})
+    tid = h.post("agent", verifier=None, verifiers=["vera", "vic"], quorum=2)
+    h.ok("bob", "POST", f"/tasks/{tid}/accept")
+    h.ok("bob", "POST", f"/tasks/{tid}/submissions", {"result": "PASS_ME the work"})
+    with serving(h.app) as service, model_server(by_content) as (url, seen):
+        vera, vic = (_panel_worker(h, service, name, url) for name in ("vera", "vic"))
+        leased = Client(service, h.keys["vic"]).claim_reviews(lease_seconds=1)
+        assert [job["verifier_key"] for job in leased] == [h.signers["vic"].keyid]
+        assert vera.poll().judged == [tid]  # vic's lease does not hold vera off
+        assert vera.poll().judged == []  # vera has voted
+        view = h.ok("pat", "GET", f"/tasks/{tid}")
+        assert [v["vote"] for v in view["panel"]["verifiers"]] == ["PASS", None]
+        h.later(2 / 86_400)  # vic's own lease has run out: its worker takes it again
+        assert vic.poll().judged == [tid]
+    assert [r["model"] for r in seen] == ["judge-vera", "judge-vic"]
+    view = h.ok("pat", "GET", f"/tasks/{tid}")
+    assert view["ending"] == "paid_on_pass"
+    assert [v["key"] for v in view["panel"]["verifiers"]] == [
+        h.signers["vera"].keyid,
+        h.signers["vic"].keyid,
+    ]
+    h.ledger()
+
+
+def test_a_panel_verifiers_failures_give_up_its_own_lease_only(sqlite_store: Store) -> None:
+    """vic's worker failing five times gives up vic's lease; vera's worker still judges."""
+    h = make_harness(sqlite_store)
+    h.ok("vic", "PATCH", "/accounts/me", {"verifier_opt_in": True})
+    tid = h.post("agent", verifier=None, verifiers=["vera", "vic"], quorum=1)
+    h.ok("bob", "POST", f"/tasks/{tid}/accept")
+    h.ok("bob", "POST", f"/tasks/{tid}/submissions", {"result": "PASS_ME the work"})
+    with serving(h.app) as service:
+        vic = Client(service, h.keys["vic"])
+        for _ in range(MAX_TRIES):
+            assert [job["task_id"] for job in vic.claim_reviews()] == [tid]
+            vic.request("POST", f"/reviews/{tid}/1/failed", {"error": "model down"})
+        assert vic.claim_reviews() == []
+        with model_server(by_content) as (url, _):
+            assert _panel_worker(h, service, "vera", url).poll().judged == [tid]
+    assert h.ok("pat", "GET", f"/tasks/{tid}")["ending"] == "paid_on_pass"
+
+
+def test_leases_taken_before_panels_are_kept_as_their_verifiers(store: Store) -> None:
+    """Upgrading to leases per verifier (0023) keeps each lease as its task's verifier's, with
+    its tries; downgrading keeps a one-verifier task's lease and drops a panel verifier's (no
+    panel was leased before)."""
+    h = make_harness(store)
+    h.ok("vic", "PATCH", "/accounts/me", {"verifier_opt_in": True})
+    tid = delivered(h, "PASS_ME")
+    panel = delivered(h, "PASS_ME too", verifier=None, verifiers=["vera", "vic"])
+    vera = h.app.accounts.authenticate(h.keys["vera"])
+    vic = h.app.accounts.authenticate(h.keys["vic"])
+    assert {job["task_id"] for job in h.app.reviews.claim(vera)} == {tid, panel}
+    assert [job["task_id"] for job in h.app.reviews.claim(vic)] == [panel]
+    h.app.reviews.failed(vera, tid, 1, "model down")
+    config = Config()
+    config.set_main_option("script_location", str(files("adjudge.store") / "migrations"))
+    with store.engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.downgrade(config, "0022")
+        kept = conn.execute(text("SELECT task_id, tries FROM review_leases")).all()
+    assert [tuple(row) for row in kept] == [(tid, 1)]  # before 0023 no panel was leased
+    store.migrate()
+    with store.read() as tx:
+        assert leases.lease(tx, tid, 1, "vera")["tries"] == 1  # type: ignore[index]
+        assert leases.lease(tx, panel, 1, "vera") is None
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,8 @@ cases with the verifier's own API key, so it needs no database access: it gets e
 submission's brief, acceptance note and result, judges it, and posts a signed verdict through
 :meth:`adjudge.app.tasks.Tasks.verdict` like any verifier. A lease keeps other workers off a
 submission for its duration; after :data:`MAX_TRIES` failed judgments the submission is given up
-(delivered, never judged: the poster's reclaim after the deadline escalates it).
+(delivered, never judged: the poster's reclaim after the deadline escalates it). Each verifier of
+a panel leases a submission for itself, until it has voted on it, with the key its seat names.
 """
 
 from __future__ import annotations
@@ -48,18 +49,19 @@ class Reviews:
         def run(tx: Transaction) -> list[dict[str, Any]]:
             now = self.unit.now()
             jobs = []
-            for stored in leases.claim(tx, [verifier.id], now=now, lease=lease, limit=limit):
+            for stored in leases.claim(tx, verifier.id, now=now, lease=lease, limit=limit):
                 t = stored.task
                 sub = records.submission(tx, t.id, t.attempts)
                 if sub is None:
                     continue
+                seat = next((s for s in t.panel if s.verifier == verifier.id), None)
                 acceptance = t.criteria.get("acceptance", "")
                 jobs.append(
                     {
                         "task_id": t.id,
                         "attempt": sub.attempt,
                         "result_digest": sub.digest,
-                        "verifier_key": t.verifier_key,
+                        "verifier_key": seat.key if seat is not None else t.verifier_key,
                         "brief": stored.brief,
                         "acceptance": acceptance if isinstance(acceptance, str) else "",
                         "result": sub.result,
@@ -79,17 +81,24 @@ class Reviews:
             stored = records.task(tx, task_id)
             if stored is None:
                 raise NotFound(f"No task {task_id}.", code="TASK_NOT_FOUND")
-            if stored.task.verifier != verifier.id:
+            if verifier.id not in stored.task.verifiers:
                 raise NotAllowed(
-                    "Only the task's named verifier reports on its review.",
+                    "Only the task's named verifier (or a verifier of its panel) reports on "
+                    "its review.",
                     code="NOT_TASK_VERIFIER",
                 )
             gave_up = leases.failed(
-                tx, task_id, attempt, error=error, now=self.unit.now(), max_tries=MAX_TRIES
+                tx,
+                task_id,
+                attempt,
+                verifier.id,
+                error=error,
+                now=self.unit.now(),
+                max_tries=MAX_TRIES,
             )
             if gave_up is None:
                 raise StateError("That submission was never claimed.", code="NOT_CLAIMED")
-            row = leases.lease(tx, task_id, attempt)
+            row = leases.lease(tx, task_id, attempt, verifier.id)
             return {
                 "task_id": task_id,
                 "attempt": attempt,

@@ -1,12 +1,12 @@
-"""Review leases: which submission awaiting a verifier a worker holds, and its failed tries."""
+"""Review leases: which submission awaiting a verifier a worker holds for it, and its failed
+tries."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, or_, select, update
+from sqlalchemy import ColumnElement, and_, exists, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from adjudge.market import Status
@@ -17,44 +17,54 @@ from adjudge.store.transaction import Transaction
 
 def claim(
     tx: Transaction,
-    verifiers: Sequence[str] | None,
+    verifier: str,
     *,
     now: datetime,
     lease: timedelta,
     limit: int,
 ) -> list[StoredTask]:
-    """Take up to ``limit`` submissions waiting for a verifier, leased until ``now + lease``.
+    """Take up to ``limit`` submissions waiting for ``verifier``, leased until ``now + lease``:
+    those of the tasks it is the one verifier of, and of the panels it sits on that it has not
+    voted on yet (each panel verifier leases a submission for itself).
 
-    A submission is free when nobody holds an unexpired lease on it and its worker has not
-    given up. On PostgreSQL the task rows are taken ``FOR UPDATE SKIP LOCKED``, so workers
-    polling at once never take the same one; SQLite's write lock serializes claims.
+    A submission is free for a verifier when nobody holds an unexpired lease on it for that
+    verifier and its worker has not given up. On PostgreSQL the task rows are taken ``FOR
+    UPDATE SKIP LOCKED``, so workers polling at once never take the same one; SQLite's write
+    lock serializes claims.
     """
-    rl = s.review_leases
-    joined = s.tasks.outerjoin(
-        rl, and_(rl.c.task_id == s.tasks.c.id, rl.c.attempt == s.tasks.c.attempts)
+    rl, t, tv = s.review_leases, s.tasks, s.task_votes
+    joined = t.outerjoin(
+        rl,
+        and_(rl.c.task_id == t.c.id, rl.c.attempt == t.c.attempts, rl.c.verifier == verifier),
+    )
+    seated = select(s.task_seats.c.task_id).where(s.task_seats.c.verifier == verifier)
+    voted = exists().where(
+        tv.c.task_id == t.c.id, tv.c.attempt == t.c.attempts, tv.c.verifier == verifier
     )
     q = (
-        select(s.tasks, rl.c.tries)
+        select(t, rl.c.tries)
         .select_from(joined)
-        .where(s.tasks.c.status == Status.AWAITING_VERIFICATION.value)
+        .where(t.c.status == Status.AWAITING_VERIFICATION.value)
+        .where(or_(t.c.verifier == verifier, and_(t.c.id.in_(seated), ~voted)))
         .where(or_(rl.c.task_id.is_(None), and_(rl.c.gave_up.is_(False), rl.c.locked_until <= now)))
-        .order_by(s.tasks.c.submitted_at)
+        .order_by(t.c.submitted_at)
         .limit(limit)
     )
-    if verifiers is not None:
-        q = q.where(s.tasks.c.verifier.in_(list(verifiers)))
     if tx.dialect == "postgresql":
-        q = q.with_for_update(skip_locked=True, of=s.tasks)
+        q = q.with_for_update(skip_locked=True, of=t)
     claimed = []
     for row in tx.conn.execute(q).all():
         stored = stored_task(row._mapping)
-        if _take(tx, stored.task.id, stored.task.attempts, now=now, until=now + lease):
+        if _take(tx, stored.task.id, stored.task.attempts, verifier, now=now, until=now + lease):
             claimed.append(stored)
     return claimed
 
 
-def _take(tx: Transaction, task_id: str, attempt: int, *, now: datetime, until: datetime) -> bool:
-    """Lease one submission if it is still free; False if another worker just took it.
+def _take(
+    tx: Transaction, task_id: str, attempt: int, verifier: str, *, now: datetime, until: datetime
+) -> bool:
+    """Lease one submission for ``verifier`` if it is still free; False if another worker just
+    took it.
 
     One statement decides: insert the lease, or, if one exists, extend it only when it has
     expired and its worker has not given up. Under PostgreSQL's read-committed isolation the
@@ -63,10 +73,15 @@ def _take(tx: Transaction, task_id: str, attempt: int, *, now: datetime, until: 
     rl = s.review_leases
     dialect: Any = postgresql if tx.dialect == "postgresql" else sqlite
     stmt = dialect.insert(rl).values(
-        task_id=task_id, attempt=attempt, tries=0, locked_until=until, gave_up=False
+        task_id=task_id,
+        attempt=attempt,
+        verifier=verifier,
+        tries=0,
+        locked_until=until,
+        gave_up=False,
     )
     stmt = stmt.on_conflict_do_update(
-        index_elements=[rl.c.task_id, rl.c.attempt],
+        index_elements=[rl.c.task_id, rl.c.attempt, rl.c.verifier],
         set_={"locked_until": until},
         where=and_(rl.c.gave_up.is_(False), rl.c.locked_until <= now),
     ).returning(rl.c.task_id)
@@ -74,14 +89,22 @@ def _take(tx: Transaction, task_id: str, attempt: int, *, now: datetime, until: 
 
 
 def failed(
-    tx: Transaction, task_id: str, attempt: int, *, error: str, now: datetime, max_tries: int
+    tx: Transaction,
+    task_id: str,
+    attempt: int,
+    verifier: str,
+    *,
+    error: str,
+    now: datetime,
+    max_tries: int,
 ) -> bool | None:
-    """Count a failed judgment; release the lease for a later poll. True once given up.
+    """Count a failed judgment by ``verifier``'s worker; release its lease for a later poll.
+    True once given up.
 
-    None when no lease exists for that submission (nothing was claimed).
+    None when no lease exists for that submission and verifier (nothing was claimed).
     """
     rl = s.review_leases
-    where = and_(rl.c.task_id == task_id, rl.c.attempt == attempt)
+    where = _key(task_id, attempt, verifier)
     found = tx.conn.execute(select(rl.c.tries).where(where)).scalar_one_or_none()
     if found is None:
         return None
@@ -95,10 +118,12 @@ def failed(
     return gave_up
 
 
-def lease(tx: Transaction, task_id: str, attempt: int) -> dict[str, Any] | None:
-    """A submission's lease row, or None."""
-    rl = s.review_leases
-    row = tx.conn.execute(
-        select(rl).where(and_(rl.c.task_id == task_id, rl.c.attempt == attempt))
-    ).first()
+def lease(tx: Transaction, task_id: str, attempt: int, verifier: str) -> dict[str, Any] | None:
+    """A submission's lease row for ``verifier``, or None."""
+    row = tx.conn.execute(select(s.review_leases).where(_key(task_id, attempt, verifier))).first()
     return dict(row._mapping) if row else None
+
+
+def _key(task_id: str, attempt: int, verifier: str) -> ColumnElement[bool]:
+    rl = s.review_leases
+    return and_(rl.c.task_id == task_id, rl.c.attempt == attempt, rl.c.verifier == verifier)

@@ -285,9 +285,11 @@ idempotency = Table(
 review_leases = Table(
     "review_leases",
     metadata,
-    # One row per submission a verifier worker has tried to judge.
+    # One row per submission a verifier's worker has tried to judge, for each verifier (a
+    # panel's verifiers each lease a submission for themselves).
     Column("task_id", String(64), ForeignKey("tasks.id"), primary_key=True),
     Column("attempt", Integer, primary_key=True),
+    Column("verifier", String(64), primary_key=True),
     Column("tries", Integer, nullable=False),  # failed model calls so far
     Column("locked_until", UTCDateTime, nullable=False),  # no other worker takes it before
     Column("gave_up", Boolean, nullable=False),  # after 5 failures: delivered, never judged
