@@ -10,7 +10,7 @@ pending its call's hold does not mature (:func:`adjudge.store.holds.due` skips i
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -247,6 +247,20 @@ def key_judgments(tx: Transaction, call_id: str) -> list[dict[str, Any]]:
     t = key_judgments_table
     rows = tx.conn.execute(select(t).where(t.c.call_id == call_id).order_by(t.c.judge))
     return [dict(r._mapping) for r in rows]
+
+
+def judged_by(
+    tx: Transaction, call_ids: Sequence[str], judges: Collection[str]
+) -> set[tuple[str, str]]:
+    """Which of ``judges`` have signed a judgment of which of ``call_ids``, as (call, judge)
+    pairs: one query for a page of calls, not one a call."""
+    if not call_ids or not judges:
+        return set()
+    t = key_judgments_table
+    q = select(t.c.call_id, t.c.judge).where(
+        t.c.call_id.in_(list(call_ids)), t.c.judge.in_(list(judges))
+    )
+    return {(str(call), str(judge)) for call, judge in tx.conn.execute(q)}
 
 
 def pending_for(tx: Transaction, *, limit: int) -> list[QueuedJudgment]:

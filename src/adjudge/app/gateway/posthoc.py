@@ -289,12 +289,9 @@ def key_pending(gateway: Gateway, viewer: Account) -> dict[str, Any]:
         out: list[dict[str, Any]] = []
         if not mine:
             return {"judgments": out}
-        done = {
-            (str(k["call_id"]), str(k["judge"]))
-            for row in meaning_queue.pending_for(tx, limit=10 * KEY_PAGE)
-            for k in meaning_queue.key_judgments(tx, row.call_id)
-        }
-        for row in meaning_queue.pending_for(tx, limit=10 * KEY_PAGE):
+        pending = meaning_queue.pending_for(tx, limit=10 * KEY_PAGE)
+        done = meaning_queue.judged_by(tx, [row.call_id for row in pending], mine)
+        for row in pending:
             case = _case(tx, row)
             if case is None:
                 continue
