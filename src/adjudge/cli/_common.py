@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
 
-from adjudge.calls.tools import DECIMALS as ASSET_DECIMALS
 from adjudge.errors import BadInput
 
 if TYPE_CHECKING:
@@ -80,11 +79,19 @@ def format_amount(minor: object, decimals: int = DECIMALS) -> str:
     return ("-" if negative else "") + whole + ("." + fraction if fraction else "")
 
 
+def _decimals(currency: str) -> int:
+    # Imported here: the calls package costs a quarter second that a command printing no
+    # amount should not pay at start.
+    from adjudge.calls.tools import DECIMALS  # noqa: PLC0415
+
+    return DECIMALS.get(currency, 0)
+
+
 def money(minor: object, currency: str = CURRENCY) -> str:
     """An amount in minor units as people read it, in its currency with its decimals:
     ``2000000`` USDC is "2 USDC", ``25`` USD is "0.25 USD" (an unlisted currency has none).
     Every amount a person reads goes through here; ``--json`` keeps the minor units."""
-    return f"{format_amount(minor, ASSET_DECIMALS.get(currency, 0))} {currency}"
+    return f"{format_amount(minor, _decimals(currency))} {currency}"
 
 
 #: A whole number typed with neither a currency nor a decimal point is read in units up to this
@@ -104,7 +111,7 @@ def amount_of(
     rounded), ``AMOUNT_AMBIGUOUS`` (a bare whole number above ``plain_most``, which an old
     command may have meant in minor units; ``None`` accepts any).
     """
-    decimals = ASSET_DECIMALS.get(currency, 0)
+    decimals = _decimals(currency)
     parts = text.split()
     named = len(parts) == 2  # an amount and its currency
     if not parts or len(parts) > 2 or (named and parts[1].upper() != currency.upper()):

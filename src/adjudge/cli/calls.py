@@ -14,40 +14,23 @@ import json
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from adjudge.calls import (
-    CallResult,
-    Payment,
-    ProviderResponse,
-    assess_penalty,
-    determine_call,
-    parse_corroboration,
-    parse_judgment,
-    parse_request,
-    parse_response,
-    quality_window,
-    register_contract,
-    register_policy,
-    verify_call,
-)
-from adjudge.calls.policy import parse_time
-from adjudge.calls.quality import (
-    Observation,
-    QualityTerms,
-    observation_from_record,
-    parse_terms,
-)
-from adjudge.calls.verify import digested_bytes
 from adjudge.cli._common import money
 from adjudge.cli.receipts import read_signing_key, write_receipt
 from adjudge.digests import sha256_digest
 from adjudge.errors import CriteriaError, Error, ReceiptError
-from adjudge.receipts import issue
+
+if TYPE_CHECKING:
+    from adjudge.calls import CallResult, ProviderResponse
+    from adjudge.calls.quality import Observation, QualityTerms
+
+# The calls package is imported by the commands that use it, not when the CLI starts: every
+# `adjudge` command would otherwise pay for importing it.
 
 __all__ = ["register"]
 
@@ -98,6 +81,8 @@ def _load(path: Path, what: str) -> Any:
 
 
 def _time(text: str | None) -> datetime | None:
+    from adjudge.calls.policy import parse_time  # noqa: PLC0415
+
     return None if text is None else parse_time(text, "--at", "CALL_INPUT_INVALID")
 
 
@@ -137,6 +122,17 @@ def verify_command(
     response, every check with its kernel verdict, and the policy's verdict and payment beside
     it) is also written as a signed receipt, verifiable offline with `adjudge receipt verify`.
     """
+    from adjudge.calls import (  # noqa: PLC0415
+        Payment,
+        parse_corroboration,
+        parse_judgment,
+        parse_request,
+        parse_response,
+        register_contract,
+        register_policy,
+        verify_call,
+    )
+
     if (sign is None) != (receipt is None):
         pair = "--sign and --receipt go together; give both."
         _refuse(CriteriaError(pair, code="SIGN_NEEDS_RECEIPT"), as_json)
@@ -188,6 +184,10 @@ def _sign_receipt(
     covers the bytes as the edge received them, which it does not, so no integrity check runs
     and a PASS cannot be signed (`INTEGRITY_PROOF_REQUIRED`).
     """
+    from adjudge.calls import determine_call  # noqa: PLC0415
+    from adjudge.calls.verify import digested_bytes  # noqa: PLC0415
+    from adjudge.receipts import issue  # noqa: PLC0415
+
     signer = read_signing_key(key)
     stored = None if answer.digest else digested_bytes(answer.body)
     try:
@@ -335,6 +335,8 @@ def _read_log(path: Path) -> tuple[list[Observation], dict[str, QualityTerms]]:
         lines = path.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
         raise CriteriaError(f"Cannot read the log {path}: {exc}", code="INPUT_UNREADABLE") from None
+    from adjudge.calls.quality import observation_from_record, parse_terms  # noqa: PLC0415
+
     observations: list[Observation] = []
     terms: dict[str, QualityTerms] = {}
     for number, line in enumerate(lines, 1):
@@ -362,6 +364,8 @@ def _provider_report(
     terms: QualityTerms | None,
     end: datetime | None,
 ) -> dict[str, Any]:
+    from adjudge.calls import assess_penalty, quality_window  # noqa: PLC0415
+
     if end is None:
         return {
             "provider": provider,

@@ -12,24 +12,24 @@ from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from adjudge.autocheck import VerificationResult, auto_check, parse
-from adjudge.autocheck.jsvalues import to_fixed0
-from adjudge.autocheck.spans import matched_spans
 from adjudge.cli._common import wants_json
 from adjudge.cli.receipts import append_receipt, read_signing_key
 from adjudge.digests import sha256_digest
 from adjudge.errors import CriteriaError
-from adjudge.kernel.adapters import determine_auto_check
-from adjudge.kernel.oracle import Record
-from adjudge.receipts import Receipt, ReceiptLog
-from adjudge.web.batch import batch_html
+
+if TYPE_CHECKING:
+    from adjudge.autocheck import VerificationResult
+    from adjudge.receipts import Receipt, ReceiptLog
+
+# The auto check, the kernel and the batch viewer are imported by the commands that use them,
+# not when the CLI starts: the other commands would pay for them.
 
 EXIT_PASS, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -75,6 +75,8 @@ def _read_result(source: str, as_json: bool) -> tuple[Any, bytes]:
 
 def _validate(criteria: Any) -> None:
     """Refuse criteria of the wrong shape (exit 2); warn about dropped fields and limits."""
+    from adjudge.autocheck import parse  # noqa: PLC0415
+
     try:
         parsed = parse(criteria)
     except CriteriaError as exc:
@@ -88,6 +90,8 @@ def _validate(criteria: Any) -> None:
 
 
 def _render(verdict: VerificationResult) -> None:
+    from adjudge.autocheck.jsvalues import to_fixed0  # noqa: PLC0415
+
     colour = "green" if verdict.passed else "red"
     out.print(f"[bold {colour}]{'PASS' if verdict.passed else 'FAIL'}[/]  score {verdict.score}")
     for reason in verdict.reasons:
@@ -146,6 +150,8 @@ def check(
             "SIGN_NEEDS_RECEIPT",
             "--sign and --receipt go together, and --supersedes and --about need both.",
         )
+    from adjudge.autocheck import auto_check  # noqa: PLC0415
+
     raw_criteria = _read_json(criteria, "criteria")
     _validate(raw_criteria)
     value, stored = _read_result(result, result_json)
@@ -171,6 +177,9 @@ def _sign_receipt(
 ) -> None:
     """Issue the signed receipt of one standalone check and append it to the receipt log (the
     clock is read here)."""
+    from adjudge.kernel.adapters import determine_auto_check  # noqa: PLC0415
+    from adjudge.kernel.oracle import Record  # noqa: PLC0415
+
     signer = read_signing_key(key)
     criteria_digest = sha256_digest(criteria)
     determination = determine_auto_check(
@@ -200,6 +209,9 @@ def _check_line(numbered: tuple[int, str]) -> dict[str, Any]:
     bad line, reported with its number, never scored. Criteria over a size limit are scored as
     the reference scores them (the hard failure), as ``adjudge check`` does.
     """
+    from adjudge.autocheck import auto_check, parse  # noqa: PLC0415
+    from adjudge.autocheck.spans import matched_spans  # noqa: PLC0415
+
     number, line = numbered
     try:
         case = json.loads(line)
@@ -304,6 +316,8 @@ def _write_viewer(
 ) -> None:
     """Write the viewer page of this run (each verdict with its case's result and criteria) to
     ``html``, or to a new private temp file for ``--open``; open it if asked."""
+    from adjudge.web.batch import batch_html  # noqa: PLC0415
+
     cases: dict[int, Any] = {}
     for number, line in lines:
         try:

@@ -14,15 +14,19 @@ from __future__ import annotations
 import json
 import textwrap
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from adjudge.cli._common import DEFAULT_URL, KeyOption, Session, UrlOption, stop, wants_json
 from adjudge.cli.receipts import EXIT_BAD_INPUT, pinned_key, read_file
 from adjudge.errors import Error
-from adjudge.replay import Report, from_answer, replay
-from adjudge.replay.engine import PARTS
+
+if TYPE_CHECKING:
+    from adjudge.replay import Report
+
+# The replay package (the auto check, the market and the calls package behind it) is imported
+# by the commands that use it, not when the CLI starts.
 
 
 def register(app: typer.Typer) -> None:
@@ -68,6 +72,8 @@ def receipt_bundle(
     else:
         assert call is not None
         answer = session.call(lambda api: api.call_bundle(call))
+    from adjudge.replay import from_answer  # noqa: PLC0415
+
     try:
         data = from_answer(answer)
     except Error as exc:
@@ -103,6 +109,8 @@ def replay_bundle(
     for byte the signed one) or DIFFERENT with each difference and its cause. Exit 0 the same,
     1 different, 2 an unusable bundle or bad input.
     """
+    from adjudge.replay import replay  # noqa: PLC0415
+
     pinned = None if key is None else pinned_key(key)
     data = read_file(bundle_file)
     try:
@@ -117,6 +125,8 @@ def replay_bundle(
 
 
 def _print(report: Report, pinned: bool) -> None:
+    from adjudge.replay.engine import PARTS  # noqa: PLC0415
+
     typer.echo(f"replay of {report.subject} (receipt {report.receipt_id})")
     typer.echo(f"key:      {report.keyid}")
     if not pinned:
