@@ -155,6 +155,11 @@ def _run_guide(guide: Path, tmp_path: Path) -> str:
         "--signing-key",
         str(tmp_path / "signing-key.pem"),
         "--no-access-log",
+        # The walk-throughs run the upkeep's passes themselves where they show one (`adjudge
+        # calls judge-pending`): a pass of its own in the middle of a walk would judge a call
+        # before the page shows it waiting.
+        "--upkeep-seconds",
+        "3600",
     ]
     server = subprocess.Popen(
         serve, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
