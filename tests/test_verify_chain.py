@@ -243,6 +243,22 @@ def test_a_number_verify_refuses_never_takes_the_fast_path(number: float | int) 
             assert err.value.code == "RECEIPT_MALFORMED"
 
 
+def _edited(body: Any, path: tuple[Any, ...], new: Any) -> Any:
+    """A copy of ``body`` with the field at ``path`` replaced by ``new``, or deleted."""
+    edited = json.loads(json.dumps(body))
+    parent = edited
+    for step in path[:-1]:
+        parent = parent[step]
+    if new == "<delete>":
+        if isinstance(parent, dict):
+            parent.pop(path[-1], None)
+        else:
+            del parent[path[-1]]
+    else:
+        parent[path[-1]] = new
+    return edited
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     st.sampled_from(STATEMENTS).flatmap(
@@ -255,18 +271,7 @@ def test_the_fast_path_proves_only_what_verify_accepts(
 ) -> None:
     """Any field of a statement replaced, added or deleted, then signed (as sorted compact
     JSON): the fast path proves the line only if verify() accepts it, with verify()'s entry."""
-    body, path = placed
-    edited = json.loads(json.dumps(body))
-    parent = edited
-    for step in path[:-1]:
-        parent = parent[step]
-    if new == "<delete>":
-        if isinstance(parent, dict):
-            parent.pop(path[-1], None)
-        else:
-            del parent[path[-1]]
-    else:
-        parent[path[-1]] = new
+    edited = _edited(*placed, new)
     try:
         payload = orjson.dumps(edited, option=orjson.OPT_SORT_KEYS)
     except orjson.JSONEncodeError:
@@ -389,18 +394,7 @@ def test_a_remembered_derivation_answers_as_a_new_one(
 ) -> None:
     """Any field of a statement replaced, added or deleted, as orjson reads it: check_statement
     answers with the log's derivations remembered exactly as it answers with none."""
-    body, path = placed
-    edited = json.loads(json.dumps(body))
-    parent = edited
-    for step in path[:-1]:
-        parent = parent[step]
-    if new == "<delete>":
-        if isinstance(parent, dict):
-            parent.pop(path[-1], None)
-        else:
-            del parent[path[-1]]
-    else:
-        parent[path[-1]] = new
+    edited = _edited(*placed, new)
     try:
         edited = orjson.loads(orjson.dumps(edited))
     except orjson.JSONEncodeError:

@@ -10,9 +10,6 @@ from __future__ import annotations
 import base64
 import copy
 import hashlib
-import io
-import json
-import zipfile
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -29,12 +26,14 @@ from adjudge.cli import app
 from adjudge.receipts import SigningKey, canonical_bytes, verify, verify_chain
 from adjudge.replay import from_answer, replay
 from adjudge.store import Store, ledger, meaning_queue, receipt_log
+from adjudge.store.meaning_queue import QueuedJudgment
 from adjudge.workers import ChatCompletionsCallJudge
 from support.audit import audit
+from support.bundles import without
 from support.harness import FUNDS
 from support.live import serving
 from support.loopback import AsgiServer
-from support.weather import POLICY, PRICE, PROVIDER, World, weather_world
+from support.weather import POLICY, PRICE, PROVIDER, World, check_row, weather_world
 
 runner = CliRunner()
 
@@ -71,16 +70,6 @@ def _later(
     w.h.ok(PROVIDER, "POST", "/tools/weather_forecast/policies", {"policy": policy})
 
 
-def _call(w: World) -> dict[str, Any]:
-    r = w.call({"city": "berlin"})
-    assert r.status_code == 200, r.text
-    return dict(r.json())
-
-
-def _row(answer: dict[str, Any], name: str) -> dict[str, Any]:
-    return next(r for r in answer["checks"] if r["name"] == name)
-
-
 def _chain_verifies(w: World) -> Any:
     """The whole log, as exported, verifies as one chain under the service's key."""
     through = w.h.ok("root", "POST", "/receipts/checkpoint")["id"]
@@ -102,10 +91,10 @@ def test_a_sampled_call_is_answered_at_once_and_its_receipt_says_pending(world: 
     PASS), the call DEGRADED and settled into the provider's hold, its judgment queued."""
     w, base, seen = world
     _later(w, base, {"model-a": "honest"}, quorum=1)
-    got = _call(w)
+    got = w.answered()
     assert seen == []
     assert (got["verdict"], got["status"]) == ("DEGRADED", "settled")
-    assert _row(got, "meaning")["outcome"] == "pending"
+    assert check_row(got, "meaning")["outcome"] == "pending"
     statement = verify(canonical_bytes(got["receipt"]), w.signer.keyid)
     meaning = next(c for c in statement.predicate["checks"] if c["name"] == "meaning")
     assert meaning["verdict"] == "NOT_RUN" and "pending" in meaning["reason"]
@@ -121,7 +110,7 @@ def test_a_quorum_of_cited_conflicts_later_refunds_from_the_hold(world: Any) -> 
     verifies, the chain too) refunds the charge from the provider's hold in one transaction."""
     w, base, seen = world
     _later(w, base, {"model-a": "strict", "model-b": "strict"}, quorum=2)
-    got = _call(w)
+    got = w.answered()
     assert w.h.balance("wallet:ann") == FUNDS - PRICE
     assert w.h.app.gateway.judge_pending() == 1
     assert len(seen) == 2
@@ -144,7 +133,7 @@ def test_a_judge_told_to_say_yes_casts_no_pass_later_either(world: Any) -> None:
     check the final verdict is DEGRADED, the call stays charged, never PASS."""
     w, base, _ = world
     _later(w, base, {"model-a": "yes-man"}, quorum=1, only_meaning=True)
-    got = _call(w)
+    got = w.answered()
     assert got["verdict"] == "DEGRADED"
     assert w.h.app.gateway.judge_pending() == 1
     view, receipt = _final(w, got["intentId"])
@@ -159,7 +148,7 @@ def test_a_split_later_goes_to_the_review_queue(world: Any) -> None:
     """One of two cites a conflict, quorum 2: the charge stays held under an open report."""
     w, base, _ = world
     _later(w, base, {"model-a": "strict", "model-b": "honest"}, quorum=2)
-    got = _call(w)
+    got = w.answered()
     assert w.h.app.gateway.judge_pending() == 1
     view = w.h.ok("ann", "GET", f"/gateway/calls/{got['intentId']}")
     assert view["money"]["state"] == "reported" and view["meaning"]["outcome"] == "unavailable"
@@ -167,15 +156,21 @@ def test_a_split_later_goes_to_the_review_queue(world: Any) -> None:
     assert got["intentId"] in str(queue)
 
 
+def _strictly_queued(w: World, base: str) -> QueuedJudgment:
+    """A call answered under one strict judge after the answer, and its queued judgment."""
+    _later(w, base, {"model-a": "strict"}, quorum=1)
+    got = w.answered()
+    row = w.h.app.unit.read(lambda tx: meaning_queue.get(tx, got["intentId"]))
+    assert row is not None
+    return row
+
+
 def test_a_call_judged_twice_is_refunded_once(world: Any) -> None:
     """Two workers took the same queued call (or one died after asking its judges): only the
     first transaction writes a receipt and a refund; the second writes nothing."""
     w, base, _ = world
-    _later(w, base, {"model-a": "strict"}, quorum=1)
-    got = _call(w)
+    row = _strictly_queued(w, base)
     gateway = w.h.app.gateway
-    row = w.h.app.unit.read(lambda tx: meaning_queue.get(tx, got["intentId"]))
-    assert row is not None
     receipts = w.h.app.unit.read(lambda tx: len(receipt_log.chain(tx)))
     assert judge_one(gateway, row) is True
     assert judge_one(gateway, row) is False  # the same stale row again
@@ -194,12 +189,12 @@ def test_a_hold_waits_for_its_judgment_past_the_report_deadline(world: Any) -> N
     conflict matures at the next pass."""
     w, base, _ = world
     _later(w, base, {"model-a": "strict"}, quorum=1)
-    failed = _call(w)
+    failed = w.answered()
     w.h.app.gateway.judges = {"model-a": ChatCompletionsCallJudge(base, "honest", timeout=10)}
     w.h.clock.advance(hours=1)
     kept = w.h.app.unit.read(lambda tx: meaning_queue.get(tx, failed["intentId"]))
     assert kept is not None
-    fine = _call(w)
+    fine = w.answered()
     w.h.clock.advance(hours=24 * 30)
     assert w.h.app.gateway.mature_holds() == 0
     assert w.h.ok(PROVIDER, "GET", "/accounts/me")["balance"] == "0"  # a read matures nothing
@@ -294,7 +289,7 @@ def test_a_key_judgment_folds_with_a_model_under_one_quorum(world: Any) -> None:
     The same judgment again is a replay."""
     w, base, _ = world
     key = _keyed(w, base)
-    got = _call(w)
+    got = w.answered()
     assert w.h.app.gateway.judge_pending() == 0  # the key has not signed yet
     listed = w.h.ok("vic", "GET", "/meaning/judgments")["judgments"]
     assert [j["call_id"] for j in listed] == [got["intentId"]] and listed[0]["judge_key"] == key
@@ -319,7 +314,7 @@ def test_forged_and_misbound_key_judgments_are_refused(world: Any) -> None:
     key's silence is an unavailable judgment (1 of 2 cited: a split, sent to review)."""
     w, base, _ = world
     _keyed(w, base)
-    got = _call(w)
+    got = w.answered()
     shown = w.h.ok("vic", "GET", "/meaning/judgments")["judgments"][0]
     path = f"/meaning/judgments/{got['intentId']}"
     stranger = SigningKey.generate()
@@ -344,7 +339,7 @@ def test_the_cli_lists_and_signs_a_key_judgment(world: Any, tmp_path: Path) -> N
     then its final outcome."""
     w, base, _ = world
     _keyed(w, base)
-    got = _call(w)
+    got = w.answered()
     pem = tmp_path / "vic.pem"
     pem.write_bytes(w.h.signers["vic"].to_pem())
     pem.chmod(0o600)
@@ -380,11 +375,8 @@ def test_two_workers_at_once_refund_once(world: Any) -> None:
     """Two workers judge the same queued call at the same moment, on two threads: one
     superseding receipt and one refund, whichever commits first."""
     w, base, _ = world
-    _later(w, base, {"model-a": "strict"}, quorum=1)
-    got = _call(w)
+    row = _strictly_queued(w, base)
     gateway = w.h.app.gateway
-    row = w.h.app.unit.read(lambda tx: meaning_queue.get(tx, got["intentId"]))
-    assert row is not None
     with ThreadPoolExecutor(2) as pool:
         done = list(pool.map(lambda _: judge_one(gateway, row), range(2)))
     assert sorted(done) == [False, True]
@@ -419,7 +411,7 @@ def test_a_call_judged_after_its_answer_replays_from_its_bundle(world: Any) -> N
     the judgments the replay differs on the meaning rows."""
     w, base, _ = world
     _later(w, base, {"model-a": "strict", "model-b": "strict"}, quorum=2)
-    got = _call(w)
+    got = w.answered()
     before = replay(from_answer(w.h.ok("ann", "GET", f"/calls/{got['intentId']}/bundle")))
     assert before.outcome == "same" and before.detail["call_verdict"] == "DEGRADED"
     assert w.h.app.gateway.judge_pending() == 1
@@ -434,20 +426,6 @@ def test_a_call_judged_after_its_answer_replays_from_its_bundle(world: Any) -> N
     found = replay(data, w.signer.keyid)
     assert found.outcome == "same", [d.describe() for d in found.differences]
     assert found.detail == {"call_verdict": "FAIL", "payment": "refund"}
-    stripped = replay(_without(data, "judgments.json"), w.signer.keyid)
+    stripped = replay(without(data, "judgments.json"), w.signer.keyid)
     assert stripped.outcome != "same"
     assert any("meaning" in d.what for d in stripped.differences)
-
-
-def _without(data: bytes, name: str) -> bytes:
-    """The bundle with one file taken out, its manifest entry too (a consistent edit)."""
-    with zipfile.ZipFile(io.BytesIO(data)) as z:
-        files = {n: z.read(n) for n in z.namelist() if n != name}
-    manifest = json.loads(files["manifest.json"])
-    del manifest["files"][name]
-    files["manifest.json"] = json.dumps(manifest).encode()
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w") as z:
-        for n, b in files.items():
-            z.writestr(n, b)
-    return out.getvalue()

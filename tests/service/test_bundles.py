@@ -3,9 +3,7 @@ and replayed; a bundle without it, or of a ruling's call, says exactly what diff
 
 from __future__ import annotations
 
-import io
 import json
-import zipfile
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -16,6 +14,7 @@ from adjudge.calls.verify import digest_of
 from adjudge.receipts import SignedReceipts, SigningKey
 from adjudge.replay import from_answer, replay
 from adjudge.store import Store
+from support.bundles import without
 from support.harness import Harness, make_harness
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "calls"
@@ -54,20 +53,6 @@ def _judged_call(call_id: str) -> dict[str, Any]:
     return {"request": request, "response": response, "judgment": judgment}
 
 
-def _without(data: bytes, name: str) -> bytes:
-    """The bundle with one file taken out, its manifest entry too (a consistent edit)."""
-    with zipfile.ZipFile(io.BytesIO(data)) as z:
-        files = {n: z.read(n) for n in z.namelist() if n != name}
-    manifest = json.loads(files["manifest.json"])
-    del manifest["files"][name]
-    files["manifest.json"] = json.dumps(manifest).encode()
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w") as z:
-        for n, b in files.items():
-            z.writestr(n, b)
-    return out.getvalue()
-
-
 def test_a_judged_call_replays_with_its_judgment(sqlite_store: Store) -> None:
     """The cited conflict the caller reported is kept with the call: its bundle replays the
     meaning check's FAIL vote byte for byte; taken out, the check reads as unavailable."""
@@ -85,7 +70,7 @@ def test_a_judged_call_replays_with_its_judgment(sqlite_store: Store) -> None:
         found.lines
     )
     assert any("judgment.json is bound only through the checks" in n for n in found.notes)
-    stripped = replay(_without(data, "judgment.json"), issuer.fingerprint)
+    stripped = replay(without(data, "judgment.json"), issuer.fingerprint)
     differences = {d.what: d for d in stripped.differences}
     assert differences["predicate.checks[9] (meaning).verdict"].recorded == "FAIL"
     assert differences["predicate.checks[9] (meaning).verdict"].replayed == "NOT_RUN"

@@ -3,10 +3,7 @@ and the receipt binds the revealed criteria to the commitment."""
 
 from __future__ import annotations
 
-import hashlib
-import io
 import json
-import zipfile
 from typing import Any
 
 import pytest
@@ -21,6 +18,7 @@ from adjudge.receipts.envelope import Envelope
 from adjudge.replay import from_answer, replay
 from adjudge.replay.seal import verify_seal
 from adjudge.store import Store, records
+from support.bundles import edited
 from support.harness import FUNDS, Harness, make_harness
 
 ANSWER = {"expected_answer": "42"}
@@ -283,22 +281,6 @@ def _paid_bundle(h: Harness) -> tuple[str, bytes, str]:
     return tid, from_answer(h.ok("ann", "GET", f"/tasks/{tid}/bundle")), issuer.fingerprint
 
 
-def _edited(data: bytes, name: str, edit: Any) -> bytes:
-    """The bundle with one file edited, its manifest's sha256 updated to match (a careful
-    forger)."""
-    with zipfile.ZipFile(io.BytesIO(data)) as z:
-        files = {n: z.read(n) for n in z.namelist()}
-    files[name] = edit(files[name])
-    manifest = json.loads(files["manifest.json"])
-    manifest["files"][name]["sha256"] = hashlib.sha256(files[name]).hexdigest()
-    files["manifest.json"] = json.dumps(manifest).encode()
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w") as z:
-        for n, b in files.items():
-            z.writestr(n, b)
-    return out.getvalue()
-
-
 def test_a_sealed_verdict_replays_the_same_with_its_reveal(h: Harness) -> None:
     """The bundle holds the reveal, and the replay re-mints the seal check byte for byte."""
     _tid, data, fingerprint = _paid_bundle(h)
@@ -315,11 +297,11 @@ def test_a_reveal_edited_by_one_byte_in_a_bundle_is_a_difference(h: Harness) -> 
         lambda b: b.replace(b'"42"', b'"43"'),
         lambda b: b.replace(SALT.encode(), SALT[:-1].encode() + b"Y"),
     ):
-        report = replay(_edited(data, "reveal.json", edit), fingerprint)
+        report = replay(edited(data, "reveal.json", edit), fingerprint)
         assert report.outcome == "different"
         assert any(d.what == "reveal.json" for d in report.differences)
-    both = _edited(
-        _edited(data, "reveal.json", lambda b: b.replace(b'"42"', b'"43"')),
+    both = edited(
+        edited(data, "reveal.json", lambda b: b.replace(b'"42"', b'"43"')),
         "criteria.json",
         lambda b: b.replace(b'"42"', b'"43"'),
     )

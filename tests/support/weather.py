@@ -134,6 +134,17 @@ class World:
             timeout=30,
         )
 
+    def answered(self) -> dict[str, Any]:
+        """ann's call for Berlin, answered (any verdict): the gateway's answer."""
+        r = self.call({"city": "berlin"})
+        assert r.status_code == 200, r.text
+        return dict(r.json())
+
+
+def check_row(answer: dict[str, Any], name: str) -> dict[str, Any]:
+    """The row of check ``name`` in a gateway answer's checks."""
+    return next(r for r in answer["checks"] if r["name"] == name)
+
 
 @contextmanager
 def weather_world(

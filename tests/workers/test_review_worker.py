@@ -205,7 +205,8 @@ def test_each_worker_of_a_panel_votes_once_with_its_seats_key(store: Store) -> N
 
 
 def test_a_panel_verifiers_failures_give_up_its_own_lease_only(sqlite_store: Store) -> None:
-    """vic's worker failing five times gives up vic's lease; vera's worker still judges."""
+    """vic's worker failing five times gives up vic's lease; vera's worker still judges. A
+    verifier not on the panel leases nothing and reports on nothing (NOT_TASK_VERIFIER)."""
     h = make_harness(sqlite_store)
     h.ok("vic", "PATCH", "/accounts/me", {"verifier_opt_in": True})
     tid = h.post("agent", verifier=None, verifiers=["vera", "vic"], quorum=1)
@@ -217,6 +218,10 @@ def test_a_panel_verifiers_failures_give_up_its_own_lease_only(sqlite_store: Sto
             assert [job["task_id"] for job in vic.claim_reviews()] == [tid]
             vic.request("POST", f"/reviews/{tid}/1/failed", {"error": "model down"})
         assert vic.claim_reviews() == []
+        outsider = Client(service, h.keys["ann"])  # a verifier, not on this panel
+        assert outsider.claim_reviews() == []
+        with pytest.raises(Exception, match="NOT_TASK_VERIFIER"):
+            outsider.request("POST", f"/reviews/{tid}/1/failed", {"error": "model down"})
         with model_server(by_content) as (url, _):
             assert _panel_worker(h, service, "vera", url).poll().judged == [tid]
     assert h.ok("pat", "GET", f"/tasks/{tid}")["ending"] == "paid_on_pass"
