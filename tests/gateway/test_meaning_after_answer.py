@@ -161,7 +161,7 @@ def _strictly_queued(w: World, base: str) -> QueuedJudgment:
     _later(w, base, {"model-a": "strict"}, quorum=1)
     got = w.answered()
     row = w.h.app.unit.read(lambda tx: meaning_queue.get(tx, got["intentId"]))
-    assert row is not None
+    assert row is not None, f"not queued: {got['verdict']} {got.get('checks')}"
     return row
 
 
