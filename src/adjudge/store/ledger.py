@@ -71,19 +71,20 @@ def transfer(
             "Money leaves a holding account only against a receipt signed in the same "
             "transaction; nothing was moved."
         )
-    upsert = _UPSERT[tx.dialect]
+    due = tx.credits_due
     legs: list[dict[str, Any]] = []
     for run in _runs(transfers):
         debit, total = run[0].debit, sum(t.amount for t in run)
+        _credit_now(tx, debit)  # a debit sees what this transaction credited the account
         if debit == WORLD:
-            tx.run(upsert, {"account": WORLD, "amount": 0})
+            tx.run(_UPSERT[tx.dialect], {"account": WORLD, "amount": 0})
             tx.run(_DEBIT_WORLD, {"acct": debit, "amt": total})
         elif tx.run(_DEBIT, {"acct": debit, "amt": total}).rowcount != 1:
             raise StateError(
                 f"{debit} holds too little to move {shown(total)}.", code="INSUFFICIENT_FUNDS"
             )
         for t in run:
-            tx.run(upsert, {"account": t.credit, "amount": t.amount})
+            due[t.credit] = due.get(t.credit, 0) + t.amount  # added as it commits (flush)
             txn = uuid.uuid4().hex
             common = {
                 "txn": txn,
@@ -114,23 +115,50 @@ def _proven(
     )
 
 
+def flush(tx: Transaction) -> None:
+    """Add the transaction's credits to their balances, in account order, as it commits.
+
+    Crediting is deferred to here because a credit cannot fail (only a debit may overdraw) and
+    one balance is credited by nearly every transaction (a platform's fees, an agent paid for
+    many tasks): written mid-transaction, its row lock would make every other writer wait for
+    this whole transaction; written last, for its commit only. In account order, two
+    transactions crediting the same accounts never wait for each other in a cycle. A debit
+    (:func:`transfer`) and a read (:func:`balance`, :func:`balances`, :func:`total`) of the
+    transaction see its credits first.
+    """
+    if tx.credits_due:
+        due = sorted(tx.credits_due.items())
+        tx.credits_due = {}
+        tx.run_many(_UPSERT[tx.dialect], [{"account": a, "amount": n} for a, n in due])
+
+
+def _credit_now(tx: Transaction, account: str) -> None:
+    """Add the transaction's credit to ``account`` now, if it has one (a debit follows)."""
+    amount = tx.credits_due.pop(account, None)
+    if amount is not None:
+        tx.run(_UPSERT[tx.dialect], {"account": account, "amount": amount})
+
+
 def balance(tx: Transaction, account: str) -> int:
-    """The balance of a ledger account (0 if never touched)."""
+    """The balance of a ledger account (0 if never touched), with this transaction's credits."""
     q = select(s.balances.c.balance).where(s.balances.c.account == account)
     value = tx.conn.execute(q).scalar_one_or_none()
-    return int(value or 0)
+    return int(value or 0) + tx.credits_due.get(account, 0)
 
 
 def balances(tx: Transaction) -> dict[str, int]:
-    """Every ledger account's balance."""
-    return {r.account: int(r.balance) for r in tx.conn.execute(select(s.balances))}
+    """Every ledger account's balance (with this transaction's credits)."""
+    found = {r.account: int(r.balance) for r in tx.conn.execute(select(s.balances))}
+    for account, amount in tx.credits_due.items():
+        found[account] = found.get(account, 0) + amount
+    return found
 
 
 def total(tx: Transaction) -> tuple[int, int]:
     """The sum of all balances and the sum of all ledger entries: both 0 in a sound ledger."""
     bal = tx.conn.execute(select(func.coalesce(func.sum(s.balances.c.balance), 0))).scalar()
     ent = tx.conn.execute(select(func.coalesce(func.sum(s.ledger_entries.c.amount), 0))).scalar()
-    return int(bal or 0), int(ent or 0)
+    return int(bal or 0) + sum(tx.credits_due.values()), int(ent or 0)
 
 
 def deposits(tx: Transaction) -> int:

@@ -51,6 +51,10 @@ class Transaction:
         #: The held money this transaction moved, by (holding prefix, day), written as it
         #: commits (adjudge.store.held_days).
         self.held_moves: dict[tuple[str, str], int] = {}
+        #: Credits not yet added to their balances, by account: added as the transaction
+        #: commits (adjudge.store.ledger), so a balance every transaction credits is locked
+        #: for the commit's last step only.
+        self.credits_due: dict[str, int] = {}
         #: What to do once this transaction has committed (counting what it did, say); a
         #: unit of work rolled back to its savepoint takes its own out again.
         self.committed: list[Callable[[], None]] = []
