@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import func, select, text
 
-from adjudge.app.unit import GroupCommit
+from adjudge.app.unit import GROUP_IDLE, GroupCommit
 from adjudge.errors import StateError
 from adjudge.market import WORLD, Transfer
 from adjudge.store import Store, Transaction, ledger
@@ -176,7 +176,8 @@ def test_a_shared_balance_is_not_locked_before_the_commit(store: Store) -> None:
 
 def test_postgresql_commits_on_two_threads_sqlite_on_one(store: Store) -> None:
     """Two units that each wait for the other to start finish only if they run at once: on
-    PostgreSQL they do (two committing threads); SQLite's one commits them in turn."""
+    PostgreSQL they do (two committing threads), and closing ends both threads at once;
+    SQLite's one commits them in turn."""
     commits = GroupCommit(store)
     expected = 1 if store.dialect == "sqlite" else 2
     assert commits.threads == expected
@@ -198,4 +199,7 @@ def test_postgresql_commits_on_two_threads_sqlite_on_one(store: Store) -> None:
         second = commits.submit(meet)
         assert first.result(15) == second.result(15) == "met"
     finally:
+        began = time.monotonic()
         commits.close()
+    # Each thread ends at once, not after its idle wait (a wake taken by one passes to the next).
+    assert time.monotonic() - began < GROUP_IDLE / 2

@@ -283,8 +283,8 @@ class GroupCommit:
         with self._lock:
             self._stopping = True
             threads = list(self._threads)
-            for _ in threads:
-                self._queue.put(_WAKE)  # a thread may be waiting for work: end that wait
+            if threads:
+                self._queue.put(_WAKE)  # after every unit queued: each thread passes it on
         for thread in threads:
             thread.join(timeout=30)
         with self._lock:
@@ -294,12 +294,16 @@ class GroupCommit:
         me = threading.current_thread()
         while True:
             try:
-                first = self._queue.get(timeout=0.01 if self._stopping else GROUP_IDLE)
+                first = self._queue.get(timeout=GROUP_IDLE)
             except queue.Empty:
                 first = _WAKE
             if first is _WAKE:
-                with self._lock:  # nothing queued for a while: end (the next unit starts one)
-                    if self._queue.empty():
+                with self._lock:
+                    if self._stopping:  # closing: every unit before the wake was taken
+                        self._threads.discard(me)
+                        self._queue.put(_WAKE)  # for the next thread waiting
+                        return
+                    if self._queue.empty():  # nothing for a while: end (a unit starts one)
                         self._threads.discard(me)
                         return
                 continue
@@ -309,8 +313,10 @@ class GroupCommit:
                     unit = self._queue.get_nowait()
                 except queue.Empty:
                     break
-                if unit is not _WAKE:
-                    batch.append(unit)
+                if unit is _WAKE:  # another thread's: leave it for them
+                    self._queue.put(_WAKE)
+                    break
+                batch.append(unit)
             self._commit(batch)
 
     def _commit(self, batch: list[_Unit[Any]]) -> None:
