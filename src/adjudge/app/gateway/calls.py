@@ -100,9 +100,11 @@ INTERRUPTED_AFTER = timedelta(minutes=2)
 #: The most calls judged after their answers in one pass of the upkeep (each judge is bounded
 #: by the gateway's judge time-out, so a pass is bounded too).
 JUDGED_BATCH = 20
-#: The threads a process's paid calls run their store transactions on (SQLite takes one writer
-#: at a time anyway; reads and PostgreSQL's round trips overlap).
-DB_THREADS = 8
+#: The threads a process's paid calls read the store on (their writes go to the group commit).
+#: A read is a few hundred microseconds: two keep up with a process's calls, and more only
+#: contend for the interpreter (two took 0.95x the CPU a call of eight on SQLite, and served
+#: as many calls a second on PostgreSQL).
+DB_THREADS = 2
 T = TypeVar("T")
 
 
