@@ -371,7 +371,6 @@ class GroupCommit:
                 self._commit(again)
             return
 
-
     def _commit_one(self, unit: _Unit[Any]) -> None:
         """A unit alone in its batch (each one, when calls come one at a time) needs no
         savepoint: its refusal rolls back a transaction that holds nothing else, and a lost
