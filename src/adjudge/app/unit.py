@@ -107,12 +107,7 @@ class UnitOfWork:
         group commit, in the next commit of the group (the calling thread waits for it)."""
         if self.commits is not None:
             return self.commits.submit(fn).result()
-
-        def once() -> T:
-            with self.store.write() as tx:
-                return fn(tx)
-
-        return retry(once)
+        return written(self.store, fn)
 
     async def write_async(self, fn: Callable[[Transaction], T]) -> T:
         """:meth:`write`, awaited on the running event loop instead of holding a thread."""
@@ -182,6 +177,16 @@ def retry(fn: Callable[[], T]) -> T:
                 raise
             time.sleep(random.uniform(0, 0.002 * 2**attempt))
     raise AssertionError("unreachable")
+
+
+def written(store: Store, fn: Callable[[Transaction], T]) -> T:
+    """``fn(tx)`` in a write transaction of its own, committed; run again after a lost race."""
+
+    def once() -> T:
+        with store.write() as tx:
+            return fn(tx)
+
+    return retry(once)
 
 
 def _replay(seen: tuple[str, Any], idem: Idempotency, account_id: str) -> Answer[Any]:
@@ -375,13 +380,8 @@ class GroupCommit:
         """A unit alone in its batch (each one, when calls come one at a time) needs no
         savepoint: its refusal rolls back a transaction that holds nothing else, and a lost
         race runs it again, as :meth:`UnitOfWork.write` would. Two statements fewer a unit."""
-
-        def once() -> Any:
-            with self.store.write() as tx:
-                return unit.fn(tx)
-
         try:
-            value = retry(once)
+            value = written(self.store, unit.fn)
         except Exception as exc:  # the unit's own outcome, handed to its caller
             unit.future.set_exception(exc)
         else:
