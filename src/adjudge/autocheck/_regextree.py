@@ -326,12 +326,17 @@ def first(n: Node) -> Chars:
     if n.kind == "ref":
         return ALL
     if n.kind == "seq":
-        parts: list[tuple[int, int]] = []
-        for item in n.items:
-            parts.extend(first(item))
-            if not nullable(item):
-                break
-        return norm(parts)
+        return first_of_seq(n.items)
     if n.kind == "alt":
         return norm([p for i in n.items for p in first(i)])
     return first(n.items[0])  # group, rep
+
+
+def first_of_seq(items: tuple[Node, ...]) -> Chars:
+    """The code units a non-empty match of ``items`` in sequence can begin with."""
+    parts: list[tuple[int, int]] = []
+    for item in items:
+        parts.extend(first(item))
+        if not nullable(item):
+            break
+    return norm(parts)

@@ -42,11 +42,12 @@ The screen claims only what it can show. Every refusal names the run and carries
 makes it slow (:meth:`SlowRun.text`): a lead that takes the matcher to the run, ``c`` repeated,
 and either the end of the text or a character no part of the pattern matches (for a ``$``
 right after the run). So it errs on the side of passing: a run after a lookaround, a ``\\b`` or
-a back reference, one that starts inside any but the first alternative, and one another path
-could match around are not refused; a repeat bounded at :data:`LONG_REPEAT` or fewer counts as
-a fixed part (``\\d{1,4}``). ``tests/autocheck/test_redos.py`` runs every refused pattern of its
-table, and a grammar of generated ones, on its text in the real worker and sees it stopped at
-the 100 ms limit.
+a back reference, one that starts inside any but the first alternative, one that starts past
+text of its own inside an optional part or an alternative when a path around that part could
+begin with that text, and one another path could match around are not refused; a repeat
+bounded at :data:`LONG_REPEAT` or fewer counts as a fixed part (``\\d{1,4}``).
+``tests/autocheck/test_redos.py`` runs every refused pattern of its table, and a grammar of
+generated ones, on its text in the real worker and sees it stopped at the 100 ms limit.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ from adjudge.autocheck._regextree import (
     Node,
     complement,
     first,
+    first_of_seq,
     intersect,
     norm,
     nullable,
@@ -212,6 +214,33 @@ class _Chain:
     lead: str  # a text that takes the matcher to the run's start
     start: int = -1  # the run's first repeat in the source
     end: int = -1  # the end of its last repeat
+    guards: tuple[_Other, ...] = ()  # the other paths where the run began, met after it too
+
+
+@dataclass(frozen=True)
+class _Other:
+    """Another path from a branch point to the pattern's end, which the slow text must fail too.
+
+    ``lead`` is the text that takes the matcher to the branch point (None: unknown).
+    """
+
+    path: tuple[Node, ...]
+    lead: str | None
+
+    def fails_on_lead(self, lead: str) -> bool:
+        """Whether this path fails on what a run's ``lead`` puts after the branch point.
+
+        A run that starts inside an optional part or a first alternative, past text of its own,
+        puts that text before its repeated character: the path that skips the part meets it
+        first, and could match there (``a*(a(b+a*)a*)?a*b+`` matches ``ab``…). Claimed only when
+        the path cannot be empty and cannot begin with the text's first character.
+        """
+        if self.lead is None or len(lead) <= len(self.lead):
+            return True  # the run began before the branch point: only its character follows
+        rest = lead[len(self.lead) :]
+        if all(nullable(n) for n in self.path):
+            return False
+        return not overlaps(first_of_seq(self.path), ((ord(rest[0]), ord(rest[0])),))
 
 
 def slow_run(pattern: str) -> SlowRun | None:
@@ -252,7 +281,7 @@ class _Runs:
         n: Node,
         chains: list[_Chain],
         after: tuple[Node, ...],
-        others: tuple[tuple[Node, ...], ...],
+        others: tuple[_Other, ...],
         lead: str | None,
     ) -> tuple[list[_Chain], str | None]:
         """Follow ``chains`` through ``n``; ``after`` is what follows ``n`` to the pattern's end,
@@ -269,7 +298,7 @@ class _Runs:
             out: list[_Chain] = []
             past: str | None = None
             for k, branch in enumerate(n.items):
-                rest = tuple((b, *after) for j, b in enumerate(n.items) if j != k)
+                rest = tuple(_Other((b, *after), lead) for j, b in enumerate(n.items) if j != k)
                 # The first branch is the one tried first: only it leads to a new run.
                 begin = lead if k == 0 else None
                 came, led = self.walk(branch, chains, after, others + rest, begin)
@@ -277,7 +306,7 @@ class _Runs:
                 past = led if k == 0 else past
             return _prune(out), past
         if n.kind == "rep" and n.low == 0 and n.high == 1:
-            came, _ = self.walk(n.items[0], chains, after, (*others, after), lead)
+            came, _ = self.walk(n.items[0], chains, after, (*others, _Other(after, lead)), lead)
             return _prune(came + chains), lead
         if n.kind == "rep" and n.low == n.high == 1:
             return self.walk(n.items[0], chains, after, others, lead)
@@ -299,7 +328,7 @@ class _Runs:
         n: Node,
         chains: list[_Chain],
         after: tuple[Node, ...],
-        others: tuple[tuple[Node, ...], ...],
+        others: tuple[_Other, ...],
         lead: str | None,
     ) -> tuple[list[_Chain], str | None]:
         """An unbounded repeat joins every run it shares characters with, and starts one."""
@@ -316,20 +345,19 @@ class _Runs:
                     c.lead,
                     c.start if c.start >= 0 else n.start,
                     n.end,
+                    c.guards,
                 )
                 out.append(grown)
                 self.judge(grown, after, others)
             if n.low == 0:
                 out.append(c)  # the repeat matched nothing: the run goes on past it
         if lead is not None and can:
-            out.append(_Chain(can, 1, False, lead, n.start, n.end))
+            out.append(_Chain(can, 1, False, lead, n.start, n.end, others))
         text = _witness(body)
         past = None if lead is None or text is None else lead + text * n.low
         return _prune(out), past
 
-    def judge(
-        self, chain: _Chain, after: tuple[Node, ...], others: tuple[tuple[Node, ...], ...]
-    ) -> None:
+    def judge(self, chain: _Chain, after: tuple[Node, ...], others: tuple[_Other, ...]) -> None:
         """Keep ``chain`` when it is slower than allowed and a text can make everything after
         it fail at every split: a run of one character that ``after`` and every other path
         cannot match, ended by the end of the text or by a character nothing matches."""
@@ -338,11 +366,13 @@ class _Runs:
             return
         if self.found is not None and self.found.degree >= degree:
             return
+        if not all(o.fails_on_lead(chain.lead) for o in (*others, *chain.guards)):
+            return
         for mode, end in (("eot", ""), ("stop", _pick(self.outside, _ENDS))):
             if end is None:
                 continue
             feed = chain.chars
-            for path in (after, *others):
+            for path in (after, *(o.path for o in others)):
                 feed = subtract(feed, _runs_of_seq(path, mode))
             char = _pick(feed, _FEED)
             if char is not None:
