@@ -232,9 +232,13 @@ async def _drive_all(
 
 #: The finalize path's stages as reported: (label, the timers it sums, the timers it subtracts).
 STAGES = [
-    ("read: the task and its submission (before the write)", ["task.read"], []),
-    ("auto check (before the write)", ["task.check"], []),
-    ("market step (the lifecycle, pure)", ["task.step"], []),
+    ("read: the task and its submission (before the write, for a long check)", ["task.read"], []),
+    (
+        "auto check (in the write when quick, else before it)",
+        ["task.check", "task.check.write"],
+        [],
+    ),
+    ("market step (the lifecycle, pure)", ["task.step"], ["task.check.write"]),
     ("settlement (state, verdict, ledger, events)", ["task.apply"], ["receipt.sign"]),
     ("receipt (kernel determination, canonical JSON, Ed25519, DSSE)", ["receipt.sign"], []),
     ("the task's view (the answer)", ["task.view"], []),

@@ -1,0 +1,125 @@
+"""Where a finalize's auto check runs: inside its one write when the check is known to be quick,
+before the write (holding no lock) when the result is long, and nowhere on the service's first
+try when the criteria need the regex worker pool — and the verdict is the same either way."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from adjudge.app import Account, App
+from adjudge.app.tasks import QUICK_CHECK_CHARS, SlowCheck
+from adjudge.market.money import escrow_account, wallet_account
+from adjudge.store import Store, Transaction
+from support.fakes import FakeClock
+
+REWARD = 2_000_000
+CRITERIA = {"min_length": 40, "contains_keywords": ["escrow"], "pass_threshold": 60}
+GOOD = "An escrow holds the reward until the work is judged; a pass pays the agent."
+BAD = "Nothing about the subject at all, only filler words to pass the length."
+
+
+@dataclass
+class World:
+    app: App
+    root: Account
+    pat: Account
+    ann: Account
+    reads: list[str]
+
+    def submitted(self, result: str, criteria: dict[str, Any] | None = None) -> str:
+        """An auto task posted by pat, taken by ann, with ``result`` submitted."""
+        task = self.app.tasks.post(
+            self.pat,
+            title="A summary",
+            brief="Explain escrow.",
+            reward=REWARD,
+            mode="auto",
+            criteria=criteria or CRITERIA,
+            deadline_hours=24,
+        )
+        tid = str(task.value["id"])
+        self.app.tasks.accept(self.ann, tid)
+        self.app.tasks.submit(self.ann, tid, result)
+        return tid
+
+    def balance(self, account: str) -> int:
+        return int(self.app.receipts.ledger(self.root)["balances"].get(account, "0"))
+
+
+@pytest.fixture
+def world(sqlite_store: Store) -> Iterator[World]:
+    app = App(sqlite_store, clock=FakeClock())
+    keys = {}
+    for name, roles in (("root", ["admin"]), ("pat", ["poster"]), ("ann", ["agent"])):
+        keys[name] = app.accounts.create(None, name, roles).value["api_key"]
+    root = app.accounts.authenticate(keys["root"])
+    app.accounts.deposit(root, "pat", 10 * REWARD)
+    reads: list[str] = []
+    real_read = app.tasks.unit.read
+
+    def counted(fn: Callable[[Transaction], Any]) -> Any:
+        reads.append(getattr(fn, "__qualname__", "?"))
+        return real_read(fn)
+
+    app.tasks.unit.read = counted  # type: ignore[method-assign]
+    yield World(
+        app,
+        root,
+        app.accounts.authenticate(keys["pat"]),
+        app.accounts.authenticate(keys["ann"]),
+        reads,
+    )
+    app.close()
+
+
+def test_a_quick_check_runs_in_the_write_with_no_read_before_it(world: World) -> None:
+    """The service's first try of a short result under plain criteria: one transaction."""
+    tid = world.submitted(GOOD)
+    world.reads.clear()
+    done = world.app.tasks.finalize(world.ann, tid, fast_only=True).value
+    assert world.reads == []
+    assert done["status"] == "completed"
+    assert len(done["verdicts"]) == 1 and len(done["receipts"]) == 1
+    assert world.balance(escrow_account(tid)) == 0
+    assert world.balance(wallet_account("ann")) > 0
+
+
+def test_a_long_result_is_checked_before_the_write(world: World) -> None:
+    """A result past the quick length is checked holding no lock: the read comes first."""
+    long = GOOD + " more" * ((QUICK_CHECK_CHARS - len(GOOD)) // 5 + 1)
+    assert len(long) > QUICK_CHECK_CHARS
+    tid = world.submitted(long)
+    world.reads.clear()
+    done = world.app.tasks.finalize(world.ann, tid, fast_only=True).value
+    assert [r.rsplit(".", 1)[-1] for r in world.reads] == ["read"]  # the pre-check's read
+    assert done["status"] == "completed" and len(done["receipts"]) == 1
+
+
+def test_criteria_that_need_the_pool_write_nothing_on_the_first_try(world: World) -> None:
+    """The quick try of criteria whose regex needs the worker pool ends in SlowCheck with the
+    task, its verdicts, receipts and money as they were; the slow lane's finalize judges it."""
+    tid = world.submitted(GOOD, {**CRITERIA, "regex_pattern": "escrow.*agent"})
+    before = world.app.tasks.get(world.ann, tid)
+    with pytest.raises(SlowCheck):
+        world.app.tasks.finalize(world.ann, tid, fast_only=True)
+    after = world.app.tasks.get(world.ann, tid)
+    assert after == before and after["status"] == "submitted"
+    assert world.balance(escrow_account(tid)) == REWARD
+    done = world.app.tasks.finalize(world.ann, tid).value
+    assert done["status"] == "completed" and len(done["receipts"]) == 1
+
+
+@pytest.mark.parametrize("result", [GOOD, BAD, GOOD + " " + "x" * QUICK_CHECK_CHARS])
+def test_either_way_the_verdict_is_the_same(world: World, result: str) -> None:
+    """The check in the write and the check before it judge one result alike."""
+    answers = []
+    for fast_only in (True, False):
+        tid = world.submitted(result)
+        done = world.app.tasks.finalize(world.ann, tid, fast_only=fast_only).value
+        [verdict] = done["verdicts"]
+        answers.append((done["status"], verdict["passed"], verdict["score"], verdict["reasons"]))
+    assert answers[0] == answers[1]
