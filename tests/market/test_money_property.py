@@ -16,6 +16,7 @@ from adjudge.market import (
     Collect,
     Context,
     Dispute,
+    DisputeFiled,
     Draft,
     Event,
     Finalize,
@@ -80,7 +81,7 @@ def test_no_event_creates_or_destroys_money(
     windows: list[int | None],
 ) -> None:
     """Any sequence of events, take windows and their lapses included, keeps the ledger
-    balanced and every escrow whole or empty."""
+    balanced and every escrow whole or empty; a task that was ever disputed stays marked."""
     now = T0
     checker = FakeChecker()
     ledger = Ledger().apply([Transfer(WORLD, wallet_account("P"), sum(rewards))])
@@ -120,6 +121,8 @@ def test_no_event_creates_or_destroys_money(
             if isinstance(e, AgentPenalized):
                 records[e.agent] = penalize(records.get(e.agent, AgentRecord()))
         tasks[idx] = out.task
+        if before.disputed_by is not None or any(isinstance(e, DisputeFiled) for e in out.effects):
+            assert out.task.disputed_by is not None  # a task's view reads disputes only then
         assert ledger.total() == 0
         for name, balance in ledger.balances.items():
             assert name == WORLD or balance >= 0

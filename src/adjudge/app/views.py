@@ -207,7 +207,10 @@ def task_view(
             }
             for s in records.submissions(tx, t.id)
         ]
-        view["disputes"] = [dispute_view(d) for d in records.disputes(tx, t.id)]
+        # Read only for a task once disputed (every dispute sets ``disputed_by``, and nothing
+        # clears it): most never are, and a view is on hot paths.
+        disputes = records.disputes(tx, t.id) if t.disputed_by is not None else []
+        view["disputes"] = [dispute_view(d) for d in disputes]
         view["ledger"] = ledger.entries(tx, t.id)
         view["receipts"] = receipt_log.receipt_ids(tx, t.id)
         view["released"] = list(t.released)
