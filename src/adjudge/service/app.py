@@ -18,6 +18,7 @@ from typing import Any
 import anyio.to_thread
 from fastapi import APIRouter, FastAPI, Request, Response
 from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
 from fastapi.staticfiles import StaticFiles
 from prometheus_client.exposition import choose_encoder
 from starlette.routing import Route
@@ -42,6 +43,7 @@ from adjudge.service import (
 from adjudge.service.access import RequestLog
 from adjudge.service.deps import Caller, Use, router
 from adjudge.service.ingress import BodyCap
+from adjudge.service.lanes import Lanes
 from adjudge.service.mcp import McpEndpoint
 
 #: The largest request body read, in bytes: a 200,000-character result fully escaped as
@@ -136,47 +138,33 @@ class _BodyCap(BodyCap):
 
 
 class _Service(FastAPI):
-    """The application, whose MCP POSTs take a lane of their own past the framework.
-
-    ``POST /`` is the gateway's hot path: every paid call comes this way. The endpoint is a plain
-    ASGI app that parses, authenticates and answers by itself, so the framework's layers around
-    it (its error and telemetry middlewares, the exception handlers, the exit stack, routing) only
-    cost time: about a fifth of a millisecond of CPU a call. The lane keeps what every answer of
-    this service carries (the request id, its log line and metrics, the security headers, the
-    body cap); any other request goes through the whole stack as before.
-    """
+    """The application, whose hot requests take lanes of their own past the framework
+    (:mod:`adjudge.service.lanes`): the MCP endpoint's ``POST /`` and a task's finalize. Each
+    lane keeps what every answer of this service carries (the request id, its log line and
+    metrics, the security headers, the body cap); any other request goes through the whole
+    stack. With ``lanes`` off, every request does (kept to compare the two)."""
 
     mcp_route: Route | None = None
+    finalize_route: APIRoute | None = None
+    lanes: bool = True
 
     def build_middleware_stack(self) -> ASGIApp:
         stack = super().build_middleware_stack()
-        if self.mcp_route is None:
+        if not self.lanes or self.mcp_route is None or self.finalize_route is None:
             return stack
-        lane = RequestLog(SecurityHeaders(_BodyCap(self.mcp_route.app, limit=MAX_BODY_BYTES)))
-        return _McpLane(stack, lane, self.mcp_route)
+
+        def kept(inner: ASGIApp) -> ASGIApp:
+            return RequestLog(SecurityHeaders(_BodyCap(inner, limit=MAX_BODY_BYTES)))
+
+        return Lanes(stack, self.mcp_route, self.finalize_route, kept)
 
 
-class _McpLane:
-    """Sends ``POST /`` down the MCP lane (see :class:`_Service`), the rest to the stack."""
-
-    def __init__(self, stack: ASGIApp, lane: ASGIApp, route: Route) -> None:
-        self.stack = stack
-        self.lane = lane
-        self.route = route
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] == "/":
-            scope["route"] = self.route  # the metrics and the access log name the route
-            await self.lane(scope, receive, send)
-        else:
-            await self.stack(scope, receive, send)
-
-
-def create_app(use_cases: App, *, threads: int | None = None) -> FastAPI:
+def create_app(use_cases: App, *, threads: int | None = None, lanes: bool = True) -> FastAPI:
     """The FastAPI application over ``use_cases``.
 
     ``threads`` caps the worker threads that run the (blocking) routes; fewer threads contend
-    less for the interpreter and, on SQLite, for the one write lock.
+    less for the interpreter and, on SQLite, for the one write lock. ``lanes`` sends the hot
+    requests past the framework's layers (:mod:`adjudge.service.lanes`).
     """
 
     @asynccontextmanager
@@ -220,6 +208,12 @@ def create_app(use_cases: App, *, threads: int | None = None) -> FastAPI:
     mcp = Route("/", McpEndpoint(), methods=["GET", "POST", "DELETE"], include_in_schema=False)
     api.router.routes.insert(0, mcp)
     api.mcp_route = mcp
+    api.finalize_route = next(
+        r
+        for r in tasks.routes.routes
+        if isinstance(r, APIRoute) and r.path == "/api/v1/tasks/{task_id}/finalize"
+    )
+    api.lanes = lanes
 
     api.add_middleware(_BodyCap, limit=MAX_BODY_BYTES)
     api.add_middleware(SecurityHeaders, docs_policy=docs_policy)

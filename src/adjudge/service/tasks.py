@@ -11,6 +11,7 @@ from fastapi import Query
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field, StrictInt
 
+from adjudge.app import Account, App
 from adjudge.app.tasks import SlowCheck
 from adjudge.service.deps import Caller, IdemKey, Use, amount, checked, reply, router
 
@@ -225,6 +226,12 @@ def submit(
 @routes.post("/tasks/{task_id}/finalize", tags=["lifecycle"])
 async def finalize(*, task_id: str, who: Caller, app: Use, key: IdemKey = None) -> JSONResponse:
     """The agent asks for the auto check of its latest submission (auto mode)."""
+    return await finalized(app, who, task_id, key)
+
+
+async def finalized(app: App, who: Account, task_id: str, key: str | None) -> JSONResponse:
+    """The finalize route's answer, which its lane past the framework gives too
+    (:mod:`adjudge.service.lanes`)."""
     # Most checks are fast: try on the request threads, and only a check that needs the regex
     # worker pool (it says so before doing anything) goes again to the slow lane.
     wait = app.settings.slow_check_wait_seconds
