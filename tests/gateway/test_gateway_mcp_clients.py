@@ -52,7 +52,19 @@ class World:
 def world(store: Store) -> Iterator[World]:
     """The service, the provider (only its id and the service's JWKS URL configured), the
     weather tool and its policy, and ann's goassay client on the service's URLs."""
-    with weather_world(store, timeout=1.0) as w:
+    yield from _world(store, timeout=1.0)
+
+
+@pytest.fixture
+def patient_world(store: Store) -> Iterator[World]:
+    """The same, with the gateway waiting 4 s for the provider: room for a second client to
+    arrive while a first call runs, even on a loaded machine (with 1 s, a second client was
+    seen to arrive after the first call had ended)."""
+    yield from _world(store, timeout=4.0)
+
+
+def _world(store: Store, *, timeout: float) -> Iterator[World]:
+    with weather_world(store, timeout=timeout) as w:
         client = Assay(
             api_key=w.h.keys["ann"],
             mcp_url=f"{w.service}/",
@@ -107,11 +119,14 @@ def test_goassay_lists_prices_calls_replays_and_fetches_the_receipt(world: World
     assert fetched == receipt
 
 
-def test_goassay_waits_while_the_first_call_runs_then_gets_its_answer(world: World) -> None:
+def test_goassay_waits_while_the_first_call_runs_then_gets_its_answer(
+    patient_world: World,
+) -> None:
     """Two clients send one idempotency key: while the first call runs the second is told
     IDEMPOTENCY_IN_PROGRESS (retryable, retryAfterMs), waits as told and sends the same again,
     and gets the first call's answer replayed — the provider called once, charged once."""
-    world.script.answer = "slow"  # the provider takes 2 s; the gateway gives up after 1 s
+    world = patient_world
+    world.script.answer = "slow"  # the provider takes 5.5 s; the gateway gives up after 4 s
     first: list[Any] = []
     running = threading.Thread(
         target=lambda: first.append(
@@ -128,6 +143,7 @@ def test_goassay_waits_while_the_first_call_runs_then_gets_its_answer(world: Wor
         mcp_url=f"{world.service}/",
         api_url=f"{world.service}/assay/v1",
         web_url=world.service,
+        max_retries=10,  # told to wait 1 s each time: enough to outlast the first call
     )
     with other:
         started = time.monotonic()
