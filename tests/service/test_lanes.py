@@ -63,7 +63,7 @@ def _both(h: Harness, stack: TestClient, path: str, headers: dict[str, str]) -> 
         (None, "Basic YWxhZGRpbjpvcGVuc2VzYW1l", "/api/v1/tasks/{tid}/finalize"),
         (None, "Bearer", "/api/v1/tasks/{tid}/finalize"),
         (None, "Bearer not-a-key", "/api/v1/tasks/{tid}/finalize"),
-        (None, "bearer  {ann}  ", "/api/v1/tasks/{tid}/finalize"),  # any case, spaces trimmed
+        (None, "bearer  {bob}  ", "/api/v1/tasks/{tid}/finalize"),  # any case, spaces trimmed
         ("pat", None, "/api/v1/tasks/{tid}/finalize"),  # not an agent
         ("bob", None, "/api/v1/tasks/{tid}/finalize"),  # not its agent
         ("ann", None, "/api/v1/tasks/task_nowhere/finalize"),
@@ -82,7 +82,7 @@ def test_a_refusal_is_the_same_both_ways(
     tid = _submitted(h)
     headers = {"Authorization": f"Bearer {h.keys[who]}"} if who else {}
     if authorization is not None:
-        headers["Authorization"] = authorization.format(ann=h.keys["bob"])
+        headers["Authorization"] = authorization.format(bob=h.keys["bob"])
     lane, whole = _both(h, stack, path.format(tid=tid), headers)
     assert lane == whole
     assert lane[0] >= 400
