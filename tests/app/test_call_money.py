@@ -4,8 +4,10 @@ every minor unit accounted for (no HTTP service in between)."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -138,3 +140,27 @@ def test_money_is_conserved_when_judged_after_the_answer(
     market.conserved()
     assert market.balance(provider_hold_account(PROVIDER)) == 0
     assert market.balance(wallet_account(PROVIDER)) == (0 if refunded else PRICE)
+
+
+def test_on_sqlite_a_call_reads_and_writes_on_its_own_loop(
+    market: Market, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a local store the call's read and its two writes run on the event loop that runs the
+    call, handed to no thread (GroupCommit: the hand-offs cost more than the statements). The
+    first call also makes the gateway's signing key, once: traced from the second."""
+    market.app.gateway.call(market.ann, "weather_forecast", {"city": "paris"})
+    store = market.app.unit.store
+    seen: list[tuple[str, str]] = []
+    for kind in ("read", "write"):
+        original = getattr(store, kind)
+
+        def traced(*args: Any, _kind: str = kind, _original: Any = original, **kw: Any) -> Any:
+            seen.append((_kind, threading.current_thread().name))
+            return _original(*args, **kw)
+
+        monkeypatch.setattr(store, kind, traced)
+    answer = market.app.gateway.call(market.ann, "weather_forecast", {"city": "berlin"}).value
+    assert answer["verdict"] == "PASS"
+    assert [kind for kind, _ in seen] == ["read", "write", "write"]
+    assert len({thread for _, thread in seen}) == 1
+    assert not seen[0][1].startswith(("adjudge-commits", "adjudge-gateway-db"))

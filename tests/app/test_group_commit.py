@@ -1,10 +1,15 @@
 """The group commit's lone unit (alone in its batch: each one, when calls come one at a time)
 runs without a savepoint, and still answers only what committed, undoes its own refusal whole,
-and runs again after a lost race. Batched units undone one by one: test_deferred_credits."""
+and runs again after a lost race. Batched units undone one by one: test_deferred_credits.
+A caller that gives up stops nothing; on SQLite a loop commits its own units without waiting."""
 
 from __future__ import annotations
 
+import asyncio
+import sqlite3
+import threading
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
@@ -57,3 +62,109 @@ def test_a_lone_unit_that_lost_a_race_runs_again_and_commits_once(store: Store) 
     finally:
         commits.close()
     assert _balance(store) == 3  # the first run's credit was rolled back with it
+
+
+def test_a_caller_that_gave_up_never_stops_the_commits_of_the_others(store: Store) -> None:
+    """A unit's caller cancelled (its task ended, its client left) while the unit waited in the
+    queue: the unit is not run, and the thread goes on committing the others. (Answering a
+    cancelled future raises: the thread used to die there, and every later write waited.)"""
+    commits = GroupCommit(store, threads=1)
+    started, release = threading.Event(), threading.Event()
+
+    def slow(tx: Transaction) -> str:
+        started.set()
+        release.wait(10)
+        _credit(tx, 1)
+        return "slow"
+
+    try:
+        first = commits.submit(slow)
+        assert started.wait(10)
+        given_up = commits.submit(lambda tx: _credit(tx, 100))
+        assert given_up.cancel()
+        release.set()
+        assert first.result(10) == "slow"
+        assert commits.submit(lambda tx: _credit(tx, 10) or "after").result(10) == "after"
+    finally:
+        commits.close()
+    assert _balance(store) == 11  # the cancelled unit's credit was never written
+
+
+def test_on_a_local_store_a_loop_commits_its_turn_itself_in_one_batch(sqlite_store: Store) -> None:
+    """Units awaited during one turn of the loop are committed on the loop, in one
+    transaction; each refusal is its own."""
+    commits = GroupCommit(sqlite_store, threads=1)
+    where: list[tuple[str, int]] = []
+
+    def unit(amount: int) -> Any:
+        def fn(tx: Transaction) -> int:
+            where.append((threading.current_thread().name, id(tx)))
+            _credit(tx, amount)
+            if amount == 7:
+                raise StateError("refused after its credit", code="TEST_REFUSED")
+            return amount
+
+        return fn
+
+    async def turn() -> list[Any]:
+        runs = [commits.run(unit(n)) for n in (1, 2, 7, 4)]
+        return await asyncio.gather(*runs, return_exceptions=True)
+
+    try:
+        got = asyncio.run(turn())
+    finally:
+        commits.close()
+    assert got[:2] == [1, 2] and got[3] == 4 and isinstance(got[2], StateError)
+    assert {name for name, _ in where} == {threading.current_thread().name}
+    assert len({tx for _, tx in where}) == 1
+    assert _balance(sqlite_store) == 7
+
+
+def test_a_loop_never_waits_for_another_writer_of_a_local_store(sqlite_store: Store) -> None:
+    """Another writer holds the store (a thread of this process, or another process holding
+    the file's write lock): the loop hands the unit to the commit thread and goes on turning;
+    the unit commits once the other writer is done."""
+    commits = GroupCommit(sqlite_store, threads=1)
+    other = sqlite3.connect(sqlite_store.engine.url.database or "", isolation_level=None)
+    ran_on: list[str] = []
+
+    def credit(tx: Transaction) -> str:
+        ran_on.append(threading.current_thread().name)
+        _credit(tx, 5)
+        return "done"
+
+    async def while_held() -> tuple[str, int]:
+        other.execute("BEGIN IMMEDIATE")  # another process's writer, as SQLite sees it
+        call = asyncio.ensure_future(commits.run(credit))
+        turns = 0
+        for _ in range(20):  # the loop keeps turning while the unit waits
+            await asyncio.sleep(0.01)
+            turns += 1
+        assert not call.done()
+        other.execute("COMMIT")
+        return await asyncio.wait_for(call, 35), turns
+
+    try:
+        assert asyncio.run(while_held()) == ("done", 20)
+    finally:
+        other.close()
+        commits.close()
+    assert ran_on == [commits.name]
+    assert _balance(sqlite_store) == 5
+
+
+def test_a_loop_unit_given_up_before_its_turn_is_not_run(sqlite_store: Store) -> None:
+    commits = GroupCommit(sqlite_store, threads=1)
+
+    async def give_up() -> str:
+        gone = asyncio.ensure_future(commits.run(lambda tx: _credit(tx, 100)))
+        kept = asyncio.ensure_future(commits.run(lambda tx: _credit(tx, 1) or "kept"))
+        await asyncio.sleep(0)  # both queued their units
+        gone.cancel()
+        return await kept
+
+    try:
+        assert asyncio.run(give_up()) == "kept"
+    finally:
+        commits.close()
+    assert _balance(sqlite_store) == 1

@@ -61,6 +61,8 @@ def _private_file(url: str) -> None:
 #: On PostgreSQL each connection is a server process: at most 40 a service process, so two
 #: processes stay under the server's default of 100 connections.
 POOL_SIZE = 24
+#: How long an SQLite writer waits for another process's write lock before giving up.
+BUSY_TIMEOUT_MS = 30_000
 POOL_OVERFLOW = 40
 POSTGRES_OVERFLOW = 16
 
@@ -71,7 +73,7 @@ def _engine(url: str) -> Engine:
             _private_file(url)
         engine = create_engine(
             url,
-            connect_args={"check_same_thread": False, "timeout": 30},
+            connect_args={"check_same_thread": False, "timeout": BUSY_TIMEOUT_MS / 1000},
             pool_size=POOL_SIZE,
             max_overflow=POOL_OVERFLOW,
             pool_use_lifo=True,
@@ -95,10 +97,21 @@ def _engine(url: str) -> Engine:
         def _begin(conn: Any) -> None:
             # On the driver, as the hot statements run (Transaction.run): through
             # exec_driver_sql this one statement cost as much as three of them.
-            write = conn.get_execution_options().get("adjudge_write", False)
+            options = conn.get_execution_options()
+            write = options.get("adjudge_write", False)
             sql = "BEGIN IMMEDIATE" if write else "BEGIN"
+            driver = conn.connection.driver_connection
+            # Not waiting: BEGIN IMMEDIATE is the one statement that waits for another
+            # process's writer (the busy timeout); later ones hold the write lock already.
+            patient = options.get("adjudge_wait", True)
             try:
-                conn.connection.driver_connection.execute(sql)
+                if not patient:
+                    driver.execute("PRAGMA busy_timeout=0")
+                try:
+                    driver.execute(sql)
+                finally:
+                    if not patient:
+                        driver.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
             except sqlite3.Error as exc:  # raised as SQLAlchemy's, as exec_driver_sql would
                 raise DBAPIError.instance(
                     sql, (), exc, sqlite3.Error, dialect=conn.dialect
@@ -266,20 +279,36 @@ class Store:
             self._checkpoints.stop()
         self.engine.dispose()
 
+    @property
+    def local(self) -> bool:
+        """Whether the store is an SQLite file (or memory) of this process: its statements
+        never wait on a network, so a few of them can run on an event loop instead of being
+        handed to a thread (see :meth:`write`'s ``wait``)."""
+        return self._writer is not None
+
     @contextmanager
-    def write(self) -> Iterator[Transaction]:
+    def write(self, *, wait: bool = True) -> Iterator[Transaction]:
         """A read-write transaction: commits when the block ends, rolls back if it raises.
 
         Database conflicts that a retry can resolve (a lost race on a row, a deadlock, a busy
         SQLite file) surface as :class:`ConcurrentUpdate`; other database failures as
-        :class:`adjudge.StorageError`.
+        :class:`adjudge.StorageError`. ``wait=False`` (a :attr:`local` store only) never waits
+        for another writer, of this process or another: it raises :class:`ConcurrentUpdate`
+        at once instead, before anything is written — for an event loop, which must not stall.
         """
         if self._writer is None:
+            if not wait:
+                raise StorageError("Only a local store writes without waiting.")
             with self._transaction(write=True) as tx:
                 yield tx
             return
-        with self._writer, self._transaction(write=True) as tx:
-            yield tx
+        if not self._writer.acquire(blocking=wait):
+            raise ConcurrentUpdate("Another writer of this process holds the store.")
+        try:
+            with self._transaction(write=True, wait=wait) as tx:
+                yield tx
+        finally:
+            self._writer.release()
         if self._checkpoints is not None:
             self._checkpoints.nudge()
 
@@ -290,10 +319,10 @@ class Store:
             yield tx
 
     @contextmanager
-    def _transaction(self, *, write: bool) -> Iterator[Transaction]:
+    def _transaction(self, *, write: bool, wait: bool = True) -> Iterator[Transaction]:
         try:
             with self.engine.connect() as raw:
-                conn = raw.execution_options(adjudge_write=write)
+                conn = raw.execution_options(adjudge_write=write, adjudge_wait=wait)
                 with conn.begin() as outer:
                     tx = Transaction(conn)
                     tx.lanes = self.lanes

@@ -220,8 +220,10 @@ class Gateway:
         past the caller's key's spending limits (``PAYMENT_LIMIT_EXCEEDED``).
 
         The provider round trip and the checks run on the calling event loop; the store's
-        transactions run on the gateway's database threads (:data:`DB_THREADS`), so a slow
-        provider holds no thread and a busy database never blocks the loop.
+        transactions run on the gateway's database threads (:data:`DB_THREADS`) and the group
+        commit's, so a slow provider holds no thread and a busy database never blocks the
+        loop. A local store (SQLite) is read and written on the loop itself, never waiting
+        for another writer (:class:`adjudge.app.unit.GroupCommit`).
         """
         args = dict(arguments or {})
         fingerprint = digest_of({"tool": name, "arguments": args})
@@ -385,7 +387,11 @@ class Gateway:
         return begun
 
     async def _in_db(self, fn: Callable[[], T]) -> T:
-        """``fn()`` on one of the gateway's database threads, awaited."""
+        """``fn()`` on one of the gateway's database threads, awaited; on a local store
+        (SQLite) on the loop itself: its reads never wait for a writer or a network, and the
+        hand-off to a thread and back cost more than the read (see GroupCommit)."""
+        if self.unit.store.local:
+            return fn()
         return await asyncio.get_running_loop().run_in_executor(self._db_threads, fn)
 
     async def read_async(self, fn: Callable[[Transaction], T]) -> T:
