@@ -70,13 +70,14 @@ def test_the_regex_work_of_a_check_is_the_calling_agents(sqlite_store: Store) ->
 
 
 @pytest.mark.parametrize(
-    ("pattern", "lanes"), [("esc\\w+", [False]), ("escrow.*agent", [False, True])]
+    ("pattern", "lanes"), [("esc\\w+", []), ("escrow.*agent", [False, True])]
 )
 def test_a_finalize_goes_to_the_slow_lane_only_when_its_check_needs_the_pool(
     sqlite_store: Store, monkeypatch: pytest.MonkeyPatch, pattern: str, lanes: list[bool]
 ) -> None:
-    """A finalize is tried on the request threads; one whose regex needs the worker pool says
-    so before checking anything and runs again in the slow lane, judged once."""
+    """A finalize whose check is quick is written on the event loop (SQLite: neither lane);
+    another is tried on the request threads, and one whose regex needs the worker pool says so
+    before checking anything and runs again in the slow lane, judged once."""
     h = make_harness(sqlite_store, real_checker=True)
     seen: list[bool] = []
     real = service_tasks.checked

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from typing import Any
 
 import httpx
@@ -142,3 +143,27 @@ def _shape(value: Any) -> Any:
     if isinstance(value, list):
         return [_shape(v) for v in value]
     return type(value).__name__
+
+
+@pytest.mark.parametrize("lanes", [True, False])
+def test_on_sqlite_a_quick_finalize_is_written_on_the_loop_that_serves_it(
+    h: Harness, lanes: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through either door, a finalize whose check is quick is one write, run on the event loop
+    that serves the request: handed to no request thread and no commit thread."""
+    tid = _submitted(h)
+    store = h.app.unit.store
+    original, threads = store.write, []
+
+    def traced(*args: Any, **kw: Any) -> Any:
+        threads.append(threading.current_thread().name)
+        return original(*args, **kw)
+
+    monkeypatch.setattr(store, "write", traced)
+    client = h.client if lanes else TestClient(create_app(h.app, lanes=False))
+    auth = {"Authorization": f"Bearer {h.keys['ann']}"}
+    r = client.post(f"/api/v1/tasks/{tid}/finalize", headers=auth)
+    assert r.status_code == 200, r.text
+    assert r.json()["verification_result"]["passed"] is True
+    assert len(threads) == 1
+    assert threads[0] != "adjudge-commits" and "worker" not in threads[0].lower()

@@ -343,7 +343,13 @@ class Tasks:
         )
 
     def finalize(
-        self, account: Account, task_id: str, *, key: str | None = None, fast_only: bool = False
+        self,
+        account: Account,
+        task_id: str,
+        *,
+        key: str | None = None,
+        fast_only: bool = False,
+        quick: bool = True,
     ) -> Answer[Any]:
         """The agent asks for the auto check of its latest submission.
 
@@ -354,10 +360,11 @@ class Tasks:
         check that would need the worker pool raises :class:`SlowCheck` before anything is
         checked or written, so the caller can run it again where slow work belongs (the
         service asks this way, sparing most finalizes a read of their own to decide), and a
-        check known to be quick runs inside the write instead (:meth:`_finalize_quick`).
+        check known to be quick runs inside the write instead (:meth:`_finalize_quick`), unless
+        ``quick`` is False (the caller tried that already: :meth:`finalize_here`).
         """
         need_role(account, "agent")
-        if fast_only:
+        if fast_only and quick:
             try:
                 return self._finalize_quick(account, task_id, key)
             except _CheckApart:
@@ -384,15 +391,25 @@ class Tasks:
         (criteria that need no regex worker and a result of at most
         :data:`QUICK_CHECK_CHARS`); any other raises :class:`_CheckApart` before the market
         steps, and the write is rolled back with nothing in it."""
-
-        def event(tx: Transaction, stored: StoredTask) -> Event:
-            result = _stored_result(tx, stored)
-            if len(result) > QUICK_CHECK_CHARS or runs_slow(judged_criteria(stored.task)):
-                raise _CheckApart(task_id)
-            return Finalize(account.id, result)
-
         checker = _Precomputed(self.checker, None, account.id)
+        event = _quick_finalize(account, task_id)
         return self._act(account, task_id, "finalize", {}, key, event, checker=checker)
+
+    async def finalize_here(
+        self, account: Account, task_id: str, *, key: str | None = None
+    ) -> Answer[Any] | None:
+        """A quick finalize (:meth:`_finalize_quick`) awaited on the running event loop, for a
+        local store, whose unit of work the loop commits itself: no hand-off to a request
+        thread nor to the commit thread. None, with nothing written, when the check is not
+        known to be quick: then :meth:`finalize` (``quick=False``) checks it apart."""
+        need_role(account, "agent")
+        idem = Idempotency.of(key, "tasks.finalize", {"task": task_id})
+        checker = _Precomputed(self.checker, None, account.id)
+        run = self._acting(account, task_id, _quick_finalize(account, task_id), None, checker)
+        try:
+            return await self.unit.once_async(account.id, idem, run)
+        except _CheckApart:
+            return None
 
     def reveal(
         self, account: Account, task_id: str, document: Any, *, key: str | None = None
@@ -823,6 +840,20 @@ class Tasks:
         checker: Checker | None = None,
     ) -> Answer[Any]:
         idem = Idempotency.of(key, f"tasks.{operation}", {"task": task_id, **inputs})
+        run = self._acting(account, task_id, make_event, after, checker)
+        with stage("task.write"):
+            return self.unit.once(account.id, idem, run)
+
+    def _acting(
+        self,
+        account: Account,
+        task_id: str,
+        make_event: Callable[[Transaction, StoredTask], Event],
+        after: Callable[[Transaction, Outcome], None] | None,
+        checker: Checker | None,
+    ) -> Callable[[Transaction], dict[str, Any]]:
+        """The unit of work of one lifecycle step: the task read, the market's step, its
+        outcome recorded, the caller's view of the task answered."""
 
         def run(tx: Transaction) -> dict[str, Any]:
             with stage("task.step"):
@@ -836,8 +867,20 @@ class Tasks:
             with stage("task.view"):
                 return task_view(tx, updated, account, ctx.now)
 
-        with stage("task.write"):
-            return self.unit.once(account.id, idem, run)
+        return run
+
+
+def _quick_finalize(account: Account, task_id: str) -> Callable[[Transaction, StoredTask], Event]:
+    """The event of a finalize checked inside its write: ``_CheckApart`` (nothing written yet)
+    unless its check is known to be quick."""
+
+    def event(tx: Transaction, stored: StoredTask) -> Event:
+        result = _stored_result(tx, stored)
+        if len(result) > QUICK_CHECK_CHARS or runs_slow(judged_criteria(stored.task)):
+            raise _CheckApart(task_id)
+        return Finalize(account.id, result)
+
+    return event
 
 
 def _stored_result(tx: Transaction, stored: StoredTask) -> str:
