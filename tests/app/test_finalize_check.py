@@ -1,9 +1,11 @@
 """Where a finalize's auto check runs: inside its one write when the check is known to be quick,
 before the write (holding no lock) when the result is long, and nowhere on the service's first
-try when the criteria need the regex worker pool — and the verdict is the same either way."""
+try when the criteria need the regex worker pool — and the verdict is the same either way,
+awaited on the event loop (the service's first try) or run on a thread."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -12,6 +14,7 @@ import pytest
 
 from adjudge.app import Account, App
 from adjudge.app.tasks import QUICK_CHECK_CHARS, SlowCheck
+from adjudge.errors import NotFound
 from adjudge.market.money import escrow_account, wallet_account
 from adjudge.store import Store, Transaction
 from support.fakes import FakeClock
@@ -51,8 +54,8 @@ class World:
 
 
 @pytest.fixture
-def world(sqlite_store: Store) -> Iterator[World]:
-    app = App(sqlite_store, clock=FakeClock())
+def world(store: Store) -> Iterator[World]:
+    app = App(store, clock=FakeClock())
     keys = {}
     for name, roles in (("root", ["admin"]), ("pat", ["poster"]), ("ann", ["agent"])):
         keys[name] = app.accounts.create(None, name, roles).value["api_key"]
@@ -123,3 +126,30 @@ def test_either_way_the_verdict_is_the_same(world: World, result: str) -> None:
         [verdict] = done["verdicts"]
         answers.append((done["status"], verdict["passed"], verdict["score"], verdict["reasons"]))
     assert answers[0] == answers[1]
+
+
+def test_awaited_on_the_loop_a_quick_finalize_answers_and_replays_once(world: World) -> None:
+    """The service's first try, awaited on its event loop: judged and paid once, replayed by
+    its key; a check not known to be quick writes nothing there and answers None; a refusal
+    with a key not stored is a refusal."""
+    tid = world.submitted(GOOD)
+
+    async def twice() -> tuple[Any, Any, int]:
+        first = await world.app.tasks.finalize_here(world.ann, tid, key="k-1")
+        paid = world.balance(wallet_account("ann"))
+        again = await world.app.tasks.finalize_here(world.ann, tid, key="k-1")
+        return first, again, paid
+
+    first, again, paid = asyncio.run(twice())
+    assert first is not None and again is not None
+    assert (first.replayed, again.replayed) == (False, True)
+    assert again.value == first.value and first.value["verification_result"]["passed"]
+    assert world.balance(wallet_account("ann")) == paid > 0
+    assert len(first.value["receipts"]) == 1
+
+    long = world.submitted("escrow " * (QUICK_CHECK_CHARS // 7 + 1))
+    before = world.app.tasks.get(world.ann, long)
+    assert asyncio.run(world.app.tasks.finalize_here(world.ann, long, key="k-2")) is None
+    assert world.app.tasks.get(world.ann, long) == before
+    with pytest.raises(NotFound):
+        asyncio.run(world.app.tasks.finalize_here(world.ann, "task_nowhere", key="k-3"))

@@ -69,9 +69,7 @@ def test_the_regex_work_of_a_check_is_the_calling_agents(sqlite_store: Store) ->
     assert _sandbox.regex_owner.get() == ""
 
 
-@pytest.mark.parametrize(
-    ("pattern", "lanes"), [("esc\\w+", []), ("escrow.*agent", [False, True])]
-)
+@pytest.mark.parametrize(("pattern", "lanes"), [("esc\\w+", []), ("escrow.*agent", [False, True])])
 def test_a_finalize_goes_to_the_slow_lane_only_when_its_check_needs_the_pool(
     sqlite_store: Store, monkeypatch: pytest.MonkeyPatch, pattern: str, lanes: list[bool]
 ) -> None:

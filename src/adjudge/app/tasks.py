@@ -398,10 +398,10 @@ class Tasks:
     async def finalize_here(
         self, account: Account, task_id: str, *, key: str | None = None
     ) -> Answer[Any] | None:
-        """A quick finalize (:meth:`_finalize_quick`) awaited on the running event loop, for a
-        local store, whose unit of work the loop commits itself: no hand-off to a request
-        thread nor to the commit thread. None, with nothing written, when the check is not
-        known to be quick: then :meth:`finalize` (``quick=False``) checks it apart."""
+        """A quick finalize (:meth:`_finalize_quick`) awaited on the running event loop: no
+        request thread; on a local store no commit thread either (the loop commits the unit
+        itself). None, with nothing written, when the check is not known to be quick: then
+        :meth:`finalize` (``quick=False``) checks it apart."""
         need_role(account, "agent")
         idem = Idempotency.of(key, "tasks.finalize", {"task": task_id})
         checker = _Precomputed(self.checker, None, account.id)

@@ -156,12 +156,17 @@ class UnitOfWork:
         *,
         seal: bool = False,
     ) -> Answer[T]:
-        """:meth:`once`, awaited on the running event loop: for a local store, whose reads and
-        writes run on the loop itself (:class:`GroupCommit`)."""
+        """:meth:`once`, awaited on the running event loop (a local store's unit is written on
+        the loop itself: :class:`GroupCommit`)."""
         try:
             return await self.write_async(self._attempt_once(account_id, idem, fn, seal))
         except Error:
-            replay = self._replayed_after_refusal(account_id, idem)
+            if idem is None:
+                raise
+            if self.store.local:
+                replay = self._replayed_after_refusal(account_id, idem)
+            else:  # a round trip: on a thread, not on the loop
+                replay = await asyncio.to_thread(self._replayed_after_refusal, account_id, idem)
             if replay is None:
                 raise
             return replay

@@ -232,17 +232,15 @@ async def finalize(*, task_id: str, who: Caller, app: Use, key: IdemKey = None) 
 async def finalized(app: App, who: Account, task_id: str, key: str | None) -> JSONResponse:
     """The finalize route's answer, which its lane past the framework gives too
     (:mod:`adjudge.service.lanes`)."""
-    # On a local store (SQLite) a quick check runs with its write on the event loop itself.
+    # A quick check runs inside its write, awaited on the event loop (SQLite: written there).
     # Most other checks are fast: try on the request threads, and only a check that needs the
     # regex worker pool (it says so before doing anything) goes again to the slow lane.
-    quick = not app.unit.store.local
-    if not quick:
-        done = await app.tasks.finalize_here(who, task_id, key=key)
-        if done is not None:
-            return reply(done)
+    done = await app.tasks.finalize_here(who, task_id, key=key)
+    if done is not None:
+        return reply(done)
     wait = app.settings.slow_check_wait_seconds
     try:
-        fast = partial(app.tasks.finalize, who, task_id, key=key, fast_only=True, quick=quick)
+        fast = partial(app.tasks.finalize, who, task_id, key=key, fast_only=True, quick=False)
         return reply(await checked(False, fast, who.id, wait=wait))
     except SlowCheck:
         job = partial(app.tasks.finalize, who, task_id, key=key)
