@@ -109,16 +109,17 @@ def _recount(
     tx: Transaction, provider: str, after: datetime, until: datetime | None
 ) -> dict[str, int]:
     """The observed calls with ``after < at`` (``<= until`` when given), counted by kind in SQL:
-    a handful of grouped rows come back, never the calls themselves."""
-    c = call_records.c
-    where = [c.provider == provider, c.source == "gateway", c.at > after]
-    if until is not None:
-        where.append(c.at <= until)
-    q = select(c.verdict, c.enforced, c.error_kind, func.count()).where(and_(*where))
-    q = q.group_by(c.verdict, c.enforced, c.error_kind)
+    a handful of grouped rows come back, never the calls themselves. Statements built once and
+    run on the hot path's runner: built per call, SQLAlchemy's own work was a sixth of a paid
+    call's CPU with terms declared."""
+    if until is None:
+        rows = tx.rows(_RECOUNT_AFTER, {"k_provider": provider, "k_after": after})
+    else:
+        params = {"k_provider": provider, "k_after": after, "k_until": until}
+        rows = tx.rows(_RECOUNT_BETWEEN, params)
     counts = dict.fromkeys(WINDOW_COUNTS, 0)
-    for verdict, enforced, error_kind, n in tx.conn.execute(q):
-        counts[counted_as(verdict, bool(enforced), error_kind)] += int(n)
+    for r in rows:
+        counts[counted_as(r["verdict"], bool(r["enforced"]), r["error_kind"])] += int(r["n"])
     return counts
 
 
@@ -126,6 +127,18 @@ def _params(counts: dict[str, int]) -> dict[str, int]:
     return {f"v_{name}": counts[name] for name in WINDOW_COUNTS}
 
 
+_KINDS = (call_records.c.verdict, call_records.c.enforced, call_records.c.error_kind)
+_OBSERVED_AFTER = and_(
+    call_records.c.provider == bindparam("k_provider"),
+    call_records.c.source == "gateway",
+    call_records.c.at > bindparam("k_after"),
+)
+_RECOUNT_AFTER = select(*_KINDS, func.count().label("n")).where(_OBSERVED_AFTER).group_by(*_KINDS)
+_RECOUNT_BETWEEN = (
+    select(*_KINDS, func.count().label("n"))
+    .where(_OBSERVED_AFTER, call_records.c.at <= bindparam("k_until"))
+    .group_by(*_KINDS)
+)
 _READ = select(quality_windows).where(quality_windows.c.provider == bindparam("k_provider"))
 _LOCK = _READ.with_for_update()
 _MOVE = (
