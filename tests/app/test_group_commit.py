@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from adjudge.app import unit as unit_module
 from adjudge.app.unit import GroupCommit
 from adjudge.errors import StateError
 from adjudge.market import WORLD, Transfer
@@ -120,10 +121,13 @@ def test_on_a_local_store_a_loop_commits_its_turn_itself_in_one_batch(sqlite_sto
     assert _balance(sqlite_store) == 7
 
 
-def test_a_loop_never_waits_for_another_writer_of_a_local_store(sqlite_store: Store) -> None:
-    """Another writer holds the store (a thread of this process, or another process holding
-    the file's write lock): the loop hands the unit to the commit thread and goes on turning;
-    the unit commits once the other writer is done."""
+def test_a_loop_never_waits_for_another_writer_of_a_local_store(
+    sqlite_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another writer holds the store (here another process's, holding the file's write lock):
+    the loop tries again a moment later, a few times, then hands the unit to the commit thread
+    and goes on turning; the unit commits once the other writer is done."""
+    monkeypatch.setattr(unit_module, "LOOP_TRIES", 3)
     commits = GroupCommit(sqlite_store, threads=1)
     other = sqlite3.connect(sqlite_store.engine.url.database or "", isolation_level=None)
     ran_on: list[str] = []
@@ -137,19 +141,49 @@ def test_a_loop_never_waits_for_another_writer_of_a_local_store(sqlite_store: St
         other.execute("BEGIN IMMEDIATE")  # another process's writer, as SQLite sees it
         call = asyncio.ensure_future(commits.run(credit))
         turns = 0
-        for _ in range(20):  # the loop keeps turning while the unit waits
-            await asyncio.sleep(0.01)
+        while turns < 20 or not any(t.name == commits.name for t in threading.enumerate()):
+            await asyncio.sleep(0.01)  # the loop keeps turning while the unit waits
             turns += 1
+            assert turns < 1000
         assert not call.done()
         other.execute("COMMIT")
         return await asyncio.wait_for(call, 35), turns
 
     try:
-        assert asyncio.run(while_held()) == ("done", 20)
+        answer, turns = asyncio.run(while_held())
     finally:
         other.close()
         commits.close()
+    assert answer == "done" and turns >= 20
     assert ran_on == [commits.name]
+    assert _balance(sqlite_store) == 5
+
+
+def test_a_store_held_briefly_is_written_by_the_loop_once_free(sqlite_store: Store) -> None:
+    """A holder that lets go within the loop's tries: the loop itself commits the unit."""
+    commits = GroupCommit(sqlite_store, threads=1)
+    other = sqlite3.connect(sqlite_store.engine.url.database or "", isolation_level=None)
+    ran_on: list[str] = []
+
+    def credit(tx: Transaction) -> str:
+        ran_on.append(threading.current_thread().name)
+        _credit(tx, 5)
+        return "done"
+
+    async def briefly_held() -> str:
+        other.execute("BEGIN IMMEDIATE")
+        call = asyncio.ensure_future(commits.run(credit))
+        await asyncio.sleep(0.005)
+        assert not call.done()
+        other.execute("COMMIT")
+        return await asyncio.wait_for(call, 10)
+
+    try:
+        assert asyncio.run(briefly_held()) == "done"
+    finally:
+        other.close()
+        commits.close()
+    assert ran_on == [threading.current_thread().name]
     assert _balance(sqlite_store) == 5
 
 
