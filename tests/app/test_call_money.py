@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from adjudge.app import Account, App
+from adjudge.app.gateway import calls as gateway_calls
 from adjudge.calls.meaning import MeaningAsk
 from adjudge.calls.pointers import resolve
 from adjudge.calls.verify import Citation, Judgment
@@ -164,3 +165,28 @@ def test_on_sqlite_a_call_reads_and_writes_on_its_own_loop(
     assert [kind for kind, _ in seen] == ["read", "write", "write"]
     assert len({thread for _, thread in seen}) == 1
     assert not seen[0][1].startswith(("adjudge-commits", "adjudge-gateway-db"))
+
+
+def test_a_large_answer_is_settled_by_the_commit_thread_not_the_loop(
+    market: Market, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An answer over LOOP_ANSWER_BYTES (here every answer) is settled by the commit thread,
+    between whose statements the loop serves on; the read and the reservation stay on it."""
+    monkeypatch.setattr(gateway_calls, "LOOP_ANSWER_BYTES", 0)
+    market.app.gateway.call(market.ann, "weather_forecast", {"city": "paris"})
+    store = market.app.unit.store
+    seen: list[tuple[str, str]] = []
+    for kind in ("read", "write"):
+        original = getattr(store, kind)
+
+        def traced(*args: Any, _kind: str = kind, _original: Any = original, **kw: Any) -> Any:
+            seen.append((_kind, threading.current_thread().name))
+            return _original(*args, **kw)
+
+        monkeypatch.setattr(store, kind, traced)
+    answer = market.app.gateway.call(market.ann, "weather_forecast", {"city": "berlin"}).value
+    assert answer["verdict"] == "PASS"
+    assert [kind for kind, _ in seen] == ["read", "write", "write"]
+    assert seen[0][1] == seen[1][1] != "adjudge-commits"
+    assert seen[2][1] == "adjudge-commits"
+    market.conserved()

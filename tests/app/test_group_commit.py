@@ -202,3 +202,22 @@ def test_a_loop_unit_given_up_before_its_turn_is_not_run(sqlite_store: Store) ->
     finally:
         commits.close()
     assert _balance(sqlite_store) == 1
+
+
+def test_a_heavy_unit_is_committed_by_the_thread_even_on_a_local_store(
+    sqlite_store: Store,
+) -> None:
+    commits = GroupCommit(sqlite_store, threads=1)
+    ran_on: list[str] = []
+
+    def credit(tx: Transaction) -> str:
+        ran_on.append(threading.current_thread().name)
+        _credit(tx, 5)
+        return "done"
+
+    try:
+        assert asyncio.run(commits.run(credit, on_loop=False)) == "done"
+    finally:
+        commits.close()
+    assert ran_on == [commits.name]
+    assert _balance(sqlite_store) == 5

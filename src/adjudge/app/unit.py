@@ -113,10 +113,11 @@ class UnitOfWork:
             return self.commits.submit(fn).result()
         return written(self.store, fn)
 
-    async def write_async(self, fn: Callable[[Transaction], T]) -> T:
-        """:meth:`write`, awaited on the running event loop instead of holding a thread."""
+    async def write_async(self, fn: Callable[[Transaction], T], *, on_loop: bool = True) -> T:
+        """:meth:`write`, awaited on the running event loop instead of holding a thread
+        (``on_loop``: see :meth:`GroupCommit.run`)."""
         if self.commits is not None:
-            return await self.commits.run(fn)
+            return await self.commits.run(fn, on_loop=on_loop)
         return await asyncio.get_running_loop().run_in_executor(None, self.write, fn)
 
     def close(self) -> None:
@@ -341,10 +342,14 @@ class GroupCommit:
                 thread.start()
         return future
 
-    async def run(self, fn: Callable[[Transaction], T]) -> T:
+    async def run(self, fn: Callable[[Transaction], T], *, on_loop: bool = True) -> T:
         """:meth:`submit`, awaited on the running event loop; on a local store, committed on
-        the loop itself when the store's writer is free as this turn of the loop ends."""
-        if self.store.local:
+        the loop itself when the store's writer is free as this turn of the loop ends.
+
+        ``on_loop=False`` is for a unit whose own work is heavy (a large answer to encode and
+        store): the thread commits it, and between its statements the loop goes on serving,
+        where on the loop it would stop every other request for as long as it runs."""
+        if on_loop and self.store.local:
             loop = asyncio.get_running_loop()
             future: asyncio.Future[T] = loop.create_future()
             turn = self._turns.get(loop)

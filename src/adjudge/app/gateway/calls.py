@@ -105,6 +105,11 @@ JUDGED_BATCH = 20
 #: contend for the interpreter (two took 0.95x the CPU a call of eight on SQLite, and served
 #: as many calls a second on PostgreSQL).
 DB_THREADS = 2
+#: The largest provider answer whose settlement a local store's event loop commits itself: a
+#: larger one (up to the forwarder's cap, 4 MiB, kept as evidence and in the record) would take
+#: the loop tens of milliseconds to encode and store, every other request waiting; the commit
+#: thread writes it instead (GroupCommit.run).
+LOOP_ANSWER_BYTES = 64 * 1024
 T = TypeVar("T")
 
 
@@ -302,7 +307,9 @@ class Gateway:
             judge_later=p.policy is not None and meaning_pending(result),
         )
         with stage("gateway.settle.wait"):
-            answer = await self.unit.write_async(_timed("gateway.settle", finish))
+            light = body_bytes is None or len(body_bytes) <= LOOP_ANSWER_BYTES
+            settle = _timed("gateway.settle", finish)
+            answer = await self.unit.write_async(settle, on_loop=light)
         return Answer(answer)
 
     def _prepare(self, ask: _Asked) -> _Prepared | Answer[dict[str, Any]]:
