@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -155,9 +156,13 @@ def test_on_sqlite_a_call_reads_and_writes_on_its_own_loop(
     for kind in ("read", "write"):
         original = getattr(store, kind)
 
-        def traced(*args: Any, _kind: str = kind, _original: Any = original, **kw: Any) -> Any:
-            seen.append((_kind, threading.current_thread().name))
-            return _original(*args, **kw)
+        @contextmanager
+        def traced(
+            *args: Any, _kind: str = kind, _original: Any = original, **kw: Any
+        ) -> Iterator[Any]:
+            with _original(*args, **kw) as tx:  # a try that found the store held is not counted
+                seen.append((_kind, threading.current_thread().name))
+                yield tx
 
         monkeypatch.setattr(store, kind, traced)
     answer = market.app.gateway.call(market.ann, "weather_forecast", {"city": "berlin"}).value
@@ -179,9 +184,13 @@ def test_a_large_answer_is_settled_by_the_commit_thread_not_the_loop(
     for kind in ("read", "write"):
         original = getattr(store, kind)
 
-        def traced(*args: Any, _kind: str = kind, _original: Any = original, **kw: Any) -> Any:
-            seen.append((_kind, threading.current_thread().name))
-            return _original(*args, **kw)
+        @contextmanager
+        def traced(
+            *args: Any, _kind: str = kind, _original: Any = original, **kw: Any
+        ) -> Iterator[Any]:
+            with _original(*args, **kw) as tx:  # a try that found the store held is not counted
+                seen.append((_kind, threading.current_thread().name))
+                yield tx
 
         monkeypatch.setattr(store, kind, traced)
     answer = market.app.gateway.call(market.ann, "weather_forecast", {"city": "berlin"}).value

@@ -462,7 +462,8 @@ def test_a_lowered_limit_and_a_revoked_key_hold_at_once(world: World) -> None:
     """The owner lowers a key's limit, then revokes it: each holds from the next call, even
     while the key is remembered by the process that checks keys."""
     key_id = limited_key(world, None, None)
-    assert world.call({"city": "a"}, who="ann-agent").json()["status"] == "settled"
+    first = world.call({"city": "a"}, who="ann-agent").json()
+    assert first["status"] == "settled", first
     limits = {"max_per_call_minor": PRICE - 1, "max_per_day_minor": None}
     r = served(world, "ann", "PATCH", f"/accounts/me/api-keys/{key_id}", limits)
     assert r.status_code == 200 and r.json()["max_per_call_minor"] == PRICE - 1, r.text

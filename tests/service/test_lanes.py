@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import logging
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import httpx
@@ -150,14 +152,17 @@ def test_on_sqlite_a_quick_finalize_is_written_on_the_loop_that_serves_it(
     h: Harness, lanes: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Through either door, a finalize whose check is quick is one write, run on the event loop
-    that serves the request: handed to no request thread and no commit thread."""
+    that serves the request: handed to no request thread and no commit thread. (A try that found
+    the store held, by the checkpointer say, began no transaction: only those begun count.)"""
     tid = _submitted(h)
     store = h.app.unit.store
     original, threads = store.write, []
 
-    def traced(*args: Any, **kw: Any) -> Any:
-        threads.append(threading.current_thread().name)
-        return original(*args, **kw)
+    @contextmanager
+    def traced(*args: Any, **kw: Any) -> Iterator[Any]:
+        with original(*args, **kw) as tx:
+            threads.append(threading.current_thread().name)
+            yield tx
 
     monkeypatch.setattr(store, "write", traced)
     client = h.client if lanes else TestClient(create_app(h.app, lanes=False))
