@@ -221,3 +221,23 @@ def test_a_heavy_unit_is_committed_by_the_thread_even_on_a_local_store(
         commits.close()
     assert ran_on == [commits.name]
     assert _balance(sqlite_store) == 5
+
+
+def test_a_loop_unit_that_waits_for_another_unit_is_refused_not_stuck(
+    sqlite_store: Store,
+) -> None:
+    """A unit the loop commits that waited for another unit would wait for a writer it holds
+    itself: it is refused at once, and nothing it wrote stays."""
+    commits = GroupCommit(sqlite_store, threads=1)
+
+    def nested(tx: Transaction) -> None:
+        _credit(tx, 5)
+        commits.submit(lambda inner: _credit(inner, 7)).result(5)
+
+    try:
+        with pytest.raises(RuntimeError, match="waited for another unit"):
+            asyncio.run(asyncio.wait_for(commits.run(nested), 10))
+        assert asyncio.run(commits.run(lambda tx: _credit(tx, 1) or "after")) == "after"
+    finally:
+        commits.close()
+    assert _balance(sqlite_store) == 1

@@ -320,14 +320,16 @@ class GroupCommit:
         self._stopping = False
         #: The units each event loop queued this turn (:meth:`run` on a local store).
         self._turns: dict[asyncio.AbstractEventLoop, list[_Unit[Any]]] = {}
-        #: The thread committing a loop's batch right now, if any (see :meth:`here`).
-        self._on_loop: threading.Thread | None = None
+        #: Set on a thread while its loop commits a turn (see :meth:`here`): several loops,
+        #: each on a thread of its own, may commit turns at once.
+        self._on_loop = threading.local()
 
     def here(self) -> bool:
         """Whether the calling thread is one committing (a unit of work must not wait
         for another unit of work: that one would wait for it)."""
-        me = threading.current_thread()
-        return me in self._threads or me is self._on_loop
+        return threading.current_thread() in self._threads or getattr(
+            self._on_loop, "committing", False
+        )
 
     def submit(self, fn: Callable[[Transaction], T]) -> concurrent.futures.Future[T]:
         """Queue ``fn``; its future is answered once the transaction that ran it committed."""
@@ -372,7 +374,7 @@ class GroupCommit:
         which waits for it (``_WriterBusy``)."""
         units = [u for u in self._turns.pop(loop, []) if not u.future.cancelled()]
         busy: list[_Unit[Any]] = []
-        self._on_loop = threading.current_thread()
+        self._on_loop.committing = True
         try:
             for i in range(0, len(units), self.max_batch):
                 batch = units[i : i + self.max_batch]
@@ -393,7 +395,7 @@ class GroupCommit:
                 _answer(unit.future, False, exc)
             raise
         finally:
-            self._on_loop = None
+            self._on_loop.committing = False
         again = []
         for unit in busy:
             unit.tries += 1
