@@ -144,12 +144,9 @@ def test_money_is_conserved_when_judged_after_the_answer(
     assert market.balance(wallet_account(PROVIDER)) == (0 if refunded else PRICE)
 
 
-def test_on_sqlite_a_call_reads_and_writes_on_its_own_loop(
-    market: Market, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """On a local store the call's read and its two writes run on the event loop that runs the
-    call, handed to no thread (GroupCommit: the hand-offs cost more than the statements). The
-    first call also makes the gateway's signing key, once: traced from the second."""
+def _traced_call(market: Market, monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    """The reads and writes of one paid call (after a first one, which also makes the gateway's
+    signing key) and the thread each ran on; a try that found the store held is not counted."""
     market.app.gateway.call(market.ann, "weather_forecast", {"city": "paris"})
     store = market.app.unit.store
     seen: list[tuple[str, str]] = []
@@ -160,7 +157,7 @@ def test_on_sqlite_a_call_reads_and_writes_on_its_own_loop(
         def traced(
             *args: Any, _kind: str = kind, _original: Any = original, **kw: Any
         ) -> Iterator[Any]:
-            with _original(*args, **kw) as tx:  # a try that found the store held is not counted
+            with _original(*args, **kw) as tx:
                 seen.append((_kind, threading.current_thread().name))
                 yield tx
 
@@ -168,6 +165,15 @@ def test_on_sqlite_a_call_reads_and_writes_on_its_own_loop(
     answer = market.app.gateway.call(market.ann, "weather_forecast", {"city": "berlin"}).value
     assert answer["verdict"] == "PASS"
     assert [kind for kind, _ in seen] == ["read", "write", "write"]
+    return seen
+
+
+def test_on_sqlite_a_call_reads_and_writes_on_its_own_loop(
+    market: Market, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a local store the call's read and its two writes run on the event loop that runs the
+    call, handed to no thread (GroupCommit: the hand-offs cost more than the statements)."""
+    seen = _traced_call(market, monkeypatch)
     assert len({thread for _, thread in seen}) == 1
     assert not seen[0][1].startswith(("adjudge-commits", "adjudge-gateway-db"))
 
@@ -178,24 +184,7 @@ def test_a_large_answer_is_settled_by_the_commit_thread_not_the_loop(
     """An answer over LOOP_ANSWER_BYTES (here every answer) is settled by the commit thread,
     between whose statements the loop serves on; the read and the reservation stay on it."""
     monkeypatch.setattr(gateway_calls, "LOOP_ANSWER_BYTES", 0)
-    market.app.gateway.call(market.ann, "weather_forecast", {"city": "paris"})
-    store = market.app.unit.store
-    seen: list[tuple[str, str]] = []
-    for kind in ("read", "write"):
-        original = getattr(store, kind)
-
-        @contextmanager
-        def traced(
-            *args: Any, _kind: str = kind, _original: Any = original, **kw: Any
-        ) -> Iterator[Any]:
-            with _original(*args, **kw) as tx:  # a try that found the store held is not counted
-                seen.append((_kind, threading.current_thread().name))
-                yield tx
-
-        monkeypatch.setattr(store, kind, traced)
-    answer = market.app.gateway.call(market.ann, "weather_forecast", {"city": "berlin"}).value
-    assert answer["verdict"] == "PASS"
-    assert [kind for kind, _ in seen] == ["read", "write", "write"]
+    seen = _traced_call(market, monkeypatch)
     assert seen[0][1] == seen[1][1] != "adjudge-commits"
     assert seen[2][1] == "adjudge-commits"
     market.conserved()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import threading
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -24,6 +25,17 @@ T0 = datetime(2026, 3, 10, 12, tzinfo=UTC)
 
 def _credit(tx: Transaction, amount: int) -> None:
     ledger.transfer(tx, [Transfer(WORLD, "wallet:a", amount)], task_id=None, at=T0)
+
+
+def _credit_five(ran_on: list[str]) -> Callable[[Transaction], str]:
+    """A unit crediting 5 that notes the thread it ran on."""
+
+    def credit(tx: Transaction) -> str:
+        ran_on.append(threading.current_thread().name)
+        _credit(tx, 5)
+        return "done"
+
+    return credit
 
 
 def _balance(store: Store) -> int:
@@ -131,11 +143,7 @@ def test_a_loop_never_waits_for_another_writer_of_a_local_store(
     commits = GroupCommit(sqlite_store, threads=1)
     other = sqlite3.connect(sqlite_store.engine.url.database or "", isolation_level=None)
     ran_on: list[str] = []
-
-    def credit(tx: Transaction) -> str:
-        ran_on.append(threading.current_thread().name)
-        _credit(tx, 5)
-        return "done"
+    credit = _credit_five(ran_on)
 
     async def while_held() -> tuple[str, int]:
         other.execute("BEGIN IMMEDIATE")  # another process's writer, as SQLite sees it
@@ -164,11 +172,7 @@ def test_a_store_held_briefly_is_written_by_the_loop_once_free(sqlite_store: Sto
     commits = GroupCommit(sqlite_store, threads=1)
     other = sqlite3.connect(sqlite_store.engine.url.database or "", isolation_level=None)
     ran_on: list[str] = []
-
-    def credit(tx: Transaction) -> str:
-        ran_on.append(threading.current_thread().name)
-        _credit(tx, 5)
-        return "done"
+    credit = _credit_five(ran_on)
 
     async def briefly_held() -> str:
         other.execute("BEGIN IMMEDIATE")
@@ -209,11 +213,7 @@ def test_a_heavy_unit_is_committed_by_the_thread_even_on_a_local_store(
 ) -> None:
     commits = GroupCommit(sqlite_store, threads=1)
     ran_on: list[str] = []
-
-    def credit(tx: Transaction) -> str:
-        ran_on.append(threading.current_thread().name)
-        _credit(tx, 5)
-        return "done"
+    credit = _credit_five(ran_on)
 
     try:
         assert asyncio.run(commits.run(credit, on_loop=False)) == "done"

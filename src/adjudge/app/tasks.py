@@ -343,13 +343,7 @@ class Tasks:
         )
 
     def finalize(
-        self,
-        account: Account,
-        task_id: str,
-        *,
-        key: str | None = None,
-        fast_only: bool = False,
-        quick: bool = True,
+        self, account: Account, task_id: str, *, key: str | None = None, fast_only: bool = False
     ) -> Answer[Any]:
         """The agent asks for the auto check of its latest submission.
 
@@ -359,16 +353,10 @@ class Tasks:
         regex work is the agent's, in the worker pool's fair shares. With ``fast_only``, a
         check that would need the worker pool raises :class:`SlowCheck` before anything is
         checked or written, so the caller can run it again where slow work belongs (the
-        service asks this way, sparing most finalizes a read of their own to decide), and a
-        check known to be quick runs inside the write instead (:meth:`_finalize_quick`), unless
-        ``quick`` is False (the caller tried that already: :meth:`finalize_here`).
+        service asks this way, after :meth:`finalize_here` found the check not known to be
+        quick, sparing most finalizes a read of their own to decide).
         """
         need_role(account, "agent")
-        if fast_only and quick:
-            try:
-                return self._finalize_quick(account, task_id, key)
-            except _CheckApart:
-                pass  # nothing was written: check before the write, as below
         with jsregex.owned_by(account.id):
             done = self._precheck(account, task_id, fast_only=fast_only)
 
@@ -385,23 +373,16 @@ class Tasks:
             checker=_Precomputed(self.checker, done, account.id),
         )
 
-    def _finalize_quick(self, account: Account, task_id: str, key: str | None) -> Answer[Any]:
-        """A finalize whose check runs inside its write, on the submission the write reads:
-        one transaction instead of a read and a write. Only for a check known to be quick
-        (criteria that need no regex worker and a result of at most
-        :data:`QUICK_CHECK_CHARS`); any other raises :class:`_CheckApart` before the market
-        steps, and the write is rolled back with nothing in it."""
-        checker = _Precomputed(self.checker, None, account.id)
-        event = _quick_finalize(account, task_id)
-        return self._act(account, task_id, "finalize", {}, key, event, checker=checker)
-
     async def finalize_here(
         self, account: Account, task_id: str, *, key: str | None = None
     ) -> Answer[Any] | None:
-        """A quick finalize (:meth:`_finalize_quick`) awaited on the running event loop: no
-        request thread; on a local store no commit thread either (the loop commits the unit
-        itself). None, with nothing written, when the check is not known to be quick: then
-        :meth:`finalize` (``quick=False``) checks it apart."""
+        """A finalize whose check runs inside its write, on the submission the write reads (one
+        transaction instead of a read and a write), awaited on the running event loop: no
+        request thread, and on a local store no commit thread either (the loop commits the
+        unit itself). Only for a check known to be quick (criteria that need no regex worker
+        and a result of at most :data:`QUICK_CHECK_CHARS`); for any other it answers None, the
+        write rolled back before the market steps with nothing in it, and :meth:`finalize`
+        checks it apart."""
         need_role(account, "agent")
         idem = Idempotency.of(key, "tasks.finalize", {"task": task_id})
         checker = _Precomputed(self.checker, None, account.id)

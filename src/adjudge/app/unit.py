@@ -140,7 +140,6 @@ class UnitOfWork:
         holds (it keeps only the key's digest): only the caller who sent the key can replay an
         answer that carries a secret.
         """
-
         try:
             return self.write(self._attempt_once(account_id, idem, fn, seal))
         except Error:

@@ -240,7 +240,7 @@ async def finalized(app: App, who: Account, task_id: str, key: str | None) -> JS
         return reply(done)
     wait = app.settings.slow_check_wait_seconds
     try:
-        fast = partial(app.tasks.finalize, who, task_id, key=key, fast_only=True, quick=False)
+        fast = partial(app.tasks.finalize, who, task_id, key=key, fast_only=True)
         return reply(await checked(False, fast, who.id, wait=wait))
     except SlowCheck:
         job = partial(app.tasks.finalize, who, task_id, key=key)

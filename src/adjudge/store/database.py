@@ -61,10 +61,10 @@ def _private_file(url: str) -> None:
 #: On PostgreSQL each connection is a server process: at most 40 a service process, so two
 #: processes stay under the server's default of 100 connections.
 POOL_SIZE = 24
-#: How long an SQLite writer waits for another process's write lock before giving up.
-BUSY_TIMEOUT_MS = 30_000
 POOL_OVERFLOW = 40
 POSTGRES_OVERFLOW = 16
+#: How long an SQLite writer waits for another process's write lock before giving up.
+BUSY_TIMEOUT_MS = 30_000
 
 
 def _engine(url: str) -> Engine:
