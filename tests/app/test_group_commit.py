@@ -18,7 +18,7 @@ from adjudge.app import unit as unit_module
 from adjudge.app.unit import GroupCommit
 from adjudge.errors import StateError
 from adjudge.market import WORLD, Transfer
-from adjudge.store import ConcurrentUpdate, Store, Transaction, ledger
+from adjudge.store import ConcurrentUpdate, Store, Transaction, ledger, receipt_log
 
 T0 = datetime(2026, 3, 10, 12, tzinfo=UTC)
 
@@ -241,3 +241,63 @@ def test_a_loop_unit_that_waits_for_another_unit_is_refused_not_stuck(
     finally:
         commits.close()
     assert _balance(sqlite_store) == 1
+
+
+def _receipted(n: int, *, refuse: bool = False) -> Callable[[Transaction], str]:
+    """A unit appending one receipt (which names the head it was placed after), then, when
+    ``refuse``, signing it onto the lane and refused."""
+
+    def issue(place: Any) -> dict[str, Any]:
+        head = place.head
+        return {"digest": f"sha256:{n:064x}", "after": list(head) if head else None}
+
+    def unit(tx: Transaction) -> str:
+        receipt_log.append(tx, issue, task_id=None, at=T0)
+        if refuse:
+            receipt_log.flush(tx)  # on the lane (taking it) before the refusal undoes it
+            raise StateError("refused after its receipt", code="TEST_REFUSED")
+        return f"sha256:{n:064x}"
+
+    return unit
+
+
+def test_a_batch_chains_its_receipts_past_the_units_refused(store: Store) -> None:
+    """One batch: the first unit to take the lane refused, then one kept, one refused, one
+    kept. The log holds the two kept, each chained after the one before it (the lane's head
+    written by a unit is not read again; one a refusal undid is), and the next transaction
+    chains after the last."""
+    commits = GroupCommit(store, threads=1)
+    started, go = threading.Event(), threading.Event()
+
+    def first(tx: Transaction) -> None:  # holds the committing thread while the rest queue
+        started.set()
+        go.wait(10)
+
+    try:
+        held = commits.submit(first)
+        assert started.wait(10)
+        futures = [
+            commits.submit(_receipted(1, refuse=True)),
+            commits.submit(_receipted(2)),
+            commits.submit(_receipted(3, refuse=True)),
+            commits.submit(_receipted(4)),
+        ]
+        go.set()
+        held.result(10)
+        outcomes = []
+        for future in futures:
+            try:
+                outcomes.append(future.result(10))
+            except StateError:
+                outcomes.append("refused")
+        assert outcomes == ["refused", f"sha256:{2:064x}", "refused", f"sha256:{4:064x}"]
+        commits.submit(_receipted(5)).result(10)
+    finally:
+        commits.close()
+    with store.read() as tx:
+        log = receipt_log.chain(tx)
+    assert [r.digest for r in log] == [f"sha256:{n:064x}" for n in (2, 4, 5)]
+    assert [r.seq for r in log] == [1, 2, 3]
+    assert len({r.lane for r in log}) == 1
+    assert [r.previous for r in log] == [None, log[0].digest, log[1].digest]
+    assert [r.body["after"] for r in log] == [None, [log[0].digest, 0], [log[1].digest, 1]]

@@ -503,6 +503,7 @@ class GroupCommit:
                 tx.savepoint(mark)
                 appended, hooks = set(tx.appended), len(tx.committed)
                 held, credits = dict(tx.held_moves), dict(tx.credits_due)
+                head = tx.lane_head
                 try:
                     value = unit.fn(tx)
                     receipt_log.flush(tx)  # its receipts chained before the next unit's
@@ -513,9 +514,12 @@ class GroupCommit:
                     del tx.committed[hooks:]
                     tx.held_moves = held
                     tx.credits_due = credits
+                    tx.lane_head = head  # a lane it took is unlocked again: read anew
                     outcomes.append((False, exc))
                 else:
-                    tx.release(mark)
+                    # Its savepoint is left in place, not released (one round trip fewer on
+                    # PostgreSQL): the commit keeps what it holds, and a later unit's refusal
+                    # rolls back to that unit's own savepoint, nested inside it.
                     outcomes.append((True, value))
         return outcomes
 

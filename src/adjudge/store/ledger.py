@@ -28,7 +28,7 @@ from adjudge.market.money import shown
 from adjudge.store import held_days, receipt_log
 from adjudge.store import schema as s
 from adjudge.store.records import decode_cursor, encode_cursor
-from adjudge.store.transaction import Transaction
+from adjudge.store.transaction import Read, Transaction
 
 #: Ledger accounts that hold money for a decision still to come: releasing from one needs a
 #: receipt (task escrows, paid-call reservations).
@@ -179,6 +179,11 @@ def entries(tx: Transaction, task_id: str) -> list[dict[str, Any]]:
         }
         for r in tx.rows(_ENTRIES, {"k_task": task_id})
     ]
+
+
+def entries_read(task_id: str) -> Read:
+    """What :func:`entries` reads (to read it ahead with others: ``Transaction.ahead``)."""
+    return _ENTRIES, {"k_task": task_id}
 
 
 def releases(tx: Transaction) -> list[dict[str, Any]]:

@@ -25,7 +25,7 @@ from adjudge.errors import StorageError
 from adjudge.receipts.checkpoints import NamedHead
 from adjudge.receipts.issuer import Place
 from adjudge.store import schema as s
-from adjudge.store.transaction import Transaction
+from adjudge.store.transaction import Read, Transaction
 
 #: ``issue(place)``: the receipt to append at ``place`` (its lane, and the lane's head: id and
 #: sequence from 0, None for the lane's first). It must carry its own id as ``digest``.
@@ -114,7 +114,10 @@ def lane(tx: Transaction) -> int:
 def _take_lane(tx: Transaction) -> dict[str, Any]:
     """The head row of the lane this transaction chains on, locked: the one it took already,
     else any free lane, else (all busy) one of them, waited for."""
-    if tx.lane is not None:  # locked again: a savepoint rolled back may have released it
+    if tx.lane is not None:
+        if tx.lane_head is not None:  # written by this transaction, and still locked by it
+            return tx.lane_head
+        # Locked again: a savepoint rolled back may have released it.
         return tx.rows(_LANE_FOR_UPDATE, {"l_id": tx.lane})[0]
     rows = tx.rows(_FREE_LANE, {"l_count": tx.lanes}) if tx.lanes > 1 else []
     if not rows:
@@ -153,8 +156,10 @@ def _write(
         rows.append(row)
         made.append(StoredReceipt(receipt_id, seq, task_id, digest, head_digest, body, at, lane))
         head_digest = digest
-    tx.run_many(_INSERT_RECEIPT, rows)
-    tx.run(_SET_LANE, {"l_id": lane, "h_seq": seq, "h_digest": head_digest})
+    with tx.together():  # neither's result is read: one round trip on PostgreSQL
+        tx.run_many(_INSERT_RECEIPT, rows)
+        tx.run(_SET_LANE, {"l_id": lane, "h_seq": seq, "h_digest": head_digest})
+    tx.lane_head = {"id": lane, "seq": seq, "digest": head_digest}
     for receipt in made:
         tx.flushed[receipt.id] = receipt
     return made
@@ -198,6 +203,11 @@ def receipt_ids(tx: Transaction, task_id: str) -> list[str]:
     bodies); the ones this transaction appended come last, without taking a lane."""
     stored = [r["id"] for r in tx.rows(_RECEIPT_IDS, {"k_task": task_id})]
     return stored + [due[0] for due in tx.receipts_due if due[2] == task_id]
+
+
+def receipt_ids_read(task_id: str) -> Read:
+    """What :func:`receipt_ids` reads (to read it ahead with others: ``Transaction.ahead``)."""
+    return _RECEIPT_IDS, {"k_task": task_id}
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ from adjudge.market.tasks import MAX_VERIFIERS, Seat, Vote
 from adjudge.store import api_keys
 from adjudge.store import schema as s
 from adjudge.store.api_keys import KeyGrant
-from adjudge.store.transaction import ConcurrentUpdate, Transaction
+from adjudge.store.transaction import ConcurrentUpdate, Read, Transaction
 
 log = logging.getLogger("adjudge.store")
 
@@ -455,6 +455,11 @@ def submissions(tx: Transaction, task_id: str) -> list[Submission]:
     return [_submission(r) for r in tx.rows(_SUBMISSIONS, {"k_task": task_id})]
 
 
+def submissions_read(task_id: str) -> Read:
+    """What :func:`submissions` reads (to read it ahead with others: ``Transaction.ahead``)."""
+    return _SUBMISSIONS, {"k_task": task_id}
+
+
 def submission(tx: Transaction, task_id: str, attempt: int) -> Submission | None:
     """One submission, or None (a stored submission never changes: read once per transaction)."""
     key = ("submission", task_id, attempt)
@@ -557,6 +562,11 @@ def verdicts(tx: Transaction, task_id: str | None = None) -> list[StoredVerdict]
         )
         for r in rows
     ]
+
+
+def verdicts_read(task_id: str) -> Read:
+    """What :func:`verdicts` of one task reads (to read it ahead: ``Transaction.ahead``)."""
+    return _VERDICTS, {"k_task": task_id}
 
 
 def add_dispute(tx: Transaction, dispute: StoredDispute) -> None:

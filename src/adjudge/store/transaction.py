@@ -8,7 +8,8 @@ over a :class:`Transaction`. This module knows no table: it runs statements.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -26,6 +27,10 @@ class ConcurrentUpdate(StorageError):
     """Another transaction changed the same rows first; re-read and try again."""
 
     code = "CONCURRENT_UPDATE"
+
+
+#: A select of the hot path and its parameters (:meth:`Transaction.ahead`).
+Read = tuple[ClauseElement, Mapping[str, Any]]
 
 
 class Transaction:
@@ -48,6 +53,10 @@ class Transaction:
         #: lanes it may choose from (the store's setting).
         self.lane: int | None = None
         self.lanes = 1
+        #: The head of that lane as this transaction last wrote it (its row stays locked
+        #: until the commit, so it need not be read again); None until a write, and again
+        #: when a savepoint that took the lane is rolled back (which releases its lock).
+        self.lane_head: dict[str, Any] | None = None
         #: The held money this transaction moved, by (holding prefix, day), written as it
         #: commits (adjudge.store.held_days).
         self.held_moves: dict[tuple[str, str], int] = {}
@@ -60,6 +69,9 @@ class Transaction:
         self.committed: list[Callable[[], None]] = []
         self.sqlite = conn.dialect.name == "sqlite"
         self._driver: Any = None
+        #: Rows read ahead (:meth:`ahead`), by statement and parameters, until :meth:`rows`
+        #: takes them.
+        self._ahead: dict[tuple[int, tuple[tuple[str, Any], ...]], list[dict[str, Any]]] = {}
 
     @property
     def dialect(self) -> str:
@@ -72,14 +84,11 @@ class Transaction:
         """Mark a point this transaction can roll back to (:meth:`rollback_to`)."""
         self._driver_sql(f"SAVEPOINT {name}")
 
-    def release(self, name: str) -> None:
-        """Keep what was written since the savepoint."""
-        self._driver_sql(f"RELEASE SAVEPOINT {name}")
-
     def rollback_to(self, name: str) -> None:
         """Undo what was written since the savepoint (the transaction goes on)."""
-        self._driver_sql(f"ROLLBACK TO SAVEPOINT {name}")
-        self._driver_sql(f"RELEASE SAVEPOINT {name}")
+        with self.together():
+            self._driver_sql(f"ROLLBACK TO SAVEPOINT {name}")
+            self._driver_sql(f"RELEASE SAVEPOINT {name}")
 
     def _driver_sql(self, sql: str) -> None:
         if self._driver is None:
@@ -117,10 +126,57 @@ class Transaction:
 
     def rows(self, stmt: ClauseElement, params: Mapping[str, Any]) -> list[dict[str, Any]]:
         """The rows of a select of the hot path, typed as SQLAlchemy would return them."""
+        if self._ahead:
+            found = self._ahead.pop((id(stmt), tuple(sorted(params.items()))), None)
+            if found is not None:
+                return found
+        return self._typed(stmt, self.run(stmt, params).fetchall())
+
+    @contextmanager
+    def together(self) -> Iterator[None]:
+        """Statements run in this block are sent to PostgreSQL without waiting for each
+        other's results (psycopg's pipeline mode): one round trip for all of them as the block
+        ends, where each would be one. Inside it no result may be read (a cursor's rows or
+        row count are there once the block has ended); an error of any of them is raised as
+        the block ends. On SQLite, whose statements are calls and not round trips, a plain
+        block."""
+        if self.sqlite:
+            yield
+            return
+        if self._driver is None:
+            self._driver = self.conn.connection.driver_connection
+        error = self.conn.dialect.loaded_dbapi.Error
+        try:
+            with self._driver.pipeline():
+                yield
+        except error as exc:
+            dialect = self.conn.dialect
+            raise DBAPIError.instance("(pipeline)", (), exc, error, dialect=dialect) from exc
+
+    @contextmanager
+    def ahead(self, reads: Sequence[Read]) -> Iterator[None]:
+        """Read several selects of the hot path at once (:meth:`together`), for the first
+        :meth:`rows` of each statement with the same parameters in the block to take. Only
+        around code that writes nothing those reads see (a view being built); what the block
+        left untaken is dropped as it ends. On SQLite, nothing: each is read when asked."""
+        if self.sqlite:
+            yield
+            return
+        with self.together():
+            sent = [(stmt, params, self.run(stmt, params)) for stmt, params in reads]
+        for stmt, params, cursor in sent:
+            key = (id(stmt), tuple(sorted(params.items())))
+            self._ahead[key] = self._typed(stmt, cursor.fetchall())
+        try:
+            yield
+        finally:
+            self._ahead.clear()
+
+    def _typed(self, stmt: ClauseElement, fetched: Sequence[Any]) -> list[dict[str, Any]]:
         names, kinds = _columns(stmt)
         sqlite_ = self.sqlite
         out = []
-        for row in self.run(stmt, params).fetchall():
+        for row in fetched:
             m = dict(zip(names, row, strict=True))
             for name, kind in kinds:
                 value = m[name]

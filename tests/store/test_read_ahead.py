@@ -1,0 +1,52 @@
+"""Statements sent together (``Transaction.together``, PostgreSQL's pipeline mode) and reads
+taken ahead (``Transaction.ahead``) give what one statement at a time gives: the same rows,
+an error raised as the block ends (and nothing written), nothing stale after the block."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from adjudge.errors import StorageError
+from adjudge.market import WORLD, Transfer
+from adjudge.store import Store, ledger, records
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def _moved(store: Store, task_id: str, amounts: list[int]) -> None:
+    with store.write() as tx:
+        for amount in amounts:
+            ledger.transfer(tx, [Transfer(WORLD, "wallet:a", amount)], task_id=task_id, at=T0)
+
+
+def test_reads_taken_ahead_are_the_rows_read_one_at_a_time(store: Store) -> None:
+    _moved(store, "task_1", [5, 7])
+    _moved(store, "task_2", [11])
+    with store.read() as tx:
+        plain = [ledger.entries(tx, "task_1"), ledger.entries(tx, "task_2")]
+        with tx.ahead([ledger.entries_read("task_1"), ledger.entries_read("task_2")]):
+            assert [ledger.entries(tx, "task_1"), ledger.entries(tx, "task_2")] == plain
+    assert [len(rows) for rows in plain] == [4, 2]
+
+
+def test_what_a_block_left_untaken_is_not_read_after_it(store: Store) -> None:
+    """A read ahead the block never took is dropped as it ends: a later read sees what was
+    written since, not the rows of before."""
+    _moved(store, "task_1", [5])
+    with store.write() as tx:
+        with tx.ahead([ledger.entries_read("task_1"), records.verdicts_read("task_1")]):
+            assert records.verdicts(tx, "task_1") == []
+        ledger.transfer(tx, [Transfer(WORLD, "wallet:a", 9)], task_id="task_1", at=T0)
+        assert [e["amount"] for e in ledger.entries(tx, "task_1")] == [-5, 5, -9, 9]
+
+
+def test_an_error_sent_together_fails_the_transaction_and_writes_nothing(store: Store) -> None:
+    with pytest.raises(StorageError), store.write() as tx:
+        ledger.transfer(tx, [Transfer(WORLD, "wallet:a", 3)], task_id="task_1", at=T0)
+        with tx.together():
+            tx.savepoint("a")
+            tx.savepoint("a b")  # not a statement: the server refuses it
+    with store.read() as tx:
+        assert ledger.entries(tx, "task_1") == []
