@@ -498,9 +498,10 @@ class GroupCommit:
             return [(True, value)]
         outcomes: list[tuple[bool, Any]] = []
         with self.store.write(wait=wait) as tx:
+            kept = None  # the savepoint of the unit before, released as the next one's is set
             for i, unit in enumerate(batch):
                 mark = f"unit_{i}"
-                tx.savepoint(mark)
+                tx.savepoint(mark, releasing=kept)
                 appended, hooks = set(tx.appended), len(tx.committed)
                 held, credits = dict(tx.held_moves), dict(tx.credits_due)
                 head = tx.lane_head
@@ -516,11 +517,10 @@ class GroupCommit:
                     tx.credits_due = credits
                     tx.lane_head = head  # a lane it took is unlocked again: read anew
                     outcomes.append((False, exc))
+                    kept = None
                 else:
-                    # Its savepoint is left in place, not released (one round trip fewer on
-                    # PostgreSQL): the commit keeps what it holds, and a later unit's refusal
-                    # rolls back to that unit's own savepoint, nested inside it.
                     outcomes.append((True, value))
+                    kept = mark  # the last one's is released by the commit
         return outcomes
 
     def _commit_one(self, unit: _Unit[Any]) -> None:

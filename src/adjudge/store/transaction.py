@@ -80,9 +80,14 @@ class Transaction:
 
     # --- savepoints: several units of work in one transaction (group commit) ---------------
 
-    def savepoint(self, name: str) -> None:
-        """Mark a point this transaction can roll back to (:meth:`rollback_to`)."""
-        self._driver_sql(f"SAVEPOINT {name}")
+    def savepoint(self, name: str, *, releasing: str | None = None) -> None:
+        """Mark a point this transaction can roll back to (:meth:`rollback_to`), first
+        keeping what was written since the savepoint ``releasing`` (both in one round trip
+        on PostgreSQL)."""
+        with self.together():
+            if releasing is not None:
+                self._driver_sql(f"RELEASE SAVEPOINT {releasing}")
+            self._driver_sql(f"SAVEPOINT {name}")
 
     def rollback_to(self, name: str) -> None:
         """Undo what was written since the savepoint (the transaction goes on)."""
