@@ -167,6 +167,65 @@ def floor_us(repeat: int = 2000) -> float:
     return (time.process_time() - started) / repeat * 1e6
 
 
+def work_floor_us(url: str, directory: Path, repeat: int = 2000) -> float:
+    """The bare work of a finalize, as the target names it, in this process: one auto check of
+    the benchmark's result, one Ed25519 signature (the cryptography library's, over a
+    receipt-sized statement) and one commit of one receipt-sized row on the benchmark's kind of
+    database (SQLite: a file with the store's journal settings; PostgreSQL: the same server),
+    each done directly, with nothing around it. The client side's CPU only, as the server's
+    figure is its process's only."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import (  # noqa: PLC0415
+        Ed25519PrivateKey,
+    )
+
+    from adjudge import auto_check  # noqa: PLC0415
+
+    key = Ed25519PrivateKey.generate()
+    statement = json.dumps({"criteria": CRITERIA, "result": RESULT, "passed": True}).encode()
+    row = statement.hex()[:1500]
+    if url.startswith("sqlite"):
+        import sqlite3  # noqa: PLC0415
+
+        db = sqlite3.connect(directory / "floor.db", isolation_level=None)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("CREATE TABLE IF NOT EXISTS floor (id INTEGER PRIMARY KEY, body TEXT)")
+
+        def commit() -> None:
+            db.execute("BEGIN IMMEDIATE")
+            db.execute("INSERT INTO floor (body) VALUES (?)", (row,))
+            db.execute("COMMIT")
+
+        close = db.close
+    else:
+        import psycopg  # noqa: PLC0415
+
+        pg = psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://"))
+        pg.execute("CREATE TEMPORARY TABLE floor (id SERIAL PRIMARY KEY, body TEXT)")
+        pg.commit()
+
+        def commit() -> None:
+            pg.execute("INSERT INTO floor (body) VALUES (%s)", (row,))
+            pg.commit()
+
+        close = pg.close
+
+    def once() -> None:
+        auto_check(RESULT, CRITERIA)
+        key.sign(statement)
+        commit()
+
+    try:
+        for _ in range(200):
+            once()
+        started = time.process_time()
+        for _ in range(repeat):
+            once()
+        return (time.process_time() - started) / repeat * 1e6
+    finally:
+        close()
+
+
 def _rss_kb(pid: int) -> dict[str, int]:
     """A process's resident memory now and at its peak (kB; empty where /proc is missing)."""
     try:
@@ -295,6 +354,7 @@ def run(args: argparse.Namespace, processes: int) -> dict[str, Any]:
             server.send_signal(signal.SIGINT)
             server.wait(timeout=30)
     floor = floor_us()
+    work = work_floor_us(url, directory)
     ms = sorted(x * 1000 for x in latencies)
     spent = [
         (after - before)
@@ -319,6 +379,10 @@ def run(args: argparse.Namespace, processes: int) -> dict[str, Any]:
         "server_cpu_over_bare_check": None
         if server_ms is None
         else round(server_ms * 1000 / floor, 1),
+        "work_floor_us": round(work, 1),
+        "server_cpu_over_work_floor": None
+        if server_ms is None
+        else round(server_ms * 1000 / work, 1),
         "client_cpu_ms_per_finalize": round(client_cpu * 1000 / len(ms), 2),
         "server_rss_kb": memory,
         "cpus": os.cpu_count(),
