@@ -23,6 +23,10 @@ both (finalizes per second, p50, p99) and the two-process/one-process ratio, in 
 (``--turns N`` alternates them N times and gives the median ratio); ``--lanes 1`` measures the
 receipt log as one chain, which every writer waits for.
 
+Beside the server's CPU per finalize, two floors from the same run: the bare auto check of the
+benchmark's result, and the bare work of a finalize (one auto check, one Ed25519 signature and
+one commit on the same kind of database: :func:`work_floor_us`), and the ratio to each.
+
 A PostgreSQL database is emptied (its tables dropped) before seeding.
 """
 
