@@ -12,6 +12,7 @@ import copy
 import hashlib
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -306,6 +307,35 @@ def test_a_key_judgment_folds_with_a_model_under_one_quorum(world: Any) -> None:
     assert checks[f"meaning:{key}"] == checks["meaning:model-a"] == "FAIL"
     assert w.h.balance("wallet:ann") == FUNDS
     assert w.h.refused("vic", "POST", path, body) == (409, "MEANING_JUDGMENT_LATE")
+
+
+def test_a_key_sees_its_calls_behind_a_thousand_pending_for_another_key(
+    world: Any, store: Store
+) -> None:
+    """A key owner's list reads the calls its own keys are asked for, by index: a thousand
+    and one calls queued before, all asking another key, hide nothing (the list read the
+    oldest thousand pending calls of every key and kept its own)."""
+    w, base, _ = world
+    key = _keyed(w, base)
+    early = datetime(2025, 1, 1, tzinfo=UTC)
+    with store.write() as tx:
+        for i in range(1001):
+            meaning_queue.add(
+                tx,
+                call_id=f"call_other_{i}",
+                provider=PROVIDER,
+                policy_digest="sha256:" + "0" * 64,
+                response_digest="sha256:" + "1" * 64,
+                receipt_id="rcpt_other",
+                at=early + timedelta(seconds=i),
+                key_judges=["key:someone-else"],
+            )
+    got = w.answered()
+    listed = w.h.ok("vic", "GET", "/meaning/judgments")["judgments"]
+    assert [(j["call_id"], j["judge_key"]) for j in listed] == [(got["intentId"], key)]
+    body = _signed(w.h.signers["vic"], listed[0])
+    assert w.h.ok("vic", "POST", f"/meaning/judgments/{got['intentId']}", body)["kept"] is True
+    assert w.h.ok("vic", "GET", "/meaning/judgments")["judgments"] == []  # asked no more
 
 
 def test_forged_and_misbound_key_judgments_are_refused(world: Any) -> None:

@@ -25,6 +25,7 @@ from adjudge.store import (
     Store,
     idempotency,
     ledger,
+    meaning_queue,
     receipt_log,
     records,
     schema,
@@ -341,3 +342,64 @@ def test_migration_0010_counts_the_takes_already_held(store: Store) -> None:
         stored = records.task(tx, "t0")
         assert stored is not None and stored.task.take_ends_at == stored.task.deadline
         assert records.task(tx, "t2").task.take_ends_at is None  # type: ignore[union-attr]
+
+
+def test_migration_0024_asks_the_keys_of_the_calls_already_pending(store: Store) -> None:
+    """Upgrading a database with calls pending a judgment after their answer asks each one's
+    named keys (its policy's ``key:`` judges, not its models), less the keys that already
+    signed; a call already judged asks nobody. 0024 also downgrades cleanly."""
+    config = Config()
+    config.set_main_option("script_location", str(files("adjudge.store") / "migrations"))
+    with store.engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.downgrade(config, "0023")
+    at = T0.replace(tzinfo=None)
+    judges = '{"meaning": {"sample_rate": 1, "judges": ["key:b", "model:m", "key:a"]}}'
+    with store.engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO accounts (id, roles, key_hash, verifier_opt_in, reputation, "
+                "disputes, created_at) VALUES ('p', '[]', 'sha256:p', false, 100, 0, :at)"
+            ),
+            {"at": at},
+        )
+        conn.execute(
+            text(
+                "INSERT INTO call_policies (policy_id, version, tool, contract_version, "
+                "document, digest, registered_by, registered_at) VALUES "
+                "('pol', 1, 'tool', '1', :doc, 'sha256:pol', 'p', :at)"
+            ),
+            {"doc": judges, "at": at},
+        )
+        for call, state in (("c1", "pending"), ("c2", "judged"), ("c3", "pending")):
+            conn.execute(
+                text(
+                    "INSERT INTO meaning_queue (call_id, provider, policy_digest, "
+                    "response_digest, receipt_id, state, queued_at, attempts) VALUES "
+                    "(:call, 'prov', 'sha256:pol', 'sha256:r', 'rcpt', :state, :at, 0)"
+                ),
+                {"call": call, "state": state, "at": at},
+            )
+        conn.execute(
+            text(
+                "INSERT INTO meaning_key_judgments (call_id, judge, conflict, reason, citations, "
+                "signature, public_key, at) VALUES ('c3', 'key:b', false, '', '[]', 's', 'k', :at)"
+            ),
+            {"at": at},
+        )
+    store.migrate()
+    with store.read() as tx:
+        asked = tx.conn.execute(select(meaning_queue.asks)).all()
+        assert sorted((r.call_id, r.judge, r.queued_at) for r in asked) == [
+            ("c1", "key:a", T0),
+            ("c1", "key:b", T0),
+            ("c3", "key:a", T0),
+        ]
+        assert [(q.call_id, key) for q, key in meaning_queue.asked_of(tx, ["key:a"], limit=5)] == [
+            ("c1", "key:a"),
+            ("c3", "key:a"),
+        ]
+    with store.engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.downgrade(config, "0023")
+    store.migrate()

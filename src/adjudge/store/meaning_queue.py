@@ -24,6 +24,7 @@ from sqlalchemy import (
     String,
     Table,
     and_,
+    delete,
     insert,
     select,
     update,
@@ -39,6 +40,8 @@ __all__ = [
     "QueuedJudgment",
     "add",
     "add_key_judgment",
+    "asked_of",
+    "asks",
     "get",
     "judged",
     "key_judgments",
@@ -85,6 +88,20 @@ key_judgments_table = Table(
 )
 
 
+#: Who is still asked to sign a judgment of a pending call: one row per call and named key
+#: (``key:<fingerprint>``), written as the call is queued and deleted as that key's judgment is
+#: kept or the call is judged. A key owner's list reads its own rows by index (the oldest
+#: first), however many calls other keys have pending.
+asks = Table(
+    "meaning_asks",
+    s.metadata,
+    Column("call_id", String(64), primary_key=True),
+    Column("judge", String(80), primary_key=True),  # key:<fingerprint>
+    Column("queued_at", s.UTCDateTime, nullable=False),
+    Index("ix_meaning_asks_judge", "judge", "queued_at"),
+)
+
+
 @dataclass(frozen=True)
 class QueuedJudgment:
     """One call's judgment after the answer: waiting, or given."""
@@ -122,8 +139,13 @@ def add(
     response_digest: str,
     receipt_id: str,
     at: datetime,
+    key_judges: Sequence[str] = (),
 ) -> None:
-    """Queue a call's judgment (in the call's own transaction)."""
+    """Queue a call's judgment (in the call's own transaction), asking each of ``key_judges``
+    (the policy's named verifier keys) for theirs."""
+    if key_judges:
+        rows = [{"call_id": call_id, "judge": j, "queued_at": at} for j in sorted(set(key_judges))]
+        tx.conn.execute(insert(asks), rows)
     tx.conn.execute(
         insert(queue).values(
             call_id=call_id,
@@ -186,7 +208,10 @@ def judged(
             verification=None if verification is None else dict(verification),
         )
     )
-    return bool(done.rowcount == 1)
+    if done.rowcount != 1:
+        return False
+    tx.conn.execute(delete(asks).where(asks.c.call_id == call_id))  # nobody is asked any more
+    return True
 
 
 def _row(m: Any) -> QueuedJudgment:
@@ -239,6 +264,7 @@ def add_key_judgment(
         )
     except IntegrityError as exc:
         raise ConcurrentUpdate("The key is judging this call at the same time.") from exc
+    tx.conn.execute(delete(asks).where(and_(asks.c.call_id == call_id, asks.c.judge == judge)))
     return True
 
 
@@ -249,21 +275,19 @@ def key_judgments(tx: Transaction, call_id: str) -> list[dict[str, Any]]:
     return [dict(r._mapping) for r in rows]
 
 
-def judged_by(
-    tx: Transaction, call_ids: Sequence[str], judges: Collection[str]
-) -> set[tuple[str, str]]:
-    """Which of ``judges`` have signed a judgment of which of ``call_ids``, as (call, judge)
-    pairs: one query for a page of calls, not one a call."""
-    if not call_ids or not judges:
-        return set()
-    t = key_judgments_table
-    q = select(t.c.call_id, t.c.judge).where(
-        t.c.call_id.in_(list(call_ids)), t.c.judge.in_(list(judges))
+def asked_of(
+    tx: Transaction, judges: Collection[str], *, limit: int
+) -> list[tuple[QueuedJudgment, str]]:
+    """The pending judgments ``judges`` are still asked for, oldest first (at most ``limit``),
+    each with the key asked: read by index, so the cost is the page's, not the queue's."""
+    if not judges:
+        return []
+    a = asks.c
+    q = (
+        select(queue, a.judge.label("asked"))
+        .join(asks, a.call_id == queue.c.call_id)
+        .where(a.judge.in_(sorted(judges)), queue.c.state == PENDING)
+        .order_by(a.queued_at, a.call_id, a.judge)
+        .limit(limit)
     )
-    return {(str(call), str(judge)) for call, judge in tx.conn.execute(q)}
-
-
-def pending_for(tx: Transaction, *, limit: int) -> list[QueuedJudgment]:
-    """Pending judgments, oldest first (a key owner's list filters them by policy)."""
-    q = select(queue).where(queue.c.state == PENDING).order_by(queue.c.queued_at).limit(limit)
-    return [_row(r._mapping) for r in tx.conn.execute(q)]
+    return [(_row(r._mapping), str(r.asked)) for r in tx.conn.execute(q)]

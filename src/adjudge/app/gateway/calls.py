@@ -54,6 +54,7 @@ from adjudge.app.wiring import call_subject
 from adjudge.calls import CallRequest, Contract, Policy, Tool, determine_call, verify_call
 from adjudge.calls.contract import map_response
 from adjudge.calls.kernel_rows import call_decision
+from adjudge.calls.meaning import is_key_judge
 from adjudge.calls.quality import counted_as
 from adjudge.calls.tools import BuiltRequest, build_request
 from adjudge.calls.verify import (
@@ -303,8 +304,12 @@ class Gateway:
             contract_digest=contract_digest,
             api_key_id=None if caller.key is None else caller.key.id,
             judgments=judgments,
-            # Judged after the answer: the call settles now and its judgment is queued with it.
+            # Judged after the answer: the call settles now and its judgment is queued with it,
+            # each named key asked for its own.
             judge_later=p.policy is not None and meaning_pending(result),
+            key_judges=()
+            if p.policy is None
+            else tuple(j for j in p.policy.judges if is_key_judge(j)),
         )
         with stage("gateway.settle.wait"):
             light = body_bytes is None or len(body_bytes) <= LOOP_ANSWER_BYTES
@@ -626,6 +631,7 @@ class Gateway:
         api_key_id: str | None = None,
         judgments: Sequence[Judgment] = (),
         judge_later: bool = False,
+        key_judges: Sequence[str] = (),
     ) -> Callable[[Transaction], dict[str, Any]]:
         """(5) as a unit of work: the call's determination made now; in the transaction, its
         receipt signed onto the log, the reservation released as it says, the record, the event
@@ -711,6 +717,7 @@ class Gateway:
                     response_digest=result.response_digest,
                     receipt_id=receipt.id,
                     at=now,
+                    key_judges=key_judges,
                 )
             if result.needs_review and payment == "settle":
                 _to_review(tx, stored_call.id, stored.provider, caller.id, result, now)

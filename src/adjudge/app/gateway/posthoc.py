@@ -289,30 +289,24 @@ def key_pending(gateway: Gateway, viewer: Account) -> dict[str, Any]:
         out: list[dict[str, Any]] = []
         if not mine:
             return {"judgments": out}
-        pending = meaning_queue.pending_for(tx, limit=10 * KEY_PAGE)
-        done = meaning_queue.judged_by(tx, [row.call_id for row in pending], mine)
-        for row in pending:
+        for row, key in meaning_queue.asked_of(tx, mine, limit=KEY_PAGE):
             case = _case(tx, row)
-            if case is None:
+            if case is None or key not in case.policy.judges:
                 continue
-            for key in case.policy.judges:
-                if key in mine and (row.call_id, key) not in done:
-                    mapped = map_response(case.contract, received_response(case.body).body)
-                    out.append(
-                        {
-                            "call_id": row.call_id,
-                            "response_digest": row.response_digest,
-                            "judge_key": key,
-                            "tool": case.call.tool,
-                            "description": case.tool.description,
-                            "arguments": dict(case.request.arguments),
-                            "output": mapped.output,
-                            "due_at": case.deadline.isoformat(),
-                        }
-                    )
-            if len(out) >= KEY_PAGE:
-                break
-        return {"judgments": out[:KEY_PAGE]}
+            mapped = map_response(case.contract, received_response(case.body).body)
+            out.append(
+                {
+                    "call_id": row.call_id,
+                    "response_digest": row.response_digest,
+                    "judge_key": key,
+                    "tool": case.call.tool,
+                    "description": case.tool.description,
+                    "arguments": dict(case.request.arguments),
+                    "output": mapped.output,
+                    "due_at": case.deadline.isoformat(),
+                }
+            )
+        return {"judgments": out}
 
     return gateway.unit.read(run)
 
