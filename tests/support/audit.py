@@ -12,18 +12,19 @@ Read straight from the database, so no use case can hide a fault from it:
 - every task is in a state the lifecycle can reach;
 - a provider's hold account holds exactly its calls' charges still held or under report, and
   each names the receipt that settled it;
-- each agent's counter of held takes equals a recount over the tasks.
+- each agent's counter of held takes equals a recount over the tasks;
+- the keys asked for a meaning judgment are those a recount of the pending calls names.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import delete, insert
+from sqlalchemy import delete, insert, select
 
 from adjudge.market import Status, escrow_account
 from adjudge.market.lifecycle import MAX_ATTEMPTS
-from adjudge.store import Store, holds, ledger, receipt_log, records, takes
+from adjudge.store import Store, calls, holds, ledger, meaning_queue, receipt_log, records, takes
 from adjudge.store import schema as s
 
 _NEEDS_AGENT = {
@@ -89,7 +90,30 @@ def audit(store: Store, deposited: int | None = None) -> dict[str, int]:
             if t.status is not Status.ASSIGNED:
                 assert t.take_ends_at is None, (t.id, t.status)
         assert takes.counted(tx) == takes.recount(tx), (takes.counted(tx), takes.recount(tx))
+        _asks_recounted(tx)
         return {"receipts": len(chain), "verdicts": len(verdicts), "tasks": len(tasks)}
+
+
+def _asks_recounted(tx: Any) -> None:
+    """The keys asked for a meaning judgment are, per pending call, its policy's ``key:``
+    judges that have not signed (a call whose policy is gone: none signed), and no call
+    judged asks anyone."""
+    q, a, k = meaning_queue.queue.c, meaning_queue.asks.c, meaning_queue.key_judgments_table.c
+    asked: dict[str, set[str]] = {}
+    for row in tx.conn.execute(select(a.call_id, a.judge)):
+        asked.setdefault(row.call_id, set()).add(row.judge)
+    signed = {(r.call_id, r.judge) for r in tx.conn.execute(select(k.call_id, k.judge))}
+    documents = {r.digest: r.document for r in tx.conn.execute(select(calls.call_policies))}
+    for row in tx.conn.execute(select(q.call_id, q.state, q.policy_digest)):
+        mine = asked.pop(row.call_id, set())
+        assert all((row.call_id, judge) not in signed for judge in mine), (row.call_id, mine)
+        if row.state != meaning_queue.PENDING:
+            assert not mine, (row.call_id, row.state, mine)
+        elif row.policy_digest in documents:
+            judges = (documents[row.policy_digest].get("meaning") or {}).get("judges") or []
+            expected = {j for j in judges if j.startswith("key:")}
+            assert mine == {j for j in expected if (row.call_id, j) not in signed}, row.call_id
+    assert not asked, f"asks for calls never queued: {asked}"
 
 
 def _decision_text(body: Any) -> str:
