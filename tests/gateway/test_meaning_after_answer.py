@@ -129,6 +129,28 @@ def test_a_quorum_of_cited_conflicts_later_refunds_from_the_hold(world: Any) -> 
     assert w.h.app.gateway.judge_pending() == 0  # nothing left
 
 
+def test_the_final_verdict_judged_later_counts_in_the_providers_window(world: Any) -> None:
+    """A call judged after its answer is measured as its final verdict: its first receipt's
+    DEGRADED counts in no window, then the judge's cited conflict, FAIL, counts as a fail (and
+    a call the judge found nothing wrong with as a pass)."""
+    w, base, _ = world
+    quality = {"declared_failure_rate": "1/2", "sample_gate": 50, "window_days": 7}
+    contract = {"tool": "weather_unused", "version": "1"}
+    w.h.ok(PROVIDER, "POST", "/tools", {"contract": contract, "quality": quality})
+    _later(w, base, {"model-a": "strict"}, quorum=1)
+    w.answered()
+    window = w.h.ok("pat", "GET", f"/providers/{PROVIDER}/quality")["window"]
+    assert (window["pass"], window["fail"]) == (0, 0)
+    assert w.h.app.gateway.judge_pending() == 1
+    window = w.h.ok("pat", "GET", f"/providers/{PROVIDER}/quality")["window"]
+    assert (window["pass"], window["fail"]) == (0, 1)
+    w.h.app.gateway.judges = {"model-a": ChatCompletionsCallJudge(base, "honest", timeout=10)}
+    w.answered()
+    assert w.h.app.gateway.judge_pending() == 1
+    window = w.h.ok("pat", "GET", f"/providers/{PROVIDER}/quality")["window"]
+    assert (window["pass"], window["fail"]) == (1, 1)
+
+
 def test_a_judge_told_to_say_yes_casts_no_pass_later_either(world: Any) -> None:
     """A yes-man judged after the answer: no vote; under a policy that counts only the meaning
     check the final verdict is DEGRADED, the call stays charged, never PASS."""

@@ -233,6 +233,7 @@ def test_a_call_record_round_trips_between_the_driver_and_sqlalchemy(store: Stor
         "source": "gateway",
         "at": at,
         "verdict": "pass",
+        "final_verdict": None,  # no judgment after the answer superseded it
         "enforced": True,
         "error_kind": None,
         "record": record,

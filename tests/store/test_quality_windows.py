@@ -37,6 +37,13 @@ _call = st.tuples(
 _span = st.tuples(st.just("span"), st.sampled_from([30, 60, 200]))
 _clock_back = st.tuples(st.just("back"), st.integers(1, 90))
 _read = st.tuples(st.just("read"), st.integers(0, 120))
+#: A judgment after the answer superseding an earlier call's verdict (which of the calls made
+#: so far: by index, modulo their number).
+_supersede = st.tuples(
+    st.just("supersede"),
+    st.integers(0, 39),
+    st.sampled_from(["PASS", "FAIL", "DEGRADED", "MISAPPLIED"]),
+)
 
 
 def _record(call_id: str, provider: str, kind: tuple[str | None, bool, str | None]) -> dict:
@@ -70,26 +77,33 @@ def _counts(window: object) -> dict[str, int]:
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-@given(steps=st.lists(st.one_of(_call, _call, _call, _span, _clock_back, _read), max_size=40))
+@given(
+    steps=st.lists(
+        st.one_of(_call, _call, _call, _span, _clock_back, _read, _supersede), max_size=40
+    )
+)
 def test_running_counts_equal_a_recount(
     sqlite_store: Store, steps: list[tuple[object, ...]]
 ) -> None:
-    """After every call, span change, clock step back and read, the window the store keeps
-    equals a recount of the calls themselves."""
+    """After every call, span change, clock step back, read and verdict superseded (inside
+    the window or expired from it), the window the store keeps equals a recount of the calls
+    themselves."""
     store = sqlite_store
     provider = f"prov-{next(_providers)}"
     with store.write() as tx:
         if records.account(tx, "caller") is None:
             records.create_account(tx, "caller", ["agent"], "key-caller", opt_in=True, at=T0)
     now, span = T0, timedelta(seconds=60)
+    made: list[str] = []
     for n, step in enumerate(steps):
         if step[0] == "call":
             _, gap, kind, source = step
             now += timedelta(seconds=int(gap))  # type: ignore[arg-type]
+            made.append(f"{provider}-{n}")
             with store.write() as tx:
                 calls.add_call(
                     tx,
-                    record=_record(f"{provider}-{n}", provider, kind),  # type: ignore[arg-type]
+                    record=_record(made[-1], provider, kind),  # type: ignore[arg-type]
                     contract_version="1",
                     submitted_by="caller",
                     at=now,
@@ -107,6 +121,15 @@ def test_running_counts_equal_a_recount(
                 assert _counts(kept) == _recount(store, provider, span, now)
         elif step[0] == "span":
             span = timedelta(seconds=int(step[1]))  # type: ignore[call-overload]
+        elif step[0] == "supersede":
+            _, which, verdict = step
+            if not made:
+                continue
+            with store.write() as tx:
+                chosen = made[int(which) % len(made)]  # type: ignore[call-overload]
+                quality_windows.superseded(tx, chosen, verdict)  # type: ignore[arg-type]
+                kept = quality_windows.window(tx, provider, span, now)
+            assert _counts(kept) == _recount(store, provider, span, now)
         elif step[0] == "back":
             now -= timedelta(seconds=int(step[1]))  # type: ignore[call-overload]
         else:
@@ -142,3 +165,33 @@ def test_a_call_that_expired_leaves_the_window_once(store: Store) -> None:
         gone = quality_windows.window(tx, "prov", span, T0 + timedelta(seconds=91))
     assert (later.passes, later.fails) == (0, 1)
     assert (gone.passes, gone.fails) == (0, 0)
+
+
+def test_a_superseded_verdict_moves_its_call_while_in_the_window(store: Store) -> None:
+    """On each database: a PASS judged FAIL after its answer moves from the passes to the
+    fails while the window holds it; one the window's edge has passed moves nothing."""
+    with store.write() as tx:
+        records.create_account(tx, "caller", ["agent"], "key-caller", opt_in=True, at=T0)
+    span = timedelta(seconds=60)
+    # c0 leaves the window as c2 arrives (its edge then T0 + 10 s); c1 stays in it.
+    for n, at in enumerate([T0, T0 + timedelta(seconds=30), T0 + timedelta(seconds=70)]):
+        with store.write() as tx:
+            calls.add_call(
+                tx,
+                record=_record(f"c{n}", "prov", KINDS[0]),
+                contract_version="1",
+                submitted_by="caller",
+                at=at,
+                request={},
+                response={},
+                receipt_id=None,
+                source="gateway",
+            )
+            quality_windows.observe(tx, "prov", span, at, "passes")
+    now = T0 + timedelta(seconds=70)
+    with store.write() as tx:
+        assert quality_windows.superseded(tx, "c0", "FAIL") is None
+        assert quality_windows.superseded(tx, "c1", "FAIL") == "prov"
+        window = quality_windows.window(tx, "prov", span, now)
+    assert (window.passes, window.fails) == (1, 1)
+    assert _counts(window) == _recount(store, "prov", span, now)

@@ -403,3 +403,67 @@ def test_migration_0024_asks_the_keys_of_the_calls_already_pending(store: Store)
         config.attributes["connection"] = conn
         command.downgrade(config, "0023")
     store.migrate()
+
+
+def test_migration_0025_takes_the_final_verdicts_already_judged(store: Store) -> None:
+    """Upgrading takes each call judged after its answer's final verdict from its gateway call
+    (a call never judged again keeps none) and drops the running windows, which the next call
+    rebuilds by one recount; 0025 also downgrades cleanly."""
+    config = Config()
+    config.set_main_option("script_location", str(files("adjudge.store") / "migrations"))
+    with store.engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.downgrade(config, "0024")
+    at = {"at": T0.replace(tzinfo=None)}
+    with store.engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO accounts (id, roles, key_hash, verifier_opt_in, reputation, "
+                "disputes, created_at) VALUES ('p', '[]', 'sha256:p', false, 100, 0, :at)"
+            ),
+            at,
+        )
+        for call, state in (("c1", "judged"), ("c2", "pending")):
+            ids = {"id": call, "state": state, **at}
+            conn.execute(
+                text(
+                    "INSERT INTO call_records (id, provider, tool, contract_version, "
+                    "submitted_by, source, at, verdict, enforced, record, request, response) "
+                    "VALUES (:id, 'prov', 't', '1', 'p', 'gateway', :at, 'DEGRADED', true, "
+                    "'{}', '{}', '{}')"
+                ),
+                ids,
+            )
+            conn.execute(
+                text(
+                    "INSERT INTO gateway_calls (id, caller, tool, tool_version, provider, "
+                    "price_minor, currency, fingerprint, state, started_at, verdict) VALUES "
+                    "(:id, 'p', 't', 1, 'prov', 1, 'USDC', 'f', 'done', :at, 'FAIL')"
+                ),
+                ids,
+            )
+            conn.execute(
+                text(
+                    "INSERT INTO meaning_queue (call_id, provider, policy_digest, "
+                    "response_digest, receipt_id, state, queued_at, attempts) VALUES "
+                    "(:id, 'prov', 'sha256:pol', 'sha256:r', 'rcpt', :state, :at, 0)"
+                ),
+                ids,
+            )
+        conn.execute(
+            text(
+                "INSERT INTO quality_windows (provider, span_seconds, edge, passes, fails, "
+                "not_counted, request_errors, system_errors) VALUES "
+                "('prov', 60, :at, 0, 0, 2, 0, 0)"
+            ),
+            at,
+        )
+    store.migrate()
+    with store.read() as tx:
+        final = dict(tx.conn.execute(text("SELECT id, final_verdict FROM call_records")).all())
+        assert final == {"c1": "FAIL", "c2": None}
+        assert tx.conn.execute(text("SELECT COUNT(*) FROM quality_windows")).scalar() == 0
+    with store.engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.downgrade(config, "0024")
+    store.migrate()

@@ -53,7 +53,7 @@ from adjudge.calls import (
     verify_call,
 )
 from adjudge.calls.kernel_rows import determine_upheld_report
-from adjudge.calls.quality import PenaltyProposal, QualityTerms, parse_terms
+from adjudge.calls.quality import PenaltyProposal, QualityTerms, QualityWindow, parse_terms
 from adjudge.calls.verify import digest_of, digested_bytes
 from adjudge.errors import (
     BadInput,
@@ -274,7 +274,28 @@ def observe_quality(tx: Transaction, provider: str, now: datetime, counted: str)
     if declared is None:
         return
     terms = _terms(declared)
-    window = quality_windows.observe(tx, provider, terms.window, now, counted)
+    _propose_if_due(tx, quality_windows.observe(tx, provider, terms.window, now, counted), terms)
+
+
+def requalify(tx: Transaction, call_id: str, verdict: str | None, now: datetime) -> None:
+    """After a judgment superseded an observed call's verdict (a meaning check judged after
+    the answer): count the call as that verdict in its provider's window, and record a penalty
+    proposal when the window now supports one and none is open (as after a call). A judgment
+    that reached no verdict supersedes nothing the window counts."""
+    if verdict is None:
+        return
+    provider = quality_windows.superseded(tx, call_id, verdict)
+    if provider is None:
+        return
+    declared = db.terms(tx, provider)
+    if declared is None:
+        return
+    terms = _terms(declared)
+    _propose_if_due(tx, quality_windows.window(tx, provider, terms.window, now), terms)
+
+
+def _propose_if_due(tx: Transaction, window: QualityWindow, terms: QualityTerms) -> None:
+    provider, now = window.provider, window.end
     if _open(db.latest_proposal(tx, provider), now):
         return
     assessment = assess_penalty(window, terms, now)

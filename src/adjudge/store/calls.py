@@ -26,6 +26,7 @@ from sqlalchemy import (
     UniqueConstraint,
     and_,
     bindparam,
+    func,
     insert,
     select,
     update,
@@ -105,6 +106,9 @@ call_records = Table(
     Column("source", String(16), nullable=False, server_default="reported"),
     Column("at", s.UTCDateTime, nullable=False, index=True),
     Column("verdict", String(32), nullable=True),  # None for a request or system error
+    # The verdict of a judgment that superseded the record's (a meaning check judged after the
+    # answer): what the call's quality observation counts from then on. None: the record's.
+    Column("final_verdict", String(32), nullable=True),
     Column("enforced", Boolean, nullable=False),
     Column("error_kind", String(32), nullable=True),
     Column("record", JSON, nullable=False),  # CallResult.to_dict(): every check row
@@ -477,7 +481,8 @@ def observations(
     provider answered, and nobody's word alone may strike a provider.
     """
     c = call_records.c
-    q = select(c.id, c.at, c.verdict, c.enforced, c.error_kind).where(
+    verdict = func.coalesce(c.final_verdict, c.verdict).label("verdict")
+    q = select(c.id, c.at, verdict, c.enforced, c.error_kind).where(
         and_(c.provider == provider, c.at > after, c.at <= until, c.source == "gateway")
     )
     return [

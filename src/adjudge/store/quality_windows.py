@@ -11,9 +11,11 @@ the window's span, its edge as last moved, and the five counts
 3. add the new call, and store the new edge.
 
 So a call costs one row read, one row written and the calls that expired since the last one:
-flat however long the history. A call record never changes once written (a report is a human
-finding counted apart; a withdrawn or shadow policy's calls were recorded as not enforced), so
-the counts stay equal to a full recount; ``tests/store/test_quality_windows.py`` proves it.
+flat however long the history. What a call counts as changes once at most, when a judgment
+after its answer supersedes its verdict (:func:`superseded` moves it in the same transaction; a
+report is a human finding counted apart; a withdrawn or shadow policy's calls were recorded as
+not enforced), so the counts stay equal to a full recount; ``tests/store/test_quality_windows.py``
+proves it.
 
 When there is no row yet, or the span changed (the provider declared other terms), or the clock
 went back past the edge, the row is rebuilt by one recount of the window: a cost paid once per
@@ -97,6 +99,33 @@ def window(tx: Transaction, provider: str, span: timedelta, now: datetime) -> Qu
     return QualityWindow(provider, edge, now, **counts)
 
 
+def superseded(tx: Transaction, call_id: str, verdict: str) -> str | None:
+    """Count a call as ``verdict`` from now on: the verdict of a judgment that superseded its
+    record's (a meaning check judged after the answer). Its provider's running counts move it
+    from what it counted as to what it counts as now, when it is still in the window they hold
+    (one that expired was subtracted as it was then, and is gone from every window since).
+    Returns the provider whose counts moved, None when nothing did."""
+    rows = tx.rows(_CALL_KIND, {"k_id": call_id})
+    if not rows:
+        return None
+    call = rows[0]
+    tx.run(_SET_FINAL, {"k_id": call_id, "v_final": verdict})
+    enforced, error_kind = bool(call["enforced"]), call["error_kind"]
+    before = counted_as(call["verdict"], enforced, error_kind)
+    after = counted_as(verdict, enforced, error_kind)
+    if before == after or call["source"] != "gateway":
+        return None
+    provider = call["provider"]
+    state = tx.rows(_LOCK, {"k_provider": provider})
+    if not state or call["at"] <= state[0]["edge"]:
+        return None
+    counts = {name: int(state[0][name]) for name in WINDOW_COUNTS}
+    counts[before] -= 1
+    counts[after] += 1
+    tx.run(_MOVE, {"k_provider": provider, "k_edge": state[0]["edge"], **_params(counts)})
+    return str(provider)
+
+
 def _rebuild(state: Any, span: timedelta, edge: datetime) -> bool:
     return int(state["span_seconds"]) != _seconds(span) or edge < state["edge"]
 
@@ -127,7 +156,9 @@ def _params(counts: dict[str, int]) -> dict[str, int]:
     return {f"v_{name}": counts[name] for name in WINDOW_COUNTS}
 
 
-_KINDS = (call_records.c.verdict, call_records.c.enforced, call_records.c.error_kind)
+#: What a call counts as: the verdict of a judgment that superseded its record's, else its own.
+_VERDICT = func.coalesce(call_records.c.final_verdict, call_records.c.verdict)
+_KINDS = (_VERDICT.label("verdict"), call_records.c.enforced, call_records.c.error_kind)
 _OBSERVED_AFTER = and_(
     call_records.c.provider == bindparam("k_provider"),
     call_records.c.source == "gateway",
@@ -148,4 +179,15 @@ _MOVE = (
         edge=bindparam("k_edge"),
         **{name: bindparam(f"v_{name}") for name in WINDOW_COUNTS},
     )
+)
+_CALL_KIND = select(
+    call_records.c.provider,
+    call_records.c.source,
+    call_records.c.at,
+    *_KINDS,
+).where(call_records.c.id == bindparam("k_id"))
+_SET_FINAL = (
+    update(call_records)
+    .where(call_records.c.id == bindparam("k_id"))
+    .values(final_verdict=bindparam("v_final"))
 )

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from adjudge.app.calls import requalify
 from adjudge.app.gateway.parsed import judging_policy, parsed_policy, parsed_tool
 from adjudge.app.gateway.spending import give_back
 from adjudge.app.meaning import MeaningAsk, ask_judges
@@ -263,13 +264,9 @@ def _supersede(
         verification=verification,
     ):
         raise _AlreadyJudged(row.call_id)
-    db.rejudged(
-        tx,
-        call.id,
-        status=status,
-        verdict=None if result.verdict is None else result.verdict.value,
-        receipt_id=receipt.id,
-    )
+    final = None if result.verdict is None else result.verdict.value
+    db.rejudged(tx, call.id, status=status, verdict=final, receipt_id=receipt.id)
+    requalify(tx, call.id, final, now)  # the provider's window counts the final verdict
 
 
 def _named_keys(tx: Transaction, viewer: Account) -> set[str]:
