@@ -58,9 +58,11 @@ def verdicts_since(tx: Transaction, start: datetime, *, poster: str | None = Non
 
 
 def call_records_since(tx: Transaction, start: datetime, provider: str) -> list[Any]:
-    """A provider's verified calls from ``start`` on: (at, verdict, record)."""
+    """A provider's verified calls from ``start`` on: (at, verdict, record); the verdict a
+    judgment after the answer gave, where one superseded the record's."""
     r = calls_db.call_records
-    q = select(r.c.at, r.c.verdict, r.c.record).where(r.c.provider == provider, r.c.at >= start)
+    verdict = func.coalesce(r.c.final_verdict, r.c.verdict).label("verdict")
+    q = select(r.c.at, verdict, r.c.record).where(r.c.provider == provider, r.c.at >= start)
     return list(tx.conn.execute(q))
 
 
