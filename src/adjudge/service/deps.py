@@ -12,6 +12,7 @@ import anyio.to_thread
 from fastapi import APIRouter, Depends, Header, Request
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi.security.utils import get_authorization_scheme_param
 
 from adjudge.app import Account, Answer, App
 from adjudge.autocheck import jsregex
@@ -57,6 +58,14 @@ _bearer = HTTPBearer(auto_error=False, description="The account's API key.")
 
 # The two dependencies are async so they run on the event loop instead of costing a thread
 # handoff each; a key seen recently is answered from memory, an unknown one reads the store once.
+def bearer(authorization: str | None) -> str | None:
+    """The API key an ``Authorization`` header carries, read as FastAPI's ``HTTPBearer`` reads
+    it for the routes (the ``Bearer`` scheme in any case, then the rest, trimmed): one reading
+    for every door, the MCP endpoint, the finalize lane and the receipt look-up included."""
+    scheme, token = get_authorization_scheme_param(authorization)
+    return token if authorization and scheme.lower() == "bearer" and token else None
+
+
 async def _app(request: Request) -> App:
     app = request.app.state.adjudge
     assert isinstance(app, App)

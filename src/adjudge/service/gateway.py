@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 from adjudge.app.receipts import moment
 from adjudge.errors import Error
 from adjudge.gateway import JWKS_PATH
-from adjudge.service.deps import Caller, IdemKey, Use, reply, router
+from adjudge.service.deps import Caller, IdemKey, Use, bearer, reply, router
 
 routes = router()
 #: The JWKS and the client's REST side live outside /api/v1.
@@ -236,10 +236,8 @@ def jwks(request: Request) -> JSONResponse:
 def assay_receipt(intent_id: str, request: Request) -> JSONResponse:
     """The goassay client's receipt look-up: a forwarded call's answer, in ``{data: …}``."""
     app = request.app.state.adjudge
-    header = request.headers.get("authorization", "")
-    token = header[7:].strip() if header.lower().startswith("bearer ") else None
     try:
-        who = app.accounts.authenticate(token)
+        who = app.accounts.authenticate(bearer(request.headers.get("authorization")))
         found = app.gateway.get_call(who, intent_id)
     except Error as exc:
         from adjudge.service.errors import reply as refusal  # noqa: PLC0415

@@ -20,7 +20,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from fastapi.routing import APIRoute
-from fastapi.security.utils import get_authorization_scheme_param
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -28,6 +27,7 @@ from adjudge.app import App
 from adjudge.errors import Error
 from adjudge.service import errors
 from adjudge.service.access import ACCOUNT_KEY
+from adjudge.service.deps import bearer
 from adjudge.service.tasks import finalized
 
 #: A finalize's path, around its task id.
@@ -93,10 +93,8 @@ async def finalize(scope: Scope, receive: Receive, send: Send) -> None:
             authorization = value.decode("latin-1")
         elif name == b"idempotency-key" and key is None:
             key = value.decode("latin-1")
-    scheme, token = get_authorization_scheme_param(authorization)
-    bearer = token if authorization and scheme and token and scheme.lower() == "bearer" else None
     try:
-        who = app.accounts.authenticate(bearer)
+        who = app.accounts.authenticate(bearer(authorization))
         scope.setdefault("state", {})[ACCOUNT_KEY] = who.id  # for the access log line
         response = await finalized(app, who, scope["path_params"]["task_id"], key)
     except Error as exc:

@@ -60,6 +60,7 @@ from adjudge.app.gateway import META_TOOLS
 from adjudge.app.timing import stage
 from adjudge.errors import BadInput, Error, NotFound, RateLimited, Unavailable, kind_of
 from adjudge.market.money import LEDGER_CURRENCY
+from adjudge.service.deps import bearer
 from adjudge.service.ingress import WireError, parse
 
 # --- the protocol's words -----------------------------------------------------------------
@@ -641,10 +642,12 @@ class McpEndpoint:
             return
         app = scope["app"].state.adjudge
         assert isinstance(app, App)
-        authorization = headers.get("authorization", "")
-        token = authorization[7:].strip() if authorization[:7].lower() == "bearer " else None
+        # The first Authorization header, as the routes read it (``headers`` keeps the last).
+        authorization = next(
+            (v.decode("latin-1") for n, v in scope["headers"] if n == b"authorization"), None
+        )
         try:
-            caller = app.accounts.authenticate(token)
+            caller = app.accounts.authenticate(bearer(authorization))
         except Error as exc:
             await _respond(
                 send,
