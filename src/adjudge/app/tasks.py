@@ -386,7 +386,9 @@ class Tasks:
         need_role(account, "agent")
         idem = Idempotency.of(key, "tasks.finalize", {"task": task_id})
         checker = _Precomputed(self.checker, None, account.id)
-        run = self._acting(account, task_id, _quick_finalize(account, task_id), None, checker)
+        run = self._acting(
+            account, task_id, _quick_finalize(account, task_id), None, checker, judged=True
+        )
         try:
             return await self.unit.once_async(account.id, idem, run)
         except _CheckApart:
@@ -832,15 +834,24 @@ class Tasks:
         make_event: Callable[[Transaction, StoredTask], Event],
         after: Callable[[Transaction, Outcome], None] | None,
         checker: Checker | None,
+        *,
+        judged: bool = False,
     ) -> Callable[[Transaction], dict[str, Any]]:
         """The unit of work of one lifecycle step: the task read, the market's step, its
-        outcome recorded, the caller's view of the task answered."""
+        outcome recorded, the caller's view of the task answered. A step that ``judged`` the
+        task's latest submission reads it together with the task (on PostgreSQL one round
+        trip, not two)."""
+        reads = [records.task_read(task_id)]
+        if judged:
+            reads.append(records.latest_submission_read(task_id))
 
         def run(tx: Transaction) -> dict[str, Any]:
             with stage("task.step"):
-                stored = _task(tx, task_id)
+                with tx.ahead(reads):
+                    stored = _task(tx, task_id)
+                    event = make_event(tx, stored)
                 ctx = self.context(checker)
-                out = step(stored.task, make_event(tx, stored), ctx)
+                out = step(stored.task, event, ctx)
             with stage("task.apply"):
                 updated = outcomes.record(tx, stored, out, self.issuer, at=ctx.now)
                 if after is not None:
@@ -869,7 +880,11 @@ def _stored_result(tx: Transaction, stored: StoredTask) -> str:
     checks against the digest recorded at submission. With no submission it is empty, whose
     digest matches none, so the market refuses to judge it."""
     t = stored.task
-    sub = records.submission(tx, t.id, t.attempts) if t.attempts else None
+    if not t.attempts:
+        return ""
+    sub = records.latest_submission(tx, t.id)  # the one a finalize reads ahead with its task
+    if sub is None or sub.attempt != t.attempts:
+        sub = records.submission(tx, t.id, t.attempts)
     return sub.result if sub else ""
 
 

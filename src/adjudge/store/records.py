@@ -455,6 +455,27 @@ def submissions(tx: Transaction, task_id: str) -> list[Submission]:
     return [_submission(r) for r in tx.rows(_SUBMISSIONS, {"k_task": task_id})]
 
 
+def latest_submission(tx: Transaction, task_id: str) -> Submission | None:
+    """A task's submission of the highest attempt, or None (kept for this transaction as
+    :func:`submission` keeps it)."""
+    rows = tx.rows(_LATEST_SUBMISSION, {"k_task": task_id})
+    if not rows:
+        return None
+    sub = _submission(rows[0])
+    tx.cache[("submission", task_id, sub.attempt)] = sub
+    return sub
+
+
+def latest_submission_read(task_id: str) -> Read:
+    """What :func:`latest_submission` reads (to read it ahead: ``Transaction.ahead``)."""
+    return _LATEST_SUBMISSION, {"k_task": task_id}
+
+
+def task_read(task_id: str) -> Read:
+    """What :func:`task` reads (to read it ahead: ``Transaction.ahead``)."""
+    return _TASK, {"k_id": task_id}
+
+
 def submissions_read(task_id: str) -> Read:
     """What :func:`submissions` reads (to read it ahead with others: ``Transaction.ahead``)."""
     return _SUBMISSIONS, {"k_task": task_id}
@@ -795,6 +816,12 @@ _SUBMISSIONS = (
     select(s.submissions)
     .where(s.submissions.c.task_id == bindparam("k_task"))
     .order_by(s.submissions.c.attempt)
+)
+_LATEST_SUBMISSION = (
+    select(s.submissions)
+    .where(s.submissions.c.task_id == bindparam("k_task"))
+    .order_by(s.submissions.c.attempt.desc())
+    .limit(1)
 )
 _SUBMISSION = select(s.submissions).where(
     and_(

@@ -163,8 +163,9 @@ class Transaction:
         """Read several selects of the hot path at once (:meth:`together`), for the first
         :meth:`rows` of each statement with the same parameters in the block to take. Only
         around code that writes nothing those reads see (a view being built); what the block
-        left untaken is dropped as it ends. On SQLite, nothing: each is read when asked."""
-        if self.sqlite:
+        left untaken is dropped as it ends. On SQLite, and for one read, nothing: each is read
+        when asked."""
+        if self.sqlite or len(reads) < 2:
             yield
             return
         with self.together():
