@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from adjudge.calls.quality import counted_as, quality_window
-from adjudge.store import Store, calls, quality_windows, records
+from adjudge.store import Store, Transaction, calls, quality_windows, records
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 _providers = itertools.count()
@@ -59,6 +59,29 @@ def _record(call_id: str, provider: str, kind: tuple[str | None, bool, str | Non
     }
 
 
+def _add(
+    tx: Transaction,
+    call_id: str,
+    provider: str,
+    kind: tuple[str | None, bool, str | None],
+    at: datetime,
+    source: str = "gateway",
+) -> None:
+    """Record a call of ``provider`` at ``at`` whose verdict, enforcement and error are
+    ``kind``."""
+    calls.add_call(
+        tx,
+        record=_record(call_id, provider, kind),
+        contract_version="1",
+        submitted_by="caller",
+        at=at,
+        request={},
+        response={},
+        receipt_id=None,
+        source=source,
+    )
+
+
 def _recount(store: Store, provider: str, span: timedelta, now: datetime) -> dict[str, int]:
     far = now + timedelta(days=365)  # the running counts hold every call after the edge
     with store.read() as tx:
@@ -101,17 +124,7 @@ def test_running_counts_equal_a_recount(
             now += timedelta(seconds=int(gap))  # type: ignore[arg-type]
             made.append(f"{provider}-{n}")
             with store.write() as tx:
-                calls.add_call(
-                    tx,
-                    record=_record(made[-1], provider, kind),  # type: ignore[arg-type]
-                    contract_version="1",
-                    submitted_by="caller",
-                    at=now,
-                    request={},
-                    response={},
-                    receipt_id=None,
-                    source=str(source),
-                )
+                _add(tx, made[-1], provider, kind, now, str(source))  # type: ignore[arg-type]
                 if source == "gateway":
                     verdict, enforced, error = kind  # type: ignore[misc]
                     kept = quality_windows.observe(
@@ -147,17 +160,7 @@ def test_a_call_that_expired_leaves_the_window_once(store: Store) -> None:
     span = timedelta(seconds=60)
     for n, (kind, at) in enumerate([(KINDS[0], T0), (KINDS[1], T0 + timedelta(seconds=30))]):
         with store.write() as tx:
-            calls.add_call(
-                tx,
-                record=_record(f"c{n}", "prov", kind),
-                contract_version="1",
-                submitted_by="caller",
-                at=at,
-                request={},
-                response={},
-                receipt_id=None,
-                source="gateway",
-            )
+            _add(tx, f"c{n}", "prov", kind, at)
             window = quality_windows.observe(tx, "prov", span, at, counted_as(*kind))
     assert (window.passes, window.fails) == (1, 1)
     with store.read() as tx:
@@ -176,17 +179,7 @@ def test_a_superseded_verdict_moves_its_call_while_in_the_window(store: Store) -
     # c0 leaves the window as c2 arrives (its edge then T0 + 10 s); c1 stays in it.
     for n, at in enumerate([T0, T0 + timedelta(seconds=30), T0 + timedelta(seconds=70)]):
         with store.write() as tx:
-            calls.add_call(
-                tx,
-                record=_record(f"c{n}", "prov", KINDS[0]),
-                contract_version="1",
-                submitted_by="caller",
-                at=at,
-                request={},
-                response={},
-                receipt_id=None,
-                source="gateway",
-            )
+            _add(tx, f"c{n}", "prov", KINDS[0], at)
             quality_windows.observe(tx, "prov", span, at, "passes")
     now = T0 + timedelta(seconds=70)
     with store.write() as tx:

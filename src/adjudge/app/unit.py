@@ -502,20 +502,11 @@ class GroupCommit:
             for i, unit in enumerate(batch):
                 mark = f"unit_{i}"
                 tx.savepoint(mark, releasing=kept)
-                appended, hooks = set(tx.appended), len(tx.committed)
-                held, credits = dict(tx.held_moves), dict(tx.credits_due)
-                head = tx.lane_head
                 try:
                     value = unit.fn(tx)
                     receipt_log.flush(tx)  # its receipts chained before the next unit's
                 except Exception as exc:  # this unit's own refusal: undo it alone
                     tx.rollback_to(mark)
-                    tx.receipts_due.clear()
-                    tx.appended &= appended
-                    del tx.committed[hooks:]
-                    tx.held_moves = held
-                    tx.credits_due = credits
-                    tx.lane_head = head  # a lane it took is unlocked again: read anew
                     outcomes.append((False, exc))
                     kept = None
                 else:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -31,6 +32,23 @@ class ConcurrentUpdate(StorageError):
 
 #: A select of the hot path and its parameters (:meth:`Transaction.ahead`).
 Read = tuple[ClauseElement, Mapping[str, Any]]
+
+
+def _read_key(stmt: ClauseElement, params: Mapping[str, Any]) -> tuple[Any, ...]:
+    """A read ahead's key: the statement (built once at module level) and its parameters."""
+    return (id(stmt), tuple(sorted(params.items())))
+
+
+@dataclass(frozen=True)
+class _Mark:
+    """What a transaction kept for its commit when a savepoint was set."""
+
+    receipts_due: list[Any]
+    appended: set[str]
+    hooks: int
+    held_moves: dict[tuple[str, str], int]
+    credits_due: dict[str, int]
+    lane_head: dict[str, Any] | None
 
 
 class Transaction:
@@ -69,9 +87,11 @@ class Transaction:
         self.committed: list[Callable[[], None]] = []
         self.sqlite = conn.dialect.name == "sqlite"
         self._driver: Any = None
+        #: What each savepoint found, restored by :meth:`rollback_to`.
+        self._marks: dict[str, _Mark] = {}
         #: Rows read ahead (:meth:`ahead`), by statement and parameters, until :meth:`rows`
         #: takes them.
-        self._ahead: dict[tuple[int, tuple[tuple[str, Any], ...]], list[dict[str, Any]]] = {}
+        self._ahead: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
 
     @property
     def dialect(self) -> str:
@@ -88,12 +108,32 @@ class Transaction:
             if releasing is not None:
                 self._driver_sql(f"RELEASE SAVEPOINT {releasing}")
             self._driver_sql(f"SAVEPOINT {name}")
+        if releasing is not None:
+            self._marks.pop(releasing, None)
+        self._marks[name] = _Mark(
+            list(self.receipts_due),
+            set(self.appended),
+            len(self.committed),
+            dict(self.held_moves),
+            dict(self.credits_due),
+            self.lane_head,
+        )
 
     def rollback_to(self, name: str) -> None:
-        """Undo what was written since the savepoint (the transaction goes on)."""
+        """Undo what was written since the savepoint (the transaction goes on): in the
+        database, and in what the transaction keeps for its commit (its receipts due and
+        appended, credits, held money moved, hooks, and the lane's head: a lane first taken
+        since is unlocked again, and read anew)."""
         with self.together():
             self._driver_sql(f"ROLLBACK TO SAVEPOINT {name}")
             self._driver_sql(f"RELEASE SAVEPOINT {name}")
+        mark = self._marks.pop(name)
+        self.receipts_due[:] = mark.receipts_due
+        self.appended &= mark.appended
+        del self.committed[mark.hooks :]
+        self.held_moves = mark.held_moves
+        self.credits_due = mark.credits_due
+        self.lane_head = mark.lane_head
 
     def _driver_sql(self, sql: str) -> None:
         if self._driver is None:
@@ -132,7 +172,7 @@ class Transaction:
     def rows(self, stmt: ClauseElement, params: Mapping[str, Any]) -> list[dict[str, Any]]:
         """The rows of a select of the hot path, typed as SQLAlchemy would return them."""
         if self._ahead:
-            found = self._ahead.pop((id(stmt), tuple(sorted(params.items()))), None)
+            found = self._ahead.pop(_read_key(stmt, params), None)
             if found is not None:
                 return found
         return self._typed(stmt, self.run(stmt, params).fetchall())
@@ -171,8 +211,7 @@ class Transaction:
         with self.together():
             sent = [(stmt, params, self.run(stmt, params)) for stmt, params in reads]
         for stmt, params, cursor in sent:
-            key = (id(stmt), tuple(sorted(params.items())))
-            self._ahead[key] = self._typed(stmt, cursor.fetchall())
+            self._ahead[_read_key(stmt, params)] = self._typed(stmt, cursor.fetchall())
         try:
             yield
         finally:
