@@ -120,6 +120,32 @@ def test_hot_path_stores_what_sqlalchemy_would(store: Store) -> None:
     assert again is not None and again.task == changed and again.version == 2
 
 
+def test_an_update_sets_what_changed_even_to_an_equal_value_of_another_type(
+    store: Store,
+) -> None:
+    """An update sets only the columns that changed, and a value equal to the old but of
+    another type, at any depth (``1`` → ``1.0``, ``0`` → ``False``), counts as changed: its
+    stored form differs. A column the update leaves alone keeps what the row holds."""
+    task = _seed(store)
+    with store.write() as tx:
+        stored = records.task(tx, "t1")
+        assert stored is not None
+        first = replace(task, criteria={"min_length": 1, "nested": {"a": [0]}})
+        stored = records.update_task(tx, stored, first)
+        again = replace(first, criteria={"min_length": 1.0, "nested": {"a": [False]}})
+        stored = records.update_task(tx, stored, again)
+        tx.conn.execute(tasks.update().where(tasks.c.id == "t1").values(title="kept"))
+        records.update_task(tx, stored, replace(again, private=True))
+    with store.read() as tx:
+        row = tx.conn.execute(select(tasks).where(tasks.c.id == "t1")).one()._mapping
+        loaded = records.task(tx, "t1")
+    assert row["criteria"] == {"min_length": 1.0, "nested": {"a": [False]}}
+    assert type(row["criteria"]["min_length"]) is float
+    assert row["criteria"]["nested"]["a"][0] is False
+    assert row["private"] is True and row["title"] == "kept" and row["version"] == 4
+    assert loaded is not None and loaded.task == replace(again, private=True)
+
+
 def test_ledger_is_double_entry_and_all_or_nothing(store: Store) -> None:
     """Every transfer writes two legs; an overdraft rolls the whole transaction back."""
     _seed(store)

@@ -312,9 +312,13 @@ def update_task(tx: Transaction, stored: StoredTask, task: Task) -> StoredTask:
     Raises :class:`ConcurrentUpdate` when the version moved: the caller re-reads and
     re-decides, so two racing events never both apply. A task's seal is never written here:
     the commitment made at posting is the one it keeps, whatever ``task`` says.
+
+    Only the columns that changed are set (with the version): on SQLite an index is
+    rewritten for every column an UPDATE sets, changed or not, and an unchanged column's
+    value (the criteria, say) need not be encoded and sent again.
     """
-    row = _task_row(task)
-    del row["id"]
+    before = _task_row(stored.task)
+    row = {k: v for k, v in _task_row(task).items() if k != "id" and not _same(before[k], v)}
     row.update(k_id=task.id, k_version=stored.version, version=stored.version + 1)
     if tx.run(_UPDATE_TASK, row).rowcount != 1:
         raise ConcurrentUpdate(f"Task {task.id} changed while this request ran; try again.")
@@ -718,6 +722,21 @@ def _task_row(t: Task) -> dict[str, Any]:
         votes=[_vote_row(v) for v in t.votes] if t.panel else None,
     )
     return row
+
+
+def _same(before: Any, after: Any) -> bool:
+    """Whether a column keeps its stored value: equal values of other types (``1`` and
+    ``True``, ``1`` and ``1.0``), at any depth, are stored differently. A value the new task
+    shares with the old (its criteria, unless replaced) is the same at once."""
+    if before is after:
+        return True
+    if type(before) is not type(after):
+        return False
+    if isinstance(before, dict):
+        return list(before) == list(after) and all(_same(v, after[k]) for k, v in before.items())
+    if isinstance(before, list):
+        return len(before) == len(after) and all(map(_same, before, after))
+    return bool(before == after)
 
 
 def _vote_row(vote: Vote) -> dict[str, Any]:
