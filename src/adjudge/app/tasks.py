@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -72,7 +71,7 @@ from adjudge.market.seal import admissible_form, judged_criteria, reveal_due
 from adjudge.market.signed_verdicts import check_signature, verdict_payload
 from adjudge.receipts import Issuer
 from adjudge.settings import Settings
-from adjudge.store import Account, StoredTask, Submission, Transaction, quotas, records
+from adjudge.store import Account, StoredTask, Submission, Transaction, ids, quotas, records
 
 log = logging.getLogger("adjudge.takes")
 
@@ -300,7 +299,7 @@ class Tasks:
                 panel=panel,
                 quorum=quorum,
             )
-            out = post("task_" + uuid.uuid4().hex[:24], draft, ctx)
+            out = post("task_" + ids.ordered_hex(24), draft, ctx)
             stored = settlement.post(tx, out, title=title, brief=brief, at=ctx.now)
             return task_view(tx, stored, account, ctx.now)
 

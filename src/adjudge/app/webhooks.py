@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -27,7 +26,7 @@ from adjudge.app.unit import Answer, Idempotency, UnitOfWork
 from adjudge.errors import BadInput, NotFound, RateLimited, StateError
 from adjudge.gateway.sealed import SecretBox, SecretError
 from adjudge.settings import Settings
-from adjudge.store import Account, Transaction, outbox, quotas
+from adjudge.store import Account, Transaction, ids, outbox, quotas
 from adjudge.webhooks import events, schedule
 from adjudge.webhooks.sender import Outgoing, Sender
 from adjudge.webhooks.signing import body_bytes, new_secret
@@ -157,7 +156,7 @@ class Webhooks:
                     "delete one first.",
                     code="WEBHOOK_ENDPOINT_LIMIT",
                 )
-            endpoint_id = "whep_" + uuid.uuid4().hex[:24]
+            endpoint_id = "whep_" + ids.ordered_hex(24)
             secret = new_secret()
             stored = outbox.add_endpoint(
                 tx,

@@ -10,8 +10,8 @@ takes), ``takes`` (each agent's count of held takes), ``ledger`` (balances and e
 credentials, forwarded calls), ``holds`` (providers' settled charges until their report
 deadlines), ``meaning_queue`` (calls judged after their answers), ``quality_windows`` (each
 provider's running quality counts) and ``outbox`` (webhook endpoints, events and their
-deliveries). Nothing is half-written: a transaction commits whole
-or not at all.
+deliveries); ``ids`` makes the identifiers rows are keyed by. Nothing is half-written: a
+transaction commits whole or not at all.
 """
 
 from adjudge.store import (
@@ -22,6 +22,7 @@ from adjudge.store import (
     held_days,
     holds,
     idempotency,
+    ids,
     leases,
     ledger,
     meaning_queue,
@@ -67,6 +68,7 @@ __all__ = [
     "held_days",
     "holds",
     "idempotency",
+    "ids",
     "leases",
     "ledger",
     "meaning_queue",

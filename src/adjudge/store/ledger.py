@@ -13,7 +13,6 @@ passed (``matured=True``). It names the receipt that settled the call, which mus
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -25,7 +24,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from adjudge.errors import BadInput, InternalError, StateError
 from adjudge.market import WORLD, Transfer
 from adjudge.market.money import shown
-from adjudge.store import held_days, receipt_log
+from adjudge.store import held_days, ids, receipt_log
 from adjudge.store import schema as s
 from adjudge.store.records import decode_cursor, encode_cursor
 from adjudge.store.transaction import Read, Transaction
@@ -85,7 +84,7 @@ def transfer(
             )
         for t in run:
             due[t.credit] = due.get(t.credit, 0) + t.amount  # added as it commits (flush)
-            txn = uuid.uuid4().hex
+            txn = ids.ordered_hex()
             common = {
                 "txn": txn,
                 "task_id": task_id,

@@ -13,7 +13,6 @@ and :func:`finish`\\ es each only if it still holds that lease.
 from __future__ import annotations
 
 import secrets
-import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -39,6 +38,7 @@ from sqlalchemy import (
     update,
 )
 
+from adjudge.store import ids
 from adjudge.store import schema as s
 from adjudge.store.records import Page, newest_first
 from adjudge.store.transaction import Transaction
@@ -386,7 +386,7 @@ def _write(
 ) -> str | None:
     if not chosen:
         return None
-    msg_id = "msg_" + uuid.uuid4().hex
+    msg_id = "msg_" + ids.ordered_hex()
     tx.run(
         _NEW_MESSAGE,
         {"id": msg_id, "type": event_type, "payload": dict(payload), "created_at": at},
@@ -395,7 +395,7 @@ def _write(
         _NEW_DELIVERY,
         [
             {
-                "id": "whd_" + uuid.uuid4().hex[:24],
+                "id": "whd_" + ids.ordered_hex(24),
                 "message_id": msg_id,
                 "endpoint_id": e["id"],
                 "account_id": e["account_id"],

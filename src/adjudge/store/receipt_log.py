@@ -13,7 +13,6 @@ edits or deletes a receipt.
 from __future__ import annotations
 
 import random
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -24,6 +23,7 @@ from sqlalchemy import bindparam, insert, or_, select, update
 from adjudge.errors import StorageError
 from adjudge.receipts.checkpoints import NamedHead
 from adjudge.receipts.issuer import Place
+from adjudge.store import ids
 from adjudge.store import schema as s
 from adjudge.store.transaction import Read, Transaction
 
@@ -69,7 +69,7 @@ def append(tx: Transaction, issue: Issue, *, task_id: str | None, at: datetime) 
     locked for the last few statements of a transaction only, not from its first receipt to
     its commit.
     """
-    pending = PendingReceipt("rcpt_" + uuid.uuid4().hex)
+    pending = PendingReceipt("rcpt_" + ids.ordered_hex())
     tx.receipts_due.append((pending.id, issue, task_id, at))
     tx.appended.add(pending.id)
     return pending
@@ -96,7 +96,7 @@ def checkpoint(tx: Transaction, issue: IssueCheckpoint, *, at: datetime) -> Stor
         row = lane if found["id"] == lane["id"] else found
         seq, digest = int(row["seq"]), row["digest"]
         heads.append((int(row["id"]), digest, seq - 1 if digest is not None else None))
-    receipt_id = "rcpt_" + uuid.uuid4().hex
+    receipt_id = "rcpt_" + ids.ordered_hex()
     tx.appended.add(receipt_id)
     (made,) = _write(tx, lane, [(receipt_id, lambda place: issue(place, heads), None, at)])
     return made

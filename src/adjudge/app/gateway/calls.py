@@ -30,7 +30,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import threading
-import uuid
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -90,7 +89,15 @@ from adjudge.gateway.forward import AsyncForwarder, FailureKind, ForwardFailure,
 from adjudge.kernel import Determination, determine
 from adjudge.receipts import Issuer
 from adjudge.receipts.issuer import Place
-from adjudge.store import Account, Transaction, call_reports, meaning_queue, receipt_log, records
+from adjudge.store import (
+    Account,
+    Transaction,
+    call_reports,
+    ids,
+    meaning_queue,
+    receipt_log,
+    records,
+)
 from adjudge.store import calls as calls_db
 from adjudge.store import gateway as db
 from adjudge.store import holds as holds_db
@@ -345,7 +352,7 @@ class Gateway:
         """(2) as a unit of work: the call row claims the caller's key (``_Raced`` if another
         call did first), the key's spending is counted and the price reserved."""
         caller, stored, price, now = ask.caller, prepared.stored, prepared.price, ask.now
-        call_id = str(uuid.uuid4())
+        call_id = str(ids.uuid7())
         hold = f"hold:call:{call_id}"
 
         def start(tx: Transaction) -> None:
