@@ -254,12 +254,19 @@ class Transaction:
     def _args(
         self, params: Mapping[str, Any], order: tuple[str, ...] | None, kinds: Mapping[str, str]
     ) -> Any:
-        """The parameters as SQLAlchemy's column types would send them (see ``schema``)."""
-        if kinds:
-            params = dict(params)
-            for key, kind in kinds.items():
-                params[key] = self._bind(params[key], kind)
-        return tuple([params[k] for k in order]) if order is not None else params
+        """The parameters as SQLAlchemy's column types would send them (see ``schema``): in
+        ``order`` for a positional paramstyle (SQLite's), else by name (psycopg's)."""
+        bind = self._bind
+        if order is not None:
+            if not kinds:
+                return tuple([params[k] for k in order])
+            return tuple([bind(params[k], kinds[k]) if k in kinds else params[k] for k in order])
+        if not kinds:
+            return params
+        named = dict(params)
+        for key, kind in kinds.items():
+            named[key] = bind(named[key], kind)
+        return named
 
     def _bind(self, value: Any, kind: str) -> Any:
         if kind == "json":
@@ -267,7 +274,7 @@ class Transaction:
         if kind == "time" and value is not None:
             if value.tzinfo is None:
                 raise ValueError("naive datetime; the store keeps aware UTC times only")
-            naive = value.astimezone(UTC).replace(tzinfo=None)
+            naive = (value if value.tzinfo is UTC else value.astimezone(UTC)).replace(tzinfo=None)
             # SQLAlchemy's SQLite DATETIME text, which orders as the times do.
             return naive.isoformat(" ", "microseconds") if self.sqlite else naive
         return value
