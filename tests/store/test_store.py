@@ -23,6 +23,7 @@ from adjudge.market import WORLD, Mode, Task, Transfer, VerdictReached, wallet_a
 from adjudge.store import (
     ConcurrentUpdate,
     Store,
+    Submission,
     idempotency,
     ledger,
     meaning_queue,
@@ -144,6 +145,24 @@ def test_an_update_sets_what_changed_even_to_an_equal_value_of_another_type(
     assert row["criteria"]["nested"]["a"][0] is False
     assert row["private"] is True and row["title"] == "kept" and row["version"] == 4
     assert loaded is not None and loaded.task == replace(again, private=True)
+
+
+def test_a_task_s_submissions_are_known_once_the_transaction_read_each(store: Store) -> None:
+    """The submissions a transaction has read stand for the list only when they are all of
+    them (1 to the task's attempts); a missing one means the list is read."""
+    _seed(store)
+    with store.write() as tx:
+        for attempt in (1, 2):
+            records.add_submission(tx, Submission("t1", attempt, f"r{attempt}", "sha256:0", T0))
+    with store.read() as tx:
+        assert records.known_submissions(tx, "t1", 0) == []
+        latest = records.latest_submission(tx, "t1")
+        assert latest is not None and latest.attempt == 2
+        assert records.known_submissions(tx, "t1", 2) is None  # the first was not read
+        assert records.submission(tx, "t1", 1) is not None
+        known = records.known_submissions(tx, "t1", 2)
+        assert known == records.submissions(tx, "t1")
+        assert [s.result for s in known or []] == ["r1", "r2"]
 
 
 def test_ledger_is_double_entry_and_all_or_nothing(store: Store) -> None:

@@ -28,6 +28,7 @@ from adjudge.store import (
     StoredReceipt,
     StoredTask,
     StoredVerdict,
+    Submission,
     Transaction,
     VerifierKey,
     ledger,
@@ -174,18 +175,22 @@ def task_view(
     t = stored.task
     party = is_party(stored, viewer)
     reads = [records.verdicts_read(t.id)]
+    known = records.known_submissions(tx, t.id, t.attempts) if party else None
     if party:
-        reads += [
-            records.submissions_read(t.id),
-            ledger.entries_read(t.id),
-            receipt_log.receipt_ids_read(t.id),
-        ]
+        reads += [ledger.entries_read(t.id), receipt_log.receipt_ids_read(t.id)]
+        if known is None:
+            reads.append(records.submissions_read(t.id))
     with tx.ahead(reads):
-        return _task_view(tx, stored, viewer, now, party)
+        return _task_view(tx, stored, viewer, now, party, known)
 
 
 def _task_view(
-    tx: Transaction, stored: StoredTask, viewer: Account, now: datetime, party: bool
+    tx: Transaction,
+    stored: StoredTask,
+    viewer: Account,
+    now: datetime,
+    party: bool,
+    known: list[Submission] | None,
 ) -> dict[str, Any]:
     t = stored.task
     brief = sees_brief(stored, viewer)
@@ -220,7 +225,7 @@ def _task_view(
                 "submitted_at": s.submitted_at.isoformat(),
                 "result": s.result,
             }
-            for s in records.submissions(tx, t.id)
+            for s in (records.submissions(tx, t.id) if known is None else known)
         ]
         # Read only for a task once disputed (every dispute sets ``disputed_by``, and nothing
         # clears it): most never are, and a view is on hot paths.

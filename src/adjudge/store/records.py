@@ -459,6 +459,20 @@ def submissions(tx: Transaction, task_id: str) -> list[Submission]:
     return [_submission(r) for r in tx.rows(_SUBMISSIONS, {"k_task": task_id})]
 
 
+def known_submissions(tx: Transaction, task_id: str, attempts: int) -> list[Submission] | None:
+    """A task's submissions, oldest first, from those this transaction has read already, when
+    it holds all of them; else None. A task with ``attempts`` has exactly the submissions
+    numbered 1 to ``attempts`` (each submission adds one, and they never change), so a finalize
+    of a first attempt, which read it to judge it, reads no list to show it."""
+    found = []
+    for n in range(1, attempts + 1):
+        sub = tx.cache.get(("submission", task_id, n))
+        if not isinstance(sub, Submission):
+            return None
+        found.append(sub)
+    return found
+
+
 def latest_submission(tx: Transaction, task_id: str) -> Submission | None:
     """A task's submission of the highest attempt, or None (kept for this transaction as
     :func:`submission` keeps it)."""
