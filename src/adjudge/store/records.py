@@ -466,8 +466,8 @@ def known_submissions(tx: Transaction, task_id: str, attempts: int) -> list[Subm
     of a first attempt, which read it to judge it, reads no list to show it."""
     found = []
     for n in range(1, attempts + 1):
-        sub = tx.cache.get(("submission", task_id, n))
-        if not isinstance(sub, Submission):
+        sub = _kept(tx, task_id, n)
+        if sub is None:
             return None
         found.append(sub)
     return found
@@ -479,9 +479,7 @@ def latest_submission(tx: Transaction, task_id: str) -> Submission | None:
     rows = tx.rows(_LATEST_SUBMISSION, {"k_task": task_id})
     if not rows:
         return None
-    sub = _submission(rows[0])
-    tx.cache[("submission", task_id, sub.attempt)] = sub
-    return sub
+    return _keep(tx, _submission(rows[0]))
 
 
 def latest_submission_read(task_id: str) -> Read:
@@ -501,15 +499,23 @@ def submissions_read(task_id: str) -> Read:
 
 def submission(tx: Transaction, task_id: str, attempt: int) -> Submission | None:
     """One submission, or None (a stored submission never changes: read once per transaction)."""
-    key = ("submission", task_id, attempt)
-    known = tx.cache.get(key)
+    known = _kept(tx, task_id, attempt)
     if known is not None:
-        assert isinstance(known, Submission)
         return known
     rows = tx.rows(_SUBMISSION, {"k_task": task_id, "k_attempt": attempt})
-    if not rows:
-        return None
-    sub = tx.cache[key] = _submission(rows[0])
+    return _keep(tx, _submission(rows[0])) if rows else None
+
+
+def _kept(tx: Transaction, task_id: str, attempt: int) -> Submission | None:
+    """A submission this transaction has read already, or None."""
+    known = tx.cache.get(("submission", task_id, attempt))
+    assert known is None or isinstance(known, Submission)
+    return known
+
+
+def _keep(tx: Transaction, sub: Submission) -> Submission:
+    """Keep a submission read for the rest of the transaction (it never changes)."""
+    tx.cache[("submission", sub.task_id, sub.attempt)] = sub
     return sub
 
 
