@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -14,6 +15,7 @@ import pytest
 
 from adjudge.receipts import canonical_bytes, verify
 from adjudge.store import Store
+from support import live
 from support.audit import audit
 from support.harness import FUNDS, make_harness
 from support.weather import PRICE, PROVIDER, World, tool, weather_world
@@ -293,3 +295,22 @@ def test_a_forwarded_call_tells_its_parties_by_webhook(world: World) -> None:
         shown = served(who, "GET", f"/webhooks/deliveries/{queued['id']}")
         assert shown["payload"]["type"] == "call.settled", shown
         assert shown["payload"]["data"]["receipt_id"] == answer["receiptId"]
+
+
+def test_a_world_on_a_port_an_earlier_world_used_is_served(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The provider's middleware caches a JWKS per URL for its whole process: a second world on
+    the first one's port (the system hands ports out again) still has its own keys fetched, so
+    its first call settles instead of being refused with UNKNOWN_KEY."""
+    port = live.free_port()
+    monkeypatch.setattr(live, "free_port", lambda: port)
+    for n in range(2):
+        store = Store(f"sqlite:///{tmp_path / f'world{n}.db'}")
+        store.migrate()
+        try:
+            with weather_world(store) as w:
+                answer = w.call({"city": "berlin"}).json()
+                assert answer["status"] == "settled", answer["error"]
+        finally:
+            store.dispose()

@@ -171,9 +171,12 @@ def weather_world(
     h.keys[PROVIDER] = h.app.accounts.create(None, PROVIDER, ["provider"]).value["api_key"]
     script = Script(slow_for=timeout + 1.5)
     with serving(h.app) as service:
-        guarded = AssayVerifyMiddleware(
-            provider(script), provider=PROVIDER, jwks_url=f"{service}{JWKS_PATH}"
-        )
+        # The middleware caches a JWKS per URL for the whole process and refetches it at most
+        # once a minute: a world served on a port an earlier world of this process used would
+        # find that world's keys, not its own, and refuse its first calls (UNKNOWN_KEY). A query
+        # the service ignores makes each world's URL its own.
+        jwks_url = f"{service}{JWKS_PATH}?world={signer.keyid[:16]}"
+        guarded = AssayVerifyMiddleware(provider(script), provider=PROVIDER, jwks_url=jwks_url)
         with AsgiServer(guarded) as server:
             base = server.url
             r = httpx.post(
