@@ -4,9 +4,13 @@ ledger and the records they summarise; and who may read which."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from importlib.resources import files
 from typing import Any
 
 import pytest
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import event
 
 from adjudge.store import Store
 from support.audit import audit
@@ -18,6 +22,14 @@ from support.weather import PRICE, PROVIDER, World, weather_world
 def world(store: Store) -> Iterator[World]:
     """The weather provider's world, its books audited after the test."""
     with weather_world(store) as w:
+        yield w
+    audit(store)
+
+
+@pytest.fixture
+def checked_world(store: Store) -> Iterator[World]:
+    """The weather provider's world with the real auto check, its books audited after."""
+    with weather_world(store, real_checker=True) as w:
         yield w
     audit(store)
 
@@ -133,3 +145,75 @@ def test_who_may_read_which_dashboard(sqlite_store: Store) -> None:
     assert h.refused("pat", "GET", "/dashboard/provider") == (403, "ROLE_REQUIRED")
     assert h.refused("root", "GET", "/dashboard/operator?days=91")[0] == 422
     assert len(h.ok("root", "GET", "/dashboard/operator?days=90")["days"]) == 90
+
+
+def _history(world: World) -> None:
+    """A day of tasks (one approved, one failing its auto check) and calls (one passing, one
+    breaking its contract), then a day of more."""
+    h = world.h
+    tid = h.post("manual", deadline_hours=72)
+    _approved(h, tid)
+    failing = h.post("auto", criteria={"min_length": 500})
+    h.ok("ann", "POST", f"/tasks/{failing}/accept")
+    h.ok("ann", "POST", f"/tasks/{failing}/submissions", {"result": "Too short to pass."})
+    h.ok("ann", "POST", f"/tasks/{failing}/finalize")
+    world.call({"city": "berlin"})
+    world.script.answer = "bad"
+    world.call({"city": "rome"})
+    h.later(days=1)
+    world.script.answer = "good"
+    world.call({"city": "paris"})
+    h.post("manual")
+
+
+def _boards(h: Harness) -> list[dict[str, Any]]:
+    return [
+        h.ok("root", "GET", "/dashboard/operator?days=5"),
+        h.ok(PROVIDER, "GET", "/dashboard/provider?days=5"),
+        h.ok("pat", "GET", "/dashboard/poster?days=5"),
+    ]
+
+
+def test_the_migration_counts_the_history_before_it(checked_world: World) -> None:
+    """Upgrading a store with history counts it once: the dashboards read the same after the
+    counts are dropped (the revision before) and made again (0026), and what follows is counted
+    on top."""
+    world = checked_world
+    _history(world)
+    before = _boards(world.h)
+    assert before[0]["calls"]["totals"] == {"FAIL": 1, "PASS": 2}
+    assert before[2]["failing_rules"] == [{"name": "Output too short", "failures": 1}]
+    store = world.h.app.store
+    config = Config()
+    config.set_main_option("script_location", str(files("adjudge.store") / "migrations"))
+    with store.engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.downgrade(config, "0025")
+    store.migrate()
+    assert _boards(world.h) == before
+    world.script.answer = "bad"
+    world.call({"city": "oslo"})
+    after = _boards(world.h)
+    assert after[0]["calls"]["totals"] == {"FAIL": 2, "PASS": 2}
+    assert after[1]["failing_checks"] == [{"name": "schema", "failures": 2}]
+
+
+def test_a_dashboard_reads_days_not_the_rows_it_counts(world: World) -> None:
+    """Every dashboard's statements read the daily counts and figures (and the providers with
+    terms, their quality windows and the viewer), never the calls, verdicts, ledger lines,
+    records or tasks counted: its cost does not grow with them."""
+    _history(world)
+    seen: list[str] = []
+
+    def statement(conn: Any, cursor: Any, sql: str, *args: Any) -> None:
+        seen.append(sql.lower())
+
+    engine = world.h.app.store.engine
+    event.listen(engine, "before_cursor_execute", statement)
+    try:
+        _boards(world.h)
+    finally:
+        event.remove(engine, "before_cursor_execute", statement)
+    assert any("day_counts" in sql for sql in seen)
+    counted = ("gateway_calls", "verdicts", "ledger_entries", "call_records", " tasks")
+    assert not [sql for sql in seen if any(f"from {t.strip()}" in sql for t in counted)], seen

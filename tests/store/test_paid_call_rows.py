@@ -75,6 +75,8 @@ def test_a_gateway_call_written_on_the_driver_reads_back_through_sqlalchemy(stor
         gateway.finish_call(
             tx,
             "c1",
+            provider=pending.provider,
+            started_at=started,
             status="settled",
             verdict="pass",
             receipt_id="rcpt_1",
@@ -99,13 +101,9 @@ def test_a_gateway_call_written_through_sqlalchemy_reads_back_on_the_driver(stor
     with store.read() as tx:
         assert gateway.call(tx, "c2") == pending
     with store.write() as tx:
-        gateway.finish_call(
-            tx, "c2", status="refunded", verdict=None, receipt_id="r", answer=ANSWER, at=T0
-        )
+        gateway.finish_call(tx, "c2", **_ended(pending), status="refunded", answer=ANSWER)
     with pytest.raises(ConcurrentUpdate), store.write() as tx:
-        gateway.finish_call(
-            tx, "c2", status="settled", verdict=None, receipt_id="r", answer={}, at=T0
-        )
+        gateway.finish_call(tx, "c2", **_ended(pending), status="settled", answer={})
     done = replace(
         pending, state="done", finished_at=T0, status="refunded", receipt_id="r", answer=ANSWER
     )
@@ -261,3 +259,14 @@ def test_a_call_record_round_trips_between_the_driver_and_sqlalchemy(store: Stor
             source="gateway",
         )
     assert refused.value.code == "CALL_EXISTS"
+
+
+def _ended(call: gateway.GatewayCall) -> dict[str, Any]:
+    """The rest of a finish of ``call`` with no verdict, receipt ``r``, at T0."""
+    return {
+        "provider": call.provider,
+        "started_at": call.started_at,
+        "verdict": None,
+        "receipt_id": "r",
+        "at": T0,
+    }

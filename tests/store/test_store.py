@@ -205,9 +205,9 @@ def test_one_verdict_per_submission(store: Store) -> None:
     _seed(store)
     v = VerdictReached("t1", 1, True, 100, (), "human", "p", None, T0)
     with store.write() as tx:
-        records.add_verdict(tx, v, "r1")
+        records.add_verdict(tx, v, "r1", poster="p")
     with pytest.raises(ConcurrentUpdate), store.write() as tx:
-        records.add_verdict(tx, v, "r2")
+        records.add_verdict(tx, v, "r2", poster="p")
 
 
 def test_idempotency_key_stored_once(store: Store) -> None:

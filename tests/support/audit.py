@@ -12,7 +12,8 @@ Read straight from the database, so no use case can hide a fault from it:
 - every task is in a state the lifecycle can reach;
 - a provider's hold account holds exactly its calls' charges still held or under report, and
   each names the receipt that settled it;
-- each agent's counter of held takes equals a recount over the tasks;
+- each agent's counter of held takes equals a recount over the tasks, and the dashboards' daily
+  counts a recount of the calls, verdicts, ledger lines, records and tasks they count;
 - the keys asked for a meaning judgment are those a recount of the pending calls names.
 """
 
@@ -24,8 +25,19 @@ from sqlalchemy import delete, insert, select
 
 from adjudge.market import Status, escrow_account
 from adjudge.market.lifecycle import MAX_ATTEMPTS
-from adjudge.store import Store, calls, holds, ledger, meaning_queue, receipt_log, records, takes
+from adjudge.store import (
+    Store,
+    calls,
+    day_counts,
+    holds,
+    ledger,
+    meaning_queue,
+    receipt_log,
+    records,
+    takes,
+)
 from adjudge.store import schema as s
+from support.counts import recount
 
 _NEEDS_AGENT = {
     Status.ASSIGNED,
@@ -90,6 +102,8 @@ def audit(store: Store, deposited: int | None = None) -> dict[str, int]:
             if t.status is not Status.ASSIGNED:
                 assert t.take_ends_at is None, (t.id, t.status)
         assert takes.counted(tx) == takes.recount(tx), (takes.counted(tx), takes.recount(tx))
+        kept, counted = day_counts.stored(tx), recount(tx)
+        assert kept == counted, {k: (kept.get(k), counted.get(k)) for k in {*kept, *counted}}
         _asks_recounted(tx)
         return {"receipts": len(chain), "verdicts": len(verdicts), "tasks": len(tasks)}
 

@@ -11,14 +11,16 @@
 
 Amounts are integer minor units as strings, as everywhere in the API; rates are exact ratios
 (``"1/3"``). Days are UTC days, oldest first, the last one today (by the service's clock).
-Each reading is bounded by its window (:mod:`adjudge.store.console` says how).
+Each figure is kept as it happens (:mod:`adjudge.store.day_counts`): a dashboard reads its
+window's days, never the rows they count. A list of failing rules or checks is ordered by
+failures, most first, then by name.
 """
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, timedelta
 from fractions import Fraction
 from typing import Any
 
@@ -30,6 +32,7 @@ from adjudge.errors import CriteriaError
 from adjudge.market import Status
 from adjudge.store import Account, Transaction
 from adjudge.store import console as db
+from adjudge.store import day_counts as counted
 
 #: The longest window a dashboard reads, in days.
 MAX_DAYS = 90
@@ -38,13 +41,8 @@ PROVIDERS_SHOWN = 10
 #: How many failing rules (or checks) a list shows.
 RULES_SHOWN = 10
 
-#: The money series, each from the lines of these kinds coming in (their credit legs).
-FLOWS = {
-    "charged": ("charge",),
-    "refunded": ("refund", "void", "report refund"),
-    "paid_out": ("payout", "release"),
-    "fees": ("fee",),
-}
+#: The money series, each the ledger lines of some kinds coming in (their credit legs).
+FLOWS = tuple(counted.FLOW_MEMOS)
 #: The balances held over time: escrows and calls' reservations (money waiting on a
 #: determination), and providers' holds (settled charges waiting out their report windows).
 HELD = {"held": ("escrow:", "hold:"), "provider_holds": ("held:",)}
@@ -57,28 +55,28 @@ class Dashboards:
         self.unit = unit
         self.calls = calls
 
-    def _window(self, days: int) -> tuple[datetime, list[str]]:
-        """The window's first moment and its UTC days, oldest first, today last."""
+    def _window(self, days: int) -> list[str]:
+        """The window's UTC days, oldest first, today last."""
         today = self.unit.now().astimezone(UTC).date()
         first = today - timedelta(days=days - 1)
-        start = datetime(first.year, first.month, first.day, tzinfo=UTC)
-        return start, [(first + timedelta(days=i)).isoformat() for i in range(days)]
+        return [(first + timedelta(days=i)).isoformat() for i in range(days)]
 
     def operator(self, viewer: Account, *, days: int = 30) -> dict[str, Any]:
         """The operator's dashboard (admins; ``ROLE_REQUIRED`` otherwise)."""
         need_role(viewer, "admin")
-        start, day_list = self._window(days)
+        day_list = self._window(days)
         now = self.unit.now()
 
         def run(tx: Transaction) -> dict[str, Any]:
-            lines = db.ledger_lines_since(tx, start)
+            everyone = counted.EVERYONE
+            flows = db.counts_by_day(tx, counted.FLOWS, everyone, day_list)
             prefixes = [p for group in HELD.values() for p in group]
             held = db.held_by_day(tx, prefixes, day_list)
-            calls = db.calls_since(tx, start)
-            verdicts = db.verdicts_since(tx, start)
+            calls = db.counts_by_day(tx, counted.CALLS, everyone, day_list)
+            verdicts = db.counts_by_day(tx, counted.VERDICTS, everyone, day_list)
             providers = db.providers_with_terms(tx)
             return {
-                "money": _money(day_list, lines, held),
+                "money": _money(day_list, flows, held),
                 "calls": _calls_by_day(day_list, calls),
                 "tasks": _verdicts_by_day(day_list, verdicts),
                 "providers": providers,
@@ -103,24 +101,19 @@ class Dashboards:
     def provider(self, viewer: Account, *, days: int = 30) -> dict[str, Any]:
         """A provider's own dashboard (``ROLE_REQUIRED`` without the provider role)."""
         need_role(viewer, "provider")
-        start, day_list = self._window(days)
+        day_list = self._window(days)
         quality = self.calls.quality(viewer.id)
         terms = _parsed_terms(quality["terms"])
         window = quality["window"]
 
         def run(tx: Transaction) -> dict[str, Any]:
             return {
-                "calls": db.calls_since(tx, start, provider=viewer.id),
-                "records": db.call_records_since(tx, start, viewer.id),
+                "calls": db.counts_by_day(tx, counted.CALLS, viewer.id, day_list),
+                "checks": db.counts_by_day(tx, counted.CHECKS, viewer.id, day_list),
             }
 
         read = self.unit.read(run)
         by_day = _calls_by_day(day_list, read["calls"])
-        failing: Counter[str] = Counter()
-        for record in read["records"]:
-            for row in (record.record or {}).get("checks") or []:
-                if row.get("outcome") == "fail":
-                    failing[str(row.get("name"))] += 1
         observed = int(window["pass"]) + int(window["fail"])
         return {
             "role": "provider",
@@ -140,33 +133,29 @@ class Dashboards:
                 "proposal": quality["proposal"],
             },
             "calls": by_day,
-            "failing_checks": _top(failing),
+            "failing_checks": _top(read["checks"]),
         }
 
     def poster(self, viewer: Account, *, days: int = 30) -> dict[str, Any]:
         """A poster's dashboard of its own tasks (any account: one that posted nothing sees
         zeros)."""
-        start, day_list = self._window(days)
+        day_list = self._window(days)
 
         def run(tx: Transaction) -> dict[str, Any]:
             return {
                 "states": db.tasks_by_status(tx, viewer.id),
-                "verdicts": db.verdicts_since(tx, start, poster=viewer.id),
+                "verdicts": db.counts_by_day(tx, counted.VERDICTS, viewer.id, day_list),
+                "rules": db.counts_by_day(tx, counted.RULES, viewer.id, day_list),
             }
 
         read = self.unit.read(run)
-        failing: Counter[str] = Counter()
-        for v in read["verdicts"]:
-            if v.passed is False:
-                for rule in _failed_rules(v.detail or {}):
-                    failing[rule] += 1
         return {
             "role": "poster",
             "as_of": self.unit.now().isoformat(),
             "days": day_list,
             "tasks_by_state": {s.value: read["states"].get(s.value, 0) for s in Status},
             "tasks": _verdicts_by_day(day_list, read["verdicts"]),
-            "failing_rules": _top(failing),
+            "failing_rules": _top(read["rules"]),
         }
 
     def _nearness(self, provider: str) -> dict[str, Any]:
@@ -189,78 +178,65 @@ class Dashboards:
         }
 
 
-def _day(at: datetime) -> str:
-    return at.astimezone(UTC).date().isoformat()
-
-
 def _money(
-    day_list: Sequence[str], lines: Sequence[Any], held: Mapping[str, Sequence[int]]
+    day_list: Sequence[str],
+    flows: Mapping[str, Counter[str]],
+    held: Mapping[str, Sequence[int]],
 ) -> list[dict[str, str]]:
-    """Each day's flows (from the window's lines) and end-of-day held money (from the daily
-    figures, summed over each series' prefixes)."""
-    kind_of = {memo: name for name, memos in FLOWS.items() for memo in memos}
-    flows: dict[str, Counter[str]] = defaultdict(Counter)
-    for line in lines:
-        amount = int(line.amount)
-        if amount > 0 and line.memo in kind_of:
-            flows[_day(line.at)][kind_of[line.memo]] += amount
+    """Each day's flows and end-of-day held money (summed over each series' prefixes)."""
     rows = []
     for i, day in enumerate(day_list):
         row = {"day": day}
         for series, prefixes in HELD.items():
             row[series] = str(sum(held[p][i] for p in prefixes))
+        moved = flows.get(day, Counter())
         for name in FLOWS:
-            row[name] = str(flows[day][name])
+            row[name] = str(moved[name])
         rows.append(row)
     return rows
 
 
-def _calls_by_day(day_list: Sequence[str], calls: Sequence[Any]) -> dict[str, Any]:
+def _calls_by_day(day_list: Sequence[str], counts: Mapping[str, Counter[str]]) -> dict[str, Any]:
     """Calls each day by verdict (a call with no verdict — a request or system error, or one
     still running — counts as ``none``), and the window's totals by verdict."""
-    counts: dict[str, Counter[str]] = defaultdict(Counter)
-    for c in calls:
-        counts[_day(c.started_at)][c.verdict or "none"] += 1
-    verdicts = sorted({v for day in counts.values() for v in day})
-    totals = Counter[str]()
-    for day in counts.values():
-        totals.update(day)
+    totals = _summed(counts)
+    verdicts = sorted(totals)
     return {
         "verdicts": verdicts,
-        "rows": [{"day": d, **{v: counts[d][v] for v in verdicts}} for d in day_list],
+        "rows": [
+            {"day": d, **{v: counts.get(d, Counter())[v] for v in verdicts}} for d in day_list
+        ],
         "totals": {v: totals[v] for v in verdicts},
     }
 
 
-def _verdicts_by_day(day_list: Sequence[str], verdicts: Sequence[Any]) -> list[dict[str, Any]]:
+def _verdicts_by_day(
+    day_list: Sequence[str], counts: Mapping[str, Counter[str]]
+) -> list[dict[str, Any]]:
     """Task verdicts and rulings each day, passed and failed (one routed to the poster decided
     nothing and is not counted)."""
-    counts: dict[str, Counter[str]] = defaultdict(Counter)
-    for v in verdicts:
-        if v.passed is not None:
-            counts[_day(v.at)]["passed" if v.passed else "failed"] += 1
     return [
-        {"day": d, "passed": counts[d]["passed"], "failed": counts[d]["failed"]} for d in day_list
+        {
+            "day": d,
+            "passed": counts.get(d, Counter())["passed"],
+            "failed": counts.get(d, Counter())["failed"],
+        }
+        for d in day_list
     ]
 
 
-def _failed_rules(detail: Mapping[str, Any]) -> list[str]:
-    """The rules a failed auto-check verdict failed: its breakdown's items that scored below
-    full marks, or, when a gate failed before any item was scored, each reason's head ("Output
-    too short"). A person's or a verifier's verdict has no breakdown: its reasons are its own
-    words, so they are not counted as rules."""
-    items = [
-        str(i.get("name")) for i in detail.get("breakdown") or [] if float(i.get("score", 1)) < 1
-    ]
-    if items:
-        return items
-    if "breakdown" not in detail:
-        return []
-    return [str(r).split(":")[0].strip() for r in detail.get("reasons") or [] if str(r).strip()]
+def _summed(counts: Mapping[str, Counter[str]]) -> Counter[str]:
+    """A window's counts by name, its days summed (names counted zero left out)."""
+    total: Counter[str] = Counter()
+    for day in counts.values():
+        total.update(day)
+    return +total
 
 
-def _top(counter: Counter[str]) -> list[dict[str, Any]]:
-    return [{"name": name, "failures": n} for name, n in counter.most_common(RULES_SHOWN)]
+def _top(counts: Mapping[str, Counter[str]]) -> list[dict[str, Any]]:
+    """The names failed most over the window, most first, then by name."""
+    ranked = sorted(_summed(counts).items(), key=lambda kv: (-kv[1], kv[0]))
+    return [{"name": name, "failures": n} for name, n in ranked[:RULES_SHOWN]]
 
 
 def _ratio(value: Fraction) -> str:

@@ -79,7 +79,7 @@ def record(
                 return issuer.sign(decided, previous, about=about)
 
         receipt = receipt_log.append(tx, signed, task_id=task_id, at=at)
-        records.add_verdict(tx, verdict, receipt.id)
+        records.add_verdict(tx, verdict, receipt.id, poster=task.poster)
         metrics.verdict(tx, "task", "PASS" if verdict.passed else "FAIL")
         emit(events.verdict(verdict, task, receipt.id))
         if settled is not None:

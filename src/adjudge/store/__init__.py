@@ -4,7 +4,8 @@
 holds is read and written by the module named for it, each a set of functions over a
 :class:`Transaction`: ``records`` (accounts, tasks, submissions, verdicts, disputes, lapsed
 takes), ``takes`` (each agent's count of held takes), ``ledger`` (balances and entries),
-``held_days`` (the money held at each day's end), ``receipt_log`` (the hash chain), ``leases``
+``held_days`` (the money held at each day's end), ``day_counts`` (what the dashboards count
+each day), ``receipt_log`` (the hash chain), ``leases``
 (the review queue), ``idempotency``, ``quotas``, ``calls`` (verified paid calls),
 ``call_reports`` (reports of bad call results), ``gateway`` (callable tools, signing keys,
 credentials, forwarded calls), ``holds`` (providers' settled charges until their report
@@ -18,6 +19,7 @@ from adjudge.store import (
     api_keys,
     call_reports,
     calls,
+    day_counts,
     gateway,
     held_days,
     holds,
@@ -64,6 +66,7 @@ __all__ = [
     "api_keys",
     "call_reports",
     "calls",
+    "day_counts",
     "gateway",
     "held_days",
     "holds",

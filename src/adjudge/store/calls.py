@@ -37,6 +37,7 @@ from sqlalchemy.exc import IntegrityError
 from adjudge.calls.quality import Observation
 from adjudge.calls.verdicts import CallVerdict
 from adjudge.errors import Conflict, NotAllowed
+from adjudge.store import day_counts
 from adjudge.store import schema as s
 from adjudge.store.transaction import ConcurrentUpdate, Transaction
 
@@ -426,6 +427,7 @@ def add_call(
         raise ConcurrentUpdate("The same call is being verified; try again.") from exc
     if added.rowcount != 1:
         raise Conflict(f"The call {call_id} was already verified.", code="CALL_EXISTS")
+    day_counts.note_record(tx, str(record["provider"]), at, record)
     return StoredCall(
         call_id,
         str(record["provider"]),

@@ -18,7 +18,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 
 from adjudge.errors import StorageError
 from adjudge.receipts.checkpoints import MAX_LANES
-from adjudge.store import held_days, ledger, receipt_log
+from adjudge.store import day_counts, held_days, ledger, receipt_log
 from adjudge.store import schema as s
 from adjudge.store.transaction import ConcurrentUpdate, Transaction
 
@@ -330,6 +330,7 @@ class Store:
                     if write:
                         receipt_log.flush(tx)  # the chain's head, locked only for the last steps
                         held_days.flush(tx)  # on the same lane, as locked
+                        day_counts.flush(tx)  # and so the dashboards' counts
                         ledger.flush(tx)  # credits last: a shared balance waits the least
                     else:
                         outer.rollback()

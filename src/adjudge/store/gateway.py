@@ -37,6 +37,7 @@ from sqlalchemy.exc import IntegrityError
 from adjudge.calls.pricing import ListedPrice
 from adjudge.digests import sha256_digest
 from adjudge.errors import NotAllowed
+from adjudge.store import day_counts
 from adjudge.store import schema as s
 from adjudge.store.records import Page, decode_cursor, encode_cursor, newest_first
 from adjudge.store.transaction import ConcurrentUpdate, Transaction
@@ -330,6 +331,7 @@ def start_call(tx: Transaction, call: GatewayCall) -> bool:
     except IntegrityError as exc:  # another constraint (the caller's account)
         raise ConcurrentUpdate("The same call is starting; try again.") from exc
     if started.rowcount == 1:
+        day_counts.note_call(tx, call.provider, call.started_at, None, 1)
         return True
     if call.key_hash is None:
         raise ConcurrentUpdate("The same call is starting; try again.")
@@ -340,6 +342,8 @@ def finish_call(
     tx: Transaction,
     call_id: str,
     *,
+    provider: str,
+    started_at: datetime,
     status: str,
     verdict: str | None,
     receipt_id: str,
@@ -362,18 +366,23 @@ def finish_call(
     )
     if done.rowcount != 1:
         raise ConcurrentUpdate(f"The call {call_id} already ended.")
+    day_counts.note_call(tx, provider, started_at, None, -1)
+    day_counts.note_call(tx, provider, started_at, verdict, 1)
 
 
 def rejudged(
-    tx: Transaction, call_id: str, *, status: str, verdict: str | None, receipt_id: str
+    tx: Transaction, call: GatewayCall, *, status: str, verdict: str | None, receipt_id: str
 ) -> None:
     """Record an ended call's final verdict, status and (superseding) receipt after its meaning
-    judgment; the answer it was given stays as it was given."""
+    judgment; the answer it was given stays as it was given. ``call`` is the call as it ended
+    (its verdict then is the one the dashboards' counts move from)."""
     tx.conn.execute(
         update(calls)
-        .where(calls.c.id == call_id)
+        .where(calls.c.id == call.id)
         .values(status=status, verdict=verdict, receipt_id=receipt_id)
     )
+    day_counts.note_call(tx, call.provider, call.started_at, call.verdict, -1)
+    day_counts.note_call(tx, call.provider, call.started_at, verdict, 1)
 
 
 def call(tx: Transaction, call_id: str) -> GatewayCall | None:

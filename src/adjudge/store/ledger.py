@@ -24,7 +24,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from adjudge.errors import BadInput, InternalError, StateError
 from adjudge.market import WORLD, Transfer
 from adjudge.market.money import shown
-from adjudge.store import held_days, ids, receipt_log
+from adjudge.store import day_counts, held_days, ids, receipt_log
 from adjudge.store import schema as s
 from adjudge.store.records import decode_cursor, encode_cursor
 from adjudge.store.transaction import Read, Transaction
@@ -97,6 +97,7 @@ def transfer(
     tx.run_many(_INSERT_ENTRIES, legs)
     # The held money's daily figures move with it as this transaction commits (the dashboards').
     held_days.note(tx, ((leg["account"], leg["amount"], at) for leg in legs))
+    day_counts.note_flows(tx, ((t.memo, t.amount) for t in transfers), at)
 
 
 def _proven(

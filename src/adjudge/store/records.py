@@ -33,7 +33,7 @@ from adjudge.digests import sha256_digest
 from adjudge.errors import BadInput, Conflict
 from adjudge.market import AgentRecord, Ending, Mode, Routed, Status, Task, VerdictReached
 from adjudge.market.tasks import MAX_VERIFIERS, Seat, Vote
-from adjudge.store import api_keys
+from adjudge.store import api_keys, day_counts
 from adjudge.store import schema as s
 from adjudge.store.api_keys import KeyGrant
 from adjudge.store.transaction import ConcurrentUpdate, Read, Transaction
@@ -303,6 +303,7 @@ def insert_task(tx: Transaction, task: Task, *, title: str, brief: str) -> Store
         tx.conn.execute(
             insert(s.task_seats), [{"task_id": task.id, "verifier": v.verifier} for v in task.panel]
         )
+    day_counts.note_state(tx, task.poster, None, task.status.value)
     return StoredTask(task, 1, title, brief)
 
 
@@ -322,6 +323,7 @@ def update_task(tx: Transaction, stored: StoredTask, task: Task) -> StoredTask:
     row.update(k_id=task.id, k_version=stored.version, version=stored.version + 1)
     if tx.run(_UPDATE_TASK, row).rowcount != 1:
         raise ConcurrentUpdate(f"Task {task.id} changed while this request ran; try again.")
+    day_counts.note_state(tx, task.poster, stored.task.status.value, task.status.value)
     return StoredTask(task, stored.version + 1, stored.title, stored.brief)
 
 
@@ -519,11 +521,16 @@ def _keep(tx: Transaction, sub: Submission) -> Submission:
     return sub
 
 
-def add_verdict(tx: Transaction, verdict: VerdictReached, receipt_id: str) -> StoredVerdict:
-    """Record a determination; a second verdict on the same submission is refused."""
+def add_verdict(
+    tx: Transaction, verdict: VerdictReached, receipt_id: str, *, poster: str
+) -> StoredVerdict:
+    """Record a determination of a task ``poster`` posted (counted on the dashboards); a
+    second verdict on the same submission is refused."""
     kind = "ruling" if verdict.detail.get("ruling") else "verdict"
     detail = {k: v for k, v in verdict.detail.items() if k != "ruling"}
-    return _add_verdict(tx, verdict, kind, verdict.passed, detail, receipt_id)
+    stored = _add_verdict(tx, verdict, kind, verdict.passed, detail, receipt_id)
+    day_counts.note_verdict(tx, poster, verdict.at, verdict.passed, detail)
+    return stored
 
 
 def add_routing(tx: Transaction, routed: Routed, receipt_id: str) -> StoredVerdict:

@@ -202,6 +202,21 @@ held_days = Table(
     Column("held", BigInteger, nullable=False),
 )
 
+day_counts = Table(
+    "day_counts",
+    metadata,
+    # What the dashboards count each UTC day (calls by verdict, task verdicts, money flows,
+    # failing checks and rules) and a poster's tasks by state (day ""): kept by the transactions
+    # that make them (adjudge.store.day_counts), so a dashboard reads days, not rows.
+    Column("family", String(16), primary_key=True),
+    Column("subject", String(200), primary_key=True),  # a provider or poster; "" for everyone
+    Column("day", String(10), primary_key=True),  # YYYY-MM-DD, UTC; "" for all time
+    Column("name", String(200), primary_key=True),
+    # The receipt log's lane of the transactions that wrote it: a count is its lanes' sum.
+    Column("lane", Integer, primary_key=True, autoincrement=False),
+    Column("n", BigInteger, nullable=False),
+)
+
 task_lapses = Table(
     "task_lapses",
     metadata,

@@ -47,6 +47,7 @@ class _Mark:
     appended: set[str]
     hooks: int
     held_moves: dict[tuple[str, str], int]
+    day_counts: dict[tuple[str, str, str, str], int]
     credits_due: dict[str, int]
     lane_head: dict[str, Any] | None
 
@@ -78,6 +79,9 @@ class Transaction:
         #: The held money this transaction moved, by (holding prefix, day), written as it
         #: commits (adjudge.store.held_days).
         self.held_moves: dict[tuple[str, str], int] = {}
+        #: What this transaction changed of the dashboards' counts, by (family, subject, day,
+        #: name), written as it commits (adjudge.store.day_counts).
+        self.day_counts: dict[tuple[str, str, str, str], int] = {}
         #: Credits not yet added to their balances, by account: added as the transaction
         #: commits (adjudge.store.ledger), so a balance every transaction credits is locked
         #: for the commit's last step only.
@@ -115,6 +119,7 @@ class Transaction:
             set(self.appended),
             len(self.committed),
             dict(self.held_moves),
+            dict(self.day_counts),
             dict(self.credits_due),
             self.lane_head,
         )
@@ -122,7 +127,7 @@ class Transaction:
     def rollback_to(self, name: str) -> None:
         """Undo what was written since the savepoint (the transaction goes on): in the
         database, and in what the transaction keeps for its commit (its receipts due and
-        appended, credits, held money moved, hooks, and the lane's head: a lane first taken
+        appended, credits, held money moved, counts, hooks, and the lane's head: a lane first taken
         since is unlocked again, and read anew)."""
         with self.together():
             self._driver_sql(f"ROLLBACK TO SAVEPOINT {name}")
@@ -132,6 +137,7 @@ class Transaction:
         self.appended &= mark.appended
         del self.committed[mark.hooks :]
         self.held_moves = mark.held_moves
+        self.day_counts = mark.day_counts
         self.credits_due = mark.credits_due
         self.lane_head = mark.lane_head
 

@@ -748,6 +748,8 @@ class Gateway:
             db.finish_call(
                 tx,
                 call_id,
+                provider=stored.provider,
+                started_at=request.at or now,
                 status=status,
                 verdict=None if result.verdict is None else result.verdict.value,
                 receipt_id=receipt.id,

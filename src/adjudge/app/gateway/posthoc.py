@@ -265,7 +265,7 @@ def _supersede(
     ):
         raise _AlreadyJudged(row.call_id)
     final = None if result.verdict is None else result.verdict.value
-    db.rejudged(tx, call.id, status=status, verdict=final, receipt_id=receipt.id)
+    db.rejudged(tx, call, status=status, verdict=final, receipt_id=receipt.id)
     requalify(tx, call.id, final, now)  # the provider's window counts the final verdict
 
 

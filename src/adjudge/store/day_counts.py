@@ -1,0 +1,207 @@
+"""What the console's dashboards count, kept by the transactions that make it.
+
+The dashboards show, for each UTC day of a window of up to 90, the calls by verdict (the
+service's and a provider's), the task verdicts passed and failed (the service's and a poster's),
+the money charged, refunded, paid out and taken as fees, the checks a provider's calls failed and
+the rules a poster's tasks failed; and a poster's tasks by state. Read from the rows they count,
+each grows with the activity in its window: at the gateway's rate, a billion calls a month.
+
+So each transaction notes what it changes as it changes it — a call started (counted as no
+verdict yet) and ended (moved to its verdict), a verdict, a money movement, a verified call's
+failed checks, a task's state — and writes the sums as it commits, in one statement
+(:func:`flush`, called by the store). A dashboard reads its window's counts (:func:`window`):
+O(days × names), however many rows they count. The tests recount them from the rows
+themselves after every scenario they audit.
+
+Like the held money's figures (:mod:`adjudge.store.held_days`), the counts are kept per lane of
+the receipt log, written by the transaction holding the lane, so no two writers ever wait for
+the same counter row; a count is the sum of its lanes'.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import bindparam, func, select
+from sqlalchemy.dialects import postgresql, sqlite
+
+from adjudge.store import held_days, receipt_log
+from adjudge.store import schema as s
+from adjudge.store.transaction import Transaction
+
+#: The kinds of count, each a family of rows.
+CALLS = "calls"  # forwarded calls by the day they started, by verdict ("none": none yet)
+VERDICTS = "verdicts"  # task verdicts and rulings by day: "passed" or "failed"
+FLOWS = "flows"  # money moved in by day, in minor units, by flow (FLOW_MEMOS)
+CHECKS = "checks"  # a provider's verified calls' failed checks by day, by check name
+RULES = "rules"  # a poster's failed verdicts' rules by day, by rule (failed_rules)
+STATES = "states"  # a poster's tasks by state, for all time (day ALL_TIME)
+
+#: The subject of the counts of everyone (the operator's); otherwise a provider or a poster.
+EVERYONE = ""
+#: The day of a count that is not by day.
+ALL_TIME = ""
+#: The longest name counted (a check's or a rule's): a longer one is counted cut to this.
+NAME_LENGTH = 200
+#: A call that has no verdict (still running, or a request or system error).
+NO_VERDICT = "none"
+
+#: The money flows, each the ledger lines of these memos coming in (their credit legs).
+FLOW_MEMOS = {
+    "charged": ("charge",),
+    "refunded": ("refund", "void", "report refund"),
+    "paid_out": ("payout", "release"),
+    "fees": ("fee",),
+}
+_FLOW_OF = {memo: flow for flow, memos in FLOW_MEMOS.items() for memo in memos}
+
+Key = tuple[str, str, str, str]  # family, subject, day, name
+
+
+def note(tx: Transaction, family: str, subject: str, day: str, name: str, delta: int) -> None:
+    """Add ``delta`` to a count, to be written when the transaction commits (:func:`flush`)."""
+    key = (family, subject, day, counted_name(name))
+    counts = tx.day_counts
+    counts[key] = counts.get(key, 0) + delta
+
+
+def note_call(
+    tx: Transaction, provider: str, started_at: datetime, verdict: str | None, delta: int
+) -> None:
+    """Count a call under ``verdict`` (``delta`` 1) or take it out (-1): for everyone and for
+    its provider, on the day it started."""
+    day, name = held_days.day_of(started_at), verdict or NO_VERDICT
+    note(tx, CALLS, EVERYONE, day, name, delta)
+    note(tx, CALLS, provider, day, name, delta)
+
+
+def note_flows(tx: Transaction, moves: Iterable[tuple[str, int]], at: datetime) -> None:
+    """Count the money of each (memo, amount) transfer whose memo is a flow's."""
+    day = held_days.day_of(at)
+    for memo, amount in moves:
+        flow = _FLOW_OF.get(memo)
+        if flow is not None and amount > 0:
+            note(tx, FLOWS, EVERYONE, day, flow, amount)
+
+
+def note_verdict(
+    tx: Transaction, poster: str, at: datetime, passed: bool | None, detail: Mapping[str, Any]
+) -> None:
+    """Count a task verdict that decided (``passed`` not None), and a failed one's rules."""
+    if passed is None:
+        return
+    day = held_days.day_of(at)
+    outcome = "passed" if passed else "failed"
+    note(tx, VERDICTS, EVERYONE, day, outcome, 1)
+    note(tx, VERDICTS, poster, day, outcome, 1)
+    if not passed:
+        for rule in failed_rules(detail):
+            note(tx, RULES, poster, day, rule, 1)
+
+
+def note_record(tx: Transaction, provider: str, at: datetime, record: Mapping[str, Any]) -> None:
+    """Count the checks a verified call's record failed."""
+    day = held_days.day_of(at)
+    for name in failed_checks(record):
+        note(tx, CHECKS, provider, day, name, 1)
+
+
+def note_state(tx: Transaction, poster: str, before: str | None, after: str) -> None:
+    """Move one of ``poster``'s tasks from state ``before`` (None: a new task) to ``after``."""
+    if before == after:
+        return
+    if before is not None:
+        note(tx, STATES, poster, ALL_TIME, before, -1)
+    note(tx, STATES, poster, ALL_TIME, after, 1)
+
+
+def counted_name(name: str) -> str:
+    """A name as it is counted: cut to :data:`NAME_LENGTH`, a NUL (which PostgreSQL's text
+    cannot hold) replaced."""
+    return name[:NAME_LENGTH].replace("\x00", "\ufffd")
+
+
+def failed_rules(detail: Mapping[str, Any]) -> list[str]:
+    """The rules a failed auto-check verdict failed: its breakdown's items that scored below
+    full marks, or, when a gate failed before any item was scored, each reason's head ("Output
+    too short"). A person's or a verifier's verdict has no breakdown: its reasons are its own
+    words, so they are not counted as rules."""
+    items = [
+        str(i.get("name")) for i in detail.get("breakdown") or [] if float(i.get("score", 1)) < 1
+    ]
+    if items:
+        return items
+    if "breakdown" not in detail:
+        return []
+    return [str(r).split(":")[0].strip() for r in detail.get("reasons") or [] if str(r).strip()]
+
+
+def failed_checks(record: Mapping[str, Any]) -> list[str]:
+    """The names of the checks a verified call's record failed."""
+    return [
+        str(row.get("name")) for row in record.get("checks") or [] if row.get("outcome") == "fail"
+    ]
+
+
+def flush(tx: Transaction) -> None:
+    """Write the noted counts on this transaction's lane of the receipt log (taken, and locked,
+    if it has none yet), in one statement. A no-op when nothing was counted."""
+    due = sorted((k, v) for k, v in tx.day_counts.items() if v)
+    tx.day_counts = {}
+    if not due:
+        return
+    lane = receipt_log.lane(tx)
+    rows = [
+        {"family": f, "subject": sub, "day": d, "name": n, "lane": lane, "n": v}
+        for (f, sub, d, n), v in due
+    ]
+    tx.run_many(_ADD[tx.dialect], rows)
+
+
+def window(
+    tx: Transaction, family: str, subject: str, days: Sequence[str]
+) -> dict[str, Counter[str]]:
+    """A family's counts of ``subject`` on each of ``days`` (consecutive, oldest first), by
+    name: its lanes summed."""
+    c = s.day_counts.c
+    q = (
+        select(c.day, c.name, func.sum(c.n))
+        .where(c.family == family, c.subject == subject, c.day >= days[0], c.day <= days[-1])
+        .group_by(c.day, c.name)
+    )
+    out: dict[str, Counter[str]] = defaultdict(Counter)
+    for day, name, n in tx.conn.execute(q):
+        if n:
+            out[str(day)][str(name)] += int(n)
+    return out
+
+
+def stored(tx: Transaction) -> dict[Key, int]:
+    """Every count as stored, its lanes summed (zeros left out): to compare with a recount."""
+    c = s.day_counts.c
+    q = select(c.family, c.subject, c.day, c.name, func.sum(c.n)).group_by(
+        c.family, c.subject, c.day, c.name
+    )
+    return {(f, sub, d, n): int(v) for f, sub, d, n, v in tx.conn.execute(q) if v}
+
+
+def _upsert(insert: Any) -> Any:
+    """Add a row's ``n`` to its count, or make the row (its key is the table's primary key)."""
+    stmt = insert(s.day_counts).values(
+        family=bindparam("family"),
+        subject=bindparam("subject"),
+        day=bindparam("day"),
+        name=bindparam("name"),
+        lane=bindparam("lane"),
+        n=bindparam("n"),
+    )
+    key = ["family", "subject", "day", "name", "lane"]
+    return stmt.on_conflict_do_update(
+        index_elements=key, set_={"n": s.day_counts.c.n + stmt.excluded.n}
+    )
+
+
+_ADD = {"sqlite": _upsert(sqlite.insert), "postgresql": _upsert(postgresql.insert)}

@@ -1,0 +1,56 @@
+"""The dashboards' counts made again from the rows they count: what
+:mod:`adjudge.store.day_counts` keeps as it goes must always equal this."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from sqlalchemy import select
+
+from adjudge.store import Transaction
+from adjudge.store import calls as calls_db
+from adjudge.store import day_counts as dc
+from adjudge.store import gateway as gateway_db
+from adjudge.store import schema as s
+from adjudge.store.held_days import day_of
+
+_FLOW_OF = {memo: flow for flow, memos in dc.FLOW_MEMOS.items() for memo in memos}
+
+
+def recount(tx: Transaction) -> dict[dc.Key, int]:
+    """Every count, from full scans of the calls, verdicts, ledger lines, records and tasks."""
+    counts: Counter[dc.Key] = Counter()
+
+    def add(family: str, subject: str, day: str, name: str, n: int = 1) -> None:
+        counts[family, subject, day, dc.counted_name(name)] += n
+
+    g = gateway_db.calls.c
+    for provider, started_at, verdict in tx.conn.execute(
+        select(g.provider, g.started_at, g.verdict)
+    ):
+        for subject in (dc.EVERYONE, str(provider)):
+            add(dc.CALLS, subject, day_of(started_at), verdict or dc.NO_VERDICT)
+    v, t = s.verdicts.c, s.tasks.c
+    for poster, at, passed, detail in tx.conn.execute(
+        select(t.poster, v.at, v.passed, v.detail).join_from(s.verdicts, s.tasks)
+    ):
+        if passed is None:
+            continue
+        day, outcome = day_of(at), "passed" if passed else "failed"
+        add(dc.VERDICTS, dc.EVERYONE, day, outcome)
+        add(dc.VERDICTS, str(poster), day, outcome)
+        if not passed:
+            for rule in dc.failed_rules(detail or {}):
+                add(dc.RULES, str(poster), day, rule)
+    e = s.ledger_entries.c
+    for memo, amount, at in tx.conn.execute(select(e.memo, e.amount, e.at).where(e.amount > 0)):
+        flow = _FLOW_OF.get(str(memo))
+        if flow is not None:
+            add(dc.FLOWS, dc.EVERYONE, day_of(at), flow, int(amount))
+    r = calls_db.call_records.c
+    for provider, at, record in tx.conn.execute(select(r.provider, r.at, r.record)):
+        for name in dc.failed_checks(record or {}):
+            add(dc.CHECKS, str(provider), day_of(at), name)
+    for poster, status in tx.conn.execute(select(t.poster, t.status)):
+        add(dc.STATES, str(poster), dc.ALL_TIME, str(status))
+    return {k: n for k, n in counts.items() if n}
