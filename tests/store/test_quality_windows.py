@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -105,23 +106,25 @@ def _counts(window: object) -> dict[str, int]:
         st.one_of(_call, _call, _call, _span, _clock_back, _read, _supersede), max_size=40
     )
 )
+@pytest.mark.parametrize("unit", [timedelta(seconds=1), timedelta(hours=1)], ids=["s", "h"])
 def test_running_counts_equal_a_recount(
-    sqlite_store: Store, steps: list[tuple[object, ...]]
+    sqlite_store: Store, unit: timedelta, steps: list[tuple[object, ...]]
 ) -> None:
     """After every call, span change, clock step back, read and verdict superseded (inside
     the window or expired from it), the window the store keeps equals a recount of the calls
-    themselves."""
+    themselves — in seconds, and in hours, where a window spans days and one no running
+    counts fit is read from the daily counts and its edge's day."""
     store = sqlite_store
     provider = f"prov-{next(_providers)}"
     with store.write() as tx:
         if records.account(tx, "caller") is None:
             records.create_account(tx, "caller", ["agent"], "key-caller", opt_in=True, at=T0)
-    now, span = T0, timedelta(seconds=60)
+    now, span = T0, 60 * unit
     made: list[str] = []
     for n, step in enumerate(steps):
         if step[0] == "call":
             _, gap, kind, source = step
-            now += timedelta(seconds=int(gap))  # type: ignore[arg-type]
+            now += int(gap) * unit  # type: ignore[call-overload]
             made.append(f"{provider}-{n}")
             with store.write() as tx:
                 _add(tx, made[-1], provider, kind, now, str(source))  # type: ignore[arg-type]
@@ -133,7 +136,7 @@ def test_running_counts_equal_a_recount(
             if source == "gateway":
                 assert _counts(kept) == _recount(store, provider, span, now)
         elif step[0] == "span":
-            span = timedelta(seconds=int(step[1]))  # type: ignore[call-overload]
+            span = int(step[1]) * unit  # type: ignore[call-overload]
         elif step[0] == "supersede":
             _, which, verdict = step
             if not made:
@@ -144,9 +147,9 @@ def test_running_counts_equal_a_recount(
                 kept = quality_windows.window(tx, provider, span, now)
             assert _counts(kept) == _recount(store, provider, span, now)
         elif step[0] == "back":
-            now -= timedelta(seconds=int(step[1]))  # type: ignore[call-overload]
+            now -= int(step[1]) * unit  # type: ignore[call-overload]
         else:
-            later = now + timedelta(seconds=int(step[1]))  # type: ignore[call-overload]
+            later = now + int(step[1]) * unit  # type: ignore[call-overload]
             with store.read() as tx:
                 seen = quality_windows.window(tx, provider, span, later)
             assert _counts(seen) == _recount(store, provider, span, later)

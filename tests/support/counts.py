@@ -7,6 +7,7 @@ from collections import Counter
 
 from sqlalchemy import select
 
+from adjudge.calls.quality import counted_as
 from adjudge.store import Transaction
 from adjudge.store import calls as calls_db
 from adjudge.store import day_counts as dc
@@ -18,7 +19,8 @@ _FLOW_OF = {memo: flow for flow, memos in dc.FLOW_MEMOS.items() for memo in memo
 
 
 def recount(tx: Transaction) -> dict[dc.Key, int]:
-    """Every count, from full scans of the calls, verdicts, ledger lines, records and tasks."""
+    """Every count, from full scans of the calls, verdicts, ledger lines, records and tasks
+    (an observed call counted as its final verdict, when a later judgment gave one)."""
     counts: Counter[dc.Key] = Counter()
 
     def add(family: str, subject: str, day: str, name: str, n: int = 1) -> None:
@@ -48,9 +50,13 @@ def recount(tx: Transaction) -> dict[dc.Key, int]:
         if flow is not None:
             add(dc.FLOWS, dc.EVERYONE, day_of(at), flow, int(amount))
     r = calls_db.call_records.c
-    for provider, at, record in tx.conn.execute(select(r.provider, r.at, r.record)):
+    rows = select(r.provider, r.at, r.record, r.source, r.final_verdict, r.enforced, r.error_kind)
+    for provider, at, record, source, final, enforced, error_kind in tx.conn.execute(rows):
         for name in dc.failed_checks(record or {}):
             add(dc.CHECKS, str(provider), day_of(at), name)
+        if source == "gateway":
+            kind = counted_as(final or record.get("verdict"), bool(enforced), error_kind)
+            add(dc.QUALITY, str(provider), day_of(at), kind)
     for poster, status in tx.conn.execute(select(t.poster, t.status)):
         add(dc.STATES, str(poster), dc.ALL_TIME, str(status))
     return {k: n for k, n in counts.items() if n}

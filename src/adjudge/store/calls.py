@@ -34,7 +34,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
-from adjudge.calls.quality import Observation
+from adjudge.calls.quality import Observation, counted_as
 from adjudge.calls.verdicts import CallVerdict
 from adjudge.errors import Conflict, NotAllowed
 from adjudge.store import day_counts
@@ -399,6 +399,7 @@ def add_call(
     call_id = str(record["call_id"])
     governing = record.get("policy") or {}
     error = record.get("error")
+    error_kind = None if error is None else error["kind"]
     # The insert is the check: nothing is written when the id is taken (its only unique key).
     try:
         added = tx.run(
@@ -415,7 +416,7 @@ def add_call(
                 "at": at,
                 "verdict": record.get("verdict"),
                 "enforced": bool(record["effect"]["enforced"]),
-                "error_kind": None if error is None else error["kind"],
+                "error_kind": error_kind,
                 "record": dict(record),
                 "request": dict(request),
                 "response": dict(response),
@@ -428,6 +429,9 @@ def add_call(
     if added.rowcount != 1:
         raise Conflict(f"The call {call_id} was already verified.", code="CALL_EXISTS")
     day_counts.note_record(tx, str(record["provider"]), at, record)
+    if source == "gateway":  # observed: its provider's quality windows count it
+        kind = counted_as(record.get("verdict"), bool(record["effect"]["enforced"]), error_kind)
+        day_counts.note_observed(tx, str(record["provider"]), at, kind, 1)
     return StoredCall(
         call_id,
         str(record["provider"]),

@@ -39,6 +39,7 @@ FLOWS = "flows"  # money moved in by day, in minor units, by flow (FLOW_MEMOS)
 CHECKS = "checks"  # a provider's verified calls' failed checks by day, by check name
 RULES = "rules"  # a poster's failed verdicts' rules by day, by rule (failed_rules)
 STATES = "states"  # a poster's tasks by state, for all time (day ALL_TIME)
+QUALITY = "quality"  # a provider's observed calls by day, by what its quality window counts
 
 #: The subject of the counts of everyone (the operator's); otherwise a provider or a poster.
 EVERYONE = ""
@@ -109,6 +110,12 @@ def note_record(tx: Transaction, provider: str, at: datetime, record: Mapping[st
         note(tx, CHECKS, provider, day, name, 1)
 
 
+def note_observed(tx: Transaction, provider: str, at: datetime, kind: str, delta: int) -> None:
+    """Count an observed call of ``provider`` as ``kind`` of its quality window
+    (:func:`adjudge.calls.quality.counted_as`), or take it out (-1)."""
+    note(tx, QUALITY, provider, held_days.day_of(at), kind, delta)
+
+
 def note_state(tx: Transaction, poster: str, before: str | None, after: str) -> None:
     """Move one of ``poster``'s tasks from state ``before`` (None: a new task) to ``after``."""
     if before == after:
@@ -177,6 +184,22 @@ def window(
         if n:
             out[str(day)][str(name)] += int(n)
     return out
+
+
+def since(tx: Transaction, family: str, subject: str, first_day: str) -> Counter[str]:
+    """A family's counts of ``subject`` summed over every day from ``first_day`` on, by name,
+    this transaction's own not yet written among them."""
+    c = s.day_counts.c
+    q = (
+        select(c.name, func.sum(c.n))
+        .where(c.family == family, c.subject == subject, c.day >= first_day)
+        .group_by(c.name)
+    )
+    total: Counter[str] = Counter({str(name): int(n) for name, n in tx.conn.execute(q) if n})
+    for (f, sub, day, name), n in tx.day_counts.items():
+        if f == family and sub == subject and day >= first_day:
+            total[name] += n
+    return total
 
 
 def stored(tx: Transaction) -> dict[Key, int]:

@@ -24,7 +24,7 @@ declaration, bounded by the window, not the history.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import (
@@ -42,6 +42,7 @@ from sqlalchemy import (
 )
 
 from adjudge.calls.quality import WINDOW_COUNTS, QualityWindow, counted_as
+from adjudge.store import day_counts
 from adjudge.store import schema as s
 from adjudge.store.calls import call_records
 from adjudge.store.transaction import Transaction
@@ -66,7 +67,7 @@ def observe(
     rows = tx.rows(_LOCK, {"k_provider": provider})  # (1)
     state = rows[0] if rows else None
     if state is None or _rebuild(state, span, edge):
-        counts = _recount(tx, provider, edge, None)  # the call itself is among them
+        counts = _counted_after(tx, provider, edge)  # the call itself is among them
         values = {"span_seconds": _seconds(span), "edge": edge, **counts}
         if state is None:
             tx.conn.execute(insert(quality_windows).values(provider=provider, **values))
@@ -92,7 +93,7 @@ def window(tx: Transaction, provider: str, span: timedelta, now: datetime) -> Qu
     rows = tx.rows(_READ, {"k_provider": provider})
     state = rows[0] if rows else None
     if state is None or _rebuild(state, span, edge):
-        return QualityWindow(provider, edge, now, **_recount(tx, provider, edge, None))
+        return QualityWindow(provider, edge, now, **_counted_after(tx, provider, edge))
     counts = {name: int(state[name]) for name in WINDOW_COUNTS}
     for name, gone in _recount(tx, provider, state["edge"], edge).items():
         counts[name] -= gone
@@ -116,6 +117,8 @@ def superseded(tx: Transaction, call_id: str, verdict: str) -> str | None:
     if before == after or call["source"] != "gateway":
         return None
     provider = call["provider"]
+    day_counts.note_observed(tx, provider, call["at"], before, -1)
+    day_counts.note_observed(tx, provider, call["at"], after, 1)
     state = tx.rows(_LOCK, {"k_provider": provider})
     if not state or call["at"] <= state[0]["edge"]:
         return None
@@ -134,18 +137,41 @@ def _seconds(span: timedelta) -> int:
     return int(span.total_seconds())
 
 
+def _counted_after(tx: Transaction, provider: str, edge: datetime) -> dict[str, int]:
+    """The observed calls with ``edge < at``, by kind: those of the edge's own UTC day from
+    their rows, every later day's from the daily counts the calls' transactions keep
+    (:mod:`adjudge.store.day_counts`, this transaction's own among them) — so a window no
+    running counts fit (a first call, other terms, a window of other days asked for) costs its
+    days and one day's calls, not every call in it."""
+    moment = edge if edge.tzinfo is not None else edge.replace(tzinfo=UTC)
+    next_day = moment.astimezone(UTC).date() + timedelta(days=1)
+    midnight = datetime(next_day.year, next_day.month, next_day.day, tzinfo=UTC)
+    counts = _recount(tx, provider, edge, before=midnight)
+    later = day_counts.since(tx, day_counts.QUALITY, provider, next_day.isoformat())
+    for name, n in later.items():
+        counts[name] += n
+    return counts
+
+
 def _recount(
-    tx: Transaction, provider: str, after: datetime, until: datetime | None
+    tx: Transaction,
+    provider: str,
+    after: datetime,
+    until: datetime | None = None,
+    *,
+    before: datetime | None = None,
 ) -> dict[str, int]:
-    """The observed calls with ``after < at`` (``<= until`` when given), counted by kind in SQL:
-    a handful of grouped rows come back, never the calls themselves. Statements built once and
-    run on the hot path's runner: built per call, SQLAlchemy's own work was a sixth of a paid
-    call's CPU with terms declared."""
-    if until is None:
-        rows = tx.rows(_RECOUNT_AFTER, {"k_provider": provider, "k_after": after})
-    else:
+    """The observed calls with ``after < at`` (``<= until``, ``< before`` when given), counted
+    by kind in SQL: a handful of grouped rows come back, never the calls themselves. Statements
+    built once and run on the hot path's runner: built per call, SQLAlchemy's own work was a
+    sixth of a paid call's CPU with terms declared."""
+    if until is not None:
         params = {"k_provider": provider, "k_after": after, "k_until": until}
         rows = tx.rows(_RECOUNT_BETWEEN, params)
+    else:
+        assert before is not None
+        params = {"k_provider": provider, "k_after": after, "k_before": before}
+        rows = tx.rows(_RECOUNT_BEFORE, params)
     counts = dict.fromkeys(WINDOW_COUNTS, 0)
     for r in rows:
         counts[counted_as(r["verdict"], bool(r["enforced"]), r["error_kind"])] += int(r["n"])
@@ -164,7 +190,11 @@ _OBSERVED_AFTER = and_(
     call_records.c.source == "gateway",
     call_records.c.at > bindparam("k_after"),
 )
-_RECOUNT_AFTER = select(*_KINDS, func.count().label("n")).where(_OBSERVED_AFTER).group_by(*_KINDS)
+_RECOUNT_BEFORE = (
+    select(*_KINDS, func.count().label("n"))
+    .where(_OBSERVED_AFTER, call_records.c.at < bindparam("k_before"))
+    .group_by(*_KINDS)
+)
 _RECOUNT_BETWEEN = (
     select(*_KINDS, func.count().label("n"))
     .where(_OBSERVED_AFTER, call_records.c.at <= bindparam("k_until"))

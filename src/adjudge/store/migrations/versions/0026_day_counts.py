@@ -1,5 +1,6 @@
 """The dashboards' daily counts, kept by the transactions that make them: calls by verdict,
-task verdicts, money flows, failing checks and rules, and a poster's tasks by state.
+task verdicts, money flows, failing checks and rules, a poster's tasks by state, and each
+provider's observed calls by what its quality window counts them as.
 
 The rows before this revision are counted here, once, from the calls, verdicts, ledger lines,
 call records and tasks (on lane 0 of the receipt log: a count is the sum of its lanes'), so
@@ -81,10 +82,16 @@ def upgrade() -> None:
         flow = _FLOW_OF.get(str(memo))
         if flow is not None:
             add("flows", "", _day(at), flow, int(amount))
-    for provider, at, record in _rows(conn, "SELECT provider, at, record FROM call_records"):
+    for provider, at, record, source, verdict, enforced, error_kind in _rows(
+        conn,
+        "SELECT provider, at, record, source, coalesce(final_verdict, verdict), enforced, "
+        "error_kind FROM call_records",
+    ):
         for row in (_json(record) or {}).get("checks") or []:
             if row.get("outcome") == "fail":
                 add("checks", str(provider), _day(at), str(row.get("name")))
+        if source == "gateway":
+            add("quality", str(provider), _day(at), _counted_as(verdict, enforced, error_kind))
     for poster, status, n in _rows(
         conn, "SELECT poster, status, count(*) FROM tasks GROUP BY poster, status"
     ):
@@ -116,6 +123,16 @@ def _day(at: Any) -> str:
 
 def _json(value: Any) -> Any:
     return json.loads(value) if isinstance(value, str | bytes) else value
+
+
+def _counted_as(verdict: str | None, enforced: Any, error_kind: str | None) -> str:
+    if error_kind is not None:
+        return "request_errors" if error_kind == "request_error" else "system_errors"
+    if enforced and verdict == "PASS":
+        return "passes"
+    if enforced and verdict == "FAIL":
+        return "fails"
+    return "not_counted"
 
 
 def _failed_rules(detail: dict[str, Any]) -> list[str]:

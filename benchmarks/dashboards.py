@@ -1,0 +1,204 @@
+"""The console's dashboards against the history they summarise.
+
+What it measures: the operator's and a provider's dashboard (``App.dashboards``, in process, a
+30-day window), each read ``--reads`` times, on a store holding N forwarded calls of that
+provider — each started and ended (PASS; FAIL with its schema check failed; or no verdict, a
+request error), with its call record and its charge on the ledger — spread over the window's
+30 days, for each N of ``--sizes``. The figure: each dashboard's median read time at each N,
+and its ratio to the smallest N's (flat when a dashboard reads counts kept per day, not rows).
+
+Beside it, in the same run, the bare read the dashboards made before they kept counts, for the
+operator's calls chart alone: the window's calls (``started_at``, ``verdict``) through the index
+on their start. Its time grows with N; a dashboard's whole read stays under it from a few
+thousand calls on.
+
+How: the rows are written through the store's own functions (``gateway.start_call``,
+``finish_call``, ``calls.add_call``, ``ledger.transfer``), 1,000 calls a transaction, so their
+counts are kept as the service keeps them. Run from the repository root:
+
+    .venv/bin/python benchmarks/dashboards.py                   # SQLite, 1k to 100k calls
+    .venv/bin/python benchmarks/dashboards.py --db postgresql+psycopg://postgres@127.0.0.1/bench
+
+A PostgreSQL database is emptied (its tables dropped) first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+
+from adjudge.app import App
+from adjudge.market import WORLD, Transfer
+from adjudge.store import Store, calls, gateway, ledger, records
+from adjudge.store.schema import metadata
+
+PROVIDER = "skycast"
+DAYS = 30
+BATCH = 1_000
+
+
+def _call(n: int, at: datetime) -> gateway.GatewayCall:
+    return gateway.GatewayCall(
+        id=f"call-{n:09d}",
+        caller="ann",
+        tool="weather_forecast",
+        tool_version=1,
+        provider=PROVIDER,
+        price_minor=250_000,
+        currency="USDC",
+        key_hash=None,
+        fingerprint="sha256:" + "0" * 64,
+        state="pending",
+        started_at=at,
+        finished_at=None,
+        status=None,
+        verdict=None,
+        receipt_id=None,
+        answer=None,
+    )
+
+
+def window_start(now: datetime) -> datetime:
+    """The first moment of the dashboards' window: the start of the UTC day DAYS - 1 ago."""
+    first = now.astimezone(UTC).date() - timedelta(days=DAYS - 1)
+    return datetime(first.year, first.month, first.day, tzinfo=UTC)
+
+
+def grow(store: Store, start: int, stop: int, now: datetime) -> None:
+    """Calls ``start`` to ``stop`` (exclusive), spread over the window's days up to now."""
+    span = int((now - window_start(now)).total_seconds()) - 120
+    for first in range(start, stop, BATCH):
+        with store.write() as tx:
+            for n in range(first, min(first + BATCH, stop)):
+                at = now - timedelta(seconds=(n * 7_919) % span + 60)
+                verdict = ("PASS", "FAIL", None)[n % 3]
+                gateway.start_call(tx, _call(n, at))
+                gateway.finish_call(
+                    tx,
+                    f"call-{n:09d}",
+                    provider=PROVIDER,
+                    started_at=at,
+                    status="settled" if verdict == "PASS" else "refunded",
+                    verdict=verdict,
+                    receipt_id=f"rcpt-{n}",
+                    answer={},
+                    at=at,
+                )
+                checks = [{"name": "schema", "outcome": "fail" if verdict == "FAIL" else "pass"}]
+                record = {
+                    "call_id": f"call-{n:09d}",
+                    "provider": PROVIDER,
+                    "tool": "weather_forecast",
+                    "verdict": verdict,
+                    "effect": {"enforced": True},
+                    "checks": checks,
+                }
+                calls.add_call(
+                    tx,
+                    record=record,
+                    contract_version="1",
+                    submitted_by="ann",
+                    at=at,
+                    request={},
+                    response={},
+                    receipt_id=None,
+                    source="gateway",
+                )
+                charge = [Transfer(WORLD, f"wallet:{PROVIDER}", 250_000, "charge")]
+                ledger.transfer(tx, charge, task_id=None, at=at)
+
+
+def _median_ms(read: Callable[[], Any], reads: int) -> float:
+    read()  # warm
+    times = []
+    for _ in range(reads):
+        t0 = time.perf_counter()
+        read()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1000
+
+
+def run(url: str, sizes: list[int], reads: int) -> dict[str, Any]:
+    store = Store(url)
+    if url.startswith("postgresql"):
+        metadata.drop_all(store.engine)
+        with store.engine.begin() as conn:
+            conn.exec_driver_sql("DROP TABLE IF EXISTS alembic_version")
+    store.migrate()
+    now = datetime.now(UTC)
+    with store.write() as tx:
+        records.create_account(tx, "root", ["admin"], "key-root", opt_in=True, at=now)
+        records.create_account(tx, "ann", ["agent"], "key-ann", opt_in=True, at=now)
+        records.create_account(tx, PROVIDER, ["provider"], "key-sky", opt_in=True, at=now)
+    app = App(store)
+    with store.read() as tx:
+        root, provider = records.account(tx, "root"), records.account(tx, PROVIDER)
+    assert root is not None and provider is not None
+    c = gateway.calls.c
+    scan = select(c.started_at, c.verdict).where(c.started_at >= window_start(now))
+
+    def bare_scan() -> int:
+        with store.read() as tx:
+            return len(list(tx.conn.execute(scan)))
+
+    rows = []
+    made = 0
+    for size in sizes:
+        grow(store, made, size, now)
+        made = size
+        operator = app.dashboards.operator(root, days=DAYS)
+        assert sum(operator["calls"]["totals"].values()) == size, operator["calls"]["totals"]
+        rows.append(
+            {
+                "calls": size,
+                "operator_ms": _median_ms(lambda: app.dashboards.operator(root, days=DAYS), reads),
+                "provider_ms": _median_ms(
+                    lambda: app.dashboards.provider(provider, days=DAYS), reads
+                ),
+                "bare_scan_ms": _median_ms(bare_scan, reads),
+            }
+        )
+    app.close()
+    store.dispose()
+    first = rows[0]
+    for row in rows:
+        for key in ("operator_ms", "provider_ms", "bare_scan_ms"):
+            row[key.replace("_ms", "_ratio")] = row[key] / first[key]
+    return {"db": url.split(":", 1)[0], "days": DAYS, "reads": reads, "rows": rows}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--db", help="a database URL (default: a temporary SQLite file)")
+    parser.add_argument("--sizes", default="1000,10000,100000", help="calls, comma-separated")
+    parser.add_argument("--reads", type=int, default=20, help="reads of each dashboard a size")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    args = parser.parse_args()
+    sizes = sorted(int(s) for s in args.sizes.split(","))
+    with tempfile.TemporaryDirectory() as tmp:
+        url = args.db or f"sqlite:///{Path(tmp) / 'dashboards.db'}"
+        out = run(url, sizes, args.reads)
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return
+    print(f"{out['db']}: the {DAYS}-day dashboards, median of {args.reads} reads")
+    print("   calls   operator ms (×first)   provider ms (×first)   bare window scan ms (×first)")
+    for r in out["rows"]:
+        print(
+            f"{r['calls']:>8}   {r['operator_ms']:8.2f} ({r['operator_ratio']:5.2f}×)"
+            f"      {r['provider_ms']:8.2f} ({r['provider_ratio']:5.2f}×)"
+            f"      {r['bare_scan_ms']:8.2f} ({r['bare_scan_ratio']:6.2f}×)"
+        )
+
+
+if __name__ == "__main__":
+    main()
