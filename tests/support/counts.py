@@ -28,7 +28,7 @@ def recount(tx: Transaction) -> dict[dc.Key, int]:
 
     g = gateway_db.calls.c
     for provider, started_at, verdict in tx.conn.execute(
-        select(g.provider, g.started_at, g.verdict)
+        select(g.provider, g.started_at, g.verdict).where(g.state == "done")
     ):
         for subject in (dc.EVERYONE, str(provider)):
             add(dc.CALLS, subject, day_of(started_at), verdict or dc.NO_VERDICT)

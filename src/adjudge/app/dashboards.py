@@ -197,8 +197,8 @@ def _money(
 
 
 def _calls_by_day(day_list: Sequence[str], counts: Mapping[str, Counter[str]]) -> dict[str, Any]:
-    """Calls each day by verdict (a call with no verdict — a request or system error, or one
-    still running — counts as ``none``), and the window's totals by verdict."""
+    """Ended calls each day by verdict (a call with no verdict — a request or system error —
+    counts as ``none``; one still running is not counted yet), and the window's totals."""
     totals = _summed(counts)
     verdicts = sorted(totals)
     return {

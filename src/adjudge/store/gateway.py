@@ -331,7 +331,6 @@ def start_call(tx: Transaction, call: GatewayCall) -> bool:
     except IntegrityError as exc:  # another constraint (the caller's account)
         raise ConcurrentUpdate("The same call is starting; try again.") from exc
     if started.rowcount == 1:
-        day_counts.note_call(tx, call.provider, call.started_at, None, 1)
         return True
     if call.key_hash is None:
         raise ConcurrentUpdate("The same call is starting; try again.")
@@ -366,8 +365,7 @@ def finish_call(
     )
     if done.rowcount != 1:
         raise ConcurrentUpdate(f"The call {call_id} already ended.")
-    day_counts.note_call(tx, provider, started_at, None, -1)
-    day_counts.note_call(tx, provider, started_at, verdict, 1)
+    day_counts.note_call(tx, provider, started_at, verdict, 1)  # counted once it has ended
 
 
 def rejudged(

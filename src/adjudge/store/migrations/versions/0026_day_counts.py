@@ -61,7 +61,7 @@ def upgrade() -> None:
         counts[family, subject, day, name[:_NAME_LENGTH].replace("\x00", "\ufffd")] += n
 
     for provider, started_at, verdict in _rows(
-        conn, "SELECT provider, started_at, verdict FROM gateway_calls"
+        conn, "SELECT provider, started_at, verdict FROM gateway_calls WHERE state = 'done'"
     ):
         for subject in ("", str(provider)):
             add("calls", subject, _day(started_at), verdict or "none")
