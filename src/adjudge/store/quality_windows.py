@@ -18,8 +18,10 @@ not enforced), so the counts stay equal to a full recount; ``tests/store/test_qu
 proves it.
 
 When there is no row yet, or the span changed (the provider declared other terms), or the clock
-went back past the edge, the row is rebuilt by one recount of the window: a cost paid once per
-declaration, bounded by the window, not the history.
+went back past the edge, the row is rebuilt; a read of a window no row fits (a provider with no
+terms, other days asked for) is counted the same way: the whole days after the edge's from the
+observed calls' daily counts (:mod:`adjudge.store.day_counts`), the edge's own day from its
+calls — the window's days and one day's calls, never every call in it.
 """
 
 from __future__ import annotations
