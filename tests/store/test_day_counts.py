@@ -13,6 +13,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import text
@@ -226,3 +227,35 @@ def test_writers_at_once_keep_the_counts(store: Store) -> None:
         kept = dc.stored(tx)
         assert kept == recount(tx)
         assert sum(n for k, n in kept.items() if k[:2] == (dc.CALLS, dc.EVERYONE)) == 40
+
+
+@pytest.mark.parametrize(
+    ("detail", "rules"),
+    [
+        (
+            {"breakdown": [{"name": "length", "score": 0.5}, {"name": "tone", "score": 1}]},
+            ["length"],
+        ),
+        ({"breakdown": [], "reasons": ["Output too short: 3 < 40"]}, ["Output too short"]),
+        ({"reasons": ["my own words"]}, []),  # a person's verdict: no breakdown, no rules
+        ({"breakdown": "x"}, []),
+        (
+            {"breakdown": [None, "x", {"name": "n", "score": "0.5"}, {"name": "b", "score": True}]},
+            [],
+        ),
+        ({"breakdown": [], "reasons": "not a list"}, []),
+    ],
+)
+def test_a_verdicts_rules_are_read_from_its_breakdown_and_nothing_else_fails(
+    detail: dict[str, Any], rules: list[str]
+) -> None:
+    """The rules a failed verdict counts; a detail not in the auto check's shape counts none
+    and raises nothing (it is read as the verdict is written)."""
+    assert dc.failed_rules(detail) == rules
+
+
+def test_a_records_failed_checks_are_its_failing_rows_and_nothing_else_fails() -> None:
+    """The checks a record failed; rows not in shape are passed over."""
+    record = {"checks": [{"name": "schema", "outcome": "fail"}, {"name": "x"}, None, "fail"]}
+    assert dc.failed_checks(record) == ["schema"]
+    assert dc.failed_checks({"checks": {"name": "schema"}}) == []

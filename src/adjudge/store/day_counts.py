@@ -136,21 +136,34 @@ def failed_rules(detail: Mapping[str, Any]) -> list[str]:
     """The rules a failed auto-check verdict failed: its breakdown's items that scored below
     full marks, or, when a gate failed before any item was scored, each reason's head ("Output
     too short"). A person's or a verifier's verdict has no breakdown: its reasons are its own
-    words, so they are not counted as rules."""
-    items = [
-        str(i.get("name")) for i in detail.get("breakdown") or [] if float(i.get("score", 1)) < 1
-    ]
+    words, so they are not counted as rules. What is not in that shape counts nothing: this
+    runs as the verdict is written, where nothing may fail for the dashboards' sake."""
+    breakdown = detail.get("breakdown")
+    if not isinstance(breakdown, list):
+        return []
+    items = [str(i.get("name")) for i in breakdown if isinstance(i, Mapping) and _below_full(i)]
     if items:
         return items
-    if "breakdown" not in detail:
+    reasons = detail.get("reasons")
+    if not isinstance(reasons, list):
         return []
-    return [str(r).split(":")[0].strip() for r in detail.get("reasons") or [] if str(r).strip()]
+    return [str(r).split(":")[0].strip() for r in reasons if str(r).strip()]
+
+
+def _below_full(item: Mapping[str, Any]) -> bool:
+    score = item.get("score", 1)
+    return isinstance(score, int | float) and not isinstance(score, bool) and score < 1
 
 
 def failed_checks(record: Mapping[str, Any]) -> list[str]:
-    """The names of the checks a verified call's record failed."""
+    """The names of the checks a verified call's record failed (rows not in shape: none)."""
+    rows = record.get("checks")
+    if not isinstance(rows, list):
+        return []
     return [
-        str(row.get("name")) for row in record.get("checks") or [] if row.get("outcome") == "fail"
+        str(row.get("name"))
+        for row in rows
+        if isinstance(row, Mapping) and row.get("outcome") == "fail"
     ]
 
 

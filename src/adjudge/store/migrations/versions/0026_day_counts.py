@@ -87,8 +87,9 @@ def upgrade() -> None:
         "SELECT provider, at, record, source, coalesce(final_verdict, verdict), enforced, "
         "error_kind FROM call_records",
     ):
-        for row in (_json(record) or {}).get("checks") or []:
-            if row.get("outcome") == "fail":
+        rows = (_json(record) or {}).get("checks")
+        for row in rows if isinstance(rows, list) else []:
+            if isinstance(row, dict) and row.get("outcome") == "fail":
                 add("checks", str(provider), _day(at), str(row.get("name")))
         if source == "gateway":
             add("quality", str(provider), _day(at), _counted_as(verdict, enforced, error_kind))
@@ -135,12 +136,19 @@ def _counted_as(verdict: str | None, enforced: Any, error_kind: str | None) -> s
     return "not_counted"
 
 
-def _failed_rules(detail: dict[str, Any]) -> list[str]:
-    items = [
-        str(i.get("name")) for i in detail.get("breakdown") or [] if float(i.get("score", 1)) < 1
-    ]
+def _failed_rules(detail: Any) -> list[str]:
+    breakdown = detail.get("breakdown") if isinstance(detail, dict) else None
+    if not isinstance(breakdown, list):
+        return []
+    items = [str(i.get("name")) for i in breakdown if isinstance(i, dict) and _below_full(i)]
     if items:
         return items
-    if "breakdown" not in detail:
+    reasons = detail.get("reasons")
+    if not isinstance(reasons, list):
         return []
-    return [str(r).split(":")[0].strip() for r in detail.get("reasons") or [] if str(r).strip()]
+    return [str(r).split(":")[0].strip() for r in reasons if str(r).strip()]
+
+
+def _below_full(item: dict[str, Any]) -> bool:
+    score = item.get("score", 1)
+    return isinstance(score, int | float) and not isinstance(score, bool) and score < 1
