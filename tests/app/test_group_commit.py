@@ -301,3 +301,30 @@ def test_a_batch_chains_its_receipts_past_the_units_refused(store: Store) -> Non
     assert len({r.lane for r in log}) == 1
     assert [r.previous for r in log] == [None, log[0].digest, log[1].digest]
     assert [r.body["after"] for r in log] == [None, [log[0].digest, 0], [log[1].digest, 1]]
+
+
+def test_refused_units_leave_the_next_commits_whole(store: Store) -> None:
+    """Units refused and rolled back to their savepoints, again and again, among units that
+    commit: every unit that should commit does (on PostgreSQL such a rollback once left the
+    connection's next transaction failing with STORAGE_ERROR: anyone's refused request failed
+    the next request of someone else)."""
+    commits = GroupCommit(store, threads=1)
+
+    def refused(tx: Transaction) -> None:
+        _credit(tx, 7)
+        raise StateError("refused after its credit", code="TEST_REFUSED")
+
+    try:
+        for _ in range(8):
+            # Submitted together, they share transactions (a batch forms while one commits).
+            units = [lambda tx: _credit(tx, 1) or "done", refused] * 3
+            futures = [commits.submit(unit) for unit in units]
+            for n, future in enumerate(futures):
+                if n % 2:
+                    with pytest.raises(StateError):
+                        future.result(10)
+                else:
+                    assert future.result(10) == "done"
+    finally:
+        commits.close()
+    assert _balance(store) == 24

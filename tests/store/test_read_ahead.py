@@ -50,3 +50,24 @@ def test_an_error_sent_together_fails_the_transaction_and_writes_nothing(store: 
             tx.savepoint("a b")  # not a statement: the server refuses it
     with store.read() as tx:
         assert ledger.entries(tx, "task_1") == []
+
+
+def test_a_unit_rolled_back_to_its_savepoint_leaves_the_connection_whole(store: Store) -> None:
+    """A group commit's refused unit rolls back to its savepoint; the statements prepared on
+    the connection before and after stay usable: every later transaction on it commits (on
+    PostgreSQL the driver's prepared statements were once dropped after such a rollback, and
+    the next transaction failed with STORAGE_ERROR)."""
+    for n in range(8):
+        _moved(store, f"task_{n}", [1, 2, 3])  # often enough for the driver to prepare them
+        with store.write() as tx:
+            ledger.transfer(tx, [Transfer(WORLD, "wallet:a", 4)], task_id=f"task_{n}", at=T0)
+            tx.savepoint("unit")
+            ledger.transfer(tx, [Transfer(WORLD, "wallet:a", 5)], task_id=f"task_{n}", at=T0)
+            tx.rollback_to("unit")
+    with store.read() as tx:
+        assert [e["amount"] for e in ledger.entries(tx, "task_7") if e["amount"] > 0] == [
+            1,
+            2,
+            3,
+            4,
+        ]

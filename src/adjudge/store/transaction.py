@@ -128,10 +128,16 @@ class Transaction:
         """Undo what was written since the savepoint (the transaction goes on): in the
         database, and in what the transaction keeps for its commit (its receipts due and
         appended, credits, held money moved, counts, hooks, and the lane's head: a lane first taken
-        since is unlocked again, and read anew)."""
-        with self.together():
-            self._driver_sql(f"ROLLBACK TO SAVEPOINT {name}")
-            self._driver_sql(f"RELEASE SAVEPOINT {name}")
+        since is unlocked again, and read anew).
+
+        The two statements go one by one, not together: psycopg forgets its prepared statements
+        on a ``ROLLBACK`` and drops them from the server before its next statement outside a
+        pipeline; sent in a pipeline, the drop waited until after the commit's own statements
+        had been prepared again, and dropped those too (the connection's next transaction then
+        failed on a prepared statement that did not exist).
+        """
+        self._driver_sql(f"ROLLBACK TO SAVEPOINT {name}")
+        self._driver_sql(f"RELEASE SAVEPOINT {name}")  # psycopg's drop goes first
         mark = self._marks.pop(name)
         self.receipts_due[:] = mark.receipts_due
         self.appended &= mark.appended
