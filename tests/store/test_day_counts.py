@@ -21,8 +21,8 @@ from sqlalchemy import text
 from adjudge.market import WORLD, Transfer
 from adjudge.store import ConcurrentUpdate, Store, Transaction, calls, gateway, ledger, records
 from adjudge.store import day_counts as dc
-from adjudge.store.gateway import GatewayCall
 from support.counts import recount
+from support.rows import pending_call
 
 T0 = datetime(2026, 3, 10, 12, tzinfo=UTC)
 MEMOS = ("charge", "refund", "void", "report refund", "payout", "release", "fee", "deposit", "")
@@ -86,7 +86,7 @@ def _apply(tx: Transaction, op: tuple[Any, ...]) -> None:
     n = next(_ids)
     if op[0] == "call":
         _, provider, moment, ending, later = op
-        started = _call_row(f"c{n}", provider, _at(moment))
+        started = pending_call(f"c{n}", provider=provider, started_at=_at(moment))
         assert gateway.start_call(tx, started)
         if ending == "pending":
             return
@@ -129,27 +129,6 @@ def _apply(tx: Transaction, op: tuple[Any, ...]) -> None:
             receipt_id=None,
             source="reported",
         )
-
-
-def _call_row(call_id: str, provider: str, at: datetime) -> GatewayCall:
-    return GatewayCall(
-        id=call_id,
-        caller="caller",
-        tool="weather",
-        tool_version=1,
-        provider=provider,
-        price_minor=1,
-        currency="USDC",
-        key_hash=None,
-        fingerprint="sha256:" + "0" * 64,
-        state="pending",
-        started_at=at,
-        finished_at=None,
-        status=None,
-        verdict=None,
-        receipt_id=None,
-        answer=None,
-    )
 
 
 def test_the_counts_equal_a_recount(store: Store) -> None:

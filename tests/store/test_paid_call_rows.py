@@ -15,6 +15,7 @@ from adjudge.calls.pricing import ListedPrice
 from adjudge.store import ConcurrentUpdate, Store, calls, gateway, records
 from adjudge.store.gateway import GatewayCall
 from adjudge.store.schema import accounts
+from support.rows import pending_call
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 #: JSON with what a round trip could lose: non-ASCII text, nesting, nulls, booleans.
@@ -28,24 +29,8 @@ def _accounts(store: Store) -> None:
 
 
 def _pending(call_id: str, *, key: str | None, started_at: datetime) -> GatewayCall:
-    return GatewayCall(
-        id=call_id,
-        caller="caller",
-        tool="weather",
-        tool_version=1,
-        provider="prov",
-        price_minor=2**40,
-        currency="USD",
-        key_hash=None if key is None else gateway.hashed(key),
-        fingerprint="sha256:" + "0" * 64,
-        state="pending",
-        started_at=started_at,
-        finished_at=None,
-        status=None,
-        verdict=None,
-        receipt_id=None,
-        answer=None,
-    )
+    """A pending call with a price past 32 bits, to round-trip big integers."""
+    return pending_call(call_id, started_at=started_at, key=key, price_minor=2**40, currency="USD")
 
 
 def _row(store: Store, table: Any, key: str) -> dict[str, Any]:
