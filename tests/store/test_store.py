@@ -512,3 +512,34 @@ def test_migration_0025_takes_the_final_verdicts_already_judged(store: Store) ->
         config.attributes["connection"] = conn
         command.downgrade(config, "0024")
     store.migrate()
+
+
+#: Reads by a column whose own index revision 0027 dropped or narrowed, and the index each reads.
+_READS_0027 = {
+    "SELECT id FROM ledger_entries WHERE task_id = 't'": "ix_ledger_entries_task_id",
+    "SELECT id FROM receipts WHERE task_id = 't'": "ix_receipts_task_id",
+    "SELECT id FROM ledger_entries WHERE account = 'a'": "ix_ledger_entries_account_at",
+    "SELECT id FROM gateway_calls WHERE caller = 'c'": "sqlite_autoindex_gateway_calls_2",
+    "SELECT id FROM call_records WHERE provider = 'p'": "ix_call_records_provider_at",
+}
+
+
+def test_migration_0027_leaves_every_read_on_an_index(store: Store) -> None:
+    """After 0027 drops the indexes another one leads and keeps the task indexes for rows with a
+    task, each read by those columns still walks an index (SQLite's plan; PostgreSQL's depends on
+    its statistics); 0027 also downgrades cleanly."""
+    config = Config()
+    config.set_main_option("script_location", str(files("adjudge.store") / "migrations"))
+    with store.engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.downgrade(config, "0026")
+    store.migrate()
+    if store.dialect != "sqlite":
+        return
+    with store.read() as tx:
+        for sql, index in _READS_0027.items():
+            plan = " ".join(row[-1] for row in tx.conn.execute(text(f"EXPLAIN QUERY PLAN {sql}")))
+            assert f"USING COVERING INDEX {index}" in plan or f"USING INDEX {index}" in plan, (
+                sql,
+                plan,
+            )

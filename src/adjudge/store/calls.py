@@ -96,7 +96,7 @@ call_records = Table(
     "call_records",
     s.metadata,
     Column("id", String(200), primary_key=True),  # the caller's call id: verified once
-    Column("provider", String(200), nullable=False, index=True),
+    Column("provider", String(200), nullable=False),  # read by ix_call_records_provider_at
     Column("tool", String(200), nullable=False),
     Column("contract_version", String(64), nullable=False),
     Column("policy_id", String(200), nullable=True),

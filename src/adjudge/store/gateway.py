@@ -81,7 +81,8 @@ calls = Table(
     "gateway_calls",
     s.metadata,
     Column("id", String(64), primary_key=True),  # a UUID: the client's intent id
-    Column("caller", String(64), ForeignKey("accounts.id"), nullable=False, index=True),
+    # A caller's calls are read by the unique (caller, key_hash) below.
+    Column("caller", String(64), ForeignKey("accounts.id"), nullable=False),
     Column("tool", String(128), nullable=False, index=True),
     Column("tool_version", Integer, nullable=False),
     Column("provider", String(64), nullable=False, index=True),

@@ -95,9 +95,9 @@ ledger_entries = Table(
     metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
     Column("txn", String(64), nullable=False, index=True),  # both legs of a transfer share it
-    Column("account", String(160), nullable=False, index=True),
+    Column("account", String(160), nullable=False),  # read by ix_ledger_entries_account_at
     Column("amount", BigInteger, nullable=False),  # signed: the debit leg is negative
-    Column("task_id", String(64), nullable=True, index=True),
+    Column("task_id", String(64), nullable=True),  # a task's legs: ix_ledger_entries_task_id
     Column("memo", String(64), nullable=False),
     # The receipt whose determination released this money (legs out of a holding account).
     Column("receipt_id", String(64), nullable=True),
@@ -270,7 +270,7 @@ receipts = Table(
     Column("lane", Integer, nullable=False, server_default="0"),  # its hash chain
     Column("seq", Integer, nullable=False),  # from 1 on its lane: its signed sequence + 1
     Column("position", BigInteger, receipt_positions, nullable=False, unique=True),
-    Column("task_id", String(64), nullable=True, index=True),
+    Column("task_id", String(64), nullable=True),  # a task's receipts: ix_receipts_task_id
     Column("digest", String(160), nullable=False, unique=True),
     Column("previous", String(160), nullable=True),
     Column("body", JSON, nullable=False),
@@ -350,5 +350,19 @@ _e = ledger_entries.c
 Index("ix_ledger_entries_account_at", _e.account, _e.at, _e.id)
 Index("ix_ledger_entries_memo_at", _e.memo, _e.at, _e.id)
 Index("ix_ledger_entries_at", _e.at, _e.id)
+# A task's legs and receipts, read by task: most rows of a busy ledger are paid calls', with no
+# task, so only the rows with one are indexed (each row written pays for every index it is in).
+Index(
+    "ix_ledger_entries_task_id",
+    _e.task_id,
+    sqlite_where=_e.task_id.is_not(None),
+    postgresql_where=_e.task_id.is_not(None),
+)
+Index(
+    "ix_receipts_task_id",
+    receipts.c.task_id,
+    sqlite_where=receipts.c.task_id.is_not(None),
+    postgresql_where=receipts.c.task_id.is_not(None),
+)
 # The dashboards' window of verdicts (adjudge.store.console).
 Index("ix_verdicts_at", verdicts.c.at)
