@@ -54,7 +54,7 @@ import anyio.to_thread
 from starlette.types import Receive, Scope, Send
 
 import adjudge
-from adjudge import error_codes
+from adjudge import error_codes, json_text
 from adjudge.app import Account, App
 from adjudge.app.gateway import META_TOOLS
 from adjudge.app.timing import stage
@@ -520,7 +520,7 @@ HANDSHAKE_METHODS: Final[dict[str, Handler]] = {
 
 
 def _json(value: Any) -> bytes:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+    return json_text.dumps_utf8(value)
 
 
 async def _respond(

@@ -20,6 +20,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.elements import ClauseElement
 
+from adjudge import json_text
 from adjudge.errors import StorageError
 from adjudge.store import schema as s
 
@@ -282,7 +283,7 @@ class Transaction:
 
     def _bind(self, value: Any, kind: str) -> Any:
         if kind == "json":
-            return json.dumps(value)
+            return json_text.dumps(value)
         if kind == "time" and value is not None:
             if value.tzinfo is None:
                 raise ValueError("naive datetime; the store keeps aware UTC times only")
