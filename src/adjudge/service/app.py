@@ -41,7 +41,7 @@ from adjudge.service import (
     webhooks,
 )
 from adjudge.service.access import RequestLog
-from adjudge.service.deps import Caller, Use, router
+from adjudge.service.deps import Caller, FastJSONResponse, Use, router
 from adjudge.service.ingress import BodyCap
 from adjudge.service.lanes import Lanes
 from adjudge.service.mcp import McpEndpoint
@@ -182,6 +182,7 @@ def create_app(use_cases: App, *, threads: int | None = None, lanes: bool = True
         # /docs is served from local assets (adjudge.service.docs); ReDoc would need a CDN.
         docs_url=None,
         redoc_url=None,
+        default_response_class=FastJSONResponse,
     )
     api.state.adjudge = use_cases
     errors.install(api)

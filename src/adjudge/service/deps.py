@@ -14,6 +14,7 @@ from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.security.utils import get_authorization_scheme_param
 
+from adjudge import json_text
 from adjudge.app import Account, Answer, App
 from adjudge.autocheck import jsregex
 from adjudge.errors import BadInput, Unavailable
@@ -121,10 +122,20 @@ def amount(value: int | str, code: str) -> int:
     return int(text)
 
 
+class FastJSONResponse(JSONResponse):
+    """Starlette's JSON answer, its body written by :func:`adjudge.json_text.dumps_utf8`: the
+    same JSON value and the same refusals as its ``json.dumps``, several times faster (a
+    finalize's answer is about 3 KB). Every route's default, and each state change's answer."""
+
+    def render(self, content: Any) -> bytes:
+        """The body."""
+        return json_text.dumps_utf8(content)
+
+
 def reply(answer: Answer[Any], status: int = 200) -> JSONResponse:
     """A state change's answer, marked when it is a replay of the stored one."""
     headers = {"Idempotent-Replayed": "true"} if answer.replayed else None
-    return JSONResponse(answer.value, status_code=status, headers=headers)
+    return FastJSONResponse(answer.value, status_code=status, headers=headers)
 
 
 async def checked(slow: bool, fn: Callable[[], T], owner: str, *, wait: float) -> T:
