@@ -34,9 +34,11 @@ def _fast(value: Any) -> bytes | None:
 
 
 def dumps(value: Any) -> str:
-    """``json.dumps(value)``: the same JSON value, written compactly."""
+    """``json.dumps(value)``: the same JSON value, written compactly, and as ASCII as json's
+    (orjson writes other characters as themselves: such a value is json's to write, so the text
+    a database is given is in every encoding it may use)."""
     text = _fast(value)
-    return json.dumps(value) if text is None else text.decode()
+    return json.dumps(value) if text is None or not text.isascii() else text.decode()
 
 
 def dumps_utf8(value: Any) -> bytes:
