@@ -10,6 +10,12 @@ What it measures, over loopback, with one ``adjudge serve`` process:
   sent straight to the provider and through the gateway, side by side in one run (two streams
   at the rate each, every request timed from when it was due), p50 and p99 of each and the
   difference.
+- **the bare work of a call** (``work_floor_us``): what any gateway that forwards, signs, judges
+  and settles must do, done directly in this process with nothing around it — one request to
+  the provider on a kept connection (the same minimal client), its JSON answer parsed, two
+  Ed25519 signatures (the request's and the receipt's, each over its size), and two commits of
+  a call-sized row (the reservation's and the settlement's) on the benchmark's kind of
+  database — and the server's CPU per call as a multiple of it, in the same run.
 - **CPU per call by stage** (``--stages``): a second server run with the stage timers on
   (``ADJUDGE_STAGE_TIMES``, see ``adjudge.app.timing``) reports the CPU each stage of the hot
   path spent per call (MCP parse, argument check, signing, the provider round trip, verification,
@@ -399,6 +405,83 @@ def _per_call(before: float | None, after: float | None, calls: int) -> float | 
     return round((after - before) * 1000 / calls, 3)
 
 
+def work_floor_us(url: str, directory: Path, provider_url: str, repeat: int = 2000) -> float:
+    """The bare work of one paid call (see the module), microseconds of this process's CPU:
+    the client side's only, as the server's figure is its process's only."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import (  # noqa: PLC0415
+        Ed25519PrivateKey,
+    )
+
+    key = Ed25519PrivateKey.generate()
+    base = b"x" * 400  # an RFC 9421 signature base of a forecast request is about this size
+    statement = json.dumps({"call": str(uuid.uuid4()), "forecast": FORECAST} | _CHECKS).encode()
+    reservation, settlement = statement.hex()[:300], statement.hex()[:3000]
+    if url.startswith("sqlite"):
+        import sqlite3  # noqa: PLC0415
+
+        db = sqlite3.connect(directory / "floor.db", isolation_level=None)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("CREATE TABLE IF NOT EXISTS floor (id INTEGER PRIMARY KEY, body TEXT)")
+
+        def commit(row: str) -> None:
+            db.execute("BEGIN IMMEDIATE")
+            db.execute("INSERT INTO floor (body) VALUES (?)", (row,))
+            db.execute("COMMIT")
+
+        close = db.close
+    else:
+        import psycopg  # noqa: PLC0415
+
+        pg = psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://"))
+        pg.execute("CREATE TEMPORARY TABLE floor (id SERIAL PRIMARY KEY, body TEXT)")
+        pg.commit()
+
+        def commit(row: str) -> None:
+            pg.execute("INSERT INTO floor (body) VALUES (%s)", (row,))
+            pg.commit()
+
+        close = pg.close
+
+    async def calls(count: int) -> None:
+        http = Http(provider_url, {})
+        try:
+            for _ in range(count):
+                commit(reservation)
+                key.sign(base)
+                status, body = await http.request("GET", PATH)
+                if status != 200:
+                    raise SystemExit(f"The provider answered {status} to the floor's request.")
+                json.loads(body)
+                key.sign(statement)
+                commit(settlement)
+        finally:
+            await http.close()
+
+    try:
+        asyncio.run(calls(200))
+        started = time.process_time()
+        asyncio.run(calls(repeat))
+        return (time.process_time() - started) / repeat * 1e6
+    finally:
+        close()
+
+
+#: A receipt's checks, roughly: its statement is about 3 KB (eight checks with their reasons).
+_CHECKS = {
+    "checks": [
+        {
+            "name": f"check_{n}",
+            "authority": "deterministic",
+            "verdict": "PASS",
+            "evidence": ["sha256:" + "0" * 64],
+            "reason": "3 value(s) met the rule " * 4,
+        }
+        for n in range(8)
+    ]
+}
+
+
 def closed_loop_figures(
     service: Service, provider: subprocess.Popen[bytes], key: str, args: argparse.Namespace
 ) -> dict[str, Any]:
@@ -469,6 +552,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         _wait_for(f"{direct_url}{PATH}")
         asyncio.run(closed_loop(service.base, key, args.warmup, args.clients))
         figures["closed_loop"] = closed_loop_figures(service, provider, key, args)
+        floor = work_floor_us(url, directory, direct_url)
+        server = figures["closed_loop"]["server_cpu_ms_per_call"]
+        figures["closed_loop"]["work_floor_us"] = round(floor, 1)
+        if server is not None:
+            figures["closed_loop"]["server_cpu_over_work_floor"] = round(server * 1000 / floor, 1)
         # (2) open loop at the offered rate: direct and through the gateway, side by side
         if args.latency_calls:
             through, straight = asyncio.run(
