@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -140,6 +141,10 @@ def serve(
     upkeeper = MaintenanceWorker(app).start()
     if provider_secret is not None:
         _mount_demo(asgi, provider_secret)
+    # What the process made to start (the modules, their tables, the app) lives as long as it
+    # does: frozen, the collector's full passes no longer walk it. Those passes came every few
+    # seconds under load and stopped the event loop for 70-80 ms each, finding nothing to free.
+    gc.freeze()
     try:
         uvicorn.run(asgi, host=host, port=port, log_level="warning")
     finally:
