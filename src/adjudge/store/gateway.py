@@ -26,6 +26,7 @@ from sqlalchemy import (
     UniqueConstraint,
     and_,
     bindparam,
+    exists,
     insert,
     or_,
     select,
@@ -211,28 +212,38 @@ def tool(tx: Transaction, name: str, version: int | None = None) -> StoredTool |
 def list_tools(
     tx: Transaction, *, query: str | None = None, limit: int = 50, cursor: str | None = None
 ) -> Page:
-    """The latest version of every tool, by name; ``query`` filters names and descriptions."""
-    rows = list(tx.conn.execute(select(tools).order_by(tools.c.name, tools.c.version.desc())))
-    latest: dict[str, Any] = {}
-    for row in rows:
-        latest.setdefault(row.name, row)
-    found = [_tool(r._mapping) for r in latest.values()]
-    if query:
-        needle = query.casefold()
-        found = [
-            t
-            for t in found
-            if needle in t.name.casefold()
-            or needle in str(t.document.get("description", "")).casefold()
-        ]
-    if cursor is not None:
-        _, after = decode_cursor(cursor)
-        found = [t for t in found if t.name > after]
+    """The latest version of every tool, by name; ``query`` filters names and descriptions.
+
+    A page reads the next ``limit`` names' latest versions in the primary key's order and no
+    version before them (a name re-registered for years is one row here, as one that never
+    was); a query reads such pages until it has found a page's worth or run out of names."""
+    after = None if cursor is None else decode_cursor(cursor)[1]
+    needle = query.casefold() if query else None
+    batch = limit + 1 if needle is None else max(limit + 1, _SEARCH_BATCH)
+    found: list[StoredTool] = []
+    while True:
+        q = _LATEST_TOOLS if after is None else _LATEST_TOOLS.where(tools.c.name > after)
+        rows = tx.conn.execute(q.order_by(tools.c.name).limit(batch)).all()
+        for row in rows:
+            tool = _tool(row._mapping)
+            if needle is None or _mentions(tool, needle):
+                found.append(tool)
+        if len(found) > limit or len(rows) < batch:
+            break
+        after = rows[-1].name
     page = found[:limit]
     following = None
     if len(found) > limit and page:
         following = encode_cursor(page[-1].registered_at, page[-1].name)
     return Page(page, following)
+
+
+def _mentions(tool: StoredTool, needle: str) -> bool:
+    """Whether a tool's name or description holds ``needle`` (casefolded)."""
+    return (
+        needle in tool.name.casefold()
+        or needle in str(tool.document.get("description", "")).casefold()
+    )
 
 
 def _tool(m: Any) -> StoredTool:
@@ -463,6 +474,13 @@ _LATEST_TOOL = (
     .order_by(tools.c.version.desc())
     .limit(1)
 )
+_newer = tools.alias("newer")
+#: Each name's latest version: no version of the name above it (read through the primary key).
+_LATEST_TOOLS = select(tools).where(
+    ~exists().where(and_(_newer.c.name == tools.c.name, _newer.c.version > tools.c.version))
+)
+#: Names a search reads at a time.
+_SEARCH_BATCH = 200
 _TOOL_VERSION = select(tools).where(
     and_(tools.c.name == bindparam("k_name"), tools.c.version == bindparam("k_version"))
 )

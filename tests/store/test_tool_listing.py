@@ -1,0 +1,86 @@
+"""A listing of tools reads each name's latest version a page at a time, never the versions
+before it: the same page as a model of every version, however many versions a name has."""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import event
+
+from adjudge.calls.pricing import ListedPrice
+from adjudge.store import Store, gateway, records
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def _register(store: Store, registrations: list[tuple[str, str]]) -> None:
+    """Each ``(name, description)`` a registration: a name's second is its version 2."""
+    with store.write() as tx:
+        records.create_account(tx, "prov", ["provider"], "key-prov", opt_in=False, at=T0)
+        for n, (name, description) in enumerate(registrations):
+            gateway.add_tool(
+                tx,
+                name=name,
+                provider="prov",
+                document={"name": name, "description": description},
+                digest=f"sha256:{n:064x}",
+                price=ListedPrice(n, n, T0),
+                currency="USDC",
+                at=T0 + timedelta(seconds=n),
+            )
+
+
+def _pages(store: Store, query: str | None, limit: int) -> list[list[tuple[str, int]]]:
+    pages, cursor = [], None
+    while True:
+        with store.read() as tx:
+            page = gateway.list_tools(tx, query=query, limit=limit, cursor=cursor)
+        pages.append([(t.name, t.version) for t in page.items])
+        cursor = page.next_cursor
+        if cursor is None:
+            return pages
+
+
+def test_pages_of_the_latest_versions_match_a_model_of_every_version(store: Store) -> None:
+    rng = random.Random(7)
+    names = [f"tool_{i:02d}" for i in range(12)]
+    registrations = [
+        (rng.choice(names), rng.choice(["tide tables", "weather", "maps"])) for _ in range(60)
+    ]
+    _register(store, registrations)
+    latest: dict[str, tuple[int, str]] = {}
+    for name, description in registrations:
+        version = latest.get(name, (0, ""))[0] + 1
+        latest[name] = (version, description)
+    for query in (None, "tide", "TOOL_0", "nothing"):
+        wanted = [
+            (name, version)
+            for name, (version, description) in sorted(latest.items())
+            if query is None or query.casefold() in f"{name} {description}".casefold()
+        ]
+        for limit in (1, 3, 50):
+            pages = _pages(store, query, limit)
+            assert [item for page in pages for item in page] == wanted, (query, limit)
+            assert all(len(page) <= limit for page in pages)
+
+
+def test_a_page_reads_a_bounded_number_of_rows_whatever_the_versions(store: Store) -> None:
+    """Every statement the listing sends over the tools is bounded (a LIMIT): one name with 40
+    versions and a page of two read no more than a page of names (the old listing read all)."""
+    _register(store, [("busy", "weather")] * 40 + [("calm", "maps"), ("quiet", "tides")])
+    sent: list[str] = []
+
+    def seen(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        if "gateway_tools" in statement:
+            sent.append(statement)
+
+    event.listen(store.engine, "before_cursor_execute", seen)
+    try:
+        with store.read() as tx:
+            page = gateway.list_tools(tx, limit=2)
+    finally:
+        event.remove(store.engine, "before_cursor_execute", seen)
+    assert [(t.name, t.version) for t in page.items] == [("busy", 40), ("calm", 1)]
+    assert sent and all("LIMIT" in s.upper() for s in sent), sent
