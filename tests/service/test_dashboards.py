@@ -4,17 +4,15 @@ ledger and the records they summarise; and who may read which."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from importlib.resources import files
 from typing import Any
 
 import pytest
-from alembic import command
-from alembic.config import Config
 from sqlalchemy import event
 
 from adjudge.store import Store
 from support.audit import audit
 from support.harness import Harness, make_harness
+from support.migrations import downgrade
 from support.weather import PRICE, PROVIDER, World, weather_world
 
 
@@ -184,11 +182,7 @@ def test_the_migration_counts_the_history_before_it(checked_world: World) -> Non
     assert before[0]["calls"]["totals"] == {"FAIL": 1, "PASS": 2}
     assert before[2]["failing_rules"] == [{"name": "Output too short", "failures": 1}]
     store = world.h.app.store
-    config = Config()
-    config.set_main_option("script_location", str(files("adjudge.store") / "migrations"))
-    with store.engine.begin() as conn:
-        config.attributes["connection"] = conn
-        command.downgrade(config, "0025")
+    downgrade(store, "0025")
     store.migrate()
     assert _boards(world.h) == before
     world.script.answer = "bad"

@@ -5,12 +5,9 @@ from __future__ import annotations
 
 import base64
 import json
-from importlib.resources import files
 from typing import Any
 
 import pytest
-from alembic import command
-from alembic.config import Config
 
 from adjudge.kernel.oracle import Record
 from adjudge.market.signed_verdicts import sign_verdict, verdict_payload
@@ -18,6 +15,7 @@ from adjudge.receipts import SignedReceipts, SigningKey
 from adjudge.replay import from_answer, replay
 from adjudge.store import Store
 from support.harness import FUNDS, Harness, make_harness
+from support.migrations import downgrade
 
 RESULT = "The summary: revenue rose 4% while costs fell."
 BRIEF = "Summarise the quarterly report in one sentence."
@@ -194,11 +192,7 @@ def test_the_seats_of_panels_posted_before_the_index_are_written_by_its_migratio
     """Upgrading from before the seats' index (0021) writes each panel's seats from the task's
     panel, so its verifiers find it again; 0022 downgrades cleanly."""
     tid = q.post("agent", verifier=None, verifiers=["vera", "ann"], brief=BRIEF)
-    config = Config()
-    config.set_main_option("script_location", str(files("adjudge.store") / "migrations"))
-    with store.engine.begin() as conn:
-        config.attributes["connection"] = conn
-        command.downgrade(config, "0021")
+    downgrade(store, "0021")
     store.migrate()
     for name in ("vera", "ann"):
         assert [t["id"] for t in q.ok(name, "GET", "/tasks?mine=true")["tasks"]] == [tid]

@@ -6,11 +6,8 @@ from __future__ import annotations
 import threading
 import time
 from datetime import UTC, datetime, timedelta
-from importlib.resources import files
 
 import pytest
-from alembic import command
-from alembic.config import Config
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import text
@@ -18,6 +15,7 @@ from sqlalchemy import text
 from adjudge.market import WORLD, Transfer
 from adjudge.store import ConcurrentUpdate, Store, ledger, receipt_log
 from adjudge.store import held_days as hd
+from support.migrations import downgrade
 
 T0 = datetime(2026, 3, 10, 12, tzinfo=UTC)
 ACCOUNTS = (
@@ -91,8 +89,6 @@ def test_the_daily_figures_equal_a_recount(sqlite_store: Store, txns: list[list[
 def test_the_migration_backfills_the_days_already_moved(store: Store) -> None:
     """Upgrading a ledger with history writes each day's figure from its lines (the same a
     recount finds), and the transfers after it go on from there; 0017 downgrades cleanly."""
-    config = Config()
-    config.set_main_option("script_location", str(files("adjudge.store") / "migrations"))
     with store.write() as tx:
         tx.appended.add("r")
         for day, (debit, credit, amount) in enumerate(
@@ -110,9 +106,7 @@ def test_the_migration_backfills_the_days_already_moved(store: Store) -> None:
             )
     with store.read() as tx:
         before = hd.figures(tx, hd.PREFIXES, DAYS)
-    with store.engine.begin() as conn:
-        config.attributes["connection"] = conn
-        command.downgrade(config, "0016")
+    downgrade(store, "0016")
     store.migrate()
     with store.read() as tx:
         assert hd.figures(tx, hd.PREFIXES, DAYS) == before == hd.recount(tx, hd.PREFIXES, DAYS)

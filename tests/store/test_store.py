@@ -8,13 +8,10 @@ import threading
 import time
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from importlib.resources import files
 from pathlib import Path
 
 import pytest
-from alembic import command
 from alembic.autogenerate import compare_metadata
-from alembic.config import Config
 from alembic.migration import MigrationContext
 from sqlalchemy import Table, select, text
 
@@ -36,6 +33,7 @@ from adjudge.store.database import CHECKPOINT_DELAY
 from adjudge.store.ledger import UnprovenRelease
 from adjudge.store.schema import metadata, tasks
 from support.fakes import FakeIssuer
+from support.migrations import downgrade
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -348,11 +346,7 @@ def test_migration_0010_counts_the_takes_already_held(store: Store) -> None:
     """Upgrading a database with tasks already taken starts each agent's counter of held
     takes from them (each counting until its deadline), so the counter equals a recount from
     the first take after the upgrade; 0010 also downgrades cleanly."""
-    config = Config()
-    config.set_main_option("script_location", str(files("adjudge.store") / "migrations"))
-    with store.engine.begin() as conn:
-        config.attributes["connection"] = conn
-        command.downgrade(config, "0009")
+    downgrade(store, "0009")
     posted = {"posted": T0.replace(tzinfo=None), "deadline": T0.replace(tzinfo=None)}
     with store.engine.begin() as conn:
         for name in ("p", "a", "b"):
@@ -393,11 +387,7 @@ def test_migration_0024_asks_the_keys_of_the_calls_already_pending(store: Store)
     """Upgrading a database with calls pending a judgment after their answer asks each one's
     named keys (its policy's ``key:`` judges, not its models), less the keys that already
     signed; a call already judged asks nobody. 0024 also downgrades cleanly."""
-    config = Config()
-    config.set_main_option("script_location", str(files("adjudge.store") / "migrations"))
-    with store.engine.begin() as conn:
-        config.attributes["connection"] = conn
-        command.downgrade(config, "0023")
+    downgrade(store, "0023")
     at = T0.replace(tzinfo=None)
     judges = '{"meaning": {"sample_rate": 1, "judges": ["key:b", "model:m", "key:a"]}}'
     with store.engine.begin() as conn:
@@ -444,9 +434,7 @@ def test_migration_0024_asks_the_keys_of_the_calls_already_pending(store: Store)
             ("c1", "key:a"),
             ("c3", "key:a"),
         ]
-    with store.engine.begin() as conn:
-        config.attributes["connection"] = conn
-        command.downgrade(config, "0023")
+    downgrade(store, "0023")
     store.migrate()
 
 
@@ -454,11 +442,7 @@ def test_migration_0025_takes_the_final_verdicts_already_judged(store: Store) ->
     """Upgrading takes each call judged after its answer's final verdict from its gateway call
     (a call never judged again keeps none) and drops the running windows, which the next call
     rebuilds by one recount; 0025 also downgrades cleanly."""
-    config = Config()
-    config.set_main_option("script_location", str(files("adjudge.store") / "migrations"))
-    with store.engine.begin() as conn:
-        config.attributes["connection"] = conn
-        command.downgrade(config, "0024")
+    downgrade(store, "0024")
     at = {"at": T0.replace(tzinfo=None)}
     with store.engine.begin() as conn:
         conn.execute(
@@ -508,9 +492,7 @@ def test_migration_0025_takes_the_final_verdicts_already_judged(store: Store) ->
         final = dict(tx.conn.execute(text("SELECT id, final_verdict FROM call_records")).all())
         assert final == {"c1": "FAIL", "c2": None}
         assert tx.conn.execute(text("SELECT COUNT(*) FROM quality_windows")).scalar() == 0
-    with store.engine.begin() as conn:
-        config.attributes["connection"] = conn
-        command.downgrade(config, "0024")
+    downgrade(store, "0024")
     store.migrate()
 
 
@@ -528,11 +510,7 @@ def test_migration_0027_leaves_every_read_on_an_index(store: Store) -> None:
     """After 0027 drops the indexes another one leads and keeps the task indexes for rows with a
     task, each read by those columns still walks an index (SQLite's plan; PostgreSQL's depends on
     its statistics); 0027 also downgrades cleanly."""
-    config = Config()
-    config.set_main_option("script_location", str(files("adjudge.store") / "migrations"))
-    with store.engine.begin() as conn:
-        config.attributes["connection"] = conn
-        command.downgrade(config, "0026")
+    downgrade(store, "0026")
     store.migrate()
     if store.dialect != "sqlite":
         return
