@@ -57,6 +57,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from floors import bare_commit
 from loadgen import Http
 
 from adjudge.app import App, Settings
@@ -416,32 +417,7 @@ def work_floor_us(url: str, directory: Path, provider_url: str, repeat: int = 20
     base = b"x" * 400  # an RFC 9421 signature base of a forecast request is about this size
     statement = json.dumps({"call": str(uuid.uuid4()), "forecast": FORECAST} | _CHECKS).encode()
     reservation, settlement = statement.hex()[:300], statement.hex()[:3000]
-    if url.startswith("sqlite"):
-        import sqlite3  # noqa: PLC0415
-
-        db = sqlite3.connect(directory / "floor.db", isolation_level=None)
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA synchronous=NORMAL")
-        db.execute("CREATE TABLE IF NOT EXISTS floor (id INTEGER PRIMARY KEY, body TEXT)")
-
-        def commit(row: str) -> None:
-            db.execute("BEGIN IMMEDIATE")
-            db.execute("INSERT INTO floor (body) VALUES (?)", (row,))
-            db.execute("COMMIT")
-
-        close = db.close
-    else:
-        import psycopg  # noqa: PLC0415
-
-        pg = psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://"))
-        pg.execute("CREATE TEMPORARY TABLE floor (id SERIAL PRIMARY KEY, body TEXT)")
-        pg.commit()
-
-        def commit(row: str) -> None:
-            pg.execute("INSERT INTO floor (body) VALUES (%s)", (row,))
-            pg.commit()
-
-        close = pg.close
+    commit, close = bare_commit(url, directory)
 
     async def calls(count: int) -> None:
         http = Http(provider_url, {})

@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from floors import bare_commit
 from loadgen import Http
 
 from adjudge.app import App, settlement
@@ -187,37 +188,12 @@ def work_floor_us(url: str, directory: Path, repeat: int = 2000) -> float:
     key = Ed25519PrivateKey.generate()
     statement = json.dumps({"criteria": CRITERIA, "result": RESULT, "passed": True}).encode()
     row = statement.hex()[:1500]
-    if url.startswith("sqlite"):
-        import sqlite3  # noqa: PLC0415
-
-        db = sqlite3.connect(directory / "floor.db", isolation_level=None)
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA synchronous=NORMAL")
-        db.execute("CREATE TABLE IF NOT EXISTS floor (id INTEGER PRIMARY KEY, body TEXT)")
-
-        def commit() -> None:
-            db.execute("BEGIN IMMEDIATE")
-            db.execute("INSERT INTO floor (body) VALUES (?)", (row,))
-            db.execute("COMMIT")
-
-        close = db.close
-    else:
-        import psycopg  # noqa: PLC0415
-
-        pg = psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://"))
-        pg.execute("CREATE TEMPORARY TABLE floor (id SERIAL PRIMARY KEY, body TEXT)")
-        pg.commit()
-
-        def commit() -> None:
-            pg.execute("INSERT INTO floor (body) VALUES (%s)", (row,))
-            pg.commit()
-
-        close = pg.close
+    commit, close = bare_commit(url, directory)
 
     def once() -> None:
         auto_check(RESULT, CRITERIA)
         key.sign(statement)
-        commit()
+        commit(row)
 
     try:
         for _ in range(200):
