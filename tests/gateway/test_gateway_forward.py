@@ -290,7 +290,7 @@ def test_many_threads_share_one_forwarder(raw_peer: Peer) -> None:
     peer = raw_peer(reply(http("200 OK", b"{}", "connection: close")))
     with Forwarder(FAST, guard=LOOPBACK) as f, ThreadPoolExecutor(8) as pool:
         outcomes = list(pool.map(lambda _: f.forward(request_to(peer)), range(32)))
-    assert all(o.ok for o in outcomes)
+    assert all(o.ok for o in outcomes), [o for o in outcomes if not o.ok]  # which, and why
 
 
 @settings(
