@@ -49,10 +49,6 @@ GROUP_IDLE = 5.0
 #: moment apart (:data:`LOOP_RETRY` seconds), before it leaves the unit to the commit thread.
 LOOP_TRIES = 50
 LOOP_RETRY = 0.001
-#: Group-commit threads on PostgreSQL. One spent most of a batch waiting on round trips while
-#: the process had CPU to spare; two took a finalize 144 -> 182/s here, four 172/s (the
-#: threads then contend for the interpreter). Each takes a receipt-log lane of its own.
-POSTGRES_COMMITTERS = 2
 #: The longest Idempotency-Key (printable ASCII).
 MAX_KEY = 255
 
@@ -273,8 +269,7 @@ _WAKE: Any = object()
 
 
 class GroupCommit:
-    """Several units of work written in one transaction and one commit, by a thread of its own
-    (on PostgreSQL, :data:`POSTGRES_COMMITTERS` threads, each committing its own batches).
+    """Several units of work written in one transaction and one commit, by a thread of its own.
 
     A commit is the costly part of a small write (a round trip and a flush on PostgreSQL; the
     write lock, BEGIN and COMMIT on SQLite), so when several paid calls end at once their writes
@@ -310,9 +305,12 @@ class GroupCommit:
         self.store = store
         self.max_batch = max_batch
         self.name = name
-        #: Committing threads: one on SQLite (one writer at a time anyway); on PostgreSQL
-        #: :data:`POSTGRES_COMMITTERS`, so one batch's round trips overlap another's.
-        self.threads = threads or (1 if store.dialect == "sqlite" else POSTGRES_COMMITTERS)
+        #: Committing threads: one on both databases. SQLite has one writer at a time anyway;
+        #: on PostgreSQL a second thread overlapped one batch's round trips with another's
+        #: while round trips bounded a process, but since a batch's statements go pipelined
+        #: its own CPU does, and two threads spent it on handing the interpreter lock to each
+        #: other (docs/service.md, *One committing thread*).
+        self.threads = threads or 1
         self._queue: queue.SimpleQueue[_Unit[Any]] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._threads: set[threading.Thread] = set()
