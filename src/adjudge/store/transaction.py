@@ -92,6 +92,11 @@ class Transaction:
         self.committed: list[Callable[[], None]] = []
         self.sqlite = conn.dialect.name == "sqlite"
         self._driver: Any = None
+        #: The driver's cursor that statements run one at a time share (:meth:`run`), and
+        #: whether they are sent together now (:meth:`together`: each needs a cursor of its
+        #: own there, its rows read after the block).
+        self._cursor: Any = None
+        self._pipelined = False
         #: What each savepoint found, restored by :meth:`rollback_to`.
         self._marks: dict[str, _Mark] = {}
         #: Rows read ahead (:meth:`ahead`), by statement and parameters, until :meth:`rows`
@@ -160,7 +165,8 @@ class Transaction:
     # --- the hot path on the driver ---------------------------------------------------------
 
     def run(self, stmt: ClauseElement, params: Mapping[str, Any]) -> Any:
-        """Run a statement of the hot path on the driver's cursor; returns the cursor.
+        """Run a statement of the hot path on the driver's cursor; returns the cursor, whose
+        rows and row count are this statement's until the transaction's next statement.
 
         SQLAlchemy's own work per statement (execution context, parameter and result
         processing: about 25 µs) is several times SQLite's, and a finalize runs 15 of them. These
@@ -197,10 +203,19 @@ class Transaction:
         ends, where each would be one. Inside it no result may be read (a cursor's rows or
         row count are there once the block has ended); an error of any of them is raised as
         the block ends. On SQLite, whose statements are calls and not round trips, a plain
-        block."""
-        if self.sqlite:
-            yield
-            return
+        block (each statement's cursor its own there too, so its rows are read alike)."""
+        outer, self._pipelined = self._pipelined, True
+        try:
+            if self.sqlite:
+                yield
+            else:
+                with self._pipeline():
+                    yield
+        finally:
+            self._pipelined = outer
+
+    @contextmanager
+    def _pipeline(self) -> Iterator[None]:
         if self._driver is None:
             self._driver = self.conn.connection.driver_connection
         error = self.conn.dialect.loaded_dbapi.Error
@@ -260,7 +275,14 @@ class Transaction:
                 cursor = self._driver.cursor()
                 cursor.executemany(sql, args)
                 return cursor
-            return self._driver.execute(sql, args)
+            if self._pipelined:  # its results come later: a cursor of its own
+                return self._driver.execute(sql, args)
+            # One cursor for the transaction's statements, each read before the next: with a
+            # new one for each (what the driver's ``execute`` makes) a statement cost psycopg
+            # 47-56 µs of CPU here, against 38-40 (SQLite's 3.8 and 3.7: the same).
+            if self._cursor is None:
+                self._cursor = self._driver.cursor()
+            return self._cursor.execute(sql, args)
         except error as exc:
             raise DBAPIError.instance(sql, args, exc, error, dialect=self.conn.dialect) from exc
 
