@@ -20,9 +20,10 @@ def canonical_bytes(value: Any) -> bytes:
     """RFC 8785 bytes of ``value`` (mappings, lists, strings, integers, booleans, null).
 
     Refuses floats, non-string keys, integers outside the I-JSON range and other types with
-    ``RECEIPT_UNSIGNABLE``. For a document whose output is pure ASCII, sorted compact
-    ``json.dumps`` output is byte-identical to RFC 8785 (code-point and UTF-16 key order agree
-    on ASCII; the escapes agree), so that fast path is taken; anything else goes to ``rfc8785``.
+    ``RECEIPT_UNSIGNABLE``. For a document whose output is pure ASCII, sorted compact JSON is
+    byte-identical to RFC 8785 (code-point and UTF-16 key order agree on ASCII; the escapes
+    agree), so that fast path is taken (:func:`encode_plain`); anything else goes to
+    ``rfc8785``.
     """
     _check_signable(value)
     return encode_plain(value)
@@ -49,10 +50,18 @@ def canonical_json(value: Any) -> bytes:
 
 
 def encode_plain(value: Any) -> bytes:
-    """RFC 8785 bytes of a value already known to be plain JSON (no floats, safe integers)."""
-    fast = _ENCODER.encode(value)
-    if fast.isascii():
-        return fast.encode("ascii")
+    """RFC 8785 bytes of a value already known to be plain JSON (no floats, safe integers).
+
+    ASCII output is orjson's sorted compact JSON, which is RFC 8785's there (as
+    :func:`is_sorted_compact` relies on; tests check every ASCII character and random documents
+    against ``rfc8785``): json's encoder wrote the same bytes some 15 times slower, a receipt's
+    statement in 22 µs against 1.5, twice a receipt (the statement and its envelope)."""
+    try:
+        fast = orjson.dumps(value, option=_SORTED_STRICT)
+        if fast.isascii():
+            return fast
+    except orjson.JSONEncodeError:
+        pass  # not plain after all: rfc8785 says why
     try:
         return bytes(rfc8785.dumps(value))
     except (rfc8785.CanonicalizationError, TypeError, ValueError) as exc:
