@@ -286,9 +286,12 @@ def test_a_url_that_would_not_go_out_as_signed_is_refused_as_a_system_error(
 def test_many_threads_share_one_forwarder(raw_peer: Peer) -> None:
     """The sync face is safe from many threads at once. (The peer closes each connection after
     its answer, so it says so: an unannounced close races the next call on that connection,
-    which is sent once and so fails as ``disconnected``.)"""
+    which is sent once and so fails as ``disconnected``.) Its time bounds are roomy: what
+    is proven here is safety, and one of its 32 calls once failed on a loaded machine under the
+    half-second bounds the other tests use."""
     peer = raw_peer(reply(http("200 OK", b"{}", "connection: close")))
-    with Forwarder(FAST, guard=LOOPBACK) as f, ThreadPoolExecutor(8) as pool:
+    roomy = ForwardLimits(connect_timeout=10, read_timeout=10, write_timeout=10, total_timeout=20)
+    with Forwarder(roomy, guard=LOOPBACK) as f, ThreadPoolExecutor(8) as pool:
         outcomes = list(pool.map(lambda _: f.forward(request_to(peer)), range(32)))
     assert all(o.ok for o in outcomes), [o for o in outcomes if not o.ok]  # which, and why
 
