@@ -37,7 +37,7 @@ from adjudge.receipts import (
     verify,
     verify_chain,
 )
-from adjudge.receipts.canonical import canonical_json, parse_exact
+from adjudge.receipts.canonical import canonical_json, encode_plain, parse_exact
 from adjudge.receipts.envelope import IN_TOTO_PAYLOAD_TYPE, sign
 from adjudge.receipts.statement import PREDICATE_TYPE, STATEMENT_TYPE
 
@@ -230,6 +230,16 @@ def test_canonical_refuses_floats() -> None:
     with pytest.raises(BadInput) as err:
         canonical_bytes({"amount": 1.5})
     assert err.value.code == "RECEIPT_UNSIGNABLE"
+
+
+def test_a_statement_past_the_safe_integers_is_refused_as_it_is_signed() -> None:
+    """A receipt's statement is written without the type walk (its values are built typed), so
+    its encoder itself refuses an integer past I-JSON: signed, the verifier would refuse it."""
+    assert encode_plain({"sequence": 2**53 - 1}) == b'{"sequence":9007199254740991}'
+    for big in (2**53, -(2**53), 2**70):
+        with pytest.raises(BadInput) as err:
+            encode_plain({"sequence": big})
+        assert err.value.code == "RECEIPT_UNSIGNABLE"
 
 
 def test_canonical_json_writes_what_cannot_be_signed_too() -> None:
