@@ -91,7 +91,8 @@ class Transaction:
         #: unit of work rolled back to its savepoint takes its own out again.
         self.committed: list[Callable[[], None]] = []
         self.sqlite = conn.dialect.name == "sqlite"
-        self._driver: Any = None
+        #: The DBAPI connection under ``conn`` (checked out for the transaction's life).
+        self._driver: Any = conn.connection.driver_connection
         #: The driver's cursor that statements run one at a time share (:meth:`run`), and
         #: whether they are sent together now (:meth:`together`: each needs a cursor of its
         #: own there, its rows read after the block).
@@ -154,8 +155,6 @@ class Transaction:
         self.lane_head = mark.lane_head
 
     def _driver_sql(self, sql: str) -> None:
-        if self._driver is None:
-            self._driver = self.conn.connection.driver_connection
         error = self.conn.dialect.loaded_dbapi.Error
         try:
             self._driver.execute(sql)
@@ -216,8 +215,6 @@ class Transaction:
 
     @contextmanager
     def _pipeline(self) -> Iterator[None]:
-        if self._driver is None:
-            self._driver = self.conn.connection.driver_connection
         error = self.conn.dialect.loaded_dbapi.Error
         try:
             with self._driver.pipeline():
@@ -267,8 +264,6 @@ class Transaction:
         return out
 
     def _execute(self, sql: str, args: Any, *, many: bool) -> Any:
-        if self._driver is None:
-            self._driver = self.conn.connection.driver_connection
         error = self.conn.dialect.loaded_dbapi.Error
         try:
             if many:
