@@ -486,6 +486,20 @@ def test_the_schema_documents_the_answers(h: Harness) -> None:
             for status in ("400", "401", "422", "503"):
                 ref = responses[status]["content"]["application/json"]["schema"]["$ref"]
                 assert ref.endswith("/ErrorBody"), (method, path, status)
+    # The shape referred to is in the document, and it is what a refusal carries.
+    schemas = schema["components"]["schemas"]
+    assert schemas["ErrorBody"]["required"] == ["error"]
+    detail = schemas["ErrorBody"]["properties"]["error"]["$ref"].rsplit("/", 1)[1]
+    refused = h.client.get("/api/v1/tasks").json()["error"]
+    assert (
+        sorted(schemas[detail]["required"])
+        == sorted(refused)
+        == [
+            "code",
+            "message",
+            "request_id",
+        ]
+    )
 
 
 def test_nul_in_a_path_is_a_clear_refusal(h: Harness) -> None:

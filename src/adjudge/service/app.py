@@ -158,6 +158,11 @@ class _Service(FastAPI):
 
         return Lanes(stack, self.mcp_route, self.finalize_route, kept)
 
+    def openapi(self) -> dict[str, Any]:
+        if self.openapi_schema is None:
+            self.openapi_schema = errors.document_refusals(super().openapi())
+        return self.openapi_schema
+
 
 def create_app(use_cases: App, *, threads: int | None = None, lanes: bool = True) -> FastAPI:
     """The FastAPI application over ``use_cases``.
