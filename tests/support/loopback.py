@@ -21,6 +21,7 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 import uvicorn
 
 from adjudge.gateway import JWKS_PATH, MemoryKeyRing, jwks
+from support.live import QuickServer
 
 
 class QuietHandler(WSGIRequestHandler):
@@ -68,7 +69,7 @@ class JwksHost:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url_base = f"http://127.0.0.1:{self._server.server_address[1]}"
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        threading.Thread(target=self._server.serve_forever, args=(0.01,), daemon=True).start()
         return self
 
     def stop(self) -> None:
@@ -80,7 +81,7 @@ class JwksHost:
 def start_wsgi(app: Any, handler: type[WSGIRequestHandler] = QuietHandler) -> WSGIServer:
     """A WSGI app under wsgiref on a loopback port, serving in a thread."""
     server = make_server("127.0.0.1", 0, app, handler_class=handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True).start()
     return server
 
 
@@ -99,7 +100,7 @@ class AsgiServer:
         self.port = self.sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
         config = uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False)
-        self.server = uvicorn.Server(config)
+        self.server = QuickServer(config)
         self.thread = threading.Thread(
             target=lambda: asyncio.run(self.server.serve(sockets=[self.sock])), daemon=True
         )
@@ -110,7 +111,7 @@ class AsgiServer:
         while not self.server.started:
             if time.monotonic() > deadline:
                 raise RuntimeError("uvicorn did not start")
-            time.sleep(0.01)
+            time.sleep(0.002)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -142,7 +143,7 @@ class RawPeer:
         self.thread.start()
 
     def _serve(self) -> None:
-        self.sock.settimeout(0.2)
+        self.sock.settimeout(0.01)
         while not self._stop:
             try:
                 conn, _ = self.sock.accept()
