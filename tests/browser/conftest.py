@@ -55,27 +55,32 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     setattr(item, f"report_{report.when}", report)
 
 
+@pytest.fixture(scope="session")
+def _chromium() -> Iterator[Any]:
+    """One Chromium for a test process's browser tests: starting one is about a second of
+    CPU, and each test gets a context of its own (its own cookies, storage and downloads, as
+    a fresh profile would have)."""
+    executable = chromium_or_skip(CHROMIUM)
+    from playwright.sync_api import sync_playwright  # noqa: PLC0415
+
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=executable, args=FLAGS, headless=True)
+        yield chromium
+        chromium.close()
+
+
 @contextmanager
 def attached(
     url: str, h: Harness, signing_key: SigningKey, tmp_path: Path, request: pytest.FixtureRequest
 ) -> Iterator[Browser]:
-    """A fresh Chromium (its own profile) on the UI served at ``url`` by ``h``'s service, watched
-    for requests leaving loopback and policy violations (either fails the test), with a
-    screenshot of the page when the test fails."""
-    executable = chromium_or_skip(CHROMIUM)
-    from playwright.sync_api import sync_playwright  # noqa: PLC0415
-
+    """A fresh browser context (as a fresh profile: nothing kept from another test) on the UI
+    served at ``url`` by ``h``'s service, watched for requests leaving loopback and policy
+    violations (either fails the test), with a screenshot of the page when the test fails."""
+    chromium = request.getfixturevalue("_chromium")
     shots = os.environ.get("ADJUDGE_BROWSER_SHOTS")
-    with sync_playwright() as pw:
-        context = pw.chromium.launch_persistent_context(
-            str(tmp_path / "profile"),
-            executable_path=executable,
-            args=FLAGS,
-            headless=True,
-            accept_downloads=True,
-            viewport={"width": 1280, "height": 900},
-        )
-        page = context.pages[0] if context.pages else context.new_page()
+    context = chromium.new_context(accept_downloads=True, viewport={"width": 1280, "height": 900})
+    try:
+        page = context.new_page()
         b = Browser(page, url, h, signing_key, Path(shots) if shots else None)
 
         def route(r: Any) -> None:
@@ -103,7 +108,8 @@ def attached(
                     print(f"\nscreenshot of the failing page: {path}", file=sys.stderr)
                 except Exception as exc:  # the page may be gone; the test's own error stands
                     print(f"\nno screenshot: {exc}", file=sys.stderr)
-            context.close()
+    finally:
+        context.close()
     assert not b.outside, f"requests left the machine: {b.outside}"
     assert not b.violations, f"the page reported: {b.violations}"
 
