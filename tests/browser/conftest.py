@@ -55,11 +55,13 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     setattr(item, f"report_{report.when}", report)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def _chromium() -> Iterator[Any]:
-    """One Chromium for a test process's browser tests: starting one is about a second of
-    CPU, and each test gets a context of its own (its own cookies, storage and downloads, as
-    a fresh profile would have)."""
+    """One Chromium for a module's browser tests: starting one is about a second of CPU, and
+    each test gets a context of its own (its own cookies, storage and downloads, as a fresh
+    profile would have). Not one for the whole process: Playwright's synchronous API keeps an
+    event loop marked running on the thread while it is open, and the next module's tests
+    that start a loop of their own would find it."""
     executable = chromium_or_skip(CHROMIUM)
     from playwright.sync_api import sync_playwright  # noqa: PLC0415
 
