@@ -75,10 +75,8 @@ class _Copies:
 
     def take(self) -> str:
         """A new copy's URL (:class:`postgres.Unreachable` if none could be made)."""
-        ready, self._ahead = (
-            self._ahead,
-            self._maker.submit(postgres.create_database, self.template),
-        )
+        ready = self._ahead
+        self._ahead = self._maker.submit(postgres.create_database, self.template)
         return ready.result()
 
     def close(self) -> None:
