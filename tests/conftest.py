@@ -86,7 +86,7 @@ class _Copies:
         self._maker.shutdown()
 
 
-def _postgres_or_skip(copies: _Copies | None = None) -> str:
+def _postgres_or_skip(copies: _Copies | None) -> str:
     """A throwaway database (one of ``copies`` if given) and its URL, or skip (fail, in CI)
     saying why."""
     try:
