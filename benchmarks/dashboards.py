@@ -1,16 +1,20 @@
-"""The console's dashboards against the history they summarise.
+"""The console's dashboards and ledger totals against the history they summarise.
 
 What it measures: the operator's and a provider's dashboard (``App.dashboards``, in process, a
 30-day window), each read ``--reads`` times, on a store holding N forwarded calls of that
 provider — each started and ended (PASS; FAIL with its schema check failed; or no verdict, a
 request error), with its call record and its charge on the ledger — spread over the window's
-30 days, for each N of ``--sizes``. The figure: each dashboard's median read time at each N,
-and its ratio to the smallest N's (flat when a dashboard reads counts kept per day, not rows).
+30 days, for each N of ``--sizes``; and the ledger page with its totals over the same 30 days
+(``App.receipts.ledger_lines``: the newest 50 lines and the totals of every line the filter
+keeps), as the admin reads it (every account) and as the provider does (its own accounts). The
+figure: each read's median time at each N, and its ratio to the smallest N's (flat when a read
+takes counts kept per day, not rows).
 
-Beside it, in the same run, the bare read the dashboards made before they kept counts, for the
-operator's calls chart alone: the window's calls (``started_at``, ``verdict``) through the index
-on their start. Its time grows with N; a dashboard's whole read stays under it from a few
-thousand calls on.
+Beside them, in the same run, the bare reads made before the counts were kept: for the
+operator's calls chart, the window's calls (``started_at``, ``verdict``) through the index on
+their start; for the ledger's totals, the one SUM over the window's lines that the admin's
+totals were. Their time grows with N; the whole reads stay under them from a few thousand
+calls on.
 
 How: the rows are written through the store's own functions (``gateway.start_call``,
 ``finish_call``, ``calls.add_call``, ``ledger.transfer``), 1,000 calls a transaction, so their
@@ -34,11 +38,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import case, func, select
 
 from adjudge.app import App
 from adjudge.market import WORLD, Transfer
 from adjudge.store import Store, calls, gateway, ledger, records
+from adjudge.store import schema as s
 from adjudge.store.schema import metadata
 
 PROVIDER = "skycast"
@@ -150,13 +155,35 @@ def run(url: str, sizes: list[int], reads: int) -> dict[str, Any]:
         with store.read() as tx:
             return len(list(tx.conn.execute(scan)))
 
+    e = s.ledger_entries.c
+    since = window_start(now)
+    summed = select(
+        func.count(),
+        func.sum(case((e.amount > 0, e.amount), else_=0)),
+        func.sum(case((e.amount < 0, e.amount), else_=0)),
+    ).where(e.at >= since)
+
+    def bare_sum() -> Any:
+        with store.read() as tx:
+            return tx.conn.execute(summed).one()
+
+    def ledger_page(who: Any) -> dict[str, Any]:
+        return app.receipts.ledger_lines(who, since=since.date().isoformat(), totals=True)
+
     rows = []
     made = 0
     for size in sizes:
         grow(store, made, size, now)
         made = size
+        if store.dialect == "postgresql":
+            # The planner's statistics of the rows just written, as autovacuum keeps them in a
+            # running database (without them a page of lines is planned as a scan and a sort).
+            with store.engine.connect() as conn:
+                conn.execution_options(isolation_level="AUTOCOMMIT").exec_driver_sql("ANALYZE")
         operator = app.dashboards.operator(root, days=DAYS)
         assert sum(operator["calls"]["totals"].values()) == size, operator["calls"]["totals"]
+        assert ledger_page(root)["totals"]["lines"] == str(2 * size)
+        assert ledger_page(provider)["totals"]["lines"] == str(size)
         rows.append(
             {
                 "calls": size,
@@ -165,13 +192,16 @@ def run(url: str, sizes: list[int], reads: int) -> dict[str, Any]:
                     lambda: app.dashboards.provider(provider, days=DAYS), reads
                 ),
                 "bare_scan_ms": _median_ms(bare_scan, reads),
+                "ledger_admin_ms": _median_ms(lambda: ledger_page(root), reads),
+                "ledger_provider_ms": _median_ms(lambda: ledger_page(provider), reads),
+                "bare_ledger_sum_ms": _median_ms(bare_sum, reads),
             }
         )
     app.close()
     store.dispose()
     first = rows[0]
     for row in rows:
-        for key in ("operator_ms", "provider_ms", "bare_scan_ms"):
+        for key in [k for k in row if k.endswith("_ms")]:
             row[key.replace("_ms", "_ratio")] = row[key] / first[key]
     return {"db": url.split(":", 1)[0], "days": DAYS, "reads": reads, "rows": rows}
 
@@ -191,13 +221,20 @@ def main() -> None:
         print(json.dumps(out, indent=2))
         return
     print(f"{out['db']}: the {DAYS}-day dashboards, median of {args.reads} reads")
-    print("   calls   operator ms (×first)   provider ms (×first)   bare window scan ms (×first)")
+    columns = {
+        "operator_ms": "operator",
+        "provider_ms": "provider",
+        "bare_scan_ms": "bare window scan",
+        "ledger_admin_ms": "ledger, admin",
+        "ledger_provider_ms": "ledger, provider",
+        "bare_ledger_sum_ms": "bare ledger sum",
+    }
+    print("   calls" + "".join(f"   {name:>16} ms (×first)" for name in columns.values()))
     for r in out["rows"]:
-        print(
-            f"{r['calls']:>8}   {r['operator_ms']:8.2f} ({r['operator_ratio']:5.2f}×)"
-            f"      {r['provider_ms']:8.2f} ({r['provider_ratio']:5.2f}×)"
-            f"      {r['bare_scan_ms']:8.2f} ({r['bare_scan_ratio']:6.2f}×)"
+        cells = "".join(
+            f"   {r[key]:19.2f} ({r[key.replace('_ms', '_ratio')]:6.2f}×)" for key in columns
         )
+        print(f"{r['calls']:>8}{cells}")
 
 
 if __name__ == "__main__":

@@ -39,7 +39,16 @@ _call = st.tuples(
     st.sampled_from((*VERDICTS, "pending")),  # how it ends ("pending": not yet)
     st.sampled_from((*VERDICTS, "kept")),  # its verdict after a later judgment ("kept": none)
 )
-_move = st.tuples(st.just("move"), st.sampled_from(MEMOS), st.integers(1, 10**9), _moment)
+#: Accounts money moves into: a wallet and a provider's hold (their totals kept by day), a
+#: task's escrow and a call's reservation (theirs summed from their few lines).
+ACCOUNTS = ("wallet:a", "held:p", "escrow:t", "hold:call:c")
+_move = st.tuples(
+    st.just("move"),
+    st.sampled_from(MEMOS),
+    st.integers(1, 10**9),
+    _moment,
+    st.sampled_from(ACCOUNTS),
+)
 _record = st.tuples(
     st.just("record"),
     st.sampled_from(("prov", "other")),
@@ -105,8 +114,8 @@ def _apply(tx: Transaction, op: tuple[Any, ...]) -> None:
             ended = replace(started, state="done", verdict=ending)
             gateway.rejudged(tx, ended, status="settled", verdict=later, receipt_id=f"s{n}")
     elif op[0] == "move":
-        _, memo, amount, moment = op
-        moves = [Transfer(WORLD, "wallet:a", amount, memo)]
+        _, memo, amount, moment, account = op
+        moves = [Transfer(WORLD, account, amount, memo)]
         ledger.transfer(tx, moves, task_id=None, at=_at(moment))
     else:
         _, provider, moment, checks = op
@@ -192,7 +201,7 @@ def test_writers_at_once_keep_the_counts(store: Store) -> None:
                 try:
                     with store.write() as tx:
                         _apply(tx, op)
-                        _apply(tx, ("move", "charge", 1 + i, ((k + i) % 3, k)))
+                        _apply(tx, ("move", "charge", 1 + i, ((k + i) % 3, k), ACCOUNTS[k]))
                     break
                 except ConcurrentUpdate:
                     time.sleep(0.01)

@@ -21,6 +21,7 @@ from adjudge.store import (
     ConcurrentUpdate,
     Store,
     Submission,
+    day_counts,
     idempotency,
     ledger,
     meaning_queue,
@@ -32,6 +33,7 @@ from adjudge.store import (
 from adjudge.store.database import CHECKPOINT_DELAY
 from adjudge.store.ledger import UnprovenRelease
 from adjudge.store.schema import metadata, tasks
+from support.counts import recount
 from support.fakes import FakeIssuer
 from support.migrations import downgrade
 
@@ -521,3 +523,48 @@ def test_migration_0027_leaves_every_read_on_an_index(store: Store) -> None:
                 sql,
                 plan,
             )
+
+
+def test_migration_0028_counts_the_ledger_lines_already_written(store: Store) -> None:
+    """Upgrading a database with ledger lines counts them by day for the ledger's totals (for
+    everyone, and for each account but a task's escrow or a call's reservation), as a recount
+    from the lines gives them; 0028 also downgrades cleanly."""
+    downgrade(store, "0027")
+
+    def naive(at: datetime) -> datetime:
+        return at.replace(tzinfo=None)
+
+    legs = [
+        ("1", WORLD, -5, "deposit", T0),
+        ("1", "wallet:a", 5, "deposit", T0),
+        ("2", "wallet:a", -3, "reserve", T0 + timedelta(days=1)),
+        ("2", "hold:call:c", 3, "reserve", T0 + timedelta(days=1)),
+        ("3", "hold:call:c", -3, "charge", T0 + timedelta(days=1, hours=1)),
+        ("3", "held:p", 3, "charge", T0 + timedelta(days=1, hours=1)),
+    ]
+    with store.engine.begin() as conn:
+        for txn, account, amount, memo, at in legs:
+            conn.execute(
+                text(
+                    "INSERT INTO ledger_entries (txn, account, amount, memo, at) "
+                    "VALUES (:txn, :account, :amount, :memo, :at)"
+                ),
+                {"txn": txn, "account": account, "amount": amount, "memo": memo, "at": naive(at)},
+            )
+    store.migrate()
+    with store.read() as tx:
+        kept = {k: n for k, n in day_counts.stored(tx).items() if k[0] == day_counts.LEDGER}
+        assert kept == {k: n for k, n in recount(tx).items() if k[0] == day_counts.LEDGER}
+        assert kept[day_counts.LEDGER, "wallet:a", T0.date().isoformat(), "in deposit"] == 5
+        assert not any(k[1] == "hold:call:c" for k in kept)
+        which = ledger.Movements(accounts=("wallet:a",), since=T0, until=T0 + timedelta(days=2))
+        assert ledger.movement_totals(tx, which) == {
+            "lines": 2,
+            "credits": 5,
+            "debits": -3,
+            "net": 2,
+        }
+    downgrade(store, "0027")
+    with store.read() as tx:
+        assert not any(k[0] == day_counts.LEDGER for k in day_counts.stored(tx))
+    store.migrate()

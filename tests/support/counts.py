@@ -1,9 +1,10 @@
-"""The dashboards' counts made again from the rows they count: what
+"""The dashboards' counts and the ledger's totals made again from the rows they count: what
 :mod:`adjudge.store.day_counts` keeps as it goes must always equal this."""
 
 from __future__ import annotations
 
 from collections import Counter
+from datetime import UTC
 
 from sqlalchemy import select
 
@@ -14,6 +15,7 @@ from adjudge.store import day_counts as dc
 from adjudge.store import gateway as gateway_db
 from adjudge.store import schema as s
 from adjudge.store.held_days import day_of
+from adjudge.store.ledger import Movements
 
 _FLOW_OF = {memo: flow for flow, memos in dc.FLOW_MEMOS.items() for memo in memos}
 
@@ -45,10 +47,17 @@ def recount(tx: Transaction) -> dict[dc.Key, int]:
             for rule in dc.failed_rules(detail or {}):
                 add(dc.RULES, str(poster), day, rule)
     e = s.ledger_entries.c
-    for memo, amount, at in tx.conn.execute(select(e.memo, e.amount, e.at).where(e.amount > 0)):
+    for account, memo, signed, at in tx.conn.execute(select(e.account, e.memo, e.amount, e.at)):
+        day, amount = day_of(at), int(signed)
         flow = _FLOW_OF.get(str(memo))
-        if flow is not None:
-            add(dc.FLOWS, dc.EVERYONE, day_of(at), flow, int(amount))
+        if flow is not None and amount > 0:
+            add(dc.FLOWS, dc.EVERYONE, day, flow, amount)
+        add(dc.LEDGER, dc.EVERYONE, day, f"lines {memo}")
+        if amount > 0:
+            add(dc.LEDGER, dc.EVERYONE, day, f"in {memo}", amount)
+        if not str(account).startswith(("escrow:", "hold:")):
+            add(dc.LEDGER, str(account), day, f"lines {memo}")
+            add(dc.LEDGER, str(account), day, f"{'in' if amount > 0 else 'out'} {memo}", amount)
     r = calls_db.call_records.c
     rows = select(r.provider, r.at, r.record, r.source, r.final_verdict, r.enforced, r.error_kind)
     for provider, at, record, source, final, enforced, error_kind in tx.conn.execute(rows):
@@ -60,3 +69,23 @@ def recount(tx: Transaction) -> dict[dc.Key, int]:
     for poster, status in tx.conn.execute(select(t.poster, t.status)):
         add(dc.STATES, str(poster), dc.ALL_TIME, str(status))
     return {k: n for k, n in counts.items() if n}
+
+
+def ledger_totals(tx: Transaction, which: Movements) -> dict[str, int]:
+    """What :func:`adjudge.store.ledger.movement_totals` answers, from every ledger line."""
+    e = s.ledger_entries.c
+    lines = credits = debits = 0
+    for account, memo, amount, at in tx.conn.execute(select(e.account, e.memo, e.amount, e.at)):
+        if which.accounts is not None and account not in which.accounts:
+            continue
+        if which.kind is not None and memo != which.kind:
+            continue
+        moment = at if at.tzinfo is not None else at.replace(tzinfo=UTC)
+        if (which.since is not None and moment < which.since) or (
+            which.until is not None and moment >= which.until
+        ):
+            continue
+        lines += 1
+        credits += max(int(amount), 0)
+        debits += min(int(amount), 0)
+    return {"lines": lines, "credits": credits, "debits": debits, "net": credits + debits}

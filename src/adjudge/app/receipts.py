@@ -258,7 +258,7 @@ class Receipts:
         ``kind`` is a transfer's memo (:data:`LEDGER_KINDS`); ``since`` and ``until`` are ISO
         dates or times (UTC when no offset is given), ``until`` exclusive — a bare date means
         through the end of that day. ``totals`` adds the filter's count, credits, debits and
-        net: one SUM over the whole filtered range (it grows with the range, not the page).
+        net (:func:`adjudge.store.ledger.movement_totals`: counts kept by day, not the lines).
         """
         own = (wallet_account(viewer.id), provider_hold_account(viewer.id))
         admin = "admin" in viewer.roles

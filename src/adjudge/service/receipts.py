@@ -103,8 +103,8 @@ def ledger_lines(
     released it. An admin's every account, anyone else's own (``NOT_YOUR_ACCOUNT`` for
     another's). ``kind``: deposit, fund, payout, fee, refund, reserve, charge, void, release,
     report refund. ``since``/``until``: ISO dates or times, ``until`` exclusive (a bare date:
-    through that day). ``totals``: the filter's count, credits, debits and net (a sum over
-    the whole filtered range)."""
+    through that day). ``totals``: the filter's count, credits, debits and net (of every
+    line it keeps, not only the page's; kept by UTC day as money moves)."""
     return app.receipts.ledger_lines(
         who,
         account=account,

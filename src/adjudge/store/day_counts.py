@@ -3,8 +3,10 @@
 The dashboards show, for each UTC day of a window of up to 90, the calls by verdict (the
 service's and a provider's), the task verdicts passed and failed (the service's and a poster's),
 the money charged, refunded, paid out and taken as fees, the checks a provider's calls failed and
-the rules a poster's tasks failed; and a poster's tasks by state. Read from the rows they count,
-each grows with the activity in its window: at the gateway's rate, a billion calls a month.
+the rules a poster's tasks failed; and a poster's tasks by state. The ledger page's totals are
+the ledger's lines, money in and money out of each day, by memo, for everyone and by account.
+Read from the rows they count, each grows with the activity in its window: at the gateway's
+rate, a billion calls a month.
 
 So each transaction notes what it changes as it changes it — a call ended (counted under its
 verdict, on the day it started; moved if a later judgment supersedes it), a verdict, a money
@@ -41,6 +43,7 @@ CHECKS = "checks"  # a provider's verified calls' failed checks by day, by check
 RULES = "rules"  # a poster's failed verdicts' rules by day, by rule (failed_rules)
 STATES = "states"  # a poster's tasks by state, for all time (day ALL_TIME)
 QUALITY = "quality"  # a provider's observed calls by day, by what its quality window counts
+LEDGER = "ledger"  # ledger lines by day and memo: "lines <memo>", "in <memo>", "out <memo>"
 
 #: The subject of the counts of everyone (the operator's); otherwise a provider or a poster.
 EVERYONE = ""
@@ -87,6 +90,27 @@ def note_flows(tx: Transaction, moves: Iterable[tuple[str, int]], at: datetime) 
         flow = _FLOW_OF.get(memo)
         if flow is not None and amount > 0:
             note(tx, FLOWS, EVERYONE, day, flow, amount)
+
+
+def note_lines(tx: Transaction, legs: Iterable[tuple[str | None, str, int]], at: datetime) -> None:
+    """Count ledger lines, each an (account, memo, signed amount) leg, for the ledger's totals
+    (:func:`adjudge.store.ledger.movement_totals`). For everyone: each memo's lines and money
+    in; its money out is the negative of that, as every transfer's two legs net to zero. For
+    an account (None for one whose lines are few and are summed from themselves): its lines
+    and its money in or out by memo."""
+    day = held_days.day_of(at)
+    counts = tx.day_counts
+    for account, memo, amount in legs:
+        lines = (LEDGER, EVERYONE, day, f"lines {memo}")
+        counts[lines] = counts.get(lines, 0) + 1
+        if amount > 0:
+            money = (LEDGER, EVERYONE, day, f"in {memo}")
+            counts[money] = counts.get(money, 0) + amount
+        if account is not None:
+            lines = (LEDGER, account, day, f"lines {memo}")
+            counts[lines] = counts.get(lines, 0) + 1
+            money = (LEDGER, account, day, f"{'in' if amount > 0 else 'out'} {memo}")
+            counts[money] = counts.get(money, 0) + amount
 
 
 def note_verdict(
@@ -229,6 +253,24 @@ def since(tx: Transaction, family: str, subject: str, first_day: str) -> Counter
         if f == family and sub == subject and day >= first_day:
             total[name] += n
     return total
+
+
+def summed(
+    tx: Transaction,
+    family: str,
+    subjects: Sequence[str],
+    first_day: str | None,
+    end_day: str | None,
+) -> Counter[str]:
+    """A family's counts of ``subjects`` summed by name over the days from ``first_day`` up to
+    ``end_day`` (not included; None: no bound): index reads, days × names × lanes a subject."""
+    c = s.day_counts.c
+    q = select(c.name, func.sum(c.n)).where(c.family == family, c.subject.in_(subjects))
+    if first_day is not None:
+        q = q.where(c.day >= first_day)
+    if end_day is not None:
+        q = q.where(c.day < end_day)
+    return Counter({str(name): int(n) for name, n in tx.conn.execute(q.group_by(c.name)) if n})
 
 
 def stored(tx: Transaction) -> dict[Key, int]:

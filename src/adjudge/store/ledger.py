@@ -13,9 +13,9 @@ passed (``matured=True``). It names the receipt that settled the call, which mus
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 from sqlalchemy import Select, and_, bindparam, case, func, insert, or_, select, update
@@ -34,6 +34,9 @@ from adjudge.store.transaction import Read, Transaction
 HOLDING_PREFIXES = ("escrow:", "hold:", "held:")
 #: A provider's hold: settled charges waiting out their report deadlines.
 PROVIDER_HOLD_PREFIX = "held:"
+#: Accounts of one task or one call (its escrow, its reservation): their lines are few and end
+#: with what they hold, so their totals are summed from the lines, not kept by day.
+ITEM_PREFIXES = ("escrow:", "hold:")
 
 
 class UnprovenRelease(InternalError):
@@ -98,6 +101,15 @@ def transfer(
     # The held money's daily figures move with it as this transaction commits (the dashboards').
     held_days.note(tx, ((leg["account"], leg["amount"], at) for leg in legs))
     day_counts.note_flows(tx, ((t.memo, t.amount) for t in transfers), at)
+    # And the ledger's totals by day (movement_totals).
+    day_counts.note_lines(
+        tx, ((_kept(leg["account"]), leg["memo"], leg["amount"]) for leg in legs), at
+    )
+
+
+def _kept(account: str) -> str | None:
+    """``account`` if its totals are kept by day, None for an account of one task or call."""
+    return None if account.startswith(ITEM_PREFIXES) else account
 
 
 def _proven(
@@ -344,8 +356,96 @@ def _counterparts(tx: Transaction, rows: Sequence[Any]) -> dict[tuple[str, int],
 
 def movement_totals(tx: Transaction, which: Movements) -> dict[str, int]:
     """The lines ``which`` keeps, summed: how many, the money in (credits), the money out
-    (debits, negative) and their sum. One aggregate over the filtered range — it grows with
-    the range, not with the page, which is why only the console's totals ask for it."""
+    (debits, negative) and their sum.
+
+    The whole UTC days of the range are read from the counts every transfer keeps by day
+    (:func:`adjudge.store.day_counts.note_lines`): days × memos, however many lines they count.
+    Summed from the lines themselves: a part of a day at either end of the range (a bound
+    that is not midnight; at most a day's lines each) and the accounts of one task or one call
+    (:data:`ITEM_PREFIXES`), whose lines are few. So the cost does not grow with the ledger's
+    history, only with the days asked for.
+    """
+    accounts = which.accounts
+    items = () if accounts is None else tuple(a for a in accounts if _kept(a) is None)
+    kept = None if accounts is None else tuple(a for a in accounts if _kept(a) is not None)
+    sums = _Sums()
+    if items:
+        sums.add(*_summed(tx, replace(which, accounts=items)))
+    if kept != ():
+        days, parts = _whole_days(which.since, which.until)
+        for since, until in parts:
+            sums.add(*_summed(tx, replace(which, accounts=kept, since=since, until=until)))
+        if days is not None:
+            subjects = [day_counts.EVERYONE] if kept is None else list(kept)
+            counts = day_counts.summed(tx, day_counts.LEDGER, subjects, *days)
+            credits = _by_memo(counts, "in", which.kind)
+            debits = -credits if kept is None else _by_memo(counts, "out", which.kind)
+            sums.add(_by_memo(counts, "lines", which.kind), credits, debits)
+    return {
+        "lines": sums.lines,
+        "credits": sums.credits,
+        "debits": sums.debits,
+        "net": sums.credits + sums.debits,
+    }
+
+
+@dataclass
+class _Sums:
+    """Totals added up from their parts (counted days, parts of a day, single accounts)."""
+
+    lines: int = 0
+    credits: int = 0
+    debits: int = 0
+
+    def add(self, lines: int, credits: int, debits: int) -> None:
+        self.lines += lines
+        self.credits += credits
+        self.debits += debits
+
+
+def _by_memo(counts: Mapping[str, int], what: str, kind: str | None) -> int:
+    """The counts named ``what`` (lines, in, out), of one memo or of all."""
+    if kind is not None:
+        return counts.get(f"{what} {kind}", 0)
+    head = f"{what} "
+    return sum(n for name, n in counts.items() if name.startswith(head))
+
+
+def _whole_days(
+    since: datetime | None, until: datetime | None
+) -> tuple[tuple[str | None, str | None] | None, list[tuple[datetime | None, datetime | None]]]:
+    """The whole UTC days from ``since`` to ``until``: their first day and the day after their
+    last (None where unbounded; no days at all, None), and the parts of a day left at either
+    end. A range with no whole day in it (inside a day or two) is one part."""
+    first = None if since is None else _day_start(since)
+    if since is not None and first is not None and first < since:
+        if first.date() == date.max:
+            return None, [(since, until)]
+        first += timedelta(days=1)
+    end = None if until is None else _day_start(until)
+    if first is not None and end is not None and first >= end:
+        return None, [(since, until)]
+    parts: list[tuple[datetime | None, datetime | None]] = []
+    if since is not None and first is not None and since < first:
+        parts.append((since, first))
+    if until is not None and end is not None and end < until:
+        parts.append((end, until))
+    return (_iso_day(first), _iso_day(end)), parts
+
+
+def _day_start(at: datetime) -> datetime:
+    """The UTC midnight at or before ``at`` (a naive time is UTC)."""
+    moment = at if at.tzinfo is not None else at.replace(tzinfo=UTC)
+    return datetime.combine(moment.astimezone(UTC).date(), time(), tzinfo=UTC)
+
+
+def _iso_day(midnight: datetime | None) -> str | None:
+    """A midnight's day as the counts name it (None stays None: no bound)."""
+    return None if midnight is None else midnight.date().isoformat()
+
+
+def _summed(tx: Transaction, which: Movements) -> tuple[int, int, int]:
+    """The lines ``which`` keeps, summed from the lines: how many, credits and debits."""
     e = s.ledger_entries
     credit = case((e.c.amount > 0, e.c.amount), else_=0)
     debit = case((e.c.amount < 0, e.c.amount), else_=0)
@@ -357,9 +457,4 @@ def movement_totals(tx: Transaction, which: Movements) -> dict[str, int]:
         ).select_from(e)
     )
     count, credits, debits = tx.conn.execute(q).one()
-    return {
-        "lines": int(count),
-        "credits": int(credits),
-        "debits": int(debits),
-        "net": int(credits) + int(debits),
-    }
+    return int(count), int(credits), int(debits)
