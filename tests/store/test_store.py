@@ -25,6 +25,7 @@ from adjudge.store import (
     idempotency,
     ledger,
     meaning_queue,
+    outbox,
     receipt_log,
     records,
     schema,
@@ -567,4 +568,50 @@ def test_migration_0028_counts_the_ledger_lines_already_written(store: Store) ->
     downgrade(store, "0027")
     with store.read() as tx:
         assert not any(k[0] == day_counts.LEDGER for k in day_counts.stored(tx))
+    store.migrate()
+
+
+def test_migration_0029_counts_the_deliveries_already_made(store: Store) -> None:
+    """Upgrading a database with webhook deliveries counts them by status, as the operator's
+    counts read them; 0029 also downgrades cleanly."""
+    downgrade(store, "0028")
+    at = {"at": T0.replace(tzinfo=None)}
+    with store.engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO accounts (id, roles, key_hash, verifier_opt_in, reputation, "
+                "disputes, created_at) VALUES ('p', '[]', 'sha256:p', false, 100, 0, :at)"
+            ),
+            at,
+        )
+        conn.execute(
+            text(
+                "INSERT INTO webhook_endpoints (id, account_id, url, secret, description, "
+                "enabled, created_at) VALUES ('ep', 'p', 'https://example.com', 's', '', true, :at)"
+            ),
+            at,
+        )
+        for i, status in enumerate(("delivered", "delivered", "failed", "pending")):
+            conn.execute(
+                text(
+                    "INSERT INTO webhook_messages (id, type, payload, created_at) "
+                    "VALUES (:id, 'webhook.test', '{}', :at)"
+                ),
+                {"id": f"d{i}", **at},
+            )
+            conn.execute(
+                text(
+                    "INSERT INTO webhook_deliveries (id, message_id, endpoint_id, account_id, "
+                    "status, attempts, replays, created_at) "
+                    "VALUES (:id, :id, 'ep', 'p', :status, 0, 0, :at)"
+                ),
+                {"id": f"d{i}", "status": status, **at},
+            )
+    store.migrate()
+    with store.read() as tx:
+        assert outbox.counts(tx) == {"delivered": 2, "failed": 1, "pending": 1}
+        assert day_counts.stored(tx) == recount(tx)
+    downgrade(store, "0028")
+    with store.read() as tx:
+        assert outbox.counts(tx) == {}
     store.migrate()

@@ -1,5 +1,6 @@
-"""The dashboards' counts and the ledger's totals made again from the rows they count: what
-:mod:`adjudge.store.day_counts` keeps as it goes must always equal this."""
+"""The dashboards' counts, the ledger's totals and the webhook deliveries by status made again
+from the rows they count: what :mod:`adjudge.store.day_counts` keeps as it goes must always
+equal this."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from datetime import UTC
 from sqlalchemy import select
 
 from adjudge.calls.quality import counted_as
-from adjudge.store import Transaction
+from adjudge.store import Transaction, outbox
 from adjudge.store import calls as calls_db
 from adjudge.store import day_counts as dc
 from adjudge.store import gateway as gateway_db
@@ -68,6 +69,8 @@ def recount(tx: Transaction) -> dict[dc.Key, int]:
             add(dc.QUALITY, str(provider), day_of(at), kind)
     for poster, status in tx.conn.execute(select(t.poster, t.status)):
         add(dc.STATES, str(poster), dc.ALL_TIME, str(status))
+    for (status,) in tx.conn.execute(select(outbox.webhook_deliveries.c.status)):
+        add(dc.DELIVERIES, dc.EVERYONE, dc.ALL_TIME, str(status))
     return {k: n for k, n in counts.items() if n}
 
 

@@ -4,7 +4,8 @@ The dashboards show, for each UTC day of a window of up to 90, the calls by verd
 service's and a provider's), the task verdicts passed and failed (the service's and a poster's),
 the money charged, refunded, paid out and taken as fees, the checks a provider's calls failed and
 the rules a poster's tasks failed; and a poster's tasks by state. The ledger page's totals are
-the ledger's lines, money in and money out of each day, by memo, for everyone and by account.
+the ledger's lines, money in and money out of each day, by memo, for everyone and by account;
+and the operator counts the webhook deliveries by status.
 Read from the rows they count, each grows with the activity in its window: at the gateway's
 rate, a billion calls a month.
 
@@ -44,6 +45,7 @@ RULES = "rules"  # a poster's failed verdicts' rules by day, by rule (failed_rul
 STATES = "states"  # a poster's tasks by state, for all time (day ALL_TIME)
 QUALITY = "quality"  # a provider's observed calls by day, by what its quality window counts
 LEDGER = "ledger"  # ledger lines by day and memo: "lines <memo>", "in <memo>", "out <memo>"
+DELIVERIES = "deliveries"  # webhook deliveries by status, for all time (day ALL_TIME)
 
 #: The subject of the counts of everyone (the operator's); otherwise a provider or a poster.
 EVERYONE = ""
@@ -111,6 +113,15 @@ def note_lines(tx: Transaction, legs: Iterable[tuple[str | None, str, int]], at:
             counts[lines] = counts.get(lines, 0) + 1
             money = (LEDGER, account, day, f"{'in' if amount > 0 else 'out'} {memo}")
             counts[money] = counts.get(money, 0) + amount
+
+
+def note_deliveries(tx: Transaction, before: str | None, after: str, n: int = 1) -> None:
+    """Move ``n`` webhook deliveries from status ``before`` (None: new ones) to ``after``."""
+    if n <= 0 or before == after:
+        return
+    if before is not None:
+        note(tx, DELIVERIES, EVERYONE, ALL_TIME, before, -n)
+    note(tx, DELIVERIES, EVERYONE, ALL_TIME, after, n)
 
 
 def note_verdict(

@@ -38,7 +38,7 @@ from sqlalchemy import (
     update,
 )
 
-from adjudge.store import ids
+from adjudge.store import day_counts, ids
 from adjudge.store import schema as s
 from adjudge.store.records import Page, newest_first
 from adjudge.store.transaction import Transaction
@@ -300,7 +300,7 @@ def disable_endpoint(tx: Transaction, endpoint_id: str, *, at: datetime) -> None
         .values(enabled=False, disabled_at=at)
     )
     d = webhook_deliveries
-    tx.conn.execute(
+    ended = tx.conn.execute(
         update(d)
         .where(and_(d.c.endpoint_id == endpoint_id, d.c.status == PENDING))
         .values(
@@ -311,6 +311,7 @@ def disable_endpoint(tx: Transaction, endpoint_id: str, *, at: datetime) -> None
             last_error="the endpoint was disabled",
         )
     )
+    day_counts.note_deliveries(tx, PENDING, FAILED, ended.rowcount)
 
 
 # --- emitting (in the state change's transaction) --------------------------------------------
@@ -408,6 +409,7 @@ def _write(
             for e in chosen
         ],
     )
+    day_counts.note_deliveries(tx, None, PENDING, len(chosen))
     return msg_id
 
 
@@ -466,11 +468,17 @@ def replay(tx: Transaction, delivery_id: str, *, now: datetime) -> bool:
     """Make a delivery due again now with a fresh count of attempts; False if a worker holds
     it at this moment (it is being attempted)."""
     d = webhook_deliveries
+    # Its status, locked until this transaction ends, to count it moved from there.
+    q = select(d.c.status).where(d.c.id == delivery_id)
+    found = tx.conn.execute(q.with_for_update() if tx.dialect == "postgresql" else q).first()
+    if found is None:
+        return False
     done = tx.conn.execute(
         update(d)
         .where(
             and_(
                 d.c.id == delivery_id,
+                d.c.status == found.status,
                 or_(d.c.status != PENDING, d.c.locked_until.is_(None), d.c.locked_until <= now),
             )
         )
@@ -483,6 +491,8 @@ def replay(tx: Transaction, delivery_id: str, *, now: datetime) -> bool:
             replays=d.c.replays + 1,
         )
     )
+    if done.rowcount:
+        day_counts.note_deliveries(tx, str(found.status), PENDING)
     return bool(done.rowcount)
 
 
@@ -596,6 +606,9 @@ def finish(
         .values(**values)
     )
     if done.rowcount:
+        # A leased delivery is pending: claim leases only those, and a replay or a disabled
+        # endpoint takes the lease away.
+        day_counts.note_deliveries(tx, PENDING, values.get("status", PENDING))
         tx.conn.execute(
             insert(webhook_attempts).values(
                 delivery_id=claimed.delivery_id,
@@ -632,7 +645,8 @@ def attempts(tx: Transaction, delivery_id: str) -> list[dict[str, Any]]:
 
 
 def counts(tx: Transaction) -> dict[str, int]:
-    """How many deliveries are in each state (for operators)."""
-    d = webhook_deliveries
-    rows = tx.conn.execute(select(d.c.status, func.count()).group_by(d.c.status))
-    return {str(r[0]): int(r[1]) for r in rows}
+    """How many deliveries are in each state (for operators): counts kept as deliveries are
+    made and change state (:func:`adjudge.store.day_counts.note_deliveries`), not a count of
+    every delivery ever made."""
+    kept = day_counts.since(tx, day_counts.DELIVERIES, day_counts.EVERYONE, day_counts.ALL_TIME)
+    return {status: n for status, n in sorted(kept.items()) if n}
