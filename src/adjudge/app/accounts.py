@@ -261,6 +261,6 @@ class Accounts:
         """Verifier agents that take verification jobs (the only ones agent review accepts)."""
         return self.unit.read(lambda tx: [account_view(a) for a in records.verifiers(tx)])
 
-    def count(self) -> int:
-        """How many accounts exist."""
-        return self.unit.read(records.account_count)
+    def exist(self) -> bool:
+        """Whether any account exists (a new database has none)."""
+        return self.unit.read(records.any_account)

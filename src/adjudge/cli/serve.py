@@ -236,7 +236,7 @@ def _keys(signing_key: Path, server_key: Path) -> tuple[SigningKey, SecretBox]:
 
 def _bootstrap_admin(app: App) -> None:
     """On a database without accounts, create the first admin and print its key once."""
-    if app.accounts.count():
+    if app.accounts.exist():
         return
     key = app.accounts.create(None, "admin", ["admin"]).value["api_key"]
     typer.echo(f"Created the first admin account 'admin'. Its API key (shown once): {key}")

@@ -21,7 +21,6 @@ from sqlalchemy import (
     Select,
     and_,
     bindparam,
-    func,
     insert,
     or_,
     select,
@@ -188,9 +187,9 @@ def account(tx: Transaction, account_id: str) -> Account | None:
     return _account(rows[0]) if rows else None
 
 
-def account_count(tx: Transaction) -> int:
-    """How many accounts exist."""
-    return int(tx.conn.execute(select(func.count()).select_from(s.accounts)).scalar() or 0)
+def any_account(tx: Transaction) -> bool:
+    """Whether any account exists: one row looked for, not every account counted."""
+    return tx.conn.execute(select(s.accounts.c.id).limit(1)).first() is not None
 
 
 def account_by_key(tx: Transaction, api_key: str) -> Account | None:
