@@ -615,3 +615,22 @@ def test_migration_0029_counts_the_deliveries_already_made(store: Store) -> None
     with store.read() as tx:
         assert outbox.counts(tx) == {}
     store.migrate()
+
+
+def test_migration_0030_counts_a_providers_upheld_reports_by_one_range(store: Store) -> None:
+    """After 0030 a provider's upheld reports since a time are one range of an index (SQLite's
+    plan: the index, searched on all three columns), and its reports by provider alone still
+    walk an index; 0030 also downgrades cleanly."""
+    downgrade(store, "0029")
+    store.migrate()
+    if store.dialect != "sqlite":
+        return
+    reads = {
+        "SELECT count(*) FROM call_reports WHERE provider = 'p' AND status = 'upheld' "
+        "AND ruled_at >= '2026-01-01'": "provider=? AND status=? AND ruled_at>?",
+        "SELECT call_id FROM call_reports WHERE provider = 'p'": "provider=?",
+    }
+    with store.read() as tx:
+        for sql, search in reads.items():
+            plan = " ".join(row[-1] for row in tx.conn.execute(text(f"EXPLAIN QUERY PLAN {sql}")))
+            assert "ix_call_reports_provider_status" in plan and search in plan, (sql, plan)

@@ -12,7 +12,18 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, Column, ForeignKey, String, Table, func, insert, select
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Column,
+    ForeignKey,
+    Index,
+    String,
+    Table,
+    func,
+    insert,
+    select,
+)
 from sqlalchemy.exc import IntegrityError
 
 from adjudge.errors import Conflict, StateError
@@ -28,7 +39,7 @@ call_reports = Table(
     "call_reports",
     s.metadata,
     Column("call_id", String(200), ForeignKey("call_records.id"), primary_key=True),
-    Column("provider", String(200), nullable=False, index=True),
+    Column("provider", String(200), nullable=False),  # ix_call_reports_provider_status
     Column("filed_by", String(64), ForeignKey("accounts.id"), nullable=False),
     Column("filed_at", s.UTCDateTime, nullable=False, index=True),
     Column("reason", String(2000), nullable=False),
@@ -38,6 +49,14 @@ call_reports = Table(
     Column("ruling", JSON, nullable=True),  # the ruling's reasons
     Column("refunded_minor", BigInteger, nullable=True),
     Column("receipt_id", String(64), nullable=True),  # the ruling's receipt, when upheld
+)
+# A provider's reports by status and ruling time: its upheld reports of a quality window are
+# one range of it (count_upheld), however many reports it ever had.
+Index(
+    "ix_call_reports_provider_status",
+    call_reports.c.provider,
+    call_reports.c.status,
+    call_reports.c.ruled_at,
 )
 
 
