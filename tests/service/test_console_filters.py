@@ -58,5 +58,12 @@ def test_calls_filter_by_day_and_a_provider_reads_only_its_own(world: World) -> 
         every[1]["id"]
     ]
     assert h.refused("root", "GET", "/gateway/calls?since=soon") == (422, "INVALID_REQUEST")
+    # Through the calendar's last day is no bound at all; an offset that moves a time past
+    # the calendar's first day is refused, not a server error.
+    assert len(h.ok("root", "GET", "/gateway/calls?until=9999-12-31")["calls"]) == 2
+    assert h.refused("root", "GET", "/gateway/calls?until=0001-01-01T00:00%2B01:00") == (
+        422,
+        "INVALID_REQUEST",
+    )
     assert len(h.ok(PROVIDER, "GET", "/gateway/calls")["calls"]) == 2
     assert h.ok("bob", "GET", "/gateway/calls")["calls"] == []

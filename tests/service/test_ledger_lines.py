@@ -92,6 +92,16 @@ def test_kind_and_date_filters(h: Harness) -> None:
     ]
     assert h.refused("root", "GET", "/ledger/lines?kind=bribe") == (422, "INVALID_REQUEST")
     assert h.refused("root", "GET", "/ledger/lines?since=yesterday") == (422, "INVALID_REQUEST")
+    # The calendar's edges: through its last day is every line, and its totals are the whole
+    # ledger's; a time moved past its first or last day by its offset is refused.
+    whole = _lines(h, "root", "limit=500&totals=true")
+    edges = _lines(h, "root", "limit=500&totals=true&since=0001-01-01&until=9999-12-31")
+    assert edges["totals"] == whole["totals"] and edges["lines"] == whole["lines"]
+    for bound in ("until=0001-01-01T00:00%2B01:00", "since=9999-12-31T23:00-02:00"):
+        assert h.refused("root", "GET", f"/ledger/lines?{bound}&totals=true") == (
+            422,
+            "INVALID_REQUEST",
+        )
 
 
 def test_pages_follow_the_cursor_to_the_end_without_repeats(h: Harness) -> None:

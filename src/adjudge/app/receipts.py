@@ -361,7 +361,8 @@ def _visible(tx: Transaction, viewer: Account, receipt_id: str) -> StoredReceipt
 
 def moment(text: str | None, name: str, *, end_of_day: bool) -> datetime | None:
     """An ISO date or time as a UTC moment (None for none); a bare date is its first moment,
-    or with ``end_of_day`` the first moment of the next day. ``INVALID_REQUEST`` otherwise."""
+    or with ``end_of_day`` the first moment of the next day (None, no bound, for the
+    calendar's last day). ``INVALID_REQUEST`` otherwise."""
     if text is None or not text.strip():
         return None
     source = text.strip()
@@ -369,14 +370,21 @@ def moment(text: str | None, name: str, *, end_of_day: bool) -> datetime | None:
         if len(source) == 10:
             day = date.fromisoformat(source)
             start = datetime(day.year, day.month, day.day, tzinfo=UTC)
+            if end_of_day and day == date.max:
+                return None  # through the calendar's last day: nothing is later
             return start + timedelta(days=1) if end_of_day else start
         at = datetime.fromisoformat(source)
+        return at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
     except ValueError as exc:
         raise BadInput(
             f"{name} {source!r} is not an ISO date or time (2026-12-04, 2026-12-04T10:00Z).",
             code="INVALID_REQUEST",
         ) from exc
-    return at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
+    except OverflowError as exc:  # an offset that moves it past the calendar's first or last day
+        raise BadInput(
+            f"{name} {source!r} is outside the calendar once moved to UTC.",
+            code="INVALID_REQUEST",
+        ) from exc
 
 
 def _statement(found: StoredReceipt) -> dict[str, Any] | None:
