@@ -6,7 +6,8 @@ provider — each started and ended (PASS; FAIL with its schema check failed; or
 request error), with its call record and its charge on the ledger — spread over the window's
 30 days, for each N of ``--sizes``; and the ledger page with its totals over the same 30 days
 (``App.receipts.ledger_lines``: the newest 50 lines and the totals of every line the filter
-keeps), as the admin reads it (every account) and as the provider does (its own accounts). The
+keeps), as the admin reads it (every account) and as the provider does (its own accounts), and
+the admin's page with no filter at all (the console's first view: the totals for all time). The
 figure: each read's median time at each N, and its ratio to the smallest N's (flat when a read
 takes counts kept per day, not rows).
 
@@ -170,6 +171,9 @@ def run(url: str, sizes: list[int], reads: int) -> dict[str, Any]:
     def ledger_page(who: Any) -> dict[str, Any]:
         return app.receipts.ledger_lines(who, since=since.date().isoformat(), totals=True)
 
+    def ledger_unfiltered() -> dict[str, Any]:
+        return app.receipts.ledger_lines(root, totals=True)
+
     rows = []
     made = 0
     for size in sizes:
@@ -194,6 +198,7 @@ def run(url: str, sizes: list[int], reads: int) -> dict[str, Any]:
                 "bare_scan_ms": _median_ms(bare_scan, reads),
                 "ledger_admin_ms": _median_ms(lambda: ledger_page(root), reads),
                 "ledger_provider_ms": _median_ms(lambda: ledger_page(provider), reads),
+                "ledger_unfiltered_ms": _median_ms(ledger_unfiltered, reads),
                 "bare_ledger_sum_ms": _median_ms(bare_sum, reads),
             }
         )
@@ -227,6 +232,7 @@ def main() -> None:
         "bare_scan_ms": "bare window scan",
         "ledger_admin_ms": "ledger, admin",
         "ledger_provider_ms": "ledger, provider",
+        "ledger_unfiltered_ms": "ledger, unfiltered",
         "bare_ledger_sum_ms": "bare ledger sum",
     }
     print("   calls" + "".join(f"   {name:>16} ms (×first)" for name in columns.values()))

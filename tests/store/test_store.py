@@ -634,3 +634,21 @@ def test_migration_0030_counts_a_providers_upheld_reports_by_one_range(store: St
         for sql, search in reads.items():
             plan = " ".join(row[-1] for row in tx.conn.execute(text(f"EXPLAIN QUERY PLAN {sql}")))
             assert "ix_call_reports_provider_status" in plan and search in plan, (sql, plan)
+
+
+def test_migration_0031_counts_the_ledger_for_all_time(store: Store) -> None:
+    """Upgrading to 0031 adds the ledger's counts for all time, the sums of its days lane by
+    lane, as a recount from the lines gives them; 0031 also downgrades cleanly."""
+    with store.write() as tx:
+        for days in (0, 1, 1):
+            at = T0 + timedelta(days=days)
+            ledger.transfer(tx, [Transfer(WORLD, "wallet:a", 5, "deposit")], task_id=None, at=at)
+    downgrade(store, "0030")
+    with store.read() as tx:
+        kept = day_counts.stored(tx)
+        assert not any(k[0] == day_counts.LEDGER and k[2] == day_counts.ALL_TIME for k in kept)
+    store.migrate()
+    with store.read() as tx:
+        assert day_counts.stored(tx) == recount(tx)
+        everything = ledger.Movements(accounts=("wallet:a",))
+        assert ledger.movement_totals(tx, everything)["credits"] == 15

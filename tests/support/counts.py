@@ -53,12 +53,14 @@ def recount(tx: Transaction) -> dict[dc.Key, int]:
         flow = _FLOW_OF.get(str(memo))
         if flow is not None and amount > 0:
             add(dc.FLOWS, dc.EVERYONE, day, flow, amount)
-        add(dc.LEDGER, dc.EVERYONE, day, f"lines {memo}")
-        if amount > 0:
-            add(dc.LEDGER, dc.EVERYONE, day, f"in {memo}", amount)
-        if not str(account).startswith(("escrow:", "hold:")):
-            add(dc.LEDGER, str(account), day, f"lines {memo}")
-            add(dc.LEDGER, str(account), day, f"{'in' if amount > 0 else 'out'} {memo}", amount)
+        for when in (day, dc.ALL_TIME):
+            add(dc.LEDGER, dc.EVERYONE, when, f"lines {memo}")
+            if amount > 0:
+                add(dc.LEDGER, dc.EVERYONE, when, f"in {memo}", amount)
+            if not str(account).startswith(("escrow:", "hold:")):
+                add(dc.LEDGER, str(account), when, f"lines {memo}")
+                side = "in" if amount > 0 else "out"
+                add(dc.LEDGER, str(account), when, f"{side} {memo}", amount)
     r = calls_db.call_records.c
     rows = select(r.provider, r.at, r.record, r.source, r.final_verdict, r.enforced, r.error_kind)
     for provider, at, record, source, final, enforced, error_kind in tx.conn.execute(rows):

@@ -96,23 +96,24 @@ def note_flows(tx: Transaction, moves: Iterable[tuple[str, int]], at: datetime) 
 
 def note_lines(tx: Transaction, legs: Iterable[tuple[str | None, str, int]], at: datetime) -> None:
     """Count ledger lines, each an (account, memo, signed amount) leg, for the ledger's totals
-    (:func:`adjudge.store.ledger.movement_totals`). For everyone: each memo's lines and money
-    in; its money out is the negative of that, as every transfer's two legs net to zero. For
-    an account (None for one whose lines are few and are summed from themselves): its lines
-    and its money in or out by memo."""
-    day = held_days.day_of(at)
+    (:func:`adjudge.store.ledger.movement_totals`), on their day and for all time. For
+    everyone: each memo's lines and money in; its money out is the negative of that, as every
+    transfer's two legs net to zero. For an account (None for one whose lines are few and are
+    summed from themselves): its lines and its money in or out by memo."""
+    days = (held_days.day_of(at), ALL_TIME)
     counts = tx.day_counts
     for account, memo, amount in legs:
-        lines = (LEDGER, EVERYONE, day, f"lines {memo}")
-        counts[lines] = counts.get(lines, 0) + 1
-        if amount > 0:
-            money = (LEDGER, EVERYONE, day, f"in {memo}")
-            counts[money] = counts.get(money, 0) + amount
-        if account is not None:
-            lines = (LEDGER, account, day, f"lines {memo}")
+        for day in days:
+            lines = (LEDGER, EVERYONE, day, f"lines {memo}")
             counts[lines] = counts.get(lines, 0) + 1
-            money = (LEDGER, account, day, f"{'in' if amount > 0 else 'out'} {memo}")
-            counts[money] = counts.get(money, 0) + amount
+            if amount > 0:
+                money = (LEDGER, EVERYONE, day, f"in {memo}")
+                counts[money] = counts.get(money, 0) + amount
+            if account is not None:
+                lines = (LEDGER, account, day, f"lines {memo}")
+                counts[lines] = counts.get(lines, 0) + 1
+                money = (LEDGER, account, day, f"{'in' if amount > 0 else 'out'} {memo}")
+                counts[money] = counts.get(money, 0) + amount
 
 
 def note_deliveries(tx: Transaction, before: str | None, after: str, n: int = 1) -> None:
@@ -211,11 +212,7 @@ def flush(tx: Transaction) -> None:
         return
     lane = receipt_log.lane(tx)
     if tx.sqlite:
-        rows = [
-            {"family": f, "subject": sub, "day": d, "name": n, "lane": lane, "n": v}
-            for (f, sub, d, n), v in due
-        ]
-        tx.run_many(_ADD, rows)
+        tx.run_tuples(_ADD, _COLUMNS, [(f, sub, d, n, lane, v) for (f, sub, d, n), v in due])
         return
     # PostgreSQL: every row in one statement (each column an array), where psycopg's
     # executemany costs about as much client CPU per row as a statement of its own.
@@ -274,9 +271,14 @@ def summed(
     end_day: str | None,
 ) -> Counter[str]:
     """A family's counts of ``subjects`` summed by name over the days from ``first_day`` up to
-    ``end_day`` (not included; None: no bound): index reads, days × names × lanes a subject."""
+    ``end_day`` (not included; None: no bound), or with both None its counts for all time
+    (:data:`ALL_TIME`): index reads, days × names × lanes a subject."""
     c = s.day_counts.c
     q = select(c.name, func.sum(c.n)).where(c.family == family, c.subject.in_(subjects))
+    if first_day is None and end_day is None:
+        q = q.where(c.day == ALL_TIME)
+    else:
+        q = q.where(c.day > ALL_TIME)  # days, not the counts for all time
     if first_day is not None:
         q = q.where(c.day >= first_day)
     if end_day is not None:
@@ -294,6 +296,7 @@ def stored(tx: Transaction) -> dict[Key, int]:
 
 
 _KEY = ["family", "subject", "day", "name", "lane"]
+_COLUMNS = (*_KEY, "n")
 _NEW = sqlite.insert(s.day_counts).values(
     family=bindparam("family"),
     subject=bindparam("subject"),

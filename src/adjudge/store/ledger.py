@@ -358,8 +358,9 @@ def movement_totals(tx: Transaction, which: Movements) -> dict[str, int]:
     """The lines ``which`` keeps, summed: how many, the money in (credits), the money out
     (debits, negative) and their sum.
 
-    The whole UTC days of the range are read from the counts every transfer keeps by day
-    (:func:`adjudge.store.day_counts.note_lines`): days × memos, however many lines they count.
+    The whole UTC days of the range are read from the counts every transfer keeps by day and
+    for all time (:func:`adjudge.store.day_counts.note_lines`): the days asked for, or since
+    the range's end when it has no start, × memos, however many lines they count.
     Summed from the lines themselves: a part of a day at either end of the range (a bound
     that is not midnight; at most a day's lines each) and the accounts of one task or one call
     (:data:`ITEM_PREFIXES`), whose lines are few. So the cost does not grow with the ledger's
@@ -377,7 +378,7 @@ def movement_totals(tx: Transaction, which: Movements) -> dict[str, int]:
             sums.add(*_summed(tx, replace(which, accounts=kept, since=since, until=until)))
         if days is not None:
             subjects = [day_counts.EVERYONE] if kept is None else list(kept)
-            counts = day_counts.summed(tx, day_counts.LEDGER, subjects, *days)
+            counts = _counted(tx, subjects, *days)
             credits = _by_memo(counts, "in", which.kind)
             debits = -credits if kept is None else _by_memo(counts, "out", which.kind)
             sums.add(_by_memo(counts, "lines", which.kind), credits, debits)
@@ -387,6 +388,20 @@ def movement_totals(tx: Transaction, which: Movements) -> dict[str, int]:
         "debits": sums.debits,
         "net": sums.credits + sums.debits,
     }
+
+
+def _counted(
+    tx: Transaction, subjects: Sequence[str], first_day: str | None, end_day: str | None
+) -> dict[str, int]:
+    """The ledger's counts of ``subjects`` by name over whole days: read from the days asked
+    for, or with no first day from the counts for all time less the days from ``end_day`` on
+    (so a range open at either end reads only the days since its bound, never the history
+    before it)."""
+    if first_day is not None or end_day is None:
+        return day_counts.summed(tx, day_counts.LEDGER, subjects, first_day, end_day)
+    ever = day_counts.summed(tx, day_counts.LEDGER, subjects, None, None)
+    later = day_counts.summed(tx, day_counts.LEDGER, subjects, end_day, None)
+    return {name: n - later.get(name, 0) for name, n in ever.items()}
 
 
 @dataclass
