@@ -39,7 +39,7 @@ _call = st.tuples(
     st.sampled_from((*VERDICTS, "pending")),  # how it ends ("pending": not yet)
     st.sampled_from((*VERDICTS, "kept")),  # its verdict after a later judgment ("kept": none)
 )
-#: Accounts money moves into: a wallet and a provider's hold (their totals kept by day), a
+#: Accounts money moves into: a wallet and a provider's hold (their totals counted), a
 #: task's escrow and a call's reservation (theirs summed from their few lines).
 ACCOUNTS = ("wallet:a", "held:p", "escrow:t", "hold:call:c")
 _move = st.tuples(

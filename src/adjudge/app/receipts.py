@@ -258,7 +258,7 @@ class Receipts:
         ``kind`` is a transfer's memo (:data:`LEDGER_KINDS`); ``since`` and ``until`` are ISO
         dates or times (UTC when no offset is given), ``until`` exclusive — a bare date means
         through the end of that day. ``totals`` adds the filter's count, credits, debits and
-        net (:func:`adjudge.store.ledger.movement_totals`: counts kept by day, not the lines).
+        net (:func:`adjudge.store.ledger.movement_totals`: counts kept as money moves).
         """
         own = (wallet_account(viewer.id), provider_hold_account(viewer.id))
         admin = "admin" in viewer.roles

@@ -4,8 +4,8 @@ The dashboards show, for each UTC day of a window of up to 90, the calls by verd
 service's and a provider's), the task verdicts passed and failed (the service's and a poster's),
 the money charged, refunded, paid out and taken as fees, the checks a provider's calls failed and
 the rules a poster's tasks failed; and a poster's tasks by state. The ledger page's totals are
-the ledger's lines, money in and money out of each day, by memo, for everyone and by account;
-and the operator counts the webhook deliveries by status.
+the ledger's lines, money in and money out of each day and of all time, by memo, for everyone
+and by account; and the operator counts the webhook deliveries by status.
 Read from the rows they count, each grows with the activity in its window: at the gateway's
 rate, a billion calls a month.
 
@@ -44,7 +44,7 @@ CHECKS = "checks"  # a provider's verified calls' failed checks by day, by check
 RULES = "rules"  # a poster's failed verdicts' rules by day, by rule (failed_rules)
 STATES = "states"  # a poster's tasks by state, for all time (day ALL_TIME)
 QUALITY = "quality"  # a provider's observed calls by day, by what its quality window counts
-LEDGER = "ledger"  # ledger lines by day and memo: "lines <memo>", "in <memo>", "out <memo>"
+LEDGER = "ledger"  # ledger lines by day and for all time: "lines|in|out <memo>"
 DELIVERIES = "deliveries"  # webhook deliveries by status, for all time (day ALL_TIME)
 
 #: The subject of the counts of everyone (the operator's); otherwise a provider or a poster.

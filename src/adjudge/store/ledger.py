@@ -35,7 +35,7 @@ HOLDING_PREFIXES = ("escrow:", "hold:", "held:")
 #: A provider's hold: settled charges waiting out their report deadlines.
 PROVIDER_HOLD_PREFIX = "held:"
 #: Accounts of one task or one call (its escrow, its reservation): their lines are few and end
-#: with what they hold, so their totals are summed from the lines, not kept by day.
+#: with what they hold, so their totals are summed from the lines, not counted.
 ITEM_PREFIXES = ("escrow:", "hold:")
 
 
@@ -101,14 +101,14 @@ def transfer(
     # The held money's daily figures move with it as this transaction commits (the dashboards').
     held_days.note(tx, ((leg["account"], leg["amount"], at) for leg in legs))
     day_counts.note_flows(tx, ((t.memo, t.amount) for t in transfers), at)
-    # And the ledger's totals by day (movement_totals).
+    # And the ledger page's totals (movement_totals).
     day_counts.note_lines(
         tx, ((_kept(leg["account"]), leg["memo"], leg["amount"]) for leg in legs), at
     )
 
 
 def _kept(account: str) -> str | None:
-    """``account`` if its totals are kept by day, None for an account of one task or call."""
+    """``account`` if its totals are counted as it moves, None for one task's or call's."""
     return None if account.startswith(ITEM_PREFIXES) else account
 
 

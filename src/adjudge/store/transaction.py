@@ -192,8 +192,8 @@ class Transaction:
     ) -> None:
         """:meth:`run_many` with each row's values in the order of ``keys``: on a positional
         paramstyle (SQLite's) with no values to convert, the rows go to the driver as they are,
-        with no mapping made and read again for each (a few microseconds a row, and a paid
-        call's commits write a dozen counts)."""
+        with no mapping made and read again for each (about a microsecond a row, and a paid
+        call's two commits write a dozen counts or more)."""
         sql, order, kinds, fixed = _compiled(stmt, self.conn.dialect, keys, many=True)
         if order == keys and not kinds and not fixed:
             self._execute(sql, rows, many=True)
