@@ -115,6 +115,46 @@ def test_providers_closest_to_their_declared_rate_come_first(world: World) -> No
     assert board["failing_checks"] == [{"name": "schema", "failures": 1}]
 
 
+def test_the_operators_list_is_one_read_however_many_providers_declared_terms(
+    world: World,
+) -> None:
+    """The operator's dashboard reads every provider with declared terms in its one read
+    transaction (it made one more a provider), so every figure of the page is of one moment:
+    with five providers more it begins as many transactions as before, and lists them all."""
+    h = world.h
+    engine = h.app.store.engine
+
+    def declare(first: int) -> None:
+        for i in range(first, first + 5):
+            name = f"prov{i}"
+            h.keys[name] = h.app.accounts.create(None, name, ["provider"]).value["api_key"]
+            quality = {"declared_failure_rate": f"1/{i + 2}", "sample_gate": 3, "window_days": 7}
+            contract = {"tool": f"tool_{i}", "version": "1"}
+            h.ok(name, "POST", "/tools", {"contract": contract, "quality": quality})
+
+    def transactions() -> tuple[int, set[str]]:
+        begun: list[int] = []
+
+        def begin(conn: Any) -> None:
+            begun.append(1)
+
+        event.listen(engine, "begin", begin)
+        try:
+            board = h.ok("root", "GET", "/dashboard/operator")
+        finally:
+            event.remove(engine, "begin", begin)
+        return len(begun), {p["provider"] for p in board["providers"]}
+
+    declare(0)
+    h.ok("root", "GET", "/dashboard/operator")  # the key's first use, read and kept
+    five, listed = transactions()
+    assert listed == {f"prov{i}" for i in range(5)}
+    declare(5)
+    ten, listed = transactions()
+    assert listed == {f"prov{i}" for i in range(10)}
+    assert ten == five
+
+
 def test_the_poster_sees_its_tasks_by_state_and_the_rules_that_fail(sqlite_store: Store) -> None:
     """pat's dashboard counts its tasks by state and names the auto check's rule that failed
     (a breakdown item below full marks, or the gate that stopped it); bob's is empty."""

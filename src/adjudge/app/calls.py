@@ -698,39 +698,42 @@ class Calls:
     def quality(self, provider: str, *, window_days: int | None = None) -> dict[str, Any]:
         """A provider's quality window now: counts, failure rate (null with no observations),
         the penalty assessment under its declared terms, and its latest proposal's status."""
+        return self.unit.read(lambda tx: self.quality_in(tx, provider, window_days=window_days))
 
-        def run(tx: Transaction) -> dict[str, Any]:
-            account = records.account(tx, provider)
-            if account is None or "provider" not in account.roles:
-                raise NotFound(f"No provider {provider}.", code="ACCOUNT_NOT_FOUND")
-            now = self.unit.now()
-            declared = db.terms(tx, provider)
-            terms = None if declared is None else _terms(declared)
-            if window_days is not None:
-                span = timedelta(days=window_days)
-            elif terms is not None:
-                span = terms.window
-            else:
-                span = timedelta(days=DEFAULT_WINDOW_DAYS)
-            window = quality_windows.window(tx, provider, span, now)
-            assessment = None if terms is None else assess_penalty(window, terms, now).reason
-            stored = db.latest_proposal(tx, provider)
-            proposal = None
-            if stored is not None:
-                proposal = dict(stored) | {"status": _proposal_of(stored).status(now).value}
-            return {
-                "provider": provider,
-                "at": now.isoformat(),
-                "terms": declared,
-                "window": window.to_dict(),
-                "failure_rate": window.to_dict()["failure_rate"],
-                # Human findings on callers' reports, counted apart: they never strike.
-                "upheld_reports": call_reports.count_upheld(tx, provider, now - span),
-                "assessment": assessment,
-                "proposal": proposal,
-            }
-
-        return self.unit.read(run)
+    def quality_in(
+        self, tx: Transaction, provider: str, *, window_days: int | None = None
+    ) -> dict[str, Any]:
+        """:meth:`quality` read in ``tx``: several providers' in one read (the operator's
+        dashboard), each from the same moment of the database."""
+        account = records.account(tx, provider)
+        if account is None or "provider" not in account.roles:
+            raise NotFound(f"No provider {provider}.", code="ACCOUNT_NOT_FOUND")
+        now = self.unit.now()
+        declared = db.terms(tx, provider)
+        terms = None if declared is None else _terms(declared)
+        if window_days is not None:
+            span = timedelta(days=window_days)
+        elif terms is not None:
+            span = terms.window
+        else:
+            span = timedelta(days=DEFAULT_WINDOW_DAYS)
+        window = quality_windows.window(tx, provider, span, now)
+        assessment = None if terms is None else assess_penalty(window, terms, now).reason
+        stored = db.latest_proposal(tx, provider)
+        proposal = None
+        if stored is not None:
+            proposal = dict(stored) | {"status": _proposal_of(stored).status(now).value}
+        return {
+            "provider": provider,
+            "at": now.isoformat(),
+            "terms": declared,
+            "window": window.to_dict(),
+            "failure_rate": window.to_dict()["failure_rate"],
+            # Human findings on callers' reports, counted apart: they never strike.
+            "upheld_reports": call_reports.count_upheld(tx, provider, now - span),
+            "assessment": assessment,
+            "proposal": proposal,
+        }
 
 
 def _check_key_judges(tx: Transaction, judges: Sequence[str], now: datetime) -> None:

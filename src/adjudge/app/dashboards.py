@@ -74,7 +74,11 @@ class Dashboards:
             held = db.held_by_day(tx, prefixes, day_list)
             calls = db.counts_by_day(tx, counted.CALLS, everyone, day_list)
             verdicts = db.counts_by_day(tx, counted.VERDICTS, everyone, day_list)
-            providers = db.providers_with_terms(tx)
+            # Every termed provider's quality in this same read: one transaction, not one a
+            # provider, and every figure of the page from one moment of the database.
+            providers = [
+                _nearness(self.calls.quality_in(tx, p)) for p in db.providers_with_terms(tx)
+            ]
             return {
                 "money": _money(day_list, flows, held),
                 "calls": _calls_by_day(day_list, calls),
@@ -83,7 +87,7 @@ class Dashboards:
             }
 
         read = self.unit.read(run)
-        near = [self._nearness(p) for p in read.pop("providers")]
+        near = read.pop("providers")
         near.sort(
             key=lambda p: (p["share_of_declared"] is None, -(p["_share"] or 0), p["provider"])
         )
@@ -102,17 +106,18 @@ class Dashboards:
         """A provider's own dashboard (``ROLE_REQUIRED`` without the provider role)."""
         need_role(viewer, "provider")
         day_list = self._window(days)
-        quality = self.calls.quality(viewer.id)
-        terms = _parsed_terms(quality["terms"])
-        window = quality["window"]
 
         def run(tx: Transaction) -> dict[str, Any]:
             return {
+                "quality": self.calls.quality_in(tx, viewer.id),
                 "calls": db.counts_by_day(tx, counted.CALLS, viewer.id, day_list),
                 "checks": db.counts_by_day(tx, counted.CHECKS, viewer.id, day_list),
             }
 
         read = self.unit.read(run)
+        quality = read["quality"]
+        terms = _parsed_terms(quality["terms"])
+        window = quality["window"]
         by_day = _calls_by_day(day_list, read["calls"])
         observed = int(window["pass"]) + int(window["fail"])
         return {
@@ -158,24 +163,24 @@ class Dashboards:
             "failing_rules": _top(read["rules"]),
         }
 
-    def _nearness(self, provider: str) -> dict[str, Any]:
-        """A provider's observed failure rate beside its declared one."""
-        q = self.calls.quality(provider)
-        terms = _parsed_terms(q["terms"])
-        rate = None if q["failure_rate"] is None else Fraction(q["failure_rate"])
-        share = None
-        if terms is not None and rate is not None and terms.declared_failure_rate > 0:
-            share = rate / terms.declared_failure_rate
-        return {
-            "provider": provider,
-            "failure_rate": q["failure_rate"],
-            "declared_failure_rate": None if terms is None else _ratio(terms.declared_failure_rate),
-            "observations": int(q["window"]["pass"]) + int(q["window"]["fail"]),
-            "failures": int(q["window"]["fail"]),
-            # The observed rate as a share of the declared one: 1 is at it, above 1 beyond it.
-            "share_of_declared": None if share is None else _ratio(share),
-            "_share": share,
-        }
+
+def _nearness(q: Mapping[str, Any]) -> dict[str, Any]:
+    """A provider's observed failure rate beside its declared one, from its quality."""
+    terms = _parsed_terms(q["terms"])
+    rate = None if q["failure_rate"] is None else Fraction(q["failure_rate"])
+    share = None
+    if terms is not None and rate is not None and terms.declared_failure_rate > 0:
+        share = rate / terms.declared_failure_rate
+    return {
+        "provider": q["provider"],
+        "failure_rate": q["failure_rate"],
+        "declared_failure_rate": None if terms is None else _ratio(terms.declared_failure_rate),
+        "observations": int(q["window"]["pass"]) + int(q["window"]["fail"]),
+        "failures": int(q["window"]["fail"]),
+        # The observed rate as a share of the declared one: 1 is at it, above 1 beyond it.
+        "share_of_declared": None if share is None else _ratio(share),
+        "_share": share,
+    }
 
 
 def _money(
