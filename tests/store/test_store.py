@@ -9,6 +9,7 @@ import time
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from alembic.autogenerate import compare_metadata
@@ -345,6 +346,17 @@ def test_a_busy_sqlite_file_is_a_lost_race(sqlite_store: Store) -> None:
         assert ledger.balance(tx, "escrow:x") == 1
 
 
+def _account_p(conn: Any, at: dict[str, datetime]) -> None:
+    """Account ``p``, written as a revision before the current schema holds it."""
+    conn.execute(
+        text(
+            "INSERT INTO accounts (id, roles, key_hash, verifier_opt_in, reputation, "
+            "disputes, created_at) VALUES ('p', '[]', 'sha256:p', false, 100, 0, :at)"
+        ),
+        at,
+    )
+
+
 def test_migration_0010_counts_the_takes_already_held(store: Store) -> None:
     """Upgrading a database with tasks already taken starts each agent's counter of held
     takes from them (each counting until its deadline), so the counter equals a recount from
@@ -394,13 +406,7 @@ def test_migration_0024_asks_the_keys_of_the_calls_already_pending(store: Store)
     at = T0.replace(tzinfo=None)
     judges = '{"meaning": {"sample_rate": 1, "judges": ["key:b", "model:m", "key:a"]}}'
     with store.engine.begin() as conn:
-        conn.execute(
-            text(
-                "INSERT INTO accounts (id, roles, key_hash, verifier_opt_in, reputation, "
-                "disputes, created_at) VALUES ('p', '[]', 'sha256:p', false, 100, 0, :at)"
-            ),
-            {"at": at},
-        )
+        _account_p(conn, {"at": at})
         conn.execute(
             text(
                 "INSERT INTO call_policies (policy_id, version, tool, contract_version, "
@@ -448,13 +454,7 @@ def test_migration_0025_takes_the_final_verdicts_already_judged(store: Store) ->
     downgrade(store, "0024")
     at = {"at": T0.replace(tzinfo=None)}
     with store.engine.begin() as conn:
-        conn.execute(
-            text(
-                "INSERT INTO accounts (id, roles, key_hash, verifier_opt_in, reputation, "
-                "disputes, created_at) VALUES ('p', '[]', 'sha256:p', false, 100, 0, :at)"
-            ),
-            at,
-        )
+        _account_p(conn, at)
         for call, state in (("c1", "judged"), ("c2", "pending")):
             ids = {"id": call, "state": state, **at}
             conn.execute(
@@ -577,13 +577,7 @@ def test_migration_0029_counts_the_deliveries_already_made(store: Store) -> None
     downgrade(store, "0028")
     at = {"at": T0.replace(tzinfo=None)}
     with store.engine.begin() as conn:
-        conn.execute(
-            text(
-                "INSERT INTO accounts (id, roles, key_hash, verifier_opt_in, reputation, "
-                "disputes, created_at) VALUES ('p', '[]', 'sha256:p', false, 100, 0, :at)"
-            ),
-            at,
-        )
+        _account_p(conn, at)
         conn.execute(
             text(
                 "INSERT INTO webhook_endpoints (id, account_id, url, secret, description, "
