@@ -85,34 +85,33 @@ def note_call(
     note(tx, CALLS, provider, day, name, delta)
 
 
-def note_flows(tx: Transaction, moves: Iterable[tuple[str, int]], at: datetime) -> None:
-    """Count the money of each (memo, amount) transfer whose memo is a flow's."""
-    day = held_days.day_of(at)
+def note_flows(tx: Transaction, moves: Iterable[tuple[str, int]], day: str) -> None:
+    """Count the money of each (memo, amount) transfer of ``day`` whose memo is a flow's."""
     for memo, amount in moves:
         flow = _FLOW_OF.get(memo)
         if flow is not None and amount > 0:
             note(tx, FLOWS, EVERYONE, day, flow, amount)
 
 
-def note_lines(tx: Transaction, legs: Iterable[tuple[str | None, str, int]], at: datetime) -> None:
+def note_lines(tx: Transaction, legs: Iterable[tuple[str | None, str, int]], day: str) -> None:
     """Count ledger lines, each an (account, memo, signed amount) leg, for the ledger's totals
     (:func:`adjudge.store.ledger.movement_totals`), on their day and for all time. For
     everyone: each memo's lines and money in; its money out is the negative of that, as every
     transfer's two legs net to zero. For an account (None for one whose lines are few and are
     summed from themselves): its lines and its money in or out by memo."""
-    days = (held_days.day_of(at), ALL_TIME)
+    days = (day, ALL_TIME)
     counts = tx.day_counts
     for account, memo, amount in legs:
-        for day in days:
-            lines = (LEDGER, EVERYONE, day, f"lines {memo}")
+        for when in days:
+            lines = (LEDGER, EVERYONE, when, f"lines {memo}")
             counts[lines] = counts.get(lines, 0) + 1
             if amount > 0:
-                money = (LEDGER, EVERYONE, day, f"in {memo}")
+                money = (LEDGER, EVERYONE, when, f"in {memo}")
                 counts[money] = counts.get(money, 0) + amount
             if account is not None:
-                lines = (LEDGER, account, day, f"lines {memo}")
+                lines = (LEDGER, account, when, f"lines {memo}")
                 counts[lines] = counts.get(lines, 0) + 1
-                money = (LEDGER, account, day, f"{'in' if amount > 0 else 'out'} {memo}")
+                money = (LEDGER, account, when, f"{'in' if amount > 0 else 'out'} {memo}")
                 counts[money] = counts.get(money, 0) + amount
 
 

@@ -44,14 +44,14 @@ def prefix_of(account: str) -> str | None:
     return next((p for p in PREFIXES if account.startswith(p)), None)
 
 
-def note(tx: Transaction, legs: Iterable[tuple[str, int, datetime]]) -> None:
-    """Note what (account, signed amount, at) legs move under each (prefix, day), to be
-    written when the transaction commits (:func:`flush`)."""
+def note(tx: Transaction, legs: Iterable[tuple[str, int]], day: str) -> None:
+    """Note what (account, signed amount) legs of ``day`` move under each holding prefix, to
+    be written when the transaction commits (:func:`flush`)."""
     moves = tx.held_moves
-    for account, amount, at in legs:
+    for account, amount in legs:
         prefix = prefix_of(account)
         if prefix is not None:
-            key = (prefix, day_of(at))
+            key = (prefix, day)
             moves[key] = moves.get(key, 0) + amount
 
 

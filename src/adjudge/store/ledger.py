@@ -99,11 +99,12 @@ def transfer(
             legs.append({**common, "account": t.credit, "amount": t.amount})
     tx.run_many(_INSERT_ENTRIES, legs)
     # The held money's daily figures move with it as this transaction commits (the dashboards').
-    held_days.note(tx, ((leg["account"], leg["amount"], at) for leg in legs))
-    day_counts.note_flows(tx, ((t.memo, t.amount) for t in transfers), at)
+    day = held_days.day_of(at)
+    held_days.note(tx, ((leg["account"], leg["amount"]) for leg in legs), day)
+    day_counts.note_flows(tx, ((t.memo, t.amount) for t in transfers), day)
     # And the ledger page's totals (movement_totals).
     day_counts.note_lines(
-        tx, ((_kept(leg["account"]), leg["memo"], leg["amount"]) for leg in legs), at
+        tx, ((_kept(leg["account"]), leg["memo"], leg["amount"]) for leg in legs), day
     )
 
 
@@ -432,31 +433,32 @@ def _whole_days(
     """The whole UTC days from ``since`` to ``until``: their first day and the day after their
     last (None where unbounded; no days at all, None), and the parts of a day left at either
     end. A range with no whole day in it (inside a day or two) is one part."""
-    first = None if since is None else _day_start(since)
-    if since is not None and first is not None and first < since:
-        if first.date() == date.max:
-            return None, [(since, until)]
-        first += timedelta(days=1)
-    end = None if until is None else _day_start(until)
+    first = end = None
+    parts: list[tuple[datetime | None, datetime | None]] = []
+    if since is not None:
+        first = _day_start(since)
+        if first < since:
+            if first.date() == date.max:  # no whole day after it on the calendar
+                return None, [(since, until)]
+            first += timedelta(days=1)
+            parts.append((since, first))
+    if until is not None:
+        end = _day_start(until)
+        if end < until:
+            parts.append((end, until))
     if first is not None and end is not None and first >= end:
         return None, [(since, until)]
-    parts: list[tuple[datetime | None, datetime | None]] = []
-    if since is not None and first is not None and since < first:
-        parts.append((since, first))
-    if until is not None and end is not None and end < until:
-        parts.append((end, until))
-    return (_iso_day(first), _iso_day(end)), parts
+    days = (
+        None if first is None else held_days.day_of(first),
+        None if end is None else held_days.day_of(end),
+    )
+    return days, parts
 
 
 def _day_start(at: datetime) -> datetime:
     """The UTC midnight at or before ``at`` (a naive time is UTC)."""
     moment = at if at.tzinfo is not None else at.replace(tzinfo=UTC)
     return datetime.combine(moment.astimezone(UTC).date(), time(), tzinfo=UTC)
-
-
-def _iso_day(midnight: datetime | None) -> str | None:
-    """A midnight's day as the counts name it (None stays None: no bound)."""
-    return None if midnight is None else midnight.date().isoformat()
 
 
 def _summed(tx: Transaction, which: Movements) -> tuple[int, int, int]:

@@ -648,5 +648,5 @@ def counts(tx: Transaction) -> dict[str, int]:
     """How many deliveries are in each state (for operators): counts kept as deliveries are
     made and change state (:func:`adjudge.store.day_counts.note_deliveries`), not a count of
     every delivery ever made."""
-    kept = day_counts.since(tx, day_counts.DELIVERIES, day_counts.EVERYONE, day_counts.ALL_TIME)
-    return {status: n for status, n in sorted(kept.items()) if n}
+    kept = day_counts.summed(tx, day_counts.DELIVERIES, [day_counts.EVERYONE], None, None)
+    return dict(sorted(kept.items()))
