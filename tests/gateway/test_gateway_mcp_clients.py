@@ -51,8 +51,11 @@ class World:
 @pytest.fixture
 def world(store: Store) -> Iterator[World]:
     """The service, the provider (only its id and the service's JWKS URL configured), the
-    weather tool and its policy, and ann's goassay client on the service's URLs."""
-    yield from _world(store, timeout=1.0)
+    weather tool and its policy, and ann's goassay client on the service's URLs. The gateway
+    waits 3 s for the provider: a world's first call also waits for the provider's middleware
+    to fetch the service's keys, and with 1 s that once ran out on a loaded machine (a bad
+    answer came back as a time-out)."""
+    yield from _world(store, timeout=3.0)
 
 
 @pytest.fixture
