@@ -16,7 +16,7 @@ import pytest
 
 from adjudge.app import unit as unit_module
 from adjudge.app.unit import GroupCommit
-from adjudge.errors import StateError
+from adjudge.errors import Error, StateError
 from adjudge.market import WORLD, Transfer
 from adjudge.store import ConcurrentUpdate, Store, Transaction, ledger, receipt_log
 
@@ -328,3 +328,48 @@ def test_refused_units_leave_the_next_commits_whole(store: Store) -> None:
     finally:
         commits.close()
     assert _balance(store) == 24
+
+
+def test_a_unit_whose_held_debit_does_not_fit_is_refused_alone(store: Store) -> None:
+    """A unit's held writes are checked before the next unit begins: one whose debit does not
+    fit is rolled back alone (its lines with it), one that catches that refusal and goes on
+    is refused as a whole, and the units around them commit."""
+    commits = GroupCommit(store, threads=1)
+    started, go = threading.Event(), threading.Event()
+
+    def first(tx: Transaction) -> None:  # holds the committing thread while the rest queue
+        started.set()
+        go.wait(10)
+
+    def overdraws(tx: Transaction) -> str:
+        _credit(tx, 1)
+        ledger.transfer(tx, [Transfer("wallet:a", "escrow:x", 1000)], task_id="x", at=T0)
+        return "done"
+
+    def passes_over(tx: Transaction) -> str:
+        try:
+            ledger.transfer(tx, [Transfer("wallet:a", "escrow:x", 1000)], task_id="x", at=T0)
+            ledger.entries(tx, "x")  # the round trip that checks it on PostgreSQL
+        except StateError:
+            pass
+        return "done"
+
+    try:
+        held = commits.submit(first)
+        assert started.wait(10)
+        units = [lambda tx: _credit(tx, 5) or "done", overdraws, passes_over]
+        futures = [commits.submit(unit) for unit in [*units, lambda tx: _credit(tx, 2) or "done"]]
+        go.set()
+        held.result(10)
+        outcomes = []
+        for future in futures:
+            try:
+                outcomes.append(future.result(10))
+            except Error as exc:
+                outcomes.append(exc.code)
+        assert outcomes == ["done", "INSUFFICIENT_FUNDS", "INTERNAL_ERROR", "done"]
+    finally:
+        commits.close()
+    assert _balance(store) == 7
+    with store.read() as tx:
+        assert ledger.entries(tx, "x") == []

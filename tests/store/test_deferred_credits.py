@@ -52,9 +52,10 @@ def test_a_transaction_reads_and_spends_what_it_was_credited(store: Store) -> No
             "platform:fees": 10,
         }
         assert ledger.total(tx) == (0, 0)
-        with pytest.raises(StateError) as refused:
-            _move(tx, "wallet:a", "escrow:t1", 41)  # one more than it was credited and kept
-        assert refused.value.code == "INSUFFICIENT_FUNDS"
+    with pytest.raises(StateError) as refused, store.write() as tx:
+        _move(tx, WORLD, "wallet:a", 5)
+        _move(tx, "wallet:a", "escrow:t1", 46)  # one more than it holds with this credit
+    assert refused.value.code == "INSUFFICIENT_FUNDS"
     with store.read() as tx:
         assert ledger.balances(tx) == {
             WORLD: -100,
@@ -77,9 +78,9 @@ _step = st.tuples(st.sampled_from(ACCOUNTS), st.sampled_from(ACCOUNTS), st.integ
 def test_balances_equal_a_recount_at_every_step(
     sqlite_store: Store, txns: list[list[tuple[str, str, int]]]
 ) -> None:
-    """Any movements, several to a transaction, a refused one among them: inside each
-    transaction every balance read equals the model's, and after each commit every balance
-    equals the sum of its ledger lines."""
+    """Any movements, several to a transaction, a refused one among them (rolled back to a
+    savepoint set before it): inside each transaction every balance read equals the model's,
+    and after each commit every balance equals the sum of its ledger lines."""
     with sqlite_store.write() as tx:
         for table in ("held_days", "ledger_entries", "balances"):
             tx.conn.execute(text(f"DELETE FROM {table}"))
@@ -90,8 +91,11 @@ def test_balances_equal_a_recount_at_every_step(
                 if debit == credit:
                     continue
                 if debit != WORLD and model[debit] < amount:
+                    tx.savepoint("refused")  # a refusal is undone before the transaction goes on
                     with pytest.raises(StateError):
                         _move(tx, debit, credit, amount)
+                        tx.send()
+                    tx.rollback_to("refused")
                     continue
                 _move(tx, debit, credit, amount)
                 model[debit] -= amount

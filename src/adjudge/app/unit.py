@@ -503,6 +503,7 @@ class GroupCommit:
                 try:
                     value = unit.fn(tx)
                     receipt_log.flush(tx)  # its receipts chained before the next unit's
+                    tx.confirm()  # its held writes' checks, raised as its own
                 except Exception as exc:  # this unit's own refusal: undo it alone
                     tx.rollback_to(mark)
                     outcomes.append((False, exc))

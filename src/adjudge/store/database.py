@@ -13,7 +13,7 @@ from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, create_engine, event, insert, make_url, select
+from sqlalchemy import Connection, Engine, create_engine, event, insert, make_url, select
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 
 from adjudge.errors import StorageError
@@ -118,13 +118,27 @@ def _engine(url: str) -> Engine:
                 ) from exc
 
         return engine
-    return create_engine(
+    engine = create_engine(
         url,
         pool_pre_ping=True,
         pool_size=POOL_SIZE,
         max_overflow=POSTGRES_OVERFLOW,
         pool_use_lifo=True,
     )
+    event.listen(engine, "before_cursor_execute", _send_held)
+    return engine
+
+
+#: Where a PostgreSQL connection's info names the transaction running on it.
+_RUNNING = "adjudge.transaction"
+
+
+def _send_held(conn: Connection, *_: Any) -> None:
+    """A statement run through SQLAlchemy first sends the writes its transaction held back
+    (:meth:`Transaction.later`), so it runs after them as it was asked to."""
+    tx = conn.info.get(_RUNNING)
+    if tx is not None:
+        tx.send()
 
 
 def migrate(engine: Engine) -> None:
@@ -326,14 +340,20 @@ class Store:
                 with conn.begin() as outer:
                     tx = Transaction(conn)
                     tx.lanes = self.lanes
-                    yield tx
-                    if write:
-                        receipt_log.flush(tx)  # the chain's head, locked only for the last steps
-                        held_days.flush(tx)  # on the same lane, as locked
-                        day_counts.flush(tx)  # and so the dashboards' counts
-                        ledger.flush(tx)  # credits last: a shared balance waits the least
-                    else:
-                        outer.rollback()
+                    if write and not tx.sqlite:
+                        conn.info[_RUNNING] = tx
+                    try:
+                        yield tx
+                        if write:
+                            receipt_log.flush(tx)  # the chain's head, locked for the last steps
+                            held_days.flush(tx)  # on the same lane, as locked
+                            day_counts.flush(tx)  # and so the dashboards' counts
+                            ledger.flush(tx)  # credits last: a shared balance waits the least
+                            tx.send()  # and what is held back, its checks before the commit
+                        else:
+                            outer.rollback()
+                    finally:
+                        conn.info.pop(_RUNNING, None)
                 if write:
                     for done in tx.committed:
                         done()

@@ -13,7 +13,7 @@ passed (``matured=True``). It names the receipt that settled the call, which mus
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
@@ -79,12 +79,10 @@ def transfer(
         debit, total = run[0].debit, sum(t.amount for t in run)
         _credit_now(tx, debit)  # a debit sees what this transaction credited the account
         if debit == WORLD:
-            tx.run(_UPSERT[tx.dialect], {"account": WORLD, "amount": 0})
-            tx.run(_DEBIT_WORLD, {"acct": debit, "amt": total})
-        elif tx.run(_DEBIT, {"acct": debit, "amt": total}).rowcount != 1:
-            raise StateError(
-                f"{debit} holds too little to move {shown(total)}.", code="INSUFFICIENT_FUNDS"
-            )
+            tx.later(_UPSERT[tx.dialect], {"account": WORLD, "amount": 0})
+            tx.later(_DEBIT_WORLD, {"acct": debit, "amt": total})
+        else:  # checked as it is sent: the transaction goes on only if it fits
+            tx.later(_DEBIT, {"acct": debit, "amt": total}, check=_fits(debit, total))
         for t in run:
             due[t.credit] = due.get(t.credit, 0) + t.amount  # added as it commits (flush)
             txn = ids.ordered_hex()
@@ -97,7 +95,7 @@ def transfer(
             }
             legs.append({**common, "account": t.debit, "amount": -t.amount})
             legs.append({**common, "account": t.credit, "amount": t.amount})
-    tx.run_many(_INSERT_ENTRIES, legs)
+    tx.later_many(_INSERT_ENTRIES, legs)
     # The held money's daily figures move with it as this transaction commits (the dashboards').
     day = held_days.day_of(at)
     held_days.note(tx, ((leg["account"], leg["amount"]) for leg in legs), day)
@@ -106,6 +104,18 @@ def transfer(
     day_counts.note_lines(
         tx, ((_kept(leg["account"]), leg["memo"], leg["amount"]) for leg in legs), day
     )
+
+
+def _fits(debit: str, total: int) -> Callable[[int], None]:
+    """The check of a debit, which changes no row when the account holds too little."""
+
+    def check(rowcount: int) -> None:
+        if rowcount != 1:
+            raise StateError(
+                f"{debit} holds too little to move {shown(total)}.", code="INSUFFICIENT_FUNDS"
+            )
+
+    return check
 
 
 def _kept(account: str) -> str | None:
@@ -149,7 +159,7 @@ def _credit_now(tx: Transaction, account: str) -> None:
     """Add the transaction's credit to ``account`` now, if it has one (a debit follows)."""
     amount = tx.credits_due.pop(account, None)
     if amount is not None:
-        tx.run(_UPSERT[tx.dialect], {"account": account, "amount": amount})
+        tx.later(_UPSERT[tx.dialect], {"account": account, "amount": amount})
 
 
 def balance(tx: Transaction, account: str) -> int:

@@ -156,9 +156,9 @@ def _write(
         rows.append(row)
         made.append(StoredReceipt(receipt_id, seq, task_id, digest, head_digest, body, at, lane))
         head_digest = digest
-    with tx.together():  # neither's result is read: one round trip on PostgreSQL
-        tx.run_many(_INSERT_RECEIPT, rows)
-        tx.run(_SET_LANE, {"l_id": lane, "h_seq": seq, "h_digest": head_digest})
+    # Neither's result is read: held back for the transaction's next round trip.
+    tx.later_many(_INSERT_RECEIPT, rows)
+    tx.later(_SET_LANE, {"l_id": lane, "h_seq": seq, "h_digest": head_digest})
     tx.lane_head = {"id": lane, "seq": seq, "digest": head_digest}
     for receipt in made:
         tx.flushed[receipt.id] = receipt

@@ -10,7 +10,7 @@ import base64
 import hashlib
 import json
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -26,6 +26,7 @@ from sqlalchemy import (
     select,
     update,
 )
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
 from adjudge.digests import sha256_digest
@@ -320,10 +321,23 @@ def update_task(tx: Transaction, stored: StoredTask, task: Task) -> StoredTask:
     before = _task_row(stored.task)
     row = {k: v for k, v in _task_row(task).items() if k != "id" and not _same(before[k], v)}
     row.update(k_id=task.id, k_version=stored.version, version=stored.version + 1)
-    if tx.run(_UPDATE_TASK, row).rowcount != 1:
-        raise ConcurrentUpdate(f"Task {task.id} changed while this request ran; try again.")
+    tx.later(
+        _UPDATE_TASK,
+        row,
+        check=_raced(f"Task {task.id} changed while this request ran; try again."),
+    )
     day_counts.note_state(tx, task.poster, stored.task.status.value, task.status.value)
     return StoredTask(task, stored.version + 1, stored.title, stored.brief)
+
+
+def _raced(message: str) -> Callable[[int], None]:
+    """The check of a write that lost a race unless it wrote exactly one row."""
+
+    def check(rowcount: int) -> None:
+        if rowcount != 1:
+            raise ConcurrentUpdate(message)
+
+    return check
 
 
 def task(tx: Transaction, task_id: str) -> StoredTask | None:
@@ -556,25 +570,23 @@ def _add_verdict(
     detail: Mapping[str, Any],
     receipt_id: str,
 ) -> StoredVerdict:
-    try:
-        tx.run(
-            _INSERT_VERDICT,
-            {
-                "task_id": verdict.task_id,
-                "attempt": verdict.attempt,
-                "kind": kind,
-                "passed": passed,
-                "score": verdict.score,
-                "reasons": list(verdict.reasons),
-                "authority": verdict.authority,
-                "judge": verdict.judge,
-                "detail": detail,
-                "receipt_id": receipt_id,
-                "at": verdict.at,
-            },
-        )
-    except IntegrityError as exc:
-        raise ConcurrentUpdate("This submission already has a verdict.") from exc
+    tx.later(
+        _INSERT_VERDICT[tx.dialect],
+        {
+            "task_id": verdict.task_id,
+            "attempt": verdict.attempt,
+            "kind": kind,
+            "passed": passed,
+            "score": verdict.score,
+            "reasons": list(verdict.reasons),
+            "authority": verdict.authority,
+            "judge": verdict.judge,
+            "detail": detail,
+            "receipt_id": receipt_id,
+            "at": verdict.at,
+        },
+        check=_raced("This submission already has a verdict."),
+    )
     return StoredVerdict(
         verdict.task_id,
         verdict.attempt,
@@ -877,4 +889,8 @@ _SUBMISSION = select(s.submissions).where(
 _VERDICTS = (
     select(s.verdicts).where(s.verdicts.c.task_id == bindparam("k_task")).order_by(s.verdicts.c.id)
 )
-_INSERT_VERDICT = insert(s.verdicts)
+#: A second verdict on a submission inserts nothing (its row count is the lost race's check).
+_INSERT_VERDICT = {
+    "sqlite": sqlite.insert(s.verdicts).on_conflict_do_nothing(),
+    "postgresql": postgresql.insert(s.verdicts).on_conflict_do_nothing(),
+}

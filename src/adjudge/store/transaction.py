@@ -21,7 +21,7 @@ from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.elements import ClauseElement
 
 from adjudge import json_text
-from adjudge.errors import StorageError
+from adjudge.errors import InternalError, StorageError
 from adjudge.store import schema as s
 
 
@@ -41,6 +41,19 @@ def _read_key(stmt: ClauseElement, params: Mapping[str, Any]) -> tuple[Any, ...]
 
 
 @dataclass(frozen=True)
+class _Held:
+    """A write held back until the transaction's next round trip (:meth:`Transaction.later`):
+    its SQL and driver arguments (None: SQL of its own, a savepoint's), whether it runs once
+    per row, what checks its row count, and the savepoint it sets, if it is one."""
+
+    sql: str
+    args: Any
+    many: bool = False
+    check: Callable[[int], None] | None = None
+    mark: str | None = None
+
+
+@dataclass(frozen=True)
 class _Mark:
     """What a transaction kept for its commit when a savepoint was set."""
 
@@ -51,6 +64,7 @@ class _Mark:
     day_counts: dict[tuple[str, str, str, str], int]
     credits_due: dict[str, int]
     lane_head: dict[str, Any] | None
+    refused: Exception | None
 
 
 class Transaction:
@@ -98,6 +112,13 @@ class Transaction:
         #: own there, its rows read after the block).
         self._cursor: Any = None
         self._pipelined = False
+        #: Writes held back until the next round trip (:meth:`later`), and the checks of
+        #: those sent in the block now running, with their cursors.
+        self._held: list[_Held] = []
+        self._checks: list[tuple[Any, Callable[[int], None]]] = []
+        #: What a held write's check raised, if one did: the writes after it were sent
+        #: all the same, so nothing may commit until a savepoint before it is rolled back to.
+        self.refused: Exception | None = None
         #: What each savepoint found, restored by :meth:`rollback_to`.
         self._marks: dict[str, _Mark] = {}
         #: Rows read ahead (:meth:`ahead`), by statement and parameters, until :meth:`rows`
@@ -113,12 +134,11 @@ class Transaction:
 
     def savepoint(self, name: str, *, releasing: str | None = None) -> None:
         """Mark a point this transaction can roll back to (:meth:`rollback_to`), first
-        keeping what was written since the savepoint ``releasing`` (both in one round trip
-        on PostgreSQL)."""
-        with self.together():
-            if releasing is not None:
-                self._driver_sql(f"RELEASE SAVEPOINT {releasing}")
-            self._driver_sql(f"SAVEPOINT {name}")
+        keeping what was written since the savepoint ``releasing`` (on PostgreSQL both held
+        back for the next round trip: :meth:`later`)."""
+        if releasing is not None:
+            self._hold(_Held(f"RELEASE SAVEPOINT {releasing}", None))
+        self._hold(_Held(f"SAVEPOINT {name}", None, mark=name))
         if releasing is not None:
             self._marks.pop(releasing, None)
         self._marks[name] = _Mark(
@@ -129,6 +149,7 @@ class Transaction:
             dict(self.day_counts),
             dict(self.credits_due),
             self.lane_head,
+            self.refused,
         )
 
     def rollback_to(self, name: str) -> None:
@@ -143,8 +164,13 @@ class Transaction:
         had been prepared again, and dropped those too (the connection's next transaction then
         failed on a prepared statement that did not exist).
         """
-        self._driver_sql(f"ROLLBACK TO SAVEPOINT {name}")
-        self._driver_sql(f"RELEASE SAVEPOINT {name}")  # psycopg's drop goes first
+        held = next((i for i, h in enumerate(self._held) if h.mark == name), None)
+        if held is not None:  # the savepoint was never sent, nor anything after it
+            del self._held[held:]
+        else:  # what is held was held since the savepoint: never sent, so nothing to undo
+            self._held.clear()
+            self._driver_sql(f"ROLLBACK TO SAVEPOINT {name}")
+            self._driver_sql(f"RELEASE SAVEPOINT {name}")  # psycopg's drop goes first
         mark = self._marks.pop(name)
         self.receipts_due[:] = mark.receipts_due
         self.appended &= mark.appended
@@ -153,6 +179,7 @@ class Transaction:
         self.day_counts = mark.day_counts
         self.credits_due = mark.credits_due
         self.lane_head = mark.lane_head
+        self.refused = mark.refused
 
     def _driver_sql(self, sql: str) -> None:
         error = self.conn.dialect.loaded_dbapi.Error
@@ -179,6 +206,78 @@ class Transaction:
         if fixed:
             params = {**fixed, **params}
         return self._execute(sql, self._args(params, order, kinds), many=False)
+
+    def later(
+        self,
+        stmt: ClauseElement,
+        params: Mapping[str, Any],
+        *,
+        check: Callable[[int], None] | None = None,
+    ) -> None:
+        """:meth:`run` a write whose result nothing reads now: on PostgreSQL it is held back
+        and sent with the transaction's next round trip (the next read, block of statements
+        sent together, or the commit), where it would be a round trip of its own; then
+        ``check`` is called with its row count, and what it raises (a lost race, too little
+        money) is raised there. The statements a transaction sends keep the order it ran them
+        in, so a read sees every write before it. Whoever holds back a checked write must
+        :meth:`send` before its outcome is final (a unit of work of a group commit before
+        the next unit begins; the store before it commits). On SQLite, run and checked now."""
+        sql, order, kinds, fixed = _compiled(stmt, self.conn.dialect, tuple(params))
+        if fixed:
+            params = {**fixed, **params}
+        self._hold(_Held(sql, self._args(params, order, kinds), check=check))
+
+    def later_many(self, stmt: ClauseElement, rows: Sequence[Mapping[str, Any]]) -> None:
+        """:meth:`run_many`, held back as :meth:`later` holds a statement."""
+        sql, order, kinds, fixed = _compiled(stmt, self.conn.dialect, tuple(rows[0]), many=True)
+        if fixed:
+            rows = [{**fixed, **r} for r in rows]
+        self._hold(_Held(sql, [self._args(r, order, kinds) for r in rows], many=True))
+
+    def send(self) -> None:
+        """Send the writes held back (:meth:`later`) in one round trip and run their checks;
+        raises if a check raised before and the caller went on regardless (a refused write
+        is the refusal of all that follows it, until a savepoint before it is rolled back to)."""
+        if self._held:
+            with self.together():
+                pass
+        if self.refused is not None:
+            raise InternalError(
+                "A refused write was passed over and its transaction went on; nothing was written.",
+                code="INTERNAL_ERROR",
+            ) from self.refused
+
+    def confirm(self) -> None:
+        """Make the checks of the writes held back final: :meth:`send` if any of them
+        carries a check (those without may wait for the transaction's next round trip, for
+        a group commit the next unit's first: a failure of theirs fails the transaction)."""
+        if self.refused is not None or any(h.check is not None for h in self._held):
+            self.send()
+
+    def _checked(self, check: Callable[[int], None], rowcount: int) -> None:
+        try:
+            check(rowcount)
+        except Exception as exc:
+            self.refused = exc
+            raise
+
+    def _hold(self, held: _Held) -> None:
+        if self.sqlite or self._pipelined:  # a call on SQLite; in a block, sent with it
+            self._sent(held)
+        else:
+            self._held.append(held)
+
+    def _sent(self, held: _Held) -> None:
+        """Run ``held`` now; its check at once on SQLite, else as the block sending it ends."""
+        if held.args is None:  # a savepoint's
+            self._driver_sql(held.sql)
+            return
+        cursor = self._execute(held.sql, held.args, many=held.many)
+        if held.check is not None:
+            if self.sqlite:
+                self._checked(held.check, cursor.rowcount)
+            else:
+                self._checks.append((cursor, held.check))
 
     def run_many(self, stmt: ClauseElement, rows: Sequence[Mapping[str, Any]]) -> None:
         """:meth:`run` once per row of ``rows`` (all with the same keys) in one call."""
@@ -215,16 +314,27 @@ class Transaction:
         ends, where each would be one. Inside it no result may be read (a cursor's rows or
         row count are there once the block has ended); an error of any of them is raised as
         the block ends. On SQLite, whose statements are calls and not round trips, a plain
-        block (each statement's cursor its own there too, so its rows are read alike)."""
+        block (each statement's cursor its own there too, so its rows are read alike). The
+        writes held back (:meth:`later`) go first, and their checks run as the block ends."""
         outer, self._pipelined = self._pipelined, True
         try:
             if self.sqlite:
                 yield
             else:
                 with self._pipeline():
+                    if self._held:  # what was held back goes first, in its order
+                        held, self._held = self._held, []
+                        for h in held:
+                            self._sent(h)
                     yield
+                if not outer:
+                    checks, self._checks = self._checks, []
+                    for cursor, check in checks:
+                        self._checked(check, cursor.rowcount)
         finally:
             self._pipelined = outer
+            if not outer:
+                self._checks = []
 
     @contextmanager
     def _pipeline(self) -> Iterator[None]:
@@ -277,6 +387,10 @@ class Transaction:
         return out
 
     def _execute(self, sql: str, args: Any, *, many: bool) -> Any:
+        if self._held and not self._pipelined:  # with what was held back: one round trip
+            with self.together():
+                cursor = self._execute(sql, args, many=many)
+            return cursor
         error = self.conn.dialect.loaded_dbapi.Error
         try:
             if many:

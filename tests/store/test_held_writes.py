@@ -1,0 +1,154 @@
+"""Writes held back for the transaction's next round trip (``Transaction.later``): a read
+after them sees them, they cost no round trip of their own on PostgreSQL, a check that fails
+refuses the transaction where it is sent, and a refusal passed over can never commit."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from adjudge.errors import InternalError, StateError
+from adjudge.market import WORLD, Transfer
+from adjudge.store import Store, Transaction, ledger
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def _move(tx: Transaction, debit: str, credit: str, amount: int, task_id: str = "t1") -> None:
+    ledger.transfer(tx, [Transfer(debit, credit, amount)], task_id=task_id, at=T0)
+
+
+def _deposited(store: Store, amount: int) -> None:
+    with store.write() as tx:
+        _move(tx, WORLD, "wallet:a", amount, "deposit")
+
+
+def _amounts(store: Store, task_id: str) -> list[int]:
+    with store.read() as tx:
+        return [e["amount"] for e in ledger.entries(tx, task_id)]
+
+
+def test_a_read_after_held_writes_sees_them(store: Store) -> None:
+    """On the hot path's runner and through SQLAlchemy alike (``ledger.balance``)."""
+    _deposited(store, 5)
+    with store.write() as tx:
+        _move(tx, "wallet:a", "escrow:t1", 3)
+        assert ledger.balance(tx, "wallet:a") == 2
+        assert [e["amount"] for e in ledger.entries(tx, "t1")] == [-3, 3]
+    assert _amounts(store, "t1") == [-3, 3]
+
+
+def test_a_debit_that_does_not_fit_refuses_its_transaction(store: Store) -> None:
+    _deposited(store, 5)
+    with pytest.raises(StateError) as refused, store.write() as tx:
+        _move(tx, WORLD, "wallet:b", 1, "other")
+        _move(tx, "wallet:a", "escrow:t1", 6)
+    assert refused.value.code == "INSUFFICIENT_FUNDS"
+    assert _amounts(store, "t1") == _amounts(store, "other") == []
+    with store.read() as tx:
+        assert ledger.balance(tx, "wallet:a") == 5
+
+
+def test_a_refusal_passed_over_never_commits(store: Store) -> None:
+    """The lines after a refused debit were sent with it: a caller that catches the refusal
+    and goes on finds the transaction refused as a whole, and nothing written."""
+    _deposited(store, 5)
+    with pytest.raises(InternalError) as failed, store.write() as tx:
+        try:
+            _move(tx, "wallet:a", "escrow:t1", 6)
+            ledger.entries(tx, "t1")  # the round trip that checks it on PostgreSQL
+        except StateError:
+            pass
+        _move(tx, WORLD, "wallet:b", 1, "other")
+    assert isinstance(failed.value.__cause__, StateError)
+    assert _amounts(store, "t1") == _amounts(store, "other") == []
+
+
+def test_a_refusal_rolled_back_to_its_savepoint_lets_the_rest_commit(store: Store) -> None:
+    _deposited(store, 5)
+    with store.write() as tx:
+        _move(tx, WORLD, "wallet:b", 1, "before")
+        tx.savepoint("move")
+        with pytest.raises(StateError):
+            _move(tx, "wallet:a", "escrow:t1", 6)
+            tx.send()
+        tx.rollback_to("move")
+        _move(tx, "wallet:a", "escrow:t1", 4)
+    assert _amounts(store, "before") == [-1, 1]
+    assert _amounts(store, "t1") == [-4, 4]
+
+
+class _Trips:
+    """The transaction's driver connection, counting its round trips: each statement
+    outside a pipeline, and each pipeline."""
+
+    def __init__(self, driver: Any) -> None:
+        self.driver = driver
+        self.trips = 0
+        self.depth = 0
+
+    @contextmanager
+    def pipeline(self) -> Iterator[Any]:
+        self.depth += 1
+        try:
+            with self.driver.pipeline() as p:
+                yield p
+        finally:
+            self.depth -= 1
+            self.trips += self.depth == 0
+
+    def execute(self, *args: Any, **kwargs: Any) -> Any:
+        self.trips += self.depth == 0
+        return self.driver.execute(*args, **kwargs)
+
+    def cursor(self, *args: Any, **kwargs: Any) -> Any:
+        return _TripsCursor(self, self.driver.cursor(*args, **kwargs))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.driver, name)
+
+
+class _TripsCursor:
+    def __init__(self, trips: _Trips, cursor: Any) -> None:
+        self._trips, self._cursor = trips, cursor
+
+    def execute(self, *args: Any, **kwargs: Any) -> Any:
+        self._trips.trips += self._trips.depth == 0
+        self._cursor.execute(*args, **kwargs)
+        return self
+
+    def executemany(self, *args: Any, **kwargs: Any) -> Any:
+        self._trips.trips += self._trips.depth == 0
+        self._cursor.executemany(*args, **kwargs)
+        return self
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._cursor, name)
+
+
+def test_held_writes_ride_with_the_next_round_trip(store: Store) -> None:
+    """A debit, its check, its lines and a savepoint cost no round trip of their own: they
+    go with the read after them (SQLite's statements are calls, not round trips)."""
+    if store.dialect == "sqlite":
+        pytest.skip("SQLite's statements are calls into the library: there is no round trip")
+    _deposited(store, 5)
+    with store.write() as tx:
+        trips = _Trips(tx._driver)  # the one place a round trip shows
+        tx._driver = trips
+        _move(tx, "wallet:a", "escrow:t1", 3)
+        tx.savepoint("next")
+        _move(tx, "wallet:a", "escrow:t1", 1)
+        assert trips.trips == 0
+        assert [e["amount"] for e in ledger.entries(tx, "t1")] == [-3, 3, -1, 1]
+        assert trips.trips == 1
+        with pytest.raises(StateError):
+            _move(tx, "wallet:a", "escrow:t1", 2)  # one more than it holds
+            tx.send()
+        assert trips.trips == 2
+        tx.rollback_to("next")  # the rollback and the release: one each
+        assert trips.trips == 4
+    assert _amounts(store, "t1") == [-3, 3]
