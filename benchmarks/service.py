@@ -21,7 +21,10 @@ the server's, not the load generator's; both CPU times are reported. Run from th
 ``--scale`` serves the one PostgreSQL database with one process and then with two, and reports
 both (finalizes per second, p50, p99) and the two-process/one-process ratio, in one run
 (``--turns N`` alternates them N times and gives the median ratio); ``--lanes 1`` measures the
-receipt log as one chain, which every writer waits for.
+receipt log as one chain, which every writer waits for. Each run also gives how busy the whole
+machine was (every core) and its CPU a finalize: where it is near 1.0, the processes, the
+database and this driver share cores that are all in use, and a second process can only add
+what the first left idle.
 
 Beside the server's CPU per finalize, two floors from the same run: the bare auto check of the
 benchmark's result, and the bare work of a finalize (one auto check, one Ed25519 signature and
@@ -70,6 +73,18 @@ def _cpu_seconds(pid: int) -> float | None:
     except OSError:
         return None
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _machine_cpu() -> tuple[float, float] | None:
+    """The machine's busy and all CPU seconds since boot, over every core (Linux
+    ``/proc/stat``; None elsewhere): what the servers, PostgreSQL and this driver spent."""
+    try:
+        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except OSError:
+        return None
+    tick = os.sysconf("SC_CLK_TCK")
+    idle = fields[3] + fields[4]  # idle and waiting for IO
+    return (sum(fields[:8]) - idle) / tick, sum(fields[:8]) / tick
 
 
 def _port() -> int:
@@ -320,12 +335,14 @@ def run(args: argparse.Namespace, processes: int) -> dict[str, Any]:
     try:
         asyncio.run(_drive_all(bases, key, ids[: args.warmup], args.clients, None))
         cpu_before = [_cpu_seconds(pid) for pid in pids]
+        machine_before = _machine_cpu()
         client_before = time.process_time()
         started = time.perf_counter()
         latencies = asyncio.run(_drive_all(bases, key, ids[args.warmup :], args.clients, args.rate))
         elapsed = time.perf_counter() - started
         client_cpu = time.process_time() - client_before
         cpu_after = [_cpu_seconds(pid) for pid in pids]
+        machine_after = _machine_cpu()
         memory = [_rss_kb(pid) for pid in pids]
     finally:
         for server, _ in servers:
@@ -342,6 +359,11 @@ def run(args: argparse.Namespace, processes: int) -> dict[str, Any]:
         if before is not None and after is not None
     ]
     server_ms = round(sum(spent) * 1000 / len(ms), 2) if spent else None
+    machine: dict[str, float | None] = {"busy": None, "cpu_ms_per_finalize": None}
+    if machine_before is not None and machine_after is not None:
+        busy = machine_after[0] - machine_before[0]
+        machine["busy"] = round(busy / max(machine_after[1] - machine_before[1], 1e-9), 2)
+        machine["cpu_ms_per_finalize"] = round(busy * 1000 / len(ms), 2)
     figures: dict[str, Any] = {
         "database": url.split(":", 1)[0],
         "processes": processes,
@@ -364,6 +386,10 @@ def run(args: argparse.Namespace, processes: int) -> dict[str, Any]:
         if server_ms is None
         else round(server_ms * 1000 / work, 1),
         "client_cpu_ms_per_finalize": round(client_cpu * 1000 / len(ms), 2),
+        # The whole machine's, every core: the share busy (1.0: none idle), and its CPU a
+        # finalize (the servers', the database's, this driver's and anything else running).
+        "machine_busy": machine["busy"],
+        "machine_cpu_ms_per_finalize": machine["cpu_ms_per_finalize"],
         "server_rss_kb": memory,
         "cpus": os.cpu_count(),
     }
@@ -401,7 +427,15 @@ def scale(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-_SCALE_KEYS = ("per_second", "p50_ms", "p99_ms", "max_ms", "server_cpu_ms_per_finalize")
+_SCALE_KEYS = (
+    "per_second",
+    "p50_ms",
+    "p99_ms",
+    "max_ms",
+    "server_cpu_ms_per_finalize",
+    "machine_busy",
+    "machine_cpu_ms_per_finalize",
+)
 
 
 def main() -> None:

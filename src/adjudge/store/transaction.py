@@ -222,6 +222,11 @@ class Transaction:
         in, so a read sees every write before it. Whoever holds back a checked write must
         :meth:`send` before its outcome is final (a unit of work of a group commit before
         the next unit begins; the store before it commits). On SQLite, run and checked now."""
+        if self.sqlite:
+            cursor = self.run(stmt, params)
+            if check is not None:
+                self._checked(check, cursor.rowcount)
+            return
         sql, order, kinds, fixed = _compiled(stmt, self.conn.dialect, tuple(params))
         if fixed:
             params = {**fixed, **params}
@@ -229,6 +234,9 @@ class Transaction:
 
     def later_many(self, stmt: ClauseElement, rows: Sequence[Mapping[str, Any]]) -> None:
         """:meth:`run_many`, held back as :meth:`later` holds a statement."""
+        if self.sqlite:
+            self.run_many(stmt, rows)
+            return
         sql, order, kinds, fixed = _compiled(stmt, self.conn.dialect, tuple(rows[0]), many=True)
         if fixed:
             rows = [{**fixed, **r} for r in rows]
