@@ -167,7 +167,7 @@ class Transaction:
         held = next((i for i, h in enumerate(self._held) if h.mark == name), None)
         if held is not None:  # the savepoint was never sent, nor anything after it
             del self._held[held:]
-        else:  # what is held was held since the savepoint: never sent, so nothing to undo
+        else:  # the savepoint was sent, so all that is held came after it: dropped unsent
             self._held.clear()
             self._driver_sql(f"ROLLBACK TO SAVEPOINT {name}")
             self._driver_sql(f"RELEASE SAVEPOINT {name}")  # psycopg's drop goes first
@@ -263,6 +263,7 @@ class Transaction:
             self.send()
 
     def _checked(self, check: Callable[[int], None], rowcount: int) -> None:
+        """Run a held write's check; what it raises refuses the transaction (``refused``)."""
         try:
             check(rowcount)
         except Exception as exc:
