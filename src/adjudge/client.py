@@ -595,8 +595,23 @@ class Client:
         return dict(self.request("GET", f"/agents/{account_id}"))
 
     def verifiers(self) -> list[Account]:
-        """The verifiers that take verification jobs (the ones agent mode may name)."""
-        return cast(list[Account], self.request("GET", "/verifiers")["verifiers"])
+        """Every verifier that takes verification jobs (the ones agent mode may name), by id,
+        fetched a page at a time."""
+        return list(self.iter_verifiers())
+
+    def verifiers_page(self, *, limit: int = 50, cursor: str | None = None) -> dict[str, Any]:
+        """One page of the verifiers by id (``next_cursor`` continues)."""
+        return dict(self.request("GET", "/verifiers", params={"limit": limit, "cursor": cursor}))
+
+    def iter_verifiers(self, *, page_size: int = 100) -> Iterator[Account]:
+        """Every verifier that takes verification jobs, page after page."""
+        cursor: str | None = None
+        while True:
+            page = self.verifiers_page(limit=page_size, cursor=cursor)
+            yield from cast(list[Account], page["verifiers"])
+            cursor = page["next_cursor"]
+            if cursor is None:
+                return
 
     # --- tasks ----------------------------------------------------------------------------
 

@@ -14,6 +14,7 @@ import pytest
 from playwright.sync_api import expect
 
 from adjudge.market.money import shown
+from adjudge.store import records
 from adjudge.webhooks import Sender
 from support.browser import Browser
 from support.harness import Harness
@@ -245,6 +246,25 @@ def test_the_poster_dashboard_tasks_search_and_a_timed_action(browser: Browser) 
     h.advance(hours=73)
     page.reload()
     page.get_by_role("button", name="Reclaim after the deadline").wait_for()
+
+
+def test_the_verifiers_page_shows_a_page_and_then_the_next(browser: Browser) -> None:
+    """56 verifiers: the page lists the first 50 by id, and "More verifiers" the other 6."""
+    b, page, h = browser, browser.page, browser.h
+    with h.app.unit.store.write() as tx:
+        for n in range(55):
+            at = h.clock.now()
+            records.create_account(tx, f"w{n:02}", ["verifier"], f"adj_w{n}", opt_in=True, at=at)
+    b.sign_in("pat")
+    b.open("verifiers")
+    items = page.locator("main li")
+    expect(items).to_have_count(50)
+    assert items.first.inner_text().startswith("vera")
+    _accessible(b, "verifiers")
+    page.get_by_role("button", name="More verifiers").click()
+    expect(items).to_have_count(6)
+    assert items.last.inner_text().startswith("w54")
+    assert page.get_by_role("button", name="More verifiers").count() == 0
 
 
 def test_the_sign_in_page_says_a_refused_key_once(browser: Browser) -> None:

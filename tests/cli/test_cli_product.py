@@ -453,3 +453,14 @@ def test_a_list_at_a_terminal_aligns_its_columns_under_their_names(
         "12.345 USDC",
     ]
     assert all(row[edge : edge + 2] == "  " and row[edge - 1] == "C" for row in rows)
+
+
+def test_the_client_reads_every_verifier_page_by_page(sqlite_store: Store) -> None:
+    """``verifiers`` follows ``next_cursor`` to the end; ``verifiers_page`` is one page."""
+    h = make_harness(sqlite_store)
+    h.ok("vic", "PATCH", "/accounts/me", {"verifier_opt_in": True})
+    with serving(h.app) as url, Client(url, key=h.keys["pat"]) as api:
+        assert [v["id"] for v in api.iter_verifiers(page_size=1)] == ["vera", "vic"]
+        assert [v["id"] for v in api.verifiers()] == ["vera", "vic"]
+        page = api.verifiers_page(limit=1)
+        assert [v["id"] for v in page["verifiers"]] == ["vera"] and page["next_cursor"]

@@ -196,6 +196,20 @@ def test_accounts_admin_and_opt_in(h: Harness) -> None:
     assert {v["id"] for v in h.ok("pat", "GET", "/verifiers")["verifiers"]} == {"vera", "vic"}
 
 
+def test_the_verifiers_list_comes_a_page_at_a_time(h: Harness) -> None:
+    """By id, ``limit`` at a time, ``next_cursor`` continuing and null on the last page; a
+    cursor no listing gave and a limit out of bounds are refused."""
+    h.ok("vic", "PATCH", "/accounts/me", {"verifier_opt_in": True})
+    first = h.ok("pat", "GET", "/verifiers?limit=1")
+    assert [v["id"] for v in first["verifiers"]] == ["vera"] and first["next_cursor"]
+    second = h.ok("pat", "GET", f"/verifiers?limit=1&cursor={first['next_cursor']}")
+    assert [v["id"] for v in second["verifiers"]] == ["vic"] and second["next_cursor"] is None
+    assert h.ok("pat", "GET", "/verifiers")["next_cursor"] is None
+    assert h.refused("pat", "GET", "/verifiers?cursor=nope") == (400, "CURSOR_INVALID")
+    for limit in (0, 201):
+        assert h.refused("pat", "GET", f"/verifiers?limit={limit}")[1] == "INVALID_REQUEST"
+
+
 # --- idempotency and races ----------------------------------------------------------------------
 
 

@@ -646,3 +646,41 @@ def test_migration_0031_counts_the_ledger_for_all_time(store: Store) -> None:
         assert day_counts.stored(tx) == recount(tx)
         everything = ledger.Movements(accounts=("wallet:a",))
         assert ledger.movement_totals(tx, everything)["credits"] == 15
+
+
+def test_the_verifiers_come_by_id_a_page_at_a_time(store: Store) -> None:
+    """Every page size walks the same list: the accounts that take jobs and hold the role, by
+    id; the accounts opted in without the role (here 13 in a row, more than a page) are
+    passed over without cutting a page short of the ones after them."""
+    with store.write() as tx:
+        for n in range(30):
+            roles = ["verifier"] if (n < 8 and n % 3 == 0) or n > 20 else ["agent"]
+            opted = n % 3 == 0 or n >= 8
+            records.create_account(tx, f"v{n:02}", roles, f"adj_key{n}", opt_in=opted, at=T0)
+    expected = [f"v{n:02}" for n in (0, 3, 6, *range(21, 30))]
+    for limit in (1, 2, 5, 50):
+        seen, cursor, pages = [], None, 0
+        while True:
+            with store.read() as tx:
+                page = records.verifiers(tx, limit=limit, cursor=cursor)
+            assert len(page.items) == limit or page.next_cursor is None
+            seen += [a.id for a in page.items]
+            pages += 1
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        assert seen == expected, limit
+        assert pages == -(-len(expected) // limit), limit
+
+
+def test_migration_0032_reads_the_verifiers_from_their_index(store: Store) -> None:
+    """After 0032 a page of the verifiers is a range of their own index (SQLite's plan), not
+    a pass over every account; 0032 also downgrades cleanly."""
+    downgrade(store, "0031")
+    store.migrate()
+    if store.dialect != "sqlite":
+        return
+    sql = "SELECT id FROM accounts WHERE verifier_opt_in IS 1 AND id > 'a' ORDER BY id LIMIT 51"
+    with store.read() as tx:
+        plan = " ".join(row[-1] for row in tx.conn.execute(text(f"EXPLAIN QUERY PLAN {sql}")))
+    assert "ix_accounts_verifiers" in plan and "id>?" in plan, plan

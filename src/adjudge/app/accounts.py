@@ -257,9 +257,18 @@ class Accounts:
 
         return self.unit.read(run)
 
-    def verifiers(self) -> list[dict[str, Any]]:
-        """Verifier agents that take verification jobs (the only ones agent review accepts)."""
-        return self.unit.read(lambda tx: [account_view(a) for a in records.verifiers(tx)])
+    def verifiers(self, *, limit: int = 50, cursor: str | None = None) -> dict[str, Any]:
+        """Verifier agents that take verification jobs (the only ones agent review accepts),
+        by id, a page at a time (``next_cursor`` continues)."""
+
+        def run(tx: Transaction) -> dict[str, Any]:
+            page = records.verifiers(tx, limit=limit, cursor=cursor)
+            return {
+                "verifiers": [account_view(a) for a in page.items],
+                "next_cursor": page.next_cursor,
+            }
+
+        return self.unit.read(run)
 
     def exist(self) -> bool:
         """Whether any account exists (a new database has none)."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import Path
+from fastapi import Path, Query
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
@@ -176,6 +176,13 @@ def agent_record(*, account_id: str, who: Caller, app: Use) -> dict[str, Any]:
 
 
 @routes.get("/verifiers", tags=["accounts"])
-def verifiers(*, who: Caller, app: Use) -> dict[str, Any]:
-    """Verifier agents that take verification jobs (the only ones agent review accepts)."""
-    return {"verifiers": app.accounts.verifiers()}
+def verifiers(
+    *,
+    who: Caller,
+    app: Use,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    cursor: Annotated[str | None, Query(max_length=400)] = None,
+) -> dict[str, Any]:
+    """Verifier agents that take verification jobs (the only ones agent review accepts), by
+    id, a page at a time (``next_cursor`` fetches the next page)."""
+    return app.accounts.verifiers(limit=limit, cursor=cursor)

@@ -214,12 +214,27 @@ def set_api_key(tx: Transaction, account_id: str, api_key: str) -> None:
     )
 
 
-def verifiers(tx: Transaction) -> list[Account]:
-    """Accounts that take verification jobs (role verifier and opted in)."""
-    rows = tx.conn.execute(
-        select(s.accounts).where(s.accounts.c.verifier_opt_in.is_(True)).order_by(s.accounts.c.id)
-    )
-    return [a for a in (_account(r._mapping) for r in rows) if "verifier" in a.roles]
+def verifiers(tx: Transaction, *, limit: int = 50, cursor: str | None = None) -> Page:
+    """Accounts that take verification jobs (role verifier and opted in), by id, a page at a
+    time: each read is the next range of their index (``ix_accounts_verifiers``), read again
+    only in the rare case that accounts opted in have since lost the role."""
+    a = s.accounts.c
+    after = None if cursor is None else decode_cursor(cursor)[1]
+    found: list[Account] = []
+    while True:
+        q = select(s.accounts).where(a.verifier_opt_in.is_(True))
+        if after is not None:
+            q = q.where(a.id > after)
+        rows = tx.conn.execute(q.order_by(a.id).limit(limit + 1)).all()
+        found += [v for v in (_account(r._mapping) for r in rows) if "verifier" in v.roles]
+        if len(found) > limit or len(rows) <= limit:
+            break
+        after = rows[-1].id
+    page = found[:limit]
+    following = None
+    if len(found) > limit:
+        following = encode_cursor(page[-1].created_at, page[-1].id)
+    return Page(page, following)
 
 
 def set_opt_in(tx: Transaction, account_id: str, opt_in: bool) -> None:

@@ -366,3 +366,10 @@ Index(
 )
 # The dashboards' window of verdicts (adjudge.store.console).
 Index("ix_verdicts_at", verdicts.c.at)
+# The verifiers' list (GET /verifiers), a page at a time by id: only the accounts that take jobs.
+Index(
+    "ix_accounts_verifiers",
+    accounts.c.id,
+    sqlite_where=accounts.c.verifier_opt_in.is_(True),
+    postgresql_where=accounts.c.verifier_opt_in.is_(True),
+)

@@ -823,14 +823,18 @@ async function postForm() {
   );
 }
 
-async function verifiers() {
+async function verifiers(cursor = null) {
   const render = claim();
-  const { verifiers: list } = await api("GET", "/verifiers");
+  const page = await api("GET", `/verifiers${cursor ? `?cursor=${encodeURIComponent(cursor)}` : ""}`);
+  const list = page.verifiers;
   render(
     h("h2", {}, "Verifiers who take agent-mode tasks"),
     list.length
       ? h("ul", {}, list.map((v) => h("li", {}, h("strong", {}, v.id), " · key ", h("span", { class: "digest" }, v.verifier_key || "none"), ` · reputation ${v.reputation}`)))
       : h("p", {}, "No verifier has opted in."),
+    page.next_cursor
+      ? h("p", {}, h("button", { type: "button", onclick: () => verifiers(page.next_cursor) }, "More verifiers"))
+      : null,
   );
 }
 
