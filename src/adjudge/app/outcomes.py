@@ -3,10 +3,11 @@ releases, and every effect the parties hear of — in one transaction.
 
 The market decides (:mod:`adjudge.market.lifecycle`, with each verdict's kernel determination
 built by :mod:`adjudge.market.proof`); this module only records what it decided: the state
-first (a lost race fails fast), then the receipt signed as determined (never re-derived), then
-the money through :mod:`adjudge.app.settlement` (the one writer of the ledger) against that
-receipt, then the events (``outbox.emit``: the webhook outbox), disputes, penalties and takes.
-A change that rolls back leaves no event; delivery happens later and can never undo it.
+first (a lost race fails as soon as the update is sent), then the receipt signed as
+determined (never re-derived), then the money through :mod:`adjudge.app.settlement` (the one
+writer of the ledger) against that receipt, then the events (``outbox.emit``: the webhook
+outbox), disputes, penalties and takes. A change that rolls back leaves no event; delivery
+happens later and can never undo it.
 """
 
 from __future__ import annotations
@@ -54,8 +55,8 @@ from adjudge.webhooks import events
 def record(
     tx: Transaction, stored: StoredTask, out: Outcome, issuer: Issuer, *, at: datetime
 ) -> StoredTask:
-    """Store a task event's outcome: the new state first (a lost race fails fast), then the
-    verdict's receipt — its kernel determination, built by the market
+    """Store a task event's outcome: the new state first (a lost race fails as soon as the
+    update is sent), then the verdict's receipt — its kernel determination, built by the market
     (:mod:`adjudge.market.proof`) and signed here as it is — the money it releases, and the
     rest of the effects, each with the event its parties' webhooks hear of. A take that ends
     or starts moves its agent's counter of held takes here too; a take over the agent's limit

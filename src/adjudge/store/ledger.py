@@ -57,7 +57,9 @@ def transfer(
     """Apply transfers as double entries; ``INSUFFICIENT_FUNDS`` if a debit would overdraw.
 
     The debit is one conditional UPDATE, so two racing spends of one balance cannot both
-    succeed; the credit is one upsert. Consecutive transfers out of one account (a payout
+    succeed; its refusal is raised where it is sent (on PostgreSQL with the transaction's
+    next round trip: :meth:`Transaction.later`), and refuses all the transaction wrote after
+    it. The credit is one upsert. Consecutive transfers out of one account (a payout
     and its fee) are debited together: the total either fits or the whole step is refused,
     as one at a time would be. Only the world account may go below zero. A transfer out of a
     holding account needs ``receipt_id`` to name a receipt appended in this transaction

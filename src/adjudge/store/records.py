@@ -325,9 +325,10 @@ def insert_task(tx: Transaction, task: Task, *, title: str, brief: str) -> Store
 def update_task(tx: Transaction, stored: StoredTask, task: Task) -> StoredTask:
     """Store ``task`` over ``stored`` if nobody changed it since it was read.
 
-    Raises :class:`ConcurrentUpdate` when the version moved: the caller re-reads and
-    re-decides, so two racing events never both apply. A task's seal is never written here:
-    the commitment made at posting is the one it keeps, whatever ``task`` says.
+    Raises :class:`ConcurrentUpdate` when the version moved (where the update is sent: on
+    PostgreSQL the transaction's next round trip, :meth:`Transaction.later`): the caller
+    re-reads and re-decides, so two racing events never both apply. A task's seal is never
+    written here: the commitment made at posting is the one it keeps, whatever ``task`` says.
 
     Only the columns that changed are set (with the version): on SQLite an index is
     rewritten for every column an UPDATE sets, changed or not, and an unchanged column's
