@@ -261,36 +261,40 @@ def _receipted(n: int, *, refuse: bool = False) -> Callable[[Transaction], str]:
     return unit
 
 
+def _one_batch(commits: GroupCommit, units: list[Callable[[Transaction], Any]]) -> list[Any]:
+    """Run ``units`` in one batch (the committing thread held while they queue): each one's
+    value, or the code of its refusal."""
+    started, go = threading.Event(), threading.Event()
+
+    def first(tx: Transaction) -> None:
+        started.set()
+        go.wait(10)
+
+    held = commits.submit(first)
+    assert started.wait(10)
+    futures = [commits.submit(unit) for unit in units]
+    go.set()
+    held.result(10)
+    outcomes: list[Any] = []
+    for future in futures:
+        try:
+            outcomes.append(future.result(10))
+        except Error as exc:
+            outcomes.append(exc.code)
+    return outcomes
+
+
 def test_a_batch_chains_its_receipts_past_the_units_refused(store: Store) -> None:
     """One batch: the first unit to take the lane refused, then one kept, one refused, one
     kept. The log holds the two kept, each chained after the one before it (the lane's head
     written by a unit is not read again; one a refusal undid is), and the next transaction
     chains after the last."""
     commits = GroupCommit(store, threads=1)
-    started, go = threading.Event(), threading.Event()
-
-    def first(tx: Transaction) -> None:  # holds the committing thread while the rest queue
-        started.set()
-        go.wait(10)
-
     try:
-        held = commits.submit(first)
-        assert started.wait(10)
-        futures = [
-            commits.submit(_receipted(1, refuse=True)),
-            commits.submit(_receipted(2)),
-            commits.submit(_receipted(3, refuse=True)),
-            commits.submit(_receipted(4)),
-        ]
-        go.set()
-        held.result(10)
-        outcomes = []
-        for future in futures:
-            try:
-                outcomes.append(future.result(10))
-            except StateError:
-                outcomes.append("refused")
-        assert outcomes == ["refused", f"sha256:{2:064x}", "refused", f"sha256:{4:064x}"]
+        units = [_receipted(1, refuse=True), _receipted(2), _receipted(3, refuse=True)]
+        outcomes = _one_batch(commits, [*units, _receipted(4)])
+        refused = "TEST_REFUSED"
+        assert outcomes == [refused, f"sha256:{2:064x}", refused, f"sha256:{4:064x}"]
         commits.submit(_receipted(5)).result(10)
     finally:
         commits.close()
@@ -335,11 +339,6 @@ def test_a_unit_whose_held_debit_does_not_fit_is_refused_alone(store: Store) -> 
     fit is rolled back alone (its lines with it), one that catches that refusal and goes on
     is refused as a whole, and the units around them commit."""
     commits = GroupCommit(store, threads=1)
-    started, go = threading.Event(), threading.Event()
-
-    def first(tx: Transaction) -> None:  # holds the committing thread while the rest queue
-        started.set()
-        go.wait(10)
 
     def overdraws(tx: Transaction) -> str:
         _credit(tx, 1)
@@ -355,18 +354,8 @@ def test_a_unit_whose_held_debit_does_not_fit_is_refused_alone(store: Store) -> 
         return "done"
 
     try:
-        held = commits.submit(first)
-        assert started.wait(10)
         units = [lambda tx: _credit(tx, 5) or "done", overdraws, passes_over]
-        futures = [commits.submit(unit) for unit in [*units, lambda tx: _credit(tx, 2) or "done"]]
-        go.set()
-        held.result(10)
-        outcomes = []
-        for future in futures:
-            try:
-                outcomes.append(future.result(10))
-            except Error as exc:
-                outcomes.append(exc.code)
+        outcomes = _one_batch(commits, [*units, lambda tx: _credit(tx, 2) or "done"])
         assert outcomes == ["done", "INSUFFICIENT_FUNDS", "INTERNAL_ERROR", "done"]
     finally:
         commits.close()
