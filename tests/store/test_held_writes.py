@@ -152,3 +152,20 @@ def test_held_writes_ride_with_the_next_round_trip(store: Store) -> None:
         tx.rollback_to("next")  # the rollback and the release: one each
         assert trips.trips == 4
     assert _amounts(store, "t1") == [-3, 3]
+
+
+def test_a_commit_sends_its_counts_and_credits_with_its_last_round_trip(store: Store) -> None:
+    """At the commit, the lane's head is read (locked) with what was held, and the counts
+    and the credits go together in one more round trip before the commit itself."""
+    if store.dialect == "sqlite":
+        pytest.skip("SQLite's statements are calls into the library: there is no round trip")
+    with store.write() as tx:
+        trips = _Trips(tx._driver)
+        tx._driver = trips
+        _move(tx, WORLD, "wallet:a", 5)  # a credit due, its lines held, the ledger's counts
+        assert trips.trips == 0
+    assert trips.trips == 2
+    assert _amounts(store, "t1") == [-5, 5]
+    with store.read() as tx:
+        assert ledger.balance(tx, "wallet:a") == 5
+        assert ledger.movement_totals(tx, ledger.Movements(accounts=("wallet:a",)))["credits"] == 5

@@ -214,8 +214,9 @@ def flush(tx: Transaction) -> None:
         tx.run_tuples(_ADD, _COLUMNS, [(f, sub, d, n, lane, v) for (f, sub, d, n), v in due])
         return
     # PostgreSQL: every row in one statement (each column an array), where psycopg's
-    # executemany costs about as much client CPU per row as a statement of its own.
-    tx.run(
+    # executemany costs about as much client CPU per row as a statement of its own; held for
+    # the commit's round trip (nothing reads its result).
+    tx.later(
         _ADD_ALL,
         {
             "families": [k[0] for k, _ in due],

@@ -154,7 +154,8 @@ def flush(tx: Transaction) -> None:
     if tx.credits_due:
         due = sorted(tx.credits_due.items())
         tx.credits_due = {}
-        tx.run_many(_UPSERT[tx.dialect], [{"account": a, "amount": n} for a, n in due])
+        rows = [{"account": a, "amount": n} for a, n in due]
+        tx.later_many(_UPSERT[tx.dialect], rows)  # sent with the commit's round trip
 
 
 def _credit_now(tx: Transaction, account: str) -> None:
