@@ -359,11 +359,11 @@ def run(args: argparse.Namespace, processes: int) -> dict[str, Any]:
         if before is not None and after is not None
     ]
     server_ms = round(sum(spent) * 1000 / len(ms), 2) if spent else None
-    machine: dict[str, float | None] = {"busy": None, "cpu_ms_per_finalize": None}
+    machine_busy = machine_ms = None
     if machine_before is not None and machine_after is not None:
         busy = machine_after[0] - machine_before[0]
-        machine["busy"] = round(busy / max(machine_after[1] - machine_before[1], 1e-9), 2)
-        machine["cpu_ms_per_finalize"] = round(busy * 1000 / len(ms), 2)
+        machine_busy = round(busy / max(machine_after[1] - machine_before[1], 1e-9), 2)
+        machine_ms = round(busy * 1000 / len(ms), 2)
     figures: dict[str, Any] = {
         "database": url.split(":", 1)[0],
         "processes": processes,
@@ -388,8 +388,8 @@ def run(args: argparse.Namespace, processes: int) -> dict[str, Any]:
         "client_cpu_ms_per_finalize": round(client_cpu * 1000 / len(ms), 2),
         # The whole machine's, every core: the share busy (1.0: none idle), and its CPU a
         # finalize (the servers', the database's, this driver's and anything else running).
-        "machine_busy": machine["busy"],
-        "machine_cpu_ms_per_finalize": machine["cpu_ms_per_finalize"],
+        "machine_busy": machine_busy,
+        "machine_cpu_ms_per_finalize": machine_ms,
         "server_rss_kb": memory,
         "cpus": os.cpu_count(),
     }

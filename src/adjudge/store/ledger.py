@@ -13,9 +13,10 @@ passed (``matured=True``). It names the receipt that settled the call, which mus
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, time, timedelta
+from functools import partial
 from typing import Any
 
 from sqlalchemy import Select, and_, bindparam, case, func, insert, or_, select, update
@@ -27,7 +28,7 @@ from adjudge.market.money import shown
 from adjudge.store import day_counts, held_days, ids, receipt_log
 from adjudge.store import schema as s
 from adjudge.store.records import decode_cursor, encode_cursor
-from adjudge.store.transaction import Read, Transaction
+from adjudge.store.transaction import Read, Transaction, one_row
 
 #: Ledger accounts that hold money for a decision still to come: releasing from one needs a
 #: receipt (task escrows, paid-call reservations).
@@ -84,7 +85,8 @@ def transfer(
             tx.later(_UPSERT[tx.dialect], {"account": WORLD, "amount": 0})
             tx.later(_DEBIT_WORLD, {"acct": debit, "amt": total})
         else:  # checked as it is sent: the transaction goes on only if it fits
-            tx.later(_DEBIT, {"acct": debit, "amt": total}, check=_fits(debit, total))
+            refusal = partial(_too_little, debit, total)  # worded only if it is refused
+            tx.later(_DEBIT, {"acct": debit, "amt": total}, check=one_row(refusal))
         for t in run:
             due[t.credit] = due.get(t.credit, 0) + t.amount  # added as it commits (flush)
             txn = ids.ordered_hex()
@@ -108,16 +110,11 @@ def transfer(
     )
 
 
-def _fits(debit: str, total: int) -> Callable[[int], None]:
-    """The check of a debit, which changes no row when the account holds too little."""
-
-    def check(rowcount: int) -> None:
-        if rowcount != 1:
-            raise StateError(
-                f"{debit} holds too little to move {shown(total)}.", code="INSUFFICIENT_FUNDS"
-            )
-
-    return check
+def _too_little(debit: str, total: int) -> StateError:
+    """The refusal of a debit the account cannot cover."""
+    return StateError(
+        f"{debit} holds too little to move {shown(total)}.", code="INSUFFICIENT_FUNDS"
+    )
 
 
 def _kept(account: str) -> str | None:

@@ -10,7 +10,7 @@ import base64
 import hashlib
 import json
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -36,7 +36,7 @@ from adjudge.market.tasks import MAX_VERIFIERS, Seat, Vote
 from adjudge.store import api_keys, day_counts
 from adjudge.store import schema as s
 from adjudge.store.api_keys import KeyGrant
-from adjudge.store.transaction import ConcurrentUpdate, Read, Transaction
+from adjudge.store.transaction import ConcurrentUpdate, Read, Transaction, one_row
 
 log = logging.getLogger("adjudge.store")
 
@@ -340,20 +340,12 @@ def update_task(tx: Transaction, stored: StoredTask, task: Task) -> StoredTask:
     tx.later(
         _UPDATE_TASK,
         row,
-        check=_raced(f"Task {task.id} changed while this request ran; try again."),
+        check=one_row(
+            lambda: ConcurrentUpdate(f"Task {task.id} changed while this request ran; try again.")
+        ),
     )
     day_counts.note_state(tx, task.poster, stored.task.status.value, task.status.value)
     return StoredTask(task, stored.version + 1, stored.title, stored.brief)
-
-
-def _raced(message: str) -> Callable[[int], None]:
-    """The check of a write that lost a race unless it wrote exactly one row."""
-
-    def check(rowcount: int) -> None:
-        if rowcount != 1:
-            raise ConcurrentUpdate(message)
-
-    return check
 
 
 def task(tx: Transaction, task_id: str) -> StoredTask | None:
@@ -601,7 +593,7 @@ def _add_verdict(
             "receipt_id": receipt_id,
             "at": verdict.at,
         },
-        check=_raced("This submission already has a verdict."),
+        check=one_row(lambda: ConcurrentUpdate("This submission already has a verdict.")),
     )
     return StoredVerdict(
         verdict.task_id,

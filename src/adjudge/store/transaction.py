@@ -35,6 +35,17 @@ class ConcurrentUpdate(StorageError):
 Read = tuple[ClauseElement, Mapping[str, Any]]
 
 
+def one_row(refusal: Callable[[], Exception]) -> Callable[[int], None]:
+    """The check of a held write (:meth:`Transaction.later`) that must change exactly one row:
+    anything else raises ``refusal()`` (a lost race, too little money)."""
+
+    def check(rowcount: int) -> None:
+        if rowcount != 1:
+            raise refusal()
+
+    return check
+
+
 def _read_key(stmt: ClauseElement, params: Mapping[str, Any]) -> tuple[Any, ...]:
     """A read ahead's key: the statement (built once at module level) and its parameters."""
     return (id(stmt), tuple(sorted(params.items())))
@@ -277,16 +288,14 @@ class Transaction:
             self._held.append(held)
 
     def _sent(self, held: _Held) -> None:
-        """Run ``held`` now; its check at once on SQLite, else as the block sending it ends."""
+        """Run ``held`` now; its check as the block sending it ends (only PostgreSQL holds a
+        checked write: :meth:`later` runs SQLite's at once)."""
         if held.args is None:  # a savepoint's
             self._driver_sql(held.sql)
             return
         cursor = self._execute(held.sql, held.args, many=held.many)
         if held.check is not None:
-            if self.sqlite:
-                self._checked(held.check, cursor.rowcount)
-            else:
-                self._checks.append((cursor, held.check))
+            self._checks.append((cursor, held.check))
 
     def run_many(self, stmt: ClauseElement, rows: Sequence[Mapping[str, Any]]) -> None:
         """:meth:`run` once per row of ``rows`` (all with the same keys) in one call."""
