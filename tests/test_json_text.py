@@ -86,3 +86,48 @@ def test_the_text_is_compact_ascii_for_a_database_and_utf8_for_an_answer() -> No
     assert json_text.dumps({"a": [1, "b"]}) == '{"a":[1,"b"]}'
     assert json_text.dumps({"a": "é"}) == json.dumps({"a": "é"}) == '{"a": "\\u00e9"}'
     assert json_text.dumps_utf8({"a": "é"}) == '{"a":"é"}'.encode()
+
+
+def _typed(value: Any) -> Any:
+    """A value with each scalar's type beside it: ``1``, ``1.0`` and ``True`` are equal in
+    Python, and a reader that gave one for another would not be json's."""
+    if isinstance(value, dict):
+        return {k: _typed(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_typed(v) for v in value]
+    return (type(value).__name__, repr(value))  # repr: NaN is itself, -0.0 is not 0.0
+
+
+@settings(max_examples=600, deadline=None)
+@given(_VALUES, st.booleans())
+def test_loads_reads_what_json_reads(value: Any, as_bytes: bool) -> None:
+    """Past 64 bits, non-finite floats, lone surrogates and all: json's text, or orjson's."""
+    for text in {json.dumps(value), json_text.dumps(value), json.dumps(value, indent=1)}:
+        given_ = text.encode("utf-8", "surrogatepass") if as_bytes else text
+        assert _typed(json_text.loads(given_)) == _typed(json.loads(given_))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "18446744073709551616",  # 2**64: orjson alone gives a float
+        "-9223372036854775809",
+        '{"n": [123456789012345678901234567890]}',
+        "[NaN, Infinity, -Infinity]",
+        "1e400",
+        '"\\ud800"',
+        b'"\xed\xa0\x80"',  # a surrogate in UTF-8 bytes: json reads it, orjson refuses
+        "0.1",
+        '{"a": 1, "a": 2}',
+    ],
+)
+def test_loads_where_orjson_alone_would_differ(text: str | bytes) -> None:
+    assert _typed(json_text.loads(text)) == _typed(json.loads(text))
+
+
+@pytest.mark.parametrize("bad", ["", "[1,]", "{'a': 1}", b"\xff", "nul"])
+def test_loads_refuses_what_json_refuses(bad: str | bytes) -> None:
+    with pytest.raises(ValueError):  # json's JSONDecodeError and UnicodeDecodeError both are
+        json.loads(bad)
+    with pytest.raises(ValueError):
+        json_text.loads(bad)

@@ -7,17 +7,19 @@ float's spelling, which no reader sees once parsed; but it writes a NaN or an in
 ``null`` (json writes ``NaN``, or refuses with ``allow_nan=False``), and refuses integers past 64
 bits, lone surrogates and keys that are not strings. So its text is kept only when orjson parses
 it back equal to the value (a non-finite float comes back ``None``, never equal); any other
-value is written by json, exactly as before. This module imports nothing of adjudge.
+value is written by json, exactly as before. Read back, :func:`loads` is json's reading by
+orjson where the two agree. This module imports nothing of adjudge.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import orjson
 
-__all__ = ["dumps", "dumps_utf8"]
+__all__ = ["dumps", "dumps_utf8", "loads"]
 
 #: Types json refuses stay refused: orjson would write them, and the check would catch a
 #: dataclass only after writing it.
@@ -49,3 +51,24 @@ def dumps_utf8(value: Any) -> bytes:
     if text is not None:
         return text
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+
+
+#: A run of 19 digits: an integer orjson may read as a float (past 64 bits) or that is near it.
+_LONG_TEXT, _LONG_BYTES = re.compile(r"\d{19}"), re.compile(rb"\d{19}")
+
+
+def loads(text: str | bytes) -> Any:
+    """``json.loads(text)``: the same value, read by orjson (5-10 times faster) wherever it
+    reads what json reads. It refuses what json takes past strict JSON (a ``NaN``, an
+    infinity, a number too large for a float, a lone surrogate, text not in UTF-8), and those
+    are json's to read; but an integer past 64 bits it reads as a float, without a word, so a
+    text with 19 digits in a row (an integer near or past that, or only a long string of
+    digits) is json's to read too. The store reads its JSON columns this way: what it wrote
+    (:func:`dumps`) comes back as json would give it."""
+    long = _LONG_BYTES.search(text) if isinstance(text, bytes) else _LONG_TEXT.search(text)
+    if long is None:
+        try:
+            return orjson.loads(text)
+        except orjson.JSONDecodeError:
+            pass
+    return json.loads(text)

@@ -16,6 +16,7 @@ from alembic.config import Config
 from sqlalchemy import Connection, Engine, create_engine, event, insert, make_url, select
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 
+from adjudge import json_text
 from adjudge.errors import StorageError
 from adjudge.receipts.checkpoints import MAX_LANES
 from adjudge.store import day_counts, held_days, ledger, receipt_log
@@ -74,6 +75,7 @@ def _engine(url: str) -> Engine:
         engine = create_engine(
             url,
             connect_args={"check_same_thread": False, "timeout": BUSY_TIMEOUT_MS / 1000},
+            json_deserializer=json_text.loads,
             pool_size=POOL_SIZE,
             max_overflow=POOL_OVERFLOW,
             pool_use_lifo=True,
@@ -121,6 +123,7 @@ def _engine(url: str) -> Engine:
     engine = create_engine(
         url,
         pool_pre_ping=True,
+        json_deserializer=json_text.loads,  # psycopg's reading of json columns, on each connection
         pool_size=POOL_SIZE,
         max_overflow=POSTGRES_OVERFLOW,
         pool_use_lifo=True,
