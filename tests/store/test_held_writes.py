@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from sqlalchemy import text
 
 from adjudge.errors import InternalError, StateError
 from adjudge.market import WORLD, Transfer
@@ -83,13 +84,14 @@ def test_a_refusal_rolled_back_to_its_savepoint_lets_the_rest_commit(store: Stor
 
 
 class _Trips:
-    """The transaction's driver connection, counting its round trips: each statement
-    outside a pipeline, and each pipeline."""
+    """The transaction's driver connection, counting its round trips (each statement
+    outside a pipeline, and each pipeline) and keeping the statements' SQL."""
 
     def __init__(self, driver: Any) -> None:
         self.driver = driver
         self.trips = 0
         self.depth = 0
+        self.statements: list[str] = []
 
     @contextmanager
     def pipeline(self) -> Iterator[Any]:
@@ -103,6 +105,7 @@ class _Trips:
 
     def execute(self, *args: Any, **kwargs: Any) -> Any:
         self.trips += self.depth == 0
+        self.statements.append(args[0])
         return self.driver.execute(*args, **kwargs)
 
     def cursor(self, *args: Any, **kwargs: Any) -> Any:
@@ -118,11 +121,13 @@ class _TripsCursor:
 
     def execute(self, *args: Any, **kwargs: Any) -> Any:
         self._trips.trips += self._trips.depth == 0
+        self._trips.statements.append(args[0])
         self._cursor.execute(*args, **kwargs)
         return self
 
     def executemany(self, *args: Any, **kwargs: Any) -> Any:
         self._trips.trips += self._trips.depth == 0
+        self._trips.statements += [args[0]] * len(args[1])  # psycopg sends one a row
         self._cursor.executemany(*args, **kwargs)
         return self
 
@@ -169,3 +174,39 @@ def test_a_commit_sends_its_counts_and_credits_with_its_last_round_trip(store: S
     with store.read() as tx:
         assert ledger.balance(tx, "wallet:a") == 5
         assert ledger.movement_totals(tx, ledger.Movements(accounts=("wallet:a",)))["credits"] == 5
+
+
+def test_rows_held_together_go_as_few_statements_in_their_order(store: Store) -> None:
+    """A ledger's lines (an insert of many rows, :meth:`Transaction.later_many`) are one
+    statement of up to 32 rows on PostgreSQL, not one a row, and are stored in the order
+    given; an upsert's rows (the credits at the commit) still go one a row."""
+    _deposited(store, 1000)
+    moves = [Transfer("wallet:a", f"escrow:{i:02d}", i + 1) for i in range(35)]  # 70 lines
+    with store.write() as tx:
+        counted = _Trips(tx._driver)
+        tx._driver = counted
+        ledger.transfer(tx, moves, task_id="t1", at=T0)
+    expected = [amount for i in range(35) for amount in (-(i + 1), i + 1)]
+    assert _amounts(store, "t1") == expected
+    with store.read() as tx:
+        assert [ledger.balance(tx, f"escrow:{i:02d}") for i in (0, 34)] == [1, 35]
+    if store.dialect == "postgresql":
+        sent = counted.statements
+        assert sum(sql.startswith("INSERT INTO ledger_entries") for sql in sent) == 3  # 32+32+6
+        assert sum(sql.startswith("INSERT INTO balances") for sql in sent) == 35
+
+
+def test_savepoints_take_none_of_the_prepared_statements(store: Store) -> None:
+    """psycopg prepares a statement run five times, keeping 100 a connection: a group
+    commit's savepoints (one name a unit) would crowd out the hot statements."""
+    if store.dialect == "sqlite":
+        pytest.skip("SQLite has no prepared statements on the server to count")
+    with store.write() as tx:
+        for i in range(8):
+            tx.savepoint("unit_0", releasing="unit_0" if i else None)
+            _move(tx, WORLD, "wallet:a", 1)
+            tx.send()
+        prepared = tx.conn.execute(text("SELECT statement FROM pg_prepared_statements"))
+        statements = [row[0] for row in prepared]
+    assert any("UPDATE balances" in sql for sql in statements)  # a hot statement, prepared
+    assert not [sql for sql in statements if "SAVEPOINT" in sql]
