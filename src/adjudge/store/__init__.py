@@ -47,13 +47,14 @@ from adjudge.store.records import (
     Submission,
     VerifierKey,
 )
-from adjudge.store.transaction import ConcurrentUpdate, Transaction
+from adjudge.store.transaction import ConcurrentUpdate, Read, Transaction
 
 __all__ = [
     "DEFAULT_URL",
     "Account",
     "ConcurrentUpdate",
     "Page",
+    "Read",
     "Store",
     "StoredDispute",
     "StoredLapse",

@@ -39,7 +39,7 @@ from adjudge.calls.verdicts import CallVerdict
 from adjudge.errors import Conflict, NotAllowed
 from adjudge.store import day_counts
 from adjudge.store import schema as s
-from adjudge.store.transaction import ConcurrentUpdate, Transaction
+from adjudge.store.transaction import ConcurrentUpdate, Read, Transaction
 
 __all__ = [
     "StoredCall",
@@ -321,17 +321,23 @@ def policy(
 ) -> StoredPolicy | None:
     """One of ``tool``'s policies: the given version, or (``version`` None) the highest one
     registered by ``at`` (any time when ``at`` is None); None when there is none."""
+    rows = tx.rows(*policy_read(tool, policy_id, version, at=at))
+    found = _policy(rows[0]) if rows else None
+    if version is not None and found is not None and at is not None and found.registered_at > at:
+        return None
+    return found
+
+
+def policy_read(
+    tool: str, policy_id: str, version: int | None = None, *, at: datetime | None = None
+) -> Read:
+    """What :func:`policy` reads (to read it ahead: ``Transaction.ahead``)."""
     if version is not None:
-        rows = tx.rows(
-            _POLICY_VERSION, {"k_tool": tool, "k_policy": policy_id, "k_version": version}
-        )
-        found = _policy(rows[0]) if rows else None
-        return None if found is None or (at is not None and found.registered_at > at) else found
+        return _POLICY_VERSION, {"k_tool": tool, "k_policy": policy_id, "k_version": version}
     if at is None:
-        rows = tx.rows(_POLICY_NEWEST, {"k_tool": tool, "k_policy": policy_id})
-    else:  # every paid call's: on the hot path's runner, its time bound as the column's
-        rows = tx.rows(_POLICY_AT, {"k_tool": tool, "k_policy": policy_id, "k_at": at})
-    return _policy(rows[0]) if rows else None
+        return _POLICY_NEWEST, {"k_tool": tool, "k_policy": policy_id}
+    # every paid call's: on the hot path's runner, its time bound as the column's
+    return _POLICY_AT, {"k_tool": tool, "k_policy": policy_id, "k_at": at}
 
 
 def policies_in_force(

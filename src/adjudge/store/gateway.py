@@ -41,7 +41,7 @@ from adjudge.errors import NotAllowed
 from adjudge.store import day_counts
 from adjudge.store import schema as s
 from adjudge.store.records import Page, decode_cursor, encode_cursor, newest_first
-from adjudge.store.transaction import ConcurrentUpdate, Transaction
+from adjudge.store.transaction import ConcurrentUpdate, Read, Transaction
 
 tools = Table(
     "gateway_tools",
@@ -203,10 +203,15 @@ def add_tool(
 def tool(tx: Transaction, name: str, version: int | None = None) -> StoredTool | None:
     """A tool's latest version (or the given one), or None."""
     if version is None:
-        found = tx.rows(_LATEST_TOOL, {"k_name": name})
+        found = tx.rows(*tool_read(name))
     else:
         found = tx.rows(_TOOL_VERSION, {"k_name": name, "k_version": version})
     return _tool(found[0]) if found else None
+
+
+def tool_read(name: str) -> Read:
+    """What :func:`tool` reads for a tool's latest version (to read it ahead)."""
+    return _LATEST_TOOL, {"k_name": name}
 
 
 def list_tools(
@@ -308,6 +313,11 @@ def credential(tx: Transaction, provider: str) -> tuple[str, str] | None:
     return (found[0]["header"], found[0]["sealed"]) if found else None
 
 
+def credential_read(provider: str) -> Read:
+    """What :func:`credential` reads (to read it ahead: ``Transaction.ahead``)."""
+    return _CREDENTIAL, {"k_provider": provider}
+
+
 def delete_credential(tx: Transaction, provider: str) -> None:
     """Forget a provider's credential."""
     tx.conn.execute(credentials.delete().where(credentials.c.provider == provider))
@@ -403,8 +413,13 @@ def call(tx: Transaction, call_id: str) -> GatewayCall | None:
 
 def call_by_key(tx: Transaction, caller: str, key: str) -> GatewayCall | None:
     """The call a caller started with an idempotency key, or None."""
-    found = tx.rows(_CALL_BY_KEY, {"k_caller": caller, "k_key": hashed(key)})
+    found = tx.rows(*call_by_key_read(caller, key))
     return _call(found[0]) if found else None
+
+
+def call_by_key_read(caller: str, key: str) -> Read:
+    """What :func:`call_by_key` reads (to read it ahead: ``Transaction.ahead``)."""
+    return _CALL_BY_KEY, {"k_caller": caller, "k_key": hashed(key)}
 
 
 def pending_before(tx: Transaction, before: datetime) -> list[GatewayCall]:

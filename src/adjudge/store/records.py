@@ -184,8 +184,13 @@ def create_account(
 
 def account(tx: Transaction, account_id: str) -> Account | None:
     """The account with this id, or None."""
-    rows = tx.rows(_ACCOUNT, {"k_id": account_id})
+    rows = tx.rows(*account_read(account_id))
     return _account(rows[0]) if rows else None
+
+
+def account_read(account_id: str) -> Read:
+    """What :func:`account` reads (to read it ahead: ``Transaction.ahead``)."""
+    return _ACCOUNT, {"k_id": account_id}
 
 
 def any_account(tx: Transaction) -> bool:

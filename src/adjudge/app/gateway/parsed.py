@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from adjudge.calls import Contract, Policy, Tool, parse_tool, register_policy
-from adjudge.store import Transaction
+from adjudge.store import Read, Transaction
 from adjudge.store import calls as calls_db
 from adjudge.store import gateway as db
 
@@ -54,3 +54,10 @@ def judging_policy(
     if tool.policy is None:
         return None
     return calls_db.policy(tx, stored.name, tool.policy.id, tool.policy.version, at=now)
+
+
+def judging_policy_read(stored: db.StoredTool, tool: Tool, now: datetime) -> Read | None:
+    """What :func:`judging_policy` reads, if it reads (to read it ahead with others)."""
+    if tool.policy is None:
+        return None
+    return calls_db.policy_read(stored.name, tool.policy.id, tool.policy.version, at=now)
