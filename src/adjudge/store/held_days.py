@@ -3,7 +3,7 @@
 Every transfer that touches a holding account (a task's escrow, a call's reservation, a
 provider's hold) notes its net for that prefix and day on the transaction (:func:`note`, called
 by :func:`adjudge.store.ledger.transfer`); the transaction writes what it noted as it commits,
-in one statement or two per prefix and day (:func:`flush`, called by the store). A day with no
+in two statements per prefix and day (:func:`flush`, called by the store). A day with no
 movement has no row: its figure is the last day's before it. So the dashboards read a window's
 held money in O(days) (:func:`figures`), however many escrows and holds were ever opened;
 :func:`recount` is the same figures summed from the ledger's lines, for the tests and a check.
@@ -21,8 +21,10 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
-from sqlalchemy import bindparam, insert, select, update
+from sqlalchemy import BigInteger, bindparam, func, select, update
+from sqlalchemy.dialects import postgresql, sqlite
 
 from adjudge.market.money import LEDGER_CURRENCY
 from adjudge.store import receipt_log
@@ -66,11 +68,9 @@ def flush(tx: Transaction, currency: str = LEDGER_CURRENCY) -> None:
     lane = receipt_log.lane(tx)
     for (prefix, day), delta in sorted(moved.items()):
         key = {"k_prefix": prefix, "k_currency": currency, "k_lane": lane, "k_day": day}
-        if tx.run(_BUMP, {**key, "delta": delta}).rowcount != 1:
-            row = tx.run(_PRIOR, key).fetchone()
-            prior = int(row[0]) if row is not None else 0
-            tx.run(_INSERT, {**key, "held": prior + delta})
-        tx.run(_LATER, {**key, "delta": delta})
+        # Nothing here is read back: held for the commit's round trip (none of their own).
+        tx.later(_ADD[tx.dialect], {**key, "delta": delta})
+        tx.later(_LATER, {**key, "delta": delta})
 
 
 def figures(
@@ -125,24 +125,29 @@ _KEY = (
     (_h.currency == bindparam("k_currency")),
     (_h.lane == bindparam("k_lane")),
 )
-_BUMP = (
-    update(s.held_days)
-    .where(*_KEY, _h.day == bindparam("k_day"))
-    .values(held=_h.held + bindparam("delta"))
-)
 _LATER = (
     update(s.held_days)
     .where(*_KEY, _h.day > bindparam("k_day"))
-    .values(held=_h.held + bindparam("delta"))
+    .values(held=_h.held + bindparam("delta", type_=BigInteger))
 )
 _PRIOR = select(_h.held).where(*_KEY, _h.day < bindparam("k_day")).order_by(_h.day.desc()).limit(1)
 
 
-#: A day's first row on a lane (only the transaction holding the lane writes the lane's rows).
-_INSERT = insert(s.held_days).values(
-    prefix=bindparam("k_prefix"),
-    currency=bindparam("k_currency"),
-    lane=bindparam("k_lane"),
-    day=bindparam("k_day"),
-    held=bindparam("held"),
-)
+def _add(dialect: str) -> Any:
+    """Add ``delta`` to a day's figure on a lane; a day's first row starts from the figure of
+    the lane's last day before it (only the transaction holding the lane writes its rows)."""
+    module: Any = postgresql if dialect == "postgresql" else sqlite
+    delta = bindparam("delta", type_=BigInteger)
+    stmt = module.insert(s.held_days).values(
+        prefix=bindparam("k_prefix"),
+        currency=bindparam("k_currency"),
+        lane=bindparam("k_lane"),
+        day=bindparam("k_day"),
+        held=func.coalesce(_PRIOR.scalar_subquery(), 0) + delta,
+    )
+    return stmt.on_conflict_do_update(
+        index_elements=[_h.prefix, _h.currency, _h.lane, _h.day], set_={"held": _h.held + delta}
+    )
+
+
+_ADD = {dialect: _add(dialect) for dialect in ("sqlite", "postgresql")}
