@@ -39,7 +39,7 @@ from adjudge.calls.verdicts import CallVerdict
 from adjudge.errors import Conflict, NotAllowed
 from adjudge.store import day_counts
 from adjudge.store import schema as s
-from adjudge.store.transaction import ConcurrentUpdate, Read, Transaction
+from adjudge.store.transaction import ConcurrentUpdate, Read, Transaction, one_row
 
 __all__ = [
     "StoredCall",
@@ -396,7 +396,8 @@ def add_call(
     source: str,
     evidence: Mapping[str, Any] | None = None,
 ) -> StoredCall:
-    """Store a verified call; a call id is verified once (``CALL_EXISTS``).
+    """Store a verified call; a call id is verified once (``CALL_EXISTS``, raised where the
+    insert is sent: on PostgreSQL with the transaction's next round trip, ``Transaction.later``).
 
     ``source`` says who supplied the response: ``gateway`` (adjudge itself forwarded the call
     and read the answer) or ``reported`` (a caller sent it); only the first feeds quality.
@@ -406,9 +407,13 @@ def add_call(
     governing = record.get("policy") or {}
     error = record.get("error")
     error_kind = None if error is None else error["kind"]
-    # The insert is the check: nothing is written when the id is taken (its only unique key).
+    # The insert is the check: nothing is written when the id is taken (its only unique key),
+    # seen where it is sent (on PostgreSQL with the transaction's next round trip).
+    taken = one_row(
+        lambda: Conflict(f"The call {call_id} was already verified.", code="CALL_EXISTS")
+    )
     try:
-        added = tx.run(
+        tx.later(
             _INSERT_CALL[tx.dialect],
             {
                 "id": call_id,
@@ -429,11 +434,10 @@ def add_call(
                 "receipt_id": receipt_id,
                 "evidence": None if evidence is None else dict(evidence),
             },
+            check=taken,
         )
-    except IntegrityError as exc:  # another constraint (the submitter's account)
+    except IntegrityError as exc:  # another constraint, where the insert runs at once
         raise ConcurrentUpdate("The same call is being verified; try again.") from exc
-    if added.rowcount != 1:
-        raise Conflict(f"The call {call_id} was already verified.", code="CALL_EXISTS")
     day_counts.note_record(tx, str(record["provider"]), at, record)
     if source == "gateway":  # observed: its provider's quality windows count it
         kind = counted_as(record.get("verdict"), bool(record["effect"]["enforced"]), error_kind)
