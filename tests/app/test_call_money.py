@@ -20,9 +20,10 @@ from adjudge.calls.verify import Citation, Judgment
 from adjudge.digests import sha256_digest
 from adjudge.market.money import provider_hold_account, wallet_account
 from adjudge.settings import Settings
-from adjudge.store import Store
+from adjudge.store import Store, Transaction, database
 from support.fakes import FakeClock
 from support.loopback import AsgiServer
+from support.trips import Trips
 from support.weather import POLICY, PRICE, PROVIDER, Script, provider, tool
 
 FUNDS = 10_000_000
@@ -56,9 +57,22 @@ class Market:
 @pytest.fixture
 def market(sqlite_store: Store) -> Iterator[Market]:
     """A provider's forecast tool and its policy, registered through the use cases."""
+    with _market(sqlite_store) as m:
+        yield m
+
+
+@pytest.fixture
+def any_market(store: Store) -> Iterator[Market]:
+    """:func:`market` on each database the tests can reach."""
+    with _market(store) as m:
+        yield m
+
+
+@contextmanager
+def _market(store: Store) -> Iterator[Market]:
     script = Script()
     app = App(
-        sqlite_store,
+        store,
         clock=FakeClock(script.now),
         settings=Settings(allow_private_providers=True),
     )
@@ -187,4 +201,30 @@ def test_a_large_answer_is_settled_by_the_commit_thread_not_the_loop(
     seen = _traced_call(market, monkeypatch)
     assert seen[0][1] == seen[1][1] != "adjudge-commits"
     assert seen[2][1] == "adjudge-commits"
+    market.conserved()
+
+
+def test_a_paid_calls_read_is_two_round_trips_on_postgresql(
+    any_market: Market, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The caller's earlier call under its key with the tool (and the transaction's BEGIN),
+    then the tool's provider, its credential and the policy that judges the call: each set
+    read ahead together (before, five reads one by one, counted 5 here, the BEGIN apart)."""
+    market = any_market
+    if market.app.unit.store.dialect == "sqlite":
+        pytest.skip("SQLite's statements are calls into the library: there is no round trip")
+    market.app.gateway.call(market.ann, "weather_forecast", {"city": "berlin"}, key="first")
+    reads: list[Trips] = []
+
+    class Counted(Transaction):
+        def __init__(self, conn: Any) -> None:
+            super().__init__(conn)
+            if not conn.get_execution_options().get("adjudge_write", False):
+                self._driver = Trips(self._driver)
+                reads.append(self._driver)
+
+    monkeypatch.setattr(database, "Transaction", Counted)
+    answer = market.app.gateway.call(market.ann, "weather_forecast", {"city": "paris"}, key="k")
+    assert answer.value["status"] == "settled"
+    assert [r.trips for r in reads] == [2]
     market.conserved()

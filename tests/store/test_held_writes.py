@@ -4,10 +4,7 @@ refuses the transaction where it is sent, and a refusal passed over can never co
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any
 
 import pytest
 from sqlalchemy import text
@@ -15,6 +12,7 @@ from sqlalchemy import text
 from adjudge.errors import InternalError, StateError
 from adjudge.market import WORLD, Transfer
 from adjudge.store import Store, Transaction, ledger
+from support.trips import Trips
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -83,58 +81,6 @@ def test_a_refusal_rolled_back_to_its_savepoint_lets_the_rest_commit(store: Stor
     assert _amounts(store, "t1") == [-4, 4]
 
 
-class _Trips:
-    """The transaction's driver connection, counting its round trips (each statement
-    outside a pipeline, and each pipeline) and keeping the statements' SQL."""
-
-    def __init__(self, driver: Any) -> None:
-        self.driver = driver
-        self.trips = 0
-        self.depth = 0
-        self.statements: list[str] = []
-
-    @contextmanager
-    def pipeline(self) -> Iterator[Any]:
-        self.depth += 1
-        try:
-            with self.driver.pipeline() as p:
-                yield p
-        finally:
-            self.depth -= 1
-            self.trips += self.depth == 0
-
-    def execute(self, *args: Any, **kwargs: Any) -> Any:
-        self.trips += self.depth == 0
-        self.statements.append(args[0])
-        return self.driver.execute(*args, **kwargs)
-
-    def cursor(self, *args: Any, **kwargs: Any) -> Any:
-        return _TripsCursor(self, self.driver.cursor(*args, **kwargs))
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.driver, name)
-
-
-class _TripsCursor:
-    def __init__(self, trips: _Trips, cursor: Any) -> None:
-        self._trips, self._cursor = trips, cursor
-
-    def execute(self, *args: Any, **kwargs: Any) -> Any:
-        self._trips.trips += self._trips.depth == 0
-        self._trips.statements.append(args[0])
-        self._cursor.execute(*args, **kwargs)
-        return self
-
-    def executemany(self, *args: Any, **kwargs: Any) -> Any:
-        self._trips.trips += self._trips.depth == 0
-        self._trips.statements += [args[0]] * len(args[1])  # psycopg sends one a row
-        self._cursor.executemany(*args, **kwargs)
-        return self
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._cursor, name)
-
-
 def test_held_writes_ride_with_the_next_round_trip(store: Store) -> None:
     """A debit, its check, its lines and a savepoint cost no round trip of their own: they
     go with the read after them (SQLite's statements are calls, not round trips)."""
@@ -142,7 +88,7 @@ def test_held_writes_ride_with_the_next_round_trip(store: Store) -> None:
         pytest.skip("SQLite's statements are calls into the library: there is no round trip")
     _deposited(store, 5)
     with store.write() as tx:
-        trips = _Trips(tx._driver)  # the one place a round trip shows
+        trips = Trips(tx._driver)  # the one place a round trip shows
         tx._driver = trips
         _move(tx, "wallet:a", "escrow:t1", 3)
         tx.savepoint("next")
@@ -165,7 +111,7 @@ def test_a_commit_sends_its_counts_and_credits_with_its_last_round_trip(store: S
     if store.dialect == "sqlite":
         pytest.skip("SQLite's statements are calls into the library: there is no round trip")
     with store.write() as tx:
-        trips = _Trips(tx._driver)
+        trips = Trips(tx._driver)
         tx._driver = trips
         _move(tx, WORLD, "wallet:a", 5)  # a credit due, its lines held, the ledger's counts
         assert trips.trips == 0
@@ -183,7 +129,7 @@ def test_rows_held_together_go_as_few_statements_in_their_order(store: Store) ->
     _deposited(store, 1000)
     moves = [Transfer("wallet:a", f"escrow:{i:02d}", i + 1) for i in range(35)]  # 70 lines
     with store.write() as tx:
-        counted = _Trips(tx._driver)
+        counted = Trips(tx._driver)
         tx._driver = counted
         ledger.transfer(tx, moves, task_id="t1", at=T0)
     expected = [amount for i in range(35) for amount in (-(i + 1), i + 1)]
