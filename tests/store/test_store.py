@@ -206,22 +206,25 @@ def test_ledger_is_double_entry_and_all_or_nothing(store: Store) -> None:
 
 def test_receipts_chain(store: Store) -> None:
     """Each receipt names the digest of the one before it; the head is the last one. Appended
-    receipts are chained as the transaction commits, in the order they were appended."""
+    receipts are chained as the transaction commits, in the order they were appended, and the
+    log keeps that order (on PostgreSQL the rows go as one statement: their positions follow
+    its rows' order)."""
     _seed(store)
     with store.write() as tx:
-        one = receipt_log.append(
-            tx, lambda prev: FakeIssuer.chained({"n": 1}, prev), task_id="t1", at=T0
-        )
-        two = receipt_log.append(
-            tx, lambda prev: FakeIssuer.chained({"n": 2}, prev), task_id="t1", at=T0
-        )
-        assert {one.id, two.id} <= tx.appended  # money may move against them at once
+        appended = [
+            receipt_log.append(
+                tx, lambda prev, n=n: FakeIssuer.chained({"n": n}, prev), task_id="t1", at=T0
+            )
+            for n in range(5)
+        ]
+        assert {r.id for r in appended} <= tx.appended  # money may move against them at once
         assert tx.flushed == {}  # the head is not locked yet
-    first, second = tx.flushed[one.id], tx.flushed[two.id]
-    assert first.previous is None and second.previous == first.digest
+    stored = [tx.flushed[r.id] for r in appended]
+    assert stored[0].previous is None
+    assert [r.previous for r in stored[1:]] == [r.digest for r in stored[:-1]]
     with store.read() as tx:
-        assert receipt_log.head(tx) == (2, second.digest)
-        assert [r.id for r in receipt_log.receipts(tx, "t1")] == [first.id, second.id]
+        assert receipt_log.head(tx) == (5, stored[-1].digest)
+        assert [r.id for r in receipt_log.receipts(tx, "t1")] == [r.id for r in appended]
 
 
 def test_one_verdict_per_submission(store: Store) -> None:
