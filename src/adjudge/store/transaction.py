@@ -218,10 +218,7 @@ class Transaction:
         Driver errors are raised as SQLAlchemy's, so callers and :class:`Store` see no
         difference. Only for statements built once at module level (the cache is by ``id``).
         """
-        sql, order, kinds, fixed = _compiled(stmt, self.conn.dialect, tuple(params))
-        if fixed:
-            params = {**fixed, **params}
-        return self._execute(sql, self._args(params, order, kinds), many=False)
+        return self._execute(*self._bound(stmt, params), many=False)
 
     def later(
         self,
@@ -243,10 +240,7 @@ class Transaction:
             if check is not None:
                 self._checked(check, cursor.rowcount)
             return
-        sql, order, kinds, fixed = _compiled(stmt, self.conn.dialect, tuple(params))
-        if fixed:
-            params = {**fixed, **params}
-        self._hold(_Held(sql, self._args(params, order, kinds), check=check))
+        self._hold(_Held(*self._bound(stmt, params), check=check))
 
     def later_many(self, stmt: Insert, rows: Sequence[Mapping[str, Any]]) -> None:
         """:meth:`run_many` of an insert, held back as :meth:`later` holds a statement. On
@@ -266,10 +260,7 @@ class Transaction:
                 flat = {f"{k}_{i}": row[k] for i, row in enumerate(chunk) for k in keys}
                 self.later(_rows_at_once(stmt, keys, len(chunk)), flat)
         else:  # values of its own (an upsert's): a statement a row
-            sql, order, kinds, fixed = _compiled(stmt, self.conn.dialect, keys, many=True)
-            if fixed:
-                rows = [{**fixed, **r} for r in rows]
-            self._hold(_Held(sql, [self._args(r, order, kinds) for r in rows], many=True))
+            self._hold(_Held(*self._bound_rows(stmt, rows), many=True))
 
     def send(self) -> None:
         """Send the writes held back (:meth:`later`) in one round trip and run their checks;
@@ -317,10 +308,23 @@ class Transaction:
 
     def run_many(self, stmt: ClauseElement, rows: Sequence[Mapping[str, Any]]) -> None:
         """:meth:`run` once per row of ``rows`` (all with the same keys) in one call."""
+        self._execute(*self._bound_rows(stmt, rows), many=True)
+
+    def _bound(self, stmt: ClauseElement, params: Mapping[str, Any]) -> tuple[str, Any]:
+        """A hot statement's SQL and its driver arguments (see :meth:`run`)."""
+        sql, order, kinds, fixed = _compiled(stmt, self.conn.dialect, tuple(params))
+        if fixed:
+            params = {**fixed, **params}
+        return sql, self._args(params, order, kinds)
+
+    def _bound_rows(
+        self, stmt: ClauseElement, rows: Sequence[Mapping[str, Any]]
+    ) -> tuple[str, list[Any]]:
+        """:meth:`_bound` once per row (all with the same keys), for ``executemany``."""
         sql, order, kinds, fixed = _compiled(stmt, self.conn.dialect, tuple(rows[0]), many=True)
         if fixed:
             rows = [{**fixed, **r} for r in rows]
-        self._execute(sql, [self._args(r, order, kinds) for r in rows], many=True)
+        return sql, [self._args(r, order, kinds) for r in rows]
 
     def run_tuples(
         self, stmt: ClauseElement, keys: tuple[str, ...], rows: Sequence[tuple[Any, ...]]
