@@ -18,7 +18,8 @@ from adjudge.app import unit as unit_module
 from adjudge.app.unit import GroupCommit
 from adjudge.errors import Error, StateError
 from adjudge.market import WORLD, Transfer
-from adjudge.store import ConcurrentUpdate, Store, Transaction, ledger, receipt_log
+from adjudge.store import ConcurrentUpdate, Store, Transaction, database, ledger, receipt_log
+from support.trips import Trips
 
 T0 = datetime(2026, 3, 10, 12, tzinfo=UTC)
 
@@ -287,8 +288,8 @@ def _one_batch(commits: GroupCommit, units: list[Callable[[Transaction], Any]]) 
 def test_a_batch_chains_its_receipts_past_the_units_refused(store: Store) -> None:
     """One batch: the first unit to take the lane refused, then one kept, one refused, one
     kept. The log holds the two kept, each chained after the one before it (the lane's head
-    written by a unit is not read again; one a refusal undid is), and the next transaction
-    chains after the last."""
+    a unit moved is kept by the transaction, not read again; one a refusal undid is read
+    again), and the next transaction chains after the last."""
     commits = GroupCommit(store, threads=1)
     try:
         units = [_receipted(1, refuse=True), _receipted(2), _receipted(3, refuse=True)]
@@ -305,6 +306,41 @@ def test_a_batch_chains_its_receipts_past_the_units_refused(store: Store) -> Non
     assert len({r.lane for r in log}) == 1
     assert [r.previous for r in log] == [None, log[0].digest, log[1].digest]
     assert [r.body["after"] for r in log] == [None, [log[0].digest, 0], [log[1].digest, 1]]
+
+
+def test_a_batch_moves_its_lanes_head_once_and_releases_no_savepoint(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Four units chaining a receipt each in one batch: the lane's head written once, by the
+    commit, and on PostgreSQL one savepoint a unit, nested, none released (the commit keeps
+    them all; SQLite releases each, its nested savepoints costing its journal)."""
+    sent: list[Trips] = []
+
+    class Counted(Transaction):
+        def __init__(self, conn: Any) -> None:
+            super().__init__(conn)
+            self._driver = Trips(self._driver)
+            sent.append(self._driver)
+
+    monkeypatch.setattr(database, "Transaction", Counted)
+    commits = GroupCommit(store, threads=1)
+    try:
+        outcomes = _one_batch(commits, [_receipted(n) for n in range(1, 5)])
+    finally:
+        commits.close()
+    assert outcomes == [f"sha256:{n:064x}" for n in range(1, 5)]
+    (batch,) = [t.statements for t in sent if sum("SAVEPOINT" in sql for sql in t.statements)]
+    marks = [f"SAVEPOINT unit_{i}" for i in range(4)]
+    if store.dialect == "sqlite":
+        marks[1:] = [
+            sql for i in range(1, 4) for sql in (f"RELEASE SAVEPOINT unit_{i - 1}", marks[i])
+        ]
+    assert [sql for sql in batch if "SAVEPOINT" in sql] == marks
+    assert sum(sql.startswith("UPDATE chain_lanes") for sql in batch) == 1
+    with store.read() as tx:
+        log = receipt_log.chain(tx)
+    assert [r.seq for r in log] == [1, 2, 3, 4]
+    assert [r.previous for r in log] == [None, *(r.digest for r in log[:3])]
 
 
 def test_refused_units_leave_the_next_commits_whole(store: Store) -> None:

@@ -5,13 +5,16 @@ refuses the transaction where it is sent, and a refusal passed over can never co
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
+import psycopg
 import pytest
-from sqlalchemy import text
+from sqlalchemy import insert, text
 
-from adjudge.errors import InternalError, StateError
+from adjudge.errors import InternalError, StateError, StorageError
 from adjudge.market import WORLD, Transfer
 from adjudge.store import Store, Transaction, ledger
+from adjudge.store import schema as s
 from support.trips import Trips
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -105,21 +108,47 @@ def test_held_writes_ride_with_the_next_round_trip(store: Store) -> None:
     assert _amounts(store, "t1") == [-3, 3]
 
 
-def test_a_commit_sends_its_counts_and_credits_with_its_last_round_trip(store: Store) -> None:
-    """At the commit, the lane's head is read (locked) with what was held, and the counts
-    and the credits go together in one more round trip before the commit itself."""
+def test_a_commit_sends_its_counts_and_credits_with_its_last_round_trip(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At the commit, the lane's head is read (locked) with what was held, and the counts,
+    the credits and the ``COMMIT`` go together in one more round trip: the connection's own
+    commit finds nothing left to commit, and sends nothing."""
     if store.dialect == "sqlite":
         pytest.skip("SQLite's statements are calls into the library: there is no round trip")
+    found: list[psycopg.pq.TransactionStatus] = []
+    commit = psycopg.Connection.commit
+
+    def noted(conn: psycopg.Connection[Any]) -> None:
+        found.append(conn.info.transaction_status)
+        commit(conn)
+
+    monkeypatch.setattr(psycopg.Connection, "commit", noted)
     with store.write() as tx:
         trips = Trips(tx._driver)
         tx._driver = trips
         _move(tx, WORLD, "wallet:a", 5)  # a credit due, its lines held, the ledger's counts
         assert trips.trips == 0
     assert trips.trips == 2
+    assert trips.statements[-1] == "COMMIT"
+    assert found == [psycopg.pq.TransactionStatus.IDLE]
     assert _amounts(store, "t1") == [-5, 5]
     with store.read() as tx:
         assert ledger.balance(tx, "wallet:a") == 5
         assert ledger.movement_totals(tx, ledger.Movements(accounts=("wallet:a",)))["credits"] == 5
+
+
+def test_a_held_write_that_fails_at_the_commit_leaves_nothing_written(store: Store) -> None:
+    """On PostgreSQL the ``COMMIT`` rides with the writes held for it: one that fails stops
+    the block there, the ``COMMIT`` with it (on SQLite it fails as it is run)."""
+    _deposited(store, 5)
+    with pytest.raises(StorageError), store.write() as tx:
+        _move(tx, WORLD, "wallet:b", 1, "other")
+        tx.later(insert(s.balances), {"account": "wallet:a", "balance": 0})  # taken
+    assert _amounts(store, "other") == []
+    with store.read() as tx:
+        assert ledger.balance(tx, "wallet:b") == 0
+        assert ledger.balance(tx, "wallet:a") == 5
 
 
 def test_rows_held_together_go_as_few_statements_in_their_order(store: Store) -> None:

@@ -348,11 +348,11 @@ class Store:
                     try:
                         yield tx
                         if write:
-                            receipt_log.flush(tx)  # the chain's head, locked for the last steps
+                            receipt_log.commit(tx)  # the chain's head, locked for the last steps
                             held_days.flush(tx)  # on the same lane, as locked
                             day_counts.flush(tx)  # and so the dashboards' counts
                             ledger.flush(tx)  # credits last: a shared balance waits the least
-                            tx.send()  # and what is held back, its checks before the commit
+                            tx.send(commit=True)  # and what is held, checks before the commit
                         else:
                             outer.rollback()
                     finally:

@@ -77,13 +77,26 @@ def append(tx: Transaction, issue: Issue, *, task_id: str | None, at: datetime) 
 
 def flush(tx: Transaction) -> list[StoredReceipt]:
     """Sign the transaction's pending receipts onto its lane, in the order they were appended:
-    take a lane (:func:`_take_lane`), chain each after the one before, move the lane's head
-    once. A no-op without pending receipts."""
+    take a lane (:func:`_take_lane`), chain each after the one before. The lane's new head is
+    kept by the transaction (its row stays locked by it) and written once, as it commits
+    (:func:`commit`). A no-op without pending receipts."""
     if not tx.receipts_due:
         return []
     due = list(tx.receipts_due)
     tx.receipts_due.clear()
     return _write(tx, _take_lane(tx), due)
+
+
+def commit(tx: Transaction) -> None:
+    """As the transaction commits: :func:`flush` what is pending, then write its lane's head
+    once. A group commit flushes each unit's receipts before the next unit begins, and wrote
+    the head each time (a statement a unit); no other transaction reads the row while this
+    one holds it, and this one reads its own head from memory (``Transaction.lane_head``,
+    taken back to a savepoint's with the receipts after it)."""
+    flush(tx)
+    head = tx.lane_head
+    if head is not None:
+        tx.later(_SET_LANE, {"l_id": head["id"], "h_seq": head["seq"], "h_digest": head["digest"]})
 
 
 def checkpoint(tx: Transaction, issue: IssueCheckpoint, *, at: datetime) -> StoredReceipt:
@@ -156,9 +169,7 @@ def _write(
         rows.append(row)
         made.append(StoredReceipt(receipt_id, seq, task_id, digest, head_digest, body, at, lane))
         head_digest = digest
-    # Neither's result is read: held back for the transaction's next round trip.
-    tx.later_many(_INSERT_RECEIPT, rows)
-    tx.later(_SET_LANE, {"l_id": lane, "h_seq": seq, "h_digest": head_digest})
+    tx.later_many(_INSERT_RECEIPT, rows)  # its result unread: sent with the next round trip
     tx.lane_head = {"id": lane, "seq": seq, "digest": head_digest}
     for receipt in made:
         tx.flushed[receipt.id] = receipt

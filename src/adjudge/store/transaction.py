@@ -97,9 +97,10 @@ class Transaction:
         #: lanes it may choose from (the store's setting).
         self.lane: int | None = None
         self.lanes = 1
-        #: The head of that lane as this transaction last wrote it (its row stays locked
-        #: until the commit, so it need not be read again); None until a write, and again
-        #: when a savepoint that took the lane is rolled back (which releases its lock).
+        #: The head of that lane as this transaction moved it, written to its row as it
+        #: commits (the row stays locked until then, so it need not be read again); None
+        #: until a receipt is chained, and again when a savepoint that took the lane is
+        #: rolled back (which releases its lock).
         self.lane_head: dict[str, Any] | None = None
         #: The held money this transaction moved, by (holding prefix, day), written as it
         #: commits (adjudge.store.held_days).
@@ -143,14 +144,16 @@ class Transaction:
     # --- savepoints: several units of work in one transaction (group commit) ---------------
 
     def savepoint(self, name: str, *, releasing: str | None = None) -> None:
-        """Mark a point this transaction can roll back to (:meth:`rollback_to`), first
-        keeping what was written since the savepoint ``releasing`` (on PostgreSQL both held
-        back for the next round trip: :meth:`later`)."""
+        """Mark a point this transaction can roll back to (:meth:`rollback_to`), done with the
+        savepoint ``releasing`` (none will roll back to it now); on PostgreSQL held back for
+        the next round trip (:meth:`later`). SQLite releases it (a savepoint nested in another
+        costs its journal there: 0.2 ms a finalize); PostgreSQL lets the new one nest in it (a
+        statement fewer a group commit's unit, and the commit keeps both alike)."""
         if releasing is not None:
-            self._hold(_Held(f"RELEASE SAVEPOINT {releasing}", None))
-        self._hold(_Held(f"SAVEPOINT {name}", None, mark=name))
-        if releasing is not None:
+            if self.sqlite:
+                self._hold(_Held(f"RELEASE SAVEPOINT {releasing}", None))
             self._marks.pop(releasing, None)
+        self._hold(_Held(f"SAVEPOINT {name}", None, mark=name))
         self._marks[name] = _Mark(
             list(self.receipts_due),
             set(self.appended),
@@ -262,10 +265,22 @@ class Transaction:
         else:  # values of its own (an upsert's): a statement a row
             self._hold(_Held(*self._bound_rows(stmt, rows), many=True))
 
-    def send(self) -> None:
+    def send(self, *, commit: bool = False) -> None:
         """Send the writes held back (:meth:`later`) in one round trip and run their checks;
         raises if a check raised before and the caller went on regardless (a refused write
-        is the refusal of all that follows it, until a savepoint before it is rolled back to)."""
+        is the refusal of all that follows it, until a savepoint before it is rolled back to).
+
+        With ``commit`` (the store, as its transaction ends) on PostgreSQL, when none of the
+        held writes carries a check (one must be seen before anything commits), the ``COMMIT``
+        goes in that same round trip, where it was one of its own after it: PostgreSQL runs
+        the block's statements in order and stops at the first that fails, so a write that
+        fails leaves the ``COMMIT`` unrun and the transaction written not at all. The
+        connection's own commit then finds nothing to commit."""
+        unchecked = not any(h.check is not None for h in self._held)
+        if commit and self._held and unchecked and self.refused is None and not self.sqlite:
+            with self.together():
+                self._driver_sql("COMMIT")
+            return
         if self._held:
             with self.together():
                 pass
