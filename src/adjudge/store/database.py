@@ -21,7 +21,7 @@ from adjudge.errors import StorageError
 from adjudge.receipts.checkpoints import MAX_LANES
 from adjudge.store import day_counts, held_days, ledger, receipt_log
 from adjudge.store import schema as s
-from adjudge.store.transaction import ConcurrentUpdate, Transaction
+from adjudge.store.transaction import ConcurrentUpdate, Transaction, written_in_a_read
 
 #: An embedded file in the working directory: nothing else to install.
 DEFAULT_URL = "sqlite:///adjudge.db"
@@ -119,6 +119,7 @@ def _engine(url: str) -> Engine:
                     sql, (), exc, sqlite3.Error, dialect=conn.dialect
                 ) from exc
 
+        event.listen(engine, "before_cursor_execute", _before_statement)  # a read's writes refused
         return engine
     engine = create_engine(
         url,
@@ -128,7 +129,7 @@ def _engine(url: str) -> Engine:
         max_overflow=POSTGRES_OVERFLOW,
         pool_use_lifo=True,
     )
-    event.listen(engine, "before_cursor_execute", _send_held)
+    event.listen(engine, "before_cursor_execute", _before_statement)
     return engine
 
 
@@ -136,12 +137,22 @@ def _engine(url: str) -> Engine:
 _RUNNING = "adjudge.transaction"
 
 
-def _send_held(conn: Connection, *_: Any) -> None:
+def _before_statement(
+    conn: Connection, _cursor: Any, _sql: Any, _args: Any, context: Any, *_: Any
+) -> None:
     """A statement run through SQLAlchemy first sends the writes its transaction held back
-    (:meth:`Transaction.later`), so it runs after them as it was asked to."""
+    (:meth:`Transaction.later`), so it runs after them as it was asked to; in a read, a write
+    is refused (:meth:`Store.read`)."""
     tx = conn.info.get(_RUNNING)
     if tx is not None:
         tx.send()
+    elif _writes(context) and not conn.get_execution_options().get("adjudge_write", True):
+        raise written_in_a_read()
+
+
+def _writes(context: Any) -> bool:
+    """Whether SQLAlchemy runs an insert, update or delete (``context``: its execution's)."""
+    return context is not None and bool(context.isinsert or context.isupdate or context.isdelete)
 
 
 def migrate(engine: Engine) -> None:
@@ -331,7 +342,13 @@ class Store:
 
     @contextmanager
     def read(self) -> Iterator[Transaction]:
-        """A read-only transaction (rolled back at the end)."""
+        """A read: its statements are selects (a write is refused before it is sent,
+        ``INTERNAL_ERROR``). On SQLite one transaction, rolled back at the end, whose
+        statements all read one snapshot. On PostgreSQL no transaction of its own: under its
+        isolation (read committed) each statement of a transaction reads the data as committed
+        when it began, as a statement on its own does, so the ``BEGIN`` and the ``ROLLBACK``
+        around a read changed nothing it read and cost a round trip (two when its first
+        statement went alone)."""
         with self._transaction(write=False) as tx:
             yield tx
 
@@ -340,6 +357,8 @@ class Store:
         try:
             with self.engine.connect() as raw:
                 conn = raw.execution_options(adjudge_write=write, adjudge_wait=wait)
+                if not write and self._writer is None:  # a read on PostgreSQL (see read)
+                    conn.execution_options(isolation_level="AUTOCOMMIT")
                 with conn.begin() as outer:
                     tx = Transaction(conn)
                     tx.lanes = self.lanes

@@ -34,6 +34,11 @@ class ConcurrentUpdate(StorageError):
 Read = tuple[ClauseElement, Mapping[str, Any]]
 
 
+def written_in_a_read() -> InternalError:
+    """The refusal of a write in a read (:meth:`Store.read`): a use case's own mistake."""
+    return InternalError("A read tried to write; nothing was written.", code="INTERNAL_ERROR")
+
+
 def one_row(refusal: Callable[[], Exception]) -> Callable[[int], None]:
     """The check of a held write (:meth:`Transaction.later`) that must change exactly one row:
     anything else raises ``refusal()`` (a lost race, too little money)."""
@@ -116,6 +121,9 @@ class Transaction:
         #: unit of work rolled back to its savepoint takes its own out again.
         self.committed: list[Callable[[], None]] = []
         self.sqlite = conn.dialect.name == "sqlite"
+        #: Whether this transaction may write (:meth:`Store.write`); a read's statements are
+        #: selects (:meth:`_may_run`).
+        self.writes: bool = conn.get_execution_options().get("adjudge_write", True)
         #: The DBAPI connection under ``conn`` (checked out for the transaction's life).
         self._driver: Any = conn.connection.driver_connection
         #: The driver's cursor that statements run one at a time share (:meth:`run`), and
@@ -325,8 +333,16 @@ class Transaction:
         """:meth:`run` once per row of ``rows`` (all with the same keys) in one call."""
         self._execute(*self._bound_rows(stmt, rows), many=True)
 
+    def _may_run(self, stmt: ClauseElement) -> None:
+        """Refuse a write in a read (:meth:`Store.read`), before it is sent: on PostgreSQL a
+        read is no transaction of its own (its statements commit as they run), so a write
+        there would be kept, where a rolled-back transaction once dropped it unsaid."""
+        if not self.writes and stmt.is_dml:
+            raise written_in_a_read()
+
     def _bound(self, stmt: ClauseElement, params: Mapping[str, Any]) -> tuple[str, Any]:
         """A hot statement's SQL and its driver arguments (see :meth:`run`)."""
+        self._may_run(stmt)
         sql, order, kinds, fixed = _compiled(stmt, self.conn.dialect, tuple(params))
         if fixed:
             params = {**fixed, **params}
@@ -336,6 +352,7 @@ class Transaction:
         self, stmt: ClauseElement, rows: Sequence[Mapping[str, Any]]
     ) -> tuple[str, list[Any]]:
         """:meth:`_bound` once per row (all with the same keys), for ``executemany``."""
+        self._may_run(stmt)
         sql, order, kinds, fixed = _compiled(stmt, self.conn.dialect, tuple(rows[0]), many=True)
         if fixed:
             rows = [{**fixed, **r} for r in rows]
@@ -348,6 +365,7 @@ class Transaction:
         paramstyle (SQLite's) with no values to convert, the rows go to the driver as they are,
         with no mapping made and read again for each (about a microsecond a row, and a paid
         call's two commits write a dozen counts or more)."""
+        self._may_run(stmt)
         sql, order, kinds, fixed = _compiled(stmt, self.conn.dialect, keys, many=True)
         if order == keys and not kinds and not fixed:
             self._execute(sql, rows, many=True)
