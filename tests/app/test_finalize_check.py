@@ -64,9 +64,9 @@ def world(store: Store) -> Iterator[World]:
     reads: list[str] = []
     real_read = app.tasks.unit.read
 
-    def counted(fn: Callable[[Transaction], Any]) -> Any:
+    def counted(fn: Callable[[Transaction], Any], *, one_moment: bool = False) -> Any:
         reads.append(getattr(fn, "__qualname__", "?"))
-        return real_read(fn)
+        return real_read(fn, one_moment=one_moment)
 
     app.tasks.unit.read = counted  # type: ignore[method-assign]
     yield World(

@@ -80,3 +80,26 @@ def test_a_read_on_postgresql_sends_no_begin_and_no_rollback(
         assert tx._driver is reader
         assert tx._driver.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS
     assert [_balance(store, a) for a in ("wallet:a", "wallet:b")] == [3, 2]
+
+
+def test_a_read_of_one_moment_sees_no_commit_made_while_it_reads(store: Store) -> None:
+    """A dashboard's figures, the books' sums: a commit made between two of its statements is
+    not seen by the second (on SQLite every read is one snapshot; on PostgreSQL a plain read's
+    second statement sees it, as under read committed it always did)."""
+    with store.write() as tx:
+        ledger.transfer(tx, [Transfer(WORLD, "wallet:a", 5)], task_id=None, at=T0)
+
+    def between() -> None:
+        with store.write() as tx:
+            ledger.transfer(tx, [Transfer(WORLD, "wallet:a", 1)], task_id=None, at=T0)
+
+    with store.read(one_moment=True) as tx:
+        first = ledger.balance(tx, "wallet:a")
+        between()
+        assert ledger.balance(tx, "wallet:a") == first == 5
+    assert _balance(store, "wallet:a") == 6
+    if store.dialect == "postgresql":
+        with store.read() as tx:
+            first = ledger.balance(tx, "wallet:a")
+            between()
+            assert (first, ledger.balance(tx, "wallet:a")) == (6, 7)

@@ -86,7 +86,7 @@ class Dashboards:
                 "providers": providers,
             }
 
-        read = self.unit.read(run)
+        read = self.unit.read(run, one_moment=True)
         near = read.pop("providers")
         near.sort(
             key=lambda p: (p["share_of_declared"] is None, -(p["_share"] or 0), p["provider"])
@@ -114,7 +114,7 @@ class Dashboards:
                 "checks": db.counts_by_day(tx, counted.CHECKS, viewer.id, day_list),
             }
 
-        read = self.unit.read(run)
+        read = self.unit.read(run, one_moment=True)
         quality = read["quality"]
         terms = _parsed_terms(quality["terms"])
         window = quality["window"]
@@ -153,7 +153,7 @@ class Dashboards:
                 "rules": db.counts_by_day(tx, counted.RULES, viewer.id, day_list),
             }
 
-        read = self.unit.read(run)
+        read = self.unit.read(run, one_moment=True)
         return {
             "role": "poster",
             "as_of": self.unit.now().isoformat(),

@@ -97,9 +97,10 @@ class UnitOfWork:
         """The current time, from the injected clock."""
         return self.clock.now()
 
-    def read(self, fn: Callable[[Transaction], T]) -> T:
-        """Run ``fn`` in a read-only transaction."""
-        with self.store.read() as tx:
+    def read(self, fn: Callable[[Transaction], T], *, one_moment: bool = False) -> T:
+        """Run ``fn`` as a read (:meth:`Store.read`; ``one_moment``: all it reads from one
+        snapshot, on PostgreSQL too)."""
+        with self.store.read(one_moment=one_moment) as tx:
             return fn(tx)
 
     def write(self, fn: Callable[[Transaction], T]) -> T:

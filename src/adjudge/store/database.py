@@ -341,24 +341,33 @@ class Store:
             self._checkpoints.nudge()
 
     @contextmanager
-    def read(self) -> Iterator[Transaction]:
+    def read(self, *, one_moment: bool = False) -> Iterator[Transaction]:
         """A read: its statements are selects (a write is refused before it is sent,
         ``INTERNAL_ERROR``). On SQLite one transaction, rolled back at the end, whose
         statements all read one snapshot. On PostgreSQL no transaction of its own: under its
         isolation (read committed) each statement of a transaction reads the data as committed
         when it began, as a statement on its own does, so the ``BEGIN`` and the ``ROLLBACK``
         around a read changed nothing it read and cost a round trip (two when its first
-        statement went alone)."""
-        with self._transaction(write=False) as tx:
+        statement went alone). ``one_moment``: figures that must agree with each other (a
+        dashboard, the books' audit) are read from one snapshot on PostgreSQL too, in a
+        read-only transaction of repeatable-read isolation."""
+        with self._transaction(write=False, one_moment=one_moment) as tx:
             yield tx
 
     @contextmanager
-    def _transaction(self, *, write: bool, wait: bool = True) -> Iterator[Transaction]:
+    def _transaction(
+        self, *, write: bool, wait: bool = True, one_moment: bool = False
+    ) -> Iterator[Transaction]:
         try:
             with self.engine.connect() as raw:
                 conn = raw.execution_options(adjudge_write=write, adjudge_wait=wait)
                 if not write and self._writer is None:  # a read on PostgreSQL (see read)
-                    conn.execution_options(isolation_level="AUTOCOMMIT")
+                    if one_moment:
+                        conn.execution_options(
+                            isolation_level="REPEATABLE READ", postgresql_readonly=True
+                        )
+                    else:
+                        conn.execution_options(isolation_level="AUTOCOMMIT")
                 with conn.begin() as outer:
                     tx = Transaction(conn)
                     tx.lanes = self.lanes
