@@ -119,7 +119,6 @@ def _engine(url: str) -> Engine:
                     sql, (), exc, sqlite3.Error, dialect=conn.dialect
                 ) from exc
 
-        event.listen(engine, "before_cursor_execute", _before_statement)  # a read's writes refused
         return engine
     engine = create_engine(
         url,
@@ -343,7 +342,8 @@ class Store:
     @contextmanager
     def read(self, *, one_moment: bool = False) -> Iterator[Transaction]:
         """A read: its statements are selects (a write is refused before it is sent,
-        ``INTERNAL_ERROR``). On SQLite one transaction, rolled back at the end, whose
+        ``INTERNAL_ERROR``; through SQLAlchemy on SQLite, dropped by the rollback: see
+        :meth:`Transaction._may_run`). On SQLite one transaction, rolled back at the end, whose
         statements all read one snapshot. On PostgreSQL no transaction of its own: under its
         isolation (read committed) each statement of a transaction reads the data as committed
         when it began, as a statement on its own does, so the ``BEGIN`` and the ``ROLLBACK``
