@@ -107,8 +107,10 @@ def test_a_read_of_one_moment_sees_no_commit_made_while_it_reads(store: Store) -
         between()
         assert ledger.balance(tx, "wallet:a") == first == 5
     assert _balance(store, "wallet:a") == 6
+    between()  # its connection writes again: neither read-only nor of repeatable read now
+    assert _balance(store, "wallet:a") == 7
     if store.dialect == "postgresql":
         with store.read() as tx:
             first = ledger.balance(tx, "wallet:a")
             between()
-            assert (first, ledger.balance(tx, "wallet:a")) == (6, 7)
+            assert (first, ledger.balance(tx, "wallet:a")) == (7, 8)
