@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import Table, select, text
+from sqlalchemy import PrimaryKeyConstraint, Table, UniqueConstraint, select, text
 
 from adjudge import Error
 from adjudge.market import WORLD, Mode, Task, Transfer, VerdictReached, wallet_account
@@ -549,6 +549,55 @@ def test_migration_0027_leaves_every_read_on_an_index(store: Store) -> None:
                 sql,
                 plan,
             )
+
+
+#: Reads by the columns whose own index revision 0033 dropped (each leads another index).
+_READS_0033 = (
+    "SELECT id FROM tasks WHERE status = 's'",
+    "SELECT id FROM verdicts WHERE task_id = 't'",
+    "SELECT id FROM task_votes WHERE task_id = 't'",
+    "SELECT id FROM call_contracts WHERE tool = 't'",
+    "SELECT id FROM call_policies WHERE tool = 't'",
+)
+
+
+def test_migration_0033_leaves_every_read_on_an_index(store: Store) -> None:
+    """After 0033 drops the indexes another one leads, each read by those columns still
+    searches an index (SQLite's plan; PostgreSQL's depends on its statistics); 0033 also
+    downgrades cleanly."""
+    downgrade(store, "0032")
+    store.migrate()
+    if store.dialect != "sqlite":
+        return
+    with store.read() as tx:
+        for sql in _READS_0033:
+            plan = " ".join(row[-1] for row in tx.conn.execute(text(f"EXPLAIN QUERY PLAN {sql}")))
+            assert plan.startswith("SEARCH") and " INDEX " in plan, (sql, plan)
+
+
+def test_no_index_is_led_by_another_of_its_table() -> None:
+    """An index on the first columns of another index (or key) of its table reads nothing the
+    other does not, and every row written pays for it (revisions 0027 and 0033 dropped them):
+    only a unique one (it refuses what the longer one does not) or one of some rows may."""
+    led = []
+    for table in metadata.sorted_tables:
+        keys = [tuple(c.name for c in k.columns) for k in table.constraints if _is_key(k)]
+        indexes = [(i, tuple(c.name for c in i.columns)) for i in table.indexes]
+        for index, columns in indexes:
+            if index.unique or _partial(index):
+                continue
+            others = keys + [cols for i, cols in indexes if i is not index and not _partial(i)]
+            if any(len(o) > len(columns) and o[: len(columns)] == columns for o in others):
+                led.append(index.name)
+    assert led == []
+
+
+def _is_key(constraint: Any) -> bool:
+    return isinstance(constraint, PrimaryKeyConstraint | UniqueConstraint)
+
+
+def _partial(index: Any) -> bool:
+    return any(index.dialect_options[d].get("where") is not None for d in ("sqlite", "postgresql"))
 
 
 def test_migration_0028_counts_the_ledger_lines_already_written(store: Store) -> None:

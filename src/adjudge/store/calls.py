@@ -67,7 +67,7 @@ call_contracts = Table(
     "call_contracts",
     s.metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("tool", String(200), nullable=False, index=True),
+    Column("tool", String(200), nullable=False),  # read by the unique key it leads
     Column("version", String(64), nullable=False),
     Column("provider", String(64), ForeignKey("accounts.id"), nullable=False),
     Column("document", JSON, nullable=False),
@@ -82,7 +82,7 @@ call_policies = Table(
     Column("id", Integer, primary_key=True, autoincrement=True),
     Column("policy_id", String(200), nullable=False),
     Column("version", Integer, nullable=False),
-    Column("tool", String(200), nullable=False, index=True),
+    Column("tool", String(200), nullable=False),  # read by the unique key it leads
     Column("contract_version", String(64), nullable=False),  # the contract it was checked on
     Column("document", JSON, nullable=False),
     Column("digest", String(71), nullable=False),

@@ -114,7 +114,7 @@ tasks = Table(
     Column("verifier", String(64), ForeignKey("accounts.id"), nullable=True, index=True),
     Column("verifier_key", String(64), nullable=True),
     Column("mode", String(16), nullable=False),
-    Column("status", String(32), nullable=False, index=True),
+    Column("status", String(32), nullable=False),  # read by (status, verifier)
     Column("reward", BigInteger, nullable=False),
     Column("title", String(200), nullable=False),
     Column("brief", Text, nullable=False),
@@ -167,7 +167,7 @@ task_votes = Table(
     # Every panel verifier's vote, one per verifier per submission (the unique key refuses a
     # second), kept for the record after the task's row moves on to a new submission.
     Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("task_id", String(64), ForeignKey("tasks.id"), nullable=False, index=True),
+    Column("task_id", String(64), ForeignKey("tasks.id"), nullable=False),  # the key leads
     Column("attempt", Integer, nullable=False),
     Column("verifier", String(64), nullable=False),
     Column("verifier_key", String(64), nullable=False),
@@ -244,7 +244,7 @@ verdicts = Table(
     "verdicts",
     metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("task_id", String(64), ForeignKey("tasks.id"), nullable=False, index=True),
+    Column("task_id", String(64), ForeignKey("tasks.id"), nullable=False),  # the key leads
     Column("attempt", Integer, nullable=False),
     Column("kind", String(16), nullable=False),  # verdict | ruling | routed
     Column("passed", Boolean, nullable=True),  # null: routed to the poster, nothing decided
