@@ -575,6 +575,35 @@ def test_migration_0033_leaves_every_read_on_an_index(store: Store) -> None:
             assert plan.startswith("SEARCH") and " INDEX " in plan, (sql, plan)
 
 
+#: Reads of tasks by a column revision 0034 indexes only where it has a value, and its index.
+_READS_0034 = {
+    "SELECT id FROM tasks WHERE verifier = 'v'": "ix_tasks_verifier",
+    "SELECT id FROM tasks WHERE take_ends_at <= '2026-01-01' ORDER BY take_ends_at, id": (
+        "ix_tasks_take_ends_at"
+    ),
+    "SELECT id FROM tasks WHERE reveal_due_at <= '2026-01-01' ORDER BY reveal_due_at, id": (
+        "ix_tasks_reveal_due_at"
+    ),
+}
+
+
+def test_migration_0034_leaves_every_read_of_those_columns_on_its_index(store: Store) -> None:
+    """After 0034 keeps a task's verifier and deadlines indexed only where it has one, a read
+    by a value or a range of one still walks that index (SQLite takes the comparison to imply
+    the column is not null); 0034 also downgrades cleanly."""
+    downgrade(store, "0033")
+    store.migrate()
+    if store.dialect != "sqlite":
+        return
+    with store.read() as tx:
+        for sql, index in _READS_0034.items():
+            plan = " ".join(row[-1] for row in tx.conn.execute(text(f"EXPLAIN QUERY PLAN {sql}")))
+            assert f"USING INDEX {index}" in plan or f"USING COVERING INDEX {index}" in plan, (
+                sql,
+                plan,
+            )
+
+
 def test_no_index_is_led_by_another_of_its_table() -> None:
     """An index on the first columns of another index (or key) of its table reads nothing the
     other does not, and every row written pays for it (revisions 0027 and 0033 dropped them):

@@ -111,7 +111,7 @@ tasks = Table(
     Column("version", Integer, nullable=False),  # optimistic concurrency: bumped on each change
     Column("poster", String(64), ForeignKey("accounts.id"), nullable=False, index=True),
     Column("agent", String(64), ForeignKey("accounts.id"), nullable=True, index=True),
-    Column("verifier", String(64), ForeignKey("accounts.id"), nullable=True, index=True),
+    Column("verifier", String(64), ForeignKey("accounts.id"), nullable=True),  # ix_tasks_verifier
     Column("verifier_key", String(64), nullable=True),
     Column("mode", String(16), nullable=False),
     Column("status", String(32), nullable=False),  # read by (status, verifier)
@@ -136,13 +136,13 @@ tasks = Table(
     Column("closed_at", UTCDateTime, nullable=True),
     Column("take_window_hours", Integer, nullable=True),  # the poster's take window, if any
     # When the current take stops counting toward its agent's limit; the lapse sweep's index.
-    Column("take_ends_at", UTCDateTime, nullable=True, index=True),
+    Column("take_ends_at", UTCDateTime, nullable=True),  # ix_tasks_take_ends_at
     Column("lapsed", JSON, nullable=True),  # agents whose take lapsed (a list)
     # Sealed criteria: the commitment made at posting (written once, never updated), the reveal
     # that opened it, when the reveal is due (the overdue sweep's index), and why a seal broke.
     Column("seal", String(71), nullable=True),
     Column("reveal", JSON, nullable=True),
-    Column("reveal_due_at", UTCDateTime, nullable=True, index=True),
+    Column("reveal_due_at", UTCDateTime, nullable=True),  # ix_tasks_reveal_due_at
     Column("seal_broken", Text, nullable=True),
     # A panel of verifiers (agent review, k of n): [[account, key fingerprint], …] as named at
     # posting, its quorum k, and the votes on the latest submission (at most one per verifier,
@@ -344,6 +344,16 @@ quotas = Table(
 
 Index("ix_tasks_status_verifier", tasks.c.status, tasks.c.verifier)
 Index("ix_tasks_posted", tasks.c.posted_at, tasks.c.id)
+# A task's named verifier and its deadlines, read by a value or a range of them: most tasks have
+# none (an auto task, a take ended, a task not sealed), so only the rows with one are indexed,
+# and a task's update need not write an entry in each (a finalize's: five, not eight).
+for _column in (tasks.c.verifier, tasks.c.take_ends_at, tasks.c.reveal_due_at):
+    Index(
+        f"ix_tasks_{_column.name}",
+        _column,
+        sqlite_where=_column.is_not(None),
+        postgresql_where=_column.is_not(None),
+    )
 # The ledger page's reads, newest first within an account, a kind, or the whole ledger
 # (adjudge.store.ledger.movements): a page walks one index range, however long the history.
 _e = ledger_entries.c
