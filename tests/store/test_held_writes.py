@@ -5,7 +5,6 @@ refuses the transaction where it is sent, and a refusal passed over can never co
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
 
 import psycopg
 import pytest
@@ -15,7 +14,7 @@ from adjudge.errors import InternalError, StateError, StorageError
 from adjudge.market import WORLD, Transfer
 from adjudge.store import Store, Transaction, ledger
 from adjudge.store import schema as s
-from support.trips import Trips
+from support.trips import Trips, statuses_at
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -116,14 +115,7 @@ def test_a_commit_sends_its_counts_and_credits_with_its_last_round_trip(
     commit finds nothing left to commit, and sends nothing."""
     if store.dialect == "sqlite":
         pytest.skip("SQLite's statements are calls into the library: there is no round trip")
-    found: list[psycopg.pq.TransactionStatus] = []
-    commit = psycopg.Connection.commit
-
-    def noted(conn: psycopg.Connection[Any]) -> None:
-        found.append(conn.info.transaction_status)
-        commit(conn)
-
-    monkeypatch.setattr(psycopg.Connection, "commit", noted)
+    found = statuses_at(monkeypatch, "commit")
     with store.write() as tx:
         trips = Trips(tx._driver)
         tx._driver = trips

@@ -1,12 +1,12 @@
-"""A read (``Store.read``) only reads: a write in it is refused before it is sent, on both
-databases; and on PostgreSQL it is no transaction of its own, so it sends no ``BEGIN`` and no
-``ROLLBACK`` (each of its statements reads what was committed as it began, as in a
-read-committed transaction)."""
+"""A read (``Store.read``) only reads: a write in it is refused before it is sent (one
+through SQLAlchemy on SQLite is dropped by the read's rollback); on PostgreSQL it is no
+transaction of its own, so it sends no ``BEGIN`` and no ``ROLLBACK`` (each of its statements
+reads what was committed as it began, as in a read-committed transaction); and a read of one
+moment reads one snapshot on both databases."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
 
 import psycopg
 import pytest
@@ -16,6 +16,7 @@ from adjudge.errors import InternalError
 from adjudge.market import WORLD, Transfer
 from adjudge.store import Store, ledger
 from adjudge.store import schema as s
+from support.trips import statuses_at
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -50,12 +51,8 @@ def test_a_write_in_a_read_is_refused_and_nothing_is_written(store: Store) -> No
             attempt(tx)
             tx.send()
         assert refused.value.code == "INTERNAL_ERROR"
-    assert [_balance(store, a) for a in ("wallet:a", "wallet:b", "wallet:c", "wallet:d")] == [
-        5,
-        0,
-        0,
-        0,
-    ]
+    balances = [_balance(store, a) for a in ("wallet:a", "wallet:b", "wallet:c", "wallet:d")]
+    assert balances == [5, 0, 0, 0]
 
 
 def test_a_read_on_postgresql_sends_no_begin_and_no_rollback(
@@ -67,14 +64,7 @@ def test_a_read_on_postgresql_sends_no_begin_and_no_rollback(
         pytest.skip("SQLite's read is one transaction, its statements reading one snapshot")
     with store.write() as tx:
         ledger.transfer(tx, [Transfer(WORLD, "wallet:a", 5)], task_id=None, at=T0)
-    found: list[psycopg.pq.TransactionStatus] = []
-    rollback = psycopg.Connection.rollback
-
-    def noted(conn: psycopg.Connection[Any]) -> None:
-        found.append(conn.info.transaction_status)
-        rollback(conn)
-
-    monkeypatch.setattr(psycopg.Connection, "rollback", noted)
+    found = statuses_at(monkeypatch, "rollback")
     idle = psycopg.pq.TransactionStatus.IDLE
     with store.read() as tx:
         assert ledger.balance(tx, "wallet:a") == 5  # through SQLAlchemy

@@ -6,6 +6,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import psycopg
+import pytest
+
 
 class Trips:
     """The transaction's driver connection, counting its round trips (each statement
@@ -57,3 +60,17 @@ class _Cursor:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._cursor, name)
+
+
+def statuses_at(monkeypatch: pytest.MonkeyPatch, method: str) -> list[psycopg.pq.TransactionStatus]:
+    """psycopg's transaction status at each call of ``Connection.<method>`` (``commit`` or
+    ``rollback``) from now on: ``IDLE`` when there is nothing to end, so nothing is sent."""
+    found: list[psycopg.pq.TransactionStatus] = []
+    real = getattr(psycopg.Connection, method)
+
+    def noted(conn: psycopg.Connection[Any]) -> None:
+        found.append(conn.info.transaction_status)
+        real(conn)
+
+    monkeypatch.setattr(psycopg.Connection, method, noted)
+    return found
