@@ -170,7 +170,7 @@ def test_savepoints_take_none_of_the_prepared_statements(store: Store) -> None:
         pytest.skip("SQLite has no prepared statements on the server to count")
     with store.write() as tx:
         for i in range(8):
-            tx.savepoint("unit_0", releasing="unit_0" if i else None)
+            tx.savepoint("unit_0", done_with="unit_0" if i else None)
             _move(tx, WORLD, "wallet:a", 1)
             tx.send()
         prepared = tx.conn.execute(text("SELECT statement FROM pg_prepared_statements"))

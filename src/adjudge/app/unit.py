@@ -497,10 +497,10 @@ class GroupCommit:
             return [(True, value)]
         outcomes: list[tuple[bool, Any]] = []
         with self.store.write(wait=wait) as tx:
-            kept = None  # the savepoint of the unit before, released as the next one's is set
+            kept = None  # the savepoint of the unit before, done with as the next one's is set
             for i, unit in enumerate(batch):
                 mark = f"unit_{i}"
-                tx.savepoint(mark, releasing=kept)
+                tx.savepoint(mark, done_with=kept)
                 try:
                     value = unit.fn(tx)
                     receipt_log.flush(tx)  # its receipts chained before the next unit's
@@ -511,7 +511,7 @@ class GroupCommit:
                     kept = None
                 else:
                     outcomes.append((True, value))
-                    kept = mark  # the last one's is released by the commit
+                    kept = mark  # the last one's is kept by the commit
         return outcomes
 
     def _commit_one(self, unit: _Unit[Any]) -> None:

@@ -361,7 +361,7 @@ class Store:
         try:
             with self.engine.connect() as raw:
                 conn = raw.execution_options(adjudge_write=write, adjudge_wait=wait)
-                if not write and self._writer is None:  # a read on PostgreSQL (see read)
+                if not write and not self.local:  # a read on PostgreSQL (see read)
                     if one_moment:
                         conn.execution_options(
                             isolation_level="REPEATABLE READ", postgresql_readonly=True

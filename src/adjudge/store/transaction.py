@@ -151,16 +151,16 @@ class Transaction:
 
     # --- savepoints: several units of work in one transaction (group commit) ---------------
 
-    def savepoint(self, name: str, *, releasing: str | None = None) -> None:
+    def savepoint(self, name: str, *, done_with: str | None = None) -> None:
         """Mark a point this transaction can roll back to (:meth:`rollback_to`), done with the
-        savepoint ``releasing`` (none will roll back to it now); on PostgreSQL held back for
-        the next round trip (:meth:`later`). SQLite releases it (a savepoint nested in another
-        costs its journal there: 0.2 ms a finalize); PostgreSQL lets the new one nest in it (a
-        statement fewer a group commit's unit, and the commit keeps both alike)."""
-        if releasing is not None:
+        savepoint ``done_with`` (none will roll back to it now); on PostgreSQL held back for
+        the next round trip (:meth:`later`). SQLite releases that one (a savepoint nested in
+        another costs its journal there: 0.2 ms a finalize); PostgreSQL lets the new one nest
+        in it (a statement fewer a group commit's unit, and the commit keeps both alike)."""
+        if done_with is not None:
             if self.sqlite:
-                self._hold(_Held(f"RELEASE SAVEPOINT {releasing}", None))
-            self._marks.pop(releasing, None)
+                self._hold(_Held(f"RELEASE SAVEPOINT {done_with}", None))
+            self._marks.pop(done_with, None)
         self._hold(_Held(f"SAVEPOINT {name}", None, mark=name))
         self._marks[name] = _Mark(
             list(self.receipts_due),
@@ -284,8 +284,8 @@ class Transaction:
         the block's statements in order and stops at the first that fails, so a write that
         fails leaves the ``COMMIT`` unrun and the transaction written not at all. The
         connection's own commit then finds nothing to commit."""
-        unchecked = not any(h.check is not None for h in self._held)
-        if commit and self._held and unchecked and self.refused is None and not self.sqlite:
+        rides = commit and not self.sqlite and self._held and self.refused is None
+        if rides and all(h.check is None for h in self._held):
             with self.together():
                 self._driver_sql("COMMIT")
             return
