@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 import psycopg
 import pytest
-from sqlalchemy import insert, text
+from sqlalchemy import insert
 
 from adjudge.errors import InternalError, StateError, StorageError
 from adjudge.market import WORLD, Transfer
@@ -161,19 +161,3 @@ def test_rows_held_together_go_as_few_statements_in_their_order(store: Store) ->
         sent = counted.statements
         assert sum(sql.startswith("INSERT INTO ledger_entries") for sql in sent) == 3  # 32+32+6
         assert sum(sql.startswith("INSERT INTO balances") for sql in sent) == 35
-
-
-def test_savepoints_take_none_of_the_prepared_statements(store: Store) -> None:
-    """psycopg prepares a statement run five times, keeping 100 a connection: a group
-    commit's savepoints (one name a unit) would crowd out the hot statements."""
-    if store.dialect == "sqlite":
-        pytest.skip("SQLite has no prepared statements on the server to count")
-    with store.write() as tx:
-        for i in range(8):
-            tx.savepoint("unit_0", done_with="unit_0" if i else None)
-            _move(tx, WORLD, "wallet:a", 1)
-            tx.send()
-        prepared = tx.conn.execute(text("SELECT statement FROM pg_prepared_statements"))
-        statements = [row[0] for row in prepared]
-    assert any("UPDATE balances" in sql for sql in statements)  # a hot statement, prepared
-    assert not [sql for sql in statements if "SAVEPOINT" in sql]

@@ -2,37 +2,39 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import psycopg
 import pytest
 
+from adjudge.store import transaction
+from adjudge.store.transaction import _JOIN
+
 
 class Trips:
-    """The transaction's driver connection, counting its round trips (each statement
-    outside a pipeline, and each pipeline) and keeping the statements' SQL."""
+    """The transaction's driver connection, counting its round trips (each query sent) and
+    keeping the statements' SQL: those of a block sent as one query (``Transaction.together``)
+    one by one, each run of a prepared statement as the SQL it prepared, and the preparing
+    apart (``prepared``)."""
 
     def __init__(self, driver: Any) -> None:
         self.driver = driver
         self.trips = 0
-        self.depth = 0
         self.statements: list[str] = []
+        self.prepared: list[str] = []
 
-    @contextmanager
-    def pipeline(self) -> Iterator[Any]:
-        self.depth += 1
-        try:
-            with self.driver.pipeline() as p:
-                yield p
-        finally:
-            self.depth -= 1
-            self.trips += self.depth == 0
+    def noted(self, query: str) -> None:
+        self.trips += 1
+        for sql in query.split(_JOIN):
+            if sql.startswith(("PREPARE ", "DEALLOCATE ")):
+                self.prepared.append(sql)
+            elif sql.startswith("EXECUTE "):
+                self.statements.append(_prepared_sql(sql))
+            else:
+                self.statements.append(sql)
 
     def execute(self, *args: Any, **kwargs: Any) -> Any:
-        self.trips += self.depth == 0
-        self.statements.append(args[0])
+        self.noted(args[0])
         return self.driver.execute(*args, **kwargs)
 
     def cursor(self, *args: Any, **kwargs: Any) -> Any:
@@ -42,18 +44,23 @@ class Trips:
         return getattr(self.driver, name)
 
 
+def _prepared_sql(execute: str) -> str:
+    """The SQL a prepared statement's ``EXECUTE name(…)`` runs."""
+    name = execute.removeprefix("EXECUTE ").split("(", 1)[0]
+    return next(sql for sql, form in transaction._FORMS.items() if form.name == name)
+
+
 class _Cursor:
     def __init__(self, trips: Trips, cursor: Any) -> None:
         self._trips, self._cursor = trips, cursor
 
     def execute(self, *args: Any, **kwargs: Any) -> Any:
-        self._trips.trips += self._trips.depth == 0
-        self._trips.statements.append(args[0])
+        self._trips.noted(args[0])
         self._cursor.execute(*args, **kwargs)
         return self
 
     def executemany(self, *args: Any, **kwargs: Any) -> Any:
-        self._trips.trips += self._trips.depth == 0
+        self._trips.trips += 1
         self._trips.statements += [args[0]] * len(args[1])  # psycopg sends one a row
         self._cursor.executemany(*args, **kwargs)
         return self

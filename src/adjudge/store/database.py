@@ -127,6 +127,10 @@ def _engine(url: str) -> Engine:
         pool_size=POOL_SIZE,
         max_overflow=POSTGRES_OVERFLOW,
         pool_use_lifo=True,
+        # The hot statements are prepared by the store itself (``transaction._prepared_form``);
+        # psycopg's own preparing would drop them with its own on every rollback (it sends
+        # ``DEALLOCATE ALL``), so it is off.
+        connect_args={"prepare_threshold": None},
     )
     event.listen(engine, "before_cursor_execute", _before_statement)
     return engine
