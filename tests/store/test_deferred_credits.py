@@ -179,13 +179,13 @@ def test_a_shared_balance_is_not_locked_before_the_commit(store: Store) -> None:
         assert ledger.balance(tx, "platform:fees") == 7
 
 
-def test_one_committing_thread_by_default_and_more_run_at_once(store: Store) -> None:
-    """Both databases commit on one thread unless told otherwise. Given two on PostgreSQL,
-    two units that each wait for the other to start finish (they run at once), and closing
-    ends both threads at once."""
-    single = GroupCommit(store)
-    assert single.threads == 1
-    single.close()
+def test_committing_threads_by_default_and_more_run_at_once(store: Store) -> None:
+    """SQLite commits on one thread, PostgreSQL on two, unless told otherwise. Given two on
+    PostgreSQL, two units that each wait for the other to start finish (they run at once),
+    and closing ends both threads at once."""
+    default = GroupCommit(store)
+    assert default.threads == (1 if store.dialect == "sqlite" else 2)
+    default.close()
     if store.dialect == "sqlite":
         return  # one writer at a time: a second thread would wait for the first's commit
     commits = GroupCommit(store, threads=2)

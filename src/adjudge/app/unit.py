@@ -306,12 +306,13 @@ class GroupCommit:
         self.store = store
         self.max_batch = max_batch
         self.name = name
-        #: Committing threads: one on both databases. SQLite has one writer at a time anyway;
-        #: on PostgreSQL a second thread overlapped one batch's round trips with another's
-        #: while round trips bounded a process, but since a batch's statements go pipelined
-        #: its own CPU does, and two threads spent it on handing the interpreter lock to each
-        #: other (docs/service.md, *One committing thread*).
-        self.threads = threads or 1
+        #: Committing threads: one on SQLite (one writer at a time anyway), two on PostgreSQL,
+        #: where one unit's round trip (the thread waiting, the interpreter's lock let go) is
+        #: another's turn to run. Two once spent the process's CPU handing that lock to each
+        #: other, while each statement sent together took a turn of its own; since a block
+        #: goes as one query they run more units than one (docs/service.md, *One query a
+        #: block*).
+        self.threads = threads or (1 if store.local else 2)
         self._queue: queue.SimpleQueue[_Unit[Any]] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._threads: set[threading.Thread] = set()
