@@ -173,3 +173,18 @@ def test_a_connection_keeps_a_bounded_number_prepared(
             ledger.transfer(tx, moves, task_id=f"t{n}", at=T0)
             tx.send()
             assert len(_prepared(tx)) <= 2 + 3  # the most, and those of one block
+
+
+def test_what_a_block_ran_before_its_code_raised_is_sent(store: Store) -> None:
+    """A block whose own code raises still sends what ran in it (as psycopg's pipeline did):
+    a savepoint set there exists to roll back to, and the transaction goes on from it."""
+    with store.write() as tx:
+        ledger.transfer(tx, [Transfer(WORLD, "wallet:a", 1)], task_id="t1", at=T0)
+        with pytest.raises(RuntimeError), tx.together():
+            tx.savepoint("a")
+            ledger.transfer(tx, [Transfer(WORLD, "wallet:a", 2)], task_id="t1", at=T0)
+            raise RuntimeError("the block's own code failed")
+        tx.rollback_to("a")
+        ledger.transfer(tx, [Transfer(WORLD, "wallet:a", 4)], task_id="t1", at=T0)
+    with store.read() as tx:
+        assert [e["amount"] for e in ledger.entries(tx, "t1")] == [-1, 1, -4, 4]
