@@ -188,3 +188,22 @@ def test_what_a_block_ran_before_its_code_raised_is_sent(store: Store) -> None:
         ledger.transfer(tx, [Transfer(WORLD, "wallet:a", 4)], task_id="t1", at=T0)
     with store.read() as tx:
         assert [e["amount"] for e in ledger.entries(tx, "t1")] == [-1, 1, -4, 4]
+
+
+def test_statements_the_server_dropped_are_prepared_again(store: Store) -> None:
+    """Prepared statements dropped behind the store's back (``DEALLOCATE ALL`` by another
+    hand, a plan that no longer fits its table): the transaction that finds one gone fails,
+    and the connection's next prepares anew rather than failing every transaction after."""
+    _postgres(store)
+    with store.write() as tx:
+        ledger.transfer(tx, [Transfer(WORLD, "wallet:a", 1)], task_id="t1", at=T0)
+        pid = _backend(tx)
+    with pytest.raises(StorageError), store.write() as tx:
+        assert _backend(tx) == pid
+        tx.conn.execute(text("DEALLOCATE ALL"))
+        ledger.transfer(tx, [Transfer(WORLD, "wallet:a", 2)], task_id="t1", at=T0)
+    with store.write() as tx:
+        assert _backend(tx) == pid
+        ledger.transfer(tx, [Transfer(WORLD, "wallet:a", 4)], task_id="t1", at=T0)
+    with store.read() as tx:
+        assert [e["amount"] for e in ledger.entries(tx, "t1")] == [-1, 1, -4, 4]

@@ -144,6 +144,9 @@ def _prepared_form(sql: str) -> _Form:
     return found
 
 
+#: A prepared statement the server does not have (``invalid_sql_statement_name``), or one it
+#: can no longer run as prepared ("cached plan must not change result type").
+_GONE = frozenset({"26000", "0A000"})
 #: libpq's status of a result that holds rows (``PGRES_TUPLES_OK``), where psycopg's
 #: ``description`` would build a column object for each of its columns to say so.
 _TUPLES = 2
@@ -551,7 +554,9 @@ class Transaction:
                     texts.append(render(form.execute, args))
             cursor = self._sent_together(first + texts)
         except BaseException as exc:
-            if first:  # which of them the server has is not known: all are made again
+            # Which of them the server has is not known, or it no longer has one (dropped
+            # by another, or its plan no longer fits the table): all are made again.
+            if first or getattr(exc, "sqlstate", None) in _GONE:
                 session.unsure = True
             error = self.conn.dialect.loaded_dbapi.Error
             if isinstance(exc, error):  # a statement refused, a value it cannot write
