@@ -14,8 +14,9 @@ from adjudge.store.transaction import _JOIN
 class Trips:
     """The transaction's driver connection, counting its round trips (each query sent) and
     keeping the statements' SQL: those of a block sent as one query (``Transaction.together``)
-    one by one, each run of a prepared statement as the SQL it prepared, and the preparing
-    apart (``prepared``)."""
+    one by one (split where the store joins them: a value holding that break would be split
+    too, and no test's does), each run of a prepared statement as the SQL it prepared, and the
+    preparing apart (``prepared``)."""
 
     def __init__(self, driver: Any) -> None:
         self.driver = driver
