@@ -9,12 +9,13 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib.resources import files
+from select import POLLERR, POLLHUP, POLLIN, poll
 from typing import Any
 
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import Connection, Engine, create_engine, event, insert, make_url, select
-from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
+from sqlalchemy.exc import DBAPIError, DisconnectionError, IntegrityError, OperationalError
 
 from adjudge import json_text
 from adjudge.errors import StorageError
@@ -58,7 +59,8 @@ def _private_file(url: str) -> None:
 #: gateway's database threads, the commit thread, the route threads of a busy moment). A
 #: connection over the kept ones is opened for one checkout and closed after it, which cost a
 #: paid call about a tenth of its CPU on SQLite when only five were kept. LIFO reuse leaves
-#: the kept connections past the busy moment's idle (PostgreSQL's pre-ping and recycle apply).
+#: the kept connections past the busy moment's idle (a check at each checkout replaces one the
+#: PostgreSQL server closed meanwhile: :func:`_closed_by_the_server`).
 #: On PostgreSQL each connection is a server process: at most 40 a service process, so two
 #: processes stay under the server's default of 100 connections.
 POOL_SIZE = 24
@@ -122,7 +124,6 @@ def _engine(url: str) -> Engine:
         return engine
     engine = create_engine(
         url,
-        pool_pre_ping=True,
         json_deserializer=json_text.loads,  # psycopg's reading of json columns, on each connection
         pool_size=POOL_SIZE,
         max_overflow=POSTGRES_OVERFLOW,
@@ -133,7 +134,34 @@ def _engine(url: str) -> Engine:
         connect_args={"prepare_threshold": None},
     )
     event.listen(engine, "before_cursor_execute", _before_statement)
+    event.listen(engine, "checkout", _closed_by_the_server)
     return engine
+
+
+def _closed_by_the_server(driver: Any, _entry: Any, _proxy: Any) -> None:
+    """Refuse a pooled connection the server closed while it sat idle (a restart, an idle
+    time-out, an administrator ending it): the pool then makes a new one.
+
+    Why not SQLAlchemy's ``pool_pre_ping``: it sends a statement at every checkout, a round
+    trip a transaction. A server that ends a session says so (an error message, then the end
+    of the stream), so an idle connection with anything to read is closed or closing, and a
+    poll of its socket that does not wait finds that. A network that drops a connection
+    without a word is found by its next statement instead: that transaction fails as a
+    storage error, writing nothing, and the pool replaces the connection (a ping would have
+    waited as long to find it)."""
+    try:
+        alive = not driver.closed and not driver.broken
+        readable = alive and _readable(driver.pgconn.socket)
+    except driver.Error:  # no socket: the connection is lost
+        alive = False
+    if not alive or readable:
+        raise DisconnectionError("the server closed this pooled connection")
+
+
+def _readable(fd: int) -> bool:
+    waiting = poll()
+    waiting.register(fd, POLLIN | POLLERR | POLLHUP)
+    return bool(waiting.poll(0))
 
 
 #: Where a PostgreSQL connection's info names the transaction running on it.
