@@ -150,11 +150,10 @@ def _closed_by_the_server(driver: Any, _entry: Any, _proxy: Any) -> None:
     storage error, writing nothing, and the pool replaces the connection (a ping would have
     waited as long to find it)."""
     try:
-        alive = not driver.closed and not driver.broken
-        readable = alive and _readable(driver.pgconn.socket)
+        closed = driver.closed or driver.broken or _readable(driver.pgconn.socket)
     except driver.Error:  # no socket: the connection is lost
-        alive = False
-    if not alive or readable:
+        closed = True
+    if closed:
         raise DisconnectionError("the server closed this pooled connection")
 
 
