@@ -60,12 +60,6 @@ class _Cursor:
         self._cursor.execute(*args, **kwargs)
         return self
 
-    def executemany(self, *args: Any, **kwargs: Any) -> Any:
-        self._trips.trips += 1
-        self._trips.statements += [args[0]] * len(args[1])  # psycopg sends one a row
-        self._cursor.executemany(*args, **kwargs)
-        return self
-
     def __getattr__(self, name: str) -> Any:
         return getattr(self._cursor, name)
 

@@ -95,12 +95,14 @@ _SESSION = "adjudge.prepared"
 
 
 class _Session:
-    """What a PostgreSQL connection has prepared of the hot statements, by name, and whether
-    that is in doubt (a block that prepared some failed: the next drops them all first)."""
+    """What a PostgreSQL connection has prepared of the hot statements, by name, whether that
+    is in doubt (a block that prepared some failed: the next drops them all first), and the
+    driver's cursor that writes its blocks' values as SQL literals."""
 
-    __slots__ = ("names", "unsure")
+    __slots__ = ("literals", "names", "unsure")
 
-    def __init__(self) -> None:
+    def __init__(self, literals: Any) -> None:
+        self.literals = literals
         self.names: set[str] = set()
         self.unsure = False
 
@@ -210,8 +212,6 @@ class Transaction:
         self.writes: bool = conn.get_execution_options().get("adjudge_write", True)
         #: The DBAPI connection under ``conn`` (checked out for the transaction's life).
         self._driver: Any = conn.connection.driver_connection
-        #: The same connection, which renders a block's values (``_driver`` may be wrapped).
-        self._raw: Any = self._driver
         #: The driver's cursor the transaction's statements share (SQLite's one at a time,
         #: each read before the next; PostgreSQL's blocks, each read as it is sent), and
         #: whether a block is running (:meth:`together`: on SQLite each statement has a
@@ -221,8 +221,6 @@ class Transaction:
         #: The statements of the block now running on PostgreSQL, in order: SQL, driver
         #: arguments (None: SQL of its own), whether once per row, and where the outcome goes.
         self._block: list[tuple[str, Any, bool, _Result | None]] = []
-        #: The cursor that renders a block's values as SQL literals (:meth:`_send_block`).
-        self._literals: Any = None
         #: Writes held back until the next round trip (:meth:`later`), and the checks of
         #: those sent in the block now running, with their cursors.
         self._held: list[_Held] = []
@@ -528,10 +526,8 @@ class Transaction:
         block, self._block = self._block, []
         if not block:
             return
-        if self._literals is None:
-            self._literals = self.conn.dialect.loaded_dbapi.ClientCursor(self._raw)
-        render = self._literals.mogrify
-        session = self._prepared()
+        session = self._session()
+        render = session.literals.mogrify
         ready = session.names
         first: list[str] = []  # the block's PREPAREs, ahead of every statement that may fail
         if session.unsure or len(ready) > _MOST_PREPARED:
@@ -578,13 +574,14 @@ class Transaction:
                     result._rows.extend(cursor.fetchall())
                 result.rowcount = cursor.rowcount + (result.rowcount if many else 0)
 
-    def _prepared(self) -> _Session:
-        """The statements prepared on this transaction's connection (kept in its pool entry's
+    def _session(self) -> _Session:
+        """What this transaction's connection keeps for its blocks (in its pool entry's
         ``info``, which SQLAlchemy clears when it replaces the connection)."""
         info = self.conn.info
         found = info.get(_SESSION)
         if found is None:
-            found = info[_SESSION] = _Session()
+            driver = self.conn.connection.driver_connection
+            found = info[_SESSION] = _Session(self.conn.dialect.loaded_dbapi.ClientCursor(driver))
         return found
 
     def _sent_together(self, texts: list[str]) -> Any:
