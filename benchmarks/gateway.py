@@ -58,7 +58,7 @@ from typing import Any
 
 import httpx
 from floors import bare_commit
-from loadgen import Http
+from loadgen import Http, machine_cpu
 
 from adjudge.app import App, Settings
 from adjudge.app.demo import WEATHER_POLICY, weather_tool
@@ -464,6 +464,7 @@ def closed_loop_figures(
     """(1) closed loop: the most the gateway sustains, in segments (CPU per call and memory
     after each, so a cost that grows with the calls already made shows as a rising figure)."""
     cpu0, peer0, me0 = service.cpu(), _cpu_seconds(provider.pid), time.process_time()
+    machine0 = machine_cpu()
     started = time.perf_counter()
     latencies, segments, memory = [], [], []
     size = max(1, args.calls // args.segments)
@@ -474,6 +475,7 @@ def closed_loop_figures(
         memory.append(_rss_kb(service.process.pid))
     elapsed = time.perf_counter() - started
     cpu1, peer1, me1 = service.cpu(), _cpu_seconds(provider.pid), time.process_time()
+    machine1 = machine_cpu()
     done = size * args.segments
     figures: dict[str, Any] = {
         "calls": done,
@@ -485,6 +487,12 @@ def closed_loop_figures(
         "provider_cpu_ms_per_call": _per_call(peer0, peer1, done),
         "client_cpu_ms_per_call": round((me1 - me0) * 1000 / done, 3),
     }
+    if machine0 is not None and machine1 is not None:
+        # The whole machine's, every core (the server, the database, the provider and this
+        # driver): the share busy, and its CPU a call; less the three above, the database's.
+        busy = machine1[0] - machine0[0]
+        figures["machine_busy"] = round(busy / max(machine1[1] - machine0[1], 1e-9), 2)
+        figures["machine_cpu_ms_per_call"] = round(busy * 1000 / done, 3)
     if args.segments > 1 and segments[0] and segments[-1]:
         figures["server_cpu_ms_per_call_by_segment"] = segments
         figures["last_over_first"] = round(segments[-1] / segments[0], 2)

@@ -2,13 +2,16 @@
 
 The load generator shares the machine's CPUs with the server it measures, and a full client
 library costs more CPU per request than the server's own work; this one sends a request and
-reads a Content-Length answer, nothing more.
+reads a Content-Length answer, nothing more. And what the whole machine spent while it ran
+(:func:`machine_cpu`): on a machine of two cores the server, the database and the load share it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+from pathlib import Path
 
 
 class Http:
@@ -55,3 +58,15 @@ class Http:
     async def close(self) -> None:
         for writer in self.opened:
             writer.close()
+
+
+def machine_cpu() -> tuple[float, float] | None:
+    """The machine's busy and all CPU seconds since boot, over every core (Linux
+    ``/proc/stat``; None elsewhere): what the servers, PostgreSQL and this driver spent."""
+    try:
+        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except OSError:
+        return None
+    tick = os.sysconf("SC_CLK_TCK")
+    idle = fields[3] + fields[4]  # idle and waiting for IO
+    return (sum(fields[:8]) - idle) / tick, sum(fields[:8]) / tick

@@ -52,7 +52,7 @@ from typing import Any
 
 import httpx
 from floors import bare_commit
-from loadgen import Http
+from loadgen import Http, machine_cpu
 
 from adjudge.app import App, settlement
 from adjudge.market import Accept, Context, Draft, Submit, post, step
@@ -73,18 +73,6 @@ def _cpu_seconds(pid: int) -> float | None:
     except OSError:
         return None
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _machine_cpu() -> tuple[float, float] | None:
-    """The machine's busy and all CPU seconds since boot, over every core (Linux
-    ``/proc/stat``; None elsewhere): what the servers, PostgreSQL and this driver spent."""
-    try:
-        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    except OSError:
-        return None
-    tick = os.sysconf("SC_CLK_TCK")
-    idle = fields[3] + fields[4]  # idle and waiting for IO
-    return (sum(fields[:8]) - idle) / tick, sum(fields[:8]) / tick
 
 
 def _port() -> int:
@@ -335,14 +323,14 @@ def run(args: argparse.Namespace, processes: int) -> dict[str, Any]:
     try:
         asyncio.run(_drive_all(bases, key, ids[: args.warmup], args.clients, None))
         cpu_before = [_cpu_seconds(pid) for pid in pids]
-        machine_before = _machine_cpu()
+        machine_before = machine_cpu()
         client_before = time.process_time()
         started = time.perf_counter()
         latencies = asyncio.run(_drive_all(bases, key, ids[args.warmup :], args.clients, args.rate))
         elapsed = time.perf_counter() - started
         client_cpu = time.process_time() - client_before
         cpu_after = [_cpu_seconds(pid) for pid in pids]
-        machine_after = _machine_cpu()
+        machine_after = machine_cpu()
         memory = [_rss_kb(pid) for pid in pids]
     finally:
         for server, _ in servers:
