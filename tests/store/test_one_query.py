@@ -8,6 +8,7 @@ import itertools
 from datetime import UTC, datetime
 from typing import Any
 
+import psycopg
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -84,6 +85,43 @@ def test_any_value_sent_together_is_read_back_as_it_was(
     assert found == [_row(account, key, fingerprint, body)]
     with store.read() as tx:
         assert tx.rows(_GET, {"k_account": account, "k_key": key}) == found
+
+
+#: Values of each kind the store sends (arrays are a ``day_counts`` write's).
+_VALUE = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats()
+    | _TEXT
+    | st.datetimes()
+    | st.lists(_TEXT, max_size=4)
+    | st.lists(st.integers(-(2**40), 2**40), max_size=4)
+)
+
+
+@settings(
+    max_examples=80,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(values=st.lists(_VALUE, min_size=1, max_size=5))
+@example(values=[_HOSTILE, None, -1, [_HOSTILE, ""], [-(2**40), 0]])
+def test_values_are_written_as_psycopgs_client_side_binding_writes_them(
+    store: Store, values: list[Any]
+) -> None:
+    """A statement's values are written by the connection's adapter exactly as psycopg's own
+    ``ClientCursor.mogrify`` writes them (the adapter kept from one block to the next)."""
+    _postgres(store)
+    names = [f"v{i}" for i in range(len(values))]
+    sql = "SELECT " + ", ".join(f"%({n})s" for n in names)
+    args = dict(zip(names, values, strict=True))
+    form = transaction._prepared_form(sql)
+    execute = f"EXECUTE {form.name}(" + ", ".join(f"%({n})s" for n in names) + ")"
+    with store.write() as tx:
+        driver = tx.conn.connection.driver_connection
+        expected = psycopg.ClientCursor(driver).mogrify(execute, args)
+        assert tx._session().execute(form, args).decode() == expected
 
 
 def test_a_value_no_text_can_hold_is_refused_and_nothing_is_written(store: Store) -> None:

@@ -24,9 +24,10 @@ class Trips:
         self.statements: list[str] = []
         self.prepared: list[str] = []
 
-    def noted(self, query: str) -> None:
+    def noted(self, query: str | bytes) -> None:
         self.trips += 1
-        for sql in query.split(_JOIN):
+        text = query.decode() if isinstance(query, bytes) else query
+        for sql in text.split(_JOIN.decode()):
             if sql.startswith(("PREPARE ", "DEALLOCATE ")):
                 self.prepared.append(sql)
             elif sql.startswith("EXECUTE "):

@@ -86,7 +86,7 @@ class _Result:
 
 
 #: What joins the statements of a block (no statement the store compiles holds it).
-_JOIN = ";\n"
+_JOIN = b";\n"
 #: The most statements a connection keeps prepared before it drops them all and starts again
 #: (a service's hot statements are about a hundred).
 _MOST_PREPARED = 400
@@ -97,24 +97,35 @@ _SESSION = "adjudge.prepared"
 class _Session:
     """What a PostgreSQL connection has prepared of the hot statements, by name, whether that
     is in doubt (a block that prepared some failed: the next drops them all first), and the
-    driver's cursor that writes its blocks' values as SQL literals."""
+    driver's adapter that writes its blocks' values as SQL literals."""
 
-    __slots__ = ("literals", "names", "unsure")
+    __slots__ = ("literal", "names", "unsure")
 
-    def __init__(self, literals: Any) -> None:
-        self.literals = literals
+    def __init__(self, literal: Callable[[Any], bytes]) -> None:
+        self.literal = literal
         self.names: set[str] = set()
         self.unsure = False
+
+    def execute(self, form: _Form, args: Mapping[str, Any]) -> bytes:
+        """``EXECUTE`` of ``form`` with ``args`` written as literals, as psycopg's client-side
+        binding writes them (``ClientCursor.mogrify``: its adapter's ``as_literal`` for each
+        value, ``NULL`` for None) without its parsing of a query it already knows."""
+        if not form.names:
+            return form.execute
+        literal = self.literal
+        values = b", ".join([b"NULL" if args[n] is None else literal(args[n]) for n in form.names])
+        return b"%s(%s)" % (form.execute, values)
 
 
 @dataclass(frozen=True)
 class _Form:
-    """A hot statement as the server keeps it: its name, its ``PREPARE`` and the
-    ``EXECUTE`` its values are rendered into (named as the statement names them)."""
+    """A hot statement as the server keeps it: its name, its ``PREPARE``, and the ``EXECUTE``
+    its values follow, in parentheses in the order of ``names`` (where it has any)."""
 
     name: str
-    prepare: str
-    execute: str
+    prepare: bytes
+    execute: bytes
+    names: tuple[str, ...]
 
 
 #: Hot statements' prepared forms, by SQL (:func:`_prepared_form`).
@@ -140,9 +151,9 @@ def _prepared_form(sql: str) -> _Form:
 
         body = _PLACEHOLDER.sub(numbered, sql)
         name = f"adjudge_{next(_NAMES)}"
-        values = ", ".join(f"%({n})s" for n in names)
-        execute = f"EXECUTE {name}({values})" if names else f"EXECUTE {name}"
-        found = _FORMS.setdefault(sql, _Form(name, f"PREPARE {name} AS {body}", execute))
+        prepare = f"PREPARE {name} AS {body}".encode()
+        form = _Form(name, prepare, f"EXECUTE {name}".encode(), tuple(names))
+        found = _FORMS.setdefault(sql, form)
     return found
 
 
@@ -520,34 +531,34 @@ class Transaction:
         the socket with the interpreter's lock let go, then a send), and reads each result
         apart: eight statements cost 300-380 µs of this process's CPU and 190 of the
         server's; as one query of prepared statements 150-175 and 153-167. The values are
-        rendered by psycopg's own client-side binding (``ClientCursor``, its quoting and
-        escaping for the connection), never by string formatting here. A driver's error is
+        written by psycopg's own adapter for the connection (:meth:`_Session.execute`, its
+        quoting and escaping), never by string formatting of ours. A driver's error is
         raised as SQLAlchemy's, the statement named, not quoted (its values are in it)."""
         block, self._block = self._block, []
         if not block:
             return
         session = self._session()
-        render = session.literals.mogrify
+        render = session.execute
         ready = session.names
-        first: list[str] = []  # the block's PREPAREs, ahead of every statement that may fail
+        first: list[bytes] = []  # the block's PREPAREs, ahead of every statement that may fail
         if session.unsure or len(ready) > _MOST_PREPARED:
-            first.append("DEALLOCATE ALL")
+            first.append(b"DEALLOCATE ALL")
             ready.clear()
             session.unsure = False
-        texts: list[str] = []
+        texts: list[bytes] = []
         try:
             for sql, args, many, _ in block:
                 if args is None:
-                    texts.append(sql)
+                    texts.append(sql.encode())
                     continue
                 form = _prepared_form(sql)
                 if form.name not in ready:
                     ready.add(form.name)
                     first.append(form.prepare)
                 if many:
-                    texts.extend(render(form.execute, a) for a in args)
+                    texts.extend(render(form, a) for a in args)
                 else:
-                    texts.append(render(form.execute, args))
+                    texts.append(render(form, args))
             cursor = self._sent_together(first + texts)
         except BaseException as exc:
             # Which of them the server has is not known, or it no longer has one (dropped
@@ -581,10 +592,11 @@ class Transaction:
         found = info.get(_SESSION)
         if found is None:
             driver = self.conn.connection.driver_connection
-            found = info[_SESSION] = _Session(self.conn.dialect.loaded_dbapi.ClientCursor(driver))
+            adapter = self.conn.dialect.loaded_dbapi.adapt.Transformer(driver)
+            found = info[_SESSION] = _Session(adapter.as_literal)
         return found
 
-    def _sent_together(self, texts: list[str]) -> Any:
+    def _sent_together(self, texts: list[bytes]) -> Any:
         """One query of the statements ``texts``, sent; the driver's cursor on its first
         result."""
         if self._cursor is None:
