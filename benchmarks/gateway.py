@@ -28,7 +28,8 @@ the gateway's), or the same forecast from a Starlette app behind the unmodified
 signature is checked against the gateway's JWKS; the direct calls go to the same app without
 the middleware). It runs in a process of its own, as do the clients: a minimal HTTP/1.1
 keep-alive client (about 0.1 ms of CPU per request; httpx costs several), so on a small machine
-the figures are the server's. All three share the machine's CPUs; their CPU per call is reported.
+the figures are the server's. All three share the machine's CPUs; their CPU per call is reported,
+and the whole machine's (``machine_cpu_ms_per_call``, every core: less the three, the database's).
 
     .venv/bin/python benchmarks/gateway.py                        # SQLite, a temporary file
     .venv/bin/python benchmarks/gateway.py --stages
