@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from adjudge.calls.quality import counted_as, quality_window
 from adjudge.store import Store, Transaction, calls, quality_windows, records
+from support.at_once import at_once
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 _providers = itertools.count()
@@ -188,6 +189,29 @@ def test_a_superseded_verdict_moves_its_call_while_in_the_window(store: Store) -
     with store.write() as tx:
         assert quality_windows.superseded(tx, "c0", "FAIL") is None
         assert quality_windows.superseded(tx, "c1", "FAIL") == "prov"
+        window = quality_windows.window(tx, "prov", span, now)
+    assert (window.passes, window.fails) == (1, 1)
+    assert _counts(window) == _recount(store, "prov", span, now)
+
+
+def test_two_transactions_make_a_providers_first_window_at_once(store: Store) -> None:
+    """A provider's first two calls observed at once, on two engines (two committing threads
+    or two processes): the second waits for the first's row and moves it; both commit and the
+    window counts both calls (on PostgreSQL the second failed on the row's key before)."""
+    with store.write() as tx:
+        records.create_account(tx, "caller", ["agent"], "key-caller", opt_in=True, at=T0)
+    span, now = timedelta(seconds=60), T0 + timedelta(seconds=1)
+
+    def first(tx: Transaction) -> None:
+        _add(tx, "c0", "prov", KINDS[0], T0)
+        quality_windows.observe(tx, "prov", span, T0, "passes")
+
+    def second(tx: Transaction) -> None:
+        _add(tx, "c1", "prov", KINDS[1], now)
+        quality_windows.observe(tx, "prov", span, now, "fails")
+
+    assert at_once(store, first, second) == []
+    with store.read() as tx:
         window = quality_windows.window(tx, "prov", span, now)
     assert (window.passes, window.fails) == (1, 1)
     assert _counts(window) == _recount(store, "prov", span, now)

@@ -29,7 +29,6 @@ from sqlalchemy import (
     func,
     insert,
     select,
-    update,
 )
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
@@ -518,14 +517,18 @@ def observations(
 
 
 def set_terms(tx: Transaction, provider: str, declared: Mapping[str, Any], at: datetime) -> None:
-    """Store a provider's declared quality terms (the latest declaration holds)."""
-    t = call_provider_terms
-    if terms(tx, provider) is None:
-        tx.conn.execute(insert(t).values(provider=provider, terms=dict(declared), declared_at=at))
-    else:
-        tx.conn.execute(
-            update(t).where(t.c.provider == provider).values(terms=dict(declared), declared_at=at)
+    """Store a provider's declared quality terms (the latest declaration holds): one upsert, so
+    two declarations at once (two processes, a double click) both land, the later last."""
+    dialect = postgresql if tx.dialect == "postgresql" else sqlite
+    new = dialect.insert(call_provider_terms).values(
+        provider=provider, terms=dict(declared), declared_at=at
+    )
+    tx.conn.execute(
+        new.on_conflict_do_update(
+            index_elements=[call_provider_terms.c.provider],
+            set_={"terms": new.excluded.terms, "declared_at": new.excluded.declared_at},
         )
+    )
 
 
 def terms(tx: Transaction, provider: str) -> Mapping[str, Any] | None:

@@ -21,7 +21,10 @@ When there is no row yet, or the span changed (the provider declared other terms
 went back past the edge, the row is rebuilt; a read of a window no row fits (a provider with no
 terms, other days asked for) is counted the same way: the whole days after the edge's from the
 observed calls' daily counts (:mod:`adjudge.store.day_counts`), the edge's own day from its
-calls — the window's days and one day's calls, never every call in it.
+calls — the window's days and one day's calls, never every call in it. A provider's first row
+is made unless one is there (``ON CONFLICT DO NOTHING``): where two transactions make it at once
+(two committing threads, or two processes, on PostgreSQL), the second waits for the first to
+commit and moves the row it made.
 """
 
 from __future__ import annotations
@@ -38,10 +41,10 @@ from sqlalchemy import (
     and_,
     bindparam,
     func,
-    insert,
     select,
     update,
 )
+from sqlalchemy.dialects import postgresql, sqlite
 
 from adjudge.calls.quality import WINDOW_COUNTS, QualityWindow, counted_as
 from adjudge.store import day_counts
@@ -68,17 +71,22 @@ def observe(
     edge = now - span
     rows = tx.rows(_LOCK, {"k_provider": provider})  # (1)
     state = rows[0] if rows else None
-    if state is None or _rebuild(state, span, edge):
+    if state is None:
         counts = _counted_after(tx, provider, edge)  # the call itself is among them
         values = {"span_seconds": _seconds(span), "edge": edge, **counts}
-        if state is None:
-            tx.conn.execute(insert(quality_windows).values(provider=provider, **values))
-        else:
-            tx.conn.execute(
-                update(quality_windows)
-                .where(quality_windows.c.provider == provider)
-                .values(**values)
-            )
+        made = tx.run(_MAKE[tx.dialect], {"provider": provider, **values})
+        if made.rowcount == 1:
+            return QualityWindow(provider, edge, now, **counts)
+        # Another transaction made the row while this one counted (a provider's first calls
+        # on two committing threads, or two processes): the insert waited for it to commit,
+        # and its counts hold every call but this one, whose transaction has not committed.
+        state = tx.rows(_LOCK, {"k_provider": provider})[0]
+    if _rebuild(state, span, edge):
+        counts = _counted_after(tx, provider, edge)  # the call itself is among them
+        values = {"span_seconds": _seconds(span), "edge": edge, **counts}
+        tx.conn.execute(
+            update(quality_windows).where(quality_windows.c.provider == provider).values(**values)
+        )
         return QualityWindow(provider, edge, now, **counts)
     counts = {name: int(state[name]) for name in WINDOW_COUNTS}
     for name, gone in _recount(tx, provider, state["edge"], edge).items():  # (2)
@@ -202,6 +210,12 @@ _RECOUNT_BETWEEN = (
     .where(_OBSERVED_AFTER, call_records.c.at <= bindparam("k_until"))
     .group_by(*_KINDS)
 )
+#: A provider's first row, unless another transaction made it first (then nothing is written:
+#: its row count, which SQLAlchemy's own ``execute`` does not keep for an insert, says which).
+_MAKE = {
+    "sqlite": sqlite.insert(quality_windows).on_conflict_do_nothing(),
+    "postgresql": postgresql.insert(quality_windows).on_conflict_do_nothing(),
+}
 _READ = select(quality_windows).where(quality_windows.c.provider == bindparam("k_provider"))
 _LOCK = _READ.with_for_update()
 _MOVE = (
