@@ -13,6 +13,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from psycopg.errors import DeadlockDetected, UniqueViolation
+from sqlalchemy.exc import OperationalError
 
 from adjudge.app import unit as unit_module
 from adjudge.app.unit import GroupCommit
@@ -398,3 +400,33 @@ def test_a_unit_whose_held_debit_does_not_fit_is_refused_alone(store: Store) -> 
     assert _balance(store) == 7
     with store.read() as tx:
         assert ledger.entries(tx, "x") == []
+
+
+def test_a_batched_unit_the_database_chose_as_a_deadlocks_victim_runs_again(
+    store: Store,
+) -> None:
+    """A unit of a batch whose statement PostgreSQL ended to break a deadlock (two committing
+    threads' batches take rows in no common order) lost a race: its savepoint is rolled back
+    and it runs again, once, beside the others; a unit whose statement failed otherwise is
+    answered as a storage error, never with the driver's own exception."""
+    runs: list[int] = []
+
+    def deadlocked_once(tx: Transaction) -> str:
+        _credit(tx, 3)
+        runs.append(1)
+        if len(runs) == 1:
+            raise OperationalError("(statements sent together)", {}, DeadlockDetected("deadlock"))
+        return "again"
+
+    def broken(tx: Transaction) -> str:
+        _credit(tx, 100)
+        raise OperationalError("(statements sent together)", {}, UniqueViolation("duplicate"))
+
+    commits = GroupCommit(store, threads=1)
+    try:
+        outcomes = _one_batch(commits, [deadlocked_once, lambda tx: _credit(tx, 5) or "5", broken])
+    finally:
+        commits.close()
+    assert outcomes == ["again", "5", "STORAGE_ERROR"]
+    assert len(runs) == 2
+    assert _balance(store) == 8  # the first run's credit and the broken unit's were undone

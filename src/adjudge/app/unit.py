@@ -37,7 +37,14 @@ from adjudge.app.clock import Clock
 from adjudge.digests import sha256_digest
 from adjudge.errors import BadInput, Conflict, Error
 from adjudge.receipts.canonical import canonical_json
-from adjudge.store import ConcurrentUpdate, Store, Transaction, idempotency, receipt_log
+from adjudge.store import (
+    ConcurrentUpdate,
+    Store,
+    Transaction,
+    idempotency,
+    receipt_log,
+    store_error,
+)
 
 T = TypeVar("T")
 
@@ -306,13 +313,13 @@ class GroupCommit:
         self.store = store
         self.max_batch = max_batch
         self.name = name
-        #: Committing threads: one on SQLite (one writer at a time anyway), two on PostgreSQL,
-        #: where one unit's round trip (the thread waiting, the interpreter's lock let go) is
-        #: another's turn to run. Two once spent the process's CPU handing that lock to each
-        #: other, while each statement sent together took a turn of its own; since a block
-        #: goes as one query they run more units than one (docs/service.md, *One query a
-        #: block*).
-        self.threads = threads or (1 if store.local else 2)
+        #: Committing threads: one, on either database. On SQLite one writer writes at a time
+        #: anyway. On PostgreSQL two ran more units a second, but a batch holds the rows its
+        #: units locked until it commits, and two batches whose units take two shared rows
+        #: (a caller's wallet, a provider's quality window) in other orders deadlock: the
+        #: server breaks each after a second, and a provider with declared terms went from
+        #: 181 paid calls a second to 53 (docs/service.md, *One committing thread again*).
+        self.threads = threads or 1
         self._queue: queue.SimpleQueue[_Unit[Any]] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._threads: set[threading.Thread] = set()
@@ -508,7 +515,10 @@ class GroupCommit:
                     tx.confirm()  # its held writes' checks, raised as its own
                 except Exception as exc:  # this unit's own refusal: undo it alone
                     tx.rollback_to(mark)
-                    outcomes.append((False, exc))
+                    # A driver's error as the store's: a deadlock with another committing
+                    # thread's batch (their units take rows in no common order) is a lost
+                    # race, and the unit runs again; any other, a storage error.
+                    outcomes.append((False, store_error(exc)))
                     kept = None
                 else:
                     outcomes.append((True, value))

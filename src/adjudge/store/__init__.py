@@ -35,7 +35,7 @@ from adjudge.store import (
     records,
     takes,
 )
-from adjudge.store.database import DEFAULT_URL, Store, migrate
+from adjudge.store.database import DEFAULT_URL, Store, migrate, store_error
 from adjudge.store.receipt_log import StoredReceipt
 from adjudge.store.records import (
     Account,
@@ -82,5 +82,6 @@ __all__ = [
     "quotas",
     "receipt_log",
     "records",
+    "store_error",
     "takes",
 ]

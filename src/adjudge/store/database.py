@@ -15,7 +15,7 @@ from typing import Any
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import Connection, Engine, create_engine, event, insert, make_url, select
-from sqlalchemy.exc import DBAPIError, DisconnectionError, IntegrityError, OperationalError
+from sqlalchemy.exc import DBAPIError, DisconnectionError, IntegrityError
 
 from adjudge import json_text
 from adjudge.errors import StorageError
@@ -419,14 +419,20 @@ class Store:
                 if write:
                     for done in tx.committed:
                         done()
-        except OperationalError as exc:
-            if _retryable(exc):
-                raise ConcurrentUpdate("The database was busy; try again.") from exc
-            raise StorageError("The database failed; nothing was written.") from exc
         except DBAPIError as exc:
-            if _retryable(exc):
-                raise ConcurrentUpdate("The database was busy; try again.") from exc
-            raise StorageError("The database failed; nothing was written.") from exc
+            raise store_error(exc) from exc
+
+
+def store_error(exc: Exception) -> Exception:
+    """A driver's error as the store raises it: :class:`ConcurrentUpdate` for a race a retry
+    resolves (a deadlock, a serialization failure, a busy SQLite file), :class:`StorageError`
+    for any other; any other exception as it is. Also for a unit of a group commit, whose own
+    savepoint is rolled back and which may run again."""
+    if not isinstance(exc, DBAPIError):
+        return exc
+    if _retryable(exc):
+        return ConcurrentUpdate("The database was busy; try again.")
+    return StorageError("The database failed; nothing was written.")
 
 
 def _retryable(exc: DBAPIError) -> bool:
