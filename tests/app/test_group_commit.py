@@ -405,8 +405,8 @@ def test_a_unit_whose_held_debit_does_not_fit_is_refused_alone(store: Store) -> 
 def test_a_batched_unit_the_database_chose_as_a_deadlocks_victim_runs_again(
     store: Store,
 ) -> None:
-    """A unit of a batch whose statement PostgreSQL ended to break a deadlock (two committing
-    threads' batches take rows in no common order) lost a race: its savepoint is rolled back
+    """A unit of a batch whose statement PostgreSQL ended to break a deadlock (two processes'
+    batches take rows in no common order) lost a race: its savepoint is rolled back
     and it runs again, once, beside the others; a unit whose statement failed otherwise is
     answered as a storage error, never with the driver's own exception."""
     runs: list[int] = []

@@ -515,9 +515,9 @@ class GroupCommit:
                     tx.confirm()  # its held writes' checks, raised as its own
                 except Exception as exc:  # this unit's own refusal: undo it alone
                     tx.rollback_to(mark)
-                    # A driver's error as the store's: a deadlock with another committing
-                    # thread's batch (their units take rows in no common order) is a lost
-                    # race, and the unit runs again; any other, a storage error.
+                    # A driver's error as the store's: a deadlock with another process's
+                    # batch (batches take rows in no common order) is a lost race, and the
+                    # unit runs again; any other, a storage error.
                     outcomes.append((False, store_error(exc)))
                     kept = None
                 else:
