@@ -591,8 +591,7 @@ class Transaction:
         info = self.conn.info
         found = info.get(_SESSION)
         if found is None:
-            driver = self.conn.connection.driver_connection
-            adapter = self.conn.dialect.loaded_dbapi.adapt.Transformer(driver)
+            adapter = self.conn.dialect.loaded_dbapi.adapt.Transformer(self._driver)
             found = info[_SESSION] = _Session(adapter.as_literal)
         return found
 
