@@ -7,15 +7,17 @@ request error), with its call record and its charge on the ledger — spread ove
 30 days, for each N of ``--sizes``; and the ledger page with its totals over the same 30 days
 (``App.receipts.ledger_lines``: the newest 50 lines and the totals of every line the filter
 keeps), as the admin reads it (every account) and as the provider does (its own accounts), and
-the admin's page with no filter at all (the console's first view: the totals for all time). The
+the admin's page with no filter at all (the console's first view: the totals for all time); and
+the metrics' open holds (``holds.open_summary``: how many, their money, how many mature within a
+day), the calls of the last three days holding their charges. The
 figure: each read's median time at each N, and its ratio to the smallest N's (flat when a read
 takes counts kept per day, not rows).
 
 Beside them, in the same run, the bare reads made before the counts were kept: for the
 operator's calls chart, the window's calls (``started_at``, ``verdict``) through the index on
 their start; for the ledger's totals, the one SUM over the window's lines that the admin's
-totals were. Their time grows with N; the whole reads stay under them from a few thousand
-calls on.
+totals were; for the open holds, the one grouped read over them the metrics made. Their time
+grows with N; the whole reads stay under them from a few thousand calls on.
 
 How: the rows are written through the store's own functions (``gateway.start_call``,
 ``finish_call``, ``calls.add_call``, ``ledger.transfer``), 1,000 calls a transaction, so their
@@ -43,13 +45,16 @@ from sqlalchemy import case, func, select
 
 from adjudge.app import App
 from adjudge.market import WORLD, Transfer
-from adjudge.store import Store, calls, gateway, ledger, records
+from adjudge.store import Store, calls, gateway, holds, ledger, records
 from adjudge.store import schema as s
 from adjudge.store.schema import metadata
 
 PROVIDER = "skycast"
 DAYS = 30
 BATCH = 1_000
+#: A settled call's report window: its charge is held this long (the calls of the last three
+#: days have open holds, which the metrics count).
+REPORT_WINDOW = timedelta(hours=72)
 
 
 def _call(n: int, at: datetime) -> gateway.GatewayCall:
@@ -121,6 +126,16 @@ def grow(store: Store, start: int, stop: int, now: datetime) -> None:
                 )
                 charge = [Transfer(WORLD, f"wallet:{PROVIDER}", 250_000, "charge")]
                 ledger.transfer(tx, charge, task_id=None, at=at)
+                if at + REPORT_WINDOW > now:  # its charge still held: the metrics' open holds
+                    holds.add(
+                        tx,
+                        call_id=f"call-{n:09d}",
+                        provider=PROVIDER,
+                        caller="ann",
+                        amount=250_000,
+                        receipt_id=f"rcpt-{n}",
+                        matures_at=at + REPORT_WINDOW,
+                    )
 
 
 def _median_ms(read: Callable[[], Any], reads: int) -> float:
@@ -174,6 +189,14 @@ def run(url: str, sizes: list[int], reads: int) -> dict[str, Any]:
     def ledger_unfiltered() -> dict[str, Any]:
         return app.receipts.ledger_lines(root, totals=True)
 
+    def open_holds() -> dict[str, int]:
+        with store.read() as tx:
+            return holds.open_summary(tx, now)
+
+    def bare_holds() -> dict[str, int]:
+        with store.read() as tx:
+            return holds.recount_summary(tx, now)
+
     rows = []
     made = 0
     for size in sizes:
@@ -188,6 +211,7 @@ def run(url: str, sizes: list[int], reads: int) -> dict[str, Any]:
         assert sum(operator["calls"]["totals"].values()) == size, operator["calls"]["totals"]
         assert ledger_page(root)["totals"]["lines"] == str(2 * size)
         assert ledger_page(provider)["totals"]["lines"] == str(size)
+        assert open_holds() == bare_holds()
         rows.append(
             {
                 "calls": size,
@@ -200,6 +224,9 @@ def run(url: str, sizes: list[int], reads: int) -> dict[str, Any]:
                 "ledger_provider_ms": _median_ms(lambda: ledger_page(provider), reads),
                 "ledger_unfiltered_ms": _median_ms(ledger_unfiltered, reads),
                 "bare_ledger_sum_ms": _median_ms(bare_sum, reads),
+                "open_holds": open_holds()["count"],
+                "holds_ms": _median_ms(open_holds, reads),
+                "bare_holds_ms": _median_ms(bare_holds, reads),
             }
         )
     app.close()
@@ -234,6 +261,8 @@ def main() -> None:
         "ledger_provider_ms": "ledger, provider",
         "ledger_unfiltered_ms": "ledger, unfiltered",
         "bare_ledger_sum_ms": "bare ledger sum",
+        "holds_ms": "open holds",
+        "bare_holds_ms": "bare holds count",
     }
     print("   calls" + "".join(f"   {name:>16} ms (×first)" for name in columns.values()))
     for r in out["rows"]:

@@ -24,6 +24,7 @@ from adjudge.store import (
     Store,
     Submission,
     day_counts,
+    holds,
     idempotency,
     ledger,
     meaning_queue,
@@ -700,6 +701,39 @@ def test_migration_0029_counts_the_deliveries_already_made(store: Store) -> None
     downgrade(store, "0028")
     with store.read() as tx:
         assert outbox.counts(tx) == {}
+    store.migrate()
+
+
+def test_migration_0036_counts_the_holds_already_open(store: Store) -> None:
+    """Upgrading a database with provider holds counts those open (held or under a report) by
+    the hour they mature and for all time, as a recount from the holds gives them, and the
+    metrics' summary reads them; 0036 also downgrades cleanly."""
+    downgrade(store, "0035")
+    rows = [
+        ("c1", holds.HELD, 3, T0),
+        ("c2", holds.REPORTED, 4, T0 + timedelta(minutes=59)),
+        ("c3", holds.HELD, 5, T0 + timedelta(days=2, hours=5)),
+        ("c4", holds.RELEASED, 6, T0),
+        ("c5", holds.REFUNDED, 7, T0 + timedelta(days=2)),
+    ]
+    with store.engine.begin() as conn:
+        for call_id, state, amount, at in rows:
+            conn.execute(
+                text(
+                    "INSERT INTO provider_holds (call_id, provider, caller, amount, receipt_id, "
+                    "matures_at, state) VALUES (:id, 'p', 'a', :amount, 'r', :at, :state)"
+                ),
+                {"id": call_id, "amount": amount, "at": at.replace(tzinfo=None), "state": state},
+            )
+    store.migrate()
+    with store.read() as tx:
+        kept = {k: n for k, n in day_counts.stored(tx).items() if k[0] == day_counts.HOLDS}
+        assert kept == {k: n for k, n in recount(tx).items() if k[0] == day_counts.HOLDS}
+        assert kept[day_counts.HOLDS, "", day_counts.hour_of(T0), "open"] == 2
+        assert holds.open_summary(tx, T0) == {"count": 3, "amount": 12, "maturing_24h": 2}
+    downgrade(store, "0035")
+    with store.read() as tx:
+        assert not any(k[0] == day_counts.HOLDS for k in day_counts.stored(tx))
     store.migrate()
 
 

@@ -1,6 +1,6 @@
-"""The dashboards' counts, the ledger's totals and the webhook deliveries by status made again
-from the rows they count: what :mod:`adjudge.store.day_counts` keeps as it goes must always
-equal this."""
+"""The dashboards' counts, the ledger's totals, the webhook deliveries by status and the open
+holds made again from the rows they count: what :mod:`adjudge.store.day_counts` keeps as it goes
+must always equal this."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from datetime import UTC
 from sqlalchemy import select
 
 from adjudge.calls.quality import counted_as
-from adjudge.store import Transaction, outbox
+from adjudge.store import Transaction, holds, outbox
 from adjudge.store import calls as calls_db
 from adjudge.store import day_counts as dc
 from adjudge.store import gateway as gateway_db
@@ -22,7 +22,7 @@ _FLOW_OF = {memo: flow for flow, memos in dc.FLOW_MEMOS.items() for memo in memo
 
 
 def recount(tx: Transaction) -> dict[dc.Key, int]:
-    """Every count, from full scans of the calls, verdicts, ledger lines, records and tasks
+    """Every count, from full scans of the calls, verdicts, ledger lines, records, tasks and holds
     (an observed call counted as its final verdict, when a later judgment gave one)."""
     counts: Counter[dc.Key] = Counter()
 
@@ -73,6 +73,12 @@ def recount(tx: Transaction) -> dict[dc.Key, int]:
         add(dc.STATES, str(poster), dc.ALL_TIME, str(status))
     for (status,) in tx.conn.execute(select(outbox.webhook_deliveries.c.status)):
         add(dc.DELIVERIES, dc.EVERYONE, dc.ALL_TIME, str(status))
+    h = holds.provider_holds.c
+    open_holds = select(h.matures_at, h.amount).where(h.state.in_((holds.HELD, holds.REPORTED)))
+    for matures_at, amount in tx.conn.execute(open_holds):
+        add(dc.HOLDS, dc.EVERYONE, dc.hour_of(matures_at), dc.OPEN_HOLDS)
+        add(dc.HOLDS, dc.EVERYONE, dc.ALL_TIME, dc.OPEN_HOLDS)
+        add(dc.HOLDS, dc.EVERYONE, dc.ALL_TIME, dc.HELD_MONEY, int(amount))
     return {k: n for k, n in counts.items() if n}
 
 

@@ -5,7 +5,8 @@ service's and a provider's), the task verdicts passed and failed (the service's 
 the money charged, refunded, paid out and taken as fees, the checks a provider's calls failed and
 the rules a poster's tasks failed; and a poster's tasks by state. The ledger page's totals are
 the ledger's lines, money in and money out of each day and of all time, by memo, for everyone
-and by account; and the operator counts the webhook deliveries by status.
+and by account; the operator counts the webhook deliveries by status; and, for the metrics, the
+providers' holds still open.
 Read from the rows they count, each grows with the activity in its window: at the gateway's
 rate, a billion calls a month.
 
@@ -26,7 +27,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import bindparam, func, select, text
@@ -46,6 +47,7 @@ STATES = "states"  # a poster's tasks by state, for all time (day ALL_TIME)
 QUALITY = "quality"  # a provider's observed calls by day, by what its quality window counts
 LEDGER = "ledger"  # ledger lines by day and for all time: "lines|in|out <memo>"
 DELIVERIES = "deliveries"  # webhook deliveries by status, for all time (day ALL_TIME)
+HOLDS = "holds"  # settled calls' charges still held: by the hour they mature, and for all time
 
 #: The subject of the counts of everyone (the operator's); otherwise a provider or a poster.
 EVERYONE = ""
@@ -55,6 +57,9 @@ ALL_TIME = ""
 NAME_LENGTH = 200
 #: An ended call that has no verdict (a request or system error).
 NO_VERDICT = "none"
+#: The names of the holds' counts: how many are open, and (for all time) the money in them.
+OPEN_HOLDS = "open"
+HELD_MONEY = "money"
 
 #: The money flows, each the ledger lines of these memos coming in (their credit legs).
 FLOW_MEMOS = {
@@ -150,6 +155,21 @@ def note_observed(tx: Transaction, provider: str, at: datetime, kind: str, delta
     """Count an observed call of ``provider`` as ``kind`` of its quality window
     (:func:`adjudge.calls.quality.counted_as`), or take it out (-1)."""
     note(tx, QUALITY, provider, held_days.day_of(at), kind, delta)
+
+
+def note_hold(tx: Transaction, matures_at: datetime, amount: int, delta: int) -> None:
+    """Count a provider hold opened (``delta`` 1) or ended (-1): how many are open and the
+    money in them for all time, and how many are open by the UTC hour they mature in
+    (:func:`hour_of`), which the metrics' "maturing within 24 hours" reads."""
+    note(tx, HOLDS, EVERYONE, hour_of(matures_at), OPEN_HOLDS, delta)
+    note(tx, HOLDS, EVERYONE, ALL_TIME, OPEN_HOLDS, delta)
+    note(tx, HOLDS, EVERYONE, ALL_TIME, HELD_MONEY, delta * amount)
+
+
+def hour_of(at: datetime) -> str:
+    """The UTC hour ``at`` falls in, as a holds count's "day": ``YYYYMMDDHH``, which sorts as
+    the hours do and fits the column a day's ``YYYY-MM-DD`` does."""
+    return at.astimezone(UTC).strftime("%Y%m%d%H")
 
 
 def note_state(tx: Transaction, poster: str, before: str | None, after: str) -> None:
