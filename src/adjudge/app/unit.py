@@ -41,6 +41,7 @@ from adjudge.store import (
     ConcurrentUpdate,
     Store,
     Transaction,
+    hot_rows,
     idempotency,
     receipt_log,
     store_error,
@@ -117,11 +118,18 @@ class UnitOfWork:
             return self.commits.submit(fn).result()
         return written(self.store, fn)
 
-    async def write_async(self, fn: Callable[[Transaction], T], *, on_loop: bool = True) -> T:
+    async def write_async(
+        self,
+        fn: Callable[[Transaction], T],
+        *,
+        on_loop: bool = True,
+        hot: tuple[hot_rows.Row, ...] = (),
+    ) -> T:
         """:meth:`write`, awaited on the running event loop instead of holding a thread
-        (``on_loop``: see :meth:`GroupCommit.run`)."""
+        (``on_loop``: see :meth:`GroupCommit.run`; ``hot``: the rows of many transactions
+        ``fn`` will change, which a batch of several units locks first, in one order)."""
         if self.commits is not None:
-            return await self.commits.run(fn, on_loop=on_loop)
+            return await self.commits.run(fn, on_loop=on_loop, hot=hot)
         return await asyncio.get_running_loop().run_in_executor(None, self.write, fn)
 
     def close(self) -> None:
@@ -337,20 +345,30 @@ class GroupCommit:
             self._on_loop, "committing", False
         )
 
-    def submit(self, fn: Callable[[Transaction], T]) -> concurrent.futures.Future[T]:
-        """Queue ``fn``; its future is answered once the transaction that ran it committed."""
+    def submit(
+        self, fn: Callable[[Transaction], T], *, hot: tuple[hot_rows.Row, ...] = ()
+    ) -> concurrent.futures.Future[T]:
+        """Queue ``fn``; its future is answered once the transaction that ran it committed.
+        ``hot``: the rows of many transactions it will change (:mod:`adjudge.store.hot_rows`),
+        which a batch of several units locks first, in one order."""
         if self.here():
             raise RuntimeError("a unit of work waited for another unit of work")
         future: concurrent.futures.Future[T] = concurrent.futures.Future()
         with self._lock:
-            self._queue.put(_Unit(fn, future))
+            self._queue.put(_Unit(fn, future, hot))
             if len(self._threads) < self.threads:
                 thread = threading.Thread(target=self._work, name=self.name, daemon=True)
                 self._threads.add(thread)
                 thread.start()
         return future
 
-    async def run(self, fn: Callable[[Transaction], T], *, on_loop: bool = True) -> T:
+    async def run(
+        self,
+        fn: Callable[[Transaction], T],
+        *,
+        on_loop: bool = True,
+        hot: tuple[hot_rows.Row, ...] = (),
+    ) -> T:
         """:meth:`submit`, awaited on the running event loop; on a local store, committed on
         the loop itself when the store's writer is free as this turn of the loop ends.
 
@@ -364,12 +382,12 @@ class GroupCommit:
             if turn is None:
                 turn = self._turns[loop] = []
                 loop.call_soon(self._commit_turn, loop)
-            turn.append(_Unit(fn, future))
+            turn.append(_Unit(fn, future, hot))
             try:
                 return await future
             except _WriterBusy:
                 pass  # another writer held the store: the thread waits for it instead
-        return await asyncio.wrap_future(self.submit(fn))
+        return await asyncio.wrap_future(self.submit(fn, hot=hot))
 
     def _commit_turn(self, loop: asyncio.AbstractEventLoop) -> None:
         """Commit the units ``loop`` queued this turn, on the loop, without waiting for the
@@ -505,6 +523,10 @@ class GroupCommit:
             return [(True, value)]
         outcomes: list[tuple[bool, Any]] = []
         with self.store.write(wait=wait) as tx:
+            # The rows its units share with other transactions, locked first in one order: a
+            # batch holds what its units lock until it commits, and two batches (two
+            # processes) taking them in other orders would wait on each other.
+            hot_rows.take(tx, (row for unit in batch for row in unit.hot))
             kept = None  # the savepoint of the unit before, done with as the next one's is set
             for i, unit in enumerate(batch):
                 mark = f"unit_{i}"
@@ -565,4 +587,6 @@ def _answer(
 class _Unit(Generic[T]):
     fn: Callable[[Transaction], T]
     future: concurrent.futures.Future[T] | asyncio.Future[T]
+    #: The rows of many transactions it will change (:mod:`adjudge.store.hot_rows`).
+    hot: tuple[hot_rows.Row, ...] = ()
     tries: int = 0

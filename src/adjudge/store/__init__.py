@@ -9,7 +9,8 @@ each day), ``receipt_log`` (the hash chain), ``leases``
 (the review queue), ``idempotency``, ``quotas``, ``calls`` (verified paid calls),
 ``call_reports`` (reports of bad call results), ``gateway`` (callable tools, signing keys,
 credentials, forwarded calls), ``holds`` (providers' settled charges until their report
-deadlines), ``meaning_queue`` (calls judged after their answers), ``quality_windows`` (each
+deadlines), ``hot_rows`` (the rows many transactions change, locked by a batch in one
+order), ``meaning_queue`` (calls judged after their answers), ``quality_windows`` (each
 provider's running quality counts) and ``outbox`` (webhook endpoints, events and their
 deliveries); ``ids`` makes the identifiers rows are keyed by. Nothing is half-written: a
 transaction commits whole or not at all.
@@ -23,6 +24,7 @@ from adjudge.store import (
     gateway,
     held_days,
     holds,
+    hot_rows,
     idempotency,
     ids,
     leases,
@@ -71,6 +73,7 @@ __all__ = [
     "gateway",
     "held_days",
     "holds",
+    "hot_rows",
     "idempotency",
     "ids",
     "leases",

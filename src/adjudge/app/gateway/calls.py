@@ -49,7 +49,7 @@ from adjudge.app.gateway.parsed import (
     parsed_policy,
     parsed_tool,
 )
-from adjudge.app.gateway.spending import count_spending, give_back, within
+from adjudge.app.gateway.spending import count_spending, give_back, spending_rows, within
 from adjudge.app.gateway.views import call_answer, gateway_call_view
 from adjudge.app.meaning import JUDGE_TIMEOUT, CallJudge, MeaningAsk, ask_judges
 from adjudge.app.timing import stage
@@ -92,12 +92,14 @@ from adjudge.gateway import (
 )
 from adjudge.gateway.forward import AsyncForwarder, FailureKind, ForwardFailure, Outcome
 from adjudge.kernel import Determination, determine
+from adjudge.market import wallet_account
 from adjudge.receipts import Issuer
 from adjudge.receipts.issuer import Place
 from adjudge.store import (
     Account,
     Transaction,
     call_reports,
+    hot_rows,
     ids,
     meaning_queue,
     receipt_log,
@@ -326,7 +328,15 @@ class Gateway:
         with stage("gateway.settle.wait"):
             light = body_bytes is None or len(body_bytes) <= LOOP_ANSWER_BYTES
             settle = _timed("gateway.settle", finish)
-            answer = await self.unit.write_async(settle, on_loop=light)
+            hot = settling_rows(
+                caller.id,
+                None if caller.key is None else caller.key.id,
+                stored.provider,
+                request.price_minor,
+                request.at or self.unit.now(),
+                result.effect.payment.value,
+            )
+            answer = await self.unit.write_async(settle, on_loop=light, hot=hot)
         return Answer(answer)
 
     def _prepare(self, ask: _Asked) -> _Prepared | Answer[dict[str, Any]]:
@@ -399,9 +409,12 @@ class Gateway:
         """(2), committed with whatever else starts meanwhile; a lost race on the key replays
         the winner's answer."""
         start, begun = self._starting(ask, prepared)
+        caller = ask.caller
+        key_id = None if caller.key is None else caller.key.id
+        hot = reserving_rows(caller.id, key_id, prepared.price, ask.now)
         try:
             with stage("gateway.reserve.wait"):
-                await self.unit.write_async(_timed("gateway.reserve", start))
+                await self.unit.write_async(_timed("gateway.reserve", start), hot=hot)
         except _Raced:
             assert ask.key is not None
             key = ask.key
@@ -922,6 +935,28 @@ def _record() -> Any:
     from adjudge.market import AgentRecord  # noqa: PLC0415
 
     return AgentRecord()
+
+
+def reserving_rows(
+    caller_id: str, key_id: str | None, price: int, at: datetime
+) -> tuple[hot_rows.Row, ...]:
+    """The rows a call's start changes that other transactions change too: its key's day
+    (counting the price) and its caller's wallet (reserving it); see
+    :mod:`adjudge.store.hot_rows`."""
+    return (*spending_rows(key_id, price, at), hot_rows.balance(wallet_account(caller_id)))
+
+
+def settling_rows(
+    caller_id: str, key_id: str | None, provider: str, price: int, started: datetime, payment: str
+) -> tuple[hot_rows.Row, ...]:
+    """The rows a call's end changes that other transactions change too: its provider's
+    quality window and, when the call is not charged (``payment`` other than ``settle``), its
+    key's day and its caller's wallet, which get the price back."""
+    window = (hot_rows.window(provider),)
+    if payment == "settle":
+        return window
+    wallet = (hot_rows.balance(wallet_account(caller_id)),)
+    return (*spending_rows(key_id, price, started), *window, *wallet)
 
 
 def _error_determination(result: CallResult, request: CallRequest, now: datetime) -> Determination:

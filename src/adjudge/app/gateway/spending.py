@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 
 from adjudge.calls.tools import DECIMALS
 from adjudge.errors import BadInput, Error, NotAllowed, StateError
-from adjudge.store import Account, Transaction, api_keys
+from adjudge.store import Account, Transaction, api_keys, hot_rows
 
 
 def within(price: int, currency: str, max_price: int | None, caller: Account) -> None:
@@ -47,6 +47,15 @@ def count_spending(tx: Transaction, key_id: str, price: int, currency: str, now:
     if price > 0 and not api_keys.spend(tx, key_id, _day(now), price, grant.max_per_day):
         assert grant.max_per_day is not None
         raise _over_limit(price, currency, grant.max_per_day, "day")
+
+
+def spending_rows(key_id: str | None, price: int, at: datetime) -> tuple[hot_rows.Row, ...]:
+    """The spending row a call at ``at`` counts its price on, or gives it back to (none
+    without a key or a price): for a group commit to lock in its order
+    (:mod:`adjudge.store.hot_rows`)."""
+    if key_id is None or price <= 0:
+        return ()
+    return (hot_rows.spending(key_id, _day(at)),)
 
 
 def give_back(tx: Transaction, key_id: str | None, price: int, started: datetime) -> None:

@@ -7,7 +7,7 @@ of the counts, as the ledger's earlier counts were (a count is the sum of its la
 
 Revision ID: 0036
 Revises: 0035
-Create Date: 2026-12-06 05:20:00
+Create Date: 2026-12-06 04:25:00
 """
 
 from __future__ import annotations

@@ -1,0 +1,79 @@
+"""Rows many transactions change, taken by a batch of units in one order before any unit runs.
+
+A group commit runs several units in one transaction and holds every row they lock until it
+commits. Two batches at once (two ``serve`` processes on one PostgreSQL database) whose units
+take the same rows in other orders wait on each other: a paid call's start takes its API key's
+spending row and its caller's wallet, its end its provider's quality window (and, refunding,
+the key's row and the wallet again), so a batch that began with a start and one that began
+with an end deadlocked, and PostgreSQL broke each cycle only after a second. So a unit names
+the rows of these kinds it will change, and a batch of several locks them all first, in one
+order: spending rows, then quality windows, then balances, each by key. That is also the order
+a lone unit takes them in as it runs (a refund gives the key's day back before the window
+moves, and a wallet's credit comes at the commit), so no two transactions wait on each other
+for them. A row not there yet (a key's first call of the day) is locked by the insert that
+makes it, as before.
+
+On SQLite a transaction holds the one write lock, so there is nothing to order: nothing is sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from sqlalchemy import text
+
+from adjudge.store.transaction import Transaction
+
+#: A row a unit will change: (kind, key, second key); the kinds in the order they are taken.
+Row = tuple[int, str, str]
+SPENDING, WINDOW, BALANCE = 0, 1, 2
+
+
+def spending(key_id: str, day: str) -> Row:
+    """An API key's spending row of a UTC day (``key_spend``)."""
+    return (SPENDING, key_id, day)
+
+
+def window(provider: str) -> Row:
+    """A provider's quality window (``quality_windows``)."""
+    return (WINDOW, provider, "")
+
+
+def balance(account: str) -> Row:
+    """A ledger account's balance (``balances``)."""
+    return (BALANCE, account, "")
+
+
+def take(tx: Transaction, rows: Iterable[Row]) -> None:
+    """Lock ``rows`` in their order (PostgreSQL): held, so the locks ride the transaction's next
+    round trip, ahead of everything after them."""
+    if tx.sqlite:
+        return
+    ordered = sorted(set(rows))
+    if not ordered:
+        return
+    spends = [(k, d) for kind, k, d in ordered if kind == SPENDING]
+    if spends:
+        tx.later(_SPENDING, {"keys": [k for k, _ in spends], "days": [d for _, d in spends]})
+    providers = [k for kind, k, _ in ordered if kind == WINDOW]
+    if providers:
+        tx.later(_WINDOWS, {"providers": providers})
+    accounts = [k for kind, k, _ in ordered if kind == BALANCE]
+    if accounts:
+        tx.later(_BALANCES, {"accounts": accounts})
+
+
+# ``FOR UPDATE`` under ``ORDER BY`` locks the rows as the sort returns them: in key order.
+_SPENDING = text(
+    "SELECT 1 FROM key_spend WHERE (key_id, day) IN "
+    "(SELECT * FROM unnest(CAST(:keys AS varchar[]), CAST(:days AS varchar[]))) "
+    "ORDER BY key_id, day FOR UPDATE OF key_spend"
+)
+_WINDOWS = text(
+    "SELECT 1 FROM quality_windows WHERE provider = ANY(CAST(:providers AS varchar[])) "
+    "ORDER BY provider FOR UPDATE"
+)
+_BALANCES = text(
+    "SELECT 1 FROM balances WHERE account = ANY(CAST(:accounts AS varchar[])) "
+    "ORDER BY account FOR UPDATE"
+)

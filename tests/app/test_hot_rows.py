@@ -1,0 +1,181 @@
+"""Two processes' batches whose units change the same shared rows in other orders (a paid
+call's start debits its caller's wallet, an end moves its provider's quality window) commit
+side by side: each batch locks the rows its units name first, in one order, so neither holds
+one the other waits for. Without it the two deadlocked and PostgreSQL broke the cycle after a
+second, running one unit again."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+
+from adjudge.app.gateway.calls import reserving_rows, settling_rows
+from adjudge.app.unit import GroupCommit
+from adjudge.market import WORLD, Transfer
+from adjudge.store import Store, Transaction, hot_rows, ledger, quality_windows
+from adjudge.store import schema as s
+
+T0 = datetime(2026, 3, 10, 12, tzinfo=UTC)
+SPAN = timedelta(days=30)
+WALLET = "wallet:a"
+#: A batch's units, each with the shared rows it names.
+_Units = list[tuple[Callable[[Transaction], str], tuple[hot_rows.Row, ...]]]
+
+
+def _seed(store: Store) -> None:
+    with store.write() as tx:
+        ledger.transfer(tx, [Transfer(WORLD, WALLET, 100)], task_id=None, at=T0)
+        quality_windows.observe(tx, "p", SPAN, T0, "passes")  # its row made (no calls recorded)
+
+
+def _debit(
+    runs: list[str], name: str, after: threading.Event | None = None
+) -> Callable[[Transaction], str]:
+    def unit(tx: Transaction) -> str:
+        runs.append(name)
+        ledger.transfer(tx, [Transfer(WALLET, "hold:call:" + name, 1)], task_id=None, at=T0)
+        tx.send()  # the debit sent: the wallet's row locked from here to the commit
+        if after is not None:
+            after.wait(0.5)  # the other batch moves the window meanwhile (when it can)
+        return name
+
+    return unit
+
+
+def _observe(
+    runs: list[str], name: str, done: threading.Event | None = None
+) -> Callable[[Transaction], str]:
+    def unit(tx: Transaction) -> str:
+        runs.append(name)
+        quality_windows.observe(tx, "p", SPAN, T0 + timedelta(seconds=1), "passes")
+        tx.send()
+        if done is not None:
+            done.set()
+        return name
+
+    return unit
+
+
+def _batch(commits: GroupCommit, units: _Units) -> Any:
+    """``units`` as one batch of ``commits`` (its thread held while they queue)."""
+    started, go = threading.Event(), threading.Event()
+
+    def hold(tx: Transaction) -> None:
+        started.set()
+        go.wait(10)
+
+    held = commits.submit(hold)
+    assert started.wait(10)
+    futures = [commits.submit(fn, hot=hot) for fn, hot in units]
+    go.set()
+    held.result(10)
+    return [f.result(30) for f in futures]
+
+
+def _crossed(store: Store, named: bool) -> tuple[list[str], list[Any]]:
+    """Batch A debits the wallet, then moves the window; batch B, on another engine (another
+    process's), moves the window, then debits the wallet; A's debit waits until B has moved
+    the window, when B can."""
+    _seed(store)
+    other = Store(store.url)
+    a, b = GroupCommit(store, threads=1), GroupCommit(other, threads=1)
+    runs: list[str] = []
+    moved = threading.Event()
+    wallet = (hot_rows.balance(WALLET),) if named else ()
+    window = (hot_rows.window("p"),) if named else ()
+    answers: list[Any] = []
+
+    def batch(commits: GroupCommit, units: _Units) -> None:
+        answers.append(_batch(commits, units))
+
+    threads = [
+        threading.Thread(
+            target=batch,
+            args=(a, [(_debit(runs, "a1", moved), wallet), (_observe(runs, "a2"), window)]),
+        ),
+        threading.Thread(
+            target=batch,
+            args=(b, [(_observe(runs, "b1", moved), window), (_debit(runs, "b2"), wallet)]),
+        ),
+    ]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+    finally:
+        a.close()
+        b.close()
+        other.dispose()
+    return runs, answers
+
+
+def _window_calls(store: Store) -> int:
+    with store.read() as tx:
+        w = quality_windows.quality_windows.c
+        return int(tx.conn.execute(select(w.passes).where(w.provider == "p")).scalar_one())
+
+
+def test_two_batches_crossing_on_a_wallet_and_a_window_commit_each_unit_once(
+    store: Store,
+) -> None:
+    if store.dialect == "sqlite":
+        pytest.skip("SQLite has one writer: two batches never hold rows at the same time")
+    runs, answers = _crossed(store, named=True)
+    assert sorted(answers) == [["a1", "a2"], ["b1", "b2"]]
+    assert sorted(runs) == ["a1", "a2", "b1", "b2"]  # none ran twice: no deadlock's victim
+    with store.read() as tx:
+        assert ledger.balance(tx, WALLET) == 98
+    assert _window_calls(store) == 2  # each batch's move (the row was made empty)
+
+
+def test_without_the_rows_named_the_same_batches_deadlock(store: Store) -> None:
+    """The case above's control: the units as they were, and PostgreSQL chose a victim."""
+    if store.dialect == "sqlite":
+        pytest.skip("SQLite has one writer: two batches never hold rows at the same time")
+    runs, answers = _crossed(store, named=False)
+    assert sorted(answers) == [["a1", "a2"], ["b1", "b2"]]
+    assert len(runs) == 5  # one unit ran again after the deadlock broke
+
+
+def test_rows_are_locked_in_kind_then_key_order_and_sqlite_sends_nothing(store: Store) -> None:
+    rows = [
+        hot_rows.balance("wallet:b"),
+        hot_rows.window("q"),
+        hot_rows.spending("k", "2026-03-10"),
+        hot_rows.balance("wallet:a"),
+        hot_rows.balance("wallet:b"),
+    ]
+    assert sorted(set(rows)) == [
+        hot_rows.spending("k", "2026-03-10"),
+        hot_rows.window("q"),
+        hot_rows.balance("wallet:a"),
+        hot_rows.balance("wallet:b"),
+    ]
+    with store.write() as tx:
+        ledger.transfer(tx, [Transfer(WORLD, "wallet:a", 1)], task_id=None, at=T0)
+    with store.write() as tx:
+        hot_rows.take(tx, rows)
+        tx.send()
+        b = s.balances.c
+        assert tx.conn.execute(select(b.balance).where(b.account == "wallet:a")).scalar_one() == 1
+
+
+def test_a_paid_calls_units_name_the_rows_they_share() -> None:
+    """A call's start: its key's day and its caller's wallet; its end: its provider's window,
+    and, when the call is not charged, the key's day and the wallet that get the price back
+    (a free call or one with no key of its own counts on no key's day)."""
+    day = hot_rows.spending("key_1", "2026-03-10")
+    wallet, window = hot_rows.balance("wallet:ann"), hot_rows.window("prov")
+    assert reserving_rows("ann", "key_1", 25, T0) == (day, wallet)
+    assert reserving_rows("ann", None, 25, T0) == (wallet,)
+    assert reserving_rows("ann", "key_1", 0, T0) == (wallet,)
+    assert settling_rows("ann", "key_1", "prov", 25, T0, "settle") == (window,)
+    for payment in ("refund", "void"):
+        assert settling_rows("ann", "key_1", "prov", 25, T0, payment) == (day, window, wallet)
+    assert settling_rows("ann", None, "prov", 25, T0, "refund") == (window, wallet)
