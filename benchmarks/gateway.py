@@ -1,6 +1,7 @@
 """The gateway's speed: verified, signed and settled paid calls through the MCP endpoint.
 
-What it measures, over loopback, with one ``adjudge serve`` process:
+What it measures, over loopback, with one ``adjudge serve`` process (or, with ``--processes``,
+several on one PostgreSQL database):
 
 - **calls per second, closed loop**: C clients each sending ``tools/call`` (the goassay client's
   stateless request, an idempotency key on each) as soon as the last one answered. Every call
@@ -35,6 +36,7 @@ and the whole machine's (``machine_cpu_ms_per_call``, every core: less the three
     .venv/bin/python benchmarks/gateway.py --stages
     .venv/bin/python benchmarks/gateway.py --terms --calls 10000 --segments 10 --latency-calls 0
     .venv/bin/python benchmarks/gateway.py --db postgresql+psycopg://postgres@127.0.0.1/bench
+    .venv/bin/python benchmarks/gateway.py --db postgresql+psycopg://… --terms --processes 2
 
 A PostgreSQL database is emptied (its tables dropped) before seeding.
 """
@@ -58,6 +60,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import sqlalchemy
 from floors import bare_commit
 from loadgen import Http, machine_cpu
 
@@ -459,28 +462,66 @@ _CHECKS = {
 }
 
 
+async def spread(services: list[Service], key: str, calls: int, clients: int) -> list[float]:
+    """``calls`` closed-loop calls shared by the ``services`` (one ``serve`` process each, on
+    one database), ``clients`` clients in all, each process its share of both."""
+    n = len(services)
+    shares = await asyncio.gather(
+        *(closed_loop(s.base, key, calls // n, max(1, clients // n)) for s in services)
+    )
+    return [latency for share in shares for latency in share]
+
+
+def _cpu_sum(services: list[Service]) -> float | None:
+    spent = [s.cpu() for s in services]
+    return None if None in spent else sum(x for x in spent if x is not None)
+
+
+def deadlocks(url: str) -> int | None:
+    """How many deadlocks PostgreSQL has broken in this database (None on SQLite)."""
+    if not url.startswith("postgresql"):
+        return None
+    engine = sqlalchemy.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            found = conn.exec_driver_sql(
+                "SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()"
+            ).scalar_one()
+    finally:
+        engine.dispose()
+    return int(found)
+
+
 def closed_loop_figures(
-    service: Service, provider: subprocess.Popen[bytes], key: str, args: argparse.Namespace
+    services: list[Service],
+    provider: subprocess.Popen[bytes],
+    key: str,
+    args: argparse.Namespace,
 ) -> dict[str, Any]:
     """(1) closed loop: the most the gateway sustains, in segments (CPU per call and memory
-    after each, so a cost that grows with the calls already made shows as a rising figure)."""
-    cpu0, peer0, me0 = service.cpu(), _cpu_seconds(provider.pid), time.process_time()
+    after each, so a cost that grows with the calls already made shows as a rising figure);
+    with several processes on one PostgreSQL database, their CPU summed and the deadlocks
+    PostgreSQL broke meanwhile."""
+    url = args.db or ""
+    broken0 = deadlocks(url)
+    cpu0, peer0, me0 = _cpu_sum(services), _cpu_seconds(provider.pid), time.process_time()
     machine0 = machine_cpu()
     started = time.perf_counter()
     latencies, segments, memory = [], [], []
-    size = max(1, args.calls // args.segments)
+    size = max(len(services), args.calls // args.segments // len(services) * len(services))
     for _ in range(args.segments):
-        before = service.cpu()
-        latencies += asyncio.run(closed_loop(service.base, key, size, args.clients))
-        segments.append(_per_call(before, service.cpu(), size))
-        memory.append(_rss_kb(service.process.pid))
+        before = _cpu_sum(services)
+        latencies += asyncio.run(spread(services, key, size, args.clients))
+        segments.append(_per_call(before, _cpu_sum(services), size))
+        memory.append(_rss_kb(services[0].process.pid))
     elapsed = time.perf_counter() - started
-    cpu1, peer1, me1 = service.cpu(), _cpu_seconds(provider.pid), time.process_time()
+    cpu1, peer1, me1 = _cpu_sum(services), _cpu_seconds(provider.pid), time.process_time()
     machine1 = machine_cpu()
     done = size * args.segments
     figures: dict[str, Any] = {
         "calls": done,
         "clients": args.clients,
+        "processes": len(services),
         "quality_terms": args.terms,
         "per_second": round(done / elapsed, 1),
         "latency_ms": _ms(latencies),
@@ -498,7 +539,11 @@ def closed_loop_figures(
         figures["server_cpu_ms_per_call_by_segment"] = segments
         figures["last_over_first"] = round(segments[-1] / segments[0], 2)
         figures["server_rss_kb_by_segment"] = memory
-    figures["server_peak_rss_kb"] = _peak_kb(service.process.pid)
+    figures["server_peak_rss_kb"] = _peak_kb(services[0].process.pid)
+    if broken0 is not None:
+        time.sleep(1.5)  # a backend reports its counts within a second of its transaction
+        broken1 = deadlocks(url)
+        figures["deadlocks"] = None if broken1 is None else broken1 - broken0
     return figures
 
 
@@ -516,7 +561,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "provider": args.provider,
         "cpus": os.cpu_count(),
     }
-    service = Service(url, directory, args.threads, {})
+    services = [Service(url, directory, args.threads, {}) for _ in range(args.processes)]
+    service = services[0]
     provider = subprocess.Popen(
         [
             sys.executable,
@@ -535,8 +581,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     )
     try:
         _wait_for(f"{direct_url}{PATH}")
-        asyncio.run(closed_loop(service.base, key, args.warmup, args.clients))
-        figures["closed_loop"] = closed_loop_figures(service, provider, key, args)
+        asyncio.run(spread(services, key, args.warmup, args.clients))
+        figures["closed_loop"] = closed_loop_figures(services, provider, key, args)
         floor = work_floor_us(url, directory, direct_url)
         server = figures["closed_loop"]["server_cpu_ms_per_call"]
         figures["closed_loop"]["work_floor_us"] = round(floor, 1)
@@ -559,7 +605,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 },
             }
     finally:
-        service.stop()
+        for each in services:
+            each.stop()
     if args.stages:
         # (3) the stage timers, in a run of their own (they cost a little themselves)
         path = directory / "stages.json"
@@ -622,6 +669,13 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=200.0, help="Open-loop calls per second.")
     parser.add_argument("--latency-calls", type=int, default=2000, help="Open-loop calls.")
     parser.add_argument("--threads", type=int, default=0, help="Passed to adjudge serve.")
+    parser.add_argument(
+        "--processes",
+        type=int,
+        default=1,
+        help="adjudge serve processes on the one database (PostgreSQL: --db), the closed "
+        "loop's calls and clients shared among them; the deadlocks PostgreSQL broke reported.",
+    )
     parser.add_argument("--provider", choices=["raw", "verified"], default="raw")
     parser.add_argument("--stages", action="store_true", help="Also time each stage.")
     parser.add_argument("--terms", action="store_true", help="The provider declares quality terms.")
@@ -634,6 +688,10 @@ def main() -> None:
     parser.add_argument("--jwks-url", help=argparse.SUPPRESS)
     parser.add_argument("--direct-port", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.processes > 1 and not (args.db or "").startswith("postgresql"):
+        parser.error("--processes above 1 needs a PostgreSQL database (--db)")
+    if args.processes > 1 and args.stages:
+        parser.error("--stages times one process: leave --processes at 1")
     if args.serve_provider:
         serve_provider(args.serve_provider, args.provider, args.jwks_url, args.direct_port)
         return
