@@ -322,11 +322,11 @@ class GroupCommit:
         self.max_batch = max_batch
         self.name = name
         #: Committing threads: one, on either database. On SQLite one writer writes at a time
-        #: anyway. On PostgreSQL two ran more units a second, but a batch holds the rows its
-        #: units locked until it commits, and two batches whose units take two shared rows
-        #: (a caller's wallet, a provider's quality window) in other orders deadlock: the
-        #: server breaks each after a second, and a provider with declared terms went from
-        #: 181 paid calls a second to 53 (docs/service.md, *One committing thread again*).
+        #: anyway. On PostgreSQL two batches at once deadlocked on the rows their units share
+        #: (a caller's wallet, a provider's quality window) until batches locked those first,
+        #: in one order (:mod:`adjudge.store.hot_rows`); since then two threads no longer
+        #: deadlock but ran no more paid calls a second than one (docs/service.md, *One
+        #: committing thread again*, *Shared rows locked first*).
         self.threads = threads or 1
         self._queue: queue.SimpleQueue[_Unit[Any]] = queue.SimpleQueue()
         self._lock = threading.Lock()
