@@ -18,9 +18,10 @@ from sqlalchemy.exc import OperationalError
 
 from adjudge.app import unit as unit_module
 from adjudge.app.unit import GroupCommit
-from adjudge.errors import Error, StateError
+from adjudge.errors import StateError
 from adjudge.market import WORLD, Transfer
 from adjudge.store import ConcurrentUpdate, Store, Transaction, database, ledger, receipt_log
+from support.batches import one_batch
 from support.trips import Trips
 
 T0 = datetime(2026, 3, 10, 12, tzinfo=UTC)
@@ -106,7 +107,7 @@ def test_a_caller_that_gave_up_never_stops_the_commits_of_the_others(store: Stor
     assert _balance(store) == 11  # the cancelled unit's credit was never written
 
 
-def test_on_a_local_store_a_loop_commits_its_turn_itself_in_one_batch(sqlite_store: Store) -> None:
+def test_on_a_local_store_a_loop_commits_its_turn_itself_inone_batch(sqlite_store: Store) -> None:
     """Units awaited during one turn of the loop are committed on the loop, in one
     transaction; each refusal is its own."""
     commits = GroupCommit(sqlite_store, threads=1)
@@ -264,29 +265,6 @@ def _receipted(n: int, *, refuse: bool = False) -> Callable[[Transaction], str]:
     return unit
 
 
-def _one_batch(commits: GroupCommit, units: list[Callable[[Transaction], Any]]) -> list[Any]:
-    """Run ``units`` in one batch (the committing thread held while they queue): each one's
-    value, or the code of its refusal."""
-    started, go = threading.Event(), threading.Event()
-
-    def first(tx: Transaction) -> None:
-        started.set()
-        go.wait(10)
-
-    held = commits.submit(first)
-    assert started.wait(10)
-    futures = [commits.submit(unit) for unit in units]
-    go.set()
-    held.result(10)
-    outcomes: list[Any] = []
-    for future in futures:
-        try:
-            outcomes.append(future.result(10))
-        except Error as exc:
-            outcomes.append(exc.code)
-    return outcomes
-
-
 def test_a_batch_chains_its_receipts_past_the_units_refused(store: Store) -> None:
     """One batch: the first unit to take the lane refused, then one kept, one refused, one
     kept. The log holds the two kept, each chained after the one before it (the lane's head
@@ -295,7 +273,7 @@ def test_a_batch_chains_its_receipts_past_the_units_refused(store: Store) -> Non
     commits = GroupCommit(store, threads=1)
     try:
         units = [_receipted(1, refuse=True), _receipted(2), _receipted(3, refuse=True)]
-        outcomes = _one_batch(commits, [*units, _receipted(4)])
+        outcomes = one_batch(commits, [*units, _receipted(4)])
         refused = "TEST_REFUSED"
         assert outcomes == [refused, f"sha256:{2:064x}", refused, f"sha256:{4:064x}"]
         commits.submit(_receipted(5)).result(10)
@@ -327,7 +305,7 @@ def test_a_batch_moves_its_lanes_head_once_and_releases_no_savepoint(
     monkeypatch.setattr(database, "Transaction", Counted)
     commits = GroupCommit(store, threads=1)
     try:
-        outcomes = _one_batch(commits, [_receipted(n) for n in range(1, 5)])
+        outcomes = one_batch(commits, [_receipted(n) for n in range(1, 5)])
     finally:
         commits.close()
     assert outcomes == [f"sha256:{n:064x}" for n in range(1, 5)]
@@ -393,7 +371,7 @@ def test_a_unit_whose_held_debit_does_not_fit_is_refused_alone(store: Store) -> 
 
     try:
         units = [lambda tx: _credit(tx, 5) or "done", overdraws, passes_over]
-        outcomes = _one_batch(commits, [*units, lambda tx: _credit(tx, 2) or "done"])
+        outcomes = one_batch(commits, [*units, lambda tx: _credit(tx, 2) or "done"])
         assert outcomes == ["done", "INSUFFICIENT_FUNDS", "INTERNAL_ERROR", "done"]
     finally:
         commits.close()
@@ -424,7 +402,7 @@ def test_a_batched_unit_the_database_chose_as_a_deadlocks_victim_runs_again(
 
     commits = GroupCommit(store, threads=1)
     try:
-        outcomes = _one_batch(commits, [deadlocked_once, lambda tx: _credit(tx, 5) or "5", broken])
+        outcomes = one_batch(commits, [deadlocked_once, lambda tx: _credit(tx, 5) or "5", broken])
     finally:
         commits.close()
     assert outcomes == ["again", "5", "STORAGE_ERROR"]

@@ -19,6 +19,7 @@ from adjudge.app.unit import GroupCommit
 from adjudge.market import WORLD, Transfer
 from adjudge.store import Store, Transaction, hot_rows, ledger, quality_windows
 from adjudge.store import schema as s
+from support.batches import one_batch
 
 T0 = datetime(2026, 3, 10, 12, tzinfo=UTC)
 SPAN = timedelta(days=30)
@@ -61,22 +62,6 @@ def _observe(
     return unit
 
 
-def _batch(commits: GroupCommit, units: _Units) -> Any:
-    """``units`` as one batch of ``commits`` (its thread held while they queue)."""
-    started, go = threading.Event(), threading.Event()
-
-    def hold(tx: Transaction) -> None:
-        started.set()
-        go.wait(10)
-
-    held = commits.submit(hold)
-    assert started.wait(10)
-    futures = [commits.submit(fn, hot=hot) for fn, hot in units]
-    go.set()
-    held.result(10)
-    return [f.result(30) for f in futures]
-
-
 def _crossed(store: Store, named: bool) -> tuple[list[str], list[Any]]:
     """Batch A debits the wallet, then moves the window; batch B, on another engine (another
     process's), moves the window, then debits the wallet; A's debit waits until B has moved
@@ -91,7 +76,7 @@ def _crossed(store: Store, named: bool) -> tuple[list[str], list[Any]]:
     answers: list[Any] = []
 
     def batch(commits: GroupCommit, units: _Units) -> None:
-        answers.append(_batch(commits, units))
+        answers.append(one_batch(commits, units))
 
     threads = [
         threading.Thread(
