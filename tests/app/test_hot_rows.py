@@ -128,39 +128,50 @@ def test_without_the_rows_named_the_same_batches_deadlock(store: Store) -> None:
     assert len(runs) == 5  # one unit ran again after the deadlock broke
 
 
-def test_rows_are_locked_in_kind_then_key_order_and_sqlite_sends_nothing(store: Store) -> None:
-    rows = [
-        hot_rows.balance("wallet:b"),
-        hot_rows.window("q"),
-        hot_rows.spending("k", "2026-03-10"),
-        hot_rows.balance("wallet:a"),
-        hot_rows.balance("wallet:b"),
-    ]
-    assert sorted(set(rows)) == [
-        hot_rows.spending("k", "2026-03-10"),
-        hot_rows.window("q"),
-        hot_rows.balance("wallet:a"),
-        hot_rows.balance("wallet:b"),
-    ]
+def test_a_batch_locks_first_only_what_its_units_would_take_out_of_order() -> None:
+    """Rows go kind by kind (a key's day, a window, a balance), each kind by key; a batch
+    whose units take theirs in that order as they run (each unit its own in order) locks
+    nothing first, any other locks every row its units name, in order."""
+    day, window = hot_rows.spending("k", "2026-03-10"), hot_rows.window("q")
+    a, b = hot_rows.balance("wallet:a"), hot_rows.balance("wallet:b")
+    assert hot_rows.out_of_order([]) == []
+    assert hot_rows.out_of_order([(b, day, window)]) == []  # one unit: its own, in order
+    assert hot_rows.out_of_order([(day, a), (), (day, a), (a, b)]) == []  # one key's calls
+    assert hot_rows.out_of_order([(window,), (a,)]) == []  # an end, then a start with no key
+    assert hot_rows.out_of_order([(day, a), (window,)]) == [day, window, a]  # a start, an end
+    assert hot_rows.out_of_order([(window,), (day, a)]) == [day, window, a]
+    assert hot_rows.out_of_order([(b,), (a,)]) == [a, b]
+
+
+def test_the_rows_are_locked_and_sqlite_sends_nothing(store: Store) -> None:
+    """The lock statements run (on SQLite none is sent) and change nothing."""
     with store.write() as tx:
         ledger.transfer(tx, [Transfer(WORLD, "wallet:a", 1)], task_id=None, at=T0)
+        quality_windows.observe(tx, "q", SPAN, T0, "passes")
+    units = [
+        (hot_rows.balance("wallet:a"), hot_rows.spending("k", "2026-03-10")),
+        (hot_rows.window("q"), hot_rows.balance("wallet:b")),
+    ]
     with store.write() as tx:
-        hot_rows.take(tx, rows)
+        hot_rows.take(tx, units)
         tx.send()
         b = s.balances.c
         assert tx.conn.execute(select(b.balance).where(b.account == "wallet:a")).scalar_one() == 1
 
 
 def test_a_paid_calls_units_name_the_rows_they_share() -> None:
-    """A call's start: its key's day and its caller's wallet; its end: its provider's window,
-    and, when the call is not charged, the key's day and the wallet that get the price back
-    (a free call or one with no key of its own counts on no key's day)."""
+    """A call's start: its key's day and its caller's wallet; its end: its provider's window
+    (when it declared terms), and, when the call is not charged, the key's day and the wallet
+    that get the price back (a free call or one with no key of its own counts on no key's
+    day)."""
     day = hot_rows.spending("key_1", "2026-03-10")
     wallet, window = hot_rows.balance("wallet:ann"), hot_rows.window("prov")
     assert reserving_rows("ann", "key_1", 25, T0) == (day, wallet)
     assert reserving_rows("ann", None, 25, T0) == (wallet,)
     assert reserving_rows("ann", "key_1", 0, T0) == (wallet,)
-    assert settling_rows("ann", "key_1", "prov", 25, T0, "settle") == (window,)
+    assert settling_rows("ann", "key_1", "prov", 25, T0, "settle", termed=True) == (window,)
+    assert settling_rows("ann", "key_1", "prov", 25, T0, "settle", termed=False) == ()
     for payment in ("refund", "void"):
-        assert settling_rows("ann", "key_1", "prov", 25, T0, payment) == (day, window, wallet)
-    assert settling_rows("ann", None, "prov", 25, T0, "refund") == (window, wallet)
+        got = settling_rows("ann", "key_1", "prov", 25, T0, payment, termed=True)
+        assert got == (day, window, wallet)
+    assert settling_rows("ann", None, "prov", 25, T0, "refund", termed=False) == (wallet,)

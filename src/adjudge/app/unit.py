@@ -523,10 +523,11 @@ class GroupCommit:
             return [(True, value)]
         outcomes: list[tuple[bool, Any]] = []
         with self.store.write(wait=wait) as tx:
-            # The rows its units share with other transactions, locked first in one order: a
-            # batch holds what its units lock until it commits, and two batches (two
-            # processes) taking them in other orders would wait on each other.
-            hot_rows.take(tx, (row for unit in batch for row in unit.hot))
+            # The rows its units share with other transactions, locked first in one order
+            # unless its units take them in that order anyway: a batch holds what its units
+            # lock until it commits, and two batches (two processes) taking them in other
+            # orders would wait on each other.
+            hot_rows.take(tx, [unit.hot for unit in batch])
             kept = None  # the savepoint of the unit before, done with as the next one's is set
             for i, unit in enumerate(batch):
                 mark = f"unit_{i}"

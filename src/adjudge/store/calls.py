@@ -537,6 +537,11 @@ def terms(tx: Transaction, provider: str) -> Mapping[str, Any] | None:
     return dict(rows[0]["terms"]) if rows else None
 
 
+def terms_read(provider: str) -> Read:
+    """What :func:`terms` reads (to read it ahead with others: ``Transaction.ahead``)."""
+    return _TERMS, {"k_provider": provider}
+
+
 def add_proposal(tx: Transaction, provider: str, proposal: Mapping[str, Any], at: datetime) -> None:
     """Record a penalty proposal."""
     tx.conn.execute(

@@ -10,8 +10,10 @@ the rows of these kinds it will change, and a batch of several locks them all fi
 order: spending rows, then quality windows, then balances, each by key. That is also the order
 a lone unit takes them in as it runs (a refund gives the key's day back before the window
 moves, and a wallet's credit comes at the commit), so no two transactions wait on each other
-for them. A row not there yet (a key's first call of the day) is locked by the insert that
-makes it, as before.
+for them; a batch whose units would take them in that order anyway (one caller's calls, with
+no window among them) is left to: it holds each row from the unit that takes it, not from its
+start. A row not there yet (a key's first call of the day) is locked by the insert that makes
+it, as before.
 
 On SQLite a transaction holds the one write lock, so there is nothing to order: nothing is sent.
 """
@@ -44,12 +46,29 @@ def balance(account: str) -> Row:
     return (BALANCE, account, "")
 
 
-def take(tx: Transaction, rows: Iterable[Row]) -> None:
-    """Lock ``rows`` in their order (PostgreSQL): held, so the locks ride the transaction's next
-    round trip, ahead of everything after them."""
+def out_of_order(units: Iterable[Iterable[Row]]) -> list[Row]:
+    """The rows a batch must lock before its units run, in order: every row its ``units``
+    name (each unit's, in the order they run), unless the units take them in order anyway
+    (each unit its own in order, and each row it takes first after every row taken before
+    it): then none."""
+    seen: set[Row] = set()
+    taken: list[Row] = []
+    for rows in units:
+        for row in sorted(rows):
+            if row not in seen:
+                seen.add(row)
+                taken.append(row)
+    ordered = sorted(taken)
+    return [] if taken == ordered else ordered
+
+
+def take(tx: Transaction, units: Iterable[Iterable[Row]]) -> None:
+    """Lock the rows the batch's ``units`` name in their order, when the units would not take
+    them in order themselves (:func:`out_of_order`; PostgreSQL): held, so the locks ride the
+    transaction's next round trip, ahead of everything after them."""
     if tx.sqlite:
         return
-    ordered = sorted(set(rows))
+    ordered = out_of_order(units)
     if not ordered:
         return
     spends = [(k, d) for kind, k, d in ordered if kind == SPENDING]

@@ -335,6 +335,7 @@ class Gateway:
                 request.price_minor,
                 request.at or self.unit.now(),
                 result.effect.payment.value,
+                termed=p.termed,
             )
             answer = await self.unit.write_async(settle, on_loop=light, hot=hot)
         return Answer(answer)
@@ -358,12 +359,14 @@ class Gateway:
             got = self.unit.read(read)
         if isinstance(got, db.GatewayCall):
             return self._replayed(got, ask.fingerprint)
-        stored, tool, contract, policy, policy_digest, credential = got
+        stored, tool, contract, policy, policy_digest, credential, termed = got
         price = stored.listed.at(ask.now)
         within(price, stored.currency, ask.max_price, ask.caller)
         with stage("gateway.arguments"):
             built = build_request(tool, ask.args)
-        return _Prepared(stored, tool, contract, policy, policy_digest, credential, built, price)
+        return _Prepared(
+            stored, tool, contract, policy, policy_digest, credential, built, price, termed
+        )
 
     def _starting(
         self, ask: _Asked, prepared: _Prepared
@@ -591,13 +594,20 @@ class Gateway:
 
     def _callable(
         self, tx: Transaction, stored: db.StoredTool | None, name: str, now: datetime
-    ) -> tuple[db.StoredTool, Tool, Contract, Policy | None, str | None, tuple[str, str] | None]:
+    ) -> tuple[
+        db.StoredTool, Tool, Contract, Policy | None, str | None, tuple[str, str] | None, bool
+    ]:
         """The tool ``stored`` as called at ``now``: parsed, with its provider's account, the
-        policy that judges it and the provider's credential, all read in one round trip."""
+        policy that judges it, the provider's credential and whether it declared quality terms
+        (its calls then move its quality window), all read in one round trip."""
         if stored is None:
             raise NotFound(f"No tool {name} can be called here.", code="TOOL_NOT_FOUND")
         tool = parsed_tool(stored)
-        reads = [records.account_read(stored.provider), db.credential_read(stored.provider)]
+        reads = [
+            records.account_read(stored.provider),
+            db.credential_read(stored.provider),
+            calls_db.terms_read(stored.provider),
+        ]
         policy_read = judging_policy_read(stored, tool, now)
         if policy_read is not None:
             reads.append(policy_read)
@@ -605,6 +615,7 @@ class Gateway:
             provider = records.account(tx, stored.provider)
             found = judging_policy(tx, stored, tool, now)
             credential = db.credential(tx, stored.provider)
+            termed = calls_db.terms(tx, stored.provider) is not None
         if provider is None:
             raise NotFound(f"The tool's provider {stored.provider} is gone.", code="TOOL_NOT_FOUND")
         contract = tool.contract
@@ -619,7 +630,7 @@ class Gateway:
                 )
             policy = parsed_policy(found.digest, stored.digest, found.document, contract)
             policy_digest = found.digest
-        return stored, tool, contract, policy, policy_digest, credential
+        return stored, tool, contract, policy, policy_digest, credential, termed
 
     async def _forward(self, begun: _Begun, args: Mapping[str, Any]) -> Outcome:
         """(3): sign the built request at the real time (providers check it) and send it."""
@@ -920,6 +931,8 @@ class _Prepared:
     credential: tuple[str, str] | None
     built: BuiltRequest
     price: int
+    #: Whether its provider had declared quality terms (its calls move its quality window).
+    termed: bool
 
 
 @dataclass(frozen=True)
@@ -947,12 +960,19 @@ def reserving_rows(
 
 
 def settling_rows(
-    caller_id: str, key_id: str | None, provider: str, price: int, started: datetime, payment: str
+    caller_id: str,
+    key_id: str | None,
+    provider: str,
+    price: int,
+    started: datetime,
+    payment: str,
+    *,
+    termed: bool,
 ) -> tuple[hot_rows.Row, ...]:
     """The rows a call's end changes that other transactions change too: its provider's
-    quality window and, when the call is not charged (``payment`` other than ``settle``), its
-    key's day and its caller's wallet, which get the price back."""
-    window = (hot_rows.window(provider),)
+    quality window (when it declared terms) and, when the call is not charged (``payment``
+    other than ``settle``), its key's day and its caller's wallet, which get the price back."""
+    window = (hot_rows.window(provider),) if termed else ()
     if payment == "settle":
         return window
     wallet = (hot_rows.balance(wallet_account(caller_id)),)
