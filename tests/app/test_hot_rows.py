@@ -134,13 +134,19 @@ def test_a_batch_locks_first_only_what_its_units_would_take_out_of_order() -> No
     nothing first, any other locks every row its units name, in order."""
     day, window = hot_rows.spending("k", "2026-03-10"), hot_rows.window("q")
     a, b = hot_rows.balance("wallet:a"), hot_rows.balance("wallet:b")
+    day_, window_, a_, b_ = (row[:3] for row in (day, window, a, b))  # the rows' locks
     assert hot_rows.out_of_order([]) == []
     assert hot_rows.out_of_order([(b, day, window)]) == []  # one unit: its own, in order
     assert hot_rows.out_of_order([(day, a), (), (day, a), (a, b)]) == []  # one key's calls
     assert hot_rows.out_of_order([(window,), (a,)]) == []  # an end, then a start with no key
-    assert hot_rows.out_of_order([(day, a), (window,)]) == [day, window, a]  # a start, an end
-    assert hot_rows.out_of_order([(window,), (day, a)]) == [day, window, a]
-    assert hot_rows.out_of_order([(b,), (a,)]) == [a, b]
+    assert hot_rows.out_of_order([(day, a), (window,)]) == [day_, window_, a_]  # start, end
+    assert hot_rows.out_of_order([(window,), (day, a)]) == [day_, window_, a_]
+    assert hot_rows.out_of_order([(b,), (a,)]) == [a_, b_]
+    # A credit is taken at the commit, after every unit's rows: a refund to a, then a start
+    # debiting b, take b before a; a refund to b after a start debiting a is in order.
+    assert hot_rows.out_of_order([(hot_rows.credited("wallet:a"),), (b,)]) == [a_, b_]
+    assert hot_rows.out_of_order([(a,), (hot_rows.credited("wallet:b"),)]) == []
+    assert hot_rows.out_of_order([(a,), (hot_rows.credited("wallet:a"),)]) == []
 
 
 def test_the_rows_are_locked_and_sqlite_sends_nothing(store: Store) -> None:
@@ -166,6 +172,7 @@ def test_a_paid_calls_units_name_the_rows_they_share() -> None:
     day)."""
     day = hot_rows.spending("key_1", "2026-03-10")
     wallet, window = hot_rows.balance("wallet:ann"), hot_rows.window("prov")
+    refunded = hot_rows.credited("wallet:ann")
     assert reserving_rows("ann", "key_1", 25, T0) == (day, wallet)
     assert reserving_rows("ann", None, 25, T0) == (wallet,)
     assert reserving_rows("ann", "key_1", 0, T0) == (wallet,)
@@ -173,5 +180,5 @@ def test_a_paid_calls_units_name_the_rows_they_share() -> None:
     assert settling_rows("ann", "key_1", "prov", 25, T0, "settle", termed=False) == ()
     for payment in ("refund", "void"):
         got = settling_rows("ann", "key_1", "prov", 25, T0, payment, termed=True)
-        assert got == (day, window, wallet)
-    assert settling_rows("ann", None, "prov", 25, T0, "refund", termed=False) == (wallet,)
+        assert got == (day, window, refunded)
+    assert settling_rows("ann", None, "prov", 25, T0, "refund", termed=False) == (refunded,)

@@ -26,40 +26,53 @@ from sqlalchemy import text
 
 from adjudge.store.transaction import Transaction
 
-#: A row a unit will change: (kind, key, second key); the kinds in the order they are taken.
-Row = tuple[int, str, str]
+#: A row: (kind, key, second key); the kinds in the order they are taken.
+Lock = tuple[int, str, str]
+#: A row a unit will change, and whether it takes it only as the transaction commits (a
+#: balance's credit) rather than as it runs.
+Row = tuple[int, str, str, bool]
 SPENDING, WINDOW, BALANCE = 0, 1, 2
 
 
 def spending(key_id: str, day: str) -> Row:
     """An API key's spending row of a UTC day (``key_spend``)."""
-    return (SPENDING, key_id, day)
+    return (SPENDING, key_id, day, False)
 
 
 def window(provider: str) -> Row:
     """A provider's quality window (``quality_windows``)."""
-    return (WINDOW, provider, "")
+    return (WINDOW, provider, "", False)
 
 
 def balance(account: str) -> Row:
-    """A ledger account's balance (``balances``)."""
-    return (BALANCE, account, "")
+    """A ledger account's balance, debited as the unit runs (``balances``)."""
+    return (BALANCE, account, "", False)
 
 
-def out_of_order(units: Iterable[Iterable[Row]]) -> list[Row]:
+def credited(account: str) -> Row:
+    """A ledger account's balance, credited as the transaction commits (the store adds up a
+    transaction's credits and writes them then, account by account, in order)."""
+    return (BALANCE, account, "", True)
+
+
+def out_of_order(units: Iterable[Iterable[Row]]) -> list[Lock]:
     """The rows a batch must lock before its units run, in order: every row its ``units``
-    name (each unit's, in the order they run), unless the units take them in order anyway
-    (each unit its own in order, and each row it takes first after every row taken before
-    it): then none."""
-    seen: set[Row] = set()
-    taken: list[Row] = []
+    name, unless the batch takes them in order anyway — each unit its own in order as it runs,
+    the credits last, at the commit, and each row first taken after every row taken before
+    it: then none."""
+    taken: dict[Lock, None] = {}  # in the order first taken
+    credits: set[Lock] = set()
     for rows in units:
-        for row in sorted(rows):
-            if row not in seen:
-                seen.add(row)
-                taken.append(row)
-    ordered = sorted(taken)
-    return [] if taken == ordered else ordered
+        for kind, key, second, at_commit in sorted(rows):
+            if at_commit:
+                credits.add((kind, key, second))
+            else:
+                taken.setdefault((kind, key, second))
+    for lock in sorted(credits):
+        taken.setdefault(lock)
+    order = list(taken)
+    ordered = sorted(order)
+    return [] if order == ordered else ordered
 
 
 def take(tx: Transaction, units: Iterable[Iterable[Row]]) -> None:

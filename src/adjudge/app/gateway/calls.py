@@ -975,7 +975,7 @@ def settling_rows(
     window = (hot_rows.window(provider),) if termed else ()
     if payment == "settle":
         return window
-    wallet = (hot_rows.balance(wallet_account(caller_id)),)
+    wallet = (hot_rows.credited(wallet_account(caller_id)),)  # the price back, at the commit
     return (*spending_rows(key_id, price, started), *window, *wallet)
 
 
