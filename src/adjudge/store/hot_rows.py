@@ -12,8 +12,8 @@ a lone unit takes them in as it runs (a refund gives the key's day back before t
 moves, and a wallet's credit comes at the commit), so no two transactions wait on each other
 for them; a batch whose units would take them in that order anyway (one caller's calls, with
 no window among them; a wallet's credit counted at the commit, after every unit) is left to:
-it holds each row from the unit that takes it, not from its start. A row not there yet (a key's first call of the day) is locked by the insert that makes
-it, as before.
+it holds each row from the unit that takes it, not from its start. A row not there yet (a
+key's first call of the day) is locked by the insert that makes it, as before.
 
 On SQLite a transaction holds the one write lock, so there is nothing to order: nothing is sent.
 """
