@@ -1,8 +1,8 @@
 """Two processes' batches whose units change the same shared rows in other orders (a paid
 call's start debits its caller's wallet, an end moves its provider's quality window) commit
-side by side: each batch locks the rows its units name first, in one order, so neither holds
-one the other waits for. Without it the two deadlocked and PostgreSQL broke the cycle after a
-second, running one unit again."""
+side by side: a batch whose units would take the rows they name out of order locks them
+first, in one order, so neither holds one the other waits for. Without it the two deadlocked
+and PostgreSQL broke the cycle after a second, running one unit again."""
 
 from __future__ import annotations
 

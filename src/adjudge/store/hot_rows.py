@@ -1,4 +1,4 @@
-"""Rows many transactions change, taken by a batch of units in one order before any unit runs.
+"""Rows many transactions change, taken by a batch of units in one order.
 
 A group commit runs several units in one transaction and holds every row they lock until it
 commits. Two batches at once (two ``serve`` processes on one PostgreSQL database) whose units
