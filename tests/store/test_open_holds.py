@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import text
 
-from adjudge.store import Store, day_counts, holds
+from adjudge.store import Store, Transaction, day_counts, holds
 from support.counts import recount
 
 T0 = datetime(2026, 3, 10, 9, 30, tzinfo=UTC)
@@ -36,6 +36,19 @@ _step = st.one_of(
     st.tuples(st.just("open"), _moment, st.integers(1, 10**12)),
     st.tuples(st.just("move"), st.integers(0, 30), st.sampled_from(_CHANGES)),
 )
+
+
+def _open(tx: Transaction, call_id: str, amount: int, matures_at: datetime) -> None:
+    """A settled call's charge held until ``matures_at``, as the settlement holds one."""
+    holds.add(
+        tx,
+        call_id=call_id,
+        provider="p",
+        caller="a",
+        amount=amount,
+        receipt_id=f"r-{call_id}",
+        matures_at=matures_at,
+    )
 
 
 def _clear(store: Store) -> None:
@@ -65,15 +78,7 @@ def test_the_open_holds_equal_a_count_of_them(store: Store) -> None:
             with store.write() as tx:
                 for kind, first, second in steps:
                     if kind == "open":
-                        holds.add(
-                            tx,
-                            call_id=f"c{opened}",
-                            provider="p",
-                            caller="a",
-                            amount=second,
-                            receipt_id=f"r{opened}",
-                            matures_at=first,
-                        )
+                        _open(tx, f"c{opened}", second, first)
                         opened += 1
                     else:
                         was, to = second
@@ -91,15 +96,7 @@ def test_a_summary_reads_counts_not_the_holds(sqlite_store: Store) -> None:
     """The count and the money come from the counts: a hold written around the store's
     functions is not among them, though it is open (and a recount finds it)."""
     with sqlite_store.write() as tx:
-        holds.add(
-            tx,
-            call_id="c",
-            provider="p",
-            caller="a",
-            amount=7,
-            receipt_id="r",
-            matures_at=T0,
-        )
+        _open(tx, "c", 7, T0)
         tx.conn.execute(
             holds.provider_holds.insert().values(
                 call_id="d",
@@ -130,15 +127,7 @@ def test_the_hours_either_side_of_now_plus_a_day(store: Store) -> None:
     )
     with store.write() as tx:
         for i, matures_at in enumerate(at):
-            holds.add(
-                tx,
-                call_id=f"c{i}",
-                provider="p",
-                caller="a",
-                amount=1,
-                receipt_id=f"r{i}",
-                matures_at=matures_at,
-            )
+            _open(tx, f"c{i}", 1, matures_at)
     with store.read() as tx:
         summary = holds.open_summary(tx, T0)
         assert summary == holds.recount_summary(tx, T0)
