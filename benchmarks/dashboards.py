@@ -138,7 +138,8 @@ def grow(store: Store, start: int, stop: int, now: datetime) -> None:
                     )
 
 
-def _median_ms(read: Callable[[], Any], reads: int) -> float:
+def median_ms(read: Callable[[], Any], reads: int) -> float:
+    """The median time of ``reads`` calls of ``read`` (after one to warm), in ms."""
     read()  # warm
     times = []
     for _ in range(reads):
@@ -215,18 +216,18 @@ def run(url: str, sizes: list[int], reads: int) -> dict[str, Any]:
         rows.append(
             {
                 "calls": size,
-                "operator_ms": _median_ms(lambda: app.dashboards.operator(root, days=DAYS), reads),
-                "provider_ms": _median_ms(
+                "operator_ms": median_ms(lambda: app.dashboards.operator(root, days=DAYS), reads),
+                "provider_ms": median_ms(
                     lambda: app.dashboards.provider(provider, days=DAYS), reads
                 ),
-                "bare_scan_ms": _median_ms(bare_scan, reads),
-                "ledger_admin_ms": _median_ms(lambda: ledger_page(root), reads),
-                "ledger_provider_ms": _median_ms(lambda: ledger_page(provider), reads),
-                "ledger_unfiltered_ms": _median_ms(ledger_unfiltered, reads),
-                "bare_ledger_sum_ms": _median_ms(bare_sum, reads),
+                "bare_scan_ms": median_ms(bare_scan, reads),
+                "ledger_admin_ms": median_ms(lambda: ledger_page(root), reads),
+                "ledger_provider_ms": median_ms(lambda: ledger_page(provider), reads),
+                "ledger_unfiltered_ms": median_ms(ledger_unfiltered, reads),
+                "bare_ledger_sum_ms": median_ms(bare_sum, reads),
                 "open_holds": open_holds()["count"],
-                "holds_ms": _median_ms(open_holds, reads),
-                "bare_holds_ms": _median_ms(bare_holds, reads),
+                "holds_ms": median_ms(open_holds, reads),
+                "bare_holds_ms": median_ms(bare_holds, reads),
             }
         )
     app.close()

@@ -902,9 +902,10 @@ class Client:
             if after is None:
                 return
 
-    def ledger(self) -> dict[str, Any]:
-        """Every balance and the two sums that prove the ledger whole (admins)."""
-        return dict(self.request("GET", "/ledger"))
+    def ledger(self, *, recount: bool = False) -> dict[str, Any]:
+        """Every balance, their sum and all deposits (admins); ``recount`` adds the audit of
+        every ledger line (``sum_of_entries``, ``unmatched``)."""
+        return dict(self.request("GET", "/ledger", params={"recount": recount or None}))
 
     # --- webhooks ---------------------------------------------------------------------------
 

@@ -40,8 +40,12 @@ class Market:
 
     def balance(self, account: str) -> int:
         """A ledger account's balance, after checking the ledger adds up to zero."""
-        view = self.app.receipts.ledger(self.root)
-        assert (view["sum_of_balances"], view["sum_of_entries"]) == ("0", "0")
+        view = self.app.receipts.ledger(self.root, recount=True)
+        assert (view["sum_of_balances"], view["sum_of_entries"], view["unmatched"]) == (
+            "0",
+            "0",
+            [],
+        )
         return int(view["balances"].get(account, "0"))
 
     def conserved(self) -> None:
@@ -107,6 +111,20 @@ def test_a_call_that_fails_its_contract_is_refunded(market: Market) -> None:
     assert (answer["status"], answer["verdict"]) == ("refunded", "FAIL")
     assert market.balance(wallet_account("ann")) == FUNDS
     assert market.balance(provider_hold_account(PROVIDER)) == 0
+    market.conserved()
+
+
+def test_a_settled_or_refunded_call_leaves_no_balance_row(any_market: Market) -> None:
+    """Each call's reservation is emptied by its settle or refund, and its row goes with it:
+    the admin's ledger lists the same accounts after many calls as after the first."""
+    market = any_market
+    market.app.gateway.call(market.ann, "weather_forecast", {"city": "berlin"})
+    listed = set(market.app.receipts.ledger(market.root)["balances"])
+    for n in range(6):
+        market.script.answer = "bad" if n % 2 else "good"
+        market.app.gateway.call(market.ann, "weather_forecast", {"city": "berlin"})
+    assert set(market.app.receipts.ledger(market.root)["balances"]) == listed
+    assert not any(a.startswith("hold:") for a in listed), listed
     market.conserved()
 
 

@@ -737,6 +737,28 @@ def test_migration_0036_counts_the_holds_already_open(store: Store) -> None:
     store.migrate()
 
 
+def test_migration_0037_drops_the_rows_of_emptied_escrows_and_reservations(
+    store: Store,
+) -> None:
+    """Upgrading to 0037 deletes the balance rows of escrows and call reservations holding 0,
+    and no other: a wallet or provider hold at 0, an escrow still holding money stay; 0037
+    also downgrades cleanly (a missing row reads 0 either way)."""
+    downgrade(store, "0036")
+    rows = {"escrow:t1": 0, "hold:call:c1": 0, "escrow:t2": 5, "wallet:a": 0, "held:p": 0}
+    with store.engine.begin() as conn:
+        for account, balance in rows.items():
+            conn.execute(
+                text("INSERT INTO balances (account, balance) VALUES (:a, :b)"),
+                {"a": account, "b": balance},
+            )
+    store.migrate()
+    with store.read() as tx:
+        assert ledger.balances(tx) == {"escrow:t2": 5, "wallet:a": 0, "held:p": 0}
+        assert ledger.balance(tx, "escrow:t1") == 0
+    downgrade(store, "0036")
+    store.migrate()
+
+
 def test_migration_0030_counts_a_providers_upheld_reports_by_one_range(store: Store) -> None:
     """After 0030 a provider's upheld reports since a time are one range of an index (SQLite's
     plan: the index, searched on all three columns), and its reports by provider alone still

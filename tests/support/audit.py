@@ -2,7 +2,8 @@
 
 Read straight from the database, so no use case can hide a fault from it:
 
-- the ledger balances (both sums zero) and holds exactly the money deposited;
+- the ledger balances (both sums zero), each account's balance is the sum of its lines, an
+  emptied escrow or reservation has no row, and it holds exactly the money deposited;
 - no account but ``world`` is negative; an escrow holds its task's reward until the task ends,
   and nothing after;
 - every leg that took money out of an escrow names a receipt of that task, whose signed policy
@@ -53,7 +54,10 @@ def audit(store: Store, deposited: int | None = None) -> dict[str, int]:
     with store.read() as tx:
         balances, entries = ledger.total(tx)
         assert (balances, entries) == (0, 0), (balances, entries)
+        assert ledger.recount(tx).unmatched == [], ledger.recount(tx)
         held = ledger.balances(tx)
+        emptied = [a for a, n in held.items() if n == 0 and a.startswith(ledger.ITEM_PREFIXES)]
+        assert not emptied, f"emptied escrows or reservations kept their rows: {emptied}"
         for account, amount in held.items():
             assert account == "world" or amount >= 0, (account, amount)
         if deposited is not None:

@@ -123,9 +123,11 @@ class Harness:
         return str(self.ok("pat", "POST", "/tasks", body)["id"])
 
     def ledger(self) -> dict[str, Any]:
-        """The admin's ledger view; asserts both sums are zero."""
-        view = self.ok("root", "GET", "/ledger")
+        """The admin's ledger view, recounted; asserts both sums are zero and every balance
+        is the sum of its lines."""
+        view = self.ok("root", "GET", "/ledger?recount=true")
         assert view["sum_of_balances"] == "0" and view["sum_of_entries"] == "0"
+        assert view["unmatched"] == [], view["unmatched"]
         return dict(view["balances"])
 
     def balance(self, account: str) -> int:

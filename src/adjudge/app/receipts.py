@@ -223,18 +223,26 @@ class Receipts:
 
         return self.unit.read(run)
 
-    def ledger(self, viewer: Account) -> dict[str, Any]:
-        """Every balance and the two sums that prove the ledger whole (admins)."""
+    def ledger(self, viewer: Account, *, recount: bool = False) -> dict[str, Any]:
+        """Every balance (an emptied escrow or call reservation has none), their sum, all
+        deposits (admins); with ``recount``, every line summed too, in all and by account
+        against its balance — the audit, which reads the whole history."""
         need_role(viewer, "admin")
 
         def run(tx: Transaction) -> dict[str, Any]:
-            balances, entries = ledger.total(tx)
-            return {
-                "balances": {k: str(v) for k, v in sorted(ledger.balances(tx).items())},
-                "sum_of_balances": str(balances),
-                "sum_of_entries": str(entries),
+            balances = ledger.balances(tx)
+            view: dict[str, Any] = {
+                "balances": {k: str(v) for k, v in sorted(balances.items())},
+                "sum_of_balances": str(sum(balances.values())),
                 "deposits": str(ledger.deposits(tx)),
+                "sum_of_entries": None,
+                "unmatched": None,
             }
+            if recount:
+                counted = ledger.recount(tx)
+                view["sum_of_entries"] = str(counted.sum_of_entries)
+                view["unmatched"] = counted.unmatched
+            return view
 
         return self.unit.read(run, one_moment=True)  # the sums agree with the balances
 

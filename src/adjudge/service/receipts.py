@@ -118,6 +118,9 @@ def ledger_lines(
 
 
 @routes.get("/ledger", tags=["service"])
-def ledger(*, who: Caller, app: Use) -> dict[str, Any]:
-    """Every balance, all deposits, and the two sums that prove the ledger whole (admin)."""
-    return app.receipts.ledger(who)
+def ledger(*, who: Caller, app: Use, recount: bool = False) -> dict[str, Any]:
+    """Every balance (an emptied escrow or call reservation has none), their sum (zero in a
+    sound ledger) and all deposits (admin). ``recount=true`` adds the audit, which reads every
+    ledger line ever written: ``sum_of_entries`` (zero) and ``unmatched``, the accounts whose
+    balance is not the sum of their lines (none; the first 100 by name); else both are null."""
+    return app.receipts.ledger(who, recount=recount)

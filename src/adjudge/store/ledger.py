@@ -19,7 +19,18 @@ from datetime import UTC, date, datetime, time, timedelta
 from functools import partial
 from typing import Any
 
-from sqlalchemy import Select, and_, bindparam, case, func, insert, or_, select, update
+from sqlalchemy import (
+    Select,
+    and_,
+    bindparam,
+    case,
+    delete,
+    func,
+    insert,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 
 from adjudge.errors import BadInput, InternalError, StateError
@@ -36,7 +47,8 @@ HOLDING_PREFIXES = ("escrow:", "hold:", "held:")
 #: A provider's hold: settled charges waiting out their report deadlines.
 PROVIDER_HOLD_PREFIX = "held:"
 #: Accounts of one task or one call (its escrow, its reservation): their lines are few and end
-#: with what they hold, so their totals are summed from the lines, not counted.
+#: with what they hold, so their totals are summed from the lines, not counted; and the debit
+#: that empties one deletes its balance row (one row a task or call would keep forever).
 ITEM_PREFIXES = ("escrow:", "hold:")
 
 
@@ -87,6 +99,8 @@ def transfer(
         else:  # checked as it is sent: the transaction goes on only if it fits
             refusal = partial(_too_little, debit, total)  # worded only if it is refused
             tx.later(_DEBIT, {"acct": debit, "amt": total}, check=one_row(refusal))
+            if debit.startswith(ITEM_PREFIXES):  # emptied, it leaves no row behind
+                tx.later(_DROP_EMPTY, {"acct": debit})
         for t in run:
             due[t.credit] = due.get(t.credit, 0) + t.amount  # added as it commits (flush)
             txn = ids.ordered_hex()
@@ -170,7 +184,10 @@ def balance(tx: Transaction, account: str) -> int:
 
 
 def balances(tx: Transaction) -> dict[str, int]:
-    """Every ledger account's balance (with this transaction's credits)."""
+    """Every ledger account's balance (with this transaction's credits) but the emptied
+    escrows and call reservations (:data:`ITEM_PREFIXES`), whose rows their last debit
+    deleted: so as many rows as wallets, providers and open tasks and calls, however many
+    tasks and calls ever ran."""
     found = {r.account: int(r.balance) for r in tx.conn.execute(select(s.balances))}
     for account, amount in tx.credits_due.items():
         found[account] = found.get(account, 0) + amount
@@ -178,10 +195,46 @@ def balances(tx: Transaction) -> dict[str, int]:
 
 
 def total(tx: Transaction) -> tuple[int, int]:
-    """The sum of all balances and the sum of all ledger entries: both 0 in a sound ledger."""
+    """The sum of all balances and the sum of all ledger entries: both 0 in a sound ledger.
+    The second reads every line ever written (a recount: :func:`recount`)."""
+    return balances_sum(tx), int(tx.conn.execute(_SUM_OF_ENTRIES).scalar() or 0)
+
+
+def balances_sum(tx: Transaction) -> int:
+    """The sum of all balances (0 in a sound ledger), with this transaction's credits."""
     bal = tx.conn.execute(select(func.coalesce(func.sum(s.balances.c.balance), 0))).scalar()
-    ent = tx.conn.execute(select(func.coalesce(func.sum(s.ledger_entries.c.amount), 0))).scalar()
-    return int(bal or 0) + sum(tx.credits_due.values()), int(ent or 0)
+    return int(bal or 0) + sum(tx.credits_due.values())
+
+
+@dataclass(frozen=True)
+class Recount:
+    """The ledger summed from its lines: the sum of every line, and the accounts whose
+    balance differs from the sum of their lines (the first :data:`UNMATCHED_SHOWN`, by
+    name; an account with lines and no row counts as 0)."""
+
+    sum_of_entries: int
+    unmatched: list[str]
+
+
+#: How many unmatched accounts a recount names.
+UNMATCHED_SHOWN = 100
+
+
+def recount(tx: Transaction) -> Recount:
+    """Every line summed, in all and by account, against the balances: the audit the kept
+    figures cannot be (they move with the same code that writes the lines). Reads the whole
+    history, so it is asked for (``GET /ledger?recount=true``), never read on a hot path."""
+    b, e = s.balances.c, s.ledger_entries.c
+    lines = select(e.account, func.sum(e.amount).label("total")).group_by(e.account).subquery()
+    other = select(b.account).outerjoin(lines, lines.c.account == b.account)
+    other = other.where(func.coalesce(lines.c.total, 0) != b.balance)
+    rowless = select(lines.c.account).where(
+        lines.c.total != 0, ~select(b.account).where(b.account == lines.c.account).exists()
+    )
+    both = other.union_all(rowless).subquery()
+    named = select(both.c.account).order_by(both.c.account).limit(UNMATCHED_SHOWN)
+    unmatched = [str(a) for a in tx.conn.execute(named).scalars()]
+    return Recount(int(tx.conn.execute(_SUM_OF_ENTRIES).scalar() or 0), unmatched)
 
 
 def deposits(tx: Transaction) -> int:
@@ -248,6 +301,11 @@ _DEBIT = (
     .where(s.balances.c.balance >= bindparam("amt"))
     .values(balance=s.balances.c.balance - bindparam("amt"))
 )
+#: An escrow or call reservation its debit emptied: its row goes (its lines stay).
+_DROP_EMPTY = delete(s.balances).where(
+    s.balances.c.account == bindparam("acct"), s.balances.c.balance == 0
+)
+_SUM_OF_ENTRIES = select(func.coalesce(func.sum(s.ledger_entries.c.amount), 0))
 _DEBIT_WORLD = (
     update(s.balances)
     .where(s.balances.c.account == bindparam("acct"))

@@ -1,0 +1,133 @@
+"""The admin's ledger (``GET /ledger``) against the history of paid calls behind it.
+
+What it measures: ``App.receipts.ledger`` as the admin reads it, ``--reads`` times, on a store
+that has run N paid calls, for each N of ``--sizes``: each call's reservation taken from the
+caller's wallet and emptied into the provider's wallet against its receipt, as a settle does
+(so each call writes four ledger lines and, before its row went with its last debit, left one
+balance row holding 0). Beside it, in the same run, the same view recounted (``recount=True``:
+every line summed, in all and by account against its balance) — its sum of the entries is the
+one the view read on every request before. The figure: each read's median time at each N, its
+ratio to the smallest N's, and how many balance rows the store holds.
+
+How: the rows are written through ``ledger.transfer``, 1,000 calls a transaction (the receipt
+each release names is marked appended in it, as the settle that signs one does). Run from the
+repository root:
+
+    .venv/bin/python benchmarks/ledger.py                      # SQLite, 1k to 100k calls
+    .venv/bin/python benchmarks/ledger.py --db postgresql+psycopg://postgres@127.0.0.1/bench
+
+A PostgreSQL database is emptied (its tables dropped) first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from dashboards import median_ms
+from sqlalchemy import func, select
+
+from adjudge.app import App
+from adjudge.market import WORLD, Transfer
+from adjudge.store import Store, ledger, records
+from adjudge.store import schema as s
+from adjudge.store.schema import metadata
+
+BATCH = 1_000
+PRICE = 250_000
+
+
+def grow(store: Store, start: int, stop: int, now: datetime) -> None:
+    """Calls ``start`` to ``stop`` (exclusive), each reserved and then settled."""
+    for first in range(start, stop, BATCH):
+        with store.write() as tx:
+            for n in range(first, min(first + BATCH, stop)):
+                hold, receipt = f"hold:call:{n:09d}", f"rcpt-{n}"
+                ledger.transfer(
+                    tx, [Transfer("wallet:ann", hold, PRICE, "reserve")], task_id=None, at=now
+                )
+                tx.appended.add(receipt)
+                charge = [Transfer(hold, "wallet:skycast", PRICE, "charge")]
+                ledger.transfer(tx, charge, task_id=None, at=now, receipt_id=receipt)
+
+
+def run(url: str, sizes: list[int], reads: int) -> dict[str, Any]:
+    store = Store(url)
+    if url.startswith("postgresql"):
+        metadata.drop_all(store.engine)
+        with store.engine.begin() as conn:
+            conn.exec_driver_sql("DROP TABLE IF EXISTS alembic_version")
+    store.migrate()
+    now = datetime.now(UTC)
+    with store.write() as tx:
+        records.create_account(tx, "root", ["admin"], "key-root", opt_in=True, at=now)
+        fund = [Transfer(WORLD, "wallet:ann", PRICE * sizes[-1], "deposit")]
+        ledger.transfer(tx, fund, task_id=None, at=now)
+    app = App(store)
+    with store.read() as tx:
+        root = records.account(tx, "root")
+    assert root is not None
+    rows = []
+    made = 0
+    for size in sizes:
+        grow(store, made, size, now)
+        made = size
+        if store.dialect == "postgresql":
+            # The emptied rows' dead versions cleared and the planner's statistics made, as
+            # autovacuum does in a running database.
+            with store.engine.connect() as conn:
+                conn.execution_options(isolation_level="AUTOCOMMIT").exec_driver_sql(
+                    "VACUUM ANALYZE"
+                )
+        view = app.receipts.ledger(root)
+        assert view["balances"]["wallet:skycast"] == str(PRICE * size), view["balances"]
+        counted = app.receipts.ledger(root, recount=True)
+        assert (counted["sum_of_entries"], counted["unmatched"]) == ("0", []), counted
+        with store.read() as tx:
+            balance_rows = tx.conn.execute(select(func.count()).select_from(s.balances)).scalar()
+        rows.append(
+            {
+                "calls": size,
+                "balance_rows": balance_rows,
+                "view_ms": median_ms(lambda: app.receipts.ledger(root), reads),
+                "recount_ms": median_ms(lambda: app.receipts.ledger(root, recount=True), reads),
+            }
+        )
+    app.close()
+    store.dispose()
+    first = rows[0]
+    for row in rows:
+        for key in ("view_ms", "recount_ms"):
+            row[key.replace("_ms", "_ratio")] = row[key] / first[key]
+    return {"db": url.split(":", 1)[0], "reads": reads, "rows": rows}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--db", help="a database URL (default: a temporary SQLite file)")
+    parser.add_argument("--sizes", default="1000,10000,100000", help="calls, comma-separated")
+    parser.add_argument("--reads", type=int, default=20, help="reads of each view a size")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    args = parser.parse_args()
+    sizes = sorted(int(s) for s in args.sizes.split(","))
+    with tempfile.TemporaryDirectory() as tmp:
+        url = args.db or f"sqlite:///{Path(tmp) / 'ledger.db'}"
+        out = run(url, sizes, args.reads)
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return
+    print(f"{out['db']}: the admin's ledger, median of {args.reads} reads")
+    print("   calls   balance rows        view ms (×first)     recount ms (×first)")
+    for r in out["rows"]:
+        print(
+            f"{r['calls']:>8}   {r['balance_rows']:>12}   {r['view_ms']:12.2f} "
+            f"({r['view_ratio']:6.2f}×)   {r['recount_ms']:12.2f} ({r['recount_ratio']:6.2f}×)"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,63 @@
+"""The admin's ledger (``GET /ledger``): what holds money now, read without the history, and
+the recount that reads all of it and names what does not add up."""
+
+from __future__ import annotations
+
+from sqlalchemy import text
+
+from adjudge.store import Store
+from support.harness import make_harness
+
+REWARD = 2_000_000
+
+
+def test_an_ended_tasks_escrow_leaves_the_list(store: Store) -> None:
+    """An escrow is listed while it holds the reward and gone once the payout empties it; the
+    sum of the balances is zero throughout, and the entries are summed only when asked."""
+    h = make_harness(store)
+    tid = h.post("auto")
+    view = h.ok("root", "GET", "/ledger")
+    assert view["balances"][f"escrow:{tid}"] == str(REWARD)
+    assert view["sum_of_balances"] == "0"
+    assert (view["sum_of_entries"], view["unmatched"]) == (None, None)
+    h.ok("ann", "POST", f"/tasks/{tid}/accept")
+    h.ok("ann", "POST", f"/tasks/{tid}/submissions", {"result": "A long enough result."})
+    assert h.ok("ann", "POST", f"/tasks/{tid}/finalize")["ending"] == "paid_on_pass"
+    after = h.ok("root", "GET", "/ledger")
+    assert f"escrow:{tid}" not in after["balances"] and after["sum_of_balances"] == "0"
+    assert set(after["balances"]) == set(view["balances"]) - {f"escrow:{tid}"} | {"platform:fees"}
+    counted = h.ok("root", "GET", "/ledger?recount=true")
+    assert (counted["sum_of_entries"], counted["unmatched"]) == ("0", [])
+    assert counted["balances"] == after["balances"]
+
+
+def test_a_recount_names_a_balance_its_lines_do_not_make(store: Store) -> None:
+    """Balances moved behind the ledger's back in pairs keep their sum at zero, so only the
+    recount sees them: it names each account whose balance is not the sum of its lines, a
+    line with no row, and a line alone makes the sum of the entries non-zero."""
+    h = make_harness(store)
+    tid = h.post("auto")
+    with store.engine.begin() as conn:
+        conn.execute(text("UPDATE balances SET balance = balance + 7 WHERE account = 'wallet:ann'"))
+        conn.execute(text("UPDATE balances SET balance = balance - 7 WHERE account = 'wallet:pat'"))
+        conn.execute(text("DELETE FROM balances WHERE account = :a"), {"a": f"escrow:{tid}"})
+        conn.execute(
+            text("UPDATE balances SET balance = balance + :r WHERE account = 'world'"),
+            {"r": REWARD},
+        )
+    view = h.ok("root", "GET", "/ledger")
+    assert view["sum_of_balances"] == "0" and view["unmatched"] is None
+    counted = h.ok("root", "GET", "/ledger?recount=true")
+    assert counted["unmatched"] == [f"escrow:{tid}", "wallet:ann", "wallet:pat", "world"]
+    assert counted["sum_of_entries"] == "0"
+    with store.engine.begin() as conn:
+        conn.execute(text("DELETE FROM ledger_entries WHERE account = 'wallet:pat' AND amount < 0"))
+    counted = h.ok("root", "GET", "/ledger?recount=true")
+    assert counted["sum_of_entries"] == str(REWARD)
+
+
+def test_only_an_admin_reads_the_ledger(store: Store) -> None:
+    """Anyone else is refused, recount or not."""
+    h = make_harness(store)
+    for path in ("/ledger", "/ledger?recount=true"):
+        assert h.refused("ann", "GET", path)[0] == 403
