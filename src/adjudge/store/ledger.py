@@ -29,6 +29,7 @@ from sqlalchemy import (
     insert,
     or_,
     select,
+    union_all,
     update,
 )
 from sqlalchemy.dialects import postgresql, sqlite
@@ -224,16 +225,7 @@ def recount(tx: Transaction) -> Recount:
     """Every line summed, in all and by account, against the balances: the audit the kept
     figures cannot be (they move with the same code that writes the lines). Reads the whole
     history, so it is asked for (``GET /ledger?recount=true``), never read on a hot path."""
-    b, e = s.balances.c, s.ledger_entries.c
-    lines = select(e.account, func.sum(e.amount).label("total")).group_by(e.account).subquery()
-    other = select(b.account).outerjoin(lines, lines.c.account == b.account)
-    other = other.where(func.coalesce(lines.c.total, 0) != b.balance)
-    rowless = select(lines.c.account).where(
-        lines.c.total != 0, ~select(b.account).where(b.account == lines.c.account).exists()
-    )
-    both = other.union_all(rowless).subquery()
-    named = select(both.c.account).order_by(both.c.account).limit(UNMATCHED_SHOWN)
-    unmatched = [str(a) for a in tx.conn.execute(named).scalars()]
+    unmatched = [str(a) for a in tx.conn.execute(_UNMATCHED).scalars()]
     return Recount(int(tx.conn.execute(_SUM_OF_ENTRIES).scalar() or 0), unmatched)
 
 
@@ -306,6 +298,19 @@ _DROP_EMPTY = delete(s.balances).where(
     s.balances.c.account == bindparam("acct"), s.balances.c.balance == 0
 )
 _SUM_OF_ENTRIES = select(func.coalesce(func.sum(s.ledger_entries.c.amount), 0))
+# Each account's lines less its balance, in one grouping: not zero where the two differ (an
+# account with lines and no row among them).
+_NETS = union_all(
+    select(s.ledger_entries.c.account, s.ledger_entries.c.amount.label("net")),
+    select(s.balances.c.account, (-s.balances.c.balance).label("net")),
+).subquery()
+_UNMATCHED = (
+    select(_NETS.c.account)
+    .group_by(_NETS.c.account)
+    .having(func.sum(_NETS.c.net) != 0)
+    .order_by(_NETS.c.account)
+    .limit(UNMATCHED_SHOWN)
+)
 _DEBIT_WORLD = (
     update(s.balances)
     .where(s.balances.c.account == bindparam("acct"))
