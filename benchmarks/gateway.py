@@ -37,6 +37,12 @@ and the whole machine's (``machine_cpu_ms_per_call``, every core: less the three
     .venv/bin/python benchmarks/gateway.py --terms --calls 10000 --segments 10 --latency-calls 0
     .venv/bin/python benchmarks/gateway.py --db postgresql+psycopg://postgres@127.0.0.1/bench
     .venv/bin/python benchmarks/gateway.py --db postgresql+psycopg://… --terms --processes 2
+    .venv/bin/python benchmarks/gateway.py --db … --processes 2 --finalizes 2000
+
+``--finalizes N`` has the caller, who is also an agent, finalize N auto tasks it took while its
+calls run (each pays its wallet and the platform's fee, as the calls debit that wallet): the
+finalizes per second beside the calls, and, with several processes, the deadlocks PostgreSQL
+broke between the two kinds of work.
 
 A PostgreSQL database is emptied (its tables dropped) before seeding.
 """
@@ -56,6 +62,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +76,7 @@ from adjudge.app.demo import WEATHER_POLICY, weather_tool
 from adjudge.receipts import SignedReceipts, SigningKey
 from adjudge.store import Store
 from adjudge.store.schema import metadata
+from service import drive, submitted_tasks
 
 PROVIDER = "skycast"
 PRICE = 25
@@ -338,9 +346,10 @@ def _wait_for(url: str) -> None:
 TERMS = {"declared_failure_rate": "1/2", "sample_gate": 100, "window_days": 30}
 
 
-def seed(url: str, provider_url: str, terms: bool = False) -> str:
-    """Accounts, the tool and its policy (and the provider's quality terms); returns the
-    caller's API key."""
+def seed(url: str, provider_url: str, terms: bool = False, tasks: int = 0) -> tuple[str, list[str]]:
+    """Accounts, the tool and its policy (and the provider's quality terms), and ``tasks``
+    auto tasks the caller took and submitted (to finalize beside its calls); returns the
+    caller's API key and the tasks' ids."""
     store = Store(url)
     if store.dialect == "postgresql":
         with store.engine.begin() as conn:
@@ -363,8 +372,9 @@ def seed(url: str, provider_url: str, terms: bool = False) -> str:
     app.calls.register_policy(seller, "weather_forecast", POLICY)  # a tool's rules are its own
     if terms:
         app.calls.register_tool(seller, {"tool": "terms", "version": "1"}, TERMS)
+    ids = submitted_tasks(app, admin, "agent", tasks) if tasks else []
     app.close()
-    return str(caller)
+    return str(caller), ids
 
 
 class Service:
@@ -462,14 +472,32 @@ _CHECKS = {
 }
 
 
-async def spread(services: list[Service], key: str, calls: int, clients: int) -> list[float]:
+async def spread(
+    services: list[Service],
+    key: str,
+    calls: int,
+    clients: int,
+    tasks: Sequence[str] = (),
+    finalized: list[float] | None = None,
+) -> list[float]:
     """``calls`` closed-loop calls shared by the ``services`` (one ``serve`` process each, on
-    one database), ``clients`` clients in all, each process its share of both."""
+    one database), ``clients`` clients in all, each process its share of both; and, as many
+    clients again, the caller's finalizes of ``tasks`` (each process its share; when each
+    share ended is added to ``finalized``): the calls' latencies."""
+    finalized = [] if finalized is None else finalized
     n = len(services)
+    each = max(1, clients // n)
+
+    async def finalizing(base: str, share: list[str]) -> list[float]:
+        latencies = await drive(base, key, share, each)
+        finalized.append(time.perf_counter())
+        return latencies
+
     shares = await asyncio.gather(
-        *(closed_loop(s.base, key, calls // n, max(1, clients // n)) for s in services)
+        *(closed_loop(s.base, key, calls // n, each) for s in services),
+        *(finalizing(s.base, list(tasks[i::n])) for i, s in enumerate(services) if tasks),
     )
-    return [latency for share in shares for latency in share]
+    return [latency for share in shares[:n] for latency in share]
 
 
 def _cpu_sum(services: list[Service]) -> float | None:
@@ -497,21 +525,23 @@ def closed_loop_figures(
     provider: subprocess.Popen[bytes],
     key: str,
     args: argparse.Namespace,
+    tasks: list[str],
 ) -> dict[str, Any]:
     """(1) closed loop: the most the gateway sustains, in segments (CPU per call and memory
     after each, so a cost that grows with the calls already made shows as a rising figure);
     with several processes on one PostgreSQL database, their CPU summed and the deadlocks
-    PostgreSQL broke meanwhile."""
+    PostgreSQL broke meanwhile. With ``tasks``, the caller finalizes them meanwhile, each
+    process its share, through as many clients again (``--finalizes``)."""
     url = args.db or ""
     broken0 = deadlocks(url)
     cpu0, peer0, me0 = _cpu_sum(services), _cpu_seconds(provider.pid), time.process_time()
     machine0 = machine_cpu()
     started = time.perf_counter()
-    latencies, segments, memory = [], [], []
+    latencies, segments, memory, finalized = [], [], [], []
     size = max(len(services), args.calls // args.segments // len(services) * len(services))
     for _ in range(args.segments):
         before = _cpu_sum(services)
-        latencies += asyncio.run(spread(services, key, size, args.clients))
+        latencies += asyncio.run(spread(services, key, size, args.clients, tasks, finalized))
         segments.append(_per_call(before, _cpu_sum(services), size))
         memory.append(_rss_kb(services[0].process.pid))
     elapsed = time.perf_counter() - started
@@ -524,6 +554,8 @@ def closed_loop_figures(
         "processes": len(services),
         "quality_terms": args.terms,
         "per_second": round(done / elapsed, 1),
+        "finalizes": len(tasks),
+        "finalizes_per_second": round(len(tasks) / (max(finalized) - started), 1) if tasks else 0,
         "latency_ms": _ms(latencies),
         "server_cpu_ms_per_call": _per_call(cpu0, cpu1, done),
         "provider_cpu_ms_per_call": _per_call(peer0, peer1, done),
@@ -555,7 +587,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     provider_port, direct_port = _port(), _port()
     provider_url = f"http://127.0.0.1:{provider_port}"
     direct_url = provider_url if args.provider == "raw" else f"http://127.0.0.1:{direct_port}"
-    key = seed(url, provider_url, args.terms)
+    key, tasks = seed(url, provider_url, args.terms, args.finalizes)
     figures: dict[str, Any] = {
         "database": url.split(":", 1)[0],
         "provider": args.provider,
@@ -582,7 +614,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     try:
         _wait_for(f"{direct_url}{PATH}")
         asyncio.run(spread(services, key, args.warmup, args.clients))
-        figures["closed_loop"] = closed_loop_figures(services, provider, key, args)
+        figures["closed_loop"] = closed_loop_figures(services, provider, key, args, tasks)
         floor = work_floor_us(url, directory, direct_url)
         server = figures["closed_loop"]["server_cpu_ms_per_call"]
         figures["closed_loop"]["work_floor_us"] = round(floor, 1)
@@ -683,6 +715,13 @@ def main() -> None:
         "--segments", type=int, default=1, help="Report the closed loop's CPU per call in parts."
     )
     parser.add_argument("--stage-calls", type=int, default=2000, help="Calls of the stage run.")
+    parser.add_argument(
+        "--finalizes",
+        type=int,
+        default=0,
+        help="Auto tasks the caller finalizes during the closed loop (it is their agent: each "
+        "pays its wallet and the platform's fee), through as many clients again.",
+    )
     parser.add_argument("--json", action="store_true", help="Print the figures as JSON.")
     parser.add_argument("--serve-provider", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--jwks-url", help=argparse.SUPPRESS)
@@ -692,6 +731,8 @@ def main() -> None:
         parser.error("--processes above 1 needs a PostgreSQL database (--db)")
     if args.processes > 1 and args.stages:
         parser.error("--stages times one process: leave --processes at 1")
+    if args.finalizes and args.segments > 1:
+        parser.error("--finalizes runs beside one closed loop: leave --segments at 1")
     if args.serve_provider:
         serve_provider(args.serve_provider, args.provider, args.jwks_url, args.direct_port)
         return

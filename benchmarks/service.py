@@ -54,7 +54,7 @@ import httpx
 from floors import bare_commit
 from loadgen import Http, machine_cpu
 
-from adjudge.app import App, settlement
+from adjudge.app import Account, App, settlement
 from adjudge.market import Accept, Context, Draft, Submit, post, step
 from adjudge.store import Store, Submission, records
 from adjudge.store.schema import metadata
@@ -91,9 +91,19 @@ def seed(url: str, count: int) -> tuple[str, list[str]]:
     store.migrate()
     app = App(store)
     admin_key = app.accounts.create(None, "admin", ["admin"]).value["api_key"]
-    app.accounts.create(None, "poster", ["poster"])
     agent_key = app.accounts.create(None, "agent", ["agent"]).value["api_key"]
-    app.accounts.deposit(app.accounts.authenticate(admin_key), "poster", 1_000_000 * count)
+    ids = submitted_tasks(app, app.accounts.authenticate(admin_key), "agent", count)
+    app.close()
+    store.dispose()
+    return agent_key, ids
+
+
+def submitted_tasks(app: App, admin: Account, agent: str, count: int) -> list[str]:
+    """``count`` auto tasks a new account "poster" posted and funded, each taken by ``agent``
+    and submitted with a result that passes: the task ids, ready to finalize."""
+    store = app.store
+    app.accounts.create(None, "poster", ["poster"])
+    app.accounts.deposit(admin, "poster", 1_000_000 * count)
     now = datetime.now(UTC)
     ctx = Context(now=now, checker=app.checker)
     ids: list[str] = []
@@ -106,14 +116,13 @@ def seed(url: str, count: int) -> tuple[str, list[str]]:
                 stored = settlement.post(
                     tx, out, title=f"bench {i}", brief="Explain escrow.", at=now
                 )
-                task = step(task, Accept("agent"), ctx).task
-                task = step(task, Submit("agent", RESULT), ctx).task
+                task = step(task, Accept(agent), ctx).task
+                task = step(task, Submit(agent, RESULT), ctx).task
                 stored = records.update_task(tx, stored, task)
                 assert task.result_digest is not None
                 records.add_submission(tx, Submission(task.id, 1, RESULT, task.result_digest, now))
                 ids.append(task.id)
-    store.dispose()
-    return agent_key, ids
+    return ids
 
 
 async def drive(

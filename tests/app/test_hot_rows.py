@@ -20,6 +20,7 @@ from adjudge.market import WORLD, Transfer
 from adjudge.store import Store, Transaction, hot_rows, ledger, quality_windows
 from adjudge.store import schema as s
 from support.batches import one_batch
+from support.harness import make_harness
 
 T0 = datetime(2026, 3, 10, 12, tzinfo=UTC)
 SPAN = timedelta(days=30)
@@ -182,3 +183,130 @@ def test_a_paid_calls_units_name_the_rows_they_share() -> None:
         got = settling_rows("ann", "key_1", "prov", 25, T0, payment, termed=True)
         assert got == (day, window, refunded)
     assert settling_rows("ann", None, "prov", 25, T0, "refund", termed=False) == (refunded,)
+
+
+def _credits_crossed(store: Store, late: str) -> list[str]:
+    """Batch A debits the wallet as it runs (a call's start), then, after B began to commit,
+    credits ``late`` at its commit (a payout's fee, a settled call's provider hold); B, on
+    another engine, credits that wallet and ``late`` at its commit (a finalize paying the
+    wallet's agent beside a settled call). The runs of each unit."""
+    _seed(store)
+    with store.write() as tx:
+        payers = [Transfer(WORLD, "wallet:src_a", 5), Transfer(WORLD, "wallet:src_b", 5)]
+        ledger.transfer(tx, payers, task_id=None, at=T0)
+    other = Store(store.url)
+    a, b = GroupCommit(store, threads=1), GroupCommit(other, threads=1)
+    runs: list[str] = []
+    go = threading.Event()
+
+    def debit(tx: Transaction) -> str:
+        runs.append("a1")
+        ledger.transfer(tx, [Transfer(WALLET, "wallet:dst", 1)], task_id=None, at=T0)
+        tx.send()  # the wallet's row locked to A's commit
+        go.set()
+        threading.Event().wait(0.5)  # B commits meanwhile (and waits for the wallet)
+        return "a1"
+
+    def credit(tx: Transaction) -> str:
+        runs.append("a2")
+        ledger.transfer(tx, [Transfer("wallet:src_a", late, 1)], task_id=None, at=T0)
+        return "a2"
+
+    def payout(tx: Transaction) -> str:
+        runs.append("b1")
+        paid = [Transfer("wallet:src_b", WALLET, 2), Transfer("wallet:src_b", late, 1)]
+        ledger.transfer(tx, paid, task_id=None, at=T0)
+        return "b1"
+
+    def b_batch() -> None:
+        assert go.wait(10)
+        assert b.submit(payout).result(30) == "b1"
+
+    thread = threading.Thread(target=b_batch)
+    try:
+        thread.start()
+        assert one_batch(a, [debit, credit]) == ["a1", "a2"]
+        thread.join(60)
+    finally:
+        a.close()
+        b.close()
+        other.dispose()
+    with store.read() as tx:
+        assert ledger.balance(tx, WALLET) == 101 and ledger.balance(tx, late) == 2
+    return runs
+
+
+@pytest.mark.parametrize("late", ["platform:fees", "held:p"])
+def test_fees_and_provider_holds_credited_last_take_part_in_no_cycle(
+    store: Store, late: str
+) -> None:
+    """A batch holding an agent's wallet from a debit as it ran credits a fee or a provider's
+    hold at its commit, while another process's payout to that agent credits the same: the
+    payout waits for the wallet before it takes the other, so each unit commits once."""
+    if store.dialect == "sqlite":
+        pytest.skip("SQLite has one writer: two batches never hold rows at the same time")
+    assert sorted(_credits_crossed(store, late)) == ["a1", "a2", "b1"]
+
+
+@pytest.mark.parametrize("late", ["platform:fees", "held:p"])
+def test_with_credits_in_account_order_the_same_batches_deadlock(
+    store: Store, monkeypatch: pytest.MonkeyPatch, late: str
+) -> None:
+    """The case above's control: credits in plain account order, the payout took the fee's
+    or hold's row first and waited for the wallet, A waited for that row, and PostgreSQL
+    chose a victim."""
+    if store.dialect == "sqlite":
+        pytest.skip("SQLite has one writer: two batches never hold rows at the same time")
+    monkeypatch.setattr(ledger, "credit_order", lambda account: (0, account))
+    assert len(_credits_crossed(store, late)) == 4  # one unit ran again after the deadlock
+
+
+def test_balances_are_credited_and_locked_in_one_order() -> None:
+    """Credits at a commit go by account, the providers' holds after the others and the fees
+    last; a batch orders the balances it names the same way (a hold after a wallet)."""
+    accounts = ["wallet:b", "platform:fees", "held:p", "escrow:x", "wallet:a", "held:a"]
+    assert sorted(accounts, key=ledger.credit_order) == [
+        "escrow:x",
+        "wallet:a",
+        "wallet:b",
+        "held:a",
+        "held:p",
+        "platform:fees",
+    ]
+    wallet, hold = hot_rows.balance("wallet:z"), hot_rows.balance("held:a")
+    assert hot_rows.out_of_order([(wallet,), (hot_rows.credited("held:a"),)]) == []
+    assert hot_rows.out_of_order([(hold,), (wallet,)]) == [wallet[:3], hold[:3]]
+    with pytest.raises(AssertionError):
+        hot_rows.credited("platform:fees")
+
+
+def test_a_tasks_posting_and_finalize_name_the_rows_they_share(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Posting names the poster's wallet, debited as it runs; a finalize the agent's wallet,
+    credited as it commits when the check passes (the fees are never named)."""
+    named: list[tuple[hot_rows.Row, ...]] = []
+    submit, run = GroupCommit.submit, GroupCommit.run
+
+    def spy_submit(self: GroupCommit, fn: Any, *, hot: tuple[hot_rows.Row, ...] = ()) -> Any:
+        named.append(hot)
+        return submit(self, fn, hot=hot)
+
+    async def spy_run(
+        self: GroupCommit, fn: Any, *, on_loop: bool = True, hot: tuple[hot_rows.Row, ...] = ()
+    ) -> Any:
+        named.append(hot)
+        return await run(self, fn, on_loop=on_loop, hot=hot)
+
+    monkeypatch.setattr(GroupCommit, "submit", spy_submit)
+    monkeypatch.setattr(GroupCommit, "run", spy_run)
+    h = make_harness(store)
+    named.clear()
+    tid = h.post("auto")
+    assert (hot_rows.balance("wallet:pat"),) in named
+    h.ok("ann", "POST", f"/tasks/{tid}/accept")
+    h.ok("ann", "POST", f"/tasks/{tid}/submissions", {"result": "A long enough result."})
+    named.clear()
+    assert h.ok("ann", "POST", f"/tasks/{tid}/finalize")["ending"] == "paid_on_pass"
+    assert (hot_rows.credited("wallet:ann"),) in named
+    assert not any(row[1] == "platform:fees" for rows in named for row in rows)

@@ -65,13 +65,23 @@ from adjudge.market import (
     post,
     step,
     take_due,
+    wallet_account,
 )
 from adjudge.market.lifecycle import MAX_RESULT_CHARS
 from adjudge.market.seal import admissible_form, judged_criteria, reveal_due
 from adjudge.market.signed_verdicts import check_signature, verdict_payload
 from adjudge.receipts import Issuer
 from adjudge.settings import Settings
-from adjudge.store import Account, StoredTask, Submission, Transaction, ids, quotas, records
+from adjudge.store import (
+    Account,
+    StoredTask,
+    Submission,
+    Transaction,
+    hot_rows,
+    ids,
+    quotas,
+    records,
+)
 
 log = logging.getLogger("adjudge.takes")
 
@@ -303,7 +313,10 @@ class Tasks:
             stored = settlement.post(tx, out, title=title, brief=brief, at=ctx.now)
             return task_view(tx, stored, account, ctx.now)
 
-        return self.unit.once(account.id, idem, run)
+        # The poster's wallet is debited as the unit runs (hot_rows: locked first when a batch's
+        # other units take their rows in another order).
+        debited = (hot_rows.balance(wallet_account(account.id)),)
+        return self.unit.once(account.id, idem, run, hot=debited)
 
     # --- the lifecycle ----------------------------------------------------------------------
 
@@ -370,6 +383,7 @@ class Tasks:
             key,
             event,
             checker=_Precomputed(self.checker, done, account.id),
+            hot=_paid(account),
         )
 
     async def finalize_here(
@@ -389,7 +403,7 @@ class Tasks:
             account, task_id, _quick_finalize(account, task_id), None, checker, judged=True
         )
         try:
-            return await self.unit.once_async(account.id, idem, run)
+            return await self.unit.once_async(account.id, idem, run, hot=_paid(account))
         except _CheckApart:
             return None
 
@@ -820,11 +834,12 @@ class Tasks:
         *,
         after: Callable[[Transaction, Outcome], None] | None = None,
         checker: Checker | None = None,
+        hot: tuple[hot_rows.Row, ...] = (),
     ) -> Answer[Any]:
         idem = Idempotency.of(key, f"tasks.{operation}", {"task": task_id, **inputs})
         run = self._acting(account, task_id, make_event, after, checker)
         with stage("task.write"):
-            return self.unit.once(account.id, idem, run)
+            return self.unit.once(account.id, idem, run, hot=hot)
 
     def _acting(
         self,
@@ -859,6 +874,14 @@ class Tasks:
                 return task_view(tx, updated, account, ctx.now)
 
         return run
+
+
+def _paid(agent: Account) -> tuple[hot_rows.Row, ...]:
+    """The row a finalize shares with other transactions: the agent's wallet, credited as it
+    commits when the check passes (the escrow it is paid from is the task's alone; the fee's
+    account is credited last of all, :func:`adjudge.store.ledger.credit_order`, and needs no
+    naming)."""
+    return (hot_rows.credited(wallet_account(agent.id)),)
 
 
 def _quick_finalize(account: Account, task_id: str) -> Callable[[Transaction, StoredTask], Event]:

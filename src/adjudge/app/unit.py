@@ -111,11 +111,12 @@ class UnitOfWork:
         with self.store.read(one_moment=one_moment) as tx:
             return fn(tx)
 
-    def write(self, fn: Callable[[Transaction], T]) -> T:
+    def write(self, fn: Callable[[Transaction], T], *, hot: tuple[hot_rows.Row, ...] = ()) -> T:
         """Run ``fn`` in a write transaction, again from the start after a lost race: with
-        group commit, in the next commit of the group (the calling thread waits for it)."""
+        group commit, in the next commit of the group (the calling thread waits for it;
+        ``hot``: as :meth:`write_async`'s)."""
         if self.commits is not None:
-            return self.commits.submit(fn).result()
+            return self.commits.submit(fn, hot=hot).result()
         return written(self.store, fn)
 
     async def write_async(
@@ -144,8 +145,10 @@ class UnitOfWork:
         fn: Callable[[Transaction], T],
         *,
         seal: bool = False,
+        hot: tuple[hot_rows.Row, ...] = (),
     ) -> Answer[T]:
-        """Run a state change at most once per Idempotency-Key (the module's steps).
+        """Run a state change at most once per Idempotency-Key (the module's steps; ``hot``:
+        the rows of many transactions ``fn`` changes, as :meth:`write_async`'s).
 
         ``fn``'s answer must be JSON data: it is stored as it is. With ``seal`` the stored
         answer is encrypted under a key derived from the Idempotency-Key, which the store never
@@ -153,7 +156,7 @@ class UnitOfWork:
         answer that carries a secret.
         """
         try:
-            return self.write(self._attempt_once(account_id, idem, fn, seal))
+            return self.write(self._attempt_once(account_id, idem, fn, seal), hot=hot)
         except Error:
             replay = self._replayed_after_refusal(account_id, idem)
             if replay is None:
@@ -167,11 +170,12 @@ class UnitOfWork:
         fn: Callable[[Transaction], T],
         *,
         seal: bool = False,
+        hot: tuple[hot_rows.Row, ...] = (),
     ) -> Answer[T]:
         """:meth:`once`, awaited on the running event loop (a local store's unit is written on
         the loop itself: :class:`GroupCommit`)."""
         try:
-            return await self.write_async(self._attempt_once(account_id, idem, fn, seal))
+            return await self.write_async(self._attempt_once(account_id, idem, fn, seal), hot=hot)
         except Error:
             if idem is None:
                 raise

@@ -7,10 +7,11 @@ spending row and its caller's wallet, its end its provider's quality window (and
 the key's row and the wallet again), so a batch that began with a start and one that began
 with an end deadlocked, and PostgreSQL broke each cycle only after a second. So a unit names
 the rows of these kinds it will change, and a batch of several locks them all first, in one
-order: spending rows, then quality windows, then balances, each by key. That is also the order
-a lone unit takes them in as it runs (a refund gives the key's day back before the window
-moves, and a wallet's credit comes at the commit), so no two transactions wait on each other
-for them; a batch whose units would take them in that order anyway (one caller's calls, with
+order: spending rows, then quality windows, then balances (providers' holds last), each by key
+as code points. That is also the order a lone unit takes them in as it runs (a refund gives the
+key's day back before the window moves, and a wallet's credit comes at the commit, credits in
+:func:`adjudge.store.ledger.credit_order`), so no two transactions wait on each other for
+them; a batch whose units would take them in that order anyway (one caller's calls, with
 no window among them; a wallet's credit counted at the commit, after every unit) is left to:
 it holds each row from the unit that takes it, not from its start. A row not there yet (a
 key's first call of the day) is locked by the insert that makes it, as before.
@@ -24,6 +25,8 @@ from collections.abc import Iterable
 
 from sqlalchemy import text
 
+from adjudge.market import platform_account
+from adjudge.store.ledger import credit_order
 from adjudge.store.transaction import Transaction
 
 #: A row: (kind, key, second key); the kinds in the order they are taken.
@@ -31,7 +34,9 @@ Lock = tuple[int, str, str]
 #: A row a unit will change, and whether it takes it only as the transaction commits (a
 #: balance's credit) rather than as it runs.
 Row = tuple[int, str, str, bool]
-SPENDING, WINDOW, BALANCE = 0, 1, 2
+#: The kinds: a provider's hold is a balance taken after every other (as credits are written
+#: at a commit: :func:`adjudge.store.ledger.credit_order`).
+SPENDING, WINDOW, BALANCE, HELD = 0, 1, 2, 3
 
 
 def spending(key_id: str, day: str) -> Row:
@@ -46,13 +51,22 @@ def window(provider: str) -> Row:
 
 def balance(account: str) -> Row:
     """A ledger account's balance, debited as the unit runs (``balances``)."""
-    return (BALANCE, account, "", False)
+    return (_kind(account), account, "", False)
 
 
 def credited(account: str) -> Row:
     """A ledger account's balance, credited as the transaction commits (the store adds up a
-    transaction's credits and writes them then, account by account, in order)."""
-    return (BALANCE, account, "", True)
+    transaction's credits and writes them then, account by account, in order). Never the
+    platform's fees: credited after every other row (:func:`adjudge.store.ledger.credit_order`),
+    they wait for nothing and are left out of this order."""
+    assert account != platform_account(), "the platform's fees are credited last, unnamed"
+    return (_kind(account), account, "", True)
+
+
+def _kind(account: str) -> int:
+    """A balance's kind, in :func:`~adjudge.store.ledger.credit_order`: a provider's hold
+    after the others."""
+    return BALANCE + credit_order(account)[0]
 
 
 def out_of_order(units: Iterable[Iterable[Row]]) -> list[Lock]:
@@ -90,22 +104,25 @@ def take(tx: Transaction, units: Iterable[Iterable[Row]]) -> None:
     providers = [k for kind, k, _ in ordered if kind == WINDOW]
     if providers:
         tx.later(_WINDOWS, {"providers": providers})
-    accounts = [k for kind, k, _ in ordered if kind == BALANCE]
-    if accounts:
-        tx.later(_BALANCES, {"accounts": accounts})
+    for balances in (BALANCE, HELD):
+        accounts = [k for kind, k, _ in ordered if kind == balances]
+        if accounts:
+            tx.later(_BALANCES, {"accounts": accounts})
 
 
-# ``FOR UPDATE`` under ``ORDER BY`` locks the rows as the sort returns them: in key order.
+# ``FOR UPDATE`` under ``ORDER BY`` locks the rows as the sort returns them: in key order,
+# compared as code points (``COLLATE "C"``), as Python sorts them, whatever the database's
+# collation (a language's would order "a-b" and "ab" otherwise).
 _SPENDING = text(
     "SELECT 1 FROM key_spend WHERE (key_id, day) IN "
     "(SELECT * FROM unnest(CAST(:keys AS varchar[]), CAST(:days AS varchar[]))) "
-    "ORDER BY key_id, day FOR UPDATE OF key_spend"
+    'ORDER BY key_id COLLATE "C", day COLLATE "C" FOR UPDATE OF key_spend'
 )
 _WINDOWS = text(
     "SELECT 1 FROM quality_windows WHERE provider = ANY(CAST(:providers AS varchar[])) "
-    "ORDER BY provider FOR UPDATE"
+    'ORDER BY provider COLLATE "C" FOR UPDATE'
 )
 _BALANCES = text(
     "SELECT 1 FROM balances WHERE account = ANY(CAST(:accounts AS varchar[])) "
-    "ORDER BY account FOR UPDATE"
+    'ORDER BY account COLLATE "C" FOR UPDATE'
 )

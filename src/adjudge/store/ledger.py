@@ -35,7 +35,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql, sqlite
 
 from adjudge.errors import BadInput, InternalError, StateError
-from adjudge.market import WORLD, Transfer
+from adjudge.market import WORLD, Transfer, platform_account
 from adjudge.market.money import shown
 from adjudge.store import day_counts, held_days, ids, receipt_log
 from adjudge.store import schema as s
@@ -152,19 +152,33 @@ def _proven(
     )
 
 
+def credit_order(account: str) -> tuple[int, str]:
+    """The order a transaction's credits are written in as it commits, the one order every
+    transaction takes balances in (:mod:`adjudge.store.hot_rows`): by account, the
+    providers' holds after the others and the platform's fees last of all. A payout credits
+    the fees and nothing debits them, so a transaction holds their row only at its very end,
+    waiting for no other row after it; a settled call credits its provider's hold, which a
+    batch paying an agent then took before that agent's wallet, as another batch held the
+    wallet from a call's start it ran and waited for the hold: two processes' batches each
+    held a row the other wanted."""
+    if account == platform_account():
+        return 2, account
+    return (1 if account.startswith(PROVIDER_HOLD_PREFIX) else 0), account
+
+
 def flush(tx: Transaction) -> None:
-    """Add the transaction's credits to their balances, in account order, as it commits.
+    """Add the transaction's credits to their balances, in :func:`credit_order`, as it commits.
 
     Crediting is deferred to here because a credit cannot fail (only a debit may overdraw) and
     one balance is credited by nearly every transaction (a platform's fees, an agent paid for
     many tasks): written mid-transaction, its row lock would make every other writer wait for
-    this whole transaction; written last, for its commit only. In account order, two
+    this whole transaction; written last, for its commit only. In one order, two
     transactions crediting the same accounts never wait for each other in a cycle. A debit
     (:func:`transfer`) and a read (:func:`balance`, :func:`balances`, :func:`total`) of the
     transaction see its credits first.
     """
     if tx.credits_due:
-        due = sorted(tx.credits_due.items())
+        due = sorted(tx.credits_due.items(), key=lambda item: credit_order(item[0]))
         tx.credits_due = {}
         rows = [{"account": a, "amount": n} for a, n in due]
         tx.later_many(_UPSERT[tx.dialect], rows)  # sent with the commit's round trip
