@@ -153,14 +153,13 @@ def _proven(
 
 
 def credit_order(account: str) -> tuple[int, str]:
-    """The order a transaction's credits are written in as it commits, the one order every
-    transaction takes balances in (:mod:`adjudge.store.hot_rows`): by account, the
-    providers' holds after the others and the platform's fees last of all. A payout credits
-    the fees and nothing debits them, so a transaction holds their row only at its very end,
-    waiting for no other row after it; a settled call credits its provider's hold, which a
-    batch paying an agent then took before that agent's wallet, as another batch held the
-    wallet from a call's start it ran and waited for the hold: two processes' batches each
-    held a row the other wanted."""
+    """The order a transaction's credits are written in as it commits, and the one order
+    batches take balances in (:mod:`adjudge.store.hot_rows`): by account, the providers' holds
+    after the other accounts and the platform's fees last. Nothing debits the fees, so their
+    row is held only at a transaction's very end, waiting for nothing after it. Every settled
+    call credits its provider's hold: taken before the wallets, a batch paying an agent held
+    it while it waited for the agent's wallet, which another batch held from a call's start
+    and which wanted the hold at its commit."""
     if account == platform_account():
         return 2, account
     return (1 if account.startswith(PROVIDER_HOLD_PREFIX) else 0), account
