@@ -257,15 +257,81 @@ def test_with_credits_in_account_order_the_same_batches_deadlock(
     chose a victim."""
     if store.dialect == "sqlite":
         pytest.skip("SQLite has one writer: two batches never hold rows at the same time")
-    monkeypatch.setattr(ledger, "credit_order", lambda account: (0, account))
+    monkeypatch.setattr(hot_rows, "credit_order", lambda account: (0, account))
     assert len(_credits_crossed(store, late)) == 4  # one unit ran again after the deadlock
+
+
+def _maturity_crossed(store: Store) -> list[str]:
+    """A lone unit releases a provider's hold into the wallet (a maturity: the hold debited as
+    it runs, the wallet credited at its commit); another engine's unit, after the release's
+    debit, debits the wallet as it runs (a call's start) and credits the hold at its commit (a
+    settled call). The runs of each unit."""
+    _seed(store)
+    with store.write() as tx:
+        ledger.transfer(tx, [Transfer(WORLD, "held:p", 5)], task_id=None, at=T0)
+    other = Store(store.url)
+    a, b = GroupCommit(store, threads=1), GroupCommit(other, threads=1)
+    runs: list[str] = []
+    go = threading.Event()
+
+    def release(tx: Transaction) -> str:
+        runs.append("a1")
+        tx.appended.add("rcpt-settled")  # as the settle's receipt on the log would be
+        paid = [Transfer("held:p", WALLET, 1, "release")]
+        ledger.transfer(tx, paid, task_id=None, at=T0, receipt_id="rcpt-settled")
+        tx.send()
+        go.set()
+        threading.Event().wait(0.5)  # B runs meanwhile
+        return "a1"
+
+    def start_and_settle(tx: Transaction) -> str:
+        runs.append("b1")
+        ledger.transfer(tx, [Transfer(WALLET, "held:p", 1, "charge")], task_id=None, at=T0)
+        return "b1"
+
+    def b_unit() -> None:
+        assert go.wait(10)
+        assert b.submit(start_and_settle).result(30) == "b1"
+
+    thread = threading.Thread(target=b_unit)
+    try:
+        thread.start()
+        assert a.submit(release).result(30) == "a1"
+        thread.join(60)
+    finally:
+        a.close()
+        b.close()
+        other.dispose()
+    with store.read() as tx:
+        assert ledger.balance(tx, WALLET) == 100 and ledger.balance(tx, "held:p") == 5
+    return runs
+
+
+def test_a_provider_holds_release_locks_the_wallet_it_credits_first(store: Store) -> None:
+    """A release takes the hold as it runs and the wallet only at its commit, against the one
+    order (wallets before holds): it locks the wallet first, so a unit debiting that wallet
+    and crediting the hold waits for it rather than each holding a row the other wants."""
+    if store.dialect == "sqlite":
+        pytest.skip("SQLite has one writer: two units never hold rows at the same time")
+    assert sorted(_maturity_crossed(store)) == ["a1", "b1"]
+
+
+def test_without_the_wallet_locked_first_a_release_deadlocks(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The case above's control: the release names nothing it credits, and PostgreSQL chose
+    a victim."""
+    if store.dialect == "sqlite":
+        pytest.skip("SQLite has one writer: two units never hold rows at the same time")
+    monkeypatch.setattr(ledger, "_credited", lambda run: [])
+    assert len(_maturity_crossed(store)) == 3  # one unit ran again after the deadlock
 
 
 def test_balances_are_credited_and_locked_in_one_order() -> None:
     """Credits at a commit go by account, the providers' holds after the others and the fees
     last; a batch orders the balances it names the same way (a hold after a wallet)."""
     accounts = ["wallet:b", "platform:fees", "held:p", "escrow:x", "wallet:a", "held:a"]
-    assert sorted(accounts, key=ledger.credit_order) == [
+    assert sorted(accounts, key=hot_rows.credit_order) == [
         "escrow:x",
         "wallet:a",
         "wallet:b",

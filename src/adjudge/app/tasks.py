@@ -879,7 +879,7 @@ class Tasks:
 def _paid(agent: Account) -> tuple[hot_rows.Row, ...]:
     """The row a finalize shares with other transactions: the agent's wallet, credited as it
     commits when the check passes (the escrow it is paid from is the task's alone; the fee's
-    account is credited last of all, :func:`adjudge.store.ledger.credit_order`, and needs no
+    account is credited last of all, :func:`adjudge.store.hot_rows.credit_order`, and needs no
     naming)."""
     return (hot_rows.credited(wallet_account(agent.id)),)
 

@@ -10,7 +10,7 @@ the rows of these kinds it will change, and a batch of several locks them all fi
 order: spending rows, then quality windows, then balances (providers' holds last), each by key
 as code points. That is also the order a lone unit takes them in as it runs (a refund gives the
 key's day back before the window moves, and a wallet's credit comes at the commit, credits in
-:func:`adjudge.store.ledger.credit_order`), so no two transactions wait on each other for
+:func:`credit_order`), so no two transactions wait on each other for
 them; a batch whose units would take them in that order anyway (one caller's calls, with
 no window among them; a wallet's credit counted at the commit, after every unit) is left to:
 it holds each row from the unit that takes it, not from its start. A row not there yet (a
@@ -25,8 +25,7 @@ from collections.abc import Iterable
 
 from sqlalchemy import text
 
-from adjudge.market import platform_account
-from adjudge.store.ledger import credit_order
+from adjudge.market import platform_account, provider_hold_account
 from adjudge.store.transaction import Transaction
 
 #: A row: (kind, key, second key); the kinds in the order they are taken.
@@ -35,8 +34,23 @@ Lock = tuple[int, str, str]
 #: balance's credit) rather than as it runs.
 Row = tuple[int, str, str, bool]
 #: The kinds: a provider's hold is a balance taken after every other (as credits are written
-#: at a commit: :func:`adjudge.store.ledger.credit_order`).
+#: at a commit: :func:`credit_order`).
 SPENDING, WINDOW, BALANCE, HELD = 0, 1, 2, 3
+#: A provider's hold account's prefix.
+_HOLD = provider_hold_account("")
+
+
+def credit_order(account: str) -> tuple[int, str]:
+    """The one order balances are taken in: the order a transaction's credits are written in
+    as it commits (:func:`adjudge.store.ledger.flush`) and a batch locks the balances its
+    units name. By account, the providers' holds after the other accounts and the platform's
+    fees last. Nothing debits the fees, so their row is held only at a transaction's very end,
+    waiting for nothing after it. Every settled call credits its provider's hold: taken before
+    the wallets, a batch paying an agent held it while it waited for the agent's wallet, which
+    another batch held from a call's start and which wanted the hold at its commit."""
+    if account == platform_account():
+        return 2, account
+    return (1 if account.startswith(_HOLD) else 0), account
 
 
 def spending(key_id: str, day: str) -> Row:
@@ -57,14 +71,14 @@ def balance(account: str) -> Row:
 def credited(account: str) -> Row:
     """A ledger account's balance, credited as the transaction commits (the store adds up a
     transaction's credits and writes them then, account by account, in order). Never the
-    platform's fees: credited after every other row (:func:`adjudge.store.ledger.credit_order`),
+    platform's fees: credited after every other row (:func:`credit_order`),
     they wait for nothing and are left out of this order."""
     assert account != platform_account(), "the platform's fees are credited last, unnamed"
     return (_kind(account), account, "", True)
 
 
 def _kind(account: str) -> int:
-    """A balance's kind, in :func:`~adjudge.store.ledger.credit_order`: a provider's hold
+    """A balance's kind, in :func:`credit_order`: a provider's hold
     after the others."""
     return BALANCE + credit_order(account)[0]
 

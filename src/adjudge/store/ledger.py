@@ -37,7 +37,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from adjudge.errors import BadInput, InternalError, StateError
 from adjudge.market import WORLD, Transfer, platform_account
 from adjudge.market.money import shown
-from adjudge.store import day_counts, held_days, ids, receipt_log
+from adjudge.store import day_counts, held_days, hot_rows, ids, receipt_log
 from adjudge.store import schema as s
 from adjudge.store.records import decode_cursor, encode_cursor
 from adjudge.store.transaction import Read, Transaction, one_row
@@ -98,6 +98,8 @@ def transfer(
             tx.later(_UPSERT[tx.dialect], {"account": WORLD, "amount": 0})
             tx.later(_DEBIT_WORLD, {"acct": debit, "amt": total})
         else:  # checked as it is sent: the transaction goes on only if it fits
+            if debit.startswith(PROVIDER_HOLD_PREFIX):  # taken after what it credits
+                hot_rows.take(tx, [(hot_rows.balance(debit), *_credited(run))])
             refusal = partial(_too_little, debit, total)  # worded only if it is refused
             tx.later(_DEBIT, {"acct": debit, "amt": total}, check=one_row(refusal))
             if debit.startswith(ITEM_PREFIXES):  # emptied, it leaves no row behind
@@ -132,6 +134,13 @@ def _too_little(debit: str, total: int) -> StateError:
     )
 
 
+def _credited(run: Sequence[Transfer]) -> list[hot_rows.Row]:
+    """The balances a run of transfers credits at the commit, as :mod:`hot_rows` names them: a
+    provider hold's debit (a maturity, a report's refund) takes the hold as it runs and credits
+    a wallet after, out of the one order, so it locks the wallet first."""
+    return [hot_rows.credited(t.credit) for t in run if t.credit != platform_account()]
+
+
 def _kept(account: str) -> str | None:
     """``account`` if its totals are counted as it moves, None for one task's or call's."""
     return None if account.startswith(ITEM_PREFIXES) else account
@@ -152,21 +161,9 @@ def _proven(
     )
 
 
-def credit_order(account: str) -> tuple[int, str]:
-    """The order a transaction's credits are written in as it commits, and the one order
-    batches take balances in (:mod:`adjudge.store.hot_rows`): by account, the providers' holds
-    after the other accounts and the platform's fees last. Nothing debits the fees, so their
-    row is held only at a transaction's very end, waiting for nothing after it. Every settled
-    call credits its provider's hold: taken before the wallets, a batch paying an agent held
-    it while it waited for the agent's wallet, which another batch held from a call's start
-    and which wanted the hold at its commit."""
-    if account == platform_account():
-        return 2, account
-    return (1 if account.startswith(PROVIDER_HOLD_PREFIX) else 0), account
-
-
 def flush(tx: Transaction) -> None:
-    """Add the transaction's credits to their balances, in :func:`credit_order`, as it commits.
+    """Add the transaction's credits to their balances, in the one order of balances
+    (:func:`adjudge.store.hot_rows.credit_order`), as it commits.
 
     Crediting is deferred to here because a credit cannot fail (only a debit may overdraw) and
     one balance is credited by nearly every transaction (a platform's fees, an agent paid for
@@ -177,7 +174,7 @@ def flush(tx: Transaction) -> None:
     transaction see its credits first.
     """
     if tx.credits_due:
-        due = sorted(tx.credits_due.items(), key=lambda item: credit_order(item[0]))
+        due = sorted(tx.credits_due.items(), key=lambda item: hot_rows.credit_order(item[0]))
         tx.credits_due = {}
         rows = [{"account": a, "amount": n} for a, n in due]
         tx.later_many(_UPSERT[tx.dialect], rows)  # sent with the commit's round trip
