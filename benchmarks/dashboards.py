@@ -239,19 +239,28 @@ def run(url: str, sizes: list[int], reads: int) -> dict[str, Any]:
     return {"db": url.split(":", 1)[0], "days": DAYS, "reads": reads, "rows": rows}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def sized_run(
+    doc: str, read: str, run: Callable[[str, list[int], int], dict[str, Any]]
+) -> tuple[argparse.Namespace, dict[str, Any]]:
+    """The options of a benchmark over growing stores (``--db``, ``--sizes``, ``--reads`` of
+    each ``read``, ``--json``) and ``run``'s figures (printed, with ``--json``)."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--db", help="a database URL (default: a temporary SQLite file)")
     parser.add_argument("--sizes", default="1000,10000,100000", help="calls, comma-separated")
-    parser.add_argument("--reads", type=int, default=20, help="reads of each dashboard a size")
+    parser.add_argument("--reads", type=int, default=20, help=f"reads of each {read} a size")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
     sizes = sorted(int(s) for s in args.sizes.split(","))
     with tempfile.TemporaryDirectory() as tmp:
-        url = args.db or f"sqlite:///{Path(tmp) / 'dashboards.db'}"
-        out = run(url, sizes, args.reads)
+        out = run(args.db or f"sqlite:///{Path(tmp) / 'bench.db'}", sizes, args.reads)
     if args.json:
         print(json.dumps(out, indent=2))
+    return args, out
+
+
+def main() -> None:
+    args, out = sized_run(__doc__, "dashboard", run)
+    if args.json:
         return
     print(f"{out['db']}: the {DAYS}-day dashboards, median of {args.reads} reads")
     columns = {

@@ -21,14 +21,10 @@ A PostgreSQL database is emptied (its tables dropped) first.
 
 from __future__ import annotations
 
-import argparse
-import json
-import tempfile
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
-from dashboards import median_ms
+from dashboards import median_ms, sized_run
 from sqlalchemy import func, select
 
 from adjudge.app import App
@@ -107,18 +103,8 @@ def run(url: str, sizes: list[int], reads: int) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--db", help="a database URL (default: a temporary SQLite file)")
-    parser.add_argument("--sizes", default="1000,10000,100000", help="calls, comma-separated")
-    parser.add_argument("--reads", type=int, default=20, help="reads of each view a size")
-    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
-    args = parser.parse_args()
-    sizes = sorted(int(s) for s in args.sizes.split(","))
-    with tempfile.TemporaryDirectory() as tmp:
-        url = args.db or f"sqlite:///{Path(tmp) / 'ledger.db'}"
-        out = run(url, sizes, args.reads)
+    args, out = sized_run(__doc__, "view", run)
     if args.json:
-        print(json.dumps(out, indent=2))
         return
     print(f"{out['db']}: the admin's ledger, median of {args.reads} reads")
     print("   calls   balance rows        view ms (×first)     recount ms (×first)")

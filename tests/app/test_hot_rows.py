@@ -185,6 +185,33 @@ def test_a_paid_calls_units_name_the_rows_they_share() -> None:
     assert settling_rows("ann", None, "prov", 25, T0, "refund", termed=False) == (refunded,)
 
 
+def _beside(
+    store: Store,
+    go: threading.Event,
+    mine: Callable[[GroupCommit], Any],
+    theirs: Callable[[Transaction], str],
+) -> Any:
+    """``mine`` run on a group commit of ``store`` while, once ``go`` is set, another engine's
+    (another process's) commits the unit ``theirs``: what ``mine`` answered."""
+    other = Store(store.url)
+    a, b = GroupCommit(store, threads=1), GroupCommit(other, threads=1)
+
+    def their_unit() -> None:
+        assert go.wait(10)
+        b.submit(theirs).result(30)
+
+    thread = threading.Thread(target=their_unit)
+    try:
+        thread.start()
+        answer = mine(a)
+        thread.join(60)
+    finally:
+        a.close()
+        b.close()
+        other.dispose()
+    return answer
+
+
 def _credits_crossed(store: Store, late: str) -> list[str]:
     """Batch A debits the wallet as it runs (a call's start), then, after B began to commit,
     credits ``late`` at its commit (a payout's fee, a settled call's provider hold); B, on
@@ -194,8 +221,6 @@ def _credits_crossed(store: Store, late: str) -> list[str]:
     with store.write() as tx:
         payers = [Transfer(WORLD, "wallet:src_a", 5), Transfer(WORLD, "wallet:src_b", 5)]
         ledger.transfer(tx, payers, task_id=None, at=T0)
-    other = Store(store.url)
-    a, b = GroupCommit(store, threads=1), GroupCommit(other, threads=1)
     runs: list[str] = []
     go = threading.Event()
 
@@ -218,19 +243,7 @@ def _credits_crossed(store: Store, late: str) -> list[str]:
         ledger.transfer(tx, paid, task_id=None, at=T0)
         return "b1"
 
-    def b_batch() -> None:
-        assert go.wait(10)
-        assert b.submit(payout).result(30) == "b1"
-
-    thread = threading.Thread(target=b_batch)
-    try:
-        thread.start()
-        assert one_batch(a, [debit, credit]) == ["a1", "a2"]
-        thread.join(60)
-    finally:
-        a.close()
-        b.close()
-        other.dispose()
+    assert _beside(store, go, lambda a: one_batch(a, [debit, credit]), payout) == ["a1", "a2"]
     with store.read() as tx:
         assert ledger.balance(tx, WALLET) == 101 and ledger.balance(tx, late) == 2
     return runs
@@ -269,8 +282,6 @@ def _maturity_crossed(store: Store) -> list[str]:
     _seed(store)
     with store.write() as tx:
         ledger.transfer(tx, [Transfer(WORLD, "held:p", 5)], task_id=None, at=T0)
-    other = Store(store.url)
-    a, b = GroupCommit(store, threads=1), GroupCommit(other, threads=1)
     runs: list[str] = []
     go = threading.Event()
 
@@ -289,19 +300,7 @@ def _maturity_crossed(store: Store) -> list[str]:
         ledger.transfer(tx, [Transfer(WALLET, "held:p", 1, "charge")], task_id=None, at=T0)
         return "b1"
 
-    def b_unit() -> None:
-        assert go.wait(10)
-        assert b.submit(start_and_settle).result(30) == "b1"
-
-    thread = threading.Thread(target=b_unit)
-    try:
-        thread.start()
-        assert a.submit(release).result(30) == "a1"
-        thread.join(60)
-    finally:
-        a.close()
-        b.close()
-        other.dispose()
+    assert _beside(store, go, lambda a: a.submit(release).result(30), start_and_settle) == "a1"
     with store.read() as tx:
         assert ledger.balance(tx, WALLET) == 100 and ledger.balance(tx, "held:p") == 5
     return runs
