@@ -149,13 +149,19 @@ def median_ms(read: Callable[[], Any], reads: int) -> float:
     return statistics.median(times) * 1000
 
 
-def run(url: str, sizes: list[int], reads: int) -> dict[str, Any]:
+def fresh_store(url: str) -> Store:
+    """A migrated store at ``url``: a PostgreSQL database emptied first (its tables dropped)."""
     store = Store(url)
     if url.startswith("postgresql"):
         metadata.drop_all(store.engine)
         with store.engine.begin() as conn:
             conn.exec_driver_sql("DROP TABLE IF EXISTS alembic_version")
     store.migrate()
+    return store
+
+
+def run(url: str, sizes: list[int], reads: int) -> dict[str, Any]:
+    store = fresh_store(url)
     now = datetime.now(UTC)
     with store.write() as tx:
         records.create_account(tx, "root", ["admin"], "key-root", opt_in=True, at=now)

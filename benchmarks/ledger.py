@@ -24,14 +24,13 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from dashboards import median_ms, sized_run
+from dashboards import fresh_store, median_ms, sized_run
 from sqlalchemy import func, select
 
 from adjudge.app import App
 from adjudge.market import WORLD, Transfer
 from adjudge.store import Store, ledger, records
 from adjudge.store import schema as s
-from adjudge.store.schema import metadata
 
 BATCH = 1_000
 PRICE = 250_000
@@ -52,12 +51,7 @@ def grow(store: Store, start: int, stop: int, now: datetime) -> None:
 
 
 def run(url: str, sizes: list[int], reads: int) -> dict[str, Any]:
-    store = Store(url)
-    if url.startswith("postgresql"):
-        metadata.drop_all(store.engine)
-        with store.engine.begin() as conn:
-            conn.exec_driver_sql("DROP TABLE IF EXISTS alembic_version")
-    store.migrate()
+    store = fresh_store(url)
     now = datetime.now(UTC)
     with store.write() as tx:
         records.create_account(tx, "root", ["admin"], "key-root", opt_in=True, at=now)
