@@ -42,7 +42,8 @@ and the whole machine's (``machine_cpu_ms_per_call``, every core: less the three
 ``--finalizes N`` has the caller, who is also an agent, finalize N auto tasks it took while its
 calls run (each pays its wallet and the platform's fee, as the calls debit that wallet): the
 finalizes per second beside the calls, and, with several processes, the deadlocks PostgreSQL
-broke between the two kinds of work.
+broke between the two kinds of work (the server's CPU "per call" then counts the finalizes'
+too).
 
 A PostgreSQL database is emptied (its tables dropped) before seeding.
 """

@@ -10,11 +10,11 @@ the rows of these kinds it will change, and a batch of several locks them all fi
 order: spending rows, then quality windows, then balances (providers' holds last), each by key
 as code points. That is also the order a lone unit takes them in as it runs (a refund gives the
 key's day back before the window moves, and a wallet's credit comes at the commit, credits in
-:func:`credit_order`), so no two transactions wait on each other for
-them; a batch whose units would take them in that order anyway (one caller's calls, with
-no window among them; a wallet's credit counted at the commit, after every unit) is left to:
-it holds each row from the unit that takes it, not from its start. A row not there yet (a
-key's first call of the day) is locked by the insert that makes it, as before.
+:func:`credit_order`), so no two transactions wait on each other for them; a batch whose
+units would take them in that order anyway (one caller's calls, with no window among them; a
+wallet's credit counted at the commit, after every unit) is left to: it holds each row from
+the unit that takes it, not from its start. A row not there yet (a key's first call of the
+day) is locked by the insert that makes it, as before.
 
 On SQLite a transaction holds the one write lock, so there is nothing to order: nothing is sent.
 """
@@ -71,15 +71,14 @@ def balance(account: str) -> Row:
 def credited(account: str) -> Row:
     """A ledger account's balance, credited as the transaction commits (the store adds up a
     transaction's credits and writes them then, account by account, in order). Never the
-    platform's fees: credited after every other row (:func:`credit_order`),
-    they wait for nothing and are left out of this order."""
+    platform's fees: credited after every other row (:func:`credit_order`), they wait for
+    nothing and are left out of this order."""
     assert account != platform_account(), "the platform's fees are credited last, unnamed"
     return (_kind(account), account, "", True)
 
 
 def _kind(account: str) -> int:
-    """A balance's kind, in :func:`credit_order`: a provider's hold
-    after the others."""
+    """A balance's kind, in :func:`credit_order`: a provider's hold (HELD) after the others."""
     return BALANCE + credit_order(account)[0]
 
 

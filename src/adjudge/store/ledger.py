@@ -208,13 +208,9 @@ def balances(tx: Transaction) -> dict[str, int]:
 def total(tx: Transaction) -> tuple[int, int]:
     """The sum of all balances and the sum of all ledger entries: both 0 in a sound ledger.
     The second reads every line ever written (a recount: :func:`recount`)."""
-    return balances_sum(tx), int(tx.conn.execute(_SUM_OF_ENTRIES).scalar() or 0)
-
-
-def balances_sum(tx: Transaction) -> int:
-    """The sum of all balances (0 in a sound ledger), with this transaction's credits."""
     bal = tx.conn.execute(select(func.coalesce(func.sum(s.balances.c.balance), 0))).scalar()
-    return int(bal or 0) + sum(tx.credits_due.values())
+    ent = tx.conn.execute(_SUM_OF_ENTRIES).scalar()
+    return int(bal or 0) + sum(tx.credits_due.values()), int(ent or 0)
 
 
 @dataclass(frozen=True)
