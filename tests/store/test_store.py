@@ -832,3 +832,27 @@ def test_migration_0032_reads_the_verifiers_from_their_index(store: Store) -> No
     with store.read() as tx:
         plan = " ".join(row[-1] for row in tx.conn.execute(text(f"EXPLAIN QUERY PLAN {sql}")))
     assert "ix_accounts_verifiers" in plan and "id>?" in plan, plan
+
+
+def test_an_emptied_escrow_pays_out_once_and_takes_money_again(store: Store) -> None:
+    """The debit that empties an escrow deletes its row: a second payout from it finds nothing
+    and is refused (``INSUFFICIENT_FUNDS``, nothing written), and a credit makes the row again."""
+    with store.write() as tx:
+        ledger.transfer(tx, [Transfer(WORLD, "escrow:t", 5)], task_id="t", at=T0)
+    for attempt in range(2):
+        try:
+            with store.write() as tx:
+                tx.appended.add("r")  # as the payout's receipt, signed in the transaction
+                paid = [Transfer("escrow:t", "wallet:a", 5, "payout")]
+                ledger.transfer(tx, paid, task_id="t", at=T0, receipt_id="r")
+        except Error as refusal:
+            assert attempt == 1 and refusal.code == "INSUFFICIENT_FUNDS"
+        else:
+            assert attempt == 0
+    with store.read() as tx:
+        assert "escrow:t" not in ledger.balances(tx) and ledger.balance(tx, "wallet:a") == 5
+        assert ledger.recount(tx) == ledger.Recount(0, [])
+    with store.write() as tx:
+        ledger.transfer(tx, [Transfer(WORLD, "escrow:t", 3)], task_id="t", at=T0)
+    with store.read() as tx:
+        assert ledger.balances(tx)["escrow:t"] == 3
