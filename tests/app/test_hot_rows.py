@@ -126,7 +126,8 @@ def test_without_the_rows_named_the_same_batches_deadlock(store: Store) -> None:
         pytest.skip("SQLite has one writer: two batches never hold rows at the same time")
     runs, answers = _crossed(store, named=False)
     assert sorted(answers) == [["a1", "a2"], ["b1", "b2"]]
-    assert len(runs) == 5  # one unit ran again after the deadlock broke
+    # A unit ran again after the deadlock broke (once or more, as the machine's timing goes).
+    assert len(runs) > 4
 
 
 def test_a_batch_locks_first_only_what_its_units_would_take_out_of_order() -> None:
@@ -271,7 +272,8 @@ def test_with_credits_in_account_order_the_same_batches_deadlock(
     if store.dialect == "sqlite":
         pytest.skip("SQLite has one writer: two batches never hold rows at the same time")
     monkeypatch.setattr(hot_rows, "credit_order", lambda account: (0, account))
-    assert len(_credits_crossed(store, late)) == 4  # one unit ran again after the deadlock
+    # A unit ran again after the deadlock (once or more, as the machine's timing goes).
+    assert len(_credits_crossed(store, late)) > 3
 
 
 def _maturity_crossed(store: Store) -> list[str]:
@@ -323,7 +325,8 @@ def test_without_the_wallet_locked_first_a_release_deadlocks(
     if store.dialect == "sqlite":
         pytest.skip("SQLite has one writer: two units never hold rows at the same time")
     monkeypatch.setattr(ledger, "_credited", lambda run: [])
-    assert len(_maturity_crossed(store)) == 3  # one unit ran again after the deadlock
+    # A unit ran again after the deadlock (once or more, as the machine's timing goes).
+    assert len(_maturity_crossed(store)) > 2
 
 
 def test_balances_are_credited_and_locked_in_one_order() -> None:
