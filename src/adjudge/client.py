@@ -38,7 +38,9 @@ what they do, a marketplace's own code can do the same way::
 
 from __future__ import annotations
 
+import functools
 import secrets
+import ssl
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
@@ -420,6 +422,14 @@ def _of_kind(by_status: type[ApiError], kind: type[Error]) -> type[ApiError]:
 # --- the client -----------------------------------------------------------------------------
 
 
+@functools.cache
+def _tls() -> ssl.SSLContext:
+    """The TLS context httpx would make for a client (the CA roots it would read), made once a
+    process and shared: reading them costs tens of milliseconds, and a client speaks for one
+    key, so a program acting for many accounts makes a client for each."""
+    return httpx.create_ssl_context()
+
+
 class Client:
     """The API at ``url`` (the service's base URL, without ``/api/v1``) as the account whose
     API key is ``key``. Close it (or use it as a context manager) to free its connections."""
@@ -440,6 +450,7 @@ class Client:
             timeout=timeout,
             transport=transport,
             follow_redirects=False,
+            verify=_tls(),
         )
 
     def close(self) -> None:

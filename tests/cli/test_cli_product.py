@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import ssl
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +17,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from adjudge import errors
+from adjudge import client, errors
 from adjudge.cli import app
 from adjudge.client import ApiError, Client, Conflict, Forbidden, NotFound, Unauthorized
 from adjudge.receipts import SignedReceipts, SigningKey, verify_chain
@@ -476,3 +477,25 @@ def test_the_client_reads_the_ledger_and_its_recount(sqlite_store: Store) -> Non
         counted = api.ledger(recount=True)
         assert (counted["sum_of_entries"], counted["unmatched"]) == ("0", [])
         assert counted["balances"] == view["balances"]
+
+
+def test_clients_share_one_tls_context_that_still_verifies(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A client for each of many keys reads the CA roots once, not once each (tens of
+    milliseconds a client), and the context they share verifies certificates and host names
+    as httpx's own would."""
+    reads: list[object] = []
+    load = ssl.SSLContext.load_verify_locations
+
+    def counted(self: ssl.SSLContext, *args: Any, **kwargs: Any) -> None:
+        reads.append(args or kwargs)
+        load(self, *args, **kwargs)
+
+    monkeypatch.setattr(ssl.SSLContext, "load_verify_locations", counted)
+    client._tls.cache_clear()
+    clients = [Client("https://adjudge.example", key=f"adj_{n}") for n in range(5)]
+    for each in clients:
+        each.close()
+    assert len(reads) == 1
+    shared = client._tls()
+    assert shared.verify_mode == ssl.CERT_REQUIRED and shared.check_hostname
+    assert shared.cert_store_stats()["x509_ca"] > 0

@@ -21,6 +21,7 @@ from adjudge.cli.serve import _keys
 from adjudge.cli.webhooks import server_box
 from adjudge.gateway.sealed import SecretBox
 from adjudge.receipts import SigningKey
+from support import http
 
 
 def _free_port() -> int:
@@ -57,14 +58,14 @@ def test_serve_demo_on_loopback(tmp_path: Path) -> None:
         headers = {"Authorization": f"Bearer {pat.group(1)}"}
         for _ in range(100):
             try:
-                r = httpx.get(f"http://127.0.0.1:{port}/api/v1/tasks", headers=headers)
+                r = http.get(f"http://127.0.0.1:{port}/api/v1/tasks", headers=headers)
                 break
             except httpx.ConnectError:
                 time.sleep(0.05)
         assert r.status_code == 200
         modes = {t["mode"] for t in r.json()["tasks"]}
         assert {"manual", "agent"} <= modes
-        httpx.get(f"http://127.0.0.1:{port}/api/v1/nowhere", headers={"X-Request-Id": "abc-1"})
+        http.get(f"http://127.0.0.1:{port}/api/v1/nowhere", headers={"X-Request-Id": "abc-1"})
     finally:
         proc.terminate()
         rest, _ = proc.communicate(timeout=10)

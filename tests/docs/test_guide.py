@@ -17,6 +17,7 @@ import pytest
 
 from adjudge.receipts import SignedReceipts, SigningKey
 from adjudge.store import Store
+from support import http
 from support.harness import make_harness
 from support.live import serving
 
@@ -185,7 +186,7 @@ def _run_guide(guide: Path, tmp_path: Path) -> str:
         url = f"http://127.0.0.1:{port}"
         for _ in range(200):
             try:
-                if httpx.get(f"{url}/health").status_code == 200:
+                if http.get(f"{url}/health").status_code == 200:
                     break
             except httpx.TransportError:
                 time.sleep(0.05)

@@ -11,12 +11,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
 import pytest
 
 from adjudge.app.demo import OUTLOOK_POLICY, corroborated
 from adjudge.receipts import canonical_bytes, verify
 from adjudge.store import Store
+from support import http
 from support.audit import audit
 from support.harness import FUNDS
 from support.loopback import AsgiServer
@@ -199,7 +199,7 @@ def test_the_caller_sees_the_corroborator_and_its_cost_before_paying(setup: Corr
         "caller_pays": {"amount": "0", "asset": "USDC", "decimals": 6},
         "on": "empty answers",
     }
-    r = httpx.post(
+    r = http.post(
         f"{setup.world.service}/",
         json={
             "jsonrpc": "2.0",

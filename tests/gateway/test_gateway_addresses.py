@@ -35,6 +35,7 @@ from adjudge.gateway import (
     ProviderAnswer,
     public_address,
     public_host,
+    tls_context,
 )
 from support.addresses import PUBLIC, PUBLIC_TOO, Dialer, StubResolver
 from support.loopback import RawPeer
@@ -357,6 +358,21 @@ def test_tls_checks_the_host_name_while_the_address_is_dialed(
     by_address = run(forwarder(), get(f"https://127.0.0.1:{server.port}/x"))
     assert isinstance(by_address, ForwardFailure) and by_address.kind is FailureKind.CONNECT
     assert server.hosts == [f"provider.test:{server.port}"]
+
+
+def test_forwarders_share_one_default_context_that_refuses_an_unknown_issuer(
+    tls_server: tuple[_TlsServer, Path],
+) -> None:
+    """A forwarder given no context verifies with the certifi roots, so the self-signed
+    certificate is refused before a request is sent; and every forwarder shares that one
+    context, its roots read once a process."""
+    server, _ = tls_server
+    guard = AddressGuard(StubResolver({"provider.test": [["127.0.0.1"]]}), allow_private=True)
+    outcome = run(AsyncForwarder(FAST, guard=guard), get(f"https://provider.test:{server.port}/x"))
+    assert isinstance(outcome, ForwardFailure) and outcome.kind is FailureKind.CONNECT
+    assert server.hosts == []
+    assert tls_context() is tls_context()
+    assert tls_context().verify_mode == ssl.CERT_REQUIRED and tls_context().check_hostname
 
 
 def test_the_forwarders_connections_are_the_guards() -> None:

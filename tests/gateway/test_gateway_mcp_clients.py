@@ -29,7 +29,7 @@ from adjudge.receipts import SigningKey
 from adjudge.store import Store
 from support.audit import audit
 from support.harness import FUNDS, Harness
-from support.weather import PRICE, PROVIDER, Script, weather_world
+from support.weather import PRICE, PROVIDER, TIMEOUT, Script, weather_world
 
 TOOL = "weather_forecast"
 
@@ -52,10 +52,8 @@ class World:
 def world(store: Store) -> Iterator[World]:
     """The service, the provider (only its id and the service's JWKS URL configured), the
     weather tool and its policy, and ann's goassay client on the service's URLs. The gateway
-    waits 3 s for the provider: a world's first call also waits for the provider's middleware
-    to fetch the service's keys, and with 1 s that once ran out on a loaded machine (a bad
-    answer came back as a time-out)."""
-    yield from _world(store, timeout=3.0)
+    waits for the provider as every test world does (``support.weather.TIMEOUT``)."""
+    yield from _world(store, timeout=TIMEOUT)
 
 
 @pytest.fixture

@@ -18,7 +18,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
@@ -27,6 +26,7 @@ from adjudge.app import App, Settings
 from adjudge.gateway import AddressGuard, Forwarder, ForwardLimits
 from adjudge.receipts import SignedReceipts, SigningKey
 from adjudge.store import Store
+from support import http
 from support.audit import audit
 from support.harness import FUNDS, Harness, make_harness
 from support.live import serving
@@ -176,7 +176,7 @@ def call(books: Books) -> dict[str, Any]:
             },
         },
     }
-    r = httpx.post(
+    r = http.post(
         f"{books.service}/",
         json=body,
         headers={

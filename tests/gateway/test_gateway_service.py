@@ -10,12 +10,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from adjudge.receipts import canonical_bytes, verify
 from adjudge.store import Store
-from support import live
+from support import http, live
 from support.audit import audit
 from support.harness import FUNDS, make_harness
 from support.weather import PRICE, PROVIDER, World, tool, weather_world
@@ -115,7 +114,7 @@ def test_a_provider_that_refuses_the_signature_is_a_request_error(world: World) 
     doc["policy"] = None
     made = world.h.ok("other", "POST", "/tools/callable", {"tool": doc})
     assert made["name"] == "weather_elsewhere"
-    r = httpx.post(
+    r = http.post(
         f"{world.service}/api/v1/gateway/calls",
         json={"tool": "weather_elsewhere", "arguments": {"city": "berlin"}},
         headers={"Authorization": f"Bearer {world.h.keys['ann']}"},
@@ -283,7 +282,7 @@ def test_a_forwarded_call_tells_its_parties_by_webhook(world: World) -> None:
 
     def served(who: str, method: str, path: str, body: Any = None) -> Any:
         headers = {"Authorization": f"Bearer {world.h.keys[who]}"}
-        r = httpx.request(method, f"{world.service}/api/v1{path}", json=body, headers=headers)
+        r = http.request(method, f"{world.service}/api/v1{path}", json=body, headers=headers)
         assert r.status_code < 300, r.text
         return r.json()
 

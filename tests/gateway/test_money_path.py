@@ -17,6 +17,7 @@ import pytest
 
 from adjudge.app.maintenance import run_once
 from adjudge.store import Store
+from support import http
 from support.audit import audit
 from support.harness import FUNDS
 from support.weather import POLICY, PRICE, PROVIDER, World, tool, weather_world
@@ -33,7 +34,7 @@ def world(store: Store) -> Iterator[World]:
 def served(world: World, who: str, method: str, path: str, body: Any = None) -> httpx.Response:
     """Call the served service's REST API as ``who``."""
     headers = {"Authorization": f"Bearer {world.h.keys[who]}"}
-    return httpx.request(
+    return http.request(
         method, f"{world.service}/api/v1{path}", json=body, headers=headers, timeout=30
     )
 
@@ -80,7 +81,7 @@ def mcp(world: World, method: str, params: dict[str, Any], who: str = "ann") -> 
             },
         },
     }
-    r = httpx.post(
+    r = http.post(
         f"{world.service}/",
         json=body,
         headers={
@@ -384,7 +385,7 @@ def test_a_held_charge_cannot_be_spent(world: World) -> None:
     """Held money is not the provider's yet: a call it makes with only held money is refused."""
     world.call({"city": "berlin"})
     assert world.h.balance(f"held:{PROVIDER}") == PRICE
-    r = httpx.post(
+    r = http.post(
         f"{world.service}/api/v1/gateway/calls",
         json={"tool": "weather_forecast", "arguments": {"city": "berlin"}},
         headers={"Authorization": f"Bearer {world.h.keys[PROVIDER]}"},

@@ -25,6 +25,7 @@ import pytest
 from adjudge.receipts import SigningKey, canonical_bytes, verify_chain
 from adjudge.receipts.checkpoints import CHECKPOINT_ABOUT
 from adjudge.store import Store, receipt_log
+from support import http
 from support.audit import audit
 from support.live import free_port
 
@@ -68,7 +69,7 @@ class Server:
         deadline = time.monotonic() + 180  # a busy shared machine starts Python slowly
         while time.monotonic() < deadline:
             try:
-                up = httpx.get(f"{self.url}/api/v1/health", timeout=1).status_code == 200
+                up = http.get(f"{self.url}/api/v1/health", timeout=1).status_code == 200
             except httpx.TransportError:
                 up = False
             for line in log.read_text().splitlines():  # read after the answer, never before
@@ -109,7 +110,7 @@ def _until_answered(
         headers["Idempotency-Key"] = key
     for _ in range(2000):
         try:
-            r = httpx.request(
+            r = http.request(
                 method, server.url + "/api/v1" + path, json=body, headers=headers, timeout=10
             )
         except httpx.TransportError:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import httpx
 import pytest
 from prometheus_client.openmetrics.parser import (
     text_string_to_metric_families as openmetrics_families,
@@ -15,6 +14,7 @@ from prometheus_client.openmetrics.parser import (
 from prometheus_client.parser import text_string_to_metric_families
 
 from adjudge.store import Store
+from support import http
 from support.harness import Harness, make_harness
 from support.live import serving
 
@@ -29,7 +29,7 @@ def h(sqlite_store: Store) -> Iterator[Harness]:
 
 def scrape(base: str, key: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     """Every sample of the exposition, by name and labels."""
-    r = httpx.get(f"{base}/metrics", headers={"Authorization": f"Bearer {key}"})
+    r = http.get(f"{base}/metrics", headers={"Authorization": f"Bearer {key}"})
     assert r.status_code == 200, r.text
     assert r.headers["content-type"].startswith("text/plain")
     samples = {}
@@ -53,9 +53,9 @@ def test_requests_verdicts_and_money_are_counted_as_they_commit(h: Harness) -> N
         h.ok("ann", "POST", f"/tasks/{tid}/submissions", {"result": GOOD})
         before = scrape(base, root)
         auth = {"Authorization": f"Bearer {h.keys['ann']}"}
-        done = httpx.post(f"{base}/api/v1/tasks/{tid}/finalize", headers=auth)
+        done = http.post(f"{base}/api/v1/tasks/{tid}/finalize", headers=auth)
         assert done.status_code == 200 and done.json()["status"] == "completed"
-        again = httpx.post(f"{base}/api/v1/tasks/{tid}/finalize", headers=auth)
+        again = http.post(f"{base}/api/v1/tasks/{tid}/finalize", headers=auth)
         assert again.status_code == 409
         after = scrape(base, root)
     route = "/api/v1/tasks/{task_id}/finalize"
@@ -97,13 +97,13 @@ def test_the_gauges_and_the_request_id_exemplar(h: Harness) -> None:
     """The holds and outbox gauges are there (0 on a fresh service); in the OpenMetrics format
     a latency bucket names the request id the client saw."""
     with serving(h.app) as base:
-        seen = httpx.get(
+        seen = http.get(
             f"{base}/api/v1/accounts/me",
             headers={"Authorization": f"Bearer {h.keys['ann']}", "X-Request-Id": "probe-42"},
         )
         assert seen.headers["x-request-id"] == "probe-42"
         samples = scrape(base, h.keys["root"])
-        open_text = httpx.get(
+        open_text = http.get(
             f"{base}/metrics",
             headers={
                 "Authorization": f"Bearer {h.keys['root']}",

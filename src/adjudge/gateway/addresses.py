@@ -43,6 +43,7 @@ made the same way: resolved once, dialed by address.
 from __future__ import annotations
 
 import asyncio
+import functools
 import ipaddress
 import socket
 import ssl
@@ -261,9 +262,11 @@ class GuardedResolver(AbstractResolver):
         return None
 
 
+@functools.cache
 def tls_context() -> ssl.SSLContext:
     """The TLS context connections verify providers with: the certifi roots (nothing is read
-    from the environment), the host name checked."""
+    from the environment), the host name checked. Made once a process and shared, unchanged,
+    by every connector: reading the CA bundle costs tens of milliseconds."""
     return ssl.create_default_context(cafile=certifi.where())
 
 
