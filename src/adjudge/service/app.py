@@ -74,7 +74,7 @@ def health(*, app: Use) -> dict[str, Any]:
 
 #: The same probe at ``/health``, outside ``/api/v1``: the path a load balancer or an
 #: orchestrator asks by default, so an operator need not configure one.
-root_health = APIRouter()
+root_health = APIRouter(default_response_class=FastJSONResponse)
 root_health.add_api_route("/health", health, methods=["GET"], include_in_schema=False)
 
 
@@ -87,7 +87,7 @@ def metrics(*, request: Request, who: Caller, app: Use) -> Response:
 
 
 #: ``GET /metrics`` at the root, where a Prometheus scrape config looks by default.
-root_metrics = APIRouter()
+root_metrics = APIRouter(default_response_class=FastJSONResponse)
 root_metrics.add_api_route("/metrics", metrics, methods=["GET"], include_in_schema=False)
 
 
@@ -164,6 +164,16 @@ class _Service(FastAPI):
         return self.openapi_schema
 
 
+def _declared(api: FastAPI, routes: APIRouter) -> None:
+    """Serve ``routes`` as they were declared. FastAPI builds an included router's routes anew
+    for each application, at its first request: every parameter's validator again, 50-150 ms
+    an application (the tests make one for each of some thousands of tests). These routers
+    add at their inclusion nothing a route lacks (no prefix, tags, dependencies or responses
+    of the inclusion's own, and the routers name the application's response class), so the
+    routes their declarations built serve as they are."""
+    api.router.routes.extend(routes.routes)
+
+
 def create_app(use_cases: App, *, threads: int | None = None, lanes: bool = True) -> FastAPI:
     """The FastAPI application over ``use_cases``.
 
@@ -191,9 +201,9 @@ def create_app(use_cases: App, *, threads: int | None = None, lanes: bool = True
     )
     api.state.adjudge = use_cases
     errors.install(api)
-    api.include_router(root_health)
-    api.include_router(root_metrics)
     for module in (
+        root_health,
+        root_metrics,
         health_routes,
         accounts.routes,
         tasks.routes,
@@ -201,13 +211,13 @@ def create_app(use_cases: App, *, threads: int | None = None, lanes: bool = True
         receipts.routes,
         reviews.routes,
         dashboards.routes,
+        gateway.routes,  # before calls: /tools/callable is not /tools/{tool}
+        calls.routes,
+        gateway.public,
     ):
-        api.include_router(module)
-    api.include_router(gateway.routes)  # before calls: /tools/callable is not /tools/{tool}
-    api.include_router(calls.routes)
-    api.include_router(gateway.public)
+        _declared(api, module)
     docs_policy = docs.install(api)
-    api.include_router(webhooks.routes)
+    _declared(api, webhooks.routes)
     api.mount("/ui", StaticFiles(directory=web.STATIC, html=True), name="ui")
     # `/` is the MCP endpoint (the goassay client accepts only a few paths, `/` first); a
     # browser's GET still goes to the web UI.

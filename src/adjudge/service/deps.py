@@ -99,9 +99,14 @@ IdemKey = Annotated[
 
 
 def router() -> APIRouter:
-    """A router under ``/api/v1`` whose bodies are parsed strictly and whose refusals are
-    documented."""
-    return APIRouter(prefix="/api/v1", route_class=StrictRoute, responses=RESPONSES)
+    """A router under ``/api/v1`` whose bodies are parsed strictly, whose refusals are
+    documented and whose answers are written by :class:`FastJSONResponse`."""
+    return APIRouter(
+        prefix="/api/v1",
+        route_class=StrictRoute,
+        responses=RESPONSES,
+        default_response_class=FastJSONResponse,
+    )
 
 
 def amount(value: int | str, code: str) -> int:

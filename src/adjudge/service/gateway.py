@@ -12,11 +12,11 @@ from pydantic import BaseModel, Field
 from adjudge.app.receipts import moment
 from adjudge.errors import Error
 from adjudge.gateway import JWKS_PATH
-from adjudge.service.deps import Caller, IdemKey, Use, bearer, reply, router
+from adjudge.service.deps import Caller, FastJSONResponse, IdemKey, Use, bearer, reply, router
 
 routes = router()
 #: The JWKS and the client's REST side live outside /api/v1.
-public = APIRouter()
+public = APIRouter(default_response_class=FastJSONResponse)
 
 
 class NewCallableTool(BaseModel):
