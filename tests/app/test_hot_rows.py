@@ -348,11 +348,8 @@ def test_balances_are_credited_and_locked_in_one_order() -> None:
         hot_rows.credited("platform:fees")
 
 
-def test_a_tasks_posting_and_finalize_name_the_rows_they_share(
-    store: Store, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Posting names the poster's wallet, debited as it runs; a finalize the agent's wallet,
-    credited as it commits when the check passes (the fees are never named)."""
+def _named_units(monkeypatch: pytest.MonkeyPatch) -> list[tuple[hot_rows.Row, ...]]:
+    """The rows each unit queued on a group commit from now on names, in the order queued."""
     named: list[tuple[hot_rows.Row, ...]] = []
     submit, run = GroupCommit.submit, GroupCommit.run
 
@@ -368,6 +365,15 @@ def test_a_tasks_posting_and_finalize_name_the_rows_they_share(
 
     monkeypatch.setattr(GroupCommit, "submit", spy_submit)
     monkeypatch.setattr(GroupCommit, "run", spy_run)
+    return named
+
+
+def test_a_tasks_posting_and_finalize_name_the_rows_they_share(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Posting names the poster's wallet, debited as it runs; a finalize the agent's wallet,
+    credited as it commits when the check passes (the fees are never named)."""
+    named = _named_units(monkeypatch)
     h = make_harness(store)
     named.clear()
     tid = h.post("auto")
@@ -378,3 +384,30 @@ def test_a_tasks_posting_and_finalize_name_the_rows_they_share(
     assert h.ok("ann", "POST", f"/tasks/{tid}/finalize")["ending"] == "paid_on_pass"
     assert (hot_rows.credited("wallet:ann"),) in named
     assert not any(row[1] == "platform:fees" for rows in named for row in rows)
+
+
+def test_the_steps_that_may_end_a_task_name_both_parties_wallets(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A review, a verifier's verdict, a ruling and a cancel may pay the agent or refund the
+    poster, credited as they commit: each names both wallets (a task nobody took, its
+    poster's alone), whichever it moves; steps that move no money name none."""
+    named = _named_units(monkeypatch)
+    h = make_harness(store)
+    both = (hot_rows.credited("wallet:ann"), hot_rows.credited("wallet:pat"))
+    manual, agent, untaken = h.post("manual"), h.post("agent"), h.post("manual")
+    for tid in (manual, agent):
+        h.ok("ann", "POST", f"/tasks/{tid}/accept")
+        h.ok("ann", "POST", f"/tasks/{tid}/submissions", {"result": "A long enough result."})
+    named.clear()
+    h.ok("pat", "POST", f"/tasks/{manual}/review", {"passed": False, "reasons": ["No."]})
+    assert sorted(named[-1]) == sorted(both)
+    named.clear()
+    h.ok("ann", "POST", f"/tasks/{manual}/disputes", {"reason": "It is right."})
+    assert named == [()]
+    view = h.ok("root", "POST", f"/tasks/{manual}/ruling", {"pay_agent": True, "note": "Fine."})
+    assert view["ending"] == "paid_by_ruling" and sorted(named[-1]) == sorted(both)
+    h.ok("vera", "POST", f"/tasks/{agent}/verdict", h.signed("vera", agent, True))
+    assert sorted(named[-1]) == sorted(both)
+    assert h.ok("pat", "POST", f"/tasks/{untaken}/cancel")["ending"] == "refunded_on_cancel"
+    assert named[-1] == (hot_rows.credited("wallet:pat"),)

@@ -433,6 +433,7 @@ class Tasks:
             key,
             event,
             checker=_Precomputed(self.checker, None, account.id),
+            hot=self._parties(task_id),
         )
         sealed = answer.value.get("seal") or {}
         if answer.value.get("status") == Status.ESCALATED.value and sealed.get("broken"):
@@ -461,7 +462,7 @@ class Tasks:
             judged = _stored_result(tx, stored)
             return Review(account.id, passed, tuple(reasons), stored_result=judged)
 
-        return self._act(account, task_id, "review", inputs, key, event)
+        return self._act(account, task_id, "review", inputs, key, event, hot=self._parties(task_id))
 
     def verdict(
         self,
@@ -549,7 +550,9 @@ class Tasks:
                 stored_result=sub.result,
             )
 
-        return self._act(account, task_id, "verdict", inputs, key, event)
+        return self._act(
+            account, task_id, "verdict", inputs, key, event, hot=self._parties(task_id)
+        )
 
     def dispute(
         self, account: Account, task_id: str, *, reason: str, key: str | None = None
@@ -567,17 +570,41 @@ class Tasks:
     def reclaim(self, account: Account, task_id: str, *, key: str | None = None) -> Answer[Any]:
         """The poster reclaims after the deadline (a refund, or an escalation)."""
         need_role(account, "poster")
-        return self._act(account, task_id, "reclaim", {}, key, lambda tx, st: Reclaim(account.id))
+        return self._act(
+            account,
+            task_id,
+            "reclaim",
+            {},
+            key,
+            lambda tx, st: Reclaim(account.id),
+            hot=self._parties(task_id),
+        )
 
     def collect(self, account: Account, task_id: str, *, key: str | None = None) -> Answer[Any]:
         """The agent collects an escalated reward after 14 days."""
         need_role(account, "agent")
-        return self._act(account, task_id, "collect", {}, key, lambda tx, st: Collect(account.id))
+        return self._act(
+            account,
+            task_id,
+            "collect",
+            {},
+            key,
+            lambda tx, st: Collect(account.id),
+            hot=self._parties(task_id),
+        )
 
     def cancel(self, account: Account, task_id: str, *, key: str | None = None) -> Answer[Any]:
         """The poster withdraws a task nobody holds."""
         need_role(account, "poster")
-        return self._act(account, task_id, "cancel", {}, key, lambda tx, st: Cancel(account.id))
+        return self._act(
+            account,
+            task_id,
+            "cancel",
+            {},
+            key,
+            lambda tx, st: Cancel(account.id),
+            hot=self._parties(task_id),
+        )
 
     def rule(
         self,
@@ -595,7 +622,7 @@ class Tasks:
         def event(tx: Transaction, stored: StoredTask) -> Event:
             return Rule(account.id, pay_agent, note, stored_result=_stored_result(tx, stored))
 
-        return self._act(account, task_id, "rule", inputs, key, event)
+        return self._act(account, task_id, "rule", inputs, key, event, hot=self._parties(task_id))
 
     # --- the dry run --------------------------------------------------------------------------
 
@@ -822,6 +849,22 @@ class Tasks:
         with stage("task.check"):
             outcome = self.checker.check(sub.result, criteria)
         return _Checked(sub.result, criteria, outcome)
+
+    def _parties(self, task_id: str) -> tuple[hot_rows.Row, ...]:
+        """The wallets a step that may end the task credits as it commits: its poster's (a
+        refund) and its agent's (a payout; the fees are never named). Read before its unit is
+        queued, which names them then: a read more, for a step taken once or twice a task. A
+        party read stale (an agent whose take lapsed meanwhile) makes a batch lock a row more
+        or one fewer first; what the unit moves it decides itself."""
+
+        def read(tx: Transaction) -> tuple[hot_rows.Row, ...]:
+            stored = records.task(tx, task_id)
+            if stored is None:
+                return ()
+            parties = dict.fromkeys((stored.task.poster, stored.task.agent))
+            return tuple(hot_rows.credited(wallet_account(p)) for p in parties if p is not None)
+
+        return self.unit.read(read)
 
     def _act(
         self,
