@@ -169,8 +169,8 @@ def _declared(api: FastAPI, routes: APIRouter) -> None:
     for each application, at its first request: every parameter's validator again, 50-150 ms
     an application (the tests make one for each of some thousands of tests). These routers
     add at their inclusion nothing a route lacks (no prefix, tags, dependencies or responses
-    of the inclusion's own, and the routers name the application's response class), so the
-    routes their declarations built serve as they are."""
+    of the inclusion's own; the routers name the application's answer class; and nothing
+    overrides a dependency), so the routes their declarations built serve as they are."""
     api.router.routes.extend(routes.routes)
 
 
