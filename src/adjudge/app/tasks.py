@@ -570,41 +570,17 @@ class Tasks:
     def reclaim(self, account: Account, task_id: str, *, key: str | None = None) -> Answer[Any]:
         """The poster reclaims after the deadline (a refund, or an escalation)."""
         need_role(account, "poster")
-        return self._act(
-            account,
-            task_id,
-            "reclaim",
-            {},
-            key,
-            lambda tx, st: Reclaim(account.id),
-            hot=self._parties(task_id),
-        )
+        return self._ending(account, task_id, "reclaim", Reclaim, key)
 
     def collect(self, account: Account, task_id: str, *, key: str | None = None) -> Answer[Any]:
         """The agent collects an escalated reward after 14 days."""
         need_role(account, "agent")
-        return self._act(
-            account,
-            task_id,
-            "collect",
-            {},
-            key,
-            lambda tx, st: Collect(account.id),
-            hot=self._parties(task_id),
-        )
+        return self._ending(account, task_id, "collect", Collect, key)
 
     def cancel(self, account: Account, task_id: str, *, key: str | None = None) -> Answer[Any]:
         """The poster withdraws a task nobody holds."""
         need_role(account, "poster")
-        return self._act(
-            account,
-            task_id,
-            "cancel",
-            {},
-            key,
-            lambda tx, st: Cancel(account.id),
-            hot=self._parties(task_id),
-        )
+        return self._ending(account, task_id, "cancel", Cancel, key)
 
     def rule(
         self,
@@ -849,6 +825,26 @@ class Tasks:
         with stage("task.check"):
             outcome = self.checker.check(sub.result, criteria)
         return _Checked(sub.result, criteria, outcome)
+
+    def _ending(
+        self,
+        account: Account,
+        task_id: str,
+        operation: str,
+        event: Callable[[str], Event],
+        key: str | None,
+    ) -> Answer[Any]:
+        """A step of ``account``'s own that may end the task and move its escrow (a reclaim, a
+        collect, a cancel): its event, naming the wallets it may credit."""
+        return self._act(
+            account,
+            task_id,
+            operation,
+            {},
+            key,
+            lambda tx, st: event(account.id),
+            hot=self._parties(task_id),
+        )
 
     def _parties(self, task_id: str) -> tuple[hot_rows.Row, ...]:
         """The wallets a step that may end the task credits as it commits: its poster's (a
