@@ -12,12 +12,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, text
 
 from adjudge.app.gateway.calls import reserving_rows, settling_rows
 from adjudge.app.unit import GroupCommit
 from adjudge.market import WORLD, Transfer
-from adjudge.store import Store, Transaction, hot_rows, ledger, quality_windows
+from adjudge.store import Store, Transaction, api_keys, hot_rows, ledger, quality_windows
 from adjudge.store import schema as s
 from support.batches import one_batch
 from support.harness import make_harness
@@ -411,3 +411,96 @@ def test_the_steps_that_may_end_a_task_name_both_parties_wallets(
     assert sorted(named[-1]) == sorted(both)
     assert h.ok("pat", "POST", f"/tasks/{untaken}/cancel")["ending"] == "refunded_on_cancel"
     assert named[-1] == (hot_rows.credited("wallet:pat"),)
+
+
+KEY, DAY = "key_1", "2026-03-10"
+#: How a batch locked the spending rows before: only the rows already there.
+_LOCK_ONLY = text(
+    "SELECT 1 FROM key_spend WHERE (key_id, day) IN "
+    "(SELECT * FROM unnest(CAST(:keys AS varchar[]), CAST(:days AS varchar[]))) "
+    'ORDER BY key_id COLLATE "C", day COLLATE "C" FOR UPDATE OF key_spend'
+)
+
+
+def _spent(store: Store, day: str = DAY) -> int:
+    with store.read() as tx:
+        k = api_keys.key_spend.c
+        row = select(k.spent).where(k.key_id == KEY, k.day == day)
+        return int(tx.conn.execute(row).scalar_one())
+
+
+def _first_spends_crossed(store: Store) -> list[str]:
+    """Batch A debits the wallet as it runs (a call's start), then counts a key's first spend
+    of the day (another call's start); B, on another engine, after A's debit, counts that
+    key's first spend of the day (making its row) and then debits the wallet. The runs of
+    each unit."""
+    _seed(store)
+    runs: list[str] = []
+    go = threading.Event()
+
+    def debit(tx: Transaction) -> str:
+        runs.append("a1")
+        ledger.transfer(tx, [Transfer(WALLET, "hold:call:a1", 1)], task_id=None, at=T0)
+        tx.send()  # the wallet's row locked to A's commit
+        go.set()
+        threading.Event().wait(0.5)  # B spends meanwhile (and waits for the wallet)
+        return "a1"
+
+    def spend(tx: Transaction) -> str:
+        runs.append("a2")
+        assert api_keys.spend(tx, KEY, DAY, 1, 10)
+        return "a2"
+
+    def spend_and_debit(tx: Transaction) -> str:
+        runs.append("b1")
+        assert api_keys.spend(tx, KEY, DAY, 1, 10)
+        tx.send()
+        ledger.transfer(tx, [Transfer(WALLET, "hold:call:b1", 1)], task_id=None, at=T0)
+        return "b1"
+
+    units = [(debit, (hot_rows.balance(WALLET),)), (spend, (hot_rows.spending(KEY, DAY),))]
+    assert _beside(store, go, lambda a: one_batch(a, units), spend_and_debit) == ["a1", "a2"]
+    with store.read() as tx:
+        assert ledger.balance(tx, WALLET) == 98
+    assert _spent(store) == 2
+    return runs
+
+
+def test_a_keys_first_spend_of_the_day_is_locked_in_its_place(store: Store) -> None:
+    """A batch naming a key's spending row of a day that is not there yet makes it (spending
+    nothing) in its place in the order, so another process's first call of that key's day
+    waits for it rather than making the row the batch then waits for: each unit commits
+    once."""
+    if store.dialect == "sqlite":
+        pytest.skip("SQLite has one writer: two batches never hold rows at the same time")
+    assert sorted(_first_spends_crossed(store)) == ["a1", "a2", "b1"]
+
+
+def test_with_the_spending_rows_only_locked_where_there_the_first_spends_deadlock(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The case above's control: the batch locked only the rows already there, B's insert
+    made the row A's spend then waited for, B waited for the wallet, and PostgreSQL chose a
+    victim."""
+    if store.dialect == "sqlite":
+        pytest.skip("SQLite has one writer: two batches never hold rows at the same time")
+    monkeypatch.setattr(hot_rows, "_SPENDING", _LOCK_ONLY)
+    # A unit ran again after the deadlock (once or more, as the machine's timing goes).
+    assert len(_first_spends_crossed(store)) > 3
+
+
+def test_a_spending_row_made_ahead_spends_nothing_and_keeps_the_days_limit(
+    store: Store,
+) -> None:
+    """The row a batch makes ahead holds 0: the day's first spend up to the limit passes, one
+    past it is refused, as when the spend made the row."""
+    if store.dialect == "sqlite":
+        pytest.skip("SQLite locks nothing ahead: it has one writer")
+    with store.write() as tx:
+        hot_rows.take(tx, [(hot_rows.balance(WALLET),), (hot_rows.spending(KEY, DAY),)])
+        tx.send()
+    assert _spent(store) == 0
+    with store.write() as tx:
+        assert api_keys.spend(tx, KEY, DAY, 5, 5)
+        assert not api_keys.spend(tx, KEY, DAY, 1, 5)
+    assert _spent(store) == 5

@@ -13,8 +13,9 @@ key's day back before the window moves, and a wallet's credit comes at the commi
 :func:`credit_order`), so no two transactions wait on each other for them; a batch whose
 units would take them in that order anyway (one caller's calls, with no window among them; a
 wallet's credit counted at the commit, after every unit) is left to: it holds each row from
-the unit that takes it, not from its start. A row not there yet (a key's first call of the
-day) is locked by the insert that makes it, as before.
+the unit that takes it, not from its start. A key's spending row of a day not there yet (its
+first call of the day) is made, spending nothing, by the statement that locks the others, in
+its place in the order: otherwise the insert that made it, as a unit ran, locked it out of order.
 
 On SQLite a transaction holds the one write lock, so there is nothing to order: nothing is sent.
 """
@@ -125,11 +126,16 @@ def take(tx: Transaction, units: Iterable[Iterable[Row]]) -> None:
 
 # ``FOR UPDATE`` under ``ORDER BY`` locks the rows as the sort returns them: in key order,
 # compared as code points (``COLLATE "C"``), as Python sorts them, whatever the database's
-# collation (a language's would order "a-b" and "ab" otherwise).
+# collation (a language's would order "a-b" and "ab" otherwise). The spending rows go through
+# an insert in that order: a row is made where missing (spending nothing: a call's spend then
+# adds to it, its limit checked as when it made the row) and locked where there (an update that
+# changes nothing locks a row as ``FOR UPDATE`` would; a row an insert makes is its
+# transaction's until it ends).
 _SPENDING = text(
-    "SELECT 1 FROM key_spend WHERE (key_id, day) IN "
-    "(SELECT * FROM unnest(CAST(:keys AS varchar[]), CAST(:days AS varchar[]))) "
-    'ORDER BY key_id COLLATE "C", day COLLATE "C" FOR UPDATE OF key_spend'
+    "INSERT INTO key_spend (key_id, day, spent) "
+    "SELECT k, d, 0 FROM unnest(CAST(:keys AS varchar[]), CAST(:days AS varchar[])) AS t(k, d) "
+    'ORDER BY k COLLATE "C", d COLLATE "C" '
+    "ON CONFLICT (key_id, day) DO UPDATE SET spent = key_spend.spent"
 )
 _WINDOWS = text(
     "SELECT 1 FROM quality_windows WHERE provider = ANY(CAST(:providers AS varchar[])) "
