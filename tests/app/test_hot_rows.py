@@ -213,6 +213,24 @@ def _beside(
     return answer
 
 
+def _debit_and_let_go(
+    runs: list[str], go: threading.Event, to: str
+) -> Callable[[Transaction], str]:
+    """Batch A's first unit, "a1": it debits the wallet (its row locked to A's commit), lets
+    the other engine's unit go, and gives it half a second (it runs, and waits for the
+    wallet)."""
+
+    def debit(tx: Transaction) -> str:
+        runs.append("a1")
+        ledger.transfer(tx, [Transfer(WALLET, to, 1)], task_id=None, at=T0)
+        tx.send()
+        go.set()
+        threading.Event().wait(0.5)
+        return "a1"
+
+    return debit
+
+
 def _credits_crossed(store: Store, late: str) -> list[str]:
     """Batch A debits the wallet as it runs (a call's start), then, after B began to commit,
     credits ``late`` at its commit (a payout's fee, a settled call's provider hold); B, on
@@ -224,14 +242,7 @@ def _credits_crossed(store: Store, late: str) -> list[str]:
         ledger.transfer(tx, payers, task_id=None, at=T0)
     runs: list[str] = []
     go = threading.Event()
-
-    def debit(tx: Transaction) -> str:
-        runs.append("a1")
-        ledger.transfer(tx, [Transfer(WALLET, "wallet:dst", 1)], task_id=None, at=T0)
-        tx.send()  # the wallet's row locked to A's commit
-        go.set()
-        threading.Event().wait(0.5)  # B commits meanwhile (and waits for the wallet)
-        return "a1"
+    debit = _debit_and_let_go(runs, go, "wallet:dst")
 
     def credit(tx: Transaction) -> str:
         runs.append("a2")
@@ -437,14 +448,7 @@ def _first_spends_crossed(store: Store) -> list[str]:
     _seed(store)
     runs: list[str] = []
     go = threading.Event()
-
-    def debit(tx: Transaction) -> str:
-        runs.append("a1")
-        ledger.transfer(tx, [Transfer(WALLET, "hold:call:a1", 1)], task_id=None, at=T0)
-        tx.send()  # the wallet's row locked to A's commit
-        go.set()
-        threading.Event().wait(0.5)  # B spends meanwhile (and waits for the wallet)
-        return "a1"
+    debit = _debit_and_let_go(runs, go, "hold:call:a1")
 
     def spend(tx: Transaction) -> str:
         runs.append("a2")
