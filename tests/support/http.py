@@ -1,8 +1,8 @@
 """Requests from the tests to servers on loopback, on one client.
 
 ``httpx.post`` and its kin make a client for each request, and each client a TLS context that
-reads the whole CA bundle: about 35 ms of CPU a request on these machines, more than the
-request itself, over some thousands of requests. This client is made once; as with
+reads the whole CA bundle: about 35 ms of CPU a request on the development machine, more than
+the request itself, over some thousands of requests. This client is made once; as with
 ``httpx.post``, each request stands alone: it opens its own connection (a server a test kills
 or restarts leaves nothing stale behind) and keeps no cookie (every loopback server is one
 cookie domain). httpx documents a client as safe to share between threads."""
