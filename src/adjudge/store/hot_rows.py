@@ -15,7 +15,8 @@ units would take them in that order anyway (one caller's calls, with no window a
 wallet's credit counted at the commit, after every unit) is left to: it holds each row from
 the unit that takes it, not from its start. A key's spending row of a day not there yet (its
 first call of the day) is made, spending nothing, by the statement that locks the others, in
-its place in the order: otherwise the insert that made it, as a unit ran, locked it out of order.
+its place in the order (made by the spending unit's own insert as it ran, it was locked out of
+order).
 
 On SQLite a transaction holds the one write lock, so there is nothing to order: nothing is sent.
 """
