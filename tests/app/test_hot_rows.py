@@ -402,10 +402,16 @@ def test_the_steps_that_may_end_a_task_name_both_parties_wallets(
 ) -> None:
     """A review, a verifier's verdict, a ruling and a cancel may pay the agent or refund the
     poster, credited as they commit: each names both wallets (a task nobody took, its
-    poster's alone), whichever it moves; steps that move no money name none."""
+    poster's alone), whichever it moves; steps that move no money name none. On SQLite,
+    which locks nothing ahead, none is named."""
     named = _named_units(monkeypatch)
     h = make_harness(store)
-    both = (hot_rows.credited("wallet:ann"), hot_rows.credited("wallet:pat"))
+    if store.dialect == "sqlite":
+        both: tuple[hot_rows.Row, ...] = ()
+        poster: tuple[hot_rows.Row, ...] = ()
+    else:
+        both = (hot_rows.credited("wallet:ann"), hot_rows.credited("wallet:pat"))
+        poster = (hot_rows.credited("wallet:pat"),)
     manual, agent, untaken = h.post("manual"), h.post("agent"), h.post("manual")
     for tid in (manual, agent):
         h.ok("ann", "POST", f"/tasks/{tid}/accept")
@@ -421,7 +427,7 @@ def test_the_steps_that_may_end_a_task_name_both_parties_wallets(
     h.ok("vera", "POST", f"/tasks/{agent}/verdict", h.signed("vera", agent, True))
     assert sorted(named[-1]) == sorted(both)
     assert h.ok("pat", "POST", f"/tasks/{untaken}/cancel")["ending"] == "refunded_on_cancel"
-    assert named[-1] == (hot_rows.credited("wallet:pat"),)
+    assert named[-1] == poster
 
 
 KEY, DAY = "key_1", "2026-03-10"

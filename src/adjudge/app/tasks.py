@@ -851,7 +851,10 @@ class Tasks:
         refund) and its agent's (a payout; the fees are never named). Read before its unit is
         queued, which names them then: a read more, for a step taken once or twice a task. A
         party read stale (an agent whose take lapsed meanwhile) makes a batch lock a row more
-        or one fewer first; what the unit moves it decides itself."""
+        or one fewer first; what the unit moves it decides itself. On SQLite, whose one writer
+        locks nothing ahead (:func:`adjudge.store.hot_rows.take`), none: nothing is read."""
+        if self.unit.store.dialect == "sqlite":
+            return ()
 
         def read(tx: Transaction) -> tuple[hot_rows.Row, ...]:
             stored = records.task(tx, task_id)
