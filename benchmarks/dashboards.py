@@ -246,13 +246,19 @@ def run(url: str, sizes: list[int], reads: int) -> dict[str, Any]:
 
 
 def sized_run(
-    doc: str, read: str, run: Callable[[str, list[int], int], dict[str, Any]]
+    doc: str,
+    read: str,
+    run: Callable[[str, list[int], int], dict[str, Any]],
+    *,
+    sizes: str = "1000,10000,100000",
+    what: str = "calls",
 ) -> tuple[argparse.Namespace, dict[str, Any]]:
-    """The options of a benchmark over growing stores (``--db``, ``--sizes``, ``--reads`` of
-    each ``read``, ``--json``) and ``run``'s figures (printed, with ``--json``)."""
+    """The options of a benchmark over growing stores (``--db``, ``--sizes`` of ``what``,
+    ``--reads`` of each ``read``, ``--json``) and ``run``'s figures (printed, with
+    ``--json``)."""
     parser = argparse.ArgumentParser(description=doc.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--db", help="a database URL (default: a temporary SQLite file)")
-    parser.add_argument("--sizes", default="1000,10000,100000", help="calls, comma-separated")
+    parser.add_argument("--sizes", default=sizes, help=f"{what}, comma-separated")
     parser.add_argument("--reads", type=int, default=20, help=f"reads of each {read} a size")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()

@@ -215,3 +215,51 @@ def test_two_transactions_make_a_providers_first_window_at_once(store: Store) ->
         window = quality_windows.window(tx, "prov", span, now)
     assert (window.passes, window.fails) == (1, 1)
     assert _counts(window) == _recount(store, "prov", span, now)
+
+
+def test_many_windows_read_together_equal_each_read_alone(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The operator's read of every termed provider's window (``windows``) gives each what a
+    read of it alone gives, and a recount of its calls, on each database and in chunks (two
+    providers a chunk here): a window whose running counts fit, with calls expired since its
+    last; one with nothing expired; one read with a span other than its counts' (recounted
+    from its edge's day and the daily counts after), in seconds and in days; one of days; and
+    one with no calls."""
+    monkeypatch.setattr(quality_windows, "_ROWS_AT_ONCE", 2)
+    monkeypatch.setattr(quality_windows, "_WINDOWS_AT_ONCE", 2)
+    with store.write() as tx:
+        records.create_account(tx, "caller", ["agent"], "key-caller", opt_in=True, at=T0)
+    second, hour = timedelta(seconds=1), timedelta(hours=1)
+    # provider: (span it is observed with, span it is read with, its calls' times)
+    plans = {
+        "expiring": (60 * second, 60 * second, [0, 20, 40, 50]),
+        "fresh": (60 * second, 60 * second, [90, 95]),
+        "respanned": (60 * second, 200 * second, [0, 30, 70]),
+        "by_days": (60 * hour, 60 * hour, [0, 3_600 * 30, 3_600 * 50]),
+        "respanned_days": (20 * hour, 60 * hour, [0, 3_600 * 30, 3_600 * 50]),
+        "silent": (60 * second, 60 * second, []),
+    }
+    for n, (provider, (span, _, times)) in enumerate(plans.items()):
+        for i, seconds in enumerate(times):
+            at, kind = T0 + seconds * second, KINDS[(n + i) % 3]
+            with store.write() as tx:
+                _add(tx, f"{provider}-{i}", provider, kind, at)
+                quality_windows.observe(tx, provider, span, at, counted_as(*kind))
+    later = T0 + 70 * hour
+    now = T0 + 100 * second
+    held: dict[datetime, dict[str, int]] = {}
+    for moment in (now, later):
+        spans = {p: read_span for p, (_, read_span, _) in plans.items()}
+        with store.read() as tx:
+            found = quality_windows.windows(tx, spans, moment)
+            alone = {p: quality_windows.window(tx, p, spans[p], moment) for p in spans}
+        assert list(found) == list(spans)
+        for provider, span in spans.items():
+            assert _counts(found[provider]) == _counts(alone[provider])
+            assert _counts(found[provider]) == _recount(store, provider, span, moment)
+        held[moment] = {p: sum(_counts(w).values()) for p, w in found.items()}
+    # (40 s, 100 s] holds one of the first's calls; 200 s back all the third's; at 70 h the
+    # window of days holds the calls of the second and third days.
+    assert list(held[now].values()) == [1, 2, 3, 3, 3, 0]
+    assert list(held[later].values()) == [0, 0, 0, 2, 2, 0]

@@ -18,6 +18,7 @@ failures, most first, then by name.
 
 from __future__ import annotations
 
+import heapq
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import UTC, timedelta
@@ -74,11 +75,9 @@ class Dashboards:
             held = db.held_by_day(tx, prefixes, day_list)
             calls = db.counts_by_day(tx, counted.CALLS, everyone, day_list)
             verdicts = db.counts_by_day(tx, counted.VERDICTS, everyone, day_list)
-            # Every termed provider's quality in this same read: one transaction, not one a
+            # Every termed provider's window in this same read: one transaction, not one a
             # provider, and every figure of the page from one moment of the database.
-            providers = [
-                _nearness(self.calls.quality_in(tx, p)) for p in db.providers_with_terms(tx)
-            ]
+            providers = [_nearness(q) for q in self.calls.termed_in(tx)]
             return {
                 "money": _money(day_list, flows, held),
                 "calls": _calls_by_day(day_list, calls),
@@ -87,9 +86,10 @@ class Dashboards:
             }
 
         read = self.unit.read(run, one_moment=True)
-        near = read.pop("providers")
-        near.sort(
-            key=lambda p: (p["share_of_declared"] is None, -(p["_share"] or 0), p["provider"])
+        near = heapq.nsmallest(
+            PROVIDERS_SHOWN,
+            read.pop("providers"),
+            key=lambda p: (p["share_of_declared"] is None, -(p["_share"] or 0), p["provider"]),
         )
         for p in near:
             p.pop("_share")
@@ -99,7 +99,7 @@ class Dashboards:
             "days": day_list,
             "currency": "USDC",
             **read,
-            "providers": near[:PROVIDERS_SHOWN],
+            "providers": near,
         }
 
     def provider(self, viewer: Account, *, days: int = 30) -> dict[str, Any]:

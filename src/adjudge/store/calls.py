@@ -537,6 +537,13 @@ def terms(tx: Transaction, provider: str) -> Mapping[str, Any] | None:
     return dict(rows[0]["terms"]) if rows else None
 
 
+def every_terms(tx: Transaction) -> dict[str, Mapping[str, Any]]:
+    """Every provider's declared quality terms, by provider (in its order): one read."""
+    p = call_provider_terms.c
+    q = select(p.provider, p.terms).order_by(p.provider)
+    return {str(provider): dict(terms) for provider, terms in tx.conn.execute(q)}
+
+
 def terms_read(provider: str) -> Read:
     """What :func:`terms` reads (to read it ahead with others: ``Transaction.ahead``)."""
     return _TERMS, {"k_provider": provider}

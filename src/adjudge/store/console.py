@@ -11,9 +11,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from sqlalchemy import select
-
-from adjudge.store import calls as calls_db
 from adjudge.store import day_counts, held_days
 from adjudge.store.transaction import Transaction
 
@@ -38,9 +35,3 @@ def tasks_by_status(tx: Transaction, poster: str) -> dict[str, int]:
     """How many of ``poster``'s tasks are in each state."""
     found = day_counts.window(tx, day_counts.STATES, poster, [day_counts.ALL_TIME])
     return dict(found.get(day_counts.ALL_TIME, {}))
-
-
-def providers_with_terms(tx: Transaction) -> list[str]:
-    """Every provider that declared quality terms."""
-    p = calls_db.call_provider_terms
-    return [str(r[0]) for r in tx.conn.execute(select(p.c.provider).order_by(p.c.provider))]

@@ -35,7 +35,7 @@ from sqlalchemy.dialects import sqlite
 
 from adjudge.store import held_days, receipt_log
 from adjudge.store import schema as s
-from adjudge.store.transaction import Transaction
+from adjudge.store.transaction import Read, Transaction
 
 #: The kinds of count, each a family of rows.
 CALLS = "calls"  # ended forwarded calls by the day they started, by verdict (or "none")
@@ -270,17 +270,28 @@ def window(
 def since(tx: Transaction, family: str, subject: str, first_day: str) -> Counter[str]:
     """A family's counts of ``subject`` summed over every day from ``first_day`` on, by name,
     this transaction's own not yet written among them."""
-    c = s.day_counts.c
-    q = (
-        select(c.name, func.sum(c.n))
-        .where(c.family == family, c.subject == subject, c.day >= first_day)
-        .group_by(c.name)
-    )
-    total: Counter[str] = Counter({str(name): int(n) for name, n in tx.conn.execute(q) if n})
+    rows = tx.rows(*since_read(family, subject, first_day))
+    total: Counter[str] = Counter({str(r["name"]): int(r["n"]) for r in rows if r["n"]})
     for (f, sub, day, name), n in tx.day_counts.items():
         if f == family and sub == subject and day >= first_day:
             total[name] += n
     return total
+
+
+def since_read(family: str, subject: str, first_day: str) -> Read:
+    """What :func:`since` reads (to read it ahead with others: ``Transaction.ahead``)."""
+    return _SINCE, {"k_family": family, "k_subject": subject, "k_day": first_day}
+
+
+_SINCE = (
+    select(s.day_counts.c.name, func.sum(s.day_counts.c.n).label("n"))
+    .where(
+        s.day_counts.c.family == bindparam("k_family"),
+        s.day_counts.c.subject == bindparam("k_subject"),
+        s.day_counts.c.day >= bindparam("k_day"),
+    )
+    .group_by(s.day_counts.c.name)
+)
 
 
 def summed(

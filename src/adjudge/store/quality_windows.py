@@ -29,6 +29,7 @@ commit and moves the row it made.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -50,7 +51,7 @@ from adjudge.calls.quality import WINDOW_COUNTS, QualityWindow, counted_as
 from adjudge.store import day_counts
 from adjudge.store import schema as s
 from adjudge.store.calls import call_records
-from adjudge.store.transaction import Transaction
+from adjudge.store.transaction import Read, Transaction
 
 quality_windows = Table(
     "quality_windows",
@@ -99,15 +100,56 @@ def observe(
 def window(tx: Transaction, provider: str, span: timedelta, now: datetime) -> QualityWindow:
     """``provider``'s window of ``span`` ending at ``now``, without writing: the running counts
     less what expired since the last call, or one recount when no counts fit this span."""
-    edge = now - span
     rows = tx.rows(_READ, {"k_provider": provider})
-    state = rows[0] if rows else None
+    return _window(tx, provider, rows[0] if rows else None, span, now)
+
+
+def windows(
+    tx: Transaction, spans: Mapping[str, timedelta], now: datetime
+) -> dict[str, QualityWindow]:
+    """Each provider's window of its span in ``spans``, as :func:`window` reads it, in a number
+    of round trips that does not grow with the providers (the operator's list of every termed
+    provider): their rows in one read a chunk, then the reads each window needs, sent together
+    a chunk at a time (on PostgreSQL; SQLite's reads are calls, not round trips)."""
+    providers = list(spans)
+    states: dict[str, Any] = {}
+    for chunk in _chunks(providers, _ROWS_AT_ONCE):
+        for row in tx.conn.execute(_READ_MANY, {"k_providers": chunk}).mappings():
+            states[str(row["provider"])] = row
+    found = {}
+    for chunk in _chunks(providers, _WINDOWS_AT_ONCE):
+        reads = [r for p in chunk for r in _reads(states.get(p), p, spans[p], now)]
+        with tx.ahead(reads):
+            for p in chunk:
+                found[p] = _window(tx, p, states.get(p), spans[p], now)
+    return found
+
+
+def _window(
+    tx: Transaction, provider: str, state: Any, span: timedelta, now: datetime
+) -> QualityWindow:
+    edge = now - span
     if state is None or _rebuild(state, span, edge):
         return QualityWindow(provider, edge, now, **_counted_after(tx, provider, edge))
     counts = {name: int(state[name]) for name in WINDOW_COUNTS}
     for name, gone in _recount(tx, provider, state["edge"], edge).items():
         counts[name] -= gone
     return QualityWindow(provider, edge, now, **counts)
+
+
+def _reads(state: Any, provider: str, span: timedelta, now: datetime) -> list[Read]:
+    """What :func:`_window` will read for ``provider``, to be read ahead."""
+    edge = now - span
+    if state is None or _rebuild(state, span, edge):
+        midnight = _after_edge_day(edge)
+        later = day_counts.since_read(day_counts.QUALITY, provider, midnight.date().isoformat())
+        return [_recount_read(provider, edge, before=midnight), later]
+    return [_recount_read(provider, state["edge"], edge)]
+
+
+def _chunks(items: list[str], size: int) -> Iterator[list[str]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
 
 
 def superseded(tx: Transaction, call_id: str, verdict: str) -> str | None:
@@ -153,14 +195,19 @@ def _counted_after(tx: Transaction, provider: str, edge: datetime) -> dict[str, 
     (:mod:`adjudge.store.day_counts`, this transaction's own among them) — so a window no
     running counts fit (a first call, other terms, a window of other days asked for) costs its
     days and one day's calls, not every call in it."""
-    moment = edge if edge.tzinfo is not None else edge.replace(tzinfo=UTC)
-    next_day = moment.astimezone(UTC).date() + timedelta(days=1)
-    midnight = datetime(next_day.year, next_day.month, next_day.day, tzinfo=UTC)
+    midnight = _after_edge_day(edge)
     counts = _recount(tx, provider, edge, before=midnight)
-    later = day_counts.since(tx, day_counts.QUALITY, provider, next_day.isoformat())
+    later = day_counts.since(tx, day_counts.QUALITY, provider, midnight.date().isoformat())
     for name, n in later.items():
         counts[name] += n
     return counts
+
+
+def _after_edge_day(edge: datetime) -> datetime:
+    """The first moment of the UTC day after ``edge``'s."""
+    moment = edge if edge.tzinfo is not None else edge.replace(tzinfo=UTC)
+    next_day = moment.astimezone(UTC).date() + timedelta(days=1)
+    return datetime(next_day.year, next_day.month, next_day.day, tzinfo=UTC)
 
 
 def _recount(
@@ -175,17 +222,25 @@ def _recount(
     by kind in SQL: a handful of grouped rows come back, never the calls themselves. Statements
     built once and run on the hot path's runner: built per call, SQLAlchemy's own work was a
     sixth of a paid call's CPU with terms declared."""
-    if until is not None:
-        params = {"k_provider": provider, "k_after": after, "k_until": until}
-        rows = tx.rows(_RECOUNT_BETWEEN, params)
-    else:
-        assert before is not None
-        params = {"k_provider": provider, "k_after": after, "k_before": before}
-        rows = tx.rows(_RECOUNT_BEFORE, params)
+    rows = tx.rows(*_recount_read(provider, after, until, before=before))
     counts = dict.fromkeys(WINDOW_COUNTS, 0)
     for r in rows:
         counts[counted_as(r["verdict"], bool(r["enforced"]), r["error_kind"])] += int(r["n"])
     return counts
+
+
+def _recount_read(
+    provider: str,
+    after: datetime,
+    until: datetime | None = None,
+    *,
+    before: datetime | None = None,
+) -> Read:
+    """What :func:`_recount` reads."""
+    if until is not None:
+        return _RECOUNT_BETWEEN, {"k_provider": provider, "k_after": after, "k_until": until}
+    assert before is not None
+    return _RECOUNT_BEFORE, {"k_provider": provider, "k_after": after, "k_before": before}
 
 
 def _params(counts: dict[str, int]) -> dict[str, int]:
@@ -217,6 +272,13 @@ _MAKE = {
     "postgresql": postgresql.insert(quality_windows).on_conflict_do_nothing(),
 }
 _READ = select(quality_windows).where(quality_windows.c.provider == bindparam("k_provider"))
+_READ_MANY = select(quality_windows).where(
+    quality_windows.c.provider.in_(bindparam("k_providers", expanding=True))
+)
+#: The most providers :func:`windows` names in one statement (SQLite's older builds bound
+#: 999 parameters), and whose reads it sends together in one block.
+_ROWS_AT_ONCE = 500
+_WINDOWS_AT_ONCE = 100
 _LOCK = _READ.with_for_update()
 _MOVE = (
     update(quality_windows)
