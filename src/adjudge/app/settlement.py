@@ -152,28 +152,30 @@ def mature(tx: Transaction, now: datetime, *, provider: str | None = None, limit
     """Pay providers the held charges whose report deadline passed with no report open: each
     moves from the provider's hold to its wallet against the receipt that settled the call (on
     the log, checked by the ledger). Returns how many matured; a hold a report claimed first is
-    left to its ruling."""
-    matured = 0
-    for due in holds.due(tx, now, provider=provider, limit=limit):
-        if not holds.move(tx, due.call_id, from_state=holds.HELD, to_state=holds.RELEASED, at=now):
-            continue  # a report claimed it in the meantime
-        _transfer(
-            tx,
-            [
-                Transfer(
-                    provider_hold_account(due.provider),
-                    wallet_account(due.provider),
-                    due.amount,
-                    "release",
-                )
-            ],
-            task_id=None,
-            at=now,
-            receipt_id=due.receipt_id,
-            matured=True,
-        )
-        matured += 1
-    return matured
+    left to its ruling.
+
+    The batch is released as a set, not a hold at a time: one statement releases every hold
+    still held, one read finds their receipts on the log, and each provider's hold is debited
+    once for all its matured charges (each charge its own ledger lines, naming its receipt).
+    The batch locks every wallet it credits and every hold it debits first, in the one order of
+    balances; a hold at a time, it held each provider's hold from its release to the commit
+    while it went on to the next, and every settled call of that provider waited as long."""
+    due = holds.due(tx, now, provider=provider, limit=limit)
+    released = holds.release(tx, [d.call_id for d in due], at=now)
+    matured = sorted((d for d in due if d.call_id in released), key=lambda d: d.provider)
+    _transfer(
+        tx,
+        [
+            Transfer(
+                provider_hold_account(d.provider), wallet_account(d.provider), d.amount, "release"
+            )
+            for d in matured
+        ],
+        task_id=None,
+        at=now,
+        matured=[d.receipt_id for d in matured],
+    )
+    return len(matured)
 
 
 def claim_hold(tx: Transaction, call_id: str) -> bool:

@@ -20,6 +20,7 @@ history.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -160,6 +161,26 @@ def move(
     if from_state not in _ENDED:
         day_counts.note_hold(tx, ended.matures_at, int(ended.amount), -1)
     return True
+
+
+def release(tx: Transaction, call_ids: Sequence[str], *, at: datetime) -> set[str]:
+    """Release the holds of ``call_ids`` still ``held`` (matured), in one statement; the ids
+    of those released (a report may have claimed one since it was found due). They leave the
+    open holds' counts."""
+    if not call_ids:
+        return set()
+    h = provider_holds.c
+    change = (
+        update(provider_holds)
+        .where(h.call_id.in_(call_ids), h.state == HELD)
+        .values(state=RELEASED, ended_at=at)
+        .returning(h.call_id, h.matures_at, h.amount)
+    )
+    released = set()
+    for row in tx.conn.execute(change):
+        day_counts.note_hold(tx, row.matures_at, int(row.amount), -1)
+        released.add(str(row.call_id))
+    return released
 
 
 def due(

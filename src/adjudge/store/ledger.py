@@ -7,16 +7,17 @@ escrow is released without a signed record of the determination that released it
 can reconcile every such entry with its receipt.
 
 One release has no new determination: a provider hold maturing once its call's report deadline
-passed (``matured=True``). It names the receipt that settled the call, which must be on the log;
+passed (``matured``). Each names the receipt that settled its call, which must be on the log;
 :func:`adjudge.app.settlement.mature` checks that the hold is that call's and is due.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, time, timedelta
 from functools import partial
+from itertools import repeat
 from typing import Any
 
 from sqlalchemy import (
@@ -66,7 +67,7 @@ def transfer(
     task_id: str | None,
     at: datetime,
     receipt_id: str | None = None,
-    matured: bool = False,
+    matured: Sequence[str] = (),
 ) -> None:
     """Apply transfers as double entries; ``INSUFFICIENT_FUNDS`` if a debit would overdraw.
 
@@ -77,8 +78,10 @@ def transfer(
     and its fee) are debited together: the total either fits or the whole step is refused,
     as one at a time would be. Only the world account may go below zero. A transfer out of a
     holding account needs ``receipt_id`` to name a receipt appended in this transaction
-    (:class:`UnprovenRelease` otherwise) — or, with ``matured``, only out of provider holds,
-    a receipt already on the log (the one that settled the call whose hold matured).
+    (:class:`UnprovenRelease` otherwise) — or, only out of provider holds, ``matured``: for
+    each transfer in order, a receipt already on the log (the one that settled the call whose
+    hold matured), which its lines name. Debits out of providers' holds lock the wallets they
+    credit first, then the holds, each in the one order of balances.
     """
     if not transfers:
         return
@@ -91,15 +94,19 @@ def transfer(
         )
     due = tx.credits_due
     legs: list[dict[str, Any]] = []
-    for run in _runs(transfers):
+    runs = _runs(transfers)
+    held = [run for run in runs if run[0].debit.startswith(PROVIDER_HOLD_PREFIX)]
+    if held:  # a provider's hold is taken after what it credits: all of them in one order
+        rows = [r for run in held for r in (hot_rows.balance(run[0].debit), *_credited(run))]
+        hot_rows.take(tx, [rows])
+    receipts: Iterator[str | None] = iter(matured) if matured else repeat(receipt_id)
+    for run in runs:
         debit, total = run[0].debit, sum(t.amount for t in run)
         _credit_now(tx, debit)  # a debit sees what this transaction credited the account
         if debit == WORLD:
             tx.later(_UPSERT[tx.dialect], {"account": WORLD, "amount": 0})
             tx.later(_DEBIT_WORLD, {"acct": debit, "amt": total})
         else:  # checked as it is sent: the transaction goes on only if it fits
-            if debit.startswith(PROVIDER_HOLD_PREFIX):  # taken after what it credits
-                hot_rows.take(tx, [(hot_rows.balance(debit), *_credited(run))])
             refusal = partial(_too_little, debit, total)  # worded only if it is refused
             tx.later(_DEBIT, {"acct": debit, "amt": total}, check=one_row(refusal))
             if debit.startswith(ITEM_PREFIXES):  # emptied, it leaves no row behind
@@ -111,7 +118,7 @@ def transfer(
                 "txn": txn,
                 "task_id": task_id,
                 "memo": t.memo,
-                "receipt_id": receipt_id,
+                "receipt_id": next(receipts),
                 "at": at,
             }
             legs.append({**common, "account": t.debit, "amount": -t.amount})
@@ -147,18 +154,18 @@ def _kept(account: str) -> str | None:
 
 
 def _proven(
-    tx: Transaction, transfers: Sequence[Transfer], receipt_id: str | None, matured: bool
+    tx: Transaction, transfers: Sequence[Transfer], receipt_id: str | None, matured: Sequence[str]
 ) -> bool:
-    """Whether ``receipt_id`` may release these transfers' holding debits."""
-    if receipt_id is None:
-        return False
-    if receipt_id in tx.appended:
-        return True
-    return (
-        matured
-        and all(t.debit.startswith(PROVIDER_HOLD_PREFIX) for t in transfers)
-        and receipt_log.receipt(tx, receipt_id) is not None
-    )
+    """Whether ``receipt_id``, or each transfer's ``matured`` receipt, may release these
+    transfers' holding debits."""
+    if matured:
+        return (
+            receipt_id is None
+            and len(matured) == len(transfers)
+            and all(t.debit.startswith(PROVIDER_HOLD_PREFIX) for t in transfers)
+            and receipt_log.on_log(tx, matured) == set(matured)
+        )
+    return receipt_id is not None and receipt_id in tx.appended
 
 
 def flush(tx: Transaction) -> None:

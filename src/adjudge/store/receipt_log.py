@@ -13,7 +13,7 @@ edits or deletes a receipt.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -192,6 +192,19 @@ def receipt(tx: Transaction, receipt_id: str) -> StoredReceipt | None:
         flush(tx)
     row = tx.conn.execute(select(s.receipts).where(s.receipts.c.id == receipt_id)).first()
     return _receipt(row._mapping) if row else None
+
+
+def on_log(tx: Transaction, receipt_ids: Iterable[str]) -> set[str]:
+    """Which of ``receipt_ids`` are on the log (one read a 500 of them)."""
+    wanted = set(receipt_ids)
+    if wanted & tx.appended:
+        flush(tx)
+    found: set[str] = set()
+    listed = sorted(wanted)
+    for start in range(0, len(listed), 500):
+        q = select(s.receipts.c.id).where(s.receipts.c.id.in_(listed[start : start + 500]))
+        found.update(str(r) for r in tx.conn.execute(q).scalars())
+    return found
 
 
 def id_of_digest(tx: Transaction, digest: str) -> str | None:
