@@ -15,6 +15,7 @@ from adjudge.market import WORLD, Transfer, provider_hold_account, wallet_accoun
 from adjudge.store import Store, Transaction, database, holds, ledger, receipt_log, records
 from adjudge.store import schema as s
 from adjudge.store.ledger import UnprovenRelease
+from support.at_once import at_once
 from support.fakes import FakeIssuer
 from support.trips import Trips
 
@@ -156,3 +157,21 @@ def test_a_maturity_makes_as_many_round_trips_for_many_holds_as_for_few(
     with store.read() as tx:
         assert ledger.total(tx) == (0, 0)
         assert holds.open_holds(tx) == []
+
+
+def test_two_upkeeps_at_once_pay_each_hold_once(store: Store) -> None:
+    """Two processes' upkeeps maturing the same due holds at once (two engines): the second
+    waits for the first's holds and finds them paid; both commit, each charge is paid once."""
+    due = _held(store, [("p1", 10), ("p2", 20), ("p1", 30), ("p2", 40)])
+    matured: list[int] = []
+
+    def upkeep(tx: Transaction) -> None:
+        matured.append(settlement.mature(tx, DUE))
+
+    assert at_once(store, upkeep, upkeep) == []
+    assert sorted(matured) == [0, 4]
+    with store.read() as tx:
+        assert ledger.balance(tx, wallet_account("p1")) == 40
+        assert ledger.balance(tx, wallet_account("p2")) == 60
+        assert ledger.total(tx) == (0, 0)
+    assert sorted(r for _, n, r in _released_lines(store) if n > 0) == sorted(due.values())

@@ -170,9 +170,18 @@ def release(tx: Transaction, call_ids: Sequence[str], *, at: datetime) -> set[st
     if not call_ids:
         return set()
     h = provider_holds.c
+    # Locked first in call id order (PostgreSQL; SQLite has one writer): two upkeeps releasing
+    # the same holds at once wait on each other in that order, never in a cycle, whatever
+    # order each statement's plan would visit the rows in.
+    chosen = (
+        select(h.call_id)
+        .where(h.call_id.in_(call_ids), h.state == HELD)
+        .order_by(h.call_id)
+        .with_for_update()
+    )
     change = (
         update(provider_holds)
-        .where(h.call_id.in_(call_ids), h.state == HELD)
+        .where(h.call_id.in_(chosen.scalar_subquery()), h.state == HELD)
         .values(state=RELEASED, ended_at=at)
         .returning(h.call_id, h.matures_at, h.amount)
     )
