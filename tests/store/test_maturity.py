@@ -4,10 +4,13 @@ each provider's hold debited once, in a number of round trips that does not grow
 
 from __future__ import annotations
 
+import itertools
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from sqlalchemy import event, select
 
 from adjudge.app import settlement
@@ -20,6 +23,7 @@ from support.fakes import FakeIssuer
 from support.trips import Trips
 
 T0 = datetime(2026, 3, 10, 9, 30, tzinfo=UTC)
+_calls = itertools.count()
 DUE = T0 + timedelta(days=3)
 
 
@@ -33,7 +37,7 @@ def _held(store: Store, charges: list[tuple[str, int]], *, matures_at: datetime 
                 key = f"k-{provider}"
                 records.create_account(tx, provider, ["provider"], key, opt_in=True, at=T0)
         for provider, amount in charges:
-            call_id = f"call-{len(receipts)}-{provider}-{matures_at.isoformat()}"
+            call_id = f"call-{next(_calls)}"
             receipt = receipt_log.append(
                 tx, lambda prev, c=call_id: FakeIssuer.chained({"c": c}, prev), task_id=None, at=T0
             )
@@ -175,3 +179,55 @@ def test_two_upkeeps_at_once_pay_each_hold_once(store: Store) -> None:
         assert ledger.balance(tx, wallet_account("p2")) == 60
         assert ledger.total(tx) == (0, 0)
     assert sorted(r for _, n, r in _released_lines(store) if n > 0) == sorted(due.values())
+
+
+_examples = itertools.count()
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    charges=st.lists(
+        st.tuples(st.integers(0, 3), st.integers(1, 10**9), st.integers(-2, 2), st.booleans()),
+        max_size=12,
+    ),
+    passes=st.lists(st.integers(-1, 3), min_size=1, max_size=3),
+)
+def test_maturity_conserves_money_and_pays_each_charge_once(
+    sqlite_store: Store,
+    charges: list[tuple[int, int, int, bool]],
+    passes: list[int],
+) -> None:
+    """For any holds of a few providers (due or not, some claimed by a report) and passes at
+    any moments: after each pass a provider's wallet holds exactly its charges that were due
+    and unclaimed, its hold the rest, every release names its own charge's receipt, and the
+    ledger sums to zero."""
+    store, n = sqlite_store, next(_examples)
+    made = {}  # call id: (provider, amount, matures_at, claimed)
+    for provider, amount, days, claimed in charges:
+        name, at = f"x{n}p{provider}", T0 + timedelta(days=days)
+        (call_id, receipt), *_ = _held(store, [(name, amount)], matures_at=at).items()
+        made[call_id] = (name, amount, at, receipt)
+        if claimed:
+            with store.write() as tx:
+                assert settlement.claim_hold(tx, call_id)
+    claimed = {c for c, (_, _, _, k) in zip(made, charges, strict=True) if k}
+    paid: set[str] = set()
+    for days in sorted(passes):
+        now = T0 + timedelta(days=days)
+        with store.write() as tx:
+            settlement.mature(tx, now)
+        paid |= {c for c, (_, _, at, _) in made.items() if at <= now and c not in claimed}
+        with store.read() as tx:
+            for name in {p for p, *_ in made.values()}:
+                mine = {c: v for c, v in made.items() if v[0] == name}
+                owed = sum(v[1] for c, v in mine.items() if c in paid)
+                assert ledger.balance(tx, wallet_account(name)) == owed
+                left = sum(v[1] for c, v in mine.items() if c not in paid)
+                assert ledger.balance(tx, provider_hold_account(name)) == left
+            assert ledger.total(tx) == (0, 0)
+    released = [r for a, _, r in _released_lines(store) if a.startswith(f"wallet:x{n}p")]
+    assert sorted(released) == sorted(made[c][3] for c in paid)
