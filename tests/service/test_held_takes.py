@@ -5,12 +5,14 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from adjudge import Error
 from adjudge.app import Settings
+from adjudge.errors import StateError
 from adjudge.store import Store, takes
 from support.audit import audit, reset
 from support.harness import ACCOUNTS, FUNDS, Harness, make_harness
@@ -171,6 +173,44 @@ def test_the_sweep_lapses_takes_nobody_looks_at(h: Harness) -> None:
     assert [listed[t] for t in short] == ["funded"] * 3
     assert listed[long] == listed[plain] == "assigned" and _held(h, "ann") == 2
     assert h.app.tasks.lapse_due(limit=1) == 0
+    audit(h.app.store)
+
+
+def test_the_sweeps_lapses_share_commits(h: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pass's due lapses are queued at once, so they share the group commit's transactions
+    (each waited for a commit of its own before: ten transactions for ten); a lapse that
+    cannot apply now (its task reclaimed meanwhile, say) holds up none of the others."""
+    tids = [h.post("manual", take_window_hours=1) for _ in range(10)]
+    for i, tid in enumerate(tids):
+        agent = f"agent{i // 5}"
+        if agent not in h.keys:
+            h.keys[agent] = h.app.accounts.create(None, agent, ["agent"]).value["api_key"]
+        h.ok(agent, "POST", f"/tasks/{tid}/accept")
+    h.advance(hours=1)
+    batches: list[int] = []
+    commits = h.app.unit.commits
+    assert commits is not None
+    run = commits._commit
+
+    def counted(batch: list[Any]) -> None:
+        batches.append(len(batch))
+        run(batch)
+
+    lapse = h.app.tasks._lapse
+
+    def refusing(tx: Any, task_id: str) -> Any:
+        if task_id == tids[3]:
+            raise StateError("not now", code="TEST_REFUSED")
+        return lapse(tx, task_id)
+
+    monkeypatch.setattr(commits, "_commit", counted)
+    monkeypatch.setattr(h.app.tasks, "_lapse", refusing)
+    assert h.app.tasks.lapse_due() == 9
+    assert sum(batches) == 10 and len(batches) < 5, batches
+    listed = {t["id"]: t["status"] for t in h.ok("pat", "GET", "/tasks")["tasks"]}
+    assert [listed[t] for t in tids] == ["funded"] * 3 + ["assigned"] + ["funded"] * 6
+    monkeypatch.setattr(h.app.tasks, "_lapse", lapse)
+    assert h.app.tasks.lapse_due() == 1  # the next pass
     audit(h.app.store)
 
 

@@ -703,21 +703,26 @@ class Tasks:
     def lapse_due(self, *, limit: int = SWEEP_BATCH) -> int:
         """Apply the takes whose time is up (at most ``limit``); returns how many were applied.
 
-        The sweep the service's upkeep runs (:mod:`adjudge.app.maintenance`): each take
-        in a transaction of its own, found by the index on its end time, so a pass costs the
-        work due and never a scan of the history. A task acted on or read first is lapsed by
-        that action or read instead (the market applies a due lapse before any event), so
-        several processes sweeping at once only skip each other's work.
+        The sweep the service's upkeep runs (:mod:`adjudge.app.maintenance`): each take a
+        unit of work of its own, all queued at once to share the group commit's transactions,
+        found by the index on its end time, so a pass costs the work due and never a scan of
+        the history. A task acted on or read first is lapsed by that action or read instead
+        (the market applies a due lapse before any event), so several processes sweeping at
+        once only skip each other's work.
         """
         due = self.unit.read(lambda tx: records.takes_due(tx, self.unit.now(), limit))
+        return self._sweep(due, "the take of task %s could not lapse")
+
+    def _sweep(self, due: list[str], failed: str) -> int:
+        """Apply each due task's lapse or overdue reveal (:meth:`_lapse`); how many were. One
+        that cannot now is logged and must not hold up the others."""
         applied = 0
-        for task_id in due:
-            try:
-                _, done = self.unit.write(partial(self._lapse, task_id=task_id))
-            except Error:  # one task that cannot lapse now must not hold up the others
-                log.exception("the take of task %s could not lapse", task_id)
-                continue
-            applied += done
+        units = [partial(self._lapse, task_id=task_id) for task_id in due]
+        for task_id, outcome in zip(due, self.unit.write_each(units), strict=True):
+            if isinstance(outcome, Error):
+                log.error(failed, task_id, exc_info=outcome)
+            else:
+                applied += outcome[1]
         return applied
 
     def _lapse(self, tx: Transaction, task_id: str) -> tuple[StoredTask, bool]:
@@ -737,20 +742,12 @@ class Tasks:
     def escalate_overdue(self, *, limit: int = SWEEP_BATCH) -> int:
         """Escalate the sealed tasks whose reveal is overdue (at most ``limit``); how many.
 
-        The upkeep's sweep, as :meth:`lapse_due` is for takes: each in a transaction of its
+        The upkeep's sweep, as :meth:`lapse_due` is for takes: each a unit of work of its
         own, found by the index on the reveal's due time. An action on or a read of the task
         escalates it first anyway (the market applies an overdue reveal before any event).
         """
         due = self.unit.read(lambda tx: records.reveals_due(tx, self.unit.now(), limit))
-        applied = 0
-        for task_id in due:
-            try:
-                _, done = self.unit.write(partial(self._lapse, task_id=task_id))
-            except Error:  # one task that cannot escalate now must not hold up the others
-                log.exception("the overdue reveal of task %s could not escalate", task_id)
-                continue
-            applied += done
-        return applied
+        return self._sweep(due, "the overdue reveal of task %s could not escalate")
 
     def find(
         self,
