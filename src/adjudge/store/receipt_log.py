@@ -201,10 +201,15 @@ def on_log(tx: Transaction, receipt_ids: Iterable[str]) -> set[str]:
         flush(tx)
     found: set[str] = set()
     listed = sorted(wanted)
-    for start in range(0, len(listed), 500):
-        q = select(s.receipts.c.id).where(s.receipts.c.id.in_(listed[start : start + 500]))
-        found.update(str(r) for r in tx.conn.execute(q).scalars())
+    for start in range(0, len(listed), _IDS_AT_ONCE):
+        chunk = listed[start : start + _IDS_AT_ONCE]
+        found.update(str(r) for r in tx.conn.execute(_ON_LOG, {"ids": chunk}).scalars())
     return found
+
+
+#: The most receipt ids :func:`on_log` names in one statement.
+_IDS_AT_ONCE = 500
+_ON_LOG = select(s.receipts.c.id).where(s.receipts.c.id.in_(bindparam("ids", expanding=True)))
 
 
 def id_of_digest(tx: Transaction, digest: str) -> str | None:
