@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
+from adjudge.app import settlement
 from adjudge.app.maintenance import run_once
 from adjudge.store import Store
 from support import http
@@ -305,6 +306,20 @@ def test_a_providers_own_account_read_pays_in_what_matured(world: World) -> None
     world.h.clock.advance(hours=73)
     me = served(world, PROVIDER, "GET", "/accounts/me").json()
     assert (me["balance"], me["held"]) == (str(PRICE), "0")
+
+
+def test_a_providers_own_account_read_pays_in_all_that_matured(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """However many are due, a batch of them at a time (two here), until none is: the balance
+    is never behind the clock (one batch of 500 left the rest to the upkeep; a single batch of
+    two here pays half)."""
+    monkeypatch.setattr(settlement, "MATURE_BATCH", 2)
+    for city in ("berlin", "paris", "rome", "oslo"):
+        world.call({"city": city})
+    world.h.clock.advance(hours=73)
+    me = served(world, PROVIDER, "GET", "/accounts/me").json()
+    assert (me["balance"], me["held"]) == (str(4 * PRICE), "0")
 
 
 def test_an_upheld_report_is_refunded_from_the_hold_whatever_the_provider_spent(

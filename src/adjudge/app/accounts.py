@@ -163,9 +163,13 @@ class Accounts:
         provider's settled charges until their report deadlines: those past it are paid in
         first, so the balance is never behind the clock) and, for a verifier, its keys."""
         if "provider" in account.roles:
-            now = self.unit.now()
+            now, most = self.unit.now(), settlement.MATURE_BATCH
             if self.unit.read(lambda tx: holds.due(tx, now, provider=account.id, limit=1)):
-                self.unit.write(lambda tx: settlement.mature(tx, now, provider=account.id))
+                # A batch at a time until one matures fewer than it could: all that is due.
+                while most == self.unit.write(
+                    lambda tx: settlement.mature(tx, now, provider=account.id, limit=most)
+                ):
+                    pass
 
         def run(tx: Transaction) -> dict[str, Any]:
             fresh = records.account(tx, account.id)

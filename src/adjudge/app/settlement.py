@@ -148,7 +148,13 @@ def release_call(
         )
 
 
-def mature(tx: Transaction, now: datetime, *, provider: str | None = None, limit: int = 500) -> int:
+#: The most due holds one transaction matures (:func:`mature`).
+MATURE_BATCH = 500
+
+
+def mature(
+    tx: Transaction, now: datetime, *, provider: str | None = None, limit: int = MATURE_BATCH
+) -> int:
     """Pay providers the held charges whose report deadline passed with no report open: each
     moves from the provider's hold to its wallet against the receipt that settled the call (on
     the log, checked by the ledger). Returns how many matured; a hold a report claimed first is
