@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from sqlalchemy import event
 
-from adjudge.store import Store, Transaction, database
+from adjudge.store import Store, Transaction, calls, database
 from support.audit import audit
 from support.harness import Harness, make_harness
 from support.migrations import downgrade
@@ -174,6 +174,29 @@ def test_the_operators_list_is_one_read_however_many_providers_declared_terms(
     assert ten == five
     if engine.dialect.name == "postgresql":  # SQLite's statements are calls, not round trips
         assert ten_trips == five_trips
+
+
+def test_terms_stored_that_no_longer_parse_leave_the_operators_list_readable(
+    world: World,
+) -> None:
+    """A provider whose stored terms no longer parse (a stricter check since they were
+    declared) is listed without a declared rate, read over the default window; its own
+    quality page says what is wrong; the rest of the list reads as before (the whole page was
+    refused before)."""
+    h = world.h
+    for name, rate in (("prov0", "1/4"), ("prov1", "1/3")):
+        h.keys[name] = h.app.accounts.create(None, name, ["provider"]).value["api_key"]
+        quality = {"declared_failure_rate": rate, "sample_gate": 3, "window_days": 7}
+        contract = {"tool": f"tool_{name}", "version": "1"}
+        h.ok(name, "POST", "/tools", {"contract": contract, "quality": quality})
+    with h.app.store.write() as tx:
+        bad = {"declared_failure_rate": "3/2", "sample_gate": 3, "window_days": 7}
+        calls.set_terms(tx, "prov1", bad, h.clock.now())
+    listed = h.ok("root", "GET", "/dashboard/operator")["providers"]
+    assert [p["provider"] for p in listed] == ["prov0", "prov1"]
+    assert listed[0]["declared_failure_rate"] == "1/4"
+    assert listed[1]["declared_failure_rate"] is listed[1]["share_of_declared"] is None
+    assert h.refused("root", "GET", "/providers/prov1/quality")[1] == "QUALITY_TERMS_INVALID"
 
 
 def test_the_poster_sees_its_tasks_by_state_and_the_rules_that_fail(sqlite_store: Store) -> None:

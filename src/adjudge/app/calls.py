@@ -700,18 +700,18 @@ class Calls:
         the penalty assessment under its declared terms, and its latest proposal's status."""
         return self.unit.read(lambda tx: self.quality_in(tx, provider, window_days=window_days))
 
-    def termed_in(self, tx: Transaction) -> list[dict[str, Any]]:
+    def termed_in(self, tx: Transaction) -> list[tuple[QualityTerms | None, QualityWindow]]:
         """Every provider with declared terms, its terms and its window now, as
-        :meth:`quality_in` gives them (the operator's list): read in a number of round trips
-        that does not grow with the providers, where one each took seven."""
-        declared = db.every_terms(tx)
+        :meth:`quality_in` reads them (the operator's list), in a number of round trips that
+        does not grow with the providers (one each took seven). Terms stored that no longer
+        parse are None, read over the default window: one provider's page says what is wrong
+        with them, and the list of all of them still reads."""
         now = self.unit.now()
-        spans = {provider: _terms(terms).window for provider, terms in declared.items()}
+        terms = {p: _terms_or_none(declared) for p, declared in db.every_terms(tx).items()}
+        default = timedelta(days=DEFAULT_WINDOW_DAYS)
+        spans = {p: default if t is None else t.window for p, t in terms.items()}
         found = quality_windows.windows(tx, spans, now)
-        return [
-            {"provider": p, "at": now.isoformat(), "terms": terms, **_window_fields(found[p])}
-            for p, terms in declared.items()
-        ]
+        return [(t, found[p]) for p, t in terms.items()]
 
     def quality_in(
         self, tx: Transaction, provider: str, *, window_days: int | None = None
@@ -740,7 +740,8 @@ class Calls:
             "provider": provider,
             "at": now.isoformat(),
             "terms": declared,
-            **_window_fields(window),
+            "window": window.to_dict(),
+            "failure_rate": window.to_dict()["failure_rate"],
             # Human findings on callers' reports, counted apart: they never strike.
             "upheld_reports": call_reports.count_upheld(tx, provider, now - span),
             "assessment": assessment,
@@ -748,9 +749,11 @@ class Calls:
         }
 
 
-def _window_fields(window: QualityWindow) -> dict[str, Any]:
-    shown = window.to_dict()
-    return {"window": shown, "failure_rate": shown["failure_rate"]}
+def _terms_or_none(declared: Mapping[str, Any]) -> QualityTerms | None:
+    try:
+        return _terms(declared)
+    except CriteriaError:
+        return None
 
 
 def _check_key_judges(tx: Transaction, judges: Sequence[str], now: datetime) -> None:

@@ -28,7 +28,7 @@ from typing import Any
 from adjudge.app.accounts import need_role
 from adjudge.app.calls import Calls
 from adjudge.app.unit import UnitOfWork
-from adjudge.calls.quality import QualityTerms, binomial_upper_tail, parse_terms
+from adjudge.calls.quality import QualityTerms, QualityWindow, binomial_upper_tail, parse_terms
 from adjudge.errors import CriteriaError
 from adjudge.market import Status
 from adjudge.store import Account, Transaction
@@ -77,7 +77,7 @@ class Dashboards:
             verdicts = db.counts_by_day(tx, counted.VERDICTS, everyone, day_list)
             # Every termed provider's window in this same read: one transaction, not one a
             # provider, and every figure of the page from one moment of the database.
-            providers = [_nearness(q) for q in self.calls.termed_in(tx)]
+            providers = [_nearness(terms, window) for terms, window in self.calls.termed_in(tx)]
             return {
                 "money": _money(day_list, flows, held),
                 "calls": _calls_by_day(day_list, calls),
@@ -164,19 +164,18 @@ class Dashboards:
         }
 
 
-def _nearness(q: Mapping[str, Any]) -> dict[str, Any]:
-    """A provider's observed failure rate beside its declared one, from its quality."""
-    terms = _parsed_terms(q["terms"])
-    rate = None if q["failure_rate"] is None else Fraction(q["failure_rate"])
+def _nearness(terms: QualityTerms | None, window: QualityWindow) -> dict[str, Any]:
+    """A provider's observed failure rate beside its declared one, from its window."""
+    rate = window.failure_rate
     share = None
     if terms is not None and rate is not None and terms.declared_failure_rate > 0:
         share = rate / terms.declared_failure_rate
     return {
-        "provider": q["provider"],
-        "failure_rate": q["failure_rate"],
+        "provider": window.provider,
+        "failure_rate": None if rate is None else _ratio(rate),
         "declared_failure_rate": None if terms is None else _ratio(terms.declared_failure_rate),
-        "observations": int(q["window"]["pass"]) + int(q["window"]["fail"]),
-        "failures": int(q["window"]["fail"]),
+        "observations": window.observations,
+        "failures": window.fails,
         # The observed rate as a share of the declared one: 1 is at it, above 1 beyond it.
         "share_of_declared": None if share is None else _ratio(share),
         "_share": share,
