@@ -29,7 +29,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from adjudge.market.money import LEDGER_CURRENCY
 from adjudge.store import receipt_log
 from adjudge.store import schema as s
-from adjudge.store.transaction import Transaction
+from adjudge.store.transaction import Read, Transaction
 
 #: The ledger's holding prefixes, each kept as one figure.
 PREFIXES = ("escrow:", "hold:", "held:")
@@ -77,28 +77,50 @@ def figures(
     tx: Transaction, prefixes: Sequence[str], days: Sequence[str], currency: str = LEDGER_CURRENCY
 ) -> dict[str, list[int]]:
     """Each prefix's held money at the end of each of ``days`` (consecutive, oldest first):
-    per lane, the window's rows and the last one before it (index reads, lanes × prefixes)."""
+    the window's rows in one read, and for each prefix and lane the last row before the window
+    (an index read each, read ahead together: on PostgreSQL one round trip for all of them)."""
     h = s.held_days.c
     lanes = [int(n) for n in tx.conn.execute(select(s.chain_lanes.c.id)).scalars()]
+    inside: dict[tuple[str, int], dict[str, int]] = defaultdict(dict)
+    window = select(h.prefix, h.lane, h.day, h.held).where(
+        h.prefix.in_(prefixes), h.currency == currency, h.day >= days[0], h.day <= days[-1]
+    )
+    for prefix, lane, day, held in tx.conn.execute(window):
+        inside[(str(prefix), int(lane))][str(day)] = int(held)
+    before = {
+        (p, lane): _before_read(p, lane, currency, days[0]) for p in prefixes for lane in lanes
+    }
     out: dict[str, list[int]] = {}
-    for prefix in prefixes:
-        totals = [0] * len(days)
-        for lane in lanes:
-            mine = (h.prefix == prefix) & (h.currency == currency) & (h.lane == lane)
-            before = tx.conn.execute(
-                select(h.held).where(mine, h.day < days[0]).order_by(h.day.desc()).limit(1)
-            ).scalar()
-            inside = dict(
-                tx.conn.execute(
-                    select(h.day, h.held).where(mine, h.day >= days[0], h.day <= days[-1])
-                ).all()
-            )
-            running = int(before or 0)
-            for i, day in enumerate(days):
-                running = int(inside.get(day, running))
-                totals[i] += running
-        out[prefix] = totals
+    with tx.ahead(list(before.values())):
+        for prefix in prefixes:
+            totals = [0] * len(days)
+            for lane in lanes:
+                last = tx.rows(*before[(prefix, lane)])
+                running = int(last[0]["held"]) if last else 0
+                mine = inside.get((prefix, lane), {})
+                for i, day in enumerate(days):
+                    running = mine.get(day, running)
+                    totals[i] += running
+            out[prefix] = totals
     return out
+
+
+def _before_read(prefix: str, lane: int, currency: str, first_day: str) -> Read:
+    """The last figure of ``prefix`` on ``lane`` before ``first_day``."""
+    return _BEFORE, {"k_prefix": prefix, "k_lane": lane, "k_currency": currency, "k_day": first_day}
+
+
+_BEFORE = (
+    select(s.held_days.c.held)
+    .where(
+        s.held_days.c.prefix == bindparam("k_prefix"),
+        s.held_days.c.currency == bindparam("k_currency"),
+        s.held_days.c.lane == bindparam("k_lane"),
+        s.held_days.c.day < bindparam("k_day"),
+    )
+    .order_by(s.held_days.c.day.desc())
+    .limit(1)
+)
 
 
 def recount(tx: Transaction, prefixes: Sequence[str], days: Sequence[str]) -> dict[str, list[int]]:
