@@ -11,7 +11,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sqlalchemy import select, text
+from sqlalchemy import event, select, text
 
 from adjudge.store import Store, outbox, records
 from adjudge.store import day_counts as dc
@@ -109,3 +109,29 @@ def test_the_delivery_counts_equal_a_count_of_the_deliveries(store: Store) -> No
             assert dc.stored(tx) == recount(tx)
 
     check()
+
+
+def test_a_claim_leases_its_deliveries_in_one_statement(store: Store) -> None:
+    """A claim of ten due deliveries reads them, leases them all in one statement and reads
+    what to send: three statements whatever their number (one more a delivery before). They
+    hold the claim's lease; a second claim finds only the two left."""
+    _fresh(store)
+    with store.write() as tx:
+        for _ in range(4):  # to each of the three endpoints: twelve deliveries
+            outbox.emit(tx, ["pat"], "webhook.test", {}, at=T0)
+    sent: list[str] = []
+
+    def statement(_conn: Any, _cursor: Any, sql: str, *_: Any) -> None:
+        if "webhook_deliveries" in sql:
+            sent.append(sql)
+
+    event.listen(store.engine, "before_cursor_execute", statement)
+    try:
+        with store.write() as tx:
+            claimed = outbox.claim(tx, now=T0, lease=timedelta(seconds=60), limit=10)
+    finally:
+        event.remove(store.engine, "before_cursor_execute", statement)
+    assert len(claimed) == 10 and len({c.lease for c in claimed}) == 1
+    assert len(sent) == 3, sent
+    with store.write() as tx:
+        assert len(outbox.claim(tx, now=T0, lease=timedelta(seconds=60), limit=10)) == 2

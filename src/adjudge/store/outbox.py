@@ -522,30 +522,32 @@ def claim(tx: Transaction, *, now: datetime, lease: timedelta, limit: int) -> li
 
     Due: pending, its next attempt at or before ``now``, and no unexpired lease. On PostgreSQL
     the rows are taken ``FOR UPDATE SKIP LOCKED``, so workers claiming at once never wait for
-    or take each other's; each lease is then written by an ``UPDATE`` that checks again that
-    the row is free, so no two workers hold one delivery at once on either database.
+    or take each other's; the lease is then written by one ``UPDATE`` of them all that checks
+    again that each row is free, so no two workers hold one delivery at once on either
+    database. The lease is the claim's (a random token): :func:`finish` records an attempt only
+    while its row still holds it.
     """
     d, e, m = webhook_deliveries, webhook_endpoints, webhook_messages
     free = or_(d.c.locked_until.is_(None), d.c.locked_until <= now)
     q = (
-        select(d.c.id, d.c.attempts)
+        select(d.c.id)
         .where(and_(d.c.status == PENDING, d.c.next_attempt_at <= now, free))
         .order_by(d.c.next_attempt_at, d.c.id)
         .limit(limit)
     )
     if tx.dialect == "postgresql":
         q = q.with_for_update(skip_locked=True)
-    taken: dict[str, tuple[str, int]] = {}
-    until = now + lease
-    for row in tx.conn.execute(q).all():
-        token = secrets.token_hex(16)
-        done = tx.conn.execute(
-            update(d)
-            .where(and_(d.c.id == row.id, d.c.status == PENDING, free))
-            .values(locked_until=until, lease=token)
-        )
-        if done.rowcount:
-            taken[row.id] = (token, int(row.attempts))
+    due = [row.id for row in tx.conn.execute(q)]
+    if not due:
+        return []
+    token = secrets.token_hex(16)
+    leased = (
+        update(d)
+        .where(and_(d.c.id.in_(due), d.c.status == PENDING, free))
+        .values(locked_until=now + lease, lease=token)
+        .returning(d.c.id, d.c.attempts)
+    )
+    taken = {str(r.id): (token, int(r.attempts)) for r in tx.conn.execute(leased)}
     if not taken:
         return []
     rows = tx.conn.execute(
