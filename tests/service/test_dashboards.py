@@ -13,6 +13,7 @@ from adjudge.store import Store, Transaction, calls, database
 from support.audit import audit
 from support.harness import Harness, make_harness
 from support.migrations import downgrade
+from support.statements import statements
 from support.trips import Trips
 from support.weather import PRICE, PROVIDER, World, weather_world
 
@@ -143,25 +144,19 @@ def test_the_operators_list_is_one_read_however_many_providers_declared_terms(
 
     def transactions() -> tuple[int, int, set[str]]:
         begun: list[int] = []
-        statements: list[int] = []
 
         def begin(conn: Any) -> None:
             begun.append(1)
 
-        def statement(*_: Any) -> None:
-            statements.append(1)
-
         reads.clear()
         event.listen(engine, "begin", begin)
-        event.listen(engine, "before_cursor_execute", statement)
         try:
-            with monkeypatch.context() as m:
+            with monkeypatch.context() as m, statements(engine) as through:
                 m.setattr(database, "Transaction", Counted)
                 board = h.ok("root", "GET", "/dashboard/operator")
         finally:
             event.remove(engine, "begin", begin)
-            event.remove(engine, "before_cursor_execute", statement)
-        trips = len(statements) + sum(r.trips for r in reads)
+        trips = len(through) + sum(r.trips for r in reads)
         return len(begun), trips, {p["provider"] for p in board["providers"]}
 
     declare(0)

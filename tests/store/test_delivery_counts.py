@@ -11,11 +11,12 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sqlalchemy import event, select, text
+from sqlalchemy import select, text
 
 from adjudge.store import Store, outbox, records
 from adjudge.store import day_counts as dc
 from support.counts import recount
+from support.statements import statements
 
 T0 = datetime(2026, 3, 10, 12, tzinfo=UTC)
 ENDPOINTS = ("ep_a", "ep_b", "ep_c")
@@ -119,18 +120,8 @@ def test_a_claim_leases_its_deliveries_in_one_statement(store: Store) -> None:
     with store.write() as tx:
         for _ in range(4):  # to each of the three endpoints: twelve deliveries
             outbox.emit(tx, ["pat"], "webhook.test", {}, at=T0)
-    sent: list[str] = []
-
-    def statement(_conn: Any, _cursor: Any, sql: str, *_: Any) -> None:
-        if "webhook_deliveries" in sql:
-            sent.append(sql)
-
-    event.listen(store.engine, "before_cursor_execute", statement)
-    try:
-        with store.write() as tx:
-            claimed = outbox.claim(tx, now=T0, lease=timedelta(seconds=60), limit=10)
-    finally:
-        event.remove(store.engine, "before_cursor_execute", statement)
+    with statements(store.engine, "webhook_deliveries") as sent, store.write() as tx:
+        claimed = outbox.claim(tx, now=T0, lease=timedelta(seconds=60), limit=10)
     assert len(claimed) == 10 and len({c.lease for c in claimed}) == 1
     assert len(sent) == 3, sent
     with store.write() as tx:

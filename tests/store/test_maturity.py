@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sqlalchemy import event, select
+from sqlalchemy import select
 
 from adjudge.app import settlement
 from adjudge.market import WORLD, Transfer, provider_hold_account, wallet_account
@@ -20,6 +20,7 @@ from adjudge.store import schema as s
 from adjudge.store.ledger import UnprovenRelease
 from support.at_once import at_once
 from support.fakes import FakeIssuer
+from support.statements import statements
 from support.trips import Trips
 
 T0 = datetime(2026, 3, 10, 9, 30, tzinfo=UTC)
@@ -129,7 +130,6 @@ def test_a_maturity_makes_as_many_round_trips_for_many_holds_as_for_few(
     if store.dialect == "sqlite":
         pytest.skip("SQLite's statements are calls into the library: there is no round trip")
     sent: list[Trips] = []
-    statements: list[int] = []
 
     class Counted(Transaction):
         def __init__(self, conn: Any) -> None:
@@ -139,19 +139,11 @@ def test_a_maturity_makes_as_many_round_trips_for_many_holds_as_for_few(
 
     def trips(now: datetime) -> int:
         sent.clear()
-        statements.clear()
-        with monkeypatch.context() as m:
+        with monkeypatch.context() as m, statements(store.engine) as through:
             m.setattr(database, "Transaction", Counted)
-            event.listen(store.engine, "before_cursor_execute", count)
-            try:
-                with store.write() as tx:
-                    settlement.mature(tx, now)
-            finally:
-                event.remove(store.engine, "before_cursor_execute", count)
-        return len(statements) + sum(t.trips for t in sent)
-
-    def count(*_: Any) -> None:
-        statements.append(1)
+            with store.write() as tx:
+                settlement.mature(tx, now)
+        return len(through) + sum(t.trips for t in sent)
 
     _held(store, [("p1", 1), ("p1", 2)])
     few = trips(DUE)

@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import random
 from datetime import UTC, datetime, timedelta
-from typing import Any
-
-from sqlalchemy import event
 
 from adjudge.calls.pricing import ListedPrice
 from adjudge.store import Store, gateway, records
+from support.statements import statements
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -70,17 +68,7 @@ def test_a_page_reads_a_bounded_number_of_rows_whatever_the_versions(store: Stor
     """Every statement the listing sends over the tools is bounded (a LIMIT): one name with 40
     versions and a page of two read no more than a page of names (the old listing read all)."""
     _register(store, [("busy", "weather")] * 40 + [("calm", "maps"), ("quiet", "tides")])
-    sent: list[str] = []
-
-    def seen(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
-        if "gateway_tools" in statement:
-            sent.append(statement)
-
-    event.listen(store.engine, "before_cursor_execute", seen)
-    try:
-        with store.read() as tx:
-            page = gateway.list_tools(tx, limit=2)
-    finally:
-        event.remove(store.engine, "before_cursor_execute", seen)
+    with statements(store.engine, "gateway_tools") as sent, store.read() as tx:
+        page = gateway.list_tools(tx, limit=2)
     assert [(t.name, t.version) for t in page.items] == [("busy", 40), ("calm", 1)]
     assert sent and all("LIMIT" in s.upper() for s in sent), sent
