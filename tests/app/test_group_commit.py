@@ -20,9 +20,9 @@ from adjudge.app import unit as unit_module
 from adjudge.app.unit import GroupCommit
 from adjudge.errors import StateError
 from adjudge.market import WORLD, Transfer
-from adjudge.store import ConcurrentUpdate, Store, Transaction, database, ledger, receipt_log
+from adjudge.store import ConcurrentUpdate, Store, Transaction, ledger, receipt_log
 from support.batches import one_batch
-from support.trips import Trips
+from support.trips import traced
 
 T0 = datetime(2026, 3, 10, 12, tzinfo=UTC)
 
@@ -294,15 +294,7 @@ def test_a_batch_moves_its_lanes_head_once_and_releases_no_savepoint(
     """Four units chaining a receipt each in one batch: the lane's head written once, by the
     commit, and on PostgreSQL one savepoint a unit, nested, none released (the commit keeps
     them all; SQLite releases each, its nested savepoints costing its journal)."""
-    sent: list[Trips] = []
-
-    class Counted(Transaction):
-        def __init__(self, conn: Any) -> None:
-            super().__init__(conn)
-            self._driver = Trips(self._driver)
-            sent.append(self._driver)
-
-    monkeypatch.setattr(database, "Transaction", Counted)
+    sent = traced(monkeypatch)
     commits = GroupCommit(store, threads=1)
     try:
         outcomes = one_batch(commits, [_receipted(n) for n in range(1, 5)])

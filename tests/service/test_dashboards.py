@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 from sqlalchemy import event
 
-from adjudge.store import Store, Transaction, calls, database
+from adjudge.store import Store, calls
 from support.audit import audit
 from support.harness import Harness, make_harness
 from support.migrations import downgrade
 from support.statements import statements
-from support.trips import Trips
+from support.trips import traced
 from support.weather import PRICE, PROVIDER, World, weather_world
 
 
@@ -126,13 +126,6 @@ def test_the_operators_list_is_one_read_however_many_providers_declared_terms(
     PostgreSQL it makes as many round trips as before too (it made seven more a provider)."""
     h = world.h
     engine = h.app.store.engine
-    reads: list[Trips] = []
-
-    class Counted(Transaction):
-        def __init__(self, conn: Any) -> None:
-            super().__init__(conn)
-            self._driver = Trips(self._driver)
-            reads.append(self._driver)
 
     def declare(first: int) -> None:
         for i in range(first, first + 5):
@@ -148,11 +141,10 @@ def test_the_operators_list_is_one_read_however_many_providers_declared_terms(
         def begin(conn: Any) -> None:
             begun.append(1)
 
-        reads.clear()
         event.listen(engine, "begin", begin)
         try:
             with monkeypatch.context() as m, statements(engine) as through:
-                m.setattr(database, "Transaction", Counted)
+                reads = traced(m)
                 board = h.ok("root", "GET", "/dashboard/operator")
         finally:
             event.remove(engine, "begin", begin)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import itertools
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -15,13 +14,13 @@ from sqlalchemy import select
 
 from adjudge.app import settlement
 from adjudge.market import WORLD, Transfer, provider_hold_account, wallet_account
-from adjudge.store import Store, Transaction, database, holds, ledger, receipt_log, records
+from adjudge.store import Store, Transaction, holds, ledger, receipt_log, records
 from adjudge.store import schema as s
 from adjudge.store.ledger import UnprovenRelease
 from support.at_once import at_once
 from support.fakes import FakeIssuer
 from support.statements import statements
-from support.trips import Trips
+from support.trips import traced
 
 T0 = datetime(2026, 3, 10, 9, 30, tzinfo=UTC)
 _calls = itertools.count()
@@ -129,18 +128,10 @@ def test_a_maturity_makes_as_many_round_trips_for_many_holds_as_for_few(
     holds of one does (a hold at a time, it made three more a hold: 38 against 8 here)."""
     if store.dialect == "sqlite":
         pytest.skip("SQLite's statements are calls into the library: there is no round trip")
-    sent: list[Trips] = []
-
-    class Counted(Transaction):
-        def __init__(self, conn: Any) -> None:
-            super().__init__(conn)
-            self._driver = Trips(self._driver)
-            sent.append(self._driver)
 
     def trips(now: datetime) -> int:
-        sent.clear()
         with monkeypatch.context() as m, statements(store.engine) as through:
-            m.setattr(database, "Transaction", Counted)
+            sent = traced(m)
             with store.write() as tx:
                 settlement.mature(tx, now)
         return len(through) + sum(t.trips for t in sent)

@@ -7,8 +7,8 @@ from typing import Any
 import psycopg
 import pytest
 
-from adjudge.store import transaction
-from adjudge.store.transaction import _JOIN
+from adjudge.store import database, transaction
+from adjudge.store.transaction import _JOIN, Transaction
 
 
 class Trips:
@@ -76,4 +76,19 @@ def statuses_at(monkeypatch: pytest.MonkeyPatch, method: str) -> list[psycopg.pq
         real(conn)
 
     monkeypatch.setattr(psycopg.Connection, method, noted)
+    return found
+
+
+def traced(monkeypatch: pytest.MonkeyPatch) -> list[Trips]:
+    """From now on (``monkeypatch``'s scope), every transaction the store begins counts its
+    round trips on its driver: one :class:`Trips` a transaction, in the order begun."""
+    found: list[Trips] = []
+
+    class Traced(Transaction):
+        def __init__(self, conn: Any) -> None:
+            super().__init__(conn)
+            self._driver = Trips(self._driver)
+            found.append(self._driver)
+
+    monkeypatch.setattr(database, "Transaction", Traced)
     return found
