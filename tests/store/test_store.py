@@ -560,7 +560,7 @@ def _read_on_indexes(store: Store, before: str, reads: Mapping[str, str | None])
 
 #: Reads by the columns whose own index revision 0033 dropped (each leads another index).
 _READS_0033: dict[str, str | None] = {
-    "SELECT id FROM tasks WHERE status = 's'": "ix_tasks_status_verifier",
+    "SELECT id FROM tasks WHERE status = 's'": None,  # (status, verifier), or 0038's
     "SELECT id FROM verdicts WHERE task_id = 't'": None,  # SQLite's index of the unique key
     "SELECT id FROM task_votes WHERE task_id = 't'": None,
     "SELECT id FROM call_contracts WHERE tool = 't'": None,
@@ -592,6 +592,28 @@ def test_migration_0034_leaves_every_read_of_those_columns_on_its_index(store: S
     by a value or a range of one still walks that index (SQLite takes the comparison to imply
     the column is not null); 0034 also downgrades cleanly."""
     _read_on_indexes(store, "0033", _READS_0034)
+
+
+#: The task listings revision 0038 indexes in their order, and the index each walks.
+_READS_0038 = {
+    f"SELECT id FROM tasks WHERE {column} = 'x' ORDER BY posted_at DESC, id LIMIT 51": (
+        f"ix_tasks_{column}_newest"
+    )
+    for column in ("status", "poster", "agent")
+}
+
+
+def test_migration_0038_walks_each_filtered_listing_in_its_order(store: Store) -> None:
+    """After 0038, a page of tasks by status, poster or agent walks that filter's index in the
+    listing's order, newest first, and sorts nothing (SQLite's plan: before, it searched the
+    column's index and sorted every task it held in a temporary tree); 0038 also downgrades
+    cleanly."""
+    _read_on_indexes(store, "0037", _READS_0038)
+    if store.dialect == "sqlite":
+        with store.read() as tx:
+            for sql in _READS_0038:
+                plan = [row[-1] for row in tx.conn.execute(text(f"EXPLAIN QUERY PLAN {sql}"))]
+                assert not any("TEMP B-TREE" in step for step in plan), (sql, plan)
 
 
 def test_no_index_is_led_by_another_of_its_table() -> None:

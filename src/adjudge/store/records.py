@@ -24,6 +24,7 @@ from sqlalchemy import (
     insert,
     or_,
     select,
+    union,
     update,
 )
 from sqlalchemy.dialects import postgresql, sqlite
@@ -380,33 +381,29 @@ def tasks(
     A listing carries no brief and no criteria (their fields are empty): it reads neither. A
     row that cannot be read is left out and logged, so one bad row never fails a listing.
     Keyset pagination: ``cursor`` is the opaque position after the last task of the previous
-    page (``CURSOR_INVALID`` if it is not one), so a page is as cheap as the first.
+    page (``CURSOR_INVALID`` if it is not one), so a page is as cheap as the first: a status,
+    a poster and an agent each walk an index in the listing's order (``ix_tasks_*_newest``),
+    and a party's tasks are the newest page of each of its roles, merged.
     """
     t = s.tasks
     light = [c for c in t.c if c.name not in ("brief", "criteria")]
-    q = select(*light)
+    where: list[ColumnElement[bool]] = []
     if status:
-        q = q.where(t.c.status == status)
+        where.append(t.c.status == status)
     if mode:
-        q = q.where(t.c.mode == mode)
-    if involving:
-        q = q.where(
-            or_(
-                t.c.poster == involving,
-                t.c.agent == involving,
-                t.c.verifier == involving,
-                t.c.id.in_(_seated(involving)),
-            )
-        )
+        where.append(t.c.mode == mode)
     if verifier:
-        q = q.where(or_(t.c.verifier == verifier, t.c.id.in_(_seated(verifier))))
+        where.append(or_(t.c.verifier == verifier, t.c.id.in_(_seated(verifier))))
     if poster:
-        q = q.where(t.c.poster == poster)
+        where.append(t.c.poster == poster)
     if agent:
-        q = q.where(t.c.agent == agent)
+        where.append(t.c.agent == agent)
     if text:
         pattern = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        q = q.where(t.c.title.ilike(f"%{pattern}%", escape="\\"))
+        where.append(t.c.title.ilike(f"%{pattern}%", escape="\\"))
+    if involving:
+        where.append(t.c.id.in_(_newest_of_each_role(involving, where, cursor, limit)))
+    q = select(*light).where(*where)
     rows, following = newest_first(tx, q, t.c.posted_at, t.c.id, cursor, limit)
     found = []
     for row in rows:
@@ -417,9 +414,39 @@ def tasks(
     return Page(found, following)
 
 
+def _newest_of_each_role(
+    party: str, where: list[ColumnElement[bool]], cursor: str | None, limit: int
+) -> Select[Any]:
+    """The ids of the page's candidates among ``party``'s tasks: the newest page (after
+    ``cursor``) of each of its roles — poster, agent, named verifier, panel seat — each read
+    in the listing's order on its own index, so the page is among them. With the roles in one
+    ``OR``, the database read every task of the party and sorted them for each page."""
+    t = s.tasks
+    roles = (t.c.poster == party, t.c.agent == party, t.c.verifier == party)
+    after = [_after(t.c.posted_at, t.c.id, cursor)] if cursor is not None else []
+    pages = [
+        select(t.c.id, t.c.posted_at)
+        .where(role, *where, *after)
+        .order_by(t.c.posted_at.desc(), t.c.id)
+        .limit(limit + 1)
+        .subquery()
+        for role in (*roles, t.c.id.in_(_seated(party)))
+    ]
+    merged = union(*[select(page.c.id, page.c.posted_at) for page in pages]).subquery()
+    return select(merged.c.id)
+
+
 def _seated(verifier: str) -> Select[Any]:
     """The ids of the tasks whose panel ``verifier`` sits on."""
     return select(s.task_seats.c.task_id).where(s.task_seats.c.verifier == verifier)
+
+
+def _after(
+    at: ColumnElement[datetime], key: ColumnElement[str], cursor: str
+) -> ColumnElement[bool]:
+    """The rows after ``cursor`` in the order newest ``at`` first, ties by ``key``."""
+    when, last = decode_cursor(cursor)
+    return or_(at < when, and_(at == when, key > last))
 
 
 def newest_first(
@@ -434,8 +461,7 @@ def newest_first(
     rows and the next page's cursor (None on the last page). Every listing pages this way, so
     a page is as cheap as the first and a cursor means the same everywhere."""
     if cursor is not None:
-        when, last = decode_cursor(cursor)
-        q = q.where(or_(at < when, and_(at == when, key > last)))
+        q = q.where(_after(at, key, cursor))
     rows = list(tx.conn.execute(q.order_by(at.desc(), key).limit(limit + 1)))
     if len(rows) <= limit:
         return rows, None

@@ -109,8 +109,8 @@ tasks = Table(
     metadata,
     Column("id", String(64), primary_key=True),
     Column("version", Integer, nullable=False),  # optimistic concurrency: bumped on each change
-    Column("poster", String(64), ForeignKey("accounts.id"), nullable=False, index=True),
-    Column("agent", String(64), ForeignKey("accounts.id"), nullable=True, index=True),
+    Column("poster", String(64), ForeignKey("accounts.id"), nullable=False),  # ix_tasks_poster
+    Column("agent", String(64), ForeignKey("accounts.id"), nullable=True),  # ix_tasks_agent
     Column("verifier", String(64), ForeignKey("accounts.id"), nullable=True),  # ix_tasks_verifier
     Column("verifier_key", String(64), nullable=True),
     Column("mode", String(16), nullable=False),
@@ -344,6 +344,12 @@ quotas = Table(
 
 Index("ix_tasks_status_verifier", tasks.c.status, tasks.c.verifier)
 Index("ix_tasks_posted", tasks.c.posted_at, tasks.c.id)
+# The task listings filtered by a status, a poster or an agent (adjudge.store.records.tasks),
+# each in the listing's order, newest first: a page walks one index range, however many tasks
+# the filter holds (sorted for each page before, it cost all of them). The poster's and the
+# agent's also serve every read by poster or by agent.
+for _column in (tasks.c.status, tasks.c.poster, tasks.c.agent):
+    Index(f"ix_tasks_{_column.name}_newest", _column, tasks.c.posted_at.desc(), tasks.c.id)
 # A task's named verifier and its deadlines, read by a value or a range of them: most tasks have
 # none (an auto task, a take ended, a task not sealed), so only the rows with one are indexed,
 # and a task's update need not write an entry in each (a finalize's: five, not eight).

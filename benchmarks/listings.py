@@ -1,0 +1,114 @@
+"""The task listings against how many tasks they filter from.
+
+What it measures: a page (50) of ``GET /tasks`` as ``App.tasks.find`` reads it, in process,
+``--reads`` times, on a store holding N tasks, for each N of ``--sizes``: unfiltered, by a
+status, by a poster, and a party's own (``mine``: its tasks as poster, agent or verifier). The
+tasks are posted by three posters over the last N minutes, a third of them completed, a third
+taken by an agent. The figure: each page's median time at each N, and its ratio to the smallest
+N's (flat when a page walks an index in the listing's order; growing when the page sorts every
+task its filter keeps).
+
+How: the rows are written through ``records.insert_task``, 1,000 a transaction. Run from the
+repository root:
+
+    .venv/bin/python benchmarks/listings.py                 # SQLite, 1k to 30k tasks
+    .venv/bin/python benchmarks/listings.py --db postgresql+psycopg://postgres@127.0.0.1/bench
+
+A PostgreSQL database is emptied (its tables dropped) first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from dashboards import fresh_store, median_ms, sized_run
+from sqlalchemy import text
+
+from adjudge.app import App
+from adjudge.market import Mode, Status, Task
+from adjudge.store import Store, records
+
+BATCH = 1_000
+POSTERS = ("pat", "sam", "lee")
+
+
+def grow(store: Store, start: int, stop: int, now: datetime) -> None:
+    """Tasks ``start`` to ``stop`` (exclusive), one a minute back from ``now``."""
+    for first in range(start, stop, BATCH):
+        with store.write() as tx:
+            for n in range(first, min(first + BATCH, stop)):
+                at = now - timedelta(minutes=n)
+                task = Task(
+                    id=f"task_{n:09d}",
+                    poster=POSTERS[n % 3],
+                    mode=Mode.MANUAL,
+                    reward=1_000_000,
+                    posted_at=at,
+                    deadline=at + timedelta(days=1),
+                    criteria={},
+                )
+                status = (Status.FUNDED, Status.ASSIGNED, Status.COMPLETED)[n // 3 % 3]
+                agent = "ann" if status != Status.FUNDED else None
+                task = replace(task, status=status, agent=agent)
+                records.insert_task(tx, task, title=f"Task {n}", brief="Write it.")
+
+
+def run(url: str, sizes: list[int], reads: int) -> dict[str, Any]:
+    store = fresh_store(url)
+    now = datetime.now(UTC)
+    with store.write() as tx:
+        for name, roles in (("ann", ["agent"]), *((p, ["poster"]) for p in POSTERS)):
+            records.create_account(tx, name, roles, f"key-{name}", opt_in=True, at=now)
+    app = App(store)
+    with store.read() as tx:
+        pat, ann = records.account(tx, "pat"), records.account(tx, "ann")
+    assert pat is not None and ann is not None
+    pages = {
+        "all_ms": lambda: app.tasks.find(pat),
+        "status_ms": lambda: app.tasks.find(pat, status=Status.COMPLETED.value),
+        "poster_ms": lambda: app.tasks.find(pat, poster="sam"),
+        "mine_ms": lambda: app.tasks.find(pat, mine=True),
+        "agent_mine_ms": lambda: app.tasks.find(ann, mine=True),
+    }
+    rows = []
+    made = 0
+    for size in sizes:
+        grow(store, made, size, now)
+        made = size
+        if store.dialect == "postgresql":  # the planner's statistics, as autovacuum keeps them
+            with store.engine.connect() as conn:
+                conn.execution_options(isolation_level="AUTOCOMMIT").execute(text("ANALYZE"))
+        for read in pages.values():
+            assert len(read()["tasks"]) == 50
+        rows.append({"tasks": size, **{k: median_ms(read, reads) for k, read in pages.items()}})
+    app.close()
+    store.dispose()
+    first = rows[0]
+    for row in rows:
+        for key in [k for k in row if k.endswith("_ms")]:
+            row[key.replace("_ms", "_ratio")] = row[key] / first[key]
+    return {"db": url.split(":", 1)[0], "reads": reads, "rows": rows}
+
+
+def main() -> None:
+    args, out = sized_run(__doc__, "page", run, sizes="1000,10000,30000", what="tasks")
+    if args.json:
+        return
+    print(f"{out['db']}: a page of 50 tasks, median of {args.reads} reads")
+    names = {
+        "all_ms": "all",
+        "status_ms": "completed",
+        "poster_ms": "by poster",
+        "mine_ms": "poster's own",
+        "agent_mine_ms": "agent's own",
+    }
+    print("   tasks" + "".join(f"   {n:>13} ms (×first)" for n in names.values()))
+    for r in out["rows"]:
+        cells = "".join(f"   {r[k]:16.2f} ({r[k.replace('_ms', '_ratio')]:5.2f}×)" for k in names)
+        print(f"{r['tasks']:>8}{cells}")
+
+
+if __name__ == "__main__":
+    main()
