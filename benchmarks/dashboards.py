@@ -286,12 +286,18 @@ def main() -> None:
         "holds_ms": "open holds",
         "bare_holds_ms": "bare holds count",
     }
-    print("   calls" + "".join(f"   {name:>16} ms (×first)" for name in columns.values()))
-    for r in out["rows"]:
+    print_sized(out["rows"], "calls", columns)
+
+
+def print_sized(rows: list[dict[str, Any]], size: str, columns: dict[str, str]) -> None:
+    """A table of each size's ``columns`` (times in ms, each beside its ratio to the first
+    size's: ``*_ms`` and ``*_ratio``)."""
+    print(f"{size:>8}" + "".join(f"   {name:>16} ms (×first)" for name in columns.values()))
+    for r in rows:
         cells = "".join(
             f"   {r[key]:19.2f} ({r[key.replace('_ms', '_ratio')]:6.2f}×)" for key in columns
         )
-        print(f"{r['calls']:>8}{cells}")
+        print(f"{r[size]:>8}{cells}")
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from dashboards import fresh_store, median_ms, sized_run
+from dashboards import fresh_store, median_ms, print_sized, sized_run
 from sqlalchemy import text
 
 from adjudge.app import App
@@ -104,10 +104,7 @@ def main() -> None:
         "mine_ms": "poster's own",
         "agent_mine_ms": "agent's own",
     }
-    print("   tasks" + "".join(f"   {n:>13} ms (×first)" for n in names.values()))
-    for r in out["rows"]:
-        cells = "".join(f"   {r[k]:16.2f} ({r[k.replace('_ms', '_ratio')]:5.2f}×)" for k in names)
-        print(f"{r['tasks']:>8}{cells}")
+    print_sized(out["rows"], "tasks", names)
 
 
 if __name__ == "__main__":
