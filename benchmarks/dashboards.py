@@ -238,11 +238,16 @@ def run(url: str, sizes: list[int], reads: int) -> dict[str, Any]:
         )
     app.close()
     store.dispose()
+    with_ratios(rows)
+    return {"db": url.split(":", 1)[0], "days": DAYS, "reads": reads, "rows": rows}
+
+
+def with_ratios(rows: list[dict[str, Any]]) -> None:
+    """Beside each time of each size (``*_ms``), its ratio to the first size's (``*_ratio``)."""
     first = rows[0]
     for row in rows:
         for key in [k for k in row if k.endswith("_ms")]:
             row[key.replace("_ms", "_ratio")] = row[key] / first[key]
-    return {"db": url.split(":", 1)[0], "days": DAYS, "reads": reads, "rows": rows}
 
 
 def sized_run(

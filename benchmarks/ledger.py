@@ -24,7 +24,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from dashboards import fresh_store, median_ms, sized_run
+from dashboards import fresh_store, median_ms, sized_run, with_ratios
 from sqlalchemy import func, select
 
 from adjudge.app import App
@@ -89,10 +89,7 @@ def run(url: str, sizes: list[int], reads: int) -> dict[str, Any]:
         )
     app.close()
     store.dispose()
-    first = rows[0]
-    for row in rows:
-        for key in ("view_ms", "recount_ms"):
-            row[key.replace("_ms", "_ratio")] = row[key] / first[key]
+    with_ratios(rows)
     return {"db": url.split(":", 1)[0], "reads": reads, "rows": rows}
 
 

@@ -23,7 +23,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from dashboards import fresh_store, median_ms, print_sized, sized_run
+from dashboards import fresh_store, median_ms, print_sized, sized_run, with_ratios
 from sqlalchemy import text
 
 from adjudge.app import App
@@ -85,10 +85,7 @@ def run(url: str, sizes: list[int], reads: int) -> dict[str, Any]:
         rows.append({"tasks": size, **{k: median_ms(read, reads) for k, read in pages.items()}})
     app.close()
     store.dispose()
-    first = rows[0]
-    for row in rows:
-        for key in [k for k in row if k.endswith("_ms")]:
-            row[key.replace("_ms", "_ratio")] = row[key] / first[key]
+    with_ratios(rows)
     return {"db": url.split(":", 1)[0], "reads": reads, "rows": rows}
 
 
