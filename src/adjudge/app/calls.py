@@ -707,7 +707,7 @@ class Calls:
         parse are None, read over the default window: one provider's page says what is wrong
         with them, and the list of all of them still reads."""
         now = self.unit.now()
-        terms = {p: _terms_or_none(declared) for p, declared in db.every_terms(tx).items()}
+        terms = {p: parsed_terms(declared) for p, declared in db.every_terms(tx).items()}
         default = timedelta(days=DEFAULT_WINDOW_DAYS)
         spans = {p: default if t is None else t.window for p, t in terms.items()}
         found = quality_windows.windows(tx, spans, now)
@@ -732,6 +732,7 @@ class Calls:
             span = timedelta(days=DEFAULT_WINDOW_DAYS)
         window = quality_windows.window(tx, provider, span, now)
         assessment = None if terms is None else assess_penalty(window, terms, now).reason
+        shown = window.to_dict()
         stored = db.latest_proposal(tx, provider)
         proposal = None
         if stored is not None:
@@ -740,8 +741,8 @@ class Calls:
             "provider": provider,
             "at": now.isoformat(),
             "terms": declared,
-            "window": window.to_dict(),
-            "failure_rate": window.to_dict()["failure_rate"],
+            "window": shown,
+            "failure_rate": shown["failure_rate"],
             # Human findings on callers' reports, counted apart: they never strike.
             "upheld_reports": call_reports.count_upheld(tx, provider, now - span),
             "assessment": assessment,
@@ -749,7 +750,11 @@ class Calls:
         }
 
 
-def _terms_or_none(declared: Mapping[str, Any]) -> QualityTerms | None:
+def parsed_terms(declared: Mapping[str, Any] | None) -> QualityTerms | None:
+    """Stored terms parsed, or None (none declared, or they no longer parse: the provider's
+    quality page says what is wrong with them; a list of providers reads on)."""
+    if declared is None:
+        return None
     try:
         return _terms(declared)
     except CriteriaError:

@@ -26,10 +26,9 @@ from fractions import Fraction
 from typing import Any
 
 from adjudge.app.accounts import need_role
-from adjudge.app.calls import Calls
+from adjudge.app.calls import Calls, parsed_terms
 from adjudge.app.unit import UnitOfWork
-from adjudge.calls.quality import QualityTerms, QualityWindow, binomial_upper_tail, parse_terms
-from adjudge.errors import CriteriaError
+from adjudge.calls.quality import QualityTerms, QualityWindow, binomial_upper_tail
 from adjudge.market import Status
 from adjudge.store import Account, Transaction
 from adjudge.store import console as db
@@ -116,7 +115,7 @@ class Dashboards:
 
         read = self.unit.read(run, one_moment=True)
         quality = read["quality"]
-        terms = _parsed_terms(quality["terms"])
+        terms = parsed_terms(quality["terms"])
         window = quality["window"]
         by_day = _calls_by_day(day_list, read["calls"])
         observed = int(window["pass"]) + int(window["fail"])
@@ -245,15 +244,6 @@ def _top(counts: Mapping[str, Counter[str]]) -> list[dict[str, Any]]:
 
 def _ratio(value: Fraction) -> str:
     return f"{value.numerator}/{value.denominator}"
-
-
-def _parsed_terms(declared: Mapping[str, Any] | None) -> QualityTerms | None:
-    if declared is None:
-        return None
-    try:
-        return parse_terms({"type": "provider", **declared})
-    except CriteriaError:
-        return None  # the quality page says what is wrong with them
 
 
 def _threshold(terms: QualityTerms, observed: int) -> dict[str, Any]:
