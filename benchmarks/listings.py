@@ -2,11 +2,12 @@
 
 What it measures: a page (50) of ``GET /tasks`` as ``App.tasks.find`` reads it, in process,
 ``--reads`` times, on a store holding N tasks, for each N of ``--sizes``: unfiltered, by a
-status, by a poster, and a party's own (``mine``: its tasks as poster, agent or verifier). The
+status, by a poster, a party's own (``mine``: its tasks as poster, agent or verifier), and a
+page deep in the completed ones (its cursor a hundred tasks from the oldest). The
 tasks are posted by three posters over the last N minutes, a third of them completed, a third
 taken by an agent. The figure: each page's median time at each N, and its ratio to the smallest
-N's (flat when a page walks an index in the listing's order; growing when the page sorts every
-task its filter keeps).
+N's (flat when a page walks an index in the listing's order from its cursor; growing when the
+page sorts every task its filter keeps, or skips every task before its cursor).
 
 How: the rows are written through ``records.insert_task``, 1,000 a transaction. Run from the
 repository root:
@@ -65,18 +66,26 @@ def run(url: str, sizes: list[int], reads: int) -> dict[str, Any]:
     with store.read() as tx:
         pat, ann = records.account(tx, "pat"), records.account(tx, "ann")
     assert pat is not None and ann is not None
+    deep = {"cursor": ""}  # set for each size: a hundred completed tasks from the oldest
     pages = {
         "all_ms": lambda: app.tasks.find(pat),
         "status_ms": lambda: app.tasks.find(pat, status=Status.COMPLETED.value),
         "poster_ms": lambda: app.tasks.find(pat, poster="sam"),
         "mine_ms": lambda: app.tasks.find(pat, mine=True),
         "agent_mine_ms": lambda: app.tasks.find(ann, mine=True),
+        "deep_ms": lambda: app.tasks.find(
+            pat, status=Status.COMPLETED.value, cursor=deep["cursor"]
+        ),
     }
     rows = []
     made = 0
     for size in sizes:
         grow(store, made, size, now)
         made = size
+        n = max(n for n in range(size - 300, size) if n // 3 % 3 == 2)  # the oldest completed
+        deep["cursor"] = records.encode_cursor(
+            now - timedelta(minutes=n - 300), f"task_{n - 300:09d}"
+        )
         if store.dialect == "postgresql":  # the planner's statistics, as autovacuum keeps them
             with store.engine.connect() as conn:
                 conn.execution_options(isolation_level="AUTOCOMMIT").execute(text("ANALYZE"))
@@ -100,6 +109,7 @@ def main() -> None:
         "poster_ms": "by poster",
         "mine_ms": "poster's own",
         "agent_mine_ms": "agent's own",
+        "deep_ms": "deep in completed",
     }
     print_sized(out["rows"], "tasks", names)
 

@@ -24,6 +24,7 @@ from adjudge.store import (
     Store,
     Submission,
     day_counts,
+    gateway,
     holds,
     idempotency,
     ledger,
@@ -40,6 +41,7 @@ from adjudge.store.schema import metadata, tasks
 from support.counts import recount
 from support.fakes import FakeIssuer
 from support.migrations import downgrade
+from support.plans import sqlite_plans
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -531,7 +533,7 @@ _READS_0027 = {
     "SELECT id FROM ledger_entries WHERE task_id = 't'": "ix_ledger_entries_task_id",
     "SELECT id FROM receipts WHERE task_id = 't'": "ix_receipts_task_id",
     "SELECT id FROM ledger_entries WHERE account = 'a'": "ix_ledger_entries_account_at",
-    "SELECT id FROM gateway_calls WHERE caller = 'c'": "sqlite_autoindex_gateway_calls_2",
+    "SELECT id FROM gateway_calls WHERE caller = 'c'": None,  # its unique key, or 0039's
     "SELECT id FROM call_records WHERE provider = 'p'": "ix_call_records_provider_at",
 }
 
@@ -614,6 +616,43 @@ def test_migration_0038_walks_each_filtered_listing_in_its_order(store: Store) -
             for sql in _READS_0038:
                 plan = [row[-1] for row in tx.conn.execute(text(f"EXPLAIN QUERY PLAN {sql}"))]
                 assert not any("TEMP B-TREE" in step for step in plan), (sql, plan)
+
+
+_NEWEST = "ORDER BY started_at DESC, id LIMIT 51"
+#: The listings of paid calls revision 0039 indexes in their order, and the index each walks.
+_READS_0039 = {
+    **{
+        f"SELECT id FROM gateway_calls WHERE {column} = 'x' {_NEWEST}": (
+            f"ix_gateway_calls_{column}_newest"
+        )
+        for column in ("caller", "provider", "tool")
+    },
+    f"SELECT id FROM gateway_calls {_NEWEST}": "ix_gateway_calls_newest",
+}
+
+
+def test_migration_0039_walks_each_call_listing_in_its_order(store: Store) -> None:
+    """After 0039, a page of calls (all, a caller's, a provider's, a tool's) walks its index in
+    the listing's order and sorts nothing, and the search for calls left pending reads only
+    the pending ones' index (SQLite's plans: before, a page searched the column's index and
+    sorted every call it held, or read the calls in time order to filter them, and the search
+    walked every call before its cutoff); 0039 also downgrades cleanly."""
+    downgrade(store, "0038")
+    store.migrate()
+    if store.dialect != "sqlite":
+        return
+    with store.read() as tx:
+        for sql, index in _READS_0039.items():
+            plan = [row[-1] for row in tx.conn.execute(text(f"EXPLAIN QUERY PLAN {sql}"))]
+            assert any(
+                step.endswith(f"INDEX {index}") or f"INDEX {index} " in step for step in plan
+            ), (
+                sql,
+                plan,
+            )
+            assert not any("TEMP B-TREE" in step for step in plan), (sql, plan)
+    [(_, plan)] = sqlite_plans(store, lambda tx: gateway.pending_before(tx, datetime.now(UTC)))
+    assert plan == ["SEARCH gateway_calls USING INDEX ix_gateway_calls_pending (started_at<?)"]
 
 
 def test_no_index_is_led_by_another_of_its_table() -> None:

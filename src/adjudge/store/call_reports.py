@@ -169,7 +169,10 @@ def page(
         q = q.where(t.status == status)
     if after is not None:
         mark = select(t.filed_at).where(t.call_id == after).scalar_subquery()
-        q = q.where((t.filed_at > mark) | ((t.filed_at == mark) & (t.call_id > after)))
+        # ``filed_at >= mark`` first, for the planner: the walk starts at the cursor
+        q = q.where(
+            t.filed_at >= mark, (t.filed_at > mark) | ((t.filed_at == mark) & (t.call_id > after))
+        )
     rows = tx.conn.execute(q.order_by(t.filed_at, t.call_id).limit(limit)).all()
     return [_report(r) for r in rows]
 

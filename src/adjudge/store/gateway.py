@@ -18,7 +18,9 @@ from sqlalchemy import (
     JSON,
     BigInteger,
     Column,
+    ColumnElement,
     ForeignKey,
+    Index,
     Integer,
     String,
     Table,
@@ -28,7 +30,7 @@ from sqlalchemy import (
     bindparam,
     exists,
     insert,
-    or_,
+    literal_column,
     select,
     update,
 )
@@ -40,7 +42,13 @@ from adjudge.digests import sha256_digest
 from adjudge.errors import NotAllowed
 from adjudge.store import day_counts
 from adjudge.store import schema as s
-from adjudge.store.records import Page, decode_cursor, encode_cursor, newest_first
+from adjudge.store.records import (
+    Page,
+    decode_cursor,
+    encode_cursor,
+    newest_first,
+    newest_of_each,
+)
 from adjudge.store.transaction import ConcurrentUpdate, Read, Transaction
 
 tools = Table(
@@ -82,17 +90,16 @@ calls = Table(
     "gateway_calls",
     s.metadata,
     Column("id", String(64), primary_key=True),  # a UUID: the client's intent id
-    # A caller's calls are read by the unique (caller, key_hash) below.
     Column("caller", String(64), ForeignKey("accounts.id"), nullable=False),
-    Column("tool", String(128), nullable=False, index=True),
+    Column("tool", String(128), nullable=False),
     Column("tool_version", Integer, nullable=False),
-    Column("provider", String(64), nullable=False, index=True),
+    Column("provider", String(64), nullable=False),
     Column("price_minor", BigInteger, nullable=False),
     Column("currency", String(64), nullable=False),
     Column("key_hash", String(71), nullable=True),  # sha256 of the caller's idempotency key
     Column("fingerprint", String(71), nullable=False),  # of the tool and arguments called
     Column("state", String(16), nullable=False),  # pending | done
-    Column("started_at", s.UTCDateTime, nullable=False, index=True),
+    Column("started_at", s.UTCDateTime, nullable=False),
     Column("finished_at", s.UTCDateTime, nullable=True),
     Column("status", String(16), nullable=True),  # settled | refunded | voided
     Column("verdict", String(32), nullable=True),
@@ -101,6 +108,19 @@ calls = Table(
     # The caller's extra API key it was made with (its day's spending), None for its own key.
     Column("api_key_id", String(40), nullable=True),
     UniqueConstraint("caller", "key_hash"),
+)
+# The listing of calls (list_calls), newest first: all, a caller's, a provider's, a tool's; each
+# page walks one index range in the listing's order, however many calls there are.
+for _column in (calls.c.caller, calls.c.provider, calls.c.tool):
+    Index(f"ix_gateway_calls_{_column.name}_newest", _column, calls.c.started_at.desc(), calls.c.id)
+Index("ix_gateway_calls_newest", calls.c.started_at.desc(), calls.c.id)
+# The calls still pending (pending_before): a call is in it from its start to its end, so the
+# upkeep's search reads the few in flight, not every call before its cutoff.
+Index(
+    "ix_gateway_calls_pending",
+    calls.c.started_at,
+    sqlite_where=calls.c.state == "pending",
+    postgresql_where=calls.c.state == "pending",
 )
 
 
@@ -424,7 +444,11 @@ def call_by_key_read(caller: str, key: str) -> Read:
 
 def pending_before(tx: Transaction, before: datetime) -> list[GatewayCall]:
     """Calls still pending that started before ``before`` (interrupted: to be refunded)."""
-    q = select(calls).where(and_(calls.c.state == "pending", calls.c.started_at < before))
+    # The state as a literal, as the pending calls' partial index says it: a prepared
+    # statement's generic plan (PostgreSQL's, after a few runs) cannot take a partial index on
+    # the strength of a parameter's value.
+    pending = calls.c.state == literal_column("'pending'")
+    q = select(calls).where(pending, calls.c.started_at < before)
     return [_call(r._mapping) for r in tx.conn.execute(q.order_by(calls.c.started_at))]
 
 
@@ -443,19 +467,21 @@ def list_calls(
     """Forwarded calls, newest first; ``party`` keeps those it called or provides, ``since``
     and ``until`` (exclusive) those started in that range."""
     c = calls
-    q = select(c)
-    if party is not None:
-        q = q.where(or_(c.c.caller == party, c.c.provider == party))
+    where: list[ColumnElement[bool]] = []
     if tool:
-        q = q.where(c.c.tool == tool)
+        where.append(c.c.tool == tool)
     if provider:
-        q = q.where(c.c.provider == provider)
+        where.append(c.c.provider == provider)
     if verdict:
-        q = q.where(c.c.verdict == verdict)
+        where.append(c.c.verdict == verdict)
     if since is not None:
-        q = q.where(c.c.started_at >= since)
+        where.append(c.c.started_at >= since)
     if until is not None:
-        q = q.where(c.c.started_at < until)
+        where.append(c.c.started_at < until)
+    if party is not None:  # the newest page of the calls it made and of those it provided
+        roles = (c.c.caller == party, c.c.provider == party)
+        where.append(c.c.id.in_(newest_of_each(c, c.c.started_at, roles, where, cursor, limit)))
+    q = select(c).where(*where)
     rows, following = newest_first(tx, q, c.c.started_at, c.c.id, cursor, limit)
     return Page([_call(r._mapping) for r in rows], following)
 

@@ -388,7 +388,8 @@ def movements(
                 "That cursor is not one a listing gave; start from the first page.",
                 code="CURSOR_INVALID",
             )
-        q = q.where(or_(e.c.at < when, and_(e.c.at == when, e.c.id < int(last))))
+        # ``at <= when`` first, for the planner: the walk starts at the cursor (see records._after)
+        q = q.where(e.c.at <= when, or_(e.c.at < when, and_(e.c.at == when, e.c.id < int(last))))
     newest = (e.c.at.desc(), e.c.id.desc())
     # One walk per account, merged: each stays on its own index range (an IN list would make
     # some planners gather every line of those accounts to sort them).

@@ -10,7 +10,7 @@ import base64
 import hashlib
 import json
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -19,6 +19,7 @@ from sqlalchemy import (
     ColumnElement,
     Row,
     Select,
+    Table,
     and_,
     bindparam,
     insert,
@@ -417,23 +418,39 @@ def tasks(
 def _newest_of_each_role(
     party: str, where: list[ColumnElement[bool]], cursor: str | None, limit: int
 ) -> Select[Any]:
-    """The ids of the page's candidates among ``party``'s tasks: the newest page (after
-    ``cursor``) of each of its roles — poster, agent, named verifier, panel seat — each read
-    in the listing's order on its own index, so the page is among them. With the roles in one
-    ``OR``, the database read every task of the party and sorted them for each page."""
+    """The ids of the page's candidates among ``party``'s tasks (:func:`newest_of_each` of its
+    roles: poster, agent, named verifier, panel seat)."""
     t = s.tasks
     roles = (t.c.poster == party, t.c.agent == party, t.c.verifier == party)
-    after = [_after(t.c.posted_at, t.c.id, cursor)] if cursor is not None else []
+    return newest_of_each(
+        t, t.c.posted_at, (*roles, t.c.id.in_(_seated(party))), where, cursor, limit
+    )
+
+
+def newest_of_each(
+    table: Table,
+    at: ColumnElement[datetime],
+    roles: Sequence[ColumnElement[bool]],
+    where: list[ColumnElement[bool]],
+    cursor: str | None,
+    limit: int,
+) -> Select[Any]:
+    """The ids of a page's candidates among a party's rows of ``table`` (its ``id`` the key):
+    the newest page (after ``cursor``) of each of its ``roles``, each read in the listing's
+    order on its own index, so the page is among them. With the roles in one ``OR``, the
+    database read every row of the party and sorted them for each page."""
+    key = table.c.id
+    after = [_after(at, key, cursor)] if cursor is not None else []
     pages = [
-        select(t.c.id, t.c.posted_at)
+        select(key, at)
         .where(role, *where, *after)
-        .order_by(t.c.posted_at.desc(), t.c.id)
+        .order_by(at.desc(), key)
         .limit(limit + 1)
         .subquery()
-        for role in (*roles, t.c.id.in_(_seated(party)))
+        for role in roles
     ]
-    merged = union(*[select(page.c.id, page.c.posted_at) for page in pages]).subquery()
-    return select(merged.c.id)
+    merged = union(*[select(*page.c) for page in pages]).subquery()
+    return select(merged.c[key.name])
 
 
 def _seated(verifier: str) -> Select[Any]:
@@ -444,9 +461,12 @@ def _seated(verifier: str) -> Select[Any]:
 def _after(
     at: ColumnElement[datetime], key: ColumnElement[str], cursor: str
 ) -> ColumnElement[bool]:
-    """The rows after ``cursor`` in the order newest ``at`` first, ties by ``key``."""
+    """The rows after ``cursor`` in the order newest ``at`` first, ties by ``key``. The first
+    term says again what the others imply, for the planner: a range of ``at`` starts the
+    index's walk at the cursor, where the ``OR`` alone made it walk (and skip) every newer row,
+    so a page deep in a listing cost as many rows as came before it."""
     when, last = decode_cursor(cursor)
-    return or_(at < when, and_(at == when, key > last))
+    return and_(at <= when, or_(at < when, and_(at == when, key > last)))
 
 
 def newest_first(
