@@ -2,8 +2,9 @@
 
 What it measures: a page (50) of ``GET /tasks`` as ``App.tasks.find`` reads it, in process,
 ``--reads`` times, on a store holding N tasks, for each N of ``--sizes``: unfiltered, by a
-status, by a poster, a party's own (``mine``: its tasks as poster, agent or verifier), and a
-page deep in the completed ones (its cursor a hundred tasks from the oldest). The
+status, by a poster, a party's own (``mine``: its tasks as poster, agent or verifier; a
+verifier's, named on a tenth of the tasks and seated on the panel of another tenth), and a page
+deep in the completed ones (its cursor a hundred tasks from the oldest). The
 tasks are posted by three posters over the last N minutes, a third of them completed, a third
 taken by an agent. The figure: each page's median time at each N, and its ratio to the smallest
 N's (flat when a page walks an index in the listing's order from its cursor; growing when the
@@ -29,10 +30,12 @@ from sqlalchemy import text
 
 from adjudge.app import App
 from adjudge.market import Mode, Status, Task
+from adjudge.market.tasks import Seat
 from adjudge.store import Store, records
 
 BATCH = 1_000
 POSTERS = ("pat", "sam", "lee")
+VERIFIER = "vic"
 
 
 def grow(store: Store, start: int, stop: int, now: datetime) -> None:
@@ -52,7 +55,9 @@ def grow(store: Store, start: int, stop: int, now: datetime) -> None:
                 )
                 status = (Status.FUNDED, Status.ASSIGNED, Status.COMPLETED)[n // 3 % 3]
                 agent = "ann" if status != Status.FUNDED else None
-                task = replace(task, status=status, agent=agent)
+                named = VERIFIER if n % 10 == 0 else None
+                panel = (Seat(VERIFIER, None), Seat("val", None)) if n % 10 == 5 else ()
+                task = replace(task, status=status, agent=agent, verifier=named, panel=panel)
                 records.insert_task(tx, task, title=f"Task {n}", brief="Write it.")
 
 
@@ -60,12 +65,17 @@ def run(url: str, sizes: list[int], reads: int) -> dict[str, Any]:
     store = fresh_store(url)
     now = datetime.now(UTC)
     with store.write() as tx:
-        for name, roles in (("ann", ["agent"]), *((p, ["poster"]) for p in POSTERS)):
+        parties = (
+            ("ann", ["agent"]),
+            (VERIFIER, ["verifier"]),
+            *((p, ["poster"]) for p in POSTERS),
+        )
+        for name, roles in parties:
             records.create_account(tx, name, roles, f"key-{name}", opt_in=True, at=now)
     app = App(store)
     with store.read() as tx:
-        pat, ann = records.account(tx, "pat"), records.account(tx, "ann")
-    assert pat is not None and ann is not None
+        pat, ann, vic = (records.account(tx, n) for n in ("pat", "ann", VERIFIER))
+    assert pat is not None and ann is not None and vic is not None
     deep = {"cursor": ""}  # set for each size: a hundred completed tasks from the oldest
     pages = {
         "all_ms": lambda: app.tasks.find(pat),
@@ -73,6 +83,7 @@ def run(url: str, sizes: list[int], reads: int) -> dict[str, Any]:
         "poster_ms": lambda: app.tasks.find(pat, poster="sam"),
         "mine_ms": lambda: app.tasks.find(pat, mine=True),
         "agent_mine_ms": lambda: app.tasks.find(ann, mine=True),
+        "verifier_mine_ms": lambda: app.tasks.find(vic, mine=True),
         "deep_ms": lambda: app.tasks.find(
             pat, status=Status.COMPLETED.value, cursor=deep["cursor"]
         ),
@@ -109,6 +120,7 @@ def main() -> None:
         "poster_ms": "by poster",
         "mine_ms": "poster's own",
         "agent_mine_ms": "agent's own",
+        "verifier_mine_ms": "verifier's own",
         "deep_ms": "deep in completed",
     }
     print_sized(out["rows"], "tasks", names)

@@ -19,6 +19,7 @@ from sqlalchemy import PrimaryKeyConstraint, Table, UniqueConstraint, select, te
 
 from adjudge import Error
 from adjudge.market import WORLD, Mode, Task, Transfer, VerdictReached, wallet_account
+from adjudge.market.tasks import Seat
 from adjudge.store import (
     ConcurrentUpdate,
     Store,
@@ -579,7 +580,7 @@ def test_migration_0033_leaves_every_read_on_an_index(store: Store) -> None:
 
 #: Reads of tasks by a column revision 0034 indexes only where it has a value, and its index.
 _READS_0034 = {
-    "SELECT id FROM tasks WHERE verifier = 'v'": "ix_tasks_verifier",
+    "SELECT id FROM tasks WHERE verifier = 'v'": "ix_tasks_verifier_newest",  # 0040's
     "SELECT id FROM tasks WHERE take_ends_at <= '2026-01-01' ORDER BY take_ends_at, id": (
         "ix_tasks_take_ends_at"
     ),
@@ -653,6 +654,57 @@ def test_migration_0039_walks_each_call_listing_in_its_order(store: Store) -> No
             assert not any("TEMP B-TREE" in step for step in plan), (sql, plan)
     [(_, plan)] = sqlite_plans(store, lambda tx: gateway.pending_before(tx, datetime.now(UTC)))
     assert plan == ["SEARCH gateway_calls USING INDEX ix_gateway_calls_pending (started_at<?)"]
+
+
+#: The listings revision 0040 indexes in their order, and the index each walks.
+_READS_0040 = {
+    "SELECT call_id FROM call_reports WHERE status = 'x' ORDER BY filed_at, call_id LIMIT 51": (
+        "ix_call_reports_status_filed"
+    ),
+    "SELECT id FROM tasks WHERE verifier = 'x' ORDER BY posted_at DESC, id LIMIT 51": (
+        "ix_tasks_verifier_newest"
+    ),
+    "SELECT task_id FROM task_seats WHERE verifier = 'x' ORDER BY posted_at DESC, task_id "
+    "LIMIT 51": "ix_task_seats_verifier_newest",
+}
+
+
+def test_migration_0040_walks_the_remaining_listings_in_their_order(store: Store) -> None:
+    """After 0040, a page of the reports of a status, of a named verifier's tasks and of a
+    verifier's panel seats each walks its index in the listing's order and sorts nothing
+    (SQLite's plan: before, each searched its column's index and sorted every row it held); a
+    seat made before 0040 gets its task's posted time; 0040 also downgrades cleanly."""
+    at = datetime(2026, 3, 4, 5, 6, 7, tzinfo=UTC)
+    with store.write() as tx:
+        for name in ("pat", "vic", "val"):
+            records.create_account(tx, name, ["poster"], f"k-{name}", opt_in=True, at=at)
+        task = Task(
+            id="task_seated",
+            poster="pat",
+            mode=Mode.MANUAL,
+            reward=1,
+            posted_at=at,
+            deadline=at + timedelta(days=1),
+            criteria={},
+        )
+        panel = (Seat("val", None), Seat("vic", None))
+        records.insert_task(tx, replace(task, panel=panel), title="t", brief="")
+    downgrade(store, "0039")
+    with store.read() as tx:
+        assert "posted_at" not in list(tx.conn.execute(text("SELECT * FROM task_seats")).keys())
+    _read_on_indexes(store, "0039", _READS_0040)
+    with store.read() as tx:
+        seat = schema.task_seats.c
+        seats = tx.conn.execute(select(seat.verifier, seat.posted_at)).all()
+        page = records.tasks(tx, involving="vic")
+    assert sorted(v for v, _ in seats) == ["val", "vic"]
+    assert {p for _, p in seats} == {at}
+    assert [t.task.id for t in page.items] == ["task_seated"]
+    if store.dialect == "sqlite":
+        with store.read() as tx:
+            for sql in _READS_0040:
+                plan = [row[-1] for row in tx.conn.execute(text(f"EXPLAIN QUERY PLAN {sql}"))]
+                assert not any("TEMP B-TREE" in step for step in plan), (sql, plan)
 
 
 def test_no_index_is_led_by_another_of_its_table() -> None:

@@ -43,12 +43,19 @@ call_reports = Table(
     Column("filed_by", String(64), ForeignKey("accounts.id"), nullable=False),
     Column("filed_at", s.UTCDateTime, nullable=False, index=True),
     Column("reason", String(2000), nullable=False),
-    Column("status", String(16), nullable=False, index=True),
+    Column("status", String(16), nullable=False),  # ix_call_reports_status_filed
     Column("ruled_by", String(64), ForeignKey("accounts.id"), nullable=True),
     Column("ruled_at", s.UTCDateTime, nullable=True),
     Column("ruling", JSON, nullable=True),  # the ruling's reasons
     Column("refunded_minor", BigInteger, nullable=True),
     Column("receipt_id", String(64), nullable=True),  # the ruling's receipt, when upheld
+)
+# The reports of a status in their listing's order, oldest first (page): a page walks one range.
+Index(
+    "ix_call_reports_status_filed",
+    call_reports.c.status,
+    call_reports.c.filed_at,
+    call_reports.c.call_id,
 )
 # A provider's reports by status and ruling time: its upheld reports of a quality window are
 # one range of it (count_upheld), however many reports it ever had.

@@ -48,6 +48,7 @@ from adjudge.store.records import (
     encode_cursor,
     newest_first,
     newest_of_each,
+    newest_page,
 )
 from adjudge.store.transaction import ConcurrentUpdate, Read, Transaction
 
@@ -479,8 +480,17 @@ def list_calls(
     if until is not None:
         where.append(c.c.started_at < until)
     if party is not None:  # the newest page of the calls it made and of those it provided
-        roles = (c.c.caller == party, c.c.provider == party)
-        where.append(c.c.id.in_(newest_of_each(c, c.c.started_at, roles, where, cursor, limit)))
+        pages = [
+            newest_page(
+                select(c.c.id, c.c.started_at).where(role, *where),
+                c.c.started_at,
+                c.c.id,
+                cursor,
+                limit,
+            )
+            for role in (c.c.caller == party, c.c.provider == party)
+        ]
+        where.append(c.c.id.in_(newest_of_each(pages)))
     q = select(c).where(*where)
     rows, following = newest_first(tx, q, c.c.started_at, c.c.id, cursor, limit)
     return Page([_call(r._mapping) for r in rows], following)

@@ -19,7 +19,6 @@ from sqlalchemy import (
     ColumnElement,
     Row,
     Select,
-    Table,
     and_,
     bindparam,
     insert,
@@ -323,7 +322,11 @@ def insert_task(tx: Transaction, task: Task, *, title: str, brief: str) -> Store
     )
     if task.panel:
         tx.conn.execute(
-            insert(s.task_seats), [{"task_id": task.id, "verifier": v.verifier} for v in task.panel]
+            insert(s.task_seats),
+            [
+                {"task_id": task.id, "verifier": v.verifier, "posted_at": task.posted_at}
+                for v in task.panel
+            ],
         )
     day_counts.note_state(tx, task.poster, None, task.status.value)
     return StoredTask(task, 1, title, brief)
@@ -419,38 +422,43 @@ def _newest_of_each_role(
     party: str, where: list[ColumnElement[bool]], cursor: str | None, limit: int
 ) -> Select[Any]:
     """The ids of the page's candidates among ``party``'s tasks (:func:`newest_of_each` of its
-    roles: poster, agent, named verifier, panel seat)."""
-    t = s.tasks
+    roles: poster, agent, named verifier, panel seat), each role's page read on its own index
+    in the listing's order (a seat's by the task's posted time the seat keeps)."""
+    t, seat = s.tasks, s.task_seats
     roles = (t.c.poster == party, t.c.agent == party, t.c.verifier == party)
-    return newest_of_each(
-        t, t.c.posted_at, (*roles, t.c.id.in_(_seated(party))), where, cursor, limit
-    )
+    pages = [
+        newest_page(
+            select(t.c.id, t.c.posted_at).where(role, *where), t.c.posted_at, t.c.id, cursor, limit
+        )
+        for role in roles
+    ]
+    seated = select(t.c.id, t.c.posted_at).select_from(seat.join(t, t.c.id == seat.c.task_id))
+    seated = seated.where(seat.c.verifier == party, *where)
+    pages.append(newest_page(seated, seat.c.posted_at, seat.c.task_id, cursor, limit))
+    return newest_of_each(pages)
 
 
-def newest_of_each(
-    table: Table,
+def newest_page(
+    q: Select[Any],
     at: ColumnElement[datetime],
-    roles: Sequence[ColumnElement[bool]],
-    where: list[ColumnElement[bool]],
+    key: ColumnElement[str],
     cursor: str | None,
     limit: int,
 ) -> Select[Any]:
-    """The ids of a page's candidates among a party's rows of ``table`` (its ``id`` the key):
-    the newest page (after ``cursor``) of each of its ``roles``, each read in the listing's
-    order on its own index, so the page is among them. With the roles in one ``OR``, the
-    database read every row of the party and sorted them for each page."""
-    key = table.c.id
-    after = [_after(at, key, cursor)] if cursor is not None else []
-    pages = [
-        select(key, at)
-        .where(role, *where, *after)
-        .order_by(at.desc(), key)
-        .limit(limit + 1)
-        .subquery()
-        for role in roles
-    ]
-    merged = union(*[select(*page.c) for page in pages]).subquery()
-    return select(merged.c[key.name])
+    """``q`` as one page of a party's role for :func:`newest_of_each`: its newest ``limit + 1``
+    rows after ``cursor`` (newest ``at`` first, ties by ``key``)."""
+    if cursor is not None:
+        q = q.where(_after(at, key, cursor))
+    return q.order_by(at.desc(), key).limit(limit + 1)
+
+
+def newest_of_each(pages: Sequence[Select[Any]]) -> Select[Any]:
+    """The ids of a page's candidates among a party's rows: the union of the newest page of
+    each of its roles (:func:`newest_page`, each read in the listing's order on its own
+    index), so the listing's page is among them. With the roles in one ``OR``, the database
+    read every row of the party and sorted them for each page."""
+    merged = union(*[select(*page.subquery().c) for page in pages]).subquery()
+    return select(merged.c.id)
 
 
 def _seated(verifier: str) -> Select[Any]:

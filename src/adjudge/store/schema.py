@@ -158,7 +158,15 @@ task_seats = Table(
     # Who sits on a task's panel, one row per verifier, written once at posting: a verifier's
     # own listing finds its panels by this index instead of reading every task's panel.
     Column("task_id", String(64), ForeignKey("tasks.id"), primary_key=True),
-    Column("verifier", String(64), primary_key=True, index=True),
+    Column("verifier", String(64), primary_key=True),
+    # The task's posted time (it never changes): a verifier's seats in its listing's order.
+    Column("posted_at", UTCDateTime, nullable=False),
+)
+Index(
+    "ix_task_seats_verifier_newest",
+    task_seats.c.verifier,
+    task_seats.c.posted_at.desc(),
+    task_seats.c.task_id,
 )
 
 task_votes = Table(
@@ -352,8 +360,17 @@ for _column in (tasks.c.status, tasks.c.poster, tasks.c.agent):
     Index(f"ix_tasks_{_column.name}_newest", _column, tasks.c.posted_at.desc(), tasks.c.id)
 # A task's named verifier and its deadlines, read by a value or a range of them: most tasks have
 # none (an auto task, a take ended, a task not sealed), so only the rows with one are indexed,
-# and a task's update need not write an entry in each (a finalize's: five, not eight).
-for _column in (tasks.c.verifier, tasks.c.take_ends_at, tasks.c.reveal_due_at):
+# and a task's update need not write an entry in each (a finalize's: five, not eight). The named
+# verifier's holds the posted time too, newest first: a verifier's own listing walks it in order.
+Index(
+    "ix_tasks_verifier_newest",
+    tasks.c.verifier,
+    tasks.c.posted_at.desc(),
+    tasks.c.id,
+    sqlite_where=tasks.c.verifier.is_not(None),
+    postgresql_where=tasks.c.verifier.is_not(None),
+)
+for _column in (tasks.c.take_ends_at, tasks.c.reveal_due_at):
     Index(
         f"ix_tasks_{_column.name}",
         _column,
