@@ -913,10 +913,25 @@ class Client:
             if after is None:
                 return
 
-    def ledger(self, *, recount: bool = False) -> dict[str, Any]:
-        """Every balance, their sum and all deposits (admins); ``recount`` adds the audit of
-        every ledger line (``sum_of_entries``, ``unmatched``)."""
-        return dict(self.request("GET", "/ledger", params={"recount": recount or None}))
+    def ledger(
+        self, *, recount: bool = False, limit: int | None = None, cursor: str | None = None
+    ) -> dict[str, Any]:
+        """A page of balances by account name (``next_cursor`` fetches the next), the sum of
+        every balance and all deposits (admins); ``recount`` adds the audit of every ledger
+        line (``sum_of_entries``, ``unmatched``)."""
+        params = {"recount": recount or None, "limit": limit, "cursor": cursor}
+        return dict(self.request("GET", "/ledger", params=params))
+
+    def balances(self, *, page_size: int = 500) -> dict[str, str]:
+        """Every balance, by account name, a page at a time (admins)."""
+        found: dict[str, str] = {}
+        cursor = None
+        while True:
+            page = self.ledger(limit=page_size, cursor=cursor)
+            found |= page["balances"]
+            cursor = page["next_cursor"]
+            if cursor is None:
+                return found
 
     # --- webhooks ---------------------------------------------------------------------------
 

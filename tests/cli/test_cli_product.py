@@ -469,7 +469,8 @@ def test_the_client_reads_every_verifier_page_by_page(sqlite_store: Store) -> No
 
 def test_the_client_reads_the_ledger_and_its_recount(sqlite_store: Store) -> None:
     """``ledger()`` is the view (no recount: its entries' sum is null); ``recount=True`` sends
-    ``recount=true`` and gets the audit."""
+    ``recount=true`` and gets the audit; ``limit`` and ``cursor`` page the balances, and
+    ``balances()`` reads every page."""
     h = make_harness(sqlite_store)
     with serving(h.app) as url, Client(url, key=h.keys["root"]) as api:
         view = api.ledger()
@@ -477,6 +478,9 @@ def test_the_client_reads_the_ledger_and_its_recount(sqlite_store: Store) -> Non
         counted = api.ledger(recount=True)
         assert (counted["sum_of_entries"], counted["unmatched"]) == ("0", [])
         assert counted["balances"] == view["balances"]
+        first = api.ledger(limit=1)
+        assert len(first["balances"]) == 1 and first["next_cursor"] == next(iter(first["balances"]))
+        assert api.balances(page_size=2) == view["balances"]
 
 
 def test_clients_share_one_tls_context_that_still_verifies(monkeypatch: pytest.MonkeyPatch) -> None:

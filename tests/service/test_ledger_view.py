@@ -56,6 +56,33 @@ def test_a_recount_names_a_balance_its_lines_do_not_make(store: Store) -> None:
     assert counted["sum_of_entries"] == str(REWARD)
 
 
+def test_the_balances_come_a_page_at_a_time(store: Store) -> None:
+    """Pages of two balances, each after the last one's name, together are every balance row
+    once, by name; each page carries the sum of them all, not of its own; a limit outside
+    1-1000 is refused and moves nothing."""
+    h = make_harness(store)
+    h.post("auto")
+    h.post("auto")
+    with store.engine.connect() as conn:
+        rows = dict(conn.execute(text("SELECT account, balance FROM balances")).all())
+    assert len(rows) > 4  # more than two pages
+    seen: dict[str, str] = {}
+    cursor = ""
+    while True:
+        page = h.ok("root", "GET", f"/ledger?limit=2{cursor}")
+        assert len(page["balances"]) <= 2 and not set(page["balances"]) & set(seen)
+        assert page["sum_of_balances"] == "0"
+        seen |= page["balances"]
+        if page["next_cursor"] is None:
+            break
+        assert page["next_cursor"] == list(page["balances"])[-1]
+        cursor = f"&cursor={page['next_cursor']}"
+    assert list(seen) == sorted(rows) and seen == {a: str(v) for a, v in rows.items()}
+    assert h.ok("root", "GET", "/ledger")["balances"] == seen  # a default page holds them all
+    for bad in (0, 1001):
+        assert h.refused("root", "GET", f"/ledger?limit={bad}") == (422, "INVALID_REQUEST")
+
+
 def test_only_an_admin_reads_the_ledger(store: Store) -> None:
     """Anyone else is refused, recount or not."""
     h = make_harness(store)

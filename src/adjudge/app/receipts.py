@@ -53,6 +53,11 @@ LEDGER_KINDS = (
     "report refund",
 )
 
+#: How many balances a page of the admin's ledger holds unless asked (``limit``: up to
+#: :data:`LEDGER_PAGE_MAX`): every wallet, provider hold and open escrow has one, so the whole
+#: list grows with the accounts; a page does not.
+LEDGER_PAGE, LEDGER_PAGE_MAX = 500, 1000
+
 #: The largest ``after`` the export takes: the store numbers rows from 1, so it reads
 #: ``seq > after + 1``, and PostgreSQL's integer ends at 2**31 - 1.
 MAX_AFTER = 2**31 - 2
@@ -223,17 +228,27 @@ class Receipts:
 
         return self.unit.read(run)
 
-    def ledger(self, viewer: Account, *, recount: bool = False) -> dict[str, Any]:
-        """Every balance (an emptied escrow or call reservation has none), their sum, all
-        deposits (admins); with ``recount``, every line summed too, in all and by account
-        against its balance — the audit, which reads the whole history."""
+    def ledger(
+        self,
+        viewer: Account,
+        *,
+        recount: bool = False,
+        limit: int = LEDGER_PAGE,
+        cursor: str | None = None,
+    ) -> dict[str, Any]:
+        """A page of balances by account name (an emptied escrow or call reservation has
+        none; ``next_cursor`` names the next page), the sum of every balance and all deposits
+        (admins); with ``recount``, every line summed too, in all and by account against its
+        balance — the audit, which reads the whole history."""
         need_role(viewer, "admin")
 
         def run(tx: Transaction) -> dict[str, Any]:
-            balances = ledger.balances(tx)
+            page = ledger.balance_page(tx, after=cursor, limit=limit + 1)
+            following = page[limit - 1][0] if len(page) > limit else None
             view: dict[str, Any] = {
-                "balances": {k: str(v) for k, v in sorted(balances.items())},
-                "sum_of_balances": str(sum(balances.values())),
+                "balances": {k: str(v) for k, v in page[:limit]},
+                "next_cursor": following,
+                "sum_of_balances": str(ledger.sum_of_balances(tx)),
                 "deposits": str(ledger.deposits(tx)),
                 "sum_of_entries": None,
                 "unmatched": None,

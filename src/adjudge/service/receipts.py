@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 from fastapi import Query
 
-from adjudge.app.receipts import MAX_AFTER
+from adjudge.app.receipts import LEDGER_PAGE, LEDGER_PAGE_MAX, MAX_AFTER
 from adjudge.service.deps import Caller, Use, router
 
 routes = router()
@@ -118,9 +118,17 @@ def ledger_lines(
 
 
 @routes.get("/ledger", tags=["service"])
-def ledger(*, who: Caller, app: Use, recount: bool = False) -> dict[str, Any]:
-    """Every balance (an emptied escrow or call reservation has none), their sum (zero in a
-    sound ledger) and all deposits (admin). ``recount=true`` adds the audit, which reads every
-    ledger line ever written: ``sum_of_entries`` (zero) and ``unmatched``, the accounts whose
-    balance is not the sum of their lines (none; the first 100 by name); else both are null."""
-    return app.receipts.ledger(who, recount=recount)
+def ledger(
+    *,
+    who: Caller,
+    app: Use,
+    recount: bool = False,
+    limit: Annotated[int, Query(ge=1, le=LEDGER_PAGE_MAX)] = LEDGER_PAGE,
+    cursor: Annotated[str | None, Query(max_length=200)] = None,
+) -> dict[str, Any]:
+    """A page of balances by account name (an emptied escrow or call reservation has none;
+    ``next_cursor`` fetches the next page), the sum of every balance (zero in a sound ledger)
+    and all deposits (admin). ``recount=true`` adds the audit, which reads every ledger line
+    ever written: ``sum_of_entries`` (zero) and ``unmatched``, the accounts whose balance is
+    not the sum of their lines (none; the first 100 by name); else both are null."""
+    return app.receipts.ledger(who, recount=recount, limit=limit, cursor=cursor)

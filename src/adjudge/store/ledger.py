@@ -212,6 +212,24 @@ def balances(tx: Transaction) -> dict[str, int]:
     return found
 
 
+def balance_page(tx: Transaction, *, after: str | None, limit: int) -> list[tuple[str, int]]:
+    """Up to ``limit`` balances by account name, after ``after`` (one range of the key): a
+    page costs its size however many accounts hold money. A read outside a write has no
+    credits due; inside one, each account's due credit is added."""
+    b = s.balances.c
+    q = select(b.account, b.balance).order_by(b.account).limit(limit)
+    if after is not None:
+        q = q.where(b.account > after)
+    return [(a, int(v) + tx.credits_due.get(a, 0)) for a, v in tx.conn.execute(q)]
+
+
+def sum_of_balances(tx: Transaction) -> int:
+    """The sum of every balance (0 in a sound ledger), summed by the database: one aggregate
+    over the balance rows (as many as wallets, providers and open tasks and calls)."""
+    found = tx.conn.execute(select(func.coalesce(func.sum(s.balances.c.balance), 0))).scalar()
+    return int(found or 0) + sum(tx.credits_due.values())
+
+
 def total(tx: Transaction) -> tuple[int, int]:
     """The sum of all balances and the sum of all ledger entries: both 0 in a sound ledger.
     The second reads every line ever written (a recount: :func:`recount`)."""
