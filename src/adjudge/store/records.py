@@ -445,8 +445,9 @@ def newest_page(
     cursor: str | None,
     limit: int,
 ) -> Select[Any]:
-    """``q`` as one page of a party's role for :func:`newest_of_each`: its newest ``limit + 1``
-    rows after ``cursor`` (newest ``at`` first, ties by ``key``)."""
+    """``q``'s newest ``limit + 1`` rows after ``cursor`` (newest ``at`` first, ties by
+    ``key``): a listing's page and the row that says another follows, or one role's page for
+    :func:`newest_of_each`."""
     if cursor is not None:
         q = q.where(_after(at, key, cursor))
     return q.order_by(at.desc(), key).limit(limit + 1)
@@ -488,9 +489,7 @@ def newest_first(
     """One keyset page of ``q``: newest ``at`` first (ties by ``key``), after ``cursor``; its
     rows and the next page's cursor (None on the last page). Every listing pages this way, so
     a page is as cheap as the first and a cursor means the same everywhere."""
-    if cursor is not None:
-        q = q.where(_after(at, key, cursor))
-    rows = list(tx.conn.execute(q.order_by(at.desc(), key).limit(limit + 1)))
+    rows = list(tx.conn.execute(newest_page(q, at, key, cursor, limit)))
     if len(rows) <= limit:
         return rows, None
     rows = rows[:limit]
