@@ -24,7 +24,7 @@ from sqlalchemy import (
     insert,
     or_,
     select,
-    union,
+    union_all,
     update,
 )
 from sqlalchemy.dialects import postgresql, sqlite
@@ -457,8 +457,9 @@ def newest_of_each(pages: Sequence[Select[Any]]) -> Select[Any]:
     """The ids of a page's candidates among a party's rows: the union of the newest page of
     each of its roles (:func:`newest_page`, each read in the listing's order on its own
     index), so the listing's page is among them. With the roles in one ``OR``, the database
-    read every row of the party and sorted them for each page."""
-    merged = union(*[select(*page.subquery().c) for page in pages]).subquery()
+    read every row of the party and sorted them for each page. A row of two roles comes twice
+    (``UNION ALL``: the listing takes the ids with ``IN``, which keeps it once)."""
+    merged = union_all(*[select(page.subquery().c.id) for page in pages]).subquery()
     return select(merged.c.id)
 
 
