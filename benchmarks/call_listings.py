@@ -26,7 +26,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from dashboards import fresh_store, median_ms, print_sized, sized_run, with_ratios
+from dashboards import fresh_store, median_ms, pending_call, print_sized, sized_run, with_ratios
 from sqlalchemy import text
 
 from adjudge.app import App
@@ -38,27 +38,6 @@ PROVIDERS = ("nimbus", *(f"provider{n}" for n in range(1, 10)))
 TOOLS = ("weather_forecast", "air_quality", "tides")
 
 
-def _call(n: int, at: datetime) -> gateway.GatewayCall:
-    return gateway.GatewayCall(
-        id=f"call-{n:09d}",
-        caller=CALLERS[n % 10],
-        tool=TOOLS[n % 3],
-        tool_version=1,
-        provider=PROVIDERS[n // 10 % 10],
-        price_minor=250_000,
-        currency="USDC",
-        key_hash=None,
-        fingerprint="sha256:" + "0" * 64,
-        state="pending",
-        started_at=at,
-        finished_at=None,
-        status=None,
-        verdict=None,
-        receipt_id=None,
-        answer=None,
-    )
-
-
 def grow(store: Store, start: int, stop: int, now: datetime) -> None:
     """Calls ``start`` to ``stop`` (exclusive), one a second back from ``now``, each ended but
     the two newest of all."""
@@ -66,7 +45,13 @@ def grow(store: Store, start: int, stop: int, now: datetime) -> None:
         with store.write() as tx:
             for n in range(first, min(first + BATCH, stop)):
                 at = now - timedelta(seconds=n + 600)
-                call = _call(n, at)
+                call = pending_call(
+                    n,
+                    at,
+                    caller=CALLERS[n % 10],
+                    tool=TOOLS[n % 3],
+                    provider=PROVIDERS[n // 10 % 10],
+                )
                 gateway.start_call(tx, call)
                 if n < 2:
                     continue  # left pending, as a stopped process leaves a call

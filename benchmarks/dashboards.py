@@ -57,13 +57,21 @@ BATCH = 1_000
 REPORT_WINDOW = timedelta(hours=72)
 
 
-def _call(n: int, at: datetime) -> gateway.GatewayCall:
+def pending_call(
+    n: int,
+    at: datetime,
+    *,
+    caller: str = "ann",
+    tool: str = "weather_forecast",
+    provider: str = PROVIDER,
+) -> gateway.GatewayCall:
+    """The ``n``th call of a benchmark's history, as it starts (pending)."""
     return gateway.GatewayCall(
         id=f"call-{n:09d}",
-        caller="ann",
-        tool="weather_forecast",
+        caller=caller,
+        tool=tool,
         tool_version=1,
-        provider=PROVIDER,
+        provider=provider,
         price_minor=250_000,
         currency="USDC",
         key_hash=None,
@@ -92,7 +100,7 @@ def grow(store: Store, start: int, stop: int, now: datetime) -> None:
             for n in range(first, min(first + BATCH, stop)):
                 at = now - timedelta(seconds=(n * 7_919) % span + 60)
                 verdict = ("PASS", "FAIL", None)[n % 3]
-                gateway.start_call(tx, _call(n, at))
+                gateway.start_call(tx, pending_call(n, at))
                 gateway.finish_call(
                     tx,
                     f"call-{n:09d}",

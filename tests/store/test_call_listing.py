@@ -12,7 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import text
 
-from adjudge.store import Store, gateway, records
+from adjudge.store import Store, Transaction, gateway, records
+from adjudge.store.records import Page
+from support.paging import every_page
 
 T0 = datetime(2026, 3, 10, 12, tzinfo=UTC)
 PEOPLE = ("ann", "bob", "cy")
@@ -91,26 +93,21 @@ def _at(seconds: int | None) -> datetime | None:
 
 def _listed(store: Store, filters: Filters, limit: int) -> list[str]:
     party, tool, provider, verdict, since, until = filters
-    found: list[str] = []
-    cursor = None
-    while True:
-        with store.read() as tx:
-            page = gateway.list_calls(
-                tx,
-                party=party,
-                tool=tool,
-                provider=provider,
-                verdict=verdict,
-                since=_at(since),
-                until=_at(until),
-                limit=limit,
-                cursor=cursor,
-            )
-        assert len(page.items) <= limit
-        found += [c.id for c in page.items]
-        if page.next_cursor is None:
-            return found
-        cursor = page.next_cursor
+
+    def read(tx: Transaction, cursor: str | None) -> Page:
+        return gateway.list_calls(
+            tx,
+            party=party,
+            tool=tool,
+            provider=provider,
+            verdict=verdict,
+            since=_at(since),
+            until=_at(until),
+            limit=limit,
+            cursor=cursor,
+        )
+
+    return [c.id for c in every_page(store, read, limit)]
 
 
 def _wanted(made: list[gateway.GatewayCall], filters: Filters) -> list[str]:

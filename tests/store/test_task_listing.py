@@ -14,7 +14,9 @@ from sqlalchemy import text
 
 from adjudge.market import Mode, Status, Task
 from adjudge.market.tasks import Seat
-from adjudge.store import Store, records
+from adjudge.store import Store, Transaction, records
+from adjudge.store.records import Page
+from support.paging import every_page
 
 T0 = datetime(2026, 3, 10, 12, tzinfo=UTC)
 PEOPLE = ("ann", "bob", "cy")
@@ -69,25 +71,20 @@ def _made(store: Store, plans: list[tuple]) -> list[Task]:  # type: ignore[type-
 
 def _listed(store: Store, filters: tuple, limit: int) -> list[str]:  # type: ignore[type-arg]
     status, poster, agent, party, words = filters
-    found: list[str] = []
-    cursor = None
-    while True:
-        with store.read() as tx:
-            page = records.tasks(
-                tx,
-                status=status,
-                poster=poster,
-                agent=agent,
-                involving=party,
-                text=words,
-                limit=limit,
-                cursor=cursor,
-            )
-        assert len(page.items) <= limit
-        found += [t.task.id for t in page.items]
-        if page.next_cursor is None:
-            return found
-        cursor = page.next_cursor
+
+    def read(tx: Transaction, cursor: str | None) -> Page:
+        return records.tasks(
+            tx,
+            status=status,
+            poster=poster,
+            agent=agent,
+            involving=party,
+            text=words,
+            limit=limit,
+            cursor=cursor,
+        )
+
+    return [t.task.id for t in every_page(store, read, limit)]
 
 
 def _wanted(made: list[Task], filters: tuple) -> list[str]:  # type: ignore[type-arg]
