@@ -10,18 +10,22 @@ from sqlalchemy import event
 from adjudge.store import Store, Transaction
 
 
-def sqlite_plans(store: Store, run: Callable[[Transaction], Any]) -> list[tuple[str, list[str]]]:
-    """Each ``SELECT`` that ``run`` sends in a read of ``store`` (SQLite), and the steps of its
-    query plan as SQLite makes it for the parameters it was sent with."""
+def sqlite_plans(
+    store: Store, run: Callable[[Transaction], Any], *, write: bool = False
+) -> list[tuple[str, list[str]]]:
+    """Each ``SELECT`` (with ``write``, each ``UPDATE`` and ``DELETE`` too) that ``run`` sends in
+    a read (or a write) of ``store`` (SQLite), and the steps of its query plan as SQLite makes
+    it for the parameters it was sent with."""
+    kinds = ("SELECT", "WITH", "UPDATE", "DELETE") if write else ("SELECT", "WITH")
     sent: list[tuple[str, Any]] = []
 
     def seen(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
-        if statement.lstrip().upper().startswith(("SELECT", "WITH")):
+        if statement.lstrip().upper().startswith(kinds):
             sent.append((statement, parameters))
 
     event.listen(store.engine, "before_cursor_execute", seen)
     try:
-        with store.read() as tx:
+        with store.write() if write else store.read() as tx:
             run(tx)
     finally:
         event.remove(store.engine, "before_cursor_execute", seen)

@@ -243,7 +243,7 @@ class Accounts:
             if found is None or found.account_id != account.id:
                 raise NotFound(f"You have no key {fingerprint}.", code="KEY_NOT_FOUND")
             if found.revoked_at is None:
-                records.revoke_verifier_key(tx, fingerprint, at=self.unit.now())
+                records.revoke_verifier_key(tx, account.id, fingerprint, at=self.unit.now())
             revoked = records.verifier_key(tx, fingerprint)
             assert revoked is not None
             return key_view(revoked)

@@ -37,7 +37,10 @@ def claim(
         rl,
         and_(rl.c.task_id == t.c.id, rl.c.attempt == t.c.attempts, rl.c.verifier == verifier),
     )
-    seated = select(s.task_seats.c.task_id).where(s.task_seats.c.verifier == verifier)
+    # A seat by its key, for each task the status keeps: ``id IN (the verifier's seats)`` read
+    # every seat the verifier ever held on each claim (a worker polls every few seconds).
+    seat = s.task_seats.c
+    seated = exists().where(seat.task_id == t.c.id, seat.verifier == verifier)
     voted = exists().where(
         tv.c.task_id == t.c.id, tv.c.attempt == t.c.attempts, tv.c.verifier == verifier
     )
@@ -45,7 +48,7 @@ def claim(
         select(t, rl.c.tries)
         .select_from(joined)
         .where(t.c.status == Status.AWAITING_VERIFICATION.value)
-        .where(or_(t.c.verifier == verifier, and_(t.c.id.in_(seated), ~voted)))
+        .where(or_(t.c.verifier == verifier, and_(seated, ~voted)))
         .where(or_(rl.c.task_id.is_(None), and_(rl.c.gave_up.is_(False), rl.c.locked_until <= now)))
         .order_by(t.c.submitted_at)
         .limit(limit)

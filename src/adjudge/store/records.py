@@ -302,13 +302,16 @@ def verifier_keys(tx: Transaction, account_id: str) -> list[VerifierKey]:
     return [_verifier_key(r._mapping) for r in tx.conn.execute(q)]
 
 
-def revoke_verifier_key(tx: Transaction, fingerprint: str, *, at: datetime) -> None:
-    """Mark a key revoked from ``at``; the account's active key is cleared if it was this one."""
-    vk = s.verifier_keys
+def revoke_verifier_key(
+    tx: Transaction, account_id: str, fingerprint: str, *, at: datetime
+) -> None:
+    """Mark ``account_id``'s key revoked from ``at``; its active key is cleared if it was this
+    one (the account by its key: the active key has no index, so by it alone every account was
+    read)."""
+    vk, a = s.verifier_keys, s.accounts.c
     tx.conn.execute(update(vk).where(vk.c.fingerprint == fingerprint).values(revoked_at=at))
-    tx.conn.execute(
-        update(s.accounts).where(s.accounts.c.verifier_key == fingerprint).values(verifier_key=None)
-    )
+    active = and_(a.id == account_id, a.verifier_key == fingerprint)
+    tx.conn.execute(update(s.accounts).where(active).values(verifier_key=None))
 
 
 # --- tasks ----------------------------------------------------------------------------------
