@@ -24,6 +24,7 @@ from adjudge.store import (
     ConcurrentUpdate,
     Store,
     Submission,
+    calls,
     day_counts,
     gateway,
     holds,
@@ -705,6 +706,29 @@ def test_migration_0040_walks_the_remaining_listings_in_their_order(store: Store
             for sql in _READS_0040:
                 plan = [row[-1] for row in tx.conn.execute(text(f"EXPLAIN QUERY PLAN {sql}"))]
                 assert not any("TEMP B-TREE" in step for step in plan), (sql, plan)
+
+
+def test_migration_0041_reads_a_tools_latest_contract_and_policy_in_one_step(
+    store: Store,
+) -> None:
+    """After 0041, a tool's latest contract, its first provider and its latest policy are each
+    one step of an index in registration order, with nothing sorted (SQLite's plan: before,
+    each read every version of the tool and sorted them); 0041 also downgrades cleanly."""
+    downgrade(store, "0040")
+    store.migrate()
+    if store.dialect != "sqlite":
+        return
+    reads = {
+        "ix_call_contracts_tool_id": (
+            lambda tx: calls.latest_contract(tx, "t"),
+            lambda tx: calls.tool_owner(tx, "t"),
+        ),
+        "ix_call_policies_tool_id": (lambda tx: calls.latest_policy(tx, "t"),),
+    }
+    for index, runs in reads.items():
+        for run in runs:
+            [(_, plan)] = sqlite_plans(store, run)
+            assert plan == [f"SEARCH {index.split('_tool_id')[0][3:]} USING INDEX {index} (tool=?)"]
 
 
 def test_no_index_is_led_by_another_of_its_table() -> None:

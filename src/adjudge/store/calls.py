@@ -73,6 +73,8 @@ call_contracts = Table(
     Column("digest", String(71), nullable=False),  # sha256 of the document's canonical JSON
     Column("registered_at", s.UTCDateTime, nullable=False),
     UniqueConstraint("tool", "version"),
+    # A tool's latest contract and its first provider (latest_contract, tool_owner): one step.
+    Index("ix_call_contracts_tool_id", "tool", "id"),
 )
 
 call_policies = Table(
@@ -89,6 +91,8 @@ call_policies = Table(
     Column("registered_at", s.UTCDateTime, nullable=False),
     # A policy id is its tool's: nobody can take the id another tool pins.
     UniqueConstraint("tool", "policy_id", "version"),
+    # A tool's latest policy (latest_policy): one step, not every version sorted.
+    Index("ix_call_policies_tool_id", "tool", "id"),
 )
 
 call_records = Table(
