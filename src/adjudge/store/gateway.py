@@ -22,14 +22,16 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    Select,
     String,
     Table,
     Text,
     UniqueConstraint,
     and_,
     bindparam,
-    exists,
+    func,
     insert,
+    literal,
     literal_column,
     select,
     update,
@@ -248,8 +250,8 @@ def list_tools(
     batch = limit + 1 if needle is None else max(limit + 1, _SEARCH_BATCH)
     found: list[StoredTool] = []
     while True:
-        q = _LATEST_TOOLS if after is None else _LATEST_TOOLS.where(tools.c.name > after)
-        rows = tx.conn.execute(q.order_by(tools.c.name).limit(batch)).all()
+        params = {"k_count": batch} if after is None else {"k_count": batch, "k_after": after}
+        rows = tx.conn.execute(_LATEST_TOOLS[after is not None], params).all()
         for row in rows:
             tool = _tool(row._mapping)
             if needle is None or _mentions(tool, needle):
@@ -525,11 +527,36 @@ _LATEST_TOOL = (
     .order_by(tools.c.version.desc())
     .limit(1)
 )
-_newer = tools.alias("newer")
-#: Each name's latest version: no version of the name above it (read through the primary key).
-_LATEST_TOOLS = select(tools).where(
-    ~exists().where(and_(_newer.c.name == tools.c.name, _newer.c.version > tools.c.version))
-)
+
+
+def _latest_tools(after: bool) -> Select[Any]:
+    """The latest version of each of the next ``k_count`` names (after ``k_after``), by name:
+    each name the smallest one above the last (a step of the primary key, a recursive query),
+    and its latest version another step. A walk of the key with a check of each row for a newer
+    version read every version of the page's names (a name re-registered a thousand times, a
+    thousand rows)."""
+    t, other = tools.c, tools.alias("other").c
+    first = select(func.min(t.name).label("name"), literal(1).label("n"))
+    if after:
+        first = first.where(t.name > bindparam("k_after"))
+    names = first.cte("names", recursive=True)
+    following = select(func.min(other.name)).where(other.name > names.c.name).scalar_subquery()
+    names = names.union_all(
+        select(following, names.c.n + 1).where(
+            names.c.name.is_not(None), names.c.n < bindparam("k_count")
+        )
+    )
+    newest = select(func.max(other.version)).where(other.name == names.c.name).scalar_subquery()
+    return (
+        select(tools)
+        .join(names, t.name == names.c.name)
+        .where(t.version == newest)
+        .order_by(t.name)
+    )
+
+
+# Built once (building the recursive query costs more than running it).
+_LATEST_TOOLS = {False: _latest_tools(after=False), True: _latest_tools(after=True)}
 #: Names a search reads at a time.
 _SEARCH_BATCH = 200
 _TOOL_VERSION = select(tools).where(
