@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 from adjudge.calls.pricing import ListedPrice
 from adjudge.store import Store, gateway, records
+from support.steps import sqlite_steps
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -79,20 +80,6 @@ def test_a_page_reads_a_bounded_number_of_rows_whatever_the_versions(store: Stor
 
 
 def _page_and_steps(store: Store) -> tuple[list[tuple[str, int]], int]:
-    """A page of two tools, and how many virtual machine steps SQLite took for it (0 elsewhere)."""
-    steps = [0]
-
-    def step() -> int:
-        steps[0] += 1
-        return 0
-
-    with store.read() as tx:
-        raw = tx.conn.connection.driver_connection
-        if store.dialect == "sqlite":
-            raw.set_progress_handler(step, 1)
-        try:
-            page = gateway.list_tools(tx, limit=2)
-        finally:
-            if store.dialect == "sqlite":
-                raw.set_progress_handler(None, 1)
-    return [(t.name, t.version) for t in page.items], steps[0]
+    """A page of two tools, and how many virtual machine steps SQLite took for it."""
+    page, steps = sqlite_steps(store, lambda tx: gateway.list_tools(tx, limit=2))
+    return [(t.name, t.version) for t in page.items], steps

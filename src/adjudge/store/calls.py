@@ -346,28 +346,17 @@ def policy_read(
 def policies_in_force(
     tx: Transaction, refs: Sequence[tuple[str, str, int | None]], at: datetime
 ) -> dict[tuple[str, str, int | None], StoredPolicy]:
-    """The policy each ``(tool, policy id, version or None)`` names at ``at``, in one read (a
-    page of tools is listed with the policy that will judge each)."""
-    if not refs:
-        return {}
-    c = call_policies.c
-    tools = sorted({tool for tool, _, _ in refs})
-    q = (
-        select(call_policies)
-        .where(and_(c.tool.in_(tools), c.registered_at <= at))
-        .order_by(c.tool, c.policy_id, c.version)
-    )
-    rows = [_policy(r._mapping) for r in tx.conn.execute(q)]
+    """The policy each ``(tool, policy id, version or None)`` names at ``at`` (:func:`policy`),
+    read together (a page of tools is listed with the policy that will judge each): each one
+    step of the policies' key, where reading every version of the page's tools' policies and
+    matching each reference against them all grew with every version ever registered."""
+    unique = list(dict.fromkeys(refs))
     found: dict[tuple[str, str, int | None], StoredPolicy] = {}
-    for ref in refs:
-        tool, policy_id, version = ref
-        matches = [
-            p
-            for p in rows
-            if p.tool == tool and p.policy_id == policy_id and version in (None, p.version)
-        ]
-        if matches:
-            found[ref] = matches[-1]
+    with tx.ahead([policy_read(tool, pid, version, at=at) for tool, pid, version in unique]):
+        for ref in unique:
+            stored = policy(tx, *ref, at=at)
+            if stored is not None:
+                found[ref] = stored
     return found
 
 
