@@ -69,7 +69,8 @@ queue = Table(
     # What the superseding receipt was derived from, for a replay bundle: {"record": the final
     # verification record, "judgments": every judge's judgment as read}.
     Column("verification", JSON, nullable=True),
-    Index("ix_meaning_queue_state", "state", "queued_at"),
+    # A pass takes the least tried first, then the oldest (pending): it walks its batch.
+    Index("ix_meaning_queue_pending", "state", "attempts", "queued_at"),
 )
 
 
@@ -279,15 +280,19 @@ def asked_of(
     tx: Transaction, judges: Collection[str], *, limit: int
 ) -> list[tuple[QueuedJudgment, str]]:
     """The pending judgments ``judges`` are still asked for, oldest first (at most ``limit``),
-    each with the key asked: read by index, so the cost is the page's, not the queue's."""
-    if not judges:
-        return []
+    each with the key asked: each key's oldest page read by its index, merged, so the cost is
+    the pages', not the queue's (with the keys in one ``IN``, a planner read every pending
+    judgment of every provider to find them)."""
     a = asks.c
-    q = (
-        select(queue, a.judge.label("asked"))
-        .join(asks, a.call_id == queue.c.call_id)
-        .where(a.judge.in_(sorted(judges)), queue.c.state == PENDING)
-        .order_by(a.queued_at, a.call_id, a.judge)
-        .limit(limit)
-    )
-    return [(_row(r._mapping), str(r.asked)) for r in tx.conn.execute(q)]
+    found = []
+    for judge in sorted(judges):
+        q = (
+            select(queue, a.judge.label("asked"))
+            .join(asks, a.call_id == queue.c.call_id)
+            .where(a.judge == judge, queue.c.state == PENDING)
+            .order_by(a.queued_at, a.call_id)
+            .limit(limit)
+        )
+        found += [(_row(r._mapping), str(r.asked)) for r in tx.conn.execute(q)]
+    found.sort(key=lambda pair: (pair[0].queued_at, pair[0].call_id, pair[1]))
+    return found[:limit]
