@@ -98,8 +98,7 @@ class Keys:
         idem = Idempotency.of(key, "keys.create", inputs)
 
         def run(tx: Transaction) -> dict[str, Any]:
-            live = [g for g in api_keys.of_account(tx, owner.id) if g.revoked_at is None]
-            if len(live) >= MAX_KEYS:
+            if api_keys.live_count(tx, owner.id) >= MAX_KEYS:
                 raise StateError(
                     f"An account holds at most {MAX_KEYS} extra keys; revoke one first.",
                     code="KEY_LIMIT_REACHED",
@@ -125,7 +124,8 @@ class Keys:
         def run(tx: Transaction) -> dict[str, Any]:
             day = self.unit.now().astimezone(UTC).date().isoformat()
             grants = api_keys.of_account(tx, owner.id)
-            return {"keys": [key_view(g, api_keys.spent(tx, g.id, day)) for g in grants]}
+            spent = api_keys.spent_by(tx, [g.id for g in grants], day)
+            return {"keys": [key_view(g, spent[g.id]) for g in grants]}
 
         return self.unit.read(run)
 

@@ -12,6 +12,7 @@ and the figure is never recounted from the calls.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -24,6 +25,7 @@ from sqlalchemy import (
     Table,
     and_,
     bindparam,
+    func,
     insert,
     select,
     update,
@@ -125,6 +127,24 @@ def spent(tx: Transaction, key_id: str, day: str) -> int:
     """What a key spent on a UTC day."""
     rows = tx.rows(_SPENT, {"k_key": key_id, "k_day": day})
     return int(rows[0]["spent"]) if rows else 0
+
+
+def spent_by(tx: Transaction, key_ids: Sequence[str], day: str) -> dict[str, int]:
+    """What each of ``key_ids`` spent on a UTC day, in one read (a key that spent nothing has
+    no row: 0)."""
+    if not key_ids:
+        return {}
+    k = key_spend.c
+    q = select(k.key_id, k.spent).where(k.key_id.in_(list(key_ids)), k.day == day)
+    found = {r.key_id: int(r.spent) for r in tx.conn.execute(q)}
+    return {key: found.get(key, 0) for key in key_ids}
+
+
+def live_count(tx: Transaction, account_id: str) -> int:
+    """How many of an account's keys are not revoked (counted by the database, not listed)."""
+    k = api_keys.c
+    q = select(func.count()).where(k.account_id == account_id, k.revoked_at.is_(None))
+    return int(tx.conn.execute(q).scalar_one())
 
 
 def spend(tx: Transaction, key_id: str, day: str, amount: int, limit: int | None) -> bool:
