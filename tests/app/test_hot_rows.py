@@ -43,7 +43,10 @@ def _debit(
         ledger.transfer(tx, [Transfer(WALLET, "hold:call:" + name, 1)], task_id=None, at=T0)
         tx.send()  # the debit sent: the wallet's row locked from here to the commit
         if after is not None:
-            after.wait(0.5)  # the other batch moves the window meanwhile (when it can)
+            # The other batch moves the window meanwhile, when it can (it cannot where the rows
+            # are named: then this waits it out). Long enough for a loaded machine's other
+            # thread to get there: on a short wait the control below found no deadlock.
+            after.wait(2.0)
         return name
 
     return unit
@@ -69,6 +72,8 @@ def _crossed(store: Store, named: bool) -> tuple[list[str], list[Any]]:
     the window, when B can."""
     _seed(store)
     other = Store(store.url)
+    with other.read():  # its first connection made now, not while the batches cross
+        pass
     a, b = GroupCommit(store, threads=1), GroupCommit(other, threads=1)
     runs: list[str] = []
     moved = threading.Event()
