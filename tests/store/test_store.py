@@ -731,6 +731,38 @@ def test_migration_0041_reads_a_tools_latest_contract_and_policy_in_one_step(
             assert plan == [f"SEARCH {index.split('_tool_id')[0][3:]} USING INDEX {index} (tool=?)"]
 
 
+def test_migration_0043_leaves_a_reveal_due_only_on_an_awaiting_task(store: Store) -> None:
+    """0043 clears the reveal's due time of a task that left verification keeping it, keeps an
+    awaiting task's, and the sweep's read then walks the due time's index alone (SQLite's plan:
+    asked for the status too, it read every awaiting task by the status's index and sorted)."""
+    at = datetime(2026, 3, 4, tzinfo=UTC)
+    downgrade(store, "0042")
+    with store.write() as tx:
+        records.create_account(tx, "pat", ["poster"], "k-pat", opt_in=True, at=at)
+        for name, status in (("waits", "awaiting_verification"), ("left", "completed")):
+            task = Task(
+                id=name,
+                poster="pat",
+                mode=Mode.MANUAL,
+                reward=1,
+                posted_at=at,
+                deadline=at + timedelta(days=1),
+                criteria={},
+            )
+            records.insert_task(tx, task, title=name, brief="")
+            tx.conn.execute(
+                text("UPDATE tasks SET status = :s, reveal_due_at = :due WHERE id = :id"),
+                {"s": status, "due": at.replace(tzinfo=None), "id": name},
+            )
+    store.migrate()
+    with store.read() as tx:
+        assert records.reveals_due(tx, at + timedelta(hours=1), 10) == ["waits"]
+    if store.dialect == "sqlite":
+        [(_, plan)] = sqlite_plans(store, lambda tx: records.reveals_due(tx, at, 10))
+        assert plan[0] == "SEARCH tasks USING INDEX ix_tasks_reveal_due_at (reveal_due_at<?)"
+        assert "USE TEMP B-TREE FOR ORDER BY" not in plan, plan  # ties only: the right part
+
+
 def test_no_index_is_led_by_another_of_its_table() -> None:
     """An index on the first columns of another index (or key) of its table reads nothing the
     other does not, and every row written pays for it (revisions 0027 and 0033 dropped them):

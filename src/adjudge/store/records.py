@@ -757,12 +757,14 @@ def takes_due(tx: Transaction, now: datetime, limit: int) -> list[str]:
 
 def reveals_due(tx: Transaction, now: datetime, limit: int) -> list[str]:
     """Ids of sealed tasks whose reveal is overdue by ``now``, soonest first: the overdue
-    sweep's work (an index range on ``reveal_due_at``)."""
+    sweep's work (an index range on ``reveal_due_at``). Only a task awaiting verification has
+    the time (the lifecycle clears it as a task leaves that state; revision 0043 cleared it on
+    older rows), so no status is asked: with one, the planner read every awaiting task by the
+    status's index and sorted them."""
     t = s.tasks
     q = (
         select(t.c.id)
         .where(t.c.reveal_due_at <= now)
-        .where(t.c.status == Status.AWAITING_VERIFICATION.value)
         .order_by(t.c.reveal_due_at, t.c.id)
         .limit(limit)
     )
