@@ -48,16 +48,22 @@ from support.plans import sqlite_plans
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-def _seed(store: Store) -> Task:
-    task = Task(
-        id="t1",
-        poster="p",
+def _manual(task_id: str, poster: str, at: datetime, *, reward: int = 1, **fields: Any) -> Task:
+    """A manual task posted at ``at``, due a day later."""
+    return Task(
+        id=task_id,
+        poster=poster,
         mode=Mode.MANUAL,
-        reward=100,
-        posted_at=T0,
-        deadline=T0 + timedelta(days=1),
-        criteria={"min_length": 10},
+        reward=reward,
+        posted_at=at,
+        deadline=at + timedelta(days=1),
+        criteria=fields.pop("criteria", {}),
+        **fields,
     )
+
+
+def _seed(store: Store) -> Task:
+    task = _manual("t1", "p", T0, reward=100, criteria={"min_length": 10})
     with store.write() as tx:
         for name in ("p", "a"):
             records.create_account(
@@ -679,17 +685,8 @@ def test_migration_0040_walks_the_remaining_listings_in_their_order(store: Store
     with store.write() as tx:
         for name in ("pat", "vic", "val"):
             records.create_account(tx, name, ["poster"], f"k-{name}", opt_in=True, at=at)
-        task = Task(
-            id="task_seated",
-            poster="pat",
-            mode=Mode.MANUAL,
-            reward=1,
-            posted_at=at,
-            deadline=at + timedelta(days=1),
-            criteria={},
-        )
         panel = (Seat("val", None), Seat("vic", None))
-        records.insert_task(tx, replace(task, panel=panel), title="t", brief="")
+        records.insert_task(tx, _manual("task_seated", "pat", at, panel=panel), title="t", brief="")
     downgrade(store, "0039")
     with store.read() as tx:
         assert "posted_at" not in list(tx.conn.execute(text("SELECT * FROM task_seats")).keys())
@@ -740,16 +737,7 @@ def test_migration_0043_leaves_a_reveal_due_only_on_an_awaiting_task(store: Stor
     with store.write() as tx:
         records.create_account(tx, "pat", ["poster"], "k-pat", opt_in=True, at=at)
         for name, status in (("waits", "awaiting_verification"), ("left", "completed")):
-            task = Task(
-                id=name,
-                poster="pat",
-                mode=Mode.MANUAL,
-                reward=1,
-                posted_at=at,
-                deadline=at + timedelta(days=1),
-                criteria={},
-            )
-            records.insert_task(tx, task, title=name, brief="")
+            records.insert_task(tx, _manual(name, "pat", at), title=name, brief="")
             tx.conn.execute(
                 text("UPDATE tasks SET status = :s, reveal_due_at = :due WHERE id = :id"),
                 {"s": status, "due": at.replace(tzinfo=None), "id": name},

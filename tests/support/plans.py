@@ -13,9 +13,10 @@ from adjudge.store import Store, Transaction
 def sqlite_plans(
     store: Store, run: Callable[[Transaction], Any], *, write: bool = False
 ) -> list[tuple[str, list[str]]]:
-    """Each ``SELECT`` (with ``write``, each ``UPDATE`` and ``DELETE`` too) that ``run`` sends in
-    a read (or a write) of ``store`` (SQLite), and the steps of its query plan as SQLite makes
-    it for the parameters it was sent with."""
+    """Each ``SELECT`` (with ``write``, each ``UPDATE`` and ``DELETE`` too) that ``run`` sends
+    through SQLAlchemy in a read (or a write) of ``store`` (SQLite), and the steps of its query
+    plan as SQLite makes it for the parameters it was sent with. (The hot path's statements go
+    to the driver directly: ``support.steps`` counts the work those do.)"""
     kinds = ("SELECT", "WITH", "UPDATE", "DELETE") if write else ("SELECT", "WITH")
     sent: list[tuple[str, Any]] = []
 

@@ -28,6 +28,7 @@ from sqlalchemy.exc import IntegrityError
 
 from adjudge.errors import Conflict, StateError
 from adjudge.store import schema as s
+from adjudge.store.records import past
 from adjudge.store.transaction import ConcurrentUpdate, Transaction
 
 __all__ = ["StoredReport", "add", "by_call", "count_upheld", "page", "rule"]
@@ -176,10 +177,7 @@ def page(
         q = q.where(t.status == status)
     if after is not None:
         mark = select(t.filed_at).where(t.call_id == after).scalar_subquery()
-        # ``filed_at >= mark`` first, for the planner: the walk starts at the cursor
-        q = q.where(
-            t.filed_at >= mark, (t.filed_at > mark) | ((t.filed_at == mark) & (t.call_id > after))
-        )
+        q = q.where(past(t.filed_at, t.call_id, mark, after, newest_first=False))
     rows = tx.conn.execute(q.order_by(t.filed_at, t.call_id).limit(limit)).all()
     return [_report(r) for r in rows]
 

@@ -22,13 +22,11 @@ from typing import Any
 
 from sqlalchemy import (
     Select,
-    and_,
     bindparam,
     case,
     delete,
     func,
     insert,
-    or_,
     select,
     union_all,
     update,
@@ -40,7 +38,7 @@ from adjudge.market import WORLD, Transfer, platform_account
 from adjudge.market.money import shown
 from adjudge.store import day_counts, held_days, hot_rows, ids, receipt_log
 from adjudge.store import schema as s
-from adjudge.store.records import decode_cursor, encode_cursor
+from adjudge.store.records import decode_cursor, encode_cursor, past
 from adjudge.store.transaction import Read, Transaction, one_row
 
 #: Ledger accounts that hold money for a decision still to come: releasing from one needs a
@@ -406,8 +404,7 @@ def movements(
                 "That cursor is not one a listing gave; start from the first page.",
                 code="CURSOR_INVALID",
             )
-        # ``at <= when`` first, for the planner: the walk starts at the cursor (see records._after)
-        q = q.where(e.c.at <= when, or_(e.c.at < when, and_(e.c.at == when, e.c.id < int(last))))
+        q = q.where(past(e.c.at, e.c.id, when, int(last), key_descending=True))
     newest = (e.c.at.desc(), e.c.id.desc())
     # One walk per account, merged: each stays on its own index range (an IN list would make
     # some planners gather every line of those accounts to sort them).

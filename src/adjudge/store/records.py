@@ -373,17 +373,15 @@ def tasks(
     status: str | None = None,
     mode: str | None = None,
     involving: str | None = None,
-    verifier: str | None = None,
     poster: str | None = None,
     agent: str | None = None,
     text: str | None = None,
     limit: int = 50,
     cursor: str | None = None,
 ) -> Page:
-    """Tasks, newest first, filtered by status, mode, a party, the named verifier (a panel's
-    verifiers are parties and named verifiers too), the poster, the agent, or ``text`` in the
-    title (any case; the brief is never searched: a private task's brief is for its parties
-    only).
+    """Tasks, newest first, filtered by status, mode, a party (as poster, agent, named verifier
+    or panel seat), the poster, the agent, or ``text`` in the title (any case; the brief is
+    never searched: a private task's brief is for its parties only).
 
     A listing carries no brief and no criteria (their fields are empty): it reads neither. A
     row that cannot be read is left out and logged, so one bad row never fails a listing.
@@ -399,8 +397,6 @@ def tasks(
         where.append(t.c.status == status)
     if mode:
         where.append(t.c.mode == mode)
-    if verifier:
-        where.append(or_(t.c.verifier == verifier, t.c.id.in_(_seated(verifier))))
     if poster:
         where.append(t.c.poster == poster)
     if agent:
@@ -466,20 +462,31 @@ def newest_of_each(pages: Sequence[Select[Any]]) -> Select[Any]:
     return select(merged.c.id)
 
 
-def _seated(verifier: str) -> Select[Any]:
-    """The ids of the tasks whose panel ``verifier`` sits on."""
-    return select(s.task_seats.c.task_id).where(s.task_seats.c.verifier == verifier)
-
-
 def _after(
     at: ColumnElement[datetime], key: ColumnElement[str], cursor: str
 ) -> ColumnElement[bool]:
-    """The rows after ``cursor`` in the order newest ``at`` first, ties by ``key``. The first
-    term says again what the others imply, for the planner: a range of ``at`` starts the
-    index's walk at the cursor, where the ``OR`` alone made it walk (and skip) every newer row,
-    so a page deep in a listing cost as many rows as came before it."""
+    """The rows after ``cursor`` in the order newest ``at`` first, ties by ``key``."""
     when, last = decode_cursor(cursor)
-    return and_(at <= when, or_(at < when, and_(at == when, key > last)))
+    return past(at, key, when, last)
+
+
+def past(
+    at: ColumnElement[Any],
+    key: ColumnElement[Any],
+    when: Any,
+    last: Any,
+    *,
+    newest_first: bool = True,
+    key_descending: bool = False,
+) -> ColumnElement[bool]:
+    """The rows past the position (``when``, ``last``) of a keyset listing ordered by ``at``
+    (newest first, or oldest) and then ``key`` (ascending, or descending). The first term says
+    again, alone, the bound the others imply, for the planner: a range of ``at`` starts the
+    index's walk at the position, where the ``OR`` alone made it walk (and skip) every row
+    before it, so a page deep in a listing cost as many rows as came before it."""
+    bound, beyond = (at <= when, at < when) if newest_first else (at >= when, at > when)
+    tie = key < last if key_descending else key > last
+    return and_(bound, or_(beyond, and_(at == when, tie)))
 
 
 def newest_first(
