@@ -31,6 +31,7 @@ from sqlalchemy import text
 
 from adjudge.app import App
 from adjudge.store import Store, gateway, records
+from adjudge.store.pages import encode_cursor
 
 BATCH = 1_000
 CALLERS = ("ann", *(f"caller{n}" for n in range(1, 10)))
@@ -91,7 +92,7 @@ def run(url: str, sizes: list[int], reads: int) -> dict[str, Any]:
         # a hundred of ann's calls (every tenth) from the oldest: a page deep in its listing
         deep_n = max(0, (size - 1) // 10 * 10 - 1_000)
         deep_at = now - timedelta(seconds=deep_n + 600)
-        deep = records.encode_cursor(deep_at, f"call-{deep_n:09d}")
+        deep = encode_cursor(deep_at, f"call-{deep_n:09d}")
         pages = {
             "admin_ms": lambda: app.gateway.list_calls(root),
             "caller_ms": lambda: app.gateway.list_calls(ann),

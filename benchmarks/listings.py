@@ -32,6 +32,7 @@ from adjudge.app import App
 from adjudge.market import Mode, Status, Task
 from adjudge.market.tasks import Seat
 from adjudge.store import Store, records
+from adjudge.store.pages import encode_cursor
 
 BATCH = 1_000
 POSTERS = ("pat", "sam", "lee")
@@ -94,9 +95,7 @@ def run(url: str, sizes: list[int], reads: int) -> dict[str, Any]:
         grow(store, made, size, now)
         made = size
         n = max(n for n in range(size - 300, size) if n // 3 % 3 == 2)  # the oldest completed
-        deep["cursor"] = records.encode_cursor(
-            now - timedelta(minutes=n - 300), f"task_{n - 300:09d}"
-        )
+        deep["cursor"] = encode_cursor(now - timedelta(minutes=n - 300), f"task_{n - 300:09d}")
         if store.dialect == "postgresql":  # the planner's statistics, as autovacuum keeps them
             with store.engine.connect() as conn:
                 conn.execution_options(isolation_level="AUTOCOMMIT").execute(text("ANALYZE"))

@@ -574,8 +574,13 @@ class Client:
         )
 
     def api_keys(self) -> list[dict[str, Any]]:
-        """The account's extra keys, their limits and what each spent today."""
+        """The account's live extra keys, their limits and what each spent today."""
         return list(self.request("GET", "/accounts/me/api-keys")["keys"])
+
+    def revoked_api_keys(self, *, limit: int = 50, cursor: str | None = None) -> dict[str, Any]:
+        """One page of the account's revoked keys, newest revoked first (``next_cursor``)."""
+        params = {"revoked": "true", "limit": limit, "cursor": cursor}
+        return dict(self.request("GET", "/accounts/me/api-keys", params=params))
 
     def limit_api_key(
         self,

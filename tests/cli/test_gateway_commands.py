@@ -168,7 +168,7 @@ def test_a_key_is_given_a_budget_and_a_call_its_maximum(world: World) -> None:
     """api-keys create prints the key once with its limits in USDC; a call through it past the
     limit is refused before the provider is called; tools call --max-price refuses a dearer
     call; api-keys list reads the day's spending; api-keys limit lifts a limit; api-keys revoke
-    ends it."""
+    ends it, and list --revoked shows it where list no longer does."""
     code, out, _ = run(world, "ann", "api-keys", "create", "agent-1", "--max-per-call", "0.1")
     assert code == 0, out
     key_id = out.split()[0]
@@ -191,6 +191,10 @@ def test_a_key_is_given_a_budget_and_a_call_its_maximum(world: World) -> None:
     assert code == 0 and "spent today 0.25 USDC" in out
     code, out, _ = run(world, "ann", "api-keys", "revoke", key_id)
     assert code == 0 and f"{key_id}  revoked" in out
+    code, out, _ = run(world, "ann", "api-keys", "list")
+    assert code == 0 and out == "No live extra keys.\n"
+    code, out, _ = run(world, "ann", "api-keys", "list", "--revoked", "--limit", "1")
+    assert code == 0 and out.startswith(f"{key_id}  revoked  agent-1")
     code, _, err = run(world, "ann", "api-keys", "create", "x", "--max-per-call", "0.0000001")
     assert code == 2 and "6 decimals at most" in err
     assert world.h.balance("wallet:ann") == FUNDS - PRICE

@@ -1,5 +1,6 @@
 """An account holds at most ``MAX_KEYS`` live extra keys, counted without listing them: a revoked
-key frees its place, and the listing shows each key's spending today read at once."""
+key frees its place. The listing shows the live keys, the revoked ones a page at a time, each
+with its spending today read at once."""
 
 from __future__ import annotations
 
@@ -23,7 +24,45 @@ def test_the_live_keys_are_counted_and_a_revoked_one_frees_its_place(store: Stor
     assert h.refused("ann", "POST", "/accounts/me/api-keys", {"label": "again"})[1] == (
         "KEY_LIMIT_REACHED"
     )
-    listed = h.ok("ann", "GET", "/accounts/me/api-keys")["keys"]
-    assert len(listed) == MAX_KEYS + 1  # the revoked one is still listed
-    assert {k["spent_today_minor"] for k in listed} == {0}
+    listed = h.ok("ann", "GET", "/accounts/me/api-keys")
+    assert len(listed["keys"]) == MAX_KEYS and listed["next_cursor"] is None
+    assert {k["spent_today_minor"] for k in listed["keys"]} == {0}
+    assert first not in {k["id"] for k in listed["keys"]}
+    gone = h.ok("ann", "GET", "/accounts/me/api-keys?revoked=true")
+    assert [k["id"] for k in gone["keys"]] == [first] and gone["next_cursor"] is None
+    assert gone["keys"][0]["revoked_at"] is not None
     assert h.ok("bob", "POST", "/accounts/me/api-keys", {"label": "bob's"})  # counted apart
+
+
+def test_the_revoked_keys_page_newest_revoked_first(store: Store) -> None:
+    """Revoked keys come newest revoked first, ``limit`` a page, until ``next_cursor`` is null;
+    a limit outside 1-100 or a cursor no listing gave is refused."""
+    h = make_harness(store)
+    made = [h.ok("ann", "POST", "/accounts/me/api-keys", {"label": f"k{n}"}) for n in range(5)]
+    for k in made:
+        h.advance(seconds=1)
+        h.ok("ann", "POST", f"/accounts/me/api-keys/{k['key']['id']}/revoke")
+    seen, cursor = [], None
+    while True:
+        page = h.ok(
+            "ann",
+            "GET",
+            "/accounts/me/api-keys?revoked=true&limit=2"
+            + ("" if cursor is None else f"&cursor={cursor}"),
+        )
+        assert len(page["keys"]) <= 2
+        seen += [k["id"] for k in page["keys"]]
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+    assert seen == [k["key"]["id"] for k in reversed(made)]
+    assert h.ok("ann", "GET", "/accounts/me/api-keys")["keys"] == []
+    for query in ("revoked=true&limit=0", "revoked=true&limit=101", "revoked=maybe"):
+        assert h.refused("ann", "GET", f"/accounts/me/api-keys?{query}") == (
+            422,
+            "INVALID_REQUEST",
+        )
+    assert h.refused("ann", "GET", "/accounts/me/api-keys?revoked=true&cursor=nope") == (
+        400,
+        "CURSOR_INVALID",
+    )

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from sqlalchemy import text
 
 from adjudge.store import Store, Transaction, gateway, records
-from adjudge.store.records import Page
+from adjudge.store.pages import Page
 from support.paging import every_page
 
 T0 = datetime(2026, 3, 10, 12, tzinfo=UTC)

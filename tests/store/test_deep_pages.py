@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from adjudge.store import Store, Transaction, call_reports, gateway, ledger, outbox, records
+from adjudge.store import Store, Transaction, call_reports, gateway, ledger, outbox, pages, records
 from support.plans import sqlite_plans
 
 AT = datetime(2026, 3, 1, tzinfo=UTC)
-CURSOR = records.encode_cursor(AT, "k")
-LINE = records.encode_cursor(AT, "12")  # a ledger line's cursor names its entry id
+CURSOR = pages.encode_cursor(AT, "k")
+LINE = pages.encode_cursor(AT, "12")  # a ledger line's cursor names its entry id
 
 #: Each keyset listing read from a cursor: (the table it lists, its time's range in the plan).
 DEEP: dict[str, tuple[Callable[[Transaction], Any], str, str]] = {

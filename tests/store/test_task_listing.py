@@ -15,7 +15,7 @@ from sqlalchemy import text
 from adjudge.market import Mode, Status, Task
 from adjudge.market.tasks import Seat
 from adjudge.store import Store, Transaction, records
-from adjudge.store.records import Page
+from adjudge.store.pages import Page
 from support.paging import every_page
 
 T0 = datetime(2026, 3, 10, 12, tzinfo=UTC)

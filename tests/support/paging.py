@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from adjudge.store import Store, Transaction
-from adjudge.store.records import Page
+from adjudge.store.pages import Page
 
 
 def every_page(

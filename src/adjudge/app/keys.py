@@ -30,6 +30,8 @@ from adjudge.store.records import key_hash
 MAX_KEYS = 50
 #: The longest label.
 MAX_LABEL = 100
+#: The most revoked keys a page lists.
+MAX_KEY_PAGE = 100
 #: The largest limit, in minor units (the ledger's 64-bit columns).
 MAX_LIMIT = 2**63 - 1
 
@@ -117,15 +119,27 @@ class Keys:
 
         return self.unit.once(owner.id, idem, run, seal=True)
 
-    def list(self, owner: Account) -> dict[str, Any]:
-        """The account's extra keys (revoked ones too), with what each spent today."""
+    def list(
+        self, owner: Account, *, revoked: bool = False, cursor: str | None = None, limit: int = 50
+    ) -> dict[str, Any]:
+        """The account's live extra keys, oldest first (at most :data:`MAX_KEYS`: one answer);
+        with ``revoked``, a page of the keys it revoked, newest revoked first. Each with what it
+        spent today. Neither reads the keys of the other kind, however many it revoked."""
         need_primary(owner, "lists keys")
+        if not 1 <= limit <= MAX_KEY_PAGE:
+            raise BadInput(
+                f"A page of revoked keys holds 1 to {MAX_KEY_PAGE}.", code="INVALID_REQUEST"
+            )
 
         def run(tx: Transaction) -> dict[str, Any]:
             day = self.unit.now().astimezone(UTC).date().isoformat()
-            grants = api_keys.of_account(tx, owner.id)
+            more = None
+            if revoked:
+                grants, more = api_keys.revoked(tx, owner.id, cursor=cursor, limit=limit)
+            else:
+                grants = api_keys.live(tx, owner.id)
             spent = api_keys.spent_by(tx, [g.id for g in grants], day)
-            return {"keys": [key_view(g, spent[g.id]) for g in grants]}
+            return {"keys": [key_view(g, spent[g.id]) for g in grants], "next_cursor": more}
 
         return self.unit.read(run)
 

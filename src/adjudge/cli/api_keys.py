@@ -103,17 +103,38 @@ def create(
 
 
 @keys_app.command("list")
-def list_keys(ctx: typer.Context, as_json: JsonFlag = False) -> None:
-    """Your extra keys, their limits and what each spent today (UTC)."""
+def list_keys(
+    ctx: typer.Context,
+    revoked: Annotated[
+        bool, typer.Option("--revoked", help="The keys you revoked, newest first, by page.")
+    ] = False,
+    limit: Annotated[
+        int, typer.Option(min=1, max=100, help="With --revoked: how many on one page.")
+    ] = 50,
+    cursor: Annotated[
+        str | None, typer.Option(help="With --revoked: the page to read (printed under one).")
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Your live extra keys, their limits and what each spent today (UTC); with --revoked, the
+    keys you revoked, a page at a time."""
     session = _session(ctx, as_json)
-    found = session.call(lambda api: api.api_keys())
+    if revoked:
+        page = session.call(lambda api: api.revoked_api_keys(limit=limit, cursor=cursor))
+    else:
+        page = {"keys": session.call(lambda api: api.api_keys()), "next_cursor": None}
     if session.as_json:
-        print_json({"keys": found})
+        print_json(page)
         return
-    if not found:
-        typer.echo("No extra keys.")
-    for k in found:
+    if not page["keys"]:
+        kind = "revoked" if revoked else "live extra"
+        typer.echo(f"No {kind} keys." if cursor is None else f"No more {kind} keys.")
+    for k in page["keys"]:
         typer.echo(_line(k))
+    if page["next_cursor"]:
+        typer.echo(
+            f"More: adjudge api-keys list --revoked --cursor {page['next_cursor']}", err=True
+        )
 
 
 @keys_app.command("limit")

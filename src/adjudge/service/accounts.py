@@ -8,6 +8,7 @@ from fastapi import Path, Query
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
+from adjudge.app.keys import MAX_KEY_PAGE
 from adjudge.service.deps import Caller, IdemKey, Use, amount, reply, router
 
 routes = router()
@@ -132,9 +133,18 @@ def create_api_key(*, body: NewApiKey, who: Caller, app: Use, key: IdemKey = Non
 
 
 @routes.get("/accounts/me/api-keys", tags=["accounts"])
-def list_api_keys(*, who: Caller, app: Use) -> dict[str, Any]:
-    """The account's extra keys, their limits and what each spent today."""
-    return app.keys.list(who)
+def list_api_keys(
+    *,
+    who: Caller,
+    app: Use,
+    revoked: bool = False,
+    limit: Annotated[int, Query(ge=1, le=MAX_KEY_PAGE)] = 50,
+    cursor: Annotated[str | None, Query(max_length=400)] = None,
+) -> dict[str, Any]:
+    """The account's live extra keys (at most 50, one answer), their limits and what each spent
+    today; with ``revoked=true``, the keys it revoked, newest revoked first, a page at a time
+    (``next_cursor`` fetches the next)."""
+    return app.keys.list(who, revoked=revoked, cursor=cursor, limit=limit)
 
 
 @routes.patch("/accounts/me/api-keys/{key_id}", tags=["accounts"])

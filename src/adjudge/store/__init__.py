@@ -12,7 +12,8 @@ credentials, forwarded calls), ``holds`` (providers' settled charges until their
 deadlines), ``hot_rows`` (the rows many transactions change, locked by a batch in one
 order), ``meaning_queue`` (calls judged after their answers), ``quality_windows`` (each
 provider's running quality counts) and ``outbox`` (webhook endpoints, events and their
-deliveries); ``ids`` makes the identifiers rows are keyed by. Nothing is half-written: a
+deliveries); ``ids`` makes the identifiers rows are keyed by, and ``pages`` the keyset page
+every listing reads. Nothing is half-written: a
 transaction commits whole or not at all.
 """
 
@@ -31,6 +32,7 @@ from adjudge.store import (
     ledger,
     meaning_queue,
     outbox,
+    pages,
     quality_windows,
     quotas,
     receipt_log,
@@ -38,10 +40,10 @@ from adjudge.store import (
     takes,
 )
 from adjudge.store.database import DEFAULT_URL, Store, migrate, store_error
+from adjudge.store.pages import Page
 from adjudge.store.receipt_log import StoredReceipt
 from adjudge.store.records import (
     Account,
-    Page,
     StoredDispute,
     StoredLapse,
     StoredTask,
@@ -81,6 +83,7 @@ __all__ = [
     "meaning_queue",
     "migrate",
     "outbox",
+    "pages",
     "quality_windows",
     "quotas",
     "receipt_log",

@@ -28,7 +28,7 @@ from sqlalchemy.exc import IntegrityError
 
 from adjudge.errors import Conflict, StateError
 from adjudge.store import schema as s
-from adjudge.store.records import past
+from adjudge.store.pages import past
 from adjudge.store.transaction import ConcurrentUpdate, Transaction
 
 __all__ = ["StoredReport", "add", "by_call", "count_upheld", "page", "rule"]

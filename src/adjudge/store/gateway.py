@@ -44,7 +44,7 @@ from adjudge.digests import sha256_digest
 from adjudge.errors import NotAllowed
 from adjudge.store import day_counts
 from adjudge.store import schema as s
-from adjudge.store.records import (
+from adjudge.store.pages import (
     Page,
     decode_cursor,
     encode_cursor,

@@ -38,7 +38,7 @@ from adjudge.market import WORLD, Transfer, platform_account
 from adjudge.market.money import shown
 from adjudge.store import day_counts, held_days, hot_rows, ids, receipt_log
 from adjudge.store import schema as s
-from adjudge.store.records import decode_cursor, encode_cursor, past
+from adjudge.store.pages import decode_cursor, encode_cursor, past
 from adjudge.store.transaction import Read, Transaction, one_row
 
 #: Ledger accounts that hold money for a decision still to come: releasing from one needs a

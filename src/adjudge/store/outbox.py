@@ -40,7 +40,7 @@ from sqlalchemy import (
 
 from adjudge.store import day_counts, ids
 from adjudge.store import schema as s
-from adjudge.store.records import Page, newest_first
+from adjudge.store.pages import Page, newest_first
 from adjudge.store.transaction import Transaction
 
 __all__ = [

@@ -1,0 +1,131 @@
+"""Keyset pages: every listing's order, position and cursor, said once.
+
+A listing is read newest first (or oldest), ties by a key, a page at a time from a cursor that
+names the last row shown: so a page deep in a listing costs what the first does, on an index in
+the listing's order, and a cursor means the same in every listing.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import ColumnElement, Row, Select, and_, or_, select, union_all
+
+from adjudge.errors import BadInput
+from adjudge.store.transaction import Transaction
+
+__all__ = [
+    "Page",
+    "decode_cursor",
+    "encode_cursor",
+    "newest_first",
+    "newest_of_each",
+    "newest_page",
+    "past",
+]
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of a listing and the cursor of the next (None on the last page)."""
+
+    items: list[Any]
+    next_cursor: str | None
+
+
+def newest_page(
+    q: Select[Any],
+    at: ColumnElement[datetime],
+    key: ColumnElement[str],
+    cursor: str | None,
+    limit: int,
+) -> Select[Any]:
+    """``q``'s newest ``limit + 1`` rows after ``cursor`` (newest ``at`` first, ties by
+    ``key``): a listing's page and the row that says another follows, or one role's page for
+    :func:`newest_of_each`."""
+    if cursor is not None:
+        q = q.where(_after(at, key, cursor))
+    return q.order_by(at.desc(), key).limit(limit + 1)
+
+
+def newest_of_each(pages: Sequence[Select[Any]]) -> Select[Any]:
+    """The ids of a page's candidates among a party's rows: the union of the newest page of
+    each of its roles (:func:`newest_page`, each read in the listing's order on its own
+    index), so the listing's page is among them. With the roles in one ``OR``, the database
+    read every row of the party and sorted them for each page. A row of two roles comes twice
+    (``UNION ALL``: the listing takes the ids with ``IN``, which keeps it once)."""
+    merged = union_all(*[select(page.subquery().c.id) for page in pages]).subquery()
+    return select(merged.c.id)
+
+
+def _after(
+    at: ColumnElement[datetime], key: ColumnElement[str], cursor: str
+) -> ColumnElement[bool]:
+    """The rows after ``cursor`` in the order newest ``at`` first, ties by ``key``."""
+    when, last = decode_cursor(cursor)
+    return past(at, key, when, last)
+
+
+def past(
+    at: ColumnElement[Any],
+    key: ColumnElement[Any],
+    when: Any,
+    last: Any,
+    *,
+    newest_first: bool = True,
+    key_descending: bool = False,
+) -> ColumnElement[bool]:
+    """The rows past the position (``when``, ``last``) of a keyset listing ordered by ``at``
+    (newest first, or oldest) and then ``key`` (ascending, or descending). The first term says
+    again, alone, the bound the others imply, for the planner: a range of ``at`` starts the
+    index's walk at the position, where the ``OR`` alone made it walk (and skip) every row
+    before it, so a page deep in a listing cost as many rows as came before it."""
+    bound, beyond = (at <= when, at < when) if newest_first else (at >= when, at > when)
+    tie = key < last if key_descending else key > last
+    return and_(bound, or_(beyond, and_(at == when, tie)))
+
+
+def newest_first(
+    tx: Transaction,
+    q: Select[Any],
+    at: ColumnElement[datetime],
+    key: ColumnElement[str],
+    cursor: str | None,
+    limit: int,
+) -> tuple[list[Row[Any]], str | None]:
+    """One keyset page of ``q``: newest ``at`` first (ties by ``key``), after ``cursor``; its
+    rows and the next page's cursor (None on the last page). Every listing pages this way, so
+    a page is as cheap as the first and a cursor means the same everywhere."""
+    rows = list(tx.conn.execute(newest_page(q, at, key, cursor, limit)))
+    if len(rows) <= limit:
+        return rows, None
+    rows = rows[:limit]
+    tail = rows[-1]._mapping
+    return rows, encode_cursor(tail[at], tail[key])
+
+
+def encode_cursor(at: datetime, key: str) -> str:
+    """An opaque listing position: after (``at``, ``key``) in newest-first order."""
+    raw = json.dumps([at.isoformat(), key], separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, str]:
+    """The position a cursor names; ``CURSOR_INVALID`` for anything this store did not make."""
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        at, key = json.loads(raw)
+        when = datetime.fromisoformat(at)
+        if not isinstance(key, str) or when.tzinfo is None:
+            raise ValueError
+    except (ValueError, TypeError) as exc:
+        raise BadInput(
+            "That cursor is not one a listing gave; start from the first page.",
+            code="CURSOR_INVALID",
+        ) from exc
+    return when, key
