@@ -21,6 +21,7 @@ from test_meaning_judges import fake_models
 from typer.testing import CliRunner
 
 from adjudge.app.gateway.posthoc import judge_one
+from adjudge.app.maintenance import run_once
 from adjudge.calls.meaning import judgment_payload
 from adjudge.calls.pointers import resolve
 from adjudge.cli import app
@@ -177,6 +178,59 @@ def test_a_split_later_goes_to_the_review_queue(world: Any) -> None:
     assert view["money"]["state"] == "reported" and view["meaning"]["outcome"] == "unavailable"
     queue = w.h.ok("root", "GET", "/call-reports?status=open")
     assert got["intentId"] in str(queue)
+
+
+def test_a_split_after_a_dismissed_report_leaves_the_ruling_standing(world: Any) -> None:
+    """The caller reported the call while its judgment was pending and an admin dismissed the
+    report; the judges then split: the call is not sent to review again (a call has one report),
+    nothing fails, and the hold matures at the same pass, as the ruling said."""
+    w, base, _ = world
+    _later(w, base, {"model-a": "strict", "model-b": "honest"}, quorum=2)
+    call_id = w.answered()["intentId"]
+    w.h.ok("ann", "POST", f"/calls/{call_id}/report", {"reason": "wrong city"})
+    ruling = {"upheld": False, "reasons": ["the forecast is for the city asked"]}
+    w.h.ok("root", "POST", f"/calls/{call_id}/report/ruling", ruling)
+    w.h.clock.advance(hours=24 * 30)  # past the report deadline
+    done = run_once(w.h.app)
+    assert (done["judged"], done["matured"], done["failed"]) == (1, 1, 0)
+    view = w.h.ok("ann", "GET", f"/gateway/calls/{call_id}")
+    assert view["meaning"]["outcome"] == "unavailable" and view["money"]["state"] == "paid"
+    assert w.h.balance(f"wallet:{PROVIDER}") == PRICE
+
+
+def test_a_judged_fail_refunds_a_charge_an_open_report_holds(world: Any) -> None:
+    """The caller reported the call while its judgment was pending; the judges then FAIL it:
+    the superseding receipt refunds the charge from the hold the report claimed, in its own
+    transaction, and the report's ruling after it moves nothing more (dismissed: nothing is
+    paid out; the receipt in force is the FAIL)."""
+    w, base, _ = world
+    _later(w, base, {"model-a": "strict", "model-b": "strict"}, quorum=2)
+    call_id = w.answered()["intentId"]
+    w.h.ok("ann", "POST", f"/calls/{call_id}/report", {"reason": "wrong city"})
+    assert w.h.app.gateway.judge_pending() == 1
+    view, receipt = _final(w, call_id)
+    assert receipt.verdict.value == "FAIL"
+    assert (view["status"], view["money"]["state"]) == ("refunded", "refunded")
+    assert w.h.balance("wallet:ann") == FUNDS
+    ruling = {"upheld": False, "reasons": ["the reporter gave no evidence"]}
+    w.h.ok("root", "POST", f"/calls/{call_id}/report/ruling", ruling)
+    w.h.clock.advance(hours=24 * 30)
+    assert w.h.app.gateway.mature_holds() == 0
+    assert w.h.balance("wallet:ann") == FUNDS
+    assert w.h.balance(f"wallet:{PROVIDER}") == w.h.balance(f"held:{PROVIDER}") == 0
+
+
+def test_an_upheld_report_after_a_judged_fail_refunds_once(world: Any) -> None:
+    """The same FAIL, then the report upheld: the caller is refunded once, by the judgment."""
+    w, base, _ = world
+    _later(w, base, {"model-a": "strict", "model-b": "strict"}, quorum=2)
+    call_id = w.answered()["intentId"]
+    w.h.ok("ann", "POST", f"/calls/{call_id}/report", {"reason": "wrong city"})
+    assert w.h.app.gateway.judge_pending() == 1
+    ruling = {"upheld": True, "reasons": ["the judges found the conflict"]}
+    assert w.h.ok("root", "POST", f"/calls/{call_id}/report/ruling", ruling)["refunded_minor"] == 0
+    assert w.h.balance("wallet:ann") == FUNDS
+    assert w.h.balance(f"wallet:{PROVIDER}") == w.h.balance(f"held:{PROVIDER}") == 0
 
 
 def _strictly_queued(w: World, base: str) -> QueuedJudgment:

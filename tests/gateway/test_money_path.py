@@ -8,8 +8,11 @@ Each test drives the served gateway over loopback, against the provider behind t
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from copy import deepcopy
+from dataclasses import replace
 from typing import Any
 
 import httpx
@@ -17,11 +20,11 @@ import pytest
 
 from adjudge.app import settlement
 from adjudge.app.maintenance import run_once
-from adjudge.store import Store
+from adjudge.store import Store, calls, gateway
 from support import http
 from support.audit import audit
 from support.harness import FUNDS
-from support.weather import POLICY, PRICE, PROVIDER, World, tool, weather_world
+from support.weather import POLICY, PRICE, PROVIDER, World, forecast, tool, weather_world
 
 
 @pytest.fixture
@@ -420,6 +423,132 @@ def test_upkeep_is_a_small_step_each_time(world: World) -> None:
     before = world.h.balance(f"wallet:{PROVIDER}")
     assert run_once(world.h.app)["matured"] == 0
     assert world.h.balance(f"wallet:{PROVIDER}") == before == 3 * PRICE
+
+
+def test_a_reported_call_cannot_take_the_id_of_a_call_in_flight(world: World) -> None:
+    """The provider sees a forwarded call's id while it answers: a call reported under that id
+    (by the provider's accomplice, a poster) is refused while the call is in flight, and the call
+    still ends on its own terms (here a time-out: the caller gets its money back)."""
+    new_provider(world, "accomplice")
+    world.script.answer = "slow"
+    with ThreadPoolExecutor(1) as pool:
+        answer = pool.submit(world.call, {"city": "paris"})
+        deadline = time.monotonic() + 10
+        while not world.script.seen and time.monotonic() < deadline:
+            time.sleep(0.02)
+        call_id = world.script.seen[-1]["call_id"]
+        squat = {
+            "request": {
+                "call_id": call_id,
+                "provider": PROVIDER,
+                "tool": "weather_forecast",
+                "arguments": {"city": "paris"},
+                "price": {"amount_minor": 0, "currency": "USDC"},
+            },
+            "response": {"status": "ok", "body": forecast(world.script, 3)},
+        }
+        assert refusal(served(world, "accomplice", "POST", "/calls", squat)) == (
+            409,
+            "CALL_EXISTS",
+        )
+        ended = answer.result().json()
+    assert ended["intentId"] == call_id and ended["status"] != "settled"
+    assert world.h.balance("wallet:ann") == FUNDS
+
+
+def test_a_call_that_cannot_be_ended_keeps_no_other_money_waiting(world: World) -> None:
+    """A pending call the upkeep cannot end (here: its id taken by a record written around the
+    service) is logged and passed over: the other calls' holds still mature at the same pass."""
+    honest = world.call({"city": "berlin"}).json()["intentId"]
+    with world.h.app.store.write() as tx:
+        forwarded, record = gateway.call(tx, honest), calls.call(tx, honest)
+        assert forwarded is not None and record is not None
+        stuck = f"{honest}-stuck"
+        pending = replace(forwarded, id=stuck, state="pending", status=None, verdict=None)
+        assert gateway.start_call(tx, replace(pending, receipt_id=None, answer=None))
+        calls.add_call(
+            tx,
+            record={**record.record, "call_id": stuck},
+            contract_version=record.contract_version,
+            submitted_by="pat",
+            at=record.at,
+            request=record.request,
+            response=record.response,
+            receipt_id=None,
+            source="reported",
+        )
+    world.h.clock.advance(hours=73)
+    done = run_once(world.h.app)
+    assert (done["recovered"], done["matured"], done["failed"]) == (0, 1, 0)
+    assert world.h.balance(f"wallet:{PROVIDER}") == PRICE
+
+
+def test_a_tool_cannot_be_registered_over_another_providers_contract(world: World) -> None:
+    """A name's first contract says whose rules judge its calls: a provider registering a
+    callable tool over a contract another provider registered first under that name (the same
+    bytes, from one shared OpenAPI document, say) is refused, and nothing is registered."""
+    new_provider(world, "rival")
+    doc = tool(world.provider_url)
+    doc["name"] = "shared_api"
+    doc["contract"] = {**doc["contract"], "tool": "shared_api", "version": "1"}
+    r = served(world, "rival", "POST", "/tools", {"contract": doc["contract"]})
+    assert r.status_code == 201, r.text
+    r = served(world, PROVIDER, "POST", "/tools/callable", {"tool": doc})
+    assert refusal(r) == (403, "NOT_TOOL_PROVIDER")
+    assert "rival's tool" in r.json()["error"]["message"]
+    assert served(world, "ann", "GET", "/tools/shared_api").status_code == 404
+
+
+#: A provider's answer made of the forecast's JSON with one crafted piece: a half of a
+#: surrogate pair (escaped, or as raw bytes), a number too large for a float, and two that are
+#: plain JSON all the same (a surrogate pair whole, a number too small to be told from 0).
+CRAFTED = {
+    "lone surrogate": (b'"issued": "', b'"issued": "\\ud800'),
+    "encoded surrogate": (b'"issued": "', b'"issued": "\xed\xa0\x80'),
+    "infinite number": (b'"latitude": 52.52', b'"latitude": 1e999'),
+    "surrogate pair": (b'"issued": "', b'"issued": "\\ud83d\\ude00'),
+    "vanishing number": (b'"latitude": 52.52', b'"latitude": 1e-999'),
+}
+
+
+@pytest.mark.parametrize("kind", list(CRAFTED))
+def test_a_crafted_answer_ends_its_call_with_a_receipt(
+    world: World, wsgi_server: Any, kind: str
+) -> None:
+    """Whatever bytes a provider answers, its call ends with a receipt and an answer (never a
+    5xx, never the caller blamed for the provider's bytes), and both parties' listings read:
+    bytes whose JSON is no plain value are judged as the text they are."""
+    old, crafted = CRAFTED[kind]
+    text = json.dumps(forecast(world.script, 3)).encode()
+    assert old in text
+    data = text.replace(old, crafted, 1)
+
+    def answer(_environ: Any, start: Any) -> list[bytes]:
+        start("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(data)))])
+        return [data]
+
+    new_provider(world, "crafty")
+    doc = tool(wsgi_server(answer) + "/v1", provider_id="crafty")
+    doc["name"] = "crafty_forecast"
+    doc["contract"] = {**doc["contract"], "tool": "crafty_forecast"}
+    assert served(world, "crafty", "POST", "/tools/callable", {"tool": doc}).status_code == 201
+    policy = {**deepcopy(POLICY), "tool": "crafty_forecast"}
+    r = served(world, "crafty", "POST", "/tools/crafty_forecast/policies", {"policy": policy})
+    assert r.status_code == 201, r.text
+    r = http.post(
+        f"{world.service}/api/v1/gateway/calls",
+        json={"tool": "crafty_forecast", "arguments": {"city": "berlin"}},
+        headers={"Authorization": f"Bearer {world.h.keys['ann']}"},
+        timeout=30,
+    )
+    assert r.status_code == 200, r.text
+    assert r.json()["receipt"]
+    for who in ("ann", "crafty"):
+        listed = served(world, who, "GET", "/gateway/calls")
+        assert listed.status_code == 200, listed.text
+        assert {c["state"] for c in listed.json()["calls"]} == {"done"}
+    plain = kind in ("surrogate pair", "vanishing number")
+    assert (r.json()["status"] == "settled") is plain, r.json()
 
 
 # --- 2b. spending limits on API keys ----------------------------------------------------------

@@ -432,6 +432,14 @@ class Calls:
         def run(tx: Transaction) -> dict[str, Any]:
             if db.call(tx, call.call_id) is not None:
                 raise Conflict(f"The call {call.call_id} was already verified.", code="CALL_EXISTS")
+            if gateway_db.call(tx, call.call_id) is not None:
+                # A forwarded call's id (its provider sees it) is the gateway's to verify: taken
+                # here, the gateway could never settle or end that call.
+                raise Conflict(
+                    f"The call {call.call_id} is one the gateway forwarded; it verifies that call "
+                    "itself. Report a call under an id of your own.",
+                    code="CALL_EXISTS",
+                )
             current = db.latest_contract(tx, call.tool)
             if current is None:
                 raise NotFound(f"No tool {call.tool} is registered.", code="TOOL_NOT_FOUND")

@@ -17,13 +17,16 @@
   since this process's last one (:meth:`adjudge.app.receipts.Receipts.tick`).
 
 Each pass is idempotent and safe to run from every ``serve`` process at once: each step is a
-conditional write that only one process wins. A failed pass is logged and tried again.
+conditional write that only one process wins. A step that fails is logged and tried again at the
+next pass, and the steps after it still run; within a step, a call or judgment that fails is
+logged and passed over, so one bad row never keeps the others' money waiting.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -33,29 +36,38 @@ log = logging.getLogger("adjudge.maintenance")
 
 
 def run_once(app: App) -> dict[str, int]:
-    """One pass of every step (each until it has nothing left due); what each did."""
+    """One pass of every step (each until it has nothing left due); what each did, and how many
+    steps failed (``failed``: each logged, the others run all the same)."""
     from adjudge.app.tasks import SWEEP_BATCH  # noqa: PLC0415
 
-    lapsed = 0
-    while True:
-        batch = app.tasks.lapse_due()
-        lapsed += batch
-        if batch < SWEEP_BATCH:
-            break
-    escalated = 0
-    while True:
-        batch = app.tasks.escalate_overdue()
-        escalated += batch
-        if batch < SWEEP_BATCH:
-            break
-    return {
-        "recovered": app.gateway.recover(),
-        "lapsed": lapsed,
-        "escalated": escalated,
-        "judged": app.gateway.judge_pending(),
-        "matured": app.gateway.mature_holds(),
-        "checkpointed": int(app.receipts.tick()),
+    def drained(sweep: Callable[[], int]) -> Callable[[], int]:
+        def run() -> int:
+            done = 0
+            while True:
+                batch = sweep()
+                done += batch
+                if batch < SWEEP_BATCH:
+                    return done
+
+        return run
+
+    steps: dict[str, Callable[[], int]] = {
+        "recovered": app.gateway.recover,
+        "lapsed": drained(app.tasks.lapse_due),
+        "escalated": drained(app.tasks.escalate_overdue),
+        "judged": app.gateway.judge_pending,
+        "matured": app.gateway.mature_holds,
+        "checkpointed": lambda: int(app.receipts.tick()),
     }
+    done = {"failed": 0}
+    for name, step in steps.items():
+        try:
+            done[name] = step()
+        except Exception:  # the next steps still run; this one is tried at the next pass
+            log.exception("the upkeep step %r failed", name)
+            done[name] = 0
+            done["failed"] += 1
+    return done
 
 
 class MaintenanceWorker:

@@ -247,22 +247,20 @@ def refund_judged_call(
 ) -> int:
     """Give a settled call's held charge back to its caller, as the superseding receipt of its
     meaning judgment (signed in this transaction) decided; returns what moved. Only from the
-    provider's hold, and only while it is still ``held``: a hold a report claimed waits for the
-    ruling, and one already paid out is not taken back without the provider's word (0, nothing
-    moved)."""
+    provider's hold, while it is ``held`` or claimed by an open report (the judgment decides
+    the money; the report's ruling then finds the call refunded and moves nothing more); one
+    already paid out is not taken back without the provider's word (0, nothing moved)."""
     if receipt_id not in tx.appended:
         raise ledger.UnprovenRelease(
             "A judged call's refund moves only against the receipt signed for it in the same "
             "transaction; nothing was moved."
         )
     held = holds.get(tx, call_id)
-    if held is None or not holds.move(
-        tx,
-        call_id,
-        from_state=holds.HELD,
-        to_state=holds.REFUNDED,
-        at=at,
-        end_receipt_id=receipt_id,
+    if held is None or not any(
+        holds.move(
+            tx, call_id, from_state=state, to_state=holds.REFUNDED, at=at, end_receipt_id=receipt_id
+        )
+        for state in (holds.HELD, holds.REPORTED)
     ):
         return 0
     _transfer(

@@ -22,6 +22,8 @@ Pure: the call's time, the model's judgment and any corroboration arrive as inpu
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -324,19 +326,36 @@ def received_response(raw: bytes) -> ProviderResponse:
 
     The body is the bytes' JSON; bytes that are not JSON (garbage, HTML, empty; ``NaN`` and
     ``Infinity``, which Python's parser would take, included) are passed as their UTF-8 text
-    with undecodable bytes replaced, so the contract judges them. The digest is always the
-    sha256 of the bytes themselves. A replay reads a forwarded call's stored bytes through this
-    same function, so it sees the body the gateway judged.
+    with undecodable bytes replaced, so the contract judges them. So are bytes whose JSON is no
+    plain value: a number too large for a float (``1e999``, which Python reads as infinity) and
+    a string holding half of a surrogate pair (``"\\ud800"``, which no UTF-8 text can hold:
+    the record and the answer could not be written). The digest is always the sha256 of the
+    bytes themselves. A replay reads a forwarded call's stored bytes through this same
+    function, so it sees the body the gateway judged.
     """
     try:
-        body: Any = json.loads(raw, parse_constant=_not_json)
+        body: Any = json.loads(raw, parse_constant=_not_json, parse_float=_finite)
+        if _SURROGATE.search(raw) is not None:
+            json.dumps(body, ensure_ascii=False).encode()  # UnicodeEncodeError on a lone half
     except (ValueError, UnicodeDecodeError, RecursionError):
         body = raw.decode("utf-8", errors="replace")
     return ProviderResponse(status="ok", body=body, digest=sha256_digest(raw))
 
 
+#: Where JSON's parser can make a surrogate: an escape of one, or one encoded in the bytes
+#: (Python reads JSON bytes with ``surrogatepass``). Only a body with one is checked whole.
+_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]")
+
+
 def _not_json(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text} is too large for a number")
+    return value
 
 
 def parse_judgment(data: object) -> Judgment:

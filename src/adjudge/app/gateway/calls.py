@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import logging
 import threading
 import weakref
 from collections.abc import Callable, Mapping, Sequence
@@ -108,6 +109,8 @@ from adjudge.store import (
 from adjudge.store import calls as calls_db
 from adjudge.store import gateway as db
 from adjudge.store import holds as holds_db
+
+log = logging.getLogger("adjudge.gateway")
 
 #: How long a call may stay pending before a retry or a sweep ends it as interrupted: longer
 #: than any forward can take (its total time-out) plus the time to verify and commit.
@@ -464,8 +467,10 @@ class Gateway:
         pending = self.unit.read(lambda tx: db.pending_before(tx, cutoff))
         ended = 0
         for call in pending:
-            if self._interrupted(call):
-                ended += 1
+            try:
+                ended += self._interrupted(call)
+            except Exception:  # logged and tried again next pass; the other calls still end
+                log.exception("the interrupted call %s could not be ended", call.id)
         return ended
 
     def mature_holds(self, *, provider: str | None = None, batch: int = 500) -> int:
@@ -855,8 +860,12 @@ def _to_review(
 ) -> None:
     """A split of the meaning judges goes to a person: the call's charge is kept in its hold
     and a report is opened on the caller's behalf in the review queue, where an admin's ruling
-    refunds (upheld) or releases (dismissed) it through the report's settlement path."""
+    refunds (upheld) or releases (dismissed) it through the report's settlement path. A call
+    already reported (a call has one report) is already before a person, or was ruled on: its
+    report's ruling stands, and nothing is claimed or opened again."""
     row = next(r for r in result.rows if r.stage == "meaning")
+    if call_reports.by_call(tx, call_id) is not None:
+        return
     if holds_db.get(tx, call_id) is not None and not settlement.claim_hold(tx, call_id):
         return
     call_reports.add(

@@ -25,8 +25,10 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import logging
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from adjudge.app.calls import requalify
@@ -56,6 +58,8 @@ if TYPE_CHECKING:
     from adjudge.app.gateway.calls import Gateway
 
 __all__ = ["judge_pending", "key_pending", "submit_key_judgment"]
+
+log = logging.getLogger("adjudge.gateway")
 
 #: The most pending judgments a key's owner is shown at once.
 KEY_PAGE = 100
@@ -97,8 +101,11 @@ def judge_pending(gateway: Gateway, *, batch: int) -> int:
     rows = gateway.unit.read(lambda tx: meaning_queue.pending(tx, limit=batch))
     judged = 0
     for row in rows:
-        if judge_one(gateway, row):
-            judged += 1
+        try:
+            judged += judge_one(gateway, row)
+        except Exception:  # logged, counted as tried (so others come first), the rest judged
+            log.exception("the queued judgment of the call %s failed", row.call_id)
+            gateway.unit.write(partial(meaning_queue.tried, call_id=row.call_id))
     return judged
 
 

@@ -82,6 +82,14 @@ class Tools:
             now = self.unit.now()
             contract = dict(tool.contract_document)
             version = str(contract.get("version", "1"))
+            owner = calls_db.tool_owner(tx, tool.name)
+            if owner is not None and owner != provider.id:
+                # The name's first contract says whose rules judge its calls: a tool over
+                # another provider's contract would be judged by that provider's policies.
+                raise NotAllowed(
+                    f"{tool.name} is {owner}'s tool; register yours under another name.",
+                    code="NOT_TOOL_PROVIDER",
+                )
             found = calls_db.contract(tx, tool.name, version)
             if found is None:
                 stored_contract = calls_db.add_contract(
