@@ -302,6 +302,7 @@ _TABLE = (
     Code("STORAGE_ERROR", Unavailable, 503, "The database failed; nothing was written."),
     # --- InternalError: adjudge itself is wrong; nothing to fix on the caller's side
     Code("ADJUDGE_ERROR", InternalError, 500, "A refusal raised without a code of its own (a bug)."),
+    Code("CRITERIA_SALT_MISSING", InternalError, 500, "Criteria holding an expected_answer reached the market without the secret salt their receipts' digest needs; nothing was posted."),
     Code("INTERNAL_ERROR", InternalError, 500, "The service failed; nothing was written."),
     Code("RECORD_UNREADABLE", InternalError, 500, "A stored record holds a value that cannot be shown; an operator must repair it."),
     Code("UNPROVEN_RELEASE", InternalError, 500, "Money was to leave a holding account without a receipt of the same transaction; nothing moved."),

@@ -57,3 +57,25 @@ def test_no_query_at_the_edges_makes_a_server_error(sqlite_store: Store) -> None
                         failures.append((url, p["name"], value, who, status))
     assert tried > 500, tried  # the operations' parameters were found
     assert failures == []
+
+
+def test_every_integer_a_route_takes_in_its_path_or_query_is_bounded(sqlite_store: Store) -> None:
+    """An integer past the database's 64 bits never reaches a handler: each integer path or
+    query parameter of each operation declares its bounds in the schema, and the review route's
+    attempt (once unbounded) refuses one past them with the request's own error."""
+    h = make_harness(sqlite_store)
+    spec = h.client.get("/openapi.json").json()
+    unbounded = []
+    for path, ops in spec["paths"].items():
+        for method, op in ops.items():
+            for p in op.get("parameters", []):
+                schema = p.get("schema", {})
+                kinds = [schema, *schema.get("anyOf", [])]
+                if any(k.get("type") == "integer" for k in kinds) and not any(
+                    "maximum" in k for k in kinds
+                ):
+                    unbounded.append((method, path, p["name"]))
+    assert unbounded == []
+    task = h.post("manual")
+    r = h.call("vera", "POST", f"/reviews/{task}/{2**80}/failed", {"error": "timed out"})
+    assert (r.status_code, r.json()["error"]["code"]) == (422, "INVALID_REQUEST")

@@ -76,7 +76,8 @@ def test_the_commitment_is_public_and_the_answer_is_not(h: Harness) -> None:
 def test_a_matching_reveal_judges_and_the_receipt_binds_it(h: Harness) -> None:
     """The agent's finalize waits for the reveal; the reveal runs the check at once; the
     receipt carries the oracle's check of the reveal against the commitment and the digest of
-    the criteria judged; the reveal is shown to the agent once the task ends."""
+    the criteria judged (salted with the reveal's salt); the reveal is shown to the agent once
+    the task ends."""
     tid = _delivered(h)
     waiting = h.ok("ann", "GET", f"/tasks/{tid}")
     assert waiting["seal"]["reveal_due_at"] is not None
@@ -90,7 +91,10 @@ def test_a_matching_reveal_judges_and_the_receipt_binds_it(h: Harness) -> None:
         c for c in p["checks"] if c.get("expression") == f'(= sealed-criteria "{commitment}")'
     ]
     assert len(sealed) == 1 and sealed[0]["verdict"] == "PASS" and sealed[0]["oracle"] is True
-    assert p["criteriaDigest"] == digest({**PUBLIC, **ANSWER})
+    # Salted with the reveal's salt: the plain digest would test an agent's guesses.
+    judged = {**PUBLIC, **ANSWER}
+    assert p["criteriaDigest"] == digest({"criteria": judged, "salt": SALT})
+    assert p["criteriaDigest"] != digest(judged)
     after = h.ok("ann", "GET", f"/tasks/{tid}")
     assert after["seal"]["reveal"] == _reveal()  # disclosed: the task ended
     assert seal.parse_reveal(after["seal"]["reveal"]).digest == after["seal"]["commitment"]

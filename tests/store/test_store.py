@@ -1013,3 +1013,28 @@ def test_an_emptied_escrow_pays_out_once_and_takes_money_again(store: Store) -> 
         ledger.transfer(tx, [Transfer(WORLD, "escrow:t", 3)], task_id="t", at=T0)
     with store.read() as tx:
         assert ledger.balances(tx)["escrow:t"] == 3
+
+
+def test_migration_0045_keeps_a_tasks_criteria_salt_written_once(store: Store) -> None:
+    """A task's criteria salt is stored with it and read back, and no update writes it again;
+    0045 downgrades cleanly, and a task stored without the column reads back with none."""
+    at = datetime(2026, 3, 4, 5, 6, 7, tzinfo=UTC)
+    task = _manual(
+        "t_salted", "pat", at, criteria={"expected_answer": "42"}, criteria_salt="s" * 43
+    )
+    with store.write() as tx:
+        records.create_account(tx, "pat", ["poster"], "k-pat", opt_in=False, at=at)
+        records.insert_task(tx, task, title="t", brief="")
+    with store.write() as tx:
+        stored = records.task(tx, "t_salted")
+        assert stored is not None and stored.task.criteria_salt == "s" * 43
+        records.update_task(tx, stored, replace(stored.task, criteria_salt=None, private=True))
+    with store.read() as tx:
+        again = records.task(tx, "t_salted")
+        assert again is not None and again.task.private
+        assert again.task.criteria_salt == "s" * 43
+    downgrade(store, "0044")
+    store.migrate()
+    with store.read() as tx:
+        before = records.task(tx, "t_salted")
+        assert before is not None and before.task.criteria_salt is None

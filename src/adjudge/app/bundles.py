@@ -127,6 +127,7 @@ class Bundles:
                 "engine": engine(),
                 "result": sub.result,
                 "criteria": criteria,
+                "criteria_salt": t.criteria_salt,
                 "reveal": None if t.reveal is None else dict(t.reveal),
                 "verification_result": dict(verdict.detail) or None,
             }

@@ -115,9 +115,9 @@ def record(
                 "A task event moved money outside a settlement.", code="UNPROVEN_RELEASE"
             )
         if isinstance(effect, AgentPenalized):
-            agent = records.account(tx, effect.agent)
-            if agent is not None:
-                records.save_record(tx, agent.id, penalize(agent.record))
+            record = records.record_to_change(tx, effect.agent)
+            if record is not None:
+                records.save_record(tx, effect.agent, penalize(record))
         elif isinstance(effect, DisputeFiled):
             records.add_dispute(
                 tx,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -308,6 +309,8 @@ class Tasks:
                 seal=seal,
                 panel=panel,
                 quorum=quorum,
+                # A hidden answer's receipts bind it salted (market.proof.criteria_digest).
+                criteria_salt=secrets.token_urlsafe(32) if "expected_answer" in criteria else None,
             )
             out = post("task_" + ids.ordered_hex(24), draft, ctx)
             stored = settlement.post(tx, out, title=title, brief=brief, at=ctx.now)

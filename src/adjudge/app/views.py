@@ -207,6 +207,11 @@ def _task_view(
             "closed_at": _iso(t.closed_at),
             "brief": stored.brief if brief else None,
             "criteria": criteria_for(stored, viewer) if brief else None,
+            # With the answer it salts (the poster's and admins'), so they can recompute the
+            # criteria digest its receipts bind.
+            "criteria_salt": (
+                t.criteria_salt if viewer.id == t.poster or "admin" in viewer.roles else None
+            ),
             "verdicts": [verdict_view(v, full=party or not t.private) for v in verdicts],
             "verification_result": (
                 verdict_view(verdicts[-1], full=party or not t.private) if verdicts else None

@@ -15,6 +15,7 @@ from typing import Any
 from adjudge.errors import (
     BadInput,
     Conflict,
+    InternalError,
     NotAllowed,
     StateError,
     TransitionError,
@@ -90,6 +91,8 @@ MIN_DEADLINE = timedelta(hours=1)
 MAX_DEADLINE = timedelta(days=90)
 #: "Up to 3 submissions in total, all before the deadline."
 MAX_ATTEMPTS = 3
+#: The shortest salt a task's hidden answer is bound with (the service draws 43 characters).
+MIN_CRITERIA_SALT = 16
 #: "Only the agent can [dispute], within 3 days of the failed verdict" once the deadline passed.
 APPEAL_WINDOW = timedelta(days=3)
 #: "The agent can collect the reward 14 days later unless the admin rules."
@@ -243,9 +246,25 @@ def post(task_id: str, draft: Draft, ctx: Context) -> Outcome:
         seal=commitment,
         panel=tuple(Seat(seat.verifier, seat.key) for seat in panel),
         quorum=quorum,
+        criteria_salt=_criteria_salt(draft),
     )
     fund = Transfer(wallet_account(draft.poster), escrow_account(task_id), reward, "fund")
     return Outcome(task, (fund,))
+
+
+def _criteria_salt(draft: Draft) -> str | None:
+    """The secret a hidden answer's criteria digest is salted with (the caller draws it: the
+    market draws nothing); none for criteria without an ``expected_answer``."""
+    if "expected_answer" not in draft.criteria:
+        return None
+    salt = draft.criteria_salt
+    if not salt or len(salt) < MIN_CRITERIA_SALT:
+        raise InternalError(
+            "Criteria that hold an expected_answer are posted with a secret salt of at least "
+            f"{MIN_CRITERIA_SALT} characters, drawn by the caller; none was given.",
+            code="CRITERIA_SALT_MISSING",
+        )
+    return salt
 
 
 def _panel(draft: Draft, mode: Mode) -> tuple[tuple[Seat, ...], int]:

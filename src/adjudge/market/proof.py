@@ -57,8 +57,10 @@ __all__ = [
     "ROUTING_TYPE",
     "RULING_CHECK",
     "auto_check",
+    "bound_criteria",
     "criteria_digest",
     "ending",
+    "hiding_salt",
     "human",
     "judged",
     "record_digest",
@@ -76,11 +78,33 @@ def round_of(task_id: str, attempt: int) -> str:
     return f"task:{task_id}/round:{attempt}"
 
 
-def criteria_digest(criteria: Mapping[str, Any]) -> str:
+def criteria_digest(criteria: Mapping[str, Any], salt: str | None = None) -> str:
     """The digest a task receipt binds the task's criteria by: ``sha256:`` of their RFC 8785
     JSON, as contracts and policies are digested, so anyone holding the criteria as posted can
-    recompute it."""
-    return digest(dict(criteria))
+    recompute it. Criteria holding a hidden answer are digested with a secret (``salt``) as
+    ``{"criteria": …, "salt": …}``: every party may read a task's receipts, and the plain
+    digest of a short answer would be a test of guesses ("42", "43", …) until one matched."""
+    if salt is None:
+        return digest(dict(criteria))
+    return digest({"criteria": dict(criteria), "salt": salt})
+
+
+def hiding_salt(task: Task) -> str | None:
+    """The salt the task's judged criteria are digested with: a sealed task's reveal's (secret
+    with the answer until both are shown), the one drawn at posting for an answer in the public
+    criteria, none for criteria that hide nothing (or a task posted before digests were
+    salted)."""
+    if task.reveal is not None:
+        return str(task.reveal["salt"])
+    if "expected_answer" in task.criteria:
+        return task.criteria_salt
+    return None
+
+
+def bound_criteria(task: Task) -> str:
+    """The criteria digest a receipt about ``task`` binds: its judged criteria, salted when
+    they hide an answer."""
+    return criteria_digest(judged_criteria(task), hiding_salt(task))
 
 
 def trust_policy(task: Task) -> TrustPolicy:
@@ -208,7 +232,7 @@ def judged(
         checks,
         now=at,
         policy=trust_policy(task),
-        criteria_digest=criteria_digest(judged_criteria(task)),
+        criteria_digest=bound_criteria(task),
         policy_decision=decision,
     )
 
@@ -378,7 +402,7 @@ def ending(
         checks,
         now=at,
         policy=trust_policy(task),
-        criteria_digest=criteria_digest(judged_criteria(task)),
+        criteria_digest=bound_criteria(task),
         policy_decision=decision,
     )
 

@@ -118,6 +118,9 @@ class Draft:
     #: them must agree; None: a majority of the panel (one verifier: 1).
     panel: tuple[Seat, ...] = ()
     quorum: int | None = None
+    #: A secret the caller draws (the market draws nothing) for criteria that hold an
+    #: ``expected_answer``: the receipts' criteria digest is salted with it (``criteria_salt``).
+    criteria_salt: str | None = None
 
 
 @dataclass(frozen=True)
@@ -156,6 +159,12 @@ class Task:
     seal: str | None = None
     #: The reveal that opened the seal, as JSON data (``criteria`` and ``salt``); None until then.
     reveal: Mapping[str, Any] | None = None
+    #: The secret the receipts' criteria digest is salted with when the public criteria hold an
+    #: ``expected_answer`` (a sealed one is salted with its reveal's salt): unsalted, the digest
+    #: of criteria holding a short answer would let whoever reads a receipt hash guesses until
+    #: one matched. Fixed at posting; shown to the poster and admins only. None: not hidden, or
+    #: a task posted before digests were salted.
+    criteria_salt: str | None = None
     #: When the poster must have revealed by: set when the agent asks for the check of a sealed
     #: task not yet revealed; past it, the task escalates.
     reveal_due_at: datetime | None = None

@@ -57,7 +57,12 @@ FILES: Final[dict[str, str]] = {
     "result.txt": "the result as stored: the bytes the receipt's subject digest covers",
     "criteria.json": (
         "the task's criteria as posted; the receipt's criteriaDigest is the sha256 of their "
-        "RFC 8785 JSON"
+        "RFC 8785 JSON (of {criteria, salt} when they hold an expected_answer)"
+    ),
+    "salt.json": (
+        "the secret salt of criteria holding an expected_answer, drawn at posting: the "
+        "receipt's criteriaDigest is the sha256 of the RFC 8785 JSON of {criteria, salt} (a "
+        "sealed task's salt is its reveal's)"
     ),
     "reveal.json": (
         "a sealed task's reveal {criteria, salt}: the sha256 of its RFC 8785 JSON is the "
@@ -138,10 +143,10 @@ def json_file(value: Any) -> bytes:
 def depends_on(kind: str, files: Mapping[str, bytes]) -> dict[str, str | None]:
     """What the verdict depended on, by digest: the inputs of its re-derivation.
 
-    A task's result (sha256 of its bytes) and criteria (RFC 8785 digest, as the receipt binds
-    them); a call's response (the sha256 of the bytes held, else the reported digest or the
-    body's digest), contract, policy, judgment and corroboration (null when there is none), and
-    its verification time. Unreadable files count as absent here; the replay says why.
+    A task's result (sha256 of its bytes) and criteria (the RFC 8785 digest of
+    ``criteria.json``); a call's response (the sha256 of the bytes held, else the reported
+    digest or the body's digest), contract, policy, judgment and corroboration (null when there
+    is none), and its verification time. Unreadable files count as absent here; the replay says why.
     """
 
     def parsed(name: str) -> Any:
@@ -240,6 +245,8 @@ def from_answer(answer: Mapping[str, Any]) -> bytes:
         if kind == "task":
             files["result.txt"] = str(answer["result"]).encode("utf-8")
             files["criteria.json"] = json_file(answer["criteria"])
+            if answer.get("criteria_salt") is not None:
+                files["salt.json"] = json_file(answer["criteria_salt"])
             if answer.get("reveal") is not None:
                 files["reveal.json"] = json_file(answer["reveal"])
             if answer.get("verification_result") is not None:

@@ -83,7 +83,13 @@ def task(bundle: Bundle, signed: dict[str, Any]) -> Rerun:
             "a changed byte in the result: the receipt judged other bytes",
         )
     bound = p.get("criteriaDigest")
-    digest = digest_of(criteria)
+    digest = proof.criteria_digest(criteria, _salt(bundle, criteria))
+    if bound is not None and digest != bound and digest_of(criteria) == bound:
+        digest = bound
+        out.notes.append(
+            "The receipt binds the criteria by their plain digest: it was signed before the "
+            "criteria of a hidden answer were digested with a salt."
+        )
     if bound is None:
         out.notes.append(
             "The receipt binds no criteria (it was signed before task receipts named their "
@@ -95,7 +101,7 @@ def task(bundle: Bundle, signed: dict[str, Any]) -> Rerun:
         )
     sealing = _bind_seal(bundle, p, criteria, out)
     if "votes.json" in bundle.files:
-        return _panel(bundle, signed, criteria, out)
+        return _panel(bundle, signed, criteria, digest, out)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -133,7 +139,22 @@ def task(bundle: Bundle, signed: dict[str, Any]) -> Rerun:
     return out
 
 
-def _panel(bundle: Bundle, signed: dict[str, Any], criteria: dict[str, Any], out: Rerun) -> Rerun:
+def _salt(bundle: Bundle, criteria: dict[str, Any]) -> str | None:
+    """The salt the criteria are digested with when they hold a hidden answer: a sealed task's
+    reveal's (``reveal.json``), else the one drawn at posting (``salt.json``); None when they
+    hide nothing, or the bundle holds no salt (a task posted before digests were salted)."""
+    if "expected_answer" not in criteria:
+        return None
+    reveal = bundle.optional("reveal.json")
+    salt = reveal.get("salt") if isinstance(reveal, dict) else bundle.optional("salt.json")
+    if salt is not None and not isinstance(salt, str):
+        raise unusable("the criteria's salt is not a string")
+    return salt
+
+
+def _panel(
+    bundle: Bundle, signed: dict[str, Any], criteria: dict[str, Any], digest: str, out: Rerun
+) -> Rerun:
     """Re-run a panel of verifiers' decision (k of n): each vote's signature re-verified over
     the payload rebuilt from the bundle (the task, the round, the result's and the brief's
     digests), its quotes re-grounded in ``brief.txt`` and ``result.txt``, the votes tallied and
@@ -201,7 +222,7 @@ def _panel(bundle: Bundle, signed: dict[str, Any], criteria: dict[str, Any], out
             [integrity(Record(raw), subject), *proof.vote_checks(task)],
             now=task.posted_at,
             policy=proof.trust_policy(task),
-            criteria_digest=proof.criteria_digest(criteria),
+            criteria_digest=digest,
             policy_decision=decision,
         )
     except (KeyError, TypeError, ValueError) as exc:

@@ -10,8 +10,9 @@ the commitment it saw on the task before it started. The steps:
    compared the reveal it held with the commitment and they agreed.
 3. That commitment is the one the agent saw on the task before it started (when given).
 4. The reveal's digest — ``sha256:`` of its RFC 8785 JSON — is that commitment.
-5. The receipt's ``criteriaDigest`` is the digest of the public criteria with the revealed ones:
-   the check ran on exactly what was committed (when the public criteria are given).
+5. The receipt's ``criteriaDigest`` is the digest of the public criteria with the revealed ones,
+   salted with the reveal's salt: the check ran on exactly what was committed (when the public
+   criteria are given).
 
 Pure: the caller hands in the bytes and values.
 """
@@ -25,6 +26,7 @@ from typing import Any, Final
 
 from adjudge.digests import DIGEST
 from adjudge.errors import Error
+from adjudge.market.proof import criteria_digest
 from adjudge.market.seal import SEALABLE, SYMBOL, parse_reveal
 from adjudge.receipts import VerifyingKey, digest, verify
 
@@ -95,8 +97,13 @@ def verify_seal(
     signed = p.get("criteriaDigest")
     if criteria is not None:  # (5)
         public = [f for f in SEALABLE if f in criteria]
+        merged = {**criteria, **opened.criteria}
         try:
-            judged = digest({**criteria, **opened.criteria})
+            # Salted with the reveal's salt (market.proof.criteria_digest); a receipt signed
+            # before digests were salted binds the plain digest.
+            judged = criteria_digest(merged, opened.salt)
+            if judged != signed and digest(merged) == signed:
+                judged = digest(merged)
         except Error as exc:
             findings.append(f"the public criteria have no digest: {exc.message}")
         else:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
+from typing import Annotated, Any
 
+from fastapi import Path
 from pydantic import BaseModel, Field
 
 from adjudge.service.deps import Caller, Use, router
@@ -32,7 +33,13 @@ def claim(*, body: Claim, who: Caller, app: Use) -> dict[str, Any]:
     return {"jobs": jobs}
 
 
+#: A submission's attempt number (a task takes a few; the bound keeps it a database integer).
+Attempt = Annotated[int, Path(ge=1, le=1000)]
+
+
 @routes.post("/reviews/{task_id}/{attempt}/failed", tags=["reviews"])
-def failed(*, task_id: str, attempt: int, body: Failure, who: Caller, app: Use) -> dict[str, Any]:
+def failed(
+    *, task_id: str, attempt: Attempt, body: Failure, who: Caller, app: Use
+) -> dict[str, Any]:
     """Report a failed judgment: the lease ends; after 5 failures the submission is given up."""
     return app.reviews.failed(who, task_id, attempt, body.error)

@@ -246,8 +246,18 @@ def set_opt_in(tx: Transaction, account_id: str, opt_in: bool) -> None:
     )
 
 
+def record_to_change(tx: Transaction, account_id: str) -> AgentRecord | None:
+    """An agent's reputation and dispute count, its row locked until the transaction ends (on
+    PostgreSQL; SQLite's writer is alone): two transactions changing one agent's record, each
+    from what it read, would otherwise keep only the last one's change."""
+    a = s.accounts.c
+    q = select(a.reputation, a.disputes).where(a.id == account_id).with_for_update()
+    row = tx.conn.execute(q).first()
+    return None if row is None else AgentRecord(int(row.reputation), int(row.disputes))
+
+
 def save_record(tx: Transaction, account_id: str, record: AgentRecord) -> None:
-    """Store an agent's reputation and dispute count."""
+    """Store an agent's reputation and dispute count (read by :func:`record_to_change`)."""
     tx.conn.execute(
         update(s.accounts)
         .where(s.accounts.c.id == account_id)
@@ -314,11 +324,13 @@ def revoke_verifier_key(
 
 
 def insert_task(tx: Transaction, task: Task, *, title: str, brief: str) -> StoredTask:
-    """Store a newly posted task at version 1, with its seal (the only write of it)."""
+    """Store a newly posted task at version 1, with its seal and criteria salt (the only
+    write of either)."""
     row = _task_row(task)
-    tx.conn.execute(
-        insert(s.tasks).values(version=1, title=title, brief=brief, seal=task.seal, **row)
-    )
+    fixed: dict[str, Any] = {"seal": task.seal}
+    if task.criteria_salt is not None:  # most tasks hide no answer
+        fixed["criteria_salt"] = task.criteria_salt
+    tx.conn.execute(insert(s.tasks).values(version=1, title=title, brief=brief, **fixed, **row))
     if task.panel:
         tx.conn.execute(
             insert(s.task_seats),
@@ -831,6 +843,7 @@ def stored_task(m: Mapping[Any, Any]) -> StoredTask:
         lapsed=tuple(m["lapsed"] or ()),
         seal=m["seal"],
         reveal=m["reveal"],
+        criteria_salt=m["criteria_salt"],
         panel=tuple(Seat(v, k) for v, k in m.get("panel") or ()),
         quorum=int(m.get("quorum") or 1),
         votes=tuple(_vote(v) for v in m.get("votes") or ()),

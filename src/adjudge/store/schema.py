@@ -144,6 +144,9 @@ tasks = Table(
     Column("reveal", JSON, nullable=True),
     Column("reveal_due_at", UTCDateTime, nullable=True),  # ix_tasks_reveal_due_at
     Column("seal_broken", Text, nullable=True),
+    # The secret the receipts' criteria digest is salted with when the public criteria hold an
+    # expected answer (written once, at posting; revision 0045).
+    Column("criteria_salt", String(64), nullable=True),
     # A panel of verifiers (agent review, k of n): [[account, key fingerprint], …] as named at
     # posting, its quorum k, and the votes on the latest submission (at most one per verifier,
     # so at most 9: the tally reads them, never the history). Null for every other task.
