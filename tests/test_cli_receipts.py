@@ -214,3 +214,54 @@ def test_receipt_verify_reads_a_pending_verdict_as_of_now(tmp_path: Path) -> Non
     assert "not yet reached: UNKNOWN from then on" in early.output
     bad = RUNNER.invoke(app, ["receipt", "verify", str(path), "--key", KEY.keyid, "--at", "soon"])
     assert bad.exit_code == 2 and "TIME_INVALID" in bad.output
+
+
+#: JSON no offline command can use: a number past Python's digits, and nesting past its depth.
+HUGE_NUMBER = '{"a":' + "1" * 5000 + "}"
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["receipt", "verify", "{bad}", "--key", KEY.keyid],
+        ["receipt", "verify-chain", "{bad}", "--key", KEY.keyid],
+        ["replay", "{bundle}", "--key", KEY.keyid],
+        ["check", "{result}", "-c", "{bad}"],
+        ["check", "{bad}", "-c", "{criteria}", "--json"],
+        ["task", "verify-seal", "--receipt", "{bad}", "--reveal", "{bad}", "--key", KEY.keyid],
+        [
+            "task",
+            "verify-seal",
+            "--receipt",
+            "{criteria}",
+            "--reveal",
+            "{criteria}",
+            "--criteria",
+            "@{bad}",
+            "--key",
+            KEY.keyid,
+        ],
+    ],
+)
+@pytest.mark.parametrize("bad", [HUGE_NUMBER, DEEP], ids=["huge-number", "deep"])
+def test_no_offline_command_crashes_on_json_it_cannot_use(
+    tmp_path: Path, args: list[str], bad: str
+) -> None:
+    """Each is refused with a sentence and exit 1 or 2, never a traceback."""
+    from support.bundles import edited  # noqa: PLC0415
+    from test_replay import BUNDLE  # noqa: PLC0415
+
+    files = {
+        "bad": tmp_path / "bad.json",
+        "result": tmp_path / "result.txt",
+        "criteria": tmp_path / "criteria.json",
+        "bundle": tmp_path / "bundle.zip",
+    }
+    files["bad"].write_text(bad)
+    files["result"].write_text("An escrow holds the reward.")
+    files["criteria"].write_text('{"min_length": 5}')
+    files["bundle"].write_bytes(edited(BUNDLE, "receipt.json", lambda _: bad.encode()))
+    result = RUNNER.invoke(app, [a.format(**files) for a in args])
+    assert isinstance(result.exception, SystemExit), result.exception
+    assert result.exit_code in (1, 2), result.output

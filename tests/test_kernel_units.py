@@ -423,3 +423,19 @@ def test_no_evaluator_reaches_for_the_oracle_seam() -> None:
     ]
     assert evaluators == []
     assert "adjudge.kernel.adapters" in importers  # the seam is found at all (the scan works)
+
+
+def test_a_baseline_token_admits_only_the_fields_it_was_minted_for() -> None:
+    """A token minted for one work and state is not one for the same characters split into
+    another work and state (a separator moved across the boundary)."""
+    from adjudge.kernel.rails import Baseline, BaselineCapture, before_after  # noqa: PLC0415
+
+    capture = BaselineCapture(b"k" * 32)
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    genuine = capture.capture("job-1\nsha256:" + "a" * 64, "sha256:" + "b" * 64, at)
+    assert capture.authentic(genuine)
+    moved = "sha256:" + "a" * 64 + "\n" + genuine.state_digest
+    forged = Baseline("job-1", moved, at, genuine.token)
+    assert not capture.authentic(forged)
+    answer = before_after(forged, capture, work_id="job-1", work_started_at=at + timedelta(hours=1))
+    assert answer is not None and answer.verdict is Verdict.UNKNOWN

@@ -23,9 +23,11 @@ from adjudge.market import Mode, Status, Task, proof
 from adjudge.market.proof import round_of
 from adjudge.market.tasks import digest_of
 from adjudge.receipts import SignedReceipts, SigningKey
+from adjudge.receipts.issuer import Place
 from adjudge.replay import FORMAT, build, engine, from_answer, read, replay
 from adjudge.replay.bundle import MAX_FILES
 from adjudge.replay.report import statement_differences
+from support.bundles import edited
 
 SIGNER = SigningKey.from_seed(bytes(range(32)))
 CRITERIA = {"min_length": 40, "rubric": [{"criterion": "c", "keywords": ["escrow"], "weight": 2}]}
@@ -231,3 +233,25 @@ def test_statement_differences_name_each_leaf() -> None:
         ("predicate.x", None, "1"),
     ]
     assert list(statement_differences(recorded, json.loads(json.dumps(recorded)))) == []
+
+
+def test_a_receipt_on_a_lane_past_the_first_replays_the_same() -> None:
+    """A receipt the service signed on lane 1 (PostgreSQL's log has four) is rebuilt at its own
+    place, lane included: the same, as on lane 0."""
+    receipt = SignedReceipts(SIGNER).sign(determined(), Place(1, None), about=round_of("task_1", 1))
+    laned = answer()
+    laned["receipt"] = {
+        "id": "rcpt_1",
+        "digest": receipt["digest"],
+        "envelope": receipt["envelope"],
+    }
+    found = replay(from_answer(laned), SIGNER.keyid)
+    assert found.outcome == "same", [d.to_dict() for d in found.differences]
+
+
+def test_a_receipt_holding_a_number_past_pythons_digits_is_no_bundle() -> None:
+    """``BUNDLE_UNUSABLE`` with why, never a crash."""
+    huge = edited(BUNDLE, "receipt.json", lambda _: b'{"payload":' + b"1" * 5000 + b"}")
+    with pytest.raises(Error) as refused:
+        replay(huge, SIGNER.keyid)
+    assert refused.value.code == "BUNDLE_UNUSABLE"

@@ -451,3 +451,44 @@ def test_a_block_answers_each_line_as_check_does() -> None:
     assert sum(e is not None for e in expected) == len(STATEMENTS) - 2 + 3 - 1  # ASCII, kept
     assert check_block(lines, Pin(KEY.keyid)) == expected
     assert check_block(lines, _warm_pin()) == expected
+
+
+#: A line of JSON holding a number past the digits Python converts.
+HUGE_NUMBER = b'{"payload":' + b"1" * 5000 + b"}"
+
+
+def test_a_line_with_a_number_past_pythons_digits_is_malformed() -> None:
+    """Refused with the envelope's code, whether verified alone or in a log (never a crash)."""
+    with pytest.raises(ReceiptError) as alone:
+        verify(HUGE_NUMBER, KEY.keyid)
+    assert alone.value.code == "RECEIPT_MALFORMED"
+    with pytest.raises(ReceiptError) as logged:
+        verify_chain([*_log(2).lines(), HUGE_NUMBER], KEY.keyid)
+    assert logged.value.code == "RECEIPT_MALFORMED"
+
+
+def test_an_envelope_with_a_key_twice_is_malformed() -> None:
+    """A reader that keeps the first of two keys would see another payload, or another list of
+    signatures, than the one verified: an envelope with a key twice is refused alone and in a
+    log, on the fast path's reading too."""
+    line = _log(1).lines()[0]
+    payload = line.replace(
+        b'{"payload":"', b'{"payload":"eyJmYWtlIjoxfQ==","payloadType":"text/plain","payload":"', 1
+    )
+    signatures = line.replace(
+        b'"signatures":[',
+        b'"signatures":[{"keyid":"x","sig":"AA=="},{"keyid":"y","sig":"AA=="}],"signatures":[',
+        1,
+    )
+    for forged in (payload, signatures):
+        assert forged != line
+        with pytest.raises(ReceiptError) as alone:
+            verify(forged, KEY.keyid)
+        assert alone.value.code == "RECEIPT_MALFORMED"
+        with pytest.raises(ReceiptError):
+            verify_chain([forged], KEY.keyid)
+    # The same envelope written with other spacing and key order still verifies: its signature
+    # is over the payload, and the JSON around it is read once, whole.
+    spaced = json.dumps(dict(reversed(list(json.loads(line).items()))), indent=1).encode()
+    assert verify(spaced, KEY.keyid)
+    assert verify_chain([spaced], KEY.keyid).count == 1

@@ -71,7 +71,7 @@ def _read_bytes(path: Path, what: str) -> bytes:
 def _parse(data: bytes, path: Path, what: str) -> Any:
     try:
         return json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
-    except (UnicodeDecodeError, ValueError) as exc:
+    except (ValueError, RecursionError) as exc:  # bad UTF-8 or JSON, too deep, too long
         raise CriteriaError(f"Cannot read {what} {path}: {exc}", code="INPUT_UNREADABLE") from None
 
 
@@ -344,7 +344,7 @@ def _read_log(path: Path) -> tuple[list[Observation], dict[str, QualityTerms]]:
             continue
         try:
             record = json.loads(line, parse_constant=_reject_constant)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise CriteriaError(
                 f"Line {number} is not JSON: {exc}", code="CALL_LOG_INVALID"
             ) from None

@@ -47,7 +47,7 @@ def _read_json(path: Path, what: str) -> Any:
         return json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise _bad_input("FILE_UNREADABLE", f"cannot read {what} {path}: {exc.strerror}.") from exc
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, RecursionError) as exc:  # bad UTF-8 or JSON, too deep, too long a number
         raise _bad_input("INVALID_JSON", f"{what} {path} is not valid JSON: {exc}.") from exc
 
 
@@ -66,7 +66,7 @@ def _read_result(source: str, as_json: bool) -> tuple[Any, bytes]:
         return text, raw
     try:
         value = json.loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise _bad_input("INVALID_JSON", f"result {source} is not valid JSON: {exc}.") from exc
     if not isinstance(value, dict | str):
         raise _bad_input("INVALID_RESULT", "a JSON result must be an object or a string.")
@@ -215,7 +215,7 @@ def _check_line(numbered: tuple[int, str]) -> dict[str, Any]:
     number, line = numbered
     try:
         case = json.loads(line)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         return _bad(number, None, "INVALID_JSON", f"line {number} is not JSON: {exc}")
     if not isinstance(case, dict) or "result" not in case or "criteria" not in case:
         return _bad(
@@ -322,7 +322,7 @@ def _write_viewer(
     for number, line in lines:
         try:
             case = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if isinstance(case, dict):
             cases[number] = {k: case[k] for k in ("result", "criteria") if k in case}

@@ -98,7 +98,7 @@ def lint(
     text = _read(criteria, "criteria")
     try:
         raw = json.loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise _bad_input("INVALID_JSON", f"criteria {criteria} is not valid JSON: {exc}.") from exc
     brief_text = _read(str(brief), "brief") if brief is not None else None
     try:

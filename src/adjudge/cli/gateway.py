@@ -131,7 +131,7 @@ def _document(path: Path, what: str) -> Any:
         return loaded
     try:
         return json.loads(text)
-    except json.JSONDecodeError as exc:
+    except (ValueError, RecursionError) as exc:  # a number past Python's digits, too deep
         stop(f"The {what} {path} is not JSON: {exc}")
 
 
@@ -507,7 +507,7 @@ def call_tool(
     session = _session(ctx, as_json)
     try:
         args = json.loads(arguments)
-    except json.JSONDecodeError as exc:
+    except (ValueError, RecursionError) as exc:
         stop(f"The arguments are not JSON: {exc}")
     if not isinstance(args, dict):
         stop('The arguments are a JSON object, like \'{"city": "berlin"}\'.')

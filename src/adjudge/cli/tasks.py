@@ -359,7 +359,7 @@ def post(
         text = _read(criteria[1:]) if criteria.startswith("@") else criteria
         try:
             value = json.loads(text)
-        except json.JSONDecodeError as exc:
+        except (ValueError, RecursionError) as exc:  # a number past Python's digits, too deep
             stop(f"The criteria are not JSON: {exc}")
         if not isinstance(value, dict):
             stop('The criteria must be a JSON object, such as {"min_length": 200}.')
@@ -392,7 +392,7 @@ def _reveal_file(path: Path) -> tuple[str, dict[str, Any]]:
     try:
         document = json.loads(_read(str(path)))
         reveal = parse_reveal(document)
-    except json.JSONDecodeError as exc:
+    except (ValueError, RecursionError) as exc:
         stop(f"{path} is not JSON: {exc}")
     except Error as exc:
         stop(f"{exc.code}: {exc.message}")
@@ -480,7 +480,7 @@ def verify_seal(
     if criteria is not None:
         try:
             value = json.loads(_read(criteria[1:]) if criteria.startswith("@") else criteria)
-        except json.JSONDecodeError as exc:
+        except (ValueError, RecursionError) as exc:  # a number past Python's digits, too deep
             stop(f"The criteria are not JSON: {exc}")
         if not isinstance(value, dict):
             stop("The criteria must be a JSON object.")
@@ -494,7 +494,7 @@ def verify_seal(
             criteria=public,
             commitment=commitment,
         )
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except (ValueError, RecursionError) as exc:
         stop(f"{reveal_file} is not JSON: {exc}")
     except Error as exc:
         stop(f"{exc.code}: {exc.message}")

@@ -89,12 +89,27 @@ class Envelope:
 
     @classmethod
     def from_bytes(cls, data: bytes) -> Envelope:
-        """Parse JSON bytes; invalid UTF-8 or JSON is ``RECEIPT_MALFORMED``."""
+        """Parse JSON bytes; invalid UTF-8 or JSON (a key twice, a number past Python's
+        digits, nesting past its depth included) is ``RECEIPT_MALFORMED``."""
         try:
-            value = json.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+            value = envelope_json(data)
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
             raise _malformed(f"not JSON ({exc})") from exc
         return cls.from_dict(value)
+
+
+def envelope_json(data: bytes) -> Any:
+    """The JSON value of an envelope's bytes, refusing (``ValueError``) an object with a key
+    twice: a parser that keeps the first of them would read another payload, type or signature
+    list than the one verified here, which keeps the last."""
+    return json.loads(data.decode("utf-8"), object_pairs_hook=_unique)
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        raise ValueError("an object has a key twice")
+    return found
 
 
 def sign(payload: bytes, payload_type: str, signer: Signer) -> Envelope:

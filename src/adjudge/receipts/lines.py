@@ -43,7 +43,7 @@ from adjudge.digests import from_hex, sha256_digest
 from adjudge.errors import BadInput, ReceiptError
 from adjudge.receipts.canonical import is_sorted_compact
 from adjudge.receipts.checkpoints import NamedHead, named_heads
-from adjudge.receipts.envelope import IN_TOTO_PAYLOAD_TYPE, canonical_base64
+from adjudge.receipts.envelope import IN_TOTO_PAYLOAD_TYPE, canonical_base64, envelope_json
 from adjudge.receipts.keys import FINGERPRINT, VerifyingKey
 from adjudge.receipts.statement import Replays, check_statement
 
@@ -204,8 +204,8 @@ def _canonical_envelope(line: bytes, pin: Pin) -> tuple[bytes, bytes] | None:
 def _envelope(line: bytes, pin: Pin) -> tuple[str, str] | None:
     """The payload's and the signature's text of any JSON envelope signed by the pinned key."""
     try:
-        envelope = orjson.loads(line)
-    except orjson.JSONDecodeError:
+        envelope = envelope_json(line)  # a line that is not canonical: read as verify() reads it
+    except (UnicodeDecodeError, ValueError, RecursionError):
         return None
     if (
         type(envelope) is not dict

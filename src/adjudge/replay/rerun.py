@@ -421,6 +421,7 @@ def _rebuilt(determination: Determination, signed: dict[str, Any]) -> dict[str, 
             previous=p["previous"],
             supersedes=p.get("supersedesReceiptId"),
             about=p.get("about"),
+            lane=p.get("lane", 0),
         )
     except (Error, KeyError, TypeError):
         return None
