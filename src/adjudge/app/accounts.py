@@ -31,13 +31,25 @@ from adjudge.store import Account, Transaction, holds, records
 ROLES = frozenset({"poster", "agent", "verifier", "admin", "provider"})
 #: How long a verified API key is remembered in this process.
 AUTH_CACHE_SECONDS = 30.0
-_ACCOUNT_ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+_ACCOUNT_ID = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")  # whole: "$" would pass a last "\n"
 
 
 def need_role(account: Account, role: str) -> None:
     """Refuse (``ROLE_REQUIRED``) unless ``account`` holds ``role``."""
     if role not in account.roles:
         raise NotAllowed(f"This needs an account with the {role} role.", code="ROLE_REQUIRED")
+
+
+def need_primary(who: Account, what: str) -> None:
+    """Refuse an extra key what only the account's own key may do: make, reissue or end keys
+    (its own account's, a new account's, a verifier's), and bring money in (fund tasks,
+    deposit). An extra key carries a budget for calls; with any of these it could give itself
+    more than its owner gave it."""
+    if who.key is not None:
+        raise NotAllowed(
+            f"Only the account's own key {what}; this is the extra key {who.key.id!r}.",
+            code="PRIMARY_KEY_REQUIRED",
+        )
 
 
 def new_api_key() -> str:
@@ -62,6 +74,8 @@ class Accounts:
     def __init__(self, unit: UnitOfWork) -> None:
         self.unit = unit
         self._keys: dict[str, tuple[Account, float]] = {}
+        #: Moves each time the remembered keys are forgotten (a key revoked or reissued).
+        self._generation = 0
 
     def authenticate(self, api_key: str | None) -> Account:
         """The account an API key belongs to; ``UNAUTHORIZED`` otherwise.
@@ -73,11 +87,15 @@ class Accounts:
             cached = self._keys.get(api_key)
             if cached is not None and cached[1] > time.monotonic():
                 return cached[0]
+            generation = self._generation
             account = self.unit.read(lambda tx: records.account_by_key(tx, api_key))
             if account is not None:
                 if len(self._keys) > 10_000:
                     self._keys.clear()
-                self._keys[api_key] = (account, time.monotonic() + AUTH_CACHE_SECONDS)
+                # Remembered only if no key was revoked or reissued while it was read: the
+                # read may have seen the key before that change committed.
+                if generation == self._generation:
+                    self._keys[api_key] = (account, time.monotonic() + AUTH_CACHE_SECONDS)
                 return account
         raise NotAllowed(
             "Send a valid API key as 'Authorization: Bearer <key>'.", code="UNAUTHORIZED"
@@ -100,8 +118,9 @@ class Accounts:
         """
         if admin is not None:
             need_role(admin, "admin")
+            need_primary(admin, "creates accounts")
         wanted = frozenset(roles)
-        if not _ACCOUNT_ID.match(account_id):
+        if not _ACCOUNT_ID.fullmatch(account_id):
             raise BadInput(
                 "An account id is 1-64 lowercase letters, digits, '_' or '-'.",
                 code="INVALID_REQUEST",
@@ -140,6 +159,7 @@ class Accounts:
         """Give an account a new API key (its old one stops working): the way back from a lost
         key. Shown once, like a new account's."""
         need_role(admin, "admin")
+        need_primary(admin, "reissues keys")
         idem = Idempotency.of(key, "accounts.reissue_key", {"id": account_id})
 
         def run(tx: Transaction) -> dict[str, Any]:
@@ -151,11 +171,13 @@ class Accounts:
             return {"account": account_view(account), "api_key": api_key}
 
         answer = self.unit.once(admin.id, idem, run, seal=True)
-        self._keys.clear()
+        self.forget_keys()
         return answer
 
     def forget_keys(self) -> None:
-        """Forget the keys this process verified (a key's limits changed, or it was revoked)."""
+        """Forget the keys this process verified (a key's limits changed, or it was revoked),
+        and any a read in flight would remember (it began before the change)."""
+        self._generation += 1
         self._keys.clear()
 
     def me(self, account: Account) -> dict[str, Any]:
@@ -201,6 +223,7 @@ class Accounts:
     ) -> Answer[dict[str, Any]]:
         """Credit money from outside into an account's wallet (admins only)."""
         need_role(admin, "admin")
+        need_primary(admin, "deposits")
         if isinstance(amount, bool) or not isinstance(amount, int) or amount <= 0:
             raise BadInput("A deposit is a positive whole amount.", code="INVALID_AMOUNT")
         idem = Idempotency.of(key, "accounts.deposit", {"id": account_id, "amount": str(amount)})
@@ -220,6 +243,7 @@ class Accounts:
         keep it until they are judged, then revoke it.
         """
         need_role(account, "verifier")
+        need_primary(account, "registers verifier keys")
         raw = public_key_bytes(public_key)
         idem = Idempotency.of(key, "accounts.add_verifier_key", {"public_key": public_key})
 
@@ -236,6 +260,7 @@ class Accounts:
         Receipts that name it stay verifiable: the key stays on record, marked revoked.
         """
         need_role(account, "verifier")
+        need_primary(account, "revokes verifier keys")
         idem = Idempotency.of(key, "accounts.revoke_verifier_key", {"key": fingerprint})
 
         def run(tx: Transaction) -> dict[str, Any]:

@@ -7,7 +7,9 @@ refused before anything is reserved or forwarded (``PAYMENT_LIMIT_EXCEEDED``, a 
 the goassay client raises as one).
 
 An extra key cannot make, limit or revoke keys, and cannot post and fund tasks: those are the
-owner's, with the account's own key (``PRIMARY_KEY_REQUIRED``). Otherwise it acts as its
+owner's, with the account's own key (``PRIMARY_KEY_REQUIRED``); nor can an admin's create
+accounts, reissue keys or deposit, nor a verifier's change its signing keys
+(:func:`adjudge.app.accounts.need_primary`). Otherwise it acts as its
 account. A key is shown once, when made; the service keeps its digest only. A revoked key stops
 at once for paid calls (their limits are read in the transaction that reserves the price) and
 within :data:`adjudge.app.accounts.AUTH_CACHE_SECONDS` on other processes for the rest.
@@ -19,9 +21,9 @@ import secrets
 from datetime import UTC
 from typing import Any
 
-from adjudge.app.accounts import Accounts, new_api_key
+from adjudge.app.accounts import Accounts, need_primary, new_api_key
 from adjudge.app.unit import Answer, Idempotency, UnitOfWork
-from adjudge.errors import BadInput, NotAllowed, NotFound, StateError
+from adjudge.errors import BadInput, NotFound, StateError
 from adjudge.store import Account, Transaction, api_keys
 from adjudge.store.api_keys import KeyGrant
 from adjudge.store.records import key_hash
@@ -34,15 +36,6 @@ MAX_LABEL = 100
 MAX_KEY_PAGE = 100
 #: The largest limit, in minor units (the ledger's 64-bit columns).
 MAX_LIMIT = 2**63 - 1
-
-
-def need_primary(who: Account, what: str) -> None:
-    """Refuse an extra key what only the account's own key may do."""
-    if who.key is not None:
-        raise NotAllowed(
-            f"Only the account's own key {what}; this is the extra key {who.key.id!r}.",
-            code="PRIMARY_KEY_REQUIRED",
-        )
 
 
 def key_view(grant: KeyGrant, spent_today: int | None = None) -> dict[str, Any]:

@@ -18,8 +18,7 @@ from functools import partial
 from typing import Any
 
 from adjudge.app import outcomes, settlement
-from adjudge.app.accounts import need_role
-from adjudge.app.keys import need_primary
+from adjudge.app.accounts import need_primary, need_role
 from adjudge.app.timing import stage
 from adjudge.app.unit import Answer, Idempotency, UnitOfWork
 from adjudge.app.views import rendered, shown, task_summary, task_view

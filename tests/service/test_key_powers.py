@@ -1,0 +1,100 @@
+"""An extra key does what its budget allows and no more, whatever its account may: it cannot
+make, reissue or end keys (its own account's, a new account's, a verifier's) nor bring money in;
+a key revoked or reissued stops at once in the process that changed it, even for a look-up that
+read it just before; and an account id is the whole of its pattern."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+from adjudge.receipts import SigningKey
+from adjudge.store import Store, records
+from support.harness import Harness, make_harness
+
+
+@pytest.fixture
+def h(sqlite_store: Store) -> Harness:
+    return make_harness(sqlite_store)
+
+
+def _extra(h: Harness, owner: str) -> str:
+    """An extra key of ``owner``'s with a budget of nothing; its name in the harness."""
+    body = {"label": "ci", "max_per_call_minor": 0, "max_per_day_minor": 0}
+    h.keys[f"{owner}-extra"] = h.ok(owner, "POST", "/accounts/me/api-keys", body)["api_key"]
+    return f"{owner}-extra"
+
+
+def test_an_admins_extra_key_mints_no_key_and_brings_no_money(h: Harness) -> None:
+    """An admin's extra key cannot reissue its own account's key (which would lock the owner
+    out with a key of no budget), create an account (a key of its choosing), or deposit; the
+    admin's own key can, and the extra key still does an admin's reading."""
+    extra = _extra(h, "root")
+    before = h.balance("wallet:bob")
+    refusals = [
+        h.refused(extra, "POST", "/accounts/root/api-key"),
+        h.refused(extra, "POST", "/accounts/bob/api-key"),
+        h.refused(extra, "POST", "/accounts", {"id": "shadow", "roles": ["admin"]}),
+        h.refused(extra, "POST", "/accounts/bob/deposits", {"amount": "5000000"}),
+    ]
+    assert refusals == [(403, "PRIMARY_KEY_REQUIRED")] * 4
+    assert h.balance("wallet:bob") == before
+    assert h.ok("root", "GET", "/accounts/me")["id"] == "root"  # the owner's key still works
+    assert h.call(extra, "GET", "/ledger").status_code == 200
+    assert h.ok("root", "POST", "/accounts", {"id": "shade", "roles": ["agent"]})["api_key"]
+
+
+def test_a_verifiers_extra_key_cannot_register_or_revoke_its_signing_keys(h: Harness) -> None:
+    """A verifier's signing keys sign verdicts that move money: an extra key neither adds one
+    nor revokes one."""
+    extra = _extra(h, "vera")
+    public = SigningKey.generate().public_key.to_base64()
+    assert h.refused(extra, "POST", "/accounts/me/verifier-keys", {"public_key": public}) == (
+        403,
+        "PRIMARY_KEY_REQUIRED",
+    )
+    fingerprint = h.ok("vera", "GET", "/accounts/me")["verifier_keys"][0]["fingerprint"]
+    assert h.refused(extra, "POST", f"/accounts/me/verifier-keys/{fingerprint}/revoke") == (
+        403,
+        "PRIMARY_KEY_REQUIRED",
+    )
+
+
+def test_a_key_revoked_while_it_is_looked_up_is_not_remembered(
+    h: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A look-up that read the key before its revocation committed answers that one request,
+    but does not remember the key: the next request with it is refused."""
+    made = h.ok("ann", "POST", "/accounts/me/api-keys", {"label": "agent"})
+    extra, key_id = made["api_key"], made["key"]["id"]
+    h.app.accounts.forget_keys()
+    read, revoked = threading.Event(), threading.Event()
+    real = records.account_by_key
+
+    def slow(tx: Any, api_key: str) -> Any:
+        found = real(tx, api_key)
+        if api_key == extra and not read.is_set():
+            read.set()
+            revoked.wait(5)  # the revocation commits meanwhile
+        return found
+
+    monkeypatch.setattr(records, "account_by_key", slow)
+    looking = threading.Thread(target=h.app.accounts.authenticate, args=(extra,))
+    looking.start()
+    assert read.wait(5)
+    h.ok("ann", "POST", f"/accounts/me/api-keys/{key_id}/revoke")
+    revoked.set()
+    looking.join(5)
+    r = h.client.get("/api/v1/accounts/me", headers={"Authorization": f"Bearer {extra}"})
+    assert r.status_code == 401
+
+
+@pytest.mark.parametrize("account_id", ["bob\n", "bob\r", " bob", "Bob", "b" * 65, ""])
+def test_an_account_id_is_its_whole_pattern(h: Harness, account_id: str) -> None:
+    """Not "bob" and a line break (which would read as bob in every log and page)."""
+    assert h.refused("root", "POST", "/accounts", {"id": account_id, "roles": ["agent"]}) == (
+        422,
+        "INVALID_REQUEST",
+    )
