@@ -1038,3 +1038,25 @@ def test_migration_0045_keeps_a_tasks_criteria_salt_written_once(store: Store) -
     with store.read() as tx:
         before = records.task(tx, "t_salted")
         assert before is not None and before.task.criteria_salt is None
+
+
+def test_migration_0046_reads_an_accounts_enabled_endpoints_on_their_range(store: Store) -> None:
+    """After 0046, an event's subscribers (the enabled endpoints of its parties) and the count a
+    new endpoint is checked against search the enabled ones' range of the account's index
+    (SQLite's plans: before, each read every endpoint the account ever made); 0046 also
+    downgrades cleanly."""
+    downgrade(store, "0045")
+    store.migrate()
+    if store.dialect != "sqlite":
+        return
+    subscribers = "SELECT id FROM webhook_endpoints WHERE account_id IN ('a', 'b') AND enabled = 1"
+    with store.read() as tx:
+        plan = [row[-1] for row in tx.conn.execute(text(f"EXPLAIN QUERY PLAN {subscribers}"))]
+    assert any(
+        "ix_webhook_endpoints_account_enabled (account_id=? AND enabled=?)" in p for p in plan
+    )
+    [(_, counted)] = sqlite_plans(store, lambda tx: outbox.enabled_count(tx, "a"))
+    assert counted == [
+        "SEARCH webhook_endpoints USING COVERING INDEX ix_webhook_endpoints_account_enabled "
+        "(account_id=? AND enabled=?)"
+    ]

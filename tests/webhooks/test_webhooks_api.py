@@ -198,6 +198,32 @@ def test_test_events_are_rate_limited_per_endpoint(wh: Harness) -> None:
     h.ok("pat", "POST", test)
 
 
+def test_an_endpoint_made_again_does_not_start_its_accounts_count_again(wh: Harness) -> None:
+    """An account's endpoints take 10 test events an hour each and 100 in all: deleting used
+    endpoints and making new ones (at the same URL, say) sends no more than that."""
+    h = wh
+    h.advance(minutes=20)
+    sent = 0
+    for _ in range(3):
+        made = [
+            h.ok("pat", "POST", "/webhooks/endpoints", {"url": "http://127.0.0.1:9/x"})["id"]
+            for _ in range(10)
+        ]
+        for made_id in made:
+            for _ in range(10):
+                r = h.call("pat", "POST", f"/webhooks/endpoints/{made_id}/test")
+                if r.status_code == 429:
+                    assert "100 test events an hour in all" in r.json()["error"]["message"]
+                    continue
+                assert r.status_code == 201, r.text
+                sent += 1
+            h.ok("pat", "DELETE", f"/webhooks/endpoints/{made_id}")
+    assert sent == 100
+    h.advance(minutes=40)
+    again = h.ok("pat", "POST", "/webhooks/endpoints", {"url": "http://127.0.0.1:9/x"})["id"]
+    h.ok("pat", "POST", f"/webhooks/endpoints/{again}/test")  # a new hour
+
+
 def test_the_poster_hears_when_a_sealed_reveal_is_due(sqlite_store: Store) -> None:
     """A sealed task's finalize queues task.reveal_due, with its due time, for the parties;
     a broken seal queues task.escalated."""

@@ -149,8 +149,7 @@ class Webhooks:
         idem = Idempotency.of(key, "webhooks.create_endpoint", inputs)
 
         def run(tx: Transaction) -> dict[str, Any]:
-            enabled = [e for e in outbox.endpoints(tx, account.id) if e.enabled]
-            if len(enabled) >= self.settings.max_endpoints:
+            if outbox.enabled_count(tx, account.id) >= self.settings.max_endpoints:
                 raise StateError(
                     f"An account has at most {self.settings.max_endpoints} enabled endpoints; "
                     "delete one first.",
@@ -201,8 +200,9 @@ class Webhooks:
         """Queue a ``webhook.test`` event for one of the caller's enabled endpoints; answers
         its delivery.
 
-        At most :attr:`WebhookSettings.test_events` per endpoint per window (fixed windows,
-        counted in the quotas table by every process on the database): past it,
+        At most :attr:`WebhookSettings.test_events` per endpoint per window, and as many times
+        :attr:`WebhookSettings.max_endpoints` per account (fixed windows, counted in the quotas
+        table by every process on the database): past either,
         ``RATE_LIMITED`` with the seconds until the next window. A refusal is not counted (its
         transaction rolls back), nor is a replay of a stored answer.
         """
@@ -215,7 +215,7 @@ class Webhooks:
                     f"The endpoint {endpoint_id} is disabled.", code="WEBHOOK_ENDPOINT_DISABLED"
                 )
             now = self.unit.now()
-            self._count_test(tx, endpoint_id, now)
+            self._count_test(tx, account, endpoint_id, now)
             data = {"endpoint_id": endpoint_id, "account": account.id}
             msg = outbox.emit_to(
                 tx, found, "webhook.test", events.payload("webhook.test", data, now), now
@@ -226,16 +226,27 @@ class Webhooks:
 
         return self.unit.once(account.id, idem, run)
 
-    def _count_test(self, tx: Transaction, endpoint_id: str, now: datetime) -> None:
-        """Count one test event against the endpoint's window; past the limit, refuse."""
+    def _count_test(
+        self, tx: Transaction, account: Account, endpoint_id: str, now: datetime
+    ) -> None:
+        """Count one test event against the endpoint's window and its account's (as many as
+        all its endpoints may take: an endpoint deleted and made again starts a count of its
+        own, its account does not); past either limit, refuse."""
         limit, window = self.settings.test_events, self.settings.test_window
         span = window.total_seconds()
         start = datetime.fromtimestamp(now.timestamp() // span * span, tz=now.tzinfo)
+        wait = max(1, int((start + window - now).total_seconds()) + 1)
         if quotas.use(tx, f"webhook-test:{endpoint_id}", start) > limit:
-            wait = max(1, int((start + window - now).total_seconds()) + 1)
             raise RateLimited(
                 f"An endpoint takes {limit} test events {_per(window)}; try again in {wait} s "
                 "(or replay a delivery from its log).",
+                retry_after=wait,
+            )
+        most = limit * self.settings.max_endpoints
+        if quotas.use(tx, f"webhook-test-account:{account.id}", start) > most:
+            raise RateLimited(
+                f"An account's endpoints take {most} test events {_per(window)} in all; try "
+                f"again in {wait} s (or replay a delivery from its log).",
                 retry_after=wait,
             )
 

@@ -35,6 +35,7 @@ from sqlalchemy import (
     insert,
     or_,
     select,
+    true,
     update,
 )
 
@@ -74,7 +75,7 @@ webhook_endpoints = Table(
     "webhook_endpoints",
     s.metadata,
     Column("id", String(40), primary_key=True),  # whep_<hex>
-    Column("account_id", String(64), ForeignKey("accounts.id"), nullable=False, index=True),
+    Column("account_id", String(64), ForeignKey("accounts.id"), nullable=False),
     Column("url", String(2000), nullable=False),
     # The whsec_ secret sealed with the server key (AES-256-GCM, bound to the endpoint's id):
     # signing needs the secret itself, so it cannot be hashed; sealed, a copy of the database
@@ -85,6 +86,16 @@ webhook_endpoints = Table(
     Column("enabled", Boolean, nullable=False),
     Column("created_at", s.UTCDateTime, nullable=False),
     Column("disabled_at", s.UTCDateTime, nullable=True),
+)
+
+# An account's enabled endpoints are one range of it, whatever it disabled before: each event's
+# subscribers and the count a new endpoint is checked against read only those (revision 0046).
+Index(
+    "ix_webhook_endpoints_account_enabled",
+    webhook_endpoints.c.account_id,
+    webhook_endpoints.c.enabled,
+    webhook_endpoints.c.created_at,
+    webhook_endpoints.c.id,
 )
 
 webhook_messages = Table(
@@ -290,6 +301,13 @@ def endpoints(tx: Transaction, account_id: str) -> list[StoredEndpoint]:
         select(e).where(e.c.account_id == account_id).order_by(e.c.created_at, e.c.id)
     )
     return [_endpoint(r._mapping) for r in rows]
+
+
+def enabled_count(tx: Transaction, account_id: str) -> int:
+    """How many of an account's endpoints are enabled (counted on their range of the index)."""
+    e = webhook_endpoints.c
+    q = select(func.count()).where(e.account_id == account_id, e.enabled == true())
+    return int(tx.conn.execute(q).scalar_one())
 
 
 def disable_endpoint(tx: Transaction, endpoint_id: str, *, at: datetime) -> None:
@@ -517,27 +535,52 @@ def oldest_pending(tx: Transaction) -> datetime | None:
     return value if isinstance(value, datetime) else None  # min() keeps the column's type
 
 
-def claim(tx: Transaction, *, now: datetime, lease: timedelta, limit: int) -> list[Claimed]:
-    """Lease up to ``limit`` due deliveries of enabled endpoints until ``now + lease``.
+#: How many times a batch's size a claim looks at to share the batch among accounts.
+FAIR_LOOK = 4
+#: The share of a batch one account's deliveries take before every other account's due ones.
+FAIR_SHARE = 5
 
-    Due: pending, its next attempt at or before ``now``, and no unexpired lease. On PostgreSQL
-    the rows are taken ``FOR UPDATE SKIP LOCKED``, so workers claiming at once never wait for
-    or take each other's; the lease is then written by one ``UPDATE`` of them all that checks
-    again that each row is free, so no two workers hold one delivery at once on either
-    database. The lease is the claim's (a random token): :func:`finish` records an attempt only
-    while its row still holds it.
+
+def fair_share(due: Sequence[tuple[str, str]], limit: int) -> list[str]:
+    """Up to ``limit`` of the ``due`` deliveries (id, account; oldest first): first each
+    account's oldest, up to a :data:`FAIR_SHARE`-th of the batch, then the rest by age. A
+    batch is sent whole before the next, so an account whose receivers never answer would
+    otherwise hold every other account's deliveries back for as long as its own time out."""
+    share = max(1, limit // FAIR_SHARE)
+    taken: list[str] = []
+    left: list[str] = []
+    counts: dict[str, int] = {}
+    for delivery_id, account in due:
+        if counts.get(account, 0) < share:
+            counts[account] = counts.get(account, 0) + 1
+            taken.append(delivery_id)
+        else:
+            left.append(delivery_id)
+    return (taken + left)[:limit]
+
+
+def claim(tx: Transaction, *, now: datetime, lease: timedelta, limit: int) -> list[Claimed]:
+    """Lease up to ``limit`` due deliveries of enabled endpoints until ``now + lease``, shared
+    among their accounts (:func:`fair_share`).
+
+        Due: pending, its next attempt at or before ``now``, and no unexpired lease. On PostgreSQL
+        the rows are taken ``FOR UPDATE SKIP LOCKED``, so workers claiming at once never wait for
+        or take each other's; the lease is then written by one ``UPDATE`` of them all that checks
+        again that each row is free, so no two workers hold one delivery at once on either
+        database. The lease is the claim's (a random token): :func:`finish` records an attempt only
+        while its row still holds it.
     """
     d, e, m = webhook_deliveries, webhook_endpoints, webhook_messages
     free = or_(d.c.locked_until.is_(None), d.c.locked_until <= now)
     q = (
-        select(d.c.id)
+        select(d.c.id, d.c.account_id)
         .where(and_(d.c.status == PENDING, d.c.next_attempt_at <= now, free))
         .order_by(d.c.next_attempt_at, d.c.id)
-        .limit(limit)
+        .limit(limit * FAIR_LOOK)
     )
     if tx.dialect == "postgresql":
         q = q.with_for_update(skip_locked=True)
-    due = [row.id for row in tx.conn.execute(q)]
+    due = fair_share([(row.id, row.account_id) for row in tx.conn.execute(q)], limit)
     if not due:
         return []
     token = secrets.token_hex(16)
