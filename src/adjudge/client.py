@@ -54,6 +54,10 @@ from adjudge.market.seal import commit
 
 #: Network failures and 503s retried (with the same Idempotency-Key) before giving up.
 RETRIES = 3
+#: How long a state change whose first request has not ended (``IDEMPOTENCY_IN_PROGRESS``: a
+#: paid call still forwarded and judged, say) is sent again with its key, waiting as the
+#: service says between: longer than the longest call (a provider's 15 s, judges' 20 s).
+IN_PROGRESS_WAIT = 90.0
 
 #: The task states and modes the API knows (``GET /tasks?status=``, ``?mode=``).
 STATUSES = (
@@ -322,11 +326,15 @@ class ApiError(Error):
         status: int,
         retry_after: int | None = None,
         request_id: str | None = None,
+        idempotency_key: str | None = None,
     ) -> None:
         super().__init__(message, code=code)
         self.status = status
         self.retry_after = retry_after
         self.request_id = request_id
+        #: The key a state change was sent with (None for a read): sent again with it, the
+        #: request is answered as it was, never done twice.
+        self.idempotency_key = idempotency_key
 
 
 class BadRequest(ApiError):
@@ -378,9 +386,15 @@ _BY_STATUS: dict[int, type[ApiError]] = {
 
 
 class ServiceUnavailable(Unavailable):
-    """No usable answer: connection refused, a time-out, or a reply that is not the API's."""
+    """No usable answer: connection refused, a time-out, or a reply that is not the API's. For
+    a state change, ``idempotency_key`` is the key it was sent with: it may have been done, and
+    sent again with that key it is answered as it was, never done twice."""
 
     code = "SERVICE_UNAVAILABLE"
+
+    def __init__(self, message: str, *, idempotency_key: str | None = None) -> None:
+        super().__init__(message, code=self.code)
+        self.idempotency_key = idempotency_key
 
 
 def seal_criteria(
@@ -483,11 +497,13 @@ class Client:
         """
         changes = method != "GET" if change is None else change
         headers = {}
+        key = None
         if changes:
-            headers["Idempotency-Key"] = idempotency_key or uuid.uuid4().hex
+            key = headers["Idempotency-Key"] = idempotency_key or uuid.uuid4().hex
         query = {k: _param(v) for k, v in (params or {}).items() if v is not None}
         last: Exception | None = None
-        for attempt in range(RETRIES):
+        attempt, waiting_until = 0, time.monotonic() + IN_PROGRESS_WAIT
+        while True:
             try:
                 response = self._http.request(
                     method, path, json=body, params=query, headers=headers
@@ -495,12 +511,24 @@ class Client:
             except httpx.TransportError as exc:
                 last = exc
             else:
-                if response.status_code != 503 or attempt == RETRIES - 1:
-                    return _answer(response)
+                running = key is not None and _in_progress(response)
+                if running and time.monotonic() < waiting_until:
+                    # The first request with this key is still being done: asking again with
+                    # the same key is answered as it ends, where a new key would do it twice.
+                    time.sleep(_pause(response))
+                    continue
+                if running or response.status_code != 503 or attempt == RETRIES - 1:
+                    return _answer(response, key)
                 last = None
-            if attempt < RETRIES - 1:
-                time.sleep(0.2 * 2**attempt)
-        raise ServiceUnavailable(f"Cannot reach the service at {self.url}: {last}")
+            attempt += 1
+            if attempt == RETRIES:
+                break
+            time.sleep(0.2 * 2 ** (attempt - 1))
+        raise ServiceUnavailable(
+            f"Cannot reach the service at {self.url}: {last}"
+            + (_resend(key) if key is not None else ""),
+            idempotency_key=key,
+        )
 
     # --- accounts -------------------------------------------------------------------------
 
@@ -1196,19 +1224,49 @@ def _param(value: Any) -> Any:
     return value
 
 
-def _answer(response: httpx.Response) -> Any:
+def _in_progress(response: httpx.Response) -> bool:
+    """Whether the answer says the first request with its key has not ended yet."""
+    if response.status_code != 429:
+        return False
+    try:
+        error = response.json().get("error")
+    except (ValueError, AttributeError):
+        return False
+    return isinstance(error, dict) and error.get("code") == "IDEMPOTENCY_IN_PROGRESS"
+
+
+def _pause(response: httpx.Response) -> float:
+    """How long to wait before asking again: the answer's Retry-After, at most 2 s."""
+    retry = response.headers.get("Retry-After", "")
+    return min(2.0, max(0.2, float(retry))) if retry.isdigit() else 0.5
+
+
+def _resend(key: str) -> str:
+    return (
+        f". It may have been done: send it again with Idempotency-Key {key} (the CLI's "
+        "--idempotency-key) to be answered as it was; it is never done twice"
+    )
+
+
+def _answer(response: httpx.Response, key: str | None = None) -> Any:
     request_id = response.headers.get("X-Request-Id")
     try:
         payload = response.json()
     except ValueError:
         raise ServiceUnavailable(
-            f"The service answered {response.status_code} with no JSON: {response.text[:200]!r}"
+            f"The service answered {response.status_code} with no JSON: "
+            f"{response.text[:200]!r}" + ("" if key is None else _resend(key)),
+            idempotency_key=key,
         ) from None
     if response.status_code < 400:
         return payload
     error = payload.get("error") if isinstance(payload, dict) else None
     if not isinstance(error, dict):
-        raise ServiceUnavailable(f"The service answered {response.status_code}: {payload!r:.200}")
+        raise ServiceUnavailable(
+            f"The service answered {response.status_code}: {payload!r:.200}"
+            + ("" if key is None else _resend(key)),
+            idempotency_key=key,
+        )
     retry = response.headers.get("Retry-After")
     status = response.status_code
     code = str(error.get("code", status))
@@ -1218,4 +1276,5 @@ def _answer(response: httpx.Response) -> Any:
         status=status,
         retry_after=int(retry) if retry and retry.isdigit() else None,
         request_id=str(error.get("request_id") or request_id or "") or None,
+        idempotency_key=key,
     )

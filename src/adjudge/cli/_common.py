@@ -45,6 +45,16 @@ KeyOption = Annotated[
     str | None,
     typer.Option(envvar="ADJUDGE_API_KEY", metavar="KEY", help="Your API key."),
 ]
+#: The key of a state change that moves money: a retry with it (after an answer lost, say) is
+#: answered as the first was, never done twice.
+IdemKeyOption = Annotated[
+    str | None,
+    typer.Option(
+        metavar="KEY",
+        help="Your key for this request: sent again with it (the one a lost answer printed), "
+        "it is answered as it was, never done twice.",
+    ),
+]
 DEFAULT_URL = "http://127.0.0.1:8000"
 
 
@@ -250,6 +260,9 @@ class Session:
             return fn(self.client)
         except ApiError as refusal:
             where = f" (request {refusal.request_id})" if refusal.request_id else ""
-            stop(f"{refusal.code}: {refusal.message}{where}", EXIT_REFUSED)
+            again = ""
+            if refusal.code == "IDEMPOTENCY_IN_PROGRESS" and refusal.idempotency_key:
+                again = f" Send it again with --idempotency-key {refusal.idempotency_key}."
+            stop(f"{refusal.code}: {refusal.message}{where}{again}", EXIT_REFUSED)
         except ServiceUnavailable as exc:
             stop(exc.message, EXIT_BAD_INPUT)

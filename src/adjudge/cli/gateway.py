@@ -20,6 +20,7 @@ import typer
 from adjudge.cli._common import (
     DEFAULT_URL,
     EXIT_REFUSED,
+    IdemKeyOption,
     JsonFlag,
     KeyOption,
     Session,
@@ -489,10 +490,7 @@ def call_tool(
     ctx: typer.Context,
     name: str,
     arguments: Annotated[str, typer.Argument(help="The arguments as a JSON object.")] = "{}",
-    idempotency_key: Annotated[
-        str | None,
-        typer.Option(help="Your key for this call: a retry with it replays, never pays twice."),
-    ] = None,
+    idempotency_key: IdemKeyOption = None,
     max_price: Annotated[
         str | None,
         typer.Option(

@@ -25,6 +25,7 @@ from adjudge.cli._common import (
     EXIT_BAD_INPUT,
     EXIT_REFUSED,
     PLAIN_UNITS_MOST,
+    IdemKeyOption,
     JsonFlag,
     KeyOption,
     Session,
@@ -347,9 +348,10 @@ def post(
             "Only its commitment is sent; keep the file to reveal with `adjudge task reveal`.",
         ),
     ] = None,
+    idempotency_key: IdemKeyOption = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Post a task and fund it from your wallet."""
+    """Post a task and fund it from your wallet (once for one --idempotency-key)."""
     session = _session(ctx, as_json)
     minor = _reward(reward, reward_minor)
     named = list(verifier or ())
@@ -379,6 +381,7 @@ def post(
             lenient_criteria=lenient,
             take_window_hours=take_window_hours,
             seal=commitment,
+            idempotency_key=idempotency_key,
         )
     )
     _changed(session, task)
