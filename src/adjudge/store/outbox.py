@@ -563,12 +563,12 @@ def claim(tx: Transaction, *, now: datetime, lease: timedelta, limit: int) -> li
     """Lease up to ``limit`` due deliveries of enabled endpoints until ``now + lease``, shared
     among their accounts (:func:`fair_share`).
 
-        Due: pending, its next attempt at or before ``now``, and no unexpired lease. On PostgreSQL
-        the rows are taken ``FOR UPDATE SKIP LOCKED``, so workers claiming at once never wait for
-        or take each other's; the lease is then written by one ``UPDATE`` of them all that checks
-        again that each row is free, so no two workers hold one delivery at once on either
-        database. The lease is the claim's (a random token): :func:`finish` records an attempt only
-        while its row still holds it.
+    Due: pending, its next attempt at or before ``now``, and no unexpired lease. On PostgreSQL
+    the rows are taken ``FOR UPDATE SKIP LOCKED``, so workers claiming at once never wait for
+    or take each other's; the lease is then written by one ``UPDATE`` of them all that checks
+    again that each row is free, so no two workers hold one delivery at once on either
+    database. The lease is the claim's (a random token): :func:`finish` records an attempt only
+    while its row still holds it.
     """
     d, e, m = webhook_deliveries, webhook_endpoints, webhook_messages
     free = or_(d.c.locked_until.is_(None), d.c.locked_until <= now)
