@@ -132,13 +132,23 @@ def _local_name(name: str) -> bool:
 
 
 def _literal(host: str) -> str | None:
-    """``host`` if it is an IP address literal (brackets removed), else None."""
+    """``host`` if it is an IP address literal (brackets removed), else None. The older numeric
+    forms of an IPv4 address that resolvers still read (``2130706433``, ``0177.0.0.1``,
+    ``127.1``, ``0x7f.1``: all 127.0.0.1) are that address, written in four decimal parts: taken
+    for a name, they passed as public when registered."""
     name = host.strip("[]")
     try:
         ipaddress.ip_address(name)
     except ValueError:
+        pass
+    else:
+        return name
+    if not name or not (name[0].isdigit() and name.rstrip(".").replace(".", "").isalnum()):
         return None
-    return name
+    try:
+        return socket.inet_ntoa(socket.inet_aton(name))
+    except OSError:
+        return None
 
 
 class Resolver(Protocol):
