@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import copy
 import hashlib
+import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
@@ -20,6 +21,8 @@ import pytest
 from test_meaning_judges import fake_models
 from typer.testing import CliRunner
 
+from adjudge.app import App
+from adjudge.app import calls as calls_module
 from adjudge.app.gateway.posthoc import judge_one
 from adjudge.app.maintenance import run_once
 from adjudge.calls.meaning import judgment_payload
@@ -535,3 +538,72 @@ def test_a_call_judged_after_its_answer_replays_from_its_bundle(world: Any) -> N
     stripped = replay(without(data, "judgments.json"), w.signer.keyid)
     assert stripped.outcome != "same"
     assert any("meaning" in d.what for d in stripped.differences)
+
+
+@pytest.mark.parametrize("store", ["postgresql"], indirect=True)
+def test_an_upheld_ruling_racing_the_judgment_refunds_once(
+    world: Any, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A second process upholds the report while the judges' FAIL refunds the call: the
+    ruling read the call settled before the judgment committed, and finds its hold refunded
+    when it moves the money; it reads again (the call refunded) and refunds nothing, where it
+    refunded the caller a second time from the provider's own wallet."""
+    w, base, _ = world
+    _later(w, base, {"model-a": "strict", "model-b": "strict"}, quorum=2)
+    call_id = w.answered()["intentId"]
+    w.h.ok("ann", "POST", f"/calls/{call_id}/report", {"reason": "wrong city"})
+    w.h.ok("root", "POST", f"/accounts/{PROVIDER}/deposits", {"amount": str(10 * PRICE)})
+    other = App(store, clock=w.h.clock, issuer=w.h.app.issuer, checker=w.h.app.checker)
+    read, judged = threading.Event(), threading.Event()
+    charge = calls_module._charge
+
+    def charge_then_wait(tx: Any, call: Any) -> Any:
+        found = charge(tx, call)
+        if not judged.is_set():
+            read.set()
+            assert judged.wait(30)
+        return found
+
+    monkeypatch.setattr(calls_module, "_charge", charge_then_wait)
+    ruled: dict[str, Any] = {}
+
+    def rule() -> None:
+        root = other.accounts.authenticate(w.h.keys["root"])
+        reasons = ["the judges found the conflict"]
+        ruled.update(other.calls.rule_report(root, call_id, upheld=True, reasons=reasons).value)
+
+    ruling = threading.Thread(target=rule)
+    ruling.start()
+    try:
+        assert read.wait(30)
+        assert w.h.app.gateway.judge_pending() == 1
+    finally:
+        judged.set()
+        ruling.join(60)
+        other.close()
+    assert ruled["status"] == "upheld" and ruled["refunded_minor"] == 0
+    assert w.h.balance("wallet:ann") == FUNDS
+    assert w.h.balance(f"wallet:{PROVIDER}") == 10 * PRICE
+
+
+def test_every_receipt_about_a_call_is_for_its_parties(world: Any) -> None:
+    """The receipt of a ruling on its report and the one its judgment superseded it with are,
+    as its first is, for the call's parties and admins (they were read by anyone holding their
+    id: the ruling's reasons, the refund, the verdict)."""
+    w, base, _ = world
+    _later(w, base, {"model-a": "strict", "model-b": "strict"}, quorum=2)
+    call_id = w.answered()["intentId"]
+    first = w.h.ok("ann", "GET", f"/gateway/calls/{call_id}")["receipt_id"]
+    w.h.ok("ann", "POST", f"/calls/{call_id}/report", {"reason": "wrong city"})
+    assert w.h.app.gateway.judge_pending() == 1
+    judged = w.h.ok("ann", "GET", f"/gateway/calls/{call_id}")["receipt_id"]
+    reasons = ["confidential: the provider's feed was stale"]
+    ruling = w.h.ok(
+        "root", "POST", f"/calls/{call_id}/report/ruling", {"upheld": True, "reasons": reasons}
+    )
+    assert len({first, judged, ruling["receipt_id"]}) == 3
+    for receipt_id in (first, judged, ruling["receipt_id"]):
+        for path in (f"/receipts/{receipt_id}", f"/receipts/{receipt_id}/envelope"):
+            assert w.h.refused("bob", "GET", path) == (403, "NOT_A_PARTY"), path
+            for who in ("ann", PROVIDER, "root"):
+                assert w.h.call(who, "GET", path).status_code == 200, (who, path)

@@ -35,6 +35,7 @@ from adjudge.store import (
     receipt_log,
     records,
 )
+from adjudge.store import gateway as gateway_db
 
 #: The kinds of ledger line (each transfer's memo): money deposited, a task's reward funded,
 #: paid out with its fee or refunded; a paid call's price reserved, charged (into the
@@ -375,11 +376,42 @@ def _visible(tx: Transaction, viewer: Account, receipt_id: str) -> StoredReceipt
     if found.task_id:
         _may_see_task(tx, viewer, found.task_id)
         return found
-    call = calls.call_by_receipt(tx, receipt_id)
-    parties = (call.submitted_by, call.provider) if call is not None else ()
-    if call is not None and "admin" not in viewer.roles and viewer.id not in parties:
+    parties = _call_parties(tx, found)
+    if parties is not None and "admin" not in viewer.roles and viewer.id not in parties:
         raise NotAllowed("A call's receipt is for the call's parties.", code="NOT_A_PARTY")
     return found
+
+
+def _call_parties(tx: Transaction, found: StoredReceipt) -> tuple[str, ...] | None:
+    """The parties of the call a receipt is about (None: it is about no call). The first
+    receipt of a call is found by its record; the others (a ruling on its report, the judgment
+    that superseded it) name the call in the signed statement's ``about`` (``call:<id>``)."""
+    call = calls.call_by_receipt(tx, found.id)
+    if call is not None:
+        return (call.submitted_by, call.provider)
+    about = _about(found)
+    if about is None or not about.startswith("call:"):
+        return None
+    call_id = about.removeprefix("call:")
+    record = calls.call(tx, call_id)
+    if record is not None:
+        return (record.submitted_by, record.provider)
+    forwarded = gateway_db.call(tx, call_id)
+    return () if forwarded is None else (forwarded.caller, forwarded.provider)
+
+
+def _about(found: StoredReceipt) -> str | None:
+    """What a receipt's signed statement says it is about (None when its body holds no
+    envelope: an issuer that signs nothing)."""
+    envelope = found.body.get("envelope")
+    if not isinstance(envelope, dict):
+        return None
+    try:
+        statement = json.loads(Envelope.from_dict(envelope).payload)
+    except (ReceiptError, ValueError):
+        return None
+    about = statement.get("predicate", {}).get("about") if isinstance(statement, dict) else None
+    return about if isinstance(about, str) else None
 
 
 def moment(text: str | None, name: str, *, end_of_day: bool) -> datetime | None:

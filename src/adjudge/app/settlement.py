@@ -45,6 +45,7 @@ from adjudge.market import (
     wallet_account,
 )
 from adjudge.store import (
+    ConcurrentUpdate,
     StoredTask,
     Transaction,
     holds,
@@ -216,7 +217,9 @@ def refund_upheld_report(
             "transaction; nothing was moved."
         )
     held = holds.get(tx, call_id)
-    if held is not None and holds.move(
+    if held is None:
+        source = wallet_account(provider)
+    elif holds.move(
         tx,
         call_id,
         from_state=holds.REPORTED,
@@ -226,7 +229,10 @@ def refund_upheld_report(
     ):
         source, amount = provider_hold_account(provider), held.amount
     else:
-        source = wallet_account(provider)
+        # The report's hold ended since the ruling read the call (its meaning judgment
+        # refunded it in another transaction): read again, the call is refunded, and this
+        # ruling moves nothing. Taken from the wallet, the caller was refunded twice.
+        raise ConcurrentUpdate(f"The hold of the call {call_id} changed while it was ruled on.")
     _transfer(
         tx,
         [Transfer(source, wallet_account(payer), amount, "report refund")],
