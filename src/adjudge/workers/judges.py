@@ -8,6 +8,9 @@ returns pass or fail and up to 10 reasons."
 from __future__ import annotations
 
 import json
+import re
+import time
+import unicodedata
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -73,27 +76,78 @@ class Judge(Protocol):
         ...
 
 
-def parse_answer(content: str) -> Judgment:
-    """The first JSON object in ``content`` with a boolean ``passed``; :class:`JudgeError` if none.
+def candidates(content: str, key: str) -> list[dict[str, Any]]:
+    """Every JSON object in a model's ``content`` (its reasoning in ``<think>`` left out) with a
+    boolean ``key``, in order; one with a key twice is none.
 
-    Models wrap JSON in prose or code fences; the first object that has the right shape counts.
-    Reasons beyond 10 are dropped and each is cut to 1,000 characters.
-    """
-    decoder = json.JSONDecoder()
-    start = content.find("{")
+    Models wrap JSON in prose or code fences, and may repeat what they read: a result or an
+    answer that holds a ready-made verdict, echoed before the model's own. So a caller takes the
+    answer only when every candidate says the same (:func:`one_answer`)."""
+    text = _THINKING.sub("", content)
+    decoder = json.JSONDecoder(object_pairs_hook=_unique)
+    found: list[dict[str, Any]] = []
+    start = text.find("{")
     while start != -1:
         try:
-            value, _ = decoder.raw_decode(content, start)
-        except json.JSONDecodeError:
+            value, _ = decoder.raw_decode(text, start)
+        except (ValueError, RecursionError):  # not JSON, a key twice, nested past the depth
             value = None
-        if isinstance(value, dict) and isinstance(value.get("passed"), bool):
-            reasons = value.get("reasons", [])
-            if not isinstance(reasons, list):
-                reasons = [reasons]
-            cleaned = tuple(str(r)[:MAX_REASON_CHARS] for r in reasons if str(r).strip())
-            return Judgment(value["passed"], cleaned[:MAX_REASONS], _quotes(value.get("quotes")))
-        start = content.find("{", start + 1)
-    raise JudgeError(f"The model's answer holds no verdict: {content[:200]!r}")
+        if isinstance(value, dict) and isinstance(value.get(key), bool):
+            found.append(value)
+        start = text.find("{", start + 1)
+    return found
+
+
+def one_answer(
+    content: str, key: str, what: str, *, when_split: bool | None = None
+) -> dict[str, Any]:
+    """The model's answer: the last object with a boolean ``key`` when every such object says
+    the same. When they disagree (a verdict the model repeated from what it judged, say, before
+    its own: which is its own cannot be told), the last that says ``when_split`` (the side no
+    one who wrote what was judged gains by), or :class:`JudgeError` without one; and
+    :class:`JudgeError` when there is none."""
+    found = candidates(content, key)
+    if not found:
+        raise JudgeError(f"The model's answer holds no {what}: {content[:200]!r}")
+    if len({value[key] for value in found}) > 1:
+        if when_split is None:
+            raise JudgeError(
+                f"The model's answer holds {what}s that disagree (it may be repeating one it "
+                f"was shown): {content[:200]!r}"
+            )
+        found = [value for value in found if value[key] is when_split]
+    return found[-1]
+
+
+def parse_answer(content: str) -> Judgment:
+    """The model's verdict (:func:`one_answer` with a boolean ``passed``); :class:`JudgeError` if
+    none. Reasons beyond 10 are dropped, each is cut to 1,000 characters, and text the verdict's
+    signature could not carry (a control character, half a surrogate pair) is taken out."""
+    value = one_answer(content, "passed", "verdict")
+    reasons = value.get("reasons", [])
+    if not isinstance(reasons, list):
+        reasons = [reasons]
+    cleaned = (_plain(str(r))[:MAX_REASON_CHARS] for r in reasons)
+    kept = tuple(r for r in cleaned if r.strip())
+    return Judgment(value["passed"], kept[:MAX_REASONS], _quotes(value.get("quotes")))
+
+
+#: A reasoning model's thinking, which may quote what it judged.
+_THINKING = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        raise ValueError("an object has a key twice")
+    return found
+
+
+def _plain(text: str) -> str:
+    """``text`` without control characters (but line breaks and tabs) and with half a
+    surrogate pair replaced: what a signed verdict and the service's JSON can carry."""
+    kept = "".join(c for c in text if c in "\n\t" or unicodedata.category(c) != "Cc")
+    return kept.encode("utf-8", "replace").decode("utf-8")
 
 
 def _quotes(raw: object) -> tuple[tuple[str, str], ...]:
@@ -104,7 +158,7 @@ def _quotes(raw: object) -> tuple[tuple[str, str], ...]:
     for item in raw:
         if isinstance(item, dict) and item.get("from") in ("brief", "result"):
             text = item.get("text")
-            if isinstance(text, str) and text.strip():
+            if isinstance(text, str) and text.strip() and _plain(text) == text:
                 found.append((str(item["from"]), text))
     return tuple(found[:MAX_QUOTES])
 
@@ -118,6 +172,7 @@ class ChatCompletionsJudge:
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.model = model
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.timeout = timeout  # in all, not only each read (_completion)
         self._client = httpx.Client(headers=headers, timeout=timeout)
 
     def request(self, brief: str, result: str, acceptance: str) -> dict[str, Any]:
@@ -138,9 +193,8 @@ class ChatCompletionsJudge:
 
     def judge(self, brief: str, result: str, acceptance: str) -> Judgment:
         """Ask the model; a transport error, non-2xx or unusable answer is a :class:`JudgeError`."""
-        return parse_answer(
-            _completion(self._client, self.url, self.request(brief, result, acceptance))
-        )
+        body = self.request(brief, result, acceptance)
+        return parse_answer(_completion(self._client, self.url, body, self.timeout))
 
     def close(self) -> None:
         """Close the HTTP connection pool."""
@@ -186,6 +240,7 @@ class ChatCompletionsCallJudge:
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.model = model
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.timeout = timeout  # in all, not only each read (_completion)
         self._client = httpx.Client(headers=headers, timeout=timeout)
 
     def request(self, ask: MeaningAsk) -> dict[str, Any]:
@@ -208,7 +263,8 @@ class ChatCompletionsCallJudge:
     def judge_call(self, ask: MeaningAsk) -> CallJudgment:
         """Ask the model; a transport error, non-2xx or unusable answer is a :class:`JudgeError`
         (the gateway reads it as an unavailable judge)."""
-        return parse_call_answer(_completion(self._client, self.url, self.request(ask)), ask)
+        body = self.request(ask)
+        return parse_call_answer(_completion(self._client, self.url, body, self.timeout), ask)
 
     def close(self) -> None:
         """Close the HTTP connection pool."""
@@ -222,50 +278,58 @@ def _cut(value: Any) -> Any:
 
 
 def parse_call_answer(content: str, ask: MeaningAsk) -> CallJudgment:
-    """The first JSON object in ``content`` with a boolean ``conflict``, bound to ``ask``'s call
-    and response digest; :class:`JudgeError` if there is none. Citations whose pointer is not an
-    RFC 6901 pointer or whose quote is not text are dropped (they could not resolve anyway)."""
-    decoder = json.JSONDecoder()
-    start = content.find("{")
-    while start != -1:
-        try:
-            value, _ = decoder.raw_decode(content, start)
-        except json.JSONDecodeError:
-            value = None
-        if isinstance(value, dict) and isinstance(value.get("conflict"), bool):
-            citations = []
-            raw = value.get("citations")
-            for item in raw if isinstance(raw, list) else []:
-                if not isinstance(item, dict):
-                    continue
-                where, quote = item.get("pointer"), item.get("quote")
-                if isinstance(where, str) and is_pointer(where) and isinstance(quote, str):
-                    digest = sha256_digest(quote.encode("utf-8"))
-                    citations.append(Citation(where, digest))
-            return CallJudgment(
-                ask.call_id,
-                ask.response_digest,
-                True,
-                conflict=value["conflict"],
-                citations=tuple(citations[:MAX_CITATIONS]),
-                reason=str(value.get("reason", ""))[:MAX_REASON_CHARS],
-            )
-        start = content.find("{", start + 1)
-    raise JudgeError(f"The model's answer holds no judgment: {content[:200]!r}")
+    """The model's judgment (:func:`one_answer` with a boolean ``conflict``), bound to ``ask``'s
+    call and response digest (objects that disagree: the conflict); :class:`JudgeError` if there
+    is none. Citations whose pointer is not an RFC 6901 pointer or whose quote is not text are
+    dropped (they could not resolve anyway)."""
+    # A provider gains nothing by planting a conflict in its own answer (it must cite what is
+    # there, and it refunds the call), only by planting "no conflict": a split counts the conflict.
+    value = one_answer(content, "conflict", "judgment", when_split=True)
+    citations = []
+    raw = value.get("citations")
+    for item in raw if isinstance(raw, list) else []:
+        if not isinstance(item, dict):
+            continue
+        where, quote = item.get("pointer"), item.get("quote")
+        if isinstance(where, str) and is_pointer(where) and isinstance(quote, str):
+            digest = sha256_digest(quote.encode("utf-8", "surrogatepass"))
+            citations.append(Citation(where, digest))
+    return CallJudgment(
+        ask.call_id,
+        ask.response_digest,
+        True,
+        conflict=value["conflict"],
+        citations=tuple(citations[:MAX_CITATIONS]),
+        reason=_plain(str(value.get("reason", "")))[:MAX_REASON_CHARS],
+    )
 
 
-def _completion(client: httpx.Client, url: str, body: dict[str, Any]) -> str:
-    """The text of a chat completion's first message; a transport error, non-2xx or an answer
-    that is not a chat completion with text is a :class:`JudgeError`."""
+#: The largest answer read from a model endpoint.
+MAX_ANSWER_BYTES = 1024 * 1024
+
+
+def _completion(client: httpx.Client, url: str, body: dict[str, Any], timeout: float) -> str:
+    """The text of a chat completion's first message; a transport error, non-2xx, an answer
+    past :data:`MAX_ANSWER_BYTES` or ``timeout`` seconds in all (httpx bounds each read, not
+    the whole: an endpoint sending a byte at a time held the worker as long as it liked), or
+    one that is not a chat completion with text is a :class:`JudgeError`."""
+    deadline = time.monotonic() + timeout
     try:
-        response = client.post(url, json=body)
+        with client.stream("POST", url, json=body) as response:
+            if response.status_code >= 300:
+                raise JudgeError(f"The model endpoint answered {response.status_code}.")
+            data = bytearray()
+            for chunk in response.iter_bytes():
+                data += chunk
+                if len(data) > MAX_ANSWER_BYTES:
+                    raise JudgeError("The model endpoint's answer is too large.")
+                if time.monotonic() > deadline:
+                    raise JudgeError(f"The model endpoint took longer than {timeout:g} s.")
     except httpx.HTTPError as exc:
         raise JudgeError(f"The model endpoint failed: {type(exc).__name__}: {exc}") from exc
-    if response.status_code >= 300:
-        raise JudgeError(f"The model endpoint answered {response.status_code}.")
     try:
-        content = response.json()["choices"][0]["message"]["content"]
-    except (ValueError, KeyError, IndexError, TypeError) as exc:
+        content = json.loads(bytes(data))["choices"][0]["message"]["content"]
+    except (ValueError, RecursionError, KeyError, IndexError, TypeError) as exc:
         raise JudgeError("The model endpoint's answer is not a chat completion.") from exc
     if not isinstance(content, str):
         raise JudgeError("The model's message has no text content.")

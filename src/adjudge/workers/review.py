@@ -11,11 +11,13 @@ verifier's private key (to sign them). Each poll:
    that ground the verdict), signs the verdict payload with the verifier's key (the key the task
    trusts; see :mod:`adjudge.market.signed_verdicts`) and posts it (``POST /tasks/{id}/verdict``)
    with an Idempotency-Key per submission, so every rule, the ledger and the receipt apply; a
-   verdict that lost a race is refused and skipped. A verdict left with no quote from the brief
-   or none from the result still goes, and the service sends it to the poster to decide;
-4. on a model failure, posts nothing and reports it (``POST /reviews/{id}/{attempt}/failed``):
-   the lease ends for a later poll; after 5 failures the service gives the submission up (the
-   work counts as delivered but never judged, and the poster's reclaim escalates it).
+   verdict that lost a race is refused (409) and skipped. A verdict left with no quote from the
+   brief or none from the result still goes, and the service sends it to the poster to decide;
+4. on a model failure (no answer, or answers that disagree), or a verdict the service refuses
+   as sent, or anything else that goes wrong with one job, posts nothing and reports it
+   (``POST /reviews/{id}/{attempt}/failed``): the lease ends for a later poll, and the other
+   jobs of the batch are judged all the same; after 5 failures the service gives the submission
+   up (the work counts as delivered but never judged, and the poster's reclaim escalates it).
 """
 
 from __future__ import annotations
@@ -24,11 +26,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from adjudge.client import ApiError, Client
+from adjudge.errors import Error
 from adjudge.kernel.oracle import Record
 from adjudge.kernel.semantic import Quote
 from adjudge.market.signed_verdicts import sign_verdict, verdict_payload
 from adjudge.receipts import Signer
-from adjudge.workers.judges import Judge, JudgeError
+from adjudge.workers.judges import Judge
 
 
 @dataclass
@@ -88,12 +91,14 @@ class ReviewWorker:
                 continue
             try:  # (2)
                 judgment = self.judge.judge(job["brief"], job["result"], job["acceptance"])
-            except JudgeError as exc:  # (4)
+                quotes = grounded_quotes(judgment.quotes, job["brief"], job["result"])
+                self._record(job, judgment.passed, list(judgment.reasons), quotes, report)  # (3)
+            except Error as exc:  # (4): the model's failure, or the service's refusal as sent
                 report.why[task_id] = exc.message
                 self._failed(job, report, exc.message)
-                continue
-            quotes = grounded_quotes(judgment.quotes, job["brief"], job["result"])
-            self._record(job, judgment.passed, list(judgment.reasons), quotes, report)  # (3)
+            except Exception as exc:  # a job this worker cannot judge never stops the others
+                report.why[task_id] = f"{type(exc).__name__}: {exc}"[:500]
+                self._failed(job, report, report.why[task_id])
         return report
 
     def _record(
@@ -127,8 +132,10 @@ class ReviewWorker:
                 idempotency_key=f"review:{task_id}:{job['attempt']}",
             )
             report.judged.append(task_id)
-        except ApiError as exc:  # judged, escalated or ruled meanwhile
-            report.skipped.append(task_id)
+        except ApiError as exc:
+            if exc.status != 409:  # refused as sent: a failure, counted toward giving up
+                raise
+            report.skipped.append(task_id)  # judged, escalated or ruled meanwhile
             report.why[task_id] = f"{exc.code}: {exc.message}"
 
     def _failed(self, job: dict[str, Any], report: PollReport, error: str) -> None:
