@@ -30,7 +30,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Final
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, ValidationInfo, field_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
@@ -98,7 +98,9 @@ class Settings(BaseSettings):
     threads: int = Field(
         0,
         ge=0,
-        description="Threads running requests (0: the default, 8 on SQLite, 40 otherwise).",
+        le=1000,
+        description="Threads running requests (0: the default, 8 on SQLite, 40 otherwise; at "
+        "most 1000).",
     )
     access_log: bool = Field(True, description="Write one JSON line per request to standard error.")
     signing_key: Path = Field(
@@ -114,8 +116,9 @@ class Settings(BaseSettings):
     upkeep_seconds: float = Field(
         30.0,
         ge=1.0,
+        le=86_400.0,
         description="How often this process ends interrupted calls, lapses takes whose window "
-        "ended, and pays providers the charges whose report deadline passed (at least 1).",
+        "ended, and pays providers the charges whose report deadline passed (1 to 86400).",
     )
 
     # --- the marketplace
@@ -235,6 +238,16 @@ class Settings(BaseSettings):
         "deliveries again.",
         json_schema_extra=_NO_FLAG,
     )
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _not_a_switch(cls, value: Any, info: ValidationInfo) -> Any:
+        """A number is never ``true`` or ``false`` (a settings file's ``port = true`` was taken
+        as port 1): only a switch takes one."""
+        name = info.field_name
+        if isinstance(value, bool) and name and cls.model_fields[name].annotation is not bool:
+            raise ValueError("this setting is not a switch: give a value, not true or false")
+        return value
 
     def __init__(self, **values: Any) -> None:
         """Validate ``values`` (and nothing else: see :meth:`load`); a bad one is refused."""

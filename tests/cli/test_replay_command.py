@@ -8,6 +8,7 @@ import hashlib
 import io
 import itertools
 import json
+import stat
 import zipfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -101,7 +102,8 @@ def test_an_auto_pass_and_fail_replay_the_same_byte_for_byte(
     sqlite_store: Store, tmp_path: Path
 ) -> None:
     """Round 1 fails, round 2 passes: each round's bundle replays offline to its verdict, its
-    reasons printed exactly as the service gave them, and SAME, exit 0."""
+    reasons printed exactly as the service gave them, and SAME, exit 0; each bundle is written
+    for its owner's eyes only (0600)."""
     with served(sqlite_store) as (h, issuer, url):
         tid = auto_task(h, SHORT, GOOD)
         task = h.ok("ann", "GET", f"/tasks/{tid}")
@@ -111,6 +113,8 @@ def test_an_auto_pass_and_fail_replay_the_same_byte_for_byte(
         assert code == 0 and f"signed by key {issuer.fingerprint}" in out
         assert f"adjudge replay {tmp_path / 'fail.zip'} --key {issuer.fingerprint}" in out
         assert bundle(url, h.keys["pat"], tmp_path / "pass.zip", "--task", tid)[0] == 0
+    # Only its owner reads a bundle: it holds what the API shows only to the parties.
+    assert stat.S_IMODE((tmp_path / "fail.zip").stat().st_mode) == 0o600
     for name, verdict in (("fail", task["verdicts"][0]), ("pass", task["verdicts"][1])):
         code, text = replay(tmp_path / f"{name}.zip", "--key", issuer.fingerprint)
         assert code == 0, text

@@ -139,6 +139,9 @@ def test_serve_reads_the_file_adjudge_config_names(
         ([], {"ADJUDGE_TAKE_LIMIT": "0"}, "INVALID_TAKE_LIMIT: ADJUDGE_TAKE_LIMIT=0: "),
         (["--price-notice-hours", "3000"], {}, "INVALID_SETTING: --price-notice-hours 3000: "),
         (["--config", "missing.toml"], {}, "FILE_UNREADABLE: cannot read the settings file"),
+        (["--config", "switch.toml"], {}, "INVALID_SETTING: port = True in switch.toml: "),
+        ([], {"ADJUDGE_UPKEEP_SECONDS": "1e10"}, "INVALID_SETTING: ADJUDGE_UPKEEP_SECONDS=1e10"),
+        (["--threads", "1000000"], {}, "INVALID_SETTING: --threads 1000000: "),
         ([], {"ADJUDGE_CONFIG": "typo.toml"}, "CONFIG_FILE_INVALID: the settings file typo"),
     ],
 )
@@ -154,6 +157,7 @@ def test_serve_refuses_a_bad_setting_with_its_code_and_exit_2(
     monkeypatch.setattr("uvicorn.run", lambda *_, **__: pytest.fail("served"))
     monkeypatch.chdir(tmp_path)
     (tmp_path / "typo.toml").write_text("take_limt = 3\n", encoding="utf-8")
+    (tmp_path / "switch.toml").write_text("port = true\n", encoding="utf-8")
     r = CliRunner().invoke(cli, ["serve", *args], env=env)
     assert r.exit_code == 2 and isinstance(r.exception, SystemExit), r.output
     assert r.stderr.startswith(said), r.stderr
@@ -190,3 +194,24 @@ def test_serve_sizes_the_regex_pool_from_its_setting(
     assert jsregex.pool_size() == 3
     r = CliRunner().invoke(cli, ["serve"], env={"ADJUDGE_REGEX_WORKERS": "0"})
     assert r.exit_code == 2 and r.stderr.startswith("INVALID_SETTING: ADJUDGE_REGEX_WORKERS=0")
+
+
+@pytest.mark.parametrize(
+    "db",
+    [
+        "nonsense",
+        "sqlite:////nonexistent/folder/x.db",
+        "postgresql+psycopg://u:pw1234@127.0.0.1:1/x",
+    ],
+)
+def test_serve_refuses_a_database_it_cannot_open_with_a_sentence(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, db: str
+) -> None:
+    """A URL no driver reads, a file in a missing folder, a server that does not answer:
+    `STORAGE_ERROR` and what went wrong, exit 2, no traceback, and never the URL's password."""
+    monkeypatch.setattr("uvicorn.run", lambda *_, **__: pytest.fail("served"))
+    monkeypatch.chdir(tmp_path)
+    r = CliRunner().invoke(cli, ["serve", "--db", db])
+    assert r.exit_code == 2 and isinstance(r.exception, SystemExit), r.output
+    assert r.stderr.startswith("STORAGE_ERROR: "), r.stderr
+    assert "pw1234" not in r.output and "Traceback" not in r.output

@@ -84,7 +84,7 @@ def site(store: Store, raw_peer: Callable[[Callable[..., None]], RawPeer]) -> It
 def test_a_name_that_rebinds_after_the_check_is_refused_when_connecting(site: Site) -> None:
     """Public to the early check, 127.0.0.1 to the connection: the forwarder refuses it, so
     the provider on loopback never sees the request; the call ends as a request error,
-    refunded with a receipt, and the caller keeps every unit."""
+    refunded with a receipt that says why without where, and the caller keeps every unit."""
     site.answers([PUBLIC], ["127.0.0.1"])
     r = site.call()
     assert r.status_code == 200, r.text
@@ -94,7 +94,9 @@ def test_a_name_that_rebinds_after_the_check_is_refused_when_connecting(site: Si
         "request_error",
         "GATEWAY_ADDRESS_REFUSED",
     ), got
-    assert "127.0.0.1" in got["error"]["message"] and got["receiptId"] and not got["strike"]
+    assert got["error"]["message"] == "the provider's endpoint is not a public address"
+    assert "127.0.0.1" not in r.text and NAME not in r.text  # where is not the caller's
+    assert got["receiptId"] and not got["strike"]
     assert site.peer.requests == [] and site.dialer.dialed == []
     assert site.resolver.lookups == [NAME, NAME]
     assert site.h.balance("wallet:ann") == FUNDS
@@ -114,11 +116,13 @@ def test_an_internal_or_unresolvable_name_is_refused_before_anything_is_reserved
     site: Site, answer: list[str], code: str
 ) -> None:
     """An internal address among the name's answers, or no answer at all: a coded refusal
-    before the call starts; nothing is reserved, dialed or recorded."""
+    before the call starts, saying nothing of where the provider is (its name and addresses
+    are for the provider and admins); nothing is reserved, dialed or recorded."""
     if answer:
         site.answers(answer)
     r = site.call()
     assert (r.status_code, r.json()["error"]["code"]) == (400, code)
+    assert all(where not in r.text for where in (NAME, *answer)), r.text
     assert site.h.balance("wallet:ann") == FUNDS
     assert site.dialer.dialed == [] and site.peer.requests == []
     assert site.h.ok("ann", "GET", "/gateway/calls")["calls"] == []

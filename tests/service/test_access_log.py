@@ -113,3 +113,17 @@ def test_one_json_line_per_request_with_the_account(
     assert first["time"].endswith("Z") and first["duration_ms"] >= 0
     assert (lines[1]["status"], lines[1]["account"]) == (401, None)
     assert (lines[2]["path"], lines[2]["account"]) == ("/health", None)
+
+
+def test_the_longest_request_id_is_logged_and_counted(
+    h: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A request id of 128 characters (the longest honoured) is answered, logged and counted:
+    the metrics' exemplar carries its first 100 (an exemplar holds 128 in all, and a longer one
+    raised, so such a request was never logged)."""
+    rid = "r" * 128
+    with caplog.at_level(logging.INFO, logger="adjudge.access"):
+        r = h.call("ann", "GET", "/tasks", X_Request_Id=rid)
+    assert r.status_code == 200 and r.headers["X-Request-Id"] == rid
+    lines = [json.loads(x.getMessage()) for x in caplog.records if x.name == "adjudge.access"]
+    assert [x["request_id"] for x in lines] == [rid]

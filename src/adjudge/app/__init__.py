@@ -37,7 +37,7 @@ from adjudge.gateway import Forwarder, SecretBox
 from adjudge.market import Checker
 from adjudge.receipts import Issuer
 from adjudge.settings import Settings
-from adjudge.store import Account, Store
+from adjudge.store import Account, Store, open_store
 
 __all__ = [
     "Account",
@@ -120,8 +120,7 @@ class App:
     ) -> App:
         """Open the database at ``url``, bring its schema up to date, and return the use cases
         over it (``STORAGE_ERROR`` when it cannot be opened)."""
-        store = Store(url)
-        store.migrate()
+        store = open_store(url)
         return cls(
             store,
             clock=clock,

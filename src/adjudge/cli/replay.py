@@ -12,6 +12,7 @@ input the receipt does not bind, another verdict), 2 an unusable bundle or bad i
 from __future__ import annotations
 
 import json
+import os
 import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -79,7 +80,10 @@ def receipt_bundle(
     except Error as exc:
         stop(str(exc))
     try:
-        with out.open("xb") as handle:
+        # Created 0600: a bundle holds what the API shows only to the parties (a call's
+        # request and answer, a task's result and hidden criteria).
+        fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as handle:
             handle.write(data)
     except FileExistsError:
         stop(f"FILE_EXISTS: {out} exists; a bundle never overwrites a file. Name another.")

@@ -292,14 +292,14 @@ class AsyncForwarder:
             port = target.port or (443 if target.scheme == "https" else 80)
             async with asyncio.timeout(self.limits.connect_timeout):
                 await self.guard.addresses(host, port)
-        except AddressRefused as exc:
+        except AddressRefused:
             return ForwardFailure(
-                FailureKind.ADDRESS_REFUSED, str(exc), time.perf_counter() - start
+                FailureKind.ADDRESS_REFUSED, _NOT_PUBLIC, time.perf_counter() - start
             )
         except (OSError, TimeoutError, ValueError, TypeError) as exc:
             return ForwardFailure(
                 FailureKind.CONNECT,
-                f"could not resolve {host}: {exc or type(exc).__name__}",
+                f"could not resolve the provider's host: {_why(exc)}",
                 time.perf_counter() - start,
                 retryable=True,
             )
@@ -429,6 +429,19 @@ class AsyncForwarder:
 _Received = tuple[int, tuple[tuple[str, str], ...], bytes, str]
 
 
+#: Why a call to an address the guard refused failed, as the caller reads it: never where (the
+#: provider's address is for the provider and admins, docs/gateway.md).
+_NOT_PUBLIC = "the provider's endpoint is not a public address"
+
+
+def _why(exc: BaseException) -> str:
+    """What went wrong with a connection, without where: the system's words for it (``Connection
+    refused``), which name no host, or the error's kind."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return type(exc).__name__
+
+
 @dataclass(frozen=True)
 class _TooLargeAnswer:
     status: int
@@ -440,7 +453,7 @@ def _failure(exc: Exception, host: str) -> tuple[FailureKind, str, bool] | None:
     one that is the gateway's own bug (it is raised on, to become a ``system`` failure)."""
     match exc:
         case AddressRefused():  # raised by the guard as it connects, through aiohttp
-            return FailureKind.ADDRESS_REFUSED, str(exc), False
+            return FailureKind.ADDRESS_REFUSED, _NOT_PUBLIC, False
         case aiohttp.ConnectionTimeoutError():
             return FailureKind.CONNECT, "no connection within the connect time-out", True
         case _WriteTimeout():
@@ -448,9 +461,13 @@ def _failure(exc: Exception, host: str) -> tuple[FailureKind, str, bool] | None:
         case aiohttp.ServerTimeoutError():
             return FailureKind.TIMEOUT, f"the provider went silent ({type(exc).__name__})", True
         case aiohttp.ClientConnectorDNSError():
-            return FailureKind.CONNECT, f"could not resolve {host}: {exc.os_error}", True
+            return (
+                FailureKind.CONNECT,
+                f"could not resolve the provider's host: {_why(exc.os_error)}",
+                True,
+            )
         case aiohttp.ClientConnectorError():
-            return FailureKind.CONNECT, f"could not connect: {exc}", True
+            return FailureKind.CONNECT, f"could not connect: {_why(exc.os_error)}", True
         case aiohttp.ServerDisconnectedError() | aiohttp.ClientConnectionResetError():
             return FailureKind.DISCONNECTED, f"the provider hung up: {exc}", False
         case aiohttp.ClientOSError():

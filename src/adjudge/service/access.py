@@ -104,11 +104,11 @@ class RequestLog:
         finally:
             REQUEST_ID.reset(token)
             route = route_of(scope)
+            if log.isEnabledFor(logging.INFO):  # first: nothing after it keeps a request unlogged
+                log.info(_line(scope, route, status or 500, started, rid, state.get(ACCOUNT_KEY)))
             METRICS.request(
                 scope.get("method", ""), route, status or 500, time.perf_counter() - started, rid
             )
-            if log.isEnabledFor(logging.INFO):
-                log.info(_line(scope, route, status or 500, started, rid, state.get(ACCOUNT_KEY)))
 
 
 async def _crashed(rid: str, send: Send) -> None:

@@ -39,7 +39,7 @@ from adjudge.store import (
     records,
     takes,
 )
-from adjudge.store.database import DEFAULT_URL, Store, migrate, store_error
+from adjudge.store.database import DEFAULT_URL, Store, migrate, open_store, store_error
 from adjudge.store.pages import Page
 from adjudge.store.receipt_log import StoredReceipt
 from adjudge.store.records import (
@@ -82,6 +82,7 @@ __all__ = [
     "ledger",
     "meaning_queue",
     "migrate",
+    "open_store",
     "outbox",
     "pages",
     "quality_windows",

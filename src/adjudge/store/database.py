@@ -15,7 +15,13 @@ from typing import Any
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import Connection, Engine, create_engine, event, insert, make_url, select
-from sqlalchemy.exc import DBAPIError, DisconnectionError, IntegrityError
+from sqlalchemy.exc import (
+    ArgumentError,
+    DBAPIError,
+    DisconnectionError,
+    IntegrityError,
+    NoSuchModuleError,
+)
 
 from adjudge import json_text
 from adjudge.errors import StorageError
@@ -421,6 +427,28 @@ class Store:
                         done()
         except DBAPIError as exc:
             raise store_error(exc) from exc
+
+
+def open_store(url: str) -> Store:
+    """The store at ``url``, its schema brought up to date; ``STORAGE_ERROR`` with what went
+    wrong (never the URL, which may hold a password) when it cannot be opened: a URL no driver
+    reads, a file in a folder that does not exist, a server that does not answer."""
+    try:
+        store = Store(url)
+        store.migrate()
+    except (ArgumentError, NoSuchModuleError) as exc:
+        raise StorageError(
+            f"The database URL is not one adjudge reads ({type(exc).__name__}): give a "
+            "sqlite:///FILE or a postgresql+psycopg://… URL.",
+            code="STORAGE_ERROR",
+        ) from None
+    except (OSError, DBAPIError) as exc:
+        reason = getattr(exc, "orig", None) or exc
+        text = str(reason).strip().splitlines()[0] if str(reason).strip() else type(exc).__name__
+        raise StorageError(
+            f"The database cannot be opened: {text[:300]}.", code="STORAGE_ERROR"
+        ) from None
+    return store
 
 
 def store_error(exc: Exception) -> Exception:

@@ -37,7 +37,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
 
 from adjudge.app import metrics, settlement
 from adjudge.app.accounts import need_role
@@ -898,16 +897,15 @@ async def _refuse_private(forwarder: AsyncForwarder, url: str) -> None:
     refused = await forwarder.refusal(url)
     if refused is None:
         return
-    host = urlsplit(url).hostname or ""
+    # Said without where: the provider's address is for the provider and admins.
     if refused.kind is FailureKind.ADDRESS_REFUSED:
         raise NotAllowed(
-            f"The provider's endpoint is refused: {refused.message}; the gateway calls only "
-            "public endpoints. Nothing was charged.",
+            "The provider's endpoint is not a public address; the gateway calls only public "
+            "endpoints. Nothing was charged.",
             code="PROVIDER_ADDRESS_REFUSED",
         )
     raise Unavailable(
-        f"The provider's host {host!r} does not resolve; nothing was charged.",
-        code="PROVIDER_UNREACHABLE",
+        "The provider's host does not resolve; nothing was charged.", code="PROVIDER_UNREACHABLE"
     )
 
 
