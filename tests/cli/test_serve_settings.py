@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import os
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from typer.testing import CliRunner
 from adjudge.app import App
 from adjudge.cli import app as cli
 from adjudge.settings import Settings, flag_name, has_flag
+from adjudge.store import open_store
 
 
 @pytest.fixture(autouse=True)
@@ -215,3 +217,18 @@ def test_serve_refuses_a_database_it_cannot_open_with_a_sentence(
     assert r.exit_code == 2 and isinstance(r.exception, SystemExit), r.output
     assert r.stderr.startswith("STORAGE_ERROR: "), r.stderr
     assert "pw1234" not in r.output and "Traceback" not in r.output
+
+
+def test_serve_refuses_a_database_a_newer_adjudge_migrated_with_a_sentence(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A revision this adjudge does not know: `STORAGE_ERROR` saying so, exit 2."""
+    path = tmp_path / "x.db"
+    open_store(f"sqlite:///{path}").dispose()
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE alembic_version SET version_num = '0999'")
+    monkeypatch.setattr("uvicorn.run", lambda *_, **__: pytest.fail("served"))
+    monkeypatch.chdir(tmp_path)
+    r = CliRunner().invoke(cli, ["serve", "--db", f"sqlite:///{path}"])
+    assert r.exit_code == 2 and isinstance(r.exception, SystemExit), r.output
+    assert r.stderr.startswith("STORAGE_ERROR: ") and "newer adjudge" in r.stderr, r.stderr

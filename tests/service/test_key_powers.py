@@ -6,10 +6,13 @@ read it just before; and an account id is the whole of its pattern."""
 from __future__ import annotations
 
 import threading
+import time as real_time
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
+from adjudge.app import accounts as accounts_module
 from adjudge.receipts import SigningKey
 from adjudge.store import Store, records
 from support.harness import Harness, make_harness
@@ -98,3 +101,27 @@ def test_an_account_id_is_its_whole_pattern(h: Harness, account_id: str) -> None
         422,
         "INVALID_REQUEST",
     )
+
+
+def test_a_key_revoked_between_its_look_up_and_its_remembering_is_not_remembered(
+    h: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The revocation lands after the look-up read the key and before it is remembered (here:
+    inside the clock the remembering reads): the next request with it is refused."""
+    made = h.ok("ann", "POST", "/accounts/me/api-keys", {"label": "agent"})
+    extra, key_id = made["api_key"], made["key"]["id"]
+    owner = h.app.accounts.authenticate(h.keys["ann"])
+    h.app.accounts.forget_keys()
+    fired: list[int] = []
+
+    def monotonic() -> float:
+        if not fired:
+            fired.append(1)
+            h.app.keys.revoke(owner, key_id)
+        return real_time.monotonic()
+
+    monkeypatch.setattr(accounts_module, "time", SimpleNamespace(monotonic=monotonic))
+    h.app.accounts.authenticate(extra)  # read before the revocation: answered once
+    monkeypatch.setattr(accounts_module, "time", real_time)
+    r = h.client.get("/api/v1/accounts/me", headers={"Authorization": f"Bearer {extra}"})
+    assert fired and r.status_code == 401

@@ -477,6 +477,22 @@ def test_security_headers(h: Harness) -> None:
         assert r.headers["x-frame-options"] == "DENY"
 
 
+def test_no_answer_of_an_account_is_kept_by_a_browser(h: Harness) -> None:
+    """Every API answer (a refusal too) says no-store, so a browser's cache never gives one
+    account's answers to the next person at the computer; the console's own files may be kept,
+    and a route's own caching (the published keys) stands."""
+    for r in (
+        h.call("pat", "GET", "/accounts/me"),
+        h.call("pat", "GET", "/tasks"),
+        h.call(None, "GET", "/tasks"),
+        h.client.get("/health"),
+    ):
+        assert r.headers["cache-control"] == "no-store", r.request.url
+    assert "no-store" not in h.client.get("/ui/").headers.get("cache-control", "")
+    keys = h.client.get("/.well-known/assay-request-keys.json")
+    assert keys.status_code == 200 and "max-age" in keys.headers["cache-control"]
+
+
 def test_the_schema_documents_the_answers(h: Harness) -> None:
     """Every operation documents 422 (and the other refusals) with the error shape the
     service actually answers."""

@@ -6,38 +6,84 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sqlalchemy import text
+from sqlalchemy import select, text
 
 from adjudge.store import Store, outbox, records
-from adjudge.store.outbox import FAIR_SHARE, fair_share
+from adjudge.store.outbox import FAIR_SHARE
+
+
+def fair_share(due: list[tuple[str, str]], limit: int) -> list[str]:
+    """The model of a claim's batch of ``due`` deliveries (id, account; oldest first): each
+    account's oldest, up to a :data:`FAIR_SHARE`-th of the batch, then the rest by age."""
+    share = max(1, limit // FAIR_SHARE)
+    taken: list[str] = []
+    left: list[str] = []
+    counts: dict[str, int] = {}
+    for delivery_id, account in due:
+        counts[account] = counts.get(account, 0) + 1
+        (taken if counts[account] <= share else left).append(delivery_id)
+    return (taken + left)[:limit]
+
 
 T0 = datetime(2026, 3, 10, 12, tzinfo=UTC)
 
 
-@given(
-    due=st.lists(st.sampled_from("abcd"), max_size=60),
-    limit=st.integers(1, 30),
+ACCOUNTS = ("a", "b", "c", "d")
+
+
+def _fresh(store: Store) -> None:
+    with store.write() as tx:
+        for table in ("webhook_attempts", "webhook_deliveries", "webhook_messages"):
+            tx.conn.execute(text(f"DELETE FROM {table}"))
+        tx.conn.execute(text("DELETE FROM webhook_endpoints"))
+        for account in ACCOUNTS:
+            if records.account(tx, account) is None:
+                records.create_account(tx, account, ["poster"], f"k-{account}", opt_in=False, at=T0)
+            outbox.add_endpoint(
+                tx,
+                endpoint_id=f"ep_{account}",
+                account_id=account,
+                url="https://example.com/hook",
+                sealed_secret="sealed",
+                event_types=None,
+                description="",
+                at=T0,
+            )
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-def test_a_fair_share_takes_each_accounts_oldest_first_and_fills_the_batch(
-    due: list[str], limit: int
+@given(
+    due=st.lists(st.tuples(st.sampled_from(ACCOUNTS), st.integers(0, 5)), max_size=40),
+    limit=st.integers(1, 12),
+)
+def test_a_claim_takes_each_accounts_oldest_first_and_fills_the_batch(
+    sqlite_store: Store, due: list[tuple[str, int]], limit: int
 ) -> None:
-    """Each delivery at most once; as many as the batch holds while any are due; every account
-    with deliveries due gets its oldest ones, up to its share, before any account gets more;
-    and each account's deliveries are taken oldest first."""
-    rows = [(f"d{n:03d}", account) for n, account in enumerate(due)]
-    taken = fair_share(rows, limit)
+    """For any due deliveries of four accounts (several at one moment), a claim's batch is what
+    the model says: each delivery once, as many as the batch holds while any are due, every
+    account's oldest up to its share before any account's more, each account's oldest first."""
+    _fresh(sqlite_store)
+    with sqlite_store.write() as tx:
+        for n, (account, seconds) in enumerate(due):
+            outbox.emit(tx, [account], "webhook.test", {"n": n}, at=T0 + timedelta(seconds=seconds))
+    with sqlite_store.read() as tx:
+        d = outbox.webhook_deliveries.c
+        rows = [
+            (r.id, r.account_id)
+            for r in tx.conn.execute(select(d.id, d.account_id).order_by(d.next_attempt_at, d.id))
+        ]
+    now = T0 + timedelta(hours=1)
+    with sqlite_store.write() as tx:
+        claimed = outbox.claim(tx, now=now, lease=timedelta(seconds=60), limit=limit)
+    taken = [c.delivery_id for c in claimed]
     assert len(taken) == len(set(taken)) == min(limit, len(rows))
-    share = max(1, limit // FAIR_SHARE)
-    account_of = dict(rows)
-    for account in set(due):
-        mine = [d for d, a in rows if a == account]
-        got = [d for d in taken if account_of[d] == account]
-        assert got == mine[: len(got)]  # oldest first
-        if len(taken) < len(rows) and len(got) < min(share, len(mine)):
-            # Short of its share only when the batch is all shares of accounts due before it.
-            assert len({account_of[d] for d in taken}) * share >= limit
+    assert sorted(taken) == sorted(fair_share(rows, limit))
 
 
 def _due(store: Store, account: str, endpoint: str, count: int, at: datetime) -> None:
@@ -59,13 +105,14 @@ def _due(store: Store, account: str, endpoint: str, count: int, at: datetime) ->
 
 
 def test_one_accounts_pile_of_due_deliveries_leaves_room_for_another(store: Store) -> None:
-    """60 deliveries of one account fell due before another account's one: a batch of 50
-    takes the other's too; alone, the first account's fill the batch."""
+    """260 deliveries of one account fell due before another account's one (more than four
+    batches: a claim that looked only at the oldest 200 left the other out): a batch of 50 takes
+    the other's too, and is what the model says; alone, the first account's fill the batch."""
     with store.write() as tx:
         for table in ("webhook_attempts", "webhook_deliveries", "webhook_messages"):
             tx.conn.execute(text(f"DELETE FROM {table}"))
         tx.conn.execute(text("DELETE FROM webhook_endpoints"))
-    _due(store, "noisy", "ep_noisy", 60, T0)
+    _due(store, "noisy", "ep_noisy", 260, T0)
     now = T0 + timedelta(hours=1)
     with store.write() as tx:
         alone = outbox.claim(tx, now=now, lease=timedelta(seconds=1), limit=50)
@@ -76,3 +123,9 @@ def test_one_accounts_pile_of_due_deliveries_leaves_room_for_another(store: Stor
         shared = outbox.claim(tx, now=later, lease=timedelta(seconds=60), limit=50)
     assert len(shared) == 50
     assert "ep_quiet" in {c.endpoint_id for c in shared}
+    with store.read() as tx:
+        d = outbox.webhook_deliveries.c
+        rows = tx.conn.execute(select(d.id, d.account_id).order_by(d.next_attempt_at, d.id)).all()
+    assert sorted(c.delivery_id for c in shared) == sorted(
+        fair_share([(r.id, r.account_id) for r in rows], 50)
+    )

@@ -92,10 +92,12 @@ class Accounts:
             if account is not None:
                 if len(self._keys) > 10_000:
                     self._keys.clear()
-                # Remembered only if no key was revoked or reissued while it was read: the
-                # read may have seen the key before that change committed.
-                if generation == self._generation:
-                    self._keys[api_key] = (account, time.monotonic() + AUTH_CACHE_SECONDS)
+                # Remembered only if no key was revoked or reissued while it was read (the
+                # read may have seen the key before that change committed): stored, then taken
+                # back if the generation moved, so a change between the two is never missed.
+                self._keys[api_key] = (account, time.monotonic() + AUTH_CACHE_SECONDS)
+                if generation != self._generation:
+                    self._keys.pop(api_key, None)
                 return account
         raise NotAllowed(
             "Send a valid API key as 'Authorization: Bearer <key>'.", code="UNAUTHORIZED"

@@ -466,16 +466,14 @@ def _failure(exc: Exception, host: str) -> tuple[FailureKind, str, bool] | None:
                 f"could not resolve the provider's host: {_why(exc.os_error)}",
                 True,
             )
+        case aiohttp.ClientSSLError():  # its words name the host a certificate is for
+            return FailureKind.CONNECT, "the provider's TLS certificate does not verify", True
         case aiohttp.ClientConnectorError():
             return FailureKind.CONNECT, f"could not connect: {_why(exc.os_error)}", True
         case aiohttp.ServerDisconnectedError() | aiohttp.ClientConnectionResetError():
-            return FailureKind.DISCONNECTED, f"the provider hung up: {exc}", False
+            return FailureKind.DISCONNECTED, f"the provider hung up ({type(exc).__name__})", False
         case aiohttp.ClientOSError():
-            return (
-                FailureKind.DISCONNECTED,
-                f"the connection broke: {exc or type(exc).__name__}",
-                False,
-            )
+            return FailureKind.DISCONNECTED, f"the connection broke: {_why(exc)}", False
         case aiohttp.ClientPayloadError() if "not completed" in str(exc):
             # aiohttp says so in words when the peer closed before the whole body.
             return FailureKind.DISCONNECTED, f"the provider hung up: {exc}", False
@@ -486,7 +484,7 @@ def _failure(exc: Exception, host: str) -> tuple[FailureKind, str, bool] | None:
         case aiohttp.InvalidURL() | ValueError():
             return FailureKind.SYSTEM, f"the request could not be sent: {exc}", False
         case aiohttp.ClientError():
-            return FailureKind.PROTOCOL, f"the exchange failed: {exc!r}", False
+            return FailureKind.PROTOCOL, f"the exchange failed ({type(exc).__name__})", False
     return None
 
 

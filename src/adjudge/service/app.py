@@ -104,6 +104,7 @@ class SecurityHeaders:
             await self.inner(scope, receive, send)
             return
         path = scope.get("path", "")
+        stored = path.startswith(("/ui", docs.DOCS_PATH))  # the same files for everyone
         if path.startswith("/ui"):
             policy = _UI_POLICY
         elif path.startswith(docs.DOCS_PATH):
@@ -118,6 +119,10 @@ class SecurityHeaders:
                 headers.extend(h for h in _COMMON_HEADERS if h[0] not in names)
                 if b"content-security-policy" not in names:
                     headers.append((b"content-security-policy", policy))
+                if not stored and b"cache-control" not in names:
+                    # An answer is one account's: a browser keeping it on disk gave it to the
+                    # next person at a shared computer, without a key.
+                    headers.append((b"cache-control", b"no-store"))
                 message["headers"] = headers
             await send(message)
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from alembic import command
 from alembic.config import Config
+from alembic.util.exc import CommandError
 from sqlalchemy import Connection, Engine, create_engine, event, insert, make_url, select
 from sqlalchemy.exc import (
     ArgumentError,
@@ -436,6 +437,12 @@ def open_store(url: str) -> Store:
     try:
         store = Store(url)
         store.migrate()
+    except CommandError as exc:  # a revision this adjudge does not know: a newer one's
+        raise StorageError(
+            f"The database's schema is not one this adjudge knows ({exc}): it was migrated by a "
+            "newer adjudge; run that version, or restore a copy made before.",
+            code="STORAGE_ERROR",
+        ) from None
     except (ArgumentError, NoSuchModuleError) as exc:
         raise StorageError(
             f"The database URL is not one adjudge reads ({type(exc).__name__}): give a "

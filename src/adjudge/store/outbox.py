@@ -535,33 +535,14 @@ def oldest_pending(tx: Transaction) -> datetime | None:
     return value if isinstance(value, datetime) else None  # min() keeps the column's type
 
 
-#: How many times a batch's size a claim looks at to share the batch among accounts.
-FAIR_LOOK = 4
 #: The share of a batch one account's deliveries take before every other account's due ones.
 FAIR_SHARE = 5
 
 
-def fair_share(due: Sequence[tuple[str, str]], limit: int) -> list[str]:
-    """Up to ``limit`` of the ``due`` deliveries (id, account; oldest first): first each
-    account's oldest, up to a :data:`FAIR_SHARE`-th of the batch, then the rest by age. A
-    batch is sent whole before the next, so an account whose receivers never answer would
-    otherwise hold every other account's deliveries back for as long as its own time out."""
-    share = max(1, limit // FAIR_SHARE)
-    taken: list[str] = []
-    left: list[str] = []
-    counts: dict[str, int] = {}
-    for delivery_id, account in due:
-        if counts.get(account, 0) < share:
-            counts[account] = counts.get(account, 0) + 1
-            taken.append(delivery_id)
-        else:
-            left.append(delivery_id)
-    return (taken + left)[:limit]
-
-
 def claim(tx: Transaction, *, now: datetime, lease: timedelta, limit: int) -> list[Claimed]:
     """Lease up to ``limit`` due deliveries of enabled endpoints until ``now + lease``, shared
-    among their accounts (:func:`fair_share`).
+    among their accounts: every account's oldest up to a :data:`FAIR_SHARE`-th of the batch,
+    then the rest by age.
 
     Due: pending, its next attempt at or before ``now``, and no unexpired lease. On PostgreSQL
     the rows are taken ``FOR UPDATE SKIP LOCKED``, so workers claiming at once never wait for
@@ -572,15 +553,27 @@ def claim(tx: Transaction, *, now: datetime, lease: timedelta, limit: int) -> li
     """
     d, e, m = webhook_deliveries, webhook_endpoints, webhook_messages
     free = or_(d.c.locked_until.is_(None), d.c.locked_until <= now)
-    q = (
-        select(d.c.id, d.c.account_id)
-        .where(and_(d.c.status == PENDING, d.c.next_attempt_at <= now, free))
-        .order_by(d.c.next_attempt_at, d.c.id)
-        .limit(limit * FAIR_LOOK)
+    # Each account's due deliveries ranked by age; the batch takes every account's first
+    # ``share`` by age, then the rest by age (a batch is sent whole before the next: an
+    # account's pile at receivers that never answer would otherwise fill every batch).
+    rank = func.row_number().over(
+        partition_by=d.c.account_id, order_by=(d.c.next_attempt_at, d.c.id)
     )
-    if tx.dialect == "postgresql":
-        q = q.with_for_update(skip_locked=True)
-    due = fair_share([(row.id, row.account_id) for row in tx.conn.execute(q)], limit)
+    ranked = (
+        select(d.c.id, d.c.next_attempt_at, rank.label("rank"))
+        .where(and_(d.c.status == PENDING, d.c.next_attempt_at <= now, free))
+        .subquery()
+    )
+    share = max(1, limit // FAIR_SHARE)
+    q = (
+        select(ranked.c.id)
+        .order_by(ranked.c.rank > share, ranked.c.next_attempt_at, ranked.c.id)
+        .limit(limit)
+    )
+    due = [row.id for row in tx.conn.execute(q)]
+    if due and tx.dialect == "postgresql":  # locked apart: PostgreSQL locks no window's rows
+        locked = select(d.c.id).where(d.c.id.in_(due)).with_for_update(skip_locked=True)
+        due = [row.id for row in tx.conn.execute(locked)]
     if not due:
         return []
     token = secrets.token_hex(16)

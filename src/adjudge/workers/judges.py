@@ -98,24 +98,19 @@ def candidates(content: str, key: str) -> list[dict[str, Any]]:
     return found
 
 
-def one_answer(
-    content: str, key: str, what: str, *, when_split: bool | None = None
-) -> dict[str, Any]:
+def one_answer(content: str, key: str, what: str) -> dict[str, Any]:
     """The model's answer: the last object with a boolean ``key`` when every such object says
-    the same. When they disagree (a verdict the model repeated from what it judged, say, before
-    its own: which is its own cannot be told), the last that says ``when_split`` (the side no
-    one who wrote what was judged gains by), or :class:`JudgeError` without one; and
-    :class:`JudgeError` when there is none."""
+    the same; :class:`JudgeError` when there is none, or when they disagree (a verdict the
+    model repeated from what it judged, say, before its own: which is its own cannot be
+    told, and whoever wrote what was judged could have planted either)."""
     found = candidates(content, key)
     if not found:
         raise JudgeError(f"The model's answer holds no {what}: {content[:200]!r}")
     if len({value[key] for value in found}) > 1:
-        if when_split is None:
-            raise JudgeError(
-                f"The model's answer holds {what}s that disagree (it may be repeating one it "
-                f"was shown): {content[:200]!r}"
-            )
-        found = [value for value in found if value[key] is when_split]
+        raise JudgeError(
+            f"The model's answer holds {what}s that disagree (it may be repeating one it was "
+            f"shown): {content[:200]!r}"
+        )
     return found[-1]
 
 
@@ -279,12 +274,12 @@ def _cut(value: Any) -> Any:
 
 def parse_call_answer(content: str, ask: MeaningAsk) -> CallJudgment:
     """The model's judgment (:func:`one_answer` with a boolean ``conflict``), bound to ``ask``'s
-    call and response digest (objects that disagree: the conflict); :class:`JudgeError` if there
-    is none. Citations whose pointer is not an RFC 6901 pointer or whose quote is not text are
-    dropped (they could not resolve anyway)."""
-    # A provider gains nothing by planting a conflict in its own answer (it must cite what is
-    # there, and it refunds the call), only by planting "no conflict": a split counts the conflict.
-    value = one_answer(content, "conflict", "judgment", when_split=True)
+    call and response digest; :class:`JudgeError` if there is none, or several that disagree.
+    Citations whose pointer is not an RFC 6901 pointer or whose quote is not text are dropped
+    (they could not resolve anyway)."""
+    # A split counts for nothing: the provider could plant "no conflict" in its answer, and the
+    # caller a conflict citing what it can predict of the answer in its arguments.
+    value = one_answer(content, "conflict", "judgment")
     citations = []
     raw = value.get("citations")
     for item in raw if isinstance(raw, list) else []:

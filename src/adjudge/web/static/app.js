@@ -125,6 +125,7 @@ async function api(method, path, body, idempotencyKey) {
     method,
     headers,
     body: body === undefined ? undefined : JSON.stringify(body),
+    cache: "no-store", // an answer is this account's: never kept for the next person here
   });
   const data = await response.json().catch(() => null);
   if (!response.ok) throw new Error(errorText(response.status, data));
@@ -293,7 +294,7 @@ function signInPage() {
     h(
       "p",
       { class: "muted" },
-      "The key is kept in this browser tab only (its session storage) and sent to this service alone; closing the tab forgets it.",
+      "The key is kept in this browser tab's session storage and sent to this service alone. The browser may keep that storage on disk until the session ends for good (to restore tabs): on a shared computer, close the browser and clear its data when you leave.",
     ),
   );
   claim()(page);
