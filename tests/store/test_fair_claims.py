@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import select, text
 
-from adjudge.store import Store, outbox, records
+from adjudge.store import Store, Transaction, outbox, records
 from adjudge.store.outbox import FAIR_SHARE
 
 
@@ -33,6 +33,19 @@ T0 = datetime(2026, 3, 10, 12, tzinfo=UTC)
 ACCOUNTS = ("a", "b", "c", "d")
 
 
+def _endpoint(tx: Transaction, account: str, endpoint: str) -> None:
+    outbox.add_endpoint(
+        tx,
+        endpoint_id=endpoint,
+        account_id=account,
+        url="https://example.com/hook",
+        sealed_secret="sealed",
+        event_types=None,
+        description="",
+        at=T0,
+    )
+
+
 def _fresh(store: Store) -> None:
     with store.write() as tx:
         for table in ("webhook_attempts", "webhook_deliveries", "webhook_messages"):
@@ -41,16 +54,7 @@ def _fresh(store: Store) -> None:
         for account in ACCOUNTS:
             if records.account(tx, account) is None:
                 records.create_account(tx, account, ["poster"], f"k-{account}", opt_in=False, at=T0)
-            outbox.add_endpoint(
-                tx,
-                endpoint_id=f"ep_{account}",
-                account_id=account,
-                url="https://example.com/hook",
-                sealed_secret="sealed",
-                event_types=None,
-                description="",
-                at=T0,
-            )
+            _endpoint(tx, account, f"ep_{account}")
 
 
 @settings(
@@ -90,16 +94,7 @@ def _due(store: Store, account: str, endpoint: str, count: int, at: datetime) ->
     with store.write() as tx:
         if records.account(tx, account) is None:
             records.create_account(tx, account, ["poster"], f"k-{account}", opt_in=False, at=T0)
-        outbox.add_endpoint(
-            tx,
-            endpoint_id=endpoint,
-            account_id=account,
-            url="https://example.com/hook",
-            sealed_secret="sealed",
-            event_types=None,
-            description="",
-            at=T0,
-        )
+        _endpoint(tx, account, endpoint)
         for n in range(count):
             outbox.emit(tx, [account], "webhook.test", {"n": n}, at=at + timedelta(seconds=n))
 

@@ -566,14 +566,16 @@ def claim(tx: Transaction, *, now: datetime, lease: timedelta, limit: int) -> li
     )
     share = max(1, limit // FAIR_SHARE)
     q = (
-        select(ranked.c.id)
+        select(d.c.id)
+        .join(ranked, ranked.c.id == d.c.id)
         .order_by(ranked.c.rank > share, ranked.c.next_attempt_at, ranked.c.id)
         .limit(limit)
     )
+    if tx.dialect == "postgresql":
+        # The rows themselves, not the ranking's (no window's rows are locked): workers
+        # claiming at once skip each other's and take the next in the same order.
+        q = q.with_for_update(skip_locked=True, of=d)
     due = [row.id for row in tx.conn.execute(q)]
-    if due and tx.dialect == "postgresql":  # locked apart: PostgreSQL locks no window's rows
-        locked = select(d.c.id).where(d.c.id.in_(due)).with_for_update(skip_locked=True)
-        due = [row.id for row in tx.conn.execute(locked)]
     if not due:
         return []
     token = secrets.token_hex(16)
