@@ -481,8 +481,9 @@ def _failure(exc: Exception, host: str) -> tuple[FailureKind, str, bool] | None:
             return FailureKind.PROTOCOL, f"the answer is not valid HTTP: {exc}", False
         case aiohttp.ClientResponseError():
             return FailureKind.PROTOCOL, f"the answer is not valid HTTP: {exc.message}", False
-        case aiohttp.InvalidURL() | ValueError():
-            return FailureKind.SYSTEM, f"the request could not be sent: {exc}", False
+        case aiohttp.InvalidURL() | ValueError():  # its words may quote the provider's URL
+            why = type(exc).__name__
+            return FailureKind.SYSTEM, f"the request could not be sent ({why})", False
         case aiohttp.ClientError():
             return FailureKind.PROTOCOL, f"the exchange failed ({type(exc).__name__})", False
     return None
