@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["dumps", "dumps_utf8", "loads"]
+__all__ = ["dumps", "dumps_utf8", "loads", "unique_keys"]
 
 #: Types json refuses stay refused: orjson would write them, and the check would catch a
 #: dataclass only after writing it.
@@ -72,3 +72,12 @@ def loads(text: str | bytes) -> Any:
         except orjson.JSONDecodeError:
             pass
     return json.loads(text)
+
+
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An ``object_pairs_hook`` refusing (``ValueError``) an object with a key twice: json
+    keeps the last of them, and a reader that keeps the first would read another value."""
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        raise ValueError("an object has a key twice")
+    return found

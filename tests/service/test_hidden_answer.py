@@ -14,7 +14,7 @@ from adjudge.app.wiring import SignedReceipts
 from adjudge.errors import InternalError
 from adjudge.market import Draft, post
 from adjudge.market.lifecycle import MIN_CRITERIA_SALT
-from adjudge.market.proof import criteria_digest
+from adjudge.market.proof import criteria_digest, signed_digest
 from adjudge.receipts import SigningKey, digest
 from adjudge.receipts.envelope import Envelope
 from adjudge.replay import from_answer, replay
@@ -98,3 +98,17 @@ def test_the_market_posts_no_hidden_answer_without_a_salt(h: Harness) -> None:
         assert refused.value.code == "CRITERIA_SALT_MISSING"
     plain = Draft("pat", 1_000_000, when, "auto", {"min_length": 40})
     assert post("task_y", plain, ctx).task.criteria_salt is None
+
+
+def test_a_receipt_is_checked_against_the_salted_digest_or_the_plain_one_it_was_signed_with() -> (
+    None
+):
+    """The digest a receipt's criteria are checked against: salted; for a receipt signed before
+    hidden answers were salted, the plain one when that is what it binds; any other signed
+    value is checked against the salted digest (and so differs)."""
+    salted = criteria_digest(CRITERIA, "s" * 43)
+    plain = digest(CRITERIA)
+    assert signed_digest(CRITERIA, "s" * 43, salted) == salted
+    assert signed_digest(CRITERIA, "s" * 43, plain) == plain
+    assert signed_digest(CRITERIA, "s" * 43, "sha256:" + "0" * 64) == salted
+    assert signed_digest(CRITERIA, None, salted) == plain  # no salt: the plain digest only

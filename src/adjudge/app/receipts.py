@@ -401,16 +401,10 @@ def _call_parties(tx: Transaction, found: StoredReceipt) -> tuple[str, ...] | No
 
 
 def _about(found: StoredReceipt) -> str | None:
-    """What a receipt's signed statement says it is about (None when its body holds no
-    envelope: an issuer that signs nothing)."""
-    envelope = found.body.get("envelope")
-    if not isinstance(envelope, dict):
-        return None
-    try:
-        statement = json.loads(Envelope.from_dict(envelope).payload)
-    except (ReceiptError, ValueError):
-        return None
-    about = statement.get("predicate", {}).get("about") if isinstance(statement, dict) else None
+    """What a receipt's signed statement says it is about (None when it holds none, or for an
+    issuer that signs nothing)."""
+    predicate = (_statement(found) or {}).get("predicate")
+    about = predicate.get("about") if isinstance(predicate, dict) else None
     return about if isinstance(about, str) else None
 
 

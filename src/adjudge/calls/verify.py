@@ -37,6 +37,7 @@ from adjudge.calls.rules import RulesStage, evaluate_rules
 from adjudge.calls.verdicts import CallVerdict, Effect, Payment, apply_clauses, effect_of
 from adjudge.digests import is_digest, sha256_digest
 from adjudge.errors import CriteriaError
+from adjudge.json_text import dumps_utf8
 from adjudge.receipts.canonical import canonical_json
 
 __all__ = [
@@ -336,7 +337,7 @@ def received_response(raw: bytes) -> ProviderResponse:
     try:
         body: Any = json.loads(raw, parse_constant=_not_json, parse_float=_finite)
         if (b"\\u" in raw or b"\xed" in raw) and _SURROGATE.search(raw) is not None:
-            json.dumps(body, ensure_ascii=False).encode()  # UnicodeEncodeError on a lone half
+            dumps_utf8(body)  # the record's writer: UnicodeEncodeError on a lone half
     except (ValueError, UnicodeDecodeError, RecursionError):
         body = raw.decode("utf-8", errors="replace")
     return ProviderResponse(status="ok", body=body, digest=sha256_digest(raw))

@@ -68,6 +68,7 @@ __all__ = [
     "routing",
     "sealed",
     "settled",
+    "signed_digest",
     "trust_policy",
     "verifier",
 ]
@@ -87,6 +88,16 @@ def criteria_digest(criteria: Mapping[str, Any], salt: str | None = None) -> str
     if salt is None:
         return digest(dict(criteria))
     return digest({"criteria": dict(criteria), "salt": salt})
+
+
+def signed_digest(criteria: Mapping[str, Any], salt: str | None, signed: object) -> str:
+    """The digest of ``criteria`` that a receipt binding ``signed`` is checked against: salted
+    with ``salt``, or, for a receipt signed before a hidden answer's criteria were salted, the
+    plain digest when that is what it binds (the same criteria either way)."""
+    salted = criteria_digest(criteria, salt)
+    if salt is not None and salted != signed and criteria_digest(criteria) == signed:
+        return criteria_digest(criteria)
+    return salted
 
 
 def hiding_salt(task: Task) -> str | None:

@@ -25,6 +25,7 @@ from typing import Any, Final
 import pybase64
 
 from adjudge.errors import ReceiptError
+from adjudge.json_text import unique_keys
 from adjudge.receipts.canonical import canonical_bytes
 from adjudge.receipts.keys import Signer, VerifyingKey
 
@@ -102,14 +103,7 @@ def envelope_json(data: bytes) -> Any:
     """The JSON value of an envelope's bytes, refusing (``ValueError``) an object with a key
     twice: a parser that keeps the first of them would read another payload, type or signature
     list than the one verified here, which keeps the last."""
-    return json.loads(data.decode("utf-8"), object_pairs_hook=_unique)
-
-
-def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    found = dict(pairs)
-    if len(found) != len(pairs):
-        raise ValueError("an object has a key twice")
-    return found
+    return json.loads(data.decode("utf-8"), object_pairs_hook=unique_keys)
 
 
 def sign(payload: bytes, payload_type: str, signer: Signer) -> Envelope:

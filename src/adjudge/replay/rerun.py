@@ -83,9 +83,9 @@ def task(bundle: Bundle, signed: dict[str, Any]) -> Rerun:
             "a changed byte in the result: the receipt judged other bytes",
         )
     bound = p.get("criteriaDigest")
-    digest = proof.criteria_digest(criteria, _salt(bundle, criteria))
-    if bound is not None and digest != bound and digest_of(criteria) == bound:
-        digest = bound
+    salt = _salt(bundle, criteria)
+    digest = proof.signed_digest(criteria, salt, bound)
+    if salt is not None and digest == digest_of(criteria):
         out.notes.append(
             "The receipt binds the criteria by their plain digest: it was signed before the "
             "criteria of a hidden answer were digested with a salt."

@@ -26,9 +26,9 @@ from typing import Any, Final
 
 from adjudge.digests import DIGEST
 from adjudge.errors import Error
-from adjudge.market.proof import criteria_digest
+from adjudge.market.proof import signed_digest
 from adjudge.market.seal import SEALABLE, SYMBOL, parse_reveal
-from adjudge.receipts import VerifyingKey, digest, verify
+from adjudge.receipts import VerifyingKey, verify
 
 _SEAL_EXPRESSION: Final = re.compile(
     r"\(= " + re.escape(SYMBOL) + r' "(' + DIGEST.pattern + r')"\)'
@@ -99,11 +99,7 @@ def verify_seal(
         public = [f for f in SEALABLE if f in criteria]
         merged = {**criteria, **opened.criteria}
         try:
-            # Salted with the reveal's salt (market.proof.criteria_digest); a receipt signed
-            # before digests were salted binds the plain digest.
-            judged = criteria_digest(merged, opened.salt)
-            if judged != signed and digest(merged) == signed:
-                judged = digest(merged)
+            judged = signed_digest(merged, opened.salt, signed)  # salted with the reveal's
         except Error as exc:
             findings.append(f"the public criteria have no digest: {exc.message}")
         else:

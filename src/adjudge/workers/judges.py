@@ -22,6 +22,7 @@ from adjudge.calls.verify import Citation
 from adjudge.calls.verify import Judgment as CallJudgment
 from adjudge.digests import sha256_digest
 from adjudge.errors import Unavailable
+from adjudge.json_text import unique_keys
 
 #: "each cut to 12,000 characters"
 MAX_INPUT_CHARS = 12_000
@@ -84,7 +85,7 @@ def candidates(content: str, key: str) -> list[dict[str, Any]]:
     answer that holds a ready-made verdict, echoed before the model's own. So a caller takes the
     answer only when every candidate says the same (:func:`one_answer`)."""
     text = _THINKING.sub("", content)
-    decoder = json.JSONDecoder(object_pairs_hook=_unique)
+    decoder = json.JSONDecoder(object_pairs_hook=unique_keys)
     found: list[dict[str, Any]] = []
     start = text.find("{")
     while start != -1:
@@ -129,13 +130,6 @@ def parse_answer(content: str) -> Judgment:
 
 #: A reasoning model's thinking, which may quote what it judged.
 _THINKING = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
-
-
-def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    found = dict(pairs)
-    if len(found) != len(pairs):
-        raise ValueError("an object has a key twice")
-    return found
 
 
 def _plain(text: str) -> str:
