@@ -983,8 +983,13 @@ class Client:
         )
 
     def webhooks(self) -> list[dict[str, Any]]:
-        """The caller's endpoints (never their secrets)."""
+        """The caller's enabled endpoints (never their secrets)."""
         return list(self.request("GET", "/webhooks/endpoints")["endpoints"])
+
+    def disabled_webhooks(self, *, limit: int = 50, cursor: str | None = None) -> dict[str, Any]:
+        """One page of the caller's deleted endpoints, newest first (``next_cursor``)."""
+        params = {"disabled": "true", "limit": limit, "cursor": cursor}
+        return dict(self.request("GET", "/webhooks/endpoints", params=params))
 
     def delete_webhook(self, endpoint_id: str) -> dict[str, Any]:
         """Disable an endpoint for good."""

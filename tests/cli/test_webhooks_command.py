@@ -64,6 +64,20 @@ def test_webhooks_commands_over_the_api(sqlite_store: Store, tmp_path: Path) -> 
             assert code == 0 and "pending" in out
             code, out, _ = run("delete", endpoint.group(1))
             assert code == 0 and "disabled" in out
+            code, out, _ = run("list")
+            assert code == 0 and out == "No endpoints.\n"
+            code, out, err = run("list", "--disabled", "--limit", "1")
+            assert code == 0 and endpoint.group(1) in out and err == ""
+            code, out, _ = run("--json", "list", "--disabled")
+            assert code == 0 and '"next_cursor": null' in out and endpoint.group(1) in out
+            _, out, _ = run("create", receiver.url("pat"))
+            second = re.search(r"(whep_[0-9a-f]+)", out)
+            assert second and run("delete", second.group(1))[0] == 0
+            code, out, err = run("list", "--disabled", "--limit", "1")  # one moment: by id
+            more = re.search(r"--cursor (\S+)", err)
+            assert code == 0 and endpoint.group(1) in out and more
+            code, out, err = run("list", "--disabled", "--limit", "1", "--cursor", more.group(1))
+            assert code == 0 and second.group(1) in out and err == ""
             code, _, err = run("test", endpoint.group(1))
             assert code == 1 and "WEBHOOK_ENDPOINT_DISABLED" in err
             code, _, err = run("create", "ftp://example.com/")

@@ -147,6 +147,33 @@ def test_a_deleted_endpoint_gets_nothing_more(
     )
 
 
+def test_enabled_endpoints_come_whole_and_deleted_ones_by_page(wh: Harness) -> None:
+    """The listing answers the enabled endpoints, oldest first; ``disabled=true`` pages the
+    deleted ones, newest deleted first; a bad limit or cursor is refused with its code."""
+    h = wh
+    made = [_create(h, "pat", f"https://hooks.example.com/{n}").json() for n in range(4)]
+    for n in (2, 0, 3):
+        h.advance(seconds=1)
+        h.ok("pat", "DELETE", f"/webhooks/endpoints/{made[n]['id']}")
+    listed = h.ok("pat", "GET", "/webhooks/endpoints")
+    assert [e["id"] for e in listed["endpoints"]] == [made[1]["id"]]
+    assert listed["next_cursor"] is None
+    first = h.ok("pat", "GET", "/webhooks/endpoints?disabled=true&limit=2")
+    assert [e["id"] for e in first["endpoints"]] == [made[3]["id"], made[0]["id"]]
+    assert all(not e["enabled"] and "secret" not in e for e in first["endpoints"])
+    rest = h.ok("pat", "GET", f"/webhooks/endpoints?disabled=true&cursor={first['next_cursor']}")
+    assert [e["id"] for e in rest["endpoints"]] == [made[2]["id"]]
+    assert rest["next_cursor"] is None
+    assert h.ok("bob", "GET", "/webhooks/endpoints?disabled=true")["endpoints"] == []
+    assert h.refused("pat", "GET", "/webhooks/endpoints?disabled=true&limit=0")[1] == (
+        "INVALID_REQUEST"
+    )
+    assert h.refused("pat", "GET", "/webhooks/endpoints?disabled=true&cursor=nope") == (
+        400,
+        "CURSOR_INVALID",
+    )
+
+
 def test_the_delivery_log_pages_newest_first(wh: Harness) -> None:
     """limit and cursor walk every delivery once, newest first; one delivery shows its
     event."""

@@ -36,6 +36,8 @@ log = logging.getLogger("adjudge.webhooks")
 
 #: The states a delivery is listed by.
 STATUSES = (outbox.PENDING, outbox.DELIVERED, outbox.FAILED)
+#: The most disabled endpoints a page lists.
+MAX_ENDPOINT_PAGE = 100
 
 
 @dataclass(frozen=True)
@@ -171,10 +173,31 @@ class Webhooks:
 
         return self.unit.once(account.id, idem, run, seal=True)
 
-    def endpoints(self, account: Account) -> dict[str, Any]:
-        """The caller's endpoints (disabled ones too), without their secrets."""
-        found = self.unit.read(lambda tx: outbox.endpoints(tx, account.id))
-        return {"endpoints": [endpoint_view(e) for e in found]}
+    def endpoints(
+        self,
+        account: Account,
+        *,
+        disabled: bool = False,
+        cursor: str | None = None,
+        limit: int = 50,
+    ) -> dict[str, Any]:
+        """The caller's enabled endpoints, oldest first (at most
+        :attr:`WebhookSettings.max_endpoints`: one answer); with ``disabled``, a page of the ones
+        it deleted, newest first. Never their secrets. Neither reads the endpoints of the other
+        kind, however many the account made and deleted."""
+        if not 1 <= limit <= MAX_ENDPOINT_PAGE:
+            raise BadInput(
+                f"A page of disabled endpoints holds 1 to {MAX_ENDPOINT_PAGE}.",
+                code="INVALID_REQUEST",
+            )
+        if not disabled:
+            found = self.unit.read(lambda tx: outbox.endpoints(tx, account.id))
+            return {"endpoints": [endpoint_view(e) for e in found], "next_cursor": None}
+        page = self.unit.read(
+            lambda tx: outbox.disabled_endpoints(tx, account.id, cursor=cursor, limit=limit)
+        )
+        shown = [endpoint_view(e) for e in page.items]
+        return {"endpoints": shown, "next_cursor": page.next_cursor}
 
     def endpoint(self, account: Account, endpoint_id: str) -> dict[str, Any]:
         """One of the caller's endpoints (``WEBHOOK_ENDPOINT_NOT_FOUND`` for anyone else's)."""

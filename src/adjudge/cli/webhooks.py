@@ -124,15 +124,33 @@ def create(
 
 
 @webhooks_app.command("list")
-def list_endpoints(ctx: typer.Context) -> None:
-    """Your endpoints."""
-    found = _call(ctx, lambda c: c.webhooks())
-    if _json(ctx, {"endpoints": found}):
+def list_endpoints(
+    ctx: typer.Context,
+    disabled: Annotated[
+        bool, typer.Option("--disabled", help="The endpoints you deleted, newest first, by page.")
+    ] = False,
+    limit: Annotated[
+        int, typer.Option(min=1, max=100, help="With --disabled: how many on one page.")
+    ] = 50,
+    cursor: Annotated[
+        str | None, typer.Option(help="With --disabled: the page to read (printed under one).")
+    ] = None,
+) -> None:
+    """Your enabled endpoints; with --disabled, the ones you deleted, a page at a time."""
+    if disabled:
+        page = _call(ctx, lambda c: c.disabled_webhooks(limit=limit, cursor=cursor))
+    else:
+        page = {"endpoints": _call(ctx, lambda c: c.webhooks()), "next_cursor": None}
+    if _json(ctx, page):
         return
-    if not found:
-        typer.echo("No endpoints.")
-    for e in found:
+    if not page["endpoints"]:
+        kind = "disabled endpoints" if disabled else "endpoints"
+        typer.echo(f"No {kind}." if cursor is None else f"No more {kind}.")
+    for e in page["endpoints"]:
         typer.echo(_endpoint_line(e))
+    if page["next_cursor"]:
+        more = f"More: adjudge webhooks list --disabled --cursor {page['next_cursor']}"
+        typer.echo(more, err=True)
 
 
 @webhooks_app.command("delete")

@@ -8,6 +8,7 @@ from fastapi import Path, Query
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
+from adjudge.app.webhooks import MAX_ENDPOINT_PAGE
 from adjudge.service.deps import Caller, IdemKey, Use, reply, router
 
 routes = router()
@@ -44,9 +45,18 @@ def create_endpoint(
 
 
 @routes.get("/webhooks/endpoints", tags=["webhooks"])
-def list_endpoints(*, who: Caller, app: Use) -> dict[str, Any]:
-    """The caller's endpoints, disabled ones too (never their secrets)."""
-    return app.webhooks.endpoints(who)
+def list_endpoints(
+    *,
+    who: Caller,
+    app: Use,
+    disabled: bool = False,
+    limit: Annotated[int, Query(ge=1, le=MAX_ENDPOINT_PAGE)] = 50,
+    cursor: Annotated[str | None, Query(max_length=400)] = None,
+) -> dict[str, Any]:
+    """The caller's enabled endpoints, oldest first (never their secrets); with
+    `disabled=true`, the ones it deleted, newest first, a page at a time (`next_cursor` fetches
+    the next)."""
+    return app.webhooks.endpoints(who, disabled=disabled, cursor=cursor, limit=limit)
 
 
 @routes.get("/webhooks/endpoints/{endpoint_id}", tags=["webhooks"])

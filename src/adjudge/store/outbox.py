@@ -55,6 +55,7 @@ __all__ = [
     "delivery",
     "delivery_of",
     "disable_endpoint",
+    "disabled_endpoints",
     "emit",
     "emit_to",
     "endpoint",
@@ -95,6 +96,13 @@ Index(
     webhook_endpoints.c.account_id,
     webhook_endpoints.c.enabled,
     webhook_endpoints.c.created_at,
+    webhook_endpoints.c.id,
+)
+# And its disabled ones, newest disabled first, listed a page at a time (revision 0047).
+Index(
+    "ix_webhook_endpoints_account_disabled",
+    webhook_endpoints.c.account_id,
+    webhook_endpoints.c.disabled_at.desc(),
     webhook_endpoints.c.id,
 )
 
@@ -295,12 +303,21 @@ def endpoint(tx: Transaction, endpoint_id: str) -> StoredEndpoint | None:
 
 
 def endpoints(tx: Transaction, account_id: str) -> list[StoredEndpoint]:
-    """An account's endpoints, oldest first (disabled ones too)."""
-    e = webhook_endpoints
-    rows = tx.conn.execute(
-        select(e).where(e.c.account_id == account_id).order_by(e.c.created_at, e.c.id)
-    )
-    return [_endpoint(r._mapping) for r in rows]
+    """An account's enabled endpoints (at most its limit), oldest first: their range of the
+    index, whatever it disabled before."""
+    e = webhook_endpoints.c
+    q = select(webhook_endpoints).where(e.account_id == account_id, e.enabled == true())
+    return [_endpoint(r._mapping) for r in tx.conn.execute(q.order_by(e.created_at, e.id))]
+
+
+def disabled_endpoints(tx: Transaction, account_id: str, *, cursor: str | None, limit: int) -> Page:
+    """A page of an account's disabled endpoints, newest disabled first (revision 0047's
+    range), and the next page's cursor: an account that makes and deletes an endpoint a day
+    reads a page of them, not the years."""
+    e = webhook_endpoints.c
+    q = select(webhook_endpoints).where(e.account_id == account_id, e.disabled_at.is_not(None))
+    rows, more = newest_first(tx, q, e.disabled_at, e.id, cursor, limit)
+    return Page([_endpoint(r._mapping) for r in rows], more)
 
 
 def enabled_count(tx: Transaction, account_id: str) -> int:

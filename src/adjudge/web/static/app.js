@@ -1524,13 +1524,16 @@ async function providerQuality(provider, query) {
 const DELIVERY_STATUSES = ["pending", "delivered", "failed"];
 
 /** The signed-in account's endpoints and delivery log; `notice` (a node) shows above them —
- * a new endpoint's secret, which no later read returns. */
-async function webhooksPage(query, notice, cursor) {
+ * a new endpoint's secret, which no later read returns. The enabled endpoints come whole, the
+ * deleted ones a page of the newest (`goneCursor` the next). */
+async function webhooksPage(query, notice, cursor, goneCursor) {
   const render = claim();
-  const [{ endpoints }, page] = await Promise.all([
+  const [live, gone, page] = await Promise.all([
     api("GET", "/webhooks/endpoints"),
+    api("GET", withQuery("/webhooks/endpoints", { disabled: "true", limit: 20, cursor: goneCursor })),
     api("GET", withQuery("/webhooks/deliveries", { endpoint: query.endpoint, status: query.status, limit: 50, cursor })),
   ]);
+  const endpoints = [...live.endpoints, ...gone.endpoints];
   const again = (shown) => webhooksPage(query, shown);
   const url = h("input", { type: "text", required: true, name: "url", "aria-label": "Endpoint URL", placeholder: "https://example.com/hooks/adjudge" });
   const types = h("input", { type: "text", name: "event_types", "aria-label": "Event types", placeholder: "all, or e.g. call.settled, call.report_ruled" });
@@ -1588,6 +1591,9 @@ async function webhooksPage(query, notice, cursor) {
           ]),
         )
       : h("p", {}, "No endpoints yet."),
+    gone.next_cursor
+      ? h("p", {}, h("button", { type: "button", onclick: () => webhooksPage(query, null, cursor, gone.next_cursor) }, "Older deleted endpoints"))
+      : null,
     h(
       "form",
       {
