@@ -6,6 +6,7 @@ usable answer -> DEGRADED. The books are audited after each test."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ import pytest
 from adjudge.app.demo import OUTLOOK_POLICY, corroborated
 from adjudge.receipts import canonical_bytes, verify
 from adjudge.store import Store
-from support import http
+from support import http, weather
 from support.audit import audit
 from support.harness import FUNDS
 from support.loopback import AsgiServer
@@ -110,6 +111,61 @@ def test_an_empty_answer_the_corroborator_contradicts_is_a_fail(setup: Corrobora
     assert h.balance(f"wallet:{PROVIDER}") == SKY_FUNDS - OUTLOOK_PRICE
     statement = verify(canonical_bytes(got["receipt"]), setup.world.signer.keyid)
     assert statement.verdict.value == "FAIL"
+
+
+def test_a_provider_cannot_spend_its_corroboration_key_first(
+    sqlite_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """sky sees the call's id while it answers and, before its empty answer, calls the outlook
+    itself under the corroboration's key (as it was, ``corroborate:<id>``, and as it is, with a
+    space): the old form is now just a key of its own, the new one no caller may send; the
+    gateway's corroboration still runs and its contradiction fails the call (before: refused
+    ``IDEMPOTENCY_KEY_REUSED``, counted unavailable, the empty answer settled DEGRADED)."""
+    squat: dict[str, Any] = {"status": []}
+
+    def squatting(script: Script) -> Any:
+        inner = provider(script)
+
+        async def app(scope: Any, receive: Any, send: Any) -> None:
+            if scope["type"] == "http" and "service" in squat and "berlin" in scope["path"]:
+                call_id = dict(scope["headers"])[b"x-assay-call-id"].decode()
+                for key in (f"corroborate:{call_id}", f"corroborate {call_id}"):
+                    r = await asyncio.to_thread(
+                        http.post,
+                        f"{squat['service']}/api/v1/gateway/calls",
+                        json={"tool": OUTLOOK, "arguments": {"city": "elsewhere"}},
+                        headers={"Authorization": f"Bearer {squat['key']}", "Idempotency-Key": key},
+                        timeout=30,
+                    )
+                    squat["status"].append(
+                        (r.status_code, (r.json().get("error") or {}).get("code"))
+                    )
+            await inner(scope, receive, send)
+
+        return app
+
+    monkeypatch.setattr(weather, "provider", squatting)
+    with weather_world(sqlite_store) as world:
+        h = world.h
+        h.keys[CORROBORATOR] = h.app.accounts.create(None, CORROBORATOR, ["provider"]).value[
+            "api_key"
+        ]
+        nimbus = Script()
+        with AsgiServer(provider(nimbus)) as server:
+            h.ok(CORROBORATOR, "POST", "/tools/callable", {"tool": _outlook(server.url)})
+            h.ok(CORROBORATOR, "POST", f"/tools/{OUTLOOK}/policies", {"policy": OUTLOOK_POLICY})
+            h.app.accounts.deposit(h.app.accounts.authenticate(h.keys["root"]), PROVIDER, SKY_FUNDS)
+            policy = corroborated(POLICY, 2, OUTLOOK, BOUND)
+            h.ok(PROVIDER, "POST", "/tools/weather_forecast/policies", {"policy": policy})
+            squat |= {"service": world.service, "key": h.keys[PROVIDER]}
+            world.script.answer = "empty"
+            nimbus.answer = "good"
+            r = world.call({"city": "berlin"})
+            assert r.status_code == 200, r.text
+            got = r.json()
+    assert squat["status"] == [(200, None), (400, "INVALID_IDEMPOTENCY_KEY")]
+    assert (got["status"], got["verdict"], got["strike"]) == ("refunded", "FAIL", True)
+    assert h.balance("wallet:ann") == FUNDS
 
 
 @pytest.mark.parametrize(

@@ -501,13 +501,17 @@ def test_a_tool_cannot_be_registered_over_another_providers_contract(world: Worl
 
 #: A provider's answer made of the forecast's JSON with one crafted piece: a half of a
 #: surrogate pair (escaped, or as raw bytes), a number too large for a float, and two that are
-#: plain JSON all the same (a surrogate pair whole, a number too small to be told from 0).
+#: plain JSON all the same (a surrogate pair whole, a number too small to be told from 0); and
+#: a member nested past the depth an answer is read as JSON with (the parser takes 900 deep, the
+#: mapping's walk did not: a 500 with the price reserved), and one just within it.
 CRAFTED = {
     "lone surrogate": (b'"issued": "', b'"issued": "\\ud800'),
     "encoded surrogate": (b'"issued": "', b'"issued": "\xed\xa0\x80'),
     "infinite number": (b'"latitude": 52.52', b'"latitude": 1e999'),
     "surrogate pair": (b'"issued": "', b'"issued": "\\ud83d\\ude00'),
     "vanishing number": (b'"latitude": 52.52', b'"latitude": 1e-999'),
+    "nested too deep": (b'"latitude"', b'"extra": ' + b"[" * 900 + b"]" * 900 + b', "latitude"'),
+    "nested deep": (b'"latitude"', b'"extra": ' + b"[" * 99 + b"]" * 99 + b', "latitude"'),
 }
 
 
@@ -547,7 +551,7 @@ def test_a_crafted_answer_ends_its_call_with_a_receipt(
         listed = served(world, who, "GET", "/gateway/calls")
         assert listed.status_code == 200, listed.text
         assert {c["state"] for c in listed.json()["calls"]} == {"done"}
-    plain = kind in ("surrogate pair", "vanishing number")
+    plain = kind in ("surrogate pair", "vanishing number", "nested deep")
     assert (r.json()["status"] == "settled") is plain, r.json()
 
 

@@ -249,7 +249,7 @@ class Gateway:
         """
         args = dict(arguments or {})
         fingerprint = digest_of({"tool": name, "arguments": args})
-        if key is not None:
+        if key is not None and not corroborating:  # (a corroboration's key has a space)
             Idempotency.of(key, "gateway.call", None)  # the key's own form
         now = self.unit.now()  # the call starts now: its price and policy are those in force
         ask = _Asked(caller, name, args, key, max_price, fingerprint, now)

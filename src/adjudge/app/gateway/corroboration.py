@@ -9,7 +9,9 @@ provider's tool, asked through this gateway with the same arguments (or the argu
   is charged the listed price it agreed to and nothing more;
 - **bounded**: at most ``max_price_minor`` a corroboration (the gateway's max-price refusal,
   before anything is reserved or forwarded), at most one per call (its Idempotency-Key is
-  ``corroborate:<call id>``), and never a corroboration of a corroboration;
+  ``corroborate <call id>``, with a space no caller's key may hold: the provider, which sees
+  the call's id while it answers, cannot spend the key first on a call of its own and so have
+  its corroboration refused as unavailable), and never a corroboration of a corroboration;
 - **shown before paying**: the declaration is in the policy view a caller reads before calling
   (``judged_by.corroboration``, MCP ``_meta["adjudge/policy"]``).
 
@@ -35,8 +37,9 @@ from adjudge.store import calls as calls_db
 
 __all__ = ["KEY_PREFIX", "corroborate"]
 
-#: The corroborating call's Idempotency-Key is this prefix and the corroborated call's id.
-KEY_PREFIX = "corroborate:"
+#: The corroborating call's Idempotency-Key is this prefix and the corroborated call's id: the
+#: space puts it where no key a caller sends can be (``Idempotency.of`` refuses spaces).
+KEY_PREFIX = "corroborate "
 
 T = TypeVar("T")
 
