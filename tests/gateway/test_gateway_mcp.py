@@ -269,6 +269,25 @@ def test_tools_list_pages_through_every_tool_with_its_price(
     assert "nextCursor" not in second
     bad = modern(h, "tools/list", {"cursor": "not-a-cursor"})
     assert error_of(bad, 400)["code"] == mcp.INVALID_PARAMS
+    for forged in FORGED_CURSORS:  # JSON's strings are not bounded as a query's are
+        assert error_of(modern(h, "tools/list", {"cursor": forged}), 400)["code"] == (
+            mcp.INVALID_PARAMS
+        )
+        got = tool_call(h, "search_tools", {"cursor": forged})
+        assert got["isError"] and got["_meta"]["assay/error"]["code"] == "CURSOR_INVALID"
+
+
+def _forged(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+#: Cursors no listing gave that once were 500s: nesting past the parser's depth, half a
+#: surrogate pair in the key, a time whose UTC form is before year 1.
+FORGED_CURSORS = [
+    _forged(b"[" * 100_000),
+    _forged(b'["2020-01-01T00:00:00+00:00", "\\ud800"]'),
+    _forged(b'["0001-01-01T00:00:00+23:59", "a"]'),
+]
 
 
 def tool_call(h: Harness, name: str, arguments: Any, **meta: Any) -> dict[str, Any]:

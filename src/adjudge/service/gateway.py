@@ -13,10 +13,12 @@ from adjudge.app.receipts import moment
 from adjudge.errors import Error
 from adjudge.gateway import JWKS_PATH
 from adjudge.service.deps import Caller, FastJSONResponse, IdemKey, Use, bearer, reply, router
+from adjudge.service.ingress import StrictRoute
 
 routes = router()
-#: The JWKS and the client's REST side live outside /api/v1.
-public = APIRouter(default_response_class=FastJSONResponse)
+#: The JWKS and the client's REST side live outside /api/v1 (strict as the rest: a NUL in a
+#: receipt's id was PostgreSQL's refusal, a 503).
+public = APIRouter(default_response_class=FastJSONResponse, route_class=StrictRoute)
 
 
 class NewCallableTool(BaseModel):

@@ -399,7 +399,7 @@ def movements(
     q = select(e)
     if cursor is not None:
         when, last = decode_cursor(cursor)
-        if not last.isdigit():
+        if not (last.isascii() and last.isdigit() and len(last) <= 18):  # a 64-bit line id
             raise BadInput(
                 "That cursor is not one a listing gave; start from the first page.",
                 code="CURSOR_INVALID",

@@ -11,7 +11,7 @@ import base64
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import ColumnElement, Row, Select, and_, or_, select, union_all
@@ -115,15 +115,31 @@ def encode_cursor(at: datetime, key: str) -> str:
     return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
 
 
+#: The longest cursor any listing gives (a time and a key of at most :data:`MAX_CURSOR_KEY`).
+MAX_CURSOR = 400
+#: The longest key a cursor names (every listing's key is an id or a name of at most this).
+MAX_CURSOR_KEY = 200
+
+
 def decode_cursor(cursor: str) -> tuple[datetime, str]:
-    """The position a cursor names; ``CURSOR_INVALID`` for anything this store did not make."""
+    """The position a cursor names; ``CURSOR_INVALID`` for anything this store did not make.
+
+    Checked whole here, for every door (the REST query bounds its length, MCP's JSON does
+    not): a key the database could not be sent (half a surrogate pair, a NUL) and a time whose
+    UTC form is past the calendar's ends were 500s where the query bound them."""
     try:
+        if len(cursor) > MAX_CURSOR:
+            raise ValueError
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
         at, key = json.loads(raw)
         when = datetime.fromisoformat(at)
-        if not isinstance(key, str) or when.tzinfo is None:
+        if not isinstance(key, str) or when.tzinfo is None or len(key) > MAX_CURSOR_KEY:
             raise ValueError
-    except (ValueError, TypeError) as exc:
+        key.encode("utf-8")  # UnicodeEncodeError (a ValueError) on half a surrogate pair
+        if "\x00" in key:
+            raise ValueError
+        when.astimezone(UTC)  # OverflowError past year 1 or 9999
+    except (ValueError, TypeError, OverflowError, RecursionError) as exc:
         raise BadInput(
             "That cursor is not one a listing gave; start from the first page.",
             code="CURSOR_INVALID",
