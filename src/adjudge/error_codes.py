@@ -66,6 +66,7 @@ SERVICE_CODES = frozenset(
         "NOT_FOUND",
         "METHOD_NOT_ALLOWED",
         "PAYLOAD_TOO_LARGE",
+        "HEADERS_TOO_LARGE",
         "INTERNAL_ERROR",
         "INVALID_JSON",
     }
@@ -106,6 +107,7 @@ _TABLE = (
     Code("EXPRESSION_INVALID", BadInput, 400, "An observable or its expression is not a string the kernel can bind."),
     Code("FILE_UNREADABLE", BadInput, 400, "A file named on the command line (or as the settings file) cannot be read."),
     Code("FILE_UNWRITABLE", BadInput, 400, "A file named on the command line cannot be written."),
+    Code("HEADERS_TOO_LARGE", BadInput, 431, "A request's line and headers are over the size limit; the connection is closed."),
     Code("INDEPENDENCE_NOT_ASSESSED", BadInput, 400, "Independence was given as a label instead of assessed from structure."),
     Code("INPUT_UNREADABLE", BadInput, 400, "An input file cannot be read or parsed."),
     Code("INVALID_AMOUNT", BadInput, 400, "An amount is not a positive whole number of minor units (or, typed, not a number in its currency)."),

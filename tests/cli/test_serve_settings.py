@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 
 from adjudge.app import App
 from adjudge.cli import app as cli
+from adjudge.service.http11 import BoundedHttpTools
 from adjudge.settings import Settings, flag_name, has_flag
 from adjudge.store import open_store
 
@@ -104,6 +105,7 @@ def test_serve_takes_the_file_the_environment_and_the_flags_in_that_order(
     s = app.settings
     assert (s.fee_bps, s.take_limit, s.port, s.webhooks) == (700, 8, 9003, False)
     assert (uvicorn["host"], uvicorn["port"]) == ("127.0.0.1", 9003)
+    assert uvicorn["http"] is BoundedHttpTools  # a request's head bounded (service.http11)
     assert (tmp_path / "a.db").exists() and (tmp_path / "adjudge-signing-key.pem").exists()
 
 

@@ -13,6 +13,7 @@ import uvicorn
 
 from adjudge.app import App
 from adjudge.service import create_app
+from adjudge.service.http11 import BoundedHttpTools
 
 
 class QuickServer(uvicorn.Server):
@@ -54,7 +55,9 @@ def free_port() -> int:
 def serving(app: App) -> Iterator[str]:
     """Serve ``app`` on loopback; yields the base URL; stops the server on exit."""
     port = free_port()
-    config = uvicorn.Config(create_app(app), host="127.0.0.1", port=port, log_level="warning")
+    config = uvicorn.Config(
+        create_app(app), host="127.0.0.1", port=port, log_level="warning", http=BoundedHttpTools
+    )
     server = QuickServer(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

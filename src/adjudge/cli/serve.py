@@ -71,7 +71,11 @@ def serve(
     )
     from adjudge.app import maintenance as upkeep  # noqa: PLC0415
     from adjudge.receipts import SignedReceipts  # noqa: PLC0415
-    from adjudge.service import create_app, enable_access_log  # noqa: PLC0415
+    from adjudge.service import (  # noqa: PLC0415
+        BoundedHttpTools,
+        create_app,
+        enable_access_log,
+    )
     from adjudge.webhooks import Sender  # noqa: PLC0415
 
     flags = {
@@ -146,7 +150,7 @@ def serve(
     # seconds under load and stopped the event loop for 70-80 ms each, finding nothing to free.
     gc.freeze()
     try:
-        uvicorn.run(asgi, host=host, port=port, log_level="warning")
+        uvicorn.run(asgi, host=host, port=port, log_level="warning", http=BoundedHttpTools)
     finally:
         upkeeper.stop()
         if worker is not None:

@@ -26,6 +26,7 @@ import re
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+import anyio.to_thread
 from fastapi import Request, Response
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
@@ -34,6 +35,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 #: The deepest nesting of arrays and objects a body may have.
 MAX_DEPTH = 100
+#: The largest body parsed on the event loop itself (a task's result, a tool's arguments);
+#: a larger one is parsed on a worker thread.
+PARSE_ON_LOOP = 64 * 1024
 #: I-JSON's interoperable integers: those a double holds exactly.
 MAX_SAFE_INTEGER = 2**53 - 1
 #: Where a string could hold a lone surrogate or a NUL: only an escape can put one there.
@@ -127,10 +131,20 @@ class StrictRequest(Request):
     """A request whose :meth:`json` is :func:`parse`."""
 
     async def json(self) -> Any:
-        """The body, parsed strictly once."""
+        """The body, parsed strictly once: a large one on a worker thread, so the event loop
+        answers other requests meanwhile (a 4 MiB body of nested arrays takes about a second
+        to parse and walk): :func:`parse_async`."""
         if not hasattr(self, "_json"):
-            self._json = parse(await self.body())
+            self._json = await parse_async(await self.body())
         return self._json
+
+
+async def parse_async(body: bytes) -> Any:
+    """:func:`parse`, on a worker thread for a body over :data:`PARSE_ON_LOOP` (every door's
+    large body: the routes' and MCP's)."""
+    if len(body) > PARSE_ON_LOOP:
+        return await anyio.to_thread.run_sync(parse, body)
+    return parse(body)
 
 
 class StrictRoute(APIRoute):

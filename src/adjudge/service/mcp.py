@@ -61,7 +61,7 @@ from adjudge.app.timing import stage
 from adjudge.errors import BadInput, Error, NotFound, RateLimited, Unavailable, kind_of
 from adjudge.market.money import LEDGER_CURRENCY
 from adjudge.service.deps import bearer
-from adjudge.service.ingress import WireError, parse
+from adjudge.service.ingress import WireError, parse_async
 
 # --- the protocol's words -----------------------------------------------------------------
 
@@ -674,8 +674,8 @@ class McpEndpoint:
         if not _accepts(headers, "application/json"):
             return 406, _rpc_error(None, INVALID_REQUEST, "Accept application/json."), []
         try:
-            with stage("mcp.parse"):
-                message = parse(body)
+            with stage("mcp.parse"):  # a large body off the loop, as every route's
+                message = await parse_async(body)
         except WireError as exc:
             return 400, _rpc_error(None, PARSE_ERROR, f"Parse error: {exc.detail}"), []
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":

@@ -1,0 +1,119 @@
+"""A request's line and headers are bounded where the bytes arrive (``service.http11``): one
+client streaming a huge header is answered ``431 HEADERS_TOO_LARGE`` and cut off after a few
+tens of KiB, holding no more of it, while another client's requests are answered meanwhile;
+a head within the bound is served as always."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import time
+from typing import Any
+
+import pytest
+
+from adjudge.service import ingress
+from adjudge.service.http11 import MAX_HEAD_BYTES
+from support import http
+from support.harness import Harness
+from support.live import serving
+
+
+def _send_head(base: str, pad: int, chunk: int = 1 << 16) -> tuple[int, bytes]:
+    """Send a request whose one header holds ``pad`` bytes, ``chunk`` at a time; the bytes
+    sent before the server stopped reading, and its answer."""
+    host, port = base.split("//")[1].split(":")
+    sent = 0
+    with socket.create_connection((host, int(port)), timeout=10) as s:
+        try:
+            s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nX-Pad: ")
+            while sent < pad:
+                s.sendall(b"a" * min(chunk, pad - sent))
+                sent += min(chunk, pad - sent)
+                if sent > MAX_HEAD_BYTES:
+                    time.sleep(0.001)  # the server's answer comes as it reads
+            s.sendall(b"\r\nConnection: close\r\n\r\n")
+        except OSError:  # the server answered and closed while we sent
+            pass
+        answer = b""
+        try:
+            while part := s.recv(65536):
+                answer += part
+        except OSError:
+            pass
+    return sent, answer
+
+
+def test_a_huge_header_is_refused_as_it_arrives(h: Harness) -> None:
+    """A 64 MiB header: 431 with the service's error shape, the connection closed long before
+    the header was whole; /health answers in between; a 16 KiB header is served."""
+    with serving(h.app) as base:
+        sent, answer = _send_head(base, 64 << 20)
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 431 "), answer[:200]
+        assert json.loads(body)["error"]["code"] == "HEADERS_TOO_LARGE"
+        assert sent < 16 << 20  # cut off as it came, not read whole
+        assert http.get(base + "/health", timeout=10).status_code == 200
+        _, served = _send_head(base, 16 << 10)
+        assert served.startswith(b"HTTP/1.1 200 "), served[:200]
+
+
+def test_a_body_is_read_only_after_the_key_is_checked(h: Harness) -> None:
+    """A request with a body and no key (or an unknown one) is 401 before the body is parsed
+    (before: its malformed body was ``400 INVALID_JSON``, its 4 MiB a second of the loop's
+    CPU); with a key the same body is the parser's refusal."""
+    bad = b"[" * 50 + b"\\ud800"
+    for key in (None, "nope"):
+        headers = {"Content-Type": "application/json"}
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        r = h.client.post("/api/v1/tasks", content=bad, headers=headers)
+        assert (r.status_code, r.json()["error"]["code"]) == (401, "UNAUTHORIZED"), r.text
+    r = h.client.post(
+        "/api/v1/tasks",
+        content=bad,
+        headers={"Authorization": f"Bearer {h.keys['pat']}", "Content-Type": "application/json"},
+    )
+    assert (r.status_code, r.json()["error"]["code"]) == (400, "INVALID_JSON")
+
+
+def test_every_route_that_reads_a_body_needs_a_key(h: Harness) -> None:
+    """Each route with a body checks the caller's key first (``deps.KeyedRoute``), which holds
+    only because every such route needs one: a route taking a body from anyone would need its
+    own bound instead."""
+    from fastapi.routing import APIRoute  # noqa: PLC0415
+
+    from adjudge.service.deps import KeyedRoute, _caller  # noqa: PLC0415
+
+    def needs(dependant: Any) -> bool:
+        return any(d.call is _caller or needs(d) for d in dependant.dependencies)
+
+    with_body = [
+        r for r in h.client.app.routes if isinstance(r, APIRoute) and r.body_field is not None
+    ]
+    assert len(with_body) > 20
+    for route in with_body:
+        assert isinstance(route, KeyedRoute) and needs(route.dependant), route.path
+
+
+def test_a_large_body_is_parsed_off_the_event_loop(
+    h: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A body past ``PARSE_ON_LOOP`` is parsed on a worker thread, a small one on the loop."""
+    seen: list[bool] = []
+    real = ingress.parse
+
+    def parse(body: bytes) -> Any:
+        try:
+            asyncio.get_running_loop()
+            seen.append(True)
+        except RuntimeError:
+            seen.append(False)
+        return real(body)
+
+    monkeypatch.setattr(ingress, "parse", parse)
+    for size in (10, ingress.PARSE_ON_LOOP + 1):
+        body = {"title": "t", "brief": "x" * size, "mode": "manual", "reward_minor": "1"}
+        h.call("pat", "POST", "/tasks", body)
+    assert seen == [True, False]
