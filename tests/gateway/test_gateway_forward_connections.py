@@ -22,6 +22,7 @@ from adjudge.gateway import (
     Forwarder,
     ForwardFailure,
     ForwardLimits,
+    SignedRequest,
 )
 from support.addresses import StubResolver
 from support.loopback import RawPeer
@@ -125,6 +126,41 @@ def test_a_full_pool_is_the_gateways_own_failure(keep_alive: Callable[..., KeepA
     assert isinstance(second, ForwardFailure) and second.kind is FailureKind.SYSTEM, second
     assert second.retryable and "pool" in second.message
     assert server.connections == 1
+
+
+def _as(provider: str, built: BuiltRequest) -> SignedRequest:
+    """``built`` as if signed for ``provider`` (the forwarder reads only what it sends and the
+    provider's name)."""
+    fields = (built.method, built.url, built.headers, built.body)
+    return SignedRequest(*fields, "call", provider, "kid", "nonce", 0, 0, b"")
+
+
+def test_one_provider_holds_at_most_its_share_of_the_pool(
+    keep_alive: Callable[..., KeepAlive],
+) -> None:
+    """A pool of three, a share of two: a provider whose two calls hang holds two places, its
+    third call waits the connect time-out for its share and fails as the gateway's own
+    (retryable); another provider's call meanwhile takes the place left and is answered
+    (before, the first provider's calls could hold the whole pool, and every other provider's
+    calls failed "the pool is exhausted")."""
+    slow, quick = keep_alive(delay=1.5), keep_alive()
+    limits = ForwardLimits(
+        connect_timeout=0.3, read_timeout=2, total_timeout=3, max_connections=3, max_per_provider=2
+    )
+
+    async def go() -> tuple[list[Any], Any, Any]:
+        async with AsyncForwarder(limits, guard=LOOPBACK) as f:
+            held = [asyncio.ensure_future(f.forward(_as("slowco", post(slow.url)))) for _ in "ab"]
+            await asyncio.sleep(0.2)
+            third, other = await asyncio.gather(
+                f.forward(_as("slowco", post(slow.url))), f.forward(_as("sky", post(quick.url)))
+            )
+            return list(await asyncio.gather(*held)), third, other
+
+    held, third, other = asyncio.run(go())
+    assert all(o.ok for o in held) and other.ok, (held, other)
+    assert isinstance(third, ForwardFailure) and third.kind is FailureKind.SYSTEM, third
+    assert third.retryable and "provider's share" in third.message
 
 
 def test_a_request_is_sent_once_even_when_it_could_be_retried(raw_peer: Peer) -> None:

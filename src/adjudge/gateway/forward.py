@@ -43,7 +43,7 @@ import zlib
 from collections.abc import Coroutine
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import aiohttp
 import aiohttp.abc
@@ -102,13 +102,18 @@ class ForwardLimits:
     total_timeout: float = 15.0
     max_response_bytes: int = 4 * 1024 * 1024
     max_connections: int = 100
+    #: The most of them one provider's calls hold at once (its calls past it wait, as for the
+    #: pool): the rest of the pool is always the other providers'.
+    max_per_provider: int = 50
 
     def __post_init__(self) -> None:
         for name in ("connect_timeout", "read_timeout", "write_timeout", "total_timeout"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be positive")
-        if self.max_response_bytes < 1 or self.max_connections < 1:
-            raise ValueError("max_response_bytes and max_connections must be positive")
+        if self.max_response_bytes < 1 or self.max_connections < 1 or self.max_per_provider < 1:
+            raise ValueError(
+                "max_response_bytes, max_connections and max_per_provider must be positive"
+            )
 
 
 @dataclass(frozen=True)
@@ -247,8 +252,12 @@ class AsyncForwarder:
         self._timeout = aiohttp.ClientTimeout(
             total=None, connect=lim.connect_timeout, sock_read=lim.read_timeout
         )
-        # The pool's bound, waited for here so that a full pool is told from a slow connect.
+        # The pool's bound, waited for here so that a full pool is told from a slow connect;
+        # and each provider's share of it (one provider whose answers come just inside the
+        # time-outs, called at once by its own caller at no price, held every connection and
+        # every other provider's calls were voided, "the pool is exhausted").
         self._slots = asyncio.Semaphore(lim.max_connections)
+        self._shares: dict[str, asyncio.Semaphore] = {}
         self._client: aiohttp.ClientSession | None = None
 
     async def __aenter__(self) -> AsyncForwarder:
@@ -354,27 +363,21 @@ class AsyncForwarder:
         headers.append(("user-agent", self._user_agent))
         body = None if request.body is None else _BoundedBody(request.body, self.limits)
 
-        # (2) A place in the pool, then the exchange, each error of the client given its kind.
-        if self._slots.locked():
-            try:
-                async with asyncio.timeout(self.limits.connect_timeout):
-                    await self._slots.acquire()
-            except TimeoutError:
-                return failed(
-                    FailureKind.SYSTEM, "the gateway's connection pool is exhausted", retryable=True
-                )
-        else:
-            await self._slots.acquire()
+        # (2) A place among the provider's share of the pool and in the pool, then the
+        # exchange, each error of the client given its kind.
+        provider = request.provider if isinstance(request, SignedRequest) else url.host or ""
+        share = self._shares.get(provider)
+        if share is None:
+            share = self._shares[provider] = asyncio.Semaphore(self.limits.max_per_provider)
+        if not await self._place(share):
+            full = "the provider's share of the gateway's connections is in use"
+            return failed(FailureKind.SYSTEM, full, retryable=True)
         try:
-            received = await self._send(request.method, url, headers, body)
-        except Exception as exc:
-            known = _failure(exc, url.raw_host or "")
-            if known is None:
-                raise
-            kind, message, retryable = known
-            return failed(kind, message, retryable=retryable)
+            received = await self._exchanged(request.method, url, headers, body)
         finally:
-            self._slots.release()
+            share.release()
+        if isinstance(received, _Unsent):
+            return failed(received.kind, received.message, retryable=received.retryable)
         if isinstance(received, _TooLargeAnswer):
             return failed(FailureKind.TOO_LARGE, received.message, status=received.status)
 
@@ -390,6 +393,36 @@ class AsyncForwarder:
         except ValueError as exc:
             return failed(FailureKind.PROTOCOL, str(exc), status=status)
         return _classify(status, answer_headers, decoded, time.perf_counter() - start)
+
+    async def _exchanged(
+        self, method: str, url: URL, headers: list[tuple[str, str]], body: _BoundedBody | None
+    ) -> _Received | _TooLargeAnswer | _Unsent:
+        """The exchange in a place of the pool, or why there was none: a full pool, or the
+        client's error."""
+        if not await self._place(self._slots):
+            return _Unsent(FailureKind.SYSTEM, "the gateway's connection pool is exhausted", True)
+        try:
+            return await self._send(method, url, headers, body)
+        except Exception as exc:
+            known = _failure(exc, url.raw_host or "")
+            if known is None:
+                raise
+            return _Unsent(*known)
+        finally:
+            self._slots.release()
+
+    async def _place(self, slots: asyncio.Semaphore) -> bool:
+        """Take one of ``slots``, waiting at most the connect time-out when none is free (so a
+        full pool is told from a slow connect); False if none came."""
+        if not slots.locked():
+            await slots.acquire()
+            return True
+        try:
+            async with asyncio.timeout(self.limits.connect_timeout):
+                await slots.acquire()
+        except TimeoutError:
+            return False
+        return True
 
     async def _send(
         self, method: str, url: URL, headers: list[tuple[str, str]], body: _BoundedBody | None
@@ -427,6 +460,15 @@ class AsyncForwarder:
 
 
 _Received = tuple[int, tuple[tuple[str, str], ...], bytes, str]
+
+
+class _Unsent(NamedTuple):
+    """An exchange that did not happen or broke: its failure's kind, message, and whether
+    trying again may help."""
+
+    kind: FailureKind
+    message: str
+    retryable: bool
 
 
 #: Why a call to an address the guard refused failed, as the caller reads it: never where (the
