@@ -24,6 +24,7 @@ from adjudge.store import (
     ConcurrentUpdate,
     Store,
     Submission,
+    Transaction,
     calls,
     day_counts,
     gateway,
@@ -728,17 +729,27 @@ def test_migration_0041_reads_a_tools_latest_contract_and_policy_in_one_step(
             assert plan == [f"SEARCH {index.split('_tool_id')[0][3:]} USING INDEX {index} (tool=?)"]
 
 
+def _old_counts(tx: Transaction) -> dict[day_counts.Key, int]:
+    """The day counts as a revision before 0048 keeps them (one column), read by its SQL."""
+    rows = tx.conn.execute(
+        text("SELECT family, subject, day, name, sum(n) FROM day_counts GROUP BY 1, 2, 3, 4")
+    )
+    return {(f, sub, d, n): int(v) for f, sub, d, n, v in rows if v}
+
+
 def test_migration_0043_leaves_a_reveal_due_only_on_an_awaiting_task(store: Store) -> None:
     """0043 clears the reveal's due time of a task that left verification keeping it, keeps an
     awaiting task's, and the sweep's read then walks the due time's index alone (SQLite's plan:
     asked for the status too, it read every awaiting task by the status's index and sorted)."""
     at = datetime(2026, 3, 4, tzinfo=UTC)
-    downgrade(store, "0042")
-    with store.write() as tx:
+    with store.write() as tx:  # written by this code, then as 0042 left them
         records.create_account(tx, "pat", ["poster"], "k-pat", opt_in=True, at=at)
-        for name, status in (("waits", "awaiting_verification"), ("left", "completed")):
+        for name in ("waits", "left"):
             records.insert_task(tx, _manual(name, "pat", at), title=name, brief="")
-            tx.conn.execute(
+    downgrade(store, "0042")
+    with store.engine.begin() as conn:
+        for name, status in (("waits", "awaiting_verification"), ("left", "completed")):
+            conn.execute(
                 text("UPDATE tasks SET status = :s, reveal_due_at = :due WHERE id = :id"),
                 {"s": status, "due": at.replace(tzinfo=None), "id": name},
             )
@@ -817,7 +828,7 @@ def test_migration_0028_counts_the_ledger_lines_already_written(store: Store) ->
         }
     downgrade(store, "0027")
     with store.read() as tx:
-        assert not any(k[0] == day_counts.LEDGER for k in day_counts.stored(tx))
+        assert not any(k[0] == day_counts.LEDGER for k in _old_counts(tx))
     store.migrate()
 
 
@@ -857,7 +868,7 @@ def test_migration_0029_counts_the_deliveries_already_made(store: Store) -> None
         assert day_counts.stored(tx) == recount(tx)
     downgrade(store, "0028")
     with store.read() as tx:
-        assert outbox.counts(tx) == {}
+        assert not any(k[0] == day_counts.DELIVERIES for k in _old_counts(tx))
     store.migrate()
 
 
@@ -890,7 +901,7 @@ def test_migration_0036_counts_the_holds_already_open(store: Store) -> None:
         assert holds.open_summary(tx, T0) == {"count": 3, "amount": 12, "maturing_24h": 2}
     downgrade(store, "0035")
     with store.read() as tx:
-        assert not any(k[0] == day_counts.HOLDS for k in day_counts.stored(tx))
+        assert not any(k[0] == day_counts.HOLDS for k in _old_counts(tx))
     store.migrate()
 
 
@@ -944,7 +955,7 @@ def test_migration_0031_counts_the_ledger_for_all_time(store: Store) -> None:
             ledger.transfer(tx, [Transfer(WORLD, "wallet:a", 5, "deposit")], task_id=None, at=at)
     downgrade(store, "0030")
     with store.read() as tx:
-        kept = day_counts.stored(tx)
+        kept = _old_counts(tx)
         assert not any(k[0] == day_counts.LEDGER and k[2] == day_counts.ALL_TIME for k in kept)
     store.migrate()
     with store.read() as tx:

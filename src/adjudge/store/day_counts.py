@@ -21,6 +21,13 @@ the rows themselves after every scenario they audit.
 Like the held money's figures (:mod:`adjudge.store.held_days`), the counts are kept per lane of
 the receipt log, written by the transaction holding the lane, so no two writers ever wait for
 the same counter row; a count is the sum of its lanes'.
+
+A row keeps its count in two parts, ``high * 2^32 + n`` with ``0 <= n < 2^32`` (revision
+0048), each addition carrying into ``high``: the money counts grow with every transfer for all
+time, and only the money in the ledger is bounded (2^63 - 1 in all). In one 64-bit column, two
+tasks of 2^62 posted and cancelled filled "money in fund", and every funding after failed on
+PostgreSQL (rolled back with its transfer) while SQLite turned the sums into floats. A reader
+sums each part over its rows and joins them (:func:`joined`).
 """
 
 from __future__ import annotations
@@ -231,7 +238,8 @@ def flush(tx: Transaction) -> None:
         return
     lane = receipt_log.lane(tx)
     if tx.sqlite:
-        tx.run_tuples(_ADD, _COLUMNS, [(f, sub, d, n, lane, v) for (f, sub, d, n), v in due])
+        rows = [(f, sub, d, n, lane, *_parts(v)) for (f, sub, d, n), v in due]
+        tx.run_tuples(_ADD, _COLUMNS, rows)
         return
     # PostgreSQL: every row in one statement (each column an array), where psycopg's
     # executemany costs about as much client CPU per row as a statement of its own; held for
@@ -244,9 +252,26 @@ def flush(tx: Transaction) -> None:
             "days": [k[2] for k, _ in due],
             "names": [k[3] for k, _ in due],
             "lanes": [lane] * len(due),
-            "ns": [n for _, n in due],
+            "ns": [v & _LOW for _, v in due],
+            "highs": [v >> _SHIFT for _, v in due],
         },
     )
+
+
+#: A count's low part holds this many bits (:func:`_parts`).
+_SHIFT = 32
+_LOW = (1 << _SHIFT) - 1
+
+
+def _parts(value: int) -> tuple[int, int]:
+    """``value`` as its low part (``0 <= n < 2^32``) and its high part (the floor of the
+    rest), as a row keeps it."""
+    return value & _LOW, value >> _SHIFT
+
+
+def joined(low: Any, high: Any) -> int:
+    """A count from the sums of its rows' two parts (None: no rows)."""
+    return (int(high or 0) << _SHIFT) + int(low or 0)
 
 
 def window(
@@ -256,14 +281,14 @@ def window(
     name: its lanes summed."""
     c = s.day_counts.c
     q = (
-        select(c.day, c.name, func.sum(c.n))
+        select(c.day, c.name, func.sum(c.n), func.sum(c.high))
         .where(c.family == family, c.subject == subject, c.day >= days[0], c.day <= days[-1])
         .group_by(c.day, c.name)
     )
     out: dict[str, Counter[str]] = defaultdict(Counter)
-    for day, name, n in tx.conn.execute(q):
-        if n:
-            out[str(day)][str(name)] += int(n)
+    for day, name, low, high in tx.conn.execute(q):
+        if n := joined(low, high):
+            out[str(day)][str(name)] += n
     return out
 
 
@@ -271,7 +296,7 @@ def since(tx: Transaction, family: str, subject: str, first_day: str) -> Counter
     """A family's counts of ``subject`` summed over every day from ``first_day`` on, by name,
     this transaction's own not yet written among them."""
     rows = tx.rows(*since_read(family, subject, first_day))
-    total: Counter[str] = Counter({str(r["name"]): int(r["n"]) for r in rows if r["n"]})
+    total: Counter[str] = Counter({str(r["name"]): joined(r["n"], r["high"]) for r in rows})
     for (f, sub, day, name), n in tx.day_counts.items():
         if f == family and sub == subject and day >= first_day:
             total[name] += n
@@ -284,7 +309,11 @@ def since_read(family: str, subject: str, first_day: str) -> Read:
 
 
 _SINCE = (
-    select(s.day_counts.c.name, func.sum(s.day_counts.c.n).label("n"))
+    select(
+        s.day_counts.c.name,
+        func.sum(s.day_counts.c.n).label("n"),
+        func.sum(s.day_counts.c.high).label("high"),
+    )
     .where(
         s.day_counts.c.family == bindparam("k_family"),
         s.day_counts.c.subject == bindparam("k_subject"),
@@ -305,7 +334,9 @@ def summed(
     ``end_day`` (not included; None: no bound), or with both None its counts for all time
     (:data:`ALL_TIME`): index reads, days × names × lanes a subject."""
     c = s.day_counts.c
-    q = select(c.name, func.sum(c.n)).where(c.family == family, c.subject.in_(subjects))
+    q = select(c.name, func.sum(c.n), func.sum(c.high)).where(
+        c.family == family, c.subject.in_(subjects)
+    )
     if first_day is None and end_day is None:
         q = q.where(c.day == ALL_TIME)
     else:
@@ -314,20 +345,22 @@ def summed(
         q = q.where(c.day >= first_day)
     if end_day is not None:
         q = q.where(c.day < end_day)
-    return Counter({str(name): int(n) for name, n in tx.conn.execute(q.group_by(c.name)) if n})
+    found = tx.conn.execute(q.group_by(c.name))
+    return Counter({str(name): n for name, low, high in found if (n := joined(low, high))})
 
 
 def stored(tx: Transaction) -> dict[Key, int]:
     """Every count as stored, its lanes summed (zeros left out): to compare with a recount."""
     c = s.day_counts.c
-    q = select(c.family, c.subject, c.day, c.name, func.sum(c.n)).group_by(
+    q = select(c.family, c.subject, c.day, c.name, func.sum(c.n), func.sum(c.high)).group_by(
         c.family, c.subject, c.day, c.name
     )
-    return {(f, sub, d, n): int(v) for f, sub, d, n, v in tx.conn.execute(q) if v}
+    found = tx.conn.execute(q)
+    return {(f, sub, d, n): v for f, sub, d, n, low, high in found if (v := joined(low, high))}
 
 
 _KEY = ["family", "subject", "day", "name", "lane"]
-_COLUMNS = (*_KEY, "n")
+_COLUMNS = (*_KEY, "n", "high")
 _NEW = sqlite.insert(s.day_counts).values(
     family=bindparam("family"),
     subject=bindparam("subject"),
@@ -335,15 +368,24 @@ _NEW = sqlite.insert(s.day_counts).values(
     name=bindparam("name"),
     lane=bindparam("lane"),
     n=bindparam("n"),
+    high=bindparam("high"),
 )
-#: Add a row's ``n`` to its count, or make the row (its key is the table's primary key).
-_ADD = _NEW.on_conflict_do_update(
-    index_elements=_KEY, set_={"n": s.day_counts.c.n + _NEW.excluded.n}
-)
+#: The two parts of a row plus an addition's: the low parts' sum (under 2^33, both being
+#: under 2^32) kept below 2^32, what it passes carried into the high part; integer division
+#: and remainder of non-negative integers mean the same on both databases.
+_CARRY = {
+    "n": text("(day_counts.n + excluded.n) % 4294967296"),
+    "high": text("day_counts.high + excluded.high + (day_counts.n + excluded.n) / 4294967296"),
+}
+#: Add to a row's count, or make the row (its key is the table's primary key).
+_ADD = _NEW.on_conflict_do_update(index_elements=_KEY, set_=_CARRY)
 #: The same for many rows in one statement on PostgreSQL: each column's values as an array.
 _ADD_ALL = text(
-    "INSERT INTO day_counts (family, subject, day, name, lane, n) SELECT * FROM unnest("
+    "INSERT INTO day_counts (family, subject, day, name, lane, n, high) SELECT * FROM unnest("
     "CAST(:families AS varchar[]), CAST(:subjects AS varchar[]), CAST(:days AS varchar[]), "
-    "CAST(:names AS varchar[]), CAST(:lanes AS integer[]), CAST(:ns AS bigint[])) "
-    "ON CONFLICT (family, subject, day, name, lane) DO UPDATE SET n = day_counts.n + excluded.n"
+    "CAST(:names AS varchar[]), CAST(:lanes AS integer[]), CAST(:ns AS bigint[]), "
+    "CAST(:highs AS bigint[])) "
+    "ON CONFLICT (family, subject, day, name, lane) DO UPDATE SET "
+    "n = (day_counts.n + excluded.n) % 4294967296, "
+    "high = day_counts.high + excluded.high + (day_counts.n + excluded.n) / 4294967296"
 )

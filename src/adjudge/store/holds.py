@@ -232,18 +232,22 @@ def open_summary(tx: Transaction, now: datetime) -> dict[str, int]:
     )
     ever, later = c.day == day_counts.ALL_TIME, c.day >= day_counts.hour_of(hour + _HOUR)
 
-    def summed(when: Any, name: str) -> Any:
-        return func.coalesce(func.sum(case((and_(when, c.name == name), c.n), else_=0)), 0)
+    def summed(when: Any, name: str) -> list[Any]:  # its two parts (day_counts.joined)
+        return [
+            func.coalesce(func.sum(case((and_(when, c.name == name), part), else_=0)), 0)
+            for part in (c.n, c.high)
+        ]
 
     q = select(  # one round trip: the counts of all time and of the later hours, lanes summed
-        summed(ever, day_counts.OPEN_HOLDS),
-        summed(ever, day_counts.HELD_MONEY),
-        summed(later, day_counts.OPEN_HOLDS),
+        *summed(ever, day_counts.OPEN_HOLDS),
+        *summed(ever, day_counts.HELD_MONEY),
+        *summed(later, day_counts.OPEN_HOLDS),
         later_this_hour,
     ).where(c.family == day_counts.HOLDS, c.subject == day_counts.EVERYONE, or_(ever, later))
-    count, amount, after, late = tx.conn.execute(q).one()
-    maturing = int(count) - int(after) - int(late)
-    return {"count": int(count), "amount": int(amount), "maturing_24h": maturing}
+    row = tx.conn.execute(q).one()
+    count, amount, after = (day_counts.joined(row[i], row[i + 1]) for i in (0, 2, 4))
+    maturing = count - after - int(row[6])
+    return {"count": count, "amount": amount, "maturing_24h": maturing}
 
 
 def recount_summary(tx: Transaction, now: datetime) -> dict[str, int]:

@@ -35,6 +35,7 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.engine import Dialect
 
@@ -225,7 +226,10 @@ day_counts = Table(
     Column("name", String(200), primary_key=True),
     # The receipt log's lane of the transactions that wrote it: a count is its lanes' sum.
     Column("lane", Integer, primary_key=True, autoincrement=False),
+    # The count is high * 2^32 + n, 0 <= n < 2^32 (revision 0048): a count of money grows with
+    # every transfer for all time, past any one 64-bit column (adjudge.store.day_counts).
     Column("n", BigInteger, nullable=False),
+    Column("high", BigInteger, nullable=False, server_default=text("0")),
 )
 
 task_lapses = Table(
