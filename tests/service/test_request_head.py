@@ -117,3 +117,23 @@ def test_a_large_body_is_parsed_off_the_event_loop(
         body = {"title": "t", "brief": "x" * size, "mode": "manual", "reward_minor": "1"}
         h.call("pat", "POST", "/tasks", body)
     assert seen == [True, False]
+
+
+def test_a_large_body_then_a_pipelined_request_is_no_large_head(h: Harness) -> None:
+    """A request with a 200 KiB body and another sent behind it on the same connection: the
+    body's bytes are not counted as the next request's head; both are answered."""
+    with serving(h.app) as base:
+        host, port = base.split("//")[1].split(":")
+        body = b"x" * 200_000
+        first = b"POST /health HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body)
+        second = b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        with socket.create_connection((host, int(port)), timeout=10) as s:
+            # The next head begins in the chunk that ends the body, and ends in the next one.
+            for piece in (first + body[:100], body[100:] + second[:10], second[10:]):
+                s.sendall(piece)
+                time.sleep(0.1)
+            answer = b""
+            while part := s.recv(65536):
+                answer += part
+    assert answer.count(b"HTTP/1.1 ") == 2 and b" 431 " not in answer, answer[:300]
+    assert b"HTTP/1.1 200 " in answer

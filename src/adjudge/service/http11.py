@@ -36,11 +36,13 @@ class BoundedHttpTools(HttpToolsProtocol):
 
     _in_head = False
     _head_bytes = 0
+    _heads = 0  # the requests begun on this connection
 
     def on_message_begin(self) -> None:
         """A request begins: its head is counted from here."""
         super().on_message_begin()
         self._in_head, self._head_bytes = True, 0
+        self._heads += 1
 
     def on_headers_complete(self) -> None:
         """The head is whole: what follows is the body's."""
@@ -48,10 +50,13 @@ class BoundedHttpTools(HttpToolsProtocol):
         super().on_headers_complete()
 
     def data_received(self, data: bytes) -> None:
-        """Parse the chunk, then count it if the head is still open (so at most one chunk, as
-        the transport reads it, past the bound is ever held)."""
+        """Parse the chunk, then count it if one request's head was open before it and still
+        is after it (a chunk where a head begins may hold the end of the last request's body,
+        pipelined: it is not counted, so at most two chunks, as the transport reads them, past
+        the bound are ever held)."""
+        before = (self._in_head, self._heads)
         super().data_received(data)
-        if not self._in_head or self.transport.is_closing():
+        if before != (True, self._heads) or not self._in_head or self.transport.is_closing():
             return
         self._head_bytes += len(data)
         if self._head_bytes > MAX_HEAD_BYTES:
