@@ -555,6 +555,32 @@ def test_a_crafted_answer_ends_its_call_with_a_receipt(
     assert (r.json()["status"] == "settled") is plain, r.json()
 
 
+def test_an_answer_the_gateway_fails_to_judge_ends_its_call_refunded(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failure of the gateway's own while it judges an answer (a bug: here the verifier
+    raising on every answer) ends the call at once as the gateway's failure: voided, the
+    caller refunded with a receipt, the provider not struck (before: a 500, the call left
+    pending with its price reserved until the upkeep ended it minutes later)."""
+    from adjudge.app.gateway import calls as gateway_calls  # noqa: PLC0415
+
+    real = gateway_calls.verify_call
+
+    def failing(contract: Any, policy: Any, request: Any, response: Any, *a: Any, **k: Any) -> Any:
+        if response.status == "ok":
+            raise RecursionError("maximum recursion depth exceeded")
+        return real(contract, policy, request, response, *a, **k)
+
+    monkeypatch.setattr(gateway_calls, "verify_call", failing)
+    r = world.call({"city": "berlin"})
+    assert r.status_code == 200, r.text
+    got = r.json()
+    assert (got["status"], got["strike"]) == ("voided", False), got
+    assert got["receipt"] and world.h.balance("wallet:ann") == FUNDS
+    [listed] = served(world, "ann", "GET", "/gateway/calls").json()["calls"]
+    assert listed["state"] == "done"
+
+
 # --- 2b. spending limits on API keys ----------------------------------------------------------
 
 

@@ -262,49 +262,18 @@ class Gateway:
         if isinstance(begun, Answer):
             return begun
         outcome = await self._forward(begun, args)  # (3)
-        with stage("gateway.verify"):
-            p = begun.prepared
-            stored = p.stored
-            response = provider_response(outcome)
-            request = CallRequest(
-                begun.call_id, stored.provider, name, args, p.price, stored.currency, now
+        p, stored = begun.prepared, begun.prepared.stored
+        request = CallRequest(
+            begun.call_id, stored.provider, name, args, p.price, stored.currency, now
+        )
+        try:
+            result, judgments, output = await self._judged(begun, request, outcome, corroborating)
+        except Exception:  # a bug of ours: the call still ends, refunded, never left pending
+            log.exception("call %s: its answer could not be judged", begun.call_id)
+            outcome = ForwardFailure(
+                FailureKind.SYSTEM, "the gateway failed judging the answer", 0.0
             )
-            verified_at = self.unit.now()
-            result = verify_call(p.contract, p.policy, request, response, verified_at)  # (4)
-        if not corroborating and p.policy is not None and wants_corroboration(result):
-            found = await corroborate(
-                self,
-                call_id=begun.call_id,
-                provider=stored.provider,
-                policy=p.policy,
-                arguments=args,
-            )
-            result = verify_call(
-                p.contract, p.policy, request, response, verified_at, corroboration=found
-            )
-        judgments: list[Judgment] = []
-        if p.policy is not None and wants_judges(result):  # sampled: judged before settling
-            mapped = map_response(p.contract, response.body)
-            shown = MeaningAsk(
-                begun.call_id, result.response_digest, name, p.tool.description, args, mapped.output
-            )
-            judgments = await ask_judges(
-                self.judges, p.policy.judges, shown, timeout=self.judge_timeout
-            )
-            result = verify_call(
-                p.contract,
-                p.policy,
-                request,
-                response,
-                verified_at,
-                corroboration=result.corroboration,
-                judgments=judgments,
-            )
-        with stage("gateway.verify"):
-            output = None
-            if response.status == "ok":
-                shape = map_response(p.contract, response.body)
-                output = shape.output if shape.ok else None
+            result, judgments, output = await self._judged(begun, request, outcome, True)
         body_bytes = outcome.body if not isinstance(outcome, ForwardFailure) else None
         contract_digest = digest_of(dict(p.tool.contract_document))
         finish = self._finishing(  # (5), committed with whatever else ends meanwhile
@@ -341,6 +310,57 @@ class Gateway:
             )
             answer = await self.unit.write_async(settle, on_loop=light, hot=hot)
         return Answer(answer)
+
+    async def _judged(
+        self, begun: _Begun, request: CallRequest, outcome: Outcome, corroborating: bool
+    ) -> tuple[CallResult, list[Judgment], Any]:
+        """(4): the answer verified (corroborated and judged where its policy says), and the
+        output the caller is shown."""
+        p = begun.prepared
+        with stage("gateway.verify"):
+            response = provider_response(outcome)
+            verified_at = self.unit.now()
+            result = verify_call(p.contract, p.policy, request, response, verified_at)  # (4)
+        if not corroborating and p.policy is not None and wants_corroboration(result):
+            found = await corroborate(
+                self,
+                call_id=begun.call_id,
+                provider=request.provider,
+                policy=p.policy,
+                arguments=request.arguments,
+            )
+            result = verify_call(
+                p.contract, p.policy, request, response, verified_at, corroboration=found
+            )
+        judgments: list[Judgment] = []
+        if p.policy is not None and wants_judges(result):  # sampled: judged before settling
+            mapped = map_response(p.contract, response.body)
+            shown = MeaningAsk(
+                begun.call_id,
+                result.response_digest,
+                request.tool,
+                p.tool.description,
+                request.arguments,
+                mapped.output,
+            )
+            judgments = await ask_judges(
+                self.judges, p.policy.judges, shown, timeout=self.judge_timeout
+            )
+            result = verify_call(
+                p.contract,
+                p.policy,
+                request,
+                response,
+                verified_at,
+                corroboration=result.corroboration,
+                judgments=judgments,
+            )
+        with stage("gateway.verify"):
+            output = None
+            if response.status == "ok":
+                shape = map_response(p.contract, response.body)
+                output = shape.output if shape.ok else None
+        return result, judgments, output
 
     def _prepare(self, ask: _Asked) -> _Prepared | Answer[dict[str, Any]]:
         """(1): in one read, an earlier call with the caller's key (replayed), or the tool, its
