@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import stat
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 import typer
@@ -14,7 +16,10 @@ from adjudge.cli import app
 from adjudge.cli.receipts import read_signing_key, write_receipt
 from adjudge.digests import sha256_digest
 from adjudge.kernel import Authority, Check, Pending, TrustPolicy, Verdict, determine, oracle
-from adjudge.receipts import ReceiptLog, SigningKey
+from adjudge.receipts import ReceiptLog, SigningKey, verify
+from adjudge.receipts import envelope as env
+from adjudge.receipts.canonical import canonical_bytes
+from adjudge.receipts.envelope import IN_TOTO_PAYLOAD_TYPE
 
 RUNNER = CliRunner()
 KEY = SigningKey.from_seed(bytes(range(32)))
@@ -265,3 +270,53 @@ def test_no_offline_command_crashes_on_json_it_cannot_use(
     result = RUNNER.invoke(app, [a.format(**files) for a in args])
     assert isinstance(result.exception, SystemExit), result.exception
     assert result.exit_code in (1, 2), result.output
+
+
+def _resigned(edit: Any) -> bytes:
+    """A receipt of this key's, its statement edited by ``edit`` and signed again (what any
+    key's holder can make)."""
+    log = _log(1)
+    body = json.loads(log.receipts[0].envelope.payload)
+    edit(body["predicate"])
+    return env.sign(canonical_bytes(body), IN_TOTO_PAYLOAD_TYPE, KEY).to_bytes()
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda p: p["checks"][1].pop("name"),
+        lambda p: p["trustPolicy"].pop("verifierKeys"),
+    ],
+    ids=["an unnamed check", "a policy without verifier keys"],
+)
+def test_receipt_verify_prints_every_receipt_that_verifies(tmp_path: Path, edit: Any) -> None:
+    """A statement the kernel accepts (a check need not be named; a policy without verifier
+    keys trusts none) is printed and exits 0, never a traceback (before: a KeyError after the
+    receipt had verified)."""
+    line = _resigned(edit)
+    verify(line, KEY.keyid)
+    path = tmp_path / "r.json"
+    path.write_bytes(line)
+    r = RUNNER.invoke(app, ["receipt", "verify", str(path), "--key", KEY.keyid])
+    assert r.exit_code == 0 and r.exception is None, (r.output, r.exception)
+    assert "What this proves:" in r.output
+
+
+def test_a_pending_check_without_a_name_is_read_as_of_now(tmp_path: Path) -> None:
+    """A PENDING check with no name reads as of now without a traceback."""
+    pending = Check(
+        "manual-review",
+        Verdict.PENDING,
+        Authority.HUMAN,
+        pending=Pending(datetime(2026, 1, 15, tzinfo=UTC), Verdict.UNKNOWN),
+    )
+    log = ReceiptLog()
+    log.append(determine(sha256_digest(b"r"), [pending], now=NOW), KEY)
+    body = json.loads(log.receipts[0].envelope.payload)
+    del body["predicate"]["checks"][0]["name"]
+    line = env.sign(canonical_bytes(body), IN_TOTO_PAYLOAD_TYPE, KEY).to_bytes()
+    path = tmp_path / "r.json"
+    path.write_bytes(line)
+    r = RUNNER.invoke(app, ["receipt", "verify", str(path), "--key", KEY.keyid])
+    assert r.exception is None or isinstance(r.exception, SystemExit), r.exception
+    assert "(unnamed)" in r.output

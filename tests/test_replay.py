@@ -4,6 +4,7 @@ is refused with its reason."""
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import io
 import json
@@ -22,7 +23,8 @@ from adjudge.kernel import Determination
 from adjudge.market import Mode, Status, Task, proof
 from adjudge.market.proof import round_of
 from adjudge.market.tasks import digest_of
-from adjudge.receipts import SignedReceipts, SigningKey
+from adjudge.receipts import SignedReceipts, SigningKey, envelope
+from adjudge.receipts.envelope import IN_TOTO_PAYLOAD_TYPE
 from adjudge.receipts.issuer import Place
 from adjudge.replay import FORMAT, build, engine, from_answer, read, replay
 from adjudge.replay.bundle import MAX_FILES
@@ -255,3 +257,15 @@ def test_a_receipt_holding_a_number_past_pythons_digits_is_no_bundle() -> None:
     with pytest.raises(Error) as refused:
         replay(huge, SIGNER.keyid)
     assert refused.value.code == "BUNDLE_UNUSABLE"
+
+
+def test_a_receipt_whose_checks_are_no_list_replays_different() -> None:
+    """A bundle's receipt, re-signed with ``checks`` a number: a difference (its statement does
+    not verify), never a crash in the re-run reading it (before: a TypeError out of
+    ``replay``)."""
+    stmt = json.loads(base64.b64decode(json.loads(members(BUNDLE)["receipt.json"])["payload"]))
+    stmt["predicate"]["checks"] = 5
+    payload = json.dumps(stmt, sort_keys=True, separators=(",", ":")).encode()
+    line = envelope.sign(payload, IN_TOTO_PAYLOAD_TYPE, SIGNER).to_bytes() + b"\n"
+    found = replay(edited(BUNDLE, "receipt.json", lambda _: line), SIGNER.keyid)
+    assert found.outcome != "same"

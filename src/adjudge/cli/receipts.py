@@ -388,12 +388,16 @@ def _report(receipt: Receipt, standing: Standing) -> None:
     typer.echo(f"log position:  sequence {receipt.sequence}, previous {previous}")
     if receipt.supersedes is not None:
         typer.echo(f"supersedes:    {receipt.supersedes}")
+    # Read as the kernel does (a policy without verifier keys trusts none; a check need not be
+    # named): a receipt that verifies is printed, never a traceback.
     policy = p["trustPolicy"]
-    trusted = ", ".join(policy["authorities"] + [f"key {k}" for k in policy["verifierKeys"]])
+    keys = [f"key {k}" for k in policy.get("verifierKeys") or []]
+    trusted = ", ".join([*policy.get("authorities", []), *keys])
     typer.echo(f"trusted:       {trusted or 'nothing'}")
     typer.echo("checks:")
     for check in p["checks"]:
-        typer.echo(f"  {check['verdict']:<9} {check['authority']:<14} {check['name']}")
+        name = check.get("name", "(unnamed)")
+        typer.echo(f"  {check['verdict']:<9} {check['authority']:<14} {name}")
     decision = p.get("policyDecision")
     if decision is not None:
         typer.echo("policy decision (recorded and signed; not part of the verdict above):")

@@ -95,7 +95,8 @@ def as_of(source: Receipt | Envelope | Mapping[str, Any], at: datetime) -> Stand
             continue
         deadline = parse_time(pending["deadline"], "deadline")
         expires_to = Verdict(pending["expiresTo"])
-        deadlines.append(Deadline(check["name"], deadline, expires_to, when >= deadline))
+        name = str(check.get("name", "(unnamed)"))  # the kernel does not require one
+        deadlines.append(Deadline(name, deadline, expires_to, when >= deadline))
     return Standing(
         signed=replayed.recorded,
         decided_at=replayed.decided_at,

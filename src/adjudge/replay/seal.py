@@ -49,7 +49,8 @@ class SealReport:
 
 def sealed_commitment(predicate: Mapping[str, Any]) -> str | None:
     """The commitment a receipt's oracle check of sealed criteria names, when it passed."""
-    for check in predicate.get("checks") or []:
+    checks = predicate.get("checks")
+    for check in checks if isinstance(checks, list) else []:  # a bundle's, unverified yet
         if not isinstance(check, Mapping):
             continue
         match = _SEAL_EXPRESSION.fullmatch(str(check.get("expression") or ""))
