@@ -155,7 +155,12 @@ def test_one_provider_holds_at_most_its_share_of_the_pool(
             third, other = await asyncio.gather(
                 f.forward(_as("slowco", post(slow.url))), f.forward(_as("sky", post(quick.url)))
             )
-            return list(await asyncio.gather(*held)), third, other
+            done = list(await asyncio.gather(*held))
+            # A share is kept only while used: none is left, and an unsigned request (a
+            # webhook's) takes none, however many hosts it goes to.
+            assert f._shares == {}
+            assert (await f.forward(post(quick.url))).ok and f._shares == {}
+            return done, third, other
 
     held, third, other = asyncio.run(go())
     assert all(o.ok for o in held) and other.ok, (held, other)

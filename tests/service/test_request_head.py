@@ -137,3 +137,18 @@ def test_a_large_body_then_a_pipelined_request_is_no_large_head(h: Harness) -> N
                 answer += part
     assert answer.count(b"HTTP/1.1 ") == 2 and b" 431 " not in answer, answer[:300]
     assert b"HTTP/1.1 200 " in answer
+
+
+def test_a_head_past_the_bound_in_one_piece_is_refused(h: Harness) -> None:
+    """A 40 KiB header sent in one piece (read in one chunk, so never counted as it arrives)
+    is measured whole and refused; one of 30 KiB is served."""
+    with serving(h.app) as base:
+        host, port = base.split("//")[1].split(":")
+        for pad, status in ((40_000, b" 431 "), (30_000, b" 200 ")):
+            head = b"GET /health HTTP/1.1\r\nHost: x\r\nX-Pad: %s\r\nConnection: close\r\n\r\n"
+            with socket.create_connection((host, int(port)), timeout=10) as s:
+                s.sendall(head % (b"a" * pad))
+                answer = b""
+                while part := s.recv(65536):
+                    answer += part
+            assert answer.startswith(b"HTTP/1.1" + status), (pad, answer[:200])

@@ -332,41 +332,15 @@ def received_response(raw: bytes) -> ProviderResponse:
     a string holding half of a surrogate pair (``"\\ud800"``, which no UTF-8 text can hold:
     the record and the answer could not be written). The digest is always the sha256 of the
     bytes themselves. A replay reads a forwarded call's stored bytes through this same
-    function, so it sees the body the gateway judged. So is JSON nested more than
-    :data:`MAX_ANSWER_DEPTH` deep: the mapping, the schema and the record's writers each walk
-    a value by recursion, and an answer nested 900 deep (which the parser takes) failed them
-    after the price was reserved.
+    function, so it sees the body the gateway judged.
     """
     try:
         body: Any = json.loads(raw, parse_constant=_not_json, parse_float=_finite)
         if (b"\\u" in raw or b"\xed" in raw) and _SURROGATE.search(raw) is not None:
             dumps_utf8(body)  # the record's writer: UnicodeEncodeError on a lone half
-        if raw.count(b"[") + raw.count(b"{") > MAX_ANSWER_DEPTH and _deeper(body):
-            raise ValueError("nested too deep")
     except (ValueError, UnicodeDecodeError, RecursionError):
         body = raw.decode("utf-8", errors="replace")
     return ProviderResponse(status="ok", body=body, digest=sha256_digest(raw))
-
-
-#: The deepest nesting of arrays and objects a provider's answer is read as JSON with (as a
-#: request's body, ``adjudge.service.ingress``); a deeper one is judged as its text.
-MAX_ANSWER_DEPTH = 100
-
-
-def _deeper(value: Any) -> bool:
-    """Whether ``value`` nests more than :data:`MAX_ANSWER_DEPTH` deep: walked with a stack of
-    its own (only an answer with more brackets than that in all is walked at all)."""
-    stack = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict):
-            item = item.values()
-        elif not isinstance(item, list):
-            continue
-        if depth >= MAX_ANSWER_DEPTH:
-            return True
-        stack.extend((child, depth + 1) for child in item if isinstance(child, dict | list))
-    return False
 
 
 #: Where JSON's parser can make a surrogate: an escape of one, or one encoded in the bytes

@@ -257,7 +257,7 @@ class AsyncForwarder:
         # time-outs, called at once by its own caller at no price, held every connection and
         # every other provider's calls were voided, "the pool is exhausted").
         self._slots = asyncio.Semaphore(lim.max_connections)
-        self._shares: dict[str, asyncio.Semaphore] = {}
+        self._shares: dict[str, _Share] = {}
         self._client: aiohttp.ClientSession | None = None
 
     async def __aenter__(self) -> AsyncForwarder:
@@ -365,17 +365,19 @@ class AsyncForwarder:
 
         # (2) A place among the provider's share of the pool and in the pool, then the
         # exchange, each error of the client given its kind.
-        provider = request.provider if isinstance(request, SignedRequest) else url.host or ""
-        share = self._shares.get(provider)
-        if share is None:
-            share = self._shares[provider] = asyncio.Semaphore(self.limits.max_per_provider)
-        if not await self._place(share):
-            full = "the provider's share of the gateway's connections is in use"
-            return failed(FailureKind.SYSTEM, full, retryable=True)
+        share = self._share_of(request)
         try:
-            received = await self._exchanged(request.method, url, headers, body)
+            if share is not None and not await self._place(share.slots):
+                full = "the provider's share of the gateway's connections is in use"
+                return failed(FailureKind.SYSTEM, full, retryable=True)
+            try:
+                received = await self._exchanged(request.method, url, headers, body)
+            finally:
+                if share is not None:
+                    share.slots.release()
         finally:
-            share.release()
+            if share is not None:
+                self._leave(share)
         if isinstance(received, _Unsent):
             return failed(received.kind, received.message, retryable=received.retryable)
         if isinstance(received, _TooLargeAnswer):
@@ -393,6 +395,27 @@ class AsyncForwarder:
         except ValueError as exc:
             return failed(FailureKind.PROTOCOL, str(exc), status=status)
         return _classify(status, answer_headers, decoded, time.perf_counter() - start)
+
+    def _share_of(self, request: SignedRequest | BuiltRequest) -> _Share | None:
+        """The share of the pool of the provider a signed request goes to, counted as used
+        until :meth:`_leave` (None for a request no provider signs for, a webhook's, or when
+        a share is the whole pool). A share is kept while a call uses or waits for it, so
+        the shares are at most the providers called at once, however many hosts were seen."""
+        lim = self.limits
+        if not isinstance(request, SignedRequest) or lim.max_per_provider >= lim.max_connections:
+            return None
+        share = self._shares.get(request.provider)
+        if share is None:
+            share = self._shares[request.provider] = _Share(
+                request.provider, asyncio.Semaphore(lim.max_per_provider)
+            )
+        share.users += 1
+        return share
+
+    def _leave(self, share: _Share) -> None:
+        share.users -= 1
+        if share.users == 0:
+            del self._shares[share.provider]
 
     async def _exchanged(
         self, method: str, url: URL, headers: list[tuple[str, str]], body: _BoundedBody | None
@@ -460,6 +483,15 @@ class AsyncForwarder:
 
 
 _Received = tuple[int, tuple[tuple[str, str], ...], bytes, str]
+
+
+@dataclass
+class _Share:
+    """One provider's share of the pool: its places, and the calls holding or waiting for one."""
+
+    provider: str
+    slots: asyncio.Semaphore
+    users: int = 0
 
 
 class _Unsent(NamedTuple):

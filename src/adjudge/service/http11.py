@@ -4,11 +4,12 @@ httptools, the compiled parser ``adjudge serve`` runs uvicorn with, sets no boun
 request's line and headers, and uvicorn adds none: one client streaming a header of 128 MiB
 was buffered whole (the process grew by the header's size) and stalled every other client's
 request while the pieces were joined, then answered as any request. h11, uvicorn's other
-parser, bounds the head, but costs about 0.2 ms more CPU a request. So this subclass counts
-the bytes a request's head has taken, chunk by chunk as they arrive (httptools keeps a header's
-value until it is whole, so counting complete headers would come too late), and past
-:data:`MAX_HEAD_BYTES` answers ``431 HEADERS_TOO_LARGE`` in the service's error shape and
-closes the connection. Written here, not found: uvicorn offers no such option for httptools.
+parser, bounds the head, but costs about 0.2 ms more CPU a request. So this subclass bounds a
+request's head at :data:`MAX_HEAD_BYTES`, twice: exactly once it is whole (its line and
+headers as parsed), and, while it is still arriving, by the chunks it alone spans (httptools
+keeps a header's value until it is whole, so the exact count would come too late to bound the
+memory). Past it: ``431 HEADERS_TOO_LARGE`` in the service's error shape, and the connection
+closed. Written here, not found: uvicorn offers no such option for httptools.
 """
 
 from __future__ import annotations
@@ -29,6 +30,19 @@ _REFUSAL = json.dumps(
         }
     }
 ).encode()
+_ANSWER = b"".join(
+    [
+        STATUS_LINE[431],
+        b"content-type: application/json\r\n",
+        b"content-length: %d\r\n" % len(_REFUSAL),
+        b"connection: close\r\n\r\n",
+        _REFUSAL,
+    ]
+)
+
+
+class _HeadTooLarge(Exception):
+    """Raised from the parser's callback: httptools stops, and uvicorn answers its refusal."""
 
 
 class BoundedHttpTools(HttpToolsProtocol):
@@ -37,6 +51,7 @@ class BoundedHttpTools(HttpToolsProtocol):
     _in_head = False
     _head_bytes = 0
     _heads = 0  # the requests begun on this connection
+    _too_large = False
 
     def on_message_begin(self) -> None:
         """A request begins: its head is counted from here."""
@@ -45,15 +60,27 @@ class BoundedHttpTools(HttpToolsProtocol):
         self._heads += 1
 
     def on_headers_complete(self) -> None:
-        """The head is whole: what follows is the body's."""
+        """The head is whole: measured exactly (its line, and each header as sent with its
+        ``": "`` and line end), and refused past the bound before the request is run."""
         self._in_head = False
+        size = len(self.url) + sum(len(name) + len(value) + 4 for name, value in self.headers)
+        if size > MAX_HEAD_BYTES:
+            self._too_large = True
+            raise _HeadTooLarge
         super().on_headers_complete()
+
+    def send_400_response(self, msg: str) -> None:
+        """uvicorn's answer to a request the parser stopped on: ours, for a head too large."""
+        if self._too_large:
+            self._refuse()
+        else:
+            super().send_400_response(msg)
 
     def data_received(self, data: bytes) -> None:
         """Parse the chunk, then count it if one request's head was open before it and still
         is after it (a chunk where a head begins may hold the end of the last request's body,
         pipelined: it is not counted, so at most two chunks, as the transport reads them, past
-        the bound are ever held)."""
+        the bound are ever held before the exact count)."""
         before = (self._in_head, self._heads)
         super().data_received(data)
         if before != (True, self._heads) or not self._in_head or self.transport.is_closing():
@@ -61,15 +88,8 @@ class BoundedHttpTools(HttpToolsProtocol):
         self._head_bytes += len(data)
         if self._head_bytes > MAX_HEAD_BYTES:
             self._in_head = False
-            self.transport.write(
-                b"".join(
-                    [
-                        STATUS_LINE[431],
-                        b"content-type: application/json\r\n",
-                        b"content-length: %d\r\n" % len(_REFUSAL),
-                        b"connection: close\r\n\r\n",
-                        _REFUSAL,
-                    ]
-                )
-            )
-            self.transport.close()
+            self._refuse()
+
+    def _refuse(self) -> None:
+        self.transport.write(_ANSWER)
+        self.transport.close()
