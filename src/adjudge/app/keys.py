@@ -24,7 +24,7 @@ from typing import Any
 from adjudge.app.accounts import Accounts, need_primary, new_api_key
 from adjudge.app.unit import Answer, Idempotency, UnitOfWork
 from adjudge.errors import BadInput, NotFound, StateError
-from adjudge.store import Account, Transaction, api_keys
+from adjudge.store import Account, Transaction, api_keys, records
 from adjudge.store.api_keys import KeyGrant
 from adjudge.store.records import key_hash
 
@@ -93,6 +93,7 @@ class Keys:
         idem = Idempotency.of(key, "keys.create", inputs)
 
         def run(tx: Transaction) -> dict[str, Any]:
+            records.lock_account(tx, owner.id)  # two processes at once: one passes the cap
             if api_keys.live_count(tx, owner.id) >= MAX_KEYS:
                 raise StateError(
                     f"An account holds at most {MAX_KEYS} extra keys; revoke one first.",

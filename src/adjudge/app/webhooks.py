@@ -26,7 +26,7 @@ from adjudge.app.unit import Answer, Idempotency, UnitOfWork
 from adjudge.errors import BadInput, NotFound, RateLimited, StateError
 from adjudge.gateway.sealed import SecretBox, SecretError
 from adjudge.settings import Settings
-from adjudge.store import Account, Transaction, ids, outbox, quotas
+from adjudge.store import Account, Transaction, ids, outbox, quotas, records
 from adjudge.webhooks import events, schedule
 from adjudge.webhooks.sender import Outgoing, Sender
 from adjudge.webhooks.signing import body_bytes, new_secret
@@ -151,6 +151,7 @@ class Webhooks:
         idem = Idempotency.of(key, "webhooks.create_endpoint", inputs)
 
         def run(tx: Transaction) -> dict[str, Any]:
+            records.lock_account(tx, account.id)  # two processes at once: one passes the cap
             if outbox.enabled_count(tx, account.id) >= self.settings.max_endpoints:
                 raise StateError(
                     f"An account has at most {self.settings.max_endpoints} enabled endpoints; "

@@ -246,6 +246,13 @@ def set_opt_in(tx: Transaction, account_id: str, opt_in: bool) -> None:
     )
 
 
+def lock_account(tx: Transaction, account_id: str) -> None:
+    """Lock an account's row until the transaction ends (on PostgreSQL; SQLite's writer is
+    alone): what counts an account's things against a cap and then adds one (its live keys,
+    its enabled endpoints) takes it first, so two processes cannot both pass the cap."""
+    tx.conn.execute(select(s.accounts.c.id).where(s.accounts.c.id == account_id).with_for_update())
+
+
 def record_to_change(tx: Transaction, account_id: str) -> AgentRecord | None:
     """An agent's reputation and dispute count, its row locked until the transaction ends (on
     PostgreSQL; SQLite's writer is alone): two transactions changing one agent's record, each
