@@ -80,3 +80,11 @@ def test_a_nul_in_the_clients_receipt_path_is_refused(hh: Harness) -> None:
         "/assay/v1/receipts/call%00x", headers={"Authorization": f"Bearer {hh.keys['ann']}"}
     )
     assert (r.status_code, r.json()["error"]["code"]) == (400, "INVALID_REQUEST")
+
+
+def test_a_line_id_of_eighteen_digits_is_a_position(hh: Harness) -> None:
+    """The longest key the ledger's lines take is read as a position (after every line: the
+    whole listing), on each database (PostgreSQL's ids are 64-bit since revision 0049)."""
+    cursor = _cursor("2999-01-01T00:00:00+00:00", "9" * 18)
+    found = hh.ok("root", "GET", f"/ledger/lines?cursor={cursor}")
+    assert found["lines"]

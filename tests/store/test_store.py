@@ -1071,3 +1071,30 @@ def test_migration_0046_reads_an_accounts_enabled_endpoints_on_their_range(store
         "SEARCH webhook_endpoints USING COVERING INDEX ix_webhook_endpoints_account_enabled "
         "(account_id=? AND enabled=?)"
     ]
+
+
+def test_migration_0049_counts_rows_past_31_bits(store: Store) -> None:
+    """After 0049 a ledger line (and every row the database numbers) is written past
+    2^31 - 1, where PostgreSQL's ``serial`` ended (SQLite's row ids were 64-bit already); 0049
+    also downgrades cleanly."""
+    downgrade(store, "0048")
+    store.migrate()
+    if store.dialect == "postgresql":
+        with store.engine.begin() as conn:
+            for table in ("ledger_entries", "webhook_attempts", "submissions"):
+                conn.execute(
+                    text(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), 2147483650)")
+                )
+    else:
+        with store.engine.begin() as conn:
+            conn.execute(
+                text(
+                    "INSERT INTO ledger_entries (id, txn, account, amount, memo, at) "
+                    "VALUES (2147483650, 'old', 'wallet:big', 0, 'deposit', '2026-01-01')"
+                )
+            )
+    with store.write() as tx:
+        ledger.transfer(tx, [Transfer(WORLD, "wallet:big", 5, "deposit")], task_id=None, at=T0)
+    with store.read() as tx:
+        ids = tx.conn.execute(text("SELECT max(id) FROM ledger_entries")).scalar_one()
+    assert ids > 2**31

@@ -65,7 +65,7 @@ __all__ = [
 call_contracts = Table(
     "call_contracts",
     s.metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("id", s.ROW_ID, primary_key=True, autoincrement=True),
     Column("tool", String(200), nullable=False),  # read by the unique key it leads
     Column("version", String(64), nullable=False),
     Column("provider", String(64), ForeignKey("accounts.id"), nullable=False),
@@ -80,7 +80,7 @@ call_contracts = Table(
 call_policies = Table(
     "call_policies",
     s.metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("id", s.ROW_ID, primary_key=True, autoincrement=True),
     Column("policy_id", String(200), nullable=False),
     Column("version", Integer, nullable=False),
     Column("tool", String(200), nullable=False),  # read by the unique key it leads
@@ -138,7 +138,7 @@ call_provider_terms = Table(
 call_penalty_proposals = Table(
     "call_penalty_proposals",
     s.metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("id", s.ROW_ID, primary_key=True, autoincrement=True),
     Column("provider", String(64), nullable=False, index=True),
     Column("proposal", JSON, nullable=False),  # PenaltyProposal.to_dict()
     Column("proposed_at", s.UTCDateTime, nullable=False),

@@ -153,7 +153,7 @@ Index(
 webhook_attempts = Table(
     "webhook_attempts",
     s.metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("id", s.ROW_ID, primary_key=True, autoincrement=True),
     Column("delivery_id", String(40), nullable=False, index=True),
     Column("attempt", Integer, nullable=False),  # counted since creation or the last replay
     Column("at", s.UTCDateTime, nullable=False),

@@ -91,10 +91,16 @@ balances = Table(
     Column("balance", BigInteger, nullable=False),
 )
 
+#: A row id the database counts out: 64 bits (revision 0049). PostgreSQL's ``integer`` (and the
+#: sequence of a ``serial``) ends at 2^31 - 1, which the ledger's lines reach within weeks at a
+#: billion calls a month, and then every payment fails; SQLite's row ids are 64-bit already,
+#: and only ``INTEGER PRIMARY KEY`` is one.
+ROW_ID = BigInteger().with_variant(Integer(), "sqlite")
+
 ledger_entries = Table(
     "ledger_entries",
     metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("id", ROW_ID, primary_key=True, autoincrement=True),
     Column("txn", String(64), nullable=False, index=True),  # both legs of a transfer share it
     Column("account", String(160), nullable=False),  # read by ix_ledger_entries_account_at
     Column("amount", BigInteger, nullable=False),  # signed: the debit leg is negative
@@ -178,7 +184,7 @@ task_votes = Table(
     metadata,
     # Every panel verifier's vote, one per verifier per submission (the unique key refuses a
     # second), kept for the record after the task's row moves on to a new submission.
-    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("id", ROW_ID, primary_key=True, autoincrement=True),
     Column("task_id", String(64), ForeignKey("tasks.id"), nullable=False),  # the key leads
     Column("attempt", Integer, nullable=False),
     Column("verifier", String(64), nullable=False),
@@ -236,7 +242,7 @@ task_lapses = Table(
     "task_lapses",
     metadata,
     # A take whose window ended with nothing submitted: the task's record of it.
-    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("id", ROW_ID, primary_key=True, autoincrement=True),
     Column("task_id", String(64), ForeignKey("tasks.id"), nullable=False, index=True),
     Column("agent", String(64), nullable=False),
     Column("taken_at", UTCDateTime, nullable=False),
@@ -246,7 +252,7 @@ task_lapses = Table(
 submissions = Table(
     "submissions",
     metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("id", ROW_ID, primary_key=True, autoincrement=True),
     Column("task_id", String(64), ForeignKey("tasks.id"), nullable=False),
     Column("attempt", Integer, nullable=False),
     Column("result", Text, nullable=False),
@@ -258,7 +264,7 @@ submissions = Table(
 verdicts = Table(
     "verdicts",
     metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("id", ROW_ID, primary_key=True, autoincrement=True),
     Column("task_id", String(64), ForeignKey("tasks.id"), nullable=False),  # the key leads
     Column("attempt", Integer, nullable=False),
     Column("kind", String(16), nullable=False),  # verdict | ruling | routed
@@ -329,7 +335,7 @@ review_leases = Table(
 disputes = Table(
     "disputes",
     metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("id", ROW_ID, primary_key=True, autoincrement=True),
     Column("task_id", String(64), ForeignKey("tasks.id"), nullable=False, index=True),
     Column("attempt", Integer, nullable=False),  # the round it concerns
     Column("by", String(64), nullable=False),
