@@ -195,6 +195,8 @@ def test_a_key_is_given_a_budget_and_a_call_its_maximum(world: World) -> None:
     assert code == 0 and out == "No live extra keys.\n"
     code, out, _ = run(world, "ann", "api-keys", "list", "--revoked", "--limit", "1")
     assert code == 0 and out.startswith(f"{key_id}  revoked  agent-1")
+    code, _, err = run(world, "ann", "api-keys", "list", "--cursor", "x")  # not ignored
+    assert code == 2 and "add --revoked" in err
     code, _, err = run(world, "ann", "api-keys", "create", "x", "--max-per-call", "0.0000001")
     assert code == 2 and "6 decimals at most" in err
     assert world.h.balance("wallet:ann") == FUNDS - PRICE

@@ -66,6 +66,8 @@ def test_webhooks_commands_over_the_api(sqlite_store: Store, tmp_path: Path) -> 
             assert code == 0 and "disabled" in out
             code, out, _ = run("list")
             assert code == 0 and out == "No endpoints.\n"
+            code, _, err = run("list", "--limit", "1")  # a page of what? said, not ignored
+            assert code == 2 and "add --disabled" in err
             code, out, err = run("list", "--disabled", "--limit", "1")
             assert code == 0 and endpoint.group(1) in out and err == ""
             code, out, _ = run("--json", "list", "--disabled")

@@ -109,8 +109,8 @@ def list_keys(
         bool, typer.Option("--revoked", help="The keys you revoked, newest first, by page.")
     ] = False,
     limit: Annotated[
-        int, typer.Option(min=1, max=100, help="With --revoked: how many on one page.")
-    ] = 50,
+        int | None, typer.Option(min=1, max=100, help="With --revoked: how many on one page (50).")
+    ] = None,
     cursor: Annotated[
         str | None, typer.Option(help="With --revoked: the page to read (printed under one).")
     ] = None,
@@ -118,9 +118,11 @@ def list_keys(
 ) -> None:
     """Your live extra keys, their limits and what each spent today (UTC); with --revoked, the
     keys you revoked, a page at a time."""
+    if not revoked and (limit is not None or cursor is not None):
+        raise typer.BadParameter("pages only the revoked keys: add --revoked.")
     session = _session(ctx, as_json)
     if revoked:
-        page = session.call(lambda api: api.revoked_api_keys(limit=limit, cursor=cursor))
+        page = session.call(lambda api: api.revoked_api_keys(limit=limit or 50, cursor=cursor))
     else:
         page = {"keys": session.call(lambda api: api.api_keys()), "next_cursor": None}
     if session.as_json:

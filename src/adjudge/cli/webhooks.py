@@ -130,15 +130,17 @@ def list_endpoints(
         bool, typer.Option("--disabled", help="The endpoints you deleted, newest first, by page.")
     ] = False,
     limit: Annotated[
-        int, typer.Option(min=1, max=100, help="With --disabled: how many on one page.")
-    ] = 50,
+        int | None, typer.Option(min=1, max=100, help="With --disabled: how many on one page (50).")
+    ] = None,
     cursor: Annotated[
         str | None, typer.Option(help="With --disabled: the page to read (printed under one).")
     ] = None,
 ) -> None:
     """Your enabled endpoints; with --disabled, the ones you deleted, a page at a time."""
+    if not disabled and (limit is not None or cursor is not None):
+        raise typer.BadParameter("pages only the deleted endpoints: add --disabled.")
     if disabled:
-        page = _call(ctx, lambda c: c.disabled_webhooks(limit=limit, cursor=cursor))
+        page = _call(ctx, lambda c: c.disabled_webhooks(limit=limit or 50, cursor=cursor))
     else:
         page = {"endpoints": _call(ctx, lambda c: c.webhooks()), "next_cursor": None}
     if _json(ctx, page):

@@ -20,12 +20,15 @@ The body itself is capped before this, and before authentication, by :class:`Bod
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import re
+import weakref
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+import anyio
 import anyio.to_thread
 from fastapi import Request, Response
 from fastapi.responses import JSONResponse
@@ -143,8 +146,24 @@ async def parse_async(body: bytes) -> Any:
     """:func:`parse`, on a worker thread for a body over :data:`PARSE_ON_LOOP` (every door's
     large body: the routes' and MCP's)."""
     if len(body) > PARSE_ON_LOOP:
-        return await anyio.to_thread.run_sync(parse, body)
+        return await anyio.to_thread.run_sync(parse, body, limiter=_parsers())
     return parse(body)
+
+
+#: The large bodies parsed at once, by event loop: a lane of their own, so bodies sent by the
+#: many never take the threads the routes run on (parsing holds the interpreter: more at once
+#: would only share it).
+_PARSERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, anyio.CapacityLimiter] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _parsers() -> anyio.CapacityLimiter:
+    loop = asyncio.get_running_loop()
+    found = _PARSERS.get(loop)
+    if found is None:
+        found = _PARSERS[loop] = anyio.CapacityLimiter(2)
+    return found
 
 
 class StrictRoute(APIRoute):
