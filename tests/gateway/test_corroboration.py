@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,8 +51,8 @@ def _outlook(base_url: str) -> dict[str, Any]:
     }
 
 
-@pytest.fixture
-def setup(store: Store) -> Iterator[Corroborated]:
+@contextmanager
+def _corroborated(store: Store) -> Iterator[Corroborated]:
     """The weather world, plus nimbus's outlook (another provider) and sky's policy version 2
     naming it as the corroborator of empty answers; sky holds funds to pay for it."""
     with weather_world(store) as world:
@@ -67,6 +68,13 @@ def setup(store: Store) -> Iterator[Corroborated]:
             policy = corroborated(POLICY, 2, OUTLOOK, BOUND)
             h.ok(PROVIDER, "POST", "/tools/weather_forecast/policies", {"policy": policy})
             yield Corroborated(world, nimbus)
+
+
+@pytest.fixture
+def setup(store: Store) -> Iterator[Corroborated]:
+    """:func:`_corroborated`, audited after."""
+    with _corroborated(store) as world:
+        yield world
     audit(store)
 
 
@@ -145,24 +153,12 @@ def test_a_provider_cannot_spend_its_corroboration_key_first(
         return app
 
     monkeypatch.setattr(weather, "provider", squatting)
-    with weather_world(sqlite_store) as world:
-        h = world.h
-        h.keys[CORROBORATOR] = h.app.accounts.create(None, CORROBORATOR, ["provider"]).value[
-            "api_key"
-        ]
-        nimbus = Script()
-        with AsgiServer(provider(nimbus)) as server:
-            h.ok(CORROBORATOR, "POST", "/tools/callable", {"tool": _outlook(server.url)})
-            h.ok(CORROBORATOR, "POST", f"/tools/{OUTLOOK}/policies", {"policy": OUTLOOK_POLICY})
-            h.app.accounts.deposit(h.app.accounts.authenticate(h.keys["root"]), PROVIDER, SKY_FUNDS)
-            policy = corroborated(POLICY, 2, OUTLOOK, BOUND)
-            h.ok(PROVIDER, "POST", "/tools/weather_forecast/policies", {"policy": policy})
-            squat |= {"service": world.service, "key": h.keys[PROVIDER]}
-            world.script.answer = "empty"
-            nimbus.answer = "good"
-            r = world.call({"city": "berlin"})
-            assert r.status_code == 200, r.text
-            got = r.json()
+    with _corroborated(sqlite_store) as setup:
+        h = setup.world.h
+        squat |= {"service": setup.world.service, "key": h.keys[PROVIDER]}
+        setup.world.script.answer = "empty"
+        setup.nimbus.answer = "good"
+        got = setup.call({"city": "berlin"})
     assert squat["status"] == [(200, None), (400, "INVALID_IDEMPOTENCY_KEY")]
     assert (got["status"], got["verdict"], got["strike"]) == ("refunded", "FAIL", True)
     assert h.balance("wallet:ann") == FUNDS
