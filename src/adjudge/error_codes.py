@@ -67,6 +67,7 @@ SERVICE_CODES = frozenset(
         "METHOD_NOT_ALLOWED",
         "PAYLOAD_TOO_LARGE",
         "HEADERS_TOO_LARGE",
+        "REQUEST_TIMEOUT",
         "INTERNAL_ERROR",
         "INVALID_JSON",
     }
@@ -166,6 +167,7 @@ _TABLE = (
     Code("REGEX_PATTERN_INVALID", BadInput, 400, "A regex_pattern is not a JavaScript regular expression."),
     Code("REGEX_PATTERN_TIMEOUT", BadInput, 400, "A regex_pattern's match passed the time limit and was stopped."),
     Code("REGEX_PATTERN_UNUSABLE", BadInput, 400, "A regex_pattern is too long or can take exponential time."),
+    Code("REQUEST_TIMEOUT", BadInput, 408, "A request's line and headers did not arrive in time; the connection is closed."),
     Code("RESULT_TOO_LARGE", BadInput, 400, "A result is over the size limit."),
     Code("REVIEW_INVALID", BadInput, 400, "A review (a verdict with its reasons and quotes) is not usable."),
     Code("SEAL_INVALID", BadInput, 400, "A seal is a sha256 commitment, on an auto task whose public criteria do not carry the sealed field."),

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from adjudge.service import ingress
+from adjudge.service import http11, ingress
 from adjudge.service.http11 import MAX_HEAD_BYTES
 from support import http
 from support.harness import Harness
@@ -152,3 +152,39 @@ def test_a_head_past_the_bound_in_one_piece_is_refused(h: Harness) -> None:
                 while part := s.recv(65536):
                     answer += part
             assert answer.startswith(b"HTTP/1.1" + status), (pad, answer[:200])
+
+
+def _answer_to(base: str, *pieces: bytes, pause: float = 0.0) -> bytes:
+    """Send ``pieces`` on one connection, ``pause`` seconds after each; the server's answers
+    until it closes."""
+    host, port = base.split("//")[1].split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as s:
+        for piece in pieces:
+            s.sendall(piece)
+            time.sleep(pause)
+        answer = b""
+        while part := s.recv(65536):
+            answer += part
+    return answer
+
+
+def test_a_head_that_does_not_arrive_in_time_is_cut_off(
+    h: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A connection that sends nothing, or a head it never finishes, is answered ``408
+    REQUEST_TIMEOUT`` and closed once the head's time is up (here 0.3 s); a request on the
+    same connection after a pause between requests is timed from its own first byte."""
+    monkeypatch.setattr(http11, "HEAD_SECONDS", 0.3)
+    with serving(h.app) as base:
+        for pieces in ((), (b"GET /health HTTP/1.1\r\nHost: x\r\n",)):
+            started = time.monotonic()
+            answer = _answer_to(base, *pieces)
+            assert answer.startswith(b"HTTP/1.1 408 "), answer[:200]
+            assert json.loads(answer.partition(b"\r\n\r\n")[2])["error"]["code"] == (
+                "REQUEST_TIMEOUT"
+            )
+            assert time.monotonic() - started < 5
+        again = b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n"
+        last = b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        answer = _answer_to(base, again, last, pause=0.5)
+        assert answer.count(b"HTTP/1.1 200 ") == 2, answer[:300]

@@ -14,6 +14,7 @@ closed. Written here, not found: uvicorn offers no such option for httptools.
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
@@ -21,6 +22,11 @@ from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 #: The most bytes a request's line and headers may take (Node.js takes 16 KiB, nginx 32 KiB
 #: by default); a body is bounded on its own (``ingress.BodyCap``).
 MAX_HEAD_BYTES = 32 * 1024
+#: The most seconds a request's head may take to arrive whole, counted from the connection
+#: (its first request) or from the head's first byte (the next ones; uvicorn's keep-alive
+#: time-out bounds the wait between them). Without it, a client sending nothing, or a byte a
+#: second, held its connection for good, and enough of them every connection the process has.
+HEAD_SECONDS = 10.0
 
 _REFUSAL = json.dumps(
     {
@@ -41,6 +47,25 @@ _ANSWER = b"".join(
 )
 
 
+_LATE = json.dumps(
+    {
+        "error": {
+            "code": "REQUEST_TIMEOUT",
+            "message": f"A request's line and headers must arrive within {HEAD_SECONDS:g} s.",
+        }
+    }
+).encode()
+_LATE_ANSWER = b"".join(
+    [
+        STATUS_LINE[408],
+        b"content-type: application/json\r\n",
+        b"content-length: %d\r\n" % len(_LATE),
+        b"connection: close\r\n\r\n",
+        _LATE,
+    ]
+)
+
+
 class _HeadTooLarge(Exception):
     """Raised from the parser's callback: httptools stops, and uvicorn answers its refusal."""
 
@@ -52,17 +77,32 @@ class BoundedHttpTools(HttpToolsProtocol):
     _head_bytes = 0
     _heads = 0  # the requests begun on this connection
     _too_large = False
+    _head_timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        """A connection: its first head is timed from here."""
+        super().connection_made(transport)
+        self._time_head()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        """The connection is gone: nothing more to time."""
+        self._untime_head()
+        super().connection_lost(exc)
 
     def on_message_begin(self) -> None:
-        """A request begins: its head is counted from here."""
+        """A request begins: its head is counted from here, and timed if it was not already
+        (a connection's first)."""
         super().on_message_begin()
         self._in_head, self._head_bytes = True, 0
         self._heads += 1
+        if self._head_timer is None:
+            self._time_head()
 
     def on_headers_complete(self) -> None:
         """The head is whole: measured exactly (its line, and each header as sent with its
         ``": "`` and line end), and refused past the bound before the request is run."""
         self._in_head = False
+        self._untime_head()
         size = len(self.url) + sum(len(name) + len(value) + 4 for name, value in self.headers)
         if size > MAX_HEAD_BYTES:
             self._too_large = True
@@ -93,3 +133,18 @@ class BoundedHttpTools(HttpToolsProtocol):
     def _refuse(self) -> None:
         self.transport.write(_ANSWER)
         self.transport.close()
+
+    def _time_head(self) -> None:
+        self._head_timer = self.loop.call_later(HEAD_SECONDS, self._head_late)
+
+    def _untime_head(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
+    def _head_late(self) -> None:
+        """No whole head in time: ``408 REQUEST_TIMEOUT``, and the connection closed."""
+        self._head_timer = None
+        if not self.transport.is_closing():
+            self.transport.write(_LATE_ANSWER)
+            self.transport.close()
