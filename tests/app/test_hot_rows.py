@@ -36,12 +36,21 @@ def _seed(store: Store) -> None:
 
 
 def _debit(
-    runs: list[str], name: str, after: threading.Event | None = None
+    runs: list[str],
+    name: str,
+    after: threading.Event | None = None,
+    *,
+    sent: threading.Event | None = None,
+    first: threading.Event | None = None,
 ) -> Callable[[Transaction], str]:
     def unit(tx: Transaction) -> str:
         runs.append(name)
+        if first is not None:
+            first.wait(2.0)  # the other batch's debit first, when it can (not where named)
         ledger.transfer(tx, [Transfer(WALLET, "hold:call:" + name, 1)], task_id=None, at=T0)
         tx.send()  # the debit sent: the wallet's row locked from here to the commit
+        if sent is not None:
+            sent.set()
         if after is not None:
             # The other batch moves the window meanwhile, when it can (it cannot where the rows
             # are named: then this waits it out). Long enough for a loaded machine's other
@@ -68,15 +77,16 @@ def _observe(
 
 def _crossed(store: Store, named: bool) -> tuple[list[str], list[Any]]:
     """Batch A debits the wallet, then moves the window; batch B, on another engine (another
-    process's), moves the window, then debits the wallet; A's debit waits until B has moved
-    the window, when B can."""
+    process's), moves the window, then debits the wallet; A's window waits until B has moved
+    it, and B's debit until A has debited, when each can (so the control's crossing does not
+    hang on which thread the machine runs first)."""
     _seed(store)
     other = Store(store.url)
     with other.read():  # its first connection made now, not while the batches cross
         pass
     a, b = GroupCommit(store, threads=1), GroupCommit(other, threads=1)
     runs: list[str] = []
-    moved = threading.Event()
+    moved, debited = threading.Event(), threading.Event()
     wallet = (hot_rows.balance(WALLET),) if named else ()
     window = (hot_rows.window("p"),) if named else ()
     answers: list[Any] = []
@@ -87,11 +97,23 @@ def _crossed(store: Store, named: bool) -> tuple[list[str], list[Any]]:
     threads = [
         threading.Thread(
             target=batch,
-            args=(a, [(_debit(runs, "a1", moved), wallet), (_observe(runs, "a2"), window)]),
+            args=(
+                a,
+                [
+                    (_debit(runs, "a1", moved, sent=debited), wallet),
+                    (_observe(runs, "a2"), window),
+                ],
+            ),
         ),
         threading.Thread(
             target=batch,
-            args=(b, [(_observe(runs, "b1", moved), window), (_debit(runs, "b2"), wallet)]),
+            args=(
+                b,
+                [
+                    (_observe(runs, "b1", moved), window),
+                    (_debit(runs, "b2", first=debited), wallet),
+                ],
+            ),
         ),
     ]
     try:
