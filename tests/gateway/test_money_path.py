@@ -688,3 +688,25 @@ def test_superseded_receipts_link_both_ways(world: World) -> None:
     second = served(world, "ann", "GET", f"/receipts/{ruled['receipt_id']}").json()
     assert second["supersedes"] == original and second["superseded_by"] is None
     assert first["supersedes"] is None
+
+
+def test_a_call_ended_twice_at_once_ends_once_and_the_second_is_told_so(world: World) -> None:
+    """A pending call past its time ended by the upkeep and, at once, by a retry with its key
+    (both read it pending): the second end finds the reservation already emptied and reports a
+    lost race (the retry then replays the first end's answer) instead of raising
+    ``INSUFFICIENT_FUNDS`` at a caller whose wallet is fine."""
+    first = world.call({"city": "berlin"}).json()["intentId"]
+    with world.h.app.store.write() as tx:
+        done = gateway.call(tx, first)
+        assert done is not None
+        stuck = replace(
+            done, id=f"{first}-stuck", state="pending", status=None, verdict=None, key_hash=None
+        )
+        assert gateway.start_call(tx, replace(stuck, receipt_id=None, answer=None))
+        settlement.reserve(tx, "ann", f"hold:call:{stuck.id}", PRICE, at=stuck.started_at)
+    with world.h.app.store.read() as tx:
+        stale = gateway.call(tx, stuck.id)
+    assert stale is not None and stale.state == "pending"
+    assert world.h.app.gateway._interrupted(stale) is True
+    assert world.h.app.gateway._interrupted(stale) is False
+    assert world.h.balance("wallet:ann") == FUNDS - PRICE  # the first call's; the stuck one's back

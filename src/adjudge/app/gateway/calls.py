@@ -870,6 +870,12 @@ class Gateway:
         except Error as exc:
             if exc.code == "CONCURRENT_UPDATE":
                 return False
+            # Another end (the upkeep's, a replay's) emptied the reservation first: the debit,
+            # not the call's conditional update, is where this one lost.
+            if exc.code == "INSUFFICIENT_FUNDS":
+                again = self.unit.read(lambda tx: db.call(tx, call.id))
+                if again is not None and again.state != "pending":
+                    return False
             raise
         return True
 
