@@ -52,7 +52,9 @@ def test_a_huge_header_is_refused_as_it_arrives(h: Harness) -> None:
         sent, answer = _send_head(base, 64 << 20)
         head, _, body = answer.partition(b"\r\n\r\n")
         assert head.startswith(b"HTTP/1.1 431 "), answer[:200]
-        assert json.loads(body)["error"]["code"] == "HEADERS_TOO_LARGE"
+        refusal = json.loads(body)["error"]
+        assert refusal["code"] == "HEADERS_TOO_LARGE" and "32768 bytes" in refusal["message"]
+        assert f"x-request-id: {refusal['request_id']}".encode() in head  # as every answer
         assert sent < 16 << 20  # cut off as it came, not read whole
         assert http.get(base + "/health", timeout=10).status_code == 200
         _, served = _send_head(base, 16 << 10)
@@ -188,3 +190,18 @@ def test_a_head_that_does_not_arrive_in_time_is_cut_off(
         last = b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
         answer = _answer_to(base, again, last, pause=0.5)
         assert answer.count(b"HTTP/1.1 200 ") == 2, answer[:300]
+
+
+def test_a_body_routes_key_is_looked_up_once(h: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The key checked before the body is the caller the route is given: one look-up a
+    request, not one before the body and another for the dependency."""
+    seen: list[str | None] = []
+    real = h.app.accounts.authenticate
+
+    def counted(key: str | None) -> Any:
+        seen.append(key)
+        return real(key)
+
+    monkeypatch.setattr(h.app.accounts, "authenticate", counted)
+    h.post("manual")
+    assert seen == [h.keys["pat"]]

@@ -81,7 +81,9 @@ async def _caller(
     app: Use,
     creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> Account:
-    account = app.accounts.authenticate(creds.credentials if creds else None)
+    account = getattr(request.state, "caller", None)  # checked before the body (KeyedRoute)
+    if not isinstance(account, Account):
+        account = app.accounts.authenticate(creds.credentials if creds else None)
     # For the access log line (adjudge.service.access), which reads the request's state.
     request.state.account_id = account.id
     return account
@@ -103,7 +105,7 @@ class KeyedRoute(StrictRoute):
     FastAPI reads and parses a body before it solves the dependencies (the caller among
     them), so a client with no key had its 4 MiB bodies parsed, a second of CPU each. Every
     route with a body needs a key (``tests/service/test_request_head.py``); the dependency
-    then finds the key remembered."""
+    then takes the account it found."""
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         """The strict handler, after the key is checked when a body will be read."""
@@ -114,7 +116,11 @@ class KeyedRoute(StrictRoute):
         async def keyed(request: Request) -> Response:
             app = request.app.state.adjudge
             assert isinstance(app, App)
-            app.accounts.authenticate(bearer(request.headers.get("authorization")))
+            # Kept for the caller's dependency (the request's state is its scope's: the same
+            # request's), which then does not look the key up again.
+            request.state.caller = app.accounts.authenticate(
+                bearer(request.headers.get("authorization"))
+            )
             return await handler(request)
 
         return keyed

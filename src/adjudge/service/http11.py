@@ -19,6 +19,8 @@ import json
 
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
+from adjudge.service import errors
+
 #: The most bytes a request's line and headers may take (Node.js takes 16 KiB, nginx 32 KiB
 #: by default); a body is bounded on its own (``ingress.BodyCap``).
 MAX_HEAD_BYTES = 32 * 1024
@@ -28,42 +30,22 @@ MAX_HEAD_BYTES = 32 * 1024
 #: second, held its connection for good, and enough of them every connection the process has.
 HEAD_SECONDS = 10.0
 
-_REFUSAL = json.dumps(
-    {
-        "error": {
-            "code": "HEADERS_TOO_LARGE",
-            "message": f"A request's line and headers are at most {MAX_HEAD_BYTES} bytes.",
-        }
-    }
-).encode()
-_ANSWER = b"".join(
-    [
-        STATUS_LINE[431],
-        b"content-type: application/json\r\n",
-        b"content-length: %d\r\n" % len(_REFUSAL),
-        b"connection: close\r\n\r\n",
-        _REFUSAL,
-    ]
-)
 
-
-_LATE = json.dumps(
-    {
-        "error": {
-            "code": "REQUEST_TIMEOUT",
-            "message": f"A request's line and headers must arrive within {HEAD_SECONDS:g} s.",
-        }
-    }
-).encode()
-_LATE_ANSWER = b"".join(
-    [
-        STATUS_LINE[408],
-        b"content-type: application/json\r\n",
-        b"content-length: %d\r\n" % len(_LATE),
-        b"connection: close\r\n\r\n",
-        _LATE,
-    ]
-)
+def _refusal(status: int, code: str, message: str) -> bytes:
+    """A refusal written below the application, in its error shape (:func:`errors.body`),
+    with its request id in the header as every answer has it, and the connection closed."""
+    body = errors.body(code, message)
+    content = json.dumps(body).encode()
+    return b"".join(
+        [
+            STATUS_LINE[status],
+            b"content-type: application/json\r\n",
+            b"content-length: %d\r\n" % len(content),
+            b"x-request-id: %s\r\n" % body["error"]["request_id"].encode(),
+            b"connection: close\r\n\r\n",
+            content,
+        ]
+    )
 
 
 class _HeadTooLarge(Exception):
@@ -131,7 +113,8 @@ class BoundedHttpTools(HttpToolsProtocol):
             self._refuse()
 
     def _refuse(self) -> None:
-        self.transport.write(_ANSWER)
+        message = f"A request's line and headers are at most {MAX_HEAD_BYTES} bytes."
+        self.transport.write(_refusal(431, "HEADERS_TOO_LARGE", message))
         self.transport.close()
 
     def _time_head(self) -> None:
@@ -146,5 +129,6 @@ class BoundedHttpTools(HttpToolsProtocol):
         """No whole head in time: ``408 REQUEST_TIMEOUT``, and the connection closed."""
         self._head_timer = None
         if not self.transport.is_closing():
-            self.transport.write(_LATE_ANSWER)
+            message = f"A request's line and headers must arrive within {HEAD_SECONDS:g} s."
+            self.transport.write(_refusal(408, "REQUEST_TIMEOUT", message))
             self.transport.close()

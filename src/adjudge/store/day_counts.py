@@ -252,8 +252,8 @@ def flush(tx: Transaction) -> None:
             "days": [k[2] for k, _ in due],
             "names": [k[3] for k, _ in due],
             "lanes": [lane] * len(due),
-            "ns": [v & _LOW for _, v in due],
-            "highs": [v >> _SHIFT for _, v in due],
+            "ns": [_parts(v)[0] for _, v in due],
+            "highs": [_parts(v)[1] for _, v in due],
         },
     )
 
