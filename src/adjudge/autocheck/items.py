@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
+from typing import Any
 
 from adjudge.autocheck.answer import is_short, score_expected_answer
 from adjudge.autocheck.criteria import Criteria
@@ -44,6 +45,11 @@ class Context:
         """The full result as forbidden phrases are looked for in it."""
         return self.folded_output if self.folded_output is not None else phrase_text(self.output)
 
+    @cached_property
+    def json_object(self) -> dict[str, Any] | None:
+        """The JSON object in the result, which the JSON rules and their notes all read."""
+        return extract_json_object(self.output)
+
 
 Note = Callable[[str], None]
 
@@ -62,7 +68,7 @@ def _required_fields(c: Criteria, ctx: Context) -> list[Rule]:
     if not c.required_fields:
         return []
     scorer = _has_fields(c.required_fields)
-    return [Rule("required_fields", 2, True, lambda _note: scorer(ctx.output))]
+    return [Rule("required_fields", 2, True, lambda _note: scorer(ctx.output, ctx.json_object))]
 
 
 def _contains_keywords(c: Criteria, ctx: Context) -> list[Rule]:
@@ -124,8 +130,8 @@ def _expected_schema(c: Criteria, ctx: Context) -> list[Rule]:
     scorer = json_schema(c.expected_schema.as_dict())
 
     def score(note: Note) -> float:
-        value = scorer(ctx.output)
-        if value == 0 and extract_json_object(ctx.output) is None:
+        value = scorer(ctx.output, ctx.json_object)
+        if value == 0 and ctx.json_object is None:
             note("output is not JSON")
         return value
 

@@ -37,7 +37,7 @@ LABEL_MAX_TRIES = 20
 _WS = "[" + re.escape(WHITESPACE) + "]"
 # ASCII case folding is exactly JavaScript's for an ASCII pattern (see ignorecase_source).
 _FENCE = re.compile(r"```(?:json)?" + _WS + r"*\n([\s\S]*?)```", re.IGNORECASE | re.ASCII)
-_BRACE_SCAN = re.compile(r'[{}"\\]')
+_OUTSIDE = re.compile(r'[{}"]')  # outside a string a backslash escapes nothing
 _IN_STRING = re.compile(r'["\\]')
 
 
@@ -172,10 +172,11 @@ def extract_json_object(output: str) -> dict[str, Any] | None:
             fenced = _as_object(trim(m.group(1)))
             if fenced is not None:
                 return fenced
+    closings = _Closings(src)
     starts = 0
     start = src.find("{")
     while start != -1 and starts < JSON_SCAN_MAX_STARTS:
-        end = _balanced_end(src, start)
+        end = closings.end(start)
         if end is not None:
             candidate = _as_object(src[start : end + 1])
             if candidate is not None:
@@ -185,33 +186,65 @@ def extract_json_object(output: str) -> dict[str, Any] | None:
     return None
 
 
-def _balanced_end(src: str, start: int) -> int | None:
-    """Index of the ``}`` closing the ``{`` at ``start``, skipping strings; None if unclosed."""
-    depth = 0
-    pos = start
-    while (m := _BRACE_SCAN.search(src, pos)) is not None:
-        ch = m.group()
-        i = m.start()
-        if ch == '"':
-            # Inside a string: a backslash escapes the next character; a quote ends it.
-            j = i + 1
-            while (s := _IN_STRING.search(src, j)) is not None and s.group() == "\\":
-                j = s.start() + 2
-            if s is None:
-                return None
-            pos = s.start() + 1
-            continue
-        if ch == "\\":
-            pos = i + 1
-            continue
-        if ch == "{":
-            depth += 1
-        else:
-            depth -= 1
-            if depth == 0:
-                return i
-        pos = i + 1
-    return None
+_OPEN = -1  # a level not yet closed (indices are never negative)
+
+
+class _Closings:
+    """Where each ``{`` of one text closes (string-aware), in work linear in the text.
+
+    A scan from one brace and a scan from another that stand at the same character in the same
+    state (outside a string, or inside one) read the same characters from there on, and the
+    first ``}`` that closes the level each stands at is the same ``}``. So every (character,
+    state) a scan meets is recorded with the ``}`` that closed its level, or None when nothing
+    did, and a later scan that meets it takes that answer instead of walking on: each (character,
+    state) is walked once. Without it, 50 starts on a text of unclosed braces walked it 50 times.
+    """
+
+    def __init__(self, src: str) -> None:
+        self.src = src
+        self.closed_by: dict[int, int | None] = {}  # 2 * index + inside: the level's ``}``
+
+    def end(self, start: int) -> int | None:
+        """Index of the ``}`` closing the ``{`` at ``start``, skipping strings; None if unclosed.
+
+        A backslash escapes the next character inside a string and nothing outside one.
+        """
+        keys: list[int] = []  # the (character, state) keys met on the open levels, in order
+        levels = [0]  # where each open level's keys start in ``keys``
+        src, closed_by = self.src, self.closed_by
+        pos = start + 1
+        inside = False
+        while (m := (_IN_STRING if inside else _OUTSIDE).search(src, pos)) is not None:
+            i = m.start()
+            key = 2 * i + inside
+            end = closed_by.get(key, _OPEN)
+            if end is None:
+                break
+            if end != _OPEN:
+                pos, inside = end + 1, False
+            else:
+                keys.append(key)
+                ch = src[i]
+                if ch != "}":
+                    pos = i + 2 if ch == "\\" else i + 1
+                    inside = (ch == '"') != inside
+                    if ch == "{":
+                        levels.append(len(keys))
+                    continue
+                end = i
+                pos = i + 1
+            level = levels.pop()
+            closed_by.update(dict.fromkeys(keys[level:], end))
+            del keys[level:]
+            if not levels:
+                return end
+        closed_by.update(dict.fromkeys(keys))
+        return None
+
+
+#: A JSON rule's scorer: the output, and ``extract_json_object(output)``, which a check with
+#: several such rules extracts once.
+Scorer = Callable[[str, dict[str, Any] | None], float]
 
 
 _LABEL_GAP = re.compile(_WS.replace("]", "_-]") + "+")
@@ -237,7 +270,7 @@ _LINE_END = r"(?=[\n\r\u2028\u2029]|\Z)"
 _NEXT_HEADING = re.compile(r"\n[ \t]*#{1,6}[ \t]")
 
 
-def has_fields(fields: Sequence[str]) -> Callable[[str], float]:
+def has_fields(fields: Sequence[str]) -> Scorer:
     """The ``required_fields`` scorer: the share of fields present, in JSON or as labelled prose.
 
     A field's content ends where the next field's label starts ("Summary: Score: 5"), and bare
@@ -249,10 +282,9 @@ def has_fields(fields: Sequence[str]) -> Callable[[str], float]:
     )
     labels = {f: _Label(f) for f in named}
 
-    def score(output: str) -> float:
+    def score(output: str, parsed: dict[str, Any] | None) -> float:
         if not fields:
             return 1.0
-        parsed = extract_json_object(output)
         if parsed is not None:
             present = sum(1 for f in fields if has_property_with_content(parsed, f))
             return present / len(fields)
@@ -310,7 +342,7 @@ def _labelled(label: _Label, any_label: re.Pattern[str], src: str) -> bool:
     return False
 
 
-def json_schema(schema: dict[str, Any]) -> Callable[[str], float]:
+def json_schema(schema: dict[str, Any]) -> Scorer:
     """The ``expected_schema`` scorer: the share of ``required`` keys with non-empty values.
 
     ``properties`` types are not checked (spec 000). Output without JSON scores 0.
@@ -318,8 +350,8 @@ def json_schema(schema: dict[str, Any]) -> Callable[[str], float]:
     required = schema.get("required")
     wants_object = schema.get("type") == "object"
 
-    def score(output: str) -> float:
-        parsed: Any = extract_json_object(output)
+    def score(output: str, found: dict[str, Any] | None) -> float:
+        parsed: Any = found
         if parsed is None:
             try:
                 parsed = parse(output)
