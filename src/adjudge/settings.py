@@ -179,6 +179,30 @@ class Settings(BaseSettings):
         "than the machine's CPUs, at least two).",
         json_schema_extra=_NO_FLAG,
     )
+    judge_workers: int = Field(
+        2,
+        ge=1,
+        le=256,
+        description="Processes that judge a paid call's answer (or check its arguments) where the "
+        "contract or policy has no bound on its work (a pattern that can backtrack, a `$ref`, a "
+        "JMESPath function) or the answer is too large for the bound.",
+        json_schema_extra=_NO_FLAG,
+    )
+    judge_seconds: float = Field(
+        2.0,
+        ge=0.05,
+        le=60,
+        description="How long one answer may take to be judged in those processes; past it the "
+        "call ends as the gateway's own failure (voided and refunded, no strike).",
+        json_schema_extra=_NO_FLAG,
+    )
+    judge_memory_mb: int = Field(
+        2048,
+        ge=256,
+        le=1 << 20,
+        description="The address space each of those processes may use, in MiB.",
+        json_schema_extra=_NO_FLAG,
+    )
     slow_check_wait_seconds: float = Field(
         10.0,
         ge=0.1,

@@ -284,13 +284,17 @@ def test_the_caller_sees_the_corroborator_and_its_cost_before_paying(setup: Corr
         ({"paid_by": "caller"}, "POLICY_INVALID"),  # a caller never pays for it
         ({"max_price_minor": -1}, "POLICY_INVALID"),
         ({"tool": "no_such_tool"}, "POLICY_CORROBORATOR_INVALID"),
+        # run by the gateway itself, outside any judging worker: selections only
+        ({"arguments": "{city: city, again: city}"}, "POLICY_CORROBORATOR_INVALID"),
+        ({"path": "sort_by(days, &date)"}, "POLICY_CORROBORATOR_INVALID"),
+        ({"path": " | ".join(["[@, @][]"] * 8)}, "POLICY_CORROBORATOR_INVALID"),
     ],
 )
 def test_a_corroborator_that_is_not_another_providers_tool_is_refused(
     setup: Corroborated, change: dict[str, Any], code: str
 ) -> None:
-    """A policy naming itself, a tool that does not exist, a payer other than the provider or
-    a negative bound is refused at registration."""
+    """A policy naming itself, a tool that does not exist, a payer other than the provider, a
+    negative bound, or an expression that does more than select is refused at registration."""
     policy = corroborated(POLICY, 3, OUTLOOK, BOUND)
     policy["empty_result"]["corroboration"] |= change
     status, got = setup.world.h.refused(
@@ -325,3 +329,24 @@ def test_a_corroborated_call_replays_to_the_same_verdict(setup: Corroborated) ->
     report = replay(from_answer(r.json()), pin=setup.world.signer.keyid)
     assert report.outcome == "same", json.dumps(report.to_dict())
     assert report.verdict is not None and "EMPTY_CONFIRMED" in "\n".join(report.lines)
+
+
+def test_a_stored_corroborator_expression_that_does_more_than_select_is_never_run(
+    setup: Corroborated, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A policy stored before its corroborator's expressions were checked at registration, whose
+    arguments expression calls a function: the gateway runs it outside any judging worker, so it
+    is not run, and the empty answer is DEGRADED (settled, no strike), never confirmed."""
+    from adjudge.app import calls as calls_app  # noqa: PLC0415
+
+    monkeypatch.setattr(calls_app, "plain_selection", lambda _cost: True)  # as before the check
+    policy = corroborated(POLICY, 3, OUTLOOK, BOUND)
+    policy["empty_result"]["corroboration"]["arguments"] = "merge(@, `{}`)"
+    setup.world.h.ok(PROVIDER, "POST", "/tools/weather_forecast/policies", {"policy": policy})
+    monkeypatch.undo()
+    setup.world.script.answer = "empty"
+    setup.nimbus.answer = "empty"
+    got = setup.call({"city": "berlin"})
+    assert (got["status"], got["verdict"], got["strike"]) == ("settled", "DEGRADED", False), got
+    row = next(r for r in got["checks"] if r["stage"] == "empty_result")
+    assert row["outcome"] == "unavailable" and "does more than select" in row["reason"], row

@@ -315,3 +315,60 @@ def test_reporting_a_reported_call_refunds_nothing_and_the_chain_holds(store: St
         400,
         "INVALID_REASON",
     )
+
+
+def test_a_reported_answer_that_cannot_be_judged_in_bounds_is_refused(store: Store) -> None:
+    """A contract whose pattern backtracks (``^(a|a)*$``) is judged in a worker process: a
+    reported answer that runs out the time limit is refused (422 ``CALL_NOT_JUDGEABLE``,
+    nothing recorded) instead of holding the service; one that matches is judged there as it
+    would be here."""
+    from adjudge.app.isolation import Isolation  # noqa: PLC0415
+
+    h, _issuer = _harness(store)
+    contract = _example("weather.contract.json")
+    days = contract["output_schema"]["properties"]["days"]["items"]["properties"]
+    days["date"]["pattern"] = "^(a|a)*$"
+    h.ok("skycast", "POST", "/tools", {"contract": contract})
+    h.ok(
+        "skycast",
+        "POST",
+        "/tools/weather.forecast/policies",
+        {"policy": _example("weather.policy.json")},
+    )
+    isolation = Isolation(workers=2, seconds=0.5)
+    h.app.calls.isolation = isolation
+    try:
+        slow = _call("wx-slow")
+        slow["response"]["body"]["daily"][0]["date"] = "a" * 40 + "!"
+        r = h.call("pat", "POST", "/calls", slow)
+        assert r.status_code == 422, r.text
+        assert r.json()["error"]["code"] == "CALL_NOT_JUDGEABLE"
+        assert h.call("pat", "GET", "/calls/wx-slow").status_code == 404
+
+        fine = _call("wx-fine")
+        for day in fine["response"]["body"]["daily"]:
+            day["date"] = "aaaa"
+        record = h.ok("pat", "POST", "/calls", fine)["record"]
+        assert isolation._pool is not None  # judged apart
+        from adjudge.calls import (  # noqa: PLC0415
+            parse_request,
+            parse_response,
+            register_contract,
+            register_policy,
+            verify_call,
+        )
+
+        parsed = register_contract(contract)
+        policy = register_policy(_example("weather.policy.json"), parsed)
+        here = verify_call(
+            parsed,
+            policy,
+            parse_request(fine["request"]),
+            parse_response(fine["response"]),
+            CALL_TIME,
+        )
+        assert here.verdict is not None
+        assert record["verdict"] == here.verdict.value
+        assert record == {**record, **{k: v for k, v in here.to_dict().items() if k in record}}
+    finally:
+        isolation.close()

@@ -24,6 +24,7 @@ from adjudge.app.clock import Clock, SystemClock
 from adjudge.app.criteria import CriteriaAdvice
 from adjudge.app.dashboards import Dashboards
 from adjudge.app.gateway import Gateway, Tools
+from adjudge.app.isolation import Isolation
 from adjudge.app.keys import Keys
 from adjudge.app.maintenance import MaintenanceWorker
 from adjudge.app.meaning import CallJudge
@@ -83,7 +84,12 @@ class App:
         self.keys = Keys(self.unit, self.accounts)
         self.tasks = Tasks(self.unit, self.checker, self.issuer, self.settings)
         self.criteria = CriteriaAdvice(self.unit)
-        self.calls = Calls(self.unit, self.issuer)
+        isolation = Isolation(
+            workers=self.settings.judge_workers,
+            seconds=self.settings.judge_seconds,
+            memory_bytes=self.settings.judge_memory_mb << 20,
+        )
+        self.calls = Calls(self.unit, self.issuer, isolation=isolation)
         self.secrets = secrets or SecretBox([SecretBox.generate_key()])
         self.tools = Tools(self.unit, box=self.secrets, price_notice=self.settings.price_notice)
         self.gateway = Gateway(
@@ -93,6 +99,7 @@ class App:
             forwarder=forwarder,
             private_providers=self.settings.allow_private_providers,
             judges=judges,
+            isolation=isolation,
         )
         self.receipts = Receipts(self.unit, self.issuer.fingerprint, self.issuer)
         self.dashboards = Dashboards(self.unit, self.calls)

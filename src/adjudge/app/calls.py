@@ -31,11 +31,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
 from fractions import Fraction
 from typing import Any
 
 from adjudge.app import settlement
+from adjudge.app.isolation import Isolation, JudgingFailed
 from adjudge.app.unit import Answer, Idempotency, UnitOfWork
 from adjudge.app.wiring import call_subject
 from adjudge.calls import (
@@ -44,6 +46,7 @@ from adjudge.calls import (
     ProposalStatus,
     assess_penalty,
     determine_call,
+    judging,
     parse_corroboration,
     parse_judgment,
     parse_request,
@@ -52,17 +55,31 @@ from adjudge.calls import (
     register_policy,
     verify_call,
 )
+from adjudge.calls.bounds import in_process, plain_selection
+from adjudge.calls.judging import JudgingJob
 from adjudge.calls.kernel_rows import determine_upheld_report
 from adjudge.calls.quality import PenaltyProposal, QualityTerms, QualityWindow, parse_terms
-from adjudge.calls.verify import digest_of, digested_bytes
+from adjudge.calls.verify import (
+    CallRequest,
+    CallResult,
+    Corroboration,
+    Judgment,
+    ProviderResponse,
+    digest_of,
+    digested_bytes,
+    judging_weight,
+)
 from adjudge.errors import (
     BadInput,
     Conflict,
     CriteriaError,
+    Error,
     NotAllowed,
     NotFound,
     StateError,
+    Unavailable,
 )
+from adjudge.json_text import dumps_utf8
 from adjudge.receipts import Envelope, Issuer
 from adjudge.store import (
     Account,
@@ -306,9 +323,13 @@ def _propose_if_due(tx: Transaction, window: QualityWindow, terms: QualityTerms)
 class Calls:
     """The paid-call use cases."""
 
-    def __init__(self, unit: UnitOfWork, issuer: Issuer) -> None:
+    def __init__(
+        self, unit: UnitOfWork, issuer: Issuer, *, isolation: Isolation | None = None
+    ) -> None:
         self.unit = unit
         self.issuer = issuer
+        #: Where a reported answer whose judging has no bound is judged (worker processes).
+        self.isolation = isolation or Isolation()
 
     def register_tool(
         self,
@@ -429,43 +450,27 @@ class Calls:
         }
         idem = Idempotency.of(key, "calls.report", inputs)
 
-        def run(tx: Transaction) -> dict[str, Any]:
-            if db.call(tx, call.call_id) is not None:
-                raise Conflict(f"The call {call.call_id} was already verified.", code="CALL_EXISTS")
-            if gateway_db.call(tx, call.call_id) is not None:
-                # A forwarded call's id (its provider sees it) is the gateway's to verify: taken
-                # here, the gateway could never settle or end that call.
-                raise Conflict(
-                    f"The call {call.call_id} is one the gateway forwarded; it verifies that call "
-                    "itself. Report a call under an id of your own.",
-                    code="CALL_EXISTS",
-                )
-            current = db.latest_contract(tx, call.tool)
-            if current is None:
-                raise NotFound(f"No tool {call.tool} is registered.", code="TOOL_NOT_FOUND")
-            if call.provider != current.provider:
-                raise BadInput(
-                    f"{call.tool} is provided by {current.provider}, not {call.provider}.",
-                    code="CALL_PROVIDER_MISMATCH",
-                )
-            governing = _governing(tx, call.tool, policy_id, policy_version)
-            used = current
-            if governing is not None:
-                found = db.contract(tx, call.tool, governing.contract_version)
-                assert found is not None  # a policy is registered against a stored contract
-                used = found
-            contract = _contract(used)
-            parsed_policy = None if governing is None else _policy(governing, contract)
+        # Judged before the write, never while it holds the store: an answer whose judging has
+        # no bound on its work is judged in a worker process (adjudge.app.isolation).
+        evidence = (parsed_judgment, parsed_corroboration)
+        early: tuple[Any, datetime, CallResult] | None = None
+        try:
+            rules = self.unit.read(lambda tx: _judging_rules(tx, call, policy_id, policy_version))
+        except Error:  # said again by the write (or its answer replayed, for a key seen)
+            pass
+        else:
             now = self.unit.now()
-            result = verify_call(
-                contract,
-                parsed_policy,
-                call,
-                answer,
-                now,
-                judgment=parsed_judgment,
-                corroboration=parsed_corroboration,
-            )
+            judged = self._judged(who, rules, call, answer, now, *evidence)
+            early = (rules, now, judged)
+
+        def run(tx: Transaction) -> dict[str, Any]:
+            rules = _judging_rules(tx, call, policy_id, policy_version)
+            used, governing = rules
+            if early is not None and early[0] == rules:
+                now, result = early[1], early[2]
+            else:  # the contract or policy changed meanwhile (or the read failed): judge anew
+                now = self.unit.now()
+                result = self._judged(who, rules, call, answer, now, *evidence, here=True)
             receipt_id = None
             if result.error is None:
                 determination = determine_call(
@@ -500,6 +505,59 @@ class Calls:
             return call_view(stored)
 
         return self.unit.once(who.id, idem, run)
+
+    def _judged(
+        self,
+        who: Account,
+        rules: tuple[db.StoredContract, db.StoredPolicy | None],
+        call: CallRequest,
+        answer: ProviderResponse,
+        now: datetime,
+        judgment: Judgment | None,
+        corroboration: Corroboration | None,
+        *,
+        here: bool = False,
+    ) -> CallResult:
+        """The reported call judged under ``rules``: here, or in a worker process when its
+        judging has no bound on its work (an answer it cannot finish is refused, nothing
+        recorded). ``here``: within a write, where nothing may wait for a worker
+        (``CONCURRENT_UPDATE``: send it again)."""
+        used, governing = rules
+        contract = _contract(used)
+        parsed_policy = None if governing is None else _policy(governing, contract)
+        size = len(dumps_utf8(answer.body)) if answer.status == "ok" else 0
+        if in_process(judging_weight(contract, parsed_policy), size):
+            return verify_call(
+                contract,
+                parsed_policy,
+                call,
+                answer,
+                now,
+                judgment=judgment,
+                corroboration=corroboration,
+            )
+        if here:
+            raise Unavailable(
+                "The tool's contract or policy changed while the call was judged; send it again.",
+                code="CONCURRENT_UPDATE",
+            )
+        job = JudgingJob(
+            used.document,
+            None if governing is None else governing.document,
+            call,
+            answer,
+            now,
+            judgment=judgment,
+            corroboration=corroboration,
+        )
+        try:
+            result, _shape = self.isolation.run_blocking(who.id, judging.judge, job)
+        except JudgingFailed as exc:
+            raise BadInput(
+                f"The call's answer could not be judged: {exc.message}. Nothing was recorded.",
+                code="CALL_NOT_JUDGEABLE",
+            ) from None
+        return replace(result, policy=parsed_policy)
 
     def get(self, who: Account, call_id: str) -> dict[str, Any]:
         """A verified call's record with every check row (its submitter, its provider, admins)."""
@@ -810,6 +868,15 @@ def _check_corroborator(tx: Transaction, policy: Policy, provider: str) -> None:
             "corroborated only by another provider.",
             code="POLICY_CORROBORATOR_INVALID",
         )
+    assert rule is not None
+    for expression in (spec.path or rule.path, spec.arguments):
+        # Run by the gateway itself between two calls, outside any judging worker.
+        if expression is not None and not plain_selection(expression.cost):
+            raise CriteriaError(
+                f"The corroborator's expression {expression.source!r} must select, without "
+                "functions or copies of one value, so its work is bounded by what it reads.",
+                code="POLICY_CORROBORATOR_INVALID",
+            )
 
 
 def _contract(stored: db.StoredContract) -> Contract:
@@ -836,6 +903,38 @@ def _charge(tx: Transaction, call: db.StoredCall) -> tuple[int, str | None]:
     if forwarded is None or forwarded.status != "settled":
         return 0, None
     return forwarded.price_minor, forwarded.currency
+
+
+def _judging_rules(
+    tx: Transaction, call: CallRequest, policy_id: str | None, policy_version: int | None
+) -> tuple[db.StoredContract, db.StoredPolicy | None]:
+    """The contract and policy that judge the call, after the refusals of a call id
+    taken or a tool unknown."""
+    if db.call(tx, call.call_id) is not None:
+        raise Conflict(f"The call {call.call_id} was already verified.", code="CALL_EXISTS")
+    if gateway_db.call(tx, call.call_id) is not None:
+        # A forwarded call's id (its provider sees it) is the gateway's to verify: taken
+        # here, the gateway could never settle or end that call.
+        raise Conflict(
+            f"The call {call.call_id} is one the gateway forwarded; it verifies that call "
+            "itself. Report a call under an id of your own.",
+            code="CALL_EXISTS",
+        )
+    current = db.latest_contract(tx, call.tool)
+    if current is None:
+        raise NotFound(f"No tool {call.tool} is registered.", code="TOOL_NOT_FOUND")
+    if call.provider != current.provider:
+        raise BadInput(
+            f"{call.tool} is provided by {current.provider}, not {call.provider}.",
+            code="CALL_PROVIDER_MISMATCH",
+        )
+    governing = _governing(tx, call.tool, policy_id, policy_version)
+    used = current
+    if governing is not None:
+        found = db.contract(tx, call.tool, governing.contract_version)
+        assert found is not None  # a policy is registered against a stored contract
+        used = found
+    return used, governing
 
 
 def _governing(

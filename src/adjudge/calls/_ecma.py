@@ -12,8 +12,9 @@ matched whole (JSON Schema does not cap them). A lone surrogate in a text (JSON 
 Unicode text cannot) is matched as a private-use code point: ``.``, ``\\S`` and negated classes
 match it as in ECMAScript, a pattern that names a surrogate code unit does not.
 
-Known limit: regress backtracks, so a pattern such as ``(a|a)*$`` can take exponential time on
-a crafted text. Contract patterns are written by the provider whose responses they judge.
+regress backtracks, so a pattern such as ``(a|a)*$`` can take exponential time on a crafted
+text, and nothing interrupts a match: a contract whose patterns can backtrack is judged in a
+worker process killed at a time limit (:mod:`adjudge.calls.bounds`, ``adjudge.app.isolation``).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any
 
 import regress
 
-__all__ = ["EcmaPattern", "PatternError", "compile_pattern"]
+__all__ = ["EcmaPattern", "PatternError", "compile_pattern", "compile_uncached"]
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _PRIVATE_BASE = 0xF0000
@@ -64,7 +65,15 @@ def _private(match: re.Match[str]) -> str:
 
 @functools.lru_cache(maxsize=4096)
 def compile_pattern(source: str) -> EcmaPattern:
-    """Compile ``source`` with the u flag; raises :class:`PatternError` if it is not one."""
+    """Compile ``source`` with the u flag; raises :class:`PatternError` if it is not one.
+
+    Cached: for the patterns a contract or policy holds, never for text from an answer
+    (:func:`compile_uncached`)."""
+    return compile_uncached(source)
+
+
+def compile_uncached(source: str) -> EcmaPattern:
+    """:func:`compile_pattern` without its cache."""
     try:
         regex = regress.Regex(source, "u")
     except (regress.RegressError, UnicodeError) as exc:

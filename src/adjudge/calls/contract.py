@@ -20,6 +20,7 @@ import jmespath.exceptions
 import jmespath.parser
 
 from adjudge.calls._jmes import DroppedElement, StrictInterpreter, compile_node, location
+from adjudge.calls.bounds import disjoint_fields, expression_cost
 from adjudge.calls.pointers import join, tokens
 from adjudge.calls.schema import OutputSchema, compile_schema
 from adjudge.errors import CriteriaError
@@ -49,7 +50,7 @@ class Expression:
     silently drop a null element.
     """
 
-    __slots__ = ("_fast", "_parsed", "location", "source", "strict")
+    __slots__ = ("_fast", "_parsed", "cost", "location", "source", "strict")
 
     def __init__(
         self, source: str, parsed: jmespath.parser.ParsedResult, *, strict: bool = False
@@ -61,6 +62,14 @@ class Expression:
         #: The member names and indexes the expression walks when it is a plain location
         #: (``a.b[2]``), so a JSON Pointer can name where it points; else None.
         self.location = location(parsed.parsed)
+        #: Its steps per input value and its copies of one (:mod:`adjudge.calls.bounds`).
+        self.cost = expression_cost(parsed.parsed)
+
+    @property
+    def tree(self) -> dict[str, Any]:
+        """The expression's JMESPath syntax tree."""
+        tree: dict[str, Any] = self._parsed.parsed
+        return tree
 
     @property
     def compiled(self) -> bool:
@@ -156,6 +165,27 @@ class Contract:
             path=violation.pointer,
             reason=violation.message + self._mapped_from(violation.pointer),
         )
+
+    @property
+    def schema_weight(self) -> int | None:
+        """The checks one value of the mapped output costs, or None (no bound)."""
+        return 0 if self.schema is None else self.schema.weight
+
+    @property
+    def mapping_cost(self) -> tuple[int, int] | None:
+        """The mapping's steps per value of the answer and its copies of one value, or None."""
+        mapping = self.mapping
+        if mapping is None:
+            return 0, 1
+        if isinstance(mapping, Expression):
+            return mapping.cost
+        costs = [expr.cost for _name, expr in mapping]
+        if any(cost is None for cost in costs):
+            return None
+        steps = [cost[0] for cost in costs if cost is not None]
+        copies = [cost[1] for cost in costs if cost is not None]
+        apart = disjoint_fields([expr.tree for _name, expr in mapping])
+        return sum(steps), max(copies) if apart else sum(copies)
 
     def _mapped_from(self, path: str) -> str:
         """`` (mapped from 'expr')`` for a path under a mapped field, so the source is named."""

@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Final
 
-from adjudge.calls._ecma import PatternError, compile_pattern
+from adjudge.calls._ecma import PatternError, compile_uncached
 
 __all__ = ["FORMATS", "parse_date_time"]
 
@@ -226,8 +226,10 @@ def _is_uri_reference(text: str) -> bool:
 
 
 def _is_regex(text: str) -> bool:
+    # Compiled uncached: the text is the answer's own, and the contract's patterns' cache
+    # would keep up to 4,096 of them, megabytes each, for good.
     try:
-        compile_pattern(text)
+        compile_uncached(text)
     except PatternError:
         return False
     return True

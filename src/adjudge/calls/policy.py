@@ -35,6 +35,7 @@ from datetime import datetime, timedelta
 from fractions import Fraction
 from typing import Final
 
+from adjudge.calls.bounds import rules_cost
 from adjudge.calls.contract import Contract, Expression, compile_expression
 from adjudge.calls.rules import Rule, parse_rules
 from adjudge.errors import CriteriaError
@@ -179,6 +180,19 @@ class Policy:
 
     def __repr__(self) -> str:
         return f"<Policy {self.policy_id} v{self.version} ({self.mode.value})>"
+
+    @property
+    def rules_cost(self) -> int | None:
+        """The steps the policy's rules and paths take per value of the output, or None when
+        one of its expressions has no bound (:mod:`adjudge.calls.bounds`)."""
+        expressions = [e for rule in self.rules for e in (rule.path, rule.when) if e is not None]
+        empty = self.empty_result
+        if empty is not None:
+            expressions.append(empty.path)
+            if empty.corroborator is not None:
+                seen = (empty.corroborator.path, empty.corroborator.arguments)
+                expressions += [e for e in seen if e is not None]
+        return rules_cost([e.cost for e in expressions], len(self.rules))
 
     def withdrawn(self, at: datetime) -> bool:
         """True when the policy had been withdrawn by the call's time."""

@@ -37,6 +37,7 @@ from referencing import Registry
 from referencing.jsonschema import DRAFT202012
 
 from adjudge.calls._ecma import PatternError, compile_pattern
+from adjudge.calls.bounds import schema_weight
 from adjudge.calls.formats import FORMATS
 from adjudge.calls.pointers import join, pointer
 from adjudge.errors import CriteriaError
@@ -385,11 +386,14 @@ class OutputSchema:
         fast: Callable[[Any], Any] | None,
         handed: list[Any],
         placeholders: Mapping[str, str],
+        weight: int | None = None,
     ) -> None:
         self._reference = reference
         self._fast = fast
         self._handed = handed
         self._placeholders = placeholders
+        #: An upper bound on the checks one value costs, or None (:mod:`adjudge.calls.bounds`).
+        self.weight = weight
 
     @property
     def fast_path(self) -> bool:
@@ -619,4 +623,7 @@ def compile_validators(
             fast, handed, placeholders = _compile_fast(schema, format_assertion)
         except Exception:  # a schema the fast compiler cannot handle simply takes the slow path
             fast, handed, placeholders = None, [], {}
-    return OutputSchema(reference, fast, handed, placeholders)
+    weight = schema_weight(
+        schema, _subschemas(schema), fast=fast is not None, format_assertion=format_assertion
+    )
+    return OutputSchema(reference, fast, handed, placeholders, weight)

@@ -266,6 +266,11 @@ class Tool:
         return f"<Tool {self.name} of {self.provider}: {self.endpoint.method} {self.endpoint.path}>"
 
     @property
+    def arguments_weight(self) -> int | None:
+        """The checks one value of the arguments costs at most, or None (``calls.bounds``)."""
+        return self._schema.weight
+
+    @property
     def fast_path(self) -> bool:
         """True when arguments are checked by the compiled fast validator first."""
         return self._schema.fast_path
@@ -671,6 +676,17 @@ class ArgumentsInvalid(CriteriaError):
     def details(self) -> list[dict[str, str]]:
         """Every problem listed, as ``{"pointer", "message"}`` (at most :data:`MAX_PROBLEMS`)."""
         return [p.to_dict() for p in self.problems]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Sent back whole from a judging worker (its message counts problems past those kept).
+        return (_arguments_invalid, (self.message, self.problems))
+
+
+def _arguments_invalid(message: str, problems: tuple[ArgumentProblem, ...]) -> ArgumentsInvalid:
+    made = ArgumentsInvalid.__new__(ArgumentsInvalid)
+    CriteriaError.__init__(made, message)
+    made.problems = problems
+    return made
 
 
 def _problems(error: ValidationError) -> list[ArgumentProblem]:

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from adjudge.calls.bounds import weight
 from adjudge.calls.contract import Contract, ExpressionError, ShapeCheck, map_response
 from adjudge.calls.outcomes import DETERMINISTIC, IMPORTED, SEMANTIC, CheckRow, Outcome
 from adjudge.calls.pointers import is_pointer, pointer, resolve
@@ -49,6 +50,7 @@ __all__ = [
     "ProviderResponse",
     "digest_of",
     "digested_bytes",
+    "judging_weight",
     "meaning_pending",
     "parse_corroboration",
     "parse_judgment",
@@ -967,3 +969,10 @@ def _decide(
     if "meaning" in policy.checks:  # (7)
         rows.extend(_meaning_rows(policy, request, output, digest, judgment, judgments))
     return apply_clauses(policy, rows)
+
+
+def judging_weight(contract: Contract, policy: Policy | None) -> int | None:
+    """The steps judging one value of an answer under ``contract`` and ``policy`` costs at
+    most, or None when their programs have no such bound (:mod:`adjudge.calls.bounds`)."""
+    rules = 0 if policy is None else policy.rules_cost
+    return weight(contract.mapping_cost, contract.schema_weight, rules)

@@ -34,7 +34,7 @@ import threading
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
@@ -46,23 +46,28 @@ from adjudge.app.gateway.keyring import DatabaseKeyRing, ensure_key
 from adjudge.app.gateway.parsed import (
     judging_policy,
     judging_policy_read,
+    judging_weight_of,
     parsed_policy,
     parsed_tool,
 )
 from adjudge.app.gateway.spending import count_spending, give_back, spending_rows, within
 from adjudge.app.gateway.views import call_answer, gateway_call_view
+from adjudge.app.isolation import Isolation, JudgingFailed
 from adjudge.app.meaning import JUDGE_TIMEOUT, CallJudge, MeaningAsk, ask_judges
 from adjudge.app.timing import stage
 from adjudge.app.unit import Answer, Idempotency, UnitOfWork
 from adjudge.app.wiring import call_subject
 from adjudge.calls import CallRequest, Contract, Policy, Tool, determine_call, verify_call
-from adjudge.calls.contract import map_response
+from adjudge.calls.bounds import in_process
+from adjudge.calls.contract import ShapeCheck, map_response
+from adjudge.calls.judging import JudgingJob, built_request, judge
 from adjudge.calls.kernel_rows import call_decision
 from adjudge.calls.meaning import is_key_judge
 from adjudge.calls.quality import counted_as
 from adjudge.calls.tools import BuiltRequest, build_request
 from adjudge.calls.verify import (
     CallResult,
+    Corroboration,
     Judgment,
     digest_of,
     meaning_pending,
@@ -71,6 +76,7 @@ from adjudge.calls.verify import (
     wants_judges,
 )
 from adjudge.errors import (
+    BadInput,
     Conflict,
     Error,
     NotAllowed,
@@ -91,6 +97,7 @@ from adjudge.gateway import (
     signing_key,
 )
 from adjudge.gateway.forward import AsyncForwarder, FailureKind, ForwardFailure, Outcome
+from adjudge.json_text import dumps_utf8
 from adjudge.kernel import Determination, determine
 from adjudge.market import wallet_account
 from adjudge.receipts import Issuer
@@ -150,8 +157,11 @@ class Gateway:
         private_providers: bool = False,
         judges: Mapping[str, CallJudge] | None = None,
         judge_timeout: float = JUDGE_TIMEOUT,
+        isolation: Isolation | None = None,
     ) -> None:
         self.unit = unit
+        #: Where an answer whose judging has no bound is judged (worker processes).
+        self.isolation = isolation or Isolation()
         #: The meaning judges a policy may name, by key (see :mod:`adjudge.app.meaning`).
         self.judges: Mapping[str, CallJudge] = dict(judges or {})
         self.judge_timeout = judge_timeout
@@ -178,11 +188,13 @@ class Gateway:
             return self._forwarder
 
     def close(self) -> None:
-        """Stop the forwarder, if it was started, and the database threads."""
+        """Stop the forwarder, if it was started, the judging workers and the database
+        threads."""
         with self._forwarder_lock:
             if self._forwarder is not None:
                 self._forwarder.close()
                 self._forwarder = None
+        self.isolation.close()
         self._db_threads.shutdown(wait=False)
 
     # --- keys -----------------------------------------------------------------------------
@@ -256,8 +268,12 @@ class Gateway:
         prepared = await self._in_db(lambda: self._prepare(ask))
         if isinstance(prepared, Answer):
             return prepared
+        built = prepared.built
+        if built is None:  # arguments whose check has no bound: checked apart
+            built = await self._built_apart(ask, prepared)
+            prepared = replace(prepared, built=built)
         if not self.private_providers:
-            await _refuse_private(self._forwarder_here(), prepared.built.url)
+            await _refuse_private(self._forwarder_here(), built.url)
         begun = await self._start(ask, prepared)
         if isinstance(begun, Answer):
             return begun
@@ -268,6 +284,12 @@ class Gateway:
         )
         try:
             result, judgments, output = await self._judged(begun, request, outcome, corroborating)
+        except JudgingFailed as exc:  # the answer's judging passed its bounds: ours, not theirs
+            log.warning("call %s: %s", begun.call_id, exc.message)
+            outcome = ForwardFailure(
+                FailureKind.SYSTEM, f"the gateway could not judge the answer: {exc.message}", 0.0
+            )
+            result, judgments, output = await self._judged(begun, request, outcome, True)
         except Exception:  # a bug of ours: the call still ends, refunded, never left pending
             log.exception("call %s: its answer could not be judged", begun.call_id)
             outcome = ForwardFailure(
@@ -315,12 +337,49 @@ class Gateway:
         self, begun: _Begun, request: CallRequest, outcome: Outcome, corroborating: bool
     ) -> tuple[CallResult, list[Judgment], Any]:
         """(4): the answer verified (corroborated and judged where its policy says), and the
-        output the caller is shown."""
+        output the caller is shown.
+
+        An answer whose judging has no bound on its work, or too large for the bound
+        (:mod:`adjudge.calls.bounds`), is judged in a worker process killed at a time limit
+        (:mod:`adjudge.app.isolation`), never on the event loop."""
         p = begun.prepared
-        with stage("gateway.verify"):
-            response = provider_response(outcome)
-            verified_at = self.unit.now()
-            result = verify_call(p.contract, p.policy, request, response, verified_at)  # (4)
+        response = provider_response(outcome)
+        verified_at = self.unit.now()
+        apart = (
+            response.status == "ok"
+            and not isinstance(outcome, ForwardFailure)
+            and not in_process(p.weight, len(outcome.body))
+        )
+
+        async def verified(
+            corroboration: Corroboration | None = None, judgments: Sequence[Judgment] = ()
+        ) -> tuple[CallResult, ShapeCheck | None]:
+            if apart:
+                job = JudgingJob(
+                    p.tool.contract_document,
+                    p.policy_document,
+                    request,
+                    response,
+                    verified_at,
+                    corroboration=corroboration,
+                    judgments=tuple(judgments),
+                )
+                with stage("gateway.verify.apart"):
+                    result, shape = await self.isolation.run(request.provider, judge, job)
+                return replace(result, policy=p.policy), shape
+            with stage("gateway.verify"):
+                result = verify_call(
+                    p.contract,
+                    p.policy,
+                    request,
+                    response,
+                    verified_at,
+                    corroboration=corroboration,
+                    judgments=judgments,
+                )
+            return result, None
+
+        result, shape = await verified()  # (4)
         if not corroborating and p.policy is not None and wants_corroboration(result):
             found = await corroborate(
                 self,
@@ -329,37 +388,29 @@ class Gateway:
                 policy=p.policy,
                 arguments=request.arguments,
             )
-            result = verify_call(
-                p.contract, p.policy, request, response, verified_at, corroboration=found
-            )
+            result, shape = await verified(found)
         judgments: list[Judgment] = []
         if p.policy is not None and wants_judges(result):  # sampled: judged before settling
-            mapped = map_response(p.contract, response.body)
+            if shape is None:
+                shape = map_response(p.contract, response.body)
             shown = MeaningAsk(
                 begun.call_id,
                 result.response_digest,
                 request.tool,
                 p.tool.description,
                 request.arguments,
-                mapped.output,
+                shape.output,
             )
             judgments = await ask_judges(
                 self.judges, p.policy.judges, shown, timeout=self.judge_timeout
             )
-            result = verify_call(
-                p.contract,
-                p.policy,
-                request,
-                response,
-                verified_at,
-                corroboration=result.corroboration,
-                judgments=judgments,
-            )
-        with stage("gateway.verify"):
-            output = None
-            if response.status == "ok":
-                shape = map_response(p.contract, response.body)
-                output = shape.output if shape.ok else None
+            result, shape = await verified(result.corroboration, judgments)
+        output = None
+        if response.status == "ok":
+            if shape is None:
+                with stage("gateway.verify"):
+                    shape = map_response(p.contract, response.body)
+            output = shape.output if shape.ok else None
         return result, judgments, output
 
     def _prepare(self, ask: _Asked) -> _Prepared | Answer[dict[str, Any]]:
@@ -381,14 +432,39 @@ class Gateway:
             got = self.unit.read(read)
         if isinstance(got, db.GatewayCall):
             return self._replayed(got, ask.fingerprint)
-        stored, tool, contract, policy, policy_digest, credential, termed = got
+        stored, tool, contract, policy, policy_digest, credential, termed, document = got
         price = stored.listed.at(ask.now)
         within(price, stored.currency, ask.max_price, ask.caller)
         with stage("gateway.arguments"):
-            built = build_request(tool, ask.args)
+            size = len(dumps_utf8(ask.args))
+            bounded = in_process(tool.arguments_weight, size)
+            built = build_request(tool, ask.args) if bounded else None
         return _Prepared(
-            stored, tool, contract, policy, policy_digest, credential, built, price, termed
+            stored,
+            tool,
+            contract,
+            policy,
+            policy_digest,
+            credential,
+            built,
+            price,
+            termed,
+            document,
+            judging_weight_of(stored.digest, policy_digest, contract, policy),
         )
+
+    async def _built_apart(self, ask: _Asked, prepared: _Prepared) -> BuiltRequest:
+        """The provider's request, its arguments checked in a worker process (their check
+        under the tool's input schema has no bound on its work, see ``calls.bounds``)."""
+        job = (prepared.stored.document, ask.args)
+        try:
+            return await self.isolation.run(ask.caller.id, built_request, job)
+        except JudgingFailed as exc:
+            raise BadInput(
+                f"The arguments could not be checked against tool {ask.name!r}'s input schema: "
+                f"{exc.message}. Nothing was charged.",
+                code="TOOL_ARGUMENTS_NOT_CHECKED",
+            ) from None
 
     def _starting(
         self, ask: _Asked, prepared: _Prepared
@@ -619,11 +695,19 @@ class Gateway:
     def _callable(
         self, tx: Transaction, stored: db.StoredTool | None, name: str, now: datetime
     ) -> tuple[
-        db.StoredTool, Tool, Contract, Policy | None, str | None, tuple[str, str] | None, bool
+        db.StoredTool,
+        Tool,
+        Contract,
+        Policy | None,
+        str | None,
+        tuple[str, str] | None,
+        bool,
+        Mapping[str, Any] | None,
     ]:
         """The tool ``stored`` as called at ``now``: parsed, with its provider's account, the
         policy that judges it, the provider's credential and whether it declared quality terms
-        (its calls then move its quality window), all read in one round trip."""
+        (its calls then move its quality window), all read in one round trip; last, the
+        policy's document."""
         if stored is None:
             raise NotFound(f"No tool {name} can be called here.", code="TOOL_NOT_FOUND")
         tool = parsed_tool(stored)
@@ -645,6 +729,7 @@ class Gateway:
         contract = tool.contract
         policy = None
         policy_digest = None
+        document = None
         if tool.policy is not None:
             if found is None:
                 raise StateError(
@@ -654,7 +739,8 @@ class Gateway:
                 )
             policy = parsed_policy(found.digest, stored.digest, found.document, contract)
             policy_digest = found.digest
-        return stored, tool, contract, policy, policy_digest, credential, termed
+            document = found.document
+        return stored, tool, contract, policy, policy_digest, credential, termed, document
 
     async def _forward(self, begun: _Begun, args: Mapping[str, Any]) -> Outcome:
         """(3): sign the built request at the real time (providers check it) and send it."""
@@ -666,6 +752,7 @@ class Gateway:
                 key = signing_key(self.keys.all_keys(), now)
             except Error as exc:  # the call has started: it ends as a system error, refunded
                 return ForwardFailure(FailureKind.SYSTEM, exc.message, 0.0)
+            assert p.built is not None  # checked (here or apart) before the call started
             signed = sign_request(
                 p.built,
                 signer=key.signing_key,
@@ -962,10 +1049,15 @@ class _Prepared:
     policy: Policy | None
     policy_digest: str | None
     credential: tuple[str, str] | None
-    built: BuiltRequest
+    #: None until checked apart (arguments whose check has no bound).
+    built: BuiltRequest | None
     price: int
     #: Whether its provider had declared quality terms (its calls move its quality window).
     termed: bool
+    #: The policy's registered document (sent with an answer judged apart).
+    policy_document: Mapping[str, Any] | None
+    #: The steps judging one value of an answer costs at most, or None (``calls.bounds``).
+    weight: int | None
 
 
 @dataclass(frozen=True)

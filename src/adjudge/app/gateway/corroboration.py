@@ -29,6 +29,7 @@ from typing import Any, Protocol, TypeVar
 
 from adjudge.app.unit import Answer
 from adjudge.calls import Policy
+from adjudge.calls.bounds import plain_selection
 from adjudge.calls.contract import ExpressionError
 from adjudge.calls.verify import Corroboration
 from adjudge.errors import Error
@@ -81,6 +82,10 @@ async def corroborate(
             source=source, empty=False, reason=reason, tool=spec.tool, available=False, **found
         )
 
+    path = spec.path if spec.path is not None else rule.path
+    for expression in (spec.arguments, path):  # a policy registered before they were checked
+        if expression is not None and not plain_selection(expression.cost):
+            return unavailable(f"its expression {expression.source!r} does more than select")
     asked: Any = dict(arguments)
     if spec.arguments is not None:
         try:
@@ -112,7 +117,6 @@ async def corroborate(
         )
     digest = await gateway.read_async(lambda tx: _response_digest(tx, named["call_id"]))
     named["response_digest"] = digest
-    path = spec.path if spec.path is not None else rule.path
     try:
         found = path.search(got.get("output"))
     except ExpressionError as exc:

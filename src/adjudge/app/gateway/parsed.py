@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from adjudge.calls import Contract, Policy, Tool, parse_tool, register_policy
+from adjudge.calls.verify import judging_weight
 from adjudge.store import Read, Transaction
 from adjudge.store import calls as calls_db
 from adjudge.store import gateway as db
@@ -21,6 +22,7 @@ CACHED = 1024
 
 _TOOLS: dict[str, Tool] = {}
 _POLICIES: dict[tuple[str, str], Policy] = {}
+_WEIGHTS: dict[tuple[str, str | None], int | None] = {}
 
 
 def parsed_tool(stored: db.StoredTool) -> Tool:
@@ -43,6 +45,19 @@ def parsed_policy(
         if len(_POLICIES) > CACHED:
             _POLICIES.clear()
         found = _POLICIES[(digest, tool_digest)] = register_policy(document, contract)
+    return found
+
+
+def judging_weight_of(
+    tool_digest: str, policy_digest: str | None, contract: Contract, policy: Policy | None
+) -> int | None:
+    """:func:`adjudge.calls.verify.judging_weight` of a tool and its policy, once per process."""
+    key = (tool_digest, policy_digest)
+    if key in _WEIGHTS:
+        return _WEIGHTS[key]
+    if len(_WEIGHTS) > CACHED:
+        _WEIGHTS.clear()
+    found = _WEIGHTS[key] = judging_weight(contract, policy)
     return found
 
 

@@ -26,7 +26,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -34,16 +35,20 @@ from typing import TYPE_CHECKING, Any
 from adjudge.app.calls import requalify
 from adjudge.app.gateway.parsed import judging_policy, parsed_policy, parsed_tool
 from adjudge.app.gateway.spending import give_back
+from adjudge.app.isolation import JudgingFailed
 from adjudge.app.meaning import MeaningAsk, ask_judges
 from adjudge.app.wiring import call_subject
 from adjudge.calls import CallRequest, Contract, Policy, Tool, determine_call, verify_call
+from adjudge.calls.bounds import in_process
 from adjudge.calls.contract import map_response
+from adjudge.calls.judging import JudgingJob, judge
 from adjudge.calls.meaning import is_key_judge, judgment_payload
 from adjudge.calls.verify import (
     CallResult,
     Citation,
     Judgment,
     digest_of,
+    judging_weight,
     parse_corroboration,
     received_response,
     to_wire,
@@ -84,6 +89,8 @@ class _Case:
     corroboration: Any
     #: The key judges' stored judgments, by judge name (``key:<fingerprint>``).
     signed: dict[str, Judgment]
+    #: The policy's registered document (sent with an answer judged apart).
+    policy_document: Mapping[str, Any]
 
     @property
     def deadline(self) -> datetime:
@@ -117,14 +124,13 @@ def judge_one(gateway: Gateway, row: meaning_queue.QueuedJudgment) -> bool:
         # Not now: its keys have not all signed and may still (tried, so others come first).
         gateway.unit.write(lambda tx: meaning_queue.tried(tx, row.call_id))
         return False
-    mapped = map_response(case.contract, received_response(case.body).body)
     ask = MeaningAsk(
         row.call_id,
         row.response_digest,
         case.call.tool,
         case.tool.description,
         dict(case.request.arguments),
-        mapped.output,
+        _judged(gateway, case, ())[1],
     )
     models = [j for j in case.policy.judges if not is_key_judge(j)]
     asked = (
@@ -139,20 +145,41 @@ def judge_one(gateway: Gateway, row: meaning_queue.QueuedJudgment) -> bool:
         or Judgment(row.call_id, row.response_digest, False, reason=late, judge=key)
         for key in case.policy.judges
     ]
-    result = verify_call(
-        case.contract,
-        case.policy,
-        case.request,
-        received_response(case.body),
-        case.verified_at,
-        corroboration=case.corroboration,
-        judgments=judgments,
-    )
+    result, _output = _judged(gateway, case, judgments)
     try:
         gateway.unit.write(lambda tx: _supersede(gateway, tx, row, case, result, judgments))
     except _AlreadyJudged:
         return False
     return True
+
+
+def _judged(gateway: Gateway, case: _Case, judgments: Sequence[Judgment]) -> tuple[CallResult, Any]:
+    """The queued call verified again with ``judgments``, and its mapped output: in a worker
+    process when its judging has no bound on its work (``adjudge.app.isolation``), as when it
+    was answered. Raises :class:`JudgingFailed` when it cannot be judged within its bounds."""
+    response = received_response(case.body)
+    if in_process(judging_weight(case.contract, case.policy), len(case.body)):
+        result = verify_call(
+            case.contract,
+            case.policy,
+            case.request,
+            response,
+            case.verified_at,
+            corroboration=case.corroboration,
+            judgments=judgments,
+        )
+        return result, map_response(case.contract, response.body).output
+    job = JudgingJob(
+        case.tool.contract_document,
+        case.policy_document,
+        case.request,
+        response,
+        case.verified_at,
+        corroboration=case.corroboration,
+        judgments=tuple(judgments),
+    )
+    result, shape = gateway.isolation.run_blocking(case.call.provider, judge, job)
+    return replace(result, policy=case.policy), None if shape is None else shape.output
 
 
 def _case(tx: Transaction, row: meaning_queue.QueuedJudgment) -> _Case | None:
@@ -204,6 +231,7 @@ def _case(tx: Transaction, row: meaning_queue.QueuedJudgment) -> _Case | None:
         datetime.fromisoformat(str(record.record["at"])),
         None if corroboration is None else parse_corroboration(corroboration),
         signed,
+        found.document,
     )
 
 
@@ -288,31 +316,36 @@ def key_pending(gateway: Gateway, viewer: Account) -> dict[str, Any]:
     what the key's owner judges (the tool, the arguments, the mapped output) and what it signs
     over (the call id and response digest), until when it may."""
 
-    def run(tx: Transaction) -> dict[str, Any]:
+    def run(tx: Transaction) -> list[tuple[meaning_queue.QueuedJudgment, str, _Case]]:
         mine = _named_keys(tx, viewer)
-        out: list[dict[str, Any]] = []
         if not mine:
-            return {"judgments": out}
+            return []
+        found = []
         for row, key in meaning_queue.asked_of(tx, mine, limit=KEY_PAGE):
             case = _case(tx, row)
-            if case is None or key not in case.policy.judges:
-                continue
-            mapped = map_response(case.contract, received_response(case.body).body)
-            out.append(
-                {
-                    "call_id": row.call_id,
-                    "response_digest": row.response_digest,
-                    "judge_key": key,
-                    "tool": case.call.tool,
-                    "description": case.tool.description,
-                    "arguments": dict(case.request.arguments),
-                    "output": mapped.output,
-                    "due_at": case.deadline.isoformat(),
-                }
-            )
-        return {"judgments": out}
+            if case is not None and key in case.policy.judges:
+                found.append((row, key, case))
+        return found
 
-    return gateway.unit.read(run)
+    out: list[dict[str, Any]] = []
+    for row, key, case in gateway.unit.read(run):  # mapped outside the read: it may wait
+        try:
+            output = _judged(gateway, case, ())[1]
+        except JudgingFailed:  # shown without its output, as one that cannot be mapped
+            output = None
+        out.append(
+            {
+                "call_id": row.call_id,
+                "response_digest": row.response_digest,
+                "judge_key": key,
+                "tool": case.call.tool,
+                "description": case.tool.description,
+                "arguments": dict(case.request.arguments),
+                "output": output,
+                "due_at": case.deadline.isoformat(),
+            }
+        )
+    return {"judgments": out}
 
 
 def submit_key_judgment(
