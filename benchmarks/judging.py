@@ -7,7 +7,8 @@ Run: python benchmarks/judging.py [--calls 2000]. Prints, in one run:
   whose judging has no bound pays for its worker;
 - the worst case the bound lets onto the event loop: a schema of plain nodes that all apply to
   every value of an answer sized so that its bound is exactly ``IN_PROCESS_STEPS``, and the
-  time one step costs there (the figure the bound's docstring cites);
+  time one step costs there; then each kind of rule at its worst per byte (the figures the
+  bound's rule costs come from);
 - the case the bound sends apart that would have held the loop: ``^(a|a)*$`` on 22 ``a`` and a
   ``!`` judged here (its time doubles with every ``a``), beside the same answer stopped apart.
 """
@@ -20,6 +21,7 @@ import contextlib
 import json
 import time
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from adjudge.app.demo import WEATHER_POLICY, weather_tool
@@ -97,6 +99,42 @@ def worst_bounded() -> None:
     print(f"  {worst / 1000:8.2f} ms, {worst * 1000 / IN_PROCESS_STEPS:.2f} ns a bounded step")
 
 
+RULE_KINDS: dict[str, tuple[dict[str, Any], list[Any]]] = {
+    "min_results": ({"min": 1}, [1] * 30_000),
+    "valid_url": ({}, ["a"] * 30_000),
+    "numeric_range": ({"min": 0, "max": 5}, [1] * 30_000),
+    "freshness": ({"max_age_seconds": 10**9}, ["2026-12-06T00:00:00Z"] * 30_000),
+    "no_duplicates": ({}, list(range(30_000))),
+}
+
+
+def rules_worst() -> None:
+    """Each kind of rule at its worst per byte: ten rules of the kind over a list of small
+    values, against the steps the bound counts for them (the figure ``_RULE_STEPS`` holds)."""
+    contract = register_contract({"tool": "t", "version": "1", "output_schema": {"type": "object"}})
+    print("rules, ten of a kind over a list of small values:")
+    for kind, (params, items) in RULE_KINDS.items():
+        rules = [{"kind": kind, "name": f"r{n}", "path": "items", **params} for n in range(10)]
+        policy = register_policy(
+            {
+                "policy": "p",
+                "version": 1,
+                "tool": "t",
+                "checks": ["quality_rules"],
+                "clauses": [{"match": "failures_at_least", "count": 1, "verdict": "FAIL"}],
+                "rules": rules,
+            },
+            contract,
+        )
+        body = {"items": items}
+        answer = ProviderResponse(status="ok", body=body)
+        steps = (judging_weight(contract, policy) or 0) * len(
+            json.dumps(body, separators=(",", ":"))
+        )
+        took = per_answer_us(partial(verify_call, contract, policy, request_for(), answer, AT), 3)
+        print(f"  {kind:14} {took / 1000:8.1f} ms, {took * 1000 / steps:5.2f} ns a bounded step")
+
+
 def unbounded() -> None:
     """A backtracking pattern: judged here, its time doubles with each character; apart, it
     is stopped at its limit."""
@@ -126,6 +164,7 @@ def main() -> None:
     calls = parser.parse_args().calls
     demo(calls)
     worst_bounded()
+    rules_worst()
     unbounded()
 
 

@@ -75,3 +75,30 @@ def test_a_pool_that_broke_is_replaced(isolation: Isolation) -> None:
         except JudgingFailed:
             assert time.monotonic() < deadline
             time.sleep(0.2)
+
+
+def test_an_owner_on_the_loop_and_on_threads_holds_one_share(isolation: Isolation) -> None:
+    """The same owner's jobs count together on both paths: with two workers, its job on a
+    thread and its job on the event loop cannot hold both, so another owner's runs at once."""
+    import asyncio  # noqa: PLC0415
+
+    isolation.seconds = 5.0
+    isolation.queue_seconds = 5.0
+    isolation.run_blocking("warm", abs, -1)
+    holder = threading.Thread(target=isolation.run_blocking, args=("p", time.sleep, 1.5))
+    holder.start()
+    time.sleep(0.2)
+
+    async def victim() -> float:
+        held = asyncio.ensure_future(isolation.run("p", time.sleep, 1.5))  # waits its turn
+        await asyncio.sleep(0.1)
+        started = time.perf_counter()
+        assert await isolation.run("victim", abs, -2) == 2
+        waited = time.perf_counter() - started
+        await held
+        return waited
+
+    try:
+        assert asyncio.run(victim()) < 1.0  # the owner's jobs hold 1.5 s
+    finally:
+        holder.join()

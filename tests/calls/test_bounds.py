@@ -89,3 +89,35 @@ def test_an_answers_regex_text_is_compiled_but_never_kept() -> None:
     assert all(FORMATS["regex"](text) for text in texts)
     assert not FORMATS["regex"]("(")
     assert compile_pattern.cache_info().currsize == before
+
+
+#: Schemas whose branches fail: each failing branch raises (and names the value) for every
+#: value, about a hundred times a plain check, and more as the schema grows. Each was judged on
+#: the event loop for 0.66-8 s before its branches were counted (the bytes are the answer's).
+RAISING: list[tuple[Any, int]] = [
+    ({"type": "array", "items": {"anyOf": [False] * 20 + [True]}}, 15_999),
+    ({"type": "array", "items": {"allOf": [{"anyOf": [False, True]}] * 1500}}, 65),
+    ({"type": "array", "items": {"allOf": [{"anyOf": [False, True]}] * 5000}}, 3),
+]
+
+
+@pytest.mark.parametrize(("schema", "size"), RAISING)
+def test_failing_branches_are_counted_as_the_exceptions_they_raise(schema: Any, size: int) -> None:
+    assert not in_process(contract(schema).schema_weight, size)
+
+
+def test_a_nullable_field_keeps_a_small_answer_on_the_loop() -> None:
+    nullable = {"properties": {"a": {"anyOf": [{"type": "string"}, {"type": "null"}]}}}
+    assert in_process(contract(nullable).schema_weight, 100)
+
+
+def test_rule_kinds_are_counted_at_their_own_cost() -> None:
+    """A rule's work per value differs by kind (``no_duplicates`` writes each item's canonical
+    form); an unknown kind counts as the dearest."""
+    from adjudge.calls.bounds import rules_cost  # noqa: PLC0415
+
+    cheap = rules_cost([], ["min_results"])
+    dear = rules_cost([], ["no_duplicates"])
+    assert cheap is not None and dear is not None and cheap < dear
+    assert rules_cost([], ["a kind from later"]) == dear
+    assert rules_cost([None], ["min_results"]) is None

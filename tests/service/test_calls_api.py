@@ -372,3 +372,34 @@ def test_a_reported_answer_that_cannot_be_judged_in_bounds_is_refused(store: Sto
         assert record == {**record, **{k: v for k, v in here.to_dict().items() if k in record}}
     finally:
         isolation.close()
+
+
+def test_a_rule_condition_over_large_arguments_is_judged_apart(store: Store) -> None:
+    """A rule's condition reads the call's arguments beside the answer, so their bytes count
+    toward the bound: an answer the loop would judge, under a condition over two hundred
+    kilobytes of arguments, is judged in a worker (before: 2.6 s on the loop for 2 MB)."""
+    from adjudge.app.demo import WEATHER_POLICY, weather_tool  # noqa: PLC0415
+    from adjudge.app.isolation import Isolation  # noqa: PLC0415
+
+    h, _issuer = _harness(store)
+    contract = weather_tool("https://weather.example/v1")["contract"] | {"tool": "wx"}
+    h.ok("skycast", "POST", "/tools", {"contract": contract})
+    policy = copy.deepcopy(WEATHER_POLICY) | {"tool": "wx"}
+    policy["rules"].append(
+        {"kind": "min_results", "name": "asked", "path": "days", "min": 0, "when": "request.n"}
+    )
+    h.ok("skycast", "POST", "/tools/wx/policies", {"policy": policy})
+    isolation = Isolation(workers=2, seconds=5.0)
+    h.app.calls.isolation = isolation
+    try:
+        body = _call("wx-small")
+        body["request"] |= {"tool": "wx", "arguments": {"n": 1}}
+        h.ok("pat", "POST", "/calls", body)
+        assert isolation._pool is None  # judged on the loop
+        body = _call("wx-large")
+        body["request"] |= {"tool": "wx", "arguments": {"n": 1, "pad": [1] * 100_000}}
+        record = h.ok("pat", "POST", "/calls", body)["record"]
+        assert isolation._pool is not None  # judged apart
+        assert record["verdict"]
+    finally:
+        isolation.close()

@@ -526,6 +526,7 @@ class Calls:
         contract = _contract(used)
         parsed_policy = None if governing is None else _policy(governing, contract)
         size = len(dumps_utf8(answer.body)) if answer.status == "ok" else 0
+        size += len(dumps_utf8(call.arguments))  # a rule's condition reads them too
         if in_process(judging_weight(contract, parsed_policy), size):
             return verify_call(
                 contract,

@@ -10,9 +10,14 @@ answer can do is spend its own time.
 
 An answer that is not judged within :attr:`Isolation.seconds`, or whose worker runs out of
 memory or dies, raises :class:`JudgingFailed`: the gateway ends that call as its own failure
-(voided and refunded, no strike), never as the provider's. Fair shares: one provider's answers
-hold at most all workers but one at a time (all of them when the pool has one), so another
-provider's answer always finds a worker within one time limit.
+(voided and refunded, no strike), never as the provider's.
+
+Fair shares: a job has an owner (the provider whose answer it is, the caller whose arguments,
+the reporter whose report), and one owner's jobs hold at most all workers but one at a time
+(all of them when the pool has one), counted together whether they wait on the event loop or
+on a thread. No more jobs than workers are handed to the pool, so none waits inside it where
+shares do not count: another owner's job finds a worker within one time limit of the jobs
+running, or gives up after ``queue_seconds``.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import multiprocessing
 import resource
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -33,6 +39,8 @@ from pebble import ProcessExpired, ProcessPool
 __all__ = ["Isolation", "JudgingFailed"]
 
 log = logging.getLogger(__name__)
+#: How often a job waiting on the event loop looks for a free worker again.
+_POLL_SECONDS = 0.005
 _J = TypeVar("_J")
 _R = TypeVar("_R")
 
@@ -98,10 +106,10 @@ class Isolation:
         self.queue_seconds = queue_seconds
         self._lock = threading.Lock()
         self._pool: ProcessPool | None = None
-        self._shares: dict[str, asyncio.Semaphore] = {}
-        self._held: dict[str, int] = {}
-        self._gates: dict[str, threading.BoundedSemaphore] = {}
-        self._waiting: dict[str, int] = {}
+        #: The jobs handed to the pool, in all and by owner, on both paths (loop and threads).
+        self._turns = threading.Condition()
+        self._total = 0
+        self._running: dict[str, int] = {}
 
     def _started(self) -> ProcessPool:
         with self._lock:
@@ -120,46 +128,55 @@ class Isolation:
         """``work(job)`` in a worker, within ``seconds`` once it runs; ``owner`` (whose answer
         or arguments it is) waits for its share of the workers at most ``queue_seconds``.
         ``work`` is a pure function of the core, its job and answer plain data."""
-        with self._lock:
-            share = self._shares.get(owner)
-            if share is None:
-                share = self._shares[owner] = asyncio.Semaphore(self._share_size())
-            self._held[owner] = self._held.get(owner, 0) + 1
+        deadline = time.monotonic() + self.queue_seconds
+        while not self._admitted(owner):  # rare: every worker or the owner's share is busy
+            if time.monotonic() >= deadline:
+                raise self._busy()
+            await asyncio.sleep(_POLL_SECONDS)
         try:
-            try:
-                async with asyncio.timeout(self.queue_seconds):
-                    await share.acquire()
-            except TimeoutError:
-                raise self._busy() from None
-            try:
-                future = self._scheduled(work, job)
-                with _failures(self.seconds):
-                    done: _R = await asyncio.wrap_future(future)
-                    return done
-            finally:
-                share.release()
+            future = self._scheduled(work, job)
+            with _failures(self.seconds):
+                done: _R = await asyncio.wrap_future(future)
+                return done
         finally:
-            self._let_go(owner, self._held, self._shares)
+            self._leave(owner)
 
     def run_blocking(self, owner: str, work: Callable[[_J], _R], job: _J) -> _R:
         """:meth:`run` for a caller on a thread of its own (it waits there)."""
-        with self._lock:
-            gate = self._gates.get(owner)
-            if gate is None:
-                gate = self._gates[owner] = threading.BoundedSemaphore(self._share_size())
-            self._waiting[owner] = self._waiting.get(owner, 0) + 1
-        try:
-            if not gate.acquire(timeout=self.queue_seconds):
+        with self._turns:
+            if not self._turns.wait_for(lambda: self._admit(owner), self.queue_seconds):
                 raise self._busy()
-            try:
-                future = self._scheduled(work, job)
-                with _failures(self.seconds):
-                    found: _R = future.result()
-                    return found
-            finally:
-                gate.release()
+        try:
+            future = self._scheduled(work, job)
+            with _failures(self.seconds):
+                found: _R = future.result()
+                return found
         finally:
-            self._let_go(owner, self._waiting, self._gates)
+            self._leave(owner)
+
+    def _admitted(self, owner: str) -> bool:
+        with self._turns:
+            return self._admit(owner)
+
+    def _admit(self, owner: str) -> bool:
+        """Take a worker for ``owner`` if one is free and its share allows (lock held).
+
+        Never more jobs than workers are handed over, so a job never waits behind others
+        inside the pool, where no owner's share would count."""
+        held = self._running.get(owner, 0)
+        if self._total >= self.workers or held >= self._share_size():
+            return False
+        self._running[owner] = held + 1
+        self._total += 1
+        return True
+
+    def _leave(self, owner: str) -> None:
+        with self._turns:
+            self._total -= 1
+            self._running[owner] -= 1
+            if not self._running[owner]:
+                del self._running[owner]  # shares never pile up
+            self._turns.notify_all()
 
     def _share_size(self) -> int:
         return max(1, self.workers - 1)
@@ -193,14 +210,6 @@ class Isolation:
                 self._pool = None
         log.warning("the judging workers broke; the next answer judged apart starts others")
         threading.Thread(target=_stopped, args=(pool,), daemon=True).start()
-
-    def _let_go(self, owner: str, counts: dict[str, int], shares: dict[str, Any]) -> None:
-        """Forget an owner's share once nobody of it waits or runs (shares never pile up)."""
-        with self._lock:
-            counts[owner] -= 1
-            if not counts[owner]:
-                del counts[owner]
-                del shares[owner]
 
     def close(self) -> None:
         """Stop the workers (a task still running is killed)."""

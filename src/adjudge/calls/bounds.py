@@ -48,13 +48,30 @@ __all__ = [
     "weight",
 ]
 
-#: The most bounded steps (schema nodes × answer values, mapping copies, …) an answer may cost
-#: to be judged on the event loop (see ``benchmarks/judging.py`` for what a step costs).
-IN_PROCESS_STEPS = 400_000
+#: The most bounded steps (schema nodes × answer values, mapping copies, …) an answer and its
+#: arguments may cost to be judged on the event loop: a few milliseconds at the worst a step
+#: costs (``benchmarks/judging.py``).
+IN_PROCESS_STEPS = 1_000_000
 #: A copy factor past which an expression counts as unbounded (``[@,@]|[@,@]|…`` ten times).
 _MOST_COPIES = 1_024
-#: The steps a rule's own judging function takes per value it judges (a comparison, a token).
-_RULE_STEPS = 4
+#: The steps each kind of rule takes per byte of the values it judges, at the worst measured
+#: (``benchmarks/judging.py``: a list of small values, each judged by ten rules of the kind;
+#: ``no_duplicates`` writes each item's canonical form). A kind not listed counts the most.
+_RULE_STEPS = {
+    "min_results": 1,
+    "valid_url": 40,
+    "required_values": 40,
+    "numeric_range": 60,
+    "freshness": 120,
+    "no_duplicates": 600,
+}
+_RULE_STEPS_MOST = max(_RULE_STEPS.values())
+#: What a branch that fails costs the compiled validator (``anyOf``, ``oneOf``, ``not``, ``if``
+#: and ``contains`` try branches that may fail): it raises and catches an exception, about a
+#: thousand plain steps, and names the value by formatting every local of the generated
+#: function, one a schema node (measured in ``benchmarks/judging.py``).
+_RAISE_STEPS = 2_000
+_RAISE_STEPS_A_NODE = 4
 
 # JMESPath nodes whose output holds at most what their children's hold, composed along a path.
 _CHAINED = frozenset(
@@ -196,6 +213,7 @@ def schema_weight(
     if not fast:
         return None
     total = 1
+    branches = 0
     try:
         for each in subschemas:
             if _UNBOUNDED_KEYWORDS & each.keys():
@@ -209,7 +227,10 @@ def schema_weight(
                 if not _bounded_pattern(source):
                     return None
                 total += BOUNDED_STEPS  # steps per character it is tried on
-        return total + _size(schema)
+            branches += sum(len(each.get(k, ())) for k in ("anyOf", "oneOf"))
+            branches += sum(1 for k in ("not", "if", "contains") if k in each)
+        size = 1 + _size(schema)
+        return total + size + branches * (_RAISE_STEPS + _RAISE_STEPS_A_NODE * size)
     except RecursionError:
         return None
 
@@ -226,9 +247,10 @@ def _bounded_pattern(source: str) -> bool:
         return False
 
 
-def rules_cost(expressions: list[tuple[int, int] | None], rules: int) -> int | None:
-    """A policy's steps per value of the output: its expressions' and its rules' own."""
-    total = rules * _RULE_STEPS
+def rules_cost(expressions: list[tuple[int, int] | None], kinds: list[str]) -> int | None:
+    """A policy's steps per value of the output: its expressions' and its rules' own (one of
+    each kind in ``kinds`` per rule)."""
+    total = sum(_RULE_STEPS.get(kind, _RULE_STEPS_MOST) for kind in kinds)
     for cost in expressions:
         if cost is None:
             return None

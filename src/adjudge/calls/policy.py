@@ -192,7 +192,7 @@ class Policy:
             if empty.corroborator is not None:
                 seen = (empty.corroborator.path, empty.corroborator.arguments)
                 expressions += [e for e in seen if e is not None]
-        return rules_cost([e.cost for e in expressions], len(self.rules))
+        return rules_cost([e.cost for e in expressions], [rule.kind for rule in self.rules])
 
     def withdrawn(self, at: datetime) -> bool:
         """True when the policy had been withdrawn by the call's time."""

@@ -348,7 +348,7 @@ class Gateway:
         apart = (
             response.status == "ok"
             and not isinstance(outcome, ForwardFailure)
-            and not in_process(p.weight, len(outcome.body))
+            and not in_process(p.weight, len(outcome.body) + p.arguments_size)
         )
 
         async def verified(
@@ -451,6 +451,7 @@ class Gateway:
             termed,
             document,
             judging_weight_of(stored.digest, policy_digest, contract, policy),
+            size,
         )
 
     async def _built_apart(self, ask: _Asked, prepared: _Prepared) -> BuiltRequest:
@@ -1058,6 +1059,8 @@ class _Prepared:
     policy_document: Mapping[str, Any] | None
     #: The steps judging one value of an answer costs at most, or None (``calls.bounds``).
     weight: int | None
+    #: The arguments' bytes (a rule's condition reads them beside the answer).
+    arguments_size: int
 
 
 @dataclass(frozen=True)

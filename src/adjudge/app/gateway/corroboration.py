@@ -29,10 +29,11 @@ from typing import Any, Protocol, TypeVar
 
 from adjudge.app.unit import Answer
 from adjudge.calls import Policy
-from adjudge.calls.bounds import plain_selection
+from adjudge.calls.bounds import in_process, plain_selection
 from adjudge.calls.contract import ExpressionError
 from adjudge.calls.verify import Corroboration
 from adjudge.errors import Error
+from adjudge.json_text import dumps_utf8
 from adjudge.store import Account, Transaction, records
 from adjudge.store import calls as calls_db
 
@@ -86,6 +87,10 @@ async def corroborate(
     for expression in (spec.arguments, path):  # a policy registered before they were checked
         if expression is not None and not plain_selection(expression.cost):
             return unavailable(f"its expression {expression.source!r} does more than select")
+    if spec.arguments is not None and not in_process(
+        spec.arguments.cost[0] if spec.arguments.cost else None, len(dumps_utf8(arguments))
+    ):
+        return unavailable("the call's arguments are too large to make its arguments from")
     asked: Any = dict(arguments)
     if spec.arguments is not None:
         try:

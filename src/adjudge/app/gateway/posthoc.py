@@ -54,6 +54,7 @@ from adjudge.calls.verify import (
     to_wire,
 )
 from adjudge.errors import Conflict, NotFound, StateError, VerificationFailed
+from adjudge.json_text import dumps_utf8
 from adjudge.receipts import VerifyingKey, canonical_bytes
 from adjudge.store import Account, Transaction, meaning_queue, receipt_log, records
 from adjudge.store import calls as calls_db
@@ -158,7 +159,8 @@ def _judged(gateway: Gateway, case: _Case, judgments: Sequence[Judgment]) -> tup
     process when its judging has no bound on its work (``adjudge.app.isolation``), as when it
     was answered. Raises :class:`JudgingFailed` when it cannot be judged within its bounds."""
     response = received_response(case.body)
-    if in_process(judging_weight(case.contract, case.policy), len(case.body)):
+    size = len(case.body) + len(dumps_utf8(case.request.arguments))  # conditions read both
+    if in_process(judging_weight(case.contract, case.policy), size):
         result = verify_call(
             case.contract,
             case.policy,
