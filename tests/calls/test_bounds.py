@@ -121,3 +121,30 @@ def test_rule_kinds_are_counted_at_their_own_cost() -> None:
     assert cheap is not None and dear is not None and cheap < dear
     assert rules_cost([], ["a kind from later"]) == dear
     assert rules_cost([None], ["min_results"]) is None
+
+
+def test_an_asserted_format_counts_each_character_it_reads() -> None:
+    """A failing ``uri-reference`` tries two grammars over the whole string: a third of a
+    megabyte took 50-100 ms on the loop when a format counted once a value."""
+    schema = {"format": "uri-reference"}
+    asserted = contract(schema, format_assertion=True).schema_weight
+    assert not in_process(asserted, 333_332)
+    assert in_process(contract(schema).schema_weight, 333_332)  # an annotation reads nothing
+
+
+def test_a_dotted_member_name_sends_the_answer_apart() -> None:
+    """``data.a.b`` reads as ``/a/b`` and as ``/a.b``: the compiled validator's failure is then
+    located by the reference validator over the whole output (1.2 s for 62 KB measured), so an
+    answer or a mapping with such a name is judged apart."""
+    from adjudge.calls.bounds import dotted_names  # noqa: PLC0415
+    from adjudge.calls.verify import judged_here  # noqa: PLC0415
+
+    schema = {"type": "object", "properties": {"a": {"type": "object"}}}
+    plain = contract(schema)
+    assert judged_here(plain.schema_weight, plain, {"a": {"b": 1}}, 20)
+    assert not judged_here(plain.schema_weight, plain, {"a": {"b": 1}, "a.b": 1}, 20)
+    assert dotted_names([{"x": [{"y[0]": 1}]}]) and not dotted_names({"a": [1, {"b": 2}]})
+    mapped = contract(schema, response_mapping={"a.b": "x"})
+    assert mapped.dotted_output
+    assert contract(schema, response_mapping='{"k.v": x}').dotted_output
+    assert not judged_here(mapped.schema_weight, mapped, {"x": 1}, 20)

@@ -55,7 +55,7 @@ from adjudge.calls import (
     register_policy,
     verify_call,
 )
-from adjudge.calls.bounds import in_process, plain_selection
+from adjudge.calls.bounds import plain_selection
 from adjudge.calls.judging import JudgingJob
 from adjudge.calls.kernel_rows import determine_upheld_report
 from adjudge.calls.quality import PenaltyProposal, QualityTerms, QualityWindow, parse_terms
@@ -67,6 +67,7 @@ from adjudge.calls.verify import (
     ProviderResponse,
     digest_of,
     digested_bytes,
+    judged_here,
     judging_weight,
 )
 from adjudge.errors import (
@@ -527,7 +528,8 @@ class Calls:
         parsed_policy = None if governing is None else _policy(governing, contract)
         size = len(dumps_utf8(answer.body)) if answer.status == "ok" else 0
         size += len(dumps_utf8(call.arguments))  # a rule's condition reads them too
-        if in_process(judging_weight(contract, parsed_policy), size):
+        body = answer.body if answer.status == "ok" else None
+        if judged_here(judging_weight(contract, parsed_policy), contract, body, size):
             return verify_call(
                 contract,
                 parsed_policy,

@@ -40,6 +40,8 @@ from adjudge.autocheck._regexsource import BOUNDED_STEPS
 __all__ = [
     "IN_PROCESS_STEPS",
     "disjoint_fields",
+    "dotted",
+    "dotted_names",
     "expression_cost",
     "in_process",
     "plain_selection",
@@ -72,6 +74,9 @@ _RULE_STEPS_MOST = max(_RULE_STEPS.values())
 #: function, one a schema node (measured in ``benchmarks/judging.py``).
 _RAISE_STEPS = 2_000
 _RAISE_STEPS_A_NODE = 4
+#: What an asserted format costs per character of the string it reads (a failing
+#: ``uri-reference`` tries two grammars: about 150 ns a character).
+_FORMAT_STEPS = 50
 
 # JMESPath nodes whose output holds at most what their children's hold, composed along a path.
 _CHAINED = frozenset(
@@ -227,6 +232,8 @@ def schema_weight(
                 if not _bounded_pattern(source):
                     return None
                 total += BOUNDED_STEPS  # steps per character it is tried on
+            if format_assertion and "format" in each:
+                total += _FORMAT_STEPS  # steps per character its grammar reads
             branches += sum(len(each.get(k, ())) for k in ("anyOf", "oneOf"))
             branches += sum(1 for k in ("not", "if", "contains") if k in each)
         size = 1 + _size(schema)
@@ -265,6 +272,29 @@ def weight(mapping: tuple[int, int] | None, schema: int | None, rules: int | Non
         return None
     steps, copies = mapping
     return steps + copies * (schema + rules)
+
+
+def dotted(name: str) -> bool:
+    """Whether a member name can make the compiled validator's name for a place ambiguous
+    (``data.a.b`` reads as ``/a/b`` and as ``/a.b``): then the reference validator locates the
+    failure by judging the whole output again, at a hundred times a step's cost."""
+    return "." in name or "[" in name
+
+
+def dotted_names(value: Any) -> bool:
+    """Whether any member name in a JSON value is :func:`dotted` (a walk over its containers)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            for key, member in item.items():
+                if dotted(key):
+                    return True
+                if isinstance(member, dict | list):
+                    stack.append(member)
+        elif isinstance(item, list):
+            stack.extend(member for member in item if isinstance(member, dict | list))
+    return False
 
 
 def in_process(steps_per_value: int | None, size: int) -> bool:

@@ -20,7 +20,7 @@ import jmespath.exceptions
 import jmespath.parser
 
 from adjudge.calls._jmes import DroppedElement, StrictInterpreter, compile_node, location
-from adjudge.calls.bounds import disjoint_fields, expression_cost
+from adjudge.calls.bounds import disjoint_fields, dotted, expression_cost
 from adjudge.calls.pointers import join, tokens
 from adjudge.calls.schema import OutputSchema, compile_schema
 from adjudge.errors import CriteriaError
@@ -172,6 +172,15 @@ class Contract:
         return 0 if self.schema is None else self.schema.weight
 
     @property
+    def dotted_output(self) -> bool:
+        """Whether the mapping names a member with ``.`` or ``[`` (``calls.bounds.dotted``)."""
+        mapping = self.mapping
+        if mapping is None:
+            return False
+        fields = [("", mapping)] if isinstance(mapping, Expression) else list(mapping)
+        return any(dotted(name) or _names_dotted(expr.tree) for name, expr in fields)
+
+    @property
     def mapping_cost(self) -> tuple[int, int] | None:
         """The mapping's steps per value of the answer and its copies of one value, or None."""
         mapping = self.mapping
@@ -196,6 +205,17 @@ class Contract:
             if name == top:
                 return f" (field {name!r} is mapped from {expr.source!r})"
         return ""
+
+
+def _names_dotted(node: Mapping[str, Any]) -> bool:
+    """Whether a multi-select in a JMESPath tree names a member with ``.`` or ``[``."""
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if item.get("type") == "key_val_pair" and dotted(str(item.get("value"))):
+            return True
+        stack.extend(c for c in item.get("children", []) if isinstance(c, Mapping))
+    return False
 
 
 def map_response(contract: Contract, raw: Any) -> ShapeCheck:

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from adjudge.calls.bounds import weight
+from adjudge.calls.bounds import dotted_names, in_process, weight
 from adjudge.calls.contract import Contract, ExpressionError, ShapeCheck, map_response
 from adjudge.calls.outcomes import DETERMINISTIC, IMPORTED, SEMANTIC, CheckRow, Outcome
 from adjudge.calls.pointers import is_pointer, pointer, resolve
@@ -50,6 +50,7 @@ __all__ = [
     "ProviderResponse",
     "digest_of",
     "digested_bytes",
+    "judged_here",
     "judging_weight",
     "meaning_pending",
     "parse_corroboration",
@@ -969,6 +970,17 @@ def _decide(
     if "meaning" in policy.checks:  # (7)
         rows.extend(_meaning_rows(policy, request, output, digest, judgment, judgments))
     return apply_clauses(policy, rows)
+
+
+def judged_here(weight: int | None, contract: Contract, body: Any, size: int) -> bool:
+    """Whether an answer (``body``, its bytes and its arguments' in ``size``) may be judged on
+    the event loop: within the bound ``weight`` (:func:`judging_weight`), and without a member
+    name that would send the compiled validator's failure to the reference to locate."""
+    if not in_process(weight, size):
+        return False
+    if contract.schema is None or not contract.schema.fast_path:
+        return True
+    return not contract.dotted_output and not dotted_names(body)
 
 
 def judging_weight(contract: Contract, policy: Policy | None) -> int | None:

@@ -70,6 +70,7 @@ from adjudge.calls.verify import (
     Corroboration,
     Judgment,
     digest_of,
+    judged_here,
     meaning_pending,
     to_wire,
     wants_corroboration,
@@ -348,7 +349,9 @@ class Gateway:
         apart = (
             response.status == "ok"
             and not isinstance(outcome, ForwardFailure)
-            and not in_process(p.weight, len(outcome.body) + p.arguments_size)
+            and not judged_here(
+                p.weight, p.contract, response.body, len(outcome.body) + p.arguments_size
+            )
         )
 
         async def verified(

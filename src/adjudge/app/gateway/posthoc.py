@@ -39,7 +39,6 @@ from adjudge.app.isolation import JudgingFailed
 from adjudge.app.meaning import MeaningAsk, ask_judges
 from adjudge.app.wiring import call_subject
 from adjudge.calls import CallRequest, Contract, Policy, Tool, determine_call, verify_call
-from adjudge.calls.bounds import in_process
 from adjudge.calls.contract import map_response
 from adjudge.calls.judging import JudgingJob, judge
 from adjudge.calls.meaning import is_key_judge, judgment_payload
@@ -48,6 +47,7 @@ from adjudge.calls.verify import (
     Citation,
     Judgment,
     digest_of,
+    judged_here,
     judging_weight,
     parse_corroboration,
     received_response,
@@ -160,7 +160,8 @@ def _judged(gateway: Gateway, case: _Case, judgments: Sequence[Judgment]) -> tup
     was answered. Raises :class:`JudgingFailed` when it cannot be judged within its bounds."""
     response = received_response(case.body)
     size = len(case.body) + len(dumps_utf8(case.request.arguments))  # conditions read both
-    if in_process(judging_weight(case.contract, case.policy), size):
+    weight = judging_weight(case.contract, case.policy)
+    if judged_here(weight, case.contract, response.body, size):
         result = verify_call(
             case.contract,
             case.policy,
