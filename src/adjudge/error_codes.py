@@ -297,6 +297,7 @@ _TABLE = (
     Code("VERDICT_SIGNATURE_INVALID", VerificationFailed, 403, "A verifier's verdict signature does not verify, or not under the task's verifier key."),
     # --- Unavailable: not now; the same request may succeed later
     Code("CHECKER_UNAVAILABLE", Unavailable, 503, "The time-limited checker could not run; nothing was judged."),
+    Code("CHECKS_AT_ONCE_EXCEEDED", Unavailable, 429, "The account has the most dry runs and lints running at once that it may; wait for one to finish."),
     Code("CONCURRENT_UPDATE", Unavailable, 409, "Another transaction changed the same rows first; send the request again."),
     Code("DRY_RUN_QUOTA_EXCEEDED", Unavailable, 429, "The task's dry runs for this hour are used up (Retry-After says when)."),
     Code("IDEMPOTENCY_IN_PROGRESS", Unavailable, 429, "The first request with this Idempotency-Key has not ended; send it again later."),

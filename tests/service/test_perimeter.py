@@ -579,3 +579,41 @@ def test_criteria_that_cannot_fail_are_refused_at_posting(h: Harness) -> None:
         assert (r.status_code, r.json()["error"]["code"]) == (400, "CRITERIA_UNFALSIFIABLE")
         assert next(iter(criteria)) in r.json()["error"]["message"]
     assert h.balance("wallet:pat") == FUNDS
+
+
+def test_an_accounts_dry_runs_and_lints_at_once_are_bounded(
+    h: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hour's quota says nothing of how many arrive together (eight dry runs of a large
+    result at once held every request thread): an account may have two dry runs and lints
+    running at once, a third is 429 ``CHECKS_AT_ONCE_EXCEEDED`` at once, and another account
+    and the same one afterwards are served."""
+    tid = h.post("auto")
+    h.ok("ann", "POST", f"/tasks/{tid}/accept")
+    real = h.app.tasks.checker.check
+    inside, release = threading.Semaphore(0), threading.Event()
+
+    def slow(*args: Any, **kwargs: Any) -> Any:
+        inside.release()
+        release.wait(30)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(h.app.tasks.checker, "check", slow)
+    ann = h.app.accounts.authenticate(h.keys["ann"])
+    held = [threading.Thread(target=h.app.tasks.dry_run, args=(ann, tid, GOOD)) for _ in range(2)]
+    for thread in held:
+        thread.start()
+    assert inside.acquire(timeout=30) and inside.acquire(timeout=30)
+    try:
+        r = h.call("ann", "POST", f"/tasks/{tid}/dry-run", {"result": GOOD})
+        assert (r.status_code, r.json()["error"]["code"]) == (429, "CHECKS_AT_ONCE_EXCEEDED")
+        assert r.headers["Retry-After"] == "1"
+        r = h.call("ann", "POST", "/criteria/lint", {"criteria": {"min_length": 5}})
+        assert (r.status_code, r.json()["error"]["code"]) == (429, "CHECKS_AT_ONCE_EXCEEDED")
+        assert h.ok("bob", "POST", "/criteria/lint", {"criteria": {"min_length": 5}})
+    finally:
+        release.set()
+        for thread in held:
+            thread.join()
+    monkeypatch.undo()
+    h.ok("ann", "POST", f"/tasks/{tid}/dry-run", {"result": GOOD})

@@ -18,6 +18,7 @@ from prometheus_client import CollectorRegistry
 
 from adjudge.app import metrics
 from adjudge.app.accounts import Accounts, need_role
+from adjudge.app.at_once import AtOnce
 from adjudge.app.bundles import Bundles
 from adjudge.app.calls import Calls
 from adjudge.app.clock import Clock, SystemClock
@@ -82,8 +83,9 @@ class App:
         self.settings = settings or Settings()
         self.accounts = Accounts(self.unit)
         self.keys = Keys(self.unit, self.accounts)
-        self.tasks = Tasks(self.unit, self.checker, self.issuer, self.settings)
-        self.criteria = CriteriaAdvice(self.unit)
+        at_once = AtOnce()  # an account's dry runs and lints count together
+        self.tasks = Tasks(self.unit, self.checker, self.issuer, self.settings, at_once)
+        self.criteria = CriteriaAdvice(self.unit, at_once)
         isolation = Isolation(
             workers=self.settings.judge_workers,
             seconds=self.settings.judge_seconds,

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
+from adjudge.app.at_once import AtOnce
 from adjudge.app.tasks import MAX_CRITERIA_BYTES, runs_slow
 from adjudge.app.unit import UnitOfWork
 from adjudge.autocheck import jsregex
@@ -37,8 +38,10 @@ class CriteriaAdvice:
     nothing; in the service (``unit`` given) each account's lints are counted against
     :data:`LINT_QUOTA` an hour (``LINT_QUOTA_EXCEEDED``, with the seconds to wait)."""
 
-    def __init__(self, unit: UnitOfWork | None = None) -> None:
+    def __init__(self, unit: UnitOfWork | None = None, at_once: AtOnce | None = None) -> None:
         self.unit = unit
+        #: The dry runs and lints each account has running at once (shared with the dry runs).
+        self.at_once = at_once or AtOnce()
 
     def lint(
         self, criteria: object, *, brief: str | None = None, who: Account | None = None
@@ -65,7 +68,10 @@ class CriteriaAdvice:
             )
         if who is not None:
             self._count(who)
-            with jsregex.owned_by(who.id):  # the asker's share of the regex worker pool
+            with (
+                self.at_once.held(who.id, "dry runs and lints"),
+                jsregex.owned_by(who.id),  # the asker's share of the regex worker pool
+            ):
                 found = lint(criteria, brief=brief, longest_result=MAX_RESULT_CHARS)
         else:
             found = lint(criteria, brief=brief, longest_result=MAX_RESULT_CHARS)

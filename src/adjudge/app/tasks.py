@@ -19,6 +19,7 @@ from typing import Any
 
 from adjudge.app import outcomes, settlement
 from adjudge.app.accounts import need_primary, need_role
+from adjudge.app.at_once import AtOnce
 from adjudge.app.timing import stage
 from adjudge.app.unit import Answer, Idempotency, UnitOfWork
 from adjudge.app.views import rendered, shown, task_summary, task_view
@@ -183,11 +184,14 @@ class Tasks:
         checker: Checker,
         issuer: Issuer,
         settings: Settings,
+        at_once: AtOnce | None = None,
     ) -> None:
         self.unit = unit
         self.checker = checker
         self.issuer = issuer
         self.settings = settings
+        #: The dry runs and lints each account has running at once (shared with the lints).
+        self.at_once = at_once or AtOnce()
 
     def context(self, checker: Checker | None = None) -> Context:
         """The market's context now."""
@@ -646,7 +650,10 @@ class Tasks:
             # failures (the content floor), as a stand-in, and is never scored here.
             criteria = admissible_form(criteria)
         withheld = [k for k in HIDDEN_FIELDS if k in criteria]
-        with jsregex.owned_by(account.id):  # the agent's share of the regex worker pool
+        with (
+            self.at_once.held(account.id, "dry runs and lints"),
+            jsregex.owned_by(account.id),  # the agent's share of the regex worker pool
+        ):
             outcome = self.checker.check(result, criteria, withhold=frozenset(withheld))
         return {
             "dry_run": True,

@@ -1,0 +1,51 @@
+"""How many checks one account may have running at once, apart from how many an hour.
+
+A dry run and a criteria lint run the whole auto check on the request's own thread, and the
+hour's quota (20 dry runs a task, 120 lints an account) says nothing of how many arrive
+together: eight at once held every request thread of ``serve`` on SQLite for everyone. Each
+account may have :data:`AT_ONCE` running in a process; one past that is refused at once
+(``CHECKS_AT_ONCE_EXCEEDED``, retry in a second) instead of waiting for a thread.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from adjudge.errors import RateLimited
+
+__all__ = ["AT_ONCE", "AtOnce"]
+
+#: The checks one account may have running at once, in one process.
+AT_ONCE = 2
+
+
+class AtOnce:
+    """The checks each account has running in this process."""
+
+    def __init__(self, most: int = AT_ONCE) -> None:
+        self.most = most
+        self._lock = threading.Lock()
+        self._running: dict[str, int] = {}
+
+    @contextmanager
+    def held(self, account: str, what: str) -> Iterator[None]:
+        """Run the block as one of ``account``'s checks, or refuse if it has ``most`` running."""
+        with self._lock:
+            running = self._running.get(account, 0)
+            if running >= self.most:
+                raise RateLimited(
+                    f"An account may have {self.most} {what} running at once; wait for one to "
+                    "finish.",
+                    retry_after=1,
+                    code="CHECKS_AT_ONCE_EXCEEDED",
+                )
+            self._running[account] = running + 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._running[account] -= 1
+                if not self._running[account]:
+                    del self._running[account]
