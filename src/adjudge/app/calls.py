@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from datetime import datetime, timedelta
 from fractions import Fraction
 from typing import Any
@@ -46,14 +45,12 @@ from adjudge.calls import (
     ProposalStatus,
     assess_penalty,
     determine_call,
-    judging,
     parse_corroboration,
     parse_judgment,
     parse_request,
     parse_response,
     register_contract,
     register_policy,
-    verify_call,
 )
 from adjudge.calls.bounds import plain_selection
 from adjudge.calls.judging import JudgingJob
@@ -529,17 +526,8 @@ class Calls:
         size = len(dumps_utf8(answer.body)) if answer.status == "ok" else 0
         size += len(dumps_utf8(call.arguments))  # a rule's condition reads them too
         body = answer.body if answer.status == "ok" else None
-        if judged_here(judging_weight(contract, parsed_policy), contract, body, size):
-            return verify_call(
-                contract,
-                parsed_policy,
-                call,
-                answer,
-                now,
-                judgment=judgment,
-                corroboration=corroboration,
-            )
-        if here:
+        bounded = judged_here(judging_weight(contract, parsed_policy), contract, body, size)
+        if here and not bounded:
             raise Unavailable(
                 "The tool's contract or policy changed while the call was judged; send it again.",
                 code="CONCURRENT_UPDATE",
@@ -554,13 +542,14 @@ class Calls:
             corroboration=corroboration,
         )
         try:
-            result, _shape = self.isolation.run_blocking(who.id, judging.judge, job)
+            return self.isolation.judge_blocking(
+                who.id, job, contract, parsed_policy, here=bounded
+            )[0]
         except JudgingFailed as exc:
             raise BadInput(
                 f"The call's answer could not be judged: {exc.message}. Nothing was recorded.",
                 code="CALL_NOT_JUDGEABLE",
             ) from None
-        return replace(result, policy=parsed_policy)
 
     def get(self, who: Account, call_id: str) -> dict[str, Any]:
         """A verified call's record with every check row (its submitter, its provider, admins)."""

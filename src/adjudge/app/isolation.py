@@ -32,9 +32,15 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from pebble import ProcessExpired, ProcessPool
+
+from adjudge.calls import Contract, Policy, judging
+from adjudge.calls.contract import ShapeCheck
+from adjudge.calls.judging import JudgingJob
+from adjudge.calls.verify import CallResult
 
 __all__ = ["Isolation", "JudgingFailed"]
 
@@ -153,6 +159,30 @@ class Isolation:
                 return found
         finally:
             self._leave(owner)
+
+    async def judge(
+        self, owner: str, job: JudgingJob, policy: Policy | None
+    ) -> tuple[CallResult, ShapeCheck | None]:
+        """``job`` judged in a worker, its result given back ``policy`` (the worker's leaves
+        it out: the sender holds the same one)."""
+        result, shape = await self.run(owner, judging.judge, job)
+        return replace(result, policy=policy), shape
+
+    def judge_blocking(
+        self,
+        owner: str,
+        job: JudgingJob,
+        contract: Contract,
+        policy: Policy | None,
+        *,
+        here: bool,
+    ) -> tuple[CallResult, ShapeCheck | None]:
+        """:meth:`judge` for a caller on a thread of its own, or ``job`` judged ``here`` (its
+        work bounded, ``calls.verify.judged_here``) under ``contract`` and ``policy``."""
+        if here:
+            return judging.judged_with(contract, policy, job)
+        result, shape = self.run_blocking(owner, judging.judge, job)
+        return replace(result, policy=policy), shape
 
     def _admitted(self, owner: str) -> bool:
         with self._turns:

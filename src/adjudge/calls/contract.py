@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import jmespath
@@ -171,7 +172,7 @@ class Contract:
         """The checks one value of the mapped output costs, or None (no bound)."""
         return 0 if self.schema is None else self.schema.weight
 
-    @property
+    @cached_property  # read on every call: its parts never change
     def dotted_output(self) -> bool:
         """Whether the mapping names a member with ``.`` or ``[`` (``calls.bounds.dotted``)."""
         mapping = self.mapping
@@ -180,7 +181,7 @@ class Contract:
         fields = [("", mapping)] if isinstance(mapping, Expression) else list(mapping)
         return any(dotted(name) or _names_dotted(expr.tree) for name, expr in fields)
 
-    @property
+    @cached_property  # read on every call: its parts never change
     def mapping_cost(self) -> tuple[int, int] | None:
         """The mapping's steps per value of the answer and its copies of one value, or None."""
         mapping = self.mapping

@@ -28,7 +28,7 @@ from adjudge.calls.verify import (
     verify_call,
 )
 
-__all__ = ["JudgingJob", "built_request", "judge"]
+__all__ = ["JudgingJob", "built_request", "judge", "judged_with"]
 
 #: How many documents a worker keeps parsed before it starts again from none.
 _CACHED = 256
@@ -50,13 +50,21 @@ class JudgingJob:
 
 
 def judge(job: JudgingJob) -> tuple[CallResult, ShapeCheck | None]:
-    """The call's result, and its response mapped and checked (None unless it answered).
+    """:func:`judged_with` the job's documents, parsed (once per worker).
 
     The result's ``policy`` is left out (None): the sender holds the same policy, parsed from
     the same document, and puts it back.
     """
     contract = _contract(job.contract)
     policy = None if job.policy is None else _policy(job.policy, job.contract, contract)
+    result, shape = judged_with(contract, policy, job)
+    return replace(result, policy=None), shape
+
+
+def judged_with(
+    contract: Contract, policy: Policy | None, job: JudgingJob
+) -> tuple[CallResult, ShapeCheck | None]:
+    """The call's result, and its response mapped and checked (None unless it answered)."""
     result = verify_call(
         contract,
         policy,
@@ -68,7 +76,7 @@ def judge(job: JudgingJob) -> tuple[CallResult, ShapeCheck | None]:
         judgments=job.judgments,
     )
     shape = map_response(contract, job.response.body) if job.response.status == "ok" else None
-    return replace(result, policy=None), shape
+    return result, shape
 
 
 def built_request(job: tuple[Mapping[str, Any], Mapping[str, Any]]) -> BuiltRequest:

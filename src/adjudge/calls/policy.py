@@ -33,6 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from fractions import Fraction
+from functools import cached_property
 from typing import Final
 
 from adjudge.calls.bounds import rules_cost
@@ -181,7 +182,7 @@ class Policy:
     def __repr__(self) -> str:
         return f"<Policy {self.policy_id} v{self.version} ({self.mode.value})>"
 
-    @property
+    @cached_property  # read on every call: its rules never change
     def rules_cost(self) -> int | None:
         """The steps the policy's rules and paths take per value of the output, or None when
         one of its expressions has no bound (:mod:`adjudge.calls.bounds`)."""

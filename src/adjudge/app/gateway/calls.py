@@ -60,7 +60,7 @@ from adjudge.app.wiring import call_subject
 from adjudge.calls import CallRequest, Contract, Policy, Tool, determine_call, verify_call
 from adjudge.calls.bounds import in_process
 from adjudge.calls.contract import ShapeCheck, map_response
-from adjudge.calls.judging import JudgingJob, built_request, judge
+from adjudge.calls.judging import JudgingJob, built_request
 from adjudge.calls.kernel_rows import call_decision
 from adjudge.calls.meaning import is_key_judge
 from adjudge.calls.quality import counted_as
@@ -368,8 +368,7 @@ class Gateway:
                     judgments=tuple(judgments),
                 )
                 with stage("gateway.verify.apart"):
-                    result, shape = await self.isolation.run(request.provider, judge, job)
-                return replace(result, policy=p.policy), shape
+                    return await self.isolation.judge(request.provider, job, p.policy)
             with stage("gateway.verify"):
                 result = verify_call(
                     p.contract,

@@ -27,7 +27,7 @@ import asyncio
 import base64
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -38,9 +38,8 @@ from adjudge.app.gateway.spending import give_back
 from adjudge.app.isolation import JudgingFailed
 from adjudge.app.meaning import MeaningAsk, ask_judges
 from adjudge.app.wiring import call_subject
-from adjudge.calls import CallRequest, Contract, Policy, Tool, determine_call, verify_call
-from adjudge.calls.contract import map_response
-from adjudge.calls.judging import JudgingJob, judge
+from adjudge.calls import CallRequest, Contract, Policy, Tool, determine_call
+from adjudge.calls.judging import JudgingJob
 from adjudge.calls.meaning import is_key_judge, judgment_payload
 from adjudge.calls.verify import (
     CallResult,
@@ -161,17 +160,6 @@ def _judged(gateway: Gateway, case: _Case, judgments: Sequence[Judgment]) -> tup
     response = received_response(case.body)
     size = len(case.body) + len(dumps_utf8(case.request.arguments))  # conditions read both
     weight = judging_weight(case.contract, case.policy)
-    if judged_here(weight, case.contract, response.body, size):
-        result = verify_call(
-            case.contract,
-            case.policy,
-            case.request,
-            response,
-            case.verified_at,
-            corroboration=case.corroboration,
-            judgments=judgments,
-        )
-        return result, map_response(case.contract, response.body).output
     job = JudgingJob(
         case.tool.contract_document,
         case.policy_document,
@@ -181,8 +169,11 @@ def _judged(gateway: Gateway, case: _Case, judgments: Sequence[Judgment]) -> tup
         corroboration=case.corroboration,
         judgments=tuple(judgments),
     )
-    result, shape = gateway.isolation.run_blocking(case.call.provider, judge, job)
-    return replace(result, policy=case.policy), None if shape is None else shape.output
+    here = judged_here(weight, case.contract, response.body, size)
+    result, shape = gateway.isolation.judge_blocking(
+        case.call.provider, job, case.contract, case.policy, here=here
+    )
+    return result, None if shape is None else shape.output
 
 
 def _case(tx: Transaction, row: meaning_queue.QueuedJudgment) -> _Case | None:
