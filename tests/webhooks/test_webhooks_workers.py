@@ -86,7 +86,7 @@ def test_a_dead_workers_lease_runs_out_and_another_delivers(sqlite_store: Store)
         app.webhooks.test_endpoint(account, made["id"])
         now = clock.now()
         with app.store.write() as tx:  # the worker that will die
-            [dead] = outbox.claim(tx, now=now, lease=SETTINGS.webhooks_lease, limit=10)
+            [dead] = outbox.claim(tx, now=now, lease=SETTINGS.webhooks_lease, limit=10).claimed
         with Sender(allow_private=True) as sender:
             assert app.webhooks.deliver_due(sender) == 0
             clock.advance(seconds=SETTINGS.webhooks_lease.total_seconds() - 1)

@@ -130,6 +130,7 @@ class Webhooks:
         self.unit = unit
         self.box = box
         self.settings = settings
+        self._walked = ""  # the last account a claim gave a turn: the next claim's starts after
 
     # --- endpoints ------------------------------------------------------------------------
 
@@ -358,9 +359,12 @@ class Webhooks:
         now = self.unit.now()
         if not self.unit.read(lambda tx: outbox.has_due(tx, now=now)):
             return 0  # the common case when idle: no write lock taken
-        claimed = self.unit.write(
-            lambda tx: outbox.claim(tx, now=now, lease=st.lease, limit=limit or st.batch)
+        batch = self.unit.write(
+            lambda tx: outbox.claim(
+                tx, now=now, lease=st.lease, limit=limit or st.batch, after=self._walked
+            )
         )
+        self._walked, claimed = batch.walked_to, batch.claimed
         if not claimed:
             return 0
         outgoing: list[Outgoing | None] = []

@@ -179,9 +179,19 @@ def release(tx: Transaction, call_ids: Sequence[str], *, at: datetime) -> set[st
         .order_by(h.call_id)
         .with_for_update()
     )
+    held = h.state == HELD
+    if tx.dialect == "sqlite":
+        # One writer needs no order of locks. And SQLite took the state's equality for a
+        # narrow range of its index over a few ids' seeks: it read every hold still held
+        # (60 ms at 100,000, inside the write). The state compared as an expression, it reads
+        # the ids by their index.
+        ids: Any = list(call_ids)
+        held = h.state.concat("") == HELD
+    else:
+        ids = chosen.scalar_subquery()
     change = (
         update(provider_holds)
-        .where(h.call_id.in_(chosen.scalar_subquery()), h.state == HELD)
+        .where(h.call_id.in_(ids), held)
         .values(state=RELEASED, ended_at=at)
         .returning(h.call_id, h.matures_at, h.amount)
     )

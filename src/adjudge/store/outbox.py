@@ -16,6 +16,7 @@ import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import cache
 from typing import Any
 
 from sqlalchemy import (
@@ -33,9 +34,12 @@ from sqlalchemy import (
     bindparam,
     func,
     insert,
+    literal,
+    literal_column,
     or_,
     select,
     true,
+    union_all,
     update,
 )
 
@@ -45,6 +49,7 @@ from adjudge.store.pages import Page, newest_first
 from adjudge.store.transaction import Transaction
 
 __all__ = [
+    "Batch",
     "Claimed",
     "StoredDelivery",
     "StoredEndpoint",
@@ -136,15 +141,47 @@ webhook_deliveries = Table(
     UniqueConstraint("message_id", "endpoint_id"),
 )
 
+# The pending deliveries, oldest first, and by account (revision 0050): a delivered or failed
+# one leaves both. A query reads them with the state as a literal, as their condition says it
+# (a prepared statement's parameter would not match it), and no index has the state as a
+# column: SQLite then never takes an equality on it for a narrow range and sorts what it finds.
+_PENDING_ROWS = webhook_deliveries.c.status == literal_column("'pending'")
 Index(
     "ix_webhook_deliveries_due",
-    webhook_deliveries.c.status,
     webhook_deliveries.c.next_attempt_at,
+    webhook_deliveries.c.id,
+    sqlite_where=_PENDING_ROWS,
+    postgresql_where=_PENDING_ROWS,
+)
+# A claim walks the accounts with deliveries pending, one seek each, and takes each one's
+# oldest due from a range of it.
+Index(
+    "ix_webhook_deliveries_pending_account",
+    webhook_deliveries.c.account_id,
+    webhook_deliveries.c.next_attempt_at,
+    webhook_deliveries.c.id,
+    sqlite_where=_PENDING_ROWS,
+    postgresql_where=_PENDING_ROWS,
 )
 Index(
     "ix_webhook_deliveries_account",
     webhook_deliveries.c.account_id,
     webhook_deliveries.c.created_at,
+    webhook_deliveries.c.id,
+)
+# An account's deliveries of one state, and one endpoint's, newest first (revision 0050): a page
+# of its failed deliveries among many delivered ones reads a page, not its whole history.
+Index(
+    "ix_webhook_deliveries_account_status",
+    webhook_deliveries.c.account_id,
+    webhook_deliveries.c.status,
+    webhook_deliveries.c.created_at.desc(),
+    webhook_deliveries.c.id,
+)
+Index(
+    "ix_webhook_deliveries_endpoint",
+    webhook_deliveries.c.endpoint_id,
+    webhook_deliveries.c.created_at.desc(),
     webhook_deliveries.c.id,
 )
 
@@ -328,16 +365,21 @@ def enabled_count(tx: Transaction, account_id: str) -> int:
 
 
 def disable_endpoint(tx: Transaction, endpoint_id: str, *, at: datetime) -> None:
-    """Disable an endpoint for good: its pending deliveries end ``failed``, saying why."""
-    tx.conn.execute(
-        update(webhook_endpoints)
-        .where(and_(webhook_endpoints.c.id == endpoint_id, webhook_endpoints.c.enabled.is_(True)))
+    """Disable an endpoint for good: its pending deliveries end ``failed``, saying why (found
+    among its account's pending ones, not among every delivery the endpoint ever had)."""
+    w = webhook_endpoints
+    owner = tx.conn.execute(
+        update(w)
+        .where(and_(w.c.id == endpoint_id, w.c.enabled.is_(True)))
         .values(enabled=False, disabled_at=at)
-    )
+        .returning(w.c.account_id)
+    ).scalar()
+    if owner is None:
+        return  # disabled already: it has nothing pending
     d = webhook_deliveries
     ended = tx.conn.execute(
         update(d)
-        .where(and_(d.c.endpoint_id == endpoint_id, d.c.status == PENDING))
+        .where(and_(d.c.account_id == owner, d.c.endpoint_id == endpoint_id, _PENDING_ROWS))
         .values(
             status=FAILED,
             next_attempt_at=None,
@@ -537,9 +579,7 @@ def replay(tx: Transaction, delivery_id: str, *, now: datetime) -> bool:
 def has_due(tx: Transaction, *, now: datetime) -> bool:
     """Whether any delivery is due and free now: a read, so an idle worker's poll takes no
     write lock."""
-    d = webhook_deliveries
-    free = or_(d.c.locked_until.is_(None), d.c.locked_until <= now)
-    q = select(d.c.id).where(and_(d.c.status == PENDING, d.c.next_attempt_at <= now, free))
+    q = select(webhook_deliveries.c.id).where(_due(now))
     return tx.conn.execute(q.limit(1)).first() is not None
 
 
@@ -547,56 +587,156 @@ def oldest_pending(tx: Transaction) -> datetime | None:
     """When the longest-waiting pending delivery fell due (None: none pending), by the due
     index: the outbox's lag is the time since."""
     d = webhook_deliveries
-    q = select(func.min(d.c.next_attempt_at)).where(d.c.status == PENDING)
+    q = select(func.min(d.c.next_attempt_at)).where(_PENDING_ROWS)
     value = tx.conn.execute(q).scalar_one_or_none()
     return value if isinstance(value, datetime) else None  # min() keeps the column's type
 
 
-#: The share of a batch one account's deliveries take before every other account's due ones.
+#: The share of a batch one account's deliveries take before the next account's due ones.
 FAIR_SHARE = 5
 
 
-def claim(tx: Transaction, *, now: datetime, lease: timedelta, limit: int) -> list[Claimed]:
+@dataclass(frozen=True)
+class Batch:
+    """A claim's leased deliveries, and the last account its walk gave a turn (the next
+    claim's walk starts after it)."""
+
+    claimed: list[Claimed]
+    walked_to: str
+
+
+# A claim's statements are built once for each shape (how many accounts, their share, the
+# database) and given their values as parameters: building one anew took more time than the
+# database took to run it.
+
+
+def _next_account(after: Any) -> Any:
+    """The first account after ``after`` with a pending delivery: one seek of the pending
+    deliveries' account index."""
+    d = webhook_deliveries
+    q = select(d.c.account_id).where(_PENDING_ROWS, d.c.account_id > after)
+    # Ordered as that index is (no other index gives this order: none is cheaper to read).
+    return q.order_by(d.c.account_id, d.c.next_attempt_at).limit(1).scalar_subquery()
+
+
+@cache
+def _walk_statement(count: int, bounded: bool) -> Any:
+    first = select(_next_account(bindparam("after")).label("account"), literal(1).label("n"))
+    walk = first.cte("walk", recursive=True)
+    step = select(_next_account(walk.c.account), walk.c.n + 1).where(
+        walk.c.account.is_not(None), walk.c.n < count
+    )
+    walk = walk.union_all(step)
+    q = select(walk.c.account).where(walk.c.account.is_not(None))
+    if bounded:
+        q = q.where(walk.c.account <= bindparam("upto"))
+    return q.order_by(walk.c.account)
+
+
+def _walk(tx: Transaction, after: str, upto: str | None, count: int) -> list[str]:
+    """Up to ``count`` accounts with pending deliveries after ``after`` (and at most
+    ``upto``), in the database's order of names: a recursive query of one index seek an
+    account, however many deliveries each has pending."""
+    q = _walk_statement(count, upto is not None)
+    return [str(a) for a in tx.conn.scalars(q, {"after": after, "upto": upto})]
+
+
+def _due(now: Any) -> Any:
+    """Pending, its next attempt at or before ``now``, and no unexpired lease."""
+    d = webhook_deliveries
+    free = or_(d.c.locked_until.is_(None), d.c.locked_until <= now)
+    return and_(_PENDING_ROWS, d.c.next_attempt_at <= now, free)
+
+
+def _taken(q: Any, postgresql: bool) -> Any:
+    """``q``'s rows, locked ``FOR UPDATE SKIP LOCKED`` on PostgreSQL: workers claiming at once
+    never wait for or take each other's, and each takes the next in the same order."""
+    return q.with_for_update(skip_locked=True) if postgresql else q
+
+
+@cache
+def _fair_statement(count: int, share: int, postgresql: bool) -> Any:
+    d = webhook_deliveries
+    parts = [
+        _taken(
+            select(d.c.id, d.c.account_id, d.c.next_attempt_at)
+            .where(_due(bindparam("now")), d.c.account_id == bindparam(f"a{n}"))
+            .order_by(d.c.next_attempt_at, d.c.id)
+            .limit(share),
+            postgresql,
+        ).subquery()
+        for n in range(count)
+    ]
+    ordered = union_all(*(select(p.c.id, p.c.account_id, p.c.next_attempt_at) for p in parts))
+    return select(ordered.subquery()).order_by("next_attempt_at", "id")
+
+
+def _fair(tx: Transaction, now: datetime, accounts: list[str], share: int) -> dict[str, list[str]]:
+    """Each account's oldest due deliveries, up to ``share``: one statement of an index range
+    an account."""
+    found: dict[str, list[str]] = {a: [] for a in accounts}
+    if not accounts:
+        return found
+    q = _fair_statement(len(accounts), share, tx.dialect == "postgresql")
+    values: dict[str, Any] = {f"a{n}": a for n, a in enumerate(accounts)}
+    for row in tx.conn.execute(q, {**values, "now": now}):
+        found[str(row.account_id)].append(str(row.id))
+    return found
+
+
+@cache
+def _oldest_statement(postgresql: bool) -> Any:
+    d = webhook_deliveries
+    q = select(d.c.id).where(
+        _due(bindparam("now")), d.c.id.not_in(bindparam("taken", expanding=True))
+    )
+    return _taken(q.order_by(d.c.next_attempt_at, d.c.id).limit(bindparam("room")), postgresql)
+
+
+def claim(
+    tx: Transaction, *, now: datetime, lease: timedelta, limit: int, after: str = ""
+) -> Batch:
     """Lease up to ``limit`` due deliveries of enabled endpoints until ``now + lease``, shared
-    among their accounts: every account's oldest up to a :data:`FAIR_SHARE`-th of the batch,
-    then the rest by age.
+    among their accounts in turn: the accounts with deliveries pending after ``after`` (then
+    from the first, around) each take their oldest due ones up to a :data:`FAIR_SHARE`-th of
+    the batch, until the batch is full or ``limit`` accounts had their turn; then the rest by
+    age. The next claim's walk starts after the last account given a turn
+    (:attr:`Batch.walked_to`).
+
+    A batch is sent whole before the next, so one account's pile of deliveries at receivers
+    that never answer would otherwise fill every batch. The claim's cost is that of the batch
+    (an index seek an account walked, one index range each, and the oldest for the rest), not
+    of every delivery due: a pile of them used to be ranked whole on every pass, inside the
+    write that holds SQLite's one lock.
 
     Due: pending, its next attempt at or before ``now``, and no unexpired lease. On PostgreSQL
-    the rows are taken ``FOR UPDATE SKIP LOCKED``, so workers claiming at once never wait for
-    or take each other's; the lease is then written by one ``UPDATE`` of them all that checks
-    again that each row is free, so no two workers hold one delivery at once on either
-    database. The lease is the claim's (a random token): :func:`finish` records an attempt only
-    while its row still holds it.
+    the rows are taken ``FOR UPDATE SKIP LOCKED``; the lease is then written by one ``UPDATE``
+    of them all that checks again that each row is free, so no two workers hold one delivery
+    at once on either database. The lease is the claim's (a random token): :func:`finish`
+    records an attempt only while its row still holds it.
     """
     d, e, m = webhook_deliveries, webhook_endpoints, webhook_messages
-    free = or_(d.c.locked_until.is_(None), d.c.locked_until <= now)
-    # Each account's due deliveries ranked by age; the batch takes every account's first
-    # ``share`` by age, then the rest by age (a batch is sent whole before the next: an
-    # account's pile at receivers that never answer would otherwise fill every batch).
-    rank = func.row_number().over(
-        partition_by=d.c.account_id, order_by=(d.c.next_attempt_at, d.c.id)
-    )
-    ranked = (
-        select(d.c.id, d.c.next_attempt_at, rank.label("rank"))
-        .where(and_(d.c.status == PENDING, d.c.next_attempt_at <= now, free))
-        .subquery()
-    )
     share = max(1, limit // FAIR_SHARE)
-    q = (
-        select(d.c.id)
-        .join(ranked, ranked.c.id == d.c.id)
-        .order_by(ranked.c.rank > share, ranked.c.next_attempt_at, ranked.c.id)
-        .limit(limit)
-    )
-    if tx.dialect == "postgresql":
-        # The rows themselves, not the ranking's (no window's rows are locked): workers
-        # claiming at once skip each other's and take the next in the same order.
-        q = q.with_for_update(skip_locked=True, of=d)
-    due = [row.id for row in tx.conn.execute(q)]
+    accounts = _walk(tx, after, None, limit)
+    if len(accounts) < limit and after:
+        accounts += _walk(tx, "", after, limit - len(accounts))
+    fair = _fair(tx, now, accounts, share)
+    due: list[str] = []
+    walked_to = after
+    for account in accounts:
+        if len(due) >= limit:
+            break
+        walked_to = account
+        due += fair[account][: limit - len(due)]
+    if len(due) < limit:
+        oldest = _oldest_statement(tx.dialect == "postgresql")
+        values = {"now": now, "taken": due, "room": limit - len(due)}
+        due += [str(i) for i in tx.conn.scalars(oldest, values)]
     if not due:
-        return []
+        return Batch([], walked_to)
     token = secrets.token_hex(16)
-    leased = (
+    free = or_(d.c.locked_until.is_(None), d.c.locked_until <= now)
+    leased = (  # by the ids' index (the state a parameter: no pending index matches it)
         update(d)
         .where(and_(d.c.id.in_(due), d.c.status == PENDING, free))
         .values(locked_until=now + lease, lease=token)
@@ -604,7 +744,7 @@ def claim(tx: Transaction, *, now: datetime, lease: timedelta, limit: int) -> li
     )
     taken = {str(r.id): (token, int(r.attempts)) for r in tx.conn.execute(leased)}
     if not taken:
-        return []
+        return Batch([], walked_to)
     rows = tx.conn.execute(
         select(d.c.id, d.c.message_id, d.c.endpoint_id, m.c.payload, e.c.url, e.c.secret)
         .select_from(d.join(m, m.c.id == d.c.message_id).join(e, e.c.id == d.c.endpoint_id))
@@ -624,7 +764,7 @@ def claim(tx: Transaction, *, now: datetime, lease: timedelta, limit: int) -> li
         for r in rows
     ]
     claimed.sort(key=lambda c: c.delivery_id)
-    return claimed
+    return Batch(claimed, walked_to)
 
 
 def finish(

@@ -1,0 +1,71 @@
+"""Webhook deliveries written straight into a store, many at once, in the shape the outbox
+writes them: the piles the tests of a claim's and a listing's cost read."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from sqlalchemy import insert, text
+
+from adjudge.store import Store, outbox, records
+from adjudge.store.outbox import PENDING
+
+
+def empty(store: Store) -> None:
+    """No endpoint, message, delivery or attempt left."""
+    with store.write() as tx:
+        for table in ("webhook_attempts", "webhook_deliveries", "webhook_messages"):
+            tx.conn.execute(text(f"DELETE FROM {table}"))
+        tx.conn.execute(text("DELETE FROM webhook_endpoints"))
+
+
+def pile(
+    store: Store,
+    account: str,
+    count: int,
+    at: datetime,
+    *,
+    status: str = PENDING,
+    endpoint: str | None = None,
+) -> None:
+    """``count`` deliveries of ``account`` to ``endpoint`` (``ep_<account>``, made if new) in
+    ``status``, due (or made) from ``at``, a second apart."""
+    endpoint = endpoint or f"ep_{account}"
+    d = outbox.webhook_deliveries
+    with store.write() as tx:
+        if records.account(tx, account) is None:
+            records.create_account(tx, account, ["poster"], f"k-{account}", opt_in=False, at=at)
+        if outbox.endpoint(tx, endpoint) is None:
+            outbox.add_endpoint(
+                tx,
+                endpoint_id=endpoint,
+                account_id=account,
+                url="https://example.com/hook",
+                sealed_secret="sealed",
+                event_types=None,
+                description="",
+                at=at,
+            )
+        first = int(tx.conn.execute(text("SELECT count(*) FROM webhook_messages")).scalar() or 0)
+        messages = [f"msg_{first + n:08d}" for n in range(count)]
+        tx.conn.execute(
+            insert(outbox.webhook_messages),
+            [{"id": m, "type": "webhook.test", "payload": {}, "created_at": at} for m in messages],
+        )
+        tx.conn.execute(
+            insert(d),
+            [
+                {
+                    "id": f"whd_{first + n:08d}",
+                    "message_id": m,
+                    "endpoint_id": endpoint,
+                    "account_id": account,
+                    "status": status,
+                    "attempts": 0,
+                    "next_attempt_at": at + timedelta(seconds=n) if status == PENDING else None,
+                    "replays": 0,
+                    "created_at": at + timedelta(seconds=n),
+                }
+                for n, m in enumerate(messages)
+            ],
+        )
