@@ -15,7 +15,10 @@ Read straight from the database, so no use case can hide a fault from it:
   each names the receipt that settled it;
 - each agent's counter of held takes equals a recount over the tasks, and the dashboards' daily
   counts a recount of the calls, verdicts, ledger lines, records and tasks they count;
-- the keys asked for a meaning judgment are those a recount of the pending calls names.
+- the keys asked for a meaning judgment are those a recount of the pending calls names;
+- each verifier's review queue is the submissions awaiting its judgment: the tasks awaiting
+  verification, for their named verifier and each panel seat that has not voted, where no
+  worker gave up.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from adjudge.store import (
     calls,
     day_counts,
     holds,
+    leases,
     ledger,
     meaning_queue,
     receipt_log,
@@ -106,6 +110,7 @@ def audit(store: Store, deposited: int | None = None) -> dict[str, int]:
             if t.status is not Status.ASSIGNED:
                 assert t.take_ends_at is None, (t.id, t.status)
         assert takes.counted(tx) == takes.recount(tx), (takes.counted(tx), takes.recount(tx))
+        assert leases.queued(tx) == leases.recount(tx), (leases.queued(tx), leases.recount(tx))
         kept, counted = day_counts.stored(tx), recount(tx)
         assert kept == counted, {k: (kept.get(k), counted.get(k)) for k in {*kept, *counted}}
         _asks_recounted(tx)

@@ -10,6 +10,7 @@ from sqlalchemy import ColumnElement, and_, exists, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from adjudge.market import Status
+from adjudge.store import records
 from adjudge.store import schema as s
 from adjudge.store.records import StoredTask, stored_task
 from adjudge.store.transaction import Transaction
@@ -32,25 +33,23 @@ def claim(
     UPDATE SKIP LOCKED``, so workers polling at once never take the same one; SQLite's write
     lock serializes claims.
     """
-    rl, t, tv = s.review_leases, s.tasks, s.task_votes
-    joined = t.outerjoin(
+    rl, t, tv, rq = s.review_leases, s.tasks, s.task_votes, s.review_queue
+    # The verifier's queue, oldest first (revision 0051): this verifier's submissions waiting,
+    # where a claim read every task awaiting verification, every verifier's, and sorted them.
+    joined = rq.join(t, t.c.id == rq.c.task_id).outerjoin(
         rl,
         and_(rl.c.task_id == t.c.id, rl.c.attempt == t.c.attempts, rl.c.verifier == verifier),
     )
-    # A seat by its key, for each task the status keeps: ``id IN (the verifier's seats)`` read
-    # every seat the verifier ever held on each claim (a worker polls every few seconds).
-    seat = s.task_seats.c
-    seated = exists().where(seat.task_id == t.c.id, seat.verifier == verifier)
     voted = exists().where(
         tv.c.task_id == t.c.id, tv.c.attempt == t.c.attempts, tv.c.verifier == verifier
     )
     q = (
         select(t, rl.c.tries)
         .select_from(joined)
-        .where(t.c.status == Status.AWAITING_VERIFICATION.value)
-        .where(or_(t.c.verifier == verifier, and_(seated, ~voted)))
+        .where(rq.c.verifier == verifier, rq.c.attempt == t.c.attempts)
+        .where(t.c.status == Status.AWAITING_VERIFICATION.value, ~voted)
         .where(or_(rl.c.task_id.is_(None), and_(rl.c.gave_up.is_(False), rl.c.locked_until <= now)))
-        .order_by(t.c.submitted_at)
+        .order_by(rq.c.submitted_at, rq.c.task_id)
         .limit(limit)
     )
     if tx.dialect == "postgresql":
@@ -118,6 +117,8 @@ def failed(
         .where(where)
         .values(tries=tries, locked_until=now, gave_up=gave_up, last_error=error[:500])
     )
+    if gave_up:
+        records.unqueue_review(tx, task_id, attempt, verifier)
     return gave_up
 
 
@@ -130,3 +131,40 @@ def lease(tx: Transaction, task_id: str, attempt: int, verifier: str) -> dict[st
 def _key(task_id: str, attempt: int, verifier: str) -> ColumnElement[bool]:
     rl = s.review_leases
     return and_(rl.c.task_id == task_id, rl.c.attempt == attempt, rl.c.verifier == verifier)
+
+
+Queued = tuple[str, str, int, datetime]  # task, verifier, attempt, submitted at
+
+
+def queued(tx: Transaction) -> set[Queued]:
+    """Every verifier's review queue (for audits)."""
+    rq = s.review_queue.c
+    q = select(rq.task_id, rq.verifier, rq.attempt, rq.submitted_at)
+    return {(r[0], r[1], int(r[2]), r[3]) for r in tx.conn.execute(q)}
+
+
+def recount(tx: Transaction) -> set[Queued]:
+    """The same queue from the tasks awaiting verification, their seats, votes and leases (a
+    full scan: for audits and tests only)."""
+    t, seat, tv, rl = s.tasks.c, s.task_seats.c, s.task_votes.c, s.review_leases.c
+    waiting = select(t.id, t.verifier, t.attempts, t.submitted_at, t.posted_at).where(
+        t.status == Status.AWAITING_VERIFICATION.value
+    )
+    tasks = {r.id: r for r in tx.conn.execute(waiting)}
+    judges: dict[str, set[str]] = {
+        i: {r.verifier} if r.verifier else set() for i, r in tasks.items()
+    }
+    for task_id, verifier in tx.conn.execute(select(seat.task_id, seat.verifier)):
+        if task_id in tasks:
+            judges[task_id].add(verifier)
+    done = {
+        (r[0], r[1], r[2]) for r in tx.conn.execute(select(tv.task_id, tv.attempt, tv.verifier))
+    }
+    gave_up = select(rl.task_id, rl.attempt, rl.verifier).where(rl.gave_up.is_(True))
+    done |= {(r[0], r[1], r[2]) for r in tx.conn.execute(gave_up)}
+    return {
+        (i, v, int(r.attempts), r.submitted_at or r.posted_at)
+        for i, r in tasks.items()
+        for v in judges[i]
+        if (i, r.attempts, v) not in done
+    }

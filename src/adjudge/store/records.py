@@ -19,6 +19,7 @@ from sqlalchemy import (
     Select,
     and_,
     bindparam,
+    delete,
     insert,
     select,
     update,
@@ -373,7 +374,33 @@ def update_task(tx: Transaction, stored: StoredTask, task: Task) -> StoredTask:
         ),
     )
     day_counts.note_state(tx, task.poster, stored.task.status.value, task.status.value)
+    _queue_reviews(tx, stored.task, task)
     return StoredTask(task, stored.version + 1, stored.title, stored.brief)
+
+
+def _queue_reviews(tx: Transaction, before: Task, after: Task) -> None:
+    """Keep the review queue as a task changes: a submission that comes to await verification
+    is queued for its named verifier and each panel seat; a task that moves on (a verdict, a
+    ruling, a lapse) or to another submission leaves it."""
+    waiting = Status.AWAITING_VERIFICATION
+    was, now = before.status is waiting, after.status is waiting
+    other = before.attempts != after.attempts
+    if was and (not now or other):
+        tx.later(_UNQUEUE_TASK, {"k_task": after.id})
+    if now and (not was or other):
+        at = after.submitted_at or after.posted_at
+        rows = [
+            {"verifier": v, "task_id": after.id, "attempt": after.attempts, "submitted_at": at}
+            for v in reviewers(after)
+        ]
+        if rows:
+            tx.later_many(_QUEUE_REVIEW, rows)
+
+
+def reviewers(task: Task) -> list[str]:
+    """Who judges a task's submissions: its named verifier and its panel's verifiers."""
+    named = {task.verifier} if task.verifier else set()
+    return sorted(named | {seat.verifier for seat in task.panel})
 
 
 def task(tx: Transaction, task_id: str) -> StoredTask | None:
@@ -820,6 +847,12 @@ def add_vote(tx: Transaction, task_id: str, attempt: int, vote: Vote) -> None:
         )
     except IntegrityError as exc:
         raise ConcurrentUpdate("This verifier voted on this submission already.") from exc
+    unqueue_review(tx, task_id, attempt, vote.verifier)
+
+
+def unqueue_review(tx: Transaction, task_id: str, attempt: int, verifier: str) -> None:
+    """Take a submission off one verifier's review queue (it voted, or its worker gave up)."""
+    tx.later(_UNQUEUE_REVIEW, {"k_task": task_id, "k_attempt": attempt, "k_verifier": verifier})
 
 
 def votes(tx: Transaction, task_id: str, attempt: int) -> list[Vote]:
@@ -870,6 +903,13 @@ _UPDATE_TASK = (
     update(s.tasks)
     .where(s.tasks.c.id == bindparam("k_id"))
     .where(s.tasks.c.version == bindparam("k_version"))
+)
+_QUEUE_REVIEW = insert(s.review_queue)
+_UNQUEUE_TASK = delete(s.review_queue).where(s.review_queue.c.task_id == bindparam("k_task"))
+_UNQUEUE_REVIEW = delete(s.review_queue).where(
+    s.review_queue.c.task_id == bindparam("k_task"),
+    s.review_queue.c.attempt == bindparam("k_attempt"),
+    s.review_queue.c.verifier == bindparam("k_verifier"),
 )
 _SUBMISSIONS = (
     select(s.submissions)

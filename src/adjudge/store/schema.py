@@ -332,6 +332,25 @@ review_leases = Table(
     Column("last_error", String(500), nullable=True),
 )
 
+review_queue = Table(
+    "review_queue",
+    metadata,
+    # The submissions waiting for each verifier (revision 0051): a row for the named verifier
+    # and each panel seat when a submission comes to await verification, gone when the
+    # verifier votes, its worker gives up, or the task moves on. A worker's claim reads its
+    # verifier's rows, not every task awaiting verification (every verifier's).
+    Column("task_id", String(64), ForeignKey("tasks.id"), primary_key=True),  # the key leads
+    Column("verifier", String(64), primary_key=True),
+    Column("attempt", Integer, nullable=False),
+    Column("submitted_at", UTCDateTime, nullable=False),
+)
+Index(
+    "ix_review_queue_verifier_oldest",
+    review_queue.c.verifier,
+    review_queue.c.submitted_at,
+    review_queue.c.task_id,
+)
+
 disputes = Table(
     "disputes",
     metadata,

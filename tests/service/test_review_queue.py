@@ -1,0 +1,165 @@
+"""Each verifier's review queue (revision 0051) is always the submissions awaiting its
+judgment — the tasks awaiting verification, for their named verifier and each panel seat that
+has not voted, where its worker did not give up — whatever verdicts, votes, claims, failures,
+resubmissions and rulings happen; and a claim hands a verifier only what its queue holds."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import timedelta
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from adjudge.store import Store, leases, records
+from support.audit import reset
+from support.harness import Harness, make_harness
+from support.migrations import downgrade
+
+VERIFIERS = ("vera", "vic", "ann")
+RESULT = "The summary: revenue rose 4% while costs fell."
+
+_task = st.integers(0, 2)
+_who = st.sampled_from(VERIFIERS)
+_step = st.one_of(
+    st.tuples(st.just("post"), st.sampled_from(("named", "panel"))),
+    st.tuples(st.just("vote"), _task, _who, st.booleans()),
+    st.tuples(st.just("claim"), _who),
+    st.tuples(st.just("fail"), _task, _who),
+    st.tuples(st.just("resubmit"), _task),
+    st.tuples(st.just("rule"), _task, st.booleans()),
+)
+
+
+def _harness(store: Store) -> Harness:
+    reset(store)
+    h = make_harness(store)
+    for name in ("vic", "ann"):
+        h.ok(name, "PATCH", "/accounts/me", {"verifier_opt_in": True})
+    return h
+
+
+def _apply(h: Harness, tasks: list[str], step: tuple[Any, ...]) -> None:
+    kind = step[0]
+    if kind == "post":
+        body: dict[str, Any] = {"brief": "Summarise the report."}
+        if step[1] == "panel":
+            body |= {"verifier": None, "verifiers": list(VERIFIERS), "quorum": 2}
+        tid = h.post("agent", **body)
+        h.ok("bob", "POST", f"/tasks/{tid}/accept")
+        h.ok("bob", "POST", f"/tasks/{tid}/submissions", {"result": RESULT})
+        tasks.append(tid)
+        return
+    if kind == "claim":
+        jobs = h.ok(step[1], "POST", "/reviews/claim", {"limit": 5})["jobs"]
+        with h.app.store.read() as tx:
+            waiting = {(t, a) for t, v, a, _ in leases.recount(tx) if v == step[1]}
+        assert {(j["task_id"], j["attempt"]) for j in jobs} <= waiting
+        return
+    if step[1] >= len(tasks):
+        return
+    tid = tasks[step[1]]
+    if kind == "vote":
+        seen = h.ok(step[2], "GET", f"/tasks/{tid}")  # a verifier not on it sees no result
+        if seen["status"] == "awaiting_verification" and seen.get("submissions"):
+            h.call(step[2], "POST", f"/tasks/{tid}/verdict", h.signed(step[2], tid, step[3]))
+    elif kind == "fail":
+        attempt = h.ok("pat", "GET", f"/tasks/{tid}")["attempts"]
+        for _ in range(5):  # enough failures to give it up, each of a claim
+            h.call(step[2], "POST", "/reviews/claim", {"limit": 50})
+            h.call(step[2], "POST", f"/reviews/{tid}/{attempt}/failed", {"error": "no reply"})
+    elif kind == "resubmit":
+        h.call("bob", "POST", f"/tasks/{tid}/submissions", {"result": RESULT + " Again."})
+    elif kind == "rule":
+        h.call("root", "POST", f"/tasks/{tid}/ruling", {"pay_agent": step[2]})
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(steps=st.lists(_step, min_size=1, max_size=12))
+def test_the_review_queue_is_what_awaits_each_verifier(
+    sqlite_store: Store, steps: list[tuple[Any, ...]]
+) -> None:
+    """After each step of any sequence, the queue kept as tasks change equals its recount
+    from the tasks, seats, votes and leases themselves."""
+    h = _harness(sqlite_store)
+    tasks: list[str] = []
+    for step in steps:
+        _apply(h, tasks, step)
+        with sqlite_store.read() as tx:
+            assert leases.queued(tx) == leases.recount(tx), step
+
+
+def test_a_panel_on_each_database(store: Store) -> None:
+    """On each database: a panel's submission queued for its three verifiers; one vote and
+    one worker giving up take theirs off; a claim of the third hands it out; the deciding
+    vote empties the queue; a named verifier's task queued again on a new submission."""
+    h = _harness(store)
+    tasks: list[str] = []
+
+    def queue() -> set[tuple[str, str, int]]:
+        with store.read() as tx:
+            kept = leases.queued(tx)
+            assert kept == leases.recount(tx)
+        return {(t, v, a) for t, v, a, _ in kept}
+
+    _apply(h, tasks, ("post", "panel"))
+    [panel] = tasks
+    assert queue() == {(panel, v, 1) for v in VERIFIERS}
+    _apply(h, tasks, ("vote", 0, "vera", True))
+    _apply(h, tasks, ("fail", 0, "vic"))
+    assert queue() == {(panel, "ann", 1)}
+    jobs = h.ok("ann", "POST", "/reviews/claim", {"limit": 5})["jobs"]
+    assert [(j["task_id"], j["attempt"]) for j in jobs] == [(panel, 1)]
+    _apply(h, tasks, ("vote", 0, "ann", False))  # a split: to an admin
+    assert queue() == set()
+    _apply(h, tasks, ("post", "named"))
+    named = tasks[1]
+    assert queue() == {(named, "vera", 1)}
+    _apply(h, tasks, ("vote", 1, "vera", False))
+    assert queue() == set()
+    _apply(h, tasks, ("resubmit", 1))
+    assert queue() == {(named, "vera", 2)}
+
+
+def test_a_new_submission_still_awaiting_is_queued_anew(sqlite_store: Store) -> None:
+    """A task that goes from one submission awaiting verification straight to another (no
+    path of the lifecycle does it today) is queued for the new one, not left at the old."""
+    h = _harness(sqlite_store)
+    tasks: list[str] = []
+    _apply(h, tasks, ("post", "named"))
+    with sqlite_store.write() as tx:
+        stored = records.task(tx, tasks[0])
+        assert stored is not None
+        later = stored.task.submitted_at + timedelta(minutes=1)  # type: ignore[operator]
+        again = replace(stored.task, attempts=stored.task.attempts + 1, submitted_at=later)
+        records.update_task(tx, stored, again)
+    with sqlite_store.read() as tx:
+        assert leases.queued(tx) == {(tasks[0], "vera", 2, later)} == leases.recount(tx)
+
+
+def test_migration_0051_queues_what_awaits_now(store: Store) -> None:
+    """On each database: the queue made by 0051 from the tasks awaiting verification equals
+    its recount (a panel's seat that voted and a worker that gave up left out), and a
+    downgrade drops it cleanly."""
+    h = _harness(store)
+    tasks: list[str] = []
+    for step in (
+        ("post", "panel"),
+        ("post", "named"),
+        ("post", "panel"),
+        ("vote", 0, "vic", True),
+        ("fail", 2, "ann"),
+    ):
+        _apply(h, tasks, step)
+    with store.read() as tx:
+        before = leases.queued(tx)
+    assert len(before) == 2 + 1 + 2
+    downgrade(store, "0050")
+    store.migrate()
+    with store.read() as tx:
+        assert leases.queued(tx) == before == leases.recount(tx)
