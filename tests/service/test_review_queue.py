@@ -9,10 +9,12 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from adjudge.store import Store, leases, records
+from adjudge.market import Status, Task
+from adjudge.store import ConcurrentUpdate, Store, leases, records
 from support.audit import reset
 from support.harness import Harness, make_harness
 from support.migrations import downgrade
@@ -163,3 +165,34 @@ def test_migration_0051_queues_what_awaits_now(store: Store) -> None:
     store.migrate()
     with store.read() as tx:
         assert leases.queued(tx) == before == leases.recount(tx)
+
+
+def test_a_lost_submit_race_is_a_concurrent_update(store: Store) -> None:
+    """PostgreSQL, two submits of one task at once on two processes: the loser read the task
+    before the winner committed; its queue rows meet the winner's, yet it ends as the lost
+    race it is (a ConcurrentUpdate: the unit reads again and refuses cleanly), not a storage
+    failure, and the winner's rows stay."""
+    if store.dialect != "postgresql":
+        pytest.skip("SQLite has one writer at a time: no second submit can race the first")
+    h = _harness(store)
+    tid = h.post("agent", brief="Summarise the report.")
+    h.ok("bob", "POST", f"/tasks/{tid}/accept")
+
+    def submitted(stored: records.StoredTask, minutes: int) -> Task:
+        t = stored.task
+        at = t.posted_at + timedelta(minutes=minutes)
+        return replace(
+            t, status=Status.AWAITING_VERIFICATION, attempts=t.attempts + 1, submitted_at=at
+        )
+
+    with pytest.raises(ConcurrentUpdate), store.write() as loser:
+        late = records.task(loser, tid)
+        assert late is not None
+        with store.write() as winner:
+            first = records.task(winner, tid)
+            assert first is not None
+            records.update_task(winner, first, submitted(first, 1))
+        records.update_task(loser, late, submitted(late, 2))
+        loser.send()
+    with store.read() as tx:
+        assert {(t, v, a) for t, v, a, _ in leases.queued(tx)} == {(tid, "vera", 1)}

@@ -8,9 +8,10 @@ from __future__ import annotations
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sqlalchemy import select, text
+from sqlalchemy import create_engine, select, text
 
 from adjudge.store import Store, Transaction, outbox, records
 from adjudge.store.outbox import FAIR_SHARE, PENDING
@@ -195,3 +196,50 @@ def test_a_claim_reads_an_index_range_however_many_are_due(sqlite_store: Store) 
     assert reads and all(p.startswith("SEARCH") for p in reads), plans
     assert all(any(k in p for k in kept) for p in reads), plans  # the pending rows or by id
     assert not any("TEMP B-TREE" in p and "webhook_deliveries" in p for p in plans), plans
+
+
+def test_a_batch_among_more_accounts_than_one_read_takes(store: Store) -> None:
+    """A batch of 520 (a worker's batch may be up to 1,000) among 520 accounts with one due
+    each: every one taken, their shares read a few accounts a statement (SQLite refuses a
+    compound select of more than 500 terms: one statement of them all stopped every pass)."""
+    empty(store)
+    names = [f"acct{n:04d}" for n in range(520)]
+    with store.write() as tx:
+        for name in names:
+            records.create_account(tx, name, ["poster"], f"k-{name}", opt_in=False, at=T0)
+            _endpoint(tx, name, f"ep_{name}")
+        for name in names:
+            outbox.emit(tx, [name], "webhook.test", {}, at=T0)
+    with store.write() as tx:
+        batch = outbox.claim(
+            tx, now=T0 + timedelta(hours=1), lease=timedelta(seconds=60), limit=520
+        )
+    assert len(batch.claimed) == 520 and batch.walked_to == names[-1]
+
+
+def test_a_claim_locks_only_what_it_takes(store: Store) -> None:
+    """PostgreSQL: a claim of 50 among twenty accounts with twenty due each locks the 50 it
+    leases and no others while its write is open (each account's whole share was locked,
+    up to a batch's square over five rows, all skipped by a worker claiming meanwhile)."""
+    if store.dialect != "postgresql":
+        pytest.skip("SQLite has no row locks: its one writer claims alone")
+    empty(store)
+    for n in range(20):
+        pile(store, f"acct{n:02d}", 20, T0)
+    other = create_engine(store.url)
+    try:
+        with store.write() as tx:
+            now = T0 + timedelta(hours=1)
+            batch = outbox.claim(tx, now=now, lease=timedelta(seconds=60), limit=50)
+            with other.connect() as conn:  # another worker, while this claim's write is open
+                free = conn.execute(
+                    text(
+                        "SELECT count(*) FROM (SELECT id FROM webhook_deliveries"
+                        " WHERE status = 'pending' FOR UPDATE SKIP LOCKED) x"
+                    )
+                ).scalar()
+                conn.rollback()
+    finally:
+        other.dispose()
+    assert len(batch.claimed) == 50
+    assert 400 - int(free or 0) == 50

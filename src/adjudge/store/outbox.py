@@ -654,17 +654,20 @@ def _taken(q: Any, postgresql: bool) -> Any:
     return q.with_for_update(skip_locked=True) if postgresql else q
 
 
+#: The most accounts whose shares one statement reads: SQLite takes at most 500 terms in a
+#: compound select, and a read past a batch's need is work for nothing.
+ACCOUNTS_A_READ = 50
+
+
 @cache
-def _fair_statement(count: int, share: int, postgresql: bool) -> Any:
+def _fair_statement(count: int, share: int) -> Any:
     d = webhook_deliveries
     parts = [
-        _taken(
-            select(d.c.id, d.c.account_id, d.c.next_attempt_at)
-            .where(_due(bindparam("now")), d.c.account_id == bindparam(f"a{n}"))
-            .order_by(d.c.next_attempt_at, d.c.id)
-            .limit(share),
-            postgresql,
-        ).subquery()
+        select(d.c.id, d.c.account_id, d.c.next_attempt_at)
+        .where(_due(bindparam("now")), d.c.account_id == bindparam(f"a{n}"))
+        .order_by(d.c.next_attempt_at, d.c.id)
+        .limit(share)
+        .subquery()
         for n in range(count)
     ]
     ordered = union_all(*(select(p.c.id, p.c.account_id, p.c.next_attempt_at) for p in parts))
@@ -673,15 +676,19 @@ def _fair_statement(count: int, share: int, postgresql: bool) -> Any:
 
 def _fair(tx: Transaction, now: datetime, accounts: list[str], share: int) -> dict[str, list[str]]:
     """Each account's oldest due deliveries, up to ``share``: one statement of an index range
-    an account."""
+    an account (read, not locked: only those a batch takes are locked)."""
     found: dict[str, list[str]] = {a: [] for a in accounts}
-    if not accounts:
-        return found
-    q = _fair_statement(len(accounts), share, tx.dialect == "postgresql")
     values: dict[str, Any] = {f"a{n}": a for n, a in enumerate(accounts)}
-    for row in tx.conn.execute(q, {**values, "now": now}):
+    for row in tx.conn.execute(_fair_statement(len(accounts), share), {**values, "now": now}):
         found[str(row.account_id)].append(str(row.id))
     return found
+
+
+@cache
+def _locked_statement() -> Any:
+    d = webhook_deliveries
+    q = select(d.c.id).where(d.c.id.in_(bindparam("ids", expanding=True))).order_by(d.c.id)
+    return q.with_for_update(skip_locked=True)
 
 
 @cache
@@ -710,9 +717,10 @@ def claim(
     write that holds SQLite's one lock.
 
     Due: pending, its next attempt at or before ``now``, and no unexpired lease. On PostgreSQL
-    the rows are taken ``FOR UPDATE SKIP LOCKED``; the lease is then written by one ``UPDATE``
-    of them all that checks again that each row is free, so no two workers hold one delivery
-    at once on either database. The lease is the claim's (a random token): :func:`finish`
+    the rows the batch takes (and no others) are locked ``FOR UPDATE SKIP LOCKED``, so claims
+    at once never wait for each other (one may take fewer); the lease is then written by one
+    ``UPDATE`` of them all that checks again that each row is free, so no two workers hold one
+    delivery at once on either database. The lease is the claim's (a random token): :func:`finish`
     records an attempt only while its row still holds it.
     """
     d, e, m = webhook_deliveries, webhook_endpoints, webhook_messages
@@ -720,14 +728,20 @@ def claim(
     accounts = _walk(tx, after, None, limit)
     if len(accounts) < limit and after:
         accounts += _walk(tx, "", after, limit - len(accounts))
-    fair = _fair(tx, now, accounts, share)
     due: list[str] = []
     walked_to = after
-    for account in accounts:
+    for start in range(0, len(accounts), ACCOUNTS_A_READ):
         if len(due) >= limit:
             break
-        walked_to = account
-        due += fair[account][: limit - len(due)]
+        some = accounts[start : start + ACCOUNTS_A_READ]
+        fair = _fair(tx, now, some, share)
+        for account in some:
+            if len(due) >= limit:
+                break
+            walked_to = account
+            due += fair[account][: limit - len(due)]
+    if due and tx.dialect == "postgresql":  # those another claim is taking are left to it
+        due = [str(i) for i in tx.conn.scalars(_locked_statement(), {"ids": due})]
     if len(due) < limit:
         oldest = _oldest_statement(tx.dialect == "postgresql")
         values = {"now": now, "taken": due, "room": limit - len(due)}

@@ -394,7 +394,7 @@ def _queue_reviews(tx: Transaction, before: Task, after: Task) -> None:
             for v in reviewers(after)
         ]
         if rows:
-            tx.later_many(_QUEUE_REVIEW, rows)
+            tx.later_many(_QUEUE_REVIEW[tx.dialect], rows)
 
 
 def reviewers(task: Task) -> list[str]:
@@ -904,7 +904,14 @@ _UPDATE_TASK = (
     .where(s.tasks.c.id == bindparam("k_id"))
     .where(s.tasks.c.version == bindparam("k_version"))
 )
-_QUEUE_REVIEW = insert(s.review_queue)
+# A lost race's insert meets the winner's rows (two submits at once on two processes): it
+# must not fail before the task's update says the race was lost (a ConcurrentUpdate, retried),
+# and that transaction is undone whole. No other insert meets a row: a task leaving awaiting
+# verification, or moving to another submission, takes its rows off first.
+_QUEUE_REVIEW = {
+    "sqlite": sqlite.insert(s.review_queue).on_conflict_do_nothing(),
+    "postgresql": postgresql.insert(s.review_queue).on_conflict_do_nothing(),
+}
 _UNQUEUE_TASK = delete(s.review_queue).where(s.review_queue.c.task_id == bindparam("k_task"))
 _UNQUEUE_REVIEW = delete(s.review_queue).where(
     s.review_queue.c.task_id == bindparam("k_task"),
