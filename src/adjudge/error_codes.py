@@ -296,6 +296,7 @@ _TABLE = (
     Code("SECRET_UNREADABLE", VerificationFailed, 400, "A sealed secret does not open: the wrong key or context, or damaged text."),
     Code("VERDICT_SIGNATURE_INVALID", VerificationFailed, 403, "A verifier's verdict signature does not verify, or not under the task's verifier key."),
     # --- Unavailable: not now; the same request may succeed later
+    Code("CALLS_AT_ONCE_EXCEEDED", Unavailable, 429, "The caller has the most paid calls in flight at once that it may; wait for one to end."),
     Code("CHECKER_UNAVAILABLE", Unavailable, 503, "The time-limited checker could not run; nothing was judged."),
     Code("CHECKS_AT_ONCE_EXCEEDED", Unavailable, 429, "The account has the most dry runs and lints running at once that it may; wait for one to finish."),
     Code("CONCURRENT_UPDATE", Unavailable, 409, "Another transaction changed the same rows first; send the request again."),

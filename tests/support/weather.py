@@ -150,10 +150,15 @@ def check_row(answer: dict[str, Any], name: str) -> dict[str, Any]:
 
 @contextmanager
 def weather_world(
-    store: Store, *, real_checker: bool = False, timeout: float = TIMEOUT
+    store: Store,
+    *,
+    real_checker: bool = False,
+    timeout: float = TIMEOUT,
+    max_per_caller: int = ForwardLimits.max_per_caller,
 ) -> Iterator[World]:
     """A served adjudge with a provider behind the real middleware, its tool and policy; the
-    gateway waits ``timeout`` seconds for the provider."""
+    gateway waits ``timeout`` seconds for the provider, and takes ``max_per_caller`` calls of
+    one caller at once."""
     signer = SigningKey.generate()
     h = make_harness(store, real_checker=real_checker, issuer=SignedReceipts(signer))
     h.app = App(
@@ -162,7 +167,9 @@ def weather_world(
         issuer=h.app.issuer,
         checker=h.app.checker,
         forwarder=Forwarder(
-            ForwardLimits(total_timeout=timeout, read_timeout=timeout),
+            ForwardLimits(
+                total_timeout=timeout, read_timeout=timeout, max_per_caller=max_per_caller
+            ),
             guard=AddressGuard(allow_private=True),
         ),
         settings=Settings(allow_private_providers=True, webhooks_allow_private=True),

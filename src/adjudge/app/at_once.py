@@ -1,10 +1,13 @@
-"""How many checks one account may have running at once, apart from how many an hour.
+"""How many of one kind of work an account may have running at once, apart from how many an
+hour.
 
 A dry run and a criteria lint run the whole auto check on the request's own thread, and the
 hour's quota (20 dry runs a task, 120 lints an account) says nothing of how many arrive
 together: eight at once held every request thread of ``serve`` on SQLite for everyone. Each
 account may have :data:`AT_ONCE` running in a process; one past that is refused at once
-(``CHECKS_AT_ONCE_EXCEEDED``, retry in a second) instead of waiting for a thread.
+(``CHECKS_AT_ONCE_EXCEEDED``, retry in a second) instead of waiting for a thread. A caller's
+paid calls in flight are bounded the same way (``CALLS_AT_ONCE_EXCEEDED``): each holds a place
+in the forwarder's pool for as long as its provider takes.
 """
 
 from __future__ import annotations
@@ -22,7 +25,8 @@ AT_ONCE = 2
 
 
 class AtOnce:
-    """The checks each account has running in this process."""
+    """The work of one kind each account has running in this process (a lock: the threads of
+    requests and the event loops of calls count together)."""
 
     def __init__(self, most: int = AT_ONCE) -> None:
         self.most = most
@@ -30,8 +34,10 @@ class AtOnce:
         self._running: dict[str, int] = {}
 
     @contextmanager
-    def held(self, account: str, what: str) -> Iterator[None]:
-        """Run the block as one of ``account``'s checks, or refuse if it has ``most`` running."""
+    def held(
+        self, account: str, what: str, *, code: str = "CHECKS_AT_ONCE_EXCEEDED"
+    ) -> Iterator[None]:
+        """Run the block as one of ``account``'s ``what``, or refuse if it has ``most`` running."""
         with self._lock:
             running = self._running.get(account, 0)
             if running >= self.most:
@@ -39,7 +45,7 @@ class AtOnce:
                     f"An account may have {self.most} {what} running at once; wait for one to "
                     "finish.",
                     retry_after=1,
-                    code="CHECKS_AT_ONCE_EXCEEDED",
+                    code=code,
                 )
             self._running[account] = running + 1
         try:

@@ -105,15 +105,19 @@ class ForwardLimits:
     #: The most of them one provider's calls hold at once (its calls past it wait, as for the
     #: pool): the rest of the pool is always the other providers'.
     max_per_provider: int = 50
+    #: The most calls one caller has in flight at once in a process; one more is refused
+    #: before anything is reserved (the gateway's use case counts them: the forwarder does not
+    #: know the caller). Half a provider's share: one caller never holds every place a
+    #: provider's callers share, nor, calling two providers, the whole pool.
+    max_per_caller: int = 25
 
     def __post_init__(self) -> None:
         for name in ("connect_timeout", "read_timeout", "write_timeout", "total_timeout"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be positive")
-        if self.max_response_bytes < 1 or self.max_connections < 1 or self.max_per_provider < 1:
-            raise ValueError(
-                "max_response_bytes, max_connections and max_per_provider must be positive"
-            )
+        counts = ("max_response_bytes", "max_connections", "max_per_provider", "max_per_caller")
+        if any(getattr(self, name) < 1 for name in counts):
+            raise ValueError(", ".join(counts) + " must be positive")
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,7 @@ from typing import Any, TypeVar
 
 from adjudge.app import metrics, settlement
 from adjudge.app.accounts import need_role
+from adjudge.app.at_once import AtOnce
 from adjudge.app.calls import call_view, emit_call_settled, observe_quality
 from adjudge.app.gateway.corroboration import corroborate
 from adjudge.app.gateway.keyring import DatabaseKeyRing, ensure_key
@@ -177,6 +178,7 @@ class Gateway:
         self.keys = keys or DatabaseKeyRing(unit, box)
         #: Whether providers may live on loopback or private networks (tests, a local demo).
         self.private_providers = private_providers
+        self._calls_at_once: AtOnce | None = None  # made with the forwarder's limits
 
     @property
     def forwarder(self) -> Forwarder:
@@ -264,6 +266,28 @@ class Gateway:
         fingerprint = digest_of({"tool": name, "arguments": args})
         if key is not None and not corroborating:  # (a corroboration's key has a space)
             Idempotency.of(key, "gateway.call", None)  # the key's own form
+        if corroborating:  # counted as its call's, which waits for it
+            return await self._call(caller, name, args, key, max_price, fingerprint, True)
+        with self._in_flight().held(caller.id, "paid calls", code="CALLS_AT_ONCE_EXCEEDED"):
+            return await self._call(caller, name, args, key, max_price, fingerprint, False)
+
+    def _in_flight(self) -> AtOnce:
+        """Each caller's calls in flight in this process (``ForwardLimits.max_per_caller``)."""
+        if self._calls_at_once is None:
+            most = self.forwarder.limits.max_per_caller
+            self._calls_at_once = AtOnce(most)
+        return self._calls_at_once
+
+    async def _call(
+        self,
+        caller: Account,
+        name: str,
+        args: dict[str, Any],
+        key: str | None,
+        max_price: int | None,
+        fingerprint: str,
+        corroborating: bool,
+    ) -> Answer[dict[str, Any]]:
         now = self.unit.now()  # the call starts now: its price and policy are those in force
         ask = _Asked(caller, name, args, key, max_price, fingerprint, now)
         prepared = await self._in_db(lambda: self._prepare(ask))
