@@ -243,15 +243,16 @@ class Settings(BaseSettings):
         60.0,
         ge=15,
         le=3600,
-        description="How long a delivery pass holds the deliveries it sends; it must outlast "
-        "one pass's sends (about 10 s), so no other worker sends them meanwhile.",
+        description="How long a worker holds the deliveries it claims; it must outlast "
+        "an attempt (about 10 s), so no other worker sends it meanwhile.",
         json_schema_extra=_NO_FLAG,
     )
     webhooks_batch: int = Field(
         50,
         ge=1,
         le=1000,
-        description="Deliveries one pass sends at once, at most.",
+        description="Delivery attempts a worker keeps in flight at once, at most (and a "
+        "`--once` pass sends at once).",
         json_schema_extra=_NO_FLAG,
     )
     webhooks_poll_seconds: float = Field(

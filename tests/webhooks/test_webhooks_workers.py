@@ -5,11 +5,12 @@ only until the lease runs out (at least once, never concurrently duplicated)."""
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
 
 import pytest
 
-from adjudge.app import App, Settings
+from adjudge.app import App, DeliveryWorker, Settings
 from adjudge.errors import Error
 from adjudge.gateway.sealed import SecretBox
 from adjudge.store import Store, outbox
@@ -110,4 +111,42 @@ def test_a_dead_workers_lease_runs_out_and_another_delivers(sqlite_store: Store)
         assert refused.value.code == "WEBHOOK_DELIVERY_IN_FLIGHT"
     finally:
         receiver.down()
+        app.close()
+
+
+def test_a_slow_receiver_holds_its_own_place_not_a_pass(sqlite_store: Store) -> None:
+    """Batches of two: one account's receiver takes four seconds to answer; another account's
+    six events are all delivered meanwhile, through the other place, long before it answers
+    (a worker that sent a batch and waited for its slowest delivered one of them in four
+    seconds). Stopped, the worker records the slow one as it ends: all seven delivered."""
+    clock = FakeClock()
+    settings = Settings(webhooks_allow_private=True, webhooks_test_events=100, webhooks_batch=2)
+    box = SecretBox([SecretBox.generate_key()])
+    app = App(
+        Store(sqlite_store.url), clock=clock, issuer=FakeIssuer(), secrets=box, settings=settings
+    )
+    slow, fast = Receiver(mode="slow", delay=4.0).up(), Receiver().up()
+    worker: DeliveryWorker | None = None
+    try:
+        for name, receiver, events in (("ann", slow, 1), ("bob", fast, 6)):
+            made = app.accounts.create(None, name, ["poster"]).value
+            account = app.accounts.authenticate(made["api_key"])
+            endpoint = app.webhooks.create_endpoint(account, receiver.url(name)).value
+            receiver.secrets[f"/{name}"] = endpoint["secret"]
+            for _ in range(events):
+                app.webhooks.test_endpoint(account, endpoint["id"])
+        started = time.monotonic()
+        worker = DeliveryWorker(app.webhooks, Sender(allow_private=True)).start()
+        while len(fast.verified()) < 6:
+            assert time.monotonic() - started < 3.0, len(fast.verified())
+            time.sleep(0.01)
+        assert len(slow.received) == 1  # sent, and still waiting for its answer
+        worker.stop()
+        worker = None
+        assert app.webhooks.counts() == {"delivered": 7}
+    finally:
+        if worker is not None:
+            worker.stop()
+        slow.down()
+        fast.down()
         app.close()

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -28,7 +29,7 @@ from adjudge.gateway.sealed import SecretBox, SecretError
 from adjudge.settings import Settings
 from adjudge.store import Account, Transaction, ids, outbox, quotas, records
 from adjudge.webhooks import events, schedule
-from adjudge.webhooks.sender import Outgoing, Sender
+from adjudge.webhooks.sender import Attempt, Outgoing, Sender
 from adjudge.webhooks.signing import body_bytes, new_secret
 from adjudge.webhooks.urls import endpoint_url
 
@@ -353,41 +354,50 @@ class Webhooks:
     # --- delivering -------------------------------------------------------------------------
 
     def deliver_due(self, sender: Sender, *, limit: int | None = None) -> int:
-        """One pass of the worker: lease the due deliveries, send them at once, record each
-        attempt. Returns how many were attempted (0: nothing was due)."""
+        """One pass: lease the due deliveries, send them at once, record each attempt when
+        all have ended. Returns how many were attempted (0: nothing was due). (The worker
+        does not wait for a pass's slowest: :class:`DeliveryWorker`.)"""
+        taken = self.claim(limit or self.settings.batch)
+        refused = [(c, False, None, o) for c, o in taken if isinstance(o, str)]
+        outgoing = [(c, o) for c, o in taken if not isinstance(o, str)]
+        sent = sender.send_many([o for _, o in outgoing])
+        attempts = zip(outgoing, sent, strict=True)
+        self.record(refused + [(c, a.ok, a.status, a.error) for (c, _), a in attempts])
+        return len(taken)
+
+    def claim(self, limit: int) -> list[tuple[outbox.Claimed, Outgoing | str]]:
+        """Lease up to ``limit`` due deliveries (the accounts in turn, from where the last
+        claim's walk ended), each with what to send, or why it cannot be sent (its
+        endpoint's secret does not open). A read first: an idle poll takes no write lock."""
         st = self.settings
         now = self.unit.now()
         if not self.unit.read(lambda tx: outbox.has_due(tx, now=now)):
-            return 0  # the common case when idle: no write lock taken
+            return []  # the common case when idle
         batch = self.unit.write(
-            lambda tx: outbox.claim(
-                tx, now=now, lease=st.lease, limit=limit or st.batch, after=self._walked
-            )
+            lambda tx: outbox.claim(tx, now=now, lease=st.lease, limit=limit, after=self._walked)
         )
-        self._walked, claimed = batch.walked_to, batch.claimed
-        if not claimed:
-            return 0
-        outgoing: list[Outgoing | None] = []
-        refused: dict[str, str] = {}
-        for c in claimed:
+        self._walked = batch.walked_to
+        taken: list[tuple[outbox.Claimed, Outgoing | str]] = []
+        for c in batch.claimed:
             try:
                 secret = self.box.open_text(c.sealed_secret, context=secret_context(c.endpoint_id))
             except SecretError as exc:
-                refused[c.delivery_id] = f"{exc.code}: {exc.message}"
-                outgoing.append(None)
+                taken.append((c, f"{exc.code}: {exc.message}"))
                 continue
-            outgoing.append(Outgoing(c.url, secret, c.message_id, body_bytes(c.payload)))
-        sent = iter(sender.send_many([o for o in outgoing if o is not None]))
-        results: list[tuple[outbox.Claimed, bool, int | None, str | None]] = []
-        for c, o in zip(claimed, outgoing, strict=True):
-            if o is None:
-                results.append((c, False, None, refused[c.delivery_id]))
-            else:
-                a = next(sent)
-                results.append((c, a.ok, a.status, a.error))
+            taken.append((c, Outgoing(c.url, secret, c.message_id, body_bytes(c.payload))))
+        return taken
+
+    def record(
+        self, results: Sequence[tuple[outbox.Claimed, bool, int | None, str | None]]
+    ) -> None:
+        """Record attempts that ended (delivered or not, the status, why not) under their
+        leases, scheduling the next attempt of each that failed."""
+        if not results:
+            return
+        st = self.settings
         done = self.unit.now()
 
-        def record(tx: Transaction) -> None:
+        def run(tx: Transaction) -> None:
             for c, ok, status, error in results:
                 next_at = None if ok else schedule.next_attempt(c.attempts + 1, done, st.schedule)
                 if not outbox.finish(
@@ -395,8 +405,7 @@ class Webhooks:
                 ):
                     log.warning("delivery %s: lease lost before its attempt was recorded", c)
 
-        self.unit.write(record)
-        return len(claimed)
+        self.unit.write(run)
 
     def counts(self) -> dict[str, int]:
         """How many deliveries are pending, delivered and failed."""
@@ -404,11 +413,18 @@ class Webhooks:
 
 
 class DeliveryWorker:
-    """Runs :meth:`Webhooks.deliver_due` on a daemon thread until :meth:`stop`.
+    """Delivers on a daemon thread until :meth:`stop`, keeping up to a batch of attempts in
+    flight: as attempts end it records them and claims more, so a receiver that takes its
+    whole deadline holds its own place, not a pass of every other account's deliveries.
 
-    After a pass that found work it looks again at once; after an idle pass, or a failure
-    (logged: a database that is briefly away), it waits ``poll_seconds``.
+    With room in flight it claims at once; with none, or nothing due, it waits up to
+    ``poll_seconds`` for an attempt to end. A failed claim or record (logged: a database that
+    is briefly away) is tried again after ``poll_seconds``; a delivery whose attempt was not
+    recorded is sent again once its lease runs out (at least once).
     """
+
+    #: How long the worker lets attempts that end together gather before it records them.
+    GATHER_SECONDS = 0.02
 
     def __init__(self, webhooks: Webhooks, sender: Sender) -> None:
         self.webhooks = webhooks
@@ -423,22 +439,51 @@ class DeliveryWorker:
         return self
 
     def run(self) -> None:
-        """Deliver until stopped (on the calling thread)."""
-        while not self._stop.is_set():
-            try:
-                busy = self.webhooks.deliver_due(self.sender) > 0
-            except Exception:  # a failed pass is retried; the worker never dies of one
-                log.exception("a webhook delivery pass failed")
-                busy = False
-            if not busy:
-                self._stop.wait(self.webhooks.settings.poll_seconds)
+        """Deliver until stopped (on the calling thread); on a stop, claim no more and record
+        the attempts in flight as they end."""
+        st = self.webhooks.settings
+        flying: dict[Future[Attempt], outbox.Claimed] = {}
+        while not (self._stop.is_set() and not flying):
+            if not self._stop.is_set() and len(flying) < st.batch:
+                flying |= self._claimed(st.batch - len(flying))
+            if not flying:
+                self._stop.wait(st.poll_seconds)
+                continue
+            ended, _ = wait(flying, timeout=st.poll_seconds, return_when=FIRST_COMPLETED)
+            if not ended:
+                continue
+            more, _ = wait(set(flying) - ended, timeout=self.GATHER_SECONDS)
+            results = []
+            for future in ended | more:
+                attempt = future.result()
+                results.append((flying.pop(future), attempt.ok, attempt.status, attempt.error))
+            self._record(results)
+
+    def _claimed(self, room: int) -> dict[Future[Attempt], outbox.Claimed]:
+        """Claim up to ``room`` and send each at once; record at once those that cannot be."""
+        try:
+            taken = self.webhooks.claim(room)
+        except Exception:  # a failed claim is tried again; the worker never dies of one
+            log.exception("a webhook claim failed")
+            self._stop.wait(self.webhooks.settings.poll_seconds)
+            return {}
+        self._record([(c, False, None, o) for c, o in taken if isinstance(o, str)])
+        return {self.sender.submit(o): c for c, o in taken if not isinstance(o, str)}
+
+    def _record(self, results: list[tuple[outbox.Claimed, bool, int | None, str | None]]) -> None:
+        try:
+            self.webhooks.record(results)
+        except Exception:  # not recorded: sent again once the leases run out
+            log.exception("webhook attempts could not be recorded")
+            self._stop.wait(self.webhooks.settings.poll_seconds)
 
     def stop_soon(self) -> None:
-        """Ask :meth:`run` to return after the current pass (safe from a signal handler)."""
+        """Ask :meth:`run` to claim no more and return once its attempts in flight ended
+        (safe from a signal handler)."""
         self._stop.set()
 
     def stop(self) -> None:
-        """Stop after the current pass and close the sender."""
+        """Stop as :meth:`stop_soon` says, wait for it, and close the sender."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=30)

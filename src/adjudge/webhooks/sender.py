@@ -158,6 +158,22 @@ class Sender:
         except Exception as exc:  # the batch is ours: a failure here is the sender's own
             return [Attempt(False, None, f"the sender failed: {exc!r}", "system", 0.0)] * len(items)
 
+    def submit(self, item: Outgoing) -> concurrent.futures.Future[Attempt]:
+        """One attempt, started now; its future never raises (a failure of the sender's own
+        is an attempt that failed, as :meth:`send_many` gives it)."""
+        bound = self.limits.total_timeout + self.limits.connect_timeout + 5
+
+        async def one() -> Attempt:
+            try:
+                async with asyncio.timeout(bound):
+                    return await self._attempt(item)
+            except TimeoutError:
+                return Attempt(False, None, "the sender did not finish in time", "system", bound)
+            except Exception as exc:  # the attempt is ours: a failure here is the sender's own
+                return Attempt(False, None, f"the sender failed: {exc!r}", "system", 0.0)
+
+        return asyncio.run_coroutine_threadsafe(one(), self._loop)
+
     def close(self) -> None:
         """End the loop thread and close the connections."""
         if self._closed:
