@@ -306,6 +306,7 @@ _TABLE = (
     Code("LINT_QUOTA_EXCEEDED", Unavailable, 429, "The account's criteria lints for this hour are used up (Retry-After says when)."),
     Code("PROVIDER_UNREACHABLE", Unavailable, 400, "The provider's host does not resolve; nothing was charged."),
     Code("RATE_LIMITED", Unavailable, 429, "A bounded action is used up for now (Retry-After says when)."),
+    Code("REGISTRATIONS_AT_ONCE_EXCEEDED", Unavailable, 429, "The account has the most tool and contract registrations being checked at once that it may; wait for one to finish."),
     Code("SERVICE_UNAVAILABLE", Unavailable, 400, "The client got no usable answer from the service (no connection, a time-out, not the API's JSON)."),
     Code("STORAGE_ERROR", Unavailable, 503, "The database failed; nothing was written."),
     # --- InternalError: adjudge itself is wrong; nothing to fix on the caller's side

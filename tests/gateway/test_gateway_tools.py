@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from yarl import URL
 
 from adjudge.calls.tools import (
+    MAX_URL_BYTES,
     TOOL_NAME,
     ArgumentsInvalid,
     BuiltRequest,
@@ -326,3 +327,19 @@ def test_the_signature_headers_are_what_the_structured_field_library_writes(
         assert signed.header("content-digest") is None
     member = parse_dictionary(signed.header("signature-input") or "")[LABEL]
     assert (member.items, member.params) == (components, params)
+
+
+def test_a_url_past_its_bound_is_refused_before_it_is_sent() -> None:
+    """A query value that makes the URL pass 8,192 bytes (a space is three once encoded) is
+    refused as the call's arguments, naming the whole request; just under the bound is sent.
+    (The URL was parsed and kept whole by the forwarder's URL cache: a provider calling its own
+    tool at no price with 4 MB arguments kept 34 MiB a call.)"""
+    base = build_request(GET, {"id": "x", "q": ""}).url
+    room = (MAX_URL_BYTES - len(base)) // 3
+    sent = build_request(GET, {"id": "x", "q": " " * room})
+    assert len(sent.url) <= MAX_URL_BYTES
+    with pytest.raises(ArgumentsInvalid) as caught:
+        build_request(GET, {"id": "x", "q": " " * (room + 1)})
+    [problem] = caught.value.problems
+    assert problem.pointer == "" and "8,192" in problem.message
+    assert caught.value.code == "TOOL_ARGUMENTS_INVALID"

@@ -91,9 +91,15 @@ class App:
             seconds=self.settings.judge_seconds,
             memory_bytes=self.settings.judge_memory_mb << 20,
         )
-        self.calls = Calls(self.unit, self.issuer, isolation=isolation)
+        registering = AtOnce()  # an account's tool and contract registrations count together
+        self.calls = Calls(self.unit, self.issuer, isolation=isolation, registering=registering)
         self.secrets = secrets or SecretBox([SecretBox.generate_key()])
-        self.tools = Tools(self.unit, box=self.secrets, price_notice=self.settings.price_notice)
+        self.tools = Tools(
+            self.unit,
+            box=self.secrets,
+            price_notice=self.settings.price_notice,
+            registering=registering,
+        )
         self.gateway = Gateway(
             self.unit,
             self.issuer,

@@ -36,6 +36,7 @@ from fractions import Fraction
 from typing import Any
 
 from adjudge.app import settlement
+from adjudge.app.at_once import AtOnce
 from adjudge.app.isolation import Isolation, JudgingFailed
 from adjudge.app.unit import Answer, Idempotency, UnitOfWork
 from adjudge.app.wiring import call_subject
@@ -51,6 +52,7 @@ from adjudge.calls import (
     parse_response,
     register_contract,
     register_policy,
+    registrable,
 )
 from adjudge.calls.bounds import plain_selection
 from adjudge.calls.judging import JudgingJob
@@ -322,12 +324,19 @@ class Calls:
     """The paid-call use cases."""
 
     def __init__(
-        self, unit: UnitOfWork, issuer: Issuer, *, isolation: Isolation | None = None
+        self,
+        unit: UnitOfWork,
+        issuer: Issuer,
+        *,
+        isolation: Isolation | None = None,
+        registering: AtOnce | None = None,
     ) -> None:
         self.unit = unit
         self.issuer = issuer
         #: Where a reported answer whose judging has no bound is judged (worker processes).
         self.isolation = isolation or Isolation()
+        #: Each account's registrations being checked (their schemas compiled) at once.
+        self.registering = registering or AtOnce()
 
     def register_tool(
         self,
@@ -339,7 +348,9 @@ class Calls:
     ) -> Answer[dict[str, Any]]:
         """A provider registers its tool's contract (refusals carry the calls package's codes)."""
         _need_any(who, {"provider"}, "registers a tool's contract")
-        parsed = register_contract(contract)
+        registrable(contract, "A contract", "CONTRACT_INVALID")
+        with self.registering.held(who.id, "registrations", code="REGISTRATIONS_AT_ONCE_EXCEEDED"):
+            parsed = register_contract(contract)
         _storable(parsed.tool, "A tool name", 200, "CONTRACT_INVALID")
         _storable(parsed.version, "A contract version", 64, "CONTRACT_INVALID")
         if quality is not None:

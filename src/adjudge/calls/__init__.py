@@ -48,6 +48,7 @@ from adjudge.calls.tools import (
     build_request,
     check_arguments,
     parse_tool,
+    registrable,
 )
 from adjudge.calls.verdicts import EFFECTS, CallVerdict, Effect, Payment
 from adjudge.calls.verify import (
@@ -113,6 +114,7 @@ __all__ = [
     "quality_window",
     "register_contract",
     "register_policy",
+    "registrable",
     "sampled",
     "verify_call",
 ]

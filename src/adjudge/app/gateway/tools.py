@@ -15,11 +15,12 @@ from datetime import timedelta
 from typing import Any
 
 from adjudge.app.accounts import need_role
+from adjudge.app.at_once import AtOnce
 from adjudge.app.calls import contract_view
 from adjudge.app.gateway.parsed import judging_policy, parsed_tool
 from adjudge.app.gateway.views import tool_view
 from adjudge.app.unit import Answer, Idempotency, UnitOfWork
-from adjudge.calls import parse_tool
+from adjudge.calls import parse_tool, registrable
 from adjudge.calls.openapi import mcp_tool_document, openapi_tool_document
 from adjudge.calls.pricing import DEFAULT_PRICE_NOTICE, announce
 from adjudge.calls.verify import digest_of
@@ -38,13 +39,20 @@ class Tools:
     """The catalog's use cases."""
 
     def __init__(
-        self, unit: UnitOfWork, *, box: SecretBox, price_notice: timedelta = DEFAULT_PRICE_NOTICE
+        self,
+        unit: UnitOfWork,
+        *,
+        box: SecretBox,
+        price_notice: timedelta = DEFAULT_PRICE_NOTICE,
+        registering: AtOnce | None = None,
     ) -> None:
         self.unit = unit
         #: Seals providers' credentials at rest.
         self.box = box
         #: How long a price increase waits before calls are charged it (see calls.pricing).
         self.price_notice = price_notice
+        #: Each account's registrations being checked (their schemas compiled) at once.
+        self.registering = registering or AtOnce()
 
     def register(
         self, provider: Account, document: Mapping[str, Any], *, key: str | None = None
@@ -56,7 +64,11 @@ class Tools:
         for any tool.
         """
         need_role(provider, "provider")
-        tool = parse_tool(document)
+        registrable(document, "A tool document", "TOOL_INVALID")
+        with self.registering.held(
+            provider.id, "registrations", code="REGISTRATIONS_AT_ONCE_EXCEEDED"
+        ):
+            tool = parse_tool(document)
         if tool.name in META_TOOLS:
             raise BadInput(
                 f"{tool.name} is the name of one of the MCP endpoint's own tools; give the tool "

@@ -1,0 +1,111 @@
+"""What one registration may cost: a tool document or a contract of more than 2,000 JSON values
+is refused before its schemas are compiled (a 4 MiB document took 70 s of CPU and 6 GB, and
+held the interpreter the event loop needs), and an account has at most two registrations
+being checked at once (429 ``REGISTRATIONS_AT_ONCE_EXCEEDED``), tools and contracts together."""
+
+from __future__ import annotations
+
+import copy
+import threading
+from typing import Any
+
+import pytest
+
+from adjudge.app.gateway import tools as tool_use_cases
+from adjudge.calls.tools import MAX_REGISTERED_VALUES
+from support.harness import Harness, make_harness
+from support.weather import tool
+
+BASE = "https://api.example"
+
+
+@pytest.fixture
+def h(sqlite_store: Any) -> Harness:
+    """A harness with two providers, sky and sun."""
+    harness = make_harness(sqlite_store)
+    for name in ("sky", "sun"):
+        harness.keys[name] = harness.app.accounts.create(None, name, ["provider"]).value["api_key"]
+    return harness
+
+
+def _document(provider: str, name: str, extra: int) -> dict[str, Any]:
+    """The forecast tool of ``provider`` named ``name``, its output schema given ``extra``
+    more properties (each two JSON values: its schema object and its type)."""
+    made = copy.deepcopy(tool(BASE, provider))
+    made["name"] = name
+    properties = made["contract"]["output_schema"]["properties"]
+    for n in range(extra):
+        properties[f"extra{n}"] = {"type": "integer"}
+    return made
+
+
+def _values(value: Any) -> int:
+    if isinstance(value, dict):
+        return 1 + sum(_values(v) for v in value.values())
+    if isinstance(value, list):
+        return 1 + sum(_values(v) for v in value)
+    return 1
+
+
+def test_a_document_past_the_bound_is_refused_before_it_compiles(
+    h: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tool document at the bound is registered; one value past it is refused with its
+    code and a sentence naming the bound, without its schemas compiled; a contract past it
+    alike."""
+    room = (MAX_REGISTERED_VALUES - _values(_document("sky", "at_bound", 0))) // 2
+    at = _document("sky", "at_bound", room)
+    assert _values(at) <= MAX_REGISTERED_VALUES
+    h.ok("sky", "POST", "/tools/callable", {"tool": at})
+    past = _document("sky", "past_bound", room + 1)
+    assert _values(past) > MAX_REGISTERED_VALUES
+
+    def compiled(*_: Any) -> Any:
+        raise AssertionError("compiled a document past the bound")
+
+    monkeypatch.setattr(tool_use_cases, "parse_tool", compiled)
+    r = h.call("sky", "POST", "/tools/callable", {"tool": past})
+    assert (r.status_code, r.json()["error"]["code"]) == (400, "TOOL_INVALID")
+    assert "2,000 JSON values" in r.json()["error"]["message"]
+    contract = {**_document("sky", "past_bound", room + 50)["contract"], "tool": "past_bound"}
+    assert _values(contract) > MAX_REGISTERED_VALUES
+    r = h.call("sky", "POST", "/tools", {"contract": contract})
+    assert (r.status_code, r.json()["error"]["code"]) == (400, "CONTRACT_INVALID")
+
+
+def test_an_accounts_registrations_at_once_are_bounded(
+    h: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two of sky's registrations being checked at once: a third, a tool or a contract, is 429
+    with its code and Retry-After; sun registers meanwhile; sky again once they end."""
+    real = tool_use_cases.parse_tool
+    inside, release = threading.Semaphore(0), threading.Event()
+
+    def slow(document: Any) -> Any:
+        inside.release()
+        release.wait(30)
+        return real(document)
+
+    monkeypatch.setattr(tool_use_cases, "parse_tool", slow)
+    sky = h.app.accounts.authenticate(h.keys["sky"])
+    held = [
+        threading.Thread(target=h.app.tools.register, args=(sky, _document("sky", f"held{n}", 0)))
+        for n in range(2)
+    ]
+    for thread in held:
+        thread.start()
+    assert inside.acquire(timeout=30) and inside.acquire(timeout=30)
+    try:
+        r = h.call("sky", "POST", "/tools/callable", {"tool": _document("sky", "third", 0)})
+        assert (r.status_code, r.json()["error"]["code"]) == (429, "REGISTRATIONS_AT_ONCE_EXCEEDED")
+        assert r.headers["Retry-After"] == "1"
+        contract = {**_document("sky", "third", 0)["contract"], "tool": "third"}
+        r = h.call("sky", "POST", "/tools", {"contract": contract})
+        assert (r.status_code, r.json()["error"]["code"]) == (429, "REGISTRATIONS_AT_ONCE_EXCEEDED")
+        monkeypatch.setattr(tool_use_cases, "parse_tool", real)
+        h.ok("sun", "POST", "/tools/callable", {"tool": _document("sun", "suns", 0)})
+    finally:
+        release.set()
+        for thread in held:
+            thread.join()
+    h.ok("sky", "POST", "/tools/callable", {"tool": _document("sky", "third", 0)})
