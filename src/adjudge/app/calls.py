@@ -56,6 +56,7 @@ from adjudge.calls import (
 )
 from adjudge.calls.bounds import plain_selection
 from adjudge.calls.judging import JudgingJob
+from adjudge.calls.kept import Kept
 from adjudge.calls.kernel_rows import determine_upheld_report
 from adjudge.calls.quality import PenaltyProposal, QualityTerms, QualityWindow, parse_terms
 from adjudge.calls.verify import (
@@ -142,17 +143,7 @@ def _terms(declared: Mapping[str, Any]) -> QualityTerms:
 
 
 #: Contracts and policies parsed in this process, by digest (a digest names one document).
-_PARSED: dict[tuple[str, ...], Any] = {}
-_PARSED_MAX = 1024
-
-
-def _parsed(key: tuple[str, ...], parse: Any) -> Any:
-    found = _PARSED.get(key)
-    if found is None:
-        if len(_PARSED) >= _PARSED_MAX:
-            _PARSED.clear()
-        found = _PARSED[key] = parse()
-    return found
+_PARSED: Kept[Any] = Kept()
 
 
 def contract_view(c: db.StoredContract) -> dict[str, Any]:
@@ -884,14 +875,16 @@ def _check_corroborator(tx: Transaction, policy: Policy, provider: str) -> None:
 
 def _contract(stored: db.StoredContract) -> Contract:
     """A stored contract, parsed once per process."""
-    parsed: Contract = _parsed((stored.digest,), lambda: register_contract(stored.document))
+    document = stored.document
+    parsed: Contract = _PARSED.get((stored.digest,), document, lambda: register_contract(document))
     return parsed
 
 
 def _policy(stored: db.StoredPolicy, contract: Contract) -> Policy:
     """A stored policy on the contract it was registered against, parsed once per process."""
-    parsed: Policy = _parsed(
+    parsed: Policy = _PARSED.get(
         ("policy", stored.digest, stored.tool, stored.contract_version),
+        stored.document,
         lambda: register_policy(stored.document, contract),
     )
     return parsed

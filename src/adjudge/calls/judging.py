@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from adjudge.calls.contract import Contract, ShapeCheck, map_response, register_contract
+from adjudge.calls.kept import Kept
 from adjudge.calls.policy import Policy, register_policy
 from adjudge.calls.tools import BuiltRequest, Tool, build_request, parse_tool
 from adjudge.calls.verify import (
@@ -30,9 +31,8 @@ from adjudge.calls.verify import (
 
 __all__ = ["JudgingJob", "built_request", "judge", "judged_with"]
 
-#: How many documents a worker keeps parsed before it starts again from none.
-_CACHED = 256
-_PARSED: dict[tuple[str, ...], Any] = {}
+#: The documents a worker keeps parsed (at most 256) before it starts again from none.
+_PARSED: Kept[Any] = Kept(256)
 
 
 @dataclass(frozen=True)
@@ -84,30 +84,17 @@ def built_request(job: tuple[Mapping[str, Any], Mapping[str, Any]]) -> BuiltRequ
     its input schema (:func:`adjudge.calls.tools.build_request`; its refusals raise)."""
     document, arguments = job
     key = ("tool", digest_of(dict(document)))
-    tool: Tool | None = _PARSED.get(key)
-    if tool is None:
-        tool = _kept(key, parse_tool(document))
+    tool: Tool = _PARSED.get(key, document, lambda: parse_tool(document))
     return build_request(tool, arguments)
 
 
 def _contract(document: Mapping[str, Any]) -> Contract:
     key = ("contract", digest_of(dict(document)))
-    found: Contract | None = _PARSED.get(key)
-    if found is None:
-        found = _kept(key, register_contract(document))
+    found: Contract = _PARSED.get(key, document, lambda: register_contract(document))
     return found
 
 
 def _policy(document: Mapping[str, Any], under: Mapping[str, Any], contract: Contract) -> Policy:
     key = ("policy", digest_of(dict(document)), digest_of(dict(under)))
-    found: Policy | None = _PARSED.get(key)
-    if found is None:
-        found = _kept(key, register_policy(document, contract))
+    found: Policy = _PARSED.get(key, document, lambda: register_policy(document, contract))
     return found
-
-
-def _kept(key: tuple[str, ...], value: Any) -> Any:
-    if len(_PARSED) >= _CACHED:
-        _PARSED.clear()
-    _PARSED[key] = value
-    return value

@@ -30,6 +30,7 @@ from typing import Any, NamedTuple
 from jsonschema.exceptions import ValidationError
 
 from adjudge.calls.contract import Contract, register_contract
+from adjudge.calls.kept import json_values
 from adjudge.calls.pointers import pointer
 
 # An input schema is compiled as an output schema is: one ECMAScript reading of patterns and
@@ -877,21 +878,13 @@ def registrable(document: object, what: str, code: str) -> None:
     """Refuse, with ``code``, a document to register that holds more than
     :data:`MAX_REGISTERED_VALUES` JSON values: counted before anything compiles its schemas,
     stopping at the bound."""
-    count, stack = 0, [document]
-    while stack:
-        value = stack.pop()
-        count += 1
-        if count > MAX_REGISTERED_VALUES:
-            raise CriteriaError(
-                f"{what} holds more than {MAX_REGISTERED_VALUES:,} JSON values (objects, arrays "
-                "and scalars); its schemas are compiled for every process that serves it, so "
-                "keep them to the fields callers rely on.",
-                code=code,
-            )
-        if isinstance(value, Mapping):
-            stack.extend(value.values())
-        elif isinstance(value, list | tuple):
-            stack.extend(value)
+    if json_values(document, stop=MAX_REGISTERED_VALUES) > MAX_REGISTERED_VALUES:
+        raise CriteriaError(
+            f"{what} holds more than {MAX_REGISTERED_VALUES:,} JSON values (objects, arrays "
+            "and scalars); its schemas are compiled for every process that serves it, so "
+            "keep them to the fields callers rely on.",
+            code=code,
+        )
 
 
 def _path(endpoint: Endpoint, args: Mapping[str, Any], problems: list[ArgumentProblem]) -> str:

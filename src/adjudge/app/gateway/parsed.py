@@ -2,7 +2,8 @@
 judges a call.
 
 A stored document is named by its digest, so a parsed copy kept under that digest can never
-be stale; each cache is emptied when it passes 1,024 entries.
+be stale; each cache is emptied when it passes 1,024 entries or its documents' size
+(:class:`adjudge.calls.kept.Kept`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from adjudge.calls import Contract, Policy, Tool, parse_tool, register_policy
+from adjudge.calls.kept import Kept
 from adjudge.calls.verify import judging_weight
 from adjudge.store import Read, Transaction
 from adjudge.store import calls as calls_db
@@ -20,19 +22,14 @@ from adjudge.store import gateway as db
 #: The most parsed documents each cache keeps before it starts again.
 CACHED = 1024
 
-_TOOLS: dict[str, Tool] = {}
-_POLICIES: dict[tuple[str, str], Policy] = {}
+_TOOLS: Kept[Tool] = Kept(CACHED)
+_POLICIES: Kept[Policy] = Kept(CACHED)
 _WEIGHTS: dict[tuple[str, str | None], int | None] = {}
 
 
 def parsed_tool(stored: db.StoredTool) -> Tool:
     """A stored tool document, parsed once per process (its digest names its bytes)."""
-    found = _TOOLS.get(stored.digest)
-    if found is None:
-        if len(_TOOLS) > CACHED:
-            _TOOLS.clear()
-        found = _TOOLS[stored.digest] = parse_tool(stored.document)
-    return found
+    return _TOOLS.get(stored.digest, stored.document, lambda: parse_tool(stored.document))
 
 
 def parsed_policy(
@@ -40,12 +37,9 @@ def parsed_policy(
 ) -> Policy:
     """A registered policy, parsed against its tool's contract once per process (the two
     digests name both documents' bytes)."""
-    found = _POLICIES.get((digest, tool_digest))
-    if found is None:
-        if len(_POLICIES) > CACHED:
-            _POLICIES.clear()
-        found = _POLICIES[(digest, tool_digest)] = register_policy(document, contract)
-    return found
+    return _POLICIES.get(
+        (digest, tool_digest), document, lambda: register_policy(document, contract)
+    )
 
 
 def judging_weight_of(

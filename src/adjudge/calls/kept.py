@@ -1,0 +1,68 @@
+"""Documents parsed once per process, kept by the digest that names their bytes.
+
+A parsed document can never be stale (its key names its bytes), so a cache of them needs only a
+bound: on entries, and on their size, since a parsed schema is compiled code of about 1.5 kB a
+JSON value (1,024 of the largest tool documents a provider may register held some 3 GB). A
+cache past either bound is emptied and starts again: the documents in use are parsed again as
+they are asked for.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Hashable
+from typing import Any, Generic, TypeVar
+
+__all__ = ["Kept", "json_values"]
+
+V = TypeVar("V")
+
+#: The most JSON values of the documents one cache keeps parsed (each entry weighs its
+#: document's values): some 375 MB of compiled schemas at most.
+KEPT_VALUES = 250_000
+
+
+def json_values(document: object, stop: int | None = None) -> int:
+    """How many JSON values ``document`` holds (each object, array and scalar once); counting
+    ends once past ``stop``."""
+    count, stack = 0, [document]
+    while stack:
+        value = stack.pop()
+        count += 1
+        if stop is not None and count > stop:
+            return count
+        if isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, list | tuple):
+            stack.extend(value)
+    return count
+
+
+class Kept(Generic[V]):
+    """Parsed documents by key, at most ``most`` of them and ``values`` JSON values in all."""
+
+    def __init__(self, most: int = 1024, values: int = KEPT_VALUES) -> None:
+        self.most = most
+        self.values = values
+        self._kept: dict[Hashable, V] = {}
+        self._weight = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable, document: Any, parse: Callable[[], V]) -> V:
+        """The parsed ``document`` kept under ``key``, parsed by ``parse`` when not kept."""
+        found = self._kept.get(key)
+        if found is not None:
+            return found
+        made = parse()  # outside the lock: two threads may parse one document, and keep one
+        weight = json_values(document)
+        with self._lock:
+            if len(self._kept) >= self.most or self._weight + weight > self.values:
+                self._kept.clear()
+                self._weight = 0
+            if key not in self._kept:
+                self._kept[key] = made
+                self._weight += weight
+            return self._kept[key]
+
+    def __len__(self) -> int:
+        return len(self._kept)
