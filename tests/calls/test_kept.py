@@ -33,9 +33,10 @@ def test_json_values_counts_each_value_once(document: object) -> None:
     assert json_values(document, stop=3) == min(_count(document), 4)
 
 
-def test_a_cache_past_its_size_starts_again() -> None:
-    """Documents of 10 values each, a cache of 25 values: the third empties it and is kept
-    alone; a kept document is not parsed again; past the entries' bound alike."""
+def test_a_cache_at_its_size_lets_go_of_the_least_recently_used() -> None:
+    """Documents of 10 values each, a cache of 25 values: the third lets go of the one used
+    least recently, and keeps the one just read; a kept document is not parsed again; a
+    document heavier than the whole bound is kept alone; past the entries' bound alike."""
     parses: list[str] = []
     kept: Kept[str] = Kept(most=100, values=25)
     document = {"a": [1, 2, 3, 4, 5, 6, 7], "b": 0}  # 10 values
@@ -47,11 +48,14 @@ def test_a_cache_past_its_size_starts_again() -> None:
     assert kept.get("x", document, lambda: parse("x")) == "X"
     assert kept.get("y", document, lambda: parse("y")) == "Y"
     assert kept.get("x", document, lambda: parse("x")) == "X" and parses == ["x", "y"]
-    assert len(kept) == 2
     assert kept.get("z", document, lambda: parse("z")) == "Z"
-    assert len(kept) == 1  # x and y were let go
-    assert kept.get("x", document, lambda: parse("x")) == "X" and parses == ["x", "y", "z", "x"]
+    assert len(kept) == 2  # y, the least recently used, was let go
+    assert kept.get("x", document, lambda: parse("x")) == "X"
+    assert kept.get("y", document, lambda: parse("y")) == "Y"
+    assert parses == ["x", "y", "z", "y"]
+    heavy = {"list": list(range(40))}
+    assert kept.get("h", heavy, lambda: parse("h")) == "H" and len(kept) == 1
     few: Kept[str] = Kept(most=2)
     for name in "abc":
         few.get(name, {}, lambda n=name: n)  # type: ignore[misc]
-    assert len(few) == 1
+    assert len(few) == 2

@@ -343,3 +343,17 @@ def test_a_url_past_its_bound_is_refused_before_it_is_sent() -> None:
     [problem] = caught.value.problems
     assert problem.pointer == "" and "8,192" in problem.message
     assert caught.value.code == "TOOL_ARGUMENTS_INVALID"
+
+
+def test_headers_past_their_bound_are_refused_before_they_are_sent() -> None:
+    """Header arguments making more than 8,192 bytes are refused as the call's arguments, the
+    whole request named; under it they are sent."""
+    document = GET.to_dict()
+    document["endpoint"]["arguments"] = {"id": "path", "q": "header", "n": "query", "tags": "query"}
+    headed = parse_tool(document)
+    sent = build_request(headed, {"id": "x", "q": "v" * 8_000})
+    assert dict(sent.headers)["q"] == "v" * 8_000
+    with pytest.raises(ArgumentsInvalid) as caught:
+        build_request(headed, {"id": "x", "q": "v" * 8_192})
+    [problem] = caught.value.problems
+    assert problem.pointer == "" and "headers" in problem.message and "8,192" in problem.message

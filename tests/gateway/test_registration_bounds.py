@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from adjudge.app.demo import WEATHER_POLICY
 from adjudge.app.gateway import tools as tool_use_cases
 from adjudge.calls.tools import MAX_REGISTERED_VALUES
 from support.harness import Harness, make_harness
@@ -109,3 +110,20 @@ def test_an_accounts_registrations_at_once_are_bounded(
         for thread in held:
             thread.join()
     h.ok("sky", "POST", "/tools/callable", {"tool": _document("sky", "third", 0)})
+
+
+def test_a_policy_past_the_bound_is_refused_before_it_is_parsed(h: Harness) -> None:
+    """A decision policy of 600 rules (2,400 JSON values; parsing one of 50,000 took 36 s
+    inside the write) is refused with its code before anything parses it; the demo's policy,
+    under the bound, is registered."""
+    h.ok("sky", "POST", "/tools/callable", {"tool": _document("sky", "weather_forecast", 0)})
+    policy = copy.deepcopy(WEATHER_POLICY)
+    policy["rules"] = [
+        {"kind": "required_values", "name": f"r{n}", "path": "days", "fields": ["date"]}
+        for n in range(600)
+    ]
+    assert _values(policy) > MAX_REGISTERED_VALUES
+    r = h.call("sky", "POST", "/tools/weather_forecast/policies", {"policy": policy})
+    assert (r.status_code, r.json()["error"]["code"]) == (400, "POLICY_INVALID")
+    assert "2,000 JSON values" in r.json()["error"]["message"]
+    h.ok("sky", "POST", "/tools/weather_forecast/policies", {"policy": WEATHER_POLICY})

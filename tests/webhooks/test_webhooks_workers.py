@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
+from concurrent.futures import Future
 
 import pytest
 
@@ -15,6 +16,7 @@ from adjudge.errors import Error
 from adjudge.gateway.sealed import SecretBox
 from adjudge.store import Store, outbox
 from adjudge.webhooks import Sender
+from adjudge.webhooks.sender import Attempt
 from support.fakes import FakeClock, FakeIssuer
 from support.receiver import Receiver
 
@@ -149,4 +151,77 @@ def test_a_slow_receiver_holds_its_own_place_not_a_pass(sqlite_store: Store) -> 
             worker.stop()
         slow.down()
         fast.down()
+        app.close()
+
+
+class _Flaky:
+    """A sender whose first attempt is cancelled, whose second cannot start, whose third never
+    ends (its loop gone), and whose others are delivered."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def attempt_bound(self) -> float:
+        return 0.3
+
+    def submit(self, item: object) -> Future[Attempt]:
+        self.calls += 1
+        future: Future[Attempt] = Future()
+        if self.calls == 1:
+            future.cancel()
+        elif self.calls == 2:
+            raise RuntimeError("the sender's loop is closed")
+        elif self.calls == 3:
+            return future  # never ends
+        else:
+            future.set_result(Attempt(True, 204, None, None, 0.0))
+        return future
+
+    def close(self) -> None:
+        pass
+
+
+def test_the_worker_outlives_its_senders_failures_and_stops(sqlite_store: Store) -> None:
+    """An attempt cancelled and one that cannot start are recorded as failed attempts (to be
+    tried again on the schedule) and the worker goes on to deliver the next; stopped while an
+    attempt never ends, it records that one as failed once an attempt's bound has passed, and
+    returns."""
+    settings = Settings(
+        webhooks_allow_private=True, webhooks_test_events=100, webhooks_poll_seconds=0.05
+    )
+    box = SecretBox([SecretBox.generate_key()])
+    app = App(
+        Store(sqlite_store.url),
+        clock=FakeClock(),
+        issuer=FakeIssuer(),
+        secrets=box,
+        settings=settings,
+    )
+    made = app.accounts.create(None, "ann", ["poster"]).value
+    ann = app.accounts.authenticate(made["api_key"])
+    endpoint = app.webhooks.create_endpoint(ann, "http://127.0.0.1:9/ann").value
+    sender = _Flaky()
+    worker = DeliveryWorker(app.webhooks, sender).start()  # type: ignore[arg-type]
+    try:
+        for n in range(4):
+            app.webhooks.test_endpoint(ann, endpoint["id"])
+            deadline = time.monotonic() + 5
+            while sender.calls < n + 1:
+                assert time.monotonic() < deadline, sender.calls
+                time.sleep(0.01)
+        assert worker._thread is not None and worker._thread.is_alive()
+        started = time.monotonic()
+        worker.stop()
+        assert time.monotonic() - started < 5
+        assert not worker._thread.is_alive()
+        deliveries = app.webhooks.deliveries(ann)["deliveries"]
+        assert sorted(d["status"] for d in deliveries) == [
+            "delivered",
+            "pending",
+            "pending",
+            "pending",
+        ]
+        assert all(d["attempts"] == 1 for d in deliveries)  # each recorded once
+    finally:
+        worker.stop()
         app.close()

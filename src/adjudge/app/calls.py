@@ -376,6 +376,7 @@ class Calls:
         (``NOT_TOOL_PROVIDER`` for anyone else: the rules that judge a provider are its own and
         the operator's, never a stranger's)."""
         _need_any(who, {"provider", "admin"}, "registers a decision policy")
+        registrable(policy, "A policy", "POLICY_INVALID")
         idem = Idempotency.of(key, "calls.register_policy", {"tool": tool, "policy": policy})
 
         def run(tx: Transaction) -> dict[str, Any]:
@@ -409,7 +410,8 @@ class Calls:
             )
             return policy_view(stored)
 
-        return self.unit.once(who.id, idem, run)
+        with self.registering.held(who.id, "registrations", code="REGISTRATIONS_AT_ONCE_EXCEEDED"):
+            return self.unit.once(who.id, idem, run)
 
     def report(
         self,

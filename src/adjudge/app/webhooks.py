@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
@@ -122,6 +123,10 @@ def delivery_view(d: outbox.StoredDelivery, max_attempts: int) -> dict[str, Any]
         "replays": d.replays,
         "created_at": _iso(d.created_at),
     }
+
+
+#: An attempt as it is recorded: the delivery claimed, delivered or not, the status, why not.
+Recorded = tuple[outbox.Claimed, bool, int | None, str | None]
 
 
 class Webhooks:
@@ -443,19 +448,24 @@ class DeliveryWorker:
         the attempts in flight as they end."""
         st = self.webhooks.settings
         flying: dict[Future[Attempt], outbox.Claimed] = {}
+        given_up_at: float | None = None  # once stopped: when attempts in flight count as lost
         while not (self._stop.is_set() and not flying):
             if not self._stop.is_set() and len(flying) < st.batch:
                 flying |= self._claimed(st.batch - len(flying))
+            elif given_up_at is None and self._stop.is_set():
+                given_up_at = time.monotonic() + self.sender.attempt_bound()
             if not flying:
                 self._stop.wait(st.poll_seconds)
                 continue
             ended, _ = wait(flying, timeout=st.poll_seconds, return_when=FIRST_COMPLETED)
+            if given_up_at is not None and time.monotonic() > given_up_at:
+                ended = set(flying)  # the sender's loop is gone: recorded as failed below
             if not ended:
                 continue
             more, _ = wait(set(flying) - ended, timeout=self.GATHER_SECONDS)
             results = []
             for future in ended | more:
-                attempt = future.result()
+                attempt = _ended(future)
                 results.append((flying.pop(future), attempt.ok, attempt.status, attempt.error))
             self._record(results)
 
@@ -467,10 +477,19 @@ class DeliveryWorker:
             log.exception("a webhook claim failed")
             self._stop.wait(self.webhooks.settings.poll_seconds)
             return {}
-        self._record([(c, False, None, o) for c, o in taken if isinstance(o, str)])
-        return {self.sender.submit(o): c for c, o in taken if not isinstance(o, str)}
+        refused: list[Recorded] = [(c, False, None, o) for c, o in taken if isinstance(o, str)]
+        flying: dict[Future[Attempt], outbox.Claimed] = {}
+        for c, o in taken:
+            if isinstance(o, str):
+                continue
+            try:
+                flying[self.sender.submit(o)] = c
+            except Exception as exc:  # the sender's own failure: the attempt failed
+                refused.append((c, False, None, f"the sender failed: {exc!r}"))
+        self._record(refused)
+        return flying
 
-    def _record(self, results: list[tuple[outbox.Claimed, bool, int | None, str | None]]) -> None:
+    def _record(self, results: list[Recorded]) -> None:
         try:
             self.webhooks.record(results)
         except Exception:  # not recorded: sent again once the leases run out
@@ -488,6 +507,17 @@ class DeliveryWorker:
         if self._thread is not None:
             self._thread.join(timeout=30)
         self.sender.close()
+
+
+def _ended(future: Future[Attempt]) -> Attempt:
+    """An attempt's outcome; one that never ended (cancelled, its sender gone) failed."""
+    if not future.done():
+        future.cancel()
+        return Attempt(False, None, "the worker stopped before the attempt ended", "system", 0.0)
+    try:
+        return future.result()
+    except BaseException as exc:  # cancelled, or the sender's own failure
+        return Attempt(False, None, f"the attempt did not end: {exc!r}", "system", 0.0)
 
 
 def _per(window: timedelta) -> str:

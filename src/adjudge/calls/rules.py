@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -586,7 +587,7 @@ def parse_rules(data: object) -> tuple[Rule, ...]:
         raise CriteriaError("`rules` must be a list of rules.", code=_CODE)
     rules = tuple(parse_rule(item, i) for i, item in enumerate(data))
     names = [r.name for r in rules]
-    duplicated = sorted({n for n in names if names.count(n) > 1})
+    duplicated = sorted(n for n, seen in Counter(names).items() if seen > 1)
     if duplicated:
         raise CriteriaError(
             f"Rule names must be unique; give each a `name` ({', '.join(duplicated)}).", code=_CODE

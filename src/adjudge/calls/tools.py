@@ -96,7 +96,8 @@ MAX_PROBLEMS = 20
 #: At the bound, under half a second. (The demo's forecast tool holds 56.)
 MAX_REGISTERED_VALUES = 2_000
 #: The most bytes of a request's URL the gateway sends (an argument placed in the path or the
-#: query is percent-encoded into it): a larger one is refused before anything is reserved.
+#: query is percent-encoded into it), and of the headers its arguments make: a larger one is
+#: refused before anything is reserved.
 MAX_URL_BYTES = 8_192
 
 # http(s)://host[:port][/path] — no userinfo, query or fragment. The host is a DNS name (ASCII:
@@ -869,6 +870,14 @@ def build_request(tool: Tool, arguments: object, *, check: bool = True) -> Built
             "",
             f"the request's URL would be {len(url):,} bytes, past the {MAX_URL_BYTES:,} the "
             "gateway sends; shorten the values placed in the path and the query",
+        )
+        raise ArgumentsInvalid(tool.name, [problem])
+    head = sum(len(k) + len(v.encode()) for k, v in headers)
+    if head > MAX_URL_BYTES:
+        problem = ArgumentProblem(
+            "",
+            f"the request's headers would be {head:,} bytes, past the {MAX_URL_BYTES:,} the "
+            "gateway sends; shorten the values placed in headers",
         )
         raise ArgumentsInvalid(tool.name, [problem])
     return BuiltRequest(endpoint.method, url, tuple(headers), body)

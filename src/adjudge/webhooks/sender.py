@@ -158,10 +158,14 @@ class Sender:
         except Exception as exc:  # the batch is ours: a failure here is the sender's own
             return [Attempt(False, None, f"the sender failed: {exc!r}", "system", 0.0)] * len(items)
 
+    def attempt_bound(self) -> float:
+        """The longest one attempt takes, waiting for a connection included (seconds)."""
+        return self.limits.total_timeout + self.limits.connect_timeout + 5
+
     def submit(self, item: Outgoing) -> concurrent.futures.Future[Attempt]:
         """One attempt, started now; its future never raises (a failure of the sender's own
         is an attempt that failed, as :meth:`send_many` gives it)."""
-        bound = self.limits.total_timeout + self.limits.connect_timeout + 5
+        bound = self.attempt_bound()
 
         async def one() -> Attempt:
             try:

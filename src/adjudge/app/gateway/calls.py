@@ -275,7 +275,9 @@ class Gateway:
         """Each caller's calls in flight in this process (``ForwardLimits.max_per_caller``)."""
         if self._calls_at_once is None:
             most = self.forwarder.limits.max_per_caller
-            self._calls_at_once = AtOnce(most)
+            with self._forwarder_lock:  # two first calls at once make one
+                if self._calls_at_once is None:
+                    self._calls_at_once = AtOnce(most)
         return self._calls_at_once
 
     async def _call(
