@@ -15,7 +15,7 @@ from sqlalchemy import create_engine, select, text
 
 from adjudge.store import Store, Transaction, outbox, records
 from adjudge.store.outbox import FAIR_SHARE, PENDING
-from support.deliveries import empty, pile
+from support.deliveries import add_endpoint, empty, pile
 from support.plans import sqlite_plans
 
 
@@ -46,16 +46,7 @@ ACCOUNTS = ("a", "b", "c", "d")
 
 
 def _endpoint(tx: Transaction, account: str, endpoint: str) -> None:
-    outbox.add_endpoint(
-        tx,
-        endpoint_id=endpoint,
-        account_id=account,
-        url="https://example.com/hook",
-        sealed_secret="sealed",
-        event_types=None,
-        description="",
-        at=T0,
-    )
+    add_endpoint(tx, account, endpoint, T0)
 
 
 def _fresh(store: Store) -> None:

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import insert, text
 
-from adjudge.store import Store, outbox, records
+from adjudge.store import Store, Transaction, outbox, records
 from adjudge.store.outbox import PENDING
 
 
@@ -17,6 +17,20 @@ def empty(store: Store) -> None:
         for table in ("webhook_attempts", "webhook_deliveries", "webhook_messages"):
             tx.conn.execute(text(f"DELETE FROM {table}"))
         tx.conn.execute(text("DELETE FROM webhook_endpoints"))
+
+
+def add_endpoint(tx: Transaction, account: str, endpoint: str, at: datetime) -> None:
+    """An enabled endpoint of ``account`` for every event (its secret a placeholder)."""
+    outbox.add_endpoint(
+        tx,
+        endpoint_id=endpoint,
+        account_id=account,
+        url="https://example.com/hook",
+        sealed_secret="sealed",
+        event_types=None,
+        description="",
+        at=at,
+    )
 
 
 def pile(
@@ -36,16 +50,7 @@ def pile(
         if records.account(tx, account) is None:
             records.create_account(tx, account, ["poster"], f"k-{account}", opt_in=False, at=at)
         if outbox.endpoint(tx, endpoint) is None:
-            outbox.add_endpoint(
-                tx,
-                endpoint_id=endpoint,
-                account_id=account,
-                url="https://example.com/hook",
-                sealed_secret="sealed",
-                event_types=None,
-                description="",
-                at=at,
-            )
+            add_endpoint(tx, account, endpoint, at)
         first = int(tx.conn.execute(text("SELECT count(*) FROM webhook_messages")).scalar() or 0)
         messages = [f"msg_{first + n:08d}" for n in range(count)]
         tx.conn.execute(
