@@ -4,12 +4,13 @@ the store holds.
 What it measures, in process, ``--reads`` times each, on a store holding N forwarded calls, for
 each N of ``--sizes``: a page (50) of ``GET /gateway/calls`` as ``App.gateway.list_calls``
 reads it — the admin's, a caller's own (``ann``, a caller of a tenth of the calls), a
-provider's own (``nimbus``, a provider of a tenth), a tool's (a tenth), and a page deep in the
-caller's (its cursor a hundred of its calls from its oldest) — and the upkeep's search for
-calls left pending (``App.gateway.recover``: two are pending, the rest ended). The figure:
-each read's median time at each N, and its ratio to the smallest N's (flat when a read walks
-an index in its order; growing when it reads every call its filter keeps, or every call
-before the ones it wants).
+provider's own (``nimbus``, a provider of a tenth), a tool's (a tenth), a page deep in the
+caller's (its cursor a hundred of its calls from its oldest), and a page of the caller's failed
+calls (it has none: the page reads its walk's share, 2,000 calls of each role, and ends) — and
+the upkeep's search for calls left pending (``App.gateway.recover``: two are pending, the rest
+ended). The figure: each read's median time at each N, and its ratio to the smallest N's (flat
+when a read walks an index in its order; growing when it reads every call its filter keeps, or
+every call before the ones it wants).
 
 How: the calls are written through ``gateway.start_call`` and ``gateway.finish_call``, one a
 second back from now, 1,000 a transaction, by ten callers of three tools of ten providers.
@@ -105,6 +106,10 @@ def run(url: str, sizes: list[int], reads: int) -> dict[str, Any]:
                 conn.execution_options(isolation_level="AUTOCOMMIT").execute(text("ANALYZE"))
         for read in pages.values():
             assert len(read()["calls"]) == 50
+        # a caller's page of a verdict none of its calls has: its walk's share read, none found
+        rare = app.gateway.list_calls(ann, verdict="FAIL")
+        assert rare["calls"] == [] and (rare["next_cursor"] is not None) == (size // 10 >= 2_000)
+        pages["rare_verdict_ms"] = lambda: app.gateway.list_calls(ann, verdict="FAIL")
         assert app.gateway.recover(older_than=timedelta(0)) == 0
         found = {k: median_ms(read, reads) for k, read in pages.items()}
         found["recover_ms"] = median_ms(app.gateway.recover, reads)
@@ -129,6 +134,7 @@ def main() -> None:
         "provider_ms": "a provider's own",
         "tool_ms": "a tool's",
         "deep_ms": "deep in a caller's",
+        "rare_verdict_ms": "a caller's rare verdict",
         "recover_ms": "interrupted",
     }
     print_sized(out["rows"], "calls", names)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import text
@@ -157,6 +158,54 @@ def test_every_listing_pages_exactly_the_calls_its_filters_keep(
     for chosen in filters:
         assert _listed(sqlite_store, chosen, limit) == _wanted(made, chosen), chosen
     _pending(sqlite_store, made, before)
+
+
+@settings(
+    max_examples=100,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    plans=st.lists(_call, min_size=3, max_size=14),
+    filters=st.lists(_filters, min_size=1, max_size=4),
+    limit=st.integers(1, 4),
+    walked=st.integers(1, 3),
+)
+def test_pages_that_walk_a_few_calls_each_still_page_exactly_the_calls_kept(
+    sqlite_store: Store, plans: list[Plan], filters: list[Filters], limit: int, walked: int
+) -> None:
+    """With a page's walk of each index range cut to one to three calls (2,000 in service), a
+    listing filtered by what its range does not lead with (a verdict, a tool within a party's
+    calls) comes in short pages, some empty, each with the cursor to read on: together still
+    exactly the calls its filters keep, newest first, each once."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(gateway, "SIFTED_ROWS", walked)
+        made = _made(sqlite_store, plans)
+        for chosen in filters:
+            assert _listed(sqlite_store, chosen, limit) == _wanted(made, chosen), chosen
+
+
+def test_a_page_of_a_rare_verdict_walks_a_bounded_range(sqlite_store: Store) -> None:
+    """A page of ann's failed calls among 40 passed ones, the walk cut to 10 calls: each page
+    walks at most its range's 10 (empty pages, each a cursor on) until the failed ones, which
+    are all found; the statements it sends read no more than that."""
+    plans: list[Plan] = [("ann", "bob", "forecast", "PASS", 5)] * 40
+    plans += [("ann", "bob", "forecast", "FAIL", 1), ("bob", "ann", "tides", "FAIL", 0)]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(gateway, "SIFTED_ROWS", 10)
+        made = _made(sqlite_store, plans)
+        chosen: Filters = ("ann", None, None, "FAIL", None, None)
+        pages: list[int] = []
+        cursor = None
+        while True:
+            with sqlite_store.read() as tx:
+                page = gateway.list_calls(tx, party="ann", verdict="FAIL", limit=5, cursor=cursor)
+            pages.append(len(page.items))
+            if page.next_cursor is None:
+                break
+            cursor = page.next_cursor
+        assert sum(pages) == 2 and len(pages) == 5  # 40 passed, 10 a walk, then the two
+        assert _listed(sqlite_store, chosen, 5) == _wanted(made, chosen)
 
 
 def test_a_partys_calls_page_by_page_on_each_database(store: Store) -> None:

@@ -330,7 +330,9 @@ def _print_page(
     if session.as_json:
         print_json(page)
         return
-    if not page[items]:
+    if not page[items] and page.get("next_cursor"):  # a filtered page read its range's share
+        typer.echo(f"No {items} on this page; older ones may match.")
+    elif not page[items]:
         typer.echo(f"No {items}." if first else f"No more {items}.")
     if table is None:
         for item in page[items]:

@@ -33,7 +33,9 @@ from sqlalchemy import (
     insert,
     literal,
     literal_column,
+    or_,
     select,
+    true,
     update,
 )
 from sqlalchemy.dialects import postgresql, sqlite
@@ -51,6 +53,7 @@ from adjudge.store.pages import (
     newest_first,
     newest_of_each,
     newest_page,
+    past,
 )
 from adjudge.store.transaction import ConcurrentUpdate, Read, Transaction
 
@@ -455,6 +458,14 @@ def pending_before(tx: Transaction, before: datetime) -> list[GatewayCall]:
     return [_call(r._mapping) for r in tx.conn.execute(q.order_by(calls.c.started_at))]
 
 
+#: The most calls one page walks from its index's range when a filter is not the index's own
+#: (a verdict; a tool within a party's or a provider's calls; a provider within a party's):
+#: the page may then hold fewer than its ``limit`` and still give a cursor, read on from where
+#: the walk stopped. Without the bound, a page of a party's rare verdict walked every call it
+#: ever made.
+SIFTED_ROWS = 2_000
+
+
 def list_calls(
     tx: Transaction,
     *,
@@ -468,33 +479,86 @@ def list_calls(
     cursor: str | None = None,
 ) -> Page:
     """Forwarded calls, newest first; ``party`` keeps those it called or provides, ``since``
-    and ``until`` (exclusive) those started in that range."""
-    c = calls
-    where: list[ColumnElement[bool]] = []
-    if tool:
-        where.append(c.c.tool == tool)
-    if provider:
-        where.append(c.c.provider == provider)
-    if verdict:
-        where.append(c.c.verdict == verdict)
+    and ``until`` (exclusive) those started in that range.
+
+    A page walks one index range a role of the party (the provider's, the tool's, or every
+    call's), in the listing's order; a filter that range does not lead with is checked on the
+    first :data:`SIFTED_ROWS` calls of each range only, and a page that found fewer than
+    ``limit`` among them ends where the walk did, with a cursor from there."""
+    c = calls.c
+    ranged: list[ColumnElement[bool]] = []
     if since is not None:
-        where.append(c.c.started_at >= since)
+        ranged.append(c.started_at >= since)
     if until is not None:
-        where.append(c.c.started_at < until)
-    if party is not None:  # the newest page of the calls it made and of those it provided
+        ranged.append(c.started_at < until)
+    if party is not None:
+        leads: list[ColumnElement[bool]] = [c.caller == party, c.provider == party]
+        sifted = [c.tool == tool if tool else None, c.provider == provider if provider else None]
+    elif provider:
+        leads, sifted = [c.provider == provider], [c.tool == tool if tool else None]
+    elif tool:
+        leads, sifted = [c.tool == tool], []
+    else:
+        leads, sifted = [true()], []
+    sifted.append(c.verdict == verdict if verdict else None)
+    sift = [f for f in sifted if f is not None]
+    if not sift:
+        return _unsifted(tx, leads, ranged, limit, cursor)
+    # Each role's walk: its first SIFTED_ROWS calls from the cursor, and where it ends (none:
+    # its range is shorter). The page is of the calls walked, no later than the newest of the
+    # walks' ends, which every walk has reached.
+    walks, ends = [], []
+    for lead in leads:
+        walk = select(c.id, c.started_at).where(lead, *ranged)
+        walks.append(newest_page(walk, c.started_at, c.id, cursor, SIFTED_ROWS - 1))
+        if cursor is not None:
+            walk = walk.where(past(c.started_at, c.id, *decode_cursor(cursor)))
+        last = walk
+        last = last.order_by(c.started_at.desc(), c.id).offset(SIFTED_ROWS - 1).limit(1)
+        end = tx.conn.execute(last).first()
+        if end is not None:
+            ends.append((end.started_at, str(end.id)))
+    q = select(calls).where(c.id.in_(newest_of_each(walks)), *sift)
+    stop = None
+    if ends:
+        ends.sort(key=lambda e: e[1])
+        ends.sort(key=lambda e: e[0], reverse=True)
+        when, last_id = stop = ends[0]  # the first in the listing's order
+        q = q.where(c.started_at >= when, or_(c.started_at > when, c.id <= last_id))
+    rows, following = newest_first(tx, q, c.started_at, c.id, cursor, limit)
+    if following is None and stop is not None:
+        following = encode_cursor(*stop)
+    return Page([_call(r._mapping) for r in rows], following)
+
+
+def _unsifted(
+    tx: Transaction,
+    leads: list[ColumnElement[bool]],
+    ranged: list[ColumnElement[bool]],
+    limit: int,
+    cursor: str | None,
+) -> Page:
+    """A page of calls every filter of which its index range leads with (or a range of
+    times)."""
+    c = calls
+    where = list(ranged)
+    if len(leads) > 1:  # the newest page of the calls it made and of those it provided
         pages = [
             newest_page(
-                select(c.c.id, c.c.started_at).where(role, *where),
+                select(c.c.id, c.c.started_at).where(lead, *ranged),
                 c.c.started_at,
                 c.c.id,
                 cursor,
                 limit,
             )
-            for role in (c.c.caller == party, c.c.provider == party)
+            for lead in leads
         ]
         where.append(c.c.id.in_(newest_of_each(pages)))
-    q = select(c).where(*where)
-    rows, following = newest_first(tx, q, c.c.started_at, c.c.id, cursor, limit)
+    else:
+        where.append(leads[0])
+    rows, following = newest_first(
+        tx, select(c).where(*where), c.c.started_at, c.c.id, cursor, limit
+    )
     return Page([_call(r._mapping) for r in rows], following)
 
 

@@ -1249,7 +1249,7 @@ async function callList(query, cursor) {
             h("td", { class: "num" }, moneyState(c.money)),
           ]),
         )
-      : h("p", {}, filtered ? "No call matches these filters." : "No calls yet."),
+      : h("p", {}, page.next_cursor ? "None of the calls this page read matches; older ones may." : filtered ? "No call matches these filters." : "No calls yet."),
     page.next_cursor
       ? h("p", {}, h("button", { type: "button", onclick: () => callList(query, page.next_cursor) }, "Older calls"))
       : null,
