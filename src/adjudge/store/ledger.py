@@ -27,6 +27,7 @@ from sqlalchemy import (
     delete,
     func,
     insert,
+    or_,
     select,
     union_all,
     update,
@@ -392,8 +393,9 @@ def movements(
     A page reads at most ``limit + 1`` lines per account asked for (each through the
     (account, at, id) index; with no account, through (memo, at, id) or (at, id)) and their
     counterparts through the txn index: its cost does not grow with the ledger's history. A
-    filter the index does not lead with (a kind within an account) is checked row by row as
-    the page's walk meets it.
+    filter the index does not lead with (a kind within accounts) is checked on the first
+    :data:`SIFTED_LINES` lines of each account's walk only: a page that found fewer than
+    ``limit`` there ends where the walks did, with a cursor from there.
     """
     e = s.ledger_entries
     q = select(e)
@@ -408,7 +410,14 @@ def movements(
     newest = (e.c.at.desc(), e.c.id.desc())
     # One walk per account, merged: each stays on its own index range (an IN list would make
     # some planners gather every line of those accounts to sort them).
-    groups = [which.accounts] if which.accounts is None else [(a,) for a in which.accounts]
+    groups: list[tuple[str, ...] | None] = (
+        [which.accounts] if which.accounts is None else [(a,) for a in which.accounts]
+    )
+    stop = None
+    if which.accounts is not None and which.kind is not None:  # a kind the range does not lead
+        stop = _walks_end(tx, which, q, groups)
+        if stop is not None:  # no later than where every account's walk has reached
+            q = q.where(e.c.at >= stop[0], or_(e.c.at > stop[0], e.c.id >= stop[1]))
     rows = [
         row
         for accounts in groups
@@ -435,7 +444,34 @@ def movements(
         for r in rows
     ]
     following = encode_cursor(rows[-1].at, str(rows[-1].id)) if more and rows else None
+    if following is None and stop is not None:
+        following = encode_cursor(stop[0], str(stop[1]))
     return lines, following
+
+
+#: The most lines of an account a page of one kind walks (its index leads with the account,
+#: not the kind): the page may then hold fewer than its ``limit`` and still give a cursor, read
+#: on from where the walk stopped. Without the bound, a page of a kind rare in an account
+#: walked every line it ever had.
+SIFTED_LINES = 2_000
+
+
+def _walks_end(
+    tx: Transaction, which: Movements, q: Select[Any], groups: list[tuple[str, ...] | None]
+) -> tuple[datetime, int] | None:
+    """Where each account's walk of :data:`SIFTED_LINES` lines from the cursor ends, the
+    newest of those ends (None: every account's range is shorter)."""
+    e = s.ledger_entries
+    ends = []
+    for accounts in groups:
+        walk = replace(which, accounts=accounts, kind=None).where(
+            q.with_only_columns(e.c.at, e.c.id)
+        )
+        walk = walk.order_by(e.c.at.desc(), e.c.id.desc()).offset(SIFTED_LINES - 1).limit(1)
+        end = tx.conn.execute(walk).first()
+        if end is not None:
+            ends.append((end.at, int(end.id)))
+    return max(ends) if ends else None
 
 
 def _counterparts(tx: Transaction, rows: Sequence[Any]) -> dict[tuple[str, int], str]:

@@ -1819,7 +1819,7 @@ async function ledgerPage(query, cursor) {
             line.receipt_id ? h("a", { href: hashOf(["receipts", line.receipt_id]), class: "receipt-link digest" }, line.receipt_id.slice(0, 16) + "…") : h("span", { class: "muted" }, "none needed"),
           ]),
         )
-      : h("p", {}, filtered ? "No line matches these filters." : "No money has moved yet."),
+      : h("p", {}, page.next_cursor ? "None of the lines this page read matches; older ones may." : filtered ? "No line matches these filters." : "No money has moved yet."),
     page.next_cursor
       ? h("p", {}, h("button", { type: "button", onclick: () => ledgerPage(query, page.next_cursor) }, "Older lines"))
       : null,
