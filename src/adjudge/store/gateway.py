@@ -53,7 +53,6 @@ from adjudge.store.pages import (
     newest_first,
     newest_of_each,
     newest_page,
-    past,
 )
 from adjudge.store.transaction import ConcurrentUpdate, Read, Transaction
 
@@ -507,15 +506,18 @@ def list_calls(
     # Each role's walk: its first SIFTED_ROWS calls from the cursor, and where it ends (none:
     # its range is shorter). The page is of the calls walked, no later than the newest of the
     # walks' ends, which every walk has reached.
-    walks, ends = [], []
+    walks: list[Select[Any]] = []
+    ends: list[tuple[datetime, str]] = []
     for lead in leads:
-        walk = select(c.id, c.started_at).where(lead, *ranged)
-        walks.append(newest_page(walk, c.started_at, c.id, cursor, SIFTED_ROWS - 1))
-        if cursor is not None:
-            walk = walk.where(past(c.started_at, c.id, *decode_cursor(cursor)))
-        last = walk
-        last = last.order_by(c.started_at.desc(), c.id).offset(SIFTED_ROWS - 1).limit(1)
-        end = tx.conn.execute(last).first()
+        walk = newest_page(  # its first SIFTED_ROWS calls from the cursor
+            select(c.id, c.started_at).where(lead, *ranged),
+            c.started_at,
+            c.id,
+            cursor,
+            SIFTED_ROWS - 1,
+        )
+        walks.append(walk)
+        end = tx.conn.execute(walk.offset(SIFTED_ROWS - 1)).first()  # its last, if that many
         if end is not None:
             ends.append((end.started_at, str(end.id)))
     q = select(calls).where(c.id.in_(newest_of_each(walks)), *sift)

@@ -641,17 +641,15 @@ def _walk(tx: Transaction, after: str, upto: str | None, count: int) -> list[str
     return [str(a) for a in tx.conn.scalars(q, {"after": after, "upto": upto})]
 
 
+def _free(now: Any) -> Any:
+    """No unexpired lease."""
+    d = webhook_deliveries
+    return or_(d.c.locked_until.is_(None), d.c.locked_until <= now)
+
+
 def _due(now: Any) -> Any:
     """Pending, its next attempt at or before ``now``, and no unexpired lease."""
-    d = webhook_deliveries
-    free = or_(d.c.locked_until.is_(None), d.c.locked_until <= now)
-    return and_(_PENDING_ROWS, d.c.next_attempt_at <= now, free)
-
-
-def _taken(q: Any, postgresql: bool) -> Any:
-    """``q``'s rows, locked ``FOR UPDATE SKIP LOCKED`` on PostgreSQL: workers claiming at once
-    never wait for or take each other's, and each takes the next in the same order."""
-    return q.with_for_update(skip_locked=True) if postgresql else q
+    return and_(_PENDING_ROWS, webhook_deliveries.c.next_attempt_at <= now, _free(now))
 
 
 #: The most accounts whose shares one statement reads: SQLite takes at most 500 terms in a
@@ -697,7 +695,9 @@ def _oldest_statement(postgresql: bool) -> Any:
     q = select(d.c.id).where(
         _due(bindparam("now")), d.c.id.not_in(bindparam("taken", expanding=True))
     )
-    return _taken(q.order_by(d.c.next_attempt_at, d.c.id).limit(bindparam("room")), postgresql)
+    q = q.order_by(d.c.next_attempt_at, d.c.id).limit(bindparam("room"))
+    # On PostgreSQL claims at once skip each other's and take the next in the same order.
+    return q.with_for_update(skip_locked=True) if postgresql else q
 
 
 def claim(
@@ -749,10 +749,9 @@ def claim(
     if not due:
         return Batch([], walked_to)
     token = secrets.token_hex(16)
-    free = or_(d.c.locked_until.is_(None), d.c.locked_until <= now)
     leased = (  # by the ids' index (the state a parameter: no pending index matches it)
         update(d)
-        .where(and_(d.c.id.in_(due), d.c.status == PENDING, free))
+        .where(and_(d.c.id.in_(due), d.c.status == PENDING, _free(now)))
         .values(locked_until=now + lease, lease=token)
         .returning(d.c.id, d.c.attempts)
     )
