@@ -21,7 +21,7 @@ from adjudge import client, errors
 from adjudge.cli import app
 from adjudge.client import ApiError, Client, Conflict, Forbidden, NotFound, Unauthorized
 from adjudge.receipts import SignedReceipts, SigningKey, verify_chain
-from adjudge.store import Store
+from adjudge.store import Store, pages
 from support.harness import Harness, make_harness
 from support.live import serving
 
@@ -147,6 +147,35 @@ def test_list_pages_with_limit_and_cursor(sqlite_store: Store) -> None:
                 break
             args = ["list", "--limit", "2", "--cursor", more.group(1)]
     assert seen == list(reversed(posted))
+
+
+def test_a_short_filtered_page_says_older_tasks_may_match(
+    sqlite_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A page of a mode its range does not lead with reads a bounded share of the tasks (cut
+    here to two): an empty page with a cursor says older tasks may match, and following the
+    cursors finds the one auto task behind four manual ones."""
+    monkeypatch.setattr(pages, "SIFTED_ROWS", 2)
+    h = make_harness(sqlite_store)
+    oldest = h.post("auto")
+    for _ in range(4):
+        h.advance(minutes=1)
+        h.post("manual")
+    seen, said = [], []
+    with serving(h.app) as url:
+        run = _runner(h, url)
+        args = ["list", "--mode", "auto"]
+        for _ in range(5):
+            code, out, err = run("pat", *args)
+            assert code == 0, err
+            said.append(out.splitlines()[0])
+            seen += [line.split()[0] for line in out.splitlines() if line.startswith("task")]
+            more = re.search(r"--cursor (\S+)", err)
+            if more is None:
+                break
+            args = ["list", "--mode", "auto", "--cursor", more.group(1)]
+    assert seen == [oldest]
+    assert said[0] == "No tasks on this page; older ones may match."
 
 
 def test_list_shows_rewards_in_usdc(sqlite_store: Store) -> None:

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import text
 
-from adjudge.store import Store, Transaction, gateway, records
+from adjudge.store import Store, Transaction, gateway, pages, records
 from adjudge.store.pages import Page
 from support.paging import every_page
 
@@ -147,7 +147,7 @@ def _pending(store: Store, made: list[gateway.GatewayCall], before: int) -> None
     filters=st.lists(_filters, min_size=1, max_size=4),
     limit=st.integers(1, 4),
     before=st.integers(0, 6),
-    walked=st.sampled_from((1, 2, 3, gateway.SIFTED_ROWS)),
+    walked=st.sampled_from((1, 2, 3, pages.SIFTED_ROWS)),
 )
 def test_every_listing_pages_exactly_the_calls_its_filters_keep(
     sqlite_store: Store,
@@ -165,7 +165,7 @@ def test_every_listing_pages_exactly_the_calls_its_filters_keep(
     read on); and the calls still pending before a moment are exactly those."""
     made = _made(sqlite_store, plans)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(gateway, "SIFTED_ROWS", walked)
+        patch.setattr(pages, "SIFTED_ROWS", walked)
         for chosen in filters:
             assert _listed(sqlite_store, chosen, limit) == _wanted(made, chosen), chosen
     _pending(sqlite_store, made, before)
@@ -178,19 +178,19 @@ def test_a_page_of_a_rare_verdict_walks_a_bounded_range(sqlite_store: Store) -> 
     plans: list[Plan] = [("ann", "bob", "forecast", "PASS", 5)] * 40
     plans += [("ann", "bob", "forecast", "FAIL", 1), ("bob", "ann", "tides", "FAIL", 0)]
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(gateway, "SIFTED_ROWS", 10)
+        patch.setattr(pages, "SIFTED_ROWS", 10)
         made = _made(sqlite_store, plans)
         chosen: Filters = ("ann", None, None, "FAIL", None, None)
-        pages: list[int] = []
+        sizes: list[int] = []
         cursor = None
         while True:
             with sqlite_store.read() as tx:
                 page = gateway.list_calls(tx, party="ann", verdict="FAIL", limit=5, cursor=cursor)
-            pages.append(len(page.items))
+            sizes.append(len(page.items))
             if page.next_cursor is None:
                 break
             cursor = page.next_cursor
-        assert sum(pages) == 2 and len(pages) == 5  # 40 passed, 10 a walk, then the two
+        assert sum(sizes) == 2 and len(sizes) == 5  # 40 passed, 10 a walk, then the two
         assert _listed(sqlite_store, chosen, 5) == _wanted(made, chosen)
 
 

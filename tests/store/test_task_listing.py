@@ -1,6 +1,7 @@
 """A task listing, page after page, is exactly the tasks its filters keep, newest first (ties by
-id): whatever the tasks' parties, panels and times, for every filter the listing takes, and a
-party's tasks (``mine``) merged from the newest page of each of its roles."""
+id): whatever the tasks' parties, panels and times, for every filter the listing takes, a
+party's tasks (``mine``) merged from the newest page of each of its roles, and a filter its
+index range does not lead with checked on a bounded walk of it."""
 
 from __future__ import annotations
 
@@ -8,13 +9,14 @@ import itertools
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import text
 
 from adjudge.market import Mode, Status, Task
 from adjudge.market.tasks import Seat
-from adjudge.store import Store, Transaction, records
+from adjudge.store import Store, Transaction, pages, records
 from adjudge.store.pages import Page
 from support.paging import every_page
 
@@ -31,14 +33,20 @@ _task = st.tuples(
     st.sampled_from((Status.FUNDED, Status.ASSIGNED, Status.COMPLETED)),
     st.integers(0, 6),
 )
-#: The filters of one listing: (status, poster, agent, the party whose tasks, text).
+#: The filters of one listing: (status, poster, agent, the party whose tasks, text, mode).
 _filters = st.tuples(
     st.sampled_from((None, Status.FUNDED.value, Status.COMPLETED.value)),
     st.sampled_from((None, *PEOPLE)),
     st.sampled_from((None, *PEOPLE)),
     st.sampled_from((None, *PEOPLE)),
     st.sampled_from((None, "odd")),
+    st.sampled_from((None, Mode.AUTO.value, Mode.MANUAL.value)),
 )
+
+
+def _mode(n: int) -> Mode:
+    """A task's mode by its place: every third auto, the rest manual."""
+    return Mode.AUTO if n % 3 == 0 else Mode.MANUAL
 
 
 def _made(store: Store, plans: list[tuple]) -> list[Task]:  # type: ignore[type-arg]
@@ -55,7 +63,7 @@ def _made(store: Store, plans: list[tuple]) -> list[Task]:  # type: ignore[type-
             task = Task(
                 id=f"task_{run}_{n:03d}",
                 poster=poster,
-                mode=Mode.MANUAL,
+                mode=_mode(n),
                 reward=1,
                 posted_at=at,
                 deadline=at + timedelta(days=1),
@@ -70,7 +78,7 @@ def _made(store: Store, plans: list[tuple]) -> list[Task]:  # type: ignore[type-
 
 
 def _listed(store: Store, filters: tuple, limit: int) -> list[str]:  # type: ignore[type-arg]
-    status, poster, agent, party, words = filters
+    status, poster, agent, party, words, mode = filters
 
     def read(tx: Transaction, cursor: str | None) -> Page:
         return records.tasks(
@@ -80,6 +88,7 @@ def _listed(store: Store, filters: tuple, limit: int) -> list[str]:  # type: ign
             agent=agent,
             involving=party,
             text=words,
+            mode=mode,
             limit=limit,
             cursor=cursor,
         )
@@ -88,7 +97,7 @@ def _listed(store: Store, filters: tuple, limit: int) -> list[str]:  # type: ign
 
 
 def _wanted(made: list[Task], filters: tuple) -> list[str]:  # type: ignore[type-arg]
-    status, poster, agent, party, words = filters
+    status, poster, agent, party, words, mode = filters
     kept = [
         t
         for n, t in enumerate(made)
@@ -96,6 +105,7 @@ def _wanted(made: list[Task], filters: tuple) -> list[str]:  # type: ignore[type
         and (poster is None or t.poster == poster)
         and (agent is None or t.agent == agent)
         and (words is None or n % 2 == 1)
+        and (mode is None or _mode(n).value == mode)
         and (
             party is None
             or party in (t.poster, t.agent, t.verifier)
@@ -116,19 +126,54 @@ def _wanted(made: list[Task], filters: tuple) -> list[str]:  # type: ignore[type
     plans=st.lists(_task, min_size=3, max_size=14),
     filters=st.lists(_filters, min_size=1, max_size=4),
     limit=st.integers(1, 4),
+    walked=st.sampled_from((1, 2, 3, pages.SIFTED_ROWS)),
 )
 def test_every_listing_pages_exactly_the_tasks_its_filters_keep(
     sqlite_store: Store,
     plans: list[tuple],  # type: ignore[type-arg]
     filters: list[tuple],  # type: ignore[type-arg]
     limit: int,
+    walked: int,
 ) -> None:
     """For any tasks and any filters, the pages of a listing together are the tasks the filters
     keep, newest first and ties by id, each once (a party's: as poster, agent, named verifier
-    or panel seat, a task where it is several of them once)."""
+    or panel seat, a task where it is several of them once), also with a page's walk of each
+    index range cut to one to three tasks (2,000 in service: a listing filtered by what its
+    range does not lead with, a mode, words, a status within a poster's or a party's tasks,
+    then comes in short pages, some empty, each with the cursor to read on)."""
     made = _made(sqlite_store, plans)
-    for chosen in filters:
-        assert _listed(sqlite_store, chosen, limit) == _wanted(made, chosen), chosen
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(pages, "SIFTED_ROWS", walked)
+        for chosen in filters:
+            assert _listed(sqlite_store, chosen, limit) == _wanted(made, chosen), chosen
+
+
+def test_a_page_of_a_rare_mode_walks_a_bounded_range(sqlite_store: Store) -> None:
+    """A page of auto tasks among 40 manual ones, the walk cut to 10 tasks: each page walks at
+    most 10 (empty pages, each a cursor on) until the auto ones, which are all found."""
+    plans = [("ann", None, None, set(), Status.FUNDED, 5)] * 42
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(pages, "SIFTED_ROWS", 10)
+        made = _made(sqlite_store, plans)
+        with sqlite_store.write() as tx:  # only the two oldest auto, by id
+            tx.conn.execute(text("UPDATE tasks SET mode = 'manual'"))
+            for task in made[:2]:
+                tx.conn.execute(
+                    text("UPDATE tasks SET mode = 'auto' WHERE id = :id"), {"id": task.id}
+                )
+        for filters in [(None, None, None, None, None, "auto"), (None, "ann", *[None] * 3, "auto")]:
+            sizes: list[int] = []
+            cursor = None
+            while True:
+                with sqlite_store.read() as tx:
+                    page = records.tasks(
+                        tx, poster=filters[1], mode="auto", limit=5, cursor=cursor
+                    )
+                sizes.append(len(page.items))
+                if page.next_cursor is None:
+                    break
+                cursor = page.next_cursor
+            assert sum(sizes) == 2 and len(sizes) == 5, (filters, sizes)  # 40 manual, 10 a walk
 
 
 def test_a_partys_tasks_page_by_page_on_each_database(store: Store) -> None:
@@ -146,10 +191,12 @@ def test_a_partys_tasks_page_by_page_on_each_database(store: Store) -> None:
     ]
     made = _made(store, plans)
     for chosen in [
-        (None, None, None, "ann", None),
-        (Status.FUNDED.value, None, None, "ann", None),
-        (None, None, None, "ann", "odd"),
-        (None, "bob", None, None, None),
+        (None, None, None, "ann", None, None),
+        (Status.FUNDED.value, None, None, "ann", None, None),
+        (None, None, None, "ann", "odd", None),
+        (None, "bob", None, None, None, None),
+        (None, None, None, None, None, Mode.AUTO.value),
+        (Status.FUNDED.value, "ann", None, None, None, Mode.AUTO.value),
     ]:
         wanted = _wanted(made, chosen)
         assert wanted and _listed(store, chosen, 2) == wanted, chosen

@@ -557,7 +557,9 @@ def list_(
     if session.as_json:
         print_json(page)
         return
-    if not page["tasks"]:
+    if not page["tasks"] and page["next_cursor"]:  # a filtered page read its range's share
+        typer.echo("No tasks on this page; older ones may match.")
+    elif not page["tasks"]:
         typer.echo("No tasks." if cursor is None else "No more tasks.")
     print_table(
         ("ID", "MODE", "STATUS", "REWARD", "TITLE"),

@@ -33,7 +33,6 @@ from sqlalchemy import (
     insert,
     literal,
     literal_column,
-    or_,
     select,
     true,
     update,
@@ -53,6 +52,7 @@ from adjudge.store.pages import (
     newest_first,
     newest_of_each,
     newest_page,
+    sifted_newest_first,
 )
 from adjudge.store.transaction import ConcurrentUpdate, Read, Transaction
 
@@ -457,14 +457,6 @@ def pending_before(tx: Transaction, before: datetime) -> list[GatewayCall]:
     return [_call(r._mapping) for r in tx.conn.execute(q.order_by(calls.c.started_at))]
 
 
-#: The most calls one page walks from its index's range when a filter is not the index's own
-#: (a verdict; a tool within a party's or a provider's calls; a provider within a party's):
-#: the page may then hold fewer than its ``limit`` and still give a cursor, read on from where
-#: the walk stopped. Without the bound, a page of a party's rare verdict walked every call it
-#: ever made.
-SIFTED_ROWS = 2_000
-
-
 def list_calls(
     tx: Transaction,
     *,
@@ -482,8 +474,8 @@ def list_calls(
 
     A page walks one index range a role of the party (the provider's, the tool's, or every
     call's), in the listing's order; a filter that range does not lead with is checked on the
-    first :data:`SIFTED_ROWS` calls of each range only, and a page that found fewer than
-    ``limit`` among them ends where the walk did, with a cursor from there."""
+    first :data:`~adjudge.store.pages.SIFTED_ROWS` calls of each range only, and a page that
+    found fewer than ``limit`` among them ends where the walk did, with a cursor from there."""
     c = calls.c
     ranged: list[ColumnElement[bool]] = []
     if since is not None:
@@ -503,33 +495,12 @@ def list_calls(
     sift = [f for f in sifted if f is not None]
     if not sift:
         return _unsifted(tx, leads, ranged, limit, cursor)
-    # Each role's walk: its first SIFTED_ROWS calls from the cursor, and where it ends (none:
-    # its range is shorter). The page is of the calls walked, no later than the newest of the
-    # walks' ends, which every walk has reached.
-    walks: list[Select[Any]] = []
-    ends: list[tuple[datetime, str]] = []
-    for lead in leads:
-        walk = newest_page(  # its first SIFTED_ROWS calls from the cursor
-            select(c.id, c.started_at).where(lead, *ranged),
-            c.started_at,
-            c.id,
-            cursor,
-            SIFTED_ROWS - 1,
-        )
-        walks.append(walk)
-        end = tx.conn.execute(walk.offset(SIFTED_ROWS - 1)).first()  # its last, if that many
-        if end is not None:
-            ends.append((end.started_at, str(end.id)))
-    q = select(calls).where(c.id.in_(newest_of_each(walks)), *sift)
-    stop = None
-    if ends:
-        ends.sort(key=lambda e: e[1])
-        ends.sort(key=lambda e: e[0], reverse=True)
-        when, last_id = stop = ends[0]  # the first in the listing's order
-        q = q.where(c.started_at >= when, or_(c.started_at > when, c.id <= last_id))
-    rows, following = newest_first(tx, q, c.started_at, c.id, cursor, limit)
-    if following is None and stop is not None:
-        following = encode_cursor(*stop)
+    walks = [
+        newest_page(select(c.id, c.started_at).where(lead, *ranged), c.started_at, c.id, cursor, 0)
+        for lead in leads
+    ]
+    q = select(calls).where(*sift)
+    rows, following = sifted_newest_first(tx, q, c.started_at, c.id, walks, cursor, limit)
     return Page([_call(r._mapping) for r in rows], following)
 
 

@@ -22,6 +22,7 @@ from sqlalchemy import (
     delete,
     insert,
     select,
+    true,
     update,
 )
 from sqlalchemy.dialects import postgresql, sqlite
@@ -41,6 +42,7 @@ from adjudge.store.pages import (
     newest_first,
     newest_of_each,
     newest_page,
+    sifted_newest_first,
 )
 from adjudge.store.transaction import ConcurrentUpdate, Read, Transaction, one_row
 
@@ -428,28 +430,39 @@ def tasks(
     A listing carries no brief and no criteria (their fields are empty): it reads neither. A
     row that cannot be read is left out and logged, so one bad row never fails a listing.
     Keyset pagination: ``cursor`` is the opaque position after the last task of the previous
-    page (``CURSOR_INVALID`` if it is not one), so a page is as cheap as the first: a status,
-    a poster and an agent each walk an index in the listing's order (``ix_tasks_*_newest``),
-    and a party's tasks are the newest page of each of its roles, merged.
+    page (``CURSOR_INVALID`` if it is not one), so a page is as cheap as the first. A page walks
+    one index range in the listing's order: a party's tasks the newest of each of its roles,
+    merged; else the poster's, the agent's, the status's (``ix_tasks_*_newest``) or every
+    task's. A filter that range does not lead with (a mode, words in the title, a status
+    within a party's) is checked on the first :data:`~adjudge.store.pages.SIFTED_ROWS` tasks of
+    each range only, and a page that found fewer than ``limit`` among them ends where the walks
+    did, with a cursor from there (before, a page of a mode rare among many tasks walked them
+    all).
     """
     t = s.tasks
     light = [c for c in t.c if c.name not in ("brief", "criteria")]
-    where: list[ColumnElement[bool]] = []
-    if status:
-        where.append(t.c.status == status)
+    chosen = {t.c.poster: poster, t.c.agent: agent, t.c.status: status}
+    given: list[ColumnElement[bool]] = [c == value for c, value in chosen.items() if value]
+    sift: list[ColumnElement[bool]] = []
     if mode:
-        where.append(t.c.mode == mode)
-    if poster:
-        where.append(t.c.poster == poster)
-    if agent:
-        where.append(t.c.agent == agent)
+        sift.append(t.c.mode == mode)
     if text:
         pattern = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        where.append(t.c.title.ilike(f"%{pattern}%", escape="\\"))
+        sift.append(t.c.title.ilike(f"%{pattern}%", escape="\\"))
+    posted = select(t.c.id, t.c.posted_at)
+    where: ColumnElement[bool]
     if involving:
-        where.append(t.c.id.in_(_newest_of_each_role(involving, where, cursor, limit)))
-    q = select(*light).where(*where)
-    rows, following = newest_first(tx, q, t.c.posted_at, t.c.id, cursor, limit)
+        walks, sift = _roles(involving, cursor, limit), given + sift
+        where = t.c.id.in_(newest_of_each(walks))
+    else:
+        where, sift = (given[0] if given else true()), given[1:] + sift
+        walks = [newest_page(posted.where(where), t.c.posted_at, t.c.id, cursor, limit)]
+    if sift:
+        q = select(*light).where(*sift)
+        rows, following = sifted_newest_first(tx, q, t.c.posted_at, t.c.id, walks, cursor, limit)
+    else:
+        q = select(*light).where(where)
+        rows, following = newest_first(tx, q, t.c.posted_at, t.c.id, cursor, limit)
     found = []
     for row in rows:
         try:
@@ -459,24 +472,19 @@ def tasks(
     return Page(found, following)
 
 
-def _newest_of_each_role(
-    party: str, where: list[ColumnElement[bool]], cursor: str | None, limit: int
-) -> Select[Any]:
-    """The ids of the page's candidates among ``party``'s tasks (:func:`newest_of_each` of its
-    roles: poster, agent, named verifier, panel seat), each role's page read on its own index
-    in the listing's order (a seat's by the task's posted time the seat keeps)."""
+def _roles(party: str, cursor: str | None, limit: int) -> list[Select[Any]]:
+    """The newest page of ids of each of ``party``'s roles among the tasks (poster, agent, named
+    verifier, panel seat), each read on its own index in the listing's order (a seat's by the
+    task's posted time the seat keeps)."""
     t, seat = s.tasks, s.task_seats
+    posted = select(t.c.id, t.c.posted_at)
     roles = (t.c.poster == party, t.c.agent == party, t.c.verifier == party)
     pages = [
-        newest_page(
-            select(t.c.id, t.c.posted_at).where(role, *where), t.c.posted_at, t.c.id, cursor, limit
-        )
-        for role in roles
+        newest_page(posted.where(role), t.c.posted_at, t.c.id, cursor, limit) for role in roles
     ]
-    seated = select(t.c.id, t.c.posted_at).select_from(seat.join(t, t.c.id == seat.c.task_id))
-    seated = seated.where(seat.c.verifier == party, *where)
+    seated = select(seat.c.task_id.label("id"), seat.c.posted_at).where(seat.c.verifier == party)
     pages.append(newest_page(seated, seat.c.posted_at, seat.c.task_id, cursor, limit))
-    return newest_of_each(pages)
+    return pages
 
 
 # --- submissions, verdicts and disputes -----------------------------------------------------

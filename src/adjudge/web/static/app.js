@@ -372,7 +372,7 @@ async function taskList(query = {}, cursor) {
     ),
     tasks.length
       ? table("tasks", ["Title", "Mode", "Status", "Reward", "Deadline", "Poster", "Agent"], rows)
-      : h("p", {}, filtered ? "No task matches these filters." : "No tasks yet."),
+      : h("p", {}, page.next_cursor ? "None of the tasks this page read matches; older ones may." : filtered ? "No task matches these filters." : "No tasks yet."),
     page.next_cursor
       ? h("p", {}, h("button", { type: "button", onclick: () => taskList(query, page.next_cursor) }, "Older tasks"))
       : null,
