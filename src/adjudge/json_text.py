@@ -15,11 +15,18 @@ from __future__ import annotations
 
 import json
 import re
+from itertools import accumulate
 from typing import Any
 
 import orjson
 
-__all__ = ["dumps", "dumps_utf8", "loads", "unique_keys"]
+__all__ = ["JSON_DEPTH", "deeper_than", "dumps", "dumps_utf8", "loads", "unique_keys"]
+
+#: The deepest arrays and objects nest in any JSON the service takes or judges: a request's
+#: body, a provider's answer, a mapped output. Well within every reader's stack (Python's
+#: parser and writer give up near 1,000 levels less the caller's frames, pydantic's writer at
+#: 254), so a value read once reads the same everywhere, and every record of it can be shown.
+JSON_DEPTH = 100
 
 #: Types json refuses stay refused: orjson would write them, and the check would catch a
 #: dataclass only after writing it.
@@ -81,3 +88,24 @@ def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     if len(found) != len(pairs):
         raise ValueError("an object has a key twice")
     return found
+
+
+#: A JSON string, escapes and all (possessive: each character is tried once).
+_STRING = re.compile(rb'"(?:[^"\\]++|\\.)*+"')
+#: Every byte but the four that open and close arrays and objects.
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+#: Each byte's step of nesting: in at an opening bracket, out at a closing one.
+_STEP = [1 if b in b"[{" else -1 for b in range(256)]
+
+
+def deeper_than(text: bytes, depth: int) -> bool:
+    """Whether the JSON ``text`` nests arrays and objects more than ``depth`` deep, counted on
+    its bytes (strings skipped). Python's parser stops at a depth that depends on the stack of
+    whoever calls it, so bytes read in two places (the gateway, a replay) could be JSON in one
+    and not in the other; a bound checked first means the same everywhere. Linear, in C but for
+    a bracket's step (about 30 ns), and nothing at all for a text with few brackets."""
+    if text.count(b"[") + text.count(b"{") <= depth:
+        return False
+    bare = _STRING.sub(b"", text) if b'"' in text else text
+    steps = map(_STEP.__getitem__, bare.translate(None, _NOT_BRACKETS))
+    return max(accumulate(steps), default=0) > depth

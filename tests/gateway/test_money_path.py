@@ -502,8 +502,9 @@ def test_a_tool_cannot_be_registered_over_another_providers_contract(world: Worl
 #: A provider's answer made of the forecast's JSON with one crafted piece: a half of a
 #: surrogate pair (escaped, or as raw bytes), a number too large for a float, and two that are
 #: plain JSON all the same (a surrogate pair whole, a number too small to be told from 0); and
-#: a member nested past the depth an answer is read as JSON with (the parser takes 900 deep, the
-#: mapping's walk did not: a 500 with the price reserved), and one just within it.
+#: members nested past the 100 levels an answer is read as JSON with (text on any stack: the
+#: parser took 900 deep on some stacks and not on others, the mapping's walk at 900 not at all,
+#: a 500 with the price reserved), and one just within them (99 in the forecast's object).
 CRAFTED = {
     "lone surrogate": (b'"issued": "', b'"issued": "\\ud800'),
     "encoded surrogate": (b'"issued": "', b'"issued": "\xed\xa0\x80'),
@@ -512,6 +513,7 @@ CRAFTED = {
     "vanishing number": (b'"latitude": 52.52', b'"latitude": 1e-999'),
     "nested 600 deep": (b'"latitude"', b'"extra": ' + b"[" * 600 + b"]" * 600 + b', "latitude"'),
     "nested 150 deep": (b'"latitude"', b'"extra": ' + b"[" * 150 + b"]" * 150 + b', "latitude"'),
+    "nested 99 deep": (b'"latitude"', b'"extra": ' + b"[" * 99 + b"]" * 99 + b', "latitude"'),
     "mapped nested 900 deep": (b'"latitude": 52.52', b'"latitude": ' + b"[" * 900 + b"]" * 900),
 }
 
@@ -522,7 +524,8 @@ def test_a_crafted_answer_ends_its_call_with_a_receipt(
 ) -> None:
     """Whatever bytes a provider answers, its call ends with a receipt and an answer (never a
     5xx, never the caller blamed for the provider's bytes), and both parties' listings read:
-    bytes whose JSON is no plain value are judged as the text they are."""
+    bytes whose JSON is no plain value, or nests past the bound, are judged as the text they
+    are."""
     old, crafted = CRAFTED[kind]
     text = json.dumps(forecast(world.script, 3)).encode()
     assert old in text
@@ -552,7 +555,7 @@ def test_a_crafted_answer_ends_its_call_with_a_receipt(
         listed = served(world, who, "GET", "/gateway/calls")
         assert listed.status_code == 200, listed.text
         assert {c["state"] for c in listed.json()["calls"]} == {"done"}
-    plain = kind in ("surrogate pair", "vanishing number") or kind.startswith("nested")
+    plain = kind in ("surrogate pair", "vanishing number", "nested 99 deep")
     assert (r.json()["status"] == "settled") is plain, r.json()
 
 

@@ -166,9 +166,7 @@ def test_a_page_of_a_rare_mode_walks_a_bounded_range(sqlite_store: Store) -> Non
             cursor = None
             while True:
                 with sqlite_store.read() as tx:
-                    page = records.tasks(
-                        tx, poster=filters[1], mode="auto", limit=5, cursor=cursor
-                    )
+                    page = records.tasks(tx, poster=filters[1], mode="auto", limit=5, cursor=cursor)
                 sizes.append(len(page.items))
                 if page.next_cursor is None:
                     break

@@ -25,6 +25,7 @@ from adjudge.calls.bounds import disjoint_fields, dotted, expression_cost
 from adjudge.calls.pointers import join, tokens
 from adjudge.calls.schema import OutputSchema, compile_schema
 from adjudge.errors import CriteriaError
+from adjudge.json_text import JSON_DEPTH
 
 __all__ = [
     "Contract",
@@ -234,17 +235,17 @@ def map_response(contract: Contract, raw: Any) -> ShapeCheck:
         if mapping is None:
             output = raw
         elif isinstance(mapping, Expression):
-            output = _drop_nulls(mapping.search(raw))
+            output = _drop_nulls(mapping.search(raw), 0)
         else:
             output = {}
             for name, expr in mapping:
                 where = join("", name)
                 value = expr.search(raw)
                 if value is not None:
-                    output[name] = _drop_nulls(value)
-    except (ExpressionError, DroppedElement) as exc:
+                    output[name] = _drop_nulls(value, 1)
+    except (ExpressionError, DroppedElement, _TooDeep) as exc:
         source = f" (expression {expr.source!r})" if expr is not None else ""
-        verb = "dropped an element" if isinstance(exc, DroppedElement) else "broke"
+        verb = _VERBS.get(type(exc), "broke")
         return ShapeCheck(
             ok=False,
             output=None,
@@ -261,8 +262,20 @@ def map_response(contract: Contract, raw: Any) -> ShapeCheck:
 _CONTAINERS = (dict, list)
 
 
-def _drop_nulls(value: Any) -> Any:
-    """The mapped value with null object members removed, at every depth.
+class _TooDeep(Exception):
+    """A mapped output nests past :data:`~adjudge.json_text.JSON_DEPTH` (an expression can
+    nest what it maps, or hold a literal that does): no reader could be sure to read it."""
+
+    def __init__(self) -> None:
+        super().__init__(f"its output nests arrays and objects more than {JSON_DEPTH} deep")
+
+
+_VERBS = {DroppedElement: "dropped an element", _TooDeep: "went too deep"}
+
+
+def _drop_nulls(value: Any, depth: int) -> Any:
+    """The mapped value (``depth`` containers deep in the output) with null object members
+    removed, at every depth; :class:`_TooDeep` past the bound.
 
     JMESPath answers null for what it cannot find, so ``{url: url}`` on an item without a URL
     yields ``{"url": null}``. In the tool's shape a missing optional field is absent, and the
@@ -270,15 +283,17 @@ def _drop_nulls(value: Any) -> Any:
     A null *element* of a list is kept: dropping it would change the list.
     """
     # Only containers are walked into; scalars are returned as they are without a call.
+    if not isinstance(value, _CONTAINERS):
+        return value
+    if depth >= JSON_DEPTH:  # the walk's own recursion is bounded by it too
+        raise _TooDeep
     if isinstance(value, dict):
         return {
-            k: _drop_nulls(v) if isinstance(v, _CONTAINERS) else v
+            k: _drop_nulls(v, depth + 1) if isinstance(v, _CONTAINERS) else v
             for k, v in value.items()
             if v is not None
         }
-    if isinstance(value, list):
-        return [_drop_nulls(v) if isinstance(v, _CONTAINERS) else v for v in value]
-    return value
+    return [_drop_nulls(v, depth + 1) if isinstance(v, _CONTAINERS) else v for v in value]
 
 
 def register_contract(data: object) -> Contract:

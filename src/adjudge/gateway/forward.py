@@ -55,6 +55,7 @@ from adjudge.digests import sha256_digest
 from adjudge.gateway.addresses import AddressGuard, AddressRefused, pinned_connector
 from adjudge.gateway.sealed import ProviderCredential
 from adjudge.gateway.signing import SignedRequest
+from adjudge.json_text import deeper_than
 
 __all__ = [
     "AsyncForwarder",
@@ -617,9 +618,14 @@ def _classify(
     )
 
 
+#: The deepest a refusal's JSON is read: checked on its bytes first, as where Python's parser
+#: gives up depends on the stack it is called on (and a refusal is a flat object).
+_REFUSAL_DEPTH = 32
+
+
 def _refusal(body: bytes) -> tuple[str, str | None] | None:
     """``(error, reason)`` of a JSON refusal body such as the middleware's, else ``None``."""
-    if len(body) > _FAILURE_BODY_BYTES:
+    if len(body) > _FAILURE_BODY_BYTES or deeper_than(body, _REFUSAL_DEPTH):
         return None
     try:
         data = json.loads(body)

@@ -36,8 +36,10 @@ from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from adjudge.json_text import JSON_DEPTH
+
 #: The deepest nesting of arrays and objects a body may have.
-MAX_DEPTH = 100
+MAX_DEPTH = JSON_DEPTH
 #: The largest body parsed on the event loop itself (a task's result, a tool's arguments);
 #: a larger one is parsed on a worker thread.
 PARSE_ON_LOOP = 64 * 1024
