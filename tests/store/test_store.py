@@ -709,18 +709,16 @@ def test_migration_0040_walks_the_remaining_listings_in_their_order(store: Store
 def test_migration_0041_reads_a_tools_latest_contract_and_policy_in_one_step(
     store: Store,
 ) -> None:
-    """After 0041, a tool's latest contract, its first provider and its latest policy are each
-    one step of an index in registration order, with nothing sorted (SQLite's plan: before,
-    each read every version of the tool and sorted them); 0041 also downgrades cleanly."""
+    """After 0041, a tool's latest contract and its latest policy are each one step of an
+    index in registration order (its first provider is a row of its own since 0052), with
+    nothing sorted (SQLite's plan: before, each read every version of the tool and sorted
+    them); 0041 also downgrades cleanly."""
     downgrade(store, "0040")
     store.migrate()
     if store.dialect != "sqlite":
         return
     reads = {
-        "ix_call_contracts_tool_id": (
-            lambda tx: calls.latest_contract(tx, "t"),
-            lambda tx: calls.tool_owner(tx, "t"),
-        ),
+        "ix_call_contracts_tool_id": (lambda tx: calls.latest_contract(tx, "t"),),
         "ix_call_policies_tool_id": (lambda tx: calls.latest_policy(tx, "t"),),
     }
     for index, runs in reads.items():

@@ -214,14 +214,33 @@ def _policy(m: Any) -> StoredPolicy:
 
 def tool_owner(tx: Transaction, tool: str) -> str | None:
     """The provider that registered ``tool`` first, or None."""
-    q = (
-        select(call_contracts.c.provider)
-        .where(call_contracts.c.tool == tool)
-        .order_by(call_contracts.c.id)
-        .limit(1)
-    )
+    q = select(tool_owners.c.provider).where(tool_owners.c.tool == tool)
     value = tx.conn.execute(q).scalar_one_or_none()
     return None if value is None else str(value)
+
+
+def _claim(tx: Transaction, tool: str, provider: str) -> str:
+    """Claim ``tool`` for ``provider`` unless it has an owner; its owner. The claim is a row
+    keyed by the name: on PostgreSQL a second first registration of the name waits for the
+    first's transaction at the key, and then reads its owner (each read before, both saw none
+    and both stored their contracts: one name, two providers)."""
+    tx.conn.execute(_CLAIM[tx.dialect], {"tool": tool, "provider": provider})
+    owner = tool_owner(tx, tool)
+    assert owner is not None  # claimed, by this transaction or by one committed before it
+    return owner
+
+
+# Each tool name's provider: a row a name, claimed with the name's first contract.
+tool_owners = Table(
+    "tool_owners",
+    s.metadata,
+    Column("tool", String(200), primary_key=True),
+    Column("provider", String(64), ForeignKey("accounts.id"), nullable=False),
+)
+_CLAIM = {
+    "sqlite": sqlite.insert(tool_owners).on_conflict_do_nothing(),
+    "postgresql": postgresql.insert(tool_owners).on_conflict_do_nothing(),
+}
 
 
 def add_contract(
@@ -235,8 +254,8 @@ def add_contract(
     at: datetime,
 ) -> StoredContract:
     """Store a contract; one provider per tool, each version once."""
-    owner = tool_owner(tx, tool)
-    if owner is not None and owner != provider:
+    owner = _claim(tx, tool, provider)
+    if owner != provider:
         raise NotAllowed(f"The tool {tool} belongs to another provider.", code="NOT_TOOL_PROVIDER")
     if contract(tx, tool, version) is not None:
         raise Conflict(f"{tool} version {version} is already registered.", code="CONTRACT_EXISTS")
