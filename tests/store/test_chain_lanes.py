@@ -17,6 +17,7 @@ from adjudge.receipts import SignedReceipts, SigningKey, canonical_bytes, verify
 from adjudge.receipts.checkpoints import named_heads
 from adjudge.store import Store, receipt_log
 from support.audit import audit
+from support.plans import sqlite_plans
 
 AT = datetime(2026, 1, 1, tzinfo=UTC)
 ISSUER = SignedReceipts(SigningKey.from_seed(bytes(range(32))))
@@ -76,7 +77,9 @@ def test_two_stores_append_at_once_on_lanes_and_the_log_verifies(store: Store) -
         assert heads is not None
         bounds = {lane: (seq + 1 if seq is not None else 0) for lane, _, seq in heads}
         bounds[pin.lane] = pin.seq
-        cut = receipt_log.chain(tx, through=bounds)
+        stored = receipt_log.receipt(tx, pin.id)  # its position, given as it committed
+        assert stored is not None
+        cut = receipt_log.chain(tx, through=receipt_log.Cut(bounds, stored.position))
     used = [lane for lane in lanes if lane.count]
     assert len(lanes) == store.lanes == (1 if store.dialect == "sqlite" else 4)
     if store.dialect == "postgresql":
@@ -85,6 +88,30 @@ def test_two_stores_append_at_once_on_lanes_and_the_log_verifies(store: Store) -
     report = verify_chain(lines, ISSUER.fingerprint, expected_head=pin.digest)
     assert report.count == len(cut) == sum(lane.count for lane in lanes)
     assert report.head is not None and report.head.receipt_id == pin.digest
+
+
+def test_a_page_of_a_cut_walks_the_positions_from_its_start(sqlite_store: Store) -> None:
+    """A page of the log cut at a checkpoint reads the positions' index from ``after`` up to
+    the checkpoint's, sorting nothing (before, SQLite read the lane's receipts from its first
+    by the lane's index and sorted them, for every page: an export quadratic in the log), and
+    holds the page's receipts."""
+    for i in range(6):
+        with sqlite_store.write() as tx:
+            receipt_log.append(tx, _issue(b"p%d" % i), task_id=None, at=AT)
+    pin = _checkpoint(sqlite_store)
+    with sqlite_store.read() as tx:
+        stored = receipt_log.receipt(tx, pin.id)
+    assert stored is not None
+    cut = receipt_log.Cut({0: pin.seq}, stored.position)
+
+    def page(tx: object) -> list[receipt_log.StoredReceipt]:
+        return receipt_log.chain(tx, after=3, limit=2, through=cut)  # type: ignore[arg-type]
+
+    [(_, [step])] = sqlite_plans(sqlite_store, page)
+    assert step.startswith("SEARCH receipts USING INDEX sqlite_autoindex_receipts_"), step
+    assert step.endswith("(position>? AND position<?)"), step
+    with sqlite_store.read() as tx:
+        assert [r.seq for r in page(tx)] == [4, 5]
 
 
 def test_a_lane_cut_short_in_the_database_is_caught_by_the_checkpoint(store: Store) -> None:

@@ -347,8 +347,8 @@ def _checkpoint_heads(found: StoredReceipt) -> tuple[NamedHead, ...] | None:
         return None
 
 
-def _bounds(tx: Transaction, through: str) -> dict[int, int]:
-    """The last row (seq, from 1) of each lane in a log cut at checkpoint ``through``."""
+def _bounds(tx: Transaction, through: str) -> receipt_log.Cut:
+    """The log cut at checkpoint ``through``: the last row (seq, from 1) of each lane."""
     found = receipt_log.receipt(tx, through)
     if found is None and through.startswith("sha256:"):
         named = receipt_log.id_of_digest(tx, through)
@@ -358,7 +358,7 @@ def _bounds(tx: Transaction, through: str) -> dict[int, int]:
         raise BadInput(f"{through} is not a checkpoint on this log.", code="CHECKPOINT_REQUIRED")
     bounds = {lane: (sequence + 1 if sequence is not None else 0) for lane, _, sequence in heads}
     bounds[found.lane] = found.seq
-    return bounds
+    return receipt_log.Cut(bounds, found.position)
 
 
 def _may_see_task(tx: Transaction, viewer: Account, task_id: str) -> None:

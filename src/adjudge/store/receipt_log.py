@@ -262,21 +262,38 @@ def head(tx: Transaction) -> tuple[int, str | None]:
     return sum(lane.count for lane in found), used[0].digest if len(used) == 1 else None
 
 
+@dataclass(frozen=True)
+class Cut:
+    """A log cut at a checkpoint: the last receipt (seq, from 1) of each lane it holds, and
+    the checkpoint's position, above every one of them."""
+
+    heads: Mapping[int, int]
+    position: int
+
+
 def chain(
     tx: Transaction,
     *,
     after: int = 0,
     limit: int | None = None,
-    through: Mapping[int, int] | None = None,
+    through: Cut | None = None,
 ) -> list[StoredReceipt]:
     """Receipts in the order the log was written, from position ``after + 1`` (every one when
-    ``limit`` is None); with ``through`` (lane -> seq), only each lane's receipts up to that
-    one (and none of a lane it does not name): a log cut at a checkpoint."""
+    ``limit`` is None); with ``through``, a log cut at a checkpoint: only each lane's receipts
+    up to the one it names (none of a lane it does not name).
+
+    A cut's page walks the positions from ``after`` to the checkpoint's, the lanes' bounds
+    checked on each row (``+ 0``: not an index SQLite may take instead): every receipt of the
+    cut sits below the checkpoint, as each committed before the checkpoint was written. With
+    the bounds alone, SQLite read each lane's receipts from its first and sorted them, for
+    every page (an export of the log was quadratic in it), and PostgreSQL walked on past the
+    checkpoint to the log's end."""
     flush(tx)
     c = s.receipts.c
     q = select(s.receipts).where(c.position > after).order_by(c.position)
     if through is not None:
-        q = q.where(or_(False, *[(c.lane == n) & (c.seq <= k) for n, k in through.items()]))
+        heads = [(c.lane + 0 == n) & (c.seq + 0 <= k) for n, k in through.heads.items()]
+        q = q.where(c.position <= through.position, or_(False, *heads))
     if limit is not None:
         q = q.limit(limit)
     return [_receipt(r._mapping) for r in tx.conn.execute(q)]
