@@ -9,7 +9,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from adjudge.store import Store, Transaction, outbox
+import pytest
+
+from adjudge.store import Store, Transaction, outbox, pages
 from adjudge.store.outbox import DELIVERED, FAILED, PENDING
 from support.deliveries import empty, pile
 from support.migrations import downgrade
@@ -91,3 +93,29 @@ def test_reads_of_deliveries_take_their_range(sqlite_store: Store) -> None:
     steps = [s for s in _steps(sqlite_store, disable, write=True) if "webhook_deliveries" in s]
     ranges = ("_pending_account (account_id=?)", "_account_status (account_id=? AND status=?)")
     assert steps and all(any(r in s for r in ranges) for s in steps), steps
+
+
+def test_an_endpoints_page_of_one_state_walks_a_bounded_range(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On each database, the walk cut to 10: a page of an endpoint's failed deliveries behind
+    40 delivered ones walks at most 10 of them (empty pages, each a cursor on) until the two
+    failed, which are all found, each once; another account's endpoint gives nothing (before,
+    such a page walked every delivery the endpoint ever had)."""
+    empty(store)
+    pile(store, "ann", 2, T0, status=FAILED, endpoint="ep_ann_b")
+    pile(store, "ann", 40, T0 + timedelta(hours=1), status=DELIVERED, endpoint="ep_ann_b")
+    monkeypatch.setattr(pages, "SIFTED_ROWS", 10)
+    for account, wanted in (("ann", 2), ("bob", 0)):
+        sizes, found, cursor = [], [], None
+        while True:
+            with store.read() as tx:
+                page = outbox.deliveries(
+                    tx, account, endpoint_id="ep_ann_b", status=FAILED, limit=5, cursor=cursor
+                )
+            sizes.append(len(page.items))
+            found += [d.id for d in page.items]
+            if page.next_cursor is None:
+                break
+            cursor = page.next_cursor
+        assert len(found) == len(set(found)) == wanted and len(sizes) == 5, sizes

@@ -45,7 +45,7 @@ from sqlalchemy import (
 
 from adjudge.store import day_counts, ids
 from adjudge.store import schema as s
-from adjudge.store.pages import Page, newest_first
+from adjudge.store.pages import Page, newest_first, newest_page, sifted_newest_first
 from adjudge.store.transaction import Transaction
 
 __all__ = [
@@ -530,13 +530,25 @@ def deliveries(
     cursor: str | None = None,
 ) -> Page:
     """An account's deliveries, newest first, a page at a time (keyset: ``cursor`` is the
-    ``next_cursor`` of the previous page; ``CURSOR_INVALID`` otherwise)."""
+    ``next_cursor`` of the previous page; ``CURSOR_INVALID`` otherwise).
+
+    A page walks the account's index range (of a state: ``ix_webhook_deliveries_account_status``)
+    or the endpoint's; an endpoint's of one state checks the state on the first
+    :data:`~adjudge.store.pages.SIFTED_ROWS` deliveries of the endpoint's walk only, and a page
+    that found fewer than ``limit`` there ends where the walk did, with a cursor from there
+    (before, a page of an endpoint's failed deliveries among many delivered ones walked them
+    all)."""
     d = webhook_deliveries
     q = _log_query().where(d.c.account_id == account_id)
     if endpoint_id is not None:
         q = q.where(d.c.endpoint_id == endpoint_id)
     if status is not None:
         q = q.where(d.c.status == status)
+    if endpoint_id is not None and status is not None:
+        walk = select(d.c.id, d.c.created_at).where(d.c.endpoint_id == endpoint_id)
+        walks = [newest_page(walk, d.c.created_at, d.c.id, cursor, 0)]
+        rows, following = sifted_newest_first(tx, q, d.c.created_at, d.c.id, walks, cursor, limit)
+        return Page([_delivery(r._mapping) for r in rows], following)
     rows, following = newest_first(tx, q, d.c.created_at, d.c.id, cursor, limit)
     return Page([_delivery(r._mapping) for r in rows], following)
 
