@@ -45,6 +45,18 @@ def _send_head(base: str, pad: int, chunk: int = 1 << 16) -> tuple[int, bytes]:
     return sent, answer
 
 
+def _secured(head: bytes) -> None:
+    """A refusal's head carries the security headers every answer of the service has."""
+    lines = head.lower().split(b"\r\n")
+    for line in (
+        b"x-content-type-options: nosniff",
+        b"x-frame-options: deny",
+        b"referrer-policy: no-referrer",
+        b"content-security-policy: default-src 'none'; frame-ancestors 'none'",
+    ):
+        assert line in lines, head
+
+
 def test_a_huge_header_is_refused_as_it_arrives(h: Harness) -> None:
     """A 64 MiB header: 431 with the service's error shape, the connection closed long before
     the header was whole; /health answers in between; a 16 KiB header is served."""
@@ -55,6 +67,7 @@ def test_a_huge_header_is_refused_as_it_arrives(h: Harness) -> None:
         refusal = json.loads(body)["error"]
         assert refusal["code"] == "HEADERS_TOO_LARGE" and "32768 bytes" in refusal["message"]
         assert f"x-request-id: {refusal['request_id']}".encode() in head  # as every answer
+        _secured(head)
         assert sent < 16 << 20  # cut off as it came, not read whole
         assert http.get(base + "/health", timeout=10).status_code == 200
         _, served = _send_head(base, 16 << 10)
@@ -182,6 +195,7 @@ def test_a_head_that_does_not_arrive_in_time_is_cut_off(
             started = time.monotonic()
             answer = _answer_to(base, *pieces)
             assert answer.startswith(b"HTTP/1.1 408 "), answer[:200]
+            _secured(answer.partition(b"\r\n\r\n")[0])
             assert json.loads(answer.partition(b"\r\n\r\n")[2])["error"]["code"] == (
                 "REQUEST_TIMEOUT"
             )

@@ -42,6 +42,7 @@ from adjudge.service import (
 )
 from adjudge.service.access import RequestLog
 from adjudge.service.deps import Caller, FastJSONResponse, Use, router
+from adjudge.service.headers import API_POLICY, COMMON_HEADERS, UI_POLICY
 from adjudge.service.ingress import BodyCap
 from adjudge.service.lanes import Lanes
 from adjudge.service.mcp import McpEndpoint
@@ -49,19 +50,6 @@ from adjudge.service.mcp import McpEndpoint
 #: The largest request body read, in bytes: a 200,000-character result fully escaped as
 #: ``\uXXXX`` surrogate pairs fits, and nothing much larger.
 MAX_BODY_BYTES = 4 * 1024 * 1024
-
-#: Sent with every response: no MIME sniffing, no framing, no referrer leaving the site.
-_COMMON_HEADERS = [
-    (b"x-content-type-options", b"nosniff"),
-    (b"x-frame-options", b"DENY"),
-    (b"referrer-policy", b"no-referrer"),
-]
-#: The web UI's policy: its own scripts and styles only, talking to its own origin only.
-_UI_POLICY = (
-    b"default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-    b"connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
-)
-_API_POLICY = b"default-src 'none'; frame-ancestors 'none'"
 
 health_routes = router()
 
@@ -95,7 +83,7 @@ class SecurityHeaders:
     """Adds the security headers to every HTTP response (a plain ASGI middleware: no
     per-request task or thread, unlike Starlette's ``BaseHTTPMiddleware``)."""
 
-    def __init__(self, inner: ASGIApp, docs_policy: bytes = _API_POLICY) -> None:
+    def __init__(self, inner: ASGIApp, docs_policy: bytes = API_POLICY) -> None:
         self.inner = inner
         self.docs_policy = docs_policy
 
@@ -106,17 +94,17 @@ class SecurityHeaders:
         path = scope.get("path", "")
         stored = path.startswith(("/ui", docs.DOCS_PATH))  # the same files for everyone
         if path.startswith("/ui"):
-            policy = _UI_POLICY
+            policy = UI_POLICY
         elif path.startswith(docs.DOCS_PATH):
             policy = self.docs_policy
         else:
-            policy = _API_POLICY
+            policy = API_POLICY
 
         async def with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
                 headers = list(message.get("headers", []))
                 names = {name.lower() for name, _ in headers}
-                headers.extend(h for h in _COMMON_HEADERS if h[0] not in names)
+                headers.extend(h for h in COMMON_HEADERS if h[0] not in names)
                 if b"content-security-policy" not in names:
                     headers.append((b"content-security-policy", policy))
                 if not stored and b"cache-control" not in names:

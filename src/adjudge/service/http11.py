@@ -20,6 +20,7 @@ import json
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
 from adjudge.service import errors
+from adjudge.service.headers import API_POLICY, COMMON_HEADERS
 
 #: The most bytes a request's line and headers may take (Node.js takes 16 KiB, nginx 32 KiB
 #: by default); a body is bounded on its own (``ingress.BodyCap``).
@@ -33,7 +34,8 @@ HEAD_SECONDS = 10.0
 
 def _refusal(status: int, code: str, message: str) -> bytes:
     """A refusal written below the application, in its error shape (:func:`errors.body`),
-    with its request id in the header as every answer has it, and the connection closed."""
+    with its request id and the security headers as every answer has them, and the
+    connection closed."""
     body = errors.body(code, message)
     content = json.dumps(body).encode()
     return b"".join(
@@ -42,10 +44,17 @@ def _refusal(status: int, code: str, message: str) -> bytes:
             b"content-type: application/json\r\n",
             b"content-length: %d\r\n" % len(content),
             b"x-request-id: %s\r\n" % body["error"]["request_id"].encode(),
+            _SECURITY,
             b"connection: close\r\n\r\n",
             content,
         ]
     )
+
+
+#: The headers every answer carries (:mod:`adjudge.service.headers`), written out once.
+_SECURITY = b"".join(
+    b"%s: %s\r\n" % pair for pair in [*COMMON_HEADERS, (b"content-security-policy", API_POLICY)]
+)
 
 
 class _HeadTooLarge(Exception):
