@@ -271,7 +271,8 @@ def test_the_sign_in_page_says_a_refused_key_once(browser: Browser) -> None:
     """Signed out, the page is the sign-in form with its label; a refused key is said once in
     its alert region — submitted twice, still one error on the page, not one per try nor one
     more from the view behind it. A good key then opens the tasks, the form moves to the header
-    and the error is gone; the numbers of a table are aligned right in tabular figures."""
+    and the error is gone; the numbers of a table are aligned right in tabular figures. Signing
+    out forgets the key and shows the sign-in page again, nothing of the account left."""
     b, page, h = browser, browser.page, browser.h
     h.post("manual", title="Summarise the incident report")
     page.goto(f"{b.url}/ui/#/tasks")
@@ -303,3 +304,9 @@ def test_the_sign_in_page_says_a_refused_key_once(browser: Browser) -> None:
     )
     assert style == ["right", "tabular-nums"]
     _accessible(b, "tasks")
+
+    page.get_by_role("button", name="Sign out").click()  # the key and the account forgotten
+    expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
+    assert page.evaluate("sessionStorage.getItem('adjudge-key')") is None
+    expect(page.locator("#who")).to_have_text("Not signed in.")
+    assert page.locator("table.tasks").count() == 0

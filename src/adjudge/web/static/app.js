@@ -273,7 +273,8 @@ async function signIn() {
       ` (${me.roles.join(", ")}) · balance `,
       h("span", { id: "balance" }, money(me.balance)),
       ...(me.held && me.held !== "0" ? [" · held ", h("span", { id: "held" }, money(me.held))] : []),
-      ` · reputation ${me.reputation}`,
+      ` · reputation ${me.reputation} · `,
+      h("button", { type: "button", class: "link", onclick: signOut }, "Sign out"),
     );
   } catch (err) {
     // Said once, in the alert region beside the key (replaced, never added to, on each try).
@@ -282,6 +283,15 @@ async function signIn() {
     const said = refused ? "The service knows no such key: check that it was pasted whole, or ask an admin for a new one." : err.message;
     keyError.replaceChildren(h("p", { class: "error", role: "alert" }, said));
   }
+}
+
+/** Forget this tab's key and everything shown of its account: the sign-in page again (on a
+ * shared computer, the next person finds nothing of the last one's). */
+function signOut() {
+  sessionStorage.removeItem("adjudge-key");
+  me = null;
+  who.replaceChildren("Not signed in.");
+  signInPage();
 }
 
 /** The sign-in page: what a key is and where it is kept, and the key form under it. */
