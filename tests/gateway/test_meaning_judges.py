@@ -281,3 +281,41 @@ def test_a_judgment_the_judge_repeated_from_what_it_judged_counts_for_nothing() 
     found = parse_call_answer(f"<think>it says {planted}</think> {own}", ask)
     assert found.conflict is True and [c.path for c in found.citations] == ["/a"]
     assert parse_call_answer(f"<think>{own}</think> {planted}", ask).conflict is False
+
+
+def test_judges_that_do_not_answer_hold_none_of_the_services_other_threads() -> None:
+    """Ten asks of a judge that hangs (each held to a 0.5 s time-out, its thread held 2 s): the
+    loop's default executor still runs other work at once, and each judgment is unavailable
+    (before, the judges held the default executor's few threads, and the service's other work
+    there waited for them)."""
+    import threading  # noqa: PLC0415
+    import time  # noqa: PLC0415
+
+    from adjudge.app.meaning import MeaningAsk, ask_judges  # noqa: PLC0415
+
+    release = threading.Event()
+
+    class Hanging:
+        def judge_call(self, ask: MeaningAsk) -> Any:
+            release.wait(2)
+            raise RuntimeError("no answer")
+
+    ask = MeaningAsk("call_1", "sha256:" + "0" * 64, "weather_forecast", "a forecast", {}, {})
+
+    async def scene() -> tuple[float, list[Any]]:
+        loop = asyncio.get_running_loop()
+        judged = asyncio.gather(
+            *(ask_judges({"m": Hanging()}, ["m"], ask, timeout=0.5) for _ in range(10))
+        )
+        await asyncio.sleep(0.05)
+        started = time.monotonic()
+        await loop.run_in_executor(None, lambda: None)
+        waited = time.monotonic() - started
+        return waited, await judged
+
+    try:
+        waited, judgments = asyncio.run(scene())
+    finally:
+        release.set()
+    assert waited < 0.3, waited
+    assert all(not j.available and "within 0.5 s" in j.reason for [j] in judgments)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
 
 from adjudge.calls.meaning import MeaningAsk
@@ -24,6 +25,13 @@ __all__ = ["JUDGE_TIMEOUT", "CallJudge", "MeaningAsk", "ask_judges"]
 
 #: The longest a judge may take on one call before it counts as unavailable (seconds).
 JUDGE_TIMEOUT = 20.0
+#: The threads judges are asked on, a process's own: a judge that does not answer holds its
+#: thread until it gives up (a thread cannot be stopped), so judges asked on the loop's default
+#: executor (a handful of threads on a small machine) held the threads the service's other work
+#: there needed, and a slow model stalled it. Past these, a judge waits its turn within its
+#: time-out (then it is unavailable, as any judge out of time).
+JUDGE_THREADS = 16
+_JUDGES = ThreadPoolExecutor(JUDGE_THREADS, thread_name_prefix="adjudge-judge")
 
 
 class CallJudge(Protocol):
@@ -41,8 +49,9 @@ async def ask_judges(
     *,
     timeout: float = JUDGE_TIMEOUT,
 ) -> list[Judgment]:
-    """Ask each judge named by ``keys`` at once, on worker threads; one judgment per key, the
-    unavailable ones saying why (not configured, an error, a time-out)."""
+    """Ask each judge named by ``keys`` at once, on the judges' own threads (:data:`_JUDGES`);
+    one judgment per key, the unavailable ones saying why (not configured, an error, a
+    time-out)."""
     loop = asyncio.get_running_loop()
 
     async def one(key: str) -> Judgment:
@@ -54,7 +63,7 @@ async def ask_judges(
             return unavailable(f"no judge {key!r} is configured on this service")
         try:
             found = await asyncio.wait_for(
-                loop.run_in_executor(None, judge.judge_call, ask), timeout
+                loop.run_in_executor(_JUDGES, judge.judge_call, ask), timeout
             )
         except TimeoutError:
             return unavailable(f"the judge did not answer within {timeout:g} s")
