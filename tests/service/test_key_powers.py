@@ -1,5 +1,6 @@
 """An extra key does what its budget allows and no more, whatever its account may: it cannot
-make, reissue or end keys (its own account's, a new account's, a verifier's) nor bring money in;
+make, reissue or end keys (its own account's, a new account's, a verifier's), bring money in,
+nor send money on its account's word (a review, a ruling);
 a key revoked or reissued stops at once in the process that changed it, even for a look-up that
 read it just before; and an account id is the whole of its pattern."""
 
@@ -15,6 +16,7 @@ import pytest
 from adjudge.app import accounts as accounts_module
 from adjudge.receipts import SigningKey
 from adjudge.store import Store, records
+from support.audit import audit
 from support.harness import Harness, make_harness
 
 
@@ -47,6 +49,34 @@ def test_an_admins_extra_key_mints_no_key_and_brings_no_money(h: Harness) -> Non
     assert h.ok("root", "GET", "/accounts/me")["id"] == "root"  # the owner's key still works
     assert h.call(extra, "GET", "/ledger").status_code == 200
     assert h.ok("root", "POST", "/accounts", {"id": "shade", "roles": ["agent"]})["api_key"]
+
+
+def test_an_extra_key_sends_no_money_on_its_accounts_word(h: Harness) -> None:
+    """A poster's extra key cannot review a result (an approval pays the agent from the
+    escrow), nor an admin's rule on a disputed task or on a call's report (before, a key whose
+    owner gave it a budget of nothing released the escrow); the owners' own keys can, and the
+    books hold throughout."""
+    poster, admin = _extra(h, "pat"), _extra(h, "root")
+    reviewed, disputed = h.post("manual"), h.post("manual")
+    for tid in (reviewed, disputed):
+        h.ok("bob", "POST", f"/tasks/{tid}/accept")
+        h.ok("bob", "POST", f"/tasks/{tid}/submissions", {"result": "A summary of the report."})
+    h.ok("bob", "POST", f"/tasks/{disputed}/disputes", {"reason": "It is whole."})
+    before = h.balance("wallet:bob")
+    refusals = [
+        h.refused(poster, "POST", f"/tasks/{reviewed}/review", {"passed": True, "reasons": []}),
+        h.refused(admin, "POST", f"/tasks/{disputed}/ruling", {"pay_agent": True, "note": "ok"}),
+        h.refused(
+            admin, "POST", "/calls/call_none/report/ruling", {"upheld": True, "reasons": ["x"]}
+        ),
+    ]
+    assert refusals == [(403, "PRIMARY_KEY_REQUIRED")] * 3
+    assert h.balance("wallet:bob") == before
+    audit(h.app.store)
+    h.ok("pat", "POST", f"/tasks/{reviewed}/review", {"passed": True, "reasons": []})
+    h.ok("root", "POST", f"/tasks/{disputed}/ruling", {"pay_agent": True, "note": "ok"})
+    assert h.balance("wallet:bob") > before
+    audit(h.app.store)
 
 
 def test_a_verifiers_extra_key_cannot_register_or_revoke_its_signing_keys(h: Harness) -> None:

@@ -42,9 +42,10 @@ def need_role(account: Account, role: str) -> None:
 
 def need_primary(who: Account, what: str) -> None:
     """Refuse an extra key what only the account's own key may do: make, reissue or end keys
-    (its own account's, a new account's, a verifier's), and bring money in (fund tasks,
-    deposit). An extra key carries a budget for calls; with any of these it could give itself
-    more than its owner gave it."""
+    (its own account's, a new account's, a verifier's), bring money in (fund tasks, deposit),
+    and send money on the account's word (a poster's review, an admin's ruling on a task or a
+    report). An extra key carries a budget for calls; with any of these it could give itself,
+    or another, more than its owner gave it."""
     if who.key is not None:
         raise NotAllowed(
             f"Only the account's own key {what}; this is the extra key {who.key.id!r}.",

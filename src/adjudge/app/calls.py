@@ -36,6 +36,7 @@ from fractions import Fraction
 from typing import Any
 
 from adjudge.app import settlement
+from adjudge.app.accounts import need_primary
 from adjudge.app.at_once import AtOnce
 from adjudge.app.isolation import Isolation, JudgingFailed
 from adjudge.app.unit import Answer, Idempotency, UnitOfWork
@@ -381,17 +382,18 @@ class Calls:
 
         def run(tx: Transaction) -> dict[str, Any]:
             current = db.latest_contract(tx, tool)
-            if current is None:
+            owner = db.tool_owner(tx, tool)  # the name's, not the latest contract's
+            if current is None or owner is None:
                 raise NotFound(f"No tool {tool} is registered.", code="TOOL_NOT_FOUND")
-            if "admin" not in who.roles and who.id != current.provider:
+            if "admin" not in who.roles and who.id != owner:
                 raise NotAllowed(
-                    f"{tool} is {current.provider}'s tool: only its provider or an admin "
+                    f"{tool} is {owner}'s tool: only its provider or an admin "
                     "registers the policies that judge its calls.",
                     code="NOT_TOOL_PROVIDER",
                 )
             parsed = register_policy(policy, _contract(current))
             _storable(parsed.policy_id, "A policy id", 200, "POLICY_INVALID")
-            _check_corroborator(tx, parsed, current.provider)
+            _check_corroborator(tx, parsed, owner)
             _check_key_judges(tx, parsed.judges, self.unit.now())
             if parsed.version > MAX_VERSION:
                 raise CriteriaError(
@@ -644,6 +646,7 @@ class Calls:
         call settled before holds existed whose provider's wallet cannot give the charge back
         (then nothing is written)."""
         _need_any(who, {"admin"}, "rules on a report")
+        need_primary(who, "rules on a report")  # an upheld one takes the charge back
         if not 1 <= len(reasons) <= MAX_RULING_REASONS:
             raise BadInput(
                 f"A ruling gives 1 to {MAX_RULING_REASONS} reasons.", code="TOO_MANY_REASONS"
@@ -919,11 +922,12 @@ def _judging_rules(
             code="CALL_EXISTS",
         )
     current = db.latest_contract(tx, call.tool)
-    if current is None:
+    owner = db.tool_owner(tx, call.tool)
+    if current is None or owner is None:
         raise NotFound(f"No tool {call.tool} is registered.", code="TOOL_NOT_FOUND")
-    if call.provider != current.provider:
+    if call.provider != owner:
         raise BadInput(
-            f"{call.tool} is provided by {current.provider}, not {call.provider}.",
+            f"{call.tool} is provided by {owner}, not {call.provider}.",
             code="CALL_PROVIDER_MISMATCH",
         )
     governing = _governing(tx, call.tool, policy_id, policy_version)

@@ -460,8 +460,11 @@ class Tasks:
         reasons: Sequence[str],
         key: str | None = None,
     ) -> Answer[Any]:
-        """The poster approves or rejects a submitted result (manual mode)."""
+        """The poster approves or rejects a submitted result (manual mode): the account's own
+        key only, as the escrow goes where the review says (an extra key's budget is for
+        calls)."""
         need_role(account, "poster")
+        need_primary(account, "reviews a result")
         inputs = {"passed": passed, "reasons": list(reasons)}
 
         def event(tx: Transaction, stored: StoredTask) -> Event:
@@ -597,8 +600,10 @@ class Tasks:
         note: str,
         key: str | None = None,
     ) -> Answer[Any]:
-        """An admin rules on a disputed or escalated task."""
+        """An admin rules on a disputed or escalated task (with the account's own key: the
+        escrow goes where the ruling says)."""
         need_role(account, "admin")
+        need_primary(account, "rules on a task")
         inputs = {"pay_agent": pay_agent, "note": note}
 
         def event(tx: Transaction, stored: StoredTask) -> Event:
