@@ -12,8 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import insert
 
 from adjudge.app import App
+from adjudge.calls.verify import digest_of
 from adjudge.errors import NotAllowed
 from adjudge.store import Store
 from adjudge.store import calls as calls_db
@@ -83,17 +85,34 @@ def test_two_first_registrations_of_a_name_at_once_leave_it_one_owner(store: Sto
 
 
 def test_migration_0052_owns_each_name_by_its_first_contract(store: Store) -> None:
-    """On each database: after 0052 each name's owner is its first contract's provider, and
-    a downgrade drops the table cleanly."""
+    """On each database: after 0052 each name's owner is its first contract's provider, also
+    of a name the race forked before it (a stranger's later version stored beside the first's:
+    the stranger registers none of its policies, its owner does); a downgrade drops the table
+    cleanly."""
     h = make_harness(store)
     for provider in ("skycast", "findly"):
         h.keys[provider] = h.app.accounts.create(None, provider, ["provider"]).value["api_key"]
     h.app.calls.register_tool(h.account("skycast"), _contract("2"))
-    h.app.calls.register_tool(h.account("skycast"), _contract("3"))
     h.app.calls.register_tool(h.account("findly"), {**_contract("1"), "tool": "other.tool"})
     downgrade(store, "0051")
+    forked = _contract("3")
+    with store.write() as tx:
+        tx.conn.execute(
+            insert(calls_db.call_contracts).values(
+                tool="weather.forecast",
+                version="3",
+                provider="findly",
+                document=forked,
+                digest=digest_of(forked),
+                registered_at=h.clock.now(),
+            )
+        )
     store.migrate()
     with store.read() as tx:
         assert calls_db.tool_owner(tx, "weather.forecast") == "skycast"
         assert calls_db.tool_owner(tx, "other.tool") == "findly"
         assert calls_db.tool_owner(tx, "unknown") is None
+    policy = json.loads((EXAMPLES / "weather.policy.json").read_text("utf-8"))
+    with pytest.raises(NotAllowed):
+        h.app.calls.register_policy(h.account("findly"), "weather.forecast", policy)
+    assert h.app.calls.register_policy(h.account("skycast"), "weather.forecast", policy).value
