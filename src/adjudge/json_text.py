@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["JSON_DEPTH", "deeper_than", "dumps", "dumps_utf8", "loads", "unique_keys"]
+__all__ = ["JSON_DEPTH", "deeper_than", "dumps", "dumps_utf8", "json_text", "loads", "unique_keys"]
 
 #: The deepest arrays and objects nest in any JSON the service takes or judges: a request's
 #: body, a provider's answer, a mapped output. Well within every reader's stack (Python's
@@ -90,22 +90,34 @@ def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return found
 
 
-#: A JSON string, escapes and all (possessive: each character is tried once).
-_STRING = re.compile(rb'"(?:[^"\\]++|\\.)*+"')
-#: Every byte but the four that open and close arrays and objects.
-_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
-#: Each byte's step of nesting: in at an opening bracket, out at a closing one.
-_STEP = [1 if b in b"[{" else -1 for b in range(256)]
+#: A JSON string, escapes and all, or what is left of the text after a quote that never closes
+#: (a lone backslash at the end included): so no quote fails to match, and none is tried again
+#: from another start (possessive, and ``.`` any character: each is read once, the whole count
+#: linear). Anything it calls a string that JSON would not, its parser refuses.
+_STRING = re.compile(r'"(?:[^"\\]++|\\.)*+(?:"|\\?\Z)', re.DOTALL)
+#: A run of characters that neither open nor close an array or an object.
+_NOT_BRACKETS = re.compile(r"[^\[\]{}]++")
+#: Each bracket's step of nesting: in at an opening one, out at a closing one.
+_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 
 
-def deeper_than(text: bytes, depth: int) -> bool:
+def json_text(raw: bytes) -> str:
+    """The text :func:`json.loads` reads ``raw`` as (UTF-8, with or without its mark, or
+    UTF-16 or UTF-32, as json detects it; surrogates passed): the same text, given to the
+    parser and to :func:`deeper_than`, so both read what the other does. ``ValueError`` (a
+    ``UnicodeDecodeError``) when the bytes are not in that encoding."""
+    return raw.decode(json.detect_encoding(raw), "surrogatepass")
+
+
+def deeper_than(text: str, depth: int) -> bool:
     """Whether the JSON ``text`` nests arrays and objects more than ``depth`` deep, counted on
-    its bytes (strings skipped). Python's parser stops at a depth that depends on the stack of
-    whoever calls it, so bytes read in two places (the gateway, a replay) could be JSON in one
-    and not in the other; a bound checked first means the same everywhere. Linear, in C but for
-    a bracket's step (about 30 ns), and nothing at all for a text with few brackets."""
-    if text.count(b"[") + text.count(b"{") <= depth:
+    its characters (strings skipped). Python's parser stops at a depth that depends on the
+    stack of whoever calls it, so bytes read in two places (the gateway, a replay) could be
+    JSON in one and not in the other; a bound checked first means the same everywhere. Linear
+    and in C but for a bracket's step (about 30 ns), and nothing at all for a text with few
+    brackets."""
+    if text.count("[") + text.count("{") <= depth:
         return False
-    bare = _STRING.sub(b"", text) if b'"' in text else text
-    steps = map(_STEP.__getitem__, bare.translate(None, _NOT_BRACKETS))
+    bare = _STRING.sub("", text) if '"' in text else text
+    steps = map(_STEP.__getitem__, _NOT_BRACKETS.sub("", bare))
     return max(accumulate(steps), default=0) > depth

@@ -38,7 +38,7 @@ from adjudge.calls.rules import RulesStage, evaluate_rules
 from adjudge.calls.verdicts import CallVerdict, Effect, Payment, apply_clauses, effect_of
 from adjudge.digests import is_digest, sha256_digest
 from adjudge.errors import CriteriaError
-from adjudge.json_text import JSON_DEPTH, deeper_than, dumps_utf8
+from adjudge.json_text import JSON_DEPTH, deeper_than, dumps_utf8, json_text
 from adjudge.receipts.canonical import canonical_json
 
 __all__ = [
@@ -336,14 +336,15 @@ def received_response(raw: bytes) -> ProviderResponse:
     the record and the answer could not be written). The digest is always the sha256 of the
     bytes themselves. A replay reads a forwarded call's stored bytes through this same
     function, so it sees the body the gateway judged. JSON nesting arrays and objects more than
-    :data:`JSON_DEPTH` deep is passed as its text too, on a count of its bytes: where Python's
+    :data:`JSON_DEPTH` deep is passed as its text too, on a count of its characters: where Python's
     parser gives up depended on the stack it was called on, so the gateway read an answer
     nested 960 deep as text and failed it while a replay read it as JSON and passed it.
     """
     try:
-        if deeper_than(raw, JSON_DEPTH):
+        text = json_text(raw)  # as json reads bytes, so the count reads what the parser does
+        if deeper_than(text, JSON_DEPTH):
             raise ValueError(f"the answer nests more than {JSON_DEPTH} deep")
-        body: Any = json.loads(raw, parse_constant=_not_json, parse_float=_finite)
+        body: Any = json.loads(text, parse_constant=_not_json, parse_float=_finite)
         if (b"\\u" in raw or b"\xed" in raw) and _SURROGATE.search(raw) is not None:
             dumps_utf8(body)  # the record's writer: UnicodeEncodeError on a lone half
     except (ValueError, UnicodeDecodeError, RecursionError):

@@ -55,7 +55,7 @@ from adjudge.digests import sha256_digest
 from adjudge.gateway.addresses import AddressGuard, AddressRefused, pinned_connector
 from adjudge.gateway.sealed import ProviderCredential
 from adjudge.gateway.signing import SignedRequest
-from adjudge.json_text import deeper_than
+from adjudge.json_text import deeper_than, json_text
 
 __all__ = [
     "AsyncForwarder",
@@ -625,11 +625,14 @@ _REFUSAL_DEPTH = 32
 
 def _refusal(body: bytes) -> tuple[str, str | None] | None:
     """``(error, reason)`` of a JSON refusal body such as the middleware's, else ``None``."""
-    if len(body) > _FAILURE_BODY_BYTES or deeper_than(body, _REFUSAL_DEPTH):
+    if len(body) > _FAILURE_BODY_BYTES:
         return None
     try:
-        data = json.loads(body)
-    except (ValueError, UnicodeDecodeError, RecursionError):
+        text = json_text(body)
+        if deeper_than(text, _REFUSAL_DEPTH):
+            return None
+        data = json.loads(text)
+    except (ValueError, RecursionError):
         return None
     if not isinstance(data, dict) or not isinstance(data.get("error"), str):
         return None
