@@ -102,6 +102,14 @@ class Settings(BaseSettings):
         description="Threads running requests (0: the default, 8 on SQLite, 40 otherwise; at "
         "most 1000).",
     )
+    connections_per_address: int = Field(
+        64,
+        ge=1,
+        le=100_000,
+        description="Connections one client address may hold open at once in this process; a "
+        "new one past it is answered 429 and closed (raise it behind a proxy, whose address "
+        "every request shares).",
+    )
     access_log: bool = Field(True, description="Write one JSON line per request to standard error.")
     signing_key: Path = Field(
         Path("adjudge-signing-key.pem"),

@@ -105,7 +105,9 @@ def test_serve_takes_the_file_the_environment_and_the_flags_in_that_order(
     s = app.settings
     assert (s.fee_bps, s.take_limit, s.port, s.webhooks) == (700, 8, 9003, False)
     assert (uvicorn["host"], uvicorn["port"]) == ("127.0.0.1", 9003)
-    assert uvicorn["http"] is BoundedHttpTools  # a request's head bounded (service.http11)
+    # A request's head and body bounded, and an address's connections (service.http11).
+    assert issubclass(uvicorn["http"], BoundedHttpTools)
+    assert uvicorn["http"].per_address == s.connections_per_address == 64
     assert (tmp_path / "a.db").exists() and (tmp_path / "adjudge-signing-key.pem").exists()
 
 

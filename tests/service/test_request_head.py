@@ -170,13 +170,16 @@ def test_a_head_past_the_bound_in_one_piece_is_refused(h: Harness) -> None:
 
 
 def _answer_to(base: str, *pieces: bytes, pause: float = 0.0) -> bytes:
-    """Send ``pieces`` on one connection, ``pause`` seconds after each; the server's answers
-    until it closes."""
+    """Send ``pieces`` on one connection, ``pause`` seconds after each (until the server
+    closes it); the server's answers until it closes."""
     host, port = base.split("//")[1].split(":")
     with socket.create_connection((host, int(port)), timeout=10) as s:
-        for piece in pieces:
-            s.sendall(piece)
-            time.sleep(pause)
+        try:
+            for piece in pieces:
+                s.sendall(piece)
+                time.sleep(pause)
+        except OSError:  # closed by the server: its answer is read below
+            pass
         answer = b""
         while part := s.recv(65536):
             answer += part
@@ -219,3 +222,60 @@ def test_a_body_routes_key_is_looked_up_once(h: Harness, monkeypatch: pytest.Mon
     monkeypatch.setattr(h.app.accounts, "authenticate", counted)
     h.post("manual")
     assert seen == [h.keys["pat"]]
+
+
+def test_a_body_that_does_not_arrive_in_time_is_cut_off(
+    h: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A body that stops (here 0.3 s without a byte), and one trickled a byte every 0.1 s past
+    its whole time (here 1 s), are each answered ``408 REQUEST_TIMEOUT`` and closed (before,
+    both held their connections and requests for good); /health answers meanwhile, and a body
+    sent at once is served."""
+    monkeypatch.setattr(http11, "BODY_IDLE_SECONDS", 0.3)
+    monkeypatch.setattr(http11, "BODY_SECONDS", 1.0)
+    head = b"POST /api/v1/tasks HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    head += b"Authorization: Bearer %s\r\n" % h.keys["pat"].encode()
+    with serving(h.app) as base:
+        for pieces, pause in (((b"{",), 0.0), ((b" ",) * 30, 0.1)):
+            started = time.monotonic()
+            answer = _answer_to(base, head + b"Content-Length: 100\r\n\r\n", *pieces, pause=pause)
+            assert answer.startswith(b"HTTP/1.1 408 "), answer[:200]
+            assert json.loads(answer.partition(b"\r\n\r\n")[2])["error"]["code"] == (
+                "REQUEST_TIMEOUT"
+            )
+            assert time.monotonic() - started < 5
+            assert http.get(base + "/health", timeout=10).status_code == 200
+        body = b'{"title": "x"}'
+        answer = _answer_to(
+            base, head + b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body) + body
+        )
+        assert answer.startswith(b"HTTP/1.1 422 "), answer[:200]  # served: not a whole task
+
+
+def test_an_address_holds_a_bounded_number_of_connections(
+    h: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With three connections an address, a fourth from it is answered ``429
+    CONNECTIONS_AT_ONCE_EXCEEDED`` and closed at once (before, one address could hold every
+    file descriptor of the process); once one closes, a new one is served."""
+    monkeypatch.setattr(http11.BoundedHttpTools, "per_address", 3)
+    with serving(h.app) as base:
+        host, port = base.split("//")[1].split(":")
+        held = [socket.create_connection((host, int(port)), timeout=10) for _ in range(3)]
+        try:
+            answer = _answer_to(base)
+            assert answer.startswith(b"HTTP/1.1 429 "), answer[:200]
+            refusal = json.loads(answer.partition(b"\r\n\r\n")[2])["error"]
+            assert refusal["code"] == "CONNECTIONS_AT_ONCE_EXCEEDED"
+            held.pop().close()
+            deadline = time.monotonic() + 5
+            while http11.BoundedHttpTools.open_by_address.get("127.0.0.1", 0) > 2:
+                assert time.monotonic() < deadline
+                time.sleep(0.01)
+            served = _answer_to(
+                base, b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+            )
+            assert served.startswith(b"HTTP/1.1 200 "), served[:200]
+        finally:
+            for s in held:
+                s.close()

@@ -1,4 +1,5 @@
-"""uvicorn's HTTP/1.1 protocol (httptools) with the request head bounded.
+"""uvicorn's HTTP/1.1 protocol (httptools) with the request head bounded, a request's head and
+body bounded in time, and an address's connections bounded in number.
 
 httptools, the compiled parser ``adjudge serve`` runs uvicorn with, sets no bound on a
 request's line and headers, and uvicorn adds none: one client streaming a header of 128 MiB
@@ -9,13 +10,20 @@ request's head at :data:`MAX_HEAD_BYTES`, twice: exactly once it is whole (its l
 headers as parsed), and, while it is still arriving, by the chunks it alone spans (httptools
 keeps a header's value until it is whole, so the exact count would come too late to bound the
 memory). Past it: ``431 HEADERS_TOO_LARGE`` in the service's error shape, and the connection
-closed. Written here, not found: uvicorn offers no such option for httptools.
+closed. A head must arrive within :data:`HEAD_SECONDS`, a body within :data:`BODY_SECONDS`
+with no more than :data:`BODY_IDLE_SECONDS` between its bytes (``408 REQUEST_TIMEOUT``), and
+an address holds at most :attr:`BoundedHttpTools.per_address` connections at once (``429
+CONNECTIONS_AT_ONCE_EXCEEDED``). Written here, not found: uvicorn offers no such option for
+httptools (its ``limit_concurrency`` answers every client 503 once anyone holds the
+connections).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+from collections import Counter
+from typing import ClassVar
 
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
@@ -30,6 +38,16 @@ MAX_HEAD_BYTES = 32 * 1024
 #: time-out bounds the wait between them). Without it, a client sending nothing, or a byte a
 #: second, held its connection for good, and enough of them every connection the process has.
 HEAD_SECONDS = 10.0
+#: The most seconds a request's body may go without a byte, and the most it may take whole,
+#: counted from its head's end: past either, ``408 REQUEST_TIMEOUT`` and the connection closed
+#: (a 4 MiB body needs 70 KB/s). Without them, a body sent a byte a second held its connection
+#: and its request for good, before any key was checked.
+BODY_IDLE_SECONDS = 10.0
+BODY_SECONDS = 60.0
+#: The most connections one client address holds open at once in a process, unless the
+#: service's setting says otherwise (``connections_per_address``): every connection, however
+#: slow, was a file descriptor of the process's, and one address could take them all.
+CONNECTIONS_PER_ADDRESS = 64
 
 
 def _refusal(status: int, code: str, message: str) -> bytes:
@@ -62,22 +80,56 @@ class _HeadTooLarge(Exception):
 
 
 class BoundedHttpTools(HttpToolsProtocol):
-    """uvicorn's httptools protocol, refusing a request head past :data:`MAX_HEAD_BYTES`."""
+    """uvicorn's httptools protocol, refusing a request head past :data:`MAX_HEAD_BYTES`, a
+    head or a body that does not arrive in time, and a connection past its address's share."""
+
+    #: Connections open now, by client address (every connection of the process's loop).
+    open_by_address: ClassVar[Counter[str]] = Counter()
+    per_address: ClassVar[int] = CONNECTIONS_PER_ADDRESS
 
     _in_head = False
     _head_bytes = 0
     _heads = 0  # the requests begun on this connection
     _too_large = False
     _head_timer: asyncio.TimerHandle | None = None
+    _body_timer: asyncio.TimerHandle | None = None
+    _body_started = 0.0
+    _body_last = 0.0
+    _address: str | None = None
+
+    @classmethod
+    def bounded(cls, per_address: int) -> type[BoundedHttpTools]:
+        """This protocol with ``per_address`` connections an address (the service's setting)."""
+        return type(cls.__name__, (cls,), {"per_address": per_address})
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        """A connection: its first head is timed from here."""
+        """A connection: refused past its address's share, else its first head is timed from
+        here."""
         super().connection_made(transport)
+        peer = transport.get_extra_info("peername")
+        address = str(peer[0]) if isinstance(peer, tuple) and peer else None
+        if address is not None:
+            if self.open_by_address[address] >= self.per_address:
+                message = (
+                    f"This address holds {self.per_address} connections to the service at "
+                    "once already; close one, or send more requests on one."
+                )
+                transport.write(_refusal(429, "CONNECTIONS_AT_ONCE_EXCEEDED", message))
+                transport.close()
+                return
+            self._address = address
+            self.open_by_address[address] += 1
         self._time_head()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        """The connection is gone: nothing more to time."""
+        """The connection is gone: nothing more to time, and its address's share freed."""
         self._untime_head()
+        self._untime_body()
+        if self._address is not None:
+            self.open_by_address[self._address] -= 1
+            if self.open_by_address[self._address] <= 0:
+                del self.open_by_address[self._address]
+            self._address = None
         super().connection_lost(exc)
 
     def on_message_begin(self) -> None:
@@ -99,6 +151,18 @@ class BoundedHttpTools(HttpToolsProtocol):
             self._too_large = True
             raise _HeadTooLarge
         super().on_headers_complete()
+        self._body_started = self._body_last = self.loop.time()
+        self._body_timer = self.loop.call_later(BODY_IDLE_SECONDS, self._body_late)
+
+    def on_body(self, body: bytes) -> None:
+        """A piece of the body: the time without one counts from here."""
+        self._body_last = self.loop.time()
+        super().on_body(body)
+
+    def on_message_complete(self) -> None:
+        """The body is whole (at once, for a request without one): no more to time."""
+        self._untime_body()
+        super().on_message_complete()
 
     def send_400_response(self, msg: str) -> None:
         """uvicorn's answer to a request the parser stopped on: ours, for a head too large."""
@@ -133,6 +197,36 @@ class BoundedHttpTools(HttpToolsProtocol):
         if self._head_timer is not None:
             self._head_timer.cancel()
             self._head_timer = None
+
+    def _untime_body(self) -> None:
+        if self._body_timer is not None:
+            self._body_timer.cancel()
+            self._body_timer = None
+
+    def _body_late(self) -> None:
+        """The body's time without a byte, or its whole time, is up: ``408 REQUEST_TIMEOUT``
+        (when no answer has begun), and the connection closed; else timed again for the
+        earlier of the two. While the application has stopped reading (its buffer full), the
+        client cannot send, and the time without a byte does not count."""
+        self._body_timer = None
+        if self.transport.is_closing():
+            return
+        now = self.loop.time()
+        idle = BODY_IDLE_SECONDS - (now - self._body_last)
+        if self.flow is not None and self.flow.read_paused:
+            idle = BODY_IDLE_SECONDS
+            self._body_last = now
+        left = min(idle, BODY_SECONDS - (now - self._body_started))
+        if left > 0:
+            self._body_timer = self.loop.call_later(left, self._body_late)
+            return
+        if self.cycle is None or not self.cycle.response_started:
+            message = (
+                f"A request's body must arrive within {BODY_SECONDS:g} s, with no more than "
+                f"{BODY_IDLE_SECONDS:g} s between its bytes."
+            )
+            self.transport.write(_refusal(408, "REQUEST_TIMEOUT", message))
+        self.transport.close()
 
     def _head_late(self) -> None:
         """No whole head in time: ``408 REQUEST_TIMEOUT``, and the connection closed."""
