@@ -108,7 +108,7 @@ _TABLE = (
     Code("EVIDENCE_INVALID", BadInput, 400, "Evidence names no sha256 digest."),
     Code("EVIDENCE_NOT_ADMITTED", BadInput, 400, "Evidence was built by hand instead of admitted (its independence unassessed)."),
     Code("EXPRESSION_INVALID", BadInput, 400, "An observable or its expression is not a string the kernel can bind."),
-    Code("FILE_UNREADABLE", BadInput, 400, "A file named on the command line (or as the settings file) cannot be read."),
+    Code("FILE_UNREADABLE", BadInput, 400, "A file named on the command line (or as the settings file) cannot be read, is not a regular file, or is past the size a command reads."),
     Code("FILE_UNWRITABLE", BadInput, 400, "A file named on the command line cannot be written."),
     Code("HEADERS_TOO_LARGE", BadInput, 431, "A request's line and headers are over the size limit; the connection is closed."),
     Code("INDEPENDENCE_NOT_ASSESSED", BadInput, 400, "Independence was given as a label instead of assessed from structure."),

@@ -20,7 +20,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from adjudge.cli._common import money
+from adjudge.cli._common import money, read_input
 from adjudge.cli.receipts import read_signing_key, write_receipt
 from adjudge.digests import sha256_digest
 from adjudge.errors import CriteriaError, Error, ReceiptError
@@ -63,7 +63,7 @@ def _reject_constant(name: str) -> NoReturn:
 
 def _read_bytes(path: Path, what: str) -> bytes:
     try:
-        return path.read_bytes()
+        return read_input(path)
     except OSError as exc:
         raise CriteriaError(f"Cannot read {what} {path}: {exc}", code="INPUT_UNREADABLE") from None
 
@@ -332,7 +332,7 @@ def _percent(ratio: str) -> str:
 
 def _read_log(path: Path) -> tuple[list[Observation], dict[str, QualityTerms]]:
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = read_input(path).decode("utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
         raise CriteriaError(f"Cannot read the log {path}: {exc}", code="INPUT_UNREADABLE") from None
     from adjudge.calls.quality import observation_from_record, parse_terms  # noqa: PLC0415

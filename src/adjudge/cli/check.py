@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from adjudge.cli._common import wants_json
+from adjudge.cli._common import read_input, wants_json
 from adjudge.cli.receipts import append_receipt, read_signing_key
 from adjudge.digests import sha256_digest
 from adjudge.errors import CriteriaError
@@ -44,7 +44,7 @@ def _bad_input(code: str, message: str) -> typer.Exit:
 
 def _read_json(path: Path, what: str) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(read_input(path).decode("utf-8"))
     except OSError as exc:
         raise _bad_input("FILE_UNREADABLE", f"cannot read {what} {path}: {exc.strerror}.") from exc
     except (ValueError, RecursionError) as exc:  # bad UTF-8 or JSON, too deep, too long a number
@@ -54,7 +54,7 @@ def _read_json(path: Path, what: str) -> Any:
 def _read_result(source: str, as_json: bool) -> tuple[Any, bytes]:
     """The result to check, and its bytes as stored (what a receipt's digest covers)."""
     try:
-        raw = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
+        raw = read_input(source)
         text = raw.decode("utf-8")
     except OSError as exc:
         raise _bad_input(
@@ -158,7 +158,7 @@ def check(
     # A result read as JSON is the agent's JSON value: a string there is read as its JSON text.
     verdict = auto_check(value, raw_criteria, json_value=result_json or result.endswith(".json"))
     if sign is not None and receipt is not None:
-        _sign_receipt(sign, receipt, stored, verdict, criteria.read_bytes(), supersedes, about)
+        _sign_receipt(sign, receipt, stored, verdict, read_input(criteria), supersedes, about)
     if as_json:
         sys.stdout.write(verdict.to_json() + "\n")
     else:
@@ -278,7 +278,7 @@ def check_batch(
     text marked) as one HTML file with the results and texts in it; `--open` opens it.
     """
     try:
-        text = cases.read_text(encoding="utf-8")
+        text = read_input(cases).decode("utf-8")
     except OSError as exc:
         raise _bad_input("FILE_UNREADABLE", f"cannot read {cases}: {exc.strerror}.") from exc
     except UnicodeDecodeError as exc:

@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
-from adjudge.cli._common import wants_json
+from adjudge.cli._common import read_input, wants_json
 from adjudge.errors import Error
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_BAD_INPUT = 0, 1, 2
@@ -39,8 +39,7 @@ def _bad_input(code: str, message: str) -> typer.Exit:
 
 def _read(source: str, what: str) -> str:
     try:
-        raw = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
-        return raw.decode("utf-8")
+        return read_input(source).decode("utf-8")
     except OSError as exc:
         raise _bad_input(
             "FILE_UNREADABLE", f"cannot read {what} {source}: {exc.strerror}."

@@ -30,6 +30,7 @@ from adjudge.cli._common import (
     price_of,
     print_json,
     print_table,
+    read_input,
     remember_json,
     stop,
     wants_json,
@@ -117,7 +118,7 @@ def _session(ctx: typer.Context, as_json: bool) -> Session:
 def _document(path: Path, what: str) -> Any:
     """A JSON or YAML file (OpenAPI documents are often YAML) as JSON values; exit 2 if not."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_input(path).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         stop(f"Cannot read the {what} {path}: {exc}")
     if path.suffix.lower() in (".yaml", ".yml"):

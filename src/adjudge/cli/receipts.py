@@ -23,7 +23,7 @@ from typing import Annotated, NoReturn
 import typer
 
 from adjudge.cli import keyfiles, ranges
-from adjudge.cli._common import DEFAULT_URL, KeyOption, Session, UrlOption
+from adjudge.cli._common import DEFAULT_URL, KeyOption, Session, UrlOption, read_input
 from adjudge.errors import BadInput, CriteriaError, Error, ReceiptError
 from adjudge.kernel.authority import trust_basis
 from adjudge.kernel.verdicts import format_time, parse_time
@@ -506,13 +506,18 @@ def append_receipt(
     return receipt
 
 
+#: The most bytes read of a public key file, and of a receipt log or envelope file.
+KEY_BYTES = 64 * 1024
+LOG_BYTES = 1024 * 1024 * 1024
+
+
 def pinned_key(value: str) -> VerifyingKey | str:
     """``--key``: a 64-hex fingerprint, or a public key file (PEM or hex); exit 2 otherwise."""
     if _FINGERPRINT.fullmatch(value):
         return value.lower()
     path = Path(value)
     try:
-        return VerifyingKey.from_text(path.read_bytes())
+        return VerifyingKey.from_text(read_input(path, KEY_BYTES))
     except OSError:
         typer.echo(
             f"KEY_INVALID: --key {value!r} is neither a 64-hex fingerprint nor a readable public "
@@ -525,9 +530,10 @@ def pinned_key(value: str) -> VerifyingKey | str:
 
 
 def read_file(path: Path) -> bytes:
-    """The bytes of ``path``; an unreadable file exits 2 with the reason."""
+    """The bytes of ``path`` (a regular file of at most :data:`LOG_BYTES`); an unreadable
+    file exits 2 with the reason."""
     try:
-        return path.read_bytes()
+        return read_input(path, LOG_BYTES)
     except OSError as exc:
         typer.echo(f"FILE_UNREADABLE: cannot read {path}: {exc.strerror}", err=True)
         raise typer.Exit(EXIT_BAD_INPUT) from exc

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -33,6 +32,7 @@ from adjudge.cli._common import (
     money,
     print_json,
     print_table,
+    read_input,
     remember_json,
     stop,
     units_of,
@@ -241,11 +241,8 @@ def _changed(session: Session, task: Task) -> None:
 
 
 def _read(source: str) -> str:
-    if source == "-":
-        return sys.stdin.read()
-    path = Path(source)
     try:
-        return path.read_text(encoding="utf-8")
+        return read_input(source).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         stop(f"Cannot read {source}: {getattr(exc, 'strerror', None) or exc}")
 

@@ -1,0 +1,63 @@
+"""Every command reads its input files (and standard input) up to a bound, and only regular
+files: a device such as ``/dev/zero`` or a pipe nobody writes to is refused at once with exit
+2 and the reason, a file past the bound likewise (before, ``/dev/zero`` filled the memory until
+the command died with a traceback, and a pipe hung it for good)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from adjudge.cli import _common, app
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> dict[str, Path]:
+    criteria = tmp_path / "criteria.json"
+    criteria.write_text(json.dumps({"min_length": 3}))
+    result = tmp_path / "result.txt"
+    result.write_text("A result long enough.")
+    fifo = tmp_path / "nobody-writes.fifo"
+    os.mkfifo(fifo)
+    large = tmp_path / "large.json"
+    large.write_text(json.dumps({"min_length": 3, "pad": "x" * 2048}))
+    return {"criteria": criteria, "result": result, "fifo": fifo, "large": large}
+
+
+@pytest.mark.parametrize("bad", ["/dev/zero", "fifo", "large"])
+@pytest.mark.parametrize("where", ["criteria", "result", "lint"])
+def test_an_input_that_is_no_regular_file_or_too_large_is_refused(
+    files: dict[str, Path], monkeypatch: pytest.MonkeyPatch, bad: str, where: str
+) -> None:
+    """``check``'s criteria and result and ``criteria lint``'s file: a device, a pipe and a
+    file past the bound (here 1 KiB) each exit 2 naming the file and why."""
+    monkeypatch.setattr(_common, "INPUT_BYTES", 1024)
+    source = bad if bad == "/dev/zero" else str(files[bad])
+    args = {
+        "criteria": ["check", "--criteria", source, str(files["result"])],
+        "result": ["check", "--criteria", str(files["criteria"]), source],
+        "lint": ["criteria", "lint", source],
+    }[where]
+    done = runner.invoke(app, args)
+    assert done.exit_code == 2, (done.exit_code, done.output, done.exception)
+    said = " ".join(done.stderr.split())
+    why = "larger than 1,024 bytes" if bad == "large" else "not a regular file"
+    assert "FILE_UNREADABLE" in said and why in said, said
+
+
+def test_standard_input_is_read_to_the_bound(
+    files: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A result on standard input past the bound is refused; within it, checked."""
+    monkeypatch.setattr(_common, "INPUT_BYTES", 1024)
+    args = ["check", "--criteria", str(files["criteria"]), "-"]
+    done = runner.invoke(app, args, input="x" * 2048)
+    assert done.exit_code == 2 and "larger than 1,024 bytes" in done.stderr, done.stderr
+    done = runner.invoke(app, [*args, "--json"], input="A result long enough.")
+    assert done.exit_code == 0, done.output
