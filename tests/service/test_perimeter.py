@@ -207,6 +207,25 @@ def test_an_oversized_body_is_refused_before_parsing_and_before_auth(h: Harness)
     assert h.client.get("/api/v1/health").status_code == 200
 
 
+def test_a_compressed_body_is_refused_saying_so(h: Harness) -> None:
+    """A body sent with a Content-Encoding (gzip, or any but identity) is ``415
+    CONTENT_ENCODING_UNSUPPORTED`` saying to send it uncompressed, never inflated and never
+    read as its compressed bytes (before: ``400 INVALID_JSON``, "not UTF-8", for gzip, and a
+    plain body labelled gzip taken as if unlabelled); identity is read as ever."""
+    import gzip  # noqa: PLC0415
+
+    body = json.dumps({"result": "A summary of the report."}).encode()
+    for encoding, content in (("gzip", gzip.compress(body)), ("br", body), ("GZIP", body)):
+        r = _raw(h, "ann", "/tasks/task_x/submissions", content, **{"Content-Encoding": encoding})
+        assert r.status_code == 415, r.text
+        error = r.json()["error"]
+        assert (
+            error["code"] == "CONTENT_ENCODING_UNSUPPORTED" and "uncompressed" in error["message"]
+        )
+    r = _raw(h, "ann", "/tasks/task_x/submissions", body, **{"Content-Encoding": "identity"})
+    assert (r.status_code, r.json()["error"]["code"]) == (404, "TASK_NOT_FOUND")
+
+
 def test_criteria_are_capped_and_never_listed(h: Harness) -> None:
     """Criteria past the total size cap are refused; listings carry no criteria or brief."""
     huge = {"min_length": 5, "rubric": [{"criterion": "c" * 300_000}]}

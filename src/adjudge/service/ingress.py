@@ -194,7 +194,10 @@ class _TooLarge(Exception):
 
 class BodyCap:
     """Refuses a request body over ``limit`` bytes with ``413 PAYLOAD_TOO_LARGE``, reading at
-    most ``limit`` bytes of it: by its ``Content-Length`` at once, or as it streams in.
+    most ``limit`` bytes of it: by its ``Content-Length`` at once, or as it streams in; and a
+    compressed one with ``415 CONTENT_ENCODING_UNSUPPORTED`` (it was read as its compressed
+    bytes, and refused as JSON that is not UTF-8, which said nothing of the cause; a body is
+    never inflated here, where a small one could grow past every bound).
 
     Starlette has the same limit, but it answers in plain text; every refusal of this service
     answers in its one error shape, so the few lines are written here.
@@ -211,6 +214,15 @@ class BodyCap:
         for name, value in scope.get("headers", ()):
             if name == b"content-length" and (not value.isdigit() or int(value) > self.limit):
                 await self._refuse(scope, receive, send)
+                return
+            if name == b"content-encoding" and value.strip().lower() not in (b"", b"identity"):
+                message = (
+                    "A request body is read as it is sent: send it uncompressed, with no "
+                    f"Content-Encoding (this one says {value[:40].decode('latin-1')!r})."
+                )
+                refusal = {"error": {"code": "CONTENT_ENCODING_UNSUPPORTED", "message": message}}
+                response = JSONResponse(refusal, status_code=415, headers={"Connection": "close"})
+                await response(scope, receive, send)
                 return
         seen = 0
         started = False
