@@ -107,8 +107,8 @@ class Settings(BaseSettings):
         ge=1,
         le=100_000,
         description="Connections one client address may hold open at once in this process; a "
-        "new one past it is answered 429 and closed (raise it behind a proxy, whose address "
-        "every request shares).",
+        "new one past it is answered 429 and closed (this machine's own are not counted; raise "
+        "it behind a proxy on another machine, whose address every request shares).",
     )
     access_log: bool = Field(True, description="Write one JSON line per request to standard error.")
     signing_key: Path = Field(

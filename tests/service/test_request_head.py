@@ -257,8 +257,10 @@ def test_an_address_holds_a_bounded_number_of_connections(
 ) -> None:
     """With three connections an address, a fourth from it is answered ``429
     CONNECTIONS_AT_ONCE_EXCEEDED`` and closed at once (before, one address could hold every
-    file descriptor of the process); once one closes, a new one is served."""
+    file descriptor of the process); once one closes, a new one is served. (The machine's own
+    address, exempt in service, counted here as any other.)"""
     monkeypatch.setattr(http11.BoundedHttpTools, "per_address", 3)
+    monkeypatch.setattr(http11.BoundedHttpTools, "loopback_exempt", False)  # the test's address
     with serving(h.app) as base:
         host, port = base.split("//")[1].split(":")
         held = [socket.create_connection((host, int(port)), timeout=10) for _ in range(3)]
@@ -279,3 +281,24 @@ def test_an_address_holds_a_bounded_number_of_connections(
         finally:
             for s in held:
                 s.close()
+
+
+def test_the_machines_own_connections_are_not_counted(h: Harness) -> None:
+    """A proxy in front of the service, or the demo's provider, connects from this machine:
+    five connections from loopback with one allowed an address are all served."""
+    assert _loopback_served(h, 5)
+
+
+def _loopback_served(h: Harness, count: int) -> bool:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(http11.BoundedHttpTools, "per_address", 1)
+        with serving(h.app) as base:
+            host, port = base.split("//")[1].split(":")
+            held = [socket.create_connection((host, int(port)), timeout=10) for _ in range(count)]
+            try:
+                for s in held:
+                    s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                return all(s.recv(12) == b"HTTP/1.1 200" for s in held)
+            finally:
+                for s in held:
+                    s.close()

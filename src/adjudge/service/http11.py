@@ -12,15 +12,16 @@ keeps a header's value until it is whole, so the exact count would come too late
 memory). Past it: ``431 HEADERS_TOO_LARGE`` in the service's error shape, and the connection
 closed. A head must arrive within :data:`HEAD_SECONDS`, a body within :data:`BODY_SECONDS`
 with no more than :data:`BODY_IDLE_SECONDS` between its bytes (``408 REQUEST_TIMEOUT``), and
-an address holds at most :attr:`BoundedHttpTools.per_address` connections at once (``429
-CONNECTIONS_AT_ONCE_EXCEEDED``). Written here, not found: uvicorn offers no such option for
-httptools (its ``limit_concurrency`` answers every client 503 once anyone holds the
-connections).
+an address other than this machine's holds at most :attr:`BoundedHttpTools.per_address`
+connections at once (``429 CONNECTIONS_AT_ONCE_EXCEEDED``). Written here, not found: uvicorn
+offers no such option for httptools (its ``limit_concurrency`` answers every client 503 once
+anyone holds the connections).
 """
 
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import json
 from collections import Counter
 from typing import ClassVar
@@ -75,6 +76,14 @@ _SECURITY = b"".join(
 )
 
 
+def _loopback(address: str) -> bool:
+    """Whether ``address`` is this machine's (``127.0.0.0/8``, ``::1``)."""
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return False
+
+
 class _HeadTooLarge(Exception):
     """Raised from the parser's callback: httptools stops, and uvicorn answers its refusal."""
 
@@ -86,6 +95,10 @@ class BoundedHttpTools(HttpToolsProtocol):
     #: Connections open now, by client address (every connection of the process's loop).
     open_by_address: ClassVar[Counter[str]] = Counter()
     per_address: ClassVar[int] = CONNECTIONS_PER_ADDRESS
+    #: Connections from this machine are not counted: a proxy in front of the service (every
+    #: request of every client from its one address) and the demo's provider, answered by the
+    #: service itself.
+    loopback_exempt: ClassVar[bool] = True
 
     _in_head = False
     _head_bytes = 0
@@ -108,7 +121,7 @@ class BoundedHttpTools(HttpToolsProtocol):
         super().connection_made(transport)
         peer = transport.get_extra_info("peername")
         address = str(peer[0]) if isinstance(peer, tuple) and peer else None
-        if address is not None:
+        if address is not None and not (self.loopback_exempt and _loopback(address)):
             if self.open_by_address[address] >= self.per_address:
                 message = (
                     f"This address holds {self.per_address} connections to the service at "
