@@ -211,7 +211,8 @@ def test_a_compressed_body_is_refused_saying_so(h: Harness) -> None:
     """A body sent with a Content-Encoding (gzip, or any but identity) is ``415
     CONTENT_ENCODING_UNSUPPORTED`` saying to send it uncompressed, never inflated and never
     read as its compressed bytes (before: ``400 INVALID_JSON``, "not UTF-8", for gzip, and a
-    plain body labelled gzip taken as if unlabelled); identity is read as ever."""
+    plain body labelled gzip taken as if unlabelled), with its request id as every refusal;
+    identity is read as ever, and a request with no body is served whatever it says."""
     import gzip  # noqa: PLC0415
 
     body = json.dumps({"result": "A summary of the report."}).encode()
@@ -219,11 +220,13 @@ def test_a_compressed_body_is_refused_saying_so(h: Harness) -> None:
         r = _raw(h, "ann", "/tasks/task_x/submissions", content, **{"Content-Encoding": encoding})
         assert r.status_code == 415, r.text
         error = r.json()["error"]
-        assert (
-            error["code"] == "CONTENT_ENCODING_UNSUPPORTED" and "uncompressed" in error["message"]
-        )
+        assert error["code"] == "CONTENT_ENCODING_UNSUPPORTED"
+        assert "uncompressed" in error["message"]
+        assert error["request_id"] == r.headers["x-request-id"]  # as every refusal
     r = _raw(h, "ann", "/tasks/task_x/submissions", body, **{"Content-Encoding": "identity"})
     assert (r.status_code, r.json()["error"]["code"]) == (404, "TASK_NOT_FOUND")
+    r = h.client.get("/api/v1/health", headers={"Content-Encoding": "gzip"})  # no body: served
+    assert r.status_code == 200, r.text
 
 
 def test_criteria_are_capped_and_never_listed(h: Harness) -> None:

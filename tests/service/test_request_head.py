@@ -302,3 +302,56 @@ def _loopback_served(h: Harness, count: int) -> bool:
             finally:
                 for s in held:
                     s.close()
+
+
+def _slow_first(seconds: float) -> Any:
+    """The service with ``GET /slow`` standing for a long request (a paid call waiting on its
+    provider): answered ``200 ok`` after ``seconds``."""
+
+    def around(inner: Any) -> Any:
+        async def app(scope: Any, receive: Any, send: Any) -> None:
+            if scope["type"] == "http" and scope["path"] == "/slow":
+                await asyncio.sleep(seconds)
+                start = {"type": "http.response.start", "status": 200}
+                await send({**start, "headers": [(b"content-length", b"2")]})
+                await send({"type": "http.response.body", "body": b"ok"})
+                return
+            await inner(scope, receive, send)
+
+        return app
+
+    return around
+
+
+def test_a_queued_requests_body_is_not_timed_while_it_waits(
+    h: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A POST pipelined behind a slow GET, the rest of its body sent while it is queued: the
+    service reads nothing meanwhile, so its clocks do not run; the GET's answer comes first,
+    then the POST's (before, the queued body's whole time ran out while the service would not
+    read, and its 408 was written ahead of the GET's answer)."""
+    monkeypatch.setattr(http11, "BODY_IDLE_SECONDS", 0.3)
+    monkeypatch.setattr(http11, "BODY_SECONDS", 1.0)
+    body = b"0123456789"
+    post = b"POST /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 10\r\n\r\n"
+    with serving(h.app, _slow_first(1.5)) as base:
+        answer = _answer_to(
+            base, b"GET /slow HTTP/1.1\r\nHost: x\r\n\r\n" + post + body[:5], body[5:], pause=0.1
+        )
+    assert answer.startswith(b"HTTP/1.1 200 "), answer[:300]
+    assert b" 408 " not in answer and answer.count(b"HTTP/1.1 ") == 2, answer[:600]
+
+
+def test_a_connection_queues_at_most_sixteen_requests(h: Harness) -> None:
+    """Behind a slow request, 16 more queue on a connection and are answered in turn; 2,000
+    sent at once close it (before, each chunk's every request was queued: thousands a
+    connection, each holding its scope and headers)."""
+    tiny = b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n"
+    last = b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    with serving(h.app, _slow_first(0.3)) as base:
+        slow = b"GET /slow HTTP/1.1\r\nHost: x\r\n\r\n"
+        answer = _answer_to(base, slow + tiny * 15 + last)
+        assert answer.count(b"HTTP/1.1 200 ") == 17, answer[:300]
+        started = time.monotonic()
+        answer = _answer_to(base, slow + tiny * 2000)
+        assert b"HTTP/1.1 " not in answer and time.monotonic() - started < 5, answer[:300]

@@ -6,8 +6,9 @@ import asyncio
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import uvicorn
 
@@ -52,11 +53,13 @@ def free_port() -> int:
 
 
 @contextmanager
-def serving(app: App) -> Iterator[str]:
-    """Serve ``app`` on loopback; yields the base URL; stops the server on exit."""
+def serving(app: App, around: Callable[[Any], Any] | None = None) -> Iterator[str]:
+    """Serve ``app`` on loopback (its ASGI application wrapped by ``around``, if given);
+    yields the base URL; stops the server on exit."""
     port = free_port()
+    asgi = create_app(app) if around is None else around(create_app(app))
     config = uvicorn.Config(
-        create_app(app), host="127.0.0.1", port=port, log_level="warning", http=BoundedHttpTools
+        asgi, host="127.0.0.1", port=port, log_level="warning", http=BoundedHttpTools
     )
     server = QuickServer(config)
     thread = threading.Thread(target=server.run, daemon=True)

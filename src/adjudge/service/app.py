@@ -17,7 +17,6 @@ from typing import Any
 
 import anyio.to_thread
 from fastapi import APIRouter, FastAPI, Request, Response
-from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from fastapi.staticfiles import StaticFiles
 from prometheus_client.exposition import choose_encoder
@@ -118,16 +117,11 @@ class SecurityHeaders:
 
 
 class _BodyCap(BodyCap):
-    """The edge's size cap, whose refusal carries the request id like every other."""
+    """The edge's body checks, whose refusals carry the request id like every other."""
 
-    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
-        message = f"A request body is at most {self.limit} bytes; nothing was read."
-        response = JSONResponse(
-            errors.body("PAYLOAD_TOO_LARGE", message),
-            status_code=413,
-            headers={"Connection": "close"},
-        )
-        await response(scope, receive, send)
+    def shape(self, code: str, message: str) -> dict[str, Any]:
+        """:func:`errors.body`: the refusal with its request id."""
+        return errors.body(code, message)
 
 
 class _Service(FastAPI):

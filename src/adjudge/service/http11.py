@@ -45,6 +45,10 @@ HEAD_SECONDS = 10.0
 #: and its request for good, before any key was checked.
 BODY_IDLE_SECONDS = 10.0
 BODY_SECONDS = 60.0
+#: The most requests queued on one connection behind the one being answered (pipelined): one
+#: more closes the connection. uvicorn queued every request a chunk held (thousands from 700 KB
+#: of small ones), and each answer let the next chunk in.
+PIPELINED = 16
 #: The most connections one client address holds open at once in a process, unless the
 #: service's setting says otherwise (``connections_per_address``): every connection, however
 #: slow, was a file descriptor of the process's, and one address could take them all.
@@ -104,6 +108,7 @@ class BoundedHttpTools(HttpToolsProtocol):
     _head_bytes = 0
     _heads = 0  # the requests begun on this connection
     _too_large = False
+    _too_many = False
     _head_timer: asyncio.TimerHandle | None = None
     _body_timer: asyncio.TimerHandle | None = None
     _body_started = 0.0
@@ -164,6 +169,9 @@ class BoundedHttpTools(HttpToolsProtocol):
             self._too_large = True
             raise _HeadTooLarge
         super().on_headers_complete()
+        if len(self.pipeline) > PIPELINED:
+            self._too_many = True
+            raise _HeadTooLarge  # the parser stops; the connection is closed
         self._body_started = self._body_last = self.loop.time()
         self._body_timer = self.loop.call_later(BODY_IDLE_SECONDS, self._body_late)
 
@@ -178,9 +186,13 @@ class BoundedHttpTools(HttpToolsProtocol):
         super().on_message_complete()
 
     def send_400_response(self, msg: str) -> None:
-        """uvicorn's answer to a request the parser stopped on: ours, for a head too large."""
+        """uvicorn's answer to a request the parser stopped on: ours, for a head too large;
+        none for one requests queued past :data:`PIPELINED` (the answers before it may still be
+        on their way: the connection is closed after what was written)."""
         if self._too_large:
             self._refuse()
+        elif self._too_many:
+            self.transport.close()
         else:
             super().send_400_response(msg)
 
@@ -219,16 +231,16 @@ class BoundedHttpTools(HttpToolsProtocol):
     def _body_late(self) -> None:
         """The body's time without a byte, or its whole time, is up: ``408 REQUEST_TIMEOUT``
         (when no answer has begun), and the connection closed; else timed again for the
-        earlier of the two. While the application has stopped reading (its buffer full), the
-        client cannot send, and the time without a byte does not count."""
+        earlier of the two."""
         self._body_timer = None
         if self.transport.is_closing():
             return
         now = self.loop.time()
+        if (self.flow is not None and self.flow.read_paused) or self.pipeline:
+            # The service is not reading (its buffer full, or the request queued behind
+            # another's answer): the client cannot send, and its clocks start again.
+            self._body_started = self._body_last = now
         idle = BODY_IDLE_SECONDS - (now - self._body_last)
-        if self.flow is not None and self.flow.read_paused:
-            idle = BODY_IDLE_SECONDS
-            self._body_last = now
         left = min(idle, BODY_SECONDS - (now - self._body_started))
         if left > 0:
             self._body_timer = self.loop.call_later(left, self._body_late)

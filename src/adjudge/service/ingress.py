@@ -211,19 +211,24 @@ class BodyCap:
         if scope["type"] != "http":
             await self.inner(scope, receive, send)
             return
+        encoding, body = None, False
         for name, value in scope.get("headers", ()):
-            if name == b"content-length" and (not value.isdigit() or int(value) > self.limit):
-                await self._refuse(scope, receive, send)
-                return
-            if name == b"content-encoding" and value.strip().lower() not in (b"", b"identity"):
-                message = (
-                    "A request body is read as it is sent: send it uncompressed, with no "
-                    f"Content-Encoding (this one says {value[:40].decode('latin-1')!r})."
-                )
-                refusal = {"error": {"code": "CONTENT_ENCODING_UNSUPPORTED", "message": message}}
-                response = JSONResponse(refusal, status_code=415, headers={"Connection": "close"})
-                await response(scope, receive, send)
-                return
+            if name == b"content-length":
+                if not value.isdigit() or int(value) > self.limit:
+                    await self._refuse(scope, receive, send)
+                    return
+                body = body or int(value) > 0
+            elif name == b"transfer-encoding":
+                body = True
+            elif name == b"content-encoding" and value.strip().lower() not in (b"", b"identity"):
+                encoding = value
+        if encoding is not None and body:
+            message = (
+                "A request body is read as it is sent: send it uncompressed, with no "
+                f"Content-Encoding (this one says {encoding[:40].decode('latin-1')!r})."
+            )
+            await self._reply(scope, receive, send, 415, "CONTENT_ENCODING_UNSUPPORTED", message)
+            return
         seen = 0
         started = False
 
@@ -250,11 +255,18 @@ class BodyCap:
             await self._refuse(scope, receive, send)
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
-        body = {
-            "error": {
-                "code": "PAYLOAD_TOO_LARGE",
-                "message": f"A request body is at most {self.limit} bytes; nothing was read.",
-            }
-        }
-        response = JSONResponse(body, status_code=413, headers={"Connection": "close"})
+        message = f"A request body is at most {self.limit} bytes; nothing was read."
+        await self._reply(scope, receive, send, 413, "PAYLOAD_TOO_LARGE", message)
+
+    async def _reply(
+        self, scope: Scope, receive: Receive, send: Send, status: int, code: str, message: str
+    ) -> None:
+        """A refusal, and the connection closed (the body is left unread)."""
+        response = JSONResponse(
+            self.shape(code, message), status_code=status, headers={"Connection": "close"}
+        )
         await response(scope, receive, send)
+
+    def shape(self, code: str, message: str) -> dict[str, Any]:
+        """A refusal's body (the service's adds its request id)."""
+        return {"error": {"code": code, "message": message}}
