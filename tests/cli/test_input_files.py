@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -61,3 +62,33 @@ def test_standard_input_is_read_to_the_bound(
     assert done.exit_code == 2 and "larger than 1,024 bytes" in done.stderr, done.stderr
     done = runner.invoke(app, [*args, "--json"], input="A result long enough.")
     assert done.exit_code == 0, done.output
+
+
+def test_standard_input_is_read_only_where_a_command_says_so(
+    files: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``-`` is standard input for ``check``'s result, and a file's name for its criteria (as
+    the help says): criteria named ``-`` are a file that is not there, whatever standard input
+    holds (read there, ``--sign`` read it a second time, empty, and signed that)."""
+    monkeypatch.chdir(files["criteria"].parent)
+    criteria = files["criteria"].read_text()
+    done = runner.invoke(app, ["check", "--criteria", "-", str(files["result"])], input=criteria)
+    assert done.exit_code == 2 and "FILE_UNREADABLE" in done.stderr, done.stderr
+
+
+def test_a_file_is_opened_binary_where_the_platform_says_text(
+    files: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the platform opens files as text unless told (its ``O_BINARY``), the flag is given:
+    the bytes read are the file's, which a receipt's digest covers."""
+    opened: list[int] = []
+    real = os.open
+
+    def open_(path: Any, flags: int, *args: Any) -> int:
+        opened.append(flags)
+        return real(path, flags, *args)
+
+    monkeypatch.setattr(os, "O_BINARY", 0x8000, raising=False)
+    monkeypatch.setattr(os, "open", open_)
+    assert _common.read_input(files["result"]) == files["result"].read_bytes()
+    assert opened and opened[-1] & 0x8000

@@ -238,17 +238,18 @@ def words(name: str | None) -> str:
 INPUT_BYTES = 64 * 1024 * 1024
 
 
-def read_input(source: str | Path, limit: int | None = None) -> bytes:
-    """The bytes of the file ``source`` (``-``: standard input), at most ``limit`` (by default
-    :data:`INPUT_BYTES`). An
+def read_input(source: str | Path, limit: int | None = None, *, stdin: bool = False) -> bytes:
+    """The bytes of the file ``source`` (with ``stdin``, ``-`` is standard input, where a
+    command says so), at most ``limit`` (by default :data:`INPUT_BYTES`). An
     ``OSError`` (what each command already says for an unreadable file) for a file that is not
     a regular one (a device or a pipe, read without end or waited on for good: it is opened
     without waiting, and looked at before it is read), or is larger than ``limit``."""
     limit = INPUT_BYTES if limit is None else limit
-    if str(source) == "-":
+    if stdin and str(source) == "-":
         data = sys.stdin.buffer.read(limit + 1)
-    else:
-        fd = os.open(source, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    else:  # binary where the platform has text files; a pipe or device opened without a wait
+        flags = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0)
+        fd = os.open(source, flags)
         with os.fdopen(fd, "rb") as handle:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 raise OSError(errno.EINVAL, "not a regular file (a device, a pipe or a directory)")

@@ -42,9 +42,11 @@ def _bad_input(code: str, message: str) -> typer.Exit:
     return typer.Exit(EXIT_BAD_INPUT)
 
 
-def _read_json(path: Path, what: str) -> Any:
+def _read_json(path: Path, what: str) -> tuple[Any, bytes]:
+    """A JSON file's value, and its bytes as read (once: what a receipt's digest covers)."""
     try:
-        return json.loads(read_input(path).decode("utf-8"))
+        raw = read_input(path)
+        return json.loads(raw.decode("utf-8")), raw
     except OSError as exc:
         raise _bad_input("FILE_UNREADABLE", f"cannot read {what} {path}: {exc.strerror}.") from exc
     except (ValueError, RecursionError) as exc:  # bad UTF-8 or JSON, too deep, too long a number
@@ -54,7 +56,7 @@ def _read_json(path: Path, what: str) -> Any:
 def _read_result(source: str, as_json: bool) -> tuple[Any, bytes]:
     """The result to check, and its bytes as stored (what a receipt's digest covers)."""
     try:
-        raw = read_input(source)
+        raw = read_input(source, stdin=True)
         text = raw.decode("utf-8")
     except OSError as exc:
         raise _bad_input(
@@ -152,13 +154,13 @@ def check(
         )
     from adjudge.autocheck import auto_check  # noqa: PLC0415
 
-    raw_criteria = _read_json(criteria, "criteria")
+    raw_criteria, criteria_bytes = _read_json(criteria, "criteria")
     _validate(raw_criteria)
     value, stored = _read_result(result, result_json)
     # A result read as JSON is the agent's JSON value: a string there is read as its JSON text.
     verdict = auto_check(value, raw_criteria, json_value=result_json or result.endswith(".json"))
     if sign is not None and receipt is not None:
-        _sign_receipt(sign, receipt, stored, verdict, read_input(criteria), supersedes, about)
+        _sign_receipt(sign, receipt, stored, verdict, criteria_bytes, supersedes, about)
     if as_json:
         sys.stdout.write(verdict.to_json() + "\n")
     else:

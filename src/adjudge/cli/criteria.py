@@ -39,7 +39,7 @@ def _bad_input(code: str, message: str) -> typer.Exit:
 
 def _read(source: str, what: str) -> str:
     try:
-        return read_input(source).decode("utf-8")
+        return read_input(source, stdin=True).decode("utf-8")
     except OSError as exc:
         raise _bad_input(
             "FILE_UNREADABLE", f"cannot read {what} {source}: {exc.strerror}."

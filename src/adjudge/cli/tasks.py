@@ -242,7 +242,7 @@ def _changed(session: Session, task: Task) -> None:
 
 def _read(source: str) -> str:
     try:
-        return read_input(source).decode("utf-8")
+        return read_input(source, stdin=True).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         stop(f"Cannot read {source}: {getattr(exc, 'strerror', None) or exc}")
 
