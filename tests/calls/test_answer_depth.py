@@ -115,3 +115,14 @@ def test_a_mapping_nesting_its_output_too_deep_fails_the_mapping_boundary() -> N
             if not ok:
                 assert shape.stage == "mapping" and shape.path == "/days"
                 assert f"nests arrays and objects more than {JSON_DEPTH} deep" in shape.reason
+
+
+def test_a_lone_surrogate_is_text_in_every_encoding_json_reads() -> None:
+    """Half a surrogate pair, escaped or encoded, in an answer sent as UTF-16 or UTF-32: the
+    answer is passed as its text, as in UTF-8 (the search for one looked at UTF-8's bytes
+    only, and the body kept it: the record's writer could not write it)."""
+    for text in ('{"a": "\\ud800"}', '{"a": "\ud800"}'):
+        for encoding in ("utf-8", "utf-16-le", "utf-16-be", "utf-32-le"):
+            raw = text.encode(encoding, "surrogatepass")
+            assert isinstance(received_response(raw).body, str), (text, encoding)
+    assert received_response('{"a": "\U0001f600"}'.encode("utf-16")).body == {"a": "\U0001f600"}

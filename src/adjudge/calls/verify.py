@@ -345,7 +345,8 @@ def received_response(raw: bytes) -> ProviderResponse:
         if deeper_than(text, JSON_DEPTH):
             raise ValueError(f"the answer nests more than {JSON_DEPTH} deep")
         body: Any = json.loads(text, parse_constant=_not_json, parse_float=_finite)
-        if (b"\\u" in raw or b"\xed" in raw) and _SURROGATE.search(raw) is not None:
+        utf8 = json.detect_encoding(raw).startswith("utf-8")  # else a search of bytes misses
+        if not utf8 or ((b"\\u" in raw or b"\xed" in raw) and _SURROGATE.search(raw)):
             dumps_utf8(body)  # the record's writer: UnicodeEncodeError on a lone half
     except (ValueError, UnicodeDecodeError, RecursionError):
         body = raw.decode("utf-8", errors="replace")
