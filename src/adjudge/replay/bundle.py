@@ -30,6 +30,7 @@ import hashlib
 import io
 import json
 import zipfile
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -297,7 +298,14 @@ def read(data: bytes) -> Bundle:
                 raise unusable(f"{name!r} is not a bundle file's name")
         try:
             contents = {m.filename: archive.read(m) for m in members}
-        except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, RuntimeError) as exc:
+        except (  # a damaged deflate stream is zlib's error, a cut one EOFError
+            zipfile.BadZipFile,
+            zipfile.LargeZipFile,
+            OSError,
+            RuntimeError,
+            zlib.error,
+            EOFError,
+        ) as exc:
             raise unusable(f"a file cannot be read ({exc})") from exc
     manifest = _manifest(contents.pop(MANIFEST))
     listed = set(manifest["files"])
