@@ -158,3 +158,38 @@ def test_an_error_call_has_no_report_deadline() -> None:
     )
     assert result.report_deadline is None
     assert result.to_dict()["report_deadline"] is None
+
+
+def test_a_requests_sampling_seed_is_32_hex_digits_or_absent() -> None:
+    """``sample_seed`` (drawn by the service, kept with a call's request so a replay draws its
+    sampling again) is 32 lowercase hex digits; anything else is ``CALL_INPUT_INVALID``."""
+    from adjudge.calls import parse_request  # noqa: PLC0415
+
+    base = {
+        "call_id": "c1",
+        "provider": "p",
+        "tool": "t",
+        "price": {"amount_minor": 1, "currency": "USDC"},
+    }
+    assert parse_request(base).sample_seed is None
+    assert parse_request({**base, "sample_seed": "ab" * 16}).sample_seed == "ab" * 16
+    for bad in ("AB" * 16, "ab" * 15, "ab" * 17, 7, ["ab" * 16], "zz" * 16):
+        with pytest.raises(CriteriaError) as refused:
+            parse_request({**base, "sample_seed": bad})
+        assert refused.value.code == "CALL_INPUT_INVALID"
+
+
+def test_a_seeded_draw_samples_its_rate_and_is_not_the_call_ids_alone() -> None:
+    """With a seed, about ``rate`` of calls are sampled (1,000 seeds of one call: 40-60% at a
+    half), the same seed draws the same, and what the call id alone draws says nothing of it
+    (both ways occur)."""
+    from fractions import Fraction  # noqa: PLC0415
+
+    from adjudge.calls.policy import sampled  # noqa: PLC0415
+
+    half = Fraction(1, 2)
+    draws = [sampled("c1", "p", 1, half, f"{n:032x}") for n in range(1000)]
+    assert 400 <= sum(draws) <= 600
+    assert draws == [sampled("c1", "p", 1, half, f"{n:032x}") for n in range(1000)]
+    alone = sampled("c1", "p", 1, half)
+    assert alone in draws and (not alone) in draws

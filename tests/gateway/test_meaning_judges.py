@@ -319,3 +319,67 @@ def test_judges_that_do_not_answer_hold_none_of_the_services_other_threads() -> 
         release.set()
     assert waited < 0.3, waited
     assert all(not j.available and "within 0.5 s" in j.reason for [j] in judgments)
+
+
+def test_a_provider_cannot_foresee_which_calls_the_meaning_check_samples(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A provider that answers wrongly exactly where the call id it is sent says the check will
+    not look (the draw was sha256 of the call id, the policy id and its version, all known to
+    it) is caught: the draw takes a seed the gateway draws once the answer is in, kept with the
+    call's record; each call's verdict is the one that seed's draw gives (a wrong answer drawn
+    is refunded), and one is caught within a few calls (before: never, and every wrong answer
+    was charged)."""
+    from fractions import Fraction  # noqa: PLC0415
+
+    from adjudge.calls.policy import sampled  # noqa: PLC0415
+    from adjudge.calls.verify import Citation, Judgment  # noqa: PLC0415
+    from adjudge.digests import sha256_digest  # noqa: PLC0415
+    from support import weather  # noqa: PLC0415
+
+    wrong_date, rate = "1999-01-01", Fraction(1, 2)
+
+    class Judge:
+        def judge_call(self, ask: Any) -> Judgment:
+            found, value = resolve(ask.output, "/days/0/date")
+            if found and value == wrong_date:
+                cited = Citation("/days/0/date", sha256_digest(str(value)))
+                return Judgment(ask.call_id, ask.response_digest, True, True, (cited,), "no")
+            return Judgment(ask.call_id, ask.response_digest, True, False)
+
+    def foreseeing(script: weather.Script) -> Starlette:
+        async def handle(request: Request) -> JSONResponse:
+            body = weather.forecast(script, 3)
+            if not sampled(request.headers["x-assay-call-id"], "weather-standard", 2, rate):
+                body["daily"][0]["date"] = wrong_date  # in shape: it passes every rule
+            return JSONResponse(body)
+
+        return Starlette(routes=[Route("/v1/forecast/{city}", handle, methods=["GET"])])
+
+    monkeypatch.setattr(weather, "provider", foreseeing)
+    with weather_world(store) as w:
+        w.h.app.gateway.judges = {"judge": Judge()}
+        policy = dict(POLICY) | {
+            "version": 2,
+            "checks": ["schema", "quality_rules", "meaning"],
+            "meaning": {"sample_rate": "1/2", "judges": ["judge"], "quorum": 1},
+        }
+        w.h.ok(PROVIDER, "POST", "/tools/weather_forecast/policies", {"policy": policy})
+        caught = 0
+        for _ in range(60):
+            got = w.answered()
+            call_id = got["intentId"]
+            seed = w.h.ok("ann", "GET", f"/calls/{call_id}")["request"]["sample_seed"]
+            wrong = not sampled(call_id, "weather-standard", 2, rate)
+            drawn = sampled(call_id, "weather-standard", 2, rate, seed)
+            expected = (
+                ("FAIL", "refunded")
+                if wrong and drawn
+                else (("SKIPPED", "settled") if not drawn else ("PASS", "settled"))
+            )
+            assert (got["verdict"], got["status"]) == expected, (got, wrong, drawn)
+            caught += wrong and drawn
+            if caught:
+                break
+        assert caught == 1
+    audit(store)

@@ -113,6 +113,22 @@ def test_a_retried_call_is_verified_and_counted_once(sqlite_store: Store) -> Non
     assert h.ok("pat", "GET", "/calls/wx-1")["source"] == "reported"
 
 
+def test_a_reported_calls_sampling_is_drawn_by_the_service(sqlite_store: Store) -> None:
+    """A reported call's request names no sampling seed (``CALL_INPUT_INVALID``: the submitter
+    would choose whether the meaning check looks); the service draws one, keeps it with the
+    request, and a retry with the same key is the same call."""
+    h, _ = _harness(sqlite_store)
+    _register_weather(h)
+    seeded = _call("wx-seeded")
+    seeded["request"]["sample_seed"] = "0" * 32
+    assert h.refused("pat", "POST", "/calls", seeded) == (400, "CALL_INPUT_INVALID")
+    first = h.call("pat", "POST", "/calls", _call("wx-2"), Idempotency_Key="k2")
+    again = h.call("pat", "POST", "/calls", _call("wx-2"), Idempotency_Key="k2")
+    assert first.status_code == again.status_code == 201 and again.json() == first.json()
+    seed = h.ok("pat", "GET", "/calls/wx-2")["request"]["sample_seed"]
+    assert isinstance(seed, str) and len(seed) == 32 and int(seed, 16) >= 0
+
+
 def test_bad_contracts_policies_and_calls_are_refused_with_codes(sqlite_store: Store) -> None:
     """The calls package's codes as 400; roles, ownership and duplicates as 403/404/409."""
     h, _ = _harness(sqlite_store)

@@ -16,6 +16,7 @@ determination), a forwarded call verified before the answers' bytes were kept.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from adjudge.app.unit import UnitOfWork
@@ -242,6 +243,14 @@ def _forwarded(
             "arguments": dict(found.request.get("arguments") or {}),
             "price": {"amount_minor": forwarded.price_minor, "currency": forwarded.currency},
             "at": forwarded.started_at.isoformat(),
+            **_seeded(found.request),
         },
         "response_bytes": body,
     }
+
+
+def _seeded(request: Mapping[str, Any]) -> dict[str, Any]:
+    """The request's sampling seed, when its call was recorded with one (a replay draws the
+    meaning check's sampling from it as the gateway did)."""
+    seed = request.get("sample_seed")
+    return {"sample_seed": seed} if isinstance(seed, str) else {}

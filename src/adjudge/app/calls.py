@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
 from fractions import Fraction
 from typing import Any
@@ -40,7 +41,7 @@ from adjudge.app.accounts import need_primary
 from adjudge.app.at_once import AtOnce
 from adjudge.app.isolation import Isolation, JudgingFailed
 from adjudge.app.unit import Answer, Idempotency, UnitOfWork
-from adjudge.app.wiring import call_subject
+from adjudge.app.wiring import call_subject, new_sample_seed
 from adjudge.calls import (
     Contract,
     Policy,
@@ -431,6 +432,14 @@ class Calls:
         per call id. The record says it was reported: it never feeds provider quality."""
         _need_any(who, {"poster", "admin"}, "submits calls for verification")
         call = parse_request(request)
+        if call.sample_seed is not None:
+            raise CriteriaError(
+                "A request's `sample_seed` is drawn by the service, never given: leave it out.",
+                code="CALL_INPUT_INVALID",
+            )
+        # The meaning check's sampling is drawn here, not from what the submitter chose.
+        call = replace(call, sample_seed=new_sample_seed())
+        recorded = {**request, "sample_seed": call.sample_seed}
         _storable(call.call_id, "A call id", 200, "CALL_INPUT_INVALID")
         if call.call_id != call.call_id.strip() or not call.call_id.isprintable():
             raise CriteriaError(
@@ -499,7 +508,7 @@ class Calls:
                 contract_version=used.version,
                 submitted_by=who.id,
                 at=now,
-                request=request,
+                request=recorded,
                 response=response,
                 receipt_id=receipt_id,
                 source="reported",

@@ -6,6 +6,7 @@ determinations (:class:`adjudge.receipts.SignedReceipts`, the one issuer port's 
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -74,3 +75,9 @@ def default_checker() -> Checker:
 def default_issuer() -> Issuer:
     """Signed receipts under a fresh key (``adjudge serve`` passes its persistent one)."""
     return SignedReceipts(SigningKey.generate())
+
+
+def new_sample_seed() -> str:
+    """A fresh seed for a call's meaning-check sampling (:func:`adjudge.calls.policy.sampled`):
+    128 random bits, as the 32 hex digits a request's ``sample_seed`` holds."""
+    return secrets.token_hex(16)

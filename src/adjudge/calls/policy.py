@@ -174,10 +174,10 @@ class Policy:
     #: worker judges it later and a superseding receipt gives the final verdict).
     meaning_when: str = "before_settling"
 
-    def sampled(self, call_id: str) -> bool:
+    def sampled(self, call_id: str, seed: str | None = None) -> bool:
         """Whether the meaning check runs for ``call_id`` (declared, and selected)."""
         rate = self.meaning_rate
-        return rate is not None and sampled(call_id, self.policy_id, self.version, rate)
+        return rate is not None and sampled(call_id, self.policy_id, self.version, rate, seed)
 
     def __repr__(self) -> str:
         return f"<Policy {self.policy_id} v{self.version} ({self.mode.value})>"
@@ -209,18 +209,29 @@ class Policy:
         return called_at <= at <= self.report_deadline(called_at)
 
 
-def sampled(call_id: str, policy_id: str, version: int, rate: Fraction) -> bool:
-    """Whether a call is selected for a sampled check, reproducibly from its identity.
+def sampled(
+    call_id: str, policy_id: str, version: int, rate: Fraction, seed: str | None = None
+) -> bool:
+    """Whether a call is selected for a sampled check, reproducibly from its identity and its
+    ``seed``.
 
-    The first 8 bytes of sha256(call id, policy id, version) read as a number in [0, 1) are
-    compared with the rate: the same call under the same policy version is always selected the
-    same way, and about ``rate`` of calls are selected. Rate 0 selects none, rate 1 selects all.
+    The first 8 bytes of sha256(seed, call id, policy id, version) read as a number in [0, 1)
+    are compared with the rate: the same call under the same policy version and seed is always
+    selected the same way, and about ``rate`` of calls are selected. Rate 0 selects none, rate
+    1 selects all. The seed is drawn by the verifying side once the provider has answered, and
+    kept with the call's record (so a replay draws the same): from the call id alone, which
+    the provider is sent, a provider knew before answering which calls the meaning check would
+    see, and answered honestly on those only. A call recorded without one (before seeds, or
+    a request given whole) is drawn from its identity alone, as it was.
     """
     if rate <= 0:
         return False
     if rate >= 1:
         return True
-    digest = hashlib.sha256(f"{call_id}\x00{policy_id}\x00{version}".encode()).digest()
+    named = f"{call_id}\x00{policy_id}\x00{version}"
+    if seed is not None:
+        named = f"{seed}\x00{named}"
+    digest = hashlib.sha256(named.encode()).digest()
     draw = int.from_bytes(digest[:8], "big")
     # draw / 2**64 < num / den, in integers so no rounding can move the boundary.
     return draw * rate.denominator < rate.numerator * (1 << 64)

@@ -33,7 +33,7 @@ from adjudge.calls.bounds import dotted_names, in_process, weight
 from adjudge.calls.contract import Contract, ExpressionError, ShapeCheck, map_response
 from adjudge.calls.outcomes import DETERMINISTIC, IMPORTED, SEMANTIC, CheckRow, Outcome
 from adjudge.calls.pointers import is_pointer, pointer, resolve
-from adjudge.calls.policy import DEFAULT_REPORT_WINDOW, Policy, parse_time, sampled
+from adjudge.calls.policy import DEFAULT_REPORT_WINDOW, Policy, parse_time
 from adjudge.calls.rules import RulesStage, evaluate_rules
 from adjudge.calls.verdicts import CallVerdict, Effect, Payment, apply_clauses, effect_of
 from adjudge.digests import is_digest, sha256_digest
@@ -82,6 +82,9 @@ class CallRequest:
     price_minor: int  # integer minor units (cents); never a float
     currency: str
     at: datetime | None = None
+    #: What the meaning check's sampling draws from with the call's identity
+    #: (:func:`~adjudge.calls.policy.sampled`): drawn once the provider has answered.
+    sample_seed: str | None = None
 
 
 @dataclass(frozen=True)
@@ -295,7 +298,23 @@ def parse_request(data: object) -> CallRequest:
         price_minor=amount,
         currency=_text(price, "currency", "The request's `price`"),
         at=None if obj.get("at") is None else parse_time(obj["at"], "`at`", _INPUT),
+        sample_seed=_seed(obj.get("sample_seed")),
     )
+
+
+def _seed(value: object) -> str | None:
+    """A request's ``sample_seed``: absent, or 32 lowercase hex digits."""
+    if value is None:
+        return None
+    if not (isinstance(value, str) and _SEED.fullmatch(value)):
+        raise CriteriaError(
+            "A request's `sample_seed` is 32 lowercase hex digits, as the service draws it.",
+            code=_INPUT,
+        )
+    return value
+
+
+_SEED = re.compile(r"[0-9a-f]{32}")
 
 
 def parse_response(data: object) -> ProviderResponse:
@@ -621,7 +640,7 @@ def _meaning_rows(
     ``unavailable`` when fewer than ``quorum`` judges answered at all.
     """
     assert policy.meaning_rate is not None
-    if not sampled(request.call_id, policy.policy_id, policy.version, policy.meaning_rate):
+    if not policy.sampled(request.call_id, request.sample_seed):
         reason = f"not selected by sampling (rate {policy.meaning_rate})"
         return [CheckRow("meaning", "meaning", SEMANTIC, Outcome.SKIPPED, reason)]
     if not policy.judges:

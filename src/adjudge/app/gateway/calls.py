@@ -57,7 +57,7 @@ from adjudge.app.isolation import Isolation, JudgingFailed
 from adjudge.app.meaning import JUDGE_TIMEOUT, CallJudge, MeaningAsk, ask_judges
 from adjudge.app.timing import stage
 from adjudge.app.unit import Answer, Idempotency, UnitOfWork
-from adjudge.app.wiring import call_subject
+from adjudge.app.wiring import call_subject, new_sample_seed
 from adjudge.calls import CallRequest, Contract, Policy, Tool, determine_call, verify_call
 from adjudge.calls.bounds import in_process
 from adjudge.calls.contract import ShapeCheck, map_response
@@ -306,8 +306,15 @@ class Gateway:
             return begun
         outcome = await self._forward(begun, args)  # (3)
         p, stored = begun.prepared, begun.prepared.stored
-        request = CallRequest(
-            begun.call_id, stored.provider, name, args, p.price, stored.currency, now
+        request = CallRequest(  # its sampling seed drawn now, the provider's answer in
+            begun.call_id,
+            stored.provider,
+            name,
+            args,
+            p.price,
+            stored.currency,
+            now,
+            sample_seed=new_sample_seed(),
         )
         try:
             result, judgments, output = await self._judged(begun, request, outcome, corroborating)
@@ -888,6 +895,7 @@ class Gateway:
                     "call_id": call_id,
                     "tool": stored.name,
                     "arguments": dict(request.arguments),
+                    "sample_seed": request.sample_seed,
                 },
                 # The record keeps what the caller may see: a withheld output is not kept.
                 response={"digest": result.response_digest, "output": shown},

@@ -193,6 +193,7 @@ def _case(tx: Transaction, row: meaning_queue.QueuedJudgment) -> _Case | None:
         return None
     policy = parsed_policy(found.digest, stored.digest, found.document, tool.contract)
     arguments = dict(record.request.get("arguments") or {})
+    seed = record.request.get("sample_seed")
     request = CallRequest(
         call.id,
         call.provider,
@@ -201,6 +202,7 @@ def _case(tx: Transaction, row: meaning_queue.QueuedJudgment) -> _Case | None:
         call.price_minor,
         call.currency,
         call.started_at,
+        sample_seed=seed if isinstance(seed, str) else None,
     )
     corroboration = evidence.get("corroboration")
     signed = {
