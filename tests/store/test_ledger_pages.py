@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -18,6 +19,7 @@ from adjudge.market import WORLD, Transfer
 from adjudge.store import Store, ledger
 from adjudge.store import schema as s
 from adjudge.store.ledger import Movements
+from support.plans import sqlite_plans
 
 T0 = datetime(2026, 3, 10, 12, tzinfo=UTC)
 WALLETS = ("wallet:ann", "wallet:bob", "wallet:cy")
@@ -114,3 +116,23 @@ def test_a_page_of_a_rare_kind_walks_a_bounded_range(sqlite_store: Store) -> Non
             if cursor is None:
                 break
     assert sizes == [0, 0, 0, 1]
+
+
+def test_lines_of_a_kind_within_accounts_read_the_accounts_lines(sqlite_store: Store) -> None:
+    """SQLite's plans: a page of a kind within an account, and its totals, search the
+    account's lines (``ix_ledger_entries_account_at``), never the kind's index (which walked
+    every line of the kind, every account's, to find the account's few: 2.95 → 26.9 ms from
+    4,000 to 120,000 lines); a page of a kind across every account reads the kind's."""
+    _made(sqlite_store, [("wallet:ann", "fee", 0), ("wallet:bob", "fee", 1)])
+    mine = Movements(accounts=("wallet:ann",), kind="fee")
+
+    def steps(run: Any) -> list[str]:
+        return [step for _, plan in sqlite_plans(sqlite_store, run) for step in plan]
+
+    page = [x for x in steps(lambda tx: ledger.movements(tx, mine, limit=5)) if "ledger_" in x]
+    assert any("ix_ledger_entries_account_at" in step for step in page), page
+    totals = steps(lambda tx: ledger.movement_totals(tx, mine))
+    for found in (page, totals):
+        assert not any("memo_at" in step or "SCAN" in step for step in found), found
+    every = steps(lambda tx: ledger.movements(tx, Movements(kind="fee"), limit=5))
+    assert any("ix_ledger_entries_memo_at" in step for step in every), every

@@ -375,7 +375,11 @@ class Movements:
         if self.accounts is not None:
             q = q.where(e.c.account.in_(self.accounts))
         if self.kind is not None:
-            q = q.where(e.c.memo == self.kind)
+            # Within accounts, the kind is checked on each of their lines (``|| ''``: not an
+            # index the planner may take instead): SQLite took the kind's index over the
+            # accounts' and walked every line of the kind, every account's, to find theirs.
+            memo = e.c.memo if self.accounts is None else e.c.memo + ""
+            q = q.where(memo == self.kind)
         if self.since is not None:
             q = q.where(e.c.at >= self.since)
         if self.until is not None:
