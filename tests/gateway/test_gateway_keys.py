@@ -29,6 +29,7 @@ from adjudge.gateway import (
     signing_key,
 )
 from adjudge.gateway.keys import MIN_SAFE_OVERLAP
+from adjudge.store import Store
 
 T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 HOUR = timedelta(hours=1)
@@ -228,3 +229,37 @@ def test_a_bad_server_key_is_refused() -> None:
         assert err.value.code == "SECRET_KEY_INVALID"
     with pytest.raises(BadInput):
         SecretBox.key_from_text("not base64 !")
+
+
+def test_a_database_ring_unseals_each_key_once_a_process(
+    sqlite_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ring read again (every few seconds) unseals only keys it has not yet opened: after
+    three rotations, the first read opens each of the four keys once, the next ones none
+    (before, every read unsealed and parsed every key ever made, retired ones too)."""
+    from datetime import UTC, datetime, timedelta  # noqa: PLC0415
+
+    from adjudge.app.gateway.keyring import ensure_key  # noqa: PLC0415
+    from adjudge.gateway import rotate  # noqa: PLC0415
+    from support.harness import make_harness  # noqa: PLC0415
+
+    ring = make_harness(sqlite_store).app.gateway.keys
+    now = datetime(2026, 3, 1, tzinfo=UTC)
+    ensure_key(ring, now)
+    for day in range(1, 4):
+        rotate(ring, now + timedelta(days=day))
+    opened: list[str] = []
+    real = ring.box
+
+    class Counted:
+        def open(self, sealed: str, *, context: str) -> bytes:
+            opened.append(sealed)
+            return real.open(sealed, context=context)
+
+    monkeypatch.setattr(ring, "box", Counted())
+    kids = []
+    for _ in range(3):
+        ring.forget()
+        kids.append([key.kid for key in ring.all_keys()])
+    assert len(kids[0]) == 4 and kids[0] == kids[1] == kids[2]
+    assert len(opened) <= 4 and len(set(opened)) == len(opened)

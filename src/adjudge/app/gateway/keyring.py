@@ -32,6 +32,7 @@ class DatabaseKeyRing:
         self.box = box
         self.cache_seconds = cache_seconds
         self._cached: tuple[float, list[GatewayKey]] | None = None
+        self._keys: dict[tuple[str, str], SigningKey] = {}
         self._lock = threading.Lock()
 
     def all_keys(self) -> Sequence[GatewayKey]:
@@ -41,17 +42,21 @@ class DatabaseKeyRing:
                 return self._cached[1]
         rows = self.unit.read(db.keys)
         found = [
-            GatewayKey(
-                kid,
-                SigningKey.from_pem(self.box.open(sealed, context=_CONTEXT_KEY)),
-                created,
-                retired,
-            )
+            GatewayKey(kid, self._opened(kid, sealed), created, retired)
             for kid, sealed, created, retired in rows
         ]
         with self._lock:
             self._cached = (time.monotonic() + self.cache_seconds, found)
         return found
+
+    def _opened(self, kid: str, sealed: str) -> SigningKey:
+        """The private half of key ``kid``, unsealed once a process (a key's halves never
+        change: each read unsealed and parsed every key ever made, retired ones too)."""
+        key = self._keys.get((kid, sealed))
+        if key is None:
+            key = SigningKey.from_pem(self.box.open(sealed, context=_CONTEXT_KEY))
+            self._keys[(kid, sealed)] = key
+        return key
 
     def add(self, key: GatewayKey) -> None:
         """Store a new key."""
