@@ -501,7 +501,8 @@ def test_a_tool_cannot_be_registered_over_another_providers_contract(world: Worl
 
 #: A provider's answer made of the forecast's JSON with one crafted piece: a half of a
 #: surrogate pair (escaped, or as raw bytes), a number too large for a float, and two that are
-#: plain JSON all the same (a surrogate pair whole, a number too small to be told from 0); and
+#: plain JSON all the same (a surrogate pair whole, a number too small to be told from 0); a
+#: NUL in a string as a raw byte (not JSON) and escaped (plain JSON, stored on each database);
 #: members nested past the 100 levels an answer is read as JSON with (text on any stack: the
 #: parser took 900 deep on some stacks and not on others, the mapping's walk at 900 not at all,
 #: a 500 with the price reserved), and one just within them (99 in the forecast's object).
@@ -514,6 +515,8 @@ CRAFTED = {
     "nested 600 deep": (b'"latitude"', b'"extra": ' + b"[" * 600 + b"]" * 600 + b', "latitude"'),
     "nested 150 deep": (b'"latitude"', b'"extra": ' + b"[" * 150 + b"]" * 150 + b', "latitude"'),
     "nested 99 deep": (b'"latitude"', b'"extra": ' + b"[" * 99 + b"]" * 99 + b', "latitude"'),
+    "raw nul": (b'"issued": "', b'"issued": "\x00'),
+    "escaped nul": (b'"issued": "', b'"issued": "\\u0000'),
     "mapped nested 900 deep": (b'"latitude": 52.52', b'"latitude": ' + b"[" * 900 + b"]" * 900),
 }
 
@@ -555,7 +558,7 @@ def test_a_crafted_answer_ends_its_call_with_a_receipt(
         listed = served(world, who, "GET", "/gateway/calls")
         assert listed.status_code == 200, listed.text
         assert {c["state"] for c in listed.json()["calls"]} == {"done"}
-    plain = kind in ("surrogate pair", "vanishing number", "nested 99 deep")
+    plain = kind in ("surrogate pair", "vanishing number", "nested 99 deep", "escaped nul")
     assert (r.json()["status"] == "settled") is plain, r.json()
 
 
