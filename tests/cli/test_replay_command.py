@@ -293,17 +293,18 @@ def test_hand_edited_bundles_give_the_exact_difference(sqlite_store: Store, tmp_
                 short.writestr(name, z.read(name))
     code, text = replay(tmp_path / "m.zip")
     assert code == 2 and "criteria.json, which the zip does not hold" in text
-    # A file whose compressed bytes are damaged (zlib's error, not the zip's): unusable, exit 2
-    # (it was a traceback and exit 1, DIFFERENT's code).
-    with zipfile.ZipFile(good) as z, zipfile.ZipFile(tmp_path / "d.zip", "w") as damaged:
-        for name in z.namelist():
-            damaged.writestr(name, z.read(name), compress_type=zipfile.ZIP_DEFLATED)
-    data = bytearray((tmp_path / "d.zip").read_bytes())
-    start = data.find(b"criteria.json") + len("criteria.json")
-    data[start : start + 8] = bytes(8)  # the start of its deflate stream
-    (tmp_path / "d.zip").write_bytes(bytes(data))
-    code, text = replay(tmp_path / "d.zip")
-    assert code == 2 and text.startswith("BUNDLE_UNUSABLE: "), (code, text)
+    # A file whose compressed bytes are damaged (zlib's or lzma's error, not the zip's):
+    # unusable, exit 2 (it was a traceback and exit 1, DIFFERENT's code).
+    for method in (zipfile.ZIP_DEFLATED, zipfile.ZIP_LZMA):
+        with zipfile.ZipFile(good) as z, zipfile.ZipFile(tmp_path / "d.zip", "w") as damaged:
+            for name in z.namelist():
+                damaged.writestr(name, z.read(name), compress_type=method)
+        data = bytearray((tmp_path / "d.zip").read_bytes())
+        start = data.find(b"criteria.json") + len("criteria.json")
+        data[start : start + 8] = bytes(8)  # the start of its compressed stream
+        (tmp_path / "d.zip").write_bytes(bytes(data))
+        code, text = replay(tmp_path / "d.zip")
+        assert code == 2 and text.startswith("BUNDLE_UNUSABLE: "), (method, code, text)
     # The text report names each difference too, and says DIFFERENT.
     code, text = replay(tmp_path / "s.zip", *pin)
     assert code == 1 and "DIFFERENT: 1 difference" in text and "RECEIPT_SIGNATURE_INVALID" in text

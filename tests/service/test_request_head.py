@@ -53,6 +53,7 @@ def _secured(head: bytes) -> None:
         b"x-frame-options: deny",
         b"referrer-policy: no-referrer",
         b"content-security-policy: default-src 'none'; frame-ancestors 'none'",
+        b"cache-control: no-store",
     ):
         assert line in lines, head
 

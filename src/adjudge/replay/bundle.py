@@ -29,6 +29,8 @@ import binascii
 import hashlib
 import io
 import json
+import lzma
+import struct
 import zipfile
 import zlib
 from collections.abc import Mapping
@@ -298,13 +300,16 @@ def read(data: bytes) -> Bundle:
                 raise unusable(f"{name!r} is not a bundle file's name")
         try:
             contents = {m.filename: archive.read(m) for m in members}
-        except (  # a damaged deflate stream is zlib's error, a cut one EOFError
+        except (  # a damaged stream is its compressor's error (zlib's, lzma's), a cut one EOF
             zipfile.BadZipFile,
             zipfile.LargeZipFile,
             OSError,
             RuntimeError,
-            zlib.error,
+            ValueError,
             EOFError,
+            zlib.error,
+            lzma.LZMAError,
+            struct.error,
         ) as exc:
             raise unusable(f"a file cannot be read ({exc})") from exc
     manifest = _manifest(contents.pop(MANIFEST))

@@ -41,7 +41,7 @@ from adjudge.service import (
 )
 from adjudge.service.access import RequestLog
 from adjudge.service.deps import Caller, FastJSONResponse, Use, router
-from adjudge.service.headers import API_POLICY, COMMON_HEADERS, UI_POLICY
+from adjudge.service.headers import API_POLICY, COMMON_HEADERS, NO_STORE, UI_POLICY
 from adjudge.service.ingress import BodyCap
 from adjudge.service.lanes import Lanes
 from adjudge.service.mcp import McpEndpoint
@@ -107,9 +107,7 @@ class SecurityHeaders:
                 if b"content-security-policy" not in names:
                     headers.append((b"content-security-policy", policy))
                 if not stored and b"cache-control" not in names:
-                    # An answer is one account's: a browser keeping it on disk gave it to the
-                    # next person at a shared computer, without a key.
-                    headers.append((b"cache-control", b"no-store"))
+                    headers.append(NO_STORE)
                 message["headers"] = headers
             await send(message)
 

@@ -3,7 +3,7 @@ UI's and the API's) and the refusals written below it (a request head too large 
 
 from __future__ import annotations
 
-__all__ = ["API_POLICY", "COMMON_HEADERS", "UI_POLICY"]
+__all__ = ["API_POLICY", "COMMON_HEADERS", "NO_STORE", "UI_POLICY"]
 
 #: Sent with every response: no MIME sniffing, no framing, no referrer leaving the site.
 COMMON_HEADERS = [
@@ -18,3 +18,7 @@ UI_POLICY = (
 )
 #: Every other answer's policy: nothing to load, never framed.
 API_POLICY = b"default-src 'none'; frame-ancestors 'none'"
+#: Sent with every answer but the UI's and the docs' files (the same for everyone): an answer
+#: is one account's, and a browser keeping it on disk gave it to the next person at a shared
+#: computer, without a key.
+NO_STORE = (b"cache-control", b"no-store")

@@ -29,7 +29,7 @@ from typing import ClassVar
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
 from adjudge.service import errors
-from adjudge.service.headers import API_POLICY, COMMON_HEADERS
+from adjudge.service.headers import API_POLICY, COMMON_HEADERS, NO_STORE
 
 #: The most bytes a request's line and headers may take (Node.js takes 16 KiB, nginx 32 KiB
 #: by default); a body is bounded on its own (``ingress.BodyCap``).
@@ -76,7 +76,8 @@ def _refusal(status: int, code: str, message: str) -> bytes:
 
 #: The headers every answer carries (:mod:`adjudge.service.headers`), written out once.
 _SECURITY = b"".join(
-    b"%s: %s\r\n" % pair for pair in [*COMMON_HEADERS, (b"content-security-policy", API_POLICY)]
+    b"%s: %s\r\n" % pair
+    for pair in [*COMMON_HEADERS, (b"content-security-policy", API_POLICY), NO_STORE]
 )
 
 
