@@ -134,19 +134,24 @@ def test_list_pages_with_limit_and_cursor(sqlite_store: Store) -> None:
     for i in range(5):
         posted.append(h.post("manual", title=f"Task {i}"))
         h.advance(minutes=1)
-    seen: list[str] = []
     with serving(h.app) as url:
-        run = _runner(h, url)
-        args = ["list", "--limit", "2"]
-        for _ in range(5):
-            code, out, err = run("pat", *args)
-            assert code == 0, err
-            seen += [line.split()[0] for line in out.splitlines()]
-            more = re.search(r"--cursor (\S+)", err)
-            if more is None:
-                break
-            args = ["list", "--limit", "2", "--cursor", more.group(1)]
-    assert seen == list(reversed(posted))
+        read = _every_page(_runner(h, url), "list", "--limit", "2")
+    assert [line.split()[0] for page in read for line in page] == list(reversed(posted))
+
+
+def _every_page(run: Any, *args: str) -> list[list[str]]:
+    """Each page's lines of `task list ARGS`, following the cursor printed under each (five
+    pages at most)."""
+    pages, more = [], None
+    for _ in range(5):
+        code, out, err = run("pat", *args, *(("--cursor", more) if more else ()))
+        assert code == 0, err
+        pages.append(out.splitlines())
+        found = re.search(r"--cursor (\S+)", err)
+        if found is None:
+            break
+        more = found.group(1)
+    return pages
 
 
 def test_a_short_filtered_page_says_older_tasks_may_match(
@@ -161,19 +166,10 @@ def test_a_short_filtered_page_says_older_tasks_may_match(
     for _ in range(4):
         h.advance(minutes=1)
         h.post("manual")
-    seen, said = [], []
     with serving(h.app) as url:
-        run = _runner(h, url)
-        args = ["list", "--mode", "auto"]
-        for _ in range(5):
-            code, out, err = run("pat", *args)
-            assert code == 0, err
-            said.append(out.splitlines()[0])
-            seen += [line.split()[0] for line in out.splitlines() if line.startswith("task")]
-            more = re.search(r"--cursor (\S+)", err)
-            if more is None:
-                break
-            args = ["list", "--mode", "auto", "--cursor", more.group(1)]
+        read = _every_page(_runner(h, url), "list", "--mode", "auto")
+    seen = [line.split()[0] for page in read for line in page if line.startswith("task")]
+    said = [page[0] for page in read]
     assert seen == [oldest]
     assert said[0] == "No tasks on this page; older ones may match."
 
