@@ -668,7 +668,9 @@ class Client:
         limit: int = 50,
         cursor: str | None = None,
     ) -> TaskPage:
-        """One page of tasks, newest first (``next_cursor`` names the next page).
+        """One page of tasks, newest first (``next_cursor`` names the next page; a page
+        filtered by a mode, or a status within your own, may be short, or empty, and not the
+        last: read on until it is None, as :meth:`iter_tasks` does).
 
         An unknown ``status`` or ``mode`` is refused (:class:`InvalidRequest`), never an empty
         page."""
@@ -1007,7 +1009,9 @@ class Client:
         limit: int = 50,
         cursor: str | None = None,
     ) -> dict[str, Any]:
-        """One page of the caller's delivery log, newest first (``next_cursor`` continues)."""
+        """One page of the caller's delivery log, newest first (``next_cursor`` continues; a
+        page of an endpoint's deliveries of one status may be short, or empty, and not the
+        last: read on until it is None)."""
         params = {"endpoint": endpoint, "status": status, "limit": limit, "cursor": cursor}
         return dict(self.request("GET", "/webhooks/deliveries", params=params))
 
@@ -1152,7 +1156,9 @@ class Client:
         limit: int = 50,
         cursor: str | None = None,
     ) -> dict[str, Any]:
-        """One page of forwarded calls, newest first (an admin's all, anyone else's own)."""
+        """One page of forwarded calls, newest first (an admin's all, anyone else's own); a
+        filtered page may be short, or empty, and not the last: read on until ``next_cursor``
+        is None."""
         params = {
             "tool": tool,
             "provider": provider,

@@ -41,6 +41,7 @@ from pydantic_settings import (
 
 from adjudge.calls.pricing import DEFAULT_PRICE_NOTICE, MAX_PRICE_NOTICE
 from adjudge.errors import BadInput
+from adjudge.input_files import read_input
 from adjudge.market import DEFAULT_FEE_BPS, DEFAULT_TAKE_LIMIT, MAX_FEE_BPS, MAX_TAKE_LIMIT
 
 __all__ = ["ENV_PREFIX", "Settings", "env_name", "flag_name", "has_flag"]
@@ -107,8 +108,9 @@ class Settings(BaseSettings):
         ge=1,
         le=100_000,
         description="Connections one client address may hold open at once in this process; a "
-        "new one past it is answered 429 and closed (this machine's own are not counted; raise "
-        "it behind a proxy on another machine, whose address every request shares).",
+        "new one past it is answered 429 and closed (loopback, 127.0.0.0/8 and ::1, is not "
+        "counted; raise it behind a proxy on another machine, whose address every request "
+        "shares).",
     )
     access_log: bool = Field(True, description="Write one JSON line per request to standard error.")
     signing_key: Path = Field(
@@ -358,11 +360,15 @@ def _flag_given(name: str, value: object) -> str:
     return f"{flag} {value:g}" if isinstance(value, float) else f"{flag} {value}"
 
 
+#: The most bytes a settings file is read to (a regular file only: :func:`read_input`).
+SETTINGS_BYTES = 1024 * 1024
+
+
 def _read_file(path: Path) -> dict[str, object]:
     """The settings a TOML file names; refused when unreadable, not TOML, or naming what is
     no setting."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_input(path, SETTINGS_BYTES).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) else "it is not UTF-8 text"
         raise BadInput(

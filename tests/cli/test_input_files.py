@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from adjudge.cli import _common, app
+from adjudge import input_files
+from adjudge.cli import app
 
 runner = CliRunner()
 
@@ -38,7 +39,7 @@ def test_an_input_that_is_no_regular_file_or_too_large_is_refused(
 ) -> None:
     """``check``'s criteria and result and ``criteria lint``'s file: a device, a pipe and a
     file past the bound (here 1 KiB) each exit 2 naming the file and why."""
-    monkeypatch.setattr(_common, "INPUT_BYTES", 1024)
+    monkeypatch.setattr(input_files, "INPUT_BYTES", 1024)
     source = bad if bad == "/dev/zero" else str(files[bad])
     args = {
         "criteria": ["check", "--criteria", source, str(files["result"])],
@@ -56,7 +57,7 @@ def test_standard_input_is_read_to_the_bound(
     files: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A result on standard input past the bound is refused; within it, checked."""
-    monkeypatch.setattr(_common, "INPUT_BYTES", 1024)
+    monkeypatch.setattr(input_files, "INPUT_BYTES", 1024)
     args = ["check", "--criteria", str(files["criteria"]), "-"]
     done = runner.invoke(app, args, input="x" * 2048)
     assert done.exit_code == 2 and "larger than 1,024 bytes" in done.stderr, done.stderr
@@ -90,5 +91,33 @@ def test_a_file_is_opened_binary_where_the_platform_says_text(
 
     monkeypatch.setattr(os, "O_BINARY", 0x8000, raising=False)
     monkeypatch.setattr(os, "open", open_)
-    assert _common.read_input(files["result"]) == files["result"].read_bytes()
+    assert input_files.read_input(files["result"]) == files["result"].read_bytes()
     assert opened and opened[-1] & 0x8000
+
+
+def test_standard_input_is_read_once_a_command(files: dict[str, Path]) -> None:
+    """``criteria lint - --brief -``: standard input cannot be both; the second is refused,
+    exit 2 (before, it read nothing the second time and linted with an empty brief)."""
+    done = runner.invoke(app, ["criteria", "lint", "-", "--brief", "-"], input='{"min_length": 3}')
+    assert done.exit_code == 2 and "standard input was read already" in done.stderr, done.stderr
+
+
+def test_the_settings_file_and_key_files_are_read_as_inputs_are(
+    files: dict[str, Path], tmp_path: Path
+) -> None:
+    """``serve --config`` and a key file: a device or a pipe is refused at once, not read
+    without end (``--config /dev/zero`` ended in a MemoryError) or waited on for good."""
+    from adjudge.cli import keyfiles  # noqa: PLC0415
+    from adjudge.errors import BadInput  # noqa: PLC0415
+    from adjudge.settings import Settings  # noqa: PLC0415
+
+    for source in (Path("/dev/zero"), files["fifo"]):
+        with pytest.raises(BadInput) as refused:
+            Settings.load(config=source)
+        assert refused.value.code == "FILE_UNREADABLE" and "not a regular file" in str(
+            refused.value
+        )
+    files["fifo"].chmod(0o600)
+    with pytest.raises(BadInput) as refused:
+        keyfiles.read_private(files["fifo"], "signing key")
+    assert refused.value.code == "FILE_UNREADABLE"

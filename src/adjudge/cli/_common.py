@@ -8,11 +8,8 @@ place sets one flag in the Click context's ``meta``, which every nested context 
 
 from __future__ import annotations
 
-import errno
 import json
-import os
 import re
-import stat
 import sys
 from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass, field
@@ -24,8 +21,6 @@ import typer
 from adjudge.errors import BadInput
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from adjudge.client import Client
 
 T = TypeVar("T")
@@ -230,33 +225,6 @@ def at_terminal() -> bool:
 def words(name: str | None) -> str:
     """A status or ending as words: ``awaiting_verification`` → "awaiting verification"."""
     return (name or "").replace("_", " ")
-
-
-#: The most bytes a command reads of an input file, or of its standard input: past it, the file
-#: is refused rather than held whole (``/dev/zero`` as a result filled the memory until the
-#: command died).
-INPUT_BYTES = 64 * 1024 * 1024
-
-
-def read_input(source: str | Path, limit: int | None = None, *, stdin: bool = False) -> bytes:
-    """The bytes of the file ``source`` (with ``stdin``, ``-`` is standard input, where a
-    command says so), at most ``limit`` (by default :data:`INPUT_BYTES`). An
-    ``OSError`` (what each command already says for an unreadable file) for a file that is not
-    a regular one (a device or a pipe, read without end or waited on for good: it is opened
-    without waiting, and looked at before it is read), or is larger than ``limit``."""
-    limit = INPUT_BYTES if limit is None else limit
-    if stdin and str(source) == "-":
-        data = sys.stdin.buffer.read(limit + 1)
-    else:  # binary where the platform has text files; a pipe or device opened without a wait
-        flags = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0)
-        fd = os.open(source, flags)
-        with os.fdopen(fd, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise OSError(errno.EINVAL, "not a regular file (a device, a pipe or a directory)")
-            data = handle.read(limit + 1)
-    if len(data) > limit:
-        raise OSError(errno.EFBIG, f"larger than {limit:,} bytes")
-    return data
 
 
 def stop(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:

@@ -20,10 +20,11 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from adjudge.cli._common import money, read_input
+from adjudge.cli._common import money
 from adjudge.cli.receipts import read_signing_key, write_receipt
 from adjudge.digests import sha256_digest
 from adjudge.errors import CriteriaError, Error, ReceiptError
+from adjudge.input_files import read_input
 
 if TYPE_CHECKING:
     from adjudge.calls import CallResult, ProviderResponse

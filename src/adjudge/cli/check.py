@@ -19,10 +19,11 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from adjudge.cli._common import read_input, wants_json
+from adjudge.cli._common import wants_json
 from adjudge.cli.receipts import append_receipt, read_signing_key
 from adjudge.digests import sha256_digest
 from adjudge.errors import CriteriaError
+from adjudge.input_files import read_input
 
 if TYPE_CHECKING:
     from adjudge.autocheck import VerificationResult

@@ -18,8 +18,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
-from adjudge.cli._common import read_input, wants_json
+from adjudge.cli._common import wants_json
 from adjudge.errors import Error
+from adjudge.input_files import read_input
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_BAD_INPUT = 0, 1, 2
 #: How much of the margin's result the text output shows (``--json`` has all of it).
@@ -81,7 +82,12 @@ def lint(
     criteria: Annotated[str, typer.Argument(help="Criteria JSON file, or - for standard input.")],
     brief: Annotated[
         Path | None,
-        typer.Option("--brief", "-b", help="The task's brief (text): what an agent could copy."),
+        typer.Option(
+            "--brief",
+            "-b",
+            help="A file of the task's brief (text; - for standard input): what an agent "
+            "could copy.",
+        ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the JSON answer.")] = False,
 ) -> None:

@@ -30,12 +30,12 @@ from adjudge.cli._common import (
     price_of,
     print_json,
     print_table,
-    read_input,
     remember_json,
     stop,
     wants_json,
     words,
 )
+from adjudge.input_files import read_input
 
 tools_app = typer.Typer(
     name="tools",

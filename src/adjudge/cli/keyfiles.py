@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from adjudge.errors import BadInput, Error
+from adjudge.input_files import read_input
 
 if TYPE_CHECKING:
     from adjudge.gateway.sealed import SecretBox
@@ -28,6 +29,10 @@ if TYPE_CHECKING:
 #: Key ids (:meth:`SecretBox.key_id`) of server keys that were published and must never seal
 #: anything again: the one that was once tracked in adjudge's repository.
 BURNT_SERVER_KEYS = frozenset({"ce05f1c84b1ee49a"})
+
+
+#: The most bytes a key file is read to (a regular file only: ``input_files.read_input``).
+KEY_FILE_BYTES = 64 * 1024
 
 
 def read_private(path: Path, what: str) -> bytes:
@@ -50,7 +55,7 @@ def read_private(path: Path, what: str) -> bytes:
         )
     _protected(path, info, what)
     try:
-        return path.read_bytes()
+        return read_input(path, KEY_FILE_BYTES)
     except OSError as exc:
         raise BadInput(
             f"Cannot read the {what} {path}: {exc.strerror}.", code="FILE_UNREADABLE"

@@ -23,8 +23,9 @@ from typing import Annotated, NoReturn
 import typer
 
 from adjudge.cli import keyfiles, ranges
-from adjudge.cli._common import DEFAULT_URL, KeyOption, Session, UrlOption, read_input
+from adjudge.cli._common import DEFAULT_URL, KeyOption, Session, UrlOption
 from adjudge.errors import BadInput, CriteriaError, Error, ReceiptError
+from adjudge.input_files import read_input
 from adjudge.kernel.authority import trust_basis
 from adjudge.kernel.verdicts import format_time, parse_time
 from adjudge.receipts import (

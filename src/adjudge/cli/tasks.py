@@ -32,13 +32,13 @@ from adjudge.cli._common import (
     money,
     print_json,
     print_table,
-    read_input,
     remember_json,
     stop,
     units_of,
     wants_json,
     words,
 )
+from adjudge.input_files import read_input
 
 if TYPE_CHECKING:
     from adjudge.client import Client, Task

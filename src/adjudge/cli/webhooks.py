@@ -185,7 +185,9 @@ def deliveries(
     )
     if _json(ctx, page):
         return
-    if not page["deliveries"]:
+    if not page["deliveries"] and page.get("next_cursor"):  # a filtered page's bounded walk
+        typer.echo("No deliveries on this page; older ones may match.")
+    elif not page["deliveries"]:
         typer.echo("No deliveries.")
     for d in page["deliveries"]:
         typer.echo(_delivery_line(d))

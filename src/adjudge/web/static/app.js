@@ -1669,7 +1669,7 @@ async function webhooksPage(query, notice, cursor, goneCursor) {
             ),
           ]),
         )
-      : h("p", {}, "No deliveries."),
+      : h("p", {}, page.next_cursor ? "None of the deliveries this page read matches; older ones may." : "No deliveries."),
     page.next_cursor
       ? h("p", {}, h("button", { type: "button", onclick: () => webhooksPage(query, null, page.next_cursor) }, "Older deliveries"))
       : null,
