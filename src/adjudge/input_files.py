@@ -10,7 +10,7 @@ import stat
 import sys
 from pathlib import Path
 
-__all__ = ["INPUT_BYTES", "read_input"]
+__all__ = ["INPUT_BYTES", "new_command", "read_input"]
 
 #: The most bytes a command reads of an input file, or of its standard input: past it, the file
 #: is refused rather than held whole (``/dev/zero`` as a result filled the memory until the
@@ -18,14 +18,21 @@ __all__ = ["INPUT_BYTES", "read_input"]
 INPUT_BYTES = 64 * 1024 * 1024
 
 
-#: The standard input read once already by this process (a second read got nothing: a command
-#: given ``-`` for two inputs checked the second as empty, and signed that).
+#: The standard input read once already by the running command (a second read got nothing: a
+#: command given ``-`` for two inputs checked the second as empty, and signed that).
 _stdin_read: object = None
+
+
+def new_command() -> None:
+    """A command begins: its standard input has not been read (the CLI's root calls this, so
+    a second command in one process, or one run as a library, reads its own)."""
+    global _stdin_read  # noqa: PLW0603 - the mark :func:`read_input` keeps for one command
+    _stdin_read = None
 
 
 def read_input(source: str | Path, limit: int | None = None, *, stdin: bool = False) -> bytes:
     """The bytes of the file ``source`` (with ``stdin``, ``-`` is standard input, where a
-    command says so: once a process), at most ``limit`` (by default :data:`INPUT_BYTES`). An
+    command says so: once a command), at most ``limit`` (by default :data:`INPUT_BYTES`). An
     ``OSError`` (what each command already says for an unreadable file) for a file that is not
     a regular one (a device or a pipe, read without end or waited on for good: it is opened
     without waiting, and looked at before it is read), or is larger than ``limit``."""

@@ -121,3 +121,35 @@ def test_the_settings_file_and_key_files_are_read_as_inputs_are(
     with pytest.raises(BadInput) as refused:
         keyfiles.read_private(files["fifo"], "signing key")
     assert refused.value.code == "FILE_UNREADABLE"
+
+
+def test_each_command_in_one_process_reads_its_own_standard_input(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two `criteria lint -` run in one process on one standard input (the CLI called as a
+    library, a terminal after ^D): each reads its own; the once-a-command mark starts anew
+    with each command (kept for the process, the second was refused as read already)."""
+    import io  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    def feed(fd: int, data: bytes) -> None:  # what a shell redirecting the input does
+        r, w = os.pipe()
+        os.write(w, data)
+        os.close(w)
+        os.dup2(r, fd)
+        os.close(r)
+
+    fd = os.dup(0)
+    stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(fd, "r", closefd=True)))
+    monkeypatch.setattr(sys, "stdin", stdin)
+    try:
+        for _ in range(2):
+            feed(fd, b'{"min_length": 3}')
+            code = 0
+            try:
+                app(["criteria", "lint", "-", "--json"], prog_name="adjudge")
+            except SystemExit as exc:
+                code = int(exc.code or 0)
+            assert code in (0, 1), capsys.readouterr().err
+    finally:
+        stdin.close()

@@ -15,6 +15,7 @@ from typer import _click, rich_utils
 from typer.core import TyperOption
 
 import adjudge
+from adjudge import input_files
 from adjudge.cli import (
     api_keys,
     calls,
@@ -99,6 +100,7 @@ def _root(
 ) -> None:
     """Decide whether paid work gets paid, and prove why."""
     remember_json(ctx, as_json)
+    input_files.new_command()  # standard input is read once a command, each command anew
 
 
 for _area in AREAS:
