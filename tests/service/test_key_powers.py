@@ -102,7 +102,7 @@ def test_a_key_revoked_while_it_is_looked_up_is_not_remembered(
     but does not remember the key: the next request with it is refused."""
     made = h.ok("ann", "POST", "/accounts/me/api-keys", {"label": "agent"})
     extra, key_id = made["api_key"], made["key"]["id"]
-    h.app.accounts.forget_keys()
+    h.app.accounts.forget_keys("ann")
     read, revoked = threading.Event(), threading.Event()
     real = records.account_by_key
 
@@ -141,7 +141,7 @@ def test_a_key_revoked_between_its_look_up_and_its_remembering_is_not_remembered
     made = h.ok("ann", "POST", "/accounts/me/api-keys", {"label": "agent"})
     extra, key_id = made["api_key"], made["key"]["id"]
     owner = h.app.accounts.authenticate(h.keys["ann"])
-    h.app.accounts.forget_keys()
+    h.app.accounts.forget_keys("ann")
     fired: list[int] = []
 
     def monotonic() -> float:
@@ -155,3 +155,15 @@ def test_a_key_revoked_between_its_look_up_and_its_remembering_is_not_remembered
     monkeypatch.setattr(accounts_module, "time", real_time)
     r = h.client.get("/api/v1/accounts/me", headers={"Authorization": f"Bearer {extra}"})
     assert fired and r.status_code == 401
+
+
+def test_one_accounts_key_change_forgets_only_its_keys(h: Harness) -> None:
+    """An account changing its key's limits (or revoking one) makes this process forget that
+    account's keys, not every account's (before, one account's cheap change made every other
+    account's next request read its key again)."""
+    for who in ("ann", "bob", "pat"):
+        h.app.accounts.authenticate(h.keys[who])
+    made = h.ok("ann", "POST", "/accounts/me/api-keys", {"label": "agent"})
+    h.ok("ann", "PATCH", f"/accounts/me/api-keys/{made['key']['id']}", {"max_per_day_minor": 5})
+    remembered = {found.id for found, _ in h.app.accounts._keys.values()}
+    assert {"bob", "pat"} <= remembered and "ann" not in remembered

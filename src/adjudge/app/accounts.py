@@ -174,14 +174,18 @@ class Accounts:
             return {"account": account_view(account), "api_key": api_key}
 
         answer = self.unit.once(admin.id, idem, run, seal=True)
-        self.forget_keys()
+        self.forget_keys(account_id)
         return answer
 
-    def forget_keys(self) -> None:
-        """Forget the keys this process verified (a key's limits changed, or it was revoked),
-        and any a read in flight would remember (it began before the change)."""
+    def forget_keys(self, account_id: str) -> None:
+        """Forget the keys of ``account_id`` this process verified (a key's limits changed, or
+        it was revoked or reissued), and any a read in flight would remember (it began before
+        the change). Only that account's: clearing every account's made each one's next
+        request read its key again, at one account's word."""
         self._generation += 1
-        self._keys.clear()
+        for api_key, (found, _) in list(self._keys.items()):  # a copy: others add meanwhile
+            if found.id == account_id:
+                self._keys.pop(api_key, None)
 
     def me(self, account: Account) -> dict[str, Any]:
         """The caller's account with its balance (what it can spend), what it has held (a

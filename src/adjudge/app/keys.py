@@ -161,7 +161,7 @@ class Keys:
             return key_view(found, api_keys.spent(tx, key_id, day))
 
         answer = self.unit.once(owner.id, idem, run)
-        self.accounts.forget_keys()
+        self.accounts.forget_keys(owner.id)
         return answer
 
     def revoke(
@@ -179,7 +179,7 @@ class Keys:
             return key_view(found)
 
         answer = self.unit.once(owner.id, idem, run)
-        self.accounts.forget_keys()
+        self.accounts.forget_keys(owner.id)
         return answer
 
 
