@@ -313,6 +313,7 @@ _TABLE = (
     Code("REGISTRATIONS_AT_ONCE_EXCEEDED", Unavailable, 429, "The account has the most tool and contract registrations being checked at once that it may; wait for one to finish."),
     Code("SERVICE_UNAVAILABLE", Unavailable, 400, "The client got no usable answer from the service (no connection, a time-out, not the API's JSON)."),
     Code("STORAGE_ERROR", Unavailable, 503, "The database failed; nothing was written."),
+    Code("VERIFICATIONS_QUOTA_EXCEEDED", Unavailable, 429, "The account's calls submitted for verification this hour are used up (Retry-After says when)."),
     # --- InternalError: adjudge itself is wrong; nothing to fix on the caller's side
     Code("ADJUDGE_ERROR", InternalError, 500, "A refusal raised without a code of its own (a bug)."),
     Code("CRITERIA_SALT_MISSING", InternalError, 500, "Criteria holding an expected_answer reached the market without the secret salt their receipts' digest needs; nothing was posted."),

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 
 from adjudge.receipts import SignedReceipts, SigningKey, canonical_bytes, verify, verify_chain
@@ -419,3 +420,36 @@ def test_a_rule_condition_over_large_arguments_is_judged_apart(store: Store) -> 
         assert record["verdict"]
     finally:
         isolation.close()
+
+
+def test_an_accounts_verifications_are_bounded_an_hour(
+    sqlite_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Calls submitted for verification are free, and each signs a receipt on the shared log
+    and notifies the provider: an account may submit a bounded number an hour (here two);
+    the next is ``429 VERIFICATIONS_QUOTA_EXCEEDED`` with the seconds to wait, nothing signed;
+    a replay of one already made is not counted; the next hour, or an admin, may submit
+    again."""
+    from adjudge.app import calls as app_calls  # noqa: PLC0415
+
+    monkeypatch.setattr(app_calls, "VERIFY_QUOTA", 2)
+    h, _ = _harness(sqlite_store)
+    _register_weather(h)
+    for n in (1, 2):
+        assert (
+            h.call("pat", "POST", "/calls", _call(f"q-{n}"), Idempotency_Key=f"q{n}").status_code
+            == 201
+        )
+    again = h.call("pat", "POST", "/calls", _call("q-1"), Idempotency_Key="q1")
+    assert again.status_code == 201 and again.headers["Idempotent-Replayed"] == "true"
+    head = h.ok("pat", "GET", "/receipts/head")
+    refused = h.call("pat", "POST", "/calls", _call("q-3"))
+    assert (refused.status_code, refused.json()["error"]["code"]) == (
+        429,
+        "VERIFICATIONS_QUOTA_EXCEEDED",
+    )
+    assert int(refused.headers["Retry-After"]) > 0
+    assert h.ok("pat", "GET", "/receipts/head") == head
+    assert h.call("root", "POST", "/calls", _call("q-4")).status_code == 201
+    h.advance(minutes=61)
+    assert h.call("pat", "POST", "/calls", _call("q-3")).status_code == 201

@@ -79,6 +79,7 @@ from adjudge.errors import (
     Error,
     NotAllowed,
     NotFound,
+    RateLimited,
     StateError,
     Unavailable,
 )
@@ -91,6 +92,7 @@ from adjudge.store import (
     holds,
     outbox,
     quality_windows,
+    quotas,
     receipt_log,
     records,
 )
@@ -105,6 +107,12 @@ DEFAULT_WINDOW_DAYS = 30
 #: The longest reason a report may give, and the most reasons a ruling may give.
 MAX_REPORT_REASON = 2000
 MAX_RULING_REASONS = 20
+#: Calls one account may submit for verification in :data:`VERIFY_WINDOW` (admins: no bound).
+#: Each is free, and signs a receipt on the log everyone shares and notifies the provider's
+#: endpoints: without a bound, one account grew the log (and every verification of it) and
+#: another's deliveries at will.
+VERIFY_QUOTA = 1_000
+VERIFY_WINDOW = timedelta(hours=1)
 #: How many reports a page of the review queue holds at most.
 MAX_REPORT_PAGE = 100
 
@@ -188,6 +196,22 @@ def call_view(c: db.StoredCall, report: call_reports.StoredReport | None = None)
         "request": dict(c.request),
         "response": dict(c.response),
     }
+
+
+def _count_verification(tx: Transaction, who: Account, now: datetime) -> None:
+    """Count a call submitted for verification in its account's window, in the transaction
+    that stores it (a refused or failed one counts nothing); ``VERIFICATIONS_QUOTA_EXCEEDED``
+    past :data:`VERIFY_QUOTA`."""
+    if "admin" in who.roles:
+        return
+    start, wait = quotas.window(now, VERIFY_WINDOW)
+    if quotas.use(tx, f"verify:{who.id}", start) > VERIFY_QUOTA:
+        raise RateLimited(
+            f"An account may submit {VERIFY_QUOTA} calls for verification an hour; try again "
+            f"in {wait} s.",
+            retry_after=wait,
+            code="VERIFICATIONS_QUOTA_EXCEEDED",
+        )
 
 
 def report_view(r: call_reports.StoredReport) -> dict[str, Any]:
@@ -477,6 +501,7 @@ class Calls:
             early = (rules, now, judged)
 
         def run(tx: Transaction) -> dict[str, Any]:
+            _count_verification(tx, who, self.unit.now())
             rules = _judging_rules(tx, call, policy_id, policy_version)
             used, governing = rules
             if early is not None and early[0] == rules:
