@@ -167,3 +167,24 @@ def test_one_accounts_key_change_forgets_only_its_keys(h: Harness) -> None:
     h.ok("ann", "PATCH", f"/accounts/me/api-keys/{made['key']['id']}", {"max_per_day_minor": 5})
     remembered = {found.id for found, _ in h.app.accounts._keys.values()}
     assert {"bob", "pat"} <= remembered and "ann" not in remembered
+
+
+def test_a_verifier_registers_a_bounded_number_of_keys(
+    h: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A verifier's keys stay on record when revoked (its verdicts stay verifiable), and its
+    view lists them: it registers at most a bound of them (here three, revoked ones counted),
+    then ``409 KEY_LIMIT_REACHED``, nothing added (before, any number, and the view grew)."""
+    monkeypatch.setattr(accounts_module, "MAX_VERIFIER_KEYS", 3)
+    before = len(h.ok("vera", "GET", "/accounts/me")["verifier_keys"])
+    for _ in range(3 - before):
+        body = {"public_key": SigningKey.generate().public_key.to_base64()}
+        h.ok("vera", "POST", "/accounts/me/verifier-keys", body)
+    fingerprint = h.ok("vera", "GET", "/accounts/me")["verifier_keys"][0]["fingerprint"]
+    h.ok("vera", "POST", f"/accounts/me/verifier-keys/{fingerprint}/revoke")
+    body = {"public_key": SigningKey.generate().public_key.to_base64()}
+    assert h.refused("vera", "POST", "/accounts/me/verifier-keys", body) == (
+        409,
+        "KEY_LIMIT_REACHED",
+    )
+    assert len(h.ok("vera", "GET", "/accounts/me")["verifier_keys"]) == 3

@@ -23,7 +23,7 @@ from adjudge.app import settlement
 from adjudge.app.settlement import deposit
 from adjudge.app.unit import Answer, Idempotency, UnitOfWork
 from adjudge.app.views import account_view, key_view
-from adjudge.errors import BadInput, Error, NotAllowed, NotFound
+from adjudge.errors import BadInput, Error, NotAllowed, NotFound, StateError
 from adjudge.receipts import VerifyingKey
 from adjudge.store import Account, Transaction, holds, records
 
@@ -38,6 +38,11 @@ def need_role(account: Account, role: str) -> None:
     """Refuse (``ROLE_REQUIRED``) unless ``account`` holds ``role``."""
     if role not in account.roles:
         raise NotAllowed(f"This needs an account with the {role} role.", code="ROLE_REQUIRED")
+
+
+#: The most keys a verifier registers, revoked ones too: each stays on record (the verdicts
+#: signed with it stay verifiable) and in the account's view, which grew without bound.
+MAX_VERIFIER_KEYS = 100
 
 
 def need_primary(who: Account, what: str) -> None:
@@ -255,6 +260,13 @@ class Accounts:
         idem = Idempotency.of(key, "accounts.add_verifier_key", {"public_key": public_key})
 
         def run(tx: Transaction) -> dict[str, Any]:
+            records.lock_account(tx, account.id)  # two processes at once: one passes the cap
+            if records.verifier_key_count(tx, account.id) >= MAX_VERIFIER_KEYS:
+                raise StateError(
+                    f"A verifier registers at most {MAX_VERIFIER_KEYS} keys, revoked ones "
+                    "too (they stay on record: the verdicts signed with them stay verifiable).",
+                    code="KEY_LIMIT_REACHED",
+                )
             return key_view(records.add_verifier_key(tx, account.id, raw, at=self.unit.now()))
 
         return self.unit.once(account.id, idem, run)

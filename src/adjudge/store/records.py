@@ -20,6 +20,7 @@ from sqlalchemy import (
     and_,
     bindparam,
     delete,
+    func,
     insert,
     select,
     true,
@@ -309,6 +310,13 @@ def verifier_key(tx: Transaction, fingerprint: str) -> VerifierKey | None:
     vk = s.verifier_keys
     row = tx.conn.execute(select(vk).where(vk.c.fingerprint == fingerprint)).first()
     return _verifier_key(row._mapping) if row else None
+
+
+def verifier_key_count(tx: Transaction, account_id: str) -> int:
+    """How many keys a verifier registered, revoked ones too (on the account's index)."""
+    vk = s.verifier_keys
+    q = select(func.count()).select_from(vk).where(vk.c.account_id == account_id)
+    return int(tx.conn.execute(q).scalar_one())
 
 
 def verifier_keys(tx: Transaction, account_id: str) -> list[VerifierKey]:
