@@ -14,7 +14,10 @@
 - providers' held charges whose report deadline passed are paid into their wallets
   (:meth:`adjudge.app.gateway.calls.Gateway.mature_holds`);
 - on a receipt log of several lanes, a checkpoint naming every lane's head when the log grew
-  since this process's last one (:meth:`adjudge.app.receipts.Receipts.tick`).
+  since this process's last one (:meth:`adjudge.app.receipts.Receipts.tick`);
+- the answers stored under Idempotency-Keys older than :data:`IDEMPOTENCY_RETENTION` are
+  forgotten, a batch at a time, oldest first (kept for good, every request with a new key grew
+  the table with the service's history).
 
 Each pass is idempotent and safe to run from every ``serve`` process at once: each step is a
 conditional write that only one process wins. A step that fails is logged and tried again at the
@@ -27,12 +30,21 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from datetime import timedelta
 from typing import TYPE_CHECKING
+
+from adjudge.store import idempotency
 
 if TYPE_CHECKING:
     from adjudge.app import App
 
 log = logging.getLogger("adjudge.maintenance")
+
+#: How long an Idempotency-Key's answer is kept: a retry within it gets the stored answer; one
+#: after it is decided anew (as a request never sent).
+IDEMPOTENCY_RETENTION = timedelta(days=30)
+#: The most answers one statement forgets.
+PRUNE_BATCH = 1_000
 
 
 def run_once(app: App) -> dict[str, int]:
@@ -58,6 +70,7 @@ def run_once(app: App) -> dict[str, int]:
         "judged": app.gateway.judge_pending,
         "matured": app.gateway.mature_holds,
         "checkpointed": lambda: int(app.receipts.tick()),
+        "forgotten": lambda: _forget(app),
     }
     done = {"failed": 0}
     for name, step in steps.items():
@@ -68,6 +81,18 @@ def run_once(app: App) -> dict[str, int]:
             done[name] = 0
             done["failed"] += 1
     return done
+
+
+def _forget(app: App) -> int:
+    """Forget the Idempotency-Key answers past their retention, a batch a write, until none
+    is left; how many."""
+    before = app.unit.now() - IDEMPOTENCY_RETENTION
+    done = 0
+    while True:
+        batch = app.unit.write(lambda tx: idempotency.prune(tx, before, PRUNE_BATCH))
+        done += batch
+        if batch < PRUNE_BATCH:
+            return done
 
 
 class MaintenanceWorker:

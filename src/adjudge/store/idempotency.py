@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, insert, select
+from sqlalchemy import and_, delete, insert, select, tuple_
 from sqlalchemy.exc import IntegrityError
 
 from adjudge.digests import sha256_digest
@@ -53,3 +53,14 @@ def remember(
         )
     except IntegrityError as exc:
         raise ConcurrentUpdate("The same Idempotency-Key is in flight; try again.") from exc
+
+
+def prune(tx: Transaction, before: datetime, limit: int) -> int:
+    """Forget at most ``limit`` stored answers made before ``before``, oldest first (on the
+    time's index); how many. A retry with a forgotten key is decided anew."""
+    i = s.idempotency
+    oldest = select(i.c.account_id, i.c.key).where(i.c.at < before).order_by(i.c.at).limit(limit)
+    rows = [tuple(r) for r in tx.conn.execute(oldest)]
+    if rows:
+        tx.conn.execute(delete(i).where(tuple_(i.c.account_id, i.c.key).in_(rows)))
+    return len(rows)

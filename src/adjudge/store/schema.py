@@ -317,6 +317,8 @@ idempotency = Table(
     Column("body", JSON, nullable=False),
     Column("at", UTCDateTime, nullable=False),
 )
+# The upkeep's pruning of answers past their retention reads the oldest (revision 0053).
+Index("ix_idempotency_at", idempotency.c.at)
 
 review_leases = Table(
     "review_leases",
