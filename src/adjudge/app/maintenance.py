@@ -52,16 +52,21 @@ def run_once(app: App) -> dict[str, int]:
     steps failed (``failed``: each logged, the others run all the same)."""
     from adjudge.app.tasks import SWEEP_BATCH  # noqa: PLC0415
 
-    def drained(sweep: Callable[[], int]) -> Callable[[], int]:
+    def drained(sweep: Callable[[], int], most: int = SWEEP_BATCH) -> Callable[[], int]:
+        """``sweep`` run until it does fewer than its ``most`` (nothing left due)."""
+
         def run() -> int:
             done = 0
             while True:
                 batch = sweep()
                 done += batch
-                if batch < SWEEP_BATCH:
+                if batch < most:
                     return done
 
         return run
+
+    # The Idempotency-Key answers past their retention, a batch a write.
+    forget_before = app.unit.now() - IDEMPOTENCY_RETENTION
 
     steps: dict[str, Callable[[], int]] = {
         "recovered": app.gateway.recover,
@@ -70,7 +75,10 @@ def run_once(app: App) -> dict[str, int]:
         "judged": app.gateway.judge_pending,
         "matured": app.gateway.mature_holds,
         "checkpointed": lambda: int(app.receipts.tick()),
-        "forgotten": lambda: _forget(app),
+        "forgotten": drained(
+            lambda: app.unit.write(lambda tx: idempotency.prune(tx, forget_before, PRUNE_BATCH)),
+            PRUNE_BATCH,
+        ),
     }
     done = {"failed": 0}
     for name, step in steps.items():
@@ -81,18 +89,6 @@ def run_once(app: App) -> dict[str, int]:
             done[name] = 0
             done["failed"] += 1
     return done
-
-
-def _forget(app: App) -> int:
-    """Forget the Idempotency-Key answers past their retention, a batch a write, until none
-    is left; how many."""
-    before = app.unit.now() - IDEMPOTENCY_RETENTION
-    done = 0
-    while True:
-        batch = app.unit.write(lambda tx: idempotency.prune(tx, before, PRUNE_BATCH))
-        done += batch
-        if batch < PRUNE_BATCH:
-            return done
 
 
 class MaintenanceWorker:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Callable, Container, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
@@ -225,6 +225,17 @@ def at_terminal() -> bool:
 def words(name: str | None) -> str:
     """A status or ending as words: ``awaiting_verification`` → "awaiting verification"."""
     return (name or "").replace("_", " ")
+
+
+def say_if_empty(page: Mapping[str, Any], items: str, *, first: bool) -> None:
+    """The line an empty page prints: a filtered page that read its range's share and found
+    none still names a cursor, and older items may match; else there are none (more)."""
+    if page[items]:
+        return
+    if page.get("next_cursor"):
+        typer.echo(f"No {items} on this page; older ones may match.")
+    else:
+        typer.echo(f"No {items}." if first else f"No more {items}.")
 
 
 def stop(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:

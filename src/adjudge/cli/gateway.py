@@ -31,6 +31,7 @@ from adjudge.cli._common import (
     print_json,
     print_table,
     remember_json,
+    say_if_empty,
     stop,
     wants_json,
     words,
@@ -331,10 +332,7 @@ def _print_page(
     if session.as_json:
         print_json(page)
         return
-    if not page[items] and page.get("next_cursor"):  # a filtered page read its range's share
-        typer.echo(f"No {items} on this page; older ones may match.")
-    elif not page[items]:
-        typer.echo(f"No {items}." if first else f"No more {items}.")
+    say_if_empty(page, items, first=first)
     if table is None:
         for item in page[items]:
             typer.echo(line(item))

@@ -33,6 +33,7 @@ from adjudge.cli._common import (
     print_json,
     print_table,
     remember_json,
+    say_if_empty,
     stop,
     units_of,
     wants_json,
@@ -554,10 +555,7 @@ def list_(
     if session.as_json:
         print_json(page)
         return
-    if not page["tasks"] and page["next_cursor"]:  # a filtered page read its range's share
-        typer.echo("No tasks on this page; older ones may match.")
-    elif not page["tasks"]:
-        typer.echo("No tasks." if cursor is None else "No more tasks.")
+    say_if_empty(page, "tasks", first=cursor is None)
     print_table(
         ("ID", "MODE", "STATUS", "REWARD", "TITLE"),
         [[t["id"], t["mode"], t["status"], money(t["reward"]), t["title"]] for t in page["tasks"]],

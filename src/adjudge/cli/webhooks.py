@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 
 from adjudge.cli import keyfiles
+from adjudge.cli._common import say_if_empty
 from adjudge.cli._settings import ConfigOption, SettingsCommand, load_settings
 from adjudge.errors import Error
 
@@ -185,10 +186,7 @@ def deliveries(
     )
     if _json(ctx, page):
         return
-    if not page["deliveries"] and page.get("next_cursor"):  # a filtered page's bounded walk
-        typer.echo("No deliveries on this page; older ones may match.")
-    elif not page["deliveries"]:
-        typer.echo("No deliveries.")
+    say_if_empty(page, "deliveries", first=cursor is None)
     for d in page["deliveries"]:
         typer.echo(_delivery_line(d))
     if page.get("next_cursor"):

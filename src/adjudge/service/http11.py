@@ -12,7 +12,7 @@ keeps a header's value until it is whole, so the exact count would come too late
 memory). Past it: ``431 HEADERS_TOO_LARGE`` in the service's error shape, and the connection
 closed. A head must arrive within :data:`HEAD_SECONDS`, a body within :data:`BODY_SECONDS`
 with no more than :data:`BODY_IDLE_SECONDS` between its bytes (``408 REQUEST_TIMEOUT``), and
-an address other than this machine's holds at most :attr:`BoundedHttpTools.per_address`
+an address other than loopback's holds at most :attr:`BoundedHttpTools.per_address`
 connections at once (``429 CONNECTIONS_AT_ONCE_EXCEEDED``). Written here, not found: uvicorn
 offers no such option for httptools (its ``limit_concurrency`` answers every client 503 once
 anyone holds the connections).
@@ -100,9 +100,9 @@ class BoundedHttpTools(HttpToolsProtocol):
     #: Connections open now, by client address (every connection of the process's loop).
     open_by_address: ClassVar[Counter[str]] = Counter()
     per_address: ClassVar[int] = CONNECTIONS_PER_ADDRESS
-    #: Connections from this machine are not counted: a proxy in front of the service (every
-    #: request of every client from its one address) and the demo's provider, answered by the
-    #: service itself.
+    #: Loopback connections are not counted: a proxy in front of the service on this machine
+    #: (every request of every client from its one address) and the demo's provider, answered
+    #: by the service itself.
     loopback_exempt: ClassVar[bool] = True
 
     _in_head = False
