@@ -135,8 +135,11 @@ def _literal(host: str) -> str | None:
     """``host`` if it is an IP address literal (brackets removed), else None. The older numeric
     forms of an IPv4 address that resolvers still read (``2130706433``, ``0177.0.0.1``,
     ``127.1``, ``0x7f.1``: all 127.0.0.1) are that address, written in four decimal parts: taken
-    for a name, they passed as public when registered."""
+    for a name, they passed as public when registered. One trailing dot (a name's root, which
+    URLs may write) is the same address: ``127.0.0.1.`` passed registration as a name."""
     name = host.strip("[]")
+    if name.endswith(".") and not name.endswith(".."):
+        name = name[:-1]
     try:
         ipaddress.ip_address(name)
     except ValueError:
