@@ -35,6 +35,7 @@ from adjudge.store.meaning_queue import QueuedJudgment
 from adjudge.workers import ChatCompletionsCallJudge
 from support.audit import audit
 from support.bundles import without
+from support.deliveries import add_endpoint, events_to
 from support.harness import FUNDS
 from support.live import serving
 from support.loopback import AsgiServer
@@ -133,6 +134,58 @@ def test_a_quorum_of_cited_conflicts_later_refunds_from_the_hold(world: Any) -> 
     assert w.h.app.gateway.judge_pending() == 0  # nothing left
 
 
+def _hooked(w: World, store: Store) -> None:
+    """An endpoint for every event of the caller's (``ep_ann``) and the provider's
+    (``ep_sky``)."""
+    with store.write() as tx:
+        add_endpoint(tx, "ann", "ep_ann", w.h.clock.now())
+        add_endpoint(tx, PROVIDER, "ep_sky", w.h.clock.now())
+
+
+def test_both_parties_hear_of_a_refund_judged_later(world: Any, store: Store) -> None:
+    """The judgment that refunds a settled call tells the caller and the provider
+    (``call.rejudged``): the final verdict, what went back, the receipt that superseded the
+    one their ``call.settled`` named. Their books would otherwise keep a charge that was
+    given back."""
+    w, base, _ = world
+    _hooked(w, store)
+    _later(w, base, {"model-a": "strict", "model-b": "strict"}, quorum=2)
+    got = w.answered()
+    assert w.h.app.gateway.judge_pending() == 1
+    view = w.h.ok("ann", "GET", f"/gateway/calls/{got['intentId']}")
+    for endpoint in ("ep_ann", "ep_sky"):
+        settled, rejudged = events_to(store, endpoint)
+        assert settled["type"] == "call.settled"
+        first = settled["data"]["receipt_id"]
+        assert first.startswith("rcpt_") and first != view["receipt_id"]
+        assert rejudged["type"] == "call.rejudged"
+        assert rejudged["data"] == {
+            "call_id": got["intentId"],
+            "tool": "weather_forecast",
+            "provider": PROVIDER,
+            "caller": "ann",
+            "verdict": "FAIL",
+            "payment": "refund",
+            "strike": rejudged["data"]["strike"],
+            "refund": str(PRICE),
+            "receipt_id": view["receipt_id"],
+            "supersedes": first,
+        }
+
+
+def test_a_judgment_that_keeps_the_charge_says_so(world: Any, store: Store) -> None:
+    """No conflict found: the charge stays, and the event says nothing went back."""
+    w, base, _ = world
+    _hooked(w, store)
+    _later(w, base, {"model-a": "honest"}, quorum=1)
+    got = w.answered()
+    assert w.h.app.gateway.judge_pending() == 1
+    event = events_to(store, "ep_ann")[-1]
+    assert (event["type"], event["data"]["call_id"]) == ("call.rejudged", got["intentId"])
+    assert (event["data"]["payment"], event["data"]["refund"]) == ("settle", "0")
+    assert w.h.balance("wallet:ann") == FUNDS - PRICE
+
+
 def test_the_final_verdict_judged_later_counts_in_the_providers_window(world: Any) -> None:
     """A call judged after its answer is measured as its final verdict: its first receipt's
     DEGRADED counts in no window, then the judge's cited conflict, FAIL, counts as a fail (and
@@ -181,6 +234,22 @@ def test_a_split_later_goes_to_the_review_queue(world: Any) -> None:
     assert view["money"]["state"] == "reported" and view["meaning"]["outcome"] == "unavailable"
     queue = w.h.ok("root", "GET", "/call-reports?status=open")
     assert got["intentId"] in str(queue)
+
+
+def test_both_parties_hear_of_a_review_a_split_opened_later(world: Any, store: Store) -> None:
+    """The report a split opens is an event like a caller's (``call.reported``, opened by the
+    meaning judges), then the judgment's own (``call.rejudged``)."""
+    w, base, _ = world
+    _hooked(w, store)
+    _later(w, base, {"model-a": "strict", "model-b": "honest"}, quorum=2)
+    got = w.answered()
+    assert w.h.app.gateway.judge_pending() == 1
+    for endpoint in ("ep_ann", "ep_sky"):
+        kinds = [e["type"] for e in events_to(store, endpoint)]
+        assert kinds == ["call.settled", "call.reported", "call.rejudged"]
+        reported = events_to(store, endpoint)[1]["data"]
+        assert reported["call_id"] == got["intentId"]
+        assert reported["opened_by"] == "meaning_judges"
 
 
 def test_a_split_after_a_dismissed_report_leaves_the_ruling_standing(world: Any) -> None:

@@ -24,6 +24,7 @@ from adjudge.receipts import canonical_bytes, verify
 from adjudge.store import Store
 from adjudge.workers import ChatCompletionsCallJudge
 from support.audit import audit
+from support.deliveries import add_endpoint, events_to
 from support.harness import FUNDS
 from support.loopback import AsgiServer
 from support.weather import POLICY, PRICE, PROVIDER, World, check_row, weather_world
@@ -148,6 +149,24 @@ def test_a_split_goes_to_the_review_queue_and_holds_the_charge(world: Any) -> No
         {"upheld": True, "reasons": ["The judges were right."]},
     )
     assert w.h.balance("wallet:ann") == FUNDS
+
+
+def test_both_parties_hear_of_the_review_a_split_opened(world: Any, store: Store) -> None:
+    """The report a split opens is an event like a caller's (``call.reported``, opened by the
+    meaning judges), after the call's ``call.settled``: the parties learn the charge is held
+    before a person."""
+    w, base, _ = world
+    with store.write() as tx:
+        add_endpoint(tx, "ann", "ep_ann", w.h.clock.now())
+        add_endpoint(tx, PROVIDER, "ep_sky", w.h.clock.now())
+    _judged(w, base, {"model-a": "strict", "model-b": "honest"}, quorum=2)
+    got = w.answered()
+    for endpoint in ("ep_ann", "ep_sky"):
+        settled, reported = events_to(store, endpoint)
+        assert (settled["type"], reported["type"]) == ("call.settled", "call.reported")
+        assert reported["data"]["call_id"] == got["intentId"]
+        assert reported["data"]["opened_by"] == "meaning_judges"
+        assert reported["data"]["caller"] == "ann"
 
 
 def test_a_judge_told_to_say_yes_cannot_pass_a_call(world: Any) -> None:

@@ -4,8 +4,9 @@ writes them: the piles the tests of a claim's and a listing's cost read."""
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Any
 
-from sqlalchemy import insert, text
+from sqlalchemy import insert, select, text
 
 from adjudge.store import Store, Transaction, outbox, records
 from adjudge.store.outbox import PENDING
@@ -74,3 +75,17 @@ def pile(
                 for n, m in enumerate(messages)
             ],
         )
+
+
+def events_to(store: Store, endpoint: str) -> list[dict[str, Any]]:
+    """The events written for ``endpoint`` (each ``{"type", "timestamp", "data"}``), oldest
+    first: what its receiver is sent."""
+    m, d = outbox.webhook_messages, outbox.webhook_deliveries
+    with store.read() as tx:
+        rows = tx.conn.execute(
+            select(m.c.payload)
+            .join(d, d.c.message_id == m.c.id)
+            .where(d.c.endpoint_id == endpoint)
+            .order_by(m.c.created_at, m.c.id)
+        ).all()
+    return [dict(row[0]) for row in rows]

@@ -29,7 +29,13 @@ EVENT_TYPES: dict[str, str] = {
     ),
     "task.reveal_due": "a sealed task's agent asked for the check: the poster must reveal",
     "call.settled": "a paid call was verified and its payment decided (settle, refund, void)",
-    "call.reported": "a call's caller reported a bad result: a review is open",
+    "call.reported": (
+        "a call's caller reported a bad result, or its meaning judges split on it: a review is open"
+    ),
+    "call.rejudged": (
+        "a call judged after its answer was judged: its new receipt supersedes the first, and "
+        "may give the charge back"
+    ),
     "call.report_ruled": "an admin ruled on a call's report (upheld gives a charge back)",
     "webhook.test": "a test event an endpoint's owner asked for",
 }
@@ -158,15 +164,48 @@ def call_settled(
 
 
 def call_reported(
-    call_id: str, *, tool: str, provider: str, caller: str, filed_at: datetime
+    call_id: str,
+    *,
+    tool: str,
+    provider: str,
+    caller: str,
+    filed_at: datetime,
+    opened_by: str = "caller",
 ) -> tuple[str, dict[str, Any]]:
-    """``call.reported``: which call was reported and when (the reason stays on the report)."""
+    """``call.reported``: which call was reported, when, and whether by its caller or by its
+    meaning judges' split (the reason stays on the report)."""
     return "call.reported", {
         "call_id": call_id,
         "tool": tool,
         "provider": provider,
         "caller": caller,
         "filed_at": filed_at.isoformat(),
+        "opened_by": opened_by,
+    }
+
+
+def call_rejudged(
+    record: Mapping[str, Any],
+    *,
+    caller: str,
+    refund_minor: int,
+    receipt_id: str,
+    supersedes: str | None,
+) -> tuple[str, dict[str, Any]]:
+    """``call.rejudged``: a call judged after its answer, from the superseding receipt's record
+    (``CallResult.to_dict()``): its final verdict and payment, and what went back to the
+    caller (a receiver that booked the first ``call.settled`` corrects it from this)."""
+    return "call.rejudged", {
+        "call_id": record.get("call_id"),
+        "tool": record.get("tool"),
+        "provider": record.get("provider"),
+        "caller": caller,
+        "verdict": record.get("verdict"),
+        "payment": record.get("payment"),
+        "strike": record.get("strike"),
+        "refund": str(refund_minor),
+        "receipt_id": receipt_id,
+        "supersedes": supersedes,
     }
 
 

@@ -111,12 +111,14 @@ from adjudge.store import (
     hot_rows,
     ids,
     meaning_queue,
+    outbox,
     receipt_log,
     records,
 )
 from adjudge.store import calls as calls_db
 from adjudge.store import gateway as db
 from adjudge.store import holds as holds_db
+from adjudge.webhooks import events
 
 log = logging.getLogger("adjudge.gateway")
 
@@ -916,7 +918,7 @@ class Gateway:
                     key_judges=key_judges,
                 )
             if result.needs_review and payment == "settle":
-                _to_review(tx, stored_call.id, stored.provider, caller.id, result, now)
+                _to_review(tx, stored_call.id, stored.name, stored.provider, caller.id, result, now)
             metrics.verdict(tx, "call", result.verdict.value if result.verdict else "ERROR")
             error_kind = None if result.error is None else result.error.kind
             counted = counted_as(result.verdict, result.effect.enforced, error_kind)
@@ -1005,11 +1007,18 @@ class Gateway:
 
 
 def _to_review(
-    tx: Transaction, call_id: str, provider: str, caller: str, result: CallResult, now: datetime
+    tx: Transaction,
+    call_id: str,
+    tool: str,
+    provider: str,
+    caller: str,
+    result: CallResult,
+    now: datetime,
 ) -> None:
     """A split of the meaning judges goes to a person: the call's charge is kept in its hold
     and a report is opened on the caller's behalf in the review queue, where an admin's ruling
-    refunds (upheld) or releases (dismissed) it through the report's settlement path. A call
+    refunds (upheld) or releases (dismissed) it through the report's settlement path; the
+    parties hear of it as of a report (``call.reported``, opened by the judges). A call
     already reported (a call has one report) is already before a person, or was ruled on: its
     report's ruling stands, and nothing is claimed or opened again."""
     row = next(r for r in result.rows if r.stage == "meaning")
@@ -1025,6 +1034,16 @@ def _to_review(
         reason=f"Sent to review by the meaning judges: {row.reason}"[:2000],
         at=now,
     )
+    reported = events.call_reported(
+        call_id,
+        tool=tool,
+        provider=provider,
+        caller=caller,
+        filed_at=now,
+        opened_by="meaning_judges",
+    )
+    parties = events.call_parties(caller, provider)
+    outbox.emit(tx, parties, reported[0], events.payload(*reported, now), at=now)
 
 
 def _timed(name: str, fn: Callable[[Transaction], T]) -> Callable[[Transaction], T]:

@@ -55,9 +55,10 @@ from adjudge.calls.verify import (
 from adjudge.errors import Conflict, NotFound, StateError, VerificationFailed
 from adjudge.json_text import dumps_utf8
 from adjudge.receipts import VerifyingKey, canonical_bytes
-from adjudge.store import Account, Transaction, meaning_queue, receipt_log, records
+from adjudge.store import Account, Transaction, meaning_queue, outbox, receipt_log, records
 from adjudge.store import calls as calls_db
 from adjudge.store import gateway as db
+from adjudge.webhooks import events
 
 if TYPE_CHECKING:
     from adjudge.app.gateway.calls import Gateway
@@ -269,6 +270,7 @@ def _supersede(
     )
     status = call.status or "settled"
     payment = result.effect.payment.value
+    moved = 0
     if status == "settled" and payment != "settle":
         moved = settlement.refund_judged_call(
             tx,
@@ -282,7 +284,7 @@ def _supersede(
             give_back(tx, call.api_key_id, call.price_minor, call.started_at)
             status = "refunded"
     elif status == "settled" and result.needs_review:
-        _to_review(tx, call.id, call.provider, call.caller, result, now)
+        _to_review(tx, call.id, call.tool, call.provider, call.caller, result, now)
     meaning = next(r for r in result.rows if r.stage == "meaning")
     # What the superseding receipt was derived from, so its replay bundle can re-derive it.
     verification = {"record": result.to_dict(), "judgments": [to_wire(j) for j in judgments]}
@@ -298,6 +300,15 @@ def _supersede(
     final = None if result.verdict is None else result.verdict.value
     db.rejudged(tx, call, status=status, verdict=final, receipt_id=receipt.id)
     requalify(tx, call.id, final, now)  # the provider's window counts the final verdict
+    rejudged = events.call_rejudged(
+        result.to_dict(),
+        caller=call.caller,
+        refund_minor=moved,
+        receipt_id=receipt.id,
+        supersedes=call.receipt_id or row.receipt_id,
+    )
+    parties = events.call_parties(call.caller, call.provider)
+    outbox.emit(tx, parties, rejudged[0], events.payload(*rejudged, now), at=now)
 
 
 def _named_keys(tx: Transaction, viewer: Account) -> set[str]:
