@@ -186,6 +186,36 @@ def test_a_refused_post_shows_its_error(browser: Browser) -> None:
     assert b.h.ok("pat", "GET", "/tasks")["tasks"] == []
 
 
+def test_an_extra_key_is_offered_nothing_it_would_be_refused(browser: Browser) -> None:
+    """Signed in with one of pat's extra keys (a budget for calls), the console says it does
+    not post or fund tasks, and offers no review of a manual task's result, which sends the
+    escrow on pat's word; pat's own key is offered both."""
+    b, page = browser, browser.page
+    b.sign_in("pat")
+    _post(b, "Summarise the report", "2", "manual")
+    tid = _task_id(b)
+    b.sign_in("ann")
+    b.open(f"tasks/{tid}")
+    page.get_by_role("button", name="Take this task").click()
+    page.get_by_label("Result").fill("The summary, with every section.")
+    page.get_by_role("button", name="Submit a result").click()
+    _status(b, "submitted")
+    extra = b.h.ok("pat", "POST", "/accounts/me/api-keys", {"label": "bot"})
+    page.fill("#key", extra["api_key"])
+    page.click("text=Use key")
+    page.locator("#who strong", has_text="pat").wait_for()
+    b.open(f"tasks/{tid}")
+    _status(b, "submitted")
+    page.get_by_role("button", name="Dispute").wait_for()
+    assert page.get_by_role("button", name="Review: approve or reject").count() == 0
+    b.open("post")
+    page.get_by_text("Only the account's own key posts and funds tasks").wait_for()
+    assert page.get_by_role("button", name="Post and fund").count() == 0
+    b.sign_in("pat")
+    b.open(f"tasks/{tid}")
+    page.get_by_role("button", name="Review: approve or reject").wait_for()
+
+
 def test_the_post_form_checks_criteria_before_funding(browser: Browser) -> None:
     """*Check these criteria* shows the lint's findings and the gaming margin under the form;
     nothing is posted or funded, and the form still posts afterwards."""

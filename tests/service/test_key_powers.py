@@ -32,6 +32,17 @@ def _extra(h: Harness, owner: str) -> str:
     return f"{owner}-extra"
 
 
+def test_the_account_says_which_extra_key_asks(h: Harness) -> None:
+    """``GET /accounts/me`` names the extra key a request came with (null for the account's
+    own), so a client offers it nothing the service would refuse it."""
+    extra = _extra(h, "pat")
+    assert h.ok("pat", "GET", "/accounts/me")["extra_key"] is None
+    seen = h.ok(extra, "GET", "/accounts/me")
+    assert seen["id"] == "pat" and seen["extra_key"]["label"] == "ci"
+    listed = h.ok("pat", "GET", "/accounts/me/api-keys")["keys"]
+    assert seen["extra_key"]["id"] == listed[0]["id"]
+
+
 def test_an_admins_extra_key_mints_no_key_and_brings_no_money(h: Harness) -> None:
     """An admin's extra key cannot reissue its own account's key (which would lock the owner
     out with a key of no budget), create an account (a key of its choosing), or deposit; the

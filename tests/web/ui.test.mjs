@@ -99,6 +99,18 @@ test("actions follow the status, the mode and who is asking", () => {
   assert.deepEqual(actionsFor(task(), null), []);
 });
 
+test("an extra key is not offered what only the account's own key may do", () => {
+  const extra = (me) => ({ ...me, extra_key: { id: "key_0123456789abcdef", label: "bot" } });
+  const manual = task({ status: "submitted", mode: "manual", agent: "ann" });
+  assert.deepEqual(names(manual, extra(pat)), ["dispute", "reclaim"]);
+  assert.deepEqual(names(task({ status: "disputed" }), extra(root)), []);
+  // What an extra key may do is still offered.
+  assert.deepEqual(names(task({ status: "assigned", agent: "ann" }), extra(ann)), ["submit", "dry-run"]);
+  const reported = { caller: "ann", provider: "sky", report: { status: "open" } };
+  assert.deepEqual(callActionsFor(reported, root).map(([a]) => a), ["ruling"]);
+  assert.deepEqual(callActionsFor(reported, extra(root)), []);
+});
+
 test("a timed action is offered only once its time has come, by the service's clock, and says when", () => {
   const at = "2026-12-06T10:00:00+00:00";
   const assigned = task({ status: "assigned", agent: "ann", deadline: "2026-12-08T10:00:00+00:00", accepted_at: at, as_of: at });

@@ -195,7 +195,8 @@ class Accounts:
     def me(self, account: Account) -> dict[str, Any]:
         """The caller's account with its balance (what it can spend), what it has held (a
         provider's settled charges until their report deadlines: those past it are paid in
-        first, so the balance is never behind the clock) and, for a verifier, its keys."""
+        first, so the balance is never behind the clock), the extra key it asked with (null
+        for its own key) and, for a verifier, its keys."""
         if "provider" in account.roles:
             now, most = self.unit.now(), settlement.MATURE_BATCH
             if self.unit.read(lambda tx: holds.due(tx, now, provider=account.id, limit=1)):
@@ -209,6 +210,10 @@ class Accounts:
             fresh = records.account(tx, account.id)
             assert fresh is not None
             view = account_view(fresh, tx)
+            # Which key asks: an extra key is refused what sends money on the account's word
+            # (need_primary), so a client offers it none of that.
+            grant = account.key
+            view["extra_key"] = None if grant is None else {"id": grant.id, "label": grant.label}
             if "verifier" in fresh.roles:
                 view["verifier_keys"] = [key_view(k) for k in records.verifier_keys(tx, fresh.id)]
             return view

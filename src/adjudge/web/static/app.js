@@ -686,6 +686,14 @@ async function taskDetail(id) {
 
 async function postForm() {
   const render = claim();
+  if (me.extra_key) {
+    // The service refuses an extra key this (PRIMARY_KEY_REQUIRED): its budget is for calls.
+    render(
+      h("h2", {}, "Post a task"),
+      h("p", {}, `Only the account's own key posts and funds tasks; you signed in with the extra key ${me.extra_key.id} (${me.extra_key.label}), whose budget is for paid calls.`),
+    );
+    return;
+  }
   const title = h("input", { type: "text", required: true, maxlength: 200, name: "title" });
   const brief = h("textarea", { rows: 4, name: "brief" });
   const reward = h("input", { type: "text", required: true, inputmode: "decimal", name: "reward", placeholder: `2.5 = 2.5 ${CURRENCY.code}` });

@@ -140,8 +140,13 @@ export function actionsFor(task, me, now = Date.parse(task?.as_of ?? "") || Date
   if ((task.status === "disputed" || task.status === "escalated") && roles.has("admin")) {
     add("ruling", "Rule as admin");
   }
-  return out;
+  // An extra key's budget is for calls: the service refuses it what sends money on the
+  // account's word (PRIMARY_KEY_REQUIRED), so it is not offered.
+  return me.extra_key ? out.filter(([a]) => !PRIMARY_ONLY.has(a)) : out;
 }
+
+/** What only an account's own key may do (an extra key is refused it). */
+const PRIMARY_ONLY = new Set(["review", "ruling"]);
 
 /** Reasons typed one per line, as the API takes them (blank lines dropped). */
 export function reasonLines(text) {
@@ -375,7 +380,7 @@ export function callActionsFor(call, me) {
   }
   const admin = (me.roles || []).includes("admin");
   const party = me.id === call.caller || me.id === call.provider;
-  if (admin && !party && call.report && call.report.status === "open") {
+  if (admin && !me.extra_key && !party && call.report && call.report.status === "open") {
     out.push(["ruling", "Rule on the report"]);
   }
   return out;
