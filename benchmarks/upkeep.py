@@ -6,7 +6,8 @@ CPU time and the time a lapse, best of ``--reads`` passes. Each lapse is a unit 
 own; queued at once, they share the group commit's transactions.
 
 How: the tasks are posted and taken through the use cases (``App.tasks.post``, ``accept``) on
-the benchmark's own clock, by as many agents as the take limit asks. Run from the repository
+the benchmark's own clock, by as many agents as the take limit asks and as many posters as the
+hour's quota of posts asks (each account as the service bounds it). Run from the repository
 root:
 
     .venv/bin/python benchmarks/upkeep.py                      # SQLite, 100 and 500 due
@@ -24,6 +25,7 @@ from typing import Any
 from dashboards import fresh_store, sized_run
 
 from adjudge.app import App
+from adjudge.app.tasks import POST_QUOTA
 
 #: The most takes an agent holds at once (the service's default limit).
 TAKES = 5
@@ -44,9 +46,7 @@ def run(url: str, sizes: list[int], reads: int) -> dict[str, Any]:
     clock = Clock()
     app = App(store, clock=clock)
     root = app.accounts.authenticate(app.accounts.create(None, "root", ["admin"]).value["api_key"])
-    poster_key = app.accounts.create(None, "pat", ["poster"]).value["api_key"]
-    app.accounts.deposit(root, "pat", 10**15)
-    poster = app.accounts.authenticate(poster_key)
+    posters: list[Any] = []
     agents: list[Any] = []
     rows = []
     for size in sizes:
@@ -57,8 +57,13 @@ def run(url: str, sizes: list[int], reads: int) -> dict[str, Any]:
                     name = f"agent{len(agents)}"
                     made = app.accounts.create(None, name, ["agent"]).value["api_key"]
                     agents.append(app.accounts.authenticate(made))
+                if i // POST_QUOTA >= len(posters):
+                    name = f"poster{len(posters)}"
+                    made = app.accounts.create(None, name, ["poster"]).value["api_key"]
+                    app.accounts.deposit(root, name, 10**15)
+                    posters.append(app.accounts.authenticate(made))
                 posted = app.tasks.post(
-                    poster,
+                    posters[i // POST_QUOTA],
                     title="A task",
                     brief="Write a summary.",
                     reward=1_000_000,

@@ -308,6 +308,7 @@ _TABLE = (
     Code("IDEMPOTENCY_IN_PROGRESS", Unavailable, 429, "The first request with this Idempotency-Key has not ended; send it again later."),
     Code("JUDGE_FAILED", Unavailable, 400, "The judge gave no usable answer; no verdict was posted."),
     Code("LINT_QUOTA_EXCEEDED", Unavailable, 429, "The account's criteria lints for this hour are used up (Retry-After says when)."),
+    Code("POSTS_QUOTA_EXCEEDED", Unavailable, 429, "The account's tasks posted this hour are used up (Retry-After says when)."),
     Code("PROVIDER_UNREACHABLE", Unavailable, 400, "The provider's host does not resolve; nothing was charged."),
     Code("RATE_LIMITED", Unavailable, 429, "A bounded action is used up for now (Retry-After says when)."),
     Code("REGISTRATIONS_AT_ONCE_EXCEEDED", Unavailable, 429, "The account has the most tool and contract registrations being checked at once that it may; wait for one to finish."),

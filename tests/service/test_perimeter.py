@@ -318,6 +318,37 @@ def test_the_dry_run_is_rationed_and_only_for_the_holder(h: Harness) -> None:
     )
 
 
+def test_an_accounts_posts_are_bounded_an_hour(h: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A post cancelled returns its escrow, yet keeps its brief, a receipt and ledger lines: an
+    account may post a bounded number of tasks an hour (here two, cancelled ones counted); the
+    next is ``429 POSTS_QUOTA_EXCEEDED`` with the seconds to wait, nothing posted; a replay or
+    a refused post is not counted; the next hour, or an admin, may post again."""
+    from adjudge.app import tasks as app_tasks  # noqa: PLC0415
+
+    monkeypatch.setattr(app_tasks, "POST_QUOTA", 2)
+    body = {**BASE, "brief": "Write a summary.", "mode": "manual"}
+    broke = {**body, "reward": str(FUNDS + 1)}
+    assert h.refused("pat", "POST", "/tasks", broke) == (409, "INSUFFICIENT_FUNDS")
+    first = h.call("pat", "POST", "/tasks", body, Idempotency_Key="p1")
+    assert first.status_code == 201
+    h.ok("pat", "POST", f"/tasks/{first.json()['id']}/cancel")
+    again = h.call("pat", "POST", "/tasks", body, Idempotency_Key="p1")
+    assert again.status_code == 201 and again.headers["Idempotent-Replayed"] == "true"
+    h.ok("pat", "POST", "/tasks", body)
+    mine = h.ok("pat", "GET", "/tasks?mine=true")["tasks"]
+    refused = h.call("pat", "POST", "/tasks", body)
+    assert (refused.status_code, refused.json()["error"]["code"]) == (429, "POSTS_QUOTA_EXCEEDED")
+    assert 0 < int(refused.headers["Retry-After"]) <= 3601
+    assert h.ok("pat", "GET", "/tasks?mine=true")["tasks"] == mine
+    made = h.ok("root", "POST", "/accounts", {"id": "ada", "roles": ["admin", "poster"]})
+    h.keys["ada"] = made["api_key"]
+    h.ok("root", "POST", "/accounts/ada/deposits", {"amount": "10000000"})
+    for _ in range(3):
+        h.ok("ada", "POST", "/tasks", body)
+    h.advance(minutes=61)
+    h.ok("pat", "POST", "/tasks", body)
+
+
 def _real_checker() -> Any:
     from adjudge.app.wiring import AutoCheck  # noqa: PLC0415
 

@@ -95,6 +95,12 @@ HIDDEN_FIELDS = ("expected_answer",)
 #: Dry runs an agent may make per task per hour (docs/service.md).
 DRY_RUN_QUOTA = 20
 DRY_RUN_WINDOW = timedelta(hours=1)
+#: Tasks one account may post in :data:`POST_WINDOW` (admins: no bound). Cancelling an open
+#: task returns its escrow, so a post and its cancel cost nothing, yet each keeps its brief
+#: (up to 100,000 characters), the cancel's signed receipt on the log everyone shares and its
+#: ledger lines: without a bound, one account grew the database at will.
+POST_QUOTA = 1_000
+POST_WINDOW = timedelta(hours=1)
 #: The furthest deadline ``deadline_hours`` can name (the market refuses beyond 90 days).
 MAX_DEADLINE_HOURS = 24 * 366
 #: Due takes one pass of the lapse sweep applies, at most (the next pass takes the rest).
@@ -103,6 +109,20 @@ SWEEP_BATCH = 100
 #: of checking): a longer one, or criteria that need the regex worker pool, is checked before
 #: the write, holding no lock (:meth:`Tasks.finalize`).
 QUICK_CHECK_CHARS = 8192
+
+
+def _count_post(tx: Transaction, who: Account, now: datetime) -> None:
+    """Count a task posted in its poster's window, in the transaction that stores it (a
+    refused or failed post counts nothing); ``POSTS_QUOTA_EXCEEDED`` past :data:`POST_QUOTA`."""
+    if "admin" in who.roles:
+        return
+    start, wait = quotas.window(now, POST_WINDOW)
+    if quotas.use(tx, f"post:{who.id}", start) > POST_QUOTA:
+        raise RateLimited(
+            f"An account may post {POST_QUOTA} tasks an hour; try again in {wait} s.",
+            retry_after=wait,
+            code="POSTS_QUOTA_EXCEEDED",
+        )
 
 
 @dataclass(frozen=True)
@@ -284,6 +304,7 @@ class Tasks:
         idem = Idempotency.of(key, "tasks.post", inputs)
 
         def run(tx: Transaction) -> dict[str, Any]:
+            _count_post(tx, account, self.unit.now())
             opted_in = False
             verifier_key = None
             if verifier:
