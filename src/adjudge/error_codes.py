@@ -252,7 +252,7 @@ _TABLE = (
     Code("DEADLINE_REACHED", StateError, 409, "The task's deadline has passed."),
     Code("ILLEGAL_TRANSITION", StateError, 409, "The task's state does not allow this step."),
     Code("INSUFFICIENT_FUNDS", StateError, 409, "The account holds too little for this."),
-    Code("KEY_LIMIT_REACHED", StateError, 409, "The account holds the most extra keys it may, or a verifier has registered the most signing keys it may."),
+    Code("KEY_LIMIT_REACHED", StateError, 409, "The account holds the most extra keys it may, or has made the most it may (revoked ones counted), or a verifier has registered the most signing keys it may."),
     Code("LAPSE_NOT_DUE", StateError, 409, "No take of the task is due to lapse."),
     Code("MAX_ATTEMPTS_REACHED", StateError, 409, "Every submission the task allows has been used."),
     Code("MEANING_JUDGMENT_LATE", StateError, 409, "The call's meaning judgment was already given, or its window for key judges closed."),

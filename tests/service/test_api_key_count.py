@@ -4,6 +4,9 @@ with its spending today read at once."""
 
 from __future__ import annotations
 
+import pytest
+
+from adjudge.app import keys as keys_module
 from adjudge.app.keys import MAX_KEYS
 from adjudge.store import Store
 from support.harness import make_harness
@@ -66,3 +69,28 @@ def test_the_revoked_keys_page_newest_revoked_first(store: Store) -> None:
         400,
         "CURSOR_INVALID",
     )
+
+
+def test_the_keys_an_account_makes_are_bounded_revoked_ones_counted(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A revoked key stays on record with what it spent, so an account makes a bounded number
+    of keys (here three), revoked ones counted: the next is ``409 KEY_LIMIT_REACHED``, its
+    message naming the bound, nothing made, however few are live; a retry of one made answers
+    it again; another account is counted apart (before, making and revoking grew the table at
+    will)."""
+    monkeypatch.setattr(keys_module, "MAX_KEYS_MADE", 3)
+    h = make_harness(store)
+    first = h.call("ann", "POST", "/accounts/me/api-keys", {"label": "k0"}, Idempotency_Key="k0")
+    assert first.status_code == 201
+    for n in (1, 2):
+        made = h.ok("ann", "POST", "/accounts/me/api-keys", {"label": f"k{n}"})
+        h.ok("ann", "POST", f"/accounts/me/api-keys/{made['key']['id']}/revoke")
+    refused = h.call("ann", "POST", "/accounts/me/api-keys", {"label": "one more"})
+    assert (refused.status_code, refused.json()["error"]["code"]) == (409, "KEY_LIMIT_REACHED")
+    assert "at most 3 extra keys, revoked ones too" in refused.json()["error"]["message"]
+    again = h.call("ann", "POST", "/accounts/me/api-keys", {"label": "k0"}, Idempotency_Key="k0")
+    assert again.headers["Idempotent-Replayed"] == "true" and again.json() == first.json()
+    assert len(h.ok("ann", "GET", "/accounts/me/api-keys")["keys"]) == 1
+    assert len(h.ok("ann", "GET", "/accounts/me/api-keys?revoked=true")["keys"]) == 2
+    assert h.ok("bob", "POST", "/accounts/me/api-keys", {"label": "bob's"})

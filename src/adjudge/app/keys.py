@@ -30,6 +30,9 @@ from adjudge.store.records import key_hash
 
 #: The most extra keys an account may hold at once (revoked ones do not count).
 MAX_KEYS = 50
+#: The most extra keys an account makes, revoked ones counted: each stays on record with what
+#: it spent, so without a bound one account grew the table at will; a key a day is 27 years.
+MAX_KEYS_MADE = 10_000
 #: The longest label.
 MAX_LABEL = 100
 #: The most revoked keys a page lists.
@@ -97,6 +100,13 @@ class Keys:
             if api_keys.live_count(tx, owner.id) >= MAX_KEYS:
                 raise StateError(
                     f"An account holds at most {MAX_KEYS} extra keys; revoke one first.",
+                    code="KEY_LIMIT_REACHED",
+                )
+            if api_keys.made_count(tx, owner.id) >= MAX_KEYS_MADE:
+                raise StateError(
+                    f"An account makes at most {MAX_KEYS_MADE} extra keys, revoked ones too "
+                    "(they stay on record with what they spent); keep using a live key, or "
+                    "ask an admin for another account.",
                     code="KEY_LIMIT_REACHED",
                 )
             secret = new_api_key()

@@ -165,6 +165,13 @@ def spent_by(tx: Transaction, key_ids: Sequence[str], day: str) -> dict[str, int
     return {key: found.get(key, 0) for key in key_ids}
 
 
+def made_count(tx: Transaction, account_id: str) -> int:
+    """How many keys an account made, revoked ones too (its range of the index: at most its
+    bound, whatever other accounts made)."""
+    q = select(func.count()).where(api_keys.c.account_id == account_id)
+    return int(tx.conn.execute(q).scalar_one())
+
+
 def live_count(tx: Transaction, account_id: str) -> int:
     """How many of an account's keys are not revoked (counted by the database, not listed)."""
     k = api_keys.c
