@@ -280,7 +280,7 @@ _TABLE = (
     Code("VERIFIER_NOT_OPTED_IN", StateError, 409, "The agent named as verifier does not take verification jobs."),
     Code("WEBHOOK_DELIVERY_IN_FLIGHT", StateError, 409, "The delivery is being attempted right now."),
     Code("WEBHOOK_ENDPOINT_DISABLED", StateError, 409, "The webhook endpoint is disabled."),
-    Code("WEBHOOK_ENDPOINT_LIMIT", StateError, 409, "The account has the most enabled endpoints it may."),
+    Code("WEBHOOK_ENDPOINT_LIMIT", StateError, 409, "The account has the most enabled endpoints it may, or has made the most it may (deleted ones counted)."),
     # --- VerificationFailed: what was checked is wrong
     Code("INTEGRITY_PROOF_REQUIRED", VerificationFailed, 400, "A PASS without the oracle's evidence-integrity proof is refused."),
     Code("INVALID_RECEIPT", VerificationFailed, 400, "A receipt that does not verify."),

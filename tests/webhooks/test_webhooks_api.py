@@ -100,6 +100,36 @@ def test_refusals_have_stable_codes(sqlite_store: Store) -> None:
     assert _create(h, "pat", "https://example.com/11").status_code == 201
 
 
+def test_the_endpoints_an_account_makes_are_bounded_deleted_ones_counted(
+    sqlite_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A deleted endpoint stays on record with its delivery log, so an account makes a bounded
+    number of endpoints (here three), deleted ones counted: the next is ``409
+    WEBHOOK_ENDPOINT_LIMIT``, its message naming the bound, nothing made, however few are
+    enabled; a retry of one made answers it again; another account is counted apart (before,
+    making and deleting grew the table at will)."""
+    from adjudge.app import webhooks as app_webhooks  # noqa: PLC0415
+
+    monkeypatch.setattr(app_webhooks, "MAX_ENDPOINTS_MADE", 3)
+    h = make_harness(sqlite_store)
+    first = _create(h, "pat", "https://example.com/0", key="e0")
+    assert first.status_code == 201
+    for n in (1, 2):
+        made = _create(h, "pat", f"https://example.com/{n}").json()
+        h.ok("pat", "DELETE", f"/webhooks/endpoints/{made['id']}")
+    refused = _create(h, "pat", "https://example.com/3")
+    assert (refused.status_code, refused.json()["error"]["code"]) == (
+        409,
+        "WEBHOOK_ENDPOINT_LIMIT",
+    )
+    assert "at most 3 endpoints, deleted ones too" in refused.json()["error"]["message"]
+    again = _create(h, "pat", "https://example.com/0", key="e0")
+    assert again.headers["Idempotent-Replayed"] == "true" and again.json() == first.json()
+    assert len(h.ok("pat", "GET", "/webhooks/endpoints")["endpoints"]) == 1
+    assert len(h.ok("pat", "GET", "/webhooks/endpoints?disabled=true")["endpoints"]) == 2
+    assert _create(h, "bob", "https://example.com/b").status_code == 201
+
+
 def test_a_subscription_gets_only_its_event_types(
     wh: Harness, receiver: Receiver, sender: Sender
 ) -> None:

@@ -1,10 +1,11 @@
 """Webhook use cases: endpoints, the delivery log, replays, and the delivery worker.
 
 - Any account registers endpoints (at most :data:`WebhookSettings.max_endpoints` enabled at
-  once), each with a fresh ``whsec_`` secret shown once, in the answer of its creation (and to
-  the same caller again on a retry with the same Idempotency-Key: that answer is sealed under
-  the key, :meth:`UnitOfWork.once`). The store keeps the secret sealed with the server key
-  (:class:`adjudge.gateway.SecretBox`); no read returns it.
+  once, :data:`MAX_ENDPOINTS_MADE` ever), each with a fresh ``whsec_`` secret shown once, in
+  the answer of its creation (and to the same caller again on a retry with the same
+  Idempotency-Key: that answer is sealed under the key, :meth:`UnitOfWork.once`). The store
+  keeps the secret sealed with the server key (:class:`adjudge.gateway.SecretBox`); no read
+  returns it.
 - Events are written by the state changes themselves (``outbox.emit`` in
   :mod:`adjudge.app.settlement` and :mod:`adjudge.app.calls`), in their transactions.
 - :meth:`Webhooks.deliver_due` is one pass of the worker: lease the due deliveries, send them
@@ -40,6 +41,10 @@ log = logging.getLogger("adjudge.webhooks")
 STATUSES = (outbox.PENDING, outbox.DELIVERED, outbox.FAILED)
 #: The most disabled endpoints a page lists.
 MAX_ENDPOINT_PAGE = 100
+#: The most endpoints an account makes, deleted ones counted: a deleted endpoint stays on record
+#: with its delivery log, so without a bound one account grew the table at will; a new endpoint
+#: a day (how a secret is rotated) is 27 years.
+MAX_ENDPOINTS_MADE = 10_000
 
 
 @dataclass(frozen=True)
@@ -163,6 +168,13 @@ class Webhooks:
                 raise StateError(
                     f"An account has at most {self.settings.max_endpoints} enabled endpoints; "
                     "delete one first.",
+                    code="WEBHOOK_ENDPOINT_LIMIT",
+                )
+            if outbox.made_count(tx, account.id) >= MAX_ENDPOINTS_MADE:
+                raise StateError(
+                    f"An account makes at most {MAX_ENDPOINTS_MADE} endpoints, deleted ones too "
+                    "(they stay on record with their delivery logs); keep using an enabled "
+                    "one, or ask an admin for another account.",
                     code="WEBHOOK_ENDPOINT_LIMIT",
                 )
             endpoint_id = "whep_" + ids.ordered_hex(24)

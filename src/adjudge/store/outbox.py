@@ -357,6 +357,13 @@ def disabled_endpoints(tx: Transaction, account_id: str, *, cursor: str | None, 
     return Page([_endpoint(r._mapping) for r in rows], more)
 
 
+def made_count(tx: Transaction, account_id: str) -> int:
+    """How many endpoints an account made, disabled ones too (its range of the index: at most
+    its bound, whatever other accounts made)."""
+    q = select(func.count()).where(webhook_endpoints.c.account_id == account_id)
+    return int(tx.conn.execute(q).scalar_one())
+
+
 def enabled_count(tx: Transaction, account_id: str) -> int:
     """How many of an account's endpoints are enabled (counted on their range of the index)."""
     e = webhook_endpoints.c
