@@ -275,6 +275,7 @@ _TABLE = (
     Code("REVEAL_OVERDUE", StateError, 409, "The time to reveal is over (it was due and passed, or the seal broke); the task escalated."),
     Code("SEAL_ALREADY_REVEALED", StateError, 409, "A task's sealed criteria are revealed once."),
     Code("TAKE_LIMIT_REACHED", StateError, 409, "The agent holds the most open takes the service allows."),
+    Code("TOOL_LIMIT_REACHED", StateError, 409, "The provider has registered the most tools it may."),
     Code("TOOL_POLICY_MISSING", StateError, 400, "The tool's decision policy is not registered yet; nothing was charged."),
     Code("VERIFIER_KEY_REQUIRED", StateError, 409, "The verifier has registered no key to sign verdicts with."),
     Code("VERIFIER_NOT_OPTED_IN", StateError, 409, "The agent named as verifier does not take verification jobs."),

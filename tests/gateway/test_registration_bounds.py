@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from adjudge.app import calls as call_use_cases
 from adjudge.app.demo import WEATHER_POLICY
 from adjudge.app.gateway import tools as tool_use_cases
 from adjudge.calls.tools import MAX_REGISTERED_VALUES
@@ -127,3 +128,38 @@ def test_a_policy_past_the_bound_is_refused_before_it_is_parsed(h: Harness) -> N
     assert (r.status_code, r.json()["error"]["code"]) == (400, "POLICY_INVALID")
     assert "2,000 JSON values" in r.json()["error"]["message"]
     h.ok("sky", "POST", "/tools/weather_forecast/policies", {"policy": WEATHER_POLICY})
+
+
+def test_a_provider_registers_a_bounded_number_of_tools(
+    h: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each tool name keeps its contracts, policies and catalog versions for good: a provider
+    registers a bounded number of names (here two, by either route), then ``409
+    TOOL_LIMIT_REACHED`` naming the bound, nothing stored; a new version of one of its tools
+    and a retry of a registration are served, and another provider is counted apart (before,
+    any number)."""
+    monkeypatch.setattr(call_use_cases, "MAX_PROVIDER_TOOLS", 2)
+    first = h.call(
+        "sky", "POST", "/tools/callable", {"tool": _document("sky", "one", 0)}, Idempotency_Key="t1"
+    )
+    assert first.status_code == 201
+    h.ok(
+        "sky",
+        "POST",
+        "/tools",
+        {"contract": {**_document("sky", "two", 0)["contract"], "tool": "two"}},
+    )
+    r = h.call("sky", "POST", "/tools/callable", {"tool": _document("sky", "three", 0)})
+    assert (r.status_code, r.json()["error"]["code"]) == (409, "TOOL_LIMIT_REACHED")
+    assert "at most 2 tools" in r.json()["error"]["message"]
+    contract = {**_document("sky", "three", 0)["contract"], "tool": "three"}
+    assert h.refused("sky", "POST", "/tools", {"contract": contract}) == (409, "TOOL_LIMIT_REACHED")
+    assert h.refused("ann", "GET", "/tools/three") == (404, "TOOL_NOT_FOUND")
+    again = h.call(
+        "sky", "POST", "/tools/callable", {"tool": _document("sky", "one", 0)}, Idempotency_Key="t1"
+    )
+    assert again.headers["Idempotent-Replayed"] == "true" and again.json() == first.json()
+    assert (
+        h.ok("sky", "POST", "/tools/callable", {"tool": _document("sky", "one", 0)})["version"] == 2
+    )
+    h.ok("sun", "POST", "/tools/callable", {"tool": _document("sun", "three", 0)})

@@ -115,6 +115,9 @@ VERIFY_QUOTA = 1_000
 VERIFY_WINDOW = timedelta(hours=1)
 #: How many reports a page of the review queue holds at most.
 MAX_REPORT_PAGE = 100
+#: The most tool names a provider registers: each keeps its contracts, policies and catalog
+#: versions for good, so without a bound one provider grew them all at will.
+MAX_PROVIDER_TOOLS = 1_000
 
 
 def _judged_under(envelope: object) -> str | None:
@@ -211,6 +214,20 @@ def _count_verification(tx: Transaction, who: Account, now: datetime) -> None:
             f"in {wait} s.",
             retry_after=wait,
             code="VERIFICATIONS_QUOTA_EXCEEDED",
+        )
+
+
+def room_for_tool(tx: Transaction, provider: str, tool: str) -> None:
+    """Refuse a contract that would give ``provider`` a new tool name past
+    :data:`MAX_PROVIDER_TOOLS` (``TOOL_LIMIT_REACHED``), counted on the provider's names with
+    its row locked (two processes at once: one passes the bound). A name it or another owns
+    already is left to the registration."""
+    records.lock_account(tx, provider)
+    if db.tool_owner(tx, tool) is None and db.tool_count(tx, provider) >= MAX_PROVIDER_TOOLS:
+        raise StateError(
+            f"A provider registers at most {MAX_PROVIDER_TOOLS} tools; register a new version "
+            "of one of yours instead.",
+            code="TOOL_LIMIT_REACHED",
         )
 
 
@@ -378,6 +395,7 @@ class Calls:
 
         def run(tx: Transaction) -> dict[str, Any]:
             now = self.unit.now()
+            room_for_tool(tx, who.id, parsed.tool)
             stored = db.add_contract(
                 tx,
                 tool=parsed.tool,

@@ -59,6 +59,7 @@ __all__ = [
     "policy",
     "set_terms",
     "terms",
+    "tool_count",
     "tool_owner",
 ]
 
@@ -219,6 +220,13 @@ def tool_owner(tx: Transaction, tool: str) -> str | None:
     return None if value is None else str(value)
 
 
+def tool_count(tx: Transaction, provider: str) -> int:
+    """How many tool names ``provider`` owns (its range of the owners' index: at most its
+    bound, whatever other providers registered)."""
+    q = select(func.count()).where(tool_owners.c.provider == provider)
+    return int(tx.conn.execute(q).scalar_one())
+
+
 def _claim(tx: Transaction, tool: str, provider: str) -> str:
     """Claim ``tool`` for ``provider`` unless it has an owner; its owner. The claim is a row
     keyed by the name: on PostgreSQL a second first registration of the name waits for the
@@ -236,6 +244,8 @@ tool_owners = Table(
     s.metadata,
     Column("tool", String(200), primary_key=True),
     Column("provider", String(64), ForeignKey("accounts.id"), nullable=False),
+    # A provider's names, counted against its bound before it claims another (revision 0054).
+    Index("ix_tool_owners_provider", "provider"),
 )
 _CLAIM = {
     "sqlite": sqlite.insert(tool_owners).on_conflict_do_nothing(),

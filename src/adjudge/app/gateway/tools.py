@@ -16,7 +16,7 @@ from typing import Any
 
 from adjudge.app.accounts import need_role
 from adjudge.app.at_once import AtOnce
-from adjudge.app.calls import contract_view
+from adjudge.app.calls import contract_view, room_for_tool
 from adjudge.app.gateway.parsed import judging_policy, parsed_tool
 from adjudge.app.gateway.views import tool_view
 from adjudge.app.unit import Answer, Idempotency, UnitOfWork
@@ -102,6 +102,7 @@ class Tools:
                     f"{tool.name} is {owner}'s tool; register yours under another name.",
                     code="NOT_TOOL_PROVIDER",
                 )
+            room_for_tool(tx, provider.id, tool.name)
             found = calls_db.contract(tx, tool.name, version)
             if found is None:
                 stored_contract = calls_db.add_contract(
