@@ -163,3 +163,56 @@ def test_a_provider_registers_a_bounded_number_of_tools(
         h.ok("sky", "POST", "/tools/callable", {"tool": _document("sky", "one", 0)})["version"] == 2
     )
     h.ok("sun", "POST", "/tools/callable", {"tool": _document("sun", "three", 0)})
+
+
+def test_a_tools_versions_are_bounded(h: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tool's contract versions, its policy versions (every policy of it counted) and its
+    catalog versions are kept for good: each is bounded (here two, two and three), then ``409
+    CONTRACT_LIMIT_REACHED``, ``POLICY_LIMIT_REACHED`` or ``TOOL_VERSION_LIMIT_REACHED``
+    naming the bound, nothing stored; a version stored already is still refused as it was, a
+    retry of a registration is answered again, and another tool is counted apart (before, any
+    number of each)."""
+    monkeypatch.setattr(call_use_cases, "MAX_CONTRACT_VERSIONS", 2)
+    monkeypatch.setattr(call_use_cases, "MAX_POLICY_VERSIONS", 2)
+    monkeypatch.setattr(tool_use_cases, "MAX_TOOL_VERSIONS", 3)
+    name = "weather_forecast"
+    document = _document("sky", name, 0)
+    h.ok("sky", "POST", "/tools/callable", {"tool": document})
+    second = {"contract": {**document["contract"], "tool": name, "version": "2"}}
+    made = h.call("sky", "POST", "/tools", second, Idempotency_Key="c2")
+    assert made.status_code == 201
+    third = {"contract": {**document["contract"], "tool": name, "version": "3"}}
+    r = h.call("sky", "POST", "/tools", third)
+    assert (r.status_code, r.json()["error"]["code"]) == (409, "CONTRACT_LIMIT_REACHED")
+    assert "at most 2 contract versions" in r.json()["error"]["message"]
+    newer = {**document, "contract": third["contract"]}
+    assert h.refused("sky", "POST", "/tools/callable", {"tool": newer}) == (
+        409,
+        "CONTRACT_LIMIT_REACHED",
+    )
+    again = h.call("sky", "POST", "/tools", second, Idempotency_Key="c2")
+    assert again.headers["Idempotent-Replayed"] == "true" and again.json() == made.json()
+    assert h.refused("sky", "POST", "/tools", second) == (409, "CONTRACT_EXISTS")
+    calm = {**document["contract"], "tool": "calm"}
+    h.ok("sky", "POST", "/tools", {"contract": calm})
+    h.ok("sky", "POST", "/tools", {"contract": {**calm, "version": "2"}})
+
+    for _ in range(2):  # versions 2 and 3 of the catalog's entry
+        h.ok("sky", "POST", "/tools/callable", {"tool": document})
+    r = h.call("sky", "POST", "/tools/callable", {"tool": document})
+    assert (r.status_code, r.json()["error"]["code"]) == (409, "TOOL_VERSION_LIMIT_REACHED")
+    assert "at most 3 versions" in r.json()["error"]["message"]
+    assert h.ok("ann", "GET", f"/tools/{name}")["version"] == 3
+
+    path = f"/tools/{name}/policies"
+    first = h.call("sky", "POST", path, {"policy": WEATHER_POLICY}, Idempotency_Key="p1")
+    assert first.status_code == 201
+    h.ok("sky", "POST", path, {"policy": {**WEATHER_POLICY, "version": 2}})
+    other = {**WEATHER_POLICY, "policy": "weather-strict"}
+    r = h.call("sky", "POST", path, {"policy": other})
+    assert (r.status_code, r.json()["error"]["code"]) == (409, "POLICY_LIMIT_REACHED")
+    assert "at most 2 policy versions" in r.json()["error"]["message"]
+    assert h.refused("root", "POST", path, {"policy": other}) == (409, "POLICY_LIMIT_REACHED")
+    again = h.call("sky", "POST", path, {"policy": WEATHER_POLICY}, Idempotency_Key="p1")
+    assert again.headers["Idempotent-Replayed"] == "true" and again.json() == first.json()
+    assert h.refused("sky", "POST", path, {"policy": WEATHER_POLICY}) == (409, "POLICY_EXISTS")

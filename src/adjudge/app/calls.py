@@ -118,6 +118,11 @@ MAX_REPORT_PAGE = 100
 #: The most tool names a provider registers: each keeps its contracts, policies and catalog
 #: versions for good, so without a bound one provider grew them all at will.
 MAX_PROVIDER_TOOLS = 1_000
+#: The most contract versions a tool registers, and policy versions (every policy id of the
+#: tool counted): each is kept for good (a call replays under the versions that judged it), so
+#: without a bound one tool's provider grew them at will.
+MAX_CONTRACT_VERSIONS = 1_000
+MAX_POLICY_VERSIONS = 1_000
 
 
 def _judged_under(envelope: object) -> str | None:
@@ -217,17 +222,29 @@ def _count_verification(tx: Transaction, who: Account, now: datetime) -> None:
         )
 
 
-def room_for_tool(tx: Transaction, provider: str, tool: str) -> None:
+def room_for_contract(tx: Transaction, provider: str, tool: str, version: str) -> None:
     """Refuse a contract that would give ``provider`` a new tool name past
-    :data:`MAX_PROVIDER_TOOLS` (``TOOL_LIMIT_REACHED``), counted on the provider's names with
-    its row locked (two processes at once: one passes the bound). A name it or another owns
-    already is left to the registration."""
+    :data:`MAX_PROVIDER_TOOLS` (``TOOL_LIMIT_REACHED``), or its tool a new version past
+    :data:`MAX_CONTRACT_VERSIONS` (``CONTRACT_LIMIT_REACHED``), each counted on its own range
+    of an index with the provider's row locked (two processes at once: one passes the bound).
+    Another's name, or a version stored already, is left to the registration."""
     records.lock_account(tx, provider)
-    if db.tool_owner(tx, tool) is None and db.tool_count(tx, provider) >= MAX_PROVIDER_TOOLS:
+    owner = db.tool_owner(tx, tool)
+    if owner is None and db.tool_count(tx, provider) >= MAX_PROVIDER_TOOLS:
         raise StateError(
             f"A provider registers at most {MAX_PROVIDER_TOOLS} tools; register a new version "
             "of one of yours instead.",
             code="TOOL_LIMIT_REACHED",
+        )
+    if (
+        owner == provider
+        and db.contract(tx, tool, version) is None
+        and db.contract_count(tx, tool) >= MAX_CONTRACT_VERSIONS
+    ):
+        raise StateError(
+            f"A tool registers at most {MAX_CONTRACT_VERSIONS} contract versions; {tool} has "
+            "them all: register the contract under a new tool name.",
+            code="CONTRACT_LIMIT_REACHED",
         )
 
 
@@ -395,7 +412,7 @@ class Calls:
 
         def run(tx: Transaction) -> dict[str, Any]:
             now = self.unit.now()
-            room_for_tool(tx, who.id, parsed.tool)
+            room_for_contract(tx, who.id, parsed.tool, parsed.version)
             stored = db.add_contract(
                 tx,
                 tool=parsed.tool,
@@ -441,6 +458,16 @@ class Calls:
             if parsed.version > MAX_VERSION:
                 raise CriteriaError(
                     f"A policy version is at most {MAX_VERSION}.", code="POLICY_INVALID"
+                )
+            records.lock_account(tx, owner)  # two processes at once: one passes the bound
+            if (
+                db.policy(tx, tool, parsed.policy_id, parsed.version) is None
+                and db.policy_count(tx, tool) >= MAX_POLICY_VERSIONS
+            ):
+                raise StateError(
+                    f"A tool registers at most {MAX_POLICY_VERSIONS} policy versions, every "
+                    f"policy of it counted; {tool} has them all.",
+                    code="POLICY_LIMIT_REACHED",
                 )
             stored = db.add_policy(
                 tx,

@@ -51,12 +51,14 @@ __all__ = [
     "call",
     "call_by_receipt",
     "contract",
+    "contract_count",
     "latest_contract",
     "latest_policy",
     "latest_proposal",
     "observations",
     "policies_in_force",
     "policy",
+    "policy_count",
     "set_terms",
     "terms",
     "tool_count",
@@ -294,6 +296,13 @@ def contract(tx: Transaction, tool: str, version: str) -> StoredContract | None:
     return _contract(row) if row else None
 
 
+def contract_count(tx: Transaction, tool: str) -> int:
+    """How many contract versions ``tool`` has (its range of the contracts' index: at most its
+    bound, whatever other tools registered)."""
+    q = select(func.count()).where(call_contracts.c.tool == tool)
+    return int(tx.conn.execute(q).scalar_one())
+
+
 def latest_contract(tx: Transaction, tool: str) -> StoredContract | None:
     """The tool's most recently registered contract, or None."""
     q = (
@@ -387,6 +396,13 @@ def policies_in_force(
             if stored is not None:
                 found[ref] = stored
     return found
+
+
+def policy_count(tx: Transaction, tool: str) -> int:
+    """How many policy versions ``tool`` has, every policy id of it (its range of the policies'
+    index: at most its bound, whatever other tools registered)."""
+    q = select(func.count()).where(call_policies.c.tool == tool)
+    return int(tx.conn.execute(q).scalar_one())
 
 
 def latest_policy(tx: Transaction, tool: str) -> StoredPolicy | None:

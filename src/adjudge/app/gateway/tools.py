@@ -16,7 +16,7 @@ from typing import Any
 
 from adjudge.app.accounts import need_role
 from adjudge.app.at_once import AtOnce
-from adjudge.app.calls import contract_view, room_for_tool
+from adjudge.app.calls import contract_view, room_for_contract
 from adjudge.app.gateway.parsed import judging_policy, parsed_tool
 from adjudge.app.gateway.views import tool_view
 from adjudge.app.unit import Answer, Idempotency, UnitOfWork
@@ -24,7 +24,7 @@ from adjudge.calls import parse_tool, registrable
 from adjudge.calls.openapi import mcp_tool_document, openapi_tool_document
 from adjudge.calls.pricing import DEFAULT_PRICE_NOTICE, announce
 from adjudge.calls.verify import digest_of
-from adjudge.errors import BadInput, Conflict, NotAllowed, NotFound
+from adjudge.errors import BadInput, Conflict, NotAllowed, NotFound, StateError
 from adjudge.gateway import ProviderCredential, SecretBox
 from adjudge.market.money import LEDGER_CURRENCY
 from adjudge.store import Account, Transaction
@@ -33,6 +33,10 @@ from adjudge.store import gateway as db
 
 #: The MCP endpoint's own tools: no provider tool may take these names.
 META_TOOLS = frozenset({"search_tools", "get_tool", "call_tool"})
+#: The most catalog versions a tool name registers: each registration and each price change is
+#: one, kept for good (a call names the version it was made at), so without a bound one
+#: provider grew them at will; a change a day is 27 years.
+MAX_TOOL_VERSIONS = 10_000
 
 
 class Tools:
@@ -102,7 +106,14 @@ class Tools:
                     f"{tool.name} is {owner}'s tool; register yours under another name.",
                     code="NOT_TOOL_PROVIDER",
                 )
-            room_for_tool(tx, provider.id, tool.name)
+            room_for_contract(tx, provider.id, tool.name, version)
+            previous = db.tool(tx, tool.name)
+            if previous is not None and previous.version >= MAX_TOOL_VERSIONS:
+                raise StateError(
+                    f"A tool registers at most {MAX_TOOL_VERSIONS} versions; {tool.name} has "
+                    "them all: register the changed tool under a new name.",
+                    code="TOOL_VERSION_LIMIT_REACHED",
+                )
             found = calls_db.contract(tx, tool.name, version)
             if found is None:
                 stored_contract = calls_db.add_contract(
@@ -122,7 +133,6 @@ class Tools:
                 )
             else:
                 stored_contract = found
-            previous = db.tool(tx, tool.name)
             stored = db.add_tool(
                 tx,
                 name=tool.name,
