@@ -159,9 +159,8 @@ def test_a_provider_registers_a_bounded_number_of_tools(
         "sky", "POST", "/tools/callable", {"tool": _document("sky", "one", 0)}, Idempotency_Key="t1"
     )
     assert again.headers["Idempotent-Replayed"] == "true" and again.json() == first.json()
-    assert (
-        h.ok("sky", "POST", "/tools/callable", {"tool": _document("sky", "one", 0)})["version"] == 2
-    )
+    changed = {**_document("sky", "one", 0), "description": "Changed."}
+    assert h.ok("sky", "POST", "/tools/callable", {"tool": changed})["version"] == 2
     h.ok("sun", "POST", "/tools/callable", {"tool": _document("sun", "three", 0)})
 
 
@@ -197,12 +196,16 @@ def test_a_tools_versions_are_bounded(h: Harness, monkeypatch: pytest.MonkeyPatc
     h.ok("sky", "POST", "/tools", {"contract": calm})
     h.ok("sky", "POST", "/tools", {"contract": {**calm, "version": "2"}})
 
-    for _ in range(2):  # versions 2 and 3 of the catalog's entry
-        h.ok("sky", "POST", "/tools/callable", {"tool": document})
-    r = h.call("sky", "POST", "/tools/callable", {"tool": document})
+    for n in (2, 3):  # versions 2 and 3 of the catalog's entry
+        h.ok("sky", "POST", "/tools/callable", {"tool": {**document, "description": f"v{n}"}})
+    r = h.call("sky", "POST", "/tools/callable", {"tool": {**document, "description": "v4"}})
     assert (r.status_code, r.json()["error"]["code"]) == (409, "TOOL_VERSION_LIMIT_REACHED")
     assert "at most 3 versions" in r.json()["error"]["message"]
     assert h.ok("ann", "GET", f"/tools/{name}")["version"] == 3
+    # The latest version registered again (a deploy that registers its tools each time) is
+    # that version, at the bound too.
+    again = h.ok("sky", "POST", "/tools/callable", {"tool": {**document, "description": "v3"}})
+    assert again["version"] == 3
 
     path = f"/tools/{name}/policies"
     first = h.call("sky", "POST", path, {"policy": WEATHER_POLICY}, Idempotency_Key="p1")
