@@ -805,10 +805,19 @@ class Client:
         *,
         passed: bool,
         reasons: list[str] | None = None,
+        attempt: int | None = None,
+        result_digest: str | None = None,
         idempotency_key: str | None = None,
     ) -> Task:
-        """Approve or reject a submitted result (manual mode, the poster; up to 20 reasons)."""
-        body = {"passed": passed, "reasons": reasons or []}
+        """Approve or reject a submitted result (manual mode, the poster; up to 20 reasons).
+        ``attempt`` and ``result_digest`` name the submission read (from the task as fetched):
+        if the agent has submitted again since, the service refuses (``SUBMISSION_CHANGED``)
+        instead of judging work nobody read."""
+        body: dict[str, Any] = {"passed": passed, "reasons": reasons or []}
+        if attempt is not None:
+            body["attempt"] = attempt
+        if result_digest is not None:
+            body["result_digest"] = result_digest
         return self.act(task_id, "review", body, idempotency_key=idempotency_key)
 
     def verdict(

@@ -276,6 +276,7 @@ _TABLE = (
     Code("REVEAL_NOT_DUE", StateError, 409, "Sealed criteria are revealed once a submission waits to be judged."),
     Code("REVEAL_OVERDUE", StateError, 409, "The time to reveal is over (it was due and passed, or the seal broke); the task escalated."),
     Code("SEAL_ALREADY_REVEALED", StateError, 409, "A task's sealed criteria are revealed once."),
+    Code("SUBMISSION_CHANGED", StateError, 409, "The agent submitted again since the reviewed submission was read; read the latest, then review it."),
     Code("TAKE_LIMIT_REACHED", StateError, 409, "The agent holds the most open takes the service allows."),
     Code("TOOL_LIMIT_REACHED", StateError, 409, "The provider has registered the most tools it may."),
     Code("TOOL_POLICY_MISSING", StateError, 400, "The tool's decision policy is not registered yet; nothing was charged."),

@@ -216,6 +216,36 @@ def test_an_extra_key_is_offered_nothing_it_would_be_refused(browser: Browser) -
     page.get_by_role("button", name="Review: approve or reject").wait_for()
 
 
+def test_a_review_from_a_page_read_before_a_resubmission_judges_nothing(
+    browser: Browser,
+) -> None:
+    """The poster's page shows attempt 1; meanwhile (another tab) attempt 1 is rejected and the
+    agent submits again. The old page's approval names the submission it showed, so it is
+    refused, said on the page, and nothing is paid: before, it completed the task on attempt 2,
+    which nobody had read."""
+    b, h = browser, browser.h
+    page = b.page
+    tid = h.post("manual", deadline_hours=72)
+    h.ok("ann", "POST", f"/tasks/{tid}/accept")
+    h.ok("ann", "POST", f"/tasks/{tid}/submissions", {"result": GOOD})
+    b.sign_in("pat")
+    b.open(f"tasks/{tid}")
+    page.locator("pre.text", has_text=GOOD).wait_for()
+    h.ok("pat", "POST", f"/tasks/{tid}/review", {"passed": False, "reasons": ["too short"]})
+    h.ok("ann", "POST", f"/tasks/{tid}/submissions", {"result": "Never shown to the poster."})
+    before = h.balance("wallet:ann")
+    page.get_by_label("Verdict").select_option("pass")
+    page.get_by_role("button", name="Review: approve or reject").click()
+    page.get_by_role("alert").filter(has_text="SUBMISSION_CHANGED").wait_for()
+    assert h.ok("pat", "GET", f"/tasks/{tid}")["status"] == "submitted"
+    assert h.balance("wallet:ann") == before
+    b.open(f"tasks/{tid}")  # read afresh: the review is of attempt 2
+    page.get_by_label("Verdict").select_option("fail")
+    page.get_by_label("Reasons").fill("Still too short.")
+    page.get_by_role("button", name="Review: approve or reject").click()
+    _status(b, "failed")
+
+
 def test_the_post_form_checks_criteria_before_funding(browser: Browser) -> None:
     """*Check these criteria* shows the lint's findings and the gaming margin under the form;
     nothing is posted or funded, and the form still posts afterwards."""

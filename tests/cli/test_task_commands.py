@@ -35,7 +35,9 @@ def test_walk_a_manual_task_from_the_terminal(sqlite_store: Store, tmp_path: Pat
         code, _, err = run("pat", "review", tid)
         assert code == 1 and err.startswith("ILLEGAL_TRANSITION:")
         assert run("ann", "submit", tid, str(result_file))[0] == 0
-        code, out, _ = run("pat", "review", tid)
+        code, _, err = run("pat", "review", tid, "--attempt", "1")  # read before it
+        assert code == 1 and err.startswith("SUBMISSION_CHANGED:")
+        code, out, _ = run("pat", "review", tid, "--attempt", "2")
         assert code == 0 and "paid_on_pass" in out
         code, out, _ = run("pat", "list", "--mine")
         assert tid in out and "completed" in out

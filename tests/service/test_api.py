@@ -105,6 +105,33 @@ def test_manual_review_only_while_submitted_with_20_reasons(h: Harness) -> None:
     assert view["verification_result"]["reasons"] == ["r"] * 20
 
 
+def test_a_review_naming_an_earlier_submission_judges_nothing(h: Harness) -> None:
+    """A review bound to the submission the poster read (``attempt``, ``result_digest``) is
+    refused once the agent has submitted again (``409 SUBMISSION_CHANGED``), and nothing
+    moves; naming the latest, it judges it; naming nothing, it judges the latest as before."""
+    tid = h.post("manual")
+    h.ok("ann", "POST", f"/tasks/{tid}/accept")
+    read = h.ok("ann", "POST", f"/tasks/{tid}/submissions", {"result": GOOD})
+    h.ok("pat", "POST", f"/tasks/{tid}/review", {"passed": False, "reasons": ["thin"]})
+    h.ok("ann", "POST", f"/tasks/{tid}/submissions", {"result": GOOD + " Again."})
+    before = h.balance("wallet:ann")
+    stale = [
+        {"passed": True, "attempt": 1},
+        {"passed": True, "result_digest": read["result_digest"]},
+        {"passed": True, "attempt": 2, "result_digest": read["result_digest"]},
+    ]
+    for body in stale:
+        r = h.call("pat", "POST", f"/tasks/{tid}/review", body)
+        assert (r.status_code, r.json()["error"]["code"]) == (409, "SUBMISSION_CHANGED")
+        assert "attempt 2" in r.json()["error"]["message"]
+    assert h.balance("wallet:ann") == before
+    latest = h.ok("pat", "GET", f"/tasks/{tid}")
+    assert latest["status"] == "submitted"
+    bound = {"passed": True, "attempt": 2, "result_digest": latest["result_digest"]}
+    assert h.ok("pat", "POST", f"/tasks/{tid}/review", bound)["status"] == "completed"
+    assert h.balance("wallet:ann") > before
+
+
 def test_private_task_shows_others_only_passed_and_score(h: Harness) -> None:
     """On a private task others see only passed and score; its parties see everything."""
     tid = h.post("auto", private=True, criteria={"min_length": 10, "expected_answer": "42"})

@@ -479,16 +479,35 @@ class Tasks:
         *,
         passed: bool,
         reasons: Sequence[str],
+        attempt: int | None = None,
+        result_digest: str | None = None,
         key: str | None = None,
     ) -> Answer[Any]:
         """The poster approves or rejects a submitted result (manual mode): the account's own
         key only, as the escrow goes where the review says (an extra key's budget is for
-        calls)."""
+        calls). With ``attempt`` or ``result_digest`` (the submission the poster read), a
+        review of another submission is refused (``SUBMISSION_CHANGED``): a page read before
+        the agent submitted again would otherwise pay, or fail, work nobody read."""
         need_role(account, "poster")
         need_primary(account, "reviews a result")
-        inputs = {"passed": passed, "reasons": list(reasons)}
+        inputs = {
+            "passed": passed,
+            "reasons": list(reasons),
+            "attempt": attempt,
+            "result_digest": result_digest,
+        }
 
         def event(tx: Transaction, stored: StoredTask) -> Event:
+            t = stored.task
+            if (attempt is not None and attempt != t.attempts) or (
+                result_digest is not None and result_digest != t.result_digest
+            ):
+                raise StateError(
+                    f"The agent has submitted again: the task's latest submission is attempt "
+                    f"{t.attempts} ({t.result_digest}), not the one this review names. Read "
+                    "it, then review that.",
+                    code="SUBMISSION_CHANGED",
+                )
             judged = _stored_result(tx, stored)
             return Review(account.id, passed, tuple(reasons), stored_result=judged)
 

@@ -651,10 +651,22 @@ def review(
         list[str] | None,
         typer.Option(metavar="TEXT", help="A reason (repeat it, up to 20)."),
     ] = None,
+    attempt: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="The attempt you read (`adjudge task show`): refused if the agent has "
+            "submitted again since.",
+        ),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Approve (the default) or reject a submitted result (manual mode, posters)."""
-    _step(ctx, as_json, lambda api: api.review(task_id, passed=not reject, reasons=reason or []))
+    _step(
+        ctx,
+        as_json,
+        lambda api: api.review(task_id, passed=not reject, reasons=reason or [], attempt=attempt),
+    )
 
 
 @task_app.command("verdict")

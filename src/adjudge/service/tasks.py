@@ -82,6 +82,14 @@ class Judgment(BaseModel):
     )
 
 
+class PosterReview(Judgment):
+    """A poster's review, bound to the submission it judged: the task's attempt and result
+    digest as the poster saw them (either may be left out; the console sends both)."""
+
+    attempt: int | None = Field(default=None, ge=1, le=1_000)
+    result_digest: str | None = Field(default=None, max_length=80)
+
+
 class Quote(BaseModel):
     """A span of the brief or the result the verdict relies on (code-point offsets)."""
 
@@ -260,10 +268,22 @@ def reveal(
 
 @routes.post("/tasks/{task_id}/review", tags=["lifecycle"])
 def review(
-    *, task_id: str, body: Judgment, who: Caller, app: Use, key: IdemKey = None
+    *, task_id: str, body: PosterReview, who: Caller, app: Use, key: IdemKey = None
 ) -> JSONResponse:
-    """The poster approves or rejects a submitted result (manual mode, up to 20 reasons)."""
-    return reply(app.tasks.review(who, task_id, passed=body.passed, reasons=body.reasons, key=key))
+    """The poster approves or rejects a submitted result (manual mode, up to 20 reasons); with
+    ``attempt`` or ``result_digest``, only the submission it names (``SUBMISSION_CHANGED``
+    when the agent has submitted again since)."""
+    return reply(
+        app.tasks.review(
+            who,
+            task_id,
+            passed=body.passed,
+            reasons=body.reasons,
+            attempt=body.attempt,
+            result_digest=body.result_digest,
+            key=key,
+        )
+    )
 
 
 @routes.post("/tasks/{task_id}/verdict", tags=["lifecycle"])

@@ -493,7 +493,10 @@ function actionForm(task, action, label) {
     );
     const reasons = h("textarea", { rows: 3, "aria-label": "Reasons", placeholder: "Reasons, one per line (at most 20)" });
     fields.push(verdict, reasons);
-    body = () => ({ passed: verdict.value === "pass", reasons: reasonLines(reasons.value) });
+    // Bound to the submission this page shows: if the agent submitted again since, the
+    // service refuses (SUBMISSION_CHANGED) instead of judging work nobody here read.
+    const shown = { attempt: task.attempts, result_digest: task.result_digest ?? undefined };
+    body = () => ({ passed: verdict.value === "pass", reasons: reasonLines(reasons.value), ...shown });
   } else if (action === "dispute") {
     const reason = h("input", { type: "text", "aria-label": "Why", placeholder: "Why" });
     fields.push(reason);
