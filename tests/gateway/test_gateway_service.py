@@ -149,6 +149,38 @@ def test_observed_failures_feed_quality_and_propose_a_penalty(world: World) -> N
     assert quality["proposal"] is not None and quality["proposal"]["status"] == "pending"
 
 
+def test_a_providers_own_calls_do_not_dilute_its_failure_rate(world: World) -> None:
+    """A provider calling its own tool adds nothing to its window: twenty of its own passes
+    (verified, charged and receipted as any call) beside four failing calls and a pass of
+    another caller still leave a rate of 4/5 and a proposed penalty (counted, the passes made
+    the rate 4/25, which the declared 1/10 explains)."""
+    world.h.ok(
+        PROVIDER,
+        "POST",
+        "/tools",
+        {
+            "contract": {"tool": "weather_unused", "version": "1"},
+            "quality": {"declared_failure_rate": "1/10", "sample_gate": 3, "window_days": 7},
+        },
+    )
+    world.h.ok("root", "POST", f"/accounts/{PROVIDER}/deposits", {"amount": str(20 * PRICE)})
+    for _ in range(20):
+        own = world.call({"city": "berlin"}, who=PROVIDER).json()
+        assert (own["verdict"], own["status"]) == ("PASS", "settled"), own.get("error")
+        assert own["receiptId"]
+    assert world.call({"city": "berlin"}).json()["verdict"] == "PASS"
+    world.script.answer = "bad"
+    for _ in range(4):
+        answer = world.call({"city": "berlin"}).json()
+        assert answer["verdict"] == "FAIL", answer.get("error")
+    quality = world.h.ok("pat", "GET", f"/providers/{PROVIDER}/quality")
+    assert (quality["window"]["pass"], quality["window"]["fail"]) == (1, 4)
+    assert quality["failure_rate"] == "4/5"
+    assert quality["proposal"] is not None and quality["proposal"]["status"] == "pending"
+    wider = world.h.ok("pat", "GET", f"/providers/{PROVIDER}/quality?window_days=30")
+    assert (wider["window"]["pass"], wider["window"]["fail"]) == (1, 4)
+
+
 def test_a_tools_own_view_says_how_it_is_called_and_judged(world: World) -> None:
     """One tool's view adds its endpoint, input schema and contract (what a caller reads
     before paying); the listing leaves them out."""

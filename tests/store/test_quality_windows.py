@@ -1,6 +1,7 @@
 """A provider's running quality counts always equal a full recount of its window: as calls
 arrive, as they expire at the window's edge, when the span changes or the clock goes back,
-with reported calls, shadow (not enforced) calls and errors mixed in."""
+with reported calls, the provider's own calls of its tool, shadow (not enforced) calls and
+errors mixed in."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from adjudge.calls.quality import counted_as, quality_window
+from adjudge.calls.quality import counted_as, enters_window, quality_window
 from adjudge.store import Store, Transaction, calls, quality_windows, records
 from support.at_once import at_once
 
@@ -35,6 +36,7 @@ _call = st.tuples(
     st.integers(0, 40),  # seconds since the step before (0: the same instant)
     st.sampled_from(KINDS),
     st.sampled_from(["gateway", "gateway", "gateway", "reported"]),
+    st.sampled_from(["caller", "caller", "own"]),  # "own": the provider calls its own tool
 )
 _span = st.tuples(st.just("span"), st.sampled_from([30, 60, 200]))
 _clock_back = st.tuples(st.just("back"), st.integers(1, 90))
@@ -68,14 +70,15 @@ def _add(
     kind: tuple[str | None, bool, str | None],
     at: datetime,
     source: str = "gateway",
+    caller: str = "caller",
 ) -> None:
-    """Record a call of ``provider`` at ``at`` whose verdict, enforcement and error are
-    ``kind``."""
+    """Record ``caller``'s call of ``provider`` at ``at`` whose verdict, enforcement and error
+    are ``kind``."""
     calls.add_call(
         tx,
         record=_record(call_id, provider, kind),
         contract_version="1",
-        submitted_by="caller",
+        submitted_by=caller,
         at=at,
         request={},
         response={},
@@ -120,22 +123,26 @@ def test_running_counts_equal_a_recount(
     with store.write() as tx:
         if records.account(tx, "caller") is None:
             records.create_account(tx, "caller", ["agent"], "key-caller", opt_in=True, at=T0)
+        records.create_account(tx, provider, ["provider"], f"key-{provider}", opt_in=False, at=T0)
     now, span = T0, 60 * unit
     made: list[str] = []
     for n, step in enumerate(steps):
         if step[0] == "call":
-            _, gap, kind, source = step
+            _, gap, kind, source, who = step
             now += int(gap) * unit  # type: ignore[call-overload]
             made.append(f"{provider}-{n}")
+            caller = provider if who == "own" else "caller"
+            observed = enters_window(str(source), caller, provider)
             with store.write() as tx:
-                _add(tx, made[-1], provider, kind, now, str(source))  # type: ignore[arg-type]
-                if source == "gateway":
+                _add(tx, made[-1], provider, kind, now, str(source), caller)  # type: ignore[arg-type]
+                if observed:
                     verdict, enforced, error = kind  # type: ignore[misc]
                     kept = quality_windows.observe(
                         tx, provider, span, now, counted_as(verdict, enforced, error)
                     )
-            if source == "gateway":
-                assert _counts(kept) == _recount(store, provider, span, now)
+                else:
+                    kept = quality_windows.window(tx, provider, span, now)
+            assert _counts(kept) == _recount(store, provider, span, now)
         elif step[0] == "span":
             span = int(step[1]) * unit  # type: ignore[call-overload]
         elif step[0] == "supersede":

@@ -537,6 +537,67 @@ def test_migration_0025_takes_the_final_verdicts_already_judged(store: Store) ->
     store.migrate()
 
 
+def test_migration_0055_counts_the_quality_days_without_a_providers_own_calls(
+    store: Store,
+) -> None:
+    """Upgrading counts each provider's observed calls by day again without its own calls of
+    its tool (a pass it made of its own tool was counted) and drops the running windows, which
+    the next call rebuilds from those counts; downgrading counts its own calls again."""
+    downgrade(store, "0054")
+    at = {"at": T0.replace(tzinfo=None)}
+    with store.engine.begin() as conn:
+        _account_p(conn, at)
+        conn.execute(
+            text(
+                "INSERT INTO accounts (id, roles, key_hash, verifier_opt_in, reputation, "
+                "disputes, created_at) VALUES ('c', '[]', 'sha256:c', false, 100, 0, :at)"
+            ),
+            at,
+        )
+        for call, by, source, verdict in (
+            ("own", "p", "gateway", "PASS"),
+            ("theirs", "c", "gateway", "FAIL"),
+            ("told", "c", "reported", "PASS"),
+        ):
+            conn.execute(
+                text(
+                    "INSERT INTO call_records (id, provider, tool, contract_version, "
+                    "submitted_by, source, at, verdict, enforced, record, request, response) "
+                    "VALUES (:id, 'p', 't', '1', :by, :source, :at, :verdict, true, '{}', "
+                    "'{}', '{}')"
+                ),
+                {"id": call, "by": by, "source": source, "verdict": verdict, **at},
+            )
+        for name, lane in (("passes", 0), ("fails", 3)):
+            conn.execute(
+                text(
+                    "INSERT INTO day_counts (family, subject, day, name, lane, n, high) VALUES "
+                    "('quality', 'p', '2026-01-01', :name, :lane, 1, 0)"
+                ),
+                {"name": name, "lane": lane},
+            )
+        conn.execute(
+            text(
+                "INSERT INTO quality_windows (provider, span_seconds, edge, passes, fails, "
+                "not_counted, request_errors, system_errors) VALUES "
+                "('p', 60, :at, 1, 1, 0, 0, 0)"
+            ),
+            at,
+        )
+
+    def quality() -> dict[str, int]:
+        with store.read() as tx:
+            kept = day_counts.summed(tx, day_counts.QUALITY, ["p"], "2026-01-01", None)
+            assert tx.conn.execute(text("SELECT COUNT(*) FROM quality_windows")).scalar() == 0
+        return dict(kept)
+
+    store.migrate()
+    assert quality() == {"fails": 1}
+    downgrade(store, "0054")
+    assert quality() == {"passes": 1, "fails": 1}
+    store.migrate()
+
+
 #: Reads by a column whose own index revision 0027 dropped or narrowed, and the index each reads.
 _READS_0027 = {
     "SELECT id FROM ledger_entries WHERE task_id = 't'": "ix_ledger_entries_task_id",

@@ -9,7 +9,7 @@ from datetime import UTC
 
 from sqlalchemy import select
 
-from adjudge.calls.quality import counted_as
+from adjudge.calls.quality import counted_as, enters_window
 from adjudge.store import Transaction, holds, outbox
 from adjudge.store import calls as calls_db
 from adjudge.store import day_counts as dc
@@ -23,7 +23,8 @@ _FLOW_OF = {memo: flow for flow, memos in dc.FLOW_MEMOS.items() for memo in memo
 
 def recount(tx: Transaction) -> dict[dc.Key, int]:
     """Every count, from full scans of the calls, verdicts, ledger lines, records, tasks and holds
-    (an observed call counted as its final verdict, when a later judgment gave one)."""
+    (an observed call counted as its final verdict, when a later judgment gave one; a
+    provider's own calls of its tools in no quality count)."""
     counts: Counter[dc.Key] = Counter()
 
     def add(family: str, subject: str, day: str, name: str, n: int = 1) -> None:
@@ -62,11 +63,20 @@ def recount(tx: Transaction) -> dict[dc.Key, int]:
                 side = "in" if amount > 0 else "out"
                 add(dc.LEDGER, str(account), when, f"{side} {memo}", amount)
     r = calls_db.call_records.c
-    rows = select(r.provider, r.at, r.record, r.source, r.final_verdict, r.enforced, r.error_kind)
-    for provider, at, record, source, final, enforced, error_kind in tx.conn.execute(rows):
+    rows = select(
+        r.provider,
+        r.submitted_by,
+        r.at,
+        r.record,
+        r.source,
+        r.final_verdict,
+        r.enforced,
+        r.error_kind,
+    )
+    for provider, caller, at, record, source, final, enforced, error_kind in tx.conn.execute(rows):
         for name in dc.failed_checks(record or {}):
             add(dc.CHECKS, str(provider), day_of(at), name)
-        if source == "gateway":
+        if enters_window(str(source), str(caller), str(provider)):
             kind = counted_as(final or record.get("verdict"), bool(enforced), error_kind)
             add(dc.QUALITY, str(provider), day_of(at), kind)
     for poster, status in tx.conn.execute(select(t.poster, t.status)):

@@ -46,6 +46,7 @@ __all__ = [
     "binomial_upper_tail",
     "counted_as",
     "enforce",
+    "enters_window",
     "observation_from_record",
     "observation_of",
     "parse_terms",
@@ -182,6 +183,14 @@ def counted_as(verdict: CallVerdict | str | None, enforced: bool, error_kind: st
     if enforced and verdict == CallVerdict.FAIL:
         return "fails"
     return "not_counted"
+
+
+def enters_window(source: str, caller: str, provider: str) -> bool:
+    """Whether a call counts in its provider's quality window: only a call adjudge forwarded
+    itself (``source`` ``gateway``; a reported one is a caller's word), and not one its provider
+    made of its own tool, whose passes would only dilute the rate it is judged on. The one rule
+    the running counts, the daily counts and a recount all apply."""
+    return source == "gateway" and caller != provider
 
 
 def binomial_upper_tail(n: int, k: int, p: Fraction) -> Fraction:

@@ -33,7 +33,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
-from adjudge.calls.quality import Observation, counted_as
+from adjudge.calls.quality import Observation, counted_as, enters_window
 from adjudge.calls.verdicts import CallVerdict
 from adjudge.errors import Conflict, NotAllowed
 from adjudge.store import day_counts
@@ -437,7 +437,8 @@ def add_call(
     insert is sent: on PostgreSQL with the transaction's next round trip, ``Transaction.later``).
 
     ``source`` says who supplied the response: ``gateway`` (adjudge itself forwarded the call
-    and read the answer) or ``reported`` (a caller sent it); only the first feeds quality.
+    and read the answer) or ``reported`` (a caller sent it); only the first feeds quality, and
+    not when its provider called its own tool (:func:`~adjudge.calls.quality.enters_window`).
     ``evidence`` is what else the verification read (see :class:`StoredCall`).
     """
     call_id = str(record["call_id"])
@@ -476,7 +477,7 @@ def add_call(
     except IntegrityError as exc:  # another constraint, where the insert runs at once
         raise ConcurrentUpdate("The same call is being verified; try again.") from exc
     day_counts.note_record(tx, str(record["provider"]), at, record)
-    if source == "gateway":  # observed: its provider's quality windows count it
+    if enters_window(source, submitted_by, str(record["provider"])):  # its windows count it
         kind = counted_as(record.get("verdict"), bool(record["effect"]["enforced"]), error_kind)
         day_counts.note_observed(tx, str(record["provider"]), at, kind, 1)
     return StoredCall(
@@ -531,12 +532,20 @@ def observations(
     """What ``provider``'s observed calls in ``(after, until]`` contribute to its quality window.
 
     Only calls adjudge itself forwarded count: a reported call is a caller's word about what the
-    provider answered, and nobody's word alone may strike a provider.
+    provider answered, and nobody's word alone may strike a provider. Nor do the provider's own
+    calls of its tool, whose passes would dilute its rate
+    (:func:`~adjudge.calls.quality.enters_window`).
     """
     c = call_records.c
     verdict = func.coalesce(c.final_verdict, c.verdict).label("verdict")
     q = select(c.id, c.at, verdict, c.enforced, c.error_kind).where(
-        and_(c.provider == provider, c.at > after, c.at <= until, c.source == "gateway")
+        and_(
+            c.provider == provider,
+            c.at > after,
+            c.at <= until,
+            c.source == "gateway",
+            c.submitted_by != c.provider,
+        )
     )
     return [
         Observation(

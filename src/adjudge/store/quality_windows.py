@@ -1,9 +1,10 @@
 """Each provider's quality window, kept as running counts so reading it never scans history.
 
-A provider's window is its observed calls (``source = 'gateway'``) with ``at`` in
-``(edge, …]``, where ``edge`` is the window's start: ``now - span``. One row per provider holds
-the window's span, its edge as last moved, and the five counts
-(:data:`adjudge.calls.quality.WINDOW_COUNTS`). A call's transaction moves the row forward:
+A provider's window is its observed calls (``source = 'gateway'``, its own calls of its tools
+left out: :func:`adjudge.calls.quality.enters_window`) with ``at`` in ``(edge, …]``, where
+``edge`` is the window's start: ``now - span``. One row per provider holds the window's span,
+its edge as last moved, and the five counts (:data:`adjudge.calls.quality.WINDOW_COUNTS`). A
+call's transaction moves the row forward:
 
 1. lock the row (``FOR UPDATE``; SQLite's one writer is the lock there);
 2. subtract the calls that left the window, ``edge < at <= now - span``: each call is read once
@@ -47,7 +48,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects import postgresql, sqlite
 
-from adjudge.calls.quality import WINDOW_COUNTS, QualityWindow, counted_as
+from adjudge.calls.quality import WINDOW_COUNTS, QualityWindow, counted_as, enters_window
 from adjudge.store import day_counts
 from adjudge.store import schema as s
 from adjudge.store.calls import call_records
@@ -166,9 +167,9 @@ def superseded(tx: Transaction, call_id: str, verdict: str) -> str | None:
     enforced, error_kind = bool(call["enforced"]), call["error_kind"]
     before = counted_as(call["verdict"], enforced, error_kind)
     after = counted_as(verdict, enforced, error_kind)
-    if before == after or call["source"] != "gateway":
-        return None
     provider = call["provider"]
+    if before == after or not enters_window(call["source"], call["submitted_by"], provider):
+        return None
     day_counts.note_observed(tx, provider, call["at"], before, -1)
     day_counts.note_observed(tx, provider, call["at"], after, 1)
     state = tx.rows(_LOCK, {"k_provider": provider})
@@ -253,6 +254,7 @@ _KINDS = (_VERDICT.label("verdict"), call_records.c.enforced, call_records.c.err
 _OBSERVED_AFTER = and_(
     call_records.c.provider == bindparam("k_provider"),
     call_records.c.source == "gateway",
+    call_records.c.submitted_by != call_records.c.provider,  # enters_window
     call_records.c.at > bindparam("k_after"),
 )
 _RECOUNT_BEFORE = (
@@ -291,6 +293,7 @@ _MOVE = (
 _CALL_KIND = select(
     call_records.c.provider,
     call_records.c.source,
+    call_records.c.submitted_by,
     call_records.c.at,
     *_KINDS,
 ).where(call_records.c.id == bindparam("k_id"))

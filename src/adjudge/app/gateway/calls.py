@@ -15,7 +15,8 @@ A call, in order:
 5. in one transaction the call ends: its kernel determination is signed into a receipt, the
    hold is released as the receipt says (settle: to the provider; refund or void: back to the
    caller), the verification record is stored (``source: gateway``, so it feeds the provider's
-   quality window), and the answer is kept for replays.
+   quality window, unless the provider called its own tool), and the answer is kept for
+   replays.
 
 A request or system error (a time-out, a 5xx, a refused signature) has no verdict: its receipt
 is a NOT_RUN determination over the request, and the reservation goes back. A call interrupted
@@ -64,7 +65,7 @@ from adjudge.calls.contract import ShapeCheck, map_response
 from adjudge.calls.judging import JudgingJob, built_request
 from adjudge.calls.kernel_rows import call_decision
 from adjudge.calls.meaning import is_key_judge
-from adjudge.calls.quality import counted_as
+from adjudge.calls.quality import counted_as, enters_window
 from adjudge.calls.tools import BuiltRequest, build_request
 from adjudge.calls.verify import (
     CallResult,
@@ -364,7 +365,7 @@ class Gateway:
                 request.price_minor,
                 request.at or self.unit.now(),
                 result.effect.payment.value,
-                termed=p.termed,
+                termed=p.termed and enters_window("gateway", caller.id, stored.provider),
             )
             answer = await self.unit.write_async(settle, on_loop=light, hot=hot)
         return Answer(answer)
@@ -921,8 +922,9 @@ class Gateway:
                 _to_review(tx, stored_call.id, stored.name, stored.provider, caller.id, result, now)
             metrics.verdict(tx, "call", result.verdict.value if result.verdict else "ERROR")
             error_kind = None if result.error is None else result.error.kind
-            counted = counted_as(result.verdict, result.effect.enforced, error_kind)
-            observe_quality(tx, stored.provider, now, counted)
+            if enters_window("gateway", caller.id, stored.provider):  # not its own calls
+                counted = counted_as(result.verdict, result.effect.enforced, error_kind)
+                observe_quality(tx, stored.provider, now, counted)
             # The receipt onto the chain last (its head row locked only from here to the
             # commit), then the answer that carries it.
             signed = receipt_log.signed(tx, receipt)
