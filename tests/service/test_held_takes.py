@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import threading
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sqlalchemy import select
 
 from adjudge import Error
-from adjudge.app import Settings
+from adjudge.app import Settings, maintenance
+from adjudge.app.tasks import sweep_retry_delay
 from adjudge.errors import StateError
-from adjudge.store import Store, takes
+from adjudge.store import Store, schema, takes
 from support.audit import audit, reset
 from support.harness import ACCOUNTS, FUNDS, Harness, make_harness
 
@@ -179,7 +182,8 @@ def test_the_sweep_lapses_takes_nobody_looks_at(h: Harness) -> None:
 def test_the_sweeps_lapses_share_commits(h: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
     """A pass's due lapses are queued at once, so they share the group commit's transactions
     (each waited for a commit of its own before: ten transactions for ten); a lapse that
-    cannot apply now (its task reclaimed meanwhile, say) holds up none of the others."""
+    cannot apply now (its task reclaimed meanwhile, say) holds up none of the others, and is
+    put back until its retry."""
     tids = [h.post("manual", take_window_hours=1) for _ in range(10)]
     for i, tid in enumerate(tids):
         agent = f"agent{i // 5}"
@@ -206,12 +210,85 @@ def test_the_sweeps_lapses_share_commits(h: Harness, monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(commits, "_commit", counted)
     monkeypatch.setattr(h.app.tasks, "_lapse", refusing)
     assert h.app.tasks.lapse_due() == 9
-    assert sum(batches) == 10 and len(batches) < 5, batches
+    assert sum(batches) == 11 and len(batches) < 6, batches  # and the one failed put back
     listed = {t["id"]: t["status"] for t in h.ok("pat", "GET", "/tasks")["tasks"]}
     assert [listed[t] for t in tids] == ["funded"] * 3 + ["assigned"] + ["funded"] * 6
     monkeypatch.setattr(h.app.tasks, "_lapse", lapse)
-    assert h.app.tasks.lapse_due() == 1  # the next pass
+    assert h.app.tasks.lapse_due() == 0  # put back until its retry
+    h.advance(minutes=1)
+    assert h.app.tasks.lapse_due() == 1  # the pass after its retry's delay
     audit(h.app.store)
+
+
+def _sweep_state(h: Harness) -> dict[str, tuple[str, int | None, Any]]:
+    """Each task's status, failed sweeps in a row and retry time, read from the rows (a read
+    through the service would lapse a due take itself)."""
+    t = schema.tasks.c
+    with h.app.store.read() as tx:
+        rows = tx.conn.execute(select(t.id, t.status, t.sweep_failures, t.sweep_retry_at))
+        return {r.id: (r.status, r.sweep_failures, r.sweep_retry_at) for r in rows}
+
+
+def test_takes_that_fail_to_lapse_hold_up_none_due_after_them(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On each database: 101 takes whose lapse fails on every pass (refused, or a fault of the
+    row), all due before a healthy one. The upkeep's pass lapses the healthy one all the same,
+    and puts each failing one back, logged, to be tried a minute later, then two; a pass before
+    then tries none of them; one that no longer fails lapses when tried and is back in the due
+    order (before, the sweep took the same 101 first on every pass, and the healthy take behind
+    them never lapsed)."""
+    h = make_harness(store, settings=Settings(take_limit=200))
+    poisoned = [h.post("manual", take_window_hours=1, reward="10000") for _ in range(101)]
+    for tid in poisoned:
+        h.ok("ann", "POST", f"/tasks/{tid}/accept")
+    h.advance(minutes=1)
+    healthy = h.post("manual", take_window_hours=1)
+    h.ok("bob", "POST", f"/tasks/{healthy}/accept")
+    h.advance(hours=1, minutes=1)
+    failing, tried = set(poisoned), []
+    lapse = h.app.tasks._lapse
+
+    def faulty(tx: Any, task_id: str) -> Any:
+        if task_id in failing:
+            tried.append(task_id)
+            if len(tried) % 2:
+                raise RuntimeError("a fault of this row")
+            raise StateError("not now", code="TEST_REFUSED")
+        return lapse(tx, task_id)
+
+    monkeypatch.setattr(h.app.tasks, "_lapse", faulty)
+    first = h.clock.now()
+    done = maintenance.run_once(h.app)
+    assert (done["lapsed"], done["failed"]) == (1, 0), done
+    state = _sweep_state(h)
+    assert state[healthy] == ("funded", None, None)
+    retry = first + timedelta(minutes=1)
+    assert {state[t] for t in poisoned} == {("assigned", 1, retry)}
+    assert sorted(tried) == sorted(poisoned)
+    tried.clear()
+    assert maintenance.run_once(h.app)["lapsed"] == 0 and tried == []  # none due yet
+    h.advance(minutes=1)
+    failing.discard(poisoned[0])
+    second = h.clock.now()
+    done = maintenance.run_once(h.app)
+    assert (done["lapsed"], done["failed"]) == (1, 0), done
+    state = _sweep_state(h)
+    assert state[poisoned[0]] == ("funded", None, None)
+    retry = second + timedelta(minutes=2)
+    assert {state[t] for t in poisoned[1:]} == {("assigned", 2, retry)}
+    assert len(tried) == 100
+    monkeypatch.setattr(h.app.tasks, "_lapse", lapse)
+    h.advance(minutes=2)
+    assert maintenance.run_once(h.app)["lapsed"] == 100
+    assert {_sweep_state(h)[t] for t in poisoned} == {("funded", None, None)}
+    audit(h.app.store)
+
+
+def test_the_retry_delay_grows_to_its_most() -> None:
+    """A minute after the first failure, doubling with each in a row, an hour at most."""
+    delays = [sweep_retry_delay(n) for n in (1, 2, 3, 6, 7, 100)]
+    assert delays == [timedelta(minutes=m) for m in (1, 2, 4, 32, 60, 60)]
 
 
 def test_no_money_moves_on_a_lapse(h: Harness) -> None:

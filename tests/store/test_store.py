@@ -650,12 +650,11 @@ def test_migration_0033_leaves_every_read_on_an_index(store: Store) -> None:
 #: Reads of tasks by a column revision 0034 indexes only where it has a value, and its index.
 _READS_0034 = {
     "SELECT id FROM tasks WHERE verifier = 'v'": "ix_tasks_verifier_newest",  # 0040's
-    "SELECT id FROM tasks WHERE take_ends_at <= '2026-01-01' ORDER BY take_ends_at, id": (
-        "ix_tasks_take_ends_at"
-    ),
-    "SELECT id FROM tasks WHERE reveal_due_at <= '2026-01-01' ORDER BY reveal_due_at, id": (
-        "ix_tasks_reveal_due_at"
-    ),
+    # No retry pending: as 0056 narrowed these indexes, and the sweeps read them.
+    "SELECT id FROM tasks WHERE take_ends_at <= '2026-01-01' AND sweep_retry_at IS NULL "
+    "ORDER BY take_ends_at, id": "ix_tasks_take_ends_at",
+    "SELECT id FROM tasks WHERE reveal_due_at <= '2026-01-01' AND sweep_retry_at IS NULL "
+    "ORDER BY reveal_due_at, id": "ix_tasks_reveal_due_at",
 }
 
 
@@ -819,6 +818,50 @@ def test_migration_0043_leaves_a_reveal_due_only_on_an_awaiting_task(store: Stor
         [(_, plan)] = sqlite_plans(store, lambda tx: records.reveals_due(tx, at, 10))
         assert plan[0] == "SEARCH tasks USING INDEX ix_tasks_reveal_due_at (reveal_due_at<?)"
         assert "USE TEMP B-TREE FOR ORDER BY" not in plan, plan  # ties only: the right part
+
+
+def test_migration_0056_takes_a_task_waiting_for_a_retry_out_of_the_due_order(
+    store: Store,
+) -> None:
+    """After 0056, a task whose sweep failed is out of its sweep's due order until its retry,
+    read from an index of its own; each read walks its partial index, sorting nothing but ties
+    (SQLite's plan): a pass never reads the tasks waiting for a retry. 0056 downgrades cleanly,
+    the waiting task due again."""
+    at = datetime(2026, 3, 4, tzinfo=UTC)
+    downgrade(store, "0055")
+    store.migrate()
+    with store.write() as tx:
+        records.create_account(tx, "pat", ["poster"], "k-pat", opt_in=True, at=at)
+        for name in ("failed", "next"):
+            task = _manual(name, "pat", at, take_ends_at=at, reveal_due_at=at)
+            records.insert_task(tx, task, title=name, brief="")
+        records.defer_sweep(tx, {"failed": (1, at + timedelta(minutes=1))})
+    with store.read() as tx:
+        assert records.takes_due(tx, at, 10) == ["next"]
+        assert records.reveals_due(tx, at, 10) == ["next"]
+        assert records.sweep_retries_due(tx, at, 10) == []
+        assert records.sweep_retries_due(tx, at + timedelta(minutes=1), 10) == ["failed"]
+        assert records.sweep_failures(tx, ["failed", "next"]) == {"failed": 1, "next": 0}
+    if store.dialect == "sqlite":
+        for read, index in (
+            (records.takes_due, "ix_tasks_take_ends_at"),
+            (records.reveals_due, "ix_tasks_reveal_due_at"),
+            (records.sweep_retries_due, "ix_tasks_sweep_retry_at"),
+        ):
+            [(_, plan)] = sqlite_plans(store, lambda tx, read=read: read(tx, at, 10))
+            assert plan[0].startswith(f"SEARCH tasks USING INDEX {index} "), plan
+            assert "USE TEMP B-TREE FOR ORDER BY" not in plan, plan
+    with store.write() as tx:
+        records.sweep_done(tx, "failed")
+    with store.read() as tx:
+        assert records.takes_due(tx, at, 10) == ["failed", "next"]
+    with store.write() as tx:
+        records.defer_sweep(tx, {"failed": (1, at + timedelta(minutes=1))})
+    downgrade(store, "0055")
+    with store.read() as tx:
+        due = tx.conn.execute(text("SELECT id FROM tasks WHERE take_ends_at IS NOT NULL"))
+        assert sorted(r.id for r in due) == ["failed", "next"]
+    store.migrate()
 
 
 def test_no_index_is_led_by_another_of_its_table() -> None:

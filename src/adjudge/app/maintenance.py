@@ -22,7 +22,10 @@
 Each pass is idempotent and safe to run from every ``serve`` process at once: each step is a
 conditional write that only one process wins. A step that fails is logged and tried again at the
 next pass, and the steps after it still run; within a step, a call or judgment that fails is
-logged and passed over, so one bad row never keeps the others' money waiting.
+logged and passed over, so one bad row never keeps the others' money waiting. A task whose lapse
+or overdue reveal fails is logged and put back with a growing delay, out of the sweep's due
+order until then (:meth:`adjudge.app.tasks.Tasks.lapse_due`): however many fail on every pass,
+the tasks due after them are swept in the same pass.
 """
 
 from __future__ import annotations
@@ -50,9 +53,8 @@ PRUNE_BATCH = 1_000
 def run_once(app: App) -> dict[str, int]:
     """One pass of every step (each until it has nothing left due); what each did, and how many
     steps failed (``failed``: each logged, the others run all the same)."""
-    from adjudge.app.tasks import SWEEP_BATCH  # noqa: PLC0415
 
-    def drained(sweep: Callable[[], int], most: int = SWEEP_BATCH) -> Callable[[], int]:
+    def drained(sweep: Callable[[], int], most: int) -> Callable[[], int]:
         """``sweep`` run until it does fewer than its ``most`` (nothing left due)."""
 
         def run() -> int:
@@ -70,8 +72,8 @@ def run_once(app: App) -> dict[str, int]:
 
     steps: dict[str, Callable[[], int]] = {
         "recovered": app.gateway.recover,
-        "lapsed": drained(app.tasks.lapse_due),
-        "escalated": drained(app.tasks.escalate_overdue),
+        "lapsed": lambda: app.tasks.lapse_due(drain=True),
+        "escalated": lambda: app.tasks.escalate_overdue(drain=True),
         "judged": app.gateway.judge_pending,
         "matured": app.gateway.mature_holds,
         "checkpointed": lambda: int(app.receipts.tick()),

@@ -103,8 +103,21 @@ POST_QUOTA = 1_000
 POST_WINDOW = timedelta(hours=1)
 #: The furthest deadline ``deadline_hours`` can name (the market refuses beyond 90 days).
 MAX_DEADLINE_HOURS = 24 * 366
-#: Due takes one pass of the lapse sweep applies, at most (the next pass takes the rest).
+#: Due takes one batch of the lapse sweep applies, at most (the next batch takes the rest).
 SWEEP_BATCH = 100
+#: How long a task whose sweep failed waits to be tried again, after its first failure; each
+#: failure in a row doubles it, up to :data:`SWEEP_RETRY_MOST`.
+SWEEP_RETRY_FIRST = timedelta(minutes=1)
+SWEEP_RETRY_MOST = timedelta(hours=1)
+
+
+def sweep_retry_delay(failures: int) -> timedelta:
+    """How long a task waits after its ``failures``-th failed sweep in a row (1 or more): a row
+    failing on every pass is tried less and less often, never given up on."""
+    doubled: timedelta = SWEEP_RETRY_FIRST * (1 << min(max(failures, 1) - 1, 16))
+    return min(doubled, SWEEP_RETRY_MOST)
+
+
 #: The longest result a finalize checks inside its write transaction (well under a millisecond
 #: of checking): a longer one, or criteria that need the regex worker pool, is checked before
 #: the write, holding no lock (:meth:`Tasks.finalize`).
@@ -754,30 +767,68 @@ class Tasks:
 
     # --- lapses -----------------------------------------------------------------------------
 
-    def lapse_due(self, *, limit: int = SWEEP_BATCH) -> int:
-        """Apply the takes whose time is up (at most ``limit``); returns how many were applied.
+    def lapse_due(self, *, limit: int = SWEEP_BATCH, drain: bool = False) -> int:
+        """Apply the takes whose time is up (at most ``limit``; with ``drain``, batch after
+        batch until none is left due); returns how many were applied.
 
         The sweep the service's upkeep runs (:mod:`adjudge.app.maintenance`): each take a
         unit of work of its own, all queued at once to share the group commit's transactions,
         found by the index on its end time, so a pass costs the work due and never a scan of
         the history. A task acted on or read first is lapsed by that action or read instead
         (the market applies a due lapse before any event), so several processes sweeping at
-        once only skip each other's work.
+        once only skip each other's work. A task whose lapse fails leaves the due order until
+        its retry (:meth:`_sweep`).
         """
-        due = self.unit.read(lambda tx: records.takes_due(tx, self.unit.now(), limit))
-        return self._sweep(due, "the take of task %s could not lapse")
+        return self._sweep(records.takes_due, "the take of task %s could not lapse", limit, drain)
 
-    def _sweep(self, due: list[str], failed: str) -> int:
-        """Apply each due task's lapse or overdue reveal (:meth:`_lapse`); how many were. One
-        that cannot now is logged and must not hold up the others."""
+    def _sweep(
+        self,
+        read_due: Callable[[Transaction, datetime, int], list[str]],
+        failed: str,
+        limit: int,
+        drain: bool,
+    ) -> int:
+        """Apply each due task's lapse or overdue reveal (:meth:`_lapse`), and each task's whose
+        retry is due; how many were applied. A task whose unit raises is logged and put back
+        with a growing delay (:func:`sweep_retry_delay`): out of the due order until then, so
+        however many fail on every pass, the tasks due after them are applied in their turn."""
         applied = 0
-        units = [partial(self._lapse, task_id=task_id) for task_id in due]
-        for task_id, outcome in zip(due, self.unit.write_each(units), strict=True):
-            if isinstance(outcome, Error):
-                log.error(failed, task_id, exc_info=outcome)
-            else:
-                applied += outcome[1]
-        return applied
+        while True:
+            now = self.unit.now()
+            retried, fresh = self.unit.read(partial(_due, read_due=read_due, now=now, limit=limit))
+            units = [partial(self._lapse, task_id=task_id) for task_id in fresh]
+            units += [partial(self._retried, task_id=task_id) for task_id in retried]
+            errors: dict[str, Exception] = {}
+            moved = 0
+            for task_id, outcome in zip(
+                [*fresh, *retried], self.unit.write_each(units), strict=True
+            ):
+                if isinstance(outcome, Exception):
+                    errors[task_id] = outcome
+                else:
+                    applied += outcome[1]
+                    moved += 1 if outcome[1] or task_id in retried else 0
+            if errors:
+                for task_id, (n, at) in self.unit.write(
+                    partial(_defer, failures=list(errors), now=now)
+                ).items():
+                    log.error(
+                        failed + " (%d failure(s) in a row; tried again from %s)",
+                        task_id,
+                        n,
+                        at.isoformat(),
+                        exc_info=errors[task_id],
+                    )
+                moved += len(errors)
+            if not drain or moved == 0 or (len(fresh) < limit and len(retried) < limit):
+                return applied
+
+    def _retried(self, tx: Transaction, task_id: str) -> tuple[StoredTask, bool]:
+        """:meth:`_lapse`, for a task whose sweep failed before: done, it is back in the due
+        order."""
+        done = self._lapse(tx, task_id)
+        records.sweep_done(tx, task_id)
+        return done
 
     def _lapse(self, tx: Transaction, task_id: str) -> tuple[StoredTask, bool]:
         """Apply the task's due lapse or overdue reveal, if it still has one; the task as
@@ -793,15 +844,16 @@ class Tasks:
         out = step(stored.task, event, ctx)
         return outcomes.record(tx, stored, out, self.issuer, at=ctx.now), True
 
-    def escalate_overdue(self, *, limit: int = SWEEP_BATCH) -> int:
-        """Escalate the sealed tasks whose reveal is overdue (at most ``limit``); how many.
+    def escalate_overdue(self, *, limit: int = SWEEP_BATCH, drain: bool = False) -> int:
+        """Escalate the sealed tasks whose reveal is overdue (at most ``limit``; with ``drain``,
+        until none is left); how many.
 
         The upkeep's sweep, as :meth:`lapse_due` is for takes: each a unit of work of its
         own, found by the index on the reveal's due time. An action on or a read of the task
         escalates it first anyway (the market applies an overdue reveal before any event).
         """
-        due = self.unit.read(lambda tx: records.reveals_due(tx, self.unit.now(), limit))
-        return self._sweep(due, "the overdue reveal of task %s could not escalate")
+        failed = "the overdue reveal of task %s could not escalate"
+        return self._sweep(records.reveals_due, failed, limit, drain)
 
     def find(
         self,
@@ -1044,3 +1096,26 @@ def _check(
             code="VERDICT_SIGNATURE_INVALID",
         )
     return check_signature(payload, signature, stored_key or public_key)
+
+
+def _due(
+    tx: Transaction,
+    read_due: Callable[[Transaction, datetime, int], list[str]],
+    now: datetime,
+    limit: int,
+) -> tuple[list[str], list[str]]:
+    """A sweep's batch at ``now``: the tasks whose retry is due (read by either sweep, the first
+    to run), and those due in its own order."""
+    return records.sweep_retries_due(tx, now, limit), read_due(tx, now, limit)
+
+
+def _defer(tx: Transaction, failures: list[str], now: datetime) -> dict[str, tuple[int, datetime]]:
+    """Put back each task whose sweep failed at ``now``: its failures in a row, one more, and
+    when it is tried again; what was recorded."""
+    before = records.sweep_failures(tx, failures)
+    retries = {}
+    for task_id in failures:
+        n = before.get(task_id, 0) + 1
+        retries[task_id] = (n, now + sweep_retry_delay(n))
+    records.defer_sweep(tx, retries)
+    return retries

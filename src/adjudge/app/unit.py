@@ -120,19 +120,20 @@ class UnitOfWork:
             return self.commits.submit(fn, hot=hot).result()
         return written(self.store, fn)
 
-    def write_each(self, fns: Sequence[Callable[[Transaction], T]]) -> list[T | Error]:
+    def write_each(self, fns: Sequence[Callable[[Transaction], T]]) -> list[T | Exception]:
         """Run each of ``fns`` as :meth:`write` runs one, all queued at once, so that a sweep's
         many small steps share the group commit's transactions instead of waiting for a commit
-        each; each one's answer, or the :class:`Error` that refused it (the others go on)."""
+        each; each one's answer, or what it raised: an :class:`Error` that refused it, or a
+        fault of its row's (the others go on either way, each rolled back alone)."""
         if self.commits is None:
             pending: list[Callable[[], T]] = [partial(written, self.store, fn) for fn in fns]
         else:
             pending = [self.commits.submit(fn).result for fn in fns]
-        out: list[T | Error] = []
+        out: list[T | Exception] = []
         for answer in pending:
             try:
                 out.append(answer())
-            except Error as exc:
+            except Exception as exc:  # this unit's alone: the sweep logs it and puts it back
                 out.append(exc)
         return out
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -716,11 +716,12 @@ def lapses(tx: Transaction, task_id: str) -> list[StoredLapse]:
 
 def takes_due(tx: Transaction, now: datetime, limit: int) -> list[str]:
     """Ids of tasks whose take has ended by ``now`` but is still counted, soonest first: the
-    lapse sweep's work (an index range: the cost is the work due, not the history)."""
+    lapse sweep's work (an index range: the cost is the work due, not the history). A task
+    waiting for a retry (:func:`sweep_retries_due`) is out of this order, and of its index."""
     t = s.tasks
     q = (
         select(t.c.id)
-        .where(t.c.take_ends_at <= now)
+        .where(t.c.take_ends_at <= now, t.c.sweep_retry_at.is_(None))
         .order_by(t.c.take_ends_at, t.c.id)
         .limit(limit)
     )
@@ -736,11 +737,53 @@ def reveals_due(tx: Transaction, now: datetime, limit: int) -> list[str]:
     t = s.tasks
     q = (
         select(t.c.id)
-        .where(t.c.reveal_due_at <= now)
+        .where(t.c.reveal_due_at <= now, t.c.sweep_retry_at.is_(None))
         .order_by(t.c.reveal_due_at, t.c.id)
         .limit(limit)
     )
     return [r.id for r in tx.conn.execute(q)]
+
+
+def sweep_retries_due(tx: Transaction, now: datetime, limit: int) -> list[str]:
+    """Ids of tasks whose failed sweep is to be tried again by ``now``, soonest first (an index
+    range on ``sweep_retry_at``: the retries due, never every task that once failed)."""
+    t = s.tasks
+    q = (
+        select(t.c.id)
+        .where(t.c.sweep_retry_at <= now)
+        .order_by(t.c.sweep_retry_at, t.c.id)
+        .limit(limit)
+    )
+    return [r.id for r in tx.conn.execute(q)]
+
+
+def sweep_failures(tx: Transaction, task_ids: Sequence[str]) -> dict[str, int]:
+    """How many times in a row each task's sweep failed (0: none recorded)."""
+    t = s.tasks
+    q = select(t.c.id, t.c.sweep_failures).where(t.c.id.in_(list(task_ids)))
+    return {r.id: int(r.sweep_failures or 0) for r in tx.conn.execute(q)}
+
+
+def defer_sweep(tx: Transaction, retries: Mapping[str, tuple[int, datetime]]) -> None:
+    """Record each task's failed sweep: its failures in a row and when it is tried again (out
+    of the due order until then)."""
+    if not retries:
+        return
+    t = s.tasks
+    q = (
+        update(t)
+        .where(t.c.id == bindparam("k_id"))
+        .values(sweep_failures=bindparam("v_failures"), sweep_retry_at=bindparam("v_at"))
+    )
+    rows = [{"k_id": i, "v_failures": n, "v_at": at} for i, (n, at) in retries.items()]
+    tx.conn.execute(q, rows)
+
+
+def sweep_done(tx: Transaction, task_id: str) -> None:
+    """Clear a task's failed sweep, tried again and done: back in the due order."""
+    t = s.tasks
+    q = update(t).where(t.c.id == task_id).values(sweep_failures=None, sweep_retry_at=None)
+    tx.conn.execute(q)
 
 
 # --- rows -----------------------------------------------------------------------------------

@@ -35,6 +35,7 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     UniqueConstraint,
+    and_,
     text,
 )
 from sqlalchemy.engine import Dialect
@@ -160,6 +161,12 @@ tasks = Table(
     Column("panel", JSON, nullable=True),
     Column("quorum", Integer, nullable=True),
     Column("votes", JSON, nullable=True),
+    # The upkeep's lapse or overdue reveal that failed on this task: how many times in a row,
+    # and when it is tried again. Until then the task is out of the sweeps' due order (their
+    # indexes hold only rows without a retry), so a row failing on every pass never holds the
+    # rows due after it (revision 0056). Null: none failed.
+    Column("sweep_failures", Integer, nullable=True),
+    Column("sweep_retry_at", UTCDateTime, nullable=True),  # ix_tasks_sweep_retry_at
 )
 
 task_seats = Table(
@@ -404,13 +411,16 @@ Index(
     sqlite_where=tasks.c.verifier.is_not(None),
     postgresql_where=tasks.c.verifier.is_not(None),
 )
+# The sweeps' due orders hold no task waiting for a retry; the retries are an order of their own.
 for _column in (tasks.c.take_ends_at, tasks.c.reveal_due_at):
-    Index(
-        f"ix_tasks_{_column.name}",
-        _column,
-        sqlite_where=_column.is_not(None),
-        postgresql_where=_column.is_not(None),
-    )
+    _due = and_(_column.is_not(None), tasks.c.sweep_retry_at.is_(None))
+    Index(f"ix_tasks_{_column.name}", _column, sqlite_where=_due, postgresql_where=_due)
+Index(
+    "ix_tasks_sweep_retry_at",
+    tasks.c.sweep_retry_at,
+    sqlite_where=tasks.c.sweep_retry_at.is_not(None),
+    postgresql_where=tasks.c.sweep_retry_at.is_not(None),
+)
 # The ledger page's reads, newest first within an account, a kind, or the whole ledger
 # (adjudge.store.ledger.movements): a page walks one index range, however long the history.
 _e = ledger_entries.c
