@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from adjudge.app import accounts as accounts_module
+from adjudge.market import seal
 from adjudge.receipts import SigningKey
 from adjudge.store import Store, records
 from support.audit import audit
@@ -87,6 +88,35 @@ def test_an_extra_key_sends_no_money_on_its_accounts_word(h: Harness) -> None:
     h.ok("pat", "POST", f"/tasks/{reviewed}/review", {"passed": True, "reasons": []})
     h.ok("root", "POST", f"/tasks/{disputed}/ruling", {"pay_agent": True, "note": "ok"})
     assert h.balance("wallet:bob") > before
+    audit(h.app.store)
+
+
+def test_a_posters_extra_key_escalates_nothing_for_the_agent_to_collect(h: Harness) -> None:
+    """A sealed task's reveal that does not match, and a reclaim of delivered work after the
+    deadline, each escalate the task, and the agent then collects without a ruling: an extra
+    key does neither (before, a key with a budget of nothing could, and the escrow went to the
+    agent on its word); the poster's own key can."""
+    poster = _extra(h, "pat")
+    sealed = h.post(
+        "auto",
+        criteria={"max_length": 400},
+        seal=seal.commit({"expected_answer": "42"}, "a-poster-chosen-salt"),
+    )
+    late = h.post("manual")
+    for tid in (sealed, late):
+        h.ok("bob", "POST", f"/tasks/{tid}/accept")
+        h.ok("bob", "POST", f"/tasks/{tid}/submissions", {"result": "The answer is 42."})
+    h.ok("bob", "POST", f"/tasks/{sealed}/finalize")
+    wrong = {"criteria": {"expected_answer": "43"}, "salt": "a-poster-chosen-salt"}
+    h.later(1)
+    refusals = [
+        h.refused(poster, "POST", f"/tasks/{sealed}/reveal", wrong),
+        h.refused(poster, "POST", f"/tasks/{late}/reclaim"),
+    ]
+    assert refusals == [(403, "PRIMARY_KEY_REQUIRED")] * 2
+    assert h.ok("pat", "GET", f"/tasks/{sealed}")["status"] == "awaiting_verification"
+    assert h.ok("pat", "GET", f"/tasks/{late}")["status"] == "submitted"
+    assert h.ok("pat", "POST", f"/tasks/{late}/reclaim")["status"] == "escalated"
     audit(h.app.store)
 
 

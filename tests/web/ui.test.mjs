@@ -102,7 +102,7 @@ test("actions follow the status, the mode and who is asking", () => {
 test("an extra key is not offered what only the account's own key may do", () => {
   const extra = (me) => ({ ...me, extra_key: { id: "key_0123456789abcdef", label: "bot" } });
   const manual = task({ status: "submitted", mode: "manual", agent: "ann" });
-  assert.deepEqual(names(manual, extra(pat)), ["dispute", "reclaim"]);
+  assert.deepEqual(names(manual, extra(pat)), ["dispute"]);
   assert.deepEqual(names(task({ status: "disputed" }), extra(root)), []);
   // What an extra key may do is still offered.
   assert.deepEqual(names(task({ status: "assigned", agent: "ann" }), extra(ann)), ["submit", "dry-run"]);

@@ -458,8 +458,12 @@ class Tasks:
         does not match (or reveals criteria no auto check could use) escalates the task in its
         own transaction, and is then refused with ``SEAL_MISMATCH`` — a retry with the same
         Idempotency-Key is refused the same way.
+
+        The account's own key only: a reveal that does not match escalates the task, and the
+        agent may then collect without a ruling (an extra key's budget is for calls).
         """
         need_role(account, "poster")
+        need_primary(account, "reveals sealed criteria")
 
         def event(tx: Transaction, stored: StoredTask) -> Event:
             sub = records.submission(tx, task_id, stored.task.attempts)
@@ -630,8 +634,10 @@ class Tasks:
         )
 
     def reclaim(self, account: Account, task_id: str, *, key: str | None = None) -> Answer[Any]:
-        """The poster reclaims after the deadline (a refund, or an escalation)."""
+        """The poster reclaims after the deadline (a refund, or an escalation, after which the
+        agent may collect without a ruling): the account's own key only, as for a review."""
         need_role(account, "poster")
+        need_primary(account, "reclaims a task")
         return self._ending(account, task_id, "reclaim", Reclaim, key)
 
     def collect(self, account: Account, task_id: str, *, key: str | None = None) -> Answer[Any]:

@@ -146,7 +146,7 @@ export function actionsFor(task, me, now = Date.parse(task?.as_of ?? "") || Date
 }
 
 /** What only an account's own key may do (an extra key is refused it). */
-const PRIMARY_ONLY = new Set(["review", "ruling"]);
+const PRIMARY_ONLY = new Set(["review", "ruling", "reveal", "reclaim"]);
 
 /** Reasons typed one per line, as the API takes them (blank lines dropped). */
 export function reasonLines(text) {
