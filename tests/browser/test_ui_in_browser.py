@@ -46,6 +46,21 @@ def _status(b: Browser, words: str) -> None:
     b.page.locator("dl.facts .status", has_text=words).wait_for()
 
 
+def _submitted_manual(b: Browser) -> str:
+    """A manual task pat posted and ann took and delivered, each in the console; its id."""
+    page = b.page
+    b.sign_in("pat")
+    _post(b, "Summarise the report", "2", "manual")
+    tid = _task_id(b)
+    b.sign_in("ann")
+    b.open(f"tasks/{tid}")
+    page.get_by_role("button", name="Take this task").click()
+    page.get_by_label("Result").fill("The summary, with every section.")
+    page.get_by_role("button", name="Submit a result").click()
+    _status(b, "submitted")
+    return tid
+
+
 def test_an_auto_task_fails_a_round_then_pays(browser: Browser) -> None:
     """Posted in USDC with the balance refreshed; the agent dry-runs and submits from one
     draft, fails a round, resubmits, and the auto check pays it."""
@@ -89,15 +104,7 @@ def test_an_auto_task_fails_a_round_then_pays(browser: Browser) -> None:
 def test_a_manual_task_is_disputed_and_ruled(browser: Browser) -> None:
     """The poster rejects with a reason, the agent disputes with one, an admin pays the agent."""
     b, page = browser, browser.page
-    b.sign_in("pat")
-    _post(b, "Summarise the report", "2", "manual")
-    tid = _task_id(b)
-    b.sign_in("ann")
-    b.open(f"tasks/{tid}")
-    page.get_by_role("button", name="Take this task").click()
-    page.get_by_label("Result").fill("The summary, with every section.")
-    page.get_by_role("button", name="Submit a result").click()
-    _status(b, "submitted")
+    tid = _submitted_manual(b)
 
     b.sign_in("pat")
     b.open(f"tasks/{tid}")
@@ -191,15 +198,7 @@ def test_an_extra_key_is_offered_nothing_it_would_be_refused(browser: Browser) -
     not post or fund tasks, and offers no review of a manual task's result, which sends the
     escrow on pat's word; pat's own key is offered both."""
     b, page = browser, browser.page
-    b.sign_in("pat")
-    _post(b, "Summarise the report", "2", "manual")
-    tid = _task_id(b)
-    b.sign_in("ann")
-    b.open(f"tasks/{tid}")
-    page.get_by_role("button", name="Take this task").click()
-    page.get_by_label("Result").fill("The summary, with every section.")
-    page.get_by_role("button", name="Submit a result").click()
-    _status(b, "submitted")
+    tid = _submitted_manual(b)
     extra = b.h.ok("pat", "POST", "/accounts/me/api-keys", {"label": "bot"})
     page.fill("#key", extra["api_key"])
     page.click("text=Use key")

@@ -128,9 +128,8 @@ def test_a_provider_that_refuses_the_signature_is_a_request_error(world: World) 
     assert world.h.balance("wallet:ann") == FUNDS
 
 
-def test_observed_failures_feed_quality_and_propose_a_penalty(world: World) -> None:
-    """Only calls the gateway forwarded count: failing ones raise the provider's failure rate
-    and, past the sample gate, propose a penalty."""
+def _declare_terms(world: World) -> None:
+    """The provider declares quality terms: a failure rate of 1/10, tested from 3 calls."""
     world.h.ok(
         PROVIDER,
         "POST",
@@ -140,6 +139,12 @@ def test_observed_failures_feed_quality_and_propose_a_penalty(world: World) -> N
             "quality": {"declared_failure_rate": "1/10", "sample_gate": 3, "window_days": 7},
         },
     )
+
+
+def test_observed_failures_feed_quality_and_propose_a_penalty(world: World) -> None:
+    """Only calls the gateway forwarded count: failing ones raise the provider's failure rate
+    and, past the sample gate, propose a penalty."""
+    _declare_terms(world)
     world.script.answer = "bad"
     for _ in range(4):
         answer = world.call({"city": "berlin"}).json()
@@ -154,15 +159,7 @@ def test_a_providers_own_calls_do_not_dilute_its_failure_rate(world: World) -> N
     (verified, charged and receipted as any call) beside four failing calls and a pass of
     another caller still leave a rate of 4/5 and a proposed penalty (counted, the passes made
     the rate 4/25, which the declared 1/10 explains)."""
-    world.h.ok(
-        PROVIDER,
-        "POST",
-        "/tools",
-        {
-            "contract": {"tool": "weather_unused", "version": "1"},
-            "quality": {"declared_failure_rate": "1/10", "sample_gate": 3, "window_days": 7},
-        },
-    )
+    _declare_terms(world)
     world.h.ok("root", "POST", f"/accounts/{PROVIDER}/deposits", {"amount": str(20 * PRICE)})
     for _ in range(20):
         own = world.call({"city": "berlin"}, who=PROVIDER).json()
