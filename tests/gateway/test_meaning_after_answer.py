@@ -167,6 +167,7 @@ def test_both_parties_hear_of_a_refund_judged_later(world: Any, store: Store) ->
             "verdict": "FAIL",
             "payment": "refund",
             "strike": rejudged["data"]["strike"],
+            "money_state": "refunded",
             "refund": str(PRICE),
             "receipt_id": view["receipt_id"],
             "supersedes": first,
@@ -183,7 +184,32 @@ def test_a_judgment_that_keeps_the_charge_says_so(world: Any, store: Store) -> N
     event = events_to(store, "ep_ann")[-1]
     assert (event["type"], event["data"]["call_id"]) == ("call.rejudged", got["intentId"])
     assert (event["data"]["payment"], event["data"]["refund"]) == ("settle", "0")
+    assert event["data"]["money_state"] == "held"
     assert w.h.balance("wallet:ann") == FUNDS - PRICE
+
+
+def test_a_judgment_after_an_upheld_report_says_the_charge_went_back(
+    world: Any, store: Store
+) -> None:
+    """The caller reports while the judgment is pending and an admin upholds the report (the
+    charge back from the hold); then the judges find nothing wrong. The event says where the
+    charge is, the caller's again by the ruling, and that nothing more went back (it said
+    "settle" and nothing of the ruling: a receiver correcting its books from it booked the
+    charge again)."""
+    w, base, _ = world
+    _hooked(w, store)
+    _later(w, base, {"model-a": "honest"}, quorum=1)
+    call_id = w.answered()["intentId"]
+    w.h.ok("ann", "POST", f"/calls/{call_id}/report", {"reason": "The wrong city."})
+    ruling = {"upheld": True, "reasons": ["The wrong city."]}
+    w.h.ok("root", "POST", f"/calls/{call_id}/report/ruling", ruling)
+    assert w.h.app.gateway.judge_pending() == 1
+    view = w.h.ok("ann", "GET", f"/gateway/calls/{call_id}")
+    assert view["money"]["state"] == "refunded_after_report"
+    data = events_to(store, "ep_ann")[-1]["data"]
+    assert (data["payment"], data["refund"]) == ("settle", "0")
+    assert data["money_state"] == "refunded_after_report"
+    assert w.h.balance("wallet:ann") == FUNDS
 
 
 def test_the_final_verdict_judged_later_counts_in_the_providers_window(world: Any) -> None:

@@ -188,13 +188,16 @@ def call_rejudged(
     record: Mapping[str, Any],
     *,
     caller: str,
+    money_state: str,
     refund_minor: int,
     receipt_id: str,
     supersedes: str | None,
 ) -> tuple[str, dict[str, Any]]:
     """``call.rejudged``: a call judged after its answer, from the superseding receipt's record
-    (``CallResult.to_dict()``): its final verdict and payment, and what went back to the
-    caller (a receiver that booked the first ``call.settled`` corrects it from this)."""
+    (``CallResult.to_dict()``): its final verdict and payment, where its charge is now
+    (``money_state``, as the call's view says it: a report's ruling may have given it back
+    before the judgment), and what went back to the caller with it (a receiver that booked
+    the first ``call.settled`` corrects it from this)."""
     return "call.rejudged", {
         "call_id": record.get("call_id"),
         "tool": record.get("tool"),
@@ -203,6 +206,7 @@ def call_rejudged(
         "verdict": record.get("verdict"),
         "payment": record.get("payment"),
         "strike": record.get("strike"),
+        "money_state": money_state,
         "refund": str(refund_minor),
         "receipt_id": receipt_id,
         "supersedes": supersedes,

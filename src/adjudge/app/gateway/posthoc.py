@@ -27,7 +27,7 @@ import asyncio
 import base64
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from adjudge.app.calls import requalify
 from adjudge.app.gateway.parsed import judging_policy, parsed_policy, parsed_tool
 from adjudge.app.gateway.spending import give_back
+from adjudge.app.gateway.views import money_view
 from adjudge.app.isolation import JudgingFailed
 from adjudge.app.meaning import MeaningAsk, ask_judges
 from adjudge.app.wiring import call_subject
@@ -55,7 +56,7 @@ from adjudge.calls.verify import (
 from adjudge.errors import Conflict, NotFound, StateError, VerificationFailed
 from adjudge.json_text import dumps_utf8
 from adjudge.receipts import VerifyingKey, canonical_bytes
-from adjudge.store import Account, Transaction, meaning_queue, outbox, receipt_log, records
+from adjudge.store import Account, Transaction, holds, meaning_queue, outbox, receipt_log, records
 from adjudge.store import calls as calls_db
 from adjudge.store import gateway as db
 from adjudge.webhooks import events
@@ -300,9 +301,11 @@ def _supersede(
     final = None if result.verdict is None else result.verdict.value
     db.rejudged(tx, call, status=status, verdict=final, receipt_id=receipt.id)
     requalify(tx, call.id, final, now)  # the provider's window counts the final verdict
+    held = holds.get(tx, call.id)
     rejudged = events.call_rejudged(
         result.to_dict(),
         caller=call.caller,
+        money_state=money_view(replace(call, status=status), held)["state"],
         refund_minor=moved,
         receipt_id=receipt.id,
         supersedes=call.receipt_id or row.receipt_id,
