@@ -14,7 +14,7 @@ from sqlalchemy import select
 
 from adjudge import Error
 from adjudge.app import Settings, maintenance
-from adjudge.app.tasks import sweep_retry_delay
+from adjudge.app.retries import retry_delay
 from adjudge.errors import StateError
 from adjudge.store import Store, schema, takes
 from support.audit import audit, reset
@@ -287,7 +287,7 @@ def test_takes_that_fail_to_lapse_hold_up_none_due_after_them(
 
 def test_the_retry_delay_grows_to_its_most() -> None:
     """A minute after the first failure, doubling with each in a row, an hour at most."""
-    delays = [sweep_retry_delay(n) for n in (1, 2, 3, 6, 7, 100)]
+    delays = [retry_delay(n) for n in (1, 2, 3, 6, 7, 100)]
     assert delays == [timedelta(minutes=m) for m in (1, 2, 4, 32, 60, 60)]
 
 

@@ -12,13 +12,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import select
 
-from adjudge.app import settlement
+from adjudge.app import maintenance, settlement
 from adjudge.market import WORLD, Transfer, provider_hold_account, wallet_account
 from adjudge.store import Store, Transaction, holds, ledger, receipt_log, records
 from adjudge.store import schema as s
 from adjudge.store.ledger import UnprovenRelease
 from support.at_once import at_once
+from support.audit import audit
 from support.fakes import FakeIssuer
+from support.harness import make_harness
 from support.statements import statements
 from support.trips import traced
 
@@ -38,8 +40,9 @@ def _held(store: Store, charges: list[tuple[str, int]], *, matures_at: datetime 
                 records.create_account(tx, provider, ["provider"], key, opt_in=True, at=T0)
         for provider, amount in charges:
             call_id = f"call-{next(_calls)}"
+            statement = {"c": call_id, "charged": amount}  # what the audit reads it decided
             receipt = receipt_log.append(
-                tx, lambda prev, c=call_id: FakeIssuer.chained({"c": c}, prev), task_id=None, at=T0
+                tx, lambda prev, d=statement: FakeIssuer.chained(d, prev), task_id=None, at=T0
             )
             fund = [Transfer(WORLD, provider_hold_account(provider), amount, "charge")]
             ledger.transfer(tx, fund, task_id=None, at=T0)
@@ -214,3 +217,70 @@ def test_maturity_conserves_money_and_pays_each_charge_once(
             assert ledger.total(tx) == (0, 0)
     released = [r for a, _, r in _released_lines(store) if a.startswith(f"wallet:x{n}p")]
     assert sorted(released) == sorted(made[c][3] for c in paid)
+
+
+def _hold_state(store: Store) -> dict[str, tuple[str, int | None, datetime | None]]:
+    """Each hold's state, failed releases in a row and retry time, read from its row."""
+    h = holds.provider_holds.c
+    with store.read() as tx:
+        rows = tx.conn.execute(select(h.call_id, h.state, h.release_failures, h.retry_at))
+        return {r.call_id: (r.state, r.release_failures, r.retry_at) for r in rows}
+
+
+def test_holds_that_fail_to_mature_hold_up_none_due_after_them(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On each database: 501 due holds whose release fails on every pass, all due before two
+    healthy ones (one of the same provider, one of another). The upkeep's pass pays both
+    healthy ones all the same, and puts each failing one back, logged, to be tried a minute
+    later, then two; a pass before then tries none of them; one that no longer fails is paid
+    when tried and leaves the retries; the books balance throughout (before, the batch of the
+    oldest 500 failed whole on every pass, and every hold due behind it waited for good)."""
+    h = make_harness(store)
+    now = h.clock.now()
+    failing = set(_held(store, [("p1", 10 + i % 7) for i in range(501)], matures_at=now))
+    healthy = [
+        *_held(store, [("p1", 1_000)], matures_at=now + timedelta(seconds=1)),
+        *_held(store, [("p2", 2_000)], matures_at=now + timedelta(seconds=2)),
+    ]
+    h.advance(minutes=1)
+    release, tried = holds.release, []
+
+    def faulty(tx: Transaction, call_ids: list[str], *, at: datetime) -> set[str]:
+        tried.extend(c for c in call_ids if c in failing)
+        if failing.intersection(call_ids):
+            raise RuntimeError("a fault of this hold")
+        return release(tx, call_ids, at=at)
+
+    monkeypatch.setattr(holds, "release", faulty)
+    first = h.clock.now()
+    done = maintenance.run_once(h.app)
+    assert (done["matured"], done["failed"]) == (2, 0), done
+    state = _hold_state(store)
+    assert {state[c][0] for c in healthy} == {holds.RELEASED}
+    assert {state[c] for c in failing} == {(holds.HELD, 1, first + timedelta(minutes=1))}
+    assert failing <= set(tried)
+    tried.clear()
+    assert maintenance.run_once(h.app)["matured"] == 0 and tried == []  # none due yet
+    h.advance(minutes=1)
+    mended = min(failing)
+    failing.discard(mended)
+    second = h.clock.now()
+    done = maintenance.run_once(h.app)
+    assert (done["matured"], done["failed"]) == (1, 0), done
+    state = _hold_state(store)
+    assert state[mended] == (holds.RELEASED, None, None)
+    assert {state[c] for c in failing} == {(holds.HELD, 2, second + timedelta(minutes=2))}
+    assert sorted(tried) == sorted(failing)  # each alone, once
+    monkeypatch.setattr(holds, "release", release)
+    h.advance(minutes=2)
+    assert maintenance.run_once(h.app)["matured"] == 500
+    assert {s[0] for s in _hold_state(store).values()} == {holds.RELEASED}
+    with store.read() as tx:
+        assert ledger.balance(tx, wallet_account("p2")) == 2_000
+        assert ledger.balance(tx, wallet_account("p1")) == 1_000 + sum(
+            10 + i % 7 for i in range(501)
+        )
+        assert ledger.balance(tx, provider_hold_account("p1")) == 0
+        assert ledger.total(tx) == (0, 0)
+    audit(store)

@@ -864,6 +864,51 @@ def test_migration_0056_takes_a_task_waiting_for_a_retry_out_of_the_due_order(
     store.migrate()
 
 
+def test_migration_0057_passes_over_a_hold_waiting_for_a_retry(store: Store) -> None:
+    """After 0057, a hold whose release failed is out of the due order until its retry, read
+    from an index of its own (SQLite's plan: the partial index, sorting nothing but ties); a
+    report's claim ends its retry. 0057 downgrades cleanly, the waiting hold due again."""
+    at = datetime(2026, 3, 4, tzinfo=UTC)
+    downgrade(store, "0056")
+    store.migrate()
+    with store.write() as tx:
+        for call_id in ("failed", "next"):
+            holds.add(
+                tx,
+                call_id=call_id,
+                provider="p",
+                caller="c",
+                amount=1,
+                receipt_id=f"r-{call_id}",
+                matures_at=at,
+            )
+        holds.defer(tx, {"failed": (1, at + timedelta(minutes=1))})
+    later = at + timedelta(minutes=1)
+    with store.read() as tx:
+        assert [d.call_id for d in holds.due(tx, later)] == ["next"]
+        assert [d.call_id for d in holds.due(tx, later, call_ids=["failed"])] == ["failed"]
+        assert holds.retries_due(tx, at) == []
+        assert holds.retries_due(tx, later) == ["failed"]
+        assert holds.retries_due(tx, later, provider="q") == []
+        assert holds.release_failures(tx, ["failed", "next"]) == {"failed": 1, "next": 0}
+    if store.dialect == "sqlite":
+        [(_, plan)] = sqlite_plans(store, lambda tx: holds.retries_due(tx, later))
+        assert plan[0].startswith("SEARCH provider_holds USING INDEX ix_provider_holds_retry_at ")
+        assert "USE TEMP B-TREE FOR ORDER BY" not in plan, plan
+    with store.write() as tx:
+        assert holds.move(tx, "failed", from_state=holds.HELD, to_state=holds.REPORTED)
+    with store.read() as tx:
+        assert holds.release_failures(tx, ["failed"]) == {"failed": 0}
+    with store.write() as tx:
+        assert holds.move(tx, "failed", from_state=holds.REPORTED, to_state=holds.HELD)
+        holds.defer(tx, {"failed": (1, later)})
+    downgrade(store, "0056")
+    with store.read() as tx:
+        due = tx.conn.execute(text("SELECT call_id FROM provider_holds WHERE state = 'held'"))
+        assert sorted(r.call_id for r in due) == ["failed", "next"]
+    store.migrate()
+
+
 def test_no_index_is_led_by_another_of_its_table() -> None:
     """An index on the first columns of another index (or key) of its table reads nothing the
     other does not, and every row written pays for it (revisions 0027 and 0033 dropped them):

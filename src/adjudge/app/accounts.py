@@ -19,13 +19,13 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from adjudge.app import settlement
+from adjudge.app.maturity import mature_due
 from adjudge.app.settlement import deposit
 from adjudge.app.unit import Answer, Idempotency, UnitOfWork
 from adjudge.app.views import account_view, key_view
 from adjudge.errors import BadInput, Error, NotAllowed, NotFound, StateError
 from adjudge.receipts import VerifyingKey
-from adjudge.store import Account, Transaction, holds, records
+from adjudge.store import Account, Transaction, records
 
 #: Roles an account may hold.
 ROLES = frozenset({"poster", "agent", "verifier", "admin", "provider"})
@@ -198,13 +198,7 @@ class Accounts:
         first, so the balance is never behind the clock), the extra key it asked with (null
         for its own key) and, for a verifier, its keys."""
         if "provider" in account.roles:
-            now, most = self.unit.now(), settlement.MATURE_BATCH
-            if self.unit.read(lambda tx: holds.due(tx, now, provider=account.id, limit=1)):
-                # A batch at a time until one matures fewer than it could: all that is due.
-                while most == self.unit.write(
-                    lambda tx: settlement.mature(tx, now, provider=account.id, limit=most)
-                ):
-                    pass
+            mature_due(self.unit, provider=account.id)
 
         def run(tx: Transaction) -> dict[str, Any]:
             fresh = records.account(tx, account.id)

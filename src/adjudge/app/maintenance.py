@@ -25,7 +25,8 @@ next pass, and the steps after it still run; within a step, a call or judgment t
 logged and passed over, so one bad row never keeps the others' money waiting. A task whose lapse
 or overdue reveal fails is logged and put back with a growing delay, out of the sweep's due
 order until then (:meth:`adjudge.app.tasks.Tasks.lapse_due`): however many fail on every pass,
-the tasks due after them are swept in the same pass.
+the tasks due after them are swept in the same pass. A provider's held charge whose release
+fails is taken out of its batch and put back the same way (:mod:`adjudge.app.maturity`).
 """
 
 from __future__ import annotations

@@ -154,7 +154,12 @@ MATURE_BATCH = 500
 
 
 def mature(
-    tx: Transaction, now: datetime, *, provider: str | None = None, limit: int = MATURE_BATCH
+    tx: Transaction,
+    now: datetime,
+    *,
+    provider: str | None = None,
+    limit: int = MATURE_BATCH,
+    call_ids: Sequence[str] | None = None,
 ) -> int:
     """Pay providers the held charges whose report deadline passed with no report open: each
     moves from the provider's hold to its wallet against the receipt that settled the call (on
@@ -166,8 +171,10 @@ def mature(
     once for all its matured charges (each charge its own ledger lines, naming its receipt).
     The batch locks every wallet it credits and every hold it debits first, in the one order of
     balances; a hold at a time, it held each provider's hold from its release to the commit
-    while it went on to the next, and every settled call of that provider waited as long."""
-    due = holds.due(tx, now, provider=provider, limit=limit)
+    while it went on to the next, and every settled call of that provider waited as long.
+    With ``call_ids``, only those calls' holds (a batch that failed, taken apart, and a retry:
+    :mod:`adjudge.app.maturity`)."""
+    due = holds.due(tx, now, provider=provider, limit=limit, call_ids=call_ids)
     released = holds.release(tx, [d.call_id for d in due], at=now)
     matured = sorted((d for d in due if d.call_id in released), key=lambda d: d.provider)
     _transfer(

@@ -20,6 +20,7 @@ from typing import Any
 from adjudge.app import outcomes, settlement
 from adjudge.app.accounts import need_primary, need_role
 from adjudge.app.at_once import AtOnce
+from adjudge.app.retries import retry_delay
 from adjudge.app.timing import stage
 from adjudge.app.unit import Answer, Idempotency, UnitOfWork
 from adjudge.app.views import rendered, shown, task_summary, task_view
@@ -105,19 +106,6 @@ POST_WINDOW = timedelta(hours=1)
 MAX_DEADLINE_HOURS = 24 * 366
 #: Due takes one batch of the lapse sweep applies, at most (the next batch takes the rest).
 SWEEP_BATCH = 100
-#: How long a task whose sweep failed waits to be tried again, after its first failure; each
-#: failure in a row doubles it, up to :data:`SWEEP_RETRY_MOST`.
-SWEEP_RETRY_FIRST = timedelta(minutes=1)
-SWEEP_RETRY_MOST = timedelta(hours=1)
-
-
-def sweep_retry_delay(failures: int) -> timedelta:
-    """How long a task waits after its ``failures``-th failed sweep in a row (1 or more): a row
-    failing on every pass is tried less and less often, never given up on."""
-    doubled: timedelta = SWEEP_RETRY_FIRST * (1 << min(max(failures, 1) - 1, 16))
-    return min(doubled, SWEEP_RETRY_MOST)
-
-
 #: The longest result a finalize checks inside its write transaction (well under a millisecond
 #: of checking): a longer one, or criteria that need the regex worker pool, is checked before
 #: the write, holding no lock (:meth:`Tasks.finalize`).
@@ -796,8 +784,9 @@ class Tasks:
     ) -> int:
         """Apply each due task's lapse or overdue reveal (:meth:`_lapse`), and each task's whose
         retry is due; how many were applied. A task whose unit raises is logged and put back
-        with a growing delay (:func:`sweep_retry_delay`): out of the due order until then, so
-        however many fail on every pass, the tasks due after them are applied in their turn."""
+        with a growing delay (:func:`adjudge.app.retries.retry_delay`): out of the due order
+        until then, so however many fail on every pass, the tasks due after them are applied in
+        their turn."""
         applied = 0
         while True:
             now = self.unit.now()
@@ -1122,6 +1111,6 @@ def _defer(tx: Transaction, failures: list[str], now: datetime) -> dict[str, tup
     retries = {}
     for task_id in failures:
         n = before.get(task_id, 0) + 1
-        retries[task_id] = (n, now + sweep_retry_delay(n))
+        retries[task_id] = (n, now + retry_delay(n))
     records.defer_sweep(tx, retries)
     return retries

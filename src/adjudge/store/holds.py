@@ -20,7 +20,7 @@ history.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -29,6 +29,7 @@ from sqlalchemy import (
     BigInteger,
     Column,
     Index,
+    Integer,
     String,
     Table,
     and_,
@@ -67,8 +68,21 @@ provider_holds = Table(
     Column("state", String(16), nullable=False),  # held | reported | released | refunded
     Column("ended_at", s.UTCDateTime, nullable=True),
     Column("end_receipt_id", String(64), nullable=True),  # an upheld report's ruling
+    # The upkeep's release that failed on this hold: how many times in a row, and when it is
+    # tried again. Until then the hold is out of the due order (:func:`due`), so a hold failing
+    # on every pass never holds the holds due after it (revision 0057). Null: none failed.
+    Column("release_failures", Integer, nullable=True),
+    Column("retry_at", s.UTCDateTime, nullable=True),
     Index("ix_provider_holds_due", "state", "matures_at"),
     Index("ix_provider_holds_provider", "provider", "state", "matures_at"),
+)
+# The holds waiting for a retry of their release (:func:`retries_due`): only those, never every
+# hold that ever matured.
+Index(
+    "ix_provider_holds_retry_at",
+    provider_holds.c.retry_at,
+    sqlite_where=provider_holds.c.retry_at.is_not(None),
+    postgresql_where=provider_holds.c.retry_at.is_not(None),
 )
 
 
@@ -149,7 +163,8 @@ def move(
 ) -> bool:
     """Change a hold's state if it is still ``from_state``; False (nothing written) if not.
     A hold that ends (released or refunded) leaves the open holds' counts."""
-    values: dict[str, Any] = {"state": to_state}
+    # A report, its ruling or a refund decides the hold anew: a failed release's retry is over.
+    values: dict[str, Any] = {"state": to_state, "release_failures": None, "retry_at": None}
     h = provider_holds.c
     change = update(provider_holds).where(and_(h.call_id == call_id, h.state == from_state))
     if to_state not in _ENDED:
@@ -203,18 +218,74 @@ def release(tx: Transaction, call_ids: Sequence[str], *, at: datetime) -> set[st
 
 
 def due(
-    tx: Transaction, now: datetime, *, provider: str | None = None, limit: int = 500
+    tx: Transaction,
+    now: datetime,
+    *,
+    provider: str | None = None,
+    limit: int = 500,
+    call_ids: Sequence[str] | None = None,
 ) -> list[Hold]:
     """Holds still ``held`` whose deadline passed by ``now``, oldest first (at most ``limit``);
-    a hold whose call's meaning judgment is still pending waits for it, whatever the deadline."""
+    a hold whose call's meaning judgment is still pending waits for it, whatever the deadline.
+    One waiting for a retry of a failed release (:func:`retries_due`) is out of this order
+    until then; with ``call_ids``, those of these calls, waiting for a retry or not."""
     h = provider_holds.c
     m = meaning_queue.c
     judging = exists().where(and_(m.call_id == h.call_id, m.state == JUDGING))
     q = select(provider_holds).where(and_(h.state == HELD, h.matures_at <= now, ~judging))
+    if call_ids is None:
+        q = q.where(h.retry_at.is_(None))
+    else:
+        q = q.where(h.call_id.in_(list(call_ids)))
     if provider is not None:
         q = q.where(h.provider == provider)
     rows = tx.conn.execute(q.order_by(h.matures_at).limit(limit))
     return [_hold(r._mapping) for r in rows]
+
+
+def retries_due(
+    tx: Transaction, now: datetime, *, provider: str | None = None, limit: int = 500
+) -> list[str]:
+    """Call ids of the holds still ``held`` whose failed release is to be tried again by
+    ``now``, soonest first (an index range on ``retry_at``: the retries due, never every hold
+    that once failed)."""
+    h = provider_holds.c
+    # The state compared as an expression: as an equality, SQLite took it for the due index's
+    # range and read every hold still held, where the retries' index holds only the few.
+    q = select(h.call_id).where(h.retry_at <= now, h.state.concat("") == HELD)
+    if provider is not None:
+        q = q.where(h.provider == provider)
+    return [r.call_id for r in tx.conn.execute(q.order_by(h.retry_at, h.call_id).limit(limit))]
+
+
+def release_failures(tx: Transaction, call_ids: Sequence[str]) -> dict[str, int]:
+    """How many times in a row each hold's release failed (0: none recorded)."""
+    h = provider_holds.c
+    q = select(h.call_id, h.release_failures).where(h.call_id.in_(list(call_ids)))
+    return {r.call_id: int(r.release_failures or 0) for r in tx.conn.execute(q)}
+
+
+def defer(tx: Transaction, retries: Mapping[str, tuple[int, datetime]]) -> None:
+    """Record each hold's failed release: its failures in a row and when it is tried again
+    (out of the due order until then)."""
+    if not retries:
+        return
+    h = provider_holds.c
+    q = (
+        update(provider_holds)
+        .where(h.call_id == bindparam("k_call"))
+        .values(release_failures=bindparam("v_failures"), retry_at=bindparam("v_at"))
+    )
+    rows = [{"k_call": c, "v_failures": n, "v_at": at} for c, (n, at) in retries.items()]
+    tx.conn.execute(q, rows)
+
+
+def retried(tx: Transaction, call_id: str) -> None:
+    """Clear a hold's failed release, tried again: back in the due order if still held (a
+    release in the due order never clears these: no hold there has a retry pending)."""
+    h = provider_holds.c
+    q = update(provider_holds).where(h.call_id == call_id, h.retry_at.is_not(None))
+    tx.conn.execute(q.values(release_failures=None, retry_at=None))
 
 
 def open_holds(tx: Transaction) -> list[Hold]:

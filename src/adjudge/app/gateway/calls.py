@@ -55,6 +55,7 @@ from adjudge.app.gateway.parsed import (
 from adjudge.app.gateway.spending import count_spending, give_back, spending_rows, within
 from adjudge.app.gateway.views import call_answer, gateway_call_view
 from adjudge.app.isolation import Isolation, JudgingFailed
+from adjudge.app.maturity import mature_due
 from adjudge.app.meaning import JUDGE_TIMEOUT, CallJudge, MeaningAsk, ask_judges
 from adjudge.app.timing import stage
 from adjudge.app.unit import Answer, Idempotency, UnitOfWork
@@ -609,16 +610,9 @@ class Gateway:
 
     def mature_holds(self, *, provider: str | None = None, batch: int = 500) -> int:
         """Pay providers every held charge whose report deadline has passed (a batch a
-        transaction, each against the receipt that settled its call); how many were paid."""
-        now = self.unit.now()
-        total = 0
-        while True:
-            due = self.unit.read(lambda tx: len(holds_db.due(tx, now, provider=provider, limit=1)))
-            if not due:
-                return total
-            total += self.unit.write(
-                lambda tx: settlement.mature(tx, now, provider=provider, limit=batch)
-            )
+        transaction, each against the receipt that settled its call; a hold that fails is put
+        back, :mod:`adjudge.app.maturity`); how many were paid."""
+        return mature_due(self.unit, provider=provider, batch=batch)
 
     def judge_pending(self, *, batch: int = JUDGED_BATCH) -> int:
         """Judge up to ``batch`` calls whose meaning judges are asked after the answer, each in
