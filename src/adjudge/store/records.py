@@ -375,6 +375,10 @@ def update_task(tx: Transaction, stored: StoredTask, task: Task) -> StoredTask:
     """
     before = _task_row(stored.task)
     row = {k: v for k, v in _task_row(task).items() if k != "id" and not _same(before[k], v)}
+    if "take_ends_at" in row or "reveal_due_at" in row:
+        # A new due time (a lapse or reveal applied by a read, a new take): a failed sweep's
+        # retry mark, which keeps the task out of the due order, was for the time it replaces.
+        row.update(sweep_failures=None, sweep_retry_at=None)
     row.update(k_id=task.id, k_version=stored.version, version=stored.version + 1)
     tx.later(
         _UPDATE_TASK,
