@@ -458,7 +458,8 @@ def test_a_reported_call_cannot_take_the_id_of_a_call_in_flight(world: World) ->
 
 def test_a_call_that_cannot_be_ended_keeps_no_other_money_waiting(world: World) -> None:
     """A pending call the upkeep cannot end (here: its id taken by a record written around the
-    service) is logged and passed over: the other calls' holds still mature at the same pass."""
+    service) is logged and put back until its retry: the other calls' holds still mature at the
+    same pass."""
     honest = world.call({"city": "berlin"}).json()["intentId"]
     with world.h.app.store.write() as tx:
         forwarded, record = gateway.call(tx, honest), calls.call(tx, honest)

@@ -45,6 +45,7 @@ from support.counts import recount
 from support.fakes import FakeIssuer
 from support.migrations import downgrade
 from support.plans import sqlite_plans
+from support.rows import pending_call
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -906,6 +907,47 @@ def test_migration_0057_passes_over_a_hold_waiting_for_a_retry(store: Store) -> 
     with store.read() as tx:
         due = tx.conn.execute(text("SELECT call_id FROM provider_holds WHERE state = 'held'"))
         assert sorted(r.call_id for r in due) == ["failed", "next"]
+    store.migrate()
+
+
+def test_migration_0058_passes_over_a_call_waiting_for_a_retry(store: Store) -> None:
+    """After 0058, a pending call whose recovery failed is out of the pending index until its
+    retry, read from an index of its own (SQLite's plans: each read one partial index's range,
+    sorting nothing but ties); a retry cleared puts the call back. 0058 downgrades cleanly, the
+    waiting call pending in the index again."""
+    at = datetime(2026, 3, 4, tzinfo=UTC)
+    downgrade(store, "0057")
+    store.migrate()
+    with store.write() as tx:
+        records.create_account(tx, "caller", ["agent"], "k-caller", opt_in=True, at=at)
+        for call_id in ("failed", "next"):
+            assert gateway.start_call(tx, pending_call(call_id, started_at=at))
+        gateway.defer_recovery(tx, {"failed": (1, at + timedelta(minutes=1))})
+    later = at + timedelta(minutes=1)
+    with store.read() as tx:
+        assert [c.id for c in gateway.pending_before(tx, later)] == ["next"]
+        assert gateway.recover_retries_due(tx, at) == []
+        assert [c.id for c in gateway.recover_retries_due(tx, later)] == ["failed"]
+        assert gateway.recover_failures(tx, ["failed", "next"]) == {"failed": 1, "next": 0}
+    if store.dialect == "sqlite":
+        [(_, plan)] = sqlite_plans(store, lambda tx: gateway.pending_before(tx, later))
+        assert plan == ["SEARCH gateway_calls USING INDEX ix_gateway_calls_pending (started_at<?)"]
+        [(_, plan)] = sqlite_plans(store, lambda tx: gateway.recover_retries_due(tx, later))
+        assert plan[0].startswith(
+            "SEARCH gateway_calls USING INDEX ix_gateway_calls_recover_retry_at "
+        ), plan
+        assert "USE TEMP B-TREE FOR ORDER BY" not in plan, plan
+    with store.write() as tx:
+        gateway.recovery_retried(tx, "failed")
+    with store.read() as tx:
+        assert sorted(c.id for c in gateway.pending_before(tx, later)) == ["failed", "next"]
+        assert gateway.recover_failures(tx, ["failed"]) == {"failed": 0}
+    with store.write() as tx:
+        gateway.defer_recovery(tx, {"failed": (2, later)})
+    downgrade(store, "0057")
+    with store.read() as tx:
+        pending = tx.conn.execute(text("SELECT id FROM gateway_calls WHERE state = 'pending'"))
+        assert sorted(r.id for r in pending) == ["failed", "next"]
     store.migrate()
 
 

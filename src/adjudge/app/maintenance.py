@@ -26,7 +26,9 @@ logged and passed over, so one bad row never keeps the others' money waiting. A 
 or overdue reveal fails is logged and put back with a growing delay, out of the sweep's due
 order until then (:meth:`adjudge.app.tasks.Tasks.lapse_due`): however many fail on every pass,
 the tasks due after them are swept in the same pass. A provider's held charge whose release
-fails is taken out of its batch and put back the same way (:mod:`adjudge.app.maturity`).
+fails is taken out of its batch and put back the same way (:mod:`adjudge.app.maturity`), and
+so is a paid call left pending whose end fails (:meth:`adjudge.app.gateway.calls.Gateway.
+recover`, which reads the pending calls a batch at a time, oldest first).
 """
 
 from __future__ import annotations

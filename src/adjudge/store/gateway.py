@@ -9,7 +9,7 @@ them in the clear.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -112,20 +112,37 @@ calls = Table(
     Column("answer", JSON, nullable=True),  # what the call answered, replayed on a retry
     # The caller's extra API key it was made with (its day's spending), None for its own key.
     Column("api_key_id", String(40), nullable=True),
+    # The upkeep's recovery of this call, left pending, that failed: how many times in a row,
+    # and when it is tried again. Until then the call is out of the pending index, so a call
+    # failing on every pass never holds the calls left pending after it (revision 0058). Null:
+    # none failed (every call the gateway writes).
+    Column("recover_failures", Integer, nullable=True),
+    Column("recover_retry_at", s.UTCDateTime, nullable=True),
     UniqueConstraint("caller", "key_hash"),
 )
+#: A call's columns as :class:`GatewayCall` holds them: every read of a call reads these alone
+#: (the recovery's retry columns are the upkeep's, read by :func:`recover_failures`).
+_CALL_COLUMNS = [c for c in calls.c if c.name not in ("recover_failures", "recover_retry_at")]
 # The listing of calls (list_calls), newest first: all, a caller's, a provider's, a tool's; each
 # page walks one index range in the listing's order, however many calls there are.
 for _column in (calls.c.caller, calls.c.provider, calls.c.tool):
     Index(f"ix_gateway_calls_{_column.name}_newest", _column, calls.c.started_at.desc(), calls.c.id)
 Index("ix_gateway_calls_newest", calls.c.started_at.desc(), calls.c.id)
 # The calls still pending (pending_before): a call is in it from its start to its end, so the
-# upkeep's search reads the few in flight, not every call before its cutoff.
+# upkeep's search reads the few in flight, not every call before its cutoff. A call whose
+# recovery failed leaves it until its retry, read from an index of its own (recover_retries_due).
+_pending = and_(calls.c.state == "pending", calls.c.recover_retry_at.is_(None))
 Index(
     "ix_gateway_calls_pending",
     calls.c.started_at,
-    sqlite_where=calls.c.state == "pending",
-    postgresql_where=calls.c.state == "pending",
+    sqlite_where=_pending,
+    postgresql_where=_pending,
+)
+Index(
+    "ix_gateway_calls_recover_retry_at",
+    calls.c.recover_retry_at,
+    sqlite_where=calls.c.recover_retry_at.is_not(None),
+    postgresql_where=calls.c.recover_retry_at.is_not(None),
 )
 
 
@@ -447,14 +464,59 @@ def call_by_key_read(caller: str, key: str) -> Read:
     return _CALL_BY_KEY, {"k_caller": caller, "k_key": hashed(key)}
 
 
-def pending_before(tx: Transaction, before: datetime) -> list[GatewayCall]:
-    """Calls still pending that started before ``before`` (interrupted: to be refunded)."""
+def pending_before(tx: Transaction, before: datetime, *, limit: int = 100) -> list[GatewayCall]:
+    """Calls still pending that started before ``before`` (interrupted: to be refunded), the
+    oldest first, at most ``limit`` (a range of the pending index). A call waiting for a retry
+    of its failed recovery (:func:`recover_retries_due`) is out of this order until then."""
     # The state as a literal, as the pending calls' partial index says it: a prepared
     # statement's generic plan (PostgreSQL's, after a few runs) cannot take a partial index on
     # the strength of a parameter's value.
     pending = calls.c.state == literal_column("'pending'")
-    q = select(calls).where(pending, calls.c.started_at < before)
-    return [_call(r._mapping) for r in tx.conn.execute(q.order_by(calls.c.started_at))]
+    q = select(*_CALL_COLUMNS).where(
+        pending, calls.c.recover_retry_at.is_(None), calls.c.started_at < before
+    )
+    rows = tx.conn.execute(q.order_by(calls.c.started_at).limit(limit))
+    return [_call(r._mapping) for r in rows]
+
+
+def recover_retries_due(tx: Transaction, now: datetime, *, limit: int = 100) -> list[GatewayCall]:
+    """Calls whose failed recovery is to be tried again by ``now``, soonest first (an index
+    range on ``recover_retry_at``: the retries due, never every call that once failed). One that
+    ended meanwhile (a replay ended it) is among them, for its retry to be cleared."""
+    c = calls.c
+    q = select(*_CALL_COLUMNS).where(c.recover_retry_at <= now)
+    rows = tx.conn.execute(q.order_by(c.recover_retry_at, c.id).limit(limit))
+    return [_call(r._mapping) for r in rows]
+
+
+def recover_failures(tx: Transaction, call_ids: Sequence[str]) -> dict[str, int]:
+    """How many times in a row each call's recovery failed (0: none recorded)."""
+    c = calls.c
+    q = select(c.id, c.recover_failures).where(c.id.in_(list(call_ids)))
+    return {r.id: int(r.recover_failures or 0) for r in tx.conn.execute(q)}
+
+
+def defer_recovery(tx: Transaction, retries: Mapping[str, tuple[int, datetime]]) -> None:
+    """Record each call's failed recovery: its failures in a row and when it is tried again
+    (out of the pending index until then)."""
+    if not retries:
+        return
+    c = calls.c
+    q = (
+        update(calls)
+        .where(c.id == bindparam("k_id"))
+        .values(recover_failures=bindparam("v_failures"), recover_retry_at=bindparam("v_at"))
+    )
+    tx.conn.execute(q, [{"k_id": i, "v_failures": n, "v_at": at} for i, (n, at) in retries.items()])
+
+
+def recovery_retried(tx: Transaction, call_id: str) -> None:
+    """Clear a call's failed recovery, tried again: the call ended (by the retry or meanwhile),
+    or, still pending, back in the pending index (a call's end in the gateway never clears
+    these: it writes no column of theirs, so no call pays for them)."""
+    c = calls.c
+    q = update(calls).where(c.id == call_id, c.recover_retry_at.is_not(None))
+    tx.conn.execute(q.values(recover_failures=None, recover_retry_at=None))
 
 
 def list_calls(
@@ -499,7 +561,7 @@ def list_calls(
         newest_page(select(c.id, c.started_at).where(lead, *ranged), c.started_at, c.id, cursor, 0)
         for lead in leads
     ]
-    q = select(calls).where(*sift)
+    q = select(*_CALL_COLUMNS).where(*sift)
     rows, following = sifted_newest_first(tx, q, c.started_at, c.id, walks, cursor, limit)
     return Page([_call(r._mapping) for r in rows], following)
 
@@ -602,8 +664,8 @@ _TOOL_VERSION = select(tools).where(
 _CREDENTIAL = select(credentials.c.header, credentials.c.sealed).where(
     credentials.c.provider == bindparam("k_provider")
 )
-_CALL = select(calls).where(calls.c.id == bindparam("k_id"))
-_CALL_BY_KEY = select(calls).where(
+_CALL = select(*_CALL_COLUMNS).where(calls.c.id == bindparam("k_id"))
+_CALL_BY_KEY = select(*_CALL_COLUMNS).where(
     and_(calls.c.caller == bindparam("k_caller"), calls.c.key_hash == bindparam("k_key"))
 )
 #: The call's row, or nothing when its id or its caller's key is taken (its unique keys).

@@ -37,6 +37,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any, TypeVar
 
 from adjudge.app import metrics, settlement
@@ -57,6 +58,7 @@ from adjudge.app.gateway.views import call_answer, gateway_call_view
 from adjudge.app.isolation import Isolation, JudgingFailed
 from adjudge.app.maturity import mature_due
 from adjudge.app.meaning import JUDGE_TIMEOUT, CallJudge, MeaningAsk, ask_judges
+from adjudge.app.retries import retry_delay
 from adjudge.app.timing import stage
 from adjudge.app.unit import Answer, Idempotency, UnitOfWork
 from adjudge.app.wiring import call_subject, new_sample_seed
@@ -130,6 +132,9 @@ INTERRUPTED_AFTER = timedelta(minutes=2)
 #: The most calls judged after their answers in one pass of the upkeep (each judge is bounded
 #: by the gateway's judge time-out, so a pass is bounded too).
 JUDGED_BATCH = 20
+#: The most calls left pending one read of the upkeep's recovery takes (it reads batch after
+#: batch while they are full, so the bound is on a read, not on a pass).
+RECOVER_BATCH = 100
 #: The threads a process's paid calls read the store on (their writes go to the group commit).
 #: A read is a few hundred microseconds: two keep up with a process's calls, and more only
 #: contend for the interpreter (two took 0.95x the CPU a call of eight on SQLite, and served
@@ -595,18 +600,50 @@ class Gateway:
         if found is not None:
             await found.aclose()
 
-    def recover(self, *, older_than: timedelta = INTERRUPTED_AFTER) -> int:
+    def recover(
+        self, *, older_than: timedelta = INTERRUPTED_AFTER, batch: int = RECOVER_BATCH
+    ) -> int:
         """End every call still pending after ``older_than`` as interrupted: a system error
-        whose receipt returns the reservation. Returns how many were ended."""
-        cutoff = self.unit.now() - older_than
-        pending = self.unit.read(lambda tx: db.pending_before(tx, cutoff))
+        whose receipt returns the reservation. Returns how many were ended.
+
+        The oldest first, ``batch`` calls a read on the pending index, batch after batch while
+        a batch is full and moves on; with them, a batch of the calls whose failed recovery is
+        due to be tried again. A call whose end raises is logged and put back with a growing
+        delay (:func:`adjudge.app.retries.retry_delay`): out of the pending index until its
+        retry, so however many fail on every pass, the calls left pending after them are ended
+        in the same pass, and a pass reads what it ends, never every call that once failed."""
+        now = self.unit.now()
+        cutoff = now - older_than
         ended = 0
-        for call in pending:
-            try:
-                ended += self._interrupted(call)
-            except Exception:  # logged and tried again next pass; the other calls still end
-                log.exception("the interrupted call %s could not be ended", call.id)
-        return ended
+        seen: set[str] = set()
+        while True:
+            retries, fresh = self.unit.read(
+                partial(_recoverable, cutoff=cutoff, now=now, limit=batch)
+            )
+            todo = [(c, True) for c in retries] + [(c, False) for c in fresh]
+            todo = [(c, retried) for c, retried in todo if c.id not in seen]
+            if not todo:  # nothing, or only calls this pass already took: no progress
+                return ended
+            errors: dict[str, Exception] = {}
+            for call, retried in todo:
+                seen.add(call.id)
+                try:
+                    ended += self._interrupted(call, retried=retried)
+                except Exception as exc:  # this call's alone: put back, the others go on
+                    errors[call.id] = exc
+            if errors:
+                deferred = self.unit.write(partial(_defer_recovery, failed=list(errors), now=now))
+                for call_id, (n, at) in deferred.items():
+                    log.error(
+                        "the interrupted call %s could not be ended"
+                        " (%d failure(s) in a row; tried again from %s)",
+                        call_id,
+                        n,
+                        at.isoformat(),
+                        exc_info=errors[call_id],
+                    )
+            if len(retries) < batch and len(fresh) < batch:
+                return ended
 
     def mature_holds(self, *, provider: str | None = None, batch: int = 500) -> int:
         """Pay providers every held charge whose report deadline has passed (a batch a
@@ -803,10 +840,6 @@ class Gateway:
         with stage("gateway.forward"):
             return await self._forwarder_here().forward(signed, credential=credential)
 
-    def _finish(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        """(5) in a transaction of its own (an interrupted call's end)."""
-        return self.unit.write(self._finishing(*args, **kwargs))
-
     def _finishing(
         self,
         caller: Account,
@@ -831,7 +864,9 @@ class Gateway:
         (:mod:`adjudge.app.gateway.posthoc`)."""
         now = self.unit.now()
         issuer = self.issuer
-        tool = parsed_tool(stored)
+        # No document: an interrupted call whose tool version is gone (:meth:`_interrupted`),
+        # ended with no output, its contract's version unknown.
+        tool = parsed_tool(stored) if stored.document else None
 
         def issue(previous: Place) -> Mapping[str, Any]:
             with stage("gateway.receipt.sign"):
@@ -851,7 +886,10 @@ class Gateway:
         payment = result.effect.payment.value
         status = {"settle": "settled", "refund": "refunded", "void": "voided"}[payment]
 
-        visible = status == "settled" or tool.refunded_output == "return"
+        visible = status == "settled" or (tool is not None and tool.refunded_output == "return")
+        contract_version = (
+            "" if tool is None else str(dict(tool.contract_document).get("version", "1"))
+        )
         shown = output if visible else None
         # The bytes the provider answered, kept so the verdict replays offline (a replay bundle):
         # for the provider and admins always, for the caller only where it was shown the answer.
@@ -885,7 +923,7 @@ class Gateway:
             stored_call = calls_db.add_call(
                 tx,
                 record=result.to_dict(),
-                contract_version=str(dict(tool.contract_document).get("version", "1")),
+                contract_version=contract_version,
                 submitted_by=caller.id,
                 at=now,
                 request={
@@ -947,12 +985,37 @@ class Gateway:
 
         return run
 
-    def _interrupted(self, call: db.GatewayCall) -> bool:
-        """End a pending call as a system error (the process stopped mid-call); False if it
-        ended meanwhile."""
+    def _interrupted(self, call: db.GatewayCall, *, retried: bool = False) -> bool:
+        """End a pending call as a system error (the process stopped mid-call), its reservation
+        voided back to the caller against a receipt; False if it ended meanwhile. With
+        ``retried`` (the upkeep's retry of a failed recovery), its retry is cleared in the same
+        transaction, or alone if the call ended meanwhile."""
+        if call.state != "pending":
+            if retried:
+                self.unit.write(partial(db.recovery_retried, call_id=call.id))
+            return False
+        # The call's own row says all its end needs of the tool (name, provider, currency): a
+        # tool version whose row is gone ends the call all the same, the money back to the
+        # caller, rather than leave its price reserved for good.
         stored = self.unit.read(lambda tx: db.tool(tx, call.tool, call.tool_version))
         if stored is None:
-            return False
+            log.warning(
+                "the interrupted call %s names a tool version no longer stored (%s v%d);"
+                " ending it on the call's own record",
+                call.id,
+                call.tool,
+                call.tool_version,
+            )
+            stored = db.StoredTool(
+                call.tool,
+                call.tool_version,
+                call.provider,
+                {},  # no document: nothing of it is read for an interrupted call's end
+                "",
+                call.price_minor,
+                call.currency,
+                call.started_at,
+            )
         from adjudge.calls.verdicts import Effect, Payment  # noqa: PLC0415
         from adjudge.calls.verify import CallError  # noqa: PLC0415
 
@@ -975,31 +1038,65 @@ class Gateway:
             error=CallError("system_error", "GATEWAY_INTERRUPTED", "the call was interrupted"),
         )
         caller = Account(call.caller, frozenset(), False, _record(), call.started_at)
+        run = self._finishing(
+            caller,
+            stored,
+            call.id,
+            f"hold:call:{call.id}",
+            request,
+            result,
+            output=None,
+            body=None,
+            policy_digest=None,
+            contract_digest=None,
+            api_key_id=call.api_key_id,
+        )
+
+        def end(tx: Transaction) -> None:
+            run(tx)
+            if retried:
+                db.recovery_retried(tx, call.id)
+
         try:
-            self._finish(
-                caller,
-                stored,
-                call.id,
-                f"hold:call:{call.id}",
-                request,
-                result,
-                output=None,
-                body=None,
-                policy_digest=None,
-                contract_digest=None,
-                api_key_id=call.api_key_id,
-            )
+            self.unit.write(end)
         except Error as exc:
-            if exc.code == "CONCURRENT_UPDATE":
-                return False
+            ended = exc.code == "CONCURRENT_UPDATE"
             # Another end (the upkeep's, a replay's) emptied the reservation first: the debit,
             # not the call's conditional update, is where this one lost.
-            if exc.code == "INSUFFICIENT_FUNDS":
+            if not ended and exc.code == "INSUFFICIENT_FUNDS":
                 again = self.unit.read(lambda tx: db.call(tx, call.id))
-                if again is not None and again.state != "pending":
-                    return False
-            raise
+                ended = again is not None and again.state != "pending"
+            if not ended:
+                raise
+            if retried:
+                self.unit.write(partial(db.recovery_retried, call_id=call.id))
+            return False
         return True
+
+
+def _recoverable(
+    tx: Transaction, cutoff: datetime, now: datetime, limit: int
+) -> tuple[list[db.GatewayCall], list[db.GatewayCall]]:
+    """A batch of the recovery at ``now``: the calls whose failed recovery is due to be tried
+    again, and the calls left pending since before ``cutoff``, the oldest first."""
+    return (
+        db.recover_retries_due(tx, now, limit=limit),
+        db.pending_before(tx, cutoff, limit=limit),
+    )
+
+
+def _defer_recovery(
+    tx: Transaction, failed: list[str], now: datetime
+) -> dict[str, tuple[int, datetime]]:
+    """Put back each call whose recovery failed at ``now``: its failures in a row, one more,
+    and when it is tried again; what was recorded."""
+    before = db.recover_failures(tx, failed)
+    retries = {}
+    for call_id in failed:
+        n = before.get(call_id, 0) + 1
+        retries[call_id] = (n, now + retry_delay(n))
+    db.defer_recovery(tx, retries)
+    return retries
 
 
 def _to_review(
