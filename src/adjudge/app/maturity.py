@@ -17,7 +17,7 @@ from datetime import datetime
 from functools import partial
 
 from adjudge.app import settlement
-from adjudge.app.retries import retry_delay
+from adjudge.app.retries import put_back
 from adjudge.app.unit import UnitOfWork
 from adjudge.store import Transaction, holds
 
@@ -56,16 +56,15 @@ def mature_due(
             total += paid
             moved += paid + len(errors)
         if errors:
-            deferred = unit.write(partial(_defer, failed=list(errors), now=now))
-            for call_id, (n, at) in deferred.items():
-                log.error(
-                    "the held charge of call %s could not mature"
-                    " (%d failure(s) in a row; tried again from %s)",
-                    call_id,
-                    n,
-                    at.isoformat(),
-                    exc_info=errors[call_id],
-                )
+            put_back(
+                unit,
+                errors,
+                now,
+                failures=holds.release_failures,
+                defer=holds.defer,
+                log=log,
+                failed="the held charge of call %s could not mature",
+            )
         if moved == 0:
             return total
 
@@ -105,15 +104,3 @@ def _one(tx: Transaction, call_id: str, now: datetime, retry: bool) -> int:
     if retry:
         holds.retried(tx, call_id)
     return paid
-
-
-def _defer(tx: Transaction, failed: list[str], now: datetime) -> dict[str, tuple[int, datetime]]:
-    """Put back each hold whose release failed at ``now``: its failures in a row, one more, and
-    when it is tried again; what was recorded."""
-    before = holds.release_failures(tx, failed)
-    retries = {}
-    for call_id in failed:
-        n = before.get(call_id, 0) + 1
-        retries[call_id] = (n, now + retry_delay(n))
-    holds.defer(tx, retries)
-    return retries

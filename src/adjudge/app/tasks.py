@@ -20,7 +20,7 @@ from typing import Any
 from adjudge.app import outcomes, settlement
 from adjudge.app.accounts import need_primary, need_role
 from adjudge.app.at_once import AtOnce
-from adjudge.app.retries import retry_delay
+from adjudge.app.retries import put_back
 from adjudge.app.timing import stage
 from adjudge.app.unit import Answer, Idempotency, UnitOfWork
 from adjudge.app.views import rendered, shown, task_summary, task_view
@@ -804,16 +804,15 @@ class Tasks:
                     applied += outcome[1]
                     moved += 1 if outcome[1] or task_id in retried else 0
             if errors:
-                for task_id, (n, at) in self.unit.write(
-                    partial(_defer, failures=list(errors), now=now)
-                ).items():
-                    log.error(
-                        failed + " (%d failure(s) in a row; tried again from %s)",
-                        task_id,
-                        n,
-                        at.isoformat(),
-                        exc_info=errors[task_id],
-                    )
+                put_back(
+                    self.unit,
+                    errors,
+                    now,
+                    failures=records.sweep_failures,
+                    defer=records.defer_sweep,
+                    log=log,
+                    failed=failed,
+                )
                 moved += len(errors)
             if not drain or moved == 0 or (len(fresh) < limit and len(retried) < limit):
                 return applied
@@ -1102,15 +1101,3 @@ def _due(
     """A sweep's batch at ``now``: the tasks whose retry is due (read by either sweep, the first
     to run), and those due in its own order."""
     return records.sweep_retries_due(tx, now, limit), read_due(tx, now, limit)
-
-
-def _defer(tx: Transaction, failures: list[str], now: datetime) -> dict[str, tuple[int, datetime]]:
-    """Put back each task whose sweep failed at ``now``: its failures in a row, one more, and
-    when it is tried again; what was recorded."""
-    before = records.sweep_failures(tx, failures)
-    retries = {}
-    for task_id in failures:
-        n = before.get(task_id, 0) + 1
-        retries[task_id] = (n, now + retry_delay(n))
-    records.defer_sweep(tx, retries)
-    return retries

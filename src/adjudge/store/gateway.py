@@ -9,7 +9,7 @@ them in the clear.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -54,6 +54,7 @@ from adjudge.store.pages import (
     newest_page,
     sifted_newest_first,
 )
+from adjudge.store.retry_marks import RetryMarks
 from adjudge.store.transaction import ConcurrentUpdate, Read, Transaction
 
 tools = Table(
@@ -489,34 +490,13 @@ def recover_retries_due(tx: Transaction, now: datetime, *, limit: int = 100) -> 
     return [_call(r._mapping) for r in rows]
 
 
-def recover_failures(tx: Transaction, call_ids: Sequence[str]) -> dict[str, int]:
-    """How many times in a row each call's recovery failed (0: none recorded)."""
-    c = calls.c
-    q = select(c.id, c.recover_failures).where(c.id.in_(list(call_ids)))
-    return {r.id: int(r.recover_failures or 0) for r in tx.conn.execute(q)}
-
-
-def defer_recovery(tx: Transaction, retries: Mapping[str, tuple[int, datetime]]) -> None:
-    """Record each call's failed recovery: its failures in a row and when it is tried again
-    (out of the pending index until then)."""
-    if not retries:
-        return
-    c = calls.c
-    q = (
-        update(calls)
-        .where(c.id == bindparam("k_id"))
-        .values(recover_failures=bindparam("v_failures"), recover_retry_at=bindparam("v_at"))
-    )
-    tx.conn.execute(q, [{"k_id": i, "v_failures": n, "v_at": at} for i, (n, at) in retries.items()])
-
-
-def recovery_retried(tx: Transaction, call_id: str) -> None:
-    """Clear a call's failed recovery, tried again: the call ended (by the retry or meanwhile),
-    or, still pending, back in the pending index (a call's end in the gateway never clears
-    these: it writes no column of theirs, so no call pays for them)."""
-    c = calls.c
-    q = update(calls).where(c.id == call_id, c.recover_retry_at.is_not(None))
-    tx.conn.execute(q.values(recover_failures=None, recover_retry_at=None))
+#: A call's failed recovery: :func:`recover_failures`, :func:`defer_recovery`,
+#: :func:`recovery_retried` (a call's end in the gateway never clears these: it writes no column
+#: of theirs, so no call pays for them).
+_RECOVERY = RetryMarks(calls.c.id, calls.c.recover_failures, calls.c.recover_retry_at)
+recover_failures = _RECOVERY.failures_of
+defer_recovery = _RECOVERY.defer
+recovery_retried = _RECOVERY.clear
 
 
 def list_calls(

@@ -20,7 +20,7 @@ history.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -47,6 +47,7 @@ from adjudge.store import day_counts
 from adjudge.store import schema as s
 from adjudge.store.meaning_queue import PENDING as JUDGING
 from adjudge.store.meaning_queue import queue as meaning_queue
+from adjudge.store.retry_marks import RetryMarks
 from adjudge.store.transaction import Transaction
 
 HELD = "held"
@@ -258,34 +259,13 @@ def retries_due(
     return [r.call_id for r in tx.conn.execute(q.order_by(h.retry_at, h.call_id).limit(limit))]
 
 
-def release_failures(tx: Transaction, call_ids: Sequence[str]) -> dict[str, int]:
-    """How many times in a row each hold's release failed (0: none recorded)."""
-    h = provider_holds.c
-    q = select(h.call_id, h.release_failures).where(h.call_id.in_(list(call_ids)))
-    return {r.call_id: int(r.release_failures or 0) for r in tx.conn.execute(q)}
-
-
-def defer(tx: Transaction, retries: Mapping[str, tuple[int, datetime]]) -> None:
-    """Record each hold's failed release: its failures in a row and when it is tried again
-    (out of the due order until then)."""
-    if not retries:
-        return
-    h = provider_holds.c
-    q = (
-        update(provider_holds)
-        .where(h.call_id == bindparam("k_call"))
-        .values(release_failures=bindparam("v_failures"), retry_at=bindparam("v_at"))
-    )
-    rows = [{"k_call": c, "v_failures": n, "v_at": at} for c, (n, at) in retries.items()]
-    tx.conn.execute(q, rows)
-
-
-def retried(tx: Transaction, call_id: str) -> None:
-    """Clear a hold's failed release, tried again: back in the due order if still held (a
-    release in the due order never clears these: no hold there has a retry pending)."""
-    h = provider_holds.c
-    q = update(provider_holds).where(h.call_id == call_id, h.retry_at.is_not(None))
-    tx.conn.execute(q.values(release_failures=None, retry_at=None))
+#: A hold's failed release: :func:`release_failures`, :func:`defer`, :func:`retried`.
+_RELEASE = RetryMarks(
+    provider_holds.c.call_id, provider_holds.c.release_failures, provider_holds.c.retry_at
+)
+release_failures = _RELEASE.failures_of
+defer = _RELEASE.defer
+retried = _RELEASE.clear
 
 
 def open_holds(tx: Transaction) -> list[Hold]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -45,6 +45,7 @@ from adjudge.store.pages import (
     newest_page,
     sifted_newest_first,
 )
+from adjudge.store.retry_marks import RetryMarks
 from adjudge.store.transaction import ConcurrentUpdate, Read, Transaction, one_row
 
 log = logging.getLogger("adjudge.store")
@@ -761,33 +762,11 @@ def sweep_retries_due(tx: Transaction, now: datetime, limit: int) -> list[str]:
     return [r.id for r in tx.conn.execute(q)]
 
 
-def sweep_failures(tx: Transaction, task_ids: Sequence[str]) -> dict[str, int]:
-    """How many times in a row each task's sweep failed (0: none recorded)."""
-    t = s.tasks
-    q = select(t.c.id, t.c.sweep_failures).where(t.c.id.in_(list(task_ids)))
-    return {r.id: int(r.sweep_failures or 0) for r in tx.conn.execute(q)}
-
-
-def defer_sweep(tx: Transaction, retries: Mapping[str, tuple[int, datetime]]) -> None:
-    """Record each task's failed sweep: its failures in a row and when it is tried again (out
-    of the due order until then)."""
-    if not retries:
-        return
-    t = s.tasks
-    q = (
-        update(t)
-        .where(t.c.id == bindparam("k_id"))
-        .values(sweep_failures=bindparam("v_failures"), sweep_retry_at=bindparam("v_at"))
-    )
-    rows = [{"k_id": i, "v_failures": n, "v_at": at} for i, (n, at) in retries.items()]
-    tx.conn.execute(q, rows)
-
-
-def sweep_done(tx: Transaction, task_id: str) -> None:
-    """Clear a task's failed sweep, tried again and done: back in the due order."""
-    t = s.tasks
-    q = update(t).where(t.c.id == task_id).values(sweep_failures=None, sweep_retry_at=None)
-    tx.conn.execute(q)
+#: A task's failed sweep: :func:`sweep_failures`, :func:`defer_sweep`, :func:`sweep_done`.
+_SWEEP = RetryMarks(s.tasks.c.id, s.tasks.c.sweep_failures, s.tasks.c.sweep_retry_at)
+sweep_failures = _SWEEP.failures_of
+defer_sweep = _SWEEP.defer
+sweep_done = _SWEEP.clear
 
 
 # --- rows -----------------------------------------------------------------------------------

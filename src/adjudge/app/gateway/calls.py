@@ -58,7 +58,7 @@ from adjudge.app.gateway.views import call_answer, gateway_call_view
 from adjudge.app.isolation import Isolation, JudgingFailed
 from adjudge.app.maturity import mature_due
 from adjudge.app.meaning import JUDGE_TIMEOUT, CallJudge, MeaningAsk, ask_judges
-from adjudge.app.retries import retry_delay
+from adjudge.app.retries import put_back
 from adjudge.app.timing import stage
 from adjudge.app.unit import Answer, Idempotency, UnitOfWork
 from adjudge.app.wiring import call_subject, new_sample_seed
@@ -632,16 +632,15 @@ class Gateway:
                 except Exception as exc:  # this call's alone: put back, the others go on
                     errors[call.id] = exc
             if errors:
-                deferred = self.unit.write(partial(_defer_recovery, failed=list(errors), now=now))
-                for call_id, (n, at) in deferred.items():
-                    log.error(
-                        "the interrupted call %s could not be ended"
-                        " (%d failure(s) in a row; tried again from %s)",
-                        call_id,
-                        n,
-                        at.isoformat(),
-                        exc_info=errors[call_id],
-                    )
+                put_back(
+                    self.unit,
+                    errors,
+                    now,
+                    failures=db.recover_failures,
+                    defer=db.defer_recovery,
+                    log=log,
+                    failed="the interrupted call %s could not be ended",
+                )
             if len(retries) < batch and len(fresh) < batch:
                 return ended
 
@@ -992,7 +991,7 @@ class Gateway:
         transaction, or alone if the call ended meanwhile."""
         if call.state != "pending":
             if retried:
-                self.unit.write(partial(db.recovery_retried, call_id=call.id))
+                self.unit.write(partial(db.recovery_retried, key=call.id))
             return False
         # The call's own row says all its end needs of the tool (name, provider, currency): a
         # tool version whose row is gone ends the call all the same, the money back to the
@@ -1069,7 +1068,7 @@ class Gateway:
             if not ended:
                 raise
             if retried:
-                self.unit.write(partial(db.recovery_retried, call_id=call.id))
+                self.unit.write(partial(db.recovery_retried, key=call.id))
             return False
         return True
 
@@ -1083,20 +1082,6 @@ def _recoverable(
         db.recover_retries_due(tx, now, limit=limit),
         db.pending_before(tx, cutoff, limit=limit),
     )
-
-
-def _defer_recovery(
-    tx: Transaction, failed: list[str], now: datetime
-) -> dict[str, tuple[int, datetime]]:
-    """Put back each call whose recovery failed at ``now``: its failures in a row, one more,
-    and when it is tried again; what was recorded."""
-    before = db.recover_failures(tx, failed)
-    retries = {}
-    for call_id in failed:
-        n = before.get(call_id, 0) + 1
-        retries[call_id] = (n, now + retry_delay(n))
-    db.defer_recovery(tx, retries)
-    return retries
 
 
 def _to_review(
