@@ -219,3 +219,34 @@ def test_a_tools_versions_are_bounded(h: Harness, monkeypatch: pytest.MonkeyPatc
     again = h.call("sky", "POST", path, {"policy": WEATHER_POLICY}, Idempotency_Key="p1")
     assert again.headers["Idempotent-Replayed"] == "true" and again.json() == first.json()
     assert h.refused("sky", "POST", path, {"policy": WEATHER_POLICY}) == (409, "POLICY_EXISTS")
+
+
+def test_an_extra_key_sets_none_of_the_rules_that_judge_calls(h: Harness) -> None:
+    """The rules a provider is judged by are registered on its account's own word: an extra
+    key (a budget for calls) neither registers a tool, a contract or a decision policy, nor
+    sets the credential calls are sent with, nor (an admin's) rotates the gateway's keys; each
+    is ``403 PRIMARY_KEY_REQUIRED`` and stores nothing. Before, an admin's extra key of no
+    budget registered a stricter policy over a provider's tool, and the provider's next calls
+    were refunded on it."""
+    h.ok("sky", "POST", "/tools/callable", {"tool": _document("sky", "weather_forecast", 0)})
+    extra = {}
+    for owner in ("sky", "root"):
+        made = h.ok(owner, "POST", "/accounts/me/api-keys", {"label": "ci"})
+        h.keys[f"{owner}-extra"] = made["api_key"]
+        extra[owner] = f"{owner}-extra"
+    policy = {"policy": {**WEATHER_POLICY, "version": 9}}
+    contract = {**_document("sky", "other", 0)["contract"], "tool": "other"}
+    refusals = [
+        h.refused(extra["root"], "POST", "/tools/weather_forecast/policies", policy),
+        h.refused(extra["sky"], "POST", "/tools/weather_forecast/policies", policy),
+        h.refused(extra["sky"], "POST", "/tools/callable", {"tool": _document("sky", "new", 0)}),
+        h.refused(extra["sky"], "POST", "/tools", {"contract": contract}),
+        h.refused(
+            extra["sky"], "PUT", "/providers/me/credential", {"header": "X-Key", "secret": "s"}
+        ),
+        h.refused(extra["root"], "POST", "/gateway/keys/rotate"),
+    ]
+    assert refusals == [(403, "PRIMARY_KEY_REQUIRED")] * 6
+    assert h.ok("ann", "GET", "/tools/weather_forecast")["policy"]["version"] != 9
+    assert h.refused("ann", "GET", "/tools/new") == (404, "TOOL_NOT_FOUND")
+    h.ok("root", "POST", "/tools/weather_forecast/policies", policy)  # the admin's own key

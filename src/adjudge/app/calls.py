@@ -399,6 +399,7 @@ class Calls:
     ) -> Answer[dict[str, Any]]:
         """A provider registers its tool's contract (refusals carry the calls package's codes)."""
         _need_any(who, {"provider"}, "registers a tool's contract")
+        need_primary(who, "registers a tool's contract")  # the rules that judge its calls
         registrable(contract, "A contract", "CONTRACT_INVALID")
         with self.registering.held(who.id, "registrations", code="REGISTRATIONS_AT_ONCE_EXCEEDED"):
             parsed = register_contract(contract)
@@ -437,6 +438,7 @@ class Calls:
         (``NOT_TOOL_PROVIDER`` for anyone else: the rules that judge a provider are its own and
         the operator's, never a stranger's)."""
         _need_any(who, {"provider", "admin"}, "registers a decision policy")
+        need_primary(who, "registers a decision policy")  # it settles or refunds every call
         registrable(policy, "A policy", "POLICY_INVALID")
         idem = Idempotency.of(key, "calls.register_policy", {"tool": tool, "policy": policy})
 

@@ -41,7 +41,7 @@ from functools import partial
 from typing import Any, TypeVar
 
 from adjudge.app import metrics, settlement
-from adjudge.app.accounts import need_role
+from adjudge.app.accounts import need_primary, need_role
 from adjudge.app.at_once import AtOnce
 from adjudge.app.calls import call_view, emit_call_settled, observe_quality
 from adjudge.app.gateway.corroboration import corroborate
@@ -221,6 +221,7 @@ class Gateway:
     def rotate_keys(self, admin: Account) -> dict[str, Any]:
         """Publish a new signing key; the current ones retire shortly after (overlap)."""
         need_role(admin, "admin")
+        need_primary(admin, "rotates the gateway's signing keys")
         now = self.unit.now()
         rotate(self.keys, now)
         return self.jwks()

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
-from adjudge.app.accounts import need_role
+from adjudge.app.accounts import need_primary, need_role
 from adjudge.app.at_once import AtOnce
 from adjudge.app.calls import contract_view, room_for_contract
 from adjudge.app.gateway.parsed import judging_policy, parsed_tool
@@ -68,6 +68,7 @@ class Tools:
         for any tool.
         """
         need_role(provider, "provider")
+        need_primary(provider, "registers a tool")  # its price, its contract, its endpoint
         registrable(document, "A tool document", "TOOL_INVALID")
         with self.registering.held(
             provider.id, "registrations", code="REGISTRATIONS_AT_ONCE_EXCEEDED"
@@ -281,6 +282,7 @@ class Tools:
         """A provider not behind the signature middleware gives the gateway the credential to
         call it with; it is stored sealed and no API ever returns it."""
         need_role(provider, "provider")
+        need_primary(provider, "sets the credential calls are sent with")
         credential = ProviderCredential(header, secret)
         sealed = credential.seal(self.box, provider=provider.id)
         idem = Idempotency.of(
