@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import itertools
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import select
 
-from adjudge.app import maintenance, settlement
+from adjudge.app import maintenance, maturity, settlement
 from adjudge.market import WORLD, Transfer, provider_hold_account, wallet_account
 from adjudge.store import Store, Transaction, holds, ledger, receipt_log, records
 from adjudge.store import schema as s
@@ -283,4 +284,40 @@ def test_holds_that_fail_to_mature_hold_up_none_due_after_them(
         )
         assert ledger.balance(tx, provider_hold_account("p1")) == 0
         assert ledger.total(tx) == (0, 0)
+    audit(store)
+
+
+def test_a_hold_paid_while_its_failure_is_recorded_keeps_no_retry_mark(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pass's release of a hold fails; before the pass records the failure, another process
+    (or the provider's own read of its account) pays the hold. The paid hold takes no retry
+    mark (kept, nothing cleared it: it stayed in the retries' index, read on every pass for
+    good); a hold marked and then paid by a release of its own loses its mark too."""
+    h = make_harness(store)
+    now = h.clock.now()
+    (raced,) = _held(store, [("p1", 10)], matures_at=now)
+    h.advance(minutes=1)
+    release = holds.release
+    each = maturity._each
+
+    def faulty(tx: Transaction, call_ids: list[str], *, at: datetime) -> set[str]:
+        raise RuntimeError("a fault of this hold")
+
+    def racing(*args: Any, **kwargs: Any) -> int:
+        paid = each(*args, **kwargs)
+        with store.write() as other:  # the fault was passing: another process pays it
+            monkeypatch.setattr(holds, "release", release)
+            assert settlement.mature(other, h.clock.now(), call_ids=[raced]) == 1
+        return paid
+
+    monkeypatch.setattr(holds, "release", faulty)
+    monkeypatch.setattr(maturity, "_each", racing)
+    maintenance.run_once(h.app)
+    assert _hold_state(store)[raced] == (holds.RELEASED, None, None)
+    (marked,) = _held(store, [("p2", 20)], matures_at=h.clock.now())
+    with store.write() as tx:
+        holds.defer(tx, {marked: (1, h.clock.now() + timedelta(hours=1))})
+        assert settlement.mature(tx, h.clock.now(), call_ids=[marked]) == 1
+    assert _hold_state(store)[marked] == (holds.RELEASED, None, None)
     audit(store)

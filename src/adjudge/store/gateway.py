@@ -493,7 +493,9 @@ def recover_retries_due(tx: Transaction, now: datetime, *, limit: int = 100) -> 
 #: A call's failed recovery: :func:`recover_failures`, :func:`defer_recovery`,
 #: :func:`recovery_retried` (a call's end in the gateway never clears these: it writes no column
 #: of theirs, so no call pays for them).
-_RECOVERY = RetryMarks(calls.c.id, calls.c.recover_failures, calls.c.recover_retry_at)
+_RECOVERY = RetryMarks(
+    calls.c.id, calls.c.recover_failures, calls.c.recover_retry_at, live=calls.c.state == "pending"
+)
 recover_failures = _RECOVERY.failures_of
 defer_recovery = _RECOVERY.defer
 recovery_retried = _RECOVERY.clear

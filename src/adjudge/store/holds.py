@@ -208,7 +208,9 @@ def release(tx: Transaction, call_ids: Sequence[str], *, at: datetime) -> set[st
     change = (
         update(provider_holds)
         .where(h.call_id.in_(ids), held)
-        .values(state=RELEASED, ended_at=at)
+        # A failed release's retry mark ends with the hold (one paid by a pass or a provider's
+        # read while another recorded the failure kept it, read on every pass for good).
+        .values(state=RELEASED, ended_at=at, release_failures=None, retry_at=None)
         .returning(h.call_id, h.matures_at, h.amount)
     )
     released = set()
@@ -261,7 +263,10 @@ def retries_due(
 
 #: A hold's failed release: :func:`release_failures`, :func:`defer`, :func:`retried`.
 _RELEASE = RetryMarks(
-    provider_holds.c.call_id, provider_holds.c.release_failures, provider_holds.c.retry_at
+    provider_holds.c.call_id,
+    provider_holds.c.release_failures,
+    provider_holds.c.retry_at,
+    live=provider_holds.c.state == HELD,
 )
 release_failures = _RELEASE.failures_of
 defer = _RELEASE.defer

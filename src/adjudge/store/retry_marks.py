@@ -13,18 +13,21 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Column, bindparam, select, update
+from sqlalchemy import Column, ColumnElement, bindparam, select, update
 
 from adjudge.store.transaction import Transaction
 
 
 @dataclass(frozen=True)
 class RetryMarks:
-    """The marks kept in ``failures`` and ``retry_at`` of the rows keyed by ``key``."""
+    """The marks kept in ``failures`` and ``retry_at`` of the rows keyed by ``key``; with
+    ``live``, only a row it holds for (still due) takes one: a row that ended meanwhile, by
+    another process, is left without a mark nothing would clear."""
 
     key: Column[Any]
     failures: Column[Any]
     retry_at: Column[Any]
+    live: ColumnElement[bool] | None = None
 
     def failures_of(self, tx: Transaction, keys: Sequence[str]) -> dict[str, int]:
         """How many times in a row each row's step failed (0: none recorded)."""
@@ -41,6 +44,8 @@ class RetryMarks:
             .where(self.key == bindparam("k_key"))
             .values({self.failures: bindparam("v_failures"), self.retry_at: bindparam("v_at")})
         )
+        if self.live is not None:
+            q = q.where(self.live)
         rows = [{"k_key": k, "v_failures": n, "v_at": at} for k, (n, at) in retries.items()]
         tx.conn.execute(q, rows)
 
