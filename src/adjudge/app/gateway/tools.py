@@ -33,9 +33,9 @@ from adjudge.store import gateway as db
 
 #: The MCP endpoint's own tools: no provider tool may take these names.
 META_TOOLS = frozenset({"search_tools", "get_tool", "call_tool"})
-#: The most catalog versions a tool name registers: each registration and each price change is
-#: one, kept for good (a call names the version it was made at), so without a bound one
-#: provider grew them at will; a change a day is 27 years.
+#: The most catalog versions a tool name registers: each registration that changes its
+#: document, its price included, is one, kept for good (a call names the version it was made
+#: at), so without a bound one provider grew them at will; a change a day is 27 years.
 MAX_TOOL_VERSIONS = 10_000
 
 
