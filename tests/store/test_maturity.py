@@ -231,15 +231,16 @@ def _hold_state(store: Store) -> dict[str, tuple[str, int | None, datetime | Non
 def test_holds_that_fail_to_mature_hold_up_none_due_after_them(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """On each database: 501 due holds whose release fails on every pass, all due before two
-    healthy ones (one of the same provider, one of another). The upkeep's pass pays both
-    healthy ones all the same, and puts each failing one back, logged, to be tried a minute
-    later, then two; a pass before then tries none of them; one that no longer fails is paid
-    when tried and leaves the retries; the books balance throughout (before, the batch of the
-    oldest 500 failed whole on every pass, and every hold due behind it waited for good)."""
+    """On each database, batches of 20: 21 due holds whose release fails on every pass, all due
+    before two healthy ones (one of the same provider, one of another). The upkeep's pass pays
+    both healthy ones all the same, and puts each failing one back, logged, to be tried a
+    minute later, then two; a pass before then tries none of them; one that no longer fails is
+    paid when tried and leaves the retries; the books balance throughout (before, the batch of
+    the oldest failed whole on every pass, and every hold due behind it waited for good)."""
+    monkeypatch.setattr(settlement, "MATURE_BATCH", 20)
     h = make_harness(store)
     now = h.clock.now()
-    failing = set(_held(store, [("p1", 10 + i % 7) for i in range(501)], matures_at=now))
+    failing = set(_held(store, [("p1", 10 + i % 7) for i in range(21)], matures_at=now))
     healthy = [
         *_held(store, [("p1", 1_000)], matures_at=now + timedelta(seconds=1)),
         *_held(store, [("p2", 2_000)], matures_at=now + timedelta(seconds=2)),
@@ -275,12 +276,12 @@ def test_holds_that_fail_to_mature_hold_up_none_due_after_them(
     assert sorted(tried) == sorted(failing)  # each alone, once
     monkeypatch.setattr(holds, "release", release)
     h.advance(minutes=2)
-    assert maintenance.run_once(h.app)["matured"] == 500
+    assert maintenance.run_once(h.app)["matured"] == 20
     assert {s[0] for s in _hold_state(store).values()} == {holds.RELEASED}
     with store.read() as tx:
         assert ledger.balance(tx, wallet_account("p2")) == 2_000
         assert ledger.balance(tx, wallet_account("p1")) == 1_000 + sum(
-            10 + i % 7 for i in range(501)
+            10 + i % 7 for i in range(21)
         )
         assert ledger.balance(tx, provider_hold_account("p1")) == 0
         assert ledger.total(tx) == (0, 0)

@@ -24,11 +24,10 @@ from adjudge.store import Transaction, holds
 log = logging.getLogger("adjudge.maturity")
 
 
-def mature_due(
-    unit: UnitOfWork, *, provider: str | None = None, batch: int = settlement.MATURE_BATCH
-) -> int:
+def mature_due(unit: UnitOfWork, *, provider: str | None = None, batch: int | None = None) -> int:
     """Pay every held charge whose report deadline has passed (``provider``'s alone, if given),
     and each whose failed release is due to be tried again; how many were paid."""
+    batch = batch or settlement.MATURE_BATCH
     now = unit.now()
     total = 0
     more = True  # retries may be due: read at the first batch, and after a full batch of them

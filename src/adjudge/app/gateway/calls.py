@@ -645,10 +645,11 @@ class Gateway:
             if len(retries) < batch and len(fresh) < batch:
                 return ended
 
-    def mature_holds(self, *, provider: str | None = None, batch: int = 500) -> int:
+    def mature_holds(self, *, provider: str | None = None, batch: int | None = None) -> int:
         """Pay providers every held charge whose report deadline has passed (a batch a
-        transaction, each against the receipt that settled its call; a hold that fails is put
-        back, :mod:`adjudge.app.maturity`); how many were paid."""
+        transaction, :data:`adjudge.app.settlement.MATURE_BATCH` unless given, each against the
+        receipt that settled its call; a hold that fails is put back,
+        :mod:`adjudge.app.maturity`); how many were paid."""
         return mature_due(self.unit, provider=provider, batch=batch)
 
     def judge_pending(self, *, batch: int = JUDGED_BATCH) -> int:
