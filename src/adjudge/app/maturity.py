@@ -30,30 +30,24 @@ def mature_due(unit: UnitOfWork, *, provider: str | None = None, batch: int | No
     batch = batch or settlement.MATURE_BATCH
     now = unit.now()
     total = 0
-    more = True  # retries may be due: read at the first batch, and after a full batch of them
-    while True:
-        due, retries = unit.read(
-            partial(_due, now=now, provider=provider, batch=batch, retries=more)
-        )
-        more = len(retries) == batch
-        if not due and not retries:
-            return total
+    # Whether any hold is due is read once (a provider's read of its account writes nothing
+    # when none is); after that, a batch that took all it could says more may be.
+    due, retries = unit.read(partial(_due, now=now, provider=provider, batch=batch))
+    while due or retries:
         errors: dict[str, Exception] = {}
-        moved = 0
         if retries:
             total += _each(unit, retries, now, errors, retry=True)
-            moved += len(retries)
         if due:
             try:
-                paid = unit.write(
+                paid = taken = unit.write(
                     partial(settlement.mature, now=now, provider=provider, limit=batch)
                 )
             except Exception:  # a hold of the batch: each alone, the failing ones put back
                 log.warning("a batch of due holds failed; releasing them one at a time")
                 ids = unit.read(partial(_batch, now=now, provider=provider, batch=batch))
-                paid = _each(unit, ids, now, errors, retry=False)
+                paid, taken = _each(unit, ids, now, errors, retry=False), len(ids)
             total += paid
-            moved += paid + len(errors)
+            due = taken == batch
         if errors:
             put_back(
                 unit,
@@ -64,8 +58,11 @@ def mature_due(unit: UnitOfWork, *, provider: str | None = None, batch: int | No
                 log=log,
                 failed="the held charge of call %s could not mature",
             )
-        if moved == 0:
-            return total
+        more = len(retries) == batch  # a full batch of retries: more may be due
+        retries = (
+            unit.read(partial(_retries, now=now, provider=provider, batch=batch)) if more else []
+        )
+    return total
 
 
 def _each(
@@ -84,12 +81,16 @@ def _each(
 
 
 def _due(
-    tx: Transaction, now: datetime, provider: str | None, batch: int, retries: bool
+    tx: Transaction, now: datetime, provider: str | None, batch: int
 ) -> tuple[bool, list[str]]:
-    """Whether any hold is due at ``now``, and (with ``retries``) the holds whose retry is due,
-    a batch."""
+    """Whether any hold is due at ``now``, and the holds whose retry is due, a batch."""
     due = bool(holds.due(tx, now, provider=provider, limit=1))
-    return due, holds.retries_due(tx, now, provider=provider, limit=batch) if retries else []
+    return due, _retries(tx, now, provider, batch)
+
+
+def _retries(tx: Transaction, now: datetime, provider: str | None, batch: int) -> list[str]:
+    """The holds whose failed release is due to be tried again at ``now``, a batch."""
+    return holds.retries_due(tx, now, provider=provider, limit=batch)
 
 
 def _batch(tx: Transaction, now: datetime, provider: str | None, batch: int) -> list[str]:
