@@ -301,15 +301,21 @@ def emit_call_settled(tx: Transaction, stored: db.StoredCall, now: datetime) -> 
         source=stored.source,
         receipt_id=stored.receipt_id,
     )
-    parties = events.call_parties(stored.submitted_by, stored.provider)
-    outbox.emit(tx, parties, kind, events.payload(kind, data, now), at=now)
+    emit_call_event(tx, stored.submitted_by, stored.provider, (kind, data), now)
+
+
+def emit_call_event(
+    tx: Transaction, caller: str, provider: str, event: tuple[str, dict[str, Any]], at: datetime
+) -> None:
+    """An event about a call, to its caller (submitter) and its provider, in ``tx``."""
+    parties = events.call_parties(caller, provider)
+    outbox.emit(tx, parties, event[0], events.payload(*event, at), at=at)
 
 
 def _emit(
     tx: Transaction, call: db.StoredCall, event: tuple[str, dict[str, Any]], at: datetime
 ) -> None:
-    parties = events.call_parties(call.submitted_by, call.provider)
-    outbox.emit(tx, parties, event[0], events.payload(*event, at), at=at)
+    emit_call_event(tx, call.submitted_by, call.provider, event, at)
 
 
 def _proposal_of(stored: Mapping[str, Any]) -> PenaltyProposal:

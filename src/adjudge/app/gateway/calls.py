@@ -43,7 +43,7 @@ from typing import Any, TypeVar
 from adjudge.app import metrics, settlement
 from adjudge.app.accounts import need_primary, need_role
 from adjudge.app.at_once import AtOnce
-from adjudge.app.calls import call_view, emit_call_settled, observe_quality
+from adjudge.app.calls import call_view, emit_call_event, emit_call_settled, observe_quality
 from adjudge.app.gateway.corroboration import corroborate
 from adjudge.app.gateway.keyring import DatabaseKeyRing, ensure_key
 from adjudge.app.gateway.parsed import (
@@ -115,7 +115,6 @@ from adjudge.store import (
     hot_rows,
     ids,
     meaning_queue,
-    outbox,
     receipt_log,
     records,
 )
@@ -1122,8 +1121,7 @@ def _to_review(
         filed_at=now,
         opened_by="meaning_judges",
     )
-    parties = events.call_parties(caller, provider)
-    outbox.emit(tx, parties, reported[0], events.payload(*reported, now), at=now)
+    emit_call_event(tx, caller, provider, reported, now)
 
 
 def _timed(name: str, fn: Callable[[Transaction], T]) -> Callable[[Transaction], T]:

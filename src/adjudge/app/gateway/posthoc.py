@@ -32,7 +32,7 @@ from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from adjudge.app.calls import requalify
+from adjudge.app.calls import emit_call_event, requalify
 from adjudge.app.gateway.parsed import judging_policy, parsed_policy, parsed_tool
 from adjudge.app.gateway.spending import give_back
 from adjudge.app.gateway.views import money_view
@@ -56,7 +56,7 @@ from adjudge.calls.verify import (
 from adjudge.errors import Conflict, NotFound, StateError, VerificationFailed
 from adjudge.json_text import dumps_utf8
 from adjudge.receipts import VerifyingKey, canonical_bytes
-from adjudge.store import Account, Transaction, holds, meaning_queue, outbox, receipt_log, records
+from adjudge.store import Account, Transaction, holds, meaning_queue, receipt_log, records
 from adjudge.store import calls as calls_db
 from adjudge.store import gateway as db
 from adjudge.webhooks import events
@@ -310,8 +310,7 @@ def _supersede(
         receipt_id=receipt.id,
         supersedes=call.receipt_id or row.receipt_id,
     )
-    parties = events.call_parties(call.caller, call.provider)
-    outbox.emit(tx, parties, rejudged[0], events.payload(*rejudged, now), at=now)
+    emit_call_event(tx, call.caller, call.provider, rejudged, now)
 
 
 def _named_keys(tx: Transaction, viewer: Account) -> set[str]:
