@@ -222,12 +222,15 @@ def _count_verification(tx: Transaction, who: Account, now: datetime) -> None:
         )
 
 
-def room_for_contract(tx: Transaction, provider: str, tool: str, version: str) -> None:
+def room_for_contract(
+    tx: Transaction, provider: str, tool: str, version: str
+) -> db.StoredContract | None:
     """Refuse a contract that would give ``provider`` a new tool name past
     :data:`MAX_PROVIDER_TOOLS` (``TOOL_LIMIT_REACHED``), or its tool a new version past
     :data:`MAX_CONTRACT_VERSIONS` (``CONTRACT_LIMIT_REACHED``), each counted on its own range
     of an index with the provider's row locked (two processes at once: one passes the bound).
-    Another's name, or a version stored already, is left to the registration."""
+    Another's name, or a version stored already, is left to the registration; the version
+    stored already, of the provider's own tool, is returned (read here, not again)."""
     records.lock_account(tx, provider)
     owner = db.tool_owner(tx, tool)
     if owner is None and db.tool_count(tx, provider) >= MAX_PROVIDER_TOOLS:
@@ -236,16 +239,14 @@ def room_for_contract(tx: Transaction, provider: str, tool: str, version: str) -
             "of one of yours instead.",
             code="TOOL_LIMIT_REACHED",
         )
-    if (
-        owner == provider
-        and db.contract(tx, tool, version) is None
-        and db.contract_count(tx, tool) >= MAX_CONTRACT_VERSIONS
-    ):
+    found = db.contract(tx, tool, version) if owner == provider else None
+    if owner == provider and found is None and db.contract_count(tx, tool) >= MAX_CONTRACT_VERSIONS:
         raise StateError(
             f"A tool registers at most {MAX_CONTRACT_VERSIONS} contract versions; {tool} has "
             "them all: register the contract under a new tool name.",
             code="CONTRACT_LIMIT_REACHED",
         )
+    return found
 
 
 def report_view(r: call_reports.StoredReport) -> dict[str, Any]:

@@ -107,9 +107,8 @@ class Tools:
                     f"{tool.name} is {owner}'s tool; register yours under another name.",
                     code="NOT_TOOL_PROVIDER",
                 )
-            room_for_contract(tx, provider.id, tool.name, version)
+            found = room_for_contract(tx, provider.id, tool.name, version)
             previous = db.tool(tx, tool.name)
-            found = calls_db.contract(tx, tool.name, version)
             if (
                 previous is not None
                 and found is not None
