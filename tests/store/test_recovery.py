@@ -15,7 +15,7 @@ from sqlalchemy import select
 from adjudge.app import maintenance, settlement
 from adjudge.app.gateway.calls import RECOVER_BATCH
 from adjudge.calls.pricing import ListedPrice
-from adjudge.store import Store, Transaction, gateway, receipt_log, records
+from adjudge.store import ConcurrentUpdate, Store, Transaction, gateway, receipt_log, records
 from support.audit import audit
 from support.harness import FUNDS, make_harness
 from support.rows import pending_call
@@ -131,5 +131,47 @@ def test_calls_that_fail_to_recover_hold_up_none_left_pending_after_them(
     h.advance(minutes=1)
     assert maintenance.run_once(h.app)["recovered"] == 149
     assert set(_calls(store).values()) == {("done", "voided", None, None)}
+    assert h.balance("wallet:ann") == FUNDS
+    audit(store)
+
+
+def test_a_recovery_that_loses_a_race_to_no_end_is_put_back(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A call's end that keeps losing a race to something other than another end of the call
+    (here the release of its reservation, on every try) leaves the call pending: the upkeep
+    reads the call again, finds it not ended, and puts it back to be tried a minute later, as
+    any failed end (before, any lost race was taken for another process's end, and the call
+    stayed pending with no retry, counted as nothing)."""
+    h = make_harness(store)
+    start = h.clock.now()
+    with store.write() as tx:
+        records.create_account(tx, "prov", ["provider"], "k-prov", opt_in=False, at=start)
+        gateway.add_tool(
+            tx,
+            name="weather",
+            provider="prov",
+            document=tool("https://provider.example/forecast"),
+            digest="sha256:weather-1",
+            price=ListedPrice(PRICE, PRICE, start),
+            currency="USDC",
+            at=start,
+        )
+    _left_pending(store, ["raced"], at=start)
+    h.advance(minutes=10)
+    release = settlement.release_call
+
+    def clashing(tx: Transaction, hold: str, *, call_id: str, **kwargs: Any) -> Any:
+        raise ConcurrentUpdate("a row this end reads changed meanwhile")
+
+    monkeypatch.setattr(settlement, "release_call", clashing)
+    first = h.clock.now()
+    assert maintenance.run_once(h.app)["recovered"] == 0
+    assert _calls(store)["raced"] == ("pending", None, 1, first + timedelta(minutes=1))
+
+    monkeypatch.setattr(settlement, "release_call", release)
+    h.advance(minutes=1)
+    assert maintenance.run_once(h.app)["recovered"] == 1
+    assert _calls(store)["raced"] == ("done", "voided", None, None)
     assert h.balance("wallet:ann") == FUNDS
     audit(store)

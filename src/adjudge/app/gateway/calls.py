@@ -1060,13 +1060,13 @@ class Gateway:
         try:
             self.unit.write(end)
         except Error as exc:
-            ended = exc.code == "CONCURRENT_UPDATE"
-            # Another end (the upkeep's, a replay's) emptied the reservation first: the debit,
-            # not the call's conditional update, is where this one lost.
-            if not ended and exc.code == "INSUFFICIENT_FUNDS":
-                again = self.unit.read(lambda tx: db.call(tx, call.id))
-                ended = again is not None and again.state != "pending"
-            if not ended:
+            # Lost to another end (the upkeep's, a replay's): on the call's conditional update,
+            # or on the debit of a reservation the other end emptied first. Only the call's row
+            # says which: a clash from elsewhere left it pending, and it is put back to retry.
+            if exc.code not in ("CONCURRENT_UPDATE", "INSUFFICIENT_FUNDS"):
+                raise
+            again = self.unit.read(lambda tx: db.call(tx, call.id))
+            if again is None or again.state == "pending":
                 raise
             if retried:
                 self.unit.write(partial(db.recovery_retried, key=call.id))
