@@ -183,7 +183,8 @@ class Transaction:
     """Reads and writes inside one database transaction (see :meth:`Store.write`).
 
     ``cache`` lives as long as the transaction: a module may keep rows there that cannot
-    change while it runs (a stored submission never changes). ``appended`` holds the ids of the
+    change while it runs (a stored submission never changes); a rollback to a savepoint empties
+    it, since a row read there may be one the rollback undid. ``appended`` holds the ids of the
     receipts appended in this transaction: the ledger releases escrow only against one of them.
     """
 
@@ -278,7 +279,10 @@ class Transaction:
         """Undo what was written since the savepoint (the transaction goes on): in the
         database, and in what the transaction keeps for its commit (its receipts due and
         appended, credits, held money moved, counts, hooks, and the lane's head: a lane first taken
-        since is unlocked again, and read anew).
+        since is unlocked again, and read anew). The rows kept in :attr:`cache` are dropped: one
+        read since may be a row the rollback undid (a submission a refused unit added and read,
+        whose task a later unit of the batch takes and submits to again), and a read anew costs
+        only the rare refused unit's batch.
 
         The two statements are sent at once, each alone (a refused unit is rare). The
         statements the store prepared on the connection outlive them: prepared statements are
@@ -301,6 +305,7 @@ class Transaction:
         self.credits_due = mark.credits_due
         self.lane_head = mark.lane_head
         self.refused = mark.refused
+        self.cache.clear()
 
     def _driver_sql(self, sql: str) -> None:
         """A statement of its own (a savepoint's, the ``COMMIT``), never prepared (a group
