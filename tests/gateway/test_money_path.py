@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from copy import deepcopy
 from dataclasses import replace
+from datetime import timedelta
 from typing import Any
 
 import httpx
@@ -182,6 +183,32 @@ def test_a_policy_change_judges_only_calls_that_start_after_it(world: World) -> 
     assert first["record"]["policy"]["version"] == 1
     second = served(world, "ann", "GET", f"/gateway/calls/{after['intentId']}").json()
     assert second["record"]["policy"]["version"] == 2
+
+
+def test_a_policy_withdrawn_while_a_call_runs_still_judges_it(world: World) -> None:
+    """A call is judged by the policy in force when it starts, withdrawal included: a provider
+    whose enforcing version is withdrawn five seconds on, and who answers a call started before
+    then only ten seconds later, has its failing answer refunded (before, the withdrawal was
+    read when the answer was judged: DEGRADED, and the caller paid for it); a call started
+    after the withdrawal is DEGRADED and settles, as a withdrawn policy cannot penalize."""
+    doc = tool(world.provider_url)
+    doc["policy"] = {"id": POLICY["policy"], "version": None}
+    r = served(world, PROVIDER, "POST", "/tools/callable", {"tool": doc})
+    assert r.status_code == 201, r.text
+    ending = world.h.clock.now() + timedelta(seconds=5)
+    ended = deepcopy(POLICY) | {"version": 2, "withdrawn_at": ending.isoformat()}
+    r = served(world, PROVIDER, "POST", "/tools/weather_forecast/policies", {"policy": ended})
+    assert r.status_code == 201, r.text
+    world.script.answer = "hot"
+    world.script.answering = lambda: world.h.clock.advance(seconds=10)
+    before = world.h.balance("wallet:ann")
+    answer = world.call({"city": "berlin"}).json()
+    assert (answer["status"], answer["verdict"]) == ("refunded", "FAIL"), answer
+    assert world.h.balance("wallet:ann") == before
+    world.script.answering = None
+    later = world.call({"city": "berlin"}).json()
+    assert (later["status"], later["verdict"]) == ("settled", "DEGRADED"), later
+    assert world.h.balance("wallet:ann") == before - PRICE
 
 
 def test_a_refunded_call_hands_over_no_output(world: World) -> None:

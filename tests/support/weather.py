@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -51,6 +51,9 @@ class Script:
     seen: list[dict[str, Any]] = field(default_factory=list)
     now: datetime = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    #: What happens while the provider works on a call, before it answers (a test's clock
+    #: moved on while the call is out).
+    answering: Callable[[], None] | None = None
 
 
 def forecast(script: Script, days: int) -> dict[str, Any]:
@@ -78,6 +81,8 @@ def provider(script: Script) -> Starlette:
             script.seen.append(
                 {"city": request.path_params["city"], "call_id": request.headers["x-assay-call-id"]}
             )
+        if script.answering is not None:
+            script.answering()
         kind = script.answer
         if kind == "good":
             return JSONResponse(forecast(script, 3))

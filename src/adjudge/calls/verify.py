@@ -857,7 +857,8 @@ def verify_call(
     """Verify one call at time ``at``; never raises for bad *data*, only for unusable inputs.
 
     ``judgment`` is the meaning check's judgment handed in whole; ``judgments`` are the named
-    judges' (each with its ``judge`` key) for a policy that names them (k of n).
+    judges' (each with its ``judge`` key) for a policy that names them (k of n). Whether the
+    policy was withdrawn is read at the call's start (``request.at``), ``at`` if it has none.
 
     Raises ``CriteriaError`` (``CALL_INPUT_INVALID``) when the request or the policy names
     another tool than the contract, or ``at`` has no UTC offset.
@@ -905,7 +906,9 @@ def verify_call(
         return result(None, f"{response.status}: no check ran", effect, [], "", error=error)
 
     digest = response.digest or digest_of(response.body)
-    withdrawn = policy is not None and policy.withdrawn(at)
+    # Withdrawn by the call's time: its start (the request's), not when its answer is judged;
+    # else a provider could withdraw its policy for a moment ahead and answer after it.
+    withdrawn = policy is not None and policy.withdrawn(request.at or at)
     shape = map_response(contract, response.body)  # (3)
     if policy is None:  # (2)
         effect = effect_of(CallVerdict.UNVERIFIED, None, withdrawn=False)
