@@ -384,6 +384,31 @@ def test_a_hold_waits_for_its_judgment_past_the_report_deadline(world: Any) -> N
     assert view["meaning"]["outcome"] == "no_conflict" and view["money"]["state"] == "paid"
 
 
+def test_a_call_judged_later_is_judged_by_the_version_it_recorded(world: Any) -> None:
+    """A policy version stamped a moment before the call's start but committed after the call
+    read its policy (another process, its clock half a second behind) does not strand the
+    call: the later judgment rebuilds it from the version it recorded, and the provider is
+    paid once the report window has passed (before, the judgment looked the policy up again by
+    the call's start, found the newer version's digest, and gave up on every pass: the hold
+    never matured, nor was the caller refunded)."""
+    w, base, _ = world
+    _later(w, base, {"model-a": "honest"}, quorum=1)
+    w.h.clock.advance(minutes=1)
+    got = w.answered()
+    view = w.h.ok("ann", "GET", f"/gateway/calls/{got['intentId']}")
+    assert view["record"]["policy"]["version"] == 2 and view["meaning"]["state"] == "pending"
+    w.h.clock.advance(seconds=-0.5)
+    behind = copy.deepcopy(POLICY) | {"version": 3}
+    w.h.ok(PROVIDER, "POST", "/tools/weather_forecast/policies", {"policy": behind})
+    w.h.clock.advance(seconds=0.5)
+    assert w.h.app.gateway.judge_pending() == 1
+    w.h.clock.advance(hours=80)
+    assert w.h.app.gateway.mature_holds() == 1
+    assert w.h.balance(f"wallet:{PROVIDER}") == PRICE
+    view = w.h.ok("ann", "GET", f"/gateway/calls/{got['intentId']}")
+    assert view["meaning"]["outcome"] == "no_conflict" and view["money"]["state"] == "paid"
+
+
 def test_judging_after_the_answer_needs_named_judges(world: Any) -> None:
     """A policy that judges after the answer without naming judges, or says another `when`, is
     refused at registration."""

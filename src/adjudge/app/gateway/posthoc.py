@@ -33,7 +33,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from adjudge.app.calls import emit_call_event, requalify
-from adjudge.app.gateway.parsed import judging_policy, parsed_policy, parsed_tool
+from adjudge.app.gateway.parsed import parsed_policy, parsed_tool
 from adjudge.app.gateway.spending import give_back
 from adjudge.app.gateway.views import money_view
 from adjudge.app.isolation import JudgingFailed
@@ -190,7 +190,14 @@ def _case(tx: Transaction, row: meaning_queue.QueuedJudgment) -> _Case | None:
     if stored is None or "response_bytes" not in evidence:
         return None
     tool = parsed_tool(stored)
-    found = judging_policy(tx, stored, tool, call.started_at)
+    # The version the call recorded, not the one a lookup by its start finds now: a version
+    # stamped at or before the start but committed after the call read its policy (the same
+    # instant, a process whose clock is behind) would be found instead, and the call, never
+    # rebuilt, would keep its hold for good.
+    judged_by = record.record.get("policy")
+    if not isinstance(judged_by, dict):
+        return None
+    found = calls_db.policy(tx, call.tool, str(judged_by["policy"]), int(judged_by["version"]))
     if found is None or found.digest != row.policy_digest:
         return None
     policy = parsed_policy(found.digest, stored.digest, found.document, tool.contract)
