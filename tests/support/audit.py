@@ -6,8 +6,9 @@ Read straight from the database, so no use case can hide a fault from it:
   emptied escrow or reservation has no row, and it holds exactly the money deposited;
 - no account but ``world`` is negative; an escrow holds its task's reward until the task ends,
   and nothing after;
-- every leg that took money out of an escrow names a receipt of that task, whose signed policy
-  decision (or, for an unsigned test issuer, its statement) records that amount;
+- every leg that took money out of an escrow, a call's reservation or a provider's hold names
+  a receipt whose policy decision (signed; for the tests' unsigned issuer, its statement)
+  decided exactly that amount, to exactly the account it went to;
 - every verdict has its receipt; each lane of the receipt log is one unbroken chain, its head
   row naming its last receipt, and the positions order each lane;
 - every task is in a state the lifecycle can reach;
@@ -33,6 +34,7 @@ from adjudge.store import (
     Store,
     calls,
     day_counts,
+    gateway,
     holds,
     leases,
     ledger,
@@ -75,11 +77,13 @@ def audit(store: Store, deposited: int | None = None) -> dict[str, int]:
             lanes[receipt.lane] = (count + 1, receipt.digest)
         heads = {lane.lane: (lane.count, lane.digest) for lane in receipt_log.lanes(tx)}
         assert {n: h for n, h in heads.items() if h[0]} == lanes, (heads, lanes)
+        credits = _credits(tx)
         for leg in ledger.releases(tx):
             receipt = by_id.get(leg["receipt_id"])
             assert receipt is not None, f"a release without its receipt: {leg}"
             assert receipt.task_id == leg["task_id"], leg
-            assert str(-int(leg["amount"])) in _decision_text(receipt.body), (leg, receipt.body)
+            credit = credits[(leg["txn"], -int(leg["amount"]))]
+            _signed_for(tx, leg, credit, _decision(receipt.body))
         waiting: dict[str, int] = {}
         for hold in holds.open_holds(tx):
             assert hold.receipt_id in by_id, f"a hold without its receipt: {hold}"
@@ -139,16 +143,74 @@ def _asks_recounted(tx: Any) -> None:
     assert not asked, f"asks for calls never queued: {asked}"
 
 
-def _decision_text(body: Any) -> str:
-    """What a receipt records about money, as text (signed: its decoded statement)."""
+def _credits(tx: Any) -> dict[tuple[str, int], str]:
+    """The account each transfer credited, by its ``txn`` and amount (a transfer's two legs
+    share its ``txn``)."""
+    e = s.ledger_entries.c
+    rows = tx.conn.execute(select(e.txn, e.account, e.amount).where(e.amount > 0))
+    return {(r.txn, int(r.amount)): str(r.account) for r in rows}
+
+
+def _decision(body: Any) -> dict[str, Any]:
+    """What a receipt's statement decided about money (signed: its decoded statement; the
+    tests' unsigned issuer: its statement as kept)."""
     import base64  # noqa: PLC0415
     import json  # noqa: PLC0415
 
     envelope = body.get("envelope") if isinstance(body, dict) else None
     if isinstance(envelope, dict):
-        statement = json.loads(base64.b64decode(envelope["payload"]))
-        return json.dumps(statement["predicate"].get("policyDecision"))
-    return json.dumps(body)
+        decision = json.loads(base64.b64decode(envelope["payload"]))["predicate"]["policyDecision"]
+    else:
+        decision = body["statement"]["policyDecision"]
+    assert isinstance(decision, dict), body
+    return decision
+
+
+def _signed_for(tx: Any, leg: dict[str, Any], credit: str, decision: dict[str, Any]) -> None:
+    """The money a release moved is what its receipt decided: the amount and the party it went
+    to, exactly (a task's payout, fee or refund as its settlement names them; a call's charge,
+    refund or void as its verdict or ruling says, to its provider or its caller)."""
+    amount, memo, debit = -int(leg["amount"]), str(leg["memo"]), str(leg["account"])
+    seen = (leg, credit, decision)
+    if debit.startswith("escrow:"):  # a task's settlement: each transfer named with its party
+        assert decision.get(memo) == str(amount), seen
+        assert decision.get(f"{memo}To") == credit, seen
+        return
+    call_id = str(decision["callId"])
+    if debit.startswith("hold:call:"):  # a call's reservation, as its verdict decided
+        assert debit == f"hold:call:{call_id}", seen
+        if memo == "charge":
+            assert (decision["payment"], decision["chargeMinor"]) == ("settle", amount), seen
+            provider = decision["provider"]
+            assert credit in (f"held:{provider}", f"wallet:{provider}"), seen
+        else:
+            assert (decision["payment"], decision["priceMinor"]) == (memo, amount), seen
+            assert credit == f"wallet:{_caller(tx, call_id)}", seen
+        return
+    hold = holds.get(tx, call_id)  # a provider's hold: the call's held charge
+    assert hold is not None and debit == f"held:{hold.provider}", seen
+    assert hold.amount == amount, (hold, seen)
+    if memo == "release":  # matured, against the receipt that settled the call
+        assert hold.receipt_id == leg["receipt_id"], (hold, seen)
+        assert (decision["payment"], decision["chargeMinor"]) == ("settle", amount), seen
+        assert credit == f"wallet:{hold.provider}", seen
+        return
+    if memo == "report refund":  # an upheld report's ruling
+        assert (decision["ruling"], decision["refundMinor"]) == ("upheld", amount), seen
+    else:  # a meaning judgment that failed the call, superseding its receipt
+        assert (memo, decision["payment"], decision["priceMinor"]) == ("refund", "refund", amount)
+    assert hold.end_receipt_id == leg["receipt_id"], (hold, seen)
+    assert credit == f"wallet:{hold.caller}", seen
+
+
+def _caller(tx: Any, call_id: str) -> str:
+    """Who made a call: the gateway's caller, or a reported call's submitter."""
+    forwarded = gateway.call(tx, call_id)
+    if forwarded is not None:
+        return forwarded.caller
+    recorded = calls.call(tx, call_id)
+    assert recorded is not None, call_id
+    return recorded.submitted_by
 
 
 def reset(store: Store) -> None:

@@ -1,0 +1,106 @@
+"""The audit every money test ends with refuses books that disagree with their receipts: money
+that left an escrow, a call's reservation or a provider's hold must be exactly what the receipt
+it names decided, in amount and in the party it went to (before, it only asked that the amount's
+digits occur somewhere in the decision: a payout and fee swapped, or paid to another party,
+passed)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from adjudge.app import maintenance, settlement
+from adjudge.calls.pricing import ListedPrice
+from adjudge.market import Settlement
+from adjudge.store import Store, gateway, records
+from support.audit import audit
+from support.harness import make_harness
+from support.rows import pending_call
+from support.weather import tool
+
+Bug = Callable[[Settlement], Settlement]
+
+
+def _paid_task(store: Store, monkeypatch: pytest.MonkeyPatch, bug: Bug | None) -> None:
+    """An auto task passed and paid, its settlement changed by ``bug`` after it was signed."""
+    h = make_harness(store)
+    tid = h.post("auto")
+    h.ok("ann", "POST", f"/tasks/{tid}/accept")
+    if bug is not None:
+        real = settlement.release_task
+        monkeypatch.setattr(
+            settlement, "release_task", lambda tx, done, **kw: real(tx, bug(done), **kw)
+        )
+    h.ok("ann", "POST", f"/tasks/{tid}/submissions", {"result": "A summary well over ten."})
+    assert h.ok("ann", "POST", f"/tasks/{tid}/finalize")["status"] == "completed"
+
+
+def _moved(memo: str, **changes: Any) -> Bug:
+    def bug(done: Settlement) -> Settlement:
+        transfers = tuple(replace(t, **changes) if t.memo == memo else t for t in done.transfers)
+        return replace(done, transfers=transfers)
+
+    return bug
+
+
+def _swapped(done: Settlement) -> Settlement:
+    amounts = {t.memo: t.amount for t in done.transfers}
+    other = {"payout": amounts["fee"], "fee": amounts["payout"]}
+    return replace(done, transfers=tuple(replace(t, amount=other[t.memo]) for t in done.transfers))
+
+
+def test_a_paid_task_as_signed_passes(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    _paid_task(store, monkeypatch, None)
+    audit(store)
+
+
+@pytest.mark.parametrize(
+    "bug",
+    [_moved("payout", credit="wallet:pat"), _swapped],
+    ids=["payout to the poster", "payout and fee swapped"],
+)
+def test_a_task_paid_otherwise_than_signed_fails_the_audit(
+    store: Store, monkeypatch: pytest.MonkeyPatch, bug: Bug
+) -> None:
+    _paid_task(store, monkeypatch, bug)
+    with pytest.raises(AssertionError):
+        audit(store)
+
+
+@pytest.mark.parametrize("to", ["ann", "pat"], ids=["to its caller", "to another"])
+def test_a_call_voided_back_to_another_than_its_caller_fails_the_audit(
+    store: Store, monkeypatch: pytest.MonkeyPatch, to: str
+) -> None:
+    """An interrupted call's reservation goes back to its caller (ann); sent to pat, the
+    audit refuses the books."""
+    h = make_harness(store)
+    start = h.clock.now()
+    with store.write() as tx:
+        records.create_account(tx, "prov", ["provider"], "k-prov", opt_in=False, at=start)
+        gateway.add_tool(
+            tx,
+            name="weather",
+            provider="prov",
+            document=tool("https://provider.example/forecast"),
+            digest="sha256:weather-1",
+            price=ListedPrice(10, 10, start),
+            currency="USDC",
+            at=start,
+        )
+        call = pending_call("c-1", started_at=start, caller="ann", price_minor=10)
+        assert gateway.start_call(tx, call)
+        settlement.reserve(tx, "ann", "hold:call:c-1", 10, at=start)
+    real = settlement.release_call
+    monkeypatch.setattr(
+        settlement, "release_call", lambda tx, hold, **kw: real(tx, hold, **kw | {"payer": to})
+    )
+    h.advance(minutes=10)
+    assert maintenance.run_once(h.app)["recovered"] == 1
+    if to == "ann":
+        audit(store)
+    else:
+        with pytest.raises(AssertionError):
+            audit(store)
