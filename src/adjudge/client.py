@@ -228,6 +228,7 @@ class Task(TaskSummary, total=False):
     failed_at: str | None
     escalated_at: str | None
     disputed_by: str | None
+    routed: bool
     closed_at: str | None
     brief: str | None
     criteria: dict[str, Any] | None

@@ -80,6 +80,7 @@ def test_an_ungrounded_verdict_routes_to_the_poster_and_pays_nothing(
     body = h.signed("vera", tid, True, ["Looks perfect."], quotes=_quotes(case, brief))
     view = h.ok("vera", "POST", f"/tasks/{tid}/verdict", body)
     assert view["status"] == "submitted" and view["ending"] is None
+    assert view["routed"] is True  # the console offers the poster its review on this
     routed = view["verdicts"][-1]
     assert routed["kind"] == "routed" and routed["passed"] is None
     assert h.balance("wallet:ann") == FUNDS
@@ -101,7 +102,7 @@ def test_a_routed_task_resubmitted_goes_back_to_its_verifier(store: Store) -> No
     h.ok("vera", "POST", f"/tasks/{tid}/verdict", h.signed("vera", tid, True, quotes=[]))
     h.ok("pat", "POST", f"/tasks/{tid}/review", {"passed": False, "reasons": ["No."]})
     again = h.ok("ann", "POST", f"/tasks/{tid}/submissions", {"result": RESULT + " Also profit."})
-    assert again["status"] == "awaiting_verification"
+    assert again["status"] == "awaiting_verification" and again["routed"] is False
     assert (
         h.refused("pat", "POST", f"/tasks/{tid}/review", {"passed": True})[1] == "NOT_MANUAL_MODE"
     )

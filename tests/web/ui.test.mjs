@@ -91,6 +91,20 @@ test("actions follow the status, the mode and who is asking", () => {
     "reclaim",
   ]);
   assert.deepEqual(names(task({ status: "awaiting_verification", verifier: "vera" }), vera), ["verdict-help"]);
+  // An agent review that decided nothing went to the poster: the poster reviews it.
+  assert.deepEqual(names(task({ status: "submitted", mode: "agent", routed: true, agent: "ann" }), pat), [
+    "review",
+    "dispute",
+    "reclaim",
+  ]);
+  assert.deepEqual(names(task({ status: "submitted", mode: "agent", agent: "ann" }), pat), ["dispute", "reclaim"]);
+  // A panel seat that has not voted posts a verdict; one that voted has nothing to do.
+  const seats = (vote) => ({ quorum: 2, verifiers: [{ verifier: "vera", key: "k", vote }, { verifier: "vic", key: "k2", vote: null }] });
+  assert.deepEqual(names(task({ status: "awaiting_verification", panel: seats(null) }), vera), ["verdict-help"]);
+  assert.deepEqual(names(task({ status: "awaiting_verification", panel: seats("PASS") }), vera), []);
+  // The parties may dispute while a verifier has not judged (before the deadline).
+  assert.deepEqual(names(task({ status: "awaiting_verification", agent: "ann" }), ann), ["dispute"]);
+  assert.deepEqual(names(task({ status: "awaiting_verification", agent: "ann" }), pat), ["dispute", "reclaim"]);
   assert.deepEqual(names(task({ status: "failed", agent: "ann", attempts: 3 }), ann), ["dispute"]);
   assert.deepEqual(names(task({ status: "failed", agent: "ann", attempts: 1 }), ann), ["submit", "dry-run", "dispute"]);
   assert.deepEqual(names(task({ status: "disputed" }), root), ["ruling"]);

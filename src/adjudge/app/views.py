@@ -204,6 +204,9 @@ def _task_view(
             "failed_at": _iso(t.failed_at),
             "escalated_at": _iso(t.escalated_at),
             "disputed_by": t.disputed_by,
+            # An agent review that decided nothing sent the latest submission to the poster's
+            # review (POST /tasks/{id}/review), as a manual task's.
+            "routed": t.routed,
             "closed_at": _iso(t.closed_at),
             "brief": stored.brief if brief else None,
             "criteria": criteria_for(stored, viewer) if brief else None,

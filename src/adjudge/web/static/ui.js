@@ -67,6 +67,11 @@ function ahead(iso, hours, now) {
   return Number.isNaN(at.getTime()) || at.getTime() <= now ? null : at;
 }
 
+/** Whether `me` holds a seat on the task's panel and has not voted on this submission. */
+function seated(task, me) {
+  return (task.panel?.verifiers || []).some((seat) => seat.verifier === me.id && !seat.vote);
+}
+
 /**
  * The actions worth offering `me` on `task`: the service decides for real (and answers with a
  * code when it refuses); this only hides buttons that cannot apply. Each is [action, label].
@@ -111,15 +116,17 @@ export function actionsFor(task, me, now = Date.parse(task?.as_of ?? "") || Date
     case "submitted":
       if (isAgent && task.mode === "auto") add("finalize", "Finalize: run the auto check");
       if (isPoster && task.seal && !task.seal.revealed) add("reveal", "Reveal the sealed answer");
-      if (isPoster && task.mode === "manual") add("review", "Review: approve or reject");
+      // A manual task's, or an agent review's that decided nothing and went to the poster.
+      if (isPoster && (task.mode === "manual" || task.routed)) add("review", "Review: approve or reject");
       if (isPoster || isAgent) add("dispute", "Dispute");
       if (isPoster) reclaim();
       break;
     case "awaiting_verification":
       // A verifier's verdict is signed with the verifier's private key, which stays out of the
       // browser: the page shows the command that signs and posts it.
-      if (task.verifier === me.id) add("verdict-help", "Post a verifier verdict");
+      if (task.verifier === me.id || seated(task, me)) add("verdict-help", "Post a verifier verdict");
       if (isPoster && task.seal && !task.seal.revealed) add("reveal", "Reveal the sealed answer");
+      if (isPoster || isAgent) add("dispute", "Dispute");
       if (isPoster) reclaim();
       break;
     case "failed":
