@@ -41,7 +41,9 @@ def _held(store: Store, charges: list[tuple[str, int]], *, matures_at: datetime 
                 records.create_account(tx, provider, ["provider"], key, opt_in=True, at=T0)
         for provider, amount in charges:
             call_id = f"call-{next(_calls)}"
-            statement = {"c": call_id, "charged": amount}  # what the audit reads it decided
+            # What a settled call's receipt decides, as the audit reads it: the charge.
+            decided = {"callId": call_id, "provider": provider, "payment": "settle"}
+            statement = {"policyDecision": decided | {"chargeMinor": amount}}
             receipt = receipt_log.append(
                 tx, lambda prev, d=statement: FakeIssuer.chained(d, prev), task_id=None, at=T0
             )
