@@ -15,13 +15,12 @@ from __future__ import annotations
 import json
 import math
 import re
-import sys
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from decimal import ROUND_HALF_UP, Decimal
 from functools import cache
 from typing import Any
 
+from adjudge.autocheck import deepjson
 from adjudge.autocheck._unicode_tables import UPPER
 
 to_units_c: Callable[[str], str] | None
@@ -290,41 +289,14 @@ def parse(text: str) -> Any:
 
     Python's ``json`` also accepts ``NaN`` and ``Infinity``; JavaScript does not. Numbers come
     back as floats, as JavaScript has them. Nesting deeper than Python's recursion limit, which
-    JavaScript parses, is parsed on a thread with a stack large enough for it.
+    JavaScript parses, is parsed again by :func:`deepjson.loads`, which keeps its nesting on a
+    list instead of the stack (the recursion limit is process-wide: raising it for one text
+    lets any other thread's C recursion run past its stack).
     """
     try:
         return _loads(text)
     except RecursionError:
-        return _parse_deep(text)
-
-
-_DEEP_STACK_BYTES = 1 << 30  # virtual; only what the nesting uses is ever touched
-_deep_lock = threading.Lock()
-
-
-def _parse_deep(text: str) -> Any:
-    outcome: dict[str, Any] = {}
-
-    def work() -> None:
-        try:
-            outcome["value"] = _loads(text)
-        except (ValueError, RecursionError) as exc:
-            outcome["error"] = exc
-
-    with _deep_lock:
-        old_limit = sys.getrecursionlimit()
-        old_stack = threading.stack_size(_DEEP_STACK_BYTES)
-        sys.setrecursionlimit(max(old_limit, len(text) + 1000))
-        try:
-            worker = threading.Thread(target=work, name="json-deep-parse")
-            worker.start()
-            worker.join()
-        finally:
-            threading.stack_size(old_stack)
-            sys.setrecursionlimit(old_limit)
-    if "error" in outcome:
-        raise ValueError(str(outcome["error"]))
-    return outcome["value"]
+        return deepjson.loads(text)
 
 
 # Unicode 17.0's full uppercase mappings of the BMP characters that have one.
