@@ -82,8 +82,14 @@ def figures(
     h = s.held_days.c
     lanes = [int(n) for n in tx.conn.execute(select(s.chain_lanes.c.id)).scalars()]
     inside: dict[tuple[str, int], dict[str, int]] = defaultdict(dict)
+    # The lanes named: the key is (prefix, currency, lane, day), so without them the window's
+    # day range bound nothing, and every day ever written of every lane was read.
     window = select(h.prefix, h.lane, h.day, h.held).where(
-        h.prefix.in_(prefixes), h.currency == currency, h.day >= days[0], h.day <= days[-1]
+        h.prefix.in_(prefixes),
+        h.currency == currency,
+        h.lane.in_(lanes),
+        h.day >= days[0],
+        h.day <= days[-1],
     )
     for prefix, lane, day, held in tx.conn.execute(window):
         inside[(str(prefix), int(lane))][str(day)] = int(held)

@@ -38,8 +38,8 @@ from sqlalchemy import (
     exists,
     func,
     insert,
-    or_,
     select,
+    union_all,
     update,
 )
 
@@ -256,8 +256,9 @@ def retries_due(
     # The state compared as an expression: as an equality, SQLite took it for the due index's
     # range and read every hold still held, where the retries' index holds only the few.
     q = select(h.call_id).where(h.retry_at <= now, h.state.concat("") == HELD)
-    if provider is not None:
-        q = q.where(h.provider == provider)
+    if provider is not None:  # as an expression too: as an equality, SQLite took the
+        # provider's index and read every hold the provider ever had
+        q = q.where(h.provider.concat("") == provider)
     return [r.call_id for r in tx.conn.execute(q.order_by(h.retry_at, h.call_id).limit(limit))]
 
 
@@ -296,12 +297,20 @@ def open_summary(tx: Transaction, now: datetime) -> dict[str, int]:
         .where(h.state.in_((HELD, REPORTED)), h.matures_at > soon, h.matures_at < hour + _HOUR)
         .scalar_subquery()
     )
-    ever, later = c.day == day_counts.ALL_TIME, c.day >= day_counts.hour_of(hour + _HOUR)
+    # The all-time rows and the later hours' as two ranges of the key: as one condition with
+    # an OR, SQLite read every hour's row ever written (they are never deleted).
+    ours = (c.family == day_counts.HOLDS, c.subject == day_counts.EVERYONE)
+    rows = union_all(
+        select(c.day, c.name, c.n, c.high).where(*ours, c.day == day_counts.ALL_TIME),
+        select(c.day, c.name, c.n, c.high).where(*ours, c.day >= day_counts.hour_of(hour + _HOUR)),
+    ).subquery()
+    u = rows.c
+    ever, later = u.day == day_counts.ALL_TIME, u.day != day_counts.ALL_TIME
 
     def summed(when: Any, name: str) -> list[Any]:  # its two parts (day_counts.joined)
         return [
-            func.coalesce(func.sum(case((and_(when, c.name == name), part), else_=0)), 0)
-            for part in (c.n, c.high)
+            func.coalesce(func.sum(case((and_(when, u.name == name), part), else_=0)), 0)
+            for part in (u.n, u.high)
         ]
 
     q = select(  # one round trip: the counts of all time and of the later hours, lanes summed
@@ -309,7 +318,7 @@ def open_summary(tx: Transaction, now: datetime) -> dict[str, int]:
         *summed(ever, day_counts.HELD_MONEY),
         *summed(later, day_counts.OPEN_HOLDS),
         later_this_hour,
-    ).where(c.family == day_counts.HOLDS, c.subject == day_counts.EVERYONE, or_(ever, later))
+    ).select_from(rows)
     row = tx.conn.execute(q).one()
     count, amount, after = (day_counts.joined(row[i], row[i + 1]) for i in (0, 2, 4))
     maturing = count - after - int(row[6])
