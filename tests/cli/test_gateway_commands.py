@@ -78,6 +78,13 @@ def test_tools_are_listed_shown_and_imported(world: World, tmp_path: Path) -> No
     assert code == 1 and err.startswith("ROLE_REQUIRED:")
     code, out, _ = run(world, "ann", "tools", "list", "--query", "daily", "--limit", "1")
     assert code == 0 and out.startswith("skycast_daily ") and "weather_forecast" not in out
+    # The next page's command keeps the search (a cursor alone lists every tool after it).
+    code, out, err = run(world, "ann", "tools", "list", "--query", "_", "--limit", "1")
+    assert code == 0 and out.startswith("skycast_daily ")
+    more = err.split("More: adjudge ", 1)[1].split()
+    assert more[:4] == ["tools", "list", "--query", "_"], err
+    code, out, _ = run(world, "ann", *more)
+    assert code == 0 and out.startswith("weather_forecast ")
     code, _, err = run(world, "ann", "tools", "show", "nope")
     assert code == 1 and err.startswith("TOOL_NOT_FOUND:")
     with Client(world.service, world.h.keys["ann"]) as api:  # the client pages for itself

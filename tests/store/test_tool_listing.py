@@ -6,6 +6,8 @@ from __future__ import annotations
 import random
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from adjudge.calls.pricing import ListedPrice
 from adjudge.store import Store, gateway, records
 from support.steps import sqlite_steps
@@ -83,3 +85,33 @@ def _page_and_steps(store: Store) -> tuple[list[tuple[str, int]], int]:
     """A page of two tools, and how many virtual machine steps SQLite took for it."""
     page, steps = sqlite_steps(store, lambda tx: gateway.list_tools(tx, limit=2))
     return [(t.name, t.version) for t in page.items], steps
+
+
+def test_a_search_reads_a_bounded_walk_and_names_where_it_ended(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A search that finds less than a page in its walk's share of names ends where the walk
+    did, short or empty, with a cursor to read on; followed to its end, the pages hold every
+    match once, in order (before, a search matching nothing read every tool: 26-117x the time
+    from 1,000 to 30,000 tools)."""
+    monkeypatch.setattr(gateway, "SIFTED_ROWS", 20)
+    monkeypatch.setattr(gateway, "_SEARCH_BATCH", 10)
+    names = [f"tool_{i:03d}" for i in range(65)]
+    _register(
+        store, [(n, "tide tables" if n in ("tool_004", "tool_061") else "maps") for n in names]
+    )
+    batches: list[int] = []
+    latest = gateway._LATEST_TOOLS
+
+    class Counted(dict):  # type: ignore[type-arg]
+        def __getitem__(self, key: bool) -> object:
+            batches.append(1)
+            return latest[key]
+
+    monkeypatch.setattr(gateway, "_LATEST_TOOLS", Counted(latest))
+    with store.read() as tx:
+        first = gateway.list_tools(tx, query="nothing", limit=5)
+    assert first.items == [] and first.next_cursor is not None
+    assert len(batches) == 2  # 20 names read, not 65
+    pages = _pages(store, "tide", 5)
+    assert pages == [[("tool_004", 1)], [], [], [("tool_061", 1)]], pages

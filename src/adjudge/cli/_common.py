@@ -227,13 +227,14 @@ def words(name: str | None) -> str:
     return (name or "").replace("_", " ")
 
 
-def say_if_empty(page: Mapping[str, Any], items: str, *, first: bool) -> None:
+def say_if_empty(page: Mapping[str, Any], items: str, *, first: bool, later: str = "older") -> None:
     """The line an empty page prints: a filtered page that read its range's share and found
-    none still names a cursor, and older items may match; else there are none (more)."""
+    none still names a cursor, and ``later`` items (in the listing's order) may match; else
+    there are none (more)."""
     if page[items]:
         return
     if page.get("next_cursor"):
-        typer.echo(f"No {items} on this page; older ones may match.")
+        typer.echo(f"No {items} on this page; {later} ones may match.")
     else:
         typer.echo(f"No {items}." if first else f"No more {items}.")
 

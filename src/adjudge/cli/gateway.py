@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+import shlex
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
@@ -326,13 +327,14 @@ def _print_page(
     command: str,
     first: bool,
     table: _Table | None = None,
+    later: str = "older",
 ) -> None:
     """A list answer: as JSON, or a line per item (in columns under their names, with
     ``table``) and where the next page is (on stderr)."""
     if session.as_json:
         print_json(page)
         return
-    say_if_empty(page, items, first=first)
+    say_if_empty(page, items, first=first, later=later)
     if table is None:
         for item in page[items]:
             typer.echo(line(item))
@@ -359,7 +361,9 @@ def list_tools(
     """Callable tools by name: provider, price a call, policy."""
     session = _session(ctx, as_json)
     page = session.call(lambda api: api.tools(query=query, limit=limit, cursor=cursor))
-    _print_page(session, page, "tools", _tool_line, "tools list", cursor is None, _TOOLS)
+    # The next page's command keeps the search: a cursor alone lists every tool after it.
+    command = "tools list" if query is None else f"tools list --query {shlex.quote(query)}"
+    _print_page(session, page, "tools", _tool_line, command, cursor is None, _TOOLS, "later")
 
 
 @tools_app.command("show")

@@ -46,6 +46,7 @@ from adjudge.errors import NotAllowed
 from adjudge.store import day_counts
 from adjudge.store import schema as s
 from adjudge.store.pages import (
+    SIFTED_ROWS,
     Page,
     decode_cursor,
     encode_cursor,
@@ -264,11 +265,14 @@ def list_tools(
 
     A page reads the next ``limit`` names' latest versions in the primary key's order and no
     version before them (a name re-registered for years is one row here, as one that never
-    was); a query reads such pages until it has found a page's worth or run out of names."""
+    was); a query reads such pages until it has found a page's worth, run out of names, or
+    read :data:`~adjudge.store.pages.SIFTED_ROWS` names: then the page ends where its walk did,
+    short or empty, with a cursor to read on (a search matching nothing read every tool)."""
     after = None if cursor is None else decode_cursor(cursor)[1]
     needle = query.casefold() if query else None
     batch = limit + 1 if needle is None else max(limit + 1, _SEARCH_BATCH)
     found: list[StoredTool] = []
+    walked = 0
     while True:
         params = {"k_count": batch} if after is None else {"k_count": batch, "k_after": after}
         rows = tx.conn.execute(_LATEST_TOOLS[after is not None], params).all()
@@ -279,6 +283,10 @@ def list_tools(
         if len(found) > limit or len(rows) < batch:
             break
         after = rows[-1].name
+        walked += len(rows)
+        if walked >= SIFTED_ROWS:  # a search's walk ends here: fewer than a page found
+            last = _tool(rows[-1]._mapping)
+            return Page(found, encode_cursor(last.registered_at, last.name))
     page = found[:limit]
     following = None
     if len(found) > limit and page:

@@ -1133,7 +1133,15 @@ async function toolList(query, cursor) {
             policyText(t.policy, t.judged_by),
           ]),
         )
-      : h("p", {}, query.query ? "No tool matches." : "No tools are registered yet."),
+      : h(
+          "p",
+          {},
+          page.next_cursor
+            ? "None of the tools this page read matches; later ones may."
+            : query.query
+              ? "No tool matches."
+              : "No tools are registered yet.",
+        ),
     page.next_cursor
       ? h("p", {}, h("button", { type: "button", onclick: () => toolList(query, page.next_cursor) }, "More tools"))
       : null,
