@@ -961,9 +961,9 @@ class Client:
     def ledger(
         self, *, recount: bool = False, limit: int | None = None, cursor: str | None = None
     ) -> dict[str, Any]:
-        """A page of balances by account name (``next_cursor`` fetches the next), the sum of
-        every balance and all deposits (admins); ``recount`` adds the audit of every ledger
-        line (``sum_of_entries``, ``unmatched``)."""
+        """A page of balances by account name (``next_cursor`` fetches the next) and all
+        deposits (admins); ``recount`` adds the audit, which reads every balance row and every
+        ledger line (``sum_of_balances``, ``sum_of_entries``, ``unmatched``)."""
         params = {"recount": recount or None, "limit": limit, "cursor": cursor}
         return dict(self.request("GET", "/ledger", params=params))
 

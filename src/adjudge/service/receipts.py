@@ -127,8 +127,9 @@ def ledger(
     cursor: Annotated[str | None, Query(max_length=200)] = None,
 ) -> dict[str, Any]:
     """A page of balances by account name (an emptied escrow or call reservation has none;
-    ``next_cursor`` fetches the next page), the sum of every balance (zero in a sound ledger)
-    and all deposits (admin). ``recount=true`` adds the audit, which reads every ledger line
-    ever written: ``sum_of_entries`` (zero) and ``unmatched``, the accounts whose balance is
-    not the sum of their lines (none; the first 100 by name); else both are null."""
+    ``next_cursor`` fetches the next page) and all deposits (admin). ``recount=true`` adds the
+    audit, which reads every balance row and every ledger line ever written:
+    ``sum_of_balances`` and ``sum_of_entries`` (zero in a sound ledger) and ``unmatched``, the
+    accounts whose balance is not the sum of their lines (none; the first 100 by name); else
+    all three are null."""
     return app.receipts.ledger(who, recount=recount, limit=limit, cursor=cursor)
