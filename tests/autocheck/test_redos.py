@@ -8,12 +8,14 @@ overstated a pattern's power would answer instead of timing out.
 
 from __future__ import annotations
 
+import tracemalloc
+
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from adjudge.app.wiring import AutoCheck
-from adjudge.autocheck import admissibility, jsregex, redos
+from adjudge.autocheck import admissibility, auto_check, jsregex, redos
 
 #: Refused as polynomial, with the power the screen gives and the run it names.
 POLYNOMIAL = [
@@ -167,3 +169,45 @@ def test_a_generated_pattern_is_refused_only_when_its_text_is_slow(pattern: str)
         return
     with pytest.raises(jsregex.PatternTimeout):
         jsregex.test(pattern, found.text(2_000))
+
+
+# --- counts: what the screens build, and repeats the reference's scan reads as text ----------
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        "a{2147483647}",
+        "x{9999999999}",
+        "(ab){2147483647}c*c*c*d",
+        "(a{20000}){20000}b*b*b*c",
+        "a{30000}b*b*b*c",
+    ],
+)
+def test_a_count_never_sizes_what_the_screens_build(pattern: str) -> None:
+    """The screens' texts are at most what the matcher reads (20,000 characters): a run past a
+    longer count is never reached, so it is not claimed, and nothing longer is built."""
+    tracemalloc.start()
+    try:
+        found = redos.slow_run(pattern)
+        redos.ambiguous_repeat(pattern)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert found is None
+    assert peak < 4 * 2**20, f"the screens of {pattern} allocated {peak / 2**20:.0f} MiB"
+
+
+def test_a_run_after_a_count_within_the_text_is_still_refused() -> None:
+    """A lead of 100 characters leaves the run room in the text, and its text is slow."""
+    found = redos.slow_run("a{100}b*b*b*c")
+    assert found is not None and found.degree == 3 and len(found.lead) == 100
+    assert len(found.text()) == redos.LONGEST_TEXT == jsregex.INPUT_CAP
+
+
+def test_the_auto_check_fails_a_count_past_the_text_on_every_result() -> None:
+    """The verdict is the reference's: no result the matcher reads can hold the count."""
+    for pattern, result in (("a{2147483647}", "a" * 1_000), ("x{9999999999}", "x" * 5)):
+        r = auto_check(result, {"regex_pattern": pattern, "min_length": 1})
+        [item] = [i for i in r.breakdown if i.name == "regex_pattern"]
+        assert item.score == 0 and not r.passed

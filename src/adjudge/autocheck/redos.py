@@ -45,7 +45,11 @@ right after the run). So it errs on the side of passing: a run after a lookaroun
 a back reference, one that starts inside any but the first alternative, one that starts past
 text of its own inside an optional part or an alternative when a path around that part could
 begin with that text, and one another path could match around are not refused; a repeat
-bounded at :data:`LONG_REPEAT` or fewer counts as a fixed part (``\\d{1,4}``).
+bounded at :data:`LONG_REPEAT` or fewer counts as a fixed part (``\\d{1,4}``). A lead is
+at most :data:`LONGEST_TEXT` characters, the most of a text the matcher reads: a run past a
+longer one (``a{30000}b*b*b*c``) is never reached, so it is not refused, and a count never sizes
+what is built (``a{2147483647}`` builds nothing; the auto check fails it on every result, as
+the reference does, so posting accepts it).
 ``tests/autocheck/test_redos.py`` runs every refused pattern of its table, and a grammar of
 generated ones, on its text in the real worker and sees it stopped at the 100 ms limit.
 """
@@ -68,6 +72,7 @@ from adjudge.autocheck._regextree import (
     parse,
     subtract,
 )
+from adjudge.autocheck.jsregex import INPUT_CAP
 
 
 def _fixed_prefix(n: Node) -> list[Chars]:
@@ -169,6 +174,10 @@ _FEED = "a1A =_-.x/:,;"
 _ENDS = "!#~%\n"
 #: At most this many partial runs are followed through a pattern at once (the longest kept).
 _MAX_CHAINS = 64
+#: The longest lead or witness built, in characters (each one UTF-16 code unit): the matcher
+#: reads no more of a text than this (``text.slice(0, 20000)``), so no text reaches a part of
+#: the pattern past a longer one, and a count (``a{2147483647}``) never sizes a string.
+LONGEST_TEXT = INPUT_CAP
 
 
 @dataclass(frozen=True)
@@ -321,7 +330,7 @@ class _Runs:
         if lead is None or n.kind in ("assert", "look", "ref"):
             return kept, None
         text = _witness(n)
-        return kept, None if text is None else lead + text
+        return kept, _joined(lead, text, 1)
 
     def repeat(
         self,
@@ -353,9 +362,7 @@ class _Runs:
                 out.append(c)  # the repeat matched nothing: the run goes on past it
         if lead is not None and can:
             out.append(_Chain(can, 1, False, lead, n.start, n.end, others))
-        text = _witness(body)
-        past = None if lead is None or text is None else lead + text * n.low
-        return _prune(out), past
+        return _prune(out), _joined(lead, _witness(body), n.low)
 
     def judge(self, chain: _Chain, after: tuple[Node, ...], others: tuple[_Other, ...]) -> None:
         """Keep ``chain`` when it is slower than allowed and a text can make everything after
@@ -444,14 +451,26 @@ def _witness(n: Node) -> str | None:
     if n.kind in ("assert", "look", "ref"):
         return None
     if n.kind == "seq":
-        parts = [_witness(i) for i in n.items]
-        return None if any(p is None for p in parts) else "".join(p or "" for p in parts)
+        text: str | None = ""
+        for item in n.items:
+            text = _joined(text, _witness(item), 1)
+            if text is None:
+                return None
+        return text
     if n.kind in ("alt", "group"):
         return _witness(n.items[0])
     if n.low == 0:  # rep
         return ""
-    body = _witness(n.items[0])
-    return None if body is None else body * n.low
+    return _joined("", _witness(n.items[0]), n.low)
+
+
+def _joined(lead: str | None, text: str | None, times: int) -> str | None:
+    """``lead`` then ``text`` ``times`` over, or None when either is unknown or the whole is
+    longer than :data:`LONGEST_TEXT` (no text the matcher reads gets past it). The length is
+    checked before anything is built."""
+    if lead is None or text is None or len(lead) + len(text) * times > LONGEST_TEXT:
+        return None
+    return lead + text * times
 
 
 def _nodes(n: Node) -> list[Node]:
