@@ -211,3 +211,39 @@ def test_the_auto_check_fails_a_count_past_the_text_on_every_result() -> None:
         r = auto_check(result, {"regex_pattern": pattern, "min_length": 1})
         [item] = [i for i in r.breakdown if i.name == "regex_pattern"]
         assert item.score == 0 and not r.passed
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        "(-+){1,9999999999}!",
+        "[\\n0x]|([a-z -]+){1,9999999999}!",
+        "(a{1,99999999999})+",
+        "((a|aa){2}){1,9999999999}",
+        "(?:x(y+)){0,100000000000}",
+    ],
+)
+def test_a_nested_repeat_the_reference_scan_misses_is_refused(pattern: str) -> None:
+    """The reference's scan reads a {n,m} of more than 12 characters as text, so it lets these
+    nested repeats through (the verdict keeps that); the posting screen reads the count."""
+    assert jsregex.is_safe(pattern)
+    why = redos.ambiguous_repeat(pattern)
+    assert why is not None and "nested quantifier" in why
+    [refusal] = AutoCheck().admissibility({"regex_pattern": pattern}, "auto")
+    assert refusal.code == "REGEX_PATTERN_UNUSABLE" and "exponential" in refusal.message
+
+
+@pytest.mark.parametrize(
+    "pattern", ["(ab?){1,99999999999}", "(ab{0,1}){1,99999999999}", "(a?b)+", "(a?b)*c"]
+)
+def test_a_repeat_of_an_optional_part_passes(pattern: str) -> None:
+    """A ``?`` is no quantifier to the reference's scan, nor to the screen: an optional part
+    chooses once, and the part around it forces where each repetition ends."""
+    assert jsregex.is_safe(pattern)
+    assert redos.ambiguous_repeat(pattern) is None
+
+
+def test_the_refused_nested_repeat_is_slow_in_the_engine() -> None:
+    """What the screen claims: forty ``-`` and no ``!`` run the match to the 100 ms limit."""
+    with pytest.raises(jsregex.PatternTimeout):
+        jsregex.test("(-+){1,9999999999}!", "-" * 40)

@@ -20,38 +20,21 @@ class AutoCheck:
     """The market's :class:`~adjudge.market.Checker` over ``adjudge.autocheck``."""
 
     def admissibility(self, criteria: Mapping[str, Any], mode: str) -> Sequence[Error]:
-        """The auto check's post-time refusals, and two more the reference's scan cannot see
+        """The auto check's post-time refusals, and more the reference's scan cannot see
         (:mod:`adjudge.autocheck.redos`): a ``regex_pattern`` whose repeated alternatives can
-        match the same text (exponential time), or that holds a run of repeats that can match
-        the same characters (polynomial time past the square of the text's length). The
-        verdict keeps the reference's scan alone."""
+        match the same text, or whose repeat holds a repeat (exponential time), or that holds a
+        run of repeats that can match the same characters (polynomial time past the square of
+        the text's length); then, for an auto task, a gate no result could fail. The pattern's
+        screens come first: they only read the pattern, while the falsifiability check runs
+        matches (and a slow pattern would run them to the time limit). The verdict keeps the
+        reference's scan alone."""
         refusals = list(admissibility(criteria, mode))
+        pattern = criteria.get("regex_pattern")
+        if not refusals and isinstance(pattern, str):
+            refusals.extend(_slow_pattern(pattern))
         if not refusals and mode == "auto":
             for _field, reason in falsifiable.unfalsifiable(criteria):
                 refusals.append(CriteriaError(f"{reason}.", code="CRITERIA_UNFALSIFIABLE"))
-        pattern = criteria.get("regex_pattern")
-        if not refusals and isinstance(pattern, str):
-            why = redos.ambiguous_repeat(pattern)
-            if why is not None:
-                refusals.append(
-                    CriteriaError(
-                        f"regex_pattern {pattern!r} can take exponential time: {why} under a "
-                        "repetition. Rewrite it so the alternatives cannot overlap (for "
-                        "example (a|aa)+ as a+, (http|https)+ as (https?)+).",
-                        code="REGEX_PATTERN_UNUSABLE",
-                    )
-                )
-            slow = None if refusals else redos.slow_run(pattern)
-            if slow is not None:
-                anchor = ", or anchor it with ^" if slow.degree > slow.repeats else ""
-                refusals.append(
-                    CriteriaError(
-                        f"regex_pattern `{pattern}` can take polynomial time: {slow.reason}. "
-                        "Rewrite it so repeats next to each other cannot match the same "
-                        f"characters (for example .*.*x as .*x, \\d+\\d*x as \\d+x){anchor}.",
-                        code="REGEX_PATTERN_UNUSABLE",
-                    )
-                )
         return refusals
 
     def check(
@@ -60,6 +43,32 @@ class AutoCheck:
         """Run the auto check and keep its full ``verificationResult``."""
         r = auto_check(result, criteria, withhold=withhold)
         return CheckOutcome(r.passed, r.score, tuple(r.reasons), r.to_dict())
+
+
+def _slow_pattern(pattern: str) -> list[Error]:
+    """The refusal of a pattern :mod:`adjudge.autocheck.redos` finds slow, if it does."""
+    why = redos.ambiguous_repeat(pattern)
+    if why is not None:
+        return [
+            CriteriaError(
+                f"regex_pattern {pattern!r} can take exponential time: {why} under a "
+                "repetition. Rewrite it so the alternatives cannot overlap and no repeat holds "
+                "another (for example (a|aa)+ as a+, (http|https)+ as (https?)+, (a+)+ as a+).",
+                code="REGEX_PATTERN_UNUSABLE",
+            )
+        ]
+    slow = redos.slow_run(pattern)
+    if slow is None:
+        return []
+    anchor = ", or anchor it with ^" if slow.degree > slow.repeats else ""
+    return [
+        CriteriaError(
+            f"regex_pattern `{pattern}` can take polynomial time: {slow.reason}. "
+            "Rewrite it so repeats next to each other cannot match the same "
+            f"characters (for example .*.*x as .*x, \\d+\\d*x as \\d+x){anchor}.",
+            code="REGEX_PATTERN_UNUSABLE",
+        )
+    ]
 
 
 def call_subject(call_id: str) -> str:

@@ -13,7 +13,10 @@ alternation two of whose branches can begin the same way: their first characters
 their fixed leading characters never diverge before one of them ends. Every way of splitting a
 run of ``a`` between the branches of ``(a|aa)+$`` is a path the matcher tries before it fails.
 It errs on the side of refusing: ``(http|https)+`` is refused (write ``(https?)+``), while
-``(ab|ac)+`` and ``(foo|bar)*`` pass.
+``(ab|ac)+`` and ``(foo|bar)*`` pass. Such a repeat that holds a repeat (``*``, ``+`` or a
+``{n,m}`` that may repeat more than once) is refused too: that is the reference's own
+nested-quantifier refusal, ``(a+)+``, which its scan misses when either quantifier is a
+``{n,m}`` of more than 12 characters (``(-+){1,9999999999}!``).
 
 **Polynomial: a run of overlapping repeats** (:func:`slow_run`). Unbounded repeats in sequence
 that can all match one same character ``c``, with nothing between them that ``c`` cannot match
@@ -132,10 +135,16 @@ def _ambiguous_body(n: Node) -> str | None:
                 if _branches_collide(a, b):
                     return "two of its alternatives can match the same text"
     for item in n.items:
-        if item.kind != "rep":  # a nested repeat is the reference's own refusal
-            found = _ambiguous_body(item) if item.kind in ("alt", "group", "seq") else None
-            if found:
-                return found
+        if item.kind == "rep" and (item.high is None or item.high > 1):
+            # The reference refuses a repeat that holds a repeat, ``(a+)+``, but its scan reads
+            # a ``{n,m}`` of more than 12 characters as text, so ``(-+){1,9999999999}`` reaches
+            # here (a run of ``-`` splits between the two repeats in every way): the same rule,
+            # whatever the length of either quantifier. A ``?`` is no quantifier to the
+            # reference, nor here: ``(ab?)+`` passes.
+            return "it holds a repeat of its own (a nested quantifier, as in (a+)+)"
+        found = _ambiguous_body(item) if item.kind in ("alt", "group", "seq") else None
+        if found:
+            return found
     return None
 
 
