@@ -1,18 +1,27 @@
-"""Posting's screens of a task's criteria: what they cost the service.
+"""Posting's screens of a task's criteria: what they cost the service, and where they run.
 
 A ``regex_pattern`` of a few bytes must not make posting build a string sized by its count, nor
-run matches to the time limit that its shape alone shows to be slow.
+hold the one thread that commits every account's writes; the screens run before the write, and
+a poster whose screens are slow waits for them alone.
 """
 
 from __future__ import annotations
 
+import statistics
+import threading
 import time
 import tracemalloc
+from collections.abc import Mapping, Sequence
+from typing import Any
 
+import httpx
 import pytest
 
 from adjudge.app.wiring import AutoCheck
-from support.harness import Harness
+from adjudge.errors import Error
+from adjudge.store import Store
+from support.harness import Harness, make_harness
+from support.live import serving
 
 BASE = {"title": "t", "reward": "2000000", "deadline_hours": 24}
 
@@ -53,3 +62,76 @@ def test_a_nested_repeat_behind_a_long_count_is_refused_at_posting(
     r = h.call("pat", "POST", "/tasks", body)
     assert (r.status_code, r.json()["error"]["code"]) == (400, "REGEX_PATTERN_UNUSABLE")
     assert "nested quantifier" in r.json()["error"]["message"]
+
+
+#: How long one slow post's screens take, in the checker below.
+SCREEN_SECONDS = 0.25
+
+
+class SlowScreens(AutoCheck):
+    """The auto check, whose screens of criteria with ``min_length: 7`` take a quarter second:
+    a stand-in for a pattern whose falsifiability witnesses run to the time limit."""
+
+    def admissibility(self, criteria: Mapping[str, Any], mode: str) -> Sequence[Error]:
+        if criteria.get("min_length") == 7:
+            time.sleep(SCREEN_SECONDS)
+        return super().admissibility(criteria, mode)
+
+
+def test_one_posters_slow_screens_do_not_hold_another_posters_writes(
+    sqlite_store: Store,
+) -> None:
+    """One poster posts criteria whose screens take a quarter second each, from eight
+    connections at once, while another posts plain tasks: the other's posts are answered as
+    if nobody else were posting (the screens ran in the write, on the one committing thread:
+    the other's posts waited about a second each)."""
+    h = make_harness(sqlite_store)
+    h.app.tasks.checker = SlowScreens()
+    root = h.app.accounts.authenticate(h.keys["root"])
+    h.keys["pam"] = h.app.accounts.create(None, "pam", ["poster"]).value["api_key"]
+    h.app.accounts.deposit(root, "pam", 10**12)
+    h.app.accounts.deposit(root, "pat", 10**12)
+    slow = {**BASE, "mode": "auto", "criteria": {"contains_keywords": ["x"], "min_length": 7}}
+    plain = {**BASE, "mode": "auto", "criteria": {"contains_keywords": ["x"], "min_length": 5}}
+    stop = threading.Event()
+    flooded: list[int] = []
+    others: list[float] = []
+    failures: list[str] = []
+
+    with serving(h.app) as base:
+
+        def client(who: str) -> httpx.Client:
+            auth = {"Authorization": f"Bearer {h.keys[who]}"}
+            return httpx.Client(base_url=base + "/api/v1", timeout=60, headers=auth)
+
+        def flood() -> None:
+            with client("pat") as c:
+                while not stop.is_set():
+                    r = c.post("/tasks", json=slow)
+                    flooded.append(r.status_code)
+
+        def other() -> None:
+            with client("pam") as c:
+                c.post("/tasks", json=plain)  # the connection made before timing starts
+                while not stop.is_set():
+                    started = time.perf_counter()
+                    r = c.post("/tasks", json=plain)
+                    others.append(time.perf_counter() - started)
+                    if r.status_code != 201:
+                        failures.append(r.text)
+                    time.sleep(0.02)
+
+        threads = [threading.Thread(target=flood) for _ in range(8)]
+        threads.append(threading.Thread(target=other))
+        for t in threads:
+            t.start()
+        time.sleep(3)
+        stop.set()
+        for t in threads:
+            t.join()
+    assert not failures, failures[0]
+    assert set(flooded) == {201} and len(flooded) >= 8
+    median = statistics.median(others)
+    # Generous for a loaded 2-CPU machine: a plain post takes milliseconds; with the screens in
+    # the write each waited behind up to eight quarter-second screens (about 1 s at the median).
+    assert median < SCREEN_SECONDS, f"another poster's median post took {median:.2f} s"

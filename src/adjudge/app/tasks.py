@@ -161,6 +161,27 @@ class _Precomputed:
             return self._inner.check(result, criteria, withhold=withhold)
 
 
+class _Screened:
+    """The market's checker, answering posting's screens of the draft's criteria from their run
+    before the write (:meth:`Tasks.post`): the unit of work repeats none of it."""
+
+    def __init__(
+        self, inner: Checker, criteria: Mapping[str, Any], mode: str, refusals: Sequence[Error]
+    ) -> None:
+        self._inner = inner
+        self._criteria, self._mode, self._refusals = criteria, mode, refusals
+
+    def admissibility(self, criteria: Mapping[str, Any], mode: str) -> Sequence[Error]:
+        if mode == self._mode and criteria == self._criteria:
+            return self._refusals
+        return self._inner.admissibility(criteria, mode)
+
+    def check(
+        self, result: str, criteria: Mapping[str, Any], *, withhold: frozenset[str] = frozenset()
+    ) -> CheckOutcome:
+        return self._inner.check(result, criteria, withhold=withhold)
+
+
 def criteria_refusals(criteria: Mapping[str, Any]) -> list[Error]:
     """Posting refuses what the auto check would silently drop: an unknown field, named with
     the closest known one (``CRITERIA_UNKNOWN_FIELD``) — inside rubric items and
@@ -172,6 +193,12 @@ def criteria_refusals(criteria: Mapping[str, Any]) -> list[Error]:
         )
         for _path, sentence in autocriteria.unknown_fields(criteria)
     ]
+
+
+def screens_slow(mode: str, criteria: Mapping[str, Any]) -> bool:
+    """Whether posting's screens of ``criteria`` run matches in the time-limited worker pool:
+    the falsifiability check of an auto task's slow ``regex_pattern`` (:func:`runs_slow`)."""
+    return mode == Mode.AUTO.value and runs_slow(criteria)
 
 
 def runs_slow(criteria: Mapping[str, Any]) -> bool:
@@ -303,6 +330,7 @@ class Tasks:
         if verifiers or quorum is not None:  # a task of one verifier keeps its former inputs
             inputs.update(verifiers=list(verifiers), quorum=quorum)
         idem = Idempotency.of(key, "tasks.post", inputs)
+        checker = self._screened(account, mode, criteria, seal)
 
         def run(tx: Transaction) -> dict[str, Any]:
             _count_post(tx, account, self.unit.now())
@@ -318,7 +346,7 @@ class Tasks:
                         code="VERIFIER_KEY_REQUIRED",
                     )
             panel = tuple(_seat(tx, named, mode) for named in verifiers)
-            ctx = self.context()
+            ctx = self.context(checker)
             when = deadline or ctx.now + timedelta(hours=deadline_hours or 0)
             draft = Draft(
                 poster=account.id,
@@ -345,6 +373,24 @@ class Tasks:
         # other units take their rows in another order).
         debited = (hot_rows.balance(wallet_account(account.id)),)
         return self.unit.once(account.id, idem, run, hot=debited)
+
+    def _screened(
+        self, account: Account, mode: str, criteria: Mapping[str, Any], seal: str | None
+    ) -> Checker:
+        """The checker posting's unit of work asks, its screens of ``criteria`` run now.
+
+        The screens may take a while (the falsifiability check runs matches, and a slow
+        pattern runs each to the 100 ms limit, as the poster's regex work), so they run before
+        the write, on the caller's thread, holding no lock; the market raises their refusal
+        inside the unit, in its own order of refusals, from the answer kept here. A mode the
+        market does not know is refused there before any screen, so none runs now.
+        """
+        if mode not in {m.value for m in Mode}:
+            return self.checker
+        admitted = admissible_form(criteria) if seal is not None else criteria
+        with stage("task.screen"), jsregex.owned_by(account.id):
+            refusals = tuple(self.checker.admissibility(admitted, mode))
+        return _Screened(self.checker, admitted, mode, refusals)
 
     # --- the lifecycle ----------------------------------------------------------------------
 

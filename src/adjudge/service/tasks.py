@@ -12,7 +12,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field, StrictInt
 
 from adjudge.app import Account, App
-from adjudge.app.tasks import SlowCheck
+from adjudge.app.tasks import SlowCheck, screens_slow
 from adjudge.service.deps import Caller, IdemKey, Use, amount, checked, reply, router
 
 routes = router()
@@ -147,12 +147,13 @@ class Ruling(BaseModel):
 
 
 @routes.post("/tasks", status_code=201, tags=["tasks"])
-def post_task(*, body: PostTask, who: Caller, app: Use, key: IdemKey = None) -> JSONResponse:
+async def post_task(*, body: PostTask, who: Caller, app: Use, key: IdemKey = None) -> JSONResponse:
     """Post a task and fund its escrow from the poster's wallet. Mode defaults to manual."""
     deadline = body.deadline
     if deadline is not None and deadline.tzinfo is None:
         deadline = deadline.replace(tzinfo=UTC)
-    answer = app.tasks.post(
+    job = partial(
+        app.tasks.post,
         who,
         title=body.title,
         brief=body.brief,
@@ -170,7 +171,11 @@ def post_task(*, body: PostTask, who: Caller, app: Use, key: IdemKey = None) -> 
         quorum=body.quorum,
         key=key,
     )
-    return reply(answer, 201)
+    # Posting screens the criteria before its write; when the screens run matches in the regex
+    # worker pool, the post waits in the poster's own slow lane, as a slow finalize does.
+    slow = screens_slow(body.mode, body.criteria)
+    wait = app.settings.slow_check_wait_seconds
+    return reply(await checked(slow, job, who.id, wait=wait), 201)
 
 
 @routes.get("/tasks", tags=["tasks"])

@@ -1,0 +1,112 @@
+"""Where posting's screens of the criteria run: once, before the write, on the caller's thread
+(never on the thread that commits every account's writes), and as the poster's regex work; the
+write refuses with their answer in the market's order of refusals."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+import pytest
+
+from adjudge.app import Account, App
+from adjudge.autocheck import _sandbox
+from adjudge.errors import Error
+from adjudge.market.seal import admissible_form
+from adjudge.store import Store, Transaction
+from support.fakes import FakeChecker, FakeClock
+
+REWARD = 2_000_000
+
+
+class Screens(FakeChecker):
+    """The fake checker, noting each screen: the thread, whether a unit of work was open, and
+    whose regex work it was."""
+
+    def __init__(self, app: App, events: list[str]) -> None:
+        self.app, self.events = app, events
+        self.seen: list[tuple[bool, bool, str]] = []
+        self.criteria: list[Mapping[str, Any]] = []
+
+    def admissibility(self, criteria: Mapping[str, Any], mode: str) -> Sequence[Error]:
+        commits = self.app.tasks.unit.commits
+        committing = commits is not None and commits.here()
+        on_caller = threading.current_thread() is threading.main_thread()
+        self.seen.append((on_caller, committing, _sandbox.regex_owner.get()))
+        self.events.append("screen")
+        self.criteria.append(criteria)
+        return super().admissibility(criteria, mode)
+
+
+@pytest.fixture
+def world(store: Store) -> Iterator[tuple[App, Account, Screens, list[str]]]:
+    app = App(store, clock=FakeClock())
+    root = app.accounts.authenticate(app.accounts.create(None, "root", ["admin"]).value["api_key"])
+    pat = app.accounts.authenticate(app.accounts.create(None, "pat", ["poster"]).value["api_key"])
+    app.accounts.deposit(root, "pat", 10 * REWARD)
+    events: list[str] = []
+    screens = Screens(app, events)
+    app.tasks.checker = screens
+    real_write = app.tasks.unit.write
+
+    def write(fn: Callable[[Transaction], Any], **kw: Any) -> Any:
+        events.append("write")
+        return real_write(fn, **kw)
+
+    app.tasks.unit.write = write  # type: ignore[method-assign]
+    yield app, pat, screens, events
+    app.close()
+
+
+def _post(app: App, pat: Account, criteria: dict[str, Any], **extra: Any) -> Any:
+    return app.tasks.post(
+        pat,
+        title="t",
+        brief="b",
+        reward=REWARD,
+        mode="auto",
+        criteria=criteria,
+        deadline_hours=24,
+        **extra,
+    )
+
+
+def test_the_screens_run_once_before_the_write_as_the_posters_work(
+    world: tuple[App, Account, Screens, list[str]],
+) -> None:
+    """One screen, on the caller's thread, before the write and outside any unit of work; the
+    market's own question inside the write is answered from it."""
+    app, pat, screens, events = world
+    posted = _post(app, pat, {"min_length": 5})
+    assert posted.value["status"] == "funded"
+    assert events == ["screen", "write"]
+    assert screens.seen == [(True, False, pat.id)]
+
+
+def test_a_screens_refusal_is_raised_by_the_write_in_the_markets_order(
+    world: tuple[App, Account, Screens, list[str]],
+) -> None:
+    """A refused pattern is refused with the screen's code, screened once and stores nothing;
+    a refusal the market makes before asking the checker still comes first."""
+    app, pat, _, events = world
+    with pytest.raises(Error) as refused:
+        _post(app, pat, {"regex_pattern": "(a+)+$"})
+    assert refused.value.code == "REGEX_PATTERN_UNUSABLE"
+    assert events.count("screen") == 1 and events.index("screen") < events.index("write")
+    with pytest.raises(Error) as first:
+        _post(app, pat, {"regex_pattern": "(a+)+$"}, take_window_hours=48)
+    assert first.value.code == "INVALID_TAKE_WINDOW"
+    assert app.tasks.find(pat, mine=True)["tasks"] == []
+
+
+def test_a_sealed_post_is_screened_with_its_stand_in_answer(
+    world: tuple[App, Account, Screens, list[str]],
+) -> None:
+    """A sealed task's public criteria are screened as the market reads them (with the
+    sealed answer's stand-in), so the write does not screen them again."""
+    app, pat, screens, events = world
+    seal = "sha256:" + "0" * 64
+    _post(app, pat, {"min_length": 5}, seal=seal)
+    assert events == ["screen", "write"]
+    assert screens.criteria == [admissible_form({"min_length": 5})]
