@@ -1,7 +1,8 @@
 """A provider's running quality counts always equal a full recount of its window: as calls
 arrive, as they expire at the window's edge, when the span changes or the clock goes back,
-with reported calls, the provider's own calls of its tool, shadow (not enforced) calls and
-errors mixed in."""
+when the provider is not called for longer than its window, at UTC midnights, with reported
+calls, the provider's own calls of its tool, shadow (not enforced) calls and errors mixed in;
+and a read of a provider not called for long counts its edge's day, not what left its window."""
 
 from __future__ import annotations
 
@@ -31,16 +32,28 @@ KINDS = [
     (None, False, "system_error"),
 ]
 
+_KIND = st.sampled_from(KINDS)
+_SOURCE = st.sampled_from(["gateway", "gateway", "gateway", "reported"])
+_WHO = st.sampled_from(["caller", "caller", "own"])  # "own": the provider calls its own tool
 _call = st.tuples(
     st.just("call"),
     st.integers(0, 40),  # seconds since the step before (0: the same instant)
-    st.sampled_from(KINDS),
-    st.sampled_from(["gateway", "gateway", "gateway", "reported"]),
-    st.sampled_from(["caller", "caller", "own"]),  # "own": the provider calls its own tool
+    _KIND,
+    _SOURCE,
+    _WHO,
 )
-_span = st.tuples(st.just("span"), st.sampled_from([30, 60, 200]))
+_span = st.tuples(st.just("span"), st.sampled_from([30, 48, 60, 200]))
 _clock_back = st.tuples(st.just("back"), st.integers(1, 90))
 _read = st.tuples(st.just("read"), st.integers(0, 120))
+#: The provider not called for more than its window: the clock moves on by whole spans and
+#: some units, and the window is read there.
+_idle = st.tuples(st.just("idle"), st.integers(1, 3), st.integers(0, 59))
+#: A microsecond either side of a UTC midnight, or on it: ``midnight`` is a call made there
+#: (the next midnight), ``edge_at`` reads the window whose edge is there (the midnight at or
+#: before the present edge, or one of the three after it).
+_OFFSETS = st.sampled_from([timedelta(microseconds=-1), timedelta(0), timedelta(microseconds=1)])
+_midnight = st.tuples(st.just("midnight"), _OFFSETS, _KIND, _SOURCE, _WHO)
+_edge_at = st.tuples(st.just("edge_at"), st.integers(0, 3), _OFFSETS)
 #: A judgment after the answer superseding an earlier call's verdict (which of the calls made
 #: so far: by index, modulo their number).
 _supersede = st.tuples(
@@ -95,6 +108,12 @@ def _recount(store: Store, provider: str, span: timedelta, now: datetime) -> dic
     return {k: v for k, v in counted.to_dict().items() if isinstance(v, int)}
 
 
+def _midnight_after(moment: datetime) -> datetime:
+    """The first UTC midnight after ``moment``."""
+    day = moment.astimezone(UTC).date() + timedelta(days=1)
+    return datetime(day.year, day.month, day.day, tzinfo=UTC)
+
+
 def _counts(window: object) -> dict[str, int]:
     wire = window.to_dict()  # type: ignore[attr-defined]
     return {k: v for k, v in wire.items() if isinstance(v, int)}
@@ -107,18 +126,24 @@ def _counts(window: object) -> dict[str, int]:
 )
 @given(
     steps=st.lists(
-        st.one_of(_call, _call, _call, _span, _clock_back, _read, _supersede), max_size=40
+        st.one_of(
+            _call, _call, _call, _span, _clock_back, _read, _supersede, _idle, _midnight, _edge_at
+        ),
+        min_size=10,
+        max_size=40,
     )
 )
 @pytest.mark.parametrize("unit", [timedelta(seconds=1), timedelta(hours=1)], ids=["s", "h"])
 def test_running_counts_equal_a_recount(
-    sqlite_store: Store, unit: timedelta, steps: list[tuple[object, ...]]
+    store: Store, unit: timedelta, steps: list[tuple[object, ...]]
 ) -> None:
-    """After every call, span change, clock step back, read and verdict superseded (inside
-    the window or expired from it), the window the store keeps equals a recount of the calls
-    themselves — in seconds, and in hours, where a window spans days and one no running
-    counts fit is read from the daily counts and its edge's day."""
-    store = sqlite_store
+    """On each database, after every call, span change, clock step back, read, verdict
+    superseded (inside the window or expired from it), idle stretch longer than the window and
+    call a microsecond from a UTC midnight or on it, the window the store keeps or reads equals
+    a recount of the calls themselves — in seconds, and in hours, where a window spans days and
+    one no running counts fit, or whose counts were moved before its edge's day, is read from
+    the daily counts and its edge's day; and so does a read whose edge is a microsecond from a
+    midnight."""
     provider = f"prov-{next(_providers)}"
     with store.write() as tx:
         if records.account(tx, "caller") is None:
@@ -127,9 +152,12 @@ def test_running_counts_equal_a_recount(
     now, span = T0, 60 * unit
     made: list[str] = []
     for n, step in enumerate(steps):
-        if step[0] == "call":
+        if step[0] in ("call", "midnight"):
             _, gap, kind, source, who = step
-            now += int(gap) * unit  # type: ignore[call-overload]
+            if step[0] == "call":
+                now += int(gap) * unit  # type: ignore[call-overload]
+            else:
+                now = _midnight_after(now) + gap  # type: ignore[operator]
             made.append(f"{provider}-{n}")
             caller = provider if who == "own" else "caller"
             observed = enters_window(str(source), caller, provider)
@@ -157,7 +185,16 @@ def test_running_counts_equal_a_recount(
         elif step[0] == "back":
             now -= int(step[1]) * unit  # type: ignore[call-overload]
         else:
-            later = now + int(step[1]) * unit  # type: ignore[call-overload]
+            if step[0] == "idle":
+                _, spans, units = step
+                now += int(spans) * span + int(units) * unit  # type: ignore[call-overload]
+                later = now
+            elif step[0] == "edge_at":
+                _, days, offset = step
+                edge = _midnight_after(now - span) + (int(days) - 1) * timedelta(days=1)  # type: ignore[call-overload]
+                later = edge + offset + span  # type: ignore[operator]
+            else:
+                later = now + int(step[1]) * unit  # type: ignore[call-overload]
             with store.read() as tx:
                 seen = quality_windows.window(tx, provider, span, later)
             assert _counts(seen) == _recount(store, provider, span, later)
@@ -270,3 +307,47 @@ def test_many_windows_read_together_equal_each_read_alone(
     # window of days holds the calls of the second and third days.
     assert list(held[now].values()) == [1, 2, 3, 3, 3, 0]
     assert list(held[later].values()) == [0, 0, 0, 2, 2, 0]
+
+
+@pytest.mark.parametrize("history", [48, 480])
+def test_a_read_long_after_the_last_call_counts_no_call_that_left_the_window(
+    store: Store, monkeypatch: pytest.MonkeyPatch, history: int
+) -> None:
+    """On each database, alone and in the operator's list: the window of a provider not called
+    for 33 days (its span 30) is read from the calls of its edge's day, none, and the daily
+    counts, not as its running counts less the calls that left it since they were moved (all
+    ``history`` of them, on every read before); every range of calls read is a day at most."""
+    with store.write() as tx:
+        records.create_account(tx, "caller", ["agent"], "key-caller", opt_in=True, at=T0)
+    span, hour = timedelta(days=30), timedelta(hours=1)
+    last = T0 + (history - 1) * hour
+    with store.write() as tx:
+        for n in range(history):  # an hour apart: the last call's at ``last``
+            _add(tx, f"c{n}", "prov", KINDS[n % 2], T0 + n * hour)
+        quality_windows.observe(tx, "prov", span, last, counted_as(*KINDS[(history - 1) % 2]))
+    ranges: list[tuple[datetime, datetime]] = []
+    read = quality_windows._recount_read
+
+    def noted(
+        provider: str,
+        after: datetime,
+        until: datetime | None = None,
+        *,
+        before: datetime | None = None,
+    ) -> object:
+        end = until if until is not None else before
+        assert end is not None
+        ranges.append((after, end))
+        return read(provider, after, until, before=before)
+
+    monkeypatch.setattr(quality_windows, "_recount_read", noted)
+    now = last + timedelta(days=33, hours=5)  # the edge: 3 days and 5 hours after the last call
+    with store.read() as tx:
+        alone = quality_windows.window(tx, "prov", span, now)
+        listed = quality_windows.windows(tx, {"prov": span}, now)["prov"]
+    assert _counts(alone) == _counts(listed) == dict.fromkeys(_counts(alone), 0)
+    assert ranges, "the edge's day is counted from its calls"
+    for after, end in ranges:
+        assert end - after <= timedelta(days=1), (after, end)
+        counted = [n for n in range(history) if after < T0 + n * hour < end]
+        assert counted == [], (after, end)

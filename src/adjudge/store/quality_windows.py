@@ -22,7 +22,10 @@ When there is no row yet, or the span changed (the provider declared other terms
 went back past the edge, the row is rebuilt; a read of a window no row fits (a provider with no
 terms, other days asked for) is counted the same way: the whole days after the edge's from the
 observed calls' daily counts (:mod:`adjudge.store.day_counts`), the edge's own day from its
-calls — the window's days and one day's calls, never every call in it. A provider's first row
+calls — the window's days and one day's calls, never every call in it. So is a read of a row
+whose edge is before the new edge's UTC day: a read does not move the row, and a provider not
+called since would otherwise have each read subtract every call that left its window since its
+last call (from the edge's day on, what left is that day's calls at most). A provider's first row
 is made unless one is there (``ON CONFLICT DO NOTHING``): where two transactions make it at once
 (two committing threads, or two processes, on PostgreSQL), the second waits for the first to
 commit and moves the row it made.
@@ -100,7 +103,9 @@ def observe(
 
 def window(tx: Transaction, provider: str, span: timedelta, now: datetime) -> QualityWindow:
     """``provider``'s window of ``span`` ending at ``now``, without writing: the running counts
-    less what expired since the last call, or one recount when no counts fit this span."""
+    less what expired since the last call when their edge is in the new edge's UTC day, else
+    one recount of the window's days and its edge's day (none fit this span, or they were last
+    moved before that day)."""
     rows = tx.rows(_READ, {"k_provider": provider})
     return _window(tx, provider, rows[0] if rows else None, span, now)
 
@@ -130,7 +135,7 @@ def _window(
     tx: Transaction, provider: str, state: Any, span: timedelta, now: datetime
 ) -> QualityWindow:
     edge = now - span
-    if state is None or _rebuild(state, span, edge):
+    if _counted_afresh(state, span, edge):
         return QualityWindow(provider, edge, now, **_counted_after(tx, provider, edge))
     counts = {name: int(state[name]) for name in WINDOW_COUNTS}
     for name, gone in _recount(tx, provider, state["edge"], edge).items():
@@ -141,11 +146,22 @@ def _window(
 def _reads(state: Any, provider: str, span: timedelta, now: datetime) -> list[Read]:
     """What :func:`_window` will read for ``provider``, to be read ahead."""
     edge = now - span
-    if state is None or _rebuild(state, span, edge):
+    if _counted_afresh(state, span, edge):
         midnight = _after_edge_day(edge)
         later = day_counts.since_read(day_counts.QUALITY, provider, midnight.date().isoformat())
         return [_recount_read(provider, edge, before=midnight), later]
     return [_recount_read(provider, state["edge"], edge)]
+
+
+def _counted_afresh(state: Any, span: timedelta, edge: datetime) -> bool:
+    """Whether a read counts the window from the daily counts and its edge's day
+    (:func:`_counted_after`) rather than as the running counts less what left since they were
+    moved: when none fit, or they were moved before the edge's UTC day began. Either way a read
+    counts one day's calls at most; subtracting from an older edge counted every call that left
+    since (a read does not move the row, so an idle provider's every read counted them all)."""
+    if state is None or _rebuild(state, span, edge):
+        return True
+    return bool(state["edge"] < _after_edge_day(edge) - _DAY)
 
 
 def _chunks(items: list[str], size: int) -> Iterator[list[str]]:
@@ -202,6 +218,9 @@ def _counted_after(tx: Transaction, provider: str, edge: datetime) -> dict[str, 
     for name, n in later.items():
         counts[name] += n
     return counts
+
+
+_DAY = timedelta(days=1)
 
 
 def _after_edge_day(edge: datetime) -> datetime:
