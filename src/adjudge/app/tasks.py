@@ -12,7 +12,7 @@ import json
 import logging
 import secrets
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
@@ -35,6 +35,7 @@ from adjudge.errors import (
     RateLimited,
     StateError,
     TransitionError,
+    Unavailable,
     VerificationFailed,
 )
 from adjudge.kernel import semantic
@@ -62,6 +63,7 @@ from adjudge.market import (
     Seat,
     Status,
     Submit,
+    Task,
     VerifierVerdict,
     lapses_at,
     post,
@@ -70,7 +72,13 @@ from adjudge.market import (
     wallet_account,
 )
 from adjudge.market.lifecycle import MAX_RESULT_CHARS
-from adjudge.market.seal import admissible_form, judged_criteria, reveal_due
+from adjudge.market.seal import (
+    admissible_form,
+    judged_criteria,
+    parse_reveal,
+    reveal_due,
+)
+from adjudge.market.seal import refusal as seal_refusal
 from adjudge.market.signed_verdicts import check_signature, verdict_payload
 from adjudge.receipts import Issuer
 from adjudge.settings import Settings
@@ -110,6 +118,9 @@ SWEEP_BATCH = 100
 #: of checking): a longer one, or criteria that need the regex worker pool, is checked before
 #: the write, holding no lock (:meth:`Tasks.finalize`).
 QUICK_CHECK_CHARS = 8192
+#: How often a reveal is prepared again when its task changed between the read its screens and
+#: check ran on and its write (the agent finalized meanwhile), before ``CONCURRENT_UPDATE``.
+REVEAL_TRIES = 3
 
 
 def _count_post(tx: Transaction, who: Account, now: datetime) -> None:
@@ -182,6 +193,45 @@ class _Screened:
         return self._inner.check(result, criteria, withhold=withhold)
 
 
+@dataclass(frozen=True)
+class _Opening:
+    """What a reveal's write asks the checker, asked before the write (:meth:`Tasks._opening`):
+    the screens of the criteria judged once the seal opens, and the check of the waiting
+    submission against them (None when the agent has not asked for it, or they were refused)."""
+
+    criteria: Mapping[str, Any]
+    refusals: tuple[Error, ...]
+    checked: _Checked | None
+
+
+class _Stale(Exception):
+    """Not a refusal: a reveal's write asked the checker what was not asked before it (the task
+    changed meanwhile); nothing was written, and the reveal is prepared again."""
+
+
+class _Opened:
+    """The market's checker in a reveal's write: it answers only from what was asked before the
+    write, and runs no screen and no check on the thread that commits every account's writes
+    (any other question raises :class:`_Stale`)."""
+
+    def __init__(self, opening: _Opening | None) -> None:
+        self._opening = opening
+
+    def admissibility(self, criteria: Mapping[str, Any], mode: str) -> Sequence[Error]:
+        opening = self._opening
+        if opening is None or mode != Mode.AUTO.value or criteria != opening.criteria:
+            raise _Stale
+        return opening.refusals
+
+    def check(
+        self, result: str, criteria: Mapping[str, Any], *, withhold: frozenset[str] = frozenset()
+    ) -> CheckOutcome:
+        done = self._opening.checked if self._opening is not None else None
+        if done is None or withhold or result != done.result or criteria != done.criteria:
+            raise _Stale
+        return done.outcome
+
+
 def criteria_refusals(criteria: Mapping[str, Any]) -> list[Error]:
     """Posting refuses what the auto check would silently drop: an unknown field, named with
     the closest known one (``CRITERIA_UNKNOWN_FIELD``) — inside rubric items and
@@ -220,7 +270,8 @@ class _CheckApart(Exception):
 
 class SlowCheck(Exception):
     """Not a refusal: this check needs the regex worker pool, and the caller asked for fast
-    work only (:meth:`Tasks.finalize`); nothing was checked or written."""
+    work only (:meth:`Tasks.finalize`, :meth:`Tasks.reveal`); nothing was checked or
+    written."""
 
 
 class Tasks:
@@ -482,7 +533,13 @@ class Tasks:
             return None
 
     def reveal(
-        self, account: Account, task_id: str, document: Any, *, key: str | None = None
+        self,
+        account: Account,
+        task_id: str,
+        document: Any,
+        *,
+        key: str | None = None,
+        fast_only: bool = False,
     ) -> Answer[Any]:
         """The poster reveals a sealed task's criteria (``{"criteria": {…}, "salt": "…"}``).
 
@@ -492,6 +549,15 @@ class Tasks:
         does not match (or reveals criteria no auto check could use) escalates the task in its
         own transaction, and is then refused with ``SEAL_MISMATCH`` — a retry with the same
         Idempotency-Key is refused the same way.
+
+        The screens of the revealed criteria and the check may take a while (a slow pattern
+        runs its matches to the 100 ms limit), so they run before the write, on the caller's
+        thread, as the poster's regex work (:meth:`_opening`); the write answers the market
+        from them. If the task changed meanwhile so that the write asks anything else (the
+        agent finalized), nothing is written and the reveal is prepared again, up to
+        :data:`REVEAL_TRIES` times (then ``CONCURRENT_UPDATE``). With ``fast_only``, a reveal
+        whose screens or check would need the worker pool raises :class:`SlowCheck` before
+        anything is screened or written.
 
         The account's own key only: a reveal that does not match escalates the task, and the
         agent may then collect without a ruling (an extra key's budget is for calls).
@@ -503,16 +569,27 @@ class Tasks:
             sub = records.submission(tx, task_id, stored.task.attempts)
             return Reveal(account.id, document, sub.result if sub else "")
 
-        answer = self._act(
-            account,
-            task_id,
-            "reveal",
-            {"document": document},
-            key,
-            event,
-            checker=_Precomputed(self.checker, None, account.id),
-            hot=self._parties(task_id),
-        )
+        for _ in range(REVEAL_TRIES):
+            opening = self._opening(account, task_id, document, fast_only=fast_only)
+            try:
+                answer = self._act(
+                    account,
+                    task_id,
+                    "reveal",
+                    {"document": document},
+                    key,
+                    event,
+                    checker=_Opened(opening),
+                    hot=self._parties(task_id),
+                )
+            except _Stale:
+                continue
+            break
+        else:
+            raise Unavailable(
+                "The task changed while the reveal was checked; send the reveal again.",
+                code="CONCURRENT_UPDATE",
+            )
         sealed = answer.value.get("seal") or {}
         if answer.value.get("status") == Status.ESCALATED.value and sealed.get("broken"):
             raise VerificationFailed(
@@ -522,6 +599,32 @@ class Tasks:
                 code="SEAL_MISMATCH",
             )
         return answer
+
+    def _opening(
+        self, account: Account, task_id: str, document: Any, *, fast_only: bool
+    ) -> _Opening | None:
+        """What the reveal's write will ask the checker, asked now, holding no lock: the
+        screens of the criteria judged once the seal opens and, if the agent is waiting, the
+        check of its stored submission, as the poster's regex work. None when the write will
+        ask nothing (a refusal, or a seal the reveal does not open, comes first)."""
+        with stage("task.read"):
+            found = self.unit.read(partial(_revealing, task_id=task_id))
+        if found is None:
+            return None
+        stored, result = found
+        criteria = _opened_criteria(stored.task, account, document, self.unit.now())
+        if criteria is None:
+            return None
+        if fast_only and runs_slow(criteria):
+            raise SlowCheck(task_id)
+        with jsregex.owned_by(account.id):
+            with stage("task.screen"):
+                refusals = tuple(self.checker.admissibility(criteria, Mode.AUTO.value))
+            if refusals or stored.task.status is not Status.AWAITING_VERIFICATION:
+                return _Opening(criteria, refusals, None)  # escalated, or the finalize checks
+            with stage("task.check"):
+                outcome = self.checker.check(result, criteria)
+        return _Opening(criteria, refusals, _Checked(result, criteria, outcome))
 
     def review(
         self,
@@ -1093,6 +1196,40 @@ def _stored_result(tx: Transaction, stored: StoredTask) -> str:
     if sub is None or sub.attempt != t.attempts:
         sub = records.submission(tx, t.id, t.attempts)
     return sub.result if sub else ""
+
+
+def _revealing(tx: Transaction, task_id: str) -> tuple[StoredTask, str] | None:
+    """The task a reveal opens and the stored copy of its latest submission (empty with none),
+    as its write reads them; None with no such task."""
+    stored = records.task(tx, task_id)
+    if stored is None:
+        return None
+    sub = records.submission(tx, task_id, stored.task.attempts)
+    return stored, sub.result if sub else ""
+
+
+def _opened_criteria(
+    task: Task, account: Account, document: Any, now: datetime
+) -> Mapping[str, Any] | None:
+    """The criteria the market screens when ``document`` opens ``task``'s seal at ``now``:
+    its public ones with the revealed ones. None when the market asks the checker nothing: the
+    reveal is refused first (another's task, no seal, revealed already, not due or overdue, not
+    a reveal at all) or it does not open the seal, which escalates unscreened."""
+    if (
+        task.poster != account.id
+        or task.seal is None
+        or task.reveal is not None
+        or task.status not in (Status.SUBMITTED, Status.AWAITING_VERIFICATION)
+        or reveal_due(task, now)
+    ):
+        return None
+    try:
+        reveal = parse_reveal(document)
+    except Error:
+        return None
+    if seal_refusal(task, reveal) is not None:
+        return None
+    return judged_criteria(replace(task, reveal=reveal.document()))
 
 
 def _seat(tx: Transaction, named: str, mode: str) -> Seat:

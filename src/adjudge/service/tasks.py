@@ -261,14 +261,23 @@ async def finalized(app: App, who: Account, task_id: str, key: str | None) -> JS
 
 
 @routes.post("/tasks/{task_id}/reveal", tags=["lifecycle"])
-def reveal(
+async def reveal(
     *, task_id: str, body: RevealBody, who: Caller, app: Use, key: IdemKey = None
 ) -> JSONResponse:
     """The poster reveals a sealed task's criteria once a submission waits: matched against the
     commitment made at posting, and judged at once if the agent is waiting. A reveal that does
     not match escalates the task and is refused with SEAL_MISMATCH."""
     document = {"criteria": body.criteria, "salt": body.salt}
-    return reply(app.tasks.reveal(who, task_id, document, key=key))
+    # The reveal screens the revealed criteria and runs the check before its write; tried on
+    # the request threads, and only a reveal whose screens or check need the regex worker pool
+    # (it says so before doing anything) waits in the poster's own slow lane, as a finalize.
+    wait = app.settings.slow_check_wait_seconds
+    try:
+        fast = partial(app.tasks.reveal, who, task_id, document, key=key, fast_only=True)
+        return reply(await checked(False, fast, who.id, wait=wait))
+    except SlowCheck:
+        job = partial(app.tasks.reveal, who, task_id, document, key=key)
+        return reply(await checked(True, job, who.id, wait=wait))
 
 
 @routes.post("/tasks/{task_id}/review", tags=["lifecycle"])

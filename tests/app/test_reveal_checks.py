@@ -1,0 +1,216 @@
+"""Where a reveal's screens of the revealed criteria and its auto check run: before the write, on
+the caller's thread (never on the thread that commits every account's writes), as the poster's
+regex work; the write answers the market from them, and a task changed meanwhile is prepared
+again rather than checked in the write."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from adjudge.app import Account, App
+from adjudge.app import tasks as app_tasks
+from adjudge.autocheck import _sandbox
+from adjudge.errors import Error
+from adjudge.market import CheckOutcome, seal
+from adjudge.store import Store, Transaction
+from support.fakes import FakeChecker, FakeClock
+
+REWARD = 2_000_000
+ANSWER = {"expected_answer": "42"}
+SALT = "a-poster-chosen-salt-of-some-length"
+PUBLIC = {"min_length": 5}
+REVEAL = {"criteria": ANSWER, "salt": SALT}
+JUDGED = {**PUBLIC, **ANSWER}
+UNUSABLE = {"expected_answer": "unusable"}
+
+
+class Noting(FakeChecker):
+    """The fake checker, noting each screen and check: the thread, whether a unit of work was
+    committing, and whose regex work it was."""
+
+    def __init__(self, app: App, events: list[str]) -> None:
+        self.app, self.events = app, events
+        self.seen: list[tuple[str, bool, bool, str]] = []
+
+    def _note(self, what: str) -> None:
+        commits = self.app.tasks.unit.commits
+        committing = commits is not None and commits.here()
+        on_caller = threading.current_thread() is threading.main_thread()
+        self.seen.append((what, on_caller, committing, _sandbox.regex_owner.get()))
+        self.events.append(what)
+
+    def admissibility(self, criteria: Mapping[str, Any], mode: str) -> Sequence[Error]:
+        """As the fake's, and an answer ``unusable`` stands for criteria the screens refuse."""
+        self._note("screen")
+        if criteria.get("expected_answer") == UNUSABLE["expected_answer"]:
+            return [Error("No result could fail it.", code="CRITERIA_UNFALSIFIABLE")]
+        return super().admissibility(criteria, mode)
+
+    def check(
+        self, result: str, criteria: Mapping[str, Any], *, withhold: frozenset[str] = frozenset()
+    ) -> CheckOutcome:
+        self._note("check")
+        return super().check(result, criteria, withhold=withhold)
+
+
+@dataclass
+class World:
+    app: App
+    pat: Account
+    ann: Account
+    checker: Noting
+    events: list[str] = field(default_factory=list)
+
+    def delivered(
+        self, result: str, *, finalize: bool = True, sealed: Mapping[str, Any] = ANSWER
+    ) -> str:
+        """A sealed auto task of pat's (``sealed`` under :data:`SALT`), taken by ann, with
+        ``result`` submitted (and its finalize waiting for the reveal); the events noted so
+        far forgotten."""
+        task = self.app.tasks.post(
+            self.pat,
+            title="t",
+            brief="b",
+            reward=REWARD,
+            mode="auto",
+            criteria=PUBLIC,
+            deadline_hours=24,
+            seal=seal.commit(sealed, SALT),
+        )
+        tid = str(task.value["id"])
+        self.app.tasks.accept(self.ann, tid)
+        self.app.tasks.submit(self.ann, tid, result)
+        if finalize:
+            waiting = self.app.tasks.finalize(self.ann, tid).value
+            assert waiting["status"] == "awaiting_verification"
+        self.events.clear()
+        self.checker.seen.clear()
+        return tid
+
+
+@pytest.fixture
+def world(store: Store) -> Iterator[World]:
+    app = App(store, clock=FakeClock())
+    keys = {}
+    for name, roles in (("root", ["admin"]), ("pat", ["poster"]), ("ann", ["agent"])):
+        keys[name] = app.accounts.create(None, name, roles).value["api_key"]
+    app.accounts.deposit(app.accounts.authenticate(keys["root"]), "pat", 10 * REWARD)
+    events: list[str] = []
+    checker = Noting(app, events)
+    app.tasks.checker = checker
+    real_write = app.tasks.unit.write
+
+    def write(fn: Callable[[Transaction], Any], **kw: Any) -> Any:
+        events.append("write")
+        return real_write(fn, **kw)
+
+    app.tasks.unit.write = write  # type: ignore[method-assign]
+    pat = app.accounts.authenticate(keys["pat"])
+    yield World(app, pat, app.accounts.authenticate(keys["ann"]), checker, events)
+    app.close()
+
+
+def test_the_screens_and_the_check_run_before_the_write_as_the_posters_work(
+    world: World,
+) -> None:
+    """A reveal the agent waits for: one screen and one check, on the caller's thread, before
+    the write and outside any unit of work, as pat's regex work; the verdict is theirs."""
+    tid = world.delivered("The answer is 42.")
+    done = world.app.tasks.reveal(world.pat, tid, REVEAL).value
+    assert done["status"] == "completed" and done["ending"] == "paid_on_pass"
+    assert world.events == ["screen", "check", "write"]
+    assert world.checker.seen == [("screen", True, False, "pat"), ("check", True, False, "pat")]
+    [verdict] = done["verdicts"]
+    expected = FakeChecker().check("The answer is 42.", JUDGED)
+    assert (verdict["passed"], verdict["score"]) == (expected.passed, expected.score)
+    assert _sandbox.regex_owner.get() == ""
+
+
+def test_a_reveal_before_the_finalize_screens_only_and_the_finalize_checks(
+    world: World,
+) -> None:
+    """Revealed while the submission waits for the finalize: screened before the write and not
+    checked; the agent's finalize checks it then, as its own work."""
+    tid = world.delivered("The answer is 42.", finalize=False)
+    opened = world.app.tasks.reveal(world.pat, tid, REVEAL).value
+    assert opened["status"] == "submitted" and opened["seal"]["revealed"] is True
+    assert world.events == ["screen", "write"]
+    assert world.checker.seen == [("screen", True, False, "pat")]
+    world.checker.seen.clear()
+    done = world.app.tasks.finalize(world.ann, tid).value
+    assert done["status"] == "completed"
+    assert [(what, owner) for what, _, _, owner in world.checker.seen] == [("check", "ann")]
+
+
+def test_a_refused_reveal_escalates_in_its_write_from_the_screens_before_it(
+    world: World,
+) -> None:
+    """Revealed criteria the screens refuse are screened once, before the write and as pat's
+    work, and the write escalates the task with SEAL_MISMATCH (by its key, the same again,
+    screening nothing more); a reveal that does not open the seal asks the checker nothing."""
+    tid = world.delivered("The answer is 42.", sealed=UNUSABLE)
+    for _ in range(2):
+        with pytest.raises(Error) as refused:
+            world.app.tasks.reveal(world.pat, tid, {"criteria": UNUSABLE, "salt": SALT}, key="r")
+        assert refused.value.code == "SEAL_MISMATCH"
+    assert world.events == ["screen", "write", "write"]
+    assert world.checker.seen == [("screen", True, False, "pat")]
+    view = world.app.tasks.get(world.pat, tid)
+    assert view["status"] == "escalated" and "CRITERIA_UNFALSIFIABLE" in view["seal"]["broken"]
+    off = world.delivered("The answer is 42.")
+    with pytest.raises(Error) as broken:
+        world.app.tasks.reveal(
+            world.pat, off, {"criteria": {"expected_answer": "43"}, "salt": SALT}
+        )
+    assert broken.value.code == "SEAL_MISMATCH" and world.events == ["write"]
+
+
+def test_a_finalize_between_the_read_and_the_write_is_checked_before_the_write_again(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The agent finalizes after the reveal was prepared on its task as submitted: the write,
+    asked for a check nobody ran, writes nothing, and the reveal is prepared again on the task
+    as it now is, the check before the write; nothing is screened or checked in a write."""
+    tid = world.delivered("The answer is 42.", finalize=False)
+    real_opening = world.app.tasks._opening
+    finalized: list[str] = []
+
+    def opening_then_finalize(*args: Any, **kw: Any) -> Any:
+        prepared = real_opening(*args, **kw)
+        if not finalized:
+            finalized.append(world.app.tasks.finalize(world.ann, tid).value["status"])
+        return prepared
+
+    monkeypatch.setattr(world.app.tasks, "_opening", opening_then_finalize)
+    done = world.app.tasks.reveal(world.pat, tid, REVEAL).value
+    assert finalized == ["awaiting_verification"]
+    assert done["status"] == "completed" and len(done["verdicts"]) == 1
+    assert world.events == ["screen", "write", "write", "screen", "check", "write"]
+    assert world.checker.seen == [("screen", True, False, "pat")] * 2 + [
+        ("check", True, False, "pat")
+    ]
+
+
+def test_a_task_that_keeps_changing_is_refused_with_nothing_written(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reveal whose write finds its task changed every time it was prepared gives up after a
+    few tries with CONCURRENT_UPDATE: nothing revealed, nothing judged."""
+    tid = world.delivered("The answer is 42.")
+
+    class Changed(app_tasks._Opened):
+        def check(self, *args: Any, **kw: Any) -> CheckOutcome:
+            raise app_tasks._Stale
+
+    monkeypatch.setattr(app_tasks, "_Opened", Changed)
+    with pytest.raises(Error) as refused:
+        world.app.tasks.reveal(world.pat, tid, REVEAL)
+    assert refused.value.code == "CONCURRENT_UPDATE"
+    assert world.events.count("write") == app_tasks.REVEAL_TRIES
+    view = world.app.tasks.get(world.pat, tid)
+    assert view["status"] == "awaiting_verification" and view["seal"]["revealed"] is False
