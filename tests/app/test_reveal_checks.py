@@ -1,7 +1,7 @@
-"""Where a reveal's screens of the revealed criteria and its auto check run: before the write, on
-the caller's thread (never on the thread that commits every account's writes), as the poster's
-regex work; the write answers the market from them, and a task changed meanwhile is prepared
-again rather than checked in the write."""
+"""Where a reveal's screens of the revealed criteria and its auto check run, and a finalize's
+check: before the write, on the caller's thread (never on the thread that commits every
+account's writes), as the poster's (the agent's) regex work; the write answers the market from
+them, and a task changed meanwhile is prepared again rather than checked in the write."""
 
 from __future__ import annotations
 
@@ -214,3 +214,29 @@ def test_a_task_that_keeps_changing_is_refused_with_nothing_written(
     assert world.events.count("write") == app_tasks.REVEAL_TRIES
     view = world.app.tasks.get(world.pat, tid)
     assert view["status"] == "awaiting_verification" and view["seal"]["revealed"] is False
+
+
+def test_a_reveal_between_a_finalizes_read_and_its_write_is_checked_before_the_write(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The poster reveals after the agent's finalize read its task as sealed (nothing to check
+    yet): the finalize's write, asked for a check nobody ran, writes nothing, and the finalize
+    is checked again on the task as it now is, before its write, as ann's work (before, the
+    write checked it on the thread that commits every account's writes: a pattern there may
+    run 100 ms)."""
+    tid = world.delivered("The answer is 42.", finalize=False)
+    real_precheck = world.app.tasks._precheck
+    revealed: list[str] = []
+
+    def precheck_then_reveal(*args: Any, **kw: Any) -> Any:
+        prepared = real_precheck(*args, **kw)
+        if not revealed:
+            revealed.append(world.app.tasks.reveal(world.pat, tid, REVEAL).value["status"])
+        return prepared
+
+    monkeypatch.setattr(world.app.tasks, "_precheck", precheck_then_reveal)
+    done = world.app.tasks.finalize(world.ann, tid).value
+    assert revealed == ["submitted"]
+    assert done["status"] == "completed" and len(done["verdicts"]) == 1
+    assert world.events == ["screen", "write", "write", "check", "write"]
+    assert world.checker.seen == [("screen", True, False, "pat"), ("check", True, False, "ann")]

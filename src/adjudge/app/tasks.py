@@ -118,8 +118,9 @@ SWEEP_BATCH = 100
 #: of checking): a longer one, or criteria that need the regex worker pool, is checked before
 #: the write, holding no lock (:meth:`Tasks.finalize`).
 QUICK_CHECK_CHARS = 8192
-#: How often a reveal is prepared again when its task changed between the read its screens and
-#: check ran on and its write (the agent finalized meanwhile), before ``CONCURRENT_UPDATE``.
+#: How often a reveal or a finalize is prepared again when its task changed between the read
+#: its screens and check ran on and its write (the agent finalized or submitted again, the
+#: poster revealed), before ``CONCURRENT_UPDATE``.
 REVEAL_TRIES = 3
 
 
@@ -146,13 +147,14 @@ class _Checked:
     outcome: CheckOutcome
 
 
-class _Precomputed:
-    """The market's checker, answering the one check already run from its stored outcome."""
+class _CheckedHere:
+    """The market's checker in a quick finalize's write (:meth:`Tasks.finalize_here`: criteria
+    that need no regex worker, a short result): the check runs there, as the agent's regex
+    work."""
 
-    def __init__(self, inner: Checker, done: _Checked | None, owner: str) -> None:
+    def __init__(self, inner: Checker, owner: str) -> None:
         self._inner = inner
-        self._done = done
-        self._owner = owner  # whose regex work a check run here is (it may run on a writer)
+        self._owner = owner
 
     def admissibility(self, criteria: Mapping[str, Any], mode: str) -> Sequence[Error]:
         return self._inner.admissibility(criteria, mode)
@@ -160,14 +162,6 @@ class _Precomputed:
     def check(
         self, result: str, criteria: Mapping[str, Any], *, withhold: frozenset[str] = frozenset()
     ) -> CheckOutcome:
-        done = self._done
-        if (
-            done is not None
-            and not withhold
-            and result == done.result
-            and criteria == done.criteria
-        ):
-            return done.outcome
         with stage("task.check.write"), jsregex.owned_by(self._owner):
             return self._inner.check(result, criteria, withhold=withhold)
 
@@ -205,8 +199,29 @@ class _Opening:
 
 
 class _Stale(Exception):
-    """Not a refusal: a reveal's write asked the checker what was not asked before it (the task
-    changed meanwhile); nothing was written, and the reveal is prepared again."""
+    """Not a refusal: a reveal's or a finalize's write asked the checker what was not asked
+    before it (the task changed meanwhile); nothing was written, and it is prepared again."""
+
+
+class _Prechecked:
+    """The market's checker in a finalize's write: it answers the one check run before the
+    write, and runs none on the thread that commits every account's writes (a check it was
+    not asked before raises :class:`_Stale`: a check may run 100 ms)."""
+
+    def __init__(self, inner: Checker, done: _Checked | None) -> None:
+        self._inner = inner
+        self._done = done
+
+    def admissibility(self, criteria: Mapping[str, Any], mode: str) -> Sequence[Error]:
+        return self._inner.admissibility(criteria, mode)
+
+    def check(
+        self, result: str, criteria: Mapping[str, Any], *, withhold: frozenset[str] = frozenset()
+    ) -> CheckOutcome:
+        done = self._done
+        if done is None or withhold or result != done.result or criteria != done.criteria:
+            raise _Stale
+        return done.outcome
 
 
 class _Opened:
@@ -486,7 +501,9 @@ class Tasks:
 
         The check is pure and can take a while (a regular expression may run 100 ms), so it
         runs before the write transaction, on the stored submission, holding no lock; the
-        write re-reads the task and applies the outcome only to that same submission. Its
+        write re-reads the task and applies the outcome only to that same submission (a task
+        changed meanwhile is checked again before another write, up to :data:`REVEAL_TRIES`
+        times, then ``CONCURRENT_UPDATE``: no check runs in the write). Its
         regex work is the agent's, in the worker pool's fair shares. With ``fast_only``, a
         check that would need the worker pool raises :class:`SlowCheck` before anything is
         checked or written, so the caller can run it again where slow work belongs (the
@@ -494,21 +511,29 @@ class Tasks:
         quick, sparing most finalizes a read of their own to decide).
         """
         need_role(account, "agent")
-        with jsregex.owned_by(account.id):
-            done = self._precheck(account, task_id, fast_only=fast_only)
 
         def event(tx: Transaction, stored: StoredTask) -> Event:
             return Finalize(account.id, _stored_result(tx, stored))
 
-        return self._act(
-            account,
-            task_id,
-            "finalize",
-            {},
-            key,
-            event,
-            checker=_Precomputed(self.checker, done, account.id),
-            hot=_paid(account),
+        for _ in range(REVEAL_TRIES):
+            with jsregex.owned_by(account.id):
+                done = self._precheck(account, task_id, fast_only=fast_only)
+            try:
+                return self._act(
+                    account,
+                    task_id,
+                    "finalize",
+                    {},
+                    key,
+                    event,
+                    checker=_Prechecked(self.checker, done),
+                    hot=_paid(account),
+                )
+            except _Stale:  # the task changed since the check: checked again, never in the write
+                continue
+        raise Unavailable(
+            "The task changed while its result was checked; finalize again.",
+            code="CONCURRENT_UPDATE",
         )
 
     async def finalize_here(
@@ -523,7 +548,7 @@ class Tasks:
         checks it apart."""
         need_role(account, "agent")
         idem = Idempotency.of(key, "tasks.finalize", {"task": task_id})
-        checker = _Precomputed(self.checker, None, account.id)
+        checker = _CheckedHere(self.checker, account.id)
         run = self._acting(
             account, task_id, _quick_finalize(account, task_id), None, checker, judged=True
         )
