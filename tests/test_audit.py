@@ -13,13 +13,11 @@ from typing import Any
 import pytest
 
 from adjudge.app import maintenance, settlement
-from adjudge.calls.pricing import ListedPrice
 from adjudge.market import Settlement
-from adjudge.store import Store, gateway, records
+from adjudge.store import Store, gateway
 from support.audit import audit
 from support.harness import make_harness
-from support.rows import pending_call
-from support.weather import tool
+from support.rows import pending_call, provided_tool
 
 Bug = Callable[[Settlement], Settlement]
 
@@ -78,18 +76,8 @@ def test_a_call_voided_back_to_another_than_its_caller_fails_the_audit(
     audit refuses the books."""
     h = make_harness(store)
     start = h.clock.now()
+    provided_tool(store, price=10, at=start)
     with store.write() as tx:
-        records.create_account(tx, "prov", ["provider"], "k-prov", opt_in=False, at=start)
-        gateway.add_tool(
-            tx,
-            name="weather",
-            provider="prov",
-            document=tool("https://provider.example/forecast"),
-            digest="sha256:weather-1",
-            price=ListedPrice(10, 10, start),
-            currency="USDC",
-            at=start,
-        )
         call = pending_call("c-1", started_at=start, caller="ann", price_minor=10)
         assert gateway.start_call(tx, call)
         settlement.reserve(tx, "ann", "hold:call:c-1", 10, at=start)

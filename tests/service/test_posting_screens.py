@@ -8,7 +8,6 @@ a poster whose screens are slow waits for them alone.
 from __future__ import annotations
 
 import statistics
-import threading
 import time
 import tracemalloc
 from collections.abc import Mapping, Sequence
@@ -20,8 +19,8 @@ import pytest
 from adjudge.app.wiring import AutoCheck
 from adjudge.errors import Error
 from adjudge.store import Store
+from support.beside import posts_beside
 from support.harness import Harness, make_harness
-from support.live import serving
 
 BASE = {"title": "t", "reward": "2000000", "deadline_hours": 24}
 
@@ -87,48 +86,15 @@ def test_one_posters_slow_screens_do_not_hold_another_posters_writes(
     the other's posts waited about a second each)."""
     h = make_harness(sqlite_store)
     h.app.tasks.checker = SlowScreens()
-    root = h.app.accounts.authenticate(h.keys["root"])
-    h.keys["pam"] = h.app.accounts.create(None, "pam", ["poster"]).value["api_key"]
-    h.app.accounts.deposit(root, "pam", 10**12)
-    h.app.accounts.deposit(root, "pat", 10**12)
+    h.app.accounts.deposit(h.app.accounts.authenticate(h.keys["root"]), "pat", 10**12)
     slow = {**BASE, "mode": "auto", "criteria": {"contains_keywords": ["x"], "min_length": 7}}
-    plain = {**BASE, "mode": "auto", "criteria": {"contains_keywords": ["x"], "min_length": 5}}
-    stop = threading.Event()
     flooded: list[int] = []
-    others: list[float] = []
-    failures: list[str] = []
 
-    with serving(h.app) as base:
+    def flood(c: httpx.Client) -> bool:
+        flooded.append(c.post("/tasks", json=slow).status_code)
+        return True
 
-        def client(who: str) -> httpx.Client:
-            auth = {"Authorization": f"Bearer {h.keys[who]}"}
-            return httpx.Client(base_url=base + "/api/v1", timeout=60, headers=auth)
-
-        def flood() -> None:
-            with client("pat") as c:
-                while not stop.is_set():
-                    r = c.post("/tasks", json=slow)
-                    flooded.append(r.status_code)
-
-        def other() -> None:
-            with client("pam") as c:
-                c.post("/tasks", json=plain)  # the connection made before timing starts
-                while not stop.is_set():
-                    started = time.perf_counter()
-                    r = c.post("/tasks", json=plain)
-                    others.append(time.perf_counter() - started)
-                    if r.status_code != 201:
-                        failures.append(r.text)
-                    time.sleep(0.02)
-
-        threads = [threading.Thread(target=flood) for _ in range(8)]
-        threads.append(threading.Thread(target=other))
-        for t in threads:
-            t.start()
-        time.sleep(3)
-        stop.set()
-        for t in threads:
-            t.join()
+    others, failures = posts_beside(h, flood, who="pat")
     assert not failures, failures[0]
     assert set(flooded) == {201} and len(flooded) >= 8
     median = statistics.median(others)

@@ -18,8 +18,8 @@ from adjudge.market import CheckOutcome, seal
 from adjudge.service import tasks as service_tasks
 from adjudge.service.deps import checked
 from adjudge.store import Store
+from support.beside import posts_beside
 from support.harness import Harness, make_harness
-from support.live import serving
 
 ANSWER = {"expected_answer": "42"}
 SALT = "a-poster-chosen-salt-of-some-length"
@@ -66,54 +66,22 @@ def test_one_posters_slow_reveals_do_not_hold_another_accounts_writes(
     nobody were revealing (the screens and the check ran in the write, on the one committing
     thread: the other's posts waited behind them, about a second each)."""
     h = make_harness(sqlite_store, real_checker=True)
-    root = h.app.accounts.authenticate(h.keys["root"])
-    h.keys["pam"] = h.app.accounts.create(None, "pam", ["poster"]).value["api_key"]
-    h.app.accounts.deposit(root, "pam", 10**12)
-    h.app.accounts.deposit(root, "pat", 10**12)
+    h.app.accounts.deposit(h.app.accounts.authenticate(h.keys["root"]), "pat", 10**12)
     waiting = [_awaiting(h) for _ in range(64)]
     h.app.tasks.checker = SlowReveal()
-    plain = {"title": "t", "reward": "2000000", "deadline_hours": 24, "mode": "manual"}
-    stop = threading.Event()
     lock = threading.Lock()
     revealed: list[str] = []
-    others: list[float] = []
-    failures: list[str] = []
 
-    with serving(h.app) as base:
+    def reveal(c: httpx.Client) -> bool:
+        with lock:
+            if not waiting:
+                return False
+            tid = waiting.pop()
+        r = c.post(f"/tasks/{tid}/reveal", json=REVEAL)
+        revealed.append(r.json()["status"] if r.status_code == 200 else r.text)
+        return True
 
-        def client(who: str) -> httpx.Client:
-            auth = {"Authorization": f"Bearer {h.keys[who]}"}
-            return httpx.Client(base_url=base + "/api/v1", timeout=60, headers=auth)
-
-        def reveal() -> None:
-            with client("pat") as c:
-                while not stop.is_set():
-                    with lock:
-                        if not waiting:
-                            return
-                        tid = waiting.pop()
-                    r = c.post(f"/tasks/{tid}/reveal", json=REVEAL)
-                    revealed.append(r.json()["status"] if r.status_code == 200 else r.text)
-
-        def other() -> None:
-            with client("pam") as c:
-                c.post("/tasks", json=plain)  # the connection made before timing starts
-                while not stop.is_set():
-                    started = time.perf_counter()
-                    r = c.post("/tasks", json=plain)
-                    others.append(time.perf_counter() - started)
-                    if r.status_code != 201:
-                        failures.append(r.text)
-                    time.sleep(0.02)
-
-        threads = [threading.Thread(target=reveal) for _ in range(8)]
-        threads.append(threading.Thread(target=other))
-        for t in threads:
-            t.start()
-        time.sleep(3)
-        stop.set()
-        for t in threads:
-            t.join()
+    others, failures = posts_beside(h, reveal, who="pat")
     assert not failures, failures[0]
     assert set(revealed) == {"completed"} and len(revealed) >= 8
     median = statistics.median(others) if others else float("inf")  # none answered in 3 s

@@ -14,12 +14,10 @@ from sqlalchemy import select
 
 from adjudge.app import maintenance, settlement
 from adjudge.app.gateway.calls import RECOVER_BATCH
-from adjudge.calls.pricing import ListedPrice
-from adjudge.store import ConcurrentUpdate, Store, Transaction, gateway, receipt_log, records
+from adjudge.store import ConcurrentUpdate, Store, Transaction, gateway, receipt_log
 from support.audit import audit
 from support.harness import FUNDS, make_harness
-from support.rows import pending_call
-from support.weather import tool
+from support.rows import pending_call, provided_tool
 
 PRICE = 10
 
@@ -57,18 +55,7 @@ def test_calls_that_fail_to_recover_hold_up_none_left_pending_after_them(
     pending, its price reserved, for good)."""
     h = make_harness(store)
     start = h.clock.now()
-    with store.write() as tx:
-        records.create_account(tx, "prov", ["provider"], "k-prov", opt_in=False, at=start)
-        gateway.add_tool(
-            tx,
-            name="weather",
-            provider="prov",
-            document=tool("https://provider.example/forecast"),
-            digest="sha256:weather-1",
-            price=ListedPrice(PRICE, PRICE, start),
-            currency="USDC",
-            at=start,
-        )
+    provided_tool(store, price=PRICE, at=start)
     failing = {f"call-{n:03d}" for n in range(150)}
     _left_pending(store, sorted(failing), at=start)
     _left_pending(store, ["healthy"], at=start + timedelta(seconds=1))
@@ -145,18 +132,7 @@ def test_a_recovery_that_loses_a_race_to_no_end_is_put_back(
     stayed pending with no retry, counted as nothing)."""
     h = make_harness(store)
     start = h.clock.now()
-    with store.write() as tx:
-        records.create_account(tx, "prov", ["provider"], "k-prov", opt_in=False, at=start)
-        gateway.add_tool(
-            tx,
-            name="weather",
-            provider="prov",
-            document=tool("https://provider.example/forecast"),
-            digest="sha256:weather-1",
-            price=ListedPrice(PRICE, PRICE, start),
-            currency="USDC",
-            at=start,
-        )
+    provided_tool(store, price=PRICE, at=start)
     _left_pending(store, ["raced"], at=start)
     h.advance(minutes=10)
     release = settlement.release_call

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from adjudge.store import gateway
+from adjudge.calls.pricing import ListedPrice
+from adjudge.store import Store, gateway, records
 from adjudge.store.gateway import GatewayCall
+from support.weather import tool
 
 
 def pending_call(
@@ -37,3 +39,20 @@ def pending_call(
         receipt_id=None,
         answer=None,
     )
+
+
+def provided_tool(store: Store, *, price: int, at: datetime) -> None:
+    """The provider ``prov`` and its tool ``weather`` (version 1) at ``price``, as registered
+    at ``at``: what a pending call of :func:`pending_call` names."""
+    with store.write() as tx:
+        records.create_account(tx, "prov", ["provider"], "k-prov", opt_in=False, at=at)
+        gateway.add_tool(
+            tx,
+            name="weather",
+            provider="prov",
+            document=tool("https://provider.example/forecast"),
+            digest="sha256:weather-1",
+            price=ListedPrice(price, price, at),
+            currency="USDC",
+            at=at,
+        )
