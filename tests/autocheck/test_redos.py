@@ -220,7 +220,7 @@ def test_the_auto_check_fails_a_count_past_the_text_on_every_result() -> None:
         "[\\n0x]|([a-z -]+){1,9999999999}!",
         "(a{1,99999999999})+",
         "((a|aa){2}){1,9999999999}",
-        "(?:x(y+)){0,100000000000}",
+        "(x(x+)){1,100000000000}y",
     ],
 )
 def test_a_nested_repeat_the_reference_scan_misses_is_refused(pattern: str) -> None:
@@ -247,3 +247,37 @@ def test_the_refused_nested_repeat_is_slow_in_the_engine() -> None:
     """What the screen claims: forty ``-`` and no ``!`` run the match to the 100 ms limit."""
     with pytest.raises(jsregex.PatternTimeout):
         jsregex.test("(-+){1,9999999999}!", "-" * 40)
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    ["^(ab+){1,99999999999}$", "^(a{2,9999999999999}b)+c", "(?:x(y+)){1,100000000000}"],
+)
+def test_a_nested_repeat_that_cannot_begin_its_next_round_passes(pattern: str) -> None:
+    """The reference's scan lets these through, and they are linear: the inner repeat is
+    followed by a character it cannot match, or cannot match what begins the next round, so
+    no run splits between the two. Each adversarial text matches at once, and posting takes
+    them."""
+    assert jsregex.is_safe(pattern)
+    for text in ("ab" * 10_000, "a" + "b" * 19_999, "aab" * 6_666, "x" + "y" * 19_999 + "!"):
+        jsregex.test(pattern, text)  # raises PatternTimeout past the 100 ms limit
+    assert AutoCheck().admissibility({"regex_pattern": pattern, "min_length": 1}, "auto") == []
+
+
+@pytest.mark.parametrize(
+    ("pattern", "text"),
+    [
+        (r"(?:x{30000}|b)c*c*c*d", "b" + "c" * 19_999),
+        (r"(?:a{30000}|a)b*b*b*c", "a" + "b" * 19_999),
+        (r"^(?:z{25000}|q)\s*\s*\s*$", "q" + " " * 19_998 + "!"),
+    ],
+)
+def test_a_slow_run_behind_a_first_branch_past_the_text_is_refused(pattern: str, text: str) -> None:
+    """A first alternative longer than any text the matcher reads fails at once, and the next
+    one leads to the run: the run is reached, and slow (it was taken for unreachable when the
+    witness past the cap was only the first branch's)."""
+    assert jsregex.is_safe(pattern)
+    with pytest.raises(jsregex.PatternTimeout):
+        jsregex.test(pattern, text)
+    refusals = AutoCheck().admissibility({"regex_pattern": pattern, "min_length": 1}, "auto")
+    assert [e.code for e in refusals] == ["REGEX_PATTERN_UNUSABLE"]

@@ -13,10 +13,11 @@ alternation two of whose branches can begin the same way: their first characters
 their fixed leading characters never diverge before one of them ends. Every way of splitting a
 run of ``a`` between the branches of ``(a|aa)+$`` is a path the matcher tries before it fails.
 It errs on the side of refusing: ``(http|https)+`` is refused (write ``(https?)+``), while
-``(ab|ac)+`` and ``(foo|bar)*`` pass. Such a repeat that holds a repeat (``*``, ``+`` or a
-``{n,m}`` that may repeat more than once) is refused too: that is the reference's own
-nested-quantifier refusal, ``(a+)+``, which its scan misses when either quantifier is a
-``{n,m}`` of more than 12 characters (``(-+){1,9999999999}!``).
+``(ab|ac)+`` and ``(foo|bar)*`` pass. Such a repeat that ends in a repeat (``*``, ``+`` or a
+``{n,m}`` that may repeat more than once) able to begin its next round is refused too: that is
+the reference's own nested-quantifier refusal, ``(a+)+``, which its scan misses when either
+quantifier is a ``{n,m}`` of more than 12 characters (``(-+){1,9999999999}!``), where it is
+slow (``(ab+){1,99999999999}`` is not, and passes).
 
 **Polynomial: a run of overlapping repeats** (:func:`slow_run`). Unbounded repeats in sequence
 that can all match one same character ``c``, with nothing between them that ``c`` cannot match
@@ -126,7 +127,9 @@ def _branches_collide(a: Node, b: Node) -> bool:
     return all(overlaps(x, y) for x, y in zip(_fixed_prefix(a), _fixed_prefix(b), strict=False))
 
 
-def _ambiguous_body(n: Node) -> str | None:
+def _ambiguous_body(n: Node, *, rounds: bool = True) -> str | None:
+    """Why a repeat of ``n`` can backtrack exponentially, or None; ``rounds``: ``n`` is the
+    whole repeated part (a part of it, in the recursion, begins no round)."""
     if nullable(n):
         return "its repeated part can match the empty string"
     if n.kind == "alt":
@@ -134,18 +137,42 @@ def _ambiguous_body(n: Node) -> str | None:
             for b in n.items[i + 1 :]:
                 if _branches_collide(a, b):
                     return "two of its alternatives can match the same text"
+    # The reference refuses a repeat that holds a repeat, ``(a+)+``, but its scan reads a
+    # ``{n,m}`` of more than 12 characters as text, so ``(-+){1,9999999999}`` reaches here.
+    # Refused where it is slow: a repeat the body can end in (nothing after it but what may
+    # match nothing) that can also begin the next round, so a run splits between the two
+    # repeats in every way. ``(ab+){1,99999999999}`` (each round begins with an ``a``
+    # the ``b+`` cannot match) and ``(a{2,9999999999}b)+`` (a ``b`` after it) pass, as does a
+    # ``?``, no quantifier to the reference: ``(ab?)+``.
+    begins = first(n)
+    if rounds and any(overlaps(first(r), begins) for r in _ending_repeats(n)):
+        return "a repeat it ends in can begin its next round (a nested quantifier, as in (a+)+)"
     for item in n.items:
-        if item.kind == "rep" and (item.high is None or item.high > 1):
-            # The reference refuses a repeat that holds a repeat, ``(a+)+``, but its scan reads
-            # a ``{n,m}`` of more than 12 characters as text, so ``(-+){1,9999999999}`` reaches
-            # here (a run of ``-`` splits between the two repeats in every way): the same rule,
-            # whatever the length of either quantifier. A ``?`` is no quantifier to the
-            # reference, nor here: ``(ab?)+`` passes.
-            return "it holds a repeat of its own (a nested quantifier, as in (a+)+)"
-        found = _ambiguous_body(item) if item.kind in ("alt", "group", "seq") else None
+        kind = item.kind in ("alt", "group", "seq")
+        found = _ambiguous_body(item, rounds=False) if kind else None
         if found:
             return found
     return None
+
+
+def _ending_repeats(n: Node) -> list[Node]:
+    """The repeats (of more than one round) a match of ``n`` can end in: nothing after them in
+    ``n`` but parts that may match nothing."""
+    if n.kind == "rep":
+        inner = _ending_repeats(n.items[0])
+        return [n, *inner] if n.high is None or n.high > 1 else inner
+    if n.kind == "group":
+        return _ending_repeats(n.items[0])
+    if n.kind == "alt":
+        return [r for item in n.items for r in _ending_repeats(item)]
+    if n.kind == "seq":
+        found: list[Node] = []
+        for item in reversed(n.items):
+            found += _ending_repeats(item)
+            if not nullable(item):
+                break
+        return found
+    return []
 
 
 #: A repeat bounded at most this many times backtracks through few enough paths to leave alone.
@@ -322,6 +349,8 @@ class _Runs:
                 came, led = self.walk(branch, chains, after, others + rest, begin)
                 out.extend(came)
                 past = led if k == 0 else past
+            if past is None and lead is not None:  # past a first branch too long to read
+                past = _past_alt(n, lead)
             return _prune(out), past
         if n.kind == "rep" and n.low == 0 and n.high == 1:
             came, _ = self.walk(n.items[0], chains, after, (*others, _Other(after, lead)), lead)
@@ -466,11 +495,46 @@ def _witness(n: Node) -> str | None:
             if text is None:
                 return None
         return text
-    if n.kind in ("alt", "group"):
+    if n.kind == "group":
         return _witness(n.items[0])
+    if n.kind == "alt":
+        return _past_alt(n, "")
     if n.low == 0:  # rep
         return ""
     return _joined("", _witness(n.items[0]), n.low)
+
+
+def _past_alt(n: Node, lead: str) -> str | None:
+    """``lead`` then the first branch's witness; when that branch is known but longer than any
+    text the matcher reads, the shortest other branch's (a run behind ``(?:x{30000}|b)`` is
+    reached through ``b``, the first branch failing on it); None when unknown."""
+    found = _joined(lead, _witness(n.items[0]), 1)
+    if found is not None or _witness_length(n.items[0]) is None:
+        return found
+    others = (_joined(lead, _witness(b), 1) for b in n.items[1:])
+    return min((t for t in others if t is not None), key=len, default=None)
+
+
+def _witness_length(n: Node) -> int | None:
+    """The length of :func:`_witness`'s text, however long (None: unknown); nothing built."""
+    if n.kind == "set":
+        return 1
+    if n.kind in ("assert", "look", "ref"):
+        return None
+    if n.kind == "seq":
+        total = 0
+        for item in n.items:
+            size = _witness_length(item)
+            if size is None:
+                return None
+            total += size
+        return total
+    if n.kind in ("alt", "group"):
+        return _witness_length(n.items[0])
+    if n.low == 0:  # rep
+        return 0
+    body = _witness_length(n.items[0])
+    return None if body is None else body * n.low
 
 
 def _joined(lead: str | None, text: str | None, times: int) -> str | None:
