@@ -204,6 +204,23 @@ def test_garbage_bytes_are_a_protocol_failure(raw_peer: Peer) -> None:
     failed(forward(request_to(raw_peer(reply(b"\x00\xffgarbage\r\n\r\n")))), FailureKind.PROTOCOL)
 
 
+@pytest.mark.parametrize(
+    "answer",
+    [
+        json.dumps({"forecast": "PAYLOAD" * 800}).encode(),  # no status line
+        b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n" + b"PAYLOAD" * 50 + b"\r\n",
+    ],
+    ids=["no status line", "a bad chunk size"],
+)
+def test_a_failure_never_quotes_the_providers_bytes(raw_peer: Peer, answer: bytes) -> None:
+    """A refused call hands over no data, and a provider writes no text of its own into what
+    the caller reads: the failure names its kind only (aiohttp's words quoted the bytes it
+    could not parse, up to 8 KB of them)."""
+    outcome = forward(request_to(raw_peer(reply(answer))))
+    assert isinstance(outcome, ForwardFailure), outcome
+    assert "PAYLOAD" not in outcome.message, outcome.message
+
+
 def test_a_connection_reset_before_the_answer_is_a_disconnect(raw_peer: Peer) -> None:
     """The peer resets the connection (RST) instead of answering."""
 

@@ -553,13 +553,16 @@ def _failure(exc: Exception, host: str) -> tuple[FailureKind, str, bool] | None:
             return FailureKind.DISCONNECTED, f"the provider hung up ({type(exc).__name__})", False
         case aiohttp.ClientOSError():
             return FailureKind.DISCONNECTED, f"the connection broke: {_why(exc)}", False
+        # aiohttp's words quote the bytes it could not parse (up to a line of 8 KB: a refused
+        # call's data, or any text a provider likes), and the caller reads the message: only
+        # what kind of failure it was is said.
         case aiohttp.ClientPayloadError() if "not completed" in str(exc):
             # aiohttp says so in words when the peer closed before the whole body.
-            return FailureKind.DISCONNECTED, f"the provider hung up: {exc}", False
+            return FailureKind.DISCONNECTED, "the provider hung up before the whole body", False
         case aiohttp.ClientPayloadError():
-            return FailureKind.PROTOCOL, f"the answer is not valid HTTP: {exc}", False
+            return FailureKind.PROTOCOL, "the answer's body is not valid HTTP", False
         case aiohttp.ClientResponseError():
-            return FailureKind.PROTOCOL, f"the answer is not valid HTTP: {exc.message}", False
+            return FailureKind.PROTOCOL, "the answer is not valid HTTP", False
         case aiohttp.InvalidURL() | ValueError():  # its words may quote the provider's URL
             why = type(exc).__name__
             return FailureKind.SYSTEM, f"the request could not be sent ({why})", False
