@@ -139,6 +139,32 @@ def test_one_accounts_pile_of_due_deliveries_leaves_room_for_another(store: Stor
     assert sorted(c.delivery_id for c in shared) == sorted(fair_batch(pending, due, 50, "")[0])
 
 
+def test_no_account_is_given_more_than_its_most_in_flight(store: Store) -> None:
+    """With the worker's attempts in flight counted (``busy``) and a most an account may have
+    (``most``), a claim gives an account no more than its room, in its turn and in the fill by
+    age; one already at its most is given none, and the others' are taken."""
+    with store.write() as tx:
+        for table in ("webhook_attempts", "webhook_deliveries", "webhook_messages"):
+            tx.conn.execute(text(f"DELETE FROM {table}"))
+        tx.conn.execute(text("DELETE FROM webhook_endpoints"))
+    _due(store, "noisy", "ep_noisy", 30, T0)
+    _due(store, "full", "ep_full", 5, T0 + timedelta(minutes=1))
+    _due(store, "quiet", "ep_quiet", 2, T0 + timedelta(minutes=5))
+    now = T0 + timedelta(hours=1)
+    with store.write() as tx:
+        batch = outbox.claim(
+            tx,
+            now=now,
+            lease=timedelta(seconds=60),
+            limit=20,
+            busy={"noisy": 1, "full": 4},
+            most=4,
+        ).claimed
+    taken = Counter(c.account_id for c in batch)
+    assert taken == {"noisy": 3, "quiet": 2}, taken
+    assert {c.endpoint_id for c in batch if c.account_id == "quiet"} == {"ep_quiet"}
+
+
 def test_every_account_has_its_turn_however_large_anothers_pile(store: Store) -> None:
     """Twelve accounts with deliveries due after one account's pile of 2,000 older ones: with
     batches of ten (two an account), each pass gives five accounts their turn, so within three

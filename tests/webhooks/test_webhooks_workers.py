@@ -154,6 +154,50 @@ def test_a_slow_receiver_holds_its_own_place_not_a_pass(sqlite_store: Store) -> 
         app.close()
 
 
+def test_one_accounts_slow_pile_leaves_places_for_another(sqlite_store: Store) -> None:
+    """Batches of ten: one account's twenty events go to a receiver that takes four seconds to
+    answer; another account's event, queued once they are in flight, is delivered at once, in
+    a place the pile could not take (no account has more than a fifth of the batch in flight:
+    before, the pile took every place, and the other event waited for its four seconds)."""
+    settings = Settings(webhooks_allow_private=True, webhooks_test_events=100, webhooks_batch=10)
+    box = SecretBox([SecretBox.generate_key()])
+    app = App(
+        Store(sqlite_store.url),
+        clock=FakeClock(),
+        issuer=FakeIssuer(),
+        secrets=box,
+        settings=settings,
+    )
+    slow, fast = Receiver(mode="slow", delay=4.0).up(), Receiver().up()
+    worker: DeliveryWorker | None = None
+    try:
+        made = {}
+        for name, receiver in (("ann", slow), ("bob", fast)):
+            account = app.accounts.authenticate(
+                app.accounts.create(None, name, ["poster"]).value["api_key"]
+            )
+            endpoint = app.webhooks.create_endpoint(account, receiver.url(name)).value
+            receiver.secrets[f"/{name}"] = endpoint["secret"]
+            made[name] = (account, endpoint["id"])
+        for _ in range(20):
+            app.webhooks.test_endpoint(*made["ann"])
+        worker = DeliveryWorker(app.webhooks, Sender(allow_private=True)).start()
+        while len(slow.received) < 2:
+            time.sleep(0.01)
+        started = time.monotonic()
+        app.webhooks.test_endpoint(*made["bob"])
+        while not fast.verified():
+            assert time.monotonic() - started < 3.0, "the other account's event waited"
+            time.sleep(0.01)
+        assert len(slow.received) == 2  # its share of the batch in flight, no more
+    finally:
+        if worker is not None:
+            worker.stop()
+        slow.down()
+        fast.down()
+        app.close()
+
+
 class _Flaky:
     """A sender whose first attempt is cancelled, whose second cannot start, whose third never
     ends (its loop gone), and whose others are delivered."""

@@ -19,7 +19,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -382,16 +383,29 @@ class Webhooks:
         self.record(refused + [(c, a.ok, a.status, a.error) for (c, _), a in attempts])
         return len(taken)
 
-    def claim(self, limit: int) -> list[tuple[outbox.Claimed, Outgoing | str]]:
+    def claim(
+        self, limit: int, *, busy: Mapping[str, int] | None = None
+    ) -> list[tuple[outbox.Claimed, Outgoing | str]]:
         """Lease up to ``limit`` due deliveries (the accounts in turn, from where the last
         claim's walk ended), each with what to send, or why it cannot be sent (its
-        endpoint's secret does not open). A read first: an idle poll takes no write lock."""
+        endpoint's secret does not open). A read first: an idle poll takes no write lock.
+        ``busy``: each account's attempts in flight; none gets more than a fair share of the
+        batch (:func:`most_in_flight`) with them."""
         st = self.settings
         now = self.unit.now()
         if not self.unit.read(lambda tx: outbox.has_due(tx, now=now)):
             return []  # the common case when idle
+        most = most_in_flight(st.batch)
         batch = self.unit.write(
-            lambda tx: outbox.claim(tx, now=now, lease=st.lease, limit=limit, after=self._walked)
+            lambda tx: outbox.claim(
+                tx,
+                now=now,
+                lease=st.lease,
+                limit=limit,
+                after=self._walked,
+                busy=busy,
+                most=most,
+            )
         )
         self._walked = batch.walked_to
         taken: list[tuple[outbox.Claimed, Outgoing | str]] = []
@@ -429,6 +443,13 @@ class Webhooks:
         return self.unit.read(outbox.counts)
 
 
+def most_in_flight(batch: int) -> int:
+    """The most attempts one account has in flight in a worker of ``batch``: a fair share of
+    it (:data:`adjudge.store.outbox.FAIR_SHARE`), so one account's receivers that hold every
+    attempt to its deadline leave the rest of the places to everyone else's deliveries."""
+    return max(1, batch // outbox.FAIR_SHARE)
+
+
 class DeliveryWorker:
     """Delivers on a daemon thread until :meth:`stop`, keeping up to a batch of attempts in
     flight: as attempts end it records them and claims more, so a receiver that takes its
@@ -463,7 +484,8 @@ class DeliveryWorker:
         given_up_at: float | None = None  # once stopped: when attempts in flight count as lost
         while not (self._stop.is_set() and not flying):
             if not self._stop.is_set() and len(flying) < st.batch:
-                flying |= self._claimed(st.batch - len(flying))
+                busy = Counter(c.account_id for c in flying.values())
+                flying |= self._claimed(st.batch - len(flying), busy)
             elif given_up_at is None and self._stop.is_set():
                 given_up_at = time.monotonic() + self.sender.attempt_bound()
             if not flying:
@@ -481,10 +503,11 @@ class DeliveryWorker:
                 results.append((flying.pop(future), attempt.ok, attempt.status, attempt.error))
             self._record(results)
 
-    def _claimed(self, room: int) -> dict[Future[Attempt], outbox.Claimed]:
-        """Claim up to ``room`` and send each at once; record at once those that cannot be."""
+    def _claimed(self, room: int, busy: Mapping[str, int]) -> dict[Future[Attempt], outbox.Claimed]:
+        """Claim up to ``room`` (``busy``: each account's attempts in flight) and send each at
+        once; record at once those that cannot be."""
         try:
-            taken = self.webhooks.claim(room)
+            taken = self.webhooks.claim(room, busy=busy)
         except Exception:  # a failed claim is tried again; the worker never dies of one
             log.exception("a webhook claim failed")
             self._stop.wait(self.webhooks.settings.poll_seconds)

@@ -13,6 +13,7 @@ and :func:`finish`\\ es each only if it still holds that lease.
 from __future__ import annotations
 
 import secrets
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -258,6 +259,7 @@ class Claimed:
     endpoint_id: str
     url: str
     sealed_secret: str
+    account_id: str = ""  # whose delivery: the worker counts each account's attempts in flight
 
     def __repr__(self) -> str:
         return f"Claimed(delivery_id={self.delivery_id!r}, url={self.url!r}, secret=<sealed>)"
@@ -711,8 +713,10 @@ def _locked_statement() -> Any:
 @cache
 def _oldest_statement(postgresql: bool) -> Any:
     d = webhook_deliveries
-    q = select(d.c.id).where(
-        _due(bindparam("now")), d.c.id.not_in(bindparam("taken", expanding=True))
+    q = select(d.c.id, d.c.account_id).where(
+        _due(bindparam("now")),
+        d.c.id.not_in(bindparam("taken", expanding=True)),
+        d.c.account_id.not_in(bindparam("full", expanding=True)),
     )
     q = q.order_by(d.c.next_attempt_at, d.c.id).limit(bindparam("room"))
     # On PostgreSQL claims at once skip each other's and take the next in the same order.
@@ -720,7 +724,14 @@ def _oldest_statement(postgresql: bool) -> Any:
 
 
 def claim(
-    tx: Transaction, *, now: datetime, lease: timedelta, limit: int, after: str = ""
+    tx: Transaction,
+    *,
+    now: datetime,
+    lease: timedelta,
+    limit: int,
+    after: str = "",
+    busy: Mapping[str, int] | None = None,
+    most: int | None = None,
 ) -> Batch:
     """Lease up to ``limit`` due deliveries of enabled endpoints until ``now + lease``, shared
     among their accounts in turn: the accounts with deliveries pending after ``after`` (then
@@ -741,9 +752,18 @@ def claim(
     ``UPDATE`` of them all that checks again that each row is free, so no two workers hold one
     delivery at once on either database. The lease is the claim's (a random token): :func:`finish`
     records an attempt only while its row still holds it.
+
+    With ``most``, no account is given more than ``most`` attempts in flight, counting its
+    ``busy`` ones (the worker's, already sent): one account's receivers that never answer hold
+    at most its places, and the rest stay for everyone else's deliveries.
     """
     d, e, m = webhook_deliveries, webhook_endpoints, webhook_messages
     share = max(1, limit // FAIR_SHARE)
+    held = Counter(busy or {})
+
+    def room(account: str) -> int:
+        return limit if most is None else max(0, most - held[account])
+
     accounts = _walk(tx, after, None, limit)
     if len(accounts) < limit and after:
         accounts += _walk(tx, "", after, limit - len(accounts))
@@ -758,13 +778,19 @@ def claim(
             if len(due) >= limit:
                 break
             walked_to = account
-            due += fair[account][: limit - len(due)]
+            taking = fair[account][: min(limit - len(due), room(account))]
+            held[account] += len(taking)
+            due += taking
     if due and tx.dialect == "postgresql":  # those another claim is taking are left to it
         due = [str(i) for i in tx.conn.scalars(_locked_statement(), {"ids": due})]
     if len(due) < limit:
         oldest = _oldest_statement(tx.dialect == "postgresql")
-        values = {"now": now, "taken": due, "room": limit - len(due)}
-        due += [str(i) for i in tx.conn.scalars(oldest, values)]
+        full = [a for a in held if room(a) == 0]
+        values = {"now": now, "taken": due, "room": limit - len(due), "full": full}
+        for row in tx.conn.execute(oldest, values):
+            if room(str(row.account_id)):
+                held[str(row.account_id)] += 1
+                due.append(str(row.id))
     if not due:
         return Batch([], walked_to)
     token = secrets.token_hex(16)
@@ -778,7 +804,15 @@ def claim(
     if not taken:
         return Batch([], walked_to)
     rows = tx.conn.execute(
-        select(d.c.id, d.c.message_id, d.c.endpoint_id, m.c.payload, e.c.url, e.c.secret)
+        select(
+            d.c.id,
+            d.c.message_id,
+            d.c.endpoint_id,
+            d.c.account_id,
+            m.c.payload,
+            e.c.url,
+            e.c.secret,
+        )
         .select_from(d.join(m, m.c.id == d.c.message_id).join(e, e.c.id == d.c.endpoint_id))
         .where(d.c.id.in_(list(taken)))
     )
@@ -792,6 +826,7 @@ def claim(
             endpoint_id=r.endpoint_id,
             url=r.url,
             sealed_secret=r.secret,
+            account_id=r.account_id,
         )
         for r in rows
     ]
