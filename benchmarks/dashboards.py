@@ -113,25 +113,7 @@ def grow(store: Store, start: int, stop: int, now: datetime) -> None:
                     at=at,
                 )
                 checks = [{"name": "schema", "outcome": "fail" if verdict == "FAIL" else "pass"}]
-                record = {
-                    "call_id": f"call-{n:09d}",
-                    "provider": PROVIDER,
-                    "tool": "weather_forecast",
-                    "verdict": verdict,
-                    "effect": {"enforced": True},
-                    "checks": checks,
-                }
-                calls.add_call(
-                    tx,
-                    record=record,
-                    contract_version="1",
-                    submitted_by="ann",
-                    at=at,
-                    request={},
-                    response={},
-                    receipt_id=None,
-                    source="gateway",
-                )
+                add_record(tx, f"call-{n:09d}", PROVIDER, verdict, at, checks=checks)
                 charge = [Transfer(WORLD, f"wallet:{PROVIDER}", 250_000, "charge")]
                 ledger.transfer(tx, charge, task_id=None, at=at)
                 if at + REPORT_WINDOW > now:  # its charge still held: the metrics' open holds
@@ -155,6 +137,38 @@ def median_ms(read: Callable[[], Any], reads: int) -> float:
         read()
         times.append(time.perf_counter() - t0)
     return statistics.median(times) * 1000
+
+
+def add_record(
+    tx: Any,
+    call_id: str,
+    provider: str,
+    verdict: str,
+    at: datetime,
+    *,
+    checks: list[dict[str, str]] | None = None,
+    submitted_by: str = "ann",
+) -> None:
+    """A gateway call's verification record, as the call's end stores it (enforced)."""
+    record = {
+        "call_id": call_id,
+        "provider": provider,
+        "tool": "weather_forecast",
+        "verdict": verdict,
+        "effect": {"enforced": True},
+        "checks": checks or [],
+    }
+    calls.add_call(
+        tx,
+        record=record,
+        contract_version="1",
+        submitted_by=submitted_by,
+        at=at,
+        request={},
+        response={},
+        receipt_id=None,
+        source="gateway",
+    )
 
 
 def fresh_store(url: str) -> Store:

@@ -26,7 +26,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from dashboards import fresh_store, median_ms, sized_run
+from dashboards import add_record, fresh_store, median_ms, sized_run
 
 from adjudge.app import App
 from adjudge.calls.quality import counted_as
@@ -40,25 +40,7 @@ BATCH = 5_000
 
 def _add(tx: Any, n: int, at: datetime) -> None:
     verdict = ("PASS", "FAIL")[n % 7 == 0]
-    record = {
-        "call_id": f"call-{n:09d}",
-        "provider": PROVIDER,
-        "tool": "weather_forecast",
-        "verdict": verdict,
-        "effect": {"enforced": True},
-        "checks": [],
-    }
-    calls.add_call(
-        tx,
-        record=record,
-        contract_version="1",
-        submitted_by="ann",
-        at=at,
-        request={},
-        response={},
-        receipt_id=None,
-        source="gateway",
-    )
+    add_record(tx, f"call-{n:09d}", PROVIDER, verdict, at)
 
 
 def grow(store: Store, start: int, stop: int, last_call: datetime) -> None:

@@ -24,7 +24,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from dashboards import fresh_store, median_ms, sized_run
+from dashboards import add_record, fresh_store, median_ms, sized_run
 
 from adjudge.app import App
 from adjudge.calls.quality import counted_as
@@ -44,24 +44,8 @@ def grow(store: Store, start: int, stop: int, now: datetime) -> None:
             calls.set_terms(tx, provider, {**terms, "window_days": WINDOW.days}, now)
             for j, ago in enumerate((timedelta(days=8), timedelta(days=3), timedelta(hours=1))):
                 verdict = ("PASS", "FAIL")[(i + j) % 2]
-                record = {
-                    "call_id": f"call-{provider}-{j}",
-                    "provider": provider,
-                    "tool": "weather_forecast",
-                    "verdict": verdict,
-                    "effect": {"enforced": True},
-                    "checks": [],
-                }
-                calls.add_call(
-                    tx,
-                    record=record,
-                    contract_version="1",
-                    submitted_by="root",
-                    at=now - ago,
-                    request={},
-                    response={},
-                    receipt_id=None,
-                    source="gateway",
+                add_record(
+                    tx, f"call-{provider}-{j}", provider, verdict, now - ago, submitted_by="root"
                 )
                 kind = counted_as(verdict, True, None)
                 quality_windows.observe(tx, provider, WINDOW, now - ago, kind)
