@@ -4,18 +4,17 @@ write refuses with their answer in the market's order of refusals."""
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import pytest
 
 from adjudge.app import Account, App
-from adjudge.autocheck import _sandbox
 from adjudge.errors import Error
 from adjudge.market.seal import admissible_form
-from adjudge.store import Store, Transaction
+from adjudge.store import Store
 from support.fakes import FakeChecker, FakeClock
+from support.noting import note_writes, where
 
 REWARD = 2_000_000
 
@@ -30,10 +29,7 @@ class Screens(FakeChecker):
         self.criteria: list[Mapping[str, Any]] = []
 
     def admissibility(self, criteria: Mapping[str, Any], mode: str) -> Sequence[Error]:
-        commits = self.app.tasks.unit.commits
-        committing = commits is not None and commits.here()
-        on_caller = threading.current_thread() is threading.main_thread()
-        self.seen.append((on_caller, committing, _sandbox.regex_owner.get()))
+        self.seen.append(where(self.app))
         self.events.append("screen")
         self.criteria.append(criteria)
         return super().admissibility(criteria, mode)
@@ -48,13 +44,7 @@ def world(store: Store) -> Iterator[tuple[App, Account, Screens, list[str]]]:
     events: list[str] = []
     screens = Screens(app, events)
     app.tasks.checker = screens
-    real_write = app.tasks.unit.write
-
-    def write(fn: Callable[[Transaction], Any], **kw: Any) -> Any:
-        events.append("write")
-        return real_write(fn, **kw)
-
-    app.tasks.unit.write = write  # type: ignore[method-assign]
+    note_writes(app, events)
     yield app, pat, screens, events
     app.close()
 

@@ -5,8 +5,7 @@ them, and a task changed meanwhile is prepared again rather than checked in the 
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,8 +16,9 @@ from adjudge.app import tasks as app_tasks
 from adjudge.autocheck import _sandbox
 from adjudge.errors import Error
 from adjudge.market import CheckOutcome, seal
-from adjudge.store import Store, Transaction
+from adjudge.store import Store
 from support.fakes import FakeChecker, FakeClock
+from support.noting import note_writes, where
 
 REWARD = 2_000_000
 ANSWER = {"expected_answer": "42"}
@@ -38,10 +38,7 @@ class Noting(FakeChecker):
         self.seen: list[tuple[str, bool, bool, str]] = []
 
     def _note(self, what: str) -> None:
-        commits = self.app.tasks.unit.commits
-        committing = commits is not None and commits.here()
-        on_caller = threading.current_thread() is threading.main_thread()
-        self.seen.append((what, on_caller, committing, _sandbox.regex_owner.get()))
+        self.seen.append((what, *where(self.app)))
         self.events.append(what)
 
     def admissibility(self, criteria: Mapping[str, Any], mode: str) -> Sequence[Error]:
@@ -103,13 +100,7 @@ def world(store: Store) -> Iterator[World]:
     events: list[str] = []
     checker = Noting(app, events)
     app.tasks.checker = checker
-    real_write = app.tasks.unit.write
-
-    def write(fn: Callable[[Transaction], Any], **kw: Any) -> Any:
-        events.append("write")
-        return real_write(fn, **kw)
-
-    app.tasks.unit.write = write  # type: ignore[method-assign]
+    note_writes(app, events)
     pat = app.accounts.authenticate(keys["pat"])
     yield World(app, pat, app.accounts.authenticate(keys["ann"]), checker, events)
     app.close()
@@ -203,11 +194,11 @@ def test_a_task_that_keeps_changing_is_refused_with_nothing_written(
     few tries with CONCURRENT_UPDATE: nothing revealed, nothing judged."""
     tid = world.delivered("The answer is 42.")
 
-    class Changed(app_tasks._Opened):
+    class Changed(app_tasks._Prepared):
         def check(self, *args: Any, **kw: Any) -> CheckOutcome:
             raise app_tasks._Stale
 
-    monkeypatch.setattr(app_tasks, "_Opened", Changed)
+    monkeypatch.setattr(app_tasks, "_Prepared", Changed)
     with pytest.raises(Error) as refused:
         world.app.tasks.reveal(world.pat, tid, REVEAL)
     assert refused.value.code == "CONCURRENT_UPDATE"

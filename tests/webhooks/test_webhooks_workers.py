@@ -7,11 +7,14 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
 from concurrent.futures import Future
+from contextlib import contextmanager
+from dataclasses import dataclass
 
 import pytest
 
-from adjudge.app import App, DeliveryWorker, Settings
+from adjudge.app import Account, App, DeliveryWorker, Settings
 from adjudge.errors import Error
 from adjudge.gateway.sealed import SecretBox
 from adjudge.store import Store, outbox
@@ -116,42 +119,67 @@ def test_a_dead_workers_lease_runs_out_and_another_delivers(sqlite_store: Store)
         app.close()
 
 
+@dataclass
+class _SlowAndFast:
+    """A service whose worker keeps ``batch`` attempts in flight, ann's endpoint at a receiver
+    that answers in four seconds and bob's at one that answers at once."""
+
+    app: App
+    slow: Receiver
+    fast: Receiver
+    endpoints: dict[str, tuple[Account, str]]
+    worker: DeliveryWorker | None = None
+
+    def send(self, name: str, events: int = 1) -> None:
+        for _ in range(events):
+            self.app.webhooks.test_endpoint(*self.endpoints[name])
+
+    def start(self) -> DeliveryWorker:
+        self.worker = DeliveryWorker(self.app.webhooks, Sender(allow_private=True)).start()
+        return self.worker
+
+
+@contextmanager
+def _slow_and_fast(store: Store, batch: int) -> Iterator[_SlowAndFast]:
+    settings = Settings(webhooks_allow_private=True, webhooks_test_events=100, webhooks_batch=batch)
+    box = SecretBox([SecretBox.generate_key()])
+    app = App(
+        Store(store.url), clock=FakeClock(), issuer=FakeIssuer(), secrets=box, settings=settings
+    )
+    world = _SlowAndFast(app, Receiver(mode="slow", delay=4.0).up(), Receiver().up(), {})
+    try:
+        for name, receiver in (("ann", world.slow), ("bob", world.fast)):
+            made = app.accounts.create(None, name, ["poster"]).value
+            account = app.accounts.authenticate(made["api_key"])
+            endpoint = app.webhooks.create_endpoint(account, receiver.url(name)).value
+            receiver.secrets[f"/{name}"] = endpoint["secret"]
+            world.endpoints[name] = (account, endpoint["id"])
+        yield world
+    finally:
+        if world.worker is not None:
+            world.worker.stop()
+        world.slow.down()
+        world.fast.down()
+        app.close()
+
+
 def test_a_slow_receiver_holds_its_own_place_not_a_pass(sqlite_store: Store) -> None:
     """Batches of two: one account's receiver takes four seconds to answer; another account's
     six events are all delivered meanwhile, through the other place, long before it answers
     (a worker that sent a batch and waited for its slowest delivered one of them in four
     seconds). Stopped, the worker records the slow one as it ends: all seven delivered."""
-    clock = FakeClock()
-    settings = Settings(webhooks_allow_private=True, webhooks_test_events=100, webhooks_batch=2)
-    box = SecretBox([SecretBox.generate_key()])
-    app = App(
-        Store(sqlite_store.url), clock=clock, issuer=FakeIssuer(), secrets=box, settings=settings
-    )
-    slow, fast = Receiver(mode="slow", delay=4.0).up(), Receiver().up()
-    worker: DeliveryWorker | None = None
-    try:
-        for name, receiver, events in (("ann", slow, 1), ("bob", fast, 6)):
-            made = app.accounts.create(None, name, ["poster"]).value
-            account = app.accounts.authenticate(made["api_key"])
-            endpoint = app.webhooks.create_endpoint(account, receiver.url(name)).value
-            receiver.secrets[f"/{name}"] = endpoint["secret"]
-            for _ in range(events):
-                app.webhooks.test_endpoint(account, endpoint["id"])
+    with _slow_and_fast(sqlite_store, batch=2) as w:
+        w.send("ann")
+        w.send("bob", 6)
         started = time.monotonic()
-        worker = DeliveryWorker(app.webhooks, Sender(allow_private=True)).start()
-        while len(fast.verified()) < 6:
-            assert time.monotonic() - started < 3.0, len(fast.verified())
+        worker = w.start()
+        while len(w.fast.verified()) < 6:
+            assert time.monotonic() - started < 3.0, len(w.fast.verified())
             time.sleep(0.01)
-        assert len(slow.received) == 1  # sent, and still waiting for its answer
+        assert len(w.slow.received) == 1  # sent, and still waiting for its answer
         worker.stop()
-        worker = None
-        assert app.webhooks.counts() == {"delivered": 7}
-    finally:
-        if worker is not None:
-            worker.stop()
-        slow.down()
-        fast.down()
-        app.close()
+        w.worker = None
+        assert w.app.webhooks.counts() == {"delivered": 7}
 
 
 def test_one_accounts_slow_pile_leaves_places_for_another(sqlite_store: Store) -> None:
@@ -159,43 +187,17 @@ def test_one_accounts_slow_pile_leaves_places_for_another(sqlite_store: Store) -
     answer; another account's event, queued once they are in flight, is delivered at once, in
     a place the pile could not take (no account has more than a fifth of the batch in flight:
     before, the pile took every place, and the other event waited for its four seconds)."""
-    settings = Settings(webhooks_allow_private=True, webhooks_test_events=100, webhooks_batch=10)
-    box = SecretBox([SecretBox.generate_key()])
-    app = App(
-        Store(sqlite_store.url),
-        clock=FakeClock(),
-        issuer=FakeIssuer(),
-        secrets=box,
-        settings=settings,
-    )
-    slow, fast = Receiver(mode="slow", delay=4.0).up(), Receiver().up()
-    worker: DeliveryWorker | None = None
-    try:
-        made = {}
-        for name, receiver in (("ann", slow), ("bob", fast)):
-            account = app.accounts.authenticate(
-                app.accounts.create(None, name, ["poster"]).value["api_key"]
-            )
-            endpoint = app.webhooks.create_endpoint(account, receiver.url(name)).value
-            receiver.secrets[f"/{name}"] = endpoint["secret"]
-            made[name] = (account, endpoint["id"])
-        for _ in range(20):
-            app.webhooks.test_endpoint(*made["ann"])
-        worker = DeliveryWorker(app.webhooks, Sender(allow_private=True)).start()
-        while len(slow.received) < 2:
+    with _slow_and_fast(sqlite_store, batch=10) as w:
+        w.send("ann", 20)
+        w.start()
+        while len(w.slow.received) < 2:
             time.sleep(0.01)
         started = time.monotonic()
-        app.webhooks.test_endpoint(*made["bob"])
-        while not fast.verified():
+        w.send("bob")
+        while not w.fast.verified():
             assert time.monotonic() - started < 3.0, "the other account's event waited"
             time.sleep(0.01)
-        assert len(slow.received) == 2  # its share of the batch in flight, no more
-    finally:
-        if worker is not None:
-            worker.stop()
-        slow.down()
-        fast.down()
-        app.close()
+        assert len(w.slow.received) == 2  # its share of the batch in flight, no more
 
 
 class _Flaky:

@@ -203,45 +203,26 @@ class _Stale(Exception):
     before it (the task changed meanwhile); nothing was written, and it is prepared again."""
 
 
-class _Prechecked:
-    """The market's checker in a finalize's write: it answers the one check run before the
-    write, and runs none on the thread that commits every account's writes (a check it was
-    not asked before raises :class:`_Stale`: a check may run 100 ms)."""
+class _Prepared:
+    """The market's checker in a write prepared before it (a reveal's, a finalize's): it
+    answers only from the screens (``screened``) and the check (``checked``) run before the
+    write, and runs none on the thread that commits every account's writes (a check may run
+    100 ms); any other question raises :class:`_Stale`."""
 
-    def __init__(self, inner: Checker, done: _Checked | None) -> None:
-        self._inner = inner
-        self._done = done
+    def __init__(self, screened: _Opening | None, checked: _Checked | None) -> None:
+        self._screened = screened
+        self._checked = checked
 
     def admissibility(self, criteria: Mapping[str, Any], mode: str) -> Sequence[Error]:
-        return self._inner.admissibility(criteria, mode)
+        screened = self._screened
+        if screened is None or mode != Mode.AUTO.value or criteria != screened.criteria:
+            raise _Stale
+        return screened.refusals
 
     def check(
         self, result: str, criteria: Mapping[str, Any], *, withhold: frozenset[str] = frozenset()
     ) -> CheckOutcome:
-        done = self._done
-        if done is None or withhold or result != done.result or criteria != done.criteria:
-            raise _Stale
-        return done.outcome
-
-
-class _Opened:
-    """The market's checker in a reveal's write: it answers only from what was asked before the
-    write, and runs no screen and no check on the thread that commits every account's writes
-    (any other question raises :class:`_Stale`)."""
-
-    def __init__(self, opening: _Opening | None) -> None:
-        self._opening = opening
-
-    def admissibility(self, criteria: Mapping[str, Any], mode: str) -> Sequence[Error]:
-        opening = self._opening
-        if opening is None or mode != Mode.AUTO.value or criteria != opening.criteria:
-            raise _Stale
-        return opening.refusals
-
-    def check(
-        self, result: str, criteria: Mapping[str, Any], *, withhold: frozenset[str] = frozenset()
-    ) -> CheckOutcome:
-        done = self._opening.checked if self._opening is not None else None
+        done = self._checked
         if done is None or withhold or result != done.result or criteria != done.criteria:
             raise _Stale
         return done.outcome
@@ -526,7 +507,7 @@ class Tasks:
                     {},
                     key,
                     event,
-                    checker=_Prechecked(self.checker, done),
+                    checker=_Prepared(None, done),
                     hot=_paid(account),
                 )
             except _Stale:  # the task changed since the check: checked again, never in the write
@@ -604,7 +585,7 @@ class Tasks:
                     {"document": document},
                     key,
                     event,
-                    checker=_Opened(opening),
+                    checker=_Prepared(opening, None if opening is None else opening.checked),
                     hot=self._parties(task_id),
                 )
             except _Stale:
