@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from copy import deepcopy
 from dataclasses import replace
@@ -21,9 +21,12 @@ import pytest
 
 from adjudge.app import settlement
 from adjudge.app.maintenance import run_once
+from adjudge.receipts import canonical_bytes, verify
+from adjudge.replay import from_answer, replay
 from adjudge.store import Store, calls, gateway
 from support import http
 from support.audit import audit
+from support.bundles import edited
 from support.harness import FUNDS
 from support.weather import POLICY, PRICE, PROVIDER, World, forecast, tool, weather_world
 
@@ -722,6 +725,45 @@ def test_superseded_receipts_link_both_ways(world: World) -> None:
     second = served(world, "ann", "GET", f"/receipts/{ruled['receipt_id']}").json()
     assert second["supersedes"] == original and second["superseded_by"] is None
     assert first["supersedes"] is None
+
+
+def _decided(envelope: dict[str, Any], world: World) -> dict[str, Any]:
+    """What a signed receipt decided about money (its statement's policy decision)."""
+    signed = verify(canonical_bytes(envelope), world.signer.keyid)
+    decision: dict[str, Any] = signed.predicate["policyDecision"]
+    return decision
+
+
+def test_a_calls_receipts_name_whose_money_they_move(world: World) -> None:
+    """The receipt that refunds a call, and the ruling that refunds a settled one from the
+    hold, name the caller the money goes back to; the call's bundle replays the same, and a
+    bundle naming another caller, or none, replays as different."""
+    world.script.answer = "hot"
+    refunded = world.call({"city": "berlin"}).json()
+    assert refunded["status"] == "refunded"
+    assert _decided(refunded["receipt"], world)["caller"] == "ann"
+    world.script.answer = "good"
+    call_id = world.call({"city": "berlin"}).json()["intentId"]
+    assert served(world, "ann", "POST", f"/calls/{call_id}/report", {"reason": "x"}).is_success
+    ruling = {"upheld": True, "reasons": ["stale"]}
+    ruled = served(world, "root", "POST", f"/calls/{call_id}/report/ruling", ruling).json()
+    found = served(world, "root", "GET", f"/receipts/{ruled['receipt_id']}").json()
+    assert found["statement"]["predicate"]["policyDecision"]["caller"] == "ann"
+    asked = served(world, PROVIDER, "GET", f"/calls/{refunded['intentId']}/bundle")
+    bundle = from_answer(asked.json())
+    assert replay(bundle, world.signer.keyid).outcome == "same"
+
+    def named(caller: str | None) -> Callable[[bytes], bytes]:
+        def edit(data: bytes) -> bytes:
+            how = json.loads(data)
+            how.pop("caller")
+            return json.dumps(how if caller is None else how | {"caller": caller}).encode()
+
+        return edit
+
+    for caller in ("pat", None):
+        forged = replay(edited(bundle, "call.json", named(caller)), world.signer.keyid)
+        assert forged.outcome != "same", caller
 
 
 def test_a_call_ended_twice_at_once_ends_once_and_the_second_is_told_so(world: World) -> None:

@@ -185,7 +185,8 @@ def _signed_for(tx: Any, leg: dict[str, Any], credit: str, decision: dict[str, A
             assert credit in (f"held:{provider}", f"wallet:{provider}"), seen
         else:
             assert (decision["payment"], decision["priceMinor"]) == (memo, amount), seen
-            assert credit == f"wallet:{_caller(tx, call_id)}", seen
+            assert decision["caller"] == _caller(tx, call_id), seen
+            assert credit == f"wallet:{decision['caller']}", seen
         return
     hold = holds.get(tx, call_id)  # a provider's hold: the call's held charge
     assert hold is not None and debit == f"held:{hold.provider}", seen
@@ -200,7 +201,8 @@ def _signed_for(tx: Any, leg: dict[str, Any], credit: str, decision: dict[str, A
     else:  # a meaning judgment that failed the call, superseding its receipt
         assert (memo, decision["payment"], decision["priceMinor"]) == ("refund", "refund", amount)
     assert hold.end_receipt_id == leg["receipt_id"], (hold, seen)
-    assert credit == f"wallet:{hold.caller}", seen
+    assert decision["caller"] == hold.caller, (hold, seen)
+    assert credit == f"wallet:{decision['caller']}", seen
 
 
 def _caller(tx: Any, call_id: str) -> str:

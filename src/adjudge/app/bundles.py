@@ -187,6 +187,7 @@ class Bundles:
                 "record": dict(found.record if final is None else final["record"]),
             }
             if found.source == "gateway":
+                parts["caller"] = found.submitted_by  # whose money the receipt moves
                 parts.update(_forwarded(tx, viewer, found, evidence))
             else:
                 contract = calls_db.contract(tx, found.tool, found.contract_version)

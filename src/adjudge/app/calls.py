@@ -786,6 +786,7 @@ class Calls:
                 currency=currency,
                 now=now,
                 criteria_digest=_judged_under(envelope),
+                caller=found.submitted_by,
             )
             receipt = receipt_log.append(
                 tx,

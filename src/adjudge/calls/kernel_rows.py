@@ -173,17 +173,21 @@ def kernel_checks(result: CallResult) -> tuple[Check, ...]:
 
 
 def call_decision(
-    result: CallResult, *, contract_digest: str | None = None
+    result: CallResult, *, contract_digest: str | None = None, caller: str | None = None
 ) -> dict[str, PolicyValue]:
     """What the call's policy decided, as the flat record a receipt carries beside the fold.
 
     The call's identity, its policy (id, version, mode; null for none), the call's verdict and
     the policy's own verdict (they differ when a withdrawal made the call DEGRADED), what
     decided it, the payment decision, strike and whether they were enforced, the price and
-    the charge (integer minor units), and the contract's digest when given.
+    the charge (integer minor units), and the contract's digest when given. ``caller`` is the
+    account whose reservation the payment settles, refunds or voids: named where money moves
+    on the receipt (a gateway call), so the receipt binds to whom it goes back.
     """
     policy = result.policy
     decision = _decision(result, policy, contract_digest)
+    if caller is not None:
+        decision["caller"] = caller
     found = result.corroboration
     if found is not None and found.call_id:
         # The corroborating call is itself a paid gateway call with its own receipt: named here,
@@ -229,6 +233,7 @@ def determine_call(
     response_bytes: bytes | None = None,
     policy_digest: str | None = None,
     contract_digest: str | None = None,
+    caller: str | None = None,
     trust: TrustPolicy = DEFAULT_POLICY,
 ) -> Determination:
     """The kernel determination of a verified call, ready for ``adjudge.receipts.issue``.
@@ -240,7 +245,7 @@ def determine_call(
     They are folded under ``trust`` as at ``now`` (the decision time, read by the caller; the
     call's own time is ``result.at``). The call's policy verdict and payment are
     recorded as the determination's policy decision, never folded; ``policy_digest`` is the
-    criteria digest.
+    criteria digest; ``caller`` names in it the account the payment settles for or returns to.
 
     Refusals, each a clear code (never a crash): ``CALL_NO_RESPONSE`` for a request or system
     error (there is no response to determine); ``DIGEST_INVALID`` for a digest not of the form
@@ -272,6 +277,7 @@ def determine_call(
             contract_digest=None
             if contract_digest is None
             else _require_digest(contract_digest, "contract digest"),
+            caller=caller,
         ),
     )
 
@@ -286,13 +292,14 @@ def determine_upheld_report(
     currency: str | None,
     now: datetime,
     criteria_digest: str | None = None,
+    caller: str | None = None,
 ) -> Determination:
     """The determination of an admin upholding a caller's report of a bad result: a human
     FAIL about the same response the call's receipt judged, its refund (integer minor units)
     recorded as the policy decision. It has no ``strike``: a report never strikes (spec 003
     counts only verification verdicts toward a provider's quality). ``criteria_digest`` is the
     one the call's own receipt binds (its decision policy's digest), so the ruling names what
-    the call was judged under."""
+    the call was judged under; ``caller``, the account the refund goes back to."""
     subject = _require_digest(response_digest, "response digest")
     check = Check(
         name="report_ruling",
@@ -316,5 +323,6 @@ def determine_upheld_report(
             "strike": False,
             "refundMinor": refund_minor,
             "currency": currency,
-        },
+        }
+        | ({} if caller is None else {"caller": caller}),
     )

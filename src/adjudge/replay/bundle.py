@@ -79,7 +79,10 @@ FILES: Final[dict[str, str]] = {
         "votes: [{verifier, key, passed, signed: {payload, signature, public_key, digest}}]}; "
         "each vote's signature is re-verified and its quotes re-grounded"
     ),
-    "call.json": "how the call was verified: {source, at} (at: the verification time)",
+    "call.json": (
+        "how the call was verified: {source, at[, caller]} (at: the verification time; caller: "
+        "the account a forwarded call's money settles for or returns to)"
+    ),
     "request.json": "the call's request: call id, provider, tool, arguments, price",
     "response.json": "the response as its caller reported it: {status, body[, digest]}",
     "response.bin": (
@@ -258,7 +261,10 @@ def from_answer(answer: Mapping[str, Any]) -> bytes:
                 files["brief.txt"] = str(answer["brief"]).encode("utf-8")
                 files["votes.json"] = json_file(answer["votes"])
         elif kind == "call":
-            files["call.json"] = json_file({"source": answer["source"], "at": answer["at"]})
+            how = {"source": answer["source"], "at": answer["at"]}
+            if answer.get("caller") is not None:
+                how["caller"] = answer["caller"]
+            files["call.json"] = json_file(how)
             files["request.json"] = json_file(answer["request"])
             if answer.get("response_bytes") is not None:
                 files["response.bin"] = base64.b64decode(answer["response_bytes"], validate=True)

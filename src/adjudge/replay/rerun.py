@@ -345,6 +345,7 @@ def call(bundle: Bundle, signed: dict[str, Any]) -> Rerun:
             response_bytes=response_bytes,
             policy_digest=None if policy_doc is None else digest_of(policy_doc),
             contract_digest=digest_of(contract_doc),
+            caller=_caller(how, p),
         )
     except Error as exc:
         out.differ("determination", None, None, f"it cannot be re-derived: {exc}")
@@ -352,6 +353,17 @@ def call(bundle: Bundle, signed: dict[str, Any]) -> Rerun:
     out.verdict = determination.verdict.value
     out.statement = _rebuilt(determination, signed)
     return out
+
+
+def _caller(how: dict[str, Any], predicate: dict[str, Any]) -> str | None:
+    """The account the bundle says the call's money returns to, when its receipt names one (a
+    receipt signed before receipts named the caller is re-derived without it); a bundle that
+    names none, or another, re-derives a statement that differs from the signed one."""
+    decision = predicate.get("policyDecision")
+    if not isinstance(decision, dict) or "caller" not in decision:
+        return None
+    caller = how.get("caller")
+    return caller if isinstance(caller, str) else None
 
 
 def _bind_call(bundle: Bundle, signed: dict[str, Any], at: datetime, out: Rerun) -> None:

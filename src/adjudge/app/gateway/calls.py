@@ -880,9 +880,10 @@ class Gateway:
                     response_bytes=body,
                     policy_digest=policy_digest,
                     contract_digest=contract_digest,
+                    caller=caller.id,
                 )
             else:
-                determination = _error_determination(result, request, now)
+                determination = _error_determination(result, request, now, caller.id)
         payment = result.effect.payment.value
         status = {"settle": "settled", "refund": "refunded", "void": "voided"}[payment]
 
@@ -1240,13 +1241,16 @@ def settling_rows(
     return (*spending_rows(key_id, price, started), *window, *wallet)
 
 
-def _error_determination(result: CallResult, request: CallRequest, now: datetime) -> Determination:
+def _error_determination(
+    result: CallResult, request: CallRequest, now: datetime, caller: str
+) -> Determination:
     """A call that ended in a request or system error: nothing to judge (NOT_RUN), over the
-    request itself; its decision records the error and the reservation's return."""
+    request itself; its decision records the error and the reservation's return (to
+    ``caller``)."""
     subject = digest_of(
         {"callId": request.call_id, "tool": request.tool, "arguments": dict(request.arguments)}
     )
-    decision = dict(call_decision(result))
+    decision = dict(call_decision(result, caller=caller))
     assert result.error is not None
     decision["error"] = f"{result.error.kind}: {result.error.code}"
     return determine(subject, [], now=now, policy_decision=decision)

@@ -264,6 +264,7 @@ def _supersede(
         response_bytes=case.body,
         policy_digest=row.policy_digest,
         contract_digest=digest_of(dict(case.tool.contract_document)),
+        caller=call.caller,
     )
     replaced = receipt_log.receipt(tx, call.receipt_id or row.receipt_id)
     envelope = None if replaced is None else replaced.body.get("envelope")
