@@ -26,6 +26,7 @@ from adjudge.store import (
     Submission,
     Transaction,
     calls,
+    database,
     day_counts,
     gateway,
     holds,
@@ -38,7 +39,6 @@ from adjudge.store import (
     schema,
     takes,
 )
-from adjudge.store.database import CHECKPOINT_DELAY
 from adjudge.store.ledger import UnprovenRelease
 from adjudge.store.schema import metadata, tasks
 from support.counts import recount
@@ -300,10 +300,13 @@ def test_racing_spends_never_overdraw(store: Store) -> None:
         assert ledger.total(tx) == (0, 0)
 
 
-def test_sqlite_log_is_checkpointed_off_the_commit(sqlite_store: Store) -> None:
+def test_sqlite_log_is_checkpointed_off_the_commit(
+    sqlite_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Commits never checkpoint SQLite's log; after writes from several threads the
     checkpointer copies it to its end, the next writer starts it over, and dispose ends the
     checkpointer's thread."""
+    monkeypatch.setattr(database, "CHECKPOINT_DELAY", 0.05)  # the test waits four of them
     _seed(sqlite_store)
     with sqlite_store.read() as tx:
         assert tx.conn.exec_driver_sql("PRAGMA wal_autocheckpoint").scalar() == 0
@@ -318,10 +321,10 @@ def test_sqlite_log_is_checkpointed_off_the_commit(sqlite_store: Store) -> None:
         t.start()
     for t in threads:
         t.join()
-    time.sleep(CHECKPOINT_DELAY * 4)
+    time.sleep(database.CHECKPOINT_DELAY * 4)
     with sqlite_store.write() as tx:  # starts the log over
         ledger.transfer(tx, [Transfer(WORLD, "escrow:last", 1)], task_id=None, at=T0)
-    time.sleep(CHECKPOINT_DELAY * 4)
+    time.sleep(database.CHECKPOINT_DELAY * 4)
     raw = sqlite_store.engine.raw_connection()
     try:
         busy, log, copied = raw.driver_connection.execute(  # type: ignore[union-attr]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib.resources import files
@@ -41,8 +40,11 @@ DEFAULT_PG_LANES = 4
 #: PostgreSQL's "try again" conditions: serialization failure and deadlock.
 _RETRYABLE_PG = {"40001", "40P01"}
 #: How long the WAL checkpointer lets writes gather before it runs, and how long it waits idle
-#: before its thread ends (the next write starts it again).
-CHECKPOINT_DELAY = 0.05
+#: before its thread ends (the next write starts it again). A checkpoint's cost is mostly its
+#: two syncs of the file, not the pages it copies: every 50 ms, under a steady 250 calls/s,
+#: its second step held the write lock for 23% of the time (377 checkpoints in a run, 3.2 s
+#: locked); every 0.5 s, 2% (27 checkpoints, 0.3 s), each no longer (the log then 6-12 MB).
+CHECKPOINT_DELAY = 0.5
 CHECKPOINT_IDLE = 5.0
 
 
@@ -222,6 +224,7 @@ class _Checkpoints:
         self._writer = writer
         self._lock = threading.Lock()
         self._wake = threading.Event()
+        self._halt = threading.Event()  # ends the gathering wait at once when stopping
         self._stopping = False
         self._thread: threading.Thread | None = None
 
@@ -240,16 +243,18 @@ class _Checkpoints:
         with self._lock:
             thread, self._stopping = self._thread, True
         self._wake.set()
+        self._halt.set()
         if thread is not None:
             thread.join(timeout=10)
         with self._lock:
             self._stopping = False
+            self._halt.clear()
 
     def _run(self) -> None:
         while True:
             woken = self._wake.wait(CHECKPOINT_IDLE)
             if woken and not self._stopping:
-                time.sleep(CHECKPOINT_DELAY)  # let a few more commits gather
+                self._halt.wait(CHECKPOINT_DELAY)  # let more commits gather
             with self._lock:  # (a nudge now either sees this thread or finds it gone)
                 woken = woken or self._wake.is_set()
                 self._wake.clear()
