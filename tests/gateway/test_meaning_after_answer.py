@@ -23,6 +23,7 @@ from typer.testing import CliRunner
 
 from adjudge.app import App
 from adjudge.app import calls as calls_module
+from adjudge.app.gateway import posthoc
 from adjudge.app.gateway.posthoc import judge_one
 from adjudge.app.maintenance import run_once
 from adjudge.calls.meaning import judgment_payload
@@ -560,6 +561,65 @@ def test_forged_and_misbound_key_judgments_are_refused(world: Any) -> None:
     assert w.h.app.gateway.judge_pending() == 1
     view = w.h.ok("ann", "GET", f"/gateway/calls/{got['intentId']}")
     assert view["money"]["state"] == "reported" and view["meaning"]["outcome"] == "unavailable"
+
+
+def test_a_key_judgment_kept_while_the_worker_judges_is_never_read_as_silence(
+    world: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """vic's cited conflict is stamped a second before the deadline and reaches the store just
+    as the worker, at the deadline, has read the call without it and asks the model: the
+    worker's receipt is not written over the kept judgment (it judged vic's key as one that
+    signed nothing, so the call settled PASS and vic was told "kept"); the next pass judges the
+    call with it, and its conflict (a quorum of 1) refunds the call."""
+    w, base, _ = world
+    key = _keyed(w, base)
+    w.h.ok(PROVIDER, "POST", "/tools/weather_forecast/policies", {"policy": _quorum_one(key)})
+    w.h.app.gateway.judges = {"model-a": ChatCompletionsCallJudge(base, "honest", timeout=10)}
+    call_id = w.answered()["intentId"]
+    shown = w.h.ok("vic", "GET", "/meaning/judgments")["judgments"][0]
+    deadline = datetime.fromisoformat(shown["due_at"])
+    w.h.clock.current = deadline - timedelta(seconds=1)
+    body = _signed(w.h.signers["vic"], shown)
+    gateway, unit = w.h.app.gateway, w.h.app.gateway.unit
+    row = unit.read(lambda tx: meaning_queue.get(tx, call_id))
+    assert row is not None
+    write, ask = unit.write, posthoc.ask_judges
+    kept: list[Any] = []
+
+    def late_write(fn: Any, **kw: Any) -> Any:  # the key's write, delayed past the worker's read
+        monkeypatch.setattr(unit, "write", write)
+        w.h.clock.current = deadline
+
+        async def asked(*args: Any, **kwargs: Any) -> Any:
+            kept.append(write(fn, **kw))
+            return await ask(*args, **kwargs)
+
+        monkeypatch.setattr(posthoc, "ask_judges", asked)
+        assert judge_one(gateway, row) is False  # its judgment is not written
+        monkeypatch.setattr(posthoc, "ask_judges", ask)
+        return kept[0]
+
+    monkeypatch.setattr(unit, "write", late_write)
+    vic = w.h.app.accounts.authenticate(w.h.keys["vic"])
+    assert gateway.submit_key_judgment(vic, call_id, body)["kept"] is True
+    assert gateway.judge_pending() == 1
+    view, receipt = _final(w, call_id)
+    assert (view["verdict"], view["status"]) == ("FAIL", "refunded")
+    assert {c["name"]: c["verdict"] for c in receipt.predicate["checks"]}[f"meaning:{key}"] == (
+        "FAIL"
+    )
+    assert w.h.balance("wallet:ann") == FUNDS
+
+
+def _quorum_one(key: str) -> dict[str, Any]:
+    """sky's policy after the answer: the model and vic's key, either one's cited conflict a
+    FAIL (quorum 1)."""
+    meaning = {"sample_rate": "1", "judges": ["model-a", key], "quorum": 1, "when": "after_answer"}
+    return copy.deepcopy(POLICY) | {
+        "version": 3,
+        "checks": ["schema", "quality_rules", "meaning"],
+        "meaning": meaning,
+    }
 
 
 def test_the_cli_lists_and_signs_a_key_judgment(world: Any, tmp_path: Path) -> None:

@@ -42,6 +42,7 @@ __all__ = [
     "add_key_judgment",
     "asked_of",
     "asks",
+    "claim_pending",
     "get",
     "judged",
     "key_judgments",
@@ -185,6 +186,20 @@ def tried(tx: Transaction, call_id: str) -> None:
         .where(and_(queue.c.call_id == call_id, queue.c.state == PENDING))
         .values(attempts=queue.c.attempts + 1)
     )
+
+
+def claim_pending(tx: Transaction, call_id: str) -> bool:
+    """Take a pending judgment's row for this transaction, which keeps a key's judgment of it;
+    False when it was judged meanwhile. The worker marking it judged takes the same row, so of
+    the two the later reads what the earlier committed: a key's judgment is either read by the
+    judgment or refused as late, never kept and passed over."""
+    q = queue.c
+    done = tx.conn.execute(
+        update(queue)
+        .where(and_(q.call_id == call_id, q.state == PENDING))
+        .values(attempts=q.attempts)
+    )
+    return bool(done.rowcount == 1)
 
 
 def judged(

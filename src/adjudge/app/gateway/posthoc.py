@@ -76,6 +76,11 @@ class _AlreadyJudged(Exception):
     """Another worker judged the call first: this transaction writes nothing."""
 
 
+class _SignedMeanwhile(Exception):
+    """A key's judgment was kept after the call was read: this transaction writes nothing, and
+    the next pass judges the call with it."""
+
+
 @dataclass(frozen=True)
 class _Case:
     """What a queued call is judged from: the call, its tool and policy as they judged it, and
@@ -150,7 +155,7 @@ def judge_one(gateway: Gateway, row: meaning_queue.QueuedJudgment) -> bool:
     result, _output = _judged(gateway, case, judgments)
     try:
         gateway.unit.write(lambda tx: _supersede(gateway, tx, row, case, result, judgments))
-    except _AlreadyJudged:
+    except (_AlreadyJudged, _SignedMeanwhile):
         return False
     return True
 
@@ -306,6 +311,11 @@ def _supersede(
         verification=verification,
     ):
         raise _AlreadyJudged(row.call_id)
+    # Read with the row taken (a key's judgment takes it too: meaning_queue.claim_pending): one
+    # kept in time after the call was read is judged by the next pass, never as silence.
+    signed = {str(k["judge"]) for k in meaning_queue.key_judgments(tx, row.call_id)}
+    if signed != set(case.signed):
+        raise _SignedMeanwhile(row.call_id)
     final = None if result.verdict is None else result.verdict.value
     db.rejudged(tx, call, status=status, verdict=final, receipt_id=receipt.id)
     requalify(tx, call.id, final, now)  # the provider's window counts the final verdict
@@ -399,7 +409,11 @@ def submit_key_judgment(
                 f"call's is {row.response_digest}. Judge the response you were shown.",
                 code="MEANING_JUDGMENT_DIGEST_MISMATCH",
             )
-        if row.state != meaning_queue.PENDING or now >= case.deadline:
+        if (
+            row.state != meaning_queue.PENDING
+            or now >= case.deadline
+            or not meaning_queue.claim_pending(tx, call_id)  # judged since it was read
+        ):
             raise StateError(
                 f"The call {call_id}'s meaning judgment was given already or its window closed "
                 f"({case.deadline.isoformat()}); nothing was kept.",
