@@ -622,6 +622,39 @@ def _quorum_one(key: str) -> dict[str, Any]:
     }
 
 
+def test_a_caller_cannot_judge_its_own_call(world: Any) -> None:
+    """ann is a verifier too, and sky's policy names her key (a cited conflict fails a call on
+    its own): her own call is not listed for her key and her judgment of it is refused
+    (CONFLICT_OF_INTEREST, nothing kept), so her key is silent on it and her charge stands. Her
+    signed conflict refunded her own call and struck the provider."""
+    w, _, _ = world
+    key = f"key:{w.h.signers['ann'].keyid}"
+    meaning = {"sample_rate": "1", "judges": [key], "quorum": 1, "when": "after_answer"}
+    policy = copy.deepcopy(POLICY) | {
+        "version": 2,
+        "checks": ["schema", "quality_rules", "meaning"],
+        "meaning": meaning,
+    }
+    w.h.ok(PROVIDER, "POST", "/tools/weather_forecast/policies", {"policy": policy})
+    call_id = w.answered()["intentId"]
+    assert w.h.ok("ann", "GET", "/meaning/judgments")["judgments"] == []
+    record = w.h.ok("ann", "GET", f"/calls/{call_id}")
+    shown = {  # what ann signs over, as her key would have been shown it
+        "call_id": call_id,
+        "judge_key": key,
+        "response_digest": record["record"]["response_digest"],
+        "output": record["response"]["output"],
+    }
+    body = _signed(w.h.signers["ann"], shown)
+    path = f"/meaning/judgments/{call_id}"
+    assert w.h.refused("ann", "POST", path, body) == (403, "CONFLICT_OF_INTEREST")
+    w.h.clock.advance(hours=24 * 30)
+    assert w.h.app.gateway.judge_pending() == 1
+    view = w.h.ok("ann", "GET", f"/gateway/calls/{call_id}")
+    assert view["status"] == "settled" and view["meaning"]["outcome"] == "unavailable"
+    assert w.h.balance("wallet:ann") == FUNDS - PRICE
+
+
 def test_the_cli_lists_and_signs_a_key_judgment(world: Any, tmp_path: Path) -> None:
     """`adjudge calls judgments` lists what waits for vic's key; `adjudge calls judge` signs a
     cited conflict with the key file; `adjudge calls show` says the meaning check is pending,

@@ -53,7 +53,7 @@ from adjudge.calls.verify import (
     received_response,
     to_wire,
 )
-from adjudge.errors import Conflict, NotFound, StateError, VerificationFailed
+from adjudge.errors import Conflict, NotAllowed, NotFound, StateError, VerificationFailed
 from adjudge.json_text import dumps_utf8
 from adjudge.receipts import VerifyingKey, canonical_bytes
 from adjudge.store import Account, Transaction, holds, meaning_queue, receipt_log, records
@@ -331,6 +331,13 @@ def _supersede(
     emit_call_event(tx, call.caller, call.provider, rejudged, now)
 
 
+def _party(viewer: Account, case: _Case) -> bool:
+    """Whether the viewer called the call or provides its tool: its key, named by the policy,
+    judges others' calls, never its own (a caller's cited conflict took its own charge back,
+    as a provider's word would keep it)."""
+    return viewer.id in (case.call.caller, case.call.provider)
+
+
 def _named_keys(tx: Transaction, viewer: Account) -> set[str]:
     """The judge names of the viewer's active verifier keys (``key:<fingerprint>``)."""
     return {
@@ -350,7 +357,7 @@ def key_pending(gateway: Gateway, viewer: Account) -> dict[str, Any]:
         found = []
         for row, key in meaning_queue.asked_of(tx, mine, limit=KEY_PAGE):
             case = _case(tx, row)
-            if case is not None and key in case.policy.judges:
+            if case is not None and key in case.policy.judges and not _party(viewer, case):
                 found.append((row, key, case))
         return found
 
@@ -381,7 +388,8 @@ def submit_key_judgment(
     """Keep a verifier key's signed judgment of a queued call. The service rebuilds the payload
     from the body and checks, in order: a pending judgment of the call that names the key
     (``MEANING_JUDGMENT_NOT_FOUND``), the key the viewer's own and active
-    (``MEANING_JUDGMENT_KEY_INVALID``), the response digest the call's
+    (``MEANING_JUDGMENT_KEY_INVALID``), the viewer neither the call's caller nor its provider
+    (``CONFLICT_OF_INTEREST``), the response digest the call's
     (``MEANING_JUDGMENT_DIGEST_MISMATCH``), the window (``MEANING_JUDGMENT_LATE``), the signature
     (``MEANING_JUDGMENT_SIGNATURE_INVALID``), and one judgment per key and call
     (``MEANING_JUDGMENT_REPLAYED``)."""
@@ -402,6 +410,12 @@ def submit_key_judgment(
                 f"The key {judge} is not an active verifier key of your account; sign with the "
                 "key you registered.",
                 code="MEANING_JUDGMENT_KEY_INVALID",
+            )
+        if _party(viewer, case):
+            raise NotAllowed(
+                f"The call {call_id} is yours (you called it or provide its tool): a party's "
+                "word about its own call is no judgment of it; nothing was kept.",
+                code="CONFLICT_OF_INTEREST",
             )
         if body.get("response_digest") != row.response_digest:
             raise Conflict(
