@@ -201,6 +201,25 @@ def test_a_corroborator_dearer_than_the_bound_is_never_called(setup: Corroborate
     assert setup.nimbus.seen == [] and h.balance(f"wallet:{PROVIDER}") == SKY_FUNDS
 
 
+def test_a_caller_never_corroborates_its_own_call(setup: Corroborated) -> None:
+    """nimbus calls sky's tool, whose empty answers nimbus's outlook corroborates: nimbus's
+    tool is not asked about nimbus's own call (its results, passed by its own policy, failed
+    sky's empty answer: nimbus was refunded, sky struck, and sky paid nimbus's price besides),
+    and the empty answer is DEGRADED, charged to nimbus as listed."""
+    h = setup.world.h
+    h.app.accounts.deposit(h.app.accounts.authenticate(h.keys["root"]), CORROBORATOR, PRICE)
+    setup.world.script.answer = "empty"
+    setup.nimbus.answer = "good"
+    r = setup.world.call({"city": "berlin"}, who=CORROBORATOR)
+    assert r.status_code == 200, r.text
+    got = r.json()
+    assert (got["status"], got["verdict"], got["strike"]) == ("settled", "DEGRADED", False), got
+    assert "made the call it would corroborate" in got["corroboration"]["reason"]
+    assert not got["corroboration"]["available"] and setup.nimbus.seen == []
+    assert h.balance(f"wallet:{CORROBORATOR}") == 0
+    assert h.balance(f"wallet:{PROVIDER}") == SKY_FUNDS
+
+
 def _outlook_at(setup: Corroborated, price: int) -> dict[str, Any]:
     current = setup.world.h.ok(CORROBORATOR, "GET", f"/tools/{OUTLOOK}")
     doc = _outlook(current["endpoint"]["base_url"])

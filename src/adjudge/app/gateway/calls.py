@@ -429,6 +429,7 @@ class Gateway:
                 self,
                 call_id=begun.call_id,
                 provider=request.provider,
+                caller=begun.caller,
                 policy=p.policy,
                 arguments=request.arguments,
             )
@@ -549,7 +550,7 @@ class Gateway:
                 count_spending(tx, caller.key.id, price, stored.currency, now)
             settlement.reserve(tx, caller.id, hold, price, at=now)
 
-        return start, _Begun(prepared, call_id, hold)
+        return start, _Begun(prepared, call_id, hold, caller.id)
 
     async def _start(self, ask: _Asked, prepared: _Prepared) -> _Begun | Answer[dict[str, Any]]:
         """(2), committed with whatever else starts meanwhile; a lost race on the key replays
@@ -1204,6 +1205,7 @@ class _Begun:
     prepared: _Prepared
     call_id: str
     hold: str
+    caller: str
 
 
 def _record() -> Any:

@@ -7,6 +7,8 @@ provider's tool, asked through this gateway with the same arguments (or the argu
 - **who pays**: the policy's provider (``paid_by: provider``), from its own wallet, reserved and
   settled like any call against that call's own signed receipt. The caller of the empty answer
   is charged the listed price it agreed to and nothing more;
+- **not the caller's**: a corroborator whose provider made the call is not asked (its own tool
+  would decide its own call: results it passed would fail the empty answer and refund it);
 - **bounded**: at most ``max_price_minor`` a corroboration (the gateway's max-price refusal,
   before anything is reserved or forwarded), at most one per call (its Idempotency-Key is
   ``corroborate <call id>``, with a space no caller's key may hold: the provider, which sees
@@ -36,6 +38,7 @@ from adjudge.errors import Error
 from adjudge.json_text import dumps_utf8
 from adjudge.store import Account, Transaction, records
 from adjudge.store import calls as calls_db
+from adjudge.store import gateway as gateway_db
 
 __all__ = ["KEY_PREFIX", "corroborate"]
 
@@ -69,11 +72,12 @@ async def corroborate(
     *,
     call_id: str,
     provider: str,
+    caller: str,
     policy: Policy,
     arguments: Mapping[str, Any],
 ) -> Corroboration:
-    """Ask ``policy``'s declared corroborator about the call ``call_id`` of ``provider``, paid
-    by ``provider``; what it found, or why it could not say."""
+    """Ask ``policy``'s declared corroborator about the call ``call_id`` of ``provider``, made
+    by ``caller``, paid by ``provider``; what it found, or why it could not say."""
     rule = policy.empty_result
     assert rule is not None and rule.corroborator is not None
     spec = rule.corroborator
@@ -99,9 +103,13 @@ async def corroborate(
             return unavailable(f"its arguments could not be made from the call's: {exc}")
         if not isinstance(asked, dict):
             return unavailable("its arguments expression did not make an object")
-    payer = await gateway.read_async(lambda tx: records.account(tx, provider))
+    payer, source = await gateway.read_async(lambda tx: _parties(tx, provider, spec.tool))
     if payer is None:
         return unavailable(f"the paying provider {provider} has no account")
+    if source == caller:
+        # Its tool would judge its own call: results its own checks pass would fail the empty
+        # answer, refund the caller and strike the provider, who pays the caller's tool besides.
+        return unavailable(f"its provider {caller} made the call it would corroborate", caller)
     try:
         answer = await gateway.call_async(
             payer,
@@ -141,6 +149,13 @@ async def corroborate(
     return Corroboration(
         source=source, empty=not found, reason=reason, tool=spec.tool, available=True, **named
     )
+
+
+def _parties(tx: Transaction, provider: str, tool: str) -> tuple[Account | None, str | None]:
+    """The paying provider's account, and the corroborator tool's provider (None: no such
+    tool)."""
+    stored = gateway_db.tool(tx, tool)
+    return records.account(tx, provider), None if stored is None else stored.provider
 
 
 def _response_digest(tx: Transaction, call_id: str) -> str:
