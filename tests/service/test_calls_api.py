@@ -130,6 +130,35 @@ def test_a_reported_calls_sampling_is_drawn_by_the_service(sqlite_store: Store) 
     assert isinstance(seed, str) and len(seed) == 32 and int(seed, 16) >= 0
 
 
+def test_quality_terms_finer_than_six_decimal_places_are_refused(sqlite_store: Store) -> None:
+    """The exact penalty test runs in the commit of each of the provider's calls, in powers of
+    the declared rate's and the confidence's denominators, one per observation: a rate of 4,000
+    decimal places took 1 s a call at 300 observations (7.6 s at 1,000) on the thread that
+    commits every account's writes. Such terms are refused; six places are declared."""
+    h, _ = _harness(sqlite_store)
+    contract = _example("weather.contract.json")
+    fine = "0.5" + "0" * 4000 + "1"
+    for terms in (
+        {"declared_failure_rate": fine, "sample_gate": 5, "window_days": 7},
+        {"declared_failure_rate": "1/1000001", "sample_gate": 5, "window_days": 7},
+        {
+            "declared_failure_rate": "0.02",
+            "confidence": "0.9999999",
+            "sample_gate": 5,
+            "window_days": 7,
+        },
+    ):
+        refused = h.refused("skycast", "POST", "/tools", {"contract": contract, "quality": terms})
+        assert refused == (400, "QUALITY_TERMS_INVALID"), terms
+    terms = {
+        "declared_failure_rate": "0.123456",
+        "confidence": "0.999999",
+        "sample_gate": 5,
+        "window_days": 7,
+    }
+    h.ok("skycast", "POST", "/tools", {"contract": contract, "quality": terms})
+
+
 def test_bad_contracts_policies_and_calls_are_refused_with_codes(sqlite_store: Store) -> None:
     """The calls package's codes as 400; roles, ownership and duplicates as 403/404/409."""
     h, _ = _harness(sqlite_store)

@@ -123,6 +123,12 @@ MAX_PROVIDER_TOOLS = 1_000
 #: without a bound one tool's provider grew them at will.
 MAX_CONTRACT_VERSIONS = 1_000
 MAX_POLICY_VERSIONS = 1_000
+#: The finest declared failure rate and confidence a provider's terms give: the denominator of
+#: each, in lowest terms, at most this (six decimal places). The exact penalty test works in
+#: powers of it, one per observation, in the commit of every call the provider answers: a rate
+#: of 4,000 decimal places took 1 s a call at 300 observations and 7.6 s at 1,000, on the one
+#: thread that commits every account's writes.
+TERMS_DENOMINATOR = 1_000_000
 
 
 def _judged_under(envelope: object) -> str | None:
@@ -158,6 +164,20 @@ def _terms(declared: Mapping[str, Any]) -> QualityTerms:
         return parse_terms({"type": "provider", **declared})
     except CriteriaError as exc:
         raise CriteriaError(exc.message, code="QUALITY_TERMS_INVALID") from None
+
+
+def _declarable(terms: QualityTerms) -> None:
+    """Refuse terms finer than :data:`TERMS_DENOMINATOR` (``QUALITY_TERMS_INVALID``)."""
+    for name, value in (
+        ("declared failure rate", terms.declared_failure_rate),
+        ("confidence", terms.confidence),
+    ):
+        if value.denominator > TERMS_DENOMINATOR:
+            raise CriteriaError(
+                f"The {name} is given to at most six decimal places (a ratio's denominator at "
+                f"most {TERMS_DENOMINATOR:,}).",
+                code="QUALITY_TERMS_INVALID",
+            )
 
 
 #: Contracts and policies parsed in this process, by digest (a digest names one document).
@@ -413,7 +433,7 @@ class Calls:
         _storable(parsed.tool, "A tool name", 200, "CONTRACT_INVALID")
         _storable(parsed.version, "A contract version", 64, "CONTRACT_INVALID")
         if quality is not None:
-            _terms(quality)
+            _declarable(_terms(quality))
         idem = Idempotency.of(
             key, "calls.register_tool", {"contract": contract, "quality": quality}
         )
