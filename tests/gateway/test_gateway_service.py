@@ -14,6 +14,7 @@ import pytest
 
 from adjudge.receipts import canonical_bytes, verify
 from adjudge.store import Store
+from adjudge.store import calls as calls_db
 from support import http, live
 from support.audit import audit
 from support.harness import FUNDS, make_harness
@@ -139,6 +140,31 @@ def _declare_terms(world: World) -> None:
             "quality": {"declared_failure_rate": "1/10", "sample_gate": 3, "window_days": 7},
         },
     )
+
+
+def test_a_window_past_the_calendar_is_refused_and_stored_terms_never_stop_a_call(
+    world: World, store: Store
+) -> None:
+    """A window of 999,999,999 days reached back before year 1: every call the provider
+    answered failed in its commit (500), and the upkeep's recovery, counting the call in the
+    same window, failed alike, so the caller's price stayed reserved for good. Such terms are
+    refused (10 years at most; one past what a date holds is refused too, not a 500); terms
+    stored before that no longer parse move no window, and the provider's calls end."""
+    contract = {"tool": "weather_unused", "version": "1"}
+    for days in (3651, 999_999_999, 10**10):
+        terms = {"declared_failure_rate": "1/10", "sample_gate": 3, "window_days": days}
+        refused = world.h.refused(
+            PROVIDER, "POST", "/tools", {"contract": contract, "quality": terms}
+        )
+        assert refused == (400, "QUALITY_TERMS_INVALID"), days
+    _declare_terms(world)
+    with store.write() as tx:  # as stored before the bound
+        stored = {"declared_failure_rate": "1/10", "sample_gate": 3, "window_days": 999_999_999}
+        calls_db.set_terms(tx, PROVIDER, stored, world.h.clock.now())
+    got = world.call({"city": "berlin"})
+    assert got.status_code == 200, got.text
+    assert world.h.balance("wallet:ann") == FUNDS - PRICE
+    assert world.h.balance(f"held:{PROVIDER}") == PRICE
 
 
 def test_observed_failures_feed_quality_and_propose_a_penalty(world: World) -> None:

@@ -365,10 +365,9 @@ def observe_quality(tx: Transaction, provider: str, now: datetime, counted: str)
     """After an observed call (recorded in ``tx``, adding to ``counted``): move the provider's
     running window when it declared terms, and record a penalty proposal when the window
     supports one and none is open. Without terms there is nothing to keep per call."""
-    declared = db.terms(tx, provider)
-    if declared is None:
+    terms = parsed_terms(db.terms(tx, provider))
+    if terms is None:  # none, or stored terms that no longer parse: the call still ends
         return
-    terms = _terms(declared)
     _propose_if_due(tx, quality_windows.observe(tx, provider, terms.window, now, counted), terms)
 
 
@@ -382,10 +381,9 @@ def requalify(tx: Transaction, call_id: str, verdict: str | None, now: datetime)
     provider = quality_windows.superseded(tx, call_id, verdict)
     if provider is None:
         return
-    declared = db.terms(tx, provider)
-    if declared is None:
+    terms = parsed_terms(db.terms(tx, provider))
+    if terms is None:
         return
-    terms = _terms(declared)
     _propose_if_due(tx, quality_windows.window(tx, provider, terms.window, now), terms)
 
 

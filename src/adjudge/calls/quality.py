@@ -33,6 +33,7 @@ from adjudge.errors import CriteriaError, TransitionError
 __all__ = [
     "ENFORCEMENT_DELAY",
     "GRACE_PERIOD",
+    "MAX_WINDOW",
     "WINDOW_COUNTS",
     "Observation",
     "PenaltyAssessment",
@@ -82,6 +83,12 @@ def observation_of(result: CallResult) -> Observation:
     )
 
 
+#: The longest quality window a provider declares (as a window read is asked for): a window
+#: reaching back before year 1 could not be placed on the calendar, and every call the provider
+#: answered failed in its commit, its price reserved for good.
+MAX_WINDOW = timedelta(days=3650)
+
+
 @dataclass(frozen=True)
 class QualityTerms:
     """A provider's declared quality terms and the test's parameters."""
@@ -101,9 +108,10 @@ class QualityTerms:
             raise CriteriaError(
                 "The sample gate must be at least 1 observation.", code="QUALITY_TERMS_INVALID"
             )
-        if self.window <= timedelta(0):
+        if not timedelta(0) < self.window <= MAX_WINDOW:
             raise CriteriaError(
-                "The quality window must be a positive duration.", code="QUALITY_TERMS_INVALID"
+                f"The quality window is a positive duration of at most {MAX_WINDOW.days} days.",
+                code="QUALITY_TERMS_INVALID",
             )
         if not 0 < self.confidence < 1:
             raise CriteriaError(
@@ -457,5 +465,5 @@ def parse_terms(record: object) -> QualityTerms:
             confidence=Fraction(str(record.get("confidence", "0.95"))),
             penalty_minor=penalty,
         )
-    except (KeyError, ValueError, ZeroDivisionError) as exc:
+    except (KeyError, ValueError, ZeroDivisionError, OverflowError) as exc:
         raise CriteriaError(f"A provider record has a bad field: {exc}", code=code) from None
