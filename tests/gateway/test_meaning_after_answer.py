@@ -638,6 +638,8 @@ def test_a_caller_cannot_judge_its_own_call(world: Any) -> None:
     w.h.ok(PROVIDER, "POST", "/tools/weather_forecast/policies", {"policy": policy})
     call_id = w.answered()["intentId"]
     assert w.h.ok("ann", "GET", "/meaning/judgments")["judgments"] == []
+    # Not asked at all: her own calls never fill the page of those her key is asked about.
+    assert w.h.app.unit.read(lambda tx: meaning_queue.asked_of(tx, [key], limit=10)) == []
     record = w.h.ok("ann", "GET", f"/calls/{call_id}")
     shown = {  # what ann signs over, as her key would have been shown it
         "call_id": call_id,

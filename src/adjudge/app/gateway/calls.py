@@ -950,7 +950,7 @@ class Gateway:
                     response_digest=result.response_digest,
                     receipt_id=receipt.id,
                     at=now,
-                    key_judges=key_judges,
+                    key_judges=_not_parties(tx, key_judges, caller.id, stored.provider),
                 )
             if result.needs_review and payment == "settle":
                 _to_review(tx, stored_call.id, stored.name, stored.provider, caller.id, result, now)
@@ -1124,6 +1124,18 @@ def _to_review(
         opened_by="meaning_judges",
     )
     emit_call_event(tx, caller, provider, reported, now)
+
+
+def _not_parties(tx: Transaction, keys: Sequence[str], caller: str, provider: str) -> list[str]:
+    """The named keys neither party of the call owns: a key never judges its owner's own call
+    (:func:`adjudge.app.gateway.posthoc.submit_key_judgment`), so its owner is not asked for
+    one, and its own calls do not fill the page of those it is asked about."""
+    kept = []
+    for key in keys:
+        found = records.verifier_key(tx, key.removeprefix("key:"))
+        if found is None or found.account_id not in (caller, provider):
+            kept.append(key)
+    return kept
 
 
 def _timed(name: str, fn: Callable[[Transaction], T]) -> Callable[[Transaction], T]:
