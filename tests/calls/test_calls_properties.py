@@ -23,6 +23,7 @@ from adjudge.calls import (
     determine_call,
     parse_request,
     parse_response,
+    quality,
     quality_window,
     register_contract,
     register_policy,
@@ -35,7 +36,7 @@ from adjudge.calls.contract import (
     ExpressionError,
     compile_expression,
 )
-from adjudge.calls.quality import Observation
+from adjudge.calls.quality import EXACT_BITS, Observation, _exact_tail_test
 from adjudge.calls.verify import digested_bytes
 from adjudge.kernel import Verdict
 
@@ -340,6 +341,52 @@ def test_a_large_window_is_decided_quickly() -> None:
     assert test.p_high < 0.05
     not_enough = binomial_tail_test(200_000, 4_020, Fraction(1, 50), Fraction(1, 20))
     assert not not_enough.rejected
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(5_000, 12_000), st.integers(16, 200), st.data())
+def test_a_busy_windows_estimate_decides_like_the_exact_sum(
+    n: int, denominator: int, data: st.DataObject
+) -> None:
+    """Past EXACT_BITS the floating-point estimate decides; it decides as the integer sum does,
+    and its bounds hold the exact p-value."""
+    p = Fraction(data.draw(st.integers(1, denominator - 1)), denominator)
+    mode = math.floor((n + 1) * p)
+    k = data.draw(st.integers(min(n, mode + 1), min(n, mode + 4 * math.isqrt(n) + 2)))
+    alpha = Fraction(data.draw(st.integers(1, 999)), 1000)
+    test = binomial_tail_test(n, k, p, alpha)
+    exact = _exact_tail_test(n, k, p, alpha)
+    assert test.rejected is exact.rejected
+    assert test.p_low <= exact.p_high and exact.p_low <= test.p_high
+
+
+@pytest.mark.parametrize(
+    ("n", "k", "p"), [(5_000, 280, Fraction(1, 20)), (4_000, 60, Fraction(1, 100))]
+)
+def test_a_p_value_at_alpha_is_decided_by_the_exact_sum(n: int, k: int, p: Fraction) -> None:
+    """Where the estimate cannot tell (alpha the p-value itself, or a hair below it), the exact
+    sum decides: at alpha, rejected; below it by one part in 10^30, not."""
+    assert n * p.denominator.bit_length() > EXACT_BITS  # the estimate is tried first
+    tail = binomial_upper_tail(n, k, p)
+    assert binomial_tail_test(n, k, p, tail).rejected
+    assert not binomial_tail_test(n, k, p, tail * (1 - Fraction(1, 10**30))).rejected
+
+
+def test_a_busy_windows_test_costs_no_megabit_arithmetic() -> None:
+    """A window of a million observations is decided from the estimate: the integer sum is
+    not run (it multiplied numbers of 4.3 million bits, once per term)."""
+    ran = []
+    real = quality._exact_tail_test
+
+    def exact(*args: Any) -> Any:
+        ran.append(args)
+        return real(*args)
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(quality, "_exact_tail_test", exact)
+        assert not binomial_tail_test(1_000_000, 50_200, Fraction(1, 20), Fraction(1, 20)).rejected
+        assert binomial_tail_test(1_000_000, 50_600, Fraction(1, 20), Fraction(1, 20)).rejected
+    assert ran == []
 
 
 def test_sampling_selects_about_the_rate() -> None:
