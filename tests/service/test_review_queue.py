@@ -5,6 +5,7 @@ resubmissions and rulings happen; and a claim hands a verifier only what its que
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any
@@ -18,6 +19,7 @@ from adjudge.store import ConcurrentUpdate, Store, leases, records
 from support.audit import reset
 from support.harness import Harness, make_harness
 from support.migrations import downgrade
+from support.statements import statements
 
 VERIFIERS = ("vera", "vic", "ann")
 RESULT = "The summary: revenue rose 4% while costs fell."
@@ -196,3 +198,35 @@ def test_a_lost_submit_race_is_a_concurrent_update(store: Store) -> None:
         loser.send()
     with store.read() as tx:
         assert {(t, v, a) for t, v, a, _ in leases.queued(tx)} == {(tid, "vera", 1)}
+
+
+def test_a_claim_reads_its_jobs_texts_after_its_write(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A claim's write takes the leases only: the brief, the criteria and the result its jobs
+    carry (up to 300,000 characters a job, 50 jobs a claim) are read after it commits, never
+    on the thread that commits every account's writes, and the jobs are what they were."""
+    h = _harness(store)
+    brief = "Summarise the report. " * 400
+    result = RESULT * 200
+    tid = h.post("agent", brief=brief, criteria={"acceptance": "Name the revenue."})
+    h.ok("bob", "POST", f"/tasks/{tid}/accept")
+    h.ok("bob", "POST", f"/tasks/{tid}/submissions", {"result": result})
+    commits = h.app.unit.commits
+    assert commits is not None
+    where: list[bool] = []
+    real = records.submission
+
+    def noted(tx: Any, task_id: str, attempt: int) -> Any:
+        where.append(commits.here())
+        return real(tx, task_id, attempt)
+
+    monkeypatch.setattr(records, "submission", noted)
+    with statements(store.engine, "review_queue") as sent:
+        [job] = h.app.reviews.claim(h.account("vera"), limit=50)
+    assert where == [False]
+    assert sent and not any(re.search(r"\btasks\.(brief|criteria)\b", sql) for sql in sent)
+    assert (job["task_id"], job["attempt"], job["brief"], job["result"]) == (tid, 1, brief, result)
+    assert job["acceptance"] == "Name the revenue."
+    assert job["result_digest"] == h.ok("pat", "GET", f"/tasks/{tid}")["result_digest"]
+    assert h.app.reviews.claim(h.account("vera"), limit=50) == []  # leased
