@@ -15,7 +15,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from adjudge.service import MAX_BODY_BYTES, errors
-from adjudge.store import Store
+from adjudge.store import Store, records
 from support.harness import FUNDS, Harness, make_harness
 
 GOOD = "A long enough result."
@@ -316,6 +316,36 @@ def test_the_dry_run_is_rationed_and_only_for_the_holder(h: Harness) -> None:
         403,
         "NOT_TASK_AGENT",
     )
+
+
+def test_a_dry_run_reads_its_task_before_its_write(
+    h: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its write counts the quota alone: the task (criteria up to 256 KiB, the brief) is read
+    and who may dry-run it decided before, never on the thread that commits every account's
+    writes — for a dry run refused past the quota, or to another agent, as for one that runs."""
+    criteria = {"min_length": 10, **{f"note_{i}": "x" * 2000 for i in range(100)}}
+    tid = h.post("auto", criteria=criteria, lenient_criteria=True)
+    h.ok("ann", "POST", f"/tasks/{tid}/accept")
+    commits = h.app.unit.commits
+    assert commits is not None
+    where: list[bool] = []
+    real = records.task
+
+    def noted(tx: Any, task_id: str) -> Any:
+        where.append(commits.here())
+        return real(tx, task_id)
+
+    monkeypatch.setattr(records, "task", noted)
+    for _ in range(20):
+        h.ok("ann", "POST", f"/tasks/{tid}/dry-run", {"result": GOOD})
+    r = h.call("ann", "POST", f"/tasks/{tid}/dry-run", {"result": GOOD})
+    assert (r.status_code, r.json()["error"]["code"]) == (429, "DRY_RUN_QUOTA_EXCEEDED")
+    assert h.refused("bob", "POST", f"/tasks/{tid}/dry-run", {"result": GOOD}) == (
+        403,
+        "NOT_TASK_AGENT",
+    )
+    assert len(where) >= 22 and not any(where)
 
 
 def test_an_accounts_posts_are_bounded_an_hour(h: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
