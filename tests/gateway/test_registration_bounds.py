@@ -13,7 +13,9 @@ import pytest
 
 from adjudge.app import calls as call_use_cases
 from adjudge.app.demo import WEATHER_POLICY
+from adjudge.app.gateway import parsed as parsed_documents
 from adjudge.app.gateway import tools as tool_use_cases
+from adjudge.calls.kept import Kept
 from adjudge.calls.tools import MAX_REGISTERED_VALUES
 from support.harness import Harness, make_harness
 from support.weather import tool
@@ -250,3 +252,41 @@ def test_an_extra_key_sets_none_of_the_rules_that_judge_calls(h: Harness) -> Non
     assert h.ok("ann", "GET", "/tools/weather_forecast")["policy"]["version"] != 9
     assert h.refused("ann", "GET", "/tools/new") == (404, "TOOL_NOT_FOUND")
     h.ok("root", "POST", "/tools/weather_forecast/policies", policy)  # the admin's own key
+
+
+def test_a_listing_compiles_no_tool_document(h: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A page of tools, a search and one tool's page are read from the stored documents, each
+    as its parse would list it, with nothing compiled: with the parsed documents let go and
+    ``parse_tool`` refusing, they answer as before (a page of 200 tools at the bound compiled
+    each, and outgrew the cache that keeps them, so each page compiled them all again: 249 s
+    and 304 s for two pages, another account's requests 5-6x slower meanwhile)."""
+    documents = {
+        "weather_forecast": _document("sky", "weather_forecast", 30),
+        "plain": {**_document("sky", "plain", 0), "policy": None, "refunded_output": "return"},
+    }
+    for document in documents.values():
+        h.ok("sky", "POST", "/tools/callable", {"tool": document})
+    h.ok("sky", "POST", "/tools/weather_forecast/policies", {"policy": WEATHER_POLICY})
+    page = h.ok("sun", "GET", "/tools")
+    found = h.ok("sun", "GET", "/tools?query=weather")
+    one = h.ok("sun", "GET", "/tools/weather_forecast")
+    assert len(page["tools"]) == 2 and one["judged_by"] is not None
+    for view in page["tools"]:  # what the full parse of its document lists
+        parsed = tool_use_cases.parse_tool(documents[view["name"]])
+        assert view["definition"] == parsed.mcp_definition()
+        assert view["description"] == parsed.description
+        assert view["policy"] == (None if parsed.policy is None else parsed.policy.to_dict())
+        assert view["refunded_output"] == parsed.refunded_output
+    whole = tool_use_cases.parse_tool(documents["weather_forecast"]).to_dict()
+    assert (one["input_schema"], one["contract"]) == (whole["input_schema"], whole["contract"])
+    hidden = ("base_url", "authority")  # a caller's view of where the provider lives
+    assert one["endpoint"] == {k: v for k, v in whole["endpoint"].items() if k not in hidden}
+
+    def compiled(*_: Any) -> Any:
+        raise AssertionError("a listing compiled a tool document")
+
+    monkeypatch.setattr(parsed_documents, "_TOOLS", Kept())
+    monkeypatch.setattr(parsed_documents, "parse_tool", compiled)
+    assert h.ok("sun", "GET", "/tools") == page
+    assert h.ok("sun", "GET", "/tools?query=weather") == found
+    assert h.ok("sun", "GET", "/tools/weather_forecast") == one

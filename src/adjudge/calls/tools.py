@@ -45,6 +45,7 @@ __all__ = [
     "ArgumentsInvalid",
     "BuiltRequest",
     "Endpoint",
+    "Listed",
     "Location",
     "Placement",
     "PolicyRef",
@@ -52,6 +53,7 @@ __all__ = [
     "Tool",
     "build_request",
     "check_arguments",
+    "listed",
     "parse_tool",
     "percent_encode",
 ]
@@ -305,15 +307,52 @@ class Tool:
         The output schema is listed only when it is an object schema (MCP's structured content
         is an object); the price and other ``_meta`` are the endpoint's to add.
         """
-        out: dict[str, Any] = {
-            "name": self.name,
-            "description": self.description,
-            "inputSchema": copy.deepcopy(dict(self.input_schema)),
-        }
-        schema = self.contract.output_schema
-        if isinstance(schema, Mapping) and schema.get("type") == "object":
-            out["outputSchema"] = copy.deepcopy(dict(schema))
-        return out
+        return _mcp_definition(
+            self.name, self.description, self.input_schema, self.contract.output_schema
+        )
+
+
+def _mcp_definition(
+    name: str, description: str, input_schema: Mapping[str, Any], output_schema: object
+) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "name": name,
+        "description": description,
+        "inputSchema": copy.deepcopy(dict(input_schema)),
+    }
+    if isinstance(output_schema, Mapping) and output_schema.get("type") == "object":
+        out["outputSchema"] = copy.deepcopy(dict(output_schema))
+    return out
+
+
+@dataclass(frozen=True)
+class Listed:
+    """What a listing shows of a registered tool, read from its stored document (the
+    :meth:`Tool.to_dict` that :func:`parse_tool` checked at registration) without compiling
+    its schemas: a page of tools at the registration bound took 0.3 s of CPU a tool to
+    compile, and a page of 200 outgrew the cache of parsed documents, so each such page
+    compiled every tool again (:func:`listed`)."""
+
+    description: str
+    policy: PolicyRef | None
+    refunded_output: str
+    definition: dict[str, Any]
+
+
+def listed(document: Mapping[str, Any]) -> Listed:
+    """A stored tool document as a listing shows it (:class:`Listed`): what
+    :func:`parse_tool` of it would list, without compiling anything."""
+    description = str(document.get("description", ""))
+    contract = document.get("contract")
+    output_schema = contract.get("output_schema") if isinstance(contract, Mapping) else None
+    return Listed(
+        description=description,
+        policy=_parse_policy_ref(document.get("policy")),
+        refunded_output=str(document.get("refunded_output", "withhold")),
+        definition=_mcp_definition(
+            str(document["name"]), description, document["input_schema"], output_schema
+        ),
+    )
 
 
 # ----------------------------------------------------------------------------- parsing

@@ -11,8 +11,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from adjudge.app.gateway.parsed import parsed_tool
-from adjudge.calls.tools import DECIMALS
+from adjudge.calls.tools import DECIMALS, listed
 from adjudge.calls.verify import CallResult
 from adjudge.market.money import LEDGER_CURRENCY
 from adjudge.store import calls as calls_db
@@ -30,16 +29,18 @@ def tool_view(
 ) -> dict[str, Any]:
     """A callable tool as listed: its MCP definition, provider, the price a call starting now
     is charged (and an announced increase with its date), and which policy version would judge
-    a call starting now — what a caller reads before paying."""
-    tool = parsed_tool(stored)
-    listed = stored.listed
-    pending = listed.pending(now)
+    a call starting now — what a caller reads before paying. Read from the stored document,
+    never compiled (:func:`adjudge.calls.tools.listed`): a listing's page costs its documents'
+    size, not their schemas' compiling."""
+    tool = listed(stored.document)
+    price = stored.listed
+    pending = price.pending(now)
     return {
         "name": stored.name,
         "version": stored.version,
         "provider": stored.provider,
         "description": tool.description,
-        "price": money(listed.at(now), stored.currency),
+        "price": money(price.at(now), stored.currency),
         "pending_price": None
         if pending is None
         else money(pending[0], stored.currency) | {"from": pending[1].isoformat()},
@@ -47,7 +48,7 @@ def tool_view(
         "judged_by": None if judged_by is None else judge_view(judged_by),
         "refunded_output": tool.refunded_output,
         "registered_at": stored.registered_at.isoformat(),
-        "definition": tool.mcp_definition(),
+        "definition": tool.definition,
         "digest": stored.digest,
     }
 
