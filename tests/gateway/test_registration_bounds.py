@@ -11,12 +11,13 @@ from typing import Any
 
 import pytest
 
+from adjudge import json_text
 from adjudge.app import calls as call_use_cases
 from adjudge.app.demo import WEATHER_POLICY
 from adjudge.app.gateway import parsed as parsed_documents
 from adjudge.app.gateway import tools as tool_use_cases
 from adjudge.calls.kept import Kept
-from adjudge.calls.tools import MAX_REGISTERED_VALUES
+from adjudge.calls.tools import MAX_REGISTERED_BYTES, MAX_REGISTERED_VALUES
 from support.harness import Harness, make_harness
 from support.weather import tool
 
@@ -75,6 +76,43 @@ def test_a_document_past_the_bound_is_refused_before_it_compiles(
     assert _values(contract) > MAX_REGISTERED_VALUES
     r = h.call("sky", "POST", "/tools", {"contract": contract})
     assert (r.status_code, r.json()["error"]["code"]) == (400, "CONTRACT_INVALID")
+
+
+def test_a_document_past_the_bytes_bound_is_refused_before_it_compiles(
+    h: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tool document of a few values whose input schema holds a long description: at the
+    bytes bound it is registered; a byte past it is refused with its code and a sentence naming
+    the bound, without its schemas compiled; a contract and a policy alike (before, a tool of
+    3.5 MB was registered, and a page of 31 of them was a 109 MB answer)."""
+
+    def described(name: str, size: int) -> dict[str, Any]:
+        made = _document("sky", name, 0)
+        made["input_schema"]["properties"]["city"]["description"] = ""
+        room = MAX_REGISTERED_BYTES - len(json_text.dumps_utf8(made))
+        made["input_schema"]["properties"]["city"]["description"] = "x" * (room + size)
+        return made
+
+    at = described("at_bound", 0)
+    assert len(json_text.dumps_utf8(at)) == MAX_REGISTERED_BYTES
+    h.ok("sky", "POST", "/tools/callable", {"tool": at})
+
+    def compiled(*_: Any) -> Any:
+        raise AssertionError("compiled a document past the bound")
+
+    monkeypatch.setattr(tool_use_cases, "parse_tool", compiled)
+    r = h.call("sky", "POST", "/tools/callable", {"tool": described("past_bound", 1)})
+    assert (r.status_code, r.json()["error"]["code"]) == (400, "TOOL_INVALID")
+    assert "128 KiB" in r.json()["error"]["message"]
+    contract = {**described("past_bound", 0)["contract"], "tool": "past_bound"}
+    contract["description"] = "x" * MAX_REGISTERED_BYTES
+    r = h.call("sky", "POST", "/tools", {"contract": contract})
+    assert (r.status_code, r.json()["error"]["code"]) == (400, "CONTRACT_INVALID")
+    assert "128 KiB" in r.json()["error"]["message"]
+    policy = {**copy.deepcopy(WEATHER_POLICY), "description": "x" * MAX_REGISTERED_BYTES}
+    r = h.call("sky", "POST", "/tools/at_bound/policies", {"policy": policy})
+    assert (r.status_code, r.json()["error"]["code"]) == (400, "POLICY_INVALID")
+    assert "128 KiB" in r.json()["error"]["message"]
 
 
 def test_an_accounts_registrations_at_once_are_bounded(

@@ -29,6 +29,7 @@ from typing import Any, NamedTuple
 
 from jsonschema.exceptions import ValidationError
 
+from adjudge import json_text
 from adjudge.calls.contract import Contract, register_contract
 from adjudge.calls.kept import json_values
 from adjudge.calls.pointers import pointer
@@ -97,6 +98,12 @@ MAX_PROBLEMS = 20
 #: on the development machine (0.7 ms a property): a document of 4 MiB took 70 s and 6 GB.
 #: At the bound, under half a second. (The demo's forecast tool holds 56.)
 MAX_REGISTERED_VALUES = 2_000
+#: The most bytes of compact JSON a tool document, a contract or a policy a provider registers
+#: may take. The values bound says nothing of a string's length: a tool of 2,000 values took up
+#: to the 4 MiB body, every version of it kept, and each listing's page of up to 200 tools
+#: answered its documents' definitions (a page of 31 such tools was 109 MB and took 4.4 s).
+#: At this bound, a page of 200 is some 26 MB at most. (The demo's forecast tool takes 1.5 kB.)
+MAX_REGISTERED_BYTES = 128 * 1024
 #: The most bytes of a request's URL the gateway sends (an argument placed in the path or the
 #: query is percent-encoded into it), and of the headers its arguments make: a larger one is
 #: refused before anything is reserved.
@@ -924,13 +931,19 @@ def build_request(tool: Tool, arguments: object, *, check: bool = True) -> Built
 
 def registrable(document: object, what: str, code: str) -> None:
     """Refuse, with ``code``, a document to register that holds more than
-    :data:`MAX_REGISTERED_VALUES` JSON values: counted before anything compiles its schemas,
-    stopping at the bound."""
+    :data:`MAX_REGISTERED_VALUES` JSON values (counted before anything compiles its schemas,
+    stopping at the bound) or takes more than :data:`MAX_REGISTERED_BYTES` as compact JSON."""
     if json_values(document, stop=MAX_REGISTERED_VALUES) > MAX_REGISTERED_VALUES:
         raise CriteriaError(
             f"{what} holds more than {MAX_REGISTERED_VALUES:,} JSON values (objects, arrays "
             "and scalars); its schemas are compiled for every process that serves it, so "
             "keep them to the fields callers rely on.",
+            code=code,
+        )
+    if len(json_text.dumps_utf8(document)) > MAX_REGISTERED_BYTES:
+        raise CriteriaError(
+            f"{what} takes more than {MAX_REGISTERED_BYTES // 1024} KiB as compact JSON; every "
+            "listing of the tools answers its definition, so keep its descriptions short.",
             code=code,
         )
 
