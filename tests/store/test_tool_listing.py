@@ -101,17 +101,42 @@ def test_a_search_reads_a_bounded_walk_and_names_where_it_ended(
         store, [(n, "tide tables" if n in ("tool_004", "tool_061") else "maps") for n in names]
     )
     batches: list[int] = []
-    latest = gateway._LATEST_TOOLS
+    latest = gateway._LATEST_NAMES
 
     class Counted(dict):  # type: ignore[type-arg]
         def __getitem__(self, key: bool) -> object:
             batches.append(1)
             return latest[key]
 
-    monkeypatch.setattr(gateway, "_LATEST_TOOLS", Counted(latest))
+    monkeypatch.setattr(gateway, "_LATEST_NAMES", Counted(latest))
     with store.read() as tx:
         first = gateway.list_tools(tx, query="nothing", limit=5)
     assert first.items == [] and first.next_cursor is not None
     assert len(batches) == 2  # 20 names read, not 65
     pages = _pages(store, "tide", 5)
     assert pages == [[("tool_004", 1)], [], [], [("tool_061", 1)]], pages
+
+
+def test_a_searchs_walk_reads_no_document(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A search's walk reads each walked name's description, not its document: a search
+    matching nothing reads no document, and one matching reads those of its page only, the
+    same page as before (the walk read 2,000 whole documents: 29-40 s when some held
+    3.5 MB)."""
+    names = [f"tool_{i:03d}" for i in range(30)]
+    _register(
+        store, [(n, "tide tables" if n in ("tool_004", "tool_021") else "maps") for n in names]
+    )
+    made: list[str] = []
+    whole = gateway._tool
+
+    def counted(m: object) -> gateway.StoredTool:
+        found = whole(m)
+        made.append(found.name)
+        return found
+
+    monkeypatch.setattr(gateway, "_tool", counted)
+    with store.read() as tx:
+        assert gateway.list_tools(tx, query="nothing", limit=5).items == []
+    assert made == []
+    assert _pages(store, "TIDE", 1) == [[("tool_004", 1)], [("tool_021", 1)]]
+    assert made == ["tool_004", "tool_021"]

@@ -270,23 +270,10 @@ def list_tools(
     short or empty, with a cursor to read on (a search matching nothing read every tool)."""
     after = None if cursor is None else decode_cursor(cursor)[1]
     needle = query.casefold() if query else None
-    batch = limit + 1 if needle is None else max(limit + 1, _SEARCH_BATCH)
-    found: list[StoredTool] = []
-    walked = 0
-    while True:
-        params = {"k_count": batch} if after is None else {"k_count": batch, "k_after": after}
-        rows = tx.conn.execute(_LATEST_TOOLS[after is not None], params).all()
-        for row in rows:
-            tool = _tool(row._mapping)
-            if needle is None or _mentions(tool, needle):
-                found.append(tool)
-        if len(found) > limit or len(rows) < batch:
-            break
-        after = rows[-1].name
-        walked += len(rows)
-        if walked >= SIFTED_ROWS:  # a search's walk ends here: fewer than a page found
-            last = _tool(rows[-1]._mapping)
-            return Page(found, encode_cursor(last.registered_at, last.name))
+    if needle is not None:
+        return _search_tools(tx, needle, limit, after)
+    params = {"k_count": limit + 1} if after is None else {"k_count": limit + 1, "k_after": after}
+    found = [_tool(r._mapping) for r in tx.conn.execute(_LATEST_TOOLS[after is not None], params)]
     page = found[:limit]
     following = None
     if len(found) > limit and page:
@@ -294,12 +281,41 @@ def list_tools(
     return Page(page, following)
 
 
-def _mentions(tool: StoredTool, needle: str) -> bool:
+def _search_tools(tx: Transaction, needle: str, limit: int, after: str | None) -> Page:
+    """:func:`list_tools` with a query: its walk reads each name's latest version's name, time
+    and description only (the description taken out of the document by the database), and then
+    the documents of the page's tools. Walking the whole rows read every walked tool's document:
+    a search matching nothing read 2,000 of them, 29-40 s when some held 3.5 MB."""
+    found: list[str] = []
+    walked = 0
+    while True:
+        params: dict[str, Any] = {"k_count": _SEARCH_BATCH}
+        if after is not None:
+            params["k_after"] = after
+        rows = tx.conn.execute(_LATEST_NAMES[after is not None], params).all()
+        found += [r.name for r in rows if _mentions(r.name, r.description, needle)]
+        if len(found) > limit or len(rows) < _SEARCH_BATCH:
+            break
+        after = rows[-1].name
+        walked += len(rows)
+        if walked >= SIFTED_ROWS:  # a search's walk ends here: fewer than a page found
+            return Page(_tools_named(tx, found), encode_cursor(rows[-1].registered_at, after))
+    page = _tools_named(tx, found[:limit])
+    following = None
+    if len(found) > limit and page:
+        following = encode_cursor(page[-1].registered_at, page[-1].name)
+    return Page(page, following)
+
+
+def _tools_named(tx: Transaction, names: list[str]) -> list[StoredTool]:
+    """The latest version of each of ``names`` (found in this transaction), in their order."""
+    found = [tool(tx, name) for name in names]
+    return [t for t in found if t is not None]
+
+
+def _mentions(name: str, description: str | None, needle: str) -> bool:
     """Whether a tool's name or description holds ``needle`` (casefolded)."""
-    return (
-        needle in tool.name.casefold()
-        or needle in str(tool.document.get("description", "")).casefold()
-    )
+    return needle in name.casefold() or needle in (description or "").casefold()
 
 
 def _tool(m: Any) -> StoredTool:
@@ -618,7 +634,7 @@ _LATEST_TOOL = (
 )
 
 
-def _latest_tools(after: bool) -> Select[Any]:
+def _latest_tools(after: bool, *columns: Any) -> Select[Any]:
     """The latest version of each of the next ``k_count`` names (after ``k_after``), by name:
     each name the smallest one above the last (a step of the primary key, a recursive query),
     and its latest version another step. A walk of the key with a check of each row for a newer
@@ -637,7 +653,7 @@ def _latest_tools(after: bool) -> Select[Any]:
     )
     newest = select(func.max(other.version)).where(other.name == names.c.name).scalar_subquery()
     return (
-        select(tools)
+        select(*(columns or (tools,)))
         .join(names, t.name == names.c.name)
         .where(t.version == newest)
         .order_by(t.name)
@@ -646,6 +662,13 @@ def _latest_tools(after: bool) -> Select[Any]:
 
 # Built once (building the recursive query costs more than running it).
 _LATEST_TOOLS = {False: _latest_tools(after=False), True: _latest_tools(after=True)}
+#: A search's walk: each name's time and description, never its document.
+_WALKED = (
+    tools.c.name,
+    tools.c.registered_at,
+    tools.c.document["description"].as_string().label("description"),
+)
+_LATEST_NAMES = {after: _latest_tools(after, *_WALKED) for after in (False, True)}
 #: Names a search reads at a time.
 _SEARCH_BATCH = 200
 _TOOL_VERSION = select(tools).where(
