@@ -12,25 +12,15 @@ test as the service runs it (``binomial_tail_test``) beside the integer sum alon
 from __future__ import annotations
 
 import argparse
-import time
-from collections.abc import Callable
 from fractions import Fraction
 from functools import partial
+
+from jsonscan import best_ms
 
 from adjudge.calls.quality import _exact_tail_test, binomial_tail_test
 
 RATES = (Fraction(1, 20), Fraction(1, 100), Fraction("0.012345"))
 ALPHA = Fraction(1, 20)  # a confidence of 0.95
-
-
-def best_ms(fn: Callable[[], object], rounds: int) -> float:
-    """The least disturbed of ``rounds`` runs, in milliseconds."""
-    samples = []
-    for _ in range(rounds):
-        started = time.perf_counter()
-        fn()
-        samples.append((time.perf_counter() - started) * 1e3)
-    return min(samples)
 
 
 def main() -> None:

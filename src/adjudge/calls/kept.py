@@ -73,5 +73,14 @@ class Kept(Generic[V]):
             self._weight += weight
             return made
 
+    def peek(self, key: Hashable) -> V | None:
+        """The parsed document kept under ``key``, or None (nothing is parsed)."""
+        with self._lock:
+            found = self._kept.get(key)
+            if found is None:
+                return None
+            self._kept.move_to_end(key)
+            return found[0]
+
     def __len__(self) -> int:
         return len(self._kept)

@@ -33,8 +33,8 @@ import base64
 import logging
 import threading
 import weakref
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from functools import partial
@@ -50,6 +50,8 @@ from adjudge.app.gateway.parsed import (
     judging_policy,
     judging_policy_read,
     judging_weight_of,
+    kept_policy,
+    kept_tool,
     parsed_policy,
     parsed_tool,
 )
@@ -139,6 +141,8 @@ RECOVER_BATCH = 100
 #: contend for the interpreter (two took 0.95x the CPU a call of eight on SQLite, and served
 #: as many calls a second on PostgreSQL).
 DB_THREADS = 2
+#: The tool and policy documents one account's calls may wait on being parsed at once.
+PARSES_AT_ONCE = 4
 #: The largest provider answer whose settlement a local store's event loop commits itself: a
 #: larger one (up to the forwarder's cap, 4 MiB, kept as evidence and in the record) would take
 #: the loop tens of milliseconds to encode and store, every other request waiting; the commit
@@ -187,6 +191,12 @@ class Gateway:
         #: Whether providers may live on loopback or private networks (tests, a local demo).
         self.private_providers = private_providers
         self._calls_at_once: AtOnce | None = None  # made with the forwarder's limits
+        #: Tool and policy documents not kept parsed, parsed one at a time off the event loop
+        #: (:meth:`_parsed_apart`), each once however many calls wait for it.
+        self._parser = ThreadPoolExecutor(1, thread_name_prefix="adjudge-gateway-parse")
+        self._parsing: dict[Hashable, Future[Any]] = {}
+        self._parsing_lock = threading.Lock()
+        self._parses_at_once = AtOnce(PARSES_AT_ONCE)
 
     @property
     def forwarder(self) -> Forwarder:
@@ -207,6 +217,7 @@ class Gateway:
                 self._forwarder = None
         self.isolation.close()
         self._db_threads.shutdown(wait=False)
+        self._parser.shutdown(wait=False)
 
     # --- keys -----------------------------------------------------------------------------
 
@@ -301,7 +312,14 @@ class Gateway:
     ) -> Answer[dict[str, Any]]:
         now = self.unit.now()  # the call starts now: its price and policy are those in force
         ask = _Asked(caller, name, args, key, max_price, fingerprint, now)
-        prepared = await self._in_db(lambda: self._prepare(ask))
+        given: dict[Hashable, Any] = {}  # the tool and policy parsed apart for this call
+        while True:
+            try:
+                prepared = await self._in_db(lambda: self._prepare(ask, given))
+                break
+            except _ParseApart as apart:
+                assert apart.key not in given  # a tool, then its policy: twice at most
+                given[apart.key] = await self._parsed_apart(caller.id, apart)
         if isinstance(prepared, Answer):
             return prepared
         built = prepared.built
@@ -360,6 +378,7 @@ class Gateway:
             key_judges=()
             if p.policy is None
             else tuple(j for j in p.policy.judges if is_key_judge(j)),
+            tool=p.tool,
         )
         with stage("gateway.settle.wait"):
             light = body_bytes is None or len(body_bytes) <= LOOP_ANSWER_BYTES
@@ -458,9 +477,13 @@ class Gateway:
             output = shape.output if shape.ok else None
         return result, judgments, output
 
-    def _prepare(self, ask: _Asked) -> _Prepared | Answer[dict[str, Any]]:
+    def _prepare(
+        self, ask: _Asked, given: Mapping[Hashable, Any]
+    ) -> _Prepared | Answer[dict[str, Any]]:
         """(1): in one read, an earlier call with the caller's key (replayed), or the tool, its
-        policy and credential; the price and the key's limits checked, the request built."""
+        policy and credential; the price and the key's limits checked, the request built.
+        ``given``: the documents parsed apart for this call (``_ParseApart`` for one that is
+        neither given nor kept parsed)."""
 
         def read(tx: Transaction) -> Any:  # the hot path's only read transaction
             first = [db.tool_read(ask.name)]  # on PostgreSQL: two round trips, not six
@@ -471,7 +494,7 @@ class Gateway:
                 if seen is not None:
                     return seen
                 stored = db.tool(tx, ask.name)
-            return self._callable(tx, stored, ask.name, ask.now)
+            return self._callable(tx, stored, ask.name, ask.now, given)
 
         with stage("gateway.read"):
             got = self.unit.read(read)
@@ -573,6 +596,30 @@ class Gateway:
                 retry_after=1,
             ) from None
         return begun
+
+    async def _parsed_apart(self, account: str, apart: _ParseApart) -> Any:
+        """A document that is not kept parsed, parsed on the gateway's one parsing thread: a
+        tool at the registration bound compiles its schemas for 0.3-0.5 s, and parsed in a
+        call's read, on the event loop, it held every other request that long (a caller with no
+        money, calling 200 such tools in turn, each refused, kept another account's requests at
+        1 s). Calls waiting for one document wait for one parse; an account waits for at most
+        :data:`PARSES_AT_ONCE` documents at once (``CHECKS_AT_ONCE_EXCEEDED`` past them)."""
+        with self._parses_at_once.held(account, "tool documents being parsed"):
+            with self._parsing_lock:
+                running = self._parsing.get(apart.key)
+                fresh = running is None
+                if running is None:
+                    running = self._parser.submit(apart.parse)
+                    self._parsing[apart.key] = running
+            if fresh:  # outside the lock: a parse already done calls back here, at once
+                running.add_done_callback(partial(self._parsed, apart.key))
+            return await asyncio.wrap_future(running)
+
+    def _parsed(self, key: Hashable, done: Future[Any]) -> None:
+        """A parse ended: the next call of its document reads it kept (or parses it again)."""
+        with self._parsing_lock:
+            if self._parsing.get(key) is done:
+                del self._parsing[key]
 
     async def _in_db(self, fn: Callable[[], T]) -> T:
         """``fn()`` on one of the gateway's database threads, awaited; on a local store
@@ -764,7 +811,12 @@ class Gateway:
         return Answer(dict(found.answer), replayed=True)
 
     def _callable(
-        self, tx: Transaction, stored: db.StoredTool | None, name: str, now: datetime
+        self,
+        tx: Transaction,
+        stored: db.StoredTool | None,
+        name: str,
+        now: datetime,
+        given: Mapping[Hashable, Any],
     ) -> tuple[
         db.StoredTool,
         Tool,
@@ -778,10 +830,14 @@ class Gateway:
         """The tool ``stored`` as called at ``now``: parsed, with its provider's account, the
         policy that judges it, the provider's credential and whether it declared quality terms
         (its calls then move its quality window), all read in one round trip; last, the
-        policy's document."""
+        policy's document. A tool or policy neither ``given`` nor kept parsed is not parsed
+        here, where the event loop or a database thread runs the read: ``_ParseApart``."""
         if stored is None:
             raise NotFound(f"No tool {name} can be called here.", code="TOOL_NOT_FOUND")
-        tool = parsed_tool(stored)
+        key: Hashable = ("tool", stored.digest)
+        tool = given.get(key) or kept_tool(stored)
+        if tool is None:
+            raise _ParseApart(key, partial(parsed_tool, stored))
         reads = [
             records.account_read(stored.provider),
             db.credential_read(stored.provider),
@@ -808,7 +864,13 @@ class Gateway:
                     "its calls cannot be verified yet. Nothing was charged.",
                     code="TOOL_POLICY_MISSING",
                 )
-            policy = parsed_policy(found.digest, stored.digest, found.document, contract)
+            key = ("policy", found.digest, stored.digest)
+            policy = given.get(key) or kept_policy(found.digest, stored.digest)
+            if policy is None:
+                parse = partial(
+                    parsed_policy, found.digest, stored.digest, found.document, contract
+                )
+                raise _ParseApart(key, parse)
             policy_digest = found.digest
             document = found.document
         return stored, tool, contract, policy, policy_digest, credential, termed, document
@@ -858,16 +920,19 @@ class Gateway:
         judgments: Sequence[Judgment] = (),
         judge_later: bool = False,
         key_judges: Sequence[str] = (),
+        tool: Tool | None = None,
     ) -> Callable[[Transaction], dict[str, Any]]:
         """(5) as a unit of work: the call's determination made now; in the transaction, its
         receipt signed onto the log, the reservation released as it says, the record, the event
         and the answer stored; with ``judge_later``, its meaning judgment queued
-        (:mod:`adjudge.app.gateway.posthoc`)."""
+        (:mod:`adjudge.app.gateway.posthoc`). ``tool``: the tool as the call parsed it (else
+        parsed here: an interrupted call's)."""
         now = self.unit.now()
         issuer = self.issuer
         # No document: an interrupted call whose tool version is gone (:meth:`_interrupted`),
         # ended with no output, its contract's version unknown.
-        tool = parsed_tool(stored) if stored.document else None
+        if tool is None and stored.document:
+            tool = parsed_tool(stored)
 
         def issue(previous: Place) -> Mapping[str, Any]:
             with stage("gateway.receipt.sign"):
@@ -1208,6 +1273,16 @@ class _Prepared:
     weight: int | None
     #: The arguments' bytes (a rule's condition reads them beside the answer).
     arguments_size: int
+
+
+class _ParseApart(Exception):
+    """A call's tool or policy is not kept parsed: it is parsed apart (``parse``), and the call
+    prepared again with it (under ``key``)."""
+
+    def __init__(self, key: Hashable, parse: Callable[[], Any]) -> None:
+        super().__init__(key)
+        self.key = key
+        self.parse = parse
 
 
 @dataclass(frozen=True)

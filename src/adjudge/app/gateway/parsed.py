@@ -32,6 +32,16 @@ def parsed_tool(stored: db.StoredTool) -> Tool:
     return _TOOLS.get(stored.digest, stored.document, lambda: parse_tool(stored.document))
 
 
+def kept_tool(stored: db.StoredTool) -> Tool | None:
+    """The stored tool as parsed in this process, or None where it is not kept parsed."""
+    return _TOOLS.peek(stored.digest)
+
+
+def kept_policy(digest: str, tool_digest: str) -> Policy | None:
+    """The registered policy as parsed against its tool in this process, or None."""
+    return _POLICIES.peek((digest, tool_digest))
+
+
 def parsed_policy(
     digest: str, tool_digest: str, document: Mapping[str, Any], contract: Contract
 ) -> Policy:
