@@ -17,6 +17,7 @@ from fastapi.testclient import TestClient
 from adjudge.service import MAX_BODY_BYTES, errors
 from adjudge.store import Store, records
 from support.harness import FUNDS, Harness, make_harness
+from support.noting import note_writes
 
 GOOD = "A long enough result."
 BASE = {"title": "t", "reward": "2000000", "deadline_hours": 24}
@@ -346,6 +347,49 @@ def test_a_dry_run_reads_its_task_before_its_write(
         "NOT_TASK_AGENT",
     )
     assert len(where) >= 22 and not any(where)
+
+
+def test_a_refused_step_is_refused_before_its_write(
+    h: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A step the market refuses (a stranger's dispute or collect, an early reclaim, a second
+    accept) is refused on a read, never in a write: anyone may send one to any task, and in the
+    write each read and decoded the whole task (its criteria up to 256 KiB) on the thread that
+    commits every account's writes. A step that passes is written, and a key's stored answer is
+    replayed, not refused, once the task has moved on."""
+    criteria = {"min_length": 10, **{f"note_{i}": "x" * 2000 for i in range(100)}}
+    tid = h.post("auto", criteria=criteria, lenient_criteria=True)
+    accepted = h.call("ann", "POST", f"/tasks/{tid}/accept", Idempotency_Key="take-1")
+    assert accepted.status_code == 200
+    events: list[str] = []
+    note_writes(h.app, events)
+    commits = h.app.unit.commits
+    assert commits is not None
+    where: list[bool] = []
+    real = records.task
+
+    def noted(tx: Any, task_id: str) -> Any:
+        where.append(commits.here())
+        return real(tx, task_id)
+
+    monkeypatch.setattr(records, "task", noted)
+    refused = [
+        h.refused("bob", "POST", f"/tasks/{tid}/disputes", {"reason": "mine"}),
+        h.refused("bob", "POST", f"/tasks/{tid}/collect"),
+        h.refused("pat", "POST", f"/tasks/{tid}/reclaim"),
+        h.refused("ann", "POST", f"/tasks/{tid}/accept"),
+    ]
+    assert refused == [
+        (403, "NOT_A_PARTY"),
+        (403, "NOT_TASK_AGENT"),
+        (409, "DEADLINE_NOT_REACHED"),
+        (409, "ILLEGAL_TRANSITION"),
+    ]
+    assert events == [] and where and not any(where)
+    h.ok("ann", "POST", f"/tasks/{tid}/submissions", {"result": GOOD})
+    assert events == ["write"]
+    again = h.call("ann", "POST", f"/tasks/{tid}/accept", Idempotency_Key="take-1")
+    assert (again.status_code, again.json()) == (200, accepted.json())
 
 
 def test_an_accounts_posts_are_bounded_an_hour(h: Harness, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -164,6 +164,7 @@ class UnitOfWork:
         *,
         seal: bool = False,
         hot: tuple[hot_rows.Row, ...] = (),
+        refused: Callable[[Transaction], None] | None = None,
     ) -> Answer[T]:
         """Run a state change at most once per Idempotency-Key (the module's steps; ``hot``:
         the rows of many transactions ``fn`` changes, as :meth:`write_async`'s).
@@ -171,9 +172,14 @@ class UnitOfWork:
         ``fn``'s answer must be JSON data: it is stored as it is. With ``seal`` the stored
         answer is encrypted under a key derived from the Idempotency-Key, which the store never
         holds (it keeps only the key's digest): only the caller who sent the key can replay an
-        answer that carries a secret.
+        answer that carries a secret. ``refused``, when given, first reads whether the change
+        would be refused, raising its refusal, in a read transaction on the caller's thread:
+        a refusal then never takes its turn among the writes (a key's stored answer is replayed
+        all the same); what it lets through, the write decides again.
         """
         try:
+            if refused is not None:
+                self.read(refused)
             return self.write(self._attempt_once(account_id, idem, fn, seal), hot=hot)
         except Error:
             replay = self._replayed_after_refusal(account_id, idem)
