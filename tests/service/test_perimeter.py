@@ -319,15 +319,8 @@ def test_the_dry_run_is_rationed_and_only_for_the_holder(h: Harness) -> None:
     )
 
 
-def test_a_dry_run_reads_its_task_before_its_write(
-    h: Harness, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Its write counts the quota alone: the task (criteria up to 256 KiB, the brief) is read
-    and who may dry-run it decided before, never on the thread that commits every account's
-    writes — for a dry run refused past the quota, or to another agent, as for one that runs."""
-    criteria = {"min_length": 10, **{f"note_{i}": "x" * 2000 for i in range(100)}}
-    tid = h.post("auto", criteria=criteria, lenient_criteria=True)
-    h.ok("ann", "POST", f"/tasks/{tid}/accept")
+def _task_reads(h: Harness, monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """From now on, for each read of a task, whether it ran on the committing thread."""
     commits = h.app.unit.commits
     assert commits is not None
     where: list[bool] = []
@@ -338,6 +331,19 @@ def test_a_dry_run_reads_its_task_before_its_write(
         return real(tx, task_id)
 
     monkeypatch.setattr(records, "task", noted)
+    return where
+
+
+def test_a_dry_run_reads_its_task_before_its_write(
+    h: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its write counts the quota alone: the task (criteria up to 256 KiB, the brief) is read
+    and who may dry-run it decided before, never on the thread that commits every account's
+    writes — for a dry run refused past the quota, or to another agent, as for one that runs."""
+    criteria = {"min_length": 10, **{f"note_{i}": "x" * 2000 for i in range(100)}}
+    tid = h.post("auto", criteria=criteria, lenient_criteria=True)
+    h.ok("ann", "POST", f"/tasks/{tid}/accept")
+    where = _task_reads(h, monkeypatch)
     for _ in range(20):
         h.ok("ann", "POST", f"/tasks/{tid}/dry-run", {"result": GOOD})
     r = h.call("ann", "POST", f"/tasks/{tid}/dry-run", {"result": GOOD})
@@ -363,16 +369,7 @@ def test_a_refused_step_is_refused_before_its_write(
     assert accepted.status_code == 200
     events: list[str] = []
     note_writes(h.app, events)
-    commits = h.app.unit.commits
-    assert commits is not None
-    where: list[bool] = []
-    real = records.task
-
-    def noted(tx: Any, task_id: str) -> Any:
-        where.append(commits.here())
-        return real(tx, task_id)
-
-    monkeypatch.setattr(records, "task", noted)
+    where = _task_reads(h, monkeypatch)
     refused = [
         h.refused("bob", "POST", f"/tasks/{tid}/disputes", {"reason": "mine"}),
         h.refused("bob", "POST", f"/tasks/{tid}/collect"),
