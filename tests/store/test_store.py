@@ -339,6 +339,21 @@ def test_sqlite_log_is_checkpointed_off_the_commit(
     assert not [t for t in threading.enumerate() if t.name == "adjudge-wal-checkpoints"]
 
 
+def test_a_closing_store_does_not_wait_out_the_checkpoints_delay(
+    sqlite_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The checkpointer lets writes gather before it runs; a store closed meanwhile ends that
+    wait at once and checkpoints, where the thread slept the delay through (the close gave up
+    on it after 10 s)."""
+    monkeypatch.setattr(database, "CHECKPOINT_DELAY", 60.0)
+    _seed(sqlite_store)
+    with sqlite_store.write() as tx:
+        ledger.transfer(tx, [Transfer(WORLD, "escrow:x", 1)], task_id=None, at=T0)
+    time.sleep(0.1)  # the thread is waiting out the delay
+    sqlite_store.dispose()
+    assert not [t for t in threading.enumerate() if t.name == "adjudge-wal-checkpoints"]
+
+
 def test_escrow_is_released_only_against_a_receipt_of_the_same_transaction(store: Store) -> None:
     """Money leaves an escrow only with a receipt appended in the same transaction, and each leg
     names it; no receipt, another transaction's receipt, or a made-up id moves nothing."""
