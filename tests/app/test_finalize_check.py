@@ -18,8 +18,8 @@ from adjudge.errors import NotFound
 from adjudge.market.money import escrow_account, wallet_account
 from adjudge.store import Store, Transaction
 from support.fakes import FakeClock
+from support.posting import REWARD, parties, post_auto
 
-REWARD = 2_000_000
 CRITERIA = {"min_length": 40, "contains_keywords": ["escrow"], "pass_threshold": 60}
 GOOD = "An escrow holds the reward until the work is judged; a pass pays the agent."
 BAD = "Nothing about the subject at all, only filler words to pass the length."
@@ -35,14 +35,12 @@ class World:
 
     def submitted(self, result: str, criteria: dict[str, Any] | None = None) -> str:
         """An auto task posted by pat, taken by ann, with ``result`` submitted."""
-        task = self.app.tasks.post(
+        task = post_auto(
+            self.app,
             self.pat,
+            criteria or CRITERIA,
             title="A summary",
             brief="Explain escrow.",
-            reward=REWARD,
-            mode="auto",
-            criteria=criteria or CRITERIA,
-            deadline_hours=24,
         )
         tid = str(task.value["id"])
         self.app.tasks.accept(self.ann, tid)
@@ -56,11 +54,7 @@ class World:
 @pytest.fixture
 def world(store: Store) -> Iterator[World]:
     app = App(store, clock=FakeClock())
-    keys = {}
-    for name, roles in (("root", ["admin"]), ("pat", ["poster"]), ("ann", ["agent"])):
-        keys[name] = app.accounts.create(None, name, roles).value["api_key"]
-    root = app.accounts.authenticate(keys["root"])
-    app.accounts.deposit(root, "pat", 10 * REWARD)
+    signed = parties(app)
     reads: list[str] = []
     real_read = app.tasks.unit.read
 
@@ -71,9 +65,9 @@ def world(store: Store) -> Iterator[World]:
     app.tasks.unit.read = counted  # type: ignore[method-assign]
     yield World(
         app,
-        root,
-        app.accounts.authenticate(keys["pat"]),
-        app.accounts.authenticate(keys["ann"]),
+        signed["root"],
+        signed["pat"],
+        signed["ann"],
         reads,
     )
     app.close()

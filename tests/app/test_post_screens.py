@@ -15,8 +15,7 @@ from adjudge.market.seal import admissible_form
 from adjudge.store import Store
 from support.fakes import FakeChecker, FakeClock
 from support.noting import note_writes, where
-
-REWARD = 2_000_000
+from support.posting import parties, post_auto
 
 
 class Screens(FakeChecker):
@@ -38,9 +37,7 @@ class Screens(FakeChecker):
 @pytest.fixture
 def world(store: Store) -> Iterator[tuple[App, Account, Screens, list[str]]]:
     app = App(store, clock=FakeClock())
-    root = app.accounts.authenticate(app.accounts.create(None, "root", ["admin"]).value["api_key"])
-    pat = app.accounts.authenticate(app.accounts.create(None, "pat", ["poster"]).value["api_key"])
-    app.accounts.deposit(root, "pat", 10 * REWARD)
+    pat = parties(app)["pat"]
     events: list[str] = []
     screens = Screens(app, events)
     app.tasks.checker = screens
@@ -49,26 +46,13 @@ def world(store: Store) -> Iterator[tuple[App, Account, Screens, list[str]]]:
     app.close()
 
 
-def _post(app: App, pat: Account, criteria: dict[str, Any], **extra: Any) -> Any:
-    return app.tasks.post(
-        pat,
-        title="t",
-        brief="b",
-        reward=REWARD,
-        mode="auto",
-        criteria=criteria,
-        deadline_hours=24,
-        **extra,
-    )
-
-
 def test_the_screens_run_once_before_the_write_as_the_posters_work(
     world: tuple[App, Account, Screens, list[str]],
 ) -> None:
     """One screen, on the caller's thread, before the write and outside any unit of work; the
     market's own question inside the write is answered from it."""
     app, pat, screens, events = world
-    posted = _post(app, pat, {"min_length": 5})
+    posted = post_auto(app, pat, {"min_length": 5})
     assert posted.value["status"] == "funded"
     assert events == ["screen", "write"]
     assert screens.seen == [(True, False, pat.id)]
@@ -81,11 +65,11 @@ def test_a_screens_refusal_is_raised_by_the_write_in_the_markets_order(
     a refusal the market makes before asking the checker still comes first."""
     app, pat, _, events = world
     with pytest.raises(Error) as refused:
-        _post(app, pat, {"regex_pattern": "(a+)+$"})
+        post_auto(app, pat, {"regex_pattern": "(a+)+$"})
     assert refused.value.code == "REGEX_PATTERN_UNUSABLE"
     assert events.count("screen") == 1 and events.index("screen") < events.index("write")
     with pytest.raises(Error) as first:
-        _post(app, pat, {"regex_pattern": "(a+)+$"}, take_window_hours=48)
+        post_auto(app, pat, {"regex_pattern": "(a+)+$"}, take_window_hours=48)
     assert first.value.code == "INVALID_TAKE_WINDOW"
     assert app.tasks.find(pat, mine=True)["tasks"] == []
 
@@ -97,6 +81,6 @@ def test_a_sealed_post_is_screened_with_its_stand_in_answer(
     sealed answer's stand-in), so the write does not screen them again."""
     app, pat, screens, events = world
     seal = "sha256:" + "0" * 64
-    _post(app, pat, {"min_length": 5}, seal=seal)
+    post_auto(app, pat, {"min_length": 5}, seal=seal)
     assert events == ["screen", "write"]
     assert screens.criteria == [admissible_form({"min_length": 5})]

@@ -19,8 +19,8 @@ from adjudge.market import CheckOutcome, seal
 from adjudge.store import Store
 from support.fakes import FakeChecker, FakeClock
 from support.noting import note_writes, where
+from support.posting import parties, post_auto
 
-REWARD = 2_000_000
 ANSWER = {"expected_answer": "42"}
 SALT = "a-poster-chosen-salt-of-some-length"
 PUBLIC = {"min_length": 5}
@@ -69,16 +69,7 @@ class World:
         """A sealed auto task of pat's (``sealed`` under :data:`SALT`), taken by ann, with
         ``result`` submitted (and its finalize waiting for the reveal); the events noted so
         far forgotten."""
-        task = self.app.tasks.post(
-            self.pat,
-            title="t",
-            brief="b",
-            reward=REWARD,
-            mode="auto",
-            criteria=PUBLIC,
-            deadline_hours=24,
-            seal=seal.commit(sealed, SALT),
-        )
+        task = post_auto(self.app, self.pat, PUBLIC, seal=seal.commit(sealed, SALT))
         tid = str(task.value["id"])
         self.app.tasks.accept(self.ann, tid)
         self.app.tasks.submit(self.ann, tid, result)
@@ -93,16 +84,12 @@ class World:
 @pytest.fixture
 def world(store: Store) -> Iterator[World]:
     app = App(store, clock=FakeClock())
-    keys = {}
-    for name, roles in (("root", ["admin"]), ("pat", ["poster"]), ("ann", ["agent"])):
-        keys[name] = app.accounts.create(None, name, roles).value["api_key"]
-    app.accounts.deposit(app.accounts.authenticate(keys["root"]), "pat", 10 * REWARD)
+    signed = parties(app)
     events: list[str] = []
     checker = Noting(app, events)
     app.tasks.checker = checker
     note_writes(app, events)
-    pat = app.accounts.authenticate(keys["pat"])
-    yield World(app, pat, app.accounts.authenticate(keys["ann"]), checker, events)
+    yield World(app, signed["pat"], signed["ann"], checker, events)
     app.close()
 
 
