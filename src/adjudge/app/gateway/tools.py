@@ -241,6 +241,7 @@ class Tools:
                     None
                     if tool.policy is None
                     else judges.get((t.name, tool.policy.id, tool.policy.version)),
+                    tool,
                 )
                 for t, tool in parsed
             ]
@@ -265,12 +266,13 @@ class Tools:
             # read as it is, never compiled (a reader walking a provider's tools compiled each,
             # 0.3 s of CPU at the bound, and pushed the tools being called out of the cache).
             document = stored.document
-            ref = listed(document).policy
+            shown = listed(document)
+            ref = shown.policy
             now = self.unit.now()
             judge = None
             if ref is not None:
                 judge = calls_db.policy(tx, stored.name, ref.id, ref.version, at=now)
-            view = tool_view(stored, now, judge)
+            view = tool_view(stored, now, judge, shown)
             for part in ("endpoint", "input_schema", "contract"):
                 view[part] = document[part]
             party = viewer is not None and (viewer.id == stored.provider or "admin" in viewer.roles)

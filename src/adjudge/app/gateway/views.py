@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from adjudge.calls.tools import DECIMALS, listed
+from adjudge.calls.tools import DECIMALS, Listed, listed
 from adjudge.calls.verify import CallResult
 from adjudge.market.money import LEDGER_CURRENCY
 from adjudge.store import calls as calls_db
@@ -25,14 +25,18 @@ def money(amount: int, currency: str) -> dict[str, Any]:
 
 
 def tool_view(
-    stored: db.StoredTool, now: datetime, judged_by: calls_db.StoredPolicy | None = None
+    stored: db.StoredTool,
+    now: datetime,
+    judged_by: calls_db.StoredPolicy | None = None,
+    shown: Listed | None = None,
 ) -> dict[str, Any]:
     """A callable tool as listed: its MCP definition, provider, the price a call starting now
     is charged (and an announced increase with its date), and which policy version would judge
     a call starting now — what a caller reads before paying. Read from the stored document,
     never compiled (:func:`adjudge.calls.tools.listed`): a listing's page costs its documents'
-    size, not their schemas' compiling."""
-    tool = listed(stored.document)
+    size, not their schemas' compiling (``shown``: that reading, where the caller made it
+    already to find the judging policy)."""
+    tool = shown or listed(stored.document)
     price = stored.listed
     pending = price.pending(now)
     return {
