@@ -796,6 +796,64 @@ def test_a_call_parses_its_tool_and_policy_apart_once(
     assert seen == [("tool", "adjudge-gateway-parse_0"), ("policy", "adjudge-gateway-parse_0")]
 
 
+def _parsed_slowly(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
+    """Nothing kept parsed, and each tool's parse taking ``seconds``."""
+    monkeypatch.setattr(parsed, "_TOOLS", Kept())
+    monkeypatch.setattr(parsed, "_POLICIES", Kept())
+    parse = parsed.parse_tool
+
+    def slowly(*args: Any) -> Any:
+        time.sleep(seconds)
+        return parse(*args)
+
+    monkeypatch.setattr(parsed, "parse_tool", slowly)
+
+
+def test_many_calls_of_one_account_on_one_document_join_its_one_parse(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Twelve calls of one account at once on a tool not kept parsed wait on its one parse and
+    all settle: joining a parse already running takes none of the account's places (counted per
+    call waiting, all but four were refused ``CHECKS_AT_ONCE_EXCEEDED``, as a busy caller's first
+    calls after a restart were)."""
+    _parsed_slowly(monkeypatch, 0.5)
+    with ThreadPoolExecutor(12) as pool:
+        answers = list(pool.map(lambda _: world.call({"city": "berlin"}), range(12)))
+    assert [a.json().get("status") for a in answers] == ["settled"] * 12, answers[-1].text
+
+
+def test_an_account_starts_at_most_four_parses_at_once(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Calls of five tools at once, none kept parsed, start four parses; the fifth is refused
+    ``429 CHECKS_AT_ONCE_EXCEEDED`` with nothing reserved, and once the parses end the account
+    has its places back."""
+    names = [f"forecast_{n}" for n in range(4)]
+    for name in names:
+        made = tool(world.provider_url)
+        made["name"] = name
+        made["contract"] = {**made["contract"], "tool": name}
+        r = served(world, PROVIDER, "POST", "/tools/callable", {"tool": made})
+        assert r.status_code == 201, r.text
+        policy = {"policy": {**POLICY, "tool": name}}
+        r = served(world, PROVIDER, "POST", f"/tools/{name}/policies", policy)
+        assert r.status_code == 201, r.text
+    _parsed_slowly(monkeypatch, 1.0)
+
+    def called(name: str) -> httpx.Response:
+        body = {"tool": name, "arguments": {"city": "berlin"}}
+        return served(world, "ann", "POST", "/gateway/calls", body)
+
+    names.append("weather_forecast")
+    with ThreadPoolExecutor(5) as pool:
+        answers = dict(zip(names, pool.map(called, names), strict=True))
+    [(left, no)] = [(name, a) for name, a in answers.items() if a.status_code == 429]
+    assert refusal(no) == (429, "CHECKS_AT_ONCE_EXCEEDED")
+    assert [a.json()["status"] for a in answers.values() if a is not no] == ["settled"] * 4
+    assert world.h.balance("wallet:ann") == FUNDS - 4 * PRICE
+    assert called(left).json()["status"] == "settled"  # parsed now, the places given back
+
+
 def test_a_call_ended_twice_at_once_ends_once_and_the_second_is_told_so(world: World) -> None:
     """A pending call past its time ended by the upkeep and, at once, by a retry with its key
     (both read it pending): the second end finds the reservation already emptied and reports a

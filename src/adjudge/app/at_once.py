@@ -38,6 +38,15 @@ class AtOnce:
         self, account: str, what: str, *, code: str = "CHECKS_AT_ONCE_EXCEEDED"
     ) -> Iterator[None]:
         """Run the block as one of ``account``'s ``what``, or refuse if it has ``most`` running."""
+        self.take(account, what, code=code)
+        try:
+            yield
+        finally:
+            self.give(account)
+
+    def take(self, account: str, what: str, *, code: str = "CHECKS_AT_ONCE_EXCEEDED") -> None:
+        """Count one more of ``account``'s ``what`` running, or refuse if it has ``most``; for
+        work that ends apart from the block that began it (:meth:`give` when it ends)."""
         with self._lock:
             running = self._running.get(account, 0)
             if running >= self.most:
@@ -48,10 +57,10 @@ class AtOnce:
                     code=code,
                 )
             self._running[account] = running + 1
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._running[account] -= 1
-                if not self._running[account]:
-                    del self._running[account]
+
+    def give(self, account: str) -> None:
+        """One of ``account``'s works counted by :meth:`take` has ended."""
+        with self._lock:
+            self._running[account] -= 1
+            if not self._running[account]:
+                del self._running[account]
