@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import copy
 import hashlib
+import json
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -35,7 +36,7 @@ from adjudge.store import Store, ledger, meaning_queue, receipt_log
 from adjudge.store.meaning_queue import QueuedJudgment
 from adjudge.workers import ChatCompletionsCallJudge
 from support.audit import audit
-from support.bundles import without
+from support.bundles import edited, without
 from support.deliveries import add_endpoint, events_to
 from support.harness import FUNDS
 from support.live import serving
@@ -196,7 +197,7 @@ def test_a_judgment_after_an_upheld_report_says_the_charge_went_back(
     charge back from the hold); then the judges find nothing wrong. The event says where the
     charge is, the caller's again by the ruling, and that nothing more went back (it said
     "settle" and nothing of the ruling: a receiver correcting its books from it booked the
-    charge again)."""
+    charge again). Its receipt says it moves no money: the charge it would keep went back."""
     w, base, _ = world
     _hooked(w, store)
     _later(w, base, {"model-a": "honest"}, quorum=1)
@@ -205,8 +206,10 @@ def test_a_judgment_after_an_upheld_report_says_the_charge_went_back(
     ruling = {"upheld": True, "reasons": ["The wrong city."]}
     w.h.ok("root", "POST", f"/calls/{call_id}/report/ruling", ruling)
     assert w.h.app.gateway.judge_pending() == 1
-    view = w.h.ok("ann", "GET", f"/gateway/calls/{call_id}")
+    view, receipt = _final(w, call_id)
     assert view["money"]["state"] == "refunded_after_report"
+    decision = receipt.predicate["policyDecision"]
+    assert (decision["payment"], decision["chargeMinor"]) == ("none", 0)
     data = events_to(store, "ep_ann")[-1]["data"]
     assert (data["payment"], data["refund"]) == ("settle", "0")
     assert data["money_state"] == "refunded_after_report"
@@ -822,3 +825,55 @@ def test_every_receipt_about_a_call_is_for_its_parties(world: Any) -> None:
             assert w.h.refused("bob", "GET", path) == (403, "NOT_A_PARTY"), path
             for who in ("ann", PROVIDER, "root"):
                 assert w.h.call(who, "GET", path).status_code == 200, (who, path)
+
+
+def _decided(w: World, receipt_id: str) -> dict[str, Any]:
+    """The policy decision a receipt signs, its envelope verified under the service's key."""
+    envelope = w.h.ok("root", "GET", f"/receipts/{receipt_id}/envelope")
+    return dict(verify(canonical_bytes(envelope), w.signer.keyid).predicate["policyDecision"])
+
+
+def test_a_judged_fail_after_an_upheld_report_says_it_refunds_nothing(
+    world: Any, store: Store
+) -> None:
+    """The caller reports while the judgment is pending and an admin upholds the report (the
+    charge back from the hold, against the ruling's receipt); then the judges FAIL the call.
+    The superseding receipt moves no money, and says so (payment "none", nothing charged): it
+    said "refund" of the price, a refund its transaction never made, while the event said 0.
+    Its bundle replays to the same statement."""
+    w, base, _ = world
+    _hooked(w, store)
+    _later(w, base, {"model-a": "strict", "model-b": "strict"}, quorum=2)
+    call_id = w.answered()["intentId"]
+    w.h.ok("ann", "POST", f"/calls/{call_id}/report", {"reason": "The wrong city."})
+    ruling = {"upheld": True, "reasons": ["The wrong city."]}
+    ruled = w.h.ok("root", "POST", f"/calls/{call_id}/report/ruling", ruling)
+    assert ruled["refunded_minor"] == PRICE
+    assert w.h.app.gateway.judge_pending() == 1
+    view, receipt = _final(w, call_id)
+    assert receipt.verdict.value == "FAIL" and view["money"]["state"] == "refunded_after_report"
+    decision = receipt.predicate["policyDecision"]
+    assert (decision["payment"], decision["chargeMinor"], decision["priceMinor"]) == (
+        "none",
+        0,
+        PRICE,
+    )
+    assert _decided(w, ruled["receipt_id"])["refundMinor"] == PRICE  # the one refund
+    data = events_to(store, "ep_ann")[-1]["data"]
+    assert (data["payment"], data["refund"]) == ("refund", "0")
+    assert w.h.balance("wallet:ann") == FUNDS
+    assert w.h.balance(f"held:{PROVIDER}") == w.h.balance(f"wallet:{PROVIDER}") == 0
+    answer = w.h.ok("ann", "GET", f"/calls/{call_id}/bundle")
+    assert answer["receipt"]["id"] == view["receipt_id"]
+    data = from_answer(answer)
+    found = replay(data, w.signer.keyid)
+    assert found.outcome == "same", [d.describe() for d in found.differences]
+    assert any("moves no money" in note for note in found.notes)
+
+    def unsaid(raw: bytes) -> bytes:
+        return json.dumps({k: v for k, v in json.loads(raw).items() if k != "payment"}).encode()
+
+    # A bundle that does not say the receipt moved nothing re-derives the verdict's refund.
+    stripped = replay(edited(data, "call.json", unsaid), w.signer.keyid)
+    assert stripped.outcome != "same"
+    assert any("policyDecision.payment" in d.what for d in stripped.differences)

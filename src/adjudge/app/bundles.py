@@ -188,6 +188,8 @@ class Bundles:
             }
             if found.source == "gateway":
                 parts["caller"] = found.submitted_by  # whose money the receipt moves
+                if final is not None and final.get("payment") == "none":
+                    parts["payment"] = "none"  # its judgment moved none: the charge was back
                 parts.update(_forwarded(tx, viewer, found, evidence))
             else:
                 contract = calls_db.contract(tx, found.tool, found.contract_version)

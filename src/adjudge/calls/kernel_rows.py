@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Final
+from typing import Final, Literal
 
 from adjudge.calls.outcomes import DETERMINISTIC, IMPORTED, SEMANTIC, CheckRow, Outcome
 from adjudge.calls.policy import Policy
@@ -173,7 +173,11 @@ def kernel_checks(result: CallResult) -> tuple[Check, ...]:
 
 
 def call_decision(
-    result: CallResult, *, contract_digest: str | None = None, caller: str | None = None
+    result: CallResult,
+    *,
+    contract_digest: str | None = None,
+    caller: str | None = None,
+    payment: Literal["none"] | None = None,
 ) -> dict[str, PolicyValue]:
     """What the call's policy decided, as the flat record a receipt carries beside the fold.
 
@@ -183,9 +187,16 @@ def call_decision(
     the charge (integer minor units), and the contract's digest when given. ``caller`` is the
     account whose reservation the payment settles, refunds or voids: named where money moves
     on the receipt (a gateway call), so the receipt binds to whom it goes back.
+
+    ``payment="none"``: the receipt's transaction moves no money whatever the verdict says
+    (a judgment superseding the receipt of a call whose charge had gone back before it, by an
+    upheld report's ruling or by its first receipt): its ``payment`` is ``none`` and its
+    ``chargeMinor`` 0, as an upheld ruling that refunds nothing says ``none``.
     """
     policy = result.policy
     decision = _decision(result, policy, contract_digest)
+    if payment is not None:
+        decision |= {"payment": payment, "chargeMinor": 0}
     if caller is not None:
         decision["caller"] = caller
     found = result.corroboration
@@ -234,6 +245,7 @@ def determine_call(
     policy_digest: str | None = None,
     contract_digest: str | None = None,
     caller: str | None = None,
+    payment: Literal["none"] | None = None,
     trust: TrustPolicy = DEFAULT_POLICY,
 ) -> Determination:
     """The kernel determination of a verified call, ready for ``adjudge.receipts.issue``.
@@ -245,7 +257,8 @@ def determine_call(
     They are folded under ``trust`` as at ``now`` (the decision time, read by the caller; the
     call's own time is ``result.at``). The call's policy verdict and payment are
     recorded as the determination's policy decision, never folded; ``policy_digest`` is the
-    criteria digest; ``caller`` names in it the account the payment settles for or returns to.
+    criteria digest; ``caller`` names in it the account the payment settles for or returns to;
+    ``payment="none"``, that the receipt moves no money (see :func:`call_decision`).
 
     Refusals, each a clear code (never a crash): ``CALL_NO_RESPONSE`` for a request or system
     error (there is no response to determine); ``DIGEST_INVALID`` for a digest not of the form
@@ -278,6 +291,7 @@ def determine_call(
             if contract_digest is None
             else _require_digest(contract_digest, "contract digest"),
             caller=caller,
+            payment=payment,
         ),
     )
 

@@ -80,8 +80,10 @@ FILES: Final[dict[str, str]] = {
         "each vote's signature is re-verified and its quotes re-grounded"
     ),
     "call.json": (
-        "how the call was verified: {source, at[, caller]} (at: the verification time; caller: "
-        "the account a forwarded call's money settles for or returns to)"
+        "how the call was verified: {source, at[, caller][, payment]} (at: the verification "
+        "time; caller: the account a forwarded call's money settles for or returns to; payment: "
+        "none when the receipt, a judgment superseding the call's, moved no money because the "
+        "call's charge had gone back before it)"
     ),
     "request.json": "the call's request: call id, provider, tool, arguments, price",
     "response.json": "the response as its caller reported it: {status, body[, digest]}",
@@ -262,8 +264,9 @@ def from_answer(answer: Mapping[str, Any]) -> bytes:
                 files["votes.json"] = json_file(answer["votes"])
         elif kind == "call":
             how = {"source": answer["source"], "at": answer["at"]}
-            if answer.get("caller") is not None:
-                how["caller"] = answer["caller"]
+            for name in ("caller", "payment"):
+                if answer.get(name) is not None:
+                    how[name] = answer[name]
             files["call.json"] = json_file(how)
             files["request.json"] = json_file(answer["request"])
             if answer.get("response_bytes") is not None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from adjudge.autocheck import auto_check
 from adjudge.calls import (
@@ -338,6 +338,7 @@ def call(bundle: Bundle, signed: dict[str, Any]) -> Rerun:
     )
     out.detail = {"call_verdict": verdict, "payment": result.effect.payment.value}
     _compare_stored(bundle, "record.json", result.to_dict(), out)
+    moved = _moved(how, out)
     try:
         determination = determine_call(
             result,
@@ -346,6 +347,7 @@ def call(bundle: Bundle, signed: dict[str, Any]) -> Rerun:
             policy_digest=None if policy_doc is None else digest_of(policy_doc),
             contract_digest=digest_of(contract_doc),
             caller=_caller(how, p),
+            payment=moved,
         )
     except Error as exc:
         out.differ("determination", None, None, f"it cannot be re-derived: {exc}")
@@ -364,6 +366,24 @@ def _caller(how: dict[str, Any], predicate: dict[str, Any]) -> str | None:
         return None
     caller = how.get("caller")
     return caller if isinstance(caller, str) else None
+
+
+def _moved(how: dict[str, Any], out: Rerun) -> Literal["none"] | None:
+    """``none`` when the bundle says the receipt moved no money (a judgment superseding the
+    receipt of a call whose charge had gone back before it): the money a receipt's transaction
+    moved is the ledger's fact, not the verification's, so it is the service's word, said so;
+    a bundle that says it of a receipt that moved money, or not of one that moved none,
+    re-derives a statement that differs from the signed one."""
+    if "payment" not in how:
+        return None
+    if how["payment"] != "none":
+        raise unusable("call.json's payment, when given, is none")
+    out.notes.append(
+        "The receipt moves no money (payment none): the call's charge had gone back before it "
+        "was signed. call.json says so, the service's word: the ledger, not the verification, "
+        "holds that fact."
+    )
+    return "none"
 
 
 def _bind_call(bundle: Bundle, signed: dict[str, Any], at: datetime, out: Rerun) -> None:

@@ -14,7 +14,9 @@ transaction signs a receipt that supersedes the first and acts on it:
 - a quorum of cited conflicts that fails the call refunds its charge from the provider's hold;
 - a split opens a report in the human review queue, the charge kept in the hold;
 - no conflict, or no judge available: the call stays charged (DEGRADED as when judged before
-  settling), and its hold matures as usual.
+  settling), and its hold matures as usual;
+- whatever the verdict, a charge that went back before the judgment (an upheld report's ruling
+  refunded the hold) moves no more, and the receipt says so: ``payment`` ``none``.
 
 The queue row is marked judged in that same transaction by a conditional update, so two workers
 judging one call (or a worker that died after asking its judges) commit one receipt and one
@@ -56,7 +58,15 @@ from adjudge.calls.verify import (
 from adjudge.errors import Conflict, NotAllowed, NotFound, StateError, VerificationFailed
 from adjudge.json_text import dumps_utf8
 from adjudge.receipts import VerifyingKey, canonical_bytes
-from adjudge.store import Account, Transaction, holds, meaning_queue, receipt_log, records
+from adjudge.store import (
+    Account,
+    ConcurrentUpdate,
+    Transaction,
+    holds,
+    meaning_queue,
+    receipt_log,
+    records,
+)
 from adjudge.store import calls as calls_db
 from adjudge.store import gateway as db
 from adjudge.webhooks import events
@@ -263,6 +273,13 @@ def _supersede(
         raise _AlreadyJudged(row.call_id)
     now = gateway.unit.now()
     call = case.call
+    status = call.status or "settled"
+    payment = result.effect.payment.value
+    refunds, stands = _money(tx, call.id, status, payment)
+    # The receipt says the money its own transaction moves: none when the call's charge went
+    # back before it (an upheld report's ruling refunded the hold, or the first receipt never
+    # charged). Said as the verdict's payment, it stated a refund no ledger line made.
+    moved_nothing = not (refunds or stands)
     determination = determine_call(
         result,
         now=now,
@@ -270,6 +287,7 @@ def _supersede(
         policy_digest=row.policy_digest,
         contract_digest=digest_of(dict(case.tool.contract_document)),
         caller=call.caller,
+        payment="none" if moved_nothing else None,
     )
     replaced = receipt_log.receipt(tx, call.receipt_id or row.receipt_id)
     envelope = None if replaced is None else replaced.body.get("envelope")
@@ -282,10 +300,8 @@ def _supersede(
         task_id=None,
         at=now,
     )
-    status = call.status or "settled"
-    payment = result.effect.payment.value
     moved = 0
-    if status == "settled" and payment != "settle":
+    if refunds:
         moved = settlement.refund_judged_call(
             tx,
             call_id=call.id,
@@ -294,14 +310,20 @@ def _supersede(
             receipt_id=receipt.id,
             at=now,
         )
-        if moved:
-            give_back(tx, call.api_key_id, call.price_minor, call.started_at)
-            status = "refunded"
+        if not moved:  # the hold ended since it was read: the unit of work is run again
+            raise ConcurrentUpdate(f"The hold of the call {call.id} changed while it was judged.")
+        give_back(tx, call.api_key_id, call.price_minor, call.started_at)
+        status = "refunded"
     elif status == "settled" and result.needs_review:
         _to_review(tx, call.id, call.tool, call.provider, call.caller, result, now)
     meaning = next(r for r in result.rows if r.stage == "meaning")
     # What the superseding receipt was derived from, so its replay bundle can re-derive it.
-    verification = {"record": result.to_dict(), "judgments": [to_wire(j) for j in judgments]}
+    verification: dict[str, Any] = {
+        "record": result.to_dict(),
+        "judgments": [to_wire(j) for j in judgments],
+    }
+    if moved_nothing:  # what the receipt says beside the verdict, for its replay bundle
+        verification["payment"] = "none"
     if not meaning_queue.judged(
         tx,
         row.call_id,
@@ -329,6 +351,21 @@ def _supersede(
         supersedes=call.receipt_id or row.receipt_id,
     )
     emit_call_event(tx, call.caller, call.provider, rejudged, now)
+
+
+def _money(tx: Transaction, call_id: str, status: str, payment: str) -> tuple[bool, bool]:
+    """What a judgment of a call ending with ``payment`` does with its charge, read in the
+    judgment's transaction: whether it refunds it (the call settled and its charge still in
+    the provider's hold, held or claimed by an open report), and whether the charge stands as
+    the first receipt made it (settled, its hold not refunded: held, reported or paid). When
+    neither, the charge went back before the judgment (an upheld report's ruling, or a first
+    receipt that refunded or voided the call), and the judgment moves no money."""
+    if status != "settled":
+        return False, False
+    held = holds.get(tx, call_id)
+    if payment == "settle":
+        return False, held is None or held.state != holds.REFUNDED
+    return held is not None and held.state in (holds.HELD, holds.REPORTED), False
 
 
 def _party(viewer: Account, case: _Case) -> bool:
