@@ -2,7 +2,8 @@
 that left an escrow, a call's reservation or a provider's hold must be exactly what the receipt
 it names decided, in amount and in the party it went to (before, it only asked that the amount's
 digits occur somewhere in the decision: a payout and fee swapped, or paid to another party,
-passed)."""
+passed); and each receipt's decision must state exactly the lines written with it (a receipt
+stating money that never moved passed, as no line was there to check)."""
 
 from __future__ import annotations
 
@@ -92,3 +93,23 @@ def test_a_call_voided_back_to_another_than_its_caller_fails_the_audit(
     else:
         with pytest.raises(AssertionError):
             audit(store)
+
+
+def test_a_call_receipt_stating_money_that_never_moved_fails_the_audit(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The other way round: an interrupted call's receipt says its reservation was voided back
+    to its caller; kept in the reservation instead (no line written with the receipt), the
+    audit refuses the books (it read only the lines that moved, and found none to check)."""
+    h = make_harness(store)
+    start = h.clock.now()
+    provided_tool(store, price=10, at=start)
+    with store.write() as tx:
+        call = pending_call("c-1", started_at=start, caller="ann", price_minor=10)
+        assert gateway.start_call(tx, call)
+        settlement.reserve(tx, "ann", "hold:call:c-1", 10, at=start)
+    monkeypatch.setattr(settlement, "release_call", lambda tx, hold, **kw: None)
+    h.advance(minutes=10)
+    assert maintenance.run_once(h.app)["recovered"] == 1
+    with pytest.raises(AssertionError, match="'payment': 'void'"):
+        audit(store)

@@ -877,3 +877,28 @@ def test_a_judged_fail_after_an_upheld_report_says_it_refunds_nothing(
     stripped = replay(edited(data, "call.json", unsaid), w.signer.keyid)
     assert stripped.outcome != "same"
     assert any("policyDecision.payment" in d.what for d in stripped.differences)
+
+
+def test_the_audit_refuses_a_judgment_that_states_a_refund_it_never_made(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The audit every money test ends with reads each receipt's decision against the lines
+    written with it: the judgment after an upheld ruling, signed as it was (the verdict's
+    refund of the price, though the ruling had refunded the hold and nothing moved), fails
+    it."""
+    signing = posthoc.determine_call
+    monkeypatch.setattr(
+        posthoc,
+        "determine_call",
+        lambda result, **kw: signing(result, **kw | {"payment": None}),
+    )
+    with weather_world(store) as w, AsgiServer(fake_models([])) as models:
+        _later(w, f"{models.url}/v1", {"model-a": "strict", "model-b": "strict"}, quorum=2)
+        call_id = w.answered()["intentId"]
+        w.h.ok("ann", "POST", f"/calls/{call_id}/report", {"reason": "The wrong city."})
+        ruling = {"upheld": True, "reasons": ["The wrong city."]}
+        w.h.ok("root", "POST", f"/calls/{call_id}/report/ruling", ruling)
+        assert w.h.app.gateway.judge_pending() == 1
+        assert w.h.balance("wallet:ann") == FUNDS  # refunded once, by the ruling
+    with pytest.raises(AssertionError, match="'payment': 'refund'"):
+        audit(store)

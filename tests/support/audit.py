@@ -9,6 +9,11 @@ Read straight from the database, so no use case can hide a fault from it:
 - every leg that took money out of an escrow, a call's reservation or a provider's hold names
   a receipt whose policy decision (signed; for the tests' unsigned issuer, its statement)
   decided exactly that amount, to exactly the account it went to;
+- and the other way round, every receipt states exactly the money written with it: the ledger
+  lines naming it (a matured charge's aside, which names the receipt that settled its call)
+  are the transfers its decision states, each amount from and to the accounts it names, and
+  no other (a task's payout, fee or refund; a call's charge, refund or void of its
+  reservation; a judgment's refund from the hold, or none; an upheld ruling's refund);
 - every verdict has its receipt; each lane of the receipt log is one unbroken chain, its head
   row naming its last receipt, and the positions order each lane;
 - every task is in a state the lifecycle can reach;
@@ -24,6 +29,7 @@ Read straight from the database, so no use case can hide a fault from it:
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from sqlalchemy import delete, insert, select
@@ -84,6 +90,7 @@ def audit(store: Store, deposited: int | None = None) -> dict[str, int]:
             assert receipt.task_id == leg["task_id"], leg
             credit = credits[(leg["txn"], -int(leg["amount"]))]
             _signed_for(tx, leg, credit, _decision(receipt.body))
+        _money_stated(tx, chain)
         waiting: dict[str, int] = {}
         for hold in holds.open_holds(tx):
             assert hold.receipt_id in by_id, f"a hold without its receipt: {hold}"
@@ -203,6 +210,94 @@ def _signed_for(tx: Any, leg: dict[str, Any], credit: str, decision: dict[str, A
     assert hold.end_receipt_id == leg["receipt_id"], (hold, seen)
     assert decision["caller"] == hold.caller, (hold, seen)
     assert credit == f"wallet:{decision['caller']}", seen
+
+
+#: A ledger line as a receipt states it: its memo, the account debited, the one credited, the
+#: amount.
+Line = tuple[str, str, str, int]
+
+
+def _money_stated(tx: Any, chain: list[Any]) -> None:
+    """Every receipt's decision states exactly the lines written with it (see the module's
+    docstring): a statement of money that never moved, or a line its receipt does not state,
+    is a defect of the proof."""
+    e = s.ledger_entries.c
+    credits = _credits(tx)
+    written: dict[str, Counter[Line]] = {}
+    rows = tx.conn.execute(
+        select(e.txn, e.account, e.amount, e.memo, e.receipt_id).where(
+            e.amount < 0, e.receipt_id.is_not(None)
+        )
+    )
+    for r in rows:
+        if r.memo == "release" and str(r.account).startswith("held:"):
+            continue  # a matured charge: written later, against the receipt that settled it
+        line = (str(r.memo), str(r.account), credits[(r.txn, -int(r.amount))], -int(r.amount))
+        written.setdefault(str(r.receipt_id), Counter())[line] += 1
+    at = {r.id: n for n, r in enumerate(chain)}
+    for receipt in chain:
+        predicate = _predicate(receipt.body)
+        decision = predicate.get("policyDecision")
+        stated = _stated(tx, receipt, decision, at) if isinstance(decision, dict) else []
+        found = written.pop(receipt.id, Counter())
+        assert Counter(stated) == found, (receipt.id, decision, stated, dict(found))
+    assert not written, f"lines naming receipts not on the log: {written}"
+
+
+def _stated(tx: Any, receipt: Any, decision: dict[str, Any], at: dict[str, int]) -> list[Line]:
+    """The lines a receipt's decision states, checked against the call's state where it states
+    none (a judgment's charge that stands, or that had gone back before it)."""
+    if "callId" not in decision:  # a task's settlement (each transfer and its party), or none
+        escrow = escrow_account(str(decision.get("task", receipt.task_id)))
+        return [
+            (memo, escrow, str(decision[f"{memo}To"]), int(amount))
+            for memo, amount in decision.items()
+            if f"{memo}To" in decision and int(amount) > 0
+        ]
+    call_id = str(decision["callId"])
+    forwarded = gateway.call(tx, call_id)
+    if forwarded is None:  # a reported call: adjudge held no money for it, and moves none
+        return []
+    provider, hold = forwarded.provider, holds.get(tx, call_id)
+    caller = str(decision.get("caller") or forwarded.caller)
+    back = f"wallet:{caller}"
+    if "ruling" in decision:  # an upheld report's ruling: its refund from the hold (or wallet)
+        refund = int(decision["refundMinor"])
+        assert decision["payment"] == ("refund" if refund > 0 else "none"), decision
+        source = f"wallet:{provider}" if hold is None else f"held:{provider}"
+        return [("report refund", source, back, refund)] if refund > 0 else []
+    payment, price = decision["payment"], int(decision["priceMinor"])
+    queued = meaning_queue.get(tx, call_id)
+    if queued is not None and queued.final_receipt_id == receipt.id:  # a later judgment's
+        ended = None if hold is None or hold.end_receipt_id is None else hold.end_receipt_id
+        before = ended is not None and at[ended] < at[receipt.id]
+        if payment == "settle":  # the charge stands where the first receipt put it
+            assert not before and int(decision["chargeMinor"]) == price, (decision, hold)
+            return []
+        if payment == "none":  # it had gone back: by a ruling before, or never charged
+            assert before or forwarded.status != "settled" or hold is None, (decision, hold)
+            assert int(decision["chargeMinor"]) == 0, decision
+            return []
+        assert hold is not None and hold.amount == price, (decision, hold)
+        return [("refund", f"held:{provider}", back, price)]
+    if payment == "settle":  # a call's first receipt: the charge, into the hold or paid
+        charge = int(decision["chargeMinor"])
+        settled = hold is not None and hold.receipt_id == receipt.id
+        to = f"held:{provider}" if settled else f"wallet:{provider}"
+        return [("charge", f"hold:call:{call_id}", to, charge)] if charge > 0 else []
+    assert payment in ("refund", "void"), decision
+    return [(payment, f"hold:call:{call_id}", back, price)] if price > 0 else []
+
+
+def _predicate(body: Any) -> dict[str, Any]:
+    """A receipt's signed predicate (the tests' unsigned issuer: its statement as kept)."""
+    import base64  # noqa: PLC0415
+    import json  # noqa: PLC0415
+
+    envelope = body.get("envelope") if isinstance(body, dict) else None
+    if isinstance(envelope, dict):
+        return dict(json.loads(base64.b64decode(envelope["payload"]))["predicate"])
+    return dict(body["statement"])
 
 
 def _caller(tx: Any, call_id: str) -> str:
