@@ -879,6 +879,28 @@ def test_a_judged_fail_after_an_upheld_report_says_it_refunds_nothing(
     assert any("policyDecision.payment" in d.what for d in stripped.differences)
 
 
+def test_a_judgment_of_a_call_refunded_at_once_says_it_refunds_nothing(world: Any) -> None:
+    """A sampled answer that fails a quality rule is refunded by its first receipt, and its
+    judgment is still queued; the judges then FAIL it too. The superseding receipt moves no
+    money and says so (payment "none"): it said "refund" of the price again, a second refund
+    no ledger line made."""
+    w, base, _ = world
+    _later(w, base, {"model-a": "strict", "model-b": "strict"}, quorum=2)
+    w.script.answer = "hot"
+    got = w.answered()
+    assert (got["verdict"], got["status"]) == ("FAIL", "refunded")
+    assert w.h.balance("wallet:ann") == FUNDS
+    assert w.h.app.gateway.judge_pending() == 1
+    view, receipt = _final(w, got["intentId"])
+    assert receipt.verdict.value == "FAIL" and view["status"] == "refunded"
+    decision = receipt.predicate["policyDecision"]
+    assert (decision["payment"], decision["chargeMinor"]) == ("none", 0)
+    assert w.h.balance("wallet:ann") == FUNDS
+    answer = w.h.ok(PROVIDER, "GET", f"/calls/{got['intentId']}/bundle")
+    found = replay(from_answer(answer), w.signer.keyid)
+    assert found.outcome == "same", [d.describe() for d in found.differences]
+
+
 def test_the_audit_refuses_a_judgment_that_states_a_refund_it_never_made(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
