@@ -133,6 +133,11 @@ def test_a_quorum_of_cited_conflicts_later_refunds_from_the_hold(world: Any) -> 
     assert w.h.balance(f"held:{PROVIDER}") == 0
     assert view["money"]["state"] == "refunded"
     assert original.receipt_id in _chain_verifies(w).superseded
+    # The first receipt's view names the judgment's as its successor (it named none).
+    assert (
+        w.h.ok("ann", "GET", f"/receipts/{got['receiptId']}")["superseded_by"]
+        == (view["receipt_id"])
+    )
     assert w.h.app.gateway.judge_pending() == 0  # nothing left
 
 
@@ -899,6 +904,40 @@ def test_a_judgment_of_a_call_refunded_at_once_says_it_refunds_nothing(world: An
     answer = w.h.ok(PROVIDER, "GET", f"/calls/{got['intentId']}/bundle")
     found = replay(from_answer(answer), w.signer.keyid)
     assert found.outcome == "same", [d.describe() for d in found.differences]
+
+
+@pytest.mark.parametrize("ruled_first", [True, False], ids=["ruling first", "judgment first"])
+def test_a_calls_later_receipt_supersedes_the_one_in_force(world: Any, ruled_first: bool) -> None:
+    """A call reported while its judgment is pending gets two receipts after its first: the
+    upheld ruling's and the judgment's, in either order. The later supersedes the earlier, the
+    one in force, and the exported log verifies as a chain. Each superseded the call's first
+    receipt, and a receipt is superseded once: the log failed verification
+    (RECEIPT_CHAIN_BROKEN, "already superseded")."""
+    w, base, _ = world
+    _later(w, base, {"model-a": "strict", "model-b": "strict"}, quorum=2)
+    got = w.answered()
+    call_id = got["intentId"]
+    w.h.ok("ann", "POST", f"/calls/{call_id}/report", {"reason": "The wrong city."})
+    ruling = {"upheld": True, "reasons": ["The wrong city."]}
+    if not ruled_first:
+        assert w.h.app.gateway.judge_pending() == 1
+    ruled = w.h.ok("root", "POST", f"/calls/{call_id}/report/ruling", ruling)
+    if ruled_first:
+        assert w.h.app.gateway.judge_pending() == 1
+    judged = w.h.ok("ann", "GET", f"/gateway/calls/{call_id}")["receipt_id"]
+
+    def statement(receipt_id: str) -> Any:
+        envelope = w.h.ok("root", "GET", f"/receipts/{receipt_id}/envelope")
+        return verify(canonical_bytes(envelope), w.signer.keyid)
+
+    first = verify(canonical_bytes(got["receipt"]), w.signer.keyid)
+    earlier, later = (ruled["receipt_id"], judged) if ruled_first else (judged, ruled["receipt_id"])
+    assert statement(earlier).supersedes == first.receipt_id
+    assert statement(later).supersedes == statement(earlier).receipt_id
+    assert w.h.ok("root", "GET", f"/receipts/{earlier}")["superseded_by"] == later
+    superseded = _chain_verifies(w).superseded
+    assert {first.receipt_id, statement(earlier).receipt_id} <= set(superseded)
+    assert w.h.balance("wallet:ann") == FUNDS
 
 
 def test_the_audit_refuses_a_judgment_that_states_a_refund_it_never_made(

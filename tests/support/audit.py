@@ -15,7 +15,8 @@ Read straight from the database, so no use case can hide a fault from it:
   no other (a task's payout, fee or refund; a call's charge, refund or void of its
   reservation; a judgment's refund from the hold, or none; an upheld ruling's refund);
 - every verdict has its receipt; each lane of the receipt log is one unbroken chain, its head
-  row naming its last receipt, and the positions order each lane;
+  row naming its last receipt, and the positions order each lane; no receipt is superseded
+  twice;
 - every task is in a state the lifecycle can reach;
 - a provider's hold account holds exactly its calls' charges still held or under report, and
   each names the receipt that settled it;
@@ -91,6 +92,9 @@ def audit(store: Store, deposited: int | None = None) -> dict[str, int]:
             credit = credits[(leg["txn"], -int(leg["amount"]))]
             _signed_for(tx, leg, credit, _decision(receipt.body))
         _money_stated(tx, chain)
+        replaced = [_predicate(r.body).get("supersedesReceiptId") for r in chain]
+        twice = {d for d in replaced if d is not None and replaced.count(d) > 1}
+        assert not twice, f"receipts superseded twice: {twice}"
         waiting: dict[str, int] = {}
         for hold in holds.open_holds(tx):
             assert hold.receipt_id in by_id, f"a hold without its receipt: {hold}"

@@ -793,7 +793,12 @@ class Calls:
                 return report_view(ruled)
             issuer = self.issuer
             charge, currency = _charge(tx, found)
-            replaced = receipt_log.receipt(tx, found.receipt_id or "")
+            # The receipt in force: a forwarded call's judgment after its answer supersedes its
+            # first, and a receipt is superseded once (the ruling superseding the first again,
+            # the log no longer verified as a chain).
+            forwarded = gateway_db.call(tx, call_id) if found.source == "gateway" else None
+            current = found.receipt_id if forwarded is None else forwarded.receipt_id
+            replaced = receipt_log.receipt(tx, current or found.receipt_id or "")
             envelope = None if replaced is None else replaced.body.get("envelope")
             determination = determine_upheld_report(
                 call_id,

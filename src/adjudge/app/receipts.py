@@ -32,6 +32,7 @@ from adjudge.store import (
     call_reports,
     calls,
     ledger,
+    meaning_queue,
     receipt_log,
     records,
 )
@@ -64,17 +65,28 @@ LEDGER_PAGE, LEDGER_PAGE_MAX = 500, 1000
 MAX_AFTER = 2**31 - 2
 
 
-def _successor(tx: Transaction, receipt_id: str) -> str | None:
-    """The receipt that supersedes this one, or None: a paid call's receipt is superseded by
-    the ruling on its upheld report (the one supersession the service issues). Two indexed
-    reads, whatever the log's length."""
-    call = calls.call_by_receipt(tx, receipt_id)
-    if call is None:
+def _successor(tx: Transaction, found: StoredReceipt) -> str | None:
+    """The receipt that supersedes this one, or None. A paid call's receipts after its first,
+    an upheld report's ruling and a judgment after the answer, each supersede the one in force
+    when they were signed: the call's receipts in the order the log was written, each is
+    superseded by the next. A few indexed reads, whatever the log's length."""
+    call = calls.call_by_receipt(tx, found.id)
+    about = None if call is not None else _about(found)
+    if call is None and (about is None or not about.startswith("call:")):
         return None
-    report = call_reports.by_call(tx, call.id)
-    if report is None or report.receipt_id in (None, receipt_id):
-        return None
-    return report.receipt_id
+    call_id = call.id if call is not None else str(about).removeprefix("call:")
+    record = call or calls.call(tx, call_id)
+    queued = meaning_queue.get(tx, call_id)
+    report = call_reports.by_call(tx, call_id)
+    named = {
+        None if record is None else record.receipt_id,
+        None if queued is None else queued.final_receipt_id,
+        None if report is None else report.receipt_id,
+    }
+    kept = [receipt_log.receipt(tx, r) for r in sorted(r for r in named if r is not None)]
+    ordered = [r.id for r in sorted((r for r in kept if r is not None), key=lambda r: r.position)]
+    at = ordered.index(found.id) + 1 if found.id in ordered else len(ordered)
+    return ordered[at] if at < len(ordered) else None
 
 
 class Receipts:
@@ -150,9 +162,12 @@ class Receipts:
         """One receipt with its place in the chain, its signed statement decoded, and what it
         reads as now (``as_of``: a PENDING check past its deadline reads as its expiry verdict)
         (``RECEIPT_NOT_FOUND``, ``NOT_A_PARTY``)."""
-        found, successor = self.unit.read(
-            lambda tx: (_visible(tx, viewer, receipt_id), _successor(tx, receipt_id))
-        )
+
+        def read(tx: Transaction) -> tuple[StoredReceipt, str | None]:
+            found = _visible(tx, viewer, receipt_id)
+            return found, _successor(tx, found)
+
+        found, successor = self.unit.read(read)
         view = receipt_view(found)
         statement = _statement(found)
         replaced = (statement or {}).get("predicate", {}).get("supersedesReceiptId")

@@ -62,6 +62,7 @@ from adjudge.store import (
     Account,
     ConcurrentUpdate,
     Transaction,
+    call_reports,
     holds,
     meaning_queue,
     receipt_log,
@@ -289,7 +290,7 @@ def _supersede(
         caller=call.caller,
         payment="none" if moved_nothing else None,
     )
-    replaced = receipt_log.receipt(tx, call.receipt_id or row.receipt_id)
+    replaced = receipt_log.receipt(tx, _in_force(tx, call, row))
     envelope = None if replaced is None else replaced.body.get("envelope")
     issuer = gateway.issuer
     receipt = receipt_log.append(
@@ -351,6 +352,17 @@ def _supersede(
         supersedes=call.receipt_id or row.receipt_id,
     )
     emit_call_event(tx, call.caller, call.provider, rejudged, now)
+
+
+def _in_force(tx: Transaction, call: db.GatewayCall, row: meaning_queue.QueuedJudgment) -> str:
+    """The id of the call's receipt in force, which its judgment supersedes: an upheld report's
+    ruling given since the call was answered, or the call's own. A receipt is superseded once:
+    the judgment superseding the call's first receipt after a ruling had, the log no longer
+    verified as a chain."""
+    report = call_reports.by_call(tx, call.id)
+    if report is not None and report.receipt_id is not None:
+        return report.receipt_id
+    return call.receipt_id or row.receipt_id
 
 
 def _money(tx: Transaction, call_id: str, status: str, payment: str) -> tuple[bool, bool]:
