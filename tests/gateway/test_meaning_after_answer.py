@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import select, update
 from test_meaning_judges import fake_models
 from typer.testing import CliRunner
 
@@ -961,5 +962,17 @@ def test_the_audit_refuses_a_judgment_that_states_a_refund_it_never_made(
         w.h.ok("root", "POST", f"/calls/{call_id}/report/ruling", ruling)
         assert w.h.app.gateway.judge_pending() == 1
         assert w.h.balance("wallet:ann") == FUNDS  # refunded once, by the ruling
+        # Its queue row as such a judgment kept it (the receipt's payment not said apart):
+        # its bundle replays to the receipt as signed, as before.
+        q = meaning_queue.queue.c
+        row = q.call_id == call_id
+        with store.write() as tx:
+            kept = dict(tx.conn.execute(select(q.verification).where(row)).one()[0])
+            del kept["payment"]
+            tx.conn.execute(update(meaning_queue.queue).where(row).values(verification=kept))
+        answer = w.h.ok("ann", "GET", f"/calls/{call_id}/bundle")
+        found = replay(from_answer(answer), w.signer.keyid)
+        assert found.outcome == "same", [d.describe() for d in found.differences]
+        assert found.detail["payment"] == "refund"
     with pytest.raises(AssertionError, match="'payment': 'refund'"):
         audit(store)

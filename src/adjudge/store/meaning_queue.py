@@ -68,7 +68,8 @@ queue = Table(
     Column("outcome", String(16), nullable=True),  # the meaning row's final outcome
     Column("final_receipt_id", String(64), nullable=True),  # the superseding receipt
     # What the superseding receipt was derived from, for a replay bundle: {"record": the final
-    # verification record, "judgments": every judge's judgment as read}.
+    # verification record, "judgments": every judge's judgment as read[, "payment": "none"
+    # when the receipt moved no money, the call's charge having gone back before it]}.
     Column("verification", JSON, nullable=True),
     # A pass takes the least tried first, then the oldest (pending): it walks its batch.
     Index("ix_meaning_queue_pending", "state", "attempts", "queued_at"),
