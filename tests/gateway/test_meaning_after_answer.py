@@ -23,7 +23,7 @@ from sqlalchemy import select, update
 from test_meaning_judges import fake_models
 from typer.testing import CliRunner
 
-from adjudge.app import App
+from adjudge.app import App, settlement
 from adjudge.app import calls as calls_module
 from adjudge.app.gateway import posthoc
 from adjudge.app.gateway.posthoc import judge_one
@@ -808,6 +808,48 @@ def test_an_upheld_ruling_racing_the_judgment_refunds_once(
     assert ruled["status"] == "upheld" and ruled["refunded_minor"] == 0
     assert w.h.balance("wallet:ann") == FUNDS
     assert w.h.balance(f"wallet:{PROVIDER}") == 10 * PRICE
+
+
+@pytest.mark.parametrize("store", ["postgresql"], indirect=True)
+def test_a_judgment_racing_an_upheld_ruling_says_what_it_moved(
+    world: Any, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A second process upholds the report after the judgment read the call, and before it
+    refunds the hold: the judgment finds the hold refunded as it moves the money, and is
+    written again in its unit of work, where it reads the charge back and signs a receipt that
+    moves nothing and says so (it committed the refund it had read as due, having moved
+    nothing)."""
+    w, base, _ = world
+    _later(w, base, {"model-a": "strict", "model-b": "strict"}, quorum=2)
+    call_id = w.answered()["intentId"]
+    w.h.ok("ann", "POST", f"/calls/{call_id}/report", {"reason": "wrong city"})
+    other = App(store, clock=w.h.clock, issuer=w.h.app.issuer, checker=w.h.app.checker)
+    refund = settlement.refund_judged_call
+    ruled: dict[str, Any] = {}
+
+    def rule() -> None:
+        root = other.accounts.authenticate(w.h.keys["root"])
+        reasons = ["the provider's feed was stale"]
+        ruled.update(other.calls.rule_report(root, call_id, upheld=True, reasons=reasons).value)
+
+    def ruled_then_refund(tx: Any, **kw: Any) -> int:
+        if not ruled:  # the ruling commits between the judgment's read and its refund
+            ruling = threading.Thread(target=rule)
+            ruling.start()
+            ruling.join(60)
+        return refund(tx, **kw)
+
+    monkeypatch.setattr(settlement, "refund_judged_call", ruled_then_refund)
+    try:
+        assert w.h.app.gateway.judge_pending() == 1
+    finally:
+        other.close()
+    assert ruled["status"] == "upheld" and ruled["refunded_minor"] == PRICE
+    view, receipt = _final(w, call_id)
+    assert receipt.verdict.value == "FAIL" and view["money"]["state"] == "refunded_after_report"
+    decision = receipt.predicate["policyDecision"]
+    assert (decision["payment"], decision["chargeMinor"]) == ("none", 0)
+    assert w.h.balance("wallet:ann") == FUNDS
 
 
 def test_every_receipt_about_a_call_is_for_its_parties(world: Any) -> None:
