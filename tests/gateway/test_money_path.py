@@ -77,8 +77,15 @@ def new_provider(world: World, name: str) -> str:
     return made
 
 
-def mcp(world: World, method: str, params: dict[str, Any], who: str = "ann") -> dict[str, Any]:
-    """One stateless MCP request to the served gateway, as the goassay client sends it."""
+def mcp(
+    world: World,
+    method: str,
+    params: dict[str, Any],
+    who: str = "ann",
+    headers: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """One stateless MCP request to the served gateway, as the goassay client sends it (with
+    ``headers`` besides)."""
     body = {
         "jsonrpc": "2.0",
         "id": 1,
@@ -101,6 +108,7 @@ def mcp(world: World, method: str, params: dict[str, Any], who: str = "ann") -> 
             "Mcp-Method": method,
             "Mcp-Protocol-Version": "2026-07-28",
             **({"Mcp-Name": params["name"]} if "name" in params else {}),
+            **(headers or {}),
         },
         timeout=30,
     )
@@ -215,6 +223,33 @@ def test_a_policy_withdrawn_while_a_call_runs_still_judges_it(world: World) -> N
     later = world.call({"city": "berlin"}).json()
     assert (later["status"], later["verdict"]) == ("settled", "DEGRADED"), later
     assert world.h.balance("wallet:ann") == before - PRICE
+
+
+def test_a_call_retried_with_its_idempotency_key_header_is_charged_once_through_mcp(
+    world: World,
+) -> None:
+    """A ``tools/call`` whose key is the request's Idempotency-Key header, as every REST route
+    takes it, not ``_meta["assay/idempotency-key"]``: sent again (a retry after a lost answer),
+    it is answered from the first call, on either face, and charged once (the endpoint read
+    the key from ``_meta`` only: each retry called the provider and charged the caller
+    again)."""
+    params = {"name": "weather_forecast", "arguments": {"city": "berlin"}}
+    keyed = {"Idempotency-Key": "retry-7"}
+    first = mcp(world, "tools/call", params, headers=keyed)
+    again = mcp(world, "tools/call", params, headers=keyed)
+    assert first["_meta"]["assay/receipt"]["status"] == "settled"
+    assert (first["_meta"]["assay/replayed"], again["_meta"]["assay/replayed"]) == (False, True)
+    intent = first["_meta"]["assay/receipt"]["intentId"]
+    assert again["_meta"]["assay/receipt"]["intentId"] == intent
+    rest = world.call({"city": "berlin"}, key="retry-7")
+    assert rest.headers.get("Idempotent-Replayed") == "true" and rest.json()["intentId"] == intent
+    # The key in _meta is the call's own, whatever a header says.
+    named = {**params, "_meta": {"assay/idempotency-key": "retry-8"}}
+    other = mcp(world, "tools/call", named, headers=keyed)
+    assert other["_meta"]["assay/replayed"] is False
+    assert other["_meta"]["assay/receipt"]["intentId"] != intent
+    assert len(world.script.seen) == 2
+    assert world.h.balance("wallet:ann") == FUNDS - 2 * PRICE
 
 
 def test_a_refunded_call_hands_over_no_output(world: World) -> None:

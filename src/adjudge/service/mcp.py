@@ -35,7 +35,9 @@ A tool result carries the mapped output as ``structuredContent`` (when the call 
 output is an object) and as JSON text, ``isError`` when the call did not settle (or settled
 with an answer outside the tool's promised shape), ``_meta["assay/receipt"]`` (the call's
 answer: status, prices, verdict, checks, the signed receipt) and ``_meta["assay/replayed"]``.
-``_meta["assay/idempotency-key"]`` on a call is its Idempotency-Key. A refusal (an
+``_meta["assay/idempotency-key"]`` on a call is its Idempotency-Key; without one, the request's
+``Idempotency-Key`` header is, as on every REST route (a retry that carries its key there only is
+answered from the first call, never charged again). A refusal (an
 :class:`adjudge.Error`) is a result with ``isError`` and ``_meta["assay/error"] = {code,
 message, retryable, retryAfterMs?, details?}``, as the goassay client reads it; it waits and
 resends on ``IDEMPOTENCY_IN_PROGRESS``.
@@ -139,6 +141,8 @@ class Call:
     app: App
     caller: Account
     version: str
+    #: The request's ``Idempotency-Key`` header: the key of a call whose ``_meta`` names none.
+    key: str | None = None
 
     @property
     def modern(self) -> bool:
@@ -391,6 +395,8 @@ async def _call_tool(call: Call, params: dict[str, Any]) -> dict[str, Any]:
                 code="PAYMENT_VOUCHER_UNSUPPORTED",
             )
         key = _idempotency_key(meta)
+        if key is None:
+            key = call.key
         most = max_price(meta)
         meta_tool = _META_TOOLS.get(name)
         if meta_tool is not None:
@@ -705,6 +711,8 @@ class McpEndpoint:
         if not isinstance(params, dict):
             return 400, _rpc_error(request_id, INVALID_PARAMS, "params is an object."), []
         extra: list[tuple[bytes, bytes]] = []
+        # The first Idempotency-Key header, as the finalize lane reads it.
+        key = next((v.decode("latin-1") for n, v in raw_headers if n == b"idempotency-key"), None)
         try:
             if modern:
                 duplicated = _duplicated_routing_header(raw_headers)
@@ -712,7 +720,7 @@ class McpEndpoint:
                     raise RpcError(HEADER_MISMATCH, f"The {duplicated} header appears twice.")
                 with stage("mcp.parse"):
                     _modern_ladder(message, params, headers)
-                call = Call(app, caller, version_header or MODERN)
+                call = Call(app, caller, version_header or MODERN, key)
                 handler = MODERN_METHODS.get(rpc_method)
             elif rpc_method == "initialize":
                 result, session = _initialize(app, caller, params)
@@ -726,7 +734,7 @@ class McpEndpoint:
                 if isinstance(opened, tuple):
                     status, text = opened
                     return status, _rpc_error(request_id, INVALID_REQUEST, text), []
-                call = Call(app, caller, opened)
+                call = Call(app, caller, opened, key)
                 handler = HANDSHAKE_METHODS.get(rpc_method)
             if handler is None:
                 raise RpcError(METHOD_NOT_FOUND, f"Method not found: {rpc_method}")
