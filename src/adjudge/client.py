@@ -894,12 +894,9 @@ class Client:
         return list(self.request("POST", "/reviews/claim", body, change=False)["jobs"])
 
     def review_failed(self, task_id: str, attempt: int, error: str) -> dict[str, Any]:
-        """Report a failed judgment of a leased submission."""
-        return dict(
-            self.request(
-                "POST", f"/reviews/{task_id}/{attempt}/failed", {"error": error}, change=False
-            )
-        )
+        """Report a failed judgment of a leased submission (with an Idempotency-Key, so a
+        report sent again after its answer was lost counts once)."""
+        return dict(self.request("POST", f"/reviews/{task_id}/{attempt}/failed", {"error": error}))
 
     # --- receipts -------------------------------------------------------------------------
 

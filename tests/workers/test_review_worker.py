@@ -12,6 +12,7 @@ from collections import Counter
 from importlib.resources import files
 from typing import Any
 
+import httpx
 import pytest
 from alembic import command
 from alembic.config import Config
@@ -279,6 +280,36 @@ def test_model_failures_post_nothing_then_give_up(sqlite_store: Store, behaviour
     assert view["status"] == "awaiting_verification" and view["verdicts"] == []
     h.later(1)
     assert h.ok("pat", "POST", f"/tasks/{tid}/reclaim")["status"] == "escalated"
+
+
+def test_a_failure_whose_answer_is_lost_counts_once(
+    sqlite_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker's report of a failed judgment reaches the service but its answer is lost (a
+    connection reset): the client sends it again, and the one failure counts once, not twice
+    toward giving the submission up (its retry counted again: a few lost answers gave up work
+    after fewer judgments than five, unjudged until the poster's reclaim escalated it)."""
+    h = make_harness(sqlite_store)
+    tid = delivered(h, "some work")
+    real = httpx.HTTPTransport.handle_request
+    sent: list[str | None] = []
+
+    def lose_first(transport: httpx.HTTPTransport, request: httpx.Request) -> httpx.Response:
+        if request.method == "POST" and request.url.path.endswith("/failed"):
+            sent.append(request.headers.get("idempotency-key"))
+            if len(sent) == 1:  # the service has it; its answer never comes back
+                real(transport, request)
+                raise httpx.ReadError("connection reset by peer", request=request)
+        return real(transport, request)
+
+    monkeypatch.setattr(httpx.HTTPTransport, "handle_request", lose_first)
+    down = lambda r: (500, '{"error": "boom"}', 0.0)  # noqa: E731
+    with serving(h.app) as service, model_server(down) as (url, _):
+        report = worker(h, service, ChatCompletionsJudge(url, "m")).poll()
+    assert report.failed == [tid] and len(sent) == 2
+    with sqlite_store.read() as tx:
+        assert leases.lease(tx, tid, 1, "vera")["tries"] == 1  # type: ignore[index]
+    assert sent[0] is not None and sent[0] == sent[1]  # one report, sent again under its key
 
 
 def test_a_failure_then_a_good_answer_judges(sqlite_store: Store) -> None:

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from adjudge.app.accounts import need_role
-from adjudge.app.unit import UnitOfWork
+from adjudge.app.unit import Answer, Idempotency, UnitOfWork
 from adjudge.errors import BadInput, NotAllowed, NotFound, StateError
 from adjudge.store import Account, Transaction, leases, records
 
@@ -89,10 +89,15 @@ class Reviews:
 
         return self.unit.read(read)
 
-    def failed(self, verifier: Account, task_id: str, attempt: int, error: str) -> dict[str, Any]:
+    def failed(
+        self, verifier: Account, task_id: str, attempt: int, error: str, *, key: str | None = None
+    ) -> Answer[dict[str, Any]]:
         """Record a failed judgment of a leased submission; the lease ends so a later claim can
-        try again, until :data:`MAX_TRIES` failures give it up."""
+        try again, until :data:`MAX_TRIES` failures give it up. A report sent again with its
+        Idempotency-Key (its answer was lost) is answered as it was and counts once."""
         need_role(verifier, "verifier")
+        inputs = {"task": task_id, "attempt": attempt, "error": error}
+        idem = Idempotency.of(key, "reviews.failed", inputs)
 
         def run(tx: Transaction) -> dict[str, Any]:
             stored = records.task(tx, task_id)
@@ -123,7 +128,7 @@ class Reviews:
                 "lease": _lease(row),
             }
 
-        return self.unit.write(run)
+        return self.unit.once(verifier.id, idem, run)
 
 
 def _lease(row: dict[str, Any] | None) -> dict[str, Any] | None:

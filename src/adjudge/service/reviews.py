@@ -6,9 +6,10 @@ from datetime import timedelta
 from typing import Annotated, Any
 
 from fastapi import Path
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
-from adjudge.service.deps import Caller, Use, router
+from adjudge.service.deps import Caller, IdemKey, Use, reply, router
 
 routes = router()
 
@@ -39,7 +40,8 @@ Attempt = Annotated[int, Path(ge=1, le=1000)]
 
 @routes.post("/reviews/{task_id}/{attempt}/failed", tags=["reviews"])
 def failed(
-    *, task_id: str, attempt: Attempt, body: Failure, who: Caller, app: Use
-) -> dict[str, Any]:
-    """Report a failed judgment: the lease ends; after 5 failures the submission is given up."""
-    return app.reviews.failed(who, task_id, attempt, body.error)
+    *, task_id: str, attempt: Attempt, body: Failure, who: Caller, app: Use, key: IdemKey = None
+) -> JSONResponse:
+    """Report a failed judgment: the lease ends; after 5 failures the submission is given up.
+    A report sent again with its Idempotency-Key is answered as it was and counts once."""
+    return reply(app.reviews.failed(who, task_id, attempt, body.error, key=key))
