@@ -909,3 +909,34 @@ def test_a_call_ended_twice_at_once_ends_once_and_the_second_is_told_so(world: W
     assert world.h.app.gateway._interrupted(stale) is True
     assert world.h.app.gateway._interrupted(stale) is False
     assert world.h.balance("wallet:ann") == FUNDS - PRICE  # the first call's; the stuck one's back
+
+
+@pytest.mark.parametrize(("answer", "price"), [("good", PRICE), ("hot", PRICE), ("good", 0)])
+def test_a_call_ended_by_its_retry_while_out_answers_that_end(
+    world: World, answer: str, price: int
+) -> None:
+    """A call still out past its time (its provider took three minutes by the clock) is ended
+    by a retry with its key as interrupted, its price back to the caller. When its answer is
+    judged at last, the first request finds the call ended and answers that end, as a replay,
+    and nothing more moves (it answered 409 INSUFFICIENT_FUNDS, the emptied reservation of the
+    call, to a caller whose wallet was whole; a free call, 409 CALL_EXISTS)."""
+    if price != PRICE:
+        free = {**tool(world.provider_url), "price": {"amount_minor": price, "currency": "USDC"}}
+        assert served(world, PROVIDER, "POST", "/tools/callable", {"tool": free}).status_code == 201
+    retried: list[httpx.Response] = []
+
+    def out_too_long() -> None:
+        world.script.answering = None
+        world.h.clock.advance(minutes=3)
+        retried.append(world.call({"city": "berlin"}, key="late-1"))
+
+    world.script.answer = answer
+    world.script.answering = out_too_long
+    first = world.call({"city": "berlin"}, key="late-1")
+    [retry] = retried
+    assert retry.status_code == 200 and retry.json()["status"] == "voided", retry.text
+    assert first.status_code == 200, first.text
+    assert first.headers.get("Idempotent-Replayed") == "true"
+    assert first.json() == retry.json()
+    assert len(world.script.seen) == 1
+    assert world.h.balance("wallet:ann") == FUNDS

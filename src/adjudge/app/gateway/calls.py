@@ -22,8 +22,9 @@ A request or system error (a time-out, a 5xx, a refused signature) has no verdic
 is a NOT_RUN determination over the request, and the reservation goes back. A call interrupted
 between 2 and 5 (the process died) stays ``pending``; :meth:`Gateway.recover` (run by the
 service at start and whenever a retry meets such a call) ends it as a system error and returns
-the reservation. A retry with the same Idempotency-Key replays the stored answer without calling
-the provider again; while the first is still running it is ``IDEMPOTENCY_IN_PROGRESS``.
+the reservation; a call whose own end comes after that answers the end it finds, as a replay. A
+retry with the same Idempotency-Key replays the stored answer without calling the provider again;
+while the first is still running it is ``IDEMPOTENCY_IN_PROGRESS``.
 """
 
 from __future__ import annotations
@@ -392,8 +393,25 @@ class Gateway:
                 result.effect.payment.value,
                 termed=p.termed and enters_window("gateway", caller.id, stored.provider),
             )
-            answer = await self.unit.write_async(settle, on_loop=light, hot=hot)
+            try:
+                answer = await self.unit.write_async(settle, on_loop=light, hot=hot)
+            except Error:
+                ended = await self._ended_meanwhile(begun.call_id)
+                if ended is None:
+                    raise
+                return ended
         return Answer(answer)
+
+    async def _ended_meanwhile(self, call_id: str) -> Answer[dict[str, Any]] | None:
+        """The answer of a call another end finished while its answer was out or judged (a
+        retry with its key, or the upkeep, ended it as interrupted past its time), as a replay:
+        this end, which wrote nothing, lost to it (on the debit of the reservation it emptied,
+        the record it stored or the call's conditional update). None when the call is still
+        pending: what refused this end was its own."""
+        found = await self.read_async(lambda tx: db.call(tx, call_id))
+        if found is None or found.state == "pending" or found.answer is None:
+            return None
+        return Answer(dict(found.answer), replayed=True)
 
     async def _judged(
         self, begun: _Begun, request: CallRequest, outcome: Outcome, corroborating: bool
