@@ -1261,8 +1261,8 @@ def _pause(response: httpx.Response) -> float:
 
 def _resend(key: str) -> str:
     return (
-        f". It may have been done: send it again with Idempotency-Key {key} (the CLI's "
-        "--idempotency-key) to be answered as it was; it is never done twice"
+        f". It may have been done: send it again with Idempotency-Key {key} to be answered as "
+        "it was; it is never done twice"
     )
 
 

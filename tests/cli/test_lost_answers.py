@@ -1,7 +1,8 @@
 """One intent whose answer is lost on the way back is done once: the client asks again with the
 same Idempotency-Key, waiting while the first request is still being done (a paid call still
 forwarded), and when it gives up it says the key, which the CLI takes back
-(``--idempotency-key``) to be answered as the first was."""
+(``--idempotency-key``) to be answered as the first was; a command without that option does not
+offer it."""
 
 from __future__ import annotations
 
@@ -118,12 +119,30 @@ def test_a_post_whose_answers_are_lost_is_funded_once_with_the_key_it_printed(
         args += ["--reward", "2"]
         first = CliRunner().invoke(cli, args)
         assert first.exit_code == 2
-        said = re.search(r"--idempotency-key\) to be answered", first.stderr)
         key = re.search(r"Idempotency-Key (\S+) ", first.stderr)
-        assert said and key and key.group(1) == keys[0]
+        assert key and key.group(1) == keys[0]
+        assert f"Run the command again with --idempotency-key {key.group(1)}." in first.stderr
         losing[0] = False
         again = CliRunner().invoke(cli, [*args, "--idempotency-key", key.group(1)])
         assert again.exit_code == 0, again.stderr
         mine = h.ok("pat", "GET", "/tasks?mine=true")["tasks"]
     assert len(mine) == 1
     assert before - h.balance("wallet:pat") == 2_000_000
+
+
+def test_a_step_whose_answers_are_lost_does_not_offer_a_key_its_command_lacks(
+    sqlite_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every answer to `adjudge task cancel` is lost: it exits 2 saying it may have been done,
+    and, as the command takes no --idempotency-key, says to see whether it was done before
+    running it again (it offered the flag the command refuses)."""
+    h = make_harness(sqlite_store)
+    posted = {"title": "t", "brief": "b", "reward": "1000000", "mode": "manual", "criteria": {}}
+    task = h.ok("pat", "POST", "/tasks", posted | {"deadline_hours": 24})
+    _lose_answers(monkeypatch, "/cancel", lambda: True)
+    with serving(h.app) as url:
+        args = ["task", "--url", url, "--key", h.keys["pat"], "cancel", task["id"]]
+        lost = CliRunner().invoke(cli, args)
+    assert lost.exit_code == 2
+    assert "Run the command again with --idempotency-key" not in lost.stderr
+    assert "This command takes no --idempotency-key: see whether it was done" in lost.stderr

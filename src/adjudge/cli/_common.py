@@ -263,9 +263,10 @@ class Session:
             self._client = Client(self.url, self.key)
         return self._client
 
-    def call(self, fn: Callable[[Client], T]) -> T:
+    def call(self, fn: Callable[[Client], T], *, keyed: bool = False) -> T:
         """``fn(client)``; a refusal prints ``CODE: message`` and exits 1, no usable answer
-        exits 2 with what was tried."""
+        exits 2 with what was tried. ``keyed``: the command takes ``--idempotency-key``, so a
+        state change that may have been done is offered again with its key."""
         from adjudge.client import ApiError, ServiceUnavailable  # noqa: PLC0415
 
         try:
@@ -274,7 +275,20 @@ class Session:
             where = f" (request {refusal.request_id})" if refusal.request_id else ""
             again = ""
             if refusal.code == "IDEMPOTENCY_IN_PROGRESS" and refusal.idempotency_key:
-                again = f" Send it again with --idempotency-key {refusal.idempotency_key}."
+                again = _run_again(refusal.idempotency_key, keyed)
             stop(f"{refusal.code}: {refusal.message}{where}{again}", EXIT_REFUSED)
         except ServiceUnavailable as exc:
-            stop(exc.message, EXIT_BAD_INPUT)
+            key = exc.idempotency_key
+            said = exc.message if exc.message.endswith(".") else f"{exc.message}."
+            stop(said + ("" if key is None else _run_again(key, keyed)), EXIT_BAD_INPUT)
+
+
+def _run_again(key: str, keyed: bool) -> str:
+    """How to send again a state change that may have been done: with its key, where the
+    command takes ``--idempotency-key``; the others make a new key each run, so a run again is
+    a second request, and the flag they do not have is not offered."""
+    if keyed:
+        return f" Run the command again with --idempotency-key {key}."
+    return (
+        " This command takes no --idempotency-key: see whether it was done before running it again."
+    )

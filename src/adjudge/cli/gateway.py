@@ -516,7 +516,10 @@ def call_tool(
         stop('The arguments are a JSON object, like \'{"city": "berlin"}\'.')
     most = None if max_price is None else price_of(max_price, "USDC", "--max-price")["amount_minor"]
     answer = session.call(
-        lambda api: api.call_tool(name, args, max_price_minor=most, idempotency_key=idempotency_key)
+        lambda api: api.call_tool(
+            name, args, max_price_minor=most, idempotency_key=idempotency_key
+        ),
+        keyed=True,
     )
     if session.as_json:
         print_json(answer)

@@ -380,7 +380,8 @@ def post(
             take_window_hours=take_window_hours,
             seal=commitment,
             idempotency_key=idempotency_key,
-        )
+        ),
+        keyed=True,
     )
     _changed(session, task)
 
