@@ -203,6 +203,7 @@ _TABLE = (
     # --- NotAllowed: not yours to do
     Code("BUNDLE_WITHHELD", NotAllowed, 403, "A replay bundle holds what this account may not read (a withheld output, a hidden answer)."),
     Code("CONFLICT_OF_INTEREST", NotAllowed, 403, "A call's caller or provider cannot rule on its report, nor judge its meaning."),
+    Code("CORROBORATION_PROVIDER_ONLY", NotAllowed, 403, "A policy declaring a corroborator, paid from the tool's provider's wallet, is registered only by that provider itself."),
     Code("IS_VERIFIER", NotAllowed, 403, "A task's verifier cannot also take it."),
     Code("NOT_A_PARTY", NotAllowed, 403, "Only a task's (or a call's) parties may read this."),
     Code("NOT_TASK_AGENT", NotAllowed, 403, "Only the agent holding the task may do this."),

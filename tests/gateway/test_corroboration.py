@@ -14,10 +14,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from sqlalchemy import update
+from test_money_path import refusal, served
 
 from adjudge.app.demo import OUTLOOK_POLICY, corroborated
 from adjudge.receipts import canonical_bytes, verify
 from adjudge.store import Store
+from adjudge.store.calls import call_policies
 from support import http, weather
 from support.audit import audit
 from support.harness import FUNDS
@@ -369,3 +372,88 @@ def test_a_stored_corroborator_expression_that_does_more_than_select_is_never_ru
     assert (got["status"], got["verdict"], got["strike"]) == ("settled", "DEGRADED", False), got
     row = next(r for r in got["checks"] if r["stage"] == "empty_result")
     assert row["outcome"] == "unavailable" and "does more than select" in row["reason"], row
+
+
+def _operator_with_a_tool(world: World, server_url: str) -> str:
+    """An admin that provides a tool of its own (``op_outlook``, no policy of its own): the tool
+    it would have the weather provider pay for. The tool's name."""
+    h = world.h
+    h.keys["op"] = h.app.accounts.create(None, "op", ["admin", "provider"]).value["api_key"]
+    doc = tool(server_url, provider_id="op") | {
+        "name": "op_outlook",
+        "price": {"amount_minor": OUTLOOK_PRICE, "currency": "USDC"},
+        "policy": None,
+    }
+    assert served(world, "op", "POST", "/tools/callable", {"tool": doc}).status_code == 201
+    return "op_outlook"
+
+
+def test_only_the_provider_declares_a_corroborator_its_wallet_pays(store: Store) -> None:
+    """Over the served REST API: an admin's policy naming a corroborator (its own tool, at a
+    bound it picks) for sky's tool is refused (403 CORROBORATION_PROVIDER_ONLY), nothing stored,
+    and sky's empty answers then cost sky nothing; an admin's policy without one is accepted
+    and judges; sky's own policy naming the same corroborator is accepted and sky pays for it.
+    (The admin's was stored, and each empty answer paid the admin's tool from sky's wallet.)"""
+    with weather_world(store) as world:
+        h = world.h
+        h.app.accounts.deposit(h.app.accounts.authenticate(h.keys["root"]), PROVIDER, SKY_FUNDS)
+        outlook = Script(answer="empty")
+        with AsgiServer(provider(outlook)) as server:
+            theirs = _operator_with_a_tool(world, server.url)
+            path = "/tools/weather_forecast/policies"
+            for admin in ("root", "op"):
+                r = served(
+                    world, admin, "POST", path, {"policy": corroborated(POLICY, 2, theirs, BOUND)}
+                )
+                assert r.status_code == 403, r.text
+                assert refusal(r) == (403, "CORROBORATION_PROVIDER_ONLY")
+                assert PROVIDER in r.json()["error"]["message"]
+            judged = served(world, "ann", "GET", "/tools/weather_forecast").json()["judged_by"]
+            assert judged["version"] == 1 and judged.get("corroboration") is None
+            world.script.answer = "empty"
+            got = world.answered()
+            assert (got["verdict"], got["corroboration"]) == ("EMPTY_UNVERIFIED", None), got
+            assert outlook.seen == [] and h.balance(f"wallet:{PROVIDER}") == SKY_FUNDS
+            # The rules that judge sky are still the operator's to register, without spending.
+            plain = POLICY | {"version": 2}
+            r = served(world, "root", "POST", path, {"policy": plain})
+            assert r.status_code == 201 and r.json()["registered_by"] == "root", r.text
+            # sky's own word: the same declaration is accepted, and sky pays for it.
+            mine = corroborated(POLICY, 3, theirs, BOUND)
+            r = served(world, PROVIDER, "POST", path, {"policy": mine})
+            assert r.status_code == 201, r.text
+            got = world.answered()
+            assert got["verdict"] == "EMPTY_CONFIRMED", got
+            assert got["corroboration"]["source"] == "op" and len(outlook.seen) == 1
+            assert h.balance(f"wallet:{PROVIDER}") == SKY_FUNDS - OUTLOOK_PRICE
+    audit(store)
+
+
+def test_a_stored_corroborator_another_account_declared_is_never_paid(
+    setup: Corroborated, store: Store
+) -> None:
+    """A policy naming a corroborator that an admin registered before that was refused (its row
+    says who registered it): the corroborator is not asked, the empty answer is DEGRADED
+    (settled, no strike), and sky's wallet pays nothing. (It paid nimbus for each.)"""
+    policy = corroborated(POLICY, 3, OUTLOOK, BOUND)
+    world = setup.world
+    r = served(world, PROVIDER, "POST", "/tools/weather_forecast/policies", {"policy": policy})
+    assert r.status_code == 201, r.text
+    with store.write() as tx:  # as an admin's registration stored it
+        tx.conn.execute(
+            update(call_policies)
+            .where(call_policies.c.tool == "weather_forecast", call_policies.c.version == 3)
+            .values(registered_by="root")
+        )
+    world.script.answer = "empty"
+    setup.nimbus.answer = "empty"
+    got = setup.call({"city": "berlin"})
+    assert (got["status"], got["verdict"], got["strike"]) == ("settled", "DEGRADED", False), got
+    found = got["corroboration"]
+    assert not found["available"] and "registered by root" in found["reason"], found
+    assert setup.nimbus.seen == []
+    assert world.h.balance(f"wallet:{PROVIDER}") == SKY_FUNDS
+    assert world.h.balance("wallet:ann") == FUNDS - PRICE
+    # A caller reading the tool before paying is not told of a corroboration that never runs.
+    judged = served(world, "ann", "GET", "/tools/weather_forecast").json()["judged_by"]
+    assert judged["version"] == 3 and judged["corroboration"] is None

@@ -461,7 +461,10 @@ class Calls:
     ) -> Answer[dict[str, Any]]:
         """The tool's provider or an admin registers a versioned decision policy for it
         (``NOT_TOOL_PROVIDER`` for anyone else: the rules that judge a provider are its own and
-        the operator's, never a stranger's)."""
+        the operator's, never a stranger's). A policy that declares a corroborator, paid from
+        the provider's wallet on each empty answer, is the provider's own alone
+        (``CORROBORATION_PROVIDER_ONLY`` for an admin: money moves on the word of the party it
+        binds)."""
         _need_any(who, {"provider", "admin"}, "registers a decision policy")
         need_primary(who, "registers a decision policy")  # it settles or refunds every call
         registrable(policy, "A policy", "POLICY_INVALID")
@@ -480,6 +483,7 @@ class Calls:
                 )
             parsed = register_policy(policy, _contract(current))
             _storable(parsed.policy_id, "A policy id", 200, "POLICY_INVALID")
+            _spends_only_on_its_word(parsed, who, owner)
             _check_corroborator(tx, parsed, owner)
             _check_key_judges(tx, parsed.judges, self.unit.now())
             if parsed.version > MAX_VERSION:
@@ -958,6 +962,22 @@ def _evidence(**inputs: Mapping[str, Any] | None) -> dict[str, Any] | None:
     sent it (kept so the call replays offline); None when it read nothing else."""
     kept = {name: dict(value) for name, value in inputs.items() if value is not None}
     return kept or None
+
+
+def _spends_only_on_its_word(policy: Policy, who: Account, provider: str) -> None:
+    """A declared corroborator is paid from the provider's own wallet on every empty answer, so
+    only the provider itself declares one: an admin may register the rules that judge a
+    provider, never spend its money (a tool of its own choosing, at a bound of its own)."""
+    rule = policy.empty_result
+    if rule is None or rule.corroborator is None or who.id == provider:
+        return
+    raise NotAllowed(
+        f"The policy declares {rule.corroborator.tool} as the corroborator of "
+        f"{policy.tool}'s empty answers, paid from {provider}'s wallet on each: only {provider} "
+        "itself registers a policy that spends its money. Register it without "
+        "`empty_result.corroboration`, or ask the provider to register it. Nothing was stored.",
+        code="CORROBORATION_PROVIDER_ONLY",
+    )
 
 
 def _check_corroborator(tx: Transaction, policy: Policy, provider: str) -> None:

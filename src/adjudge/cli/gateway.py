@@ -478,7 +478,8 @@ def add_policy(
     document: Annotated[Path, typer.Argument(help="The decision policy (JSON or YAML).")],
     as_json: JsonFlag = False,
 ) -> None:
-    """Register a version of a tool's decision policy (its provider, or an admin)."""
+    """Register a version of a tool's decision policy (its provider, or an admin; one that
+    declares a corroborator, paid from the provider's wallet, only its provider)."""
     session = _session(ctx, as_json)
     doc = _document(document, "policy")
     made = session.call(lambda api: api.add_policy(tool, doc))

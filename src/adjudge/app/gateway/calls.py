@@ -468,6 +468,7 @@ class Gateway:
                 provider=request.provider,
                 caller=begun.caller,
                 policy=p.policy,
+                declared_by=p.policy_by,
                 arguments=request.arguments,
             )
             result, shape = await verified(found)
@@ -518,7 +519,7 @@ class Gateway:
             got = self.unit.read(read)
         if isinstance(got, db.GatewayCall):
             return self._replayed(got, ask.fingerprint)
-        stored, tool, contract, policy, policy_digest, credential, termed, document = got
+        stored, tool, contract, policy, policy_digest, credential, termed, document, by = got
         price = stored.listed.at(ask.now)
         within(price, stored.currency, ask.max_price, ask.caller)
         with stage("gateway.arguments"):
@@ -538,6 +539,7 @@ class Gateway:
             document,
             judging_weight_of(stored.digest, policy_digest, contract, policy),
             size,
+            by,
         )
 
     async def _built_apart(self, ask: _Asked, prepared: _Prepared) -> BuiltRequest:
@@ -852,12 +854,14 @@ class Gateway:
         tuple[str, str] | None,
         bool,
         Mapping[str, Any] | None,
+        str | None,
     ]:
         """The tool ``stored`` as called at ``now``: parsed, with its provider's account, the
         policy that judges it, the provider's credential and whether it declared quality terms
         (its calls then move its quality window), all read in one round trip; last, the
-        policy's document. A tool or policy neither ``given`` nor kept parsed is not parsed
-        here, where the event loop or a database thread runs the read: ``_ParseApart``."""
+        policy's document and the account that registered it. A tool or policy neither
+        ``given`` nor kept parsed is not parsed here, where the event loop or a database thread
+        runs the read: ``_ParseApart``."""
         if stored is None:
             raise NotFound(f"No tool {name} can be called here.", code="TOOL_NOT_FOUND")
         key: Hashable = ("tool", stored.digest)
@@ -883,6 +887,7 @@ class Gateway:
         policy = None
         policy_digest = None
         document = None
+        policy_by = None
         if tool.policy is not None:
             if found is None:
                 raise StateError(
@@ -899,7 +904,18 @@ class Gateway:
                 raise _ParseApart(key, parse)
             policy_digest = found.digest
             document = found.document
-        return stored, tool, contract, policy, policy_digest, credential, termed, document
+            policy_by = found.registered_by
+        return (
+            stored,
+            tool,
+            contract,
+            policy,
+            policy_digest,
+            credential,
+            termed,
+            document,
+            policy_by,
+        )
 
     async def _forward(self, begun: _Begun, args: Mapping[str, Any]) -> Outcome:
         """(3): sign the built request at the real time (providers check it) and send it."""
@@ -1299,6 +1315,9 @@ class _Prepared:
     weight: int | None
     #: The arguments' bytes (a rule's condition reads them beside the answer).
     arguments_size: int
+    #: The account that registered the policy (its declared corroborator is paid only when
+    #: that is the provider, whose wallet pays it).
+    policy_by: str | None
 
 
 class _ParseApart(Exception):

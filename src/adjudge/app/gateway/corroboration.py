@@ -7,6 +7,9 @@ provider's tool, asked through this gateway with the same arguments (or the argu
 - **who pays**: the policy's provider (``paid_by: provider``), from its own wallet, reserved and
   settled like any call against that call's own signed receipt. The caller of the empty answer
   is charged the listed price it agreed to and nothing more;
+- **on the provider's word**: only a policy the provider registered itself spends its money; a
+  corroborator declared in a policy someone else registered (an admin, before such a policy was
+  refused at registration) is not asked, and the empty answer is DEGRADED, nothing paid;
 - **not the caller's**: a corroborator whose provider made the call is not asked (its own tool
   would decide its own call: results it passed would fail the empty answer and refund it);
 - **bounded**: at most ``max_price_minor`` a corroboration (the gateway's max-price refusal,
@@ -74,10 +77,13 @@ async def corroborate(
     provider: str,
     caller: str,
     policy: Policy,
+    declared_by: str | None,
     arguments: Mapping[str, Any],
 ) -> Corroboration:
     """Ask ``policy``'s declared corroborator about the call ``call_id`` of ``provider``, made
-    by ``caller``, paid by ``provider``; what it found, or why it could not say."""
+    by ``caller``, paid by ``provider``; what it found, or why it could not say. ``declared_by``
+    registered the policy: unless it is ``provider``, whose money it would spend, nothing is
+    asked."""
     rule = policy.empty_result
     assert rule is not None and rule.corroborator is not None
     spec = rule.corroborator
@@ -87,6 +93,13 @@ async def corroborate(
             source=source, empty=False, reason=reason, tool=spec.tool, available=False, **found
         )
 
+    if declared_by != provider:
+        # The provider's money moves only on its own word: not on a policy another account
+        # (an operator) registered for its tool, naming a tool and a bound of its choosing.
+        return unavailable(
+            f"the policy declaring it was registered by {declared_by}, not by the provider "
+            f"{provider}, whose wallet would pay for it"
+        )
     path = spec.path if spec.path is not None else rule.path
     for expression in (spec.arguments, path):  # a policy registered before they were checked
         if expression is not None and not plain_selection(expression.cost):

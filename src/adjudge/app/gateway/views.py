@@ -49,7 +49,7 @@ def tool_view(
         if pending is None
         else money(pending[0], stored.currency) | {"from": pending[1].isoformat()},
         "policy": None if tool.policy is None else tool.policy.to_dict(),
-        "judged_by": None if judged_by is None else judge_view(judged_by),
+        "judged_by": None if judged_by is None else judge_view(judged_by, stored.provider),
         "refunded_output": tool.refunded_output,
         "registered_at": stored.registered_at.isoformat(),
         "definition": tool.definition,
@@ -57,9 +57,11 @@ def tool_view(
     }
 
 
-def judge_view(p: calls_db.StoredPolicy) -> dict[str, Any]:
+def judge_view(p: calls_db.StoredPolicy, provider: str) -> dict[str, Any]:
     """The policy version that judges a tool's calls: its id, version, digest, mode, report
-    window and withdrawal (a caller sees what it agrees to before it pays)."""
+    window and withdrawal (a caller sees what it agrees to before it pays). Its corroborator
+    is shown only where ``provider``, whose wallet pays for it, registered the policy: another
+    account's declaration corroborates nothing."""
     document = p.document
     return {
         "id": p.policy_id,
@@ -69,7 +71,7 @@ def judge_view(p: calls_db.StoredPolicy) -> dict[str, Any]:
         "report_window_hours": int(document.get("report_window_hours", 72)),
         "withdrawn_at": document.get("withdrawn_at"),
         "registered_at": p.registered_at.isoformat(),
-        "corroboration": corroboration_view(document),
+        "corroboration": corroboration_view(document) if p.registered_by == provider else None,
         "judges": judges_view(document),
     }
 
