@@ -1187,9 +1187,20 @@ class Client:
         """Judge the calls waiting for their meaning judges now, one bounded pass (admins)."""
         return dict(self.request("POST", "/meaning/judgments/run"))
 
-    def judge_meaning(self, call_id: str, judgment: dict[str, Any]) -> dict[str, Any]:
-        """Give my verifier key's signed meaning judgment of a call judged after its answer."""
-        return dict(self.request("POST", f"/meaning/judgments/{call_id}", judgment))
+    def judge_meaning(
+        self, call_id: str, judgment: dict[str, Any], *, idempotency_key: str | None = None
+    ) -> dict[str, Any]:
+        """Give my verifier key's signed meaning judgment of a call judged after its answer
+        (with an Idempotency-Key, so a judgment sent again after its answer was lost is
+        answered as it was, not refused as a second one)."""
+        return dict(
+            self.request(
+                "POST",
+                f"/meaning/judgments/{call_id}",
+                judgment,
+                idempotency_key=idempotency_key,
+            )
+        )
 
     def report_call(
         self, call_id: str, reason: str, *, idempotency_key: str | None = None

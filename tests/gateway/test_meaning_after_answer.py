@@ -18,6 +18,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from sqlalchemy import select, update
 from test_meaning_judges import fake_models
@@ -31,11 +32,13 @@ from adjudge.app.maintenance import run_once
 from adjudge.calls.meaning import judgment_payload
 from adjudge.calls.pointers import resolve
 from adjudge.cli import app
+from adjudge.client import Client
 from adjudge.receipts import SigningKey, canonical_bytes, verify, verify_chain
 from adjudge.replay import from_answer, replay
 from adjudge.store import Store, ledger, meaning_queue, receipt_log
 from adjudge.store.meaning_queue import QueuedJudgment
 from adjudge.workers import ChatCompletionsCallJudge
+from support import http
 from support.audit import audit
 from support.bundles import edited, without
 from support.deliveries import add_endpoint, events_to
@@ -518,6 +521,95 @@ def test_a_key_judgment_folds_with_a_model_under_one_quorum(world: Any) -> None:
     assert w.h.refused("vic", "POST", path, body) == (409, "MEANING_JUDGMENT_LATE")
 
 
+def _sent(w: World, who: str, path: str, body: Any = None, key: str | None = None) -> Any:
+    """``who`` posts ``body`` to the served service's REST API (with ``key`` as its
+    Idempotency-Key)."""
+    headers = {"Authorization": f"Bearer {w.h.keys[who]}"}
+    if key is not None:
+        headers["Idempotency-Key"] = key
+    return http.post(f"{w.service}/api/v1{path}", json=body, headers=headers, timeout=30)
+
+
+def test_a_key_judgment_sent_again_with_its_key_is_answered_as_the_first(world: Any) -> None:
+    """Over the served REST API: vic's judgment, sent again with its Idempotency-Key because its
+    answer was lost, is answered as the first time (201, the same answer, marked a replay), kept
+    once and folded once: one refund, and a resend after the judgment moves nothing. The same
+    key with another body is refused (IDEMPOTENCY_KEY_REUSED); without a key, a second judgment
+    is still MEANING_JUDGMENT_REPLAYED. (The resend was refused as a second judgment.)"""
+    w, base, _ = world
+    key = _keyed(w, base)
+    got = w.answered()
+    call_id = got["intentId"]
+    listed = w.h.ok("vic", "GET", "/meaning/judgments")["judgments"]
+    body = _signed(w.h.signers["vic"], listed[0])
+    path = f"/meaning/judgments/{call_id}"
+    first = _sent(w, "vic", path, body, key="judgment-berlin")
+    assert first.status_code == 201 and "idempotent-replayed" not in first.headers, first.text
+    again = _sent(w, "vic", path, body, key="judgment-berlin")
+    assert again.status_code == 201, again.text
+    assert again.json() == first.json() and again.headers["idempotent-replayed"] == "true"
+    other = body | {"reason": "another reason"}
+    r = _sent(w, "vic", path, other, key="judgment-berlin")
+    assert (r.status_code, r.json()["error"]["code"]) == (409, "IDEMPOTENCY_KEY_REUSED")
+    r = _sent(w, "vic", path, body)
+    assert (r.status_code, r.json()["error"]["code"]) == (409, "MEANING_JUDGMENT_REPLAYED")
+    kept = w.h.app.unit.read(lambda tx: meaning_queue.key_judgments(tx, call_id))
+    assert [j["judge"] for j in kept] == [key]
+    assert w.h.balance("wallet:ann") == FUNDS - PRICE  # nothing moves until it is folded
+    assert w.h.app.gateway.judge_pending() == 1
+    view, receipt = _final(w, call_id)
+    assert (view["verdict"], view["status"]) == ("FAIL", "refunded")
+    assert [c["name"] for c in receipt.predicate["checks"]].count(f"meaning:{key}") == 1
+    assert w.h.balance("wallet:ann") == FUNDS and w.h.balance(f"held:{PROVIDER}") == 0
+    late = _sent(w, "vic", path, body, key="judgment-berlin")  # its answer lost once more
+    assert late.status_code == 201 and late.json() == first.json(), late.text
+    assert w.h.app.gateway.judge_pending() == 0
+    assert w.h.balance("wallet:ann") == FUNDS and w.h.balance(f"held:{PROVIDER}") == 0
+
+
+class _LosesFirstJudgmentAnswer(httpx.BaseTransport):
+    """A connection whose first answer to a posted judgment is lost after the service has it
+    (a reset): the Idempotency-Keys each judgment was sent with."""
+
+    def __init__(self) -> None:
+        self.real = httpx.HTTPTransport()
+        self.keys: list[str | None] = []
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        if request.method == "POST" and "/meaning/judgments/" in request.url.path:
+            self.keys.append(request.headers.get("idempotency-key"))
+            if len(self.keys) == 1:
+                self.real.handle_request(request).close()
+                raise httpx.ReadError("connection reset by peer", request=request)
+        return self.real.handle_request(request)
+
+    def close(self) -> None:
+        self.real.close()
+
+
+def test_the_client_sends_a_judgment_again_with_its_key_and_it_counts_once(world: Any) -> None:
+    """The client library's judgment whose answer is lost is sent again with the same
+    Idempotency-Key and answered as kept, kept once; sent again with that key given, the same
+    answer. (The client's resend was refused MEANING_JUDGMENT_REPLAYED, its judgment kept.)"""
+    w, base, _ = world
+    key = _keyed(w, base)
+    call_id = w.answered()["intentId"]
+    transport = _LosesFirstJudgmentAnswer()
+    with Client(w.service, w.h.keys["vic"], transport=transport) as client:
+        shown = client.meaning_judgments()["judgments"][0]
+        body = _signed(w.h.signers["vic"], shown)
+        kept = client.judge_meaning(call_id, body)
+        assert kept["kept"] is True and kept["judge_key"] == key
+        sent = transport.keys
+        assert len(sent) == 2 and sent[0] is not None and sent[0] == sent[1]
+        again = client.judge_meaning(call_id, body, idempotency_key=sent[0])
+        assert again == kept and transport.keys[-1] == sent[0]
+    judged = w.h.app.unit.read(lambda tx: meaning_queue.key_judgments(tx, call_id))
+    assert [j["judge"] for j in judged] == [key]
+    assert w.h.app.gateway.judge_pending() == 1
+    assert w.h.balance("wallet:ann") == FUNDS
+
+
 def test_a_key_sees_its_calls_behind_a_thousand_pending_for_another_key(
     world: Any, store: Store
 ) -> None:
@@ -610,7 +702,7 @@ def test_a_key_judgment_kept_while_the_worker_judges_is_never_read_as_silence(
 
     monkeypatch.setattr(unit, "write", late_write)
     vic = w.h.app.accounts.authenticate(w.h.keys["vic"])
-    assert gateway.submit_key_judgment(vic, call_id, body)["kept"] is True
+    assert gateway.submit_key_judgment(vic, call_id, body).value["kept"] is True
     assert gateway.judge_pending() == 1
     view, receipt = _final(w, call_id)
     assert (view["verdict"], view["status"]) == ("FAIL", "refunded")

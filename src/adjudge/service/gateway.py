@@ -215,10 +215,11 @@ class KeyJudgmentIn(BaseModel):
 
 @routes.post("/meaning/judgments/{call_id}", status_code=201, tags=["gateway"])
 def submit_key_judgment(
-    *, call_id: str, body: KeyJudgmentIn, who: Caller, app: Use
-) -> dict[str, Any]:
-    """Give your verifier key's signed judgment of a call judged after its answer."""
-    return app.gateway.submit_key_judgment(who, call_id, body.model_dump())
+    *, call_id: str, body: KeyJudgmentIn, who: Caller, app: Use, key: IdemKey = None
+) -> JSONResponse:
+    """Give your verifier key's signed judgment of a call judged after its answer (sent again
+    with its Idempotency-Key, answered as the first time)."""
+    return reply(app.gateway.submit_key_judgment(who, call_id, body.model_dump(), key=key), 201)
 
 
 @routes.post("/gateway/keys/rotate", tags=["gateway"])

@@ -746,12 +746,13 @@ class Gateway:
         return key_pending(self, viewer)
 
     def submit_key_judgment(
-        self, viewer: Account, call_id: str, body: dict[str, Any]
-    ) -> dict[str, Any]:
-        """Keep a verifier key's signed meaning judgment of a queued call (checked first)."""
+        self, viewer: Account, call_id: str, body: dict[str, Any], *, key: str | None = None
+    ) -> Answer[dict[str, Any]]:
+        """Keep a verifier key's signed meaning judgment of a queued call (checked first), once
+        per Idempotency-Key ``key``."""
         from adjudge.app.gateway.posthoc import submit_key_judgment  # noqa: PLC0415
 
-        return submit_key_judgment(self, viewer, call_id, body)
+        return submit_key_judgment(self, viewer, call_id, body, key=key)
 
     def get_call(self, viewer: Account, call_id: str) -> dict[str, Any]:
         """A forwarded call (its caller, its provider, admins)."""

@@ -40,6 +40,7 @@ from adjudge.app.gateway.spending import give_back
 from adjudge.app.gateway.views import money_view
 from adjudge.app.isolation import JudgingFailed
 from adjudge.app.meaning import MeaningAsk, ask_judges
+from adjudge.app.unit import Answer, Idempotency
 from adjudge.app.wiring import call_subject
 from adjudge.calls import CallRequest, Contract, Policy, Tool, determine_call
 from adjudge.calls.judging import JudgingJob
@@ -432,8 +433,13 @@ def key_pending(gateway: Gateway, viewer: Account) -> dict[str, Any]:
 
 
 def submit_key_judgment(
-    gateway: Gateway, viewer: Account, call_id: str, body: dict[str, Any]
-) -> dict[str, Any]:
+    gateway: Gateway,
+    viewer: Account,
+    call_id: str,
+    body: dict[str, Any],
+    *,
+    key: str | None = None,
+) -> Answer[dict[str, Any]]:
     """Keep a verifier key's signed judgment of a queued call. The service rebuilds the payload
     from the body and checks, in order: a pending judgment of the call that names the key
     (``MEANING_JUDGMENT_NOT_FOUND``), the key the viewer's own and active
@@ -441,8 +447,10 @@ def submit_key_judgment(
     (``CONFLICT_OF_INTEREST``), the response digest the call's
     (``MEANING_JUDGMENT_DIGEST_MISMATCH``), the window (``MEANING_JUDGMENT_LATE``), the signature
     (``MEANING_JUDGMENT_SIGNATURE_INVALID``), and one judgment per key and call
-    (``MEANING_JUDGMENT_REPLAYED``)."""
+    (``MEANING_JUDGMENT_REPLAYED``). A judgment sent again with its Idempotency-Key (its answer
+    was lost) is answered as it was the first time, and kept once."""
     judge = str(body.get("judge_key", ""))
+    idem = Idempotency.of(key, "meaning.key_judgment", {"call": call_id, "judgment": body})
     now = gateway.unit.now()
 
     def run(tx: Transaction) -> dict[str, Any]:
@@ -513,7 +521,7 @@ def submit_key_judgment(
             )
         return {"call_id": call_id, "judge_key": judge, "payload": payload, "kept": True}
 
-    return gateway.unit.write(run)
+    return gateway.unit.once(viewer.id, idem, run)
 
 
 def _check_signature(payload: dict[str, Any], judge: str, body: dict[str, Any]) -> None:
