@@ -7,8 +7,9 @@ import json
 import os
 import shutil
 import subprocess
+from collections import deque
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -63,15 +64,25 @@ def run_node(script: str, cases: list[Any]) -> list[Any]:
 
 
 class _Copies:
-    """Copies of a migrated PostgreSQL database, each made while the test before it runs.
+    """Copies of a migrated PostgreSQL database, each made while the test before it runs, and
+    dropped while the tests after it run.
 
     Copying a database is 0.2-0.4 s of PostgreSQL writing files, with little CPU, in every
-    PostgreSQL test: one copy is made ahead, on a thread, so a test takes one ready."""
+    PostgreSQL test: one copy is made ahead, on a thread, so a test takes one ready. Dropping
+    one makes PostgreSQL checkpoint, writing out every changed page of every database and
+    waiting for the disk (0.1 s on an idle machine, 0.5-3 s on a busy one, little of it CPU):
+    a used copy is given back and dropped on another thread, a few at most waiting there."""
+
+    #: Used copies waiting to be dropped before a test that gives one back waits for the
+    #: oldest (each is some megabytes on the server's disk).
+    PENDING_DROPS = 8
 
     def __init__(self, template: str) -> None:
         self.template = template
         self._maker = ThreadPoolExecutor(1, thread_name_prefix="postgres-copies")
         self._ahead = self._maker.submit(postgres.create_database, template)
+        self._dropper = ThreadPoolExecutor(1, thread_name_prefix="postgres-drops")
+        self._drops: deque[Future[None]] = deque()
 
     def take(self) -> str:
         """A new copy's URL (:class:`postgres.Unreachable` if none could be made)."""
@@ -79,11 +90,22 @@ class _Copies:
         self._ahead = self._maker.submit(postgres.create_database, self.template)
         return ready.result()
 
+    def give_back(self, url: str) -> None:
+        """Drop a used copy on the dropping thread (its connections closed or left: the drop
+        ends them); a drop that failed raises here, in a later test, or in :meth:`close`."""
+        while self._drops and (self._drops[0].done() or len(self._drops) >= self.PENDING_DROPS):
+            self._drops.popleft().result()
+        self._drops.append(self._dropper.submit(_drop, url))
+
     def close(self) -> None:
-        """Drop the copy made ahead, once made: the template can be dropped after."""
+        """Drop the copy made ahead, once made, and wait for the used ones to be dropped: the
+        template can be dropped after."""
         with contextlib.suppress(postgres.Unreachable):
             _drop(self._ahead.result())
         self._maker.shutdown()
+        self._dropper.shutdown()
+        while self._drops:
+            self._drops.popleft().result()
 
 
 def _postgres_or_skip(copies: _Copies | None) -> str:
@@ -156,7 +178,10 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     finally:
         st.dispose()
         if request.param == "postgresql":
-            _drop(st.url)
+            if copies is not None:
+                copies.give_back(st.url)
+            else:
+                _drop(st.url)
 
 
 @pytest.fixture
