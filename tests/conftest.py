@@ -14,7 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import typer
+import typer.testing
 from hypothesis import settings
+from typer.main import get_command
 
 from adjudge.store import Store
 from adjudge.webhooks import Sender
@@ -206,3 +209,20 @@ def sender() -> Iterator[Sender]:
     s = Sender(allow_private=True)
     yield s
     s.close()
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _one_command_tree() -> Iterator[None]:
+    """Typer's test runner builds an app's whole command tree from its functions' annotations
+    on each call (70 ms for adjudge's): each app's is built once, as the console script builds
+    it once a process (the tree depends only on the functions it was built from)."""
+    trees: dict[int, tuple[typer.Typer, Any]] = {}
+
+    def built(app: typer.Typer) -> Any:
+        if id(app) not in trees:
+            trees[id(app)] = (app, get_command(app))  # the app kept: its id stays its own
+        return trees[id(app)][1]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(typer.testing, "_get_command", built)
+        yield
