@@ -71,7 +71,8 @@ class _Copies:
     dropped while the tests after it run.
 
     Copying a database is 0.2-0.4 s of PostgreSQL writing files, with little CPU, in every
-    PostgreSQL test: one copy is made ahead, on a thread, so a test takes one ready. Dropping
+    PostgreSQL test: two copies are made ahead, on a thread, so a test takes one ready (and a
+    short test after a long one finds the next one ready too). Dropping
     one makes PostgreSQL checkpoint, writing out every changed page of every database and
     waiting for the disk (0.1 s on an idle machine, 0.5-3 s on a busy one, little of it CPU):
     a used copy is given back and dropped on another thread, a few at most waiting there."""
@@ -79,18 +80,22 @@ class _Copies:
     #: Used copies waiting to be dropped before a test that gives one back waits for the
     #: oldest (each is some megabytes on the server's disk).
     PENDING_DROPS = 8
+    #: Copies made ahead of the tests that will take them.
+    AHEAD = 2
 
     def __init__(self, template: str) -> None:
         self.template = template
         self._maker = ThreadPoolExecutor(1, thread_name_prefix="postgres-copies")
-        self._ahead = self._maker.submit(postgres.create_database, template)
+        self._ahead = deque(
+            self._maker.submit(postgres.create_database, template) for _ in range(self.AHEAD)
+        )
         self._dropper = ThreadPoolExecutor(1, thread_name_prefix="postgres-drops")
         self._drops: deque[Future[None]] = deque()
 
     def take(self) -> str:
         """A new copy's URL (:class:`postgres.Unreachable` if none could be made)."""
-        ready = self._ahead
-        self._ahead = self._maker.submit(postgres.create_database, self.template)
+        ready = self._ahead.popleft()
+        self._ahead.append(self._maker.submit(postgres.create_database, self.template))
         return ready.result()
 
     def give_back(self, url: str) -> None:
@@ -101,10 +106,11 @@ class _Copies:
         self._drops.append(self._dropper.submit(_drop, url))
 
     def close(self) -> None:
-        """Drop the copy made ahead, once made, and wait for the used ones to be dropped: the
+        """Drop the copies made ahead, once made, and wait for the used ones to be dropped: the
         template can be dropped after."""
-        with contextlib.suppress(postgres.Unreachable):
-            _drop(self._ahead.result())
+        for ahead in self._ahead:
+            with contextlib.suppress(postgres.Unreachable):
+                _drop(ahead.result())
         self._maker.shutdown()
         self._dropper.shutdown()
         while self._drops:
