@@ -1075,6 +1075,29 @@ def test_a_calls_later_receipt_supersedes_the_one_in_force(world: Any, ruled_fir
     assert w.h.balance("wallet:ann") == FUNDS
 
 
+def test_a_judgment_after_a_ruling_tells_the_parties_the_receipt_it_superseded(
+    world: Any, store: Store
+) -> None:
+    """A judgment signed after an upheld ruling supersedes the ruling's receipt, and its
+    ``call.rejudged`` event names that receipt as the one it replaced, as the receipt itself
+    says (the event named the call's first receipt, which the ruling had superseded)."""
+    w, base, _ = world
+    _hooked(w, store)
+    _later(w, base, {"model-a": "strict", "model-b": "strict"}, quorum=2)
+    call_id = w.answered()["intentId"]
+    w.h.ok("ann", "POST", f"/calls/{call_id}/report", {"reason": "The wrong city."})
+    ruling = {"upheld": True, "reasons": ["The wrong city."]}
+    ruled = w.h.ok("root", "POST", f"/calls/{call_id}/report/ruling", ruling)
+    assert w.h.app.gateway.judge_pending() == 1
+    judged = w.h.ok("ann", "GET", f"/gateway/calls/{call_id}")["receipt_id"]
+    for endpoint in ("ep_ann", "ep_sky"):
+        rejudged = events_to(store, endpoint)[-1]
+        assert rejudged["type"] == "call.rejudged"
+        assert rejudged["data"]["receipt_id"] == judged
+        assert rejudged["data"]["supersedes"] == ruled["receipt_id"]
+        assert rejudged["data"]["refund"] == "0"
+
+
 def test_the_audit_refuses_a_judgment_that_states_a_refund_it_never_made(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:

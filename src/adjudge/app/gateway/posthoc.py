@@ -291,7 +291,8 @@ def _supersede(
         caller=call.caller,
         payment="none" if moved_nothing else None,
     )
-    replaced = receipt_log.receipt(tx, _in_force(tx, call, row))
+    in_force = _in_force(tx, call, row)
+    replaced = receipt_log.receipt(tx, in_force)
     envelope = None if replaced is None else replaced.body.get("envelope")
     issuer = gateway.issuer
     receipt = receipt_log.append(
@@ -350,7 +351,7 @@ def _supersede(
         money_state=money_view(replace(call, status=status), held)["state"],
         refund_minor=moved,
         receipt_id=receipt.id,
-        supersedes=call.receipt_id or row.receipt_id,
+        supersedes=in_force,  # as the receipt says: a ruling's, when one came before
     )
     emit_call_event(tx, call.caller, call.provider, rejudged, now)
 
