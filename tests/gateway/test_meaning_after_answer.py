@@ -24,8 +24,7 @@ from sqlalchemy import select, update
 from test_meaning_judges import fake_models
 from typer.testing import CliRunner
 
-from adjudge.app import App, settlement
-from adjudge.app import calls as calls_module
+from adjudge.app import App
 from adjudge.app.gateway import posthoc
 from adjudge.app.gateway.posthoc import judge_one
 from adjudge.app.maintenance import run_once
@@ -861,9 +860,9 @@ def test_an_upheld_ruling_racing_the_judgment_refunds_once(
     world: Any, store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A second process upholds the report while the judges' FAIL refunds the call: the
-    ruling read the call settled before the judgment committed, and finds its hold refunded
-    when it moves the money; it reads again (the call refunded) and refunds nothing, where it
-    refunded the caller a second time from the provider's own wallet."""
+    ruling read the report open before the judgment committed, and reads the call, with its
+    row held, refunded: it refunds nothing, where it refunded the caller a second time from
+    the provider's own wallet."""
     w, base, _ = world
     _later(w, base, {"model-a": "strict", "model-b": "strict"}, quorum=2)
     call_id = w.answered()["intentId"]
@@ -871,16 +870,15 @@ def test_an_upheld_ruling_racing_the_judgment_refunds_once(
     w.h.ok("root", "POST", f"/accounts/{PROVIDER}/deposits", {"amount": str(10 * PRICE)})
     other = App(store, clock=w.h.clock, issuer=w.h.app.issuer, checker=w.h.app.checker)
     read, judged = threading.Event(), threading.Event()
-    charge = calls_module._charge
+    held = posthoc.db.call_held
 
-    def charge_then_wait(tx: Any, call: Any) -> Any:
-        found = charge(tx, call)
-        if not judged.is_set():
+    def wait_then_hold(tx: Any, found: str) -> Any:
+        if not read.is_set():  # the ruling's, first: it waits there for the judgment
             read.set()
             assert judged.wait(30)
-        return found
+        return held(tx, found)
 
-    monkeypatch.setattr(calls_module, "_charge", charge_then_wait)
+    monkeypatch.setattr(posthoc.db, "call_held", wait_then_hold)
     ruled: dict[str, Any] = {}
 
     def rule() -> None:
@@ -906,17 +904,17 @@ def test_an_upheld_ruling_racing_the_judgment_refunds_once(
 def test_a_judgment_racing_an_upheld_ruling_says_what_it_moved(
     world: Any, store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A second process upholds the report after the judgment read the call, and before it
-    refunds the hold: the judgment finds the hold refunded as it moves the money, and is
-    written again in its unit of work, where it reads the charge back and signs a receipt that
-    moves nothing and says so (it committed the refund it had read as due, having moved
-    nothing)."""
+    """A second process upholds the report after the judgment read the call and asked its
+    judges, and before its transaction holds the call: the judgment reads the charge back and
+    signs a receipt that moves nothing and says so (it committed the refund it had read as
+    due, having moved nothing)."""
     w, base, _ = world
     _later(w, base, {"model-a": "strict", "model-b": "strict"}, quorum=2)
     call_id = w.answered()["intentId"]
     w.h.ok("ann", "POST", f"/calls/{call_id}/report", {"reason": "wrong city"})
     other = App(store, clock=w.h.clock, issuer=w.h.app.issuer, checker=w.h.app.checker)
-    refund = settlement.refund_judged_call
+    held = posthoc.db.call_held
+    ruling: list[threading.Thread] = []
     ruled: dict[str, Any] = {}
 
     def rule() -> None:
@@ -924,14 +922,14 @@ def test_a_judgment_racing_an_upheld_ruling_says_what_it_moved(
         reasons = ["the provider's feed was stale"]
         ruled.update(other.calls.rule_report(root, call_id, upheld=True, reasons=reasons).value)
 
-    def ruled_then_refund(tx: Any, **kw: Any) -> int:
-        if not ruled:  # the ruling commits between the judgment's read and its refund
-            ruling = threading.Thread(target=rule)
-            ruling.start()
-            ruling.join(60)
-        return refund(tx, **kw)
+    def ruled_then_held(tx: Any, found: str) -> Any:
+        if not ruling:  # the ruling commits before the judgment holds the call
+            ruling.append(threading.Thread(target=rule))
+            ruling[0].start()
+            ruling[0].join(60)
+        return held(tx, found)
 
-    monkeypatch.setattr(settlement, "refund_judged_call", ruled_then_refund)
+    monkeypatch.setattr(posthoc.db, "call_held", ruled_then_held)
     try:
         assert w.h.app.gateway.judge_pending() == 1
     finally:
@@ -942,6 +940,52 @@ def test_a_judgment_racing_an_upheld_ruling_says_what_it_moved(
     decision = receipt.predicate["policyDecision"]
     assert (decision["payment"], decision["chargeMinor"]) == ("none", 0)
     assert w.h.balance("wallet:ann") == FUNDS
+
+
+@pytest.mark.parametrize("store", ["postgresql"], indirect=True)
+def test_a_judgment_keeping_the_charge_and_a_ruling_at_once_supersede_in_turn(
+    world: Any, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A second process upholds the report after a judgment that keeps the charge has read the
+    receipt in force: one of them waits for the other, and the later supersedes the earlier's
+    receipt, so the log verifies as one chain and the ruling's refund is said once (each
+    superseded the call's first receipt, which the log then held superseded twice, and the
+    judgment said the charge stood after the ruling had refunded it)."""
+    w, base, _ = world
+    _later(w, base, {"model-a": "honest"}, quorum=1)
+    got = w.answered()
+    call_id = got["intentId"]
+    w.h.ok("ann", "POST", f"/calls/{call_id}/report", {"reason": "wrong city"})
+    other = App(store, clock=w.h.clock, issuer=w.h.app.issuer, checker=w.h.app.checker)
+    in_force = posthoc._in_force
+    ruled: dict[str, Any] = {}
+    ruling: list[threading.Thread] = []
+
+    def rule() -> None:
+        root = other.accounts.authenticate(w.h.keys["root"])
+        reasons = ["the provider's feed was stale"]
+        ruled.update(other.calls.rule_report(root, call_id, upheld=True, reasons=reasons).value)
+
+    def read_then_ruled(tx: Any, *args: Any) -> str:
+        found = in_force(tx, *args)
+        if not ruling:  # the ruling runs once the judgment has read the receipt in force
+            ruling.append(threading.Thread(target=rule))
+            ruling[0].start()
+            ruling[0].join(2)  # it commits now, or waits for the judgment
+        return found
+
+    monkeypatch.setattr(posthoc, "_in_force", read_then_ruled)
+    try:
+        assert w.h.app.gateway.judge_pending() == 1
+        ruling[0].join(60)
+    finally:
+        other.close()
+    assert ruled["status"] == "upheld"
+    first = verify(canonical_bytes(got["receipt"]), w.signer.keyid).receipt_id
+    chain = _chain_verifies(w)
+    assert first in chain.superseded
+    assert w.h.balance("wallet:ann") == FUNDS
+    assert w.h.balance(f"held:{PROVIDER}") == 0
 
 
 def test_every_receipt_about_a_call_is_for_its_parties(world: Any) -> None:

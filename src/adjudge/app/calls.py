@@ -796,11 +796,12 @@ class Calls:
                 _emit(tx, found, _ruled(ruled), now)
                 return report_view(ruled)
             issuer = self.issuer
-            charge, currency = _charge(tx, found)
             # The receipt in force: a forwarded call's judgment after its answer supersedes its
             # first, and a receipt is superseded once (the ruling superseding the first again,
-            # the log no longer verified as a chain).
-            forwarded = gateway_db.call(tx, call_id) if found.source == "gateway" else None
+            # the log no longer verified as a chain). Read with the call's row held, which a
+            # judgment at once holds too: one waits for the other.
+            forwarded = gateway_db.call_held(tx, call_id) if found.source == "gateway" else None
+            charge, currency = _charge(tx, found)
             current = found.receipt_id if forwarded is None else forwarded.receipt_id
             replaced = receipt_log.receipt(tx, current or found.receipt_id or "")
             envelope = None if replaced is None else replaced.body.get("envelope")

@@ -478,6 +478,16 @@ def call(tx: Transaction, call_id: str) -> GatewayCall | None:
     return _call(found[0]) if found else None
 
 
+def call_held(tx: Transaction, call_id: str) -> GatewayCall | None:
+    """A forwarded call, or None, its row locked until the transaction ends (PostgreSQL; on
+    SQLite writes are serial anyway): what supersedes the call's receipt in force (an upheld
+    ruling, a judgment after the answer) reads it under the lock, so two of them at once
+    supersede in turn, never the same receipt twice."""
+    q = select(*_CALL_COLUMNS).where(calls.c.id == call_id)
+    found = tx.conn.execute(q.with_for_update() if tx.dialect == "postgresql" else q).first()
+    return None if found is None else _call(found._mapping)
+
+
 def call_by_key(tx: Transaction, caller: str, key: str) -> GatewayCall | None:
     """The call a caller started with an idempotency key, or None."""
     found = tx.rows(*call_by_key_read(caller, key))

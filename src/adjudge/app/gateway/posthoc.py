@@ -270,6 +270,9 @@ def _supersede(
     from adjudge.app import settlement  # noqa: PLC0415
     from adjudge.app.gateway.calls import _to_review  # noqa: PLC0415
 
+    # The call's row held first: an upheld ruling at once waits for this judgment, or this
+    # one for it, and each reads the receipt in force (and the hold) as the other left them.
+    db.call_held(tx, row.call_id)
     found = meaning_queue.get(tx, row.call_id)
     if found is None or found.state != meaning_queue.PENDING:
         raise _AlreadyJudged(row.call_id)
