@@ -17,7 +17,7 @@ from adjudge.app import maintenance, settlement
 from adjudge.market import Settlement
 from adjudge.store import Store, gateway
 from support.audit import audit
-from support.harness import make_harness
+from support.harness import Harness, make_harness
 from support.rows import pending_call, provided_tool
 
 Bug = Callable[[Settlement], Settlement]
@@ -69,12 +69,9 @@ def test_a_task_paid_otherwise_than_signed_fails_the_audit(
         audit(store)
 
 
-@pytest.mark.parametrize("to", ["ann", "pat"], ids=["to its caller", "to another"])
-def test_a_call_voided_back_to_another_than_its_caller_fails_the_audit(
-    store: Store, monkeypatch: pytest.MonkeyPatch, to: str
-) -> None:
-    """An interrupted call's reservation goes back to its caller (ann); sent to pat, the
-    audit refuses the books."""
+def _interrupted_call(store: Store) -> Harness:
+    """ann's call of a 10-unit tool, started and reserved, left pending as by a process that
+    died (the upkeep ends it after its time)."""
     h = make_harness(store)
     start = h.clock.now()
     provided_tool(store, price=10, at=start)
@@ -82,6 +79,16 @@ def test_a_call_voided_back_to_another_than_its_caller_fails_the_audit(
         call = pending_call("c-1", started_at=start, caller="ann", price_minor=10)
         assert gateway.start_call(tx, call)
         settlement.reserve(tx, "ann", "hold:call:c-1", 10, at=start)
+    return h
+
+
+@pytest.mark.parametrize("to", ["ann", "pat"], ids=["to its caller", "to another"])
+def test_a_call_voided_back_to_another_than_its_caller_fails_the_audit(
+    store: Store, monkeypatch: pytest.MonkeyPatch, to: str
+) -> None:
+    """An interrupted call's reservation goes back to its caller (ann); sent to pat, the
+    audit refuses the books."""
+    h = _interrupted_call(store)
     real = settlement.release_call
     monkeypatch.setattr(
         settlement, "release_call", lambda tx, hold, **kw: real(tx, hold, **kw | {"payer": to})
@@ -101,13 +108,7 @@ def test_a_call_receipt_stating_money_that_never_moved_fails_the_audit(
     """The other way round: an interrupted call's receipt says its reservation was voided back
     to its caller; kept in the reservation instead (no line written with the receipt), the
     audit refuses the books (it read only the lines that moved, and found none to check)."""
-    h = make_harness(store)
-    start = h.clock.now()
-    provided_tool(store, price=10, at=start)
-    with store.write() as tx:
-        call = pending_call("c-1", started_at=start, caller="ann", price_minor=10)
-        assert gateway.start_call(tx, call)
-        settlement.reserve(tx, "ann", "hold:call:c-1", 10, at=start)
+    h = _interrupted_call(store)
     monkeypatch.setattr(settlement, "release_call", lambda tx, hold, **kw: None)
     h.advance(minutes=10)
     assert maintenance.run_once(h.app)["recovered"] == 1

@@ -1017,6 +1017,16 @@ def _decided(w: World, receipt_id: str) -> dict[str, Any]:
     return dict(verify(canonical_bytes(envelope), w.signer.keyid).predicate["policyDecision"])
 
 
+def _upheld_before_judged(w: World, base: str) -> tuple[str, dict[str, Any]]:
+    """A call judged later by two strict judges, reported by its caller and the report upheld
+    before the judges were asked: the call's id and the ruling."""
+    _later(w, base, {"model-a": "strict", "model-b": "strict"}, quorum=2)
+    call_id = w.answered()["intentId"]
+    w.h.ok("ann", "POST", f"/calls/{call_id}/report", {"reason": "The wrong city."})
+    ruling = {"upheld": True, "reasons": ["The wrong city."]}
+    return call_id, w.h.ok("root", "POST", f"/calls/{call_id}/report/ruling", ruling)
+
+
 def test_a_judged_fail_after_an_upheld_report_says_it_refunds_nothing(
     world: Any, store: Store
 ) -> None:
@@ -1027,11 +1037,7 @@ def test_a_judged_fail_after_an_upheld_report_says_it_refunds_nothing(
     Its bundle replays to the same statement."""
     w, base, _ = world
     _hooked(w, store)
-    _later(w, base, {"model-a": "strict", "model-b": "strict"}, quorum=2)
-    call_id = w.answered()["intentId"]
-    w.h.ok("ann", "POST", f"/calls/{call_id}/report", {"reason": "The wrong city."})
-    ruling = {"upheld": True, "reasons": ["The wrong city."]}
-    ruled = w.h.ok("root", "POST", f"/calls/{call_id}/report/ruling", ruling)
+    call_id, ruled = _upheld_before_judged(w, base)
     assert ruled["refunded_minor"] == PRICE
     assert w.h.app.gateway.judge_pending() == 1
     view, receipt = _final(w, call_id)
@@ -1127,11 +1133,7 @@ def test_a_judgment_after_a_ruling_tells_the_parties_the_receipt_it_superseded(
     says (the event named the call's first receipt, which the ruling had superseded)."""
     w, base, _ = world
     _hooked(w, store)
-    _later(w, base, {"model-a": "strict", "model-b": "strict"}, quorum=2)
-    call_id = w.answered()["intentId"]
-    w.h.ok("ann", "POST", f"/calls/{call_id}/report", {"reason": "The wrong city."})
-    ruling = {"upheld": True, "reasons": ["The wrong city."]}
-    ruled = w.h.ok("root", "POST", f"/calls/{call_id}/report/ruling", ruling)
+    call_id, ruled = _upheld_before_judged(w, base)
     assert w.h.app.gateway.judge_pending() == 1
     judged = w.h.ok("ann", "GET", f"/gateway/calls/{call_id}")["receipt_id"]
     for endpoint in ("ep_ann", "ep_sky"):
