@@ -519,27 +519,25 @@ class Gateway:
             got = self.unit.read(read)
         if isinstance(got, db.GatewayCall):
             return self._replayed(got, ask.fingerprint)
-        stored, tool, contract, policy, policy_digest, credential, termed, document, by = got
+        stored, tool, policy, judging, credential, termed = got
         price = stored.listed.at(ask.now)
         within(price, stored.currency, ask.max_price, ask.caller)
         with stage("gateway.arguments"):
             size = len(dumps_utf8(ask.args))
             bounded = in_process(tool.arguments_weight, size)
             built = build_request(tool, ask.args) if bounded else None
+        digest = None if judging is None else judging.digest
         return _Prepared(
             stored,
             tool,
-            contract,
             policy,
-            policy_digest,
+            judging,
             credential,
             built,
             price,
             termed,
-            document,
-            judging_weight_of(stored.digest, policy_digest, contract, policy),
+            judging_weight_of(stored.digest, digest, tool.contract, policy),
             size,
-            by,
         )
 
     async def _built_apart(self, ask: _Asked, prepared: _Prepared) -> BuiltRequest:
@@ -849,18 +847,15 @@ class Gateway:
     ) -> tuple[
         db.StoredTool,
         Tool,
-        Contract,
         Policy | None,
-        str | None,
+        calls_db.StoredPolicy | None,
         tuple[str, str] | None,
         bool,
-        Mapping[str, Any] | None,
-        str | None,
     ]:
         """The tool ``stored`` as called at ``now``: parsed, with its provider's account, the
-        policy that judges it, the provider's credential and whether it declared quality terms
-        (its calls then move its quality window), all read in one round trip; last, the
-        policy's document and the account that registered it. A tool or policy neither
+        policy that judges it (parsed, and as stored: its digest, document and registrant), the
+        provider's credential and whether it declared quality terms (its calls then move its
+        quality window), all read in one round trip. A tool or policy neither
         ``given`` nor kept parsed is not parsed here, where the event loop or a database thread
         runs the read: ``_ParseApart``."""
         if stored is None:
@@ -886,9 +881,6 @@ class Gateway:
             raise NotFound(f"The tool's provider {stored.provider} is gone.", code="TOOL_NOT_FOUND")
         contract = tool.contract
         policy = None
-        policy_digest = None
-        document = None
-        policy_by = None
         if tool.policy is not None:
             if found is None:
                 raise StateError(
@@ -903,20 +895,7 @@ class Gateway:
                     parsed_policy, found.digest, stored.digest, found.document, contract
                 )
                 raise _ParseApart(key, parse)
-            policy_digest = found.digest
-            document = found.document
-            policy_by = found.registered_by
-        return (
-            stored,
-            tool,
-            contract,
-            policy,
-            policy_digest,
-            credential,
-            termed,
-            document,
-            policy_by,
-        )
+        return stored, tool, policy, found if policy is not None else None, credential, termed
 
     async def _forward(self, begun: _Begun, args: Mapping[str, Any]) -> Outcome:
         """(3): sign the built request at the real time (providers check it) and send it."""
@@ -1301,24 +1280,37 @@ class _Prepared:
 
     stored: db.StoredTool
     tool: Tool
-    contract: Contract
     policy: Policy | None
-    policy_digest: str | None
+    #: The policy as stored: its digest, its document (sent with an answer judged apart) and
+    #: the account that registered it (its declared corroborator is paid only when that is the
+    #: provider, whose wallet pays it).
+    judging: calls_db.StoredPolicy | None
     credential: tuple[str, str] | None
     #: None until checked apart (arguments whose check has no bound).
     built: BuiltRequest | None
     price: int
     #: Whether its provider had declared quality terms (its calls move its quality window).
     termed: bool
-    #: The policy's registered document (sent with an answer judged apart).
-    policy_document: Mapping[str, Any] | None
     #: The steps judging one value of an answer costs at most, or None (``calls.bounds``).
     weight: int | None
     #: The arguments' bytes (a rule's condition reads them beside the answer).
     arguments_size: int
-    #: The account that registered the policy (its declared corroborator is paid only when
-    #: that is the provider, whose wallet pays it).
-    policy_by: str | None
+
+    @property
+    def contract(self) -> Contract:
+        return self.tool.contract
+
+    @property
+    def policy_digest(self) -> str | None:
+        return None if self.judging is None else self.judging.digest
+
+    @property
+    def policy_document(self) -> Mapping[str, Any] | None:
+        return None if self.judging is None else self.judging.document
+
+    @property
+    def policy_by(self) -> str | None:
+        return None if self.judging is None else self.judging.registered_by
 
 
 class _ParseApart(Exception):
