@@ -42,9 +42,13 @@ def world(store: Store) -> Iterator[World]:
     audit(store)
 
 
-def served(world: World, who: str, method: str, path: str, body: Any = None) -> httpx.Response:
-    """Call the served service's REST API as ``who``."""
+def served(
+    world: World, who: str, method: str, path: str, body: Any = None, *, key: str | None = None
+) -> httpx.Response:
+    """Call the served service's REST API as ``who`` (with ``key`` as its Idempotency-Key)."""
     headers = {"Authorization": f"Bearer {world.h.keys[who]}"}
+    if key is not None:
+        headers["Idempotency-Key"] = key
     return http.request(
         method, f"{world.service}/api/v1{path}", json=body, headers=headers, timeout=30
     )
@@ -344,6 +348,25 @@ def test_a_call_above_the_most_its_caller_accepts_is_refused(world: World) -> No
     assert world.script.seen == [] and world.h.balance("wallet:ann") == FUNDS
     r = served(world, "ann", "POST", "/gateway/calls", {**body, "max_price_minor": PRICE})
     assert r.status_code == 200 and r.json()["status"] == "settled", r.text
+
+
+def test_a_retry_naming_another_most_its_caller_accepts_is_another_call(world: World) -> None:
+    """The most a caller accepts is part of what its Idempotency-Key names: a retry with the
+    same key and another ``max_price_minor`` (or none) is ``IDEMPOTENCY_KEY_REUSED``, not the
+    first call's charge replayed on a limit its caller never gave it; the same limit replays."""
+    body = {"tool": "weather_forecast", "arguments": {"city": "berlin"}}
+    first = served(
+        world, "ann", "POST", "/gateway/calls", {**body, "max_price_minor": PRICE}, key="k"
+    )
+    assert first.status_code == 200, first.text
+    for other in ({**body, "max_price_minor": PRICE - 1}, body):
+        r = served(world, "ann", "POST", "/gateway/calls", other, key="k")
+        assert refusal(r) == (409, "IDEMPOTENCY_KEY_REUSED")
+    again = served(
+        world, "ann", "POST", "/gateway/calls", {**body, "max_price_minor": PRICE}, key="k"
+    )
+    assert again.json() == first.json() and again.headers["Idempotent-Replayed"] == "true"
+    assert len(world.script.seen) == 1 and world.h.balance("wallet:ann") == FUNDS - PRICE
 
 
 # --- 3. settled is not paid: the hold -----------------------------------------------------------

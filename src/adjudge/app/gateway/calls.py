@@ -284,7 +284,10 @@ class Gateway:
         for another writer (:class:`adjudge.app.unit.GroupCommit`).
         """
         args = dict(arguments or {})
-        fingerprint = digest_of({"tool": name, "arguments": args})
+        # The most the caller accepts is its word too: a retry naming another is another call.
+        # Left out when none is given, so a key's fingerprint from before it was kept stays.
+        asked = {"tool": name, "arguments": args}
+        fingerprint = digest_of(asked if max_price is None else {**asked, "max_price": max_price})
         if key is not None and not corroborating:  # (a corroboration's key has a space)
             Idempotency.of(key, "gateway.call", None)  # the key's own form
         if corroborating:  # counted as its call's, which waits for it
