@@ -889,14 +889,26 @@ class Client:
     # --- the review queue -----------------------------------------------------------------
 
     def claim_reviews(self, *, limit: int = 10, lease_seconds: int = 300) -> list[dict[str, Any]]:
-        """Lease the submissions waiting for the calling verifier."""
+        """Lease the submissions waiting for the calling verifier: each job with what judging
+        it needs, its ``lease_token`` (which a failure report names) and ``leased_until``."""
         body = {"limit": limit, "lease_seconds": lease_seconds}
         return list(self.request("POST", "/reviews/claim", body, change=False)["jobs"])
 
-    def review_failed(self, task_id: str, attempt: int, error: str) -> dict[str, Any]:
-        """Report a failed judgment of a leased submission (with an Idempotency-Key, so a
-        report sent again after its answer was lost counts once)."""
-        return dict(self.request("POST", f"/reviews/{task_id}/{attempt}/failed", {"error": error}))
+    def review_failed(
+        self,
+        task_id: str,
+        attempt: int,
+        error: str,
+        *,
+        lease_token: str,
+        idempotency_key: str | None = None,
+    ) -> dict[str, Any]:
+        """Report a failed judgment of a leased submission, naming the lease (the job's
+        ``lease_token``): refused (``LEASE_NOT_HELD``) once another claim took the submission.
+        With an Idempotency-Key, so a report sent again after its answer was lost counts once."""
+        body = {"error": error, "lease_token": lease_token}
+        path = f"/reviews/{task_id}/{attempt}/failed"
+        return dict(self.request("POST", path, body, idempotency_key=idempotency_key))
 
     # --- receipts -------------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sqlalchemy import text
 
 from adjudge.market import Status, Task
 from adjudge.store import ConcurrentUpdate, Store, leases, records
@@ -70,9 +71,12 @@ def _apply(h: Harness, tasks: list[str], step: tuple[Any, ...]) -> None:
             h.call(step[2], "POST", f"/tasks/{tid}/verdict", h.signed(step[2], tid, step[3]))
     elif kind == "fail":
         attempt = h.ok("pat", "GET", f"/tasks/{tid}")["attempts"]
-        for _ in range(5):  # enough failures to give it up, each of a claim
-            h.call(step[2], "POST", "/reviews/claim", {"limit": 50})
-            h.call(step[2], "POST", f"/reviews/{tid}/{attempt}/failed", {"error": "no reply"})
+        for _ in range(5):  # enough failures to give it up, each of a claim, naming its lease
+            claimed = h.call(step[2], "POST", "/reviews/claim", {"limit": 50})
+            jobs = claimed.json()["jobs"] if claimed.status_code == 200 else []
+            token = next((j["lease_token"] for j in jobs if j["task_id"] == tid), "none")
+            body = {"error": "no reply", "lease_token": token}
+            h.call(step[2], "POST", f"/reviews/{tid}/{attempt}/failed", body)
     elif kind == "resubmit":
         h.call("bob", "POST", f"/tasks/{tid}/submissions", {"result": RESULT + " Again."})
     elif kind == "rule":
@@ -230,3 +234,114 @@ def test_a_claim_reads_its_jobs_texts_after_its_write(
     assert job["acceptance"] == "Name the revenue."
     assert job["result_digest"] == h.ok("pat", "GET", f"/tasks/{tid}")["result_digest"]
     assert h.app.reviews.claim(h.account("vera"), limit=50) == []  # leased
+
+
+def _waiting(h: Harness, result: str = RESULT) -> str:
+    """A submission waiting for vera, the task's named verifier."""
+    tid = h.post("agent", brief="Summarise the report.")
+    h.ok("bob", "POST", f"/tasks/{tid}/accept")
+    h.ok("bob", "POST", f"/tasks/{tid}/submissions", {"result": result})
+    return tid
+
+
+def _lease_row(store: Store, tid: str) -> dict[str, Any] | None:
+    with store.read() as tx:
+        return leases.lease(tx, tid, 1, "vera")
+
+
+def test_a_stale_workers_failure_report_ends_no_other_workers_lease(store: Store) -> None:
+    """On each database: vera's worker A leases a submission and stalls past its lease; worker
+    B claims it again, with a lease token of its own. A's failure report, naming A's lease, is
+    refused (409 LEASE_NOT_HELD) and changes nothing: B's lease holds, no third claim takes the
+    submission, no failure is counted. B's report counts once, also when sent again with its
+    Idempotency-Key, and ends the lease: its token then names no lease in force (before, any
+    report ended whatever lease was in force and counted, so a stale worker freed a live lease
+    for a second judgment, and stale reports gave a submission up without five failures)."""
+    h = _harness(store)
+    tid = _waiting(h)
+    [a] = h.ok("vera", "POST", "/reviews/claim", {"lease_seconds": 60})["jobs"]
+    h.later(61 / 86_400)  # A's lease has run out
+    [b] = h.ok("vera", "POST", "/reviews/claim", {"lease_seconds": 60})["jobs"]
+    assert a["lease_token"] != b["lease_token"] and (a["task_id"], b["task_id"]) == (tid, tid)
+    held = _lease_row(store, tid)
+    stale = {"error": "timed out", "lease_token": a["lease_token"]}
+    assert h.refused("vera", "POST", f"/reviews/{tid}/1/failed", stale) == (409, "LEASE_NOT_HELD")
+    assert _lease_row(store, tid) == held
+    assert held is not None and held["tries"] == 0
+    assert h.ok("vera", "POST", "/reviews/claim", {})["jobs"] == []  # B still holds it
+    live = {"error": "model down", "lease_token": b["lease_token"]}
+    first = h.call("vera", "POST", f"/reviews/{tid}/1/failed", live, Idempotency_Key="b-1")
+    again = h.call("vera", "POST", f"/reviews/{tid}/1/failed", live, Idempotency_Key="b-1")
+    assert first.status_code == again.status_code == 200
+    assert again.json() == first.json() and again.headers["idempotent-replayed"] == "true"
+    assert first.json()["lease"]["tries"] == 1
+    assert h.refused("vera", "POST", f"/reviews/{tid}/1/failed", live) == (409, "LEASE_NOT_HELD")
+    assert _lease_row(store, tid)["tries"] == 1  # type: ignore[index]
+    [c] = h.ok("vera", "POST", "/reviews/claim", {})["jobs"]  # the lease ended with B's report
+    assert c["lease_token"] not in (a["lease_token"], b["lease_token"])
+
+
+def test_a_failure_report_without_its_lease_token_is_refused(sqlite_store: Store) -> None:
+    """A report that names no lease (a client from before lease tokens) is refused with a code
+    of its own (400 LEASE_TOKEN_REQUIRED) and changes nothing: the lease holds and no failure is
+    counted (before, it ended the lease in force, whoever held it)."""
+    h = _harness(sqlite_store)
+    tid = _waiting(h)
+    [job] = h.ok("vera", "POST", "/reviews/claim", {})["jobs"]
+    held = _lease_row(sqlite_store, tid)
+    r = h.call("vera", "POST", f"/reviews/{tid}/1/failed", {"error": "model down"})
+    assert (r.status_code, r.json()["error"]["code"]) == (400, "LEASE_TOKEN_REQUIRED")
+    assert "lease_token" in r.json()["error"]["message"]
+    assert _lease_row(sqlite_store, tid) == held
+    assert h.ok("vera", "POST", "/reviews/claim", {})["jobs"] == []
+    body = {"error": "model down", "lease_token": job["lease_token"]}
+    assert h.ok("vera", "POST", f"/reviews/{tid}/1/failed", body)["lease"]["tries"] == 1
+
+
+def test_a_lease_taken_before_0059_is_named_by_no_report(store: Store) -> None:
+    """On each database: a lease taken before lease tokens holds none after 0059, so no report
+    ends it (LEASE_NOT_HELD) and it keeps the submission until it runs out; then a claim takes
+    it under a token, and that lease's report counts. 0059 downgrades keeping each lease's
+    tries."""
+    h = _harness(store)
+    tid = _waiting(h)
+    [job] = h.ok("vera", "POST", "/reviews/claim", {"lease_seconds": 60})["jobs"]
+    downgrade(store, "0058")
+    store.migrate()
+    assert _lease_row(store, tid)["token"] is None  # type: ignore[index]
+    body = {"error": "model down", "lease_token": job["lease_token"]}
+    assert h.refused("vera", "POST", f"/reviews/{tid}/1/failed", body) == (409, "LEASE_NOT_HELD")
+    assert h.ok("vera", "POST", "/reviews/claim", {})["jobs"] == []
+    h.later(61 / 86_400)
+    [again] = h.ok("vera", "POST", "/reviews/claim", {})["jobs"]
+    body["lease_token"] = again["lease_token"]
+    assert h.ok("vera", "POST", f"/reviews/{tid}/1/failed", body)["lease"]["tries"] == 1
+    downgrade(store, "0058")
+    with store.engine.connect() as conn:
+        kept = conn.execute(text("SELECT task_id, tries FROM review_leases")).all()
+    assert [tuple(row) for row in kept] == [(tid, 1)]
+    store.migrate()
+
+
+def test_a_report_racing_a_claim_counts_under_the_lease_in_force_only(store: Store) -> None:
+    """PostgreSQL, a stale worker's report and another worker's claim at once on two processes:
+    the report's transaction had read the lease as its own when the claim committed a new
+    token; the report is decided where it writes (its update matches the token), so it counts
+    nothing, and the claim's lease stands with its token."""
+    if store.dialect != "postgresql":
+        pytest.skip("SQLite has one writer at a time: no claim can commit inside a report")
+    h = _harness(store)
+    tid = _waiting(h)
+    [a] = h.ok("vera", "POST", "/reviews/claim", {"lease_seconds": 1})["jobs"]
+    h.later(2 / 86_400)
+    now = h.clock.now()
+    with store.write() as report:
+        assert leases.lease(report, tid, 1, "vera")["token"] == a["lease_token"]  # type: ignore[index]
+        with store.write() as claim:
+            [taken] = leases.claim(claim, "vera", now=now, lease=timedelta(minutes=5), limit=5)
+        counted = leases.failed(
+            report, tid, 1, "vera", token=a["lease_token"], error="late", now=now, max_tries=5
+        )
+        assert counted is None
+    row = _lease_row(store, tid)
+    assert row is not None and (row["token"], row["tries"]) == (taken.token, 0)

@@ -26,7 +26,7 @@ from adjudge.market.signed_verdicts import verdict_payload
 from adjudge.receipts import SignedReceipts, SigningKey, canonical_bytes, verify
 from adjudge.store import Store, leases
 from adjudge.workers import ChatCompletionsJudge, JudgeError, ReviewWorker, parse_answer
-from adjudge.workers.judges import PROMPT, Judge
+from adjudge.workers.judges import PROMPT, Judge, Judgment
 from support.harness import FUNDS, Harness, make_harness
 from support.live import serving
 from support.model_server import completion, model_server, user_data
@@ -218,13 +218,14 @@ def test_a_panel_verifiers_failures_give_up_its_own_lease_only(sqlite_store: Sto
     with serving(h.app) as service:
         vic = Client(service, h.keys["vic"])
         for _ in range(MAX_TRIES):
-            assert [job["task_id"] for job in vic.claim_reviews()] == [tid]
-            vic.request("POST", f"/reviews/{tid}/1/failed", {"error": "model down"})
+            [job] = vic.claim_reviews()
+            assert job["task_id"] == tid
+            vic.review_failed(tid, 1, "model down", lease_token=job["lease_token"])
         assert vic.claim_reviews() == []
         outsider = Client(service, h.keys["ann"])  # a verifier, not on this panel
         assert outsider.claim_reviews() == []
         with pytest.raises(Exception, match="NOT_TASK_VERIFIER"):
-            outsider.request("POST", f"/reviews/{tid}/1/failed", {"error": "model down"})
+            outsider.review_failed(tid, 1, "model down", lease_token=job["lease_token"])
         with model_server(by_content) as (url, _):
             assert _panel_worker(h, service, "vera", url).poll().judged == [tid]
     assert h.ok("pat", "GET", f"/tasks/{tid}")["ending"] == "paid_on_pass"
@@ -240,9 +241,10 @@ def test_leases_taken_before_panels_are_kept_as_their_verifiers(store: Store) ->
     panel = delivered(h, "PASS_ME too", verifier=None, verifiers=["vera", "vic"])
     vera = h.app.accounts.authenticate(h.keys["vera"])
     vic = h.app.accounts.authenticate(h.keys["vic"])
-    assert {job["task_id"] for job in h.app.reviews.claim(vera)} == {tid, panel}
+    jobs = {job["task_id"]: job for job in h.app.reviews.claim(vera)}
+    assert set(jobs) == {tid, panel}
     assert [job["task_id"] for job in h.app.reviews.claim(vic)] == [panel]
-    h.app.reviews.failed(vera, tid, 1, "model down")
+    h.app.reviews.failed(vera, tid, 1, "model down", lease_token=jobs[tid]["lease_token"])
     config = Config()
     config.set_main_option("script_location", str(files("adjudge.store") / "migrations"))
     with store.engine.begin() as conn:
@@ -310,6 +312,46 @@ def test_a_failure_whose_answer_is_lost_counts_once(
     with sqlite_store.read() as tx:
         assert leases.lease(tx, tid, 1, "vera")["tries"] == 1  # type: ignore[index]
     assert sent[0] is not None and sent[0] == sent[1]  # one report, sent again under its key
+
+
+class _Stalls:
+    """A judge that stalls past its worker's lease, while ``meanwhile`` runs, then fails."""
+
+    def __init__(self, meanwhile: Any) -> None:
+        self.meanwhile = meanwhile
+
+    def judge(self, brief: str, result: str, acceptance: str) -> Judgment:
+        self.meanwhile()
+        raise JudgeError("The model did not answer in time.")
+
+
+def test_a_stalled_workers_failure_leaves_the_lease_another_worker_took(
+    sqlite_store: Store,
+) -> None:
+    """Worker A's judge stalls past A's lease, and worker B of the same verifier claims the
+    submission again; then A's judge fails. A's report names A's lease, no longer in force: the
+    service refuses it (LEASE_NOT_HELD) and A skips the job. B's lease holds (no third worker
+    takes the submission) and no failure is counted; B's own report counts (before, A's report
+    ended B's lease and counted a failure toward giving the submission up)."""
+    h = make_harness(sqlite_store)
+    tid = delivered(h, "some work")
+    with serving(h.app) as service:
+        b = Client(service, h.keys["vera"])
+        taken: list[dict[str, Any]] = []
+
+        def b_claims() -> None:
+            h.later(301 / 86_400)  # past A's five minutes
+            taken.extend(b.claim_reviews())
+
+        report = worker(h, service, _Stalls(b_claims)).poll()
+        assert [job["task_id"] for job in taken] == [tid]
+        assert report.skipped == [tid] and report.failed == []
+        assert report.why[tid].startswith("LEASE_NOT_HELD")
+        assert Client(service, h.keys["vera"]).claim_reviews() == []  # B's lease holds
+        with sqlite_store.read() as tx:
+            assert leases.lease(tx, tid, 1, "vera")["tries"] == 0  # type: ignore[index]
+        answer = b.review_failed(tid, 1, "model down", lease_token=taken[0]["lease_token"])
+        assert answer["lease"]["tries"] == 1
 
 
 def test_a_failure_then_a_good_answer_judges(sqlite_store: Store) -> None:

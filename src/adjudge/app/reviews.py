@@ -7,11 +7,19 @@ submission's brief, acceptance note and result, judges it, and posts a signed ve
 submission for its duration; after :data:`MAX_TRIES` failed judgments the submission is given up
 (delivered, never judged: the poster's reclaim after the deadline escalates it). Each verifier of
 a panel leases a submission for itself, until it has voted on it, with the key its seat names.
+
+Each lease is named by a token the claim hands out with its job. A failure report names it and
+is counted only while that lease is in force (the last a claim took on the submission for the
+verifier, until a report ends it): a worker that stalled past its lease, the submission claimed
+again by another worker since, is refused (``LEASE_NOT_HELD``) and changes nothing. A verdict
+needs no lease (:meth:`adjudge.app.tasks.Tasks.verdict`): it is the verifier's own signed
+decision, which it may post without any claim; one verdict per submission whatever races, and
+the worker's Idempotency-Key per submission, keep a stale worker's from counting twice.
 """
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from adjudge.app.accounts import need_role
@@ -39,7 +47,7 @@ class Reviews:
     ) -> list[dict[str, Any]]:
         """Lease up to ``limit`` submissions waiting for ``verifier``; each with what judging it
         needs: the task, the attempt and its digest, the brief, the acceptance note, the result
-        and the verifier key the task trusts.
+        and the verifier key the task trusts, and the lease's token and end.
 
         The write takes the leases only; the jobs' texts are read after it commits. A job holds
         up to 100,000 characters of brief, 200,000 of result and the criteria, a claim up to
@@ -54,20 +62,29 @@ class Reviews:
         if not timedelta(seconds=1) <= lease <= MAX_LEASE:
             raise BadInput("A lease lasts 1 second to 1 hour.", code="INVALID_REQUEST")
 
-        def run(tx: Transaction) -> tuple[datetime, list[tuple[str, int]]]:
+        def run(tx: Transaction) -> list[dict[str, Any]]:
             now = self.unit.now()
+            until = (now + lease).isoformat()
             taken = leases.claim(tx, verifier.id, now=now, lease=lease, limit=limit)
-            return now, [(stored.task.id, stored.task.attempts) for stored in taken]
+            return [
+                {
+                    "task_id": stored.task.id,
+                    "attempt": stored.task.attempts,
+                    "lease_token": token,
+                    "leased_until": until,
+                }
+                for stored, token in taken
+            ]
 
-        now, leased = self.unit.write(run)
+        leased = self.unit.write(run)
         if not leased:
             return []
 
         def read(tx: Transaction) -> list[dict[str, Any]]:
             jobs = []
-            for task_id, attempt in leased:
-                stored = records.task(tx, task_id)
-                sub = records.submission(tx, task_id, attempt)
+            for held in leased:
+                stored = records.task(tx, held["task_id"])
+                sub = records.submission(tx, held["task_id"], held["attempt"])
                 if stored is None or sub is None:
                     continue
                 t = stored.task
@@ -82,7 +99,8 @@ class Reviews:
                         "brief": stored.brief,
                         "acceptance": acceptance if isinstance(acceptance, str) else "",
                         "result": sub.result,
-                        "leased_until": (now + lease).isoformat(),
+                        "lease_token": held["lease_token"],
+                        "leased_until": held["leased_until"],
                     }
                 )
             return jobs
@@ -90,13 +108,31 @@ class Reviews:
         return self.unit.read(read)
 
     def failed(
-        self, verifier: Account, task_id: str, attempt: int, error: str, *, key: str | None = None
+        self,
+        verifier: Account,
+        task_id: str,
+        attempt: int,
+        error: str,
+        *,
+        lease_token: str | None,
+        key: str | None = None,
     ) -> Answer[dict[str, Any]]:
-        """Record a failed judgment of a leased submission; the lease ends so a later claim can
-        try again, until :data:`MAX_TRIES` failures give it up. A report sent again with its
-        Idempotency-Key (its answer was lost) is answered as it was and counts once."""
+        """Record a failed judgment of a leased submission by the worker holding the lease
+        ``lease_token`` names; the lease ends so a later claim can try again, until
+        :data:`MAX_TRIES` failures give it up. A report sent again with its Idempotency-Key
+        (its answer was lost) is answered as it was and counts once.
+
+        Refused, changing nothing: without a token (``LEASE_TOKEN_REQUIRED``: a client from
+        before lease tokens), and with one that is not the lease in force (``LEASE_NOT_HELD``:
+        the lease ran out and another claim took the submission, or a report ended it)."""
         need_role(verifier, "verifier")
-        inputs = {"task": task_id, "attempt": attempt, "error": error}
+        if lease_token is None:
+            raise BadInput(
+                "A failure report names the lease it ends: send the lease_token of the claimed "
+                "job (a client that sends none predates lease tokens; upgrade it).",
+                code="LEASE_TOKEN_REQUIRED",
+            )
+        inputs = {"task": task_id, "attempt": attempt, "error": error, "lease": lease_token}
         idem = Idempotency.of(key, "reviews.failed", inputs)
 
         def run(tx: Transaction) -> dict[str, Any]:
@@ -114,13 +150,21 @@ class Reviews:
                 task_id,
                 attempt,
                 verifier.id,
+                token=lease_token,
                 error=error,
                 now=self.unit.now(),
                 max_tries=MAX_TRIES,
             )
-            if gave_up is None:
-                raise StateError("That submission was never claimed.", code="NOT_CLAIMED")
             row = leases.lease(tx, task_id, attempt, verifier.id)
+            if row is None:
+                raise StateError("That submission was never claimed.", code="NOT_CLAIMED")
+            if gave_up is None:
+                raise StateError(
+                    "That lease is no longer in force: it ran out and another claim took the "
+                    "submission, or a report ended it already. Nothing was counted; leave the "
+                    "job to the worker holding it now.",
+                    code="LEASE_NOT_HELD",
+                )
             return {
                 "task_id": task_id,
                 "attempt": attempt,

@@ -22,14 +22,25 @@ class Claim(BaseModel):
 
 
 class Failure(BaseModel):
-    """Why judging a leased submission failed (a model error, a timeout, an unusable answer)."""
+    """Why judging a leased submission failed (a model error, a timeout, an unusable answer),
+    and the lease it ends."""
 
     error: str = Field(max_length=2000)
+    lease_token: str | None = Field(
+        default=None,
+        max_length=64,
+        description=(
+            "The lease_token of the claimed job. Required: a report without one is refused "
+            "(400 LEASE_TOKEN_REQUIRED), and one naming a lease no longer in force is refused "
+            "(409 LEASE_NOT_HELD); neither changes anything."
+        ),
+    )
 
 
 @routes.post("/reviews/claim", tags=["reviews"])
 def claim(*, body: Claim, who: Caller, app: Use) -> dict[str, Any]:
-    """Lease the submissions waiting for the calling verifier, with what judging each needs."""
+    """Lease the submissions waiting for the calling verifier, with what judging each needs and
+    each lease's token and end."""
     jobs = app.reviews.claim(who, limit=body.limit, lease=timedelta(seconds=body.lease_seconds))
     return {"jobs": jobs}
 
@@ -42,6 +53,10 @@ Attempt = Annotated[int, Path(ge=1, le=1000)]
 def failed(
     *, task_id: str, attempt: Attempt, body: Failure, who: Caller, app: Use, key: IdemKey = None
 ) -> JSONResponse:
-    """Report a failed judgment: the lease ends; after 5 failures the submission is given up.
-    A report sent again with its Idempotency-Key is answered as it was and counts once."""
-    return reply(app.reviews.failed(who, task_id, attempt, body.error, key=key))
+    """Report a failed judgment under the lease its token names: the lease ends; after 5
+    failures the submission is given up. A report sent again with its Idempotency-Key is
+    answered as it was and counts once."""
+    answer = app.reviews.failed(
+        who, task_id, attempt, body.error, lease_token=body.lease_token, key=key
+    )
+    return reply(answer)

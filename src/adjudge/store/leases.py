@@ -3,8 +3,9 @@ tries."""
 
 from __future__ import annotations
 
+import secrets
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import ColumnElement, and_, bindparam, exists, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
@@ -16,6 +17,13 @@ from adjudge.store.records import StoredTask, stored_task
 from adjudge.store.transaction import Transaction
 
 
+class Taken(NamedTuple):
+    """A submission a claim leased, and the token naming that lease."""
+
+    stored: StoredTask
+    token: str
+
+
 def claim(
     tx: Transaction,
     verifier: str,
@@ -23,7 +31,7 @@ def claim(
     now: datetime,
     lease: timedelta,
     limit: int,
-) -> list[StoredTask]:
+) -> list[Taken]:
     """Take up to ``limit`` submissions waiting for ``verifier``, leased until ``now + lease``:
     those of the tasks it is the one verifier of, and of the panels it sits on that it has not
     voted on yet (each panel verifier leases a submission for itself).
@@ -32,6 +40,10 @@ def claim(
     verifier and its worker has not given up. On PostgreSQL the task rows are taken ``FOR
     UPDATE SKIP LOCKED``, so workers polling at once never take the same one; SQLite's write
     lock serializes claims.
+
+    Each lease is named by a fresh random token, written to its row: a failure report counts
+    only with the token of the lease in force (:func:`failed`), so a worker that stalled past
+    its lease cannot end the lease another worker took since.
 
     The tasks come without their brief and criteria (empty): a claim is a write, and what its
     jobs carry is read after it commits (:meth:`adjudge.app.reviews.Reviews.claim`).
@@ -61,16 +73,24 @@ def claim(
     claimed = []
     for row in tx.conn.execute(q).all():
         stored = stored_task({**row._mapping, "brief": "", "criteria": {}})
-        if _take(tx, stored.task.id, stored.task.attempts, verifier, now=now, until=now + lease):
-            claimed.append(stored)
+        task, token = stored.task, secrets.token_urlsafe(24)
+        if _take(tx, task.id, task.attempts, verifier, now=now, until=now + lease, token=token):
+            claimed.append(Taken(stored, token))
     return claimed
 
 
 def _take(
-    tx: Transaction, task_id: str, attempt: int, verifier: str, *, now: datetime, until: datetime
+    tx: Transaction,
+    task_id: str,
+    attempt: int,
+    verifier: str,
+    *,
+    now: datetime,
+    until: datetime,
+    token: str,
 ) -> bool:
-    """Lease one submission for ``verifier`` if it is still free; False if another worker just
-    took it.
+    """Lease one submission for ``verifier`` under ``token`` if it is still free; False if
+    another worker just took it.
 
     One statement decides: insert the lease, or, if one exists, extend it only when it has
     expired and its worker has not given up. Under PostgreSQL's read-committed isolation the
@@ -84,6 +104,7 @@ def _take(
         "verifier": verifier,
         "k_until": until,
         "k_now": now,
+        "k_token": token,
     }
     return bool(tx.run(_TAKE[tx.dialect], params).fetchall())
 
@@ -98,10 +119,14 @@ def _take_statement(dialect: str) -> Any:
         tries=0,
         locked_until=bindparam("k_until", type_=rl.c.locked_until.type),
         gave_up=False,
+        token=bindparam("k_token", type_=rl.c.token.type),
     )
     return stmt.on_conflict_do_update(
         index_elements=[rl.c.task_id, rl.c.attempt, rl.c.verifier],
-        set_={"locked_until": bindparam("k_until", type_=rl.c.locked_until.type)},
+        set_={
+            "locked_until": bindparam("k_until", type_=rl.c.locked_until.type),
+            "token": bindparam("k_token", type_=rl.c.token.type),
+        },
         where=and_(
             rl.c.gave_up.is_(False),
             rl.c.locked_until <= bindparam("k_now", type_=rl.c.locked_until.type),
@@ -118,27 +143,36 @@ def failed(
     attempt: int,
     verifier: str,
     *,
+    token: str,
     error: str,
     now: datetime,
     max_tries: int,
 ) -> bool | None:
-    """Count a failed judgment by ``verifier``'s worker; release its lease for a later poll.
-    True once given up.
+    """Count a failed judgment by the worker holding the lease ``token`` names, and end that
+    lease for a later poll (its token then names none). True once given up.
 
-    None when no lease exists for that submission and verifier (nothing was claimed).
+    None when ``token`` is not the lease in force for that submission and verifier (another
+    claim took it since, a report ended it, or it was never claimed): nothing is written. One
+    statement decides, so on PostgreSQL a claim committed since this transaction read the row
+    is seen where the report writes.
     """
     rl = s.review_leases
-    where = _key(task_id, attempt, verifier)
-    found = tx.conn.execute(select(rl.c.tries).where(where)).scalar_one_or_none()
+    tried = (
+        update(rl)
+        .where(_key(task_id, attempt, verifier), rl.c.token == token)
+        .values(
+            tries=rl.c.tries + 1,
+            locked_until=now,
+            gave_up=rl.c.tries + 1 >= max_tries,
+            last_error=error[:500],
+            token=None,
+        )
+        .returning(rl.c.gave_up)
+    )
+    found = tx.conn.execute(tried).first()
     if found is None:
         return None
-    tries = int(found) + 1
-    gave_up = tries >= max_tries
-    tx.conn.execute(
-        update(rl)
-        .where(where)
-        .values(tries=tries, locked_until=now, gave_up=gave_up, last_error=error[:500])
-    )
+    gave_up = bool(found.gave_up)
     if gave_up:
         records.unqueue_review(tx, task_id, attempt, verifier)
     return gave_up

@@ -339,6 +339,9 @@ review_leases = Table(
     Column("locked_until", UTCDateTime, nullable=False),  # no other worker takes it before
     Column("gave_up", Boolean, nullable=False),  # after 5 failures: delivered, never judged
     Column("last_error", String(500), nullable=True),
+    # The lease in force (revision 0059): a fresh random token per claim, which the worker's
+    # failure report names; None once that report ended it (and on leases taken before 0059).
+    Column("token", String(64), nullable=True),
 )
 
 review_queue = Table(

@@ -4,7 +4,7 @@ It needs no database: it holds the verifier's API key (to lease work and post ve
 verifier's private key (to sign them). Each poll:
 
 1. leases up to ``batch`` submissions waiting for this verifier (``POST /reviews/claim``), each
-   with the brief, the acceptance note and the result;
+   with the brief, the acceptance note, the result and the lease's token;
 2. asks the judge about each;
 3. on an answer, finds each excerpt the model quoted in the brief and the result as the job
    holds them, keeps only those found word for word (with their offsets and hashes: the quotes
@@ -15,9 +15,11 @@ verifier's private key (to sign them). Each poll:
    brief or none from the result still goes, and the service sends it to the poster to decide;
 4. on a model failure (no answer, or answers that disagree), or a verdict the service refuses
    as sent, or anything else that goes wrong with one job, posts nothing and reports it
-   (``POST /reviews/{id}/{attempt}/failed``): the lease ends for a later poll, and the other
-   jobs of the batch are judged all the same; after 5 failures the service gives the submission
-   up (the work counts as delivered but never judged, and the poster's reclaim escalates it).
+   (``POST /reviews/{id}/{attempt}/failed``, naming the job's lease): the lease ends for a
+   later poll, and the other jobs of the batch are judged all the same; after 5 failures the
+   service gives the submission up (the work counts as delivered but never judged, and the
+   poster's reclaim escalates it). A report whose lease another worker's claim has taken since
+   (this worker stalled past it) is refused and changes nothing; the job is skipped.
 """
 
 from __future__ import annotations
@@ -141,7 +143,9 @@ class ReviewWorker:
     def _failed(self, job: dict[str, Any], report: PollReport, error: str) -> None:
         task_id = str(job["task_id"])
         try:
-            answer = self.client.review_failed(task_id, int(job["attempt"]), error)
+            answer = self.client.review_failed(
+                task_id, int(job["attempt"]), error, lease_token=str(job["lease_token"])
+            )
         except ApiError as exc:
             report.skipped.append(task_id)
             report.why[task_id] = f"{exc.code}: {exc.message}"
