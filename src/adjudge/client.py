@@ -888,11 +888,16 @@ class Client:
 
     # --- the review queue -----------------------------------------------------------------
 
-    def claim_reviews(self, *, limit: int = 10, lease_seconds: int = 300) -> list[dict[str, Any]]:
+    def claim_reviews(
+        self, *, limit: int = 10, lease_seconds: int = 300, idempotency_key: str | None = None
+    ) -> list[dict[str, Any]]:
         """Lease the submissions waiting for the calling verifier: each job with what judging
-        it needs, its ``lease_token`` (which a failure report names) and ``leased_until``."""
+        it needs, its ``lease_token`` (which a failure report names) and ``leased_until``. Sent
+        with an Idempotency-Key and sent again with it when an answer is lost: the resend is
+        answered with the same leases and leases nothing more."""
         body = {"limit": limit, "lease_seconds": lease_seconds}
-        return list(self.request("POST", "/reviews/claim", body, change=False)["jobs"])
+        answer = self.request("POST", "/reviews/claim", body, idempotency_key=idempotency_key)
+        return list(answer["jobs"])
 
     def review_failed(
         self,

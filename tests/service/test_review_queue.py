@@ -5,6 +5,7 @@ resubmissions and rulings happen; and a claim hands a verifier only what its que
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import replace
 from datetime import timedelta
@@ -16,7 +17,7 @@ from hypothesis import strategies as st
 from sqlalchemy import text
 
 from adjudge.market import Status, Task
-from adjudge.store import ConcurrentUpdate, Store, leases, records
+from adjudge.store import ConcurrentUpdate, Store, idempotency, leases, records
 from support.audit import reset
 from support.harness import Harness, make_harness
 from support.migrations import downgrade
@@ -209,7 +210,9 @@ def test_a_claim_reads_its_jobs_texts_after_its_write(
 ) -> None:
     """A claim's write takes the leases only: the brief, the criteria and the result its jobs
     carry (up to 300,000 characters a job, 50 jobs a claim) are read after it commits, never
-    on the thread that commits every account's writes, and the jobs are what they were."""
+    on the thread that commits every account's writes, and the jobs are what they were. A claim
+    sent again with its Idempotency-Key reads them again the same way: what its key stores is
+    the leases, not the texts."""
     h = _harness(store)
     brief = "Summarise the report. " * 400
     result = RESULT * 200
@@ -227,13 +230,19 @@ def test_a_claim_reads_its_jobs_texts_after_its_write(
 
     monkeypatch.setattr(records, "submission", noted)
     with statements(store.engine, "review_queue") as sent:
-        [job] = h.app.reviews.claim(h.account("vera"), limit=50)
+        [job] = h.app.reviews.claim(h.account("vera"), limit=50, key="poll-1").value
     assert where == [False]
     assert sent and not any(re.search(r"\btasks\.(brief|criteria)\b", sql) for sql in sent)
     assert (job["task_id"], job["attempt"], job["brief"], job["result"]) == (tid, 1, brief, result)
     assert job["acceptance"] == "Name the revenue."
     assert job["result_digest"] == h.ok("pat", "GET", f"/tasks/{tid}")["result_digest"]
-    assert h.app.reviews.claim(h.account("vera"), limit=50) == []  # leased
+    replayed = h.app.reviews.claim(h.account("vera"), limit=50, key="poll-1")
+    assert replayed.replayed and replayed.value == [job] and where == [False, False]
+    with store.read() as tx:
+        seen = idempotency.recalled(tx, "vera", "poll-1")
+    assert seen is not None and job["lease_token"] in json.dumps(seen[1])
+    assert brief[:40] not in json.dumps(seen[1]) and RESULT not in json.dumps(seen[1])
+    assert h.app.reviews.claim(h.account("vera"), limit=50).value == []  # leased
 
 
 def _waiting(h: Harness, result: str = RESULT) -> str:
@@ -296,6 +305,34 @@ def test_a_failure_report_without_its_lease_token_is_refused(sqlite_store: Store
     assert h.ok("vera", "POST", "/reviews/claim", {})["jobs"] == []
     body = {"error": "model down", "lease_token": job["lease_token"]}
     assert h.ok("vera", "POST", f"/reviews/{tid}/1/failed", body)["lease"]["tries"] == 1
+
+
+def test_a_claim_sent_again_with_its_key_is_answered_with_the_same_leases(store: Store) -> None:
+    """On each database: a claim whose answer was lost, sent again with its Idempotency-Key, is
+    answered with the same jobs (the same leases, tokens and times, the texts read again) and
+    leases nothing more, though more work waits now; the key with another request is
+    IDEMPOTENCY_KEY_REUSED; a new key leases what waits. A claim that leased nothing stores no
+    answer: sent again, it is decided anew (before, the claim read no key: each resend leased
+    more, and the jobs of the lost answer stayed leased and unseen for the lease's length)."""
+    h = _harness(store)
+    nothing = h.call("vera", "POST", "/reviews/claim", {}, Idempotency_Key="poll-0")
+    assert nothing.json() == {"jobs": []}
+    first = _waiting(h)
+    sent = h.call("vera", "POST", "/reviews/claim", {"limit": 5}, Idempotency_Key="poll-1")
+    jobs = sent.json()["jobs"]
+    assert [j["task_id"] for j in jobs] == [first] and "idempotent-replayed" not in sent.headers
+    second = _waiting(h, RESULT + " Twice.")
+    again = h.call("vera", "POST", "/reviews/claim", {"limit": 5}, Idempotency_Key="poll-1")
+    assert again.status_code == 200 and again.headers["idempotent-replayed"] == "true"
+    assert again.json()["jobs"] == jobs
+    other = h.call("vera", "POST", "/reviews/claim", {"limit": 4}, Idempotency_Key="poll-1")
+    assert (other.status_code, other.json()["error"]["code"]) == (409, "IDEMPOTENCY_KEY_REUSED")
+    anew = h.call("vera", "POST", "/reviews/claim", {}, Idempotency_Key="poll-0")
+    assert [j["task_id"] for j in anew.json()["jobs"]] == [second]
+    assert "idempotent-replayed" not in anew.headers
+    assert h.ok("vera", "POST", "/reviews/claim", {}, Idempotency_Key="poll-2") == {"jobs": []}
+    body = {"error": "model down", "lease_token": jobs[0]["lease_token"]}
+    assert h.ok("vera", "POST", f"/reviews/{first}/1/failed", body)["lease"]["tries"] == 1
 
 
 def test_a_lease_taken_before_0059_is_named_by_no_report(store: Store) -> None:

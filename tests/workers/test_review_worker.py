@@ -19,7 +19,7 @@ from alembic.config import Config
 from sqlalchemy import text
 
 from adjudge.app.reviews import MAX_TRIES
-from adjudge.client import Client
+from adjudge.client import Client, ServiceUnavailable
 from adjudge.kernel.oracle import Record
 from adjudge.kernel.semantic import Quote
 from adjudge.market.signed_verdicts import verdict_payload
@@ -241,9 +241,9 @@ def test_leases_taken_before_panels_are_kept_as_their_verifiers(store: Store) ->
     panel = delivered(h, "PASS_ME too", verifier=None, verifiers=["vera", "vic"])
     vera = h.app.accounts.authenticate(h.keys["vera"])
     vic = h.app.accounts.authenticate(h.keys["vic"])
-    jobs = {job["task_id"]: job for job in h.app.reviews.claim(vera)}
+    jobs = {job["task_id"]: job for job in h.app.reviews.claim(vera).value}
     assert set(jobs) == {tid, panel}
-    assert [job["task_id"] for job in h.app.reviews.claim(vic)] == [panel]
+    assert [job["task_id"] for job in h.app.reviews.claim(vic).value] == [panel]
     h.app.reviews.failed(vera, tid, 1, "model down", lease_token=jobs[tid]["lease_token"])
     config = Config()
     config.set_main_option("script_location", str(files("adjudge.store") / "migrations"))
@@ -312,6 +312,64 @@ def test_a_failure_whose_answer_is_lost_counts_once(
     with sqlite_store.read() as tx:
         assert leases.lease(tx, tid, 1, "vera")["tries"] == 1  # type: ignore[index]
     assert sent[0] is not None and sent[0] == sent[1]  # one report, sent again under its key
+
+
+def _losing(monkeypatch: pytest.MonkeyPatch, ending: str, lost: Any) -> list[str | None]:
+    """The Idempotency-Key of each request to a path ending in ``ending``; when ``lost(n)`` says
+    so for the n-th, the service gets it but its answer never comes back (a connection reset)."""
+    real = httpx.HTTPTransport.handle_request
+    sent: list[str | None] = []
+
+    def losing(transport: httpx.HTTPTransport, request: httpx.Request) -> httpx.Response:
+        if request.method == "POST" and request.url.path.endswith(ending):
+            sent.append(request.headers.get("idempotency-key"))
+            if lost(len(sent)):
+                real(transport, request).close()
+                raise httpx.ReadError("connection reset by peer", request=request)
+        return real(transport, request)
+
+    monkeypatch.setattr(httpx.HTTPTransport, "handle_request", losing)
+    return sent
+
+
+def test_a_claim_whose_answer_is_lost_is_sent_again_with_its_key(
+    sqlite_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker's claim reaches the service, which leases the submission, but its answer is
+    lost: the client sends it again with its Idempotency-Key, is answered with the same lease,
+    and the poll judges the submission (before, the claim carried no key and its resend leased
+    nothing more: the submission stayed leased, unseen, for the lease's five minutes)."""
+    h = make_harness(sqlite_store)
+    tid = delivered(h, "PASS_ME the work")
+    sent = _losing(monkeypatch, "/reviews/claim", lambda n: n == 1)
+    with serving(h.app) as service, model_server(by_content) as (url, _):
+        report = worker(h, service, ChatCompletionsJudge(url, "m")).poll()
+    assert report.judged == [tid] and len(sent) == 2
+    assert sent[0] is not None and sent[0] == sent[1]
+    assert h.ok("pat", "GET", f"/tasks/{tid}")["ending"] == "paid_on_pass"
+
+
+def test_a_claim_never_answered_is_sent_again_by_the_next_poll(
+    sqlite_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every answer to a poll's claim is lost (the service leased the submission with the first
+    request; the client's resends were answered with that lease, and lost too): the poll fails,
+    and the next poll sends the claim again with the same key, gets the lease and judges the
+    submission (before, the next poll's claim leased nothing: the lease of the lost answer held
+    the submission for five minutes)."""
+    h = make_harness(sqlite_store)
+    tid = delivered(h, "PASS_ME the work")
+    down = [True]
+    sent = _losing(monkeypatch, "/reviews/claim", lambda n: down[0])
+    with serving(h.app) as service, model_server(by_content) as (url, _):
+        review = worker(h, service, ChatCompletionsJudge(url, "m"))
+        with pytest.raises(ServiceUnavailable):
+            review.poll()
+        down[0] = False
+        assert review.poll().judged == [tid]
+        assert review.poll().judged == []  # a claim answered: the next one is a new one
+    assert len(sent) == 3 + 1 + 1 and sent[0] is not None
+    assert set(sent[:4]) == {sent[0]} and sent[4] not in (None, sent[0])
 
 
 class _Stalls:

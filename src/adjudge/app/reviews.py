@@ -43,8 +43,13 @@ class Reviews:
         self.unit = unit
 
     def claim(
-        self, verifier: Account, *, limit: int = 10, lease: timedelta = LEASE
-    ) -> list[dict[str, Any]]:
+        self,
+        verifier: Account,
+        *,
+        limit: int = 10,
+        lease: timedelta = LEASE,
+        key: str | None = None,
+    ) -> Answer[list[dict[str, Any]]]:
         """Lease up to ``limit`` submissions waiting for ``verifier``; each with what judging it
         needs: the task, the attempt and its digest, the brief, the acceptance note, the result
         and the verifier key the task trusts, and the lease's token and end.
@@ -55,12 +60,20 @@ class Reviews:
         inside the write, a claim of 50 such jobs held the thread that commits every account's
         writes for 35-216 ms (now 6-14 ms). What is read after never changes: a submission,
         the brief, the criteria and the keys fixed at posting.
+
+        A claim sent again with its Idempotency-Key (its answer was lost) is answered with the
+        same leases and leases nothing more: the key stores the leases (task, attempt, token,
+        end), never the texts, which are read again. A claim that leased nothing stores no
+        answer (an idle worker polls every few seconds; each would be kept 30 days for
+        nothing): sent again, it is decided anew.
         """
         need_role(verifier, "verifier")
         if not 1 <= limit <= MAX_BATCH:
             raise BadInput(f"A claim takes 1 to {MAX_BATCH} submissions.", code="INVALID_REQUEST")
         if not timedelta(seconds=1) <= lease <= MAX_LEASE:
             raise BadInput("A lease lasts 1 second to 1 hour.", code="INVALID_REQUEST")
+        inputs = {"limit": limit, "lease_us": lease // timedelta(microseconds=1)}
+        idem = Idempotency.of(key, "reviews.claim", inputs)
 
         def run(tx: Transaction) -> list[dict[str, Any]]:
             now = self.unit.now()
@@ -76,13 +89,13 @@ class Reviews:
                 for stored, token in taken
             ]
 
-        leased = self.unit.write(run)
-        if not leased:
-            return []
+        leased = self.unit.once(verifier.id, idem, run, kept=bool)
+        if not leased.value:
+            return Answer([], leased.replayed)
 
         def read(tx: Transaction) -> list[dict[str, Any]]:
             jobs = []
-            for held in leased:
+            for held in leased.value:
                 stored = records.task(tx, held["task_id"])
                 sub = records.submission(tx, held["task_id"], held["attempt"])
                 if stored is None or sub is None:
@@ -105,7 +118,7 @@ class Reviews:
                 )
             return jobs
 
-        return self.unit.read(read)
+        return Answer(self.unit.read(read), leased.replayed)
 
     def failed(
         self,

@@ -165,6 +165,7 @@ class UnitOfWork:
         seal: bool = False,
         hot: tuple[hot_rows.Row, ...] = (),
         refused: Callable[[Transaction], None] | None = None,
+        kept: Callable[[T], bool] | None = None,
     ) -> Answer[T]:
         """Run a state change at most once per Idempotency-Key (the module's steps; ``hot``:
         the rows of many transactions ``fn`` changes, as :meth:`write_async`'s).
@@ -175,12 +176,14 @@ class UnitOfWork:
         answer that carries a secret. ``refused``, when given, first reads whether the change
         would be refused, raising its refusal, in a read transaction on the caller's thread:
         a refusal then never takes its turn among the writes (a key's stored answer is replayed
-        all the same); what it lets through, the write decides again.
+        all the same); what it lets through, the write decides again. ``kept``, when given,
+        says whether an answer is stored under the key: one it declines changed nothing (a
+        review claim that leased nothing), and is decided anew when sent again, as a refusal is.
         """
         try:
             if refused is not None:
                 self.read(refused)
-            return self.write(self._attempt_once(account_id, idem, fn, seal), hot=hot)
+            return self.write(self._attempt_once(account_id, idem, fn, seal, kept), hot=hot)
         except Error:
             replay = self._replayed_after_refusal(account_id, idem)
             if replay is None:
@@ -217,6 +220,7 @@ class UnitOfWork:
         idem: Idempotency | None,
         fn: Callable[[Transaction], T],
         seal: bool,
+        kept: Callable[[T], bool] | None = None,
     ) -> Callable[[Transaction], Answer[T]]:
         def attempt(tx: Transaction) -> Answer[T]:
             if idem is not None:  # (1)
@@ -224,7 +228,7 @@ class UnitOfWork:
                 if seen is not None:
                     return _replay(seen, idem, account_id)
             value = fn(tx)  # (2)
-            if idem is not None:  # (3)
+            if idem is not None and (kept is None or kept(value)):  # (3)
                 stored: Any = _seal(value, idem.key, account_id) if seal else value
                 idempotency.remember(
                     tx,

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import Path
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
+from adjudge.app.unit import Answer
 from adjudge.service.deps import Caller, IdemKey, Use, reply, router
 
 routes = router()
@@ -38,11 +39,13 @@ class Failure(BaseModel):
 
 
 @routes.post("/reviews/claim", tags=["reviews"])
-def claim(*, body: Claim, who: Caller, app: Use) -> dict[str, Any]:
+def claim(*, body: Claim, who: Caller, app: Use, key: IdemKey = None) -> JSONResponse:
     """Lease the submissions waiting for the calling verifier, with what judging each needs and
-    each lease's token and end."""
-    jobs = app.reviews.claim(who, limit=body.limit, lease=timedelta(seconds=body.lease_seconds))
-    return {"jobs": jobs}
+    each lease's token and end. A claim sent again with its Idempotency-Key is answered with
+    the same leases (the texts read again) and leases nothing more."""
+    lease = timedelta(seconds=body.lease_seconds)
+    answer = app.reviews.claim(who, limit=body.limit, lease=lease, key=key)
+    return reply(Answer({"jobs": answer.value}, answer.replayed))
 
 
 #: A submission's attempt number (a task takes a few; the bound keeps it a database integer).

@@ -4,7 +4,10 @@ It needs no database: it holds the verifier's API key (to lease work and post ve
 verifier's private key (to sign them). Each poll:
 
 1. leases up to ``batch`` submissions waiting for this verifier (``POST /reviews/claim``), each
-   with the brief, the acceptance note, the result and the lease's token;
+   with the brief, the acceptance note, the result and the lease's token; the claim carries an
+   Idempotency-Key, sent again with the claim when its answer is lost (by the client, and by
+   the next poll when no answer came at all), so the jobs it leased are answered, not left
+   leased and unseen;
 2. asks the judge about each;
 3. on an answer, finds each excerpt the model quoted in the brief and the result as the job
    holds them, keeps only those found word for word (with their offsets and hashes: the quotes
@@ -27,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from adjudge.client import ApiError, Client
+from adjudge.client import ApiError, Client, ServiceUnavailable
 from adjudge.errors import Error
 from adjudge.kernel.oracle import Record
 from adjudge.kernel.semantic import Quote
@@ -78,11 +81,22 @@ class ReviewWorker:
         self.signer = signer
         self.lease_seconds = lease_seconds
         self.batch = batch
+        #: The Idempotency-Key of a claim no answer came for, which the next poll sends again.
+        self.unanswered: str | None = None
 
     def poll(self) -> PollReport:
         """Claim, judge and record one batch; see the module's steps."""
         report = PollReport()
-        jobs = self.client.claim_reviews(limit=self.batch, lease_seconds=self.lease_seconds)
+        try:
+            jobs = self.client.claim_reviews(
+                limit=self.batch,
+                lease_seconds=self.lease_seconds,
+                idempotency_key=self.unanswered,
+            )
+        except ServiceUnavailable as exc:  # it may have leased jobs: ask for them again
+            self.unanswered = exc.idempotency_key
+            raise
+        self.unanswered = None
         for job in jobs:  # (1)
             task_id = str(job["task_id"])
             if job.get("verifier_key") != self.signer.keyid:
