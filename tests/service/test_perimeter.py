@@ -496,6 +496,21 @@ def test_odd_amounts_are_refused_not_crashed(h: Harness, amount: str) -> None:
     assert h.refused("pat", "POST", "/tasks", {**BASE, "reward": amount}) == (400, "INVALID_REWARD")
 
 
+@pytest.mark.parametrize("amount", [True, False, 2000000.0, 1e6, None, [5], {"minor": 5}])
+def test_an_amount_is_digits_or_an_integer_never_a_boolean_or_a_number_with_a_point(
+    h: Harness, amount: Any
+) -> None:
+    """A JSON boolean or a number written with a point is no amount: refused with the amount's
+    code, and nothing moves (``true`` had posted a task of 1 minor unit, and deposited one)."""
+    assert h.refused("root", "POST", "/accounts/pat/deposits", {"amount": amount}) == (
+        400,
+        "INVALID_AMOUNT",
+    )
+    assert h.refused("pat", "POST", "/tasks", {**BASE, "reward": amount}) == (400, "INVALID_REWARD")
+    assert h.balance("wallet:pat") == FUNDS
+    assert h.ok("pat", "GET", "/tasks?mine=true")["tasks"] == []
+
+
 # --- escrow cannot be locked for free ---------------------------------------------------------
 
 

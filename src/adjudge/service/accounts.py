@@ -9,7 +9,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
 from adjudge.app.keys import MAX_KEY_PAGE
-from adjudge.service.deps import Caller, IdemKey, Use, amount, reply, router
+from adjudge.service.deps import Amount, Caller, IdemKey, Use, amount, reply, router
 
 routes = router()
 Fingerprint = Annotated[str, Path(pattern=r"^[0-9a-f]{64}$")]
@@ -32,7 +32,7 @@ class NewAccount(BaseModel):
 class Deposit(BaseModel):
     """Money entering an account from outside, in integer minor units."""
 
-    amount: int | str
+    amount: Amount
 
 
 class OptIn(BaseModel):

@@ -13,6 +13,7 @@ from fastapi import APIRouter, Depends, Header, Request, Response
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.security.utils import get_authorization_scheme_param
+from pydantic import SkipValidation
 
 from adjudge import json_text
 from adjudge.app import Account, Answer, App
@@ -23,6 +24,9 @@ from adjudge.service.ingress import StrictRoute
 
 #: The largest amount the ledger's 64-bit columns hold.
 MAX_AMOUNT = 2**63 - 1
+#: A body's amount of money as sent, left to :func:`amount` alone: the schema's lax integer
+#: would make ``true`` the amount 1 and ``2000000.0`` the amount 2000000 before it was read.
+Amount = SkipValidation[int | str]
 T = TypeVar("T")
 #: Limiters by event loop (a limiter belongs to the loop it was made in) and lane name.
 _LANES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, anyio.CapacityLimiter]] = (
@@ -137,12 +141,13 @@ def router() -> APIRouter:
     )
 
 
-def amount(value: int | str, code: str) -> int:
-    """A positive whole number of minor units, from a decimal string or an integer."""
-    text = value if isinstance(value, str) else str(value)
+def amount(value: object, code: str) -> int:
+    """A positive whole number of minor units, from a decimal string or a JSON integer (a
+    boolean, a number with a point or anything else is refused with ``code``)."""
+    whole = isinstance(value, int | str) and not isinstance(value, bool)
+    text = str(value) if whole else ""
     if (
-        isinstance(value, bool)
-        or not 0 < len(text) <= 19
+        not 0 < len(text) <= 19
         or not text.isascii()
         or not text.isdigit()
         or not 0 < int(text) <= MAX_AMOUNT

@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field, StrictInt
 
 from adjudge.app import Account, App
 from adjudge.app.tasks import SlowCheck, screens_slow
-from adjudge.service.deps import Caller, IdemKey, Use, amount, checked, reply, router
+from adjudge.service.deps import Amount, Caller, IdemKey, Use, amount, checked, reply, router
 
 routes = router()
 
@@ -23,7 +23,7 @@ class PostTask(BaseModel):
 
     title: str = Field(min_length=1, max_length=200)
     brief: str = Field(default="", max_length=100_000)
-    reward: int | str
+    reward: Amount
     deadline: datetime | None = Field(default=None, description="Aware ISO 8601; naive is UTC.")
     deadline_hours: float | None = Field(
         default=None, description="Instead of deadline: hours from posting (1 to 2160)."
