@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 from typing import Any
 
 import pytest
+import rfc8785
 
 from adjudge.receipts import SignedReceipts, SigningKey, canonical_bytes, verify, verify_chain
+from adjudge.replay import from_answer, replay
 from adjudge.store import Store
+from support.audit import audit
 from support.harness import Harness, make_harness
 
 GOOD = "A long enough result."
@@ -124,3 +128,47 @@ def test_verifier_keys_are_the_verifiers_own(sqlite_store: Store) -> None:
     h.ok("bob", "POST", f"/tasks/{later}/submissions", {"result": GOOD})
     h.signers["vera"] = new
     assert h.verdict("vera", later, True)["ending"] == "paid_on_pass"
+
+
+#: Criteria with numbers written with a point: a threshold between two whole scores, a rubric
+#: item's weight, a cap written in exponent form.
+POINTED = {
+    "min_length": 10,
+    "pass_threshold": 60.5,
+    "max_length": 1e3,
+    "rubric": [{"criterion": "summary", "keywords": ["long"], "weight": 0.5}],
+}
+
+
+@pytest.mark.parametrize("mode", ["auto", "manual"])
+def test_criteria_with_numbers_written_with_a_point_are_bound_and_the_task_settles(
+    sqlite_store: Store, mode: str
+) -> None:
+    """A task whose criteria hold a number with a point is judged and paid, and another is
+    cancelled, refunded, each under a receipt binding the sha256 of the criteria's RFC 8785
+    JSON (every receipt of such a task was refused, RECEIPT_UNSIGNABLE: no verdict, cancel,
+    reclaim or ruling could end it, and its escrow stayed locked)."""
+    issuer = SignedReceipts(SigningKey.generate())
+    h = make_harness(sqlite_store, issuer=issuer, real_checker=True)
+    tid = h.post(mode, criteria=POINTED)
+    h.ok("ann", "POST", f"/tasks/{tid}/accept")
+    h.ok("ann", "POST", f"/tasks/{tid}/submissions", {"result": GOOD})
+    if mode == "auto":
+        done = h.ok("ann", "POST", f"/tasks/{tid}/finalize")
+    else:
+        done = h.ok("pat", "POST", f"/tasks/{tid}/review", {"passed": True})
+    assert done["ending"] == "paid_on_pass"
+    if mode == "auto":  # the auto check's receipt replays from its bundle, byte for byte
+        found = replay(from_answer(h.ok("pat", "GET", f"/tasks/{tid}/bundle")))
+        assert found.outcome == "same", found.differences
+    cancelled = h.ok("pat", "POST", f"/tasks/{h.post(mode, criteria=POINTED)}/cancel")
+    assert cancelled["ending"] == "refunded_on_cancel"
+    bound = "sha256:" + hashlib.sha256(rfc8785.dumps(POINTED)).hexdigest()
+    for task in (done, cancelled):
+        receipts = h.ok("pat", "GET", f"/tasks/{task['id']}/receipts")["receipts"]
+        lines = [canonical_bytes(r["receipt"]["envelope"]) for r in receipts]
+        assert [verify(line, issuer.fingerprint).verdict.value for line in lines] == [
+            "PASS" if task is done else "NOT_RUN"
+        ]
+        assert _statement(receipts[0])["predicate"]["criteriaDigest"] == bound
+    audit(sqlite_store)

@@ -30,6 +30,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
+from adjudge.digests import sha256_digest
 from adjudge.errors import BadInput, TransitionError, VerificationFailed
 from adjudge.kernel import DEFAULT_POLICY, Authority, Check, Determination, TrustPolicy, Verdict
 from adjudge.kernel import determine as kernel_determine
@@ -41,7 +42,7 @@ from adjudge.market.seal import SYMBOL as SEAL_SYMBOL
 from adjudge.market.seal import judged_criteria
 from adjudge.market.signed_verdicts import check_signature, verdict_payload
 from adjudge.market.tasks import Mode, Task
-from adjudge.receipts.canonical import canonical_bytes, digest
+from adjudge.receipts.canonical import canonical_bytes, canonical_json, digest
 
 #: The names of a human judgment's check: the poster's review, an admin's ruling.
 REVIEW_CHECK = "manual-review"
@@ -84,10 +85,13 @@ def criteria_digest(criteria: Mapping[str, Any], salt: str | None = None) -> str
     JSON, as contracts and policies are digested, so anyone holding the criteria as posted can
     recompute it. Criteria holding a hidden answer are digested with a secret (``salt``) as
     ``{"criteria": …, "salt": …}``: every party may read a task's receipts, and the plain
-    digest of a short answer would be a test of guesses ("42", "43", …) until one matched."""
-    if salt is None:
-        return digest(dict(criteria))
-    return digest({"criteria": dict(criteria), "salt": salt})
+    digest of a short answer would be a test of guesses ("42", "43", …) until one matched.
+
+    Criteria may hold numbers written with a point (a ``pass_threshold`` of 60.5, a rubric
+    item's weight of 0.5), which RFC 8785 writes as ECMAScript does: only the digest is signed,
+    never the criteria, so they need not be signable themselves."""
+    document = dict(criteria) if salt is None else {"criteria": dict(criteria), "salt": salt}
+    return sha256_digest(canonical_json(document))
 
 
 def signed_digest(criteria: Mapping[str, Any], salt: str | None, signed: object) -> str:
