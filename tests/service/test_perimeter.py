@@ -8,11 +8,13 @@ import os
 import stat
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, get_args, get_origin
 
 import pytest
 from fastapi import FastAPI
+from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
+from pydantic import BaseModel, SkipValidation
 
 from adjudge.service import MAX_BODY_BYTES, errors
 from adjudge.store import Store, records
@@ -509,6 +511,60 @@ def test_an_amount_is_digits_or_an_integer_never_a_boolean_or_a_number_with_a_po
     assert h.refused("pat", "POST", "/tasks", {**BASE, "reward": amount}) == (400, "INVALID_REWARD")
     assert h.balance("wallet:pat") == FUNDS
     assert h.ok("pat", "GET", "/tasks?mine=true")["tasks"] == []
+
+
+def _lax_scalars(annotation: Any, where: str) -> list[str]:
+    """The booleans and numbers of a body's type that the schema would coerce: a lax ``bool``
+    reads ``1`` and ``"yes"`` as true, a lax ``int`` reads ``true`` as 1 and ``2.0`` as 2."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [
+            lax
+            for name, field in annotation.model_fields.items()
+            for lax in _lax_scalars(
+                Annotated[(field.annotation, *field.metadata)]
+                if field.metadata
+                else field.annotation,
+                f"{annotation.__name__}.{name}",
+            )
+        ]
+    if get_origin(annotation) is Annotated:
+        base, *marks = get_args(annotation)
+        if any(getattr(m, "strict", False) or isinstance(m, SkipValidation) for m in marks):
+            return []
+        return _lax_scalars(base, where)
+    if annotation in (bool, int, float):
+        return [where]
+    return [lax for arg in get_args(annotation) for lax in _lax_scalars(arg, where)]
+
+
+def test_every_body_reads_its_booleans_and_numbers_strictly(h: Harness) -> None:
+    """No route's body takes a boolean or a number the schema would coerce from another JSON
+    type: a verdict, a review or a ruling of ``1`` or ``"yes"`` is no decision."""
+    app = h.client.app
+    assert isinstance(app, FastAPI)
+    bodies = {
+        param.field_info.annotation
+        for route in app.routes
+        if isinstance(route, APIRoute)
+        for param in route.dependant.body_params
+    }
+    assert len(bodies) > 20, bodies
+    assert [lax for body in bodies for lax in _lax_scalars(body, body.__name__)] == []
+
+
+@pytest.mark.parametrize("passed", [1, "true", "yes"])
+def test_a_review_sent_as_another_type_than_a_boolean_pays_nothing(h: Harness, passed: Any) -> None:
+    """A poster's review whose ``passed`` is not a JSON boolean is refused and the escrow stays
+    (the schema read ``1`` and ``"yes"`` as an approval, which pays the agent)."""
+    tid = h.post("manual")
+    h.ok("ann", "POST", f"/tasks/{tid}/accept")
+    h.ok("ann", "POST", f"/tasks/{tid}/submissions", {"result": GOOD})
+    review = {"passed": passed, "reasons": ["ok"]}
+    assert h.refused("pat", "POST", f"/tasks/{tid}/review", review) == (422, "INVALID_REQUEST")
+    assert h.ok("pat", "GET", f"/tasks/{tid}")["status"] == "submitted"
+    assert h.balance("wallet:ann") == FUNDS
+    late = {**BASE, "deadline_hours": True}
+    assert h.refused("pat", "POST", "/tasks", late) == (422, "INVALID_REQUEST")
 
 
 # --- escrow cannot be locked for free ---------------------------------------------------------

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 from fastapi import Path, Query
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StrictBool, StrictInt
 
 from adjudge.app.keys import MAX_KEY_PAGE
 from adjudge.service.deps import Amount, Caller, IdemKey, Use, amount, reply, router
@@ -20,7 +20,7 @@ class NewAccount(BaseModel):
 
     id: str = Field(min_length=1, max_length=64)
     roles: list[str] = Field(min_length=1, max_length=5)
-    verifier_opt_in: bool = False
+    verifier_opt_in: StrictBool = False
     verifier_public_key: str | None = Field(
         default=None,
         max_length=100,
@@ -38,7 +38,7 @@ class Deposit(BaseModel):
 class OptIn(BaseModel):
     """Whether a verifier takes verification jobs."""
 
-    verifier_opt_in: bool
+    verifier_opt_in: StrictBool
 
 
 class NewKey(BaseModel):
@@ -51,10 +51,10 @@ class NewApiKey(BaseModel):
     """An extra API key for an agent or a script, with optional spending limits."""
 
     label: str = Field(min_length=1, max_length=100)
-    max_per_call_minor: int | None = Field(
+    max_per_call_minor: StrictInt | None = Field(
         default=None, ge=0, le=2**63 - 1, description="The most one paid call may cost."
     )
-    max_per_day_minor: int | None = Field(
+    max_per_day_minor: StrictInt | None = Field(
         default=None, ge=0, le=2**63 - 1, description="The most its paid calls reserve a UTC day."
     )
 
@@ -62,8 +62,8 @@ class NewApiKey(BaseModel):
 class KeyLimits(BaseModel):
     """An extra key's spending limits, in minor units (null: no limit)."""
 
-    max_per_call_minor: int | None = Field(default=None, ge=0, le=2**63 - 1)
-    max_per_day_minor: int | None = Field(default=None, ge=0, le=2**63 - 1)
+    max_per_call_minor: StrictInt | None = Field(default=None, ge=0, le=2**63 - 1)
+    max_per_day_minor: StrictInt | None = Field(default=None, ge=0, le=2**63 - 1)
 
 
 KeyId = Annotated[str, Path(pattern=r"^key_[0-9a-f]{16}$")]

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 from fastapi import Query
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StrictBool, StrictInt
 
 from adjudge.app.calls import (
     MAX_REPORT_PAGE,
@@ -40,7 +40,7 @@ class PolicyRef(BaseModel):
     """Which registered policy governs a call; without a version, its highest."""
 
     id: str = Field(min_length=1, max_length=200)
-    version: int | None = Field(default=None, ge=1, le=MAX_VERSION)
+    version: StrictInt | None = Field(default=None, ge=1, le=MAX_VERSION)
 
 
 class ReportCall(BaseModel):
@@ -66,7 +66,7 @@ class ReportRuling(BaseModel):
     """An admin's ruling on a report: upheld (a human FAIL; a forwarded call's charge is given
     back) or dismissed (nothing changes), with its reasons."""
 
-    upheld: bool
+    upheld: StrictBool
     reasons: list[str] = Field(min_length=1, max_length=MAX_RULING_REASONS)
 
 

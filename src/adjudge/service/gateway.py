@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StrictBool, StrictInt
 
 from adjudge.app.receipts import moment
 from adjudge.errors import Error
@@ -65,7 +65,7 @@ class GatewayCall(BaseModel):
 
     tool: str = Field(min_length=1, max_length=128)
     arguments: dict[str, Any] = Field(default_factory=dict)
-    max_price_minor: int | None = Field(
+    max_price_minor: StrictInt | None = Field(
         default=None,
         ge=0,
         le=2**63 - 1,
@@ -206,7 +206,7 @@ class KeyJudgmentIn(BaseModel):
 
     judge_key: str = Field(max_length=80)
     response_digest: str = Field(max_length=80)
-    conflict: bool
+    conflict: StrictBool
     reason: str = Field(default="", max_length=2000)
     citations: list[dict[str, str]] = Field(default_factory=list, max_length=20)
     signature: str = Field(max_length=200)

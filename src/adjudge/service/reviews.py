@@ -7,7 +7,7 @@ from typing import Annotated
 
 from fastapi import Path
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StrictInt
 
 from adjudge.app.unit import Answer
 from adjudge.service.deps import Caller, IdemKey, Use, reply, router
@@ -18,8 +18,8 @@ routes = router()
 class Claim(BaseModel):
     """How many submissions to lease, and for how long."""
 
-    limit: int = Field(default=10, ge=1, le=50)
-    lease_seconds: int = Field(default=300, ge=1, le=3600)
+    limit: StrictInt = Field(default=10, ge=1, le=50)
+    lease_seconds: StrictInt = Field(default=300, ge=1, le=3600)
 
 
 class Failure(BaseModel):

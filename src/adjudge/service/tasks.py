@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import anyio.to_thread
 from fastapi import Query
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, Field, StrictInt
+from pydantic import BaseModel, Field, StrictBool, StrictFloat, StrictInt
 
 from adjudge.app import Account, App
 from adjudge.app.tasks import SlowCheck, screens_slow
@@ -25,7 +25,7 @@ class PostTask(BaseModel):
     brief: str = Field(default="", max_length=100_000)
     reward: Amount
     deadline: datetime | None = Field(default=None, description="Aware ISO 8601; naive is UTC.")
-    deadline_hours: float | None = Field(
+    deadline_hours: StrictFloat | None = Field(
         default=None, description="Instead of deadline: hours from posting (1 to 2160)."
     )
     mode: str = Field(default="manual", description="auto, agent or manual (the default).")
@@ -43,8 +43,8 @@ class PostTask(BaseModel):
         description="How many of the verifiers must agree (k of n, 1 to n; QUORUM_INVALID). "
         "Absent: a majority of them.",
     )
-    private: bool = False
-    lenient_criteria: bool = Field(
+    private: StrictBool = False
+    lenient_criteria: StrictBool = Field(
         default=False,
         description="Post criteria with fields the auto check does not know (it ignores them); "
         "without it such a field is refused with CRITERIA_UNKNOWN_FIELD.",
@@ -76,7 +76,7 @@ class SubmitResult(BaseModel):
 class Judgment(BaseModel):
     """A pass or a fail with reasons (manual review: at most 20; a verifier: at most 10)."""
 
-    passed: bool
+    passed: StrictBool
     reasons: list[Annotated[str, Field(max_length=2000)]] = Field(
         default_factory=list, max_length=100
     )
@@ -86,7 +86,7 @@ class PosterReview(Judgment):
     """A poster's review, bound to the submission it judged: the task's attempt and result
     digest as the poster saw them (either may be left out; the console sends both)."""
 
-    attempt: int | None = Field(default=None, ge=1, le=1_000)
+    attempt: StrictInt | None = Field(default=None, ge=1, le=1_000)
     result_digest: str | None = Field(default=None, max_length=80)
 
 
@@ -94,8 +94,8 @@ class Quote(BaseModel):
     """A span of the brief or the result the verdict relies on (code-point offsets)."""
 
     artifact: str = Field(max_length=16, description="brief or result")
-    start: int = Field(ge=0, le=10_000_000)
-    end: int = Field(ge=0, le=10_000_000)
+    start: StrictInt = Field(ge=0, le=10_000_000)
+    end: StrictInt = Field(ge=0, le=10_000_000)
     text: str = Field(max_length=20_000)
     quoteHash: str = Field(max_length=80, description="sha256:<hex> of the text's UTF-8 bytes")
 
@@ -142,7 +142,7 @@ class DisputeBody(BaseModel):
 class Ruling(BaseModel):
     """An admin's ruling: pay the agent, or refund the poster."""
 
-    pay_agent: bool
+    pay_agent: StrictBool
     note: str = Field(default="", max_length=4000)
 
 
