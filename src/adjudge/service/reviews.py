@@ -9,7 +9,7 @@ from fastapi import Path
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field, StrictInt
 
-from adjudge.app.unit import Answer
+from adjudge.app import Answer
 from adjudge.service.deps import Caller, IdemKey, Use, reply, router
 
 routes = router()
