@@ -285,6 +285,31 @@ def test_names_the_store_cannot_hold_are_refused_not_crashed(store: Store) -> No
     assert h.refused("pat", "GET", "/calls/wx-nul") == (404, "CALL_NOT_FOUND")
 
 
+@pytest.mark.parametrize("odd", [[], ["ok"], {}, {"ok": 1}])
+def test_a_word_sent_as_a_list_or_an_object_is_refused_not_crashed(
+    sqlite_store: Store, odd: Any
+) -> None:
+    """A response's `status`, a rule's `kind` and a veto's `check` are words looked up in a
+    table: a JSON list or object there is refused with the field's code, nothing stored
+    (each was looked up as it came, and the lookup of a value that cannot be hashed answered
+    500 INTERNAL_ERROR)."""
+    h, _ = _harness(sqlite_store)
+    _register_weather(h)
+    reported = _call("wx-odd")
+    reported["response"]["status"] = odd
+    assert h.refused("pat", "POST", "/calls", reported) == (400, "CALL_INPUT_INVALID")
+    assert h.refused("pat", "GET", "/calls/wx-odd") == (404, "CALL_NOT_FOUND")
+    path = "/tools/weather.forecast/policies"
+    policy = {**_example("weather.policy.json"), "version": 2}
+    kind = copy.deepcopy(policy)
+    kind["rules"][0]["kind"] = odd
+    assert h.refused("skycast", "POST", path, {"policy": kind}) == (400, "POLICY_RULE_INVALID")
+    check = copy.deepcopy(policy)
+    veto = next(c for c in check["clauses"] if c["match"] == "veto")
+    veto["check"] = odd
+    assert h.refused("skycast", "POST", path, {"policy": check}) == (400, "POLICY_CLAUSE_INVALID")
+
+
 def test_a_declared_digest_cannot_be_proven_so_a_pass_is_not_stored(sqlite_store: Store) -> None:
     """The service holds the parsed body, not the bytes a declared digest covers."""
     h, _ = _harness(sqlite_store)

@@ -534,7 +534,7 @@ def _clauses(raw: object, declared: frozenset[str], rules: tuple[Rule, ...]) -> 
         clause = Clause(match=match, verdict=verdict)
         if match == "veto":
             check = item.get("check")
-            if check not in names:
+            if not isinstance(check, str) or check not in names:
                 raise CriteriaError(
                     f"{label}: a veto must name a declared check or rule; {check!r} is neither.",
                     code=_CLAUSE,

@@ -548,7 +548,7 @@ def parse_rule(data: object, index: int = 0) -> Rule:
     if not isinstance(data, Mapping):
         raise CriteriaError(f"{label} must be a JSON object.", code=_CODE)
     kind = data.get("kind")
-    if kind not in _JUDGES:
+    if not isinstance(kind, str) or kind not in _JUDGES:
         raise CriteriaError(
             f"{label}: `kind` must be one of {', '.join(RULE_KINDS)}; got {kind!r}.", code=_CODE
         )

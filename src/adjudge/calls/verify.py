@@ -332,7 +332,7 @@ def parse_response(data: object) -> ProviderResponse:
                 code=_INPUT,
             )
         return ProviderResponse(status="ok", body=obj["body"], digest=digest)
-    if status in _ERROR_EFFECTS:
+    if isinstance(status, str) and status in _ERROR_EFFECTS:
         error = _object(obj.get("error", {}), "The response's `error`")
         return ProviderResponse(
             status=status,
