@@ -238,6 +238,23 @@ def test_a_relative_server_needs_a_base_url() -> None:
     assert build_request(tool, {}).url == "https://api.example/api/x"
 
 
+@pytest.mark.parametrize("odd", [[], {}, ["https://spec.openapis.org/oas/3.1/dialect/base"]])
+def test_a_dialect_that_is_no_string_is_refused(odd: Any) -> None:
+    """A document's `jsonSchemaDialect` and a schema's `$schema` sent as a list or an object
+    are refused as a dialect not supported, as any other unknown dialect (each was looked up
+    in the known dialects as it came: a value that cannot be hashed raised, and the import
+    route answered 500 INTERNAL_ERROR)."""
+    schema = {"type": "object", "$schema": odd}
+    ok = {"200": {"description": "ok", "content": {"application/json": {"schema": schema}}}}
+    for document in (
+        _one({"get": {"responses": JSON_OK}}, jsonSchemaDialect=odd),
+        _one({"get": {"responses": ok}}),
+    ):
+        with pytest.raises(Error) as caught:
+            import_openapi(document, provider="p", price=PRICE, base_url="https://api.example")
+        assert caught.value.code == "OPENAPI_UNSUPPORTED", caught.value
+
+
 def test_a_missing_component_and_a_non_schema_reference_are_refused() -> None:
     missing = _one(
         {

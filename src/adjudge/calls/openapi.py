@@ -190,7 +190,7 @@ class _Bundle:
                     "cannot be bundled."
                 )
         declared = schema.get("$schema")
-        if declared is not None and declared not in _DIALECTS:
+        if declared is not None and (not isinstance(declared, str) or declared not in _DIALECTS):
             raise _unsupported(f"The schema at {where} declares dialect {declared!r}.")
         out: dict[str, Any] = {}
         for key, value in schema.items():
@@ -249,7 +249,7 @@ def _version(document: Mapping[str, Any]) -> bool:
     if version.startswith("3.0."):
         return True
     dialect = document.get("jsonSchemaDialect")
-    if dialect is not None and dialect not in _DIALECTS:
+    if dialect is not None and (not isinstance(dialect, str) or dialect not in _DIALECTS):
         raise _unsupported(f"The document's schema dialect {dialect!r} is not JSON Schema 2020-12.")
     return False
 
