@@ -310,6 +310,20 @@ def test_a_word_sent_as_a_list_or_an_object_is_refused_not_crashed(
     assert h.refused("skycast", "POST", path, {"policy": check}) == (400, "POLICY_CLAUSE_INVALID")
 
 
+@pytest.mark.parametrize("hours", [8761, 10**12, 2**53 - 1])
+def test_a_report_window_past_its_bound_is_refused_however_long(
+    sqlite_store: Store, hours: int
+) -> None:
+    """A policy's `report_window_hours` past a year is refused POLICY_INVALID, whatever its
+    size (one too large for a duration, a million years and up, was made a duration before it
+    was compared with the bound: the registration answered 500 INTERNAL_ERROR)."""
+    h, _ = _harness(sqlite_store)
+    _register_weather(h)
+    policy = {**_example("weather.policy.json"), "version": 2, "report_window_hours": hours}
+    path = "/tools/weather.forecast/policies"
+    assert h.refused("skycast", "POST", path, {"policy": policy}) == (400, "POLICY_INVALID")
+
+
 def test_a_declared_digest_cannot_be_proven_so_a_pass_is_not_stored(sqlite_store: Store) -> None:
     """The service holds the parsed body, not the bytes a declared digest covers."""
     h, _ = _harness(sqlite_store)

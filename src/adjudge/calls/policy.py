@@ -349,7 +349,7 @@ def register_policy(data: object, contract: Contract) -> Policy:
         isinstance(hours, bool)
         or not isinstance(hours, int)
         or hours < 1
-        or timedelta(hours=hours) > MAX_REPORT_WINDOW
+        or hours > MAX_REPORT_WINDOW // timedelta(hours=1)
     ):
         raise CriteriaError(
             "`report_window_hours` (how long a caller may report a bad result) must be a "
