@@ -324,6 +324,27 @@ def test_a_report_window_past_its_bound_is_refused_however_long(
     assert h.refused("skycast", "POST", path, {"policy": policy}) == (400, "POLICY_INVALID")
 
 
+@pytest.mark.parametrize("citations", [None, 3, True, "/days/0", {"path": "/days/0"}])
+def test_a_judgments_citations_that_are_no_list_are_refused(
+    sqlite_store: Store, citations: Any
+) -> None:
+    """A reported call's judgment whose `citations` is not a list is refused
+    CALL_INPUT_INVALID, nothing stored (a number, true or null was walked as a list and
+    answered 500 INTERNAL_ERROR; a text or an object was walked by its characters or keys)."""
+    h, _ = _harness(sqlite_store)
+    _register_weather(h)
+    judgment = {
+        "status": "judged",
+        "call_id": "wx-cited",
+        "response_digest": "sha256:" + "0" * 64,
+        "conflict": True,
+        "citations": citations,
+    }
+    body = _call("wx-cited", judgment=judgment)
+    assert h.refused("pat", "POST", "/calls", body) == (400, "CALL_INPUT_INVALID")
+    assert h.refused("pat", "GET", "/calls/wx-cited") == (404, "CALL_NOT_FOUND")
+
+
 def test_a_declared_digest_cannot_be_proven_so_a_pass_is_not_stored(sqlite_store: Store) -> None:
     """The service holds the parsed body, not the bytes a declared digest covers."""
     h, _ = _harness(sqlite_store)

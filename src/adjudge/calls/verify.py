@@ -395,8 +395,15 @@ def parse_judgment(data: object) -> Judgment:
     status = obj.get("status")
     if status not in ("judged", "unavailable"):
         raise CriteriaError("A judgment's `status` must be `judged` or `unavailable`.", code=_INPUT)
+    cited = obj.get("citations", [])
+    if not isinstance(cited, list):
+        raise CriteriaError(
+            "A judgment's `citations` must be a list of citations, each "
+            '{"path": POINTER, "quote_sha256": DIGEST} ([] when it cites nothing).',
+            code=_INPUT,
+        )
     citations = []
-    for item in obj.get("citations", []):
+    for item in cited:
         cite = _object(item, "A citation")
         quote = _text(cite, "quote_sha256", "A citation")
         if not is_digest(quote):
