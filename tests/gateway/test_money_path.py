@@ -461,6 +461,22 @@ def test_a_report_cannot_claim_a_charge_already_paid(world: World) -> None:
     assert refusal(r) == (409, "REPORT_WINDOW_CLOSED")
 
 
+def test_a_charge_is_held_through_the_last_instant_a_report_may_be_filed(world: World) -> None:
+    """The deadline is the window's last instant (a report filed then is in time), so the
+    upkeep pays the charge out only after it: at the deadline itself it pays nothing and the
+    caller's report there claims the hold (the upkeep paid it out at the deadline, and the
+    report filed in the same instant was refused REPORT_WINDOW_CLOSED)."""
+    call_id = world.call({"city": "berlin"}).json()["intentId"]
+    world.h.clock.advance(hours=72)  # the call's report deadline, to the microsecond
+    assert run_once(world.h.app)["matured"] == 0
+    me = served(world, PROVIDER, "GET", "/accounts/me").json()
+    assert (me["balance"], me["held"]) == ("0", str(PRICE))
+    r = served(world, "ann", "POST", f"/calls/{call_id}/report", {"reason": "stale"})
+    assert r.status_code == 201, r.text
+    world.h.clock.advance(seconds=1)
+    assert run_once(world.h.app)["matured"] == 0  # claimed by the report, left to its ruling
+
+
 def test_list_totals_add_up_after_refunds(world: World) -> None:
     """The calls list reads each call's money as it stands: summing ``money.charged`` gives what
     the caller paid, an upheld report included."""

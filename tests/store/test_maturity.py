@@ -209,7 +209,8 @@ def test_maturity_conserves_money_and_pays_each_charge_once(
         now = T0 + timedelta(days=days)
         with store.write() as tx:
             settlement.mature(tx, now)
-        paid |= {c for c, (_, _, at, _) in made.items() if at <= now and c not in claimed}
+        # Due only after its deadline, the window's last instant: never at it.
+        paid |= {c for c, (_, _, at, _) in made.items() if at < now and c not in claimed}
         with store.read() as tx:
             for name in {p for p, *_ in made.values()}:
                 mine = {c: v for c, v in made.items() if v[0] == name}
@@ -318,7 +319,7 @@ def test_a_hold_paid_while_its_failure_is_recorded_keeps_no_retry_mark(
     monkeypatch.setattr(maturity, "_each", racing)
     maintenance.run_once(h.app)
     assert _hold_state(store)[raced] == (holds.RELEASED, None, None)
-    (marked,) = _held(store, [("p2", 20)], matures_at=h.clock.now())
+    (marked,) = _held(store, [("p2", 20)], matures_at=h.clock.now() - timedelta(seconds=1))
     with store.write() as tx:
         holds.defer(tx, {marked: (1, h.clock.now() + timedelta(hours=1))})
         assert settlement.mature(tx, h.clock.now(), call_ids=[marked]) == 1

@@ -228,14 +228,16 @@ def due(
     limit: int = 500,
     call_ids: Sequence[str] | None = None,
 ) -> list[Hold]:
-    """Holds still ``held`` whose deadline passed by ``now``, oldest first (at most ``limit``);
-    a hold whose call's meaning judgment is still pending waits for it, whatever the deadline.
+    """Holds still ``held`` whose deadline passed before ``now``, oldest first (at most
+    ``limit``): a deadline is the last instant a report may be filed, so a hold is held through
+    it. A hold whose call's meaning judgment is still pending waits for it, whatever the
+    deadline.
     One waiting for a retry of a failed release (:func:`retries_due`) is out of this order
     until then; with ``call_ids``, those of these calls, waiting for a retry or not."""
     h = provider_holds.c
     m = meaning_queue.c
     judging = exists().where(and_(m.call_id == h.call_id, m.state == JUDGING))
-    q = select(provider_holds).where(and_(h.state == HELD, h.matures_at <= now, ~judging))
+    q = select(provider_holds).where(and_(h.state == HELD, h.matures_at < now, ~judging))
     if call_ids is None:
         q = q.where(h.retry_at.is_(None))
     else:
