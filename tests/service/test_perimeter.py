@@ -7,6 +7,8 @@ import json
 import os
 import stat
 import threading
+from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any, get_args, get_origin
 
@@ -567,6 +569,34 @@ def test_a_review_sent_as_another_type_than_a_boolean_pays_nothing(h: Harness, p
     assert h.refused("pat", "POST", "/tasks", late) == (422, "INVALID_REQUEST")
 
 
+_AS_UNIX_TIME: dict[str, Callable[[int], Any]] = {
+    "seconds": lambda unix: unix,
+    "seconds with a point": float,
+    "milliseconds": lambda unix: unix * 1000,
+    "seconds as text": str,
+    "fractional seconds as text": lambda unix: f"{unix}.5",
+    "milliseconds as text": lambda unix: str(unix * 1000),
+}
+
+
+@pytest.mark.parametrize("form", sorted(_AS_UNIX_TIME))
+def test_a_deadline_is_iso_text_never_a_number_read_as_unix_time(h: Harness, form: str) -> None:
+    """A ``deadline`` that is a JSON number, or a string of digits, is refused and nothing is
+    funded (the schema read it as Unix seconds, and one above 2e10 as milliseconds); the same
+    moment as ISO 8601 text posts."""
+    moment = (h.app.clock.now() + timedelta(days=2)).replace(microsecond=0)
+    body = {
+        "title": "t",
+        "reward": "2000000",
+        "deadline": _AS_UNIX_TIME[form](int(moment.timestamp())),
+    }
+    assert h.refused("pat", "POST", "/tasks", body) == (422, "INVALID_REQUEST")
+    assert h.balance("wallet:pat") == FUNDS
+    assert h.ok("pat", "GET", "/tasks?mine=true")["tasks"] == []
+    posted = h.ok("pat", "POST", "/tasks", {**body, "deadline": moment.isoformat()})
+    assert posted["deadline"] == moment.isoformat()
+
+
 # --- escrow cannot be locked for free ---------------------------------------------------------
 
 
@@ -733,7 +763,6 @@ def test_a_catastrophic_pattern_times_out_apart_and_never_passes(sqlite_store: S
     """A task whose pattern backtracks catastrophically (posted before the screen existed):
     its checks run apart in the worker pool and stop at the limit — the dry run and the verdict
     say so, the verdict is a FAIL, and the service keeps answering."""
-    from datetime import timedelta  # noqa: PLC0415
 
     from adjudge.app import settlement  # noqa: PLC0415
     from adjudge.market import Context, Draft, post  # noqa: PLC0415

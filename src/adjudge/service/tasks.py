@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from functools import partial
 from typing import Annotated, Any
@@ -9,13 +10,25 @@ from typing import Annotated, Any
 import anyio.to_thread
 from fastapi import Query
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, Field, StrictBool, StrictFloat, StrictInt
+from pydantic import BaseModel, BeforeValidator, Field, StrictBool, StrictFloat, StrictInt
 
 from adjudge.app import Account, App
 from adjudge.app.tasks import SlowCheck, screens_slow
 from adjudge.service.deps import Amount, Caller, IdemKey, Use, amount, checked, reply, router
 
 routes = router()
+#: ISO 8601 text begins with its year and a hyphen; the schema reads anything else it can as a
+#: time too: a number, or a string of digits, as Unix seconds (above 2e10 as milliseconds).
+_ISO_DATE = re.compile(r"[0-9]{4}-")
+
+
+def _iso_text(value: object) -> object:
+    if value is not None and not (isinstance(value, str) and _ISO_DATE.match(value)):
+        raise ValueError(
+            "a deadline is ISO 8601 text with its offset, such as 2026-12-04T10:00:00Z "
+            "(or send deadline_hours)"
+        )
+    return value
 
 
 class PostTask(BaseModel):
@@ -24,7 +37,9 @@ class PostTask(BaseModel):
     title: str = Field(min_length=1, max_length=200)
     brief: str = Field(default="", max_length=100_000)
     reward: Amount
-    deadline: datetime | None = Field(default=None, description="Aware ISO 8601; naive is UTC.")
+    deadline: Annotated[datetime | None, BeforeValidator(_iso_text)] = Field(
+        default=None, description="Aware ISO 8601; naive is UTC."
+    )
     deadline_hours: StrictFloat | None = Field(
         default=None, description="Instead of deadline: hours from posting (1 to 2160)."
     )
