@@ -360,6 +360,20 @@ def test_params_that_are_not_a_tool_call_are_invalid_params(h: Harness) -> None:
     assert error_of(r, 400)["code"] == mcp.INVALID_PARAMS
 
 
+@pytest.mark.parametrize("meta", [[], "key-1", 7, True])
+def test_a_meta_that_is_not_an_object_is_invalid_params(h: Harness, meta: Any) -> None:
+    """A tools/call whose params._meta is not an object is -32602 and calls nothing, in a
+    handshake session as on the stateless wire (it was read as no _meta: the call went ahead
+    without the caller's idempotency key or most price)."""
+    sid, _ = session(h)
+    params = {"name": "weather_forecast", "arguments": {"city": "x"}, "_meta": meta}
+    r = legacy(h, sid, "tools/call", params)
+    assert r.status_code == 200 and r.json()["error"]["code"] == mcp.INVALID_PARAMS
+    assert "_meta" in r.json()["error"]["message"]
+    assert h.ok("ann", "GET", "/gateway/calls")["calls"] == []
+    assert h.balance("wallet:ann") == 100_000_000
+
+
 def test_a_provider_tool_may_not_take_a_meta_tools_name(h: Harness) -> None:
     """Registering a tool named like one of the endpoint's own is TOOL_NAME_RESERVED."""
     doc = tool("https://api.skycast.example/v1")

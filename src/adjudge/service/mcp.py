@@ -387,6 +387,8 @@ async def _call_tool(call: Call, params: dict[str, Any]) -> dict[str, Any]:
         raise RpcError(INVALID_PARAMS, "params.arguments is an object of the tool's arguments.")
     args = arguments or {}
     meta = params.get("_meta")
+    if meta is not None and not isinstance(meta, dict):
+        raise RpcError(INVALID_PARAMS, "params._meta is an object, as MCP defines it.")
     try:
         if isinstance(meta, dict) and VOUCHER_META in meta:
             raise BadInput(
