@@ -351,6 +351,25 @@ def test_refusals_are_error_results_with_assay_error(
     assert h.balance("wallet:ann") == 100_000_000
 
 
+@pytest.mark.parametrize(
+    ("name", "arguments", "said"),
+    [
+        ("search_tools", {"limit": True}, "'limit' must be a whole number"),
+        ("search_tools", {"limit": 5.0}, "'limit' must be a whole number"),
+        ("search_tools", {"limit": "5"}, "'limit' must be a whole number"),
+        ("search_tools", {"query": 5}, "'query' must be a string"),
+        ("call_tool", {"name": "weather_forecast", "arguments": [1]}, "must be an object"),
+    ],
+)
+def test_a_meta_tools_argument_of_another_type_is_named_in_json_words(
+    h: Harness, name: str, arguments: dict[str, Any], said: str
+) -> None:
+    """A meta tool's argument of the wrong JSON type is refused in JSON's words: a boolean or
+    a number with a point is no limit (the sentence said 'a int' and 'a dict')."""
+    error = tool_call(h, name, arguments)["_meta"]["assay/error"]
+    assert error["code"] == "TOOL_ARGUMENTS_INVALID" and said in error["message"]
+
+
 def test_params_that_are_not_a_tool_call_are_invalid_params(h: Harness) -> None:
     """tools/call without a string name, or with arguments that are not an object: -32602."""
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"_meta": ENVELOPE}}

@@ -417,11 +417,15 @@ async def _provider_call(
         return call_result(answer.value, answer.replayed, call.version)
 
 
+#: A meta tool argument's Python type, in JSON's words.
+_KINDS: Final = {str: "a string", int: "a whole number", dict: "an object"}
+
+
 def _argument(args: Mapping[str, Any], name: str, kind: type, tool: str) -> Any:
     value = args.get(name)
     if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
         raise BadInput(
-            f"{tool}: the argument {name!r} must be a {kind.__name__.replace('str', 'string')}.",
+            f"{tool}: the argument {name!r} must be {_KINDS[kind]}.",
             code="TOOL_ARGUMENTS_INVALID",
         )
     return value
