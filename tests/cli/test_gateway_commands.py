@@ -209,6 +209,28 @@ def test_a_key_is_given_a_budget_and_a_call_its_maximum(world: World) -> None:
     assert world.h.balance("wallet:ann") == FUNDS - PRICE
 
 
+@pytest.mark.parametrize(
+    ("arguments", "said"),
+    [
+        ('{"city": NaN}', "NaN is not JSON"),
+        ('{"city": Infinity}', "Infinity is not JSON"),
+        ('{"city": 1e400}', "1e400"),
+        ('{"city": "berlin", "city": "paris"}', "city"),
+    ],
+)
+def test_arguments_json_cannot_carry_are_refused_before_the_call(
+    world: World, arguments: str, said: str
+) -> None:
+    """Arguments holding NaN, an infinity, a number past a double or one key twice exit 2 with
+    what to fix, and nothing is called or charged (the first three crashed the command with a
+    traceback; a key given twice was read as its last value, while the service itself refuses
+    such a body)."""
+    code, _, err = run(world, "ann", "tools", "call", "weather_forecast", arguments)
+    assert code == 2 and "arguments" in err and said in err, err
+    assert world.h.balance("wallet:ann") == FUNDS
+    assert world.h.ok("ann", "GET", "/gateway/calls")["calls"] == []
+
+
 def test_no_service_exits_2_with_where_it_looked() -> None:
     r = runner.invoke(app, ["calls", "--url", "http://127.0.0.1:9", "list"])
     assert r.exit_code == 2 and "127.0.0.1:9" in r.stderr

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from adjudge.cli import app
 from adjudge.receipts import SigningKey
 from adjudge.store import Store
-from support.harness import make_harness
+from support.harness import FUNDS, make_harness
 from support.live import free_port, serving
 
 
@@ -267,6 +268,43 @@ def test_a_reward_is_typed_in_usdc_and_an_old_minor_units_command_is_refused(
         code, _, err = run("--title", "G", "--reward", "2", "--reward-minor", "2000000")
         assert code == 2 and "Give the reward once" in err
         assert before - h.balance("wallet:pat") == 5_000_000
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--hours", "nan"], "INVALID_DEADLINE: --hours"),
+        (["--hours", "inf"], "INVALID_DEADLINE: --hours"),
+        (["--hours", "1e400"], "INVALID_DEADLINE: --hours"),
+        (["--mode", "auto", "--criteria", '{"min_length": NaN}'], "NaN is not JSON"),
+        (["--mode", "auto", "--criteria", '{"min_length": 1e400}'], "1e400"),
+        (
+            [
+                "--mode",
+                "auto",
+                "--criteria",
+                '{"min_length": 5, "pass_threshold": 90, "pass_threshold": 10}',
+            ],
+            "pass_threshold",
+        ),
+    ],
+)
+def test_a_number_json_cannot_carry_or_a_key_twice_is_refused_before_posting(
+    sqlite_store: Store, args: list[str], said: str
+) -> None:
+    """`--hours nan` or `inf`, criteria holding NaN, a number past a double or one key twice
+    exit 2 with what to fix, and nothing is posted (the first three crashed the command with a
+    traceback; a key given twice was read as its last value, while the service itself refuses
+    such a body)."""
+    h = make_harness(sqlite_store)
+    runner = CliRunner()
+    with serving(h.app) as url:
+        post = ["task", "--url", url, "--key", h.keys["pat"], "post", "--title", "T"]
+        r = runner.invoke(app, [*post, "--reward", "2", *args])
+        assert r.exception is None or isinstance(r.exception, SystemExit), r.exception
+        assert r.exit_code == 2 and said in r.stderr, r.stderr
+    assert h.balance("wallet:pat") == FUNDS
+    assert h.ok("pat", "GET", "/tasks?mine=true")["tasks"] == []
 
 
 def test_a_panel_of_verifiers_from_the_terminal(sqlite_store: Store, tmp_path: Path) -> None:

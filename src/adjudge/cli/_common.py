@@ -9,6 +9,7 @@ place sets one flag in the Click context's ``meta``, which every nested context 
 from __future__ import annotations
 
 import json
+import math
 import re
 import sys
 from collections.abc import Callable, Container, Mapping, Sequence
@@ -161,6 +162,36 @@ def amount_of(
             code="AMOUNT_AMBIGUOUS",
         )
     return int(minor)
+
+
+def _not_json(name: str) -> NoReturn:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:40]} is too large for a double")
+    return value
+
+
+def _once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        seen: set[str] = set()
+        for name, _ in pairs:
+            if name in seen:
+                raise ValueError(f"the key {name!r} appears twice in one object")
+            seen.add(name)
+    return found
+
+
+def wire_json(text: str | bytes) -> Any:
+    """JSON a command sends to the service, read as the service's edge reads a body:
+    ``ValueError`` for ``NaN``, an infinity, a number too large for a double (which the
+    request could not carry) or a key twice in one object (json keeps its last value, where
+    the service refuses the body), ``RecursionError`` when it nests too deep."""
+    return json.loads(text, parse_constant=_not_json, parse_float=_finite, object_pairs_hook=_once)
 
 
 _DIGITS = re.compile(r"[0-9]+(?:\.[0-9]*)?|\.[0-9]+")

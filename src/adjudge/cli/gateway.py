@@ -35,6 +35,7 @@ from adjudge.cli._common import (
     say_if_empty,
     stop,
     wants_json,
+    wire_json,
     words,
 )
 from adjudge.input_files import read_input
@@ -134,7 +135,7 @@ def _document(path: Path, what: str) -> Any:
             stop(f"The {what} {path} is not YAML that JSON can carry: {exc}")
         return loaded
     try:
-        return json.loads(text)
+        return wire_json(text)
     except (ValueError, RecursionError) as exc:  # a number past Python's digits, too deep
         stop(f"The {what} {path} is not JSON: {exc}")
 
@@ -510,7 +511,7 @@ def call_tool(
     1 when the call did not settle (refunded or voided)."""
     session = _session(ctx, as_json)
     try:
-        args = json.loads(arguments)
+        args = wire_json(arguments)
     except (ValueError, RecursionError) as exc:
         stop(f"The arguments are not JSON: {exc}")
     if not isinstance(args, dict):

@@ -11,6 +11,7 @@ input or no service.
 from __future__ import annotations
 
 import json
+import math
 import os
 from enum import StrEnum
 from pathlib import Path
@@ -37,6 +38,7 @@ from adjudge.cli._common import (
     stop,
     units_of,
     wants_json,
+    wire_json,
     words,
 )
 from adjudge.input_files import read_input
@@ -352,13 +354,15 @@ def post(
     """Post a task and fund it from your wallet (once for one --idempotency-key)."""
     session = _session(ctx, as_json)
     minor = _reward(reward, reward_minor)
+    if not math.isfinite(hours):
+        stop(f"INVALID_DEADLINE: --hours {hours}: the deadline is 1 to 2160 hours from now.")
     named = list(verifier or ())
     commitment = None if seal is None else _reveal_file(seal)[0]
     parsed: dict[str, Any] = {}
     if criteria:
         text = _read(criteria[1:]) if criteria.startswith("@") else criteria
         try:
-            value = json.loads(text)
+            value = wire_json(text)
         except (ValueError, RecursionError) as exc:  # a number past Python's digits, too deep
             stop(f"The criteria are not JSON: {exc}")
         if not isinstance(value, dict):
