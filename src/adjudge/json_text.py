@@ -86,7 +86,11 @@ def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     keeps the last of them, and a reader that keeps the first would read another value."""
     found = dict(pairs)
     if len(found) != len(pairs):
-        raise ValueError("an object has a key twice")
+        seen: set[str] = set()
+        for name, _ in pairs:
+            if name in seen:
+                raise ValueError(f"the key {name[:80]!r} appears twice in one object")
+            seen.add(name)
     return found
 
 

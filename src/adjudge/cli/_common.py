@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 import typer
 
 from adjudge.errors import BadInput
+from adjudge.json_text import unique_keys
 
 if TYPE_CHECKING:
     from adjudge.client import Client
@@ -175,23 +176,14 @@ def _finite(text: str) -> float:
     return value
 
 
-def _once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    found = dict(pairs)
-    if len(found) != len(pairs):
-        seen: set[str] = set()
-        for name, _ in pairs:
-            if name in seen:
-                raise ValueError(f"the key {name!r} appears twice in one object")
-            seen.add(name)
-    return found
-
-
 def wire_json(text: str | bytes) -> Any:
     """JSON a command sends to the service, read as the service's edge reads a body:
     ``ValueError`` for ``NaN``, an infinity, a number too large for a double (which the
     request could not carry) or a key twice in one object (json keeps its last value, where
     the service refuses the body), ``RecursionError`` when it nests too deep."""
-    return json.loads(text, parse_constant=_not_json, parse_float=_finite, object_pairs_hook=_once)
+    return json.loads(
+        text, parse_constant=_not_json, parse_float=_finite, object_pairs_hook=unique_keys
+    )
 
 
 _DIGITS = re.compile(r"[0-9]+(?:\.[0-9]*)?|\.[0-9]+")
