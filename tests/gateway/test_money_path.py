@@ -24,6 +24,7 @@ from adjudge.app import settlement
 from adjudge.app.gateway import parsed
 from adjudge.app.maintenance import run_once
 from adjudge.calls.kept import Kept
+from adjudge.calls.verify import digest_of
 from adjudge.receipts import canonical_bytes, verify
 from adjudge.replay import from_answer, replay
 from adjudge.store import Store, calls, gateway
@@ -169,7 +170,8 @@ def test_a_policy_id_belongs_to_its_tool(world: World) -> None:
 
 def test_a_caller_sees_which_policy_judges_before_paying(world: World) -> None:
     """The tool's view and ``tools/list`` name the policy version, its digest, mode and report
-    window that would judge a call starting now."""
+    window that would judge a call starting now; the tool's own view (REST and ``get_tool``)
+    gives the policy's document, whose rules a caller can read and whose digest it can check."""
     view = served(world, "ann", "GET", "/tools/weather_forecast").json()
     judged = view["judged_by"]
     assert (judged["id"], judged["version"], judged["mode"]) == (POLICY["policy"], 1, "enforce")
@@ -179,6 +181,9 @@ def test_a_caller_sees_which_policy_judges_before_paying(world: World) -> None:
     assert forecast["_meta"]["adjudge/policy"] == judged
     got = mcp(world, "tools/call", {"name": "get_tool", "arguments": {"name": "weather_forecast"}})
     assert got["structuredContent"]["judgedBy"] == judged
+    # The rules themselves, as the provider registered them: their digest is the one named.
+    assert view["policy_document"] == POLICY and digest_of(POLICY) == judged["digest"]
+    assert got["structuredContent"]["policyDocument"] == POLICY
 
 
 def test_a_policy_change_judges_only_calls_that_start_after_it(world: World) -> None:

@@ -484,6 +484,7 @@ async def _get_tool(
         "pendingPrice": view["pending_price"],
         "policy": view["policy"],
         "judgedBy": view["judged_by"],
+        "policyDocument": view["policy_document"],
         "refundedOutput": view["refunded_output"],
         "inputSchema": definition["inputSchema"],
     }

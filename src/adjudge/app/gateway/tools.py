@@ -251,8 +251,10 @@ class Tools:
 
     def get(self, name: str, viewer: Account | None = None) -> dict[str, Any]:
         """One callable tool (``TOOL_NOT_FOUND``): the listed view, and how it is called and
-        judged — its endpoint, input schema and contract (mapping and output schema), which a
-        caller reads before paying for a call and a listing leaves out.
+        judged — its endpoint, input schema and contract (mapping and output schema), and the
+        document of the policy that would judge a call starting now (its rules, clauses and
+        threshold, whose digest ``judged_by`` names), which a caller reads before paying for a
+        call and a listing leaves out.
 
         Where the provider lives (``base_url``, ``authority``) is for the tool's provider and
         admins only: a caller learns how its arguments are sent, not an address it could call
@@ -275,6 +277,7 @@ class Tools:
             view = tool_view(stored, now, judge, shown)
             for part in ("endpoint", "input_schema", "contract"):
                 view[part] = document[part]
+            view["policy_document"] = None if judge is None else judge.document
             party = viewer is not None and (viewer.id == stored.provider or "admin" in viewer.roles)
             if not party:
                 view["endpoint"] = {
