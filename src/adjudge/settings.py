@@ -242,11 +242,19 @@ class Settings(BaseSettings):
         "request to a URL the caller chose, so they are bounded).",
         json_schema_extra=_NO_FLAG,
     )
+    webhooks_replays: int = Field(
+        1000,
+        ge=1,
+        le=1_000_000,
+        description="Replays of deliveries one account may make per test window (each is a "
+        "request to a URL the caller chose, as a test event is, so they are bounded).",
+        json_schema_extra=_NO_FLAG,
+    )
     webhooks_test_window_hours: float = Field(
         1.0,
         gt=0,
         le=24 * 7,
-        description="The window `webhooks_test_events` is counted over.",
+        description="The window `webhooks_test_events` and `webhooks_replays` are counted over.",
         json_schema_extra=_NO_FLAG,
     )
     webhooks_lease_seconds: float = Field(

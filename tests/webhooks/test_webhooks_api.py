@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
+from adjudge.app import Settings
 from adjudge.app.webhooks import secret_context
 from adjudge.errors import Error
 from adjudge.store import Store, outbox
@@ -313,3 +314,38 @@ def test_the_poster_hears_when_a_sealed_reveal_is_due(sqlite_store: Store) -> No
         due["data"]["task_id"] == tid and due["data"]["due_at"] == waiting["seal"]["reveal_due_at"]
     )
     assert any(p["type"] == "task.escalated" and p["data"]["task_id"] == tid for p in found)
+
+
+def test_replays_are_bounded_per_account(sqlite_store: Store, receiver: Receiver) -> None:
+    """A replay is a request to a URL the caller chose, as a test event is: an account's
+    replays are counted in the same windows (``webhooks_replays``, 1,000 an hour by default);
+    the next is 429 RATE_LIMITED with Retry-After and queues nothing; a retried
+    Idempotency-Key is not counted; another account has its own; the next hour allows more.
+    (A test event replayed each time its attempt was recorded sent its URL a request each
+    time, without end: the bound on test events bounded nothing.)"""
+    settings = Settings(webhooks_allow_private=True, webhooks_replays=5)
+    assert Settings().webhooks_replays == 1000
+    h = make_harness(sqlite_store, settings=settings)
+    made = endpoint(h, receiver, "pat")
+    other = endpoint(h, receiver, "ann")
+    h.advance(minutes=20)  # the clock starts on the hour
+    d = h.ok("pat", "POST", f"/webhooks/endpoints/{made['id']}/test")
+    theirs = h.ok("ann", "POST", f"/webhooks/endpoints/{other['id']}/test")
+    with Sender(allow_private=True) as sender:
+        drain(h, sender)
+        replay = f"/webhooks/deliveries/{d['id']}/replay"
+        for n in range(5):
+            h.ok("pat", "POST", replay, Idempotency_Key=f"r-{n}")
+            assert drain(h, sender) == 1
+        assert h.ok("pat", "POST", replay, Idempotency_Key="r-0")["id"] == d["id"]  # not a use
+        r = h.call("pat", "POST", replay)
+        assert r.status_code == 429 and r.json()["error"]["code"] == "RATE_LIMITED"
+        assert r.headers["Retry-After"] == str(40 * 60 + 1)
+        assert "at most 5 replays an hour" in r.json()["error"]["message"]
+        assert drain(h, sender) == 0
+        assert len(receiver.verified("pat")) == 6
+        h.ok("ann", "POST", f"/webhooks/deliveries/{theirs['id']}/replay")
+        h.advance(minutes=40)
+        h.ok("pat", "POST", replay)
+        assert drain(h, sender) == 2
+    h.ledger()

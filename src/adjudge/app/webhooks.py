@@ -68,6 +68,9 @@ class WebhookSettings:
     #: of traffic at someone else's host).
     test_events: int
     test_window: timedelta
+    #: Replays one account may make per ``test_window``: each sends the event again to the
+    #: endpoint's URL, so unbounded they were a way round the bound on test events.
+    replays: int = 1000
     schedule: tuple[timedelta, ...] = schedule.SCHEDULE
 
     @classmethod
@@ -81,6 +84,7 @@ class WebhookSettings:
             poll_seconds=settings.webhooks_poll_seconds,
             test_events=settings.webhooks_test_events,
             test_window=settings.webhooks_test_window,
+            replays=settings.webhooks_replays,
         )
 
     @property
@@ -270,6 +274,14 @@ class Webhooks:
 
         return self.unit.once(account.id, idem, run)
 
+    def _window(self, now: datetime) -> tuple[datetime, int]:
+        """The start of the fixed window ``now`` is in (test events and replays are counted
+        in it), and the whole seconds until the next one."""
+        window = self.settings.test_window
+        span = window.total_seconds()
+        start = datetime.fromtimestamp(now.timestamp() // span * span, tz=now.tzinfo)
+        return start, max(1, int((start + window - now).total_seconds()) + 1)
+
     def _count_test(
         self, tx: Transaction, account: Account, endpoint_id: str, now: datetime
     ) -> None:
@@ -277,9 +289,7 @@ class Webhooks:
         all its endpoints may take: an endpoint deleted and made again starts a count of its
         own, its account does not); past either limit, refuse."""
         limit, window = self.settings.test_events, self.settings.test_window
-        span = window.total_seconds()
-        start = datetime.fromtimestamp(now.timestamp() // span * span, tz=now.tzinfo)
-        wait = max(1, int((start + window - now).total_seconds()) + 1)
+        start, wait = self._window(now)
         if quotas.use(tx, f"webhook-test:{endpoint_id}", start) > limit:
             raise RateLimited(
                 f"An endpoint takes {limit} test events {_per(window)}; try again in {wait} s "
@@ -344,8 +354,10 @@ class Webhooks:
         """Send one of the caller's deliveries again, now, with a fresh count of attempts: the
         same event under the same ``webhook-id`` (a receiver that has it already drops it).
 
-        Refused while a worker is sending it (``WEBHOOK_DELIVERY_IN_FLIGHT``) and for a
-        disabled endpoint (``WEBHOOK_ENDPOINT_DISABLED``).
+        Refused while a worker is sending it (``WEBHOOK_DELIVERY_IN_FLIGHT``), for a
+        disabled endpoint (``WEBHOOK_ENDPOINT_DISABLED``), and past the account's
+        :attr:`WebhookSettings.replays` in a window (``RATE_LIMITED``, counted as test events
+        are: a refusal is not counted, nor is a replay of a stored answer).
         """
         idem = Idempotency.of(key, "webhooks.replay", {"delivery": delivery_id})
 
@@ -357,7 +369,18 @@ class Webhooks:
                     f"The endpoint {found.endpoint_id} is disabled; nothing is sent to it.",
                     code="WEBHOOK_ENDPOINT_DISABLED",
                 )
-            if not outbox.replay(tx, delivery_id, now=self.unit.now()):
+            now = self.unit.now()
+            start, wait = self._window(now)
+            if (
+                quotas.use(tx, f"webhook-replay-account:{account.id}", start)
+                > self.settings.replays
+            ):
+                raise RateLimited(
+                    f"An account makes at most {self.settings.replays} replays "
+                    f"{_per(self.settings.test_window)}; try again in {wait} s.",
+                    retry_after=wait,
+                )
+            if not outbox.replay(tx, delivery_id, now=now):
                 raise StateError(
                     "This delivery is being attempted right now; replay it once the attempt "
                     "is recorded.",
