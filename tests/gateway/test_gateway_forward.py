@@ -200,6 +200,37 @@ def test_the_middleware_refusal_is_read_with_its_reason(raw_peer: Peer) -> None:
     assert provider_response(outcome).error_code == "GATEWAY_SIGNATURE_REFUSED:EXPIRED"
 
 
+@pytest.mark.parametrize(
+    ("status", "body", "kind", "code"),
+    [
+        ("429 Too Many", b'{"error": "Too many requests"}', FailureKind.PROVIDER_4XX, ""),
+        ("400 No", b'{"error": "x\\ud800"}', FailureKind.PROVIDER_4XX, ""),
+        (
+            "401 No",
+            b'{"error":"invalid_assay_signature","reason":"\\udfff"}',
+            FailureKind.SIGNATURE_REFUSED,
+            "",
+        ),
+        ("400 No", b'{"error": "' + b"e" * 65 + b'"}', FailureKind.PROVIDER_4XX, ""),
+        (
+            "400 No",
+            b'{"error": "bad_input.city:v2"}',
+            FailureKind.PROVIDER_4XX,
+            ":bad_input.city:v2",
+        ),
+    ],
+    ids=["words", "a lone surrogate", "a reason's lone surrogate", "65 characters", "a code"],
+)
+def test_a_refusal_is_read_only_for_a_short_code(
+    raw_peer: Peer, status: str, body: bytes, kind: FailureKind, code: str
+) -> None:
+    """A refusal's ``error`` and ``reason`` become part of the call's error code only when
+    each is a code: 1-64 letters, digits and ``_.:-``. (Any text was taken: a lone surrogate
+    made the call's receipt unsignable.)"""
+    outcome = failed(forward(request_to(raw_peer(reply(http(status, body))))), kind)
+    assert provider_response(outcome).error_code == "GATEWAY_" + kind.value.upper() + code
+
+
 def test_garbage_bytes_are_a_protocol_failure(raw_peer: Peer) -> None:
     failed(forward(request_to(raw_peer(reply(b"\x00\xffgarbage\r\n\r\n")))), FailureKind.PROTOCOL)
 

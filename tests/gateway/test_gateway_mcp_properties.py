@@ -221,3 +221,30 @@ def test_whatever_the_provider_answers_the_books_balance(books: Books, behave: B
     held = {a: v for a, v in books.h.ledger().items() if a.startswith("hold:") and int(v)}
     assert held == {}
     audit(books.h.app.store)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"error": "\\ud800"}',  # a lone surrogate: no UTF-8 holds it
+        b'{"error": "slow\\u0000down"}',  # a NUL: PostgreSQL's text holds none
+        b'{"error": "' + b"E" * 4000 + b'"}',
+        b'{"error": "not found", "reason": "\\udfff"}',
+    ],
+    ids=["lone surrogate", "NUL", "4000 characters", "spaces"],
+)
+def test_a_refusals_text_is_not_taken_into_the_calls_error_code(books: Books, body: bytes) -> None:
+    """A provider's 4xx whose JSON ``error`` is not a short code is a plain refusal: the call
+    ends refunded with its receipt, its error code ``GATEWAY_PROVIDER_4XX`` alone, and the
+    caller's hold goes back. (The text was taken into the code as it came: a lone surrogate
+    made the receipt unsignable, the call answered RECEIPT_UNSIGNABLE and its price stayed in
+    the caller's hold.)"""
+    books.behave.append(_answer(400, body))
+    books.calls += 1
+    result = call(books)
+    receipt = result["_meta"]["assay/receipt"]
+    assert receipt["status"] == "refunded"
+    assert receipt["error"]["code"] == "GATEWAY_PROVIDER_4XX"
+    assert books.h.balance("wallet:ann") == FUNDS
+    held = {a: v for a, v in books.h.ledger().items() if a.startswith("hold:") and int(v)}
+    assert held == {}

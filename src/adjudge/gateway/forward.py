@@ -36,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import json
+import re
 import ssl
 import threading
 import time
@@ -626,8 +627,22 @@ def _classify(
 _REFUSAL_DEPTH = 32
 
 
+#: What a refusal's ``error`` or ``reason`` is read as: a short code, which becomes part of the
+#: call's error code. Any other text is not taken: it is the provider's to choose, and a lone
+#: surrogate in it made the call's receipt unsignable (the call ended without one, its price
+#: left in the caller's hold).
+_REFUSAL_CODE = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
+
+
+def _code(value: object) -> str | None:
+    """``value`` if it is a refusal's code (:data:`_REFUSAL_CODE`), else None."""
+    return value if isinstance(value, str) and _REFUSAL_CODE.fullmatch(value) else None
+
+
 def _refusal(body: bytes) -> tuple[str, str | None] | None:
-    """``(error, reason)`` of a JSON refusal body such as the middleware's, else ``None``."""
+    """``(error, reason)`` of a JSON refusal body such as the middleware's, else ``None``; each
+    a short code (:data:`_REFUSAL_CODE`), or the body is not read as a refusal (an ``error``)
+    or gives no reason (a ``reason``)."""
     if len(body) > _FAILURE_BODY_BYTES:
         return None
     try:
@@ -637,10 +652,10 @@ def _refusal(body: bytes) -> tuple[str, str | None] | None:
         data = json.loads(text)
     except (ValueError, RecursionError):
         return None
-    if not isinstance(data, dict) or not isinstance(data.get("error"), str):
+    if not isinstance(data, dict):
         return None
-    reason = data.get("reason")
-    return data["error"], reason if isinstance(reason, str) else None
+    error = _code(data.get("error"))
+    return None if error is None else (error, _code(data.get("reason")))
 
 
 class Forwarder:
