@@ -13,6 +13,7 @@ import {
   callActionsFor,
   chainCommand,
   replayCommands,
+  shellWord,
   errorText,
   eventTypes,
   failureRate,
@@ -280,6 +281,19 @@ test("the replay commands name the round or the call, and the key", () => {
   ]);
   assert.equal(replayCommands("task:t_1/round:1", [{ name: "manual-review" }], "ab"), null);
   assert.equal(replayCommands(null, auto, "ab"), null);
+});
+
+test("an id someone else chose is one quoted word of a command, never a command of its own", () => {
+  assert.equal(shellWord("c-9"), "c-9");
+  assert.equal(shellWord("sha256:ab/c.json"), "sha256:ab/c.json");
+  assert.equal(shellWord("wx-1; touch /tmp/owned"), "'wx-1; touch /tmp/owned'");
+  assert.equal(shellWord("it's $(id)"), "'it'\\''s $(id)'");
+  assert.equal(shellWord(""), "''");
+  assert.deepEqual(replayCommands("call:a`id`|sh", [], "ab"), [
+    "adjudge receipt bundle --call 'a`id`|sh' --out verdict.zip",
+    "adjudge replay verdict.zip --key ab",
+  ]);
+  assert.equal(verifyCommand("r $x.json", "ab"), "adjudge receipt verify 'r $x.json' --key ab");
 });
 
 test("a receipt's facts: who decided under which trust, each check now, the chain", () => {

@@ -41,6 +41,7 @@ import {
   parseReveal,
   revealOf,
   sealText,
+  shellWord,
 } from "./ui.js";
 import { batchPage } from "./batch.js";
 
@@ -545,7 +546,7 @@ function actionForm(task, action, label) {
           "run adjudge worker:",
       ),
       command(
-        `adjudge task verdict ${task.id} --verifier-key KEY.pem ` +
+        `adjudge task verdict ${shellWord(task.id)} --verifier-key KEY.pem ` +
           `--quote-brief BRIEF_EXCERPT --quote-result RESULT_EXCERPT`,
         "Verdict command",
       ),
@@ -632,7 +633,7 @@ async function taskDetail(id) {
           h("p", { class: "muted" }, "Check the verdict against the commitment offline:"),
           command(
             `adjudge task verify-seal --receipt RECEIPT.json --reveal REVEAL.json ` +
-              `--commitment ${t.seal.commitment} --key FINGERPRINT`,
+              `--commitment ${shellWord(t.seal.commitment)} --key FINGERPRINT`,
             "Verify-seal command",
           ),
         ]

@@ -236,27 +236,36 @@ export function errorText(status, body) {
   return `The service answered ${status}.`;
 }
 
+/** `text` as one word of a POSIX shell command: as it is when it holds only characters no
+ * shell reads specially, else in single quotes (each ' written '\''). A command the page
+ * offers to copy names ids that other people chose (a reported call's id is its submitter's):
+ * pasted into a terminal, each stays one argument and never runs as a command of its own. */
+export function shellWord(text) {
+  const s = String(text ?? "");
+  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, "'\\''")}'`;
+}
+
 /** The command that checks a saved envelope offline against the fingerprint to pin. */
 export function verifyCommand(file, fingerprint) {
-  return `adjudge receipt verify ${file} --key ${fingerprint || "FINGERPRINT"}`;
+  return `adjudge receipt verify ${shellWord(file)} --key ${shellWord(fingerprint || "FINGERPRINT")}`;
 }
 
 /** The command that checks an exported log against a pinned key and head. */
 export function chainCommand(file, fingerprint, head) {
-  const tail = head ? ` --head ${head}` : "";
-  return `adjudge receipt verify-chain ${file} --key ${fingerprint || "FINGERPRINT"}${tail}`;
+  const tail = head ? ` --head ${shellWord(head)}` : "";
+  return `adjudge receipt verify-chain ${shellWord(file)} --key ${shellWord(fingerprint || "FINGERPRINT")}${tail}`;
 }
 
 /** The commands that fetch a receipt's replay bundle and re-run it offline (docs/replay.md),
  * from what the receipt is about: an auto check's round of a task, or a paid call. null for a
  * receipt no replay re-runs (a person's or a verifier's judgment, a settlement). */
 export function replayCommands(about, checks, fingerprint) {
-  const key = fingerprint || "FINGERPRINT";
+  const key = shellWord(fingerprint || "FINGERPRINT");
   const round = /^task:(.+)\/round:(\d+)$/.exec(about || "");
   const call = /^call:(.+)$/.exec(about || "");
   let subject = null;
-  if (round && (checks || []).some((c) => c.name === "auto-check")) subject = `--task ${round[1]} --attempt ${round[2]}`;
-  else if (call) subject = `--call ${call[1]}`;
+  if (round && (checks || []).some((c) => c.name === "auto-check")) subject = `--task ${shellWord(round[1])} --attempt ${round[2]}`;
+  else if (call) subject = `--call ${shellWord(call[1])}`;
   if (!subject) return null;
   return [`adjudge receipt bundle ${subject} --out verdict.zip`, `adjudge replay verdict.zip --key ${key}`];
 }
