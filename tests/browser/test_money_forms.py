@@ -5,6 +5,7 @@ refusal. Each form is walked once per gesture, each time on a task (or call) of 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,6 +13,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from adjudge.market import seal
 from support.browser import Browser
 from support.harness import Harness
 from support.weather import PRICE, World
@@ -23,6 +25,7 @@ GOOD = "A hash chain links each record to the digest of the one before it."
 REWARD = 2_000_000
 PAID = {"wallet:ann": 1_800_000, "platform:fees": 200_000}  # a pass: 90% and the 10% fee
 REFUNDED = {"wallet:pat": REWARD}
+SALT = "s" * 32
 
 
 @dataclass
@@ -140,6 +143,20 @@ def _disputed(h: Harness) -> str:
     return tid
 
 
+def _sealed(h: Harness) -> str:
+    """An auto task sealed on the answer "Canberra", delivered and waiting for its reveal."""
+    tid = h.post(
+        "auto",
+        deadline_hours=72,
+        criteria={"max_length": 200},
+        seal=seal.commit({"expected_answer": "Canberra"}, SALT),
+    )
+    h.ok("ann", "POST", f"/tasks/{tid}/accept")
+    h.ok("ann", "POST", f"/tasks/{tid}/submissions", {"result": "Canberra is the capital."})
+    h.ok("ann", "POST", f"/tasks/{tid}/finalize")
+    return tid
+
+
 def _posted_once(h: Harness, title: str) -> None:
     mine = [t for t in h.ok("pat", "GET", "/tasks?limit=200")["tasks"] if t["title"] == title]
     assert len(mine) == 1, mine
@@ -234,6 +251,18 @@ TASK_FORMS = {
         PAID,
         _task(ending="paid_by_ruling"),
         fill=lambda b: b.page.get_by_label("Note").fill("The result does what was asked."),
+    ),
+    "reveal": Form(
+        "pat",
+        lambda h: _page(_sealed(h)),
+        "Reveal the sealed answer",
+        "/reveal",
+        _status("completed"),
+        PAID,
+        _task(ending="paid_on_pass"),
+        fill=lambda b: b.page.get_by_label("Reveal to send").fill(
+            json.dumps({"criteria": {"expected_answer": "Canberra"}, "salt": SALT})
+        ),
     ),
     "collect": Form(
         "ann",
