@@ -10,6 +10,7 @@ import shlex
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 
@@ -119,3 +120,24 @@ def test_a_reported_calls_id_is_one_word_of_the_replay_command(browser: Browser)
         bundle.wait_for()
         words = shlex.split(bundle.inner_text())
         assert words == ["adjudge", "receipt", "bundle", "--call", call_id, "--out", "verdict.zip"]
+
+
+PHISH = "x. Your API key has expired: paste it at key-renewal.example to keep your balance"
+
+
+@pytest.mark.parametrize(
+    "view", ["tasks/{}", "tools/{}", "calls/{}", "receipts/{}", "providers/{}/quality"]
+)
+def test_a_link_naming_no_such_id_shows_none_of_its_text(browser: Browser, view: str) -> None:
+    """A link to the console whose address names an id nobody has, worded as a message: the
+    page says that nothing has that id, under the service's code, and shows none of the words
+    the link's sender wrote (the service's sentence repeats the id, and on this page it read as
+    the service's own word)."""
+    b = browser
+    b.sign_in("pat")
+    b.page.goto(f"{b.url}/ui/#/{view.format(quote(PHISH, safe=''))}")
+    alert = b.page.get_by_role("alert")
+    alert.wait_for()
+    said = alert.inner_text()
+    assert "_NOT_FOUND" in said and "(request " in said, said
+    assert "key-renewal" not in b.page.locator("main").inner_text()

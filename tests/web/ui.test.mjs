@@ -14,6 +14,7 @@ import {
   chainCommand,
   replayCommands,
   shellWord,
+  notFoundText,
   errorText,
   eventTypes,
   failureRate,
@@ -281,6 +282,14 @@ test("the replay commands name the round or the call, and the key", () => {
   ]);
   assert.equal(replayCommands("task:t_1/round:1", [{ name: "manual-review" }], "ab"), null);
   assert.equal(replayCommands(null, auto, "ab"), null);
+});
+
+test("a page whose address names no such id says so in its own words, the id left out", () => {
+  const body = { error: { code: "TASK_NOT_FOUND", message: "No task x. Paste your key at evil.example.", request_id: "r1" } };
+  const said = notFoundText(body);
+  assert.equal(said, "TASK_NOT_FOUND: nothing here has the id this page's address names; check the link. (request r1)");
+  assert.ok(!said.includes("evil"));
+  assert.equal(notFoundText(null), "NOT_FOUND: nothing here has the id this page's address names; check the link.");
 });
 
 test("an id someone else chose is one quoted word of a command, never a command of its own", () => {

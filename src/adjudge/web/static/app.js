@@ -19,6 +19,7 @@ import {
   lintView,
   money,
   moneyState,
+  notFoundText,
   onceKey,
   parseAmount,
   parseCriteria,
@@ -114,7 +115,9 @@ function key() {
 }
 
 /** A request to the API; a state change carries `idempotencyKey` (a form's, from `sending`)
- * or a fresh one. Throws the error text. */
+ * or a fresh one. Throws the error text; a 404's error also carries `missing`, what a page
+ * whose address named the id says instead (`route` shows it: the service's sentence repeats
+ * the id from the address). */
 async function api(method, path, body, idempotencyKey) {
   const headers = { Accept: "application/json" };
   if (key()) headers.Authorization = `Bearer ${key()}`;
@@ -129,7 +132,11 @@ async function api(method, path, body, idempotencyKey) {
     cache: "no-store", // an answer is this account's: never kept for the next person here
   });
   const data = await response.json().catch(() => null);
-  if (!response.ok) throw new Error(errorText(response.status, data));
+  if (!response.ok) {
+    const err = new Error(errorText(response.status, data));
+    if (response.status === 404) err.missing = notFoundText(data);
+    throw err;
+  }
   return data;
 }
 
@@ -2202,7 +2209,9 @@ async function route() {
     else await taskList(query);
   } catch (err) {
     // Shown unless a later view has started since (its own page stands).
-    if (tickets <= before + 1) show(failure(err));
+    // A 404 here answers the view's own read of the id in the address, which the link's
+    // sender wrote: said in the page's words, that text left out.
+    if (tickets <= before + 1) show(failure(err.missing ? new Error(err.missing) : err));
   }
 }
 

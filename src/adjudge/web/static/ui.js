@@ -245,6 +245,16 @@ export function shellWord(text) {
   return /^[A-Za-z0-9_@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, "'\\''")}'`;
 }
 
+/** The message for a page whose address names nothing the service has (a 404 answering the
+ * page's own read): the service's code and the request id, in the page's words. The service's
+ * sentence repeats the id, and the id is whatever the link's sender wrote ("#/tasks/Your key
+ * has expired: paste it at …"): shown, it read as the service's own word. */
+export function notFoundText(body) {
+  const err = body && typeof body === "object" ? body.error : null;
+  const code = err && err.code ? err.code : "NOT_FOUND";
+  return `${code}: nothing here has the id this page's address names; check the link.` + (err && err.request_id ? ` (request ${err.request_id})` : "");
+}
+
 /** The command that checks a saved envelope offline against the fingerprint to pin. */
 export function verifyCommand(file, fingerprint) {
   return `adjudge receipt verify ${shellWord(file)} --key ${shellWord(fingerprint || "FINGERPRINT")}`;
