@@ -298,6 +298,7 @@ test("an id someone else chose is one quoted word of a command, never a command 
   assert.equal(shellWord("wx-1; touch /tmp/owned"), "'wx-1; touch /tmp/owned'");
   assert.equal(shellWord("it's $(id)"), "'it'\\''s $(id)'");
   assert.equal(shellWord(""), "''");
+  assert.equal(shellWord("=ls"), "'=ls'");
   assert.deepEqual(replayCommands("call:a`id`|sh", [], "ab"), [
     "adjudge receipt bundle --call 'a`id`|sh' --out verdict.zip",
     "adjudge replay verdict.zip --key ab",

@@ -236,13 +236,14 @@ export function errorText(status, body) {
   return `The service answered ${status}.`;
 }
 
-/** `text` as one word of a POSIX shell command: as it is when it holds only characters no
- * shell reads specially, else in single quotes (each ' written '\''). A command the page
- * offers to copy names ids that other people chose (a reported call's id is its submitter's):
- * pasted into a terminal, each stays one argument and never runs as a command of its own. */
+/** `text` as one word of a shell command: as it is when it holds only characters no shell
+ * reads specially (not =: zsh reads a word starting with it as a command's path), else in
+ * single quotes (each ' written '\''). A command the page offers to copy names ids that other
+ * people chose (a reported call's id is its submitter's): pasted into a terminal, each stays
+ * one argument and never runs as a command of its own. */
 export function shellWord(text) {
   const s = String(text ?? "");
-  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, "'\\''")}'`;
+  return /^[A-Za-z0-9_@%+:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, "'\\''")}'`;
 }
 
 /** The message for a page whose address names nothing the service has (a 404 answering the
