@@ -273,3 +273,23 @@ def test_the_delivery_log_pages_by_its_cursor(
     page.get_by_role("button", name="Older deliveries").click()
     expect(rows).to_have_count(1)
     assert page.get_by_role("button", name="Older deliveries").count() == 0
+
+
+def test_a_calls_receipt_shows_its_decisions_amounts_in_usdc(
+    world_browser: Browser, world: World
+) -> None:
+    """The signed decision on a paid call's receipt page: the price and the charge read in
+    USDC, as every amount on the page does, their minor units beside them (they showed as the
+    bare 250000 beside "USDC")."""
+    b, page = world_browser, world_browser.page
+    (call_id,) = _call_ids(world, "good")
+    b.sign_in("ann")
+    b.open(f"calls/{call_id}")
+    page.locator("a.receipt-link").click()
+    page.locator(".banner .big", has_text="PASS").wait_for()
+    rows = page.locator("dl.facts dt", has_text="chargeMinor")
+    rows.first.wait_for()
+    for name in ("priceMinor", "chargeMinor"):
+        term = page.locator("dl.facts dt", has_text=name).first
+        value = term.locator("xpath=following-sibling::dd[1]").inner_text()
+        assert value == "0.25 USDC (250000 minor units)", (name, value)

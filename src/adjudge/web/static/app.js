@@ -872,11 +872,21 @@ async function verifiers(cursor = null) {
 
 function decisionRows(decision) {
   const amounts = new Set(["fee", "payout", "refund", "reward", "penalty"]);
+  // A paid call's decision names its amounts `…Minor` beside its `currency` (the ledger's).
+  const inUnits = (name) => /Minor$/.test(name) && (decision.currency ?? CURRENCY.code) === CURRENCY.code;
   return Object.keys(decision)
     .sort()
     .flatMap((name) => {
       const value = decision[name];
-      const shown = amounts.has(name) && /^\d+$/.test(String(value)) ? money(value) : value == null ? "null" : String(value);
+      const digits = /^\d+$/.test(String(value));
+      const shown =
+        amounts.has(name) && digits
+          ? money(value)
+          : inUnits(name) && digits
+            ? `${money(value)} (${value} minor units)`
+            : value == null
+              ? "null"
+              : String(value);
       return [h("dt", {}, words(name)), h("dd", {}, shown)];
     });
 }
