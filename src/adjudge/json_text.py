@@ -14,13 +14,24 @@ orjson where the two agree. This module imports nothing of adjudge.
 from __future__ import annotations
 
 import json
+import math
 import re
 from itertools import accumulate
 from typing import Any
 
 import orjson
 
-__all__ = ["JSON_DEPTH", "deeper_than", "dumps", "dumps_utf8", "json_text", "loads", "unique_keys"]
+__all__ = [
+    "JSON_DEPTH",
+    "deeper_than",
+    "dumps",
+    "dumps_utf8",
+    "finite_float",
+    "json_text",
+    "loads",
+    "no_constant",
+    "unique_keys",
+]
 
 #: The deepest arrays and objects nest in any JSON the service takes or judges: a request's
 #: body, a provider's answer, a mapped output. Well within every reader's stack (Python's
@@ -92,6 +103,21 @@ def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
                 raise ValueError(f"the key {name[:80]!r} appears twice in one object")
             seen.add(name)
     return found
+
+
+def no_constant(name: str) -> Any:
+    """A ``parse_constant`` refusing (``ValueError``) ``NaN`` and the infinities, which json
+    reads though JSON has none."""
+    raise ValueError(f"{name} is not JSON")
+
+
+def finite_float(text: str) -> float:
+    """A ``parse_float`` refusing (``ValueError``) a number too large for a double, which json
+    reads as an infinity that no JSON writer can write back."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:40]} is too large for a double")
+    return value
 
 
 #: A JSON string, escapes and all, or what is left of the text after a quote that never closes

@@ -22,7 +22,6 @@ Pure: the call's time, the model's judgment and any corroboration arrive as inpu
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -38,7 +37,14 @@ from adjudge.calls.rules import RulesStage, evaluate_rules
 from adjudge.calls.verdicts import CallVerdict, Effect, Payment, apply_clauses, effect_of
 from adjudge.digests import is_digest, sha256_digest
 from adjudge.errors import CriteriaError
-from adjudge.json_text import JSON_DEPTH, deeper_than, dumps_utf8, json_text
+from adjudge.json_text import (
+    JSON_DEPTH,
+    deeper_than,
+    dumps_utf8,
+    finite_float,
+    json_text,
+    no_constant,
+)
 from adjudge.receipts.canonical import canonical_json
 
 __all__ = [
@@ -363,7 +369,7 @@ def received_response(raw: bytes) -> ProviderResponse:
         text = json_text(raw)  # as json reads bytes, so the count reads what the parser does
         if deeper_than(text, JSON_DEPTH):
             raise ValueError(f"the answer nests more than {JSON_DEPTH} deep")
-        body: Any = json.loads(text, parse_constant=_not_json, parse_float=_finite)
+        body: Any = json.loads(text, parse_constant=no_constant, parse_float=finite_float)
         utf8 = json.detect_encoding(raw).startswith("utf-8")  # else a search of bytes misses
         if not utf8 or ((b"\\u" in raw or b"\xed" in raw) and _SURROGATE.search(raw)):
             dumps_utf8(body)  # the record's writer: UnicodeEncodeError on a lone half
@@ -376,17 +382,6 @@ def received_response(raw: bytes) -> ProviderResponse:
 #: (Python reads JSON bytes with ``surrogatepass``). Only a body with one is checked whole; the
 #: two byte searches before it spare most bodies the scan (0.1 µs against 4 for a forecast).
 _SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]")
-
-
-def _not_json(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _finite(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"{text} is too large for a number")
-    return value
 
 
 def parse_judgment(data: object) -> Judgment:

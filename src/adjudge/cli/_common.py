@@ -9,7 +9,6 @@ place sets one flag in the Click context's ``meta``, which every nested context 
 from __future__ import annotations
 
 import json
-import math
 import re
 import sys
 from collections.abc import Callable, Container, Mapping, Sequence
@@ -20,7 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 import typer
 
 from adjudge.errors import BadInput
-from adjudge.json_text import unique_keys
+from adjudge.json_text import finite_float, no_constant, unique_keys
 
 if TYPE_CHECKING:
     from adjudge.client import Client
@@ -165,24 +164,13 @@ def amount_of(
     return int(minor)
 
 
-def _not_json(name: str) -> NoReturn:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _finite(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"the number {text[:40]} is too large for a double")
-    return value
-
-
 def wire_json(text: str | bytes) -> Any:
     """JSON a command sends to the service, read as the service's edge reads a body:
     ``ValueError`` for ``NaN``, an infinity, a number too large for a double (which the
     request could not carry) or a key twice in one object (json keeps its last value, where
     the service refuses the body), ``RecursionError`` when it nests too deep."""
     return json.loads(
-        text, parse_constant=_not_json, parse_float=_finite, object_pairs_hook=unique_keys
+        text, parse_constant=no_constant, parse_float=finite_float, object_pairs_hook=unique_keys
     )
 
 
