@@ -43,26 +43,30 @@ made the same way: resolved once, dialed by address.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import ipaddress
 import socket
 import ssl
-from typing import Protocol
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 import aiohttp
 import certifi
+import pycares
 from aiohappyeyeballs import AddrInfoType, SocketFactoryType
 from aiohttp.abc import AbstractResolver, ResolveResult
 
 __all__ = [
     "AddressGuard",
     "AddressRefused",
+    "AresResolver",
     "GuardedResolver",
     "Resolver",
-    "SystemResolver",
     "pinned_connector",
     "public_address",
     "public_host",
+    "shared_resolver",
     "tls_context",
 ]
 
@@ -163,16 +167,74 @@ class Resolver(Protocol):
     async def resolve(self, host: str, port: int) -> list[str]: ...
 
 
-class SystemResolver:
-    """The system's resolver: ``getaddrinfo`` on the running loop (its default executor)."""
+class AresResolver:
+    """Names looked up by c-ares (``pycares``) on its own event thread, never on a thread of
+    the event loop's pool.
+
+    The system's ``getaddrinfo`` blocks a thread of the loop's default executor (six here) for
+    as long as the name servers take; a lookup abandoned at the connect time-out keeps its thread
+    until the resolver gives up. So ten webhook URLs or provider endpoints whose names answer
+    slowly, all of one account, held every thread, and another account's call or delivery to a
+    healthy host failed its connect time-out waiting for one. Here a lookup is a query c-ares
+    multiplexes with all the others on one socket: a slow one holds nothing anyone else waits
+    for, and one abandoned is dropped when its answer (or c-ares' own ``timeout`` x ``tries``)
+    comes. The names come from ``/etc/hosts`` first, then the name servers and search domains of
+    ``/etc/resolv.conf`` (or ``servers``, ``host:port`` each); other name services the system
+    may list (``nsswitch.conf``) are not asked.
+
+    ``pycares`` is used directly rather than through ``aiodns``, which binds a channel to one
+    event loop: the guard serves connectors on several loops, and each lookup here answers on
+    the loop that asked. Thread-safe; one channel (one c-ares thread) for every loop.
+    """
+
+    def __init__(
+        self, servers: Sequence[str] | None = None, *, timeout: float = 2.0, tries: int = 2
+    ) -> None:
+        self._channel = pycares.Channel(servers=servers, timeout=timeout, tries=tries)
+
+    def __repr__(self) -> str:
+        return f"AresResolver(servers={self._channel.servers!r})"
 
     async def resolve(self, host: str, port: int) -> list[str]:
-        found = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[list[Any]] = loop.create_future()
+
+        def answered(result: Any, error: int | None) -> None:  # on c-ares' thread, or this one
+            # A loop closed while the lookup was out refuses the call: nobody waits for it.
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(_settle, answer, host, result, error)
+
+        try:
+            self._channel.getaddrinfo(host, port, type=socket.SOCK_STREAM, callback=answered)
+        except (pycares.AresError, UnicodeError, ValueError) as exc:
+            raise OSError(f"{host} is not a name that can be looked up: {exc}") from None
+        nodes = await answer
         return list(
             dict.fromkeys(
-                str(info[4][0]) for info in found if info[0] in (socket.AF_INET, socket.AF_INET6)
+                node.addr[0].decode("ascii")
+                for node in nodes
+                if node.family in (socket.AF_INET, socket.AF_INET6)
             )
         )
+
+
+def _settle(answer: asyncio.Future[list[Any]], host: str, result: Any, error: int | None) -> None:
+    """A lookup's result given to whoever still waits for it (a cancelled wait is left be)."""
+    if answer.done():
+        return
+    if error is not None:
+        reason = pycares.errno.strerror(error)
+        if isinstance(reason, bytes):
+            reason = reason.decode("ascii", "replace")
+        answer.set_exception(OSError(f"{host} does not resolve: {reason}"))
+    else:
+        answer.set_result(list(result.nodes))
+
+
+@functools.cache
+def shared_resolver() -> AresResolver:
+    """The process's one resolver, made on first use (the default of every guard)."""
+    return AresResolver()
 
 
 class AddressRefused(Exception):
@@ -191,11 +253,11 @@ class AddressRefused(Exception):
 class AddressGuard:
     """Connections only to vetted addresses: resolve once, check all, dial only those.
 
-    ``resolver`` answers the names (the system's by default; tests give a stub); ``dial`` makes
-    the socket for each address a connection tries, from its ``getaddrinfo``-style
-    ``(family, type, proto, canonname, sockaddr)`` (a plain TCP socket by default; tests give a
-    fake network's). With ``allow_private`` nothing is refused. Holds no state of its own: one
-    guard may serve many connectors.
+    ``resolver`` answers the names (:func:`shared_resolver` by default; tests give a stub);
+    ``dial`` makes the socket for each address a connection tries, from its
+    ``getaddrinfo``-style ``(family, type, proto, canonname, sockaddr)`` (a plain TCP socket by
+    default; tests give a fake network's). With ``allow_private`` nothing is refused. Holds no
+    state of its own: one guard may serve many connectors.
     """
 
     def __init__(
@@ -205,7 +267,7 @@ class AddressGuard:
         allow_private: bool = False,
         dial: SocketFactoryType | None = None,
     ) -> None:
-        self.resolver: Resolver = resolver or SystemResolver()
+        self.resolver: Resolver = resolver or shared_resolver()
         self.allow_private = allow_private
         self._dial = dial
 
