@@ -46,3 +46,12 @@ def test_the_money_held_by_day_reads_only_its_window(sqlite_store: Store) -> Non
     steps = _steps(sqlite_store, lambda tx: held_days.figures(tx, ["escrow:", "held:"], days))
     steps = [s for s in steps if "held_days" in s]
     assert steps and all("lane=? AND day>? AND day<?" in s for s in steps), steps
+
+
+def test_the_due_holds_read_only_the_holds_waiting_for_nothing(sqlite_store: Store) -> None:
+    """The upkeep's due order walks the index of the holds that wait for no retry and no
+    judgment (with every held hold in its range, each pass read past all that waited: 0.84 →
+    38 ms for 100 due holds behind 50,000 calls waiting for their judges, inside the write)."""
+    steps = _steps(sqlite_store, lambda tx: holds.due(tx, T0, limit=500))
+    assert any("ix_provider_holds_ripe" in s for s in steps), steps
+    assert not any("meaning_queue" in s for s in steps), steps

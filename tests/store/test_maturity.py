@@ -15,7 +15,7 @@ from sqlalchemy import select
 
 from adjudge.app import maintenance, maturity, settlement
 from adjudge.market import WORLD, Transfer, provider_hold_account, wallet_account
-from adjudge.store import Store, Transaction, holds, ledger, receipt_log, records
+from adjudge.store import Store, Transaction, holds, ledger, meaning_queue, receipt_log, records
 from adjudge.store import schema as s
 from adjudge.store.ledger import UnprovenRelease
 from support.at_once import at_once
@@ -325,3 +325,63 @@ def test_a_hold_paid_while_its_failure_is_recorded_keeps_no_retry_mark(
         assert settlement.mature(tx, h.clock.now(), call_ids=[marked]) == 1
     assert _hold_state(store)[marked] == (holds.RELEASED, None, None)
     audit(store)
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    holds_made=st.lists(
+        st.tuples(st.integers(-2, 2), st.booleans(), st.booleans(), st.booleans()),
+        max_size=10,
+    ),
+    days=st.integers(-1, 3),
+)
+def test_the_due_order_equals_a_recount_of_the_holds_waiting_for_nothing(
+    sqlite_store: Store, holds_made: list[tuple[int, bool, bool, bool]], days: int
+) -> None:
+    """For any holds (due or not, each call's judgment queued or not, then given or not, some
+    waiting for a retry): each hold's mark of a pending judgment says what the judgment queue
+    says, and the due order is exactly a recount of every held hold past its deadline that waits
+    for no retry and no judgment, oldest first."""
+    store, n = sqlite_store, next(_examples)
+    now = T0 + timedelta(days=days)
+    for i, (age, queued, judged, retry) in enumerate(holds_made):
+        at = T0 + timedelta(days=age, seconds=i)
+        (call_id, receipt), *_ = _held(store, [(f"j{n}p", 5)], matures_at=at).items()
+        with store.write() as tx:
+            if queued:
+                meaning_queue.add(
+                    tx,
+                    call_id=call_id,
+                    provider=f"j{n}p",
+                    policy_digest="sha256:pol",
+                    response_digest="sha256:r",
+                    receipt_id=receipt,
+                    at=at,
+                )
+            if queued and judged:
+                assert meaning_queue.judged(
+                    tx, call_id, outcome="no_conflict", receipt_id=receipt, at=at
+                )
+            if retry:
+                holds.defer(tx, {call_id: (1, now + timedelta(minutes=1))})
+    q = meaning_queue.queue.c
+    with store.read() as tx:
+        pending = set(tx.conn.scalars(select(q.call_id).where(q.state == meaning_queue.PENDING)))
+        rows = tx.conn.execute(select(holds.provider_holds)).all()
+        marked = {r.call_id for r in rows if r.judgment_queued_at is not None}
+        assert marked == pending & {r.call_id for r in rows}
+        recount = {
+            r.call_id
+            for r in rows
+            if r.state == holds.HELD
+            and r.matures_at < now
+            and r.retry_at is None
+            and r.call_id not in pending
+        }
+        due = holds.due(tx, now, limit=100_000)  # every example's holds (they share the store)
+        assert {d.call_id for d in due} == recount and len(due) == len(recount)
+        assert [d.matures_at for d in due] == sorted(d.matures_at for d in due)

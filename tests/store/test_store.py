@@ -504,6 +504,40 @@ def test_migration_0024_asks_the_keys_of_the_calls_already_pending(store: Store)
     store.migrate()
 
 
+def test_migration_0060_marks_the_holds_of_the_judgments_pending(store: Store) -> None:
+    """Upgrading marks each held charge whose call's judgment is pending with when it was
+    queued (one judged, or never queued, is marked by none), so the due order, which no longer
+    asks the queue, still passes it over; 0060 also downgrades cleanly."""
+    downgrade(store, "0059")
+    at = T0.replace(tzinfo=None)
+    with store.engine.begin() as conn:
+        for call in ("c1", "c2", "c3"):
+            conn.execute(
+                text(
+                    "INSERT INTO provider_holds (call_id, provider, caller, amount, receipt_id, "
+                    "matures_at, state) VALUES (:call, 'prov', 'ann', 5, 'rcpt', :at, 'held')"
+                ),
+                {"call": call, "at": at},
+            )
+        for call, state in (("c1", "pending"), ("c2", "judged")):
+            conn.execute(
+                text(
+                    "INSERT INTO meaning_queue (call_id, provider, policy_digest, "
+                    "response_digest, receipt_id, state, queued_at, attempts) VALUES "
+                    "(:call, 'prov', 'sha256:pol', 'sha256:r', 'rcpt', :state, :at, 0)"
+                ),
+                {"call": call, "state": state, "at": at},
+            )
+    store.migrate()
+    h = holds.provider_holds.c
+    with store.read() as tx:
+        marks = dict(tx.conn.execute(select(h.call_id, h.judgment_queued_at)).tuples().all())
+        assert marks == {"c1": T0, "c2": None, "c3": None}
+        assert [d.call_id for d in holds.due(tx, T0 + timedelta(days=1))] == ["c2", "c3"]
+    downgrade(store, "0059")
+    store.migrate()
+
+
 def test_migration_0025_takes_the_final_verdicts_already_judged(store: Store) -> None:
     """Upgrading takes each call judged after its answer's final verdict from its gateway call
     (a call never judged again keeps none) and drops the running windows, which the next call

@@ -13,9 +13,10 @@ belongs to and when it matures. One row per settled call:
 - ``refunded``: an upheld report gave it back to the caller.
 
 Every change of state is one conditional UPDATE (``WHERE state = …``), so a report racing the
-hold's maturity is decided by whichever commits first, never both. The due holds are read by the
-``(state, matures_at)`` index: the sweep's cost is the number of holds that matured, not the
-history.
+hold's maturity is decided by whichever commits first, never both. The due holds are read by
+an index of the held holds that wait for nothing else (``ix_provider_holds_ripe``: no retry of a
+failed release pending, no meaning judgment pending): the sweep's cost is the number of holds
+that matured, not the history, nor how many wait for a retry or a judge.
 """
 
 from __future__ import annotations
@@ -35,7 +36,6 @@ from sqlalchemy import (
     and_,
     bindparam,
     case,
-    exists,
     func,
     insert,
     select,
@@ -45,8 +45,6 @@ from sqlalchemy import (
 
 from adjudge.store import day_counts
 from adjudge.store import schema as s
-from adjudge.store.meaning_queue import PENDING as JUDGING
-from adjudge.store.meaning_queue import queue as meaning_queue
 from adjudge.store.retry_marks import RetryMarks
 from adjudge.store.transaction import Transaction
 
@@ -74,8 +72,23 @@ provider_holds = Table(
     # on every pass never holds the holds due after it (revision 0057). Null: none failed.
     Column("release_failures", Integer, nullable=True),
     Column("retry_at", s.UTCDateTime, nullable=True),
+    # When the call's meaning judgment was queued, while it is pending (revision 0060): the
+    # hold waits for it, whatever its deadline. Kept by the judgment queue in the transactions
+    # that queue and give it (adjudge.store.meaning_queue), so the due order need not ask it.
+    Column("judgment_queued_at", s.UTCDateTime, nullable=True),
     Index("ix_provider_holds_due", "state", "matures_at"),
     Index("ix_provider_holds_provider", "provider", "state", "matures_at"),
+)
+# The due order (:func:`due`): only the holds that wait for no retry and no judgment. With every
+# held hold in it, each pass walked past all that waited (1.6 µs each on SQLite, inside the
+# write: 88 ms a pass with 50,000 calls waiting for their judges).
+_RIPE = and_(provider_holds.c.retry_at.is_(None), provider_holds.c.judgment_queued_at.is_(None))
+Index(
+    "ix_provider_holds_ripe",
+    provider_holds.c.state,
+    provider_holds.c.matures_at,
+    sqlite_where=_RIPE,
+    postgresql_where=_RIPE,
 )
 # The holds waiting for a retry of their release (:func:`retries_due`): only those, never every
 # hold that ever matured.
@@ -235,13 +248,11 @@ def due(
     One waiting for a retry of a failed release (:func:`retries_due`) is out of this order
     until then; with ``call_ids``, those of these calls, waiting for a retry or not."""
     h = provider_holds.c
-    m = meaning_queue.c
-    judging = exists().where(and_(m.call_id == h.call_id, m.state == JUDGING))
-    q = select(provider_holds).where(and_(h.state == HELD, h.matures_at < now, ~judging))
+    q = select(provider_holds).where(h.state == HELD, h.matures_at < now)
     if call_ids is None:
-        q = q.where(h.retry_at.is_(None))
+        q = q.where(_RIPE)  # the terms of the ripe index's own condition, as it states them
     else:
-        q = q.where(h.call_id.in_(list(call_ids)))
+        q = q.where(h.call_id.in_(list(call_ids)), h.judgment_queued_at.is_(None))
     if provider is not None:
         q = q.where(h.provider == provider)
     rows = tx.conn.execute(q.order_by(h.matures_at).limit(limit))

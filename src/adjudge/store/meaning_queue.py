@@ -5,7 +5,9 @@ provider's hold at once; this row, written in the call's own transaction, says i
 ``pending``. A worker judges it and, in the transaction of the superseding receipt, marks it
 ``judged`` with one conditional UPDATE (``WHERE state = 'pending'``): of two workers judging the
 same row, only the first commits anything, so a call is never refunded twice. While a row is
-pending its call's hold does not mature (:func:`adjudge.store.holds.due` skips it).
+pending its call's hold does not mature: both transactions mark the hold too
+(``provider_holds.judgment_queued_at``), which keeps it out of the due order
+(:func:`adjudge.store.holds.due`) without asking this table.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from sqlalchemy import (
 from sqlalchemy.exc import IntegrityError
 
 from adjudge.store import schema as s
+from adjudge.store.holds import provider_holds
 from adjudge.store.transaction import ConcurrentUpdate, Transaction
 
 __all__ = [
@@ -161,6 +164,7 @@ def add(
             attempts=0,
         )
     )
+    _hold_waits(tx, call_id, at)  # the call's hold, settled earlier in this transaction
 
 
 def get(tx: Transaction, call_id: str) -> QueuedJudgment | None:
@@ -228,7 +232,17 @@ def judged(
     if done.rowcount != 1:
         return False
     tx.conn.execute(delete(asks).where(asks.c.call_id == call_id))  # nobody is asked any more
+    _hold_waits(tx, call_id, None)
     return True
+
+
+def _hold_waits(tx: Transaction, call_id: str, since: datetime | None) -> None:
+    """Mark the call's hold as waiting for its judgment since ``since``, or for it no more (a
+    call refunded at its answer has no hold: nothing to mark)."""
+    h = provider_holds.c
+    tx.conn.execute(
+        update(provider_holds).where(h.call_id == call_id).values(judgment_queued_at=since)
+    )
 
 
 def _row(m: Any) -> QueuedJudgment:
