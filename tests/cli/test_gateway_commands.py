@@ -231,6 +231,24 @@ def test_arguments_json_cannot_carry_are_refused_before_the_call(
     assert world.h.ok("ann", "GET", "/gateway/calls")["calls"] == []
 
 
+@pytest.mark.parametrize("suffix", [".json", ".yaml"])
+def test_a_document_with_a_key_twice_is_refused_in_json_and_in_yaml(
+    world: World, tmp_path: Path, suffix: str
+) -> None:
+    """A document giving one key twice exits 2 naming the key, JSON or YAML alike, and
+    nothing is registered (YAML kept the key's last value: the second ``servers`` here, which
+    a reader keeping the first would not see)."""
+    spec = json.loads((FIXTURES / "weather-3.0.json").read_text())
+    text = json.dumps(spec)[:-1] + ', "servers": [{"url": "https://elsewhere.example"}]}'
+    document = tmp_path / f"twice{suffix}"
+    document.write_text(text if suffix == ".json" else yaml.safe_dump(spec) + "servers: []\n")
+    imported = ("tools", "import-openapi", str(document), "--operation", "getForecast")
+    where = ("--base-url", world.provider_url, "--name", "skycast_twice", "--price", "0.1")
+    code, _, err = run(world, PROVIDER, *imported, *where)
+    assert code == 2 and "the key 'servers' appears twice" in err, err
+    assert world.h.refused("ann", "GET", "/tools/skycast_twice")[1] == "TOOL_NOT_FOUND"
+
+
 def test_no_service_exits_2_with_where_it_looked() -> None:
     r = runner.invoke(app, ["calls", "--url", "http://127.0.0.1:9", "list"])
     assert r.exit_code == 2 and "127.0.0.1:9" in r.stderr

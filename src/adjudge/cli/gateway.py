@@ -118,6 +118,49 @@ def _session(ctx: typer.Context, as_json: bool) -> Session:
 # --- reading input --------------------------------------------------------------------------
 
 
+def _json_key(key: Any) -> Any:
+    """The member name a mapping's key becomes in JSON (``200`` and ``"200"`` are one name;
+    so are ``true`` and ``"true"``), or the key itself where JSON has no name for it (the
+    document is then refused as JSON cannot carry it)."""
+    if isinstance(key, str) or not isinstance(key, int | float | None):
+        return key
+    return next(iter(json.loads(json.dumps({key: None}))))
+
+
+def _read_yaml(text: str) -> Any:
+    """YAML text as values, read safely and refusing (``yaml.YAMLError``) a mapping with one
+    key twice: YAML keeps the last of them, where JSON's reading here refuses the document, and
+    a reader that keeps the first would read another tool. Keys merged in with ``<<`` are
+    YAML's way to override and stay allowed."""
+    import yaml  # noqa: PLC0415 - only YAML documents need it
+
+    class UniqueKeys(yaml.SafeLoader):
+        def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+            names: set[Any] = set()
+            keys: set[Any] = set()  # 1 and 1.0 are one key to a dict, two names in JSON
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=deep)
+                name = _json_key(key)
+                try:
+                    twice = name in names or key in keys
+                except TypeError:  # a key no dict can hold: the loader says so itself
+                    continue
+                if twice:
+                    raise yaml.constructor.ConstructorError(
+                        None,
+                        None,
+                        f"the key {str(name)[:80]!r} appears twice in one mapping",
+                        key_node.start_mark,
+                    )
+                names.add(name)
+                keys.add(key)
+            return super().construct_mapping(node, deep=deep)
+
+    return yaml.load(text, Loader=UniqueKeys)  # a SafeLoader: no tag makes an object
+
+
 def _document(path: Path, what: str) -> Any:
     """A JSON or YAML file (OpenAPI documents are often YAML) as JSON values; exit 2 if not."""
     try:
@@ -128,7 +171,7 @@ def _document(path: Path, what: str) -> Any:
         import yaml  # noqa: PLC0415 - only YAML documents need it
 
         try:
-            loaded = yaml.safe_load(text)
+            loaded = _read_yaml(text)
             # YAML has values JSON lacks (dates, NaN): what the service cannot take is said here.
             json.dumps(loaded, allow_nan=False)
         except (yaml.YAMLError, TypeError, ValueError) as exc:
