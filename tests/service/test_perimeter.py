@@ -14,11 +14,12 @@ from typing import Annotated, Any, get_args, get_origin
 
 import pytest
 from fastapi import FastAPI
+from fastapi.dependencies.utils import get_flat_params
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
-from pydantic import BaseModel, SkipValidation
+from pydantic import BaseModel, BeforeValidator, SkipValidation
 
-from adjudge.service import MAX_BODY_BYTES, errors
+from adjudge.service import MAX_BODY_BYTES, deps, errors
 from adjudge.store import Store, records
 from support.harness import FUNDS, Harness, make_harness
 from support.noting import note_writes
@@ -552,6 +553,71 @@ def test_every_body_reads_its_booleans_and_numbers_strictly(h: Harness) -> None:
     }
     assert len(bodies) > 20, bodies
     assert [lax for body in bodies for lax in _lax_scalars(body, body.__name__)] == []
+
+
+#: What a number or a switch in a query or a path is read by: digits, and true or false.
+_WIRE_READERS = (deps.whole_number, deps.true_or_false)
+
+
+def _lax_in_the_address(field: Any, where: str) -> list[str]:
+    """``where`` if ``field`` (a query or path parameter) is a boolean or a number read by the
+    schema's lax reading of text: ``yes``, ``on`` and ``1`` are true to it, ``5.0`` and ``5_0``
+    are integers."""
+    kinds = {field.field_info.annotation, *get_args(field.field_info.annotation)}
+    if not kinds & {bool, int, float}:
+        return []
+    read = [m for m in field.field_info.metadata if isinstance(m, BeforeValidator)]
+    return [] if any(m.func in _WIRE_READERS for m in read) else [where]
+
+
+def test_every_query_and_path_reads_its_booleans_and_numbers_strictly(h: Harness) -> None:
+    """No route's query, path or header takes a boolean or a number in any other spelling than
+    ``true``/``false`` and digits: ``?totals=yes`` or ``?limit=5.0`` is refused, not guessed."""
+    app = h.client.app
+    assert isinstance(app, FastAPI)
+    found = [
+        (route, param)
+        for route in app.routes
+        if isinstance(route, APIRoute)
+        for param in get_flat_params(route.dependant)  # its dependencies' too, and headers
+    ]
+    assert len({r.path for r, _ in found if "GET" in r.methods}) > 20, found
+    lax = [
+        lax
+        for route, param in found
+        for lax in _lax_in_the_address(
+            param, f"{'/'.join(sorted(route.methods))} {route.path} {param.name}"
+        )
+    ]
+    assert lax == [], "read laxly:\n" + "\n".join(lax)
+
+
+@pytest.mark.parametrize(
+    ("path", "said"),
+    [
+        ("/tasks?limit=5.0", "query.limit: "),
+        ("/tasks?limit=5_0", "query.limit: "),
+        ("/tasks?limit=%205", "query.limit: "),
+        ("/tasks?mine=yes", "query.mine: "),
+        ("/tasks?mine=1", "query.mine: "),
+        ("/tasks?mine=True", "query.mine: "),
+        ("/ledger/lines?totals=on", "query.totals: "),
+        ("/ledger?recount=yes", "query.recount: "),
+        ("/gateway/calls?limit=1e1", "query.limit: "),
+    ],
+)
+def test_a_query_number_or_switch_in_another_spelling_is_refused(
+    h: Harness, path: str, said: str
+) -> None:
+    """A query's integer is digits and its switch ``true`` or ``false``: any other spelling is
+    422 INVALID_REQUEST naming the parameter and what to write (``mine=yes`` was read as true,
+    ``limit=5.0`` and ``limit=5_0`` as 5 and 50)."""
+    r = h.call("root", "GET", path)
+    assert r.status_code == 422, r.text
+    error = r.json()["error"]
+    assert error["code"] == "INVALID_REQUEST" and error["message"].startswith(said), error
+    assert "write " in error["message"], error
+    assert h.ok("pat", "GET", "/tasks?mine=true&limit=5")["tasks"] == []
 
 
 @pytest.mark.parametrize("passed", [1, "true", "yes"])

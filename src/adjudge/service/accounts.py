@@ -9,7 +9,17 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field, StrictBool, StrictInt
 
 from adjudge.app.keys import MAX_KEY_PAGE
-from adjudge.service.deps import Amount, Caller, IdemKey, Use, amount, reply, router
+from adjudge.service.deps import (
+    Amount,
+    Caller,
+    IdemKey,
+    Switch,
+    Use,
+    WholeNumber,
+    amount,
+    reply,
+    router,
+)
 
 routes = router()
 Fingerprint = Annotated[str, Path(pattern=r"^[0-9a-f]{64}$")]
@@ -137,8 +147,8 @@ def list_api_keys(
     *,
     who: Caller,
     app: Use,
-    revoked: bool = False,
-    limit: Annotated[int, Query(ge=1, le=MAX_KEY_PAGE)] = 50,
+    revoked: Switch = False,
+    limit: Annotated[int, Query(ge=1, le=MAX_KEY_PAGE), WholeNumber] = 50,
     cursor: Annotated[str | None, Query(max_length=400)] = None,
 ) -> dict[str, Any]:
     """The account's live extra keys (at most 50, one answer), their limits and what each spent
@@ -190,7 +200,7 @@ def verifiers(
     *,
     who: Caller,
     app: Use,
-    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    limit: Annotated[int, Query(ge=1, le=200), WholeNumber] = 50,
     cursor: Annotated[str | None, Query(max_length=400)] = None,
 ) -> dict[str, Any]:
     """Verifier agents that take verification jobs (the only ones agent review accepts), by

@@ -14,7 +14,7 @@ from adjudge.app.calls import (
     MAX_RULING_REASONS,
     MAX_VERSION,
 )
-from adjudge.service.deps import Caller, IdemKey, Use, reply, router
+from adjudge.service.deps import Caller, IdemKey, Use, WholeNumber, reply, router
 
 routes = router()
 
@@ -132,7 +132,7 @@ def list_reports(
     app: Use,
     status: Annotated[str | None, Query(pattern="^(open|upheld|dismissed)$")] = None,
     cursor: Annotated[str | None, Query(max_length=200)] = None,
-    limit: Annotated[int, Query(ge=1, le=MAX_REPORT_PAGE)] = 50,
+    limit: Annotated[int, Query(ge=1, le=MAX_REPORT_PAGE), WholeNumber] = 50,
 ) -> dict[str, Any]:
     """The admins' review queue: reports oldest first, by status, paged by ``next_cursor``."""
     return app.calls.reports(who, status=status, cursor=cursor, limit=limit)
@@ -144,7 +144,7 @@ def provider_quality(
     provider: str,
     who: Caller,
     app: Use,
-    window_days: Annotated[int | None, Query(ge=1, le=3650)] = None,
+    window_days: Annotated[int | None, Query(ge=1, le=3650), WholeNumber] = None,
 ) -> dict[str, Any]:
     """A provider's quality window now (observed calls only): counts, failure rate (null with
     no observations), the penalty assessment under its declared terms, its latest proposal."""

@@ -8,11 +8,13 @@ from typing import Annotated, Any
 from fastapi import Query
 
 from adjudge.app.dashboards import MAX_DAYS
-from adjudge.service.deps import Caller, Use, router
+from adjudge.service.deps import Caller, Use, WholeNumber, router
 
 routes = router()
 
-Days = Annotated[int, Query(ge=1, le=MAX_DAYS, description="The window in UTC days, today last.")]
+Days = Annotated[
+    int, Query(ge=1, le=MAX_DAYS, description="The window in UTC days, today last."), WholeNumber
+]
 
 
 @routes.get("/dashboard/operator", tags=["service"])

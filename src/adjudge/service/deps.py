@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import weakref
 from collections.abc import Callable, Coroutine
 from typing import Annotated, Any, TypeVar
@@ -13,7 +14,8 @@ from fastapi import APIRouter, Depends, Header, Request, Response
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.security.utils import get_authorization_scheme_param
-from pydantic import SkipValidation
+from pydantic import BeforeValidator, SkipValidation
+from pydantic_core import PydanticCustomError
 
 from adjudge import json_text
 from adjudge.app import Account, Answer, App
@@ -28,6 +30,42 @@ MAX_AMOUNT = 2**63 - 1
 #: would make ``true`` the amount 1 and ``2000000.0`` the amount 2000000 before it was read.
 Amount = SkipValidation[int | str]
 T = TypeVar("T")
+
+#: An integer as an address writes it: digits, after a minus for a negative one.
+_WHOLE = re.compile(r"-?[0-9]+")
+
+
+def whole_number(value: Any) -> Any:
+    """An integer in a query or a path, read strictly: the schema's reading of text takes
+    ``5.0`` as 5, ``5_0`` as 50 and `` 5 `` as 5, so each spelling would name another page or
+    attempt than the client meant. Its bounds are the parameter's own."""
+    if isinstance(value, str) and not _WHOLE.fullmatch(value):
+        raise PydanticCustomError(
+            "whole_number",
+            "write a whole number in digits (like 50), with no point, exponent, underscore "
+            "or spaces",
+        )
+    return value
+
+
+def true_or_false(value: Any) -> Any:
+    """A switch in a query, read strictly: ``true`` or ``false``. The schema's reading of text
+    also takes ``yes``, ``on``, ``1``, ``t`` and ``Y`` (and their opposites)."""
+    if isinstance(value, str):
+        if value not in ("true", "false"):
+            raise PydanticCustomError(
+                "true_or_false", "write true or false (in lowercase); nothing else is read as one"
+            )
+        return value == "true"
+    return value
+
+
+#: Marks an ``int`` query or path parameter read by :func:`whole_number`:
+#: ``Annotated[int, Query(ge=1, le=200), WholeNumber]``.
+WholeNumber = BeforeValidator(whole_number)
+#: A query's switch, ``true`` or ``false`` (:func:`true_or_false`).
+Switch = Annotated[bool, BeforeValidator(true_or_false)]
+
 #: Limiters by event loop (a limiter belongs to the loop it was made in) and lane name.
 _LANES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, anyio.CapacityLimiter]] = (
     weakref.WeakKeyDictionary()

@@ -12,7 +12,16 @@ from pydantic import BaseModel, Field, StrictBool, StrictInt
 from adjudge.app.receipts import moment
 from adjudge.errors import Error
 from adjudge.gateway import JWKS_PATH
-from adjudge.service.deps import Caller, FastJSONResponse, IdemKey, Use, bearer, reply, router
+from adjudge.service.deps import (
+    Caller,
+    FastJSONResponse,
+    IdemKey,
+    Use,
+    WholeNumber,
+    bearer,
+    reply,
+    router,
+)
 from adjudge.service.ingress import StrictRoute
 
 routes = router()
@@ -124,7 +133,7 @@ def list_tools(
     who: Caller,
     app: Use,
     query: Annotated[str | None, Query(max_length=200)] = None,
-    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    limit: Annotated[int, Query(ge=1, le=200), WholeNumber] = 50,
     cursor: Annotated[str | None, Query(max_length=400)] = None,
 ) -> dict[str, Any]:
     """Callable tools by name, with their price and MCP definition."""
@@ -165,7 +174,7 @@ def list_calls(
     verdict: Annotated[str | None, Query(max_length=32)] = None,
     since: Annotated[str | None, Query(max_length=40)] = None,
     until: Annotated[str | None, Query(max_length=40)] = None,
-    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    limit: Annotated[int, Query(ge=1, le=200), WholeNumber] = 50,
     cursor: Annotated[str | None, Query(max_length=400)] = None,
 ) -> dict[str, Any]:
     """Forwarded calls newest first (an admin's all; anyone else's own). ``since`` and

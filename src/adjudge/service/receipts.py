@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from fastapi import Query
 
 from adjudge.app.receipts import LEDGER_PAGE, LEDGER_PAGE_MAX, MAX_AFTER
-from adjudge.service.deps import Caller, Use, router
+from adjudge.service.deps import Caller, Switch, Use, WholeNumber, router
 
 routes = router()
 
@@ -33,8 +33,8 @@ def export(
     *,
     who: Caller,
     app: Use,
-    after: Annotated[int | None, Query(ge=0, le=MAX_AFTER)] = None,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    after: Annotated[int | None, Query(ge=0, le=MAX_AFTER), WholeNumber] = None,
+    limit: Annotated[int, Query(ge=1, le=1000), WholeNumber] = 100,
     through: Annotated[str | None, Query(max_length=160)] = None,
 ) -> dict[str, Any]:
     """The log in the order it was written (admins): the receipts whose ``position`` is above
@@ -69,7 +69,7 @@ def task_bundle(
     task_id: str,
     who: Caller,
     app: Use,
-    attempt: Annotated[int | None, Query(ge=1, le=1000)] = None,
+    attempt: Annotated[int | None, Query(ge=1, le=1000), WholeNumber] = None,
 ) -> dict[str, Any]:
     """The replay bundle of a task's auto-check verdict (the latest, or round ``attempt``'s):
     its signed receipt, the stored result, the criteria, the engine and the receipt key, for
@@ -94,9 +94,9 @@ def ledger_lines(
     kind: Annotated[str | None, Query(max_length=32)] = None,
     since: Annotated[str | None, Query(max_length=40)] = None,
     until: Annotated[str | None, Query(max_length=40)] = None,
-    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    limit: Annotated[int, Query(ge=1, le=500), WholeNumber] = 50,
     cursor: Annotated[str | None, Query(max_length=400)] = None,
-    totals: bool = False,
+    totals: Switch = False,
 ) -> dict[str, Any]:
     """Ledger lines newest first, a page at a time: each movement (amount in minor units,
     signed: a debit is negative) with the account on its other side and the receipt that
@@ -122,8 +122,8 @@ def ledger(
     *,
     who: Caller,
     app: Use,
-    recount: bool = False,
-    limit: Annotated[int, Query(ge=1, le=LEDGER_PAGE_MAX)] = LEDGER_PAGE,
+    recount: Switch = False,
+    limit: Annotated[int, Query(ge=1, le=LEDGER_PAGE_MAX), WholeNumber] = LEDGER_PAGE,
     cursor: Annotated[str | None, Query(max_length=200)] = None,
 ) -> dict[str, Any]:
     """A page of balances by account name (an emptied escrow or call reservation has none;

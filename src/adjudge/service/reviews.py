@@ -10,7 +10,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field, StrictInt
 
 from adjudge.app import Answer
-from adjudge.service.deps import Caller, IdemKey, Use, reply, router
+from adjudge.service.deps import Caller, IdemKey, Use, WholeNumber, reply, router
 
 routes = router()
 
@@ -49,7 +49,7 @@ def claim(*, body: Claim, who: Caller, app: Use, key: IdemKey = None) -> JSONRes
 
 
 #: A submission's attempt number (a task takes a few; the bound keeps it a database integer).
-Attempt = Annotated[int, Path(ge=1, le=1000)]
+Attempt = Annotated[int, Path(ge=1, le=1000), WholeNumber]
 
 
 @routes.post("/reviews/{task_id}/{attempt}/failed", tags=["reviews"])

@@ -14,7 +14,18 @@ from pydantic import BaseModel, BeforeValidator, Field, StrictBool, StrictFloat,
 
 from adjudge.app import Account, App
 from adjudge.app.tasks import SlowCheck, screens_slow
-from adjudge.service.deps import Amount, Caller, IdemKey, Use, amount, checked, reply, router
+from adjudge.service.deps import (
+    Amount,
+    Caller,
+    IdemKey,
+    Switch,
+    Use,
+    WholeNumber,
+    amount,
+    checked,
+    reply,
+    router,
+)
 
 routes = router()
 #: ISO 8601 text begins with its year and a hyphen; the schema reads anything else it can as a
@@ -200,11 +211,11 @@ def list_tasks(
     app: Use,
     status: Annotated[str | None, Query(max_length=32)] = None,
     mode: Annotated[str | None, Query(max_length=16)] = None,
-    mine: bool = False,
+    mine: Switch = False,
     poster: Annotated[str | None, Query(max_length=64)] = None,
     agent: Annotated[str | None, Query(max_length=64)] = None,
     text: Annotated[str | None, Query(max_length=200)] = None,
-    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    limit: Annotated[int, Query(ge=1, le=200), WholeNumber] = 50,
     cursor: Annotated[str | None, Query(max_length=400)] = None,
 ) -> dict[str, Any]:
     """Tasks, newest first, a page at a time (``next_cursor`` fetches the next page); summaries

@@ -9,7 +9,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
 from adjudge.app.webhooks import MAX_ENDPOINT_PAGE
-from adjudge.service.deps import Caller, IdemKey, Use, reply, router
+from adjudge.service.deps import Caller, IdemKey, Switch, Use, WholeNumber, reply, router
 
 routes = router()
 EndpointId = Annotated[str, Path(max_length=40)]
@@ -49,8 +49,8 @@ def list_endpoints(
     *,
     who: Caller,
     app: Use,
-    disabled: bool = False,
-    limit: Annotated[int, Query(ge=1, le=MAX_ENDPOINT_PAGE)] = 50,
+    disabled: Switch = False,
+    limit: Annotated[int, Query(ge=1, le=MAX_ENDPOINT_PAGE), WholeNumber] = 50,
     cursor: Annotated[str | None, Query(max_length=400)] = None,
 ) -> dict[str, Any]:
     """The caller's enabled endpoints, oldest first (never their secrets); with
@@ -89,7 +89,7 @@ def list_deliveries(
     app: Use,
     endpoint: Annotated[str | None, Query(max_length=40)] = None,
     status: Annotated[str | None, Query(max_length=16)] = None,
-    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    limit: Annotated[int, Query(ge=1, le=200), WholeNumber] = 50,
     cursor: Annotated[str | None, Query(max_length=400)] = None,
 ) -> dict[str, Any]:
     """The caller's delivery log, newest first: status (`pending`, `delivered`, `failed`),
