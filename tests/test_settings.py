@@ -176,6 +176,63 @@ def test_a_word_where_a_number_goes_is_refused(monkeypatch: pytest.MonkeyPatch) 
 
 
 @pytest.mark.parametrize(
+    ("text", "code", "said"),
+    [
+        ('allow_private_providers = "yes"\n', "INVALID_SETTING", "a switch: write true or false"),
+        ("allow_private_providers = 1\n", "INVALID_SETTING", "a switch: write true or false"),
+        ('webhooks = "false"\n', "INVALID_SETTING", "a switch: write true or false"),
+        ('port = "8000"\n', "INVALID_SETTING", "a whole number: write it unquoted"),
+        ("port = 8000.0\n", "INVALID_SETTING", "a whole number: write it unquoted"),
+        ("port = true\n", "INVALID_SETTING", "a whole number: write it unquoted"),
+        ('fee_bps = "800"\n', "INVALID_FEE", "a whole number: write it unquoted"),
+        ("take_limit = 3.0\n", "INVALID_TAKE_LIMIT", "a whole number: write it unquoted"),
+        ('upkeep_seconds = "30"\n', "INVALID_SETTING", "a number: write it unquoted"),
+        ("upkeep_seconds = false\n", "INVALID_SETTING", "a number: write it unquoted"),
+        ("db = 5\n", "INVALID_SETTING", "text: write it in quotes"),
+        ("signing_key = 2026-01-01\n", "INVALID_SETTING", "text: write it in quotes"),
+    ],
+)
+def test_a_file_value_of_another_type_than_its_setting_is_refused(
+    text: str, code: str, said: str, tmp_path: Path
+) -> None:
+    """A file's switch is a TOML boolean, a whole number an integer, a number an integer or a
+    float, text a string: anything else is refused naming the setting, the file and what to
+    write (``"yes"`` and ``1`` turned a switch on, ``"8000"`` and ``8000.0`` were port 8000)."""
+    config = _file(tmp_path, text)
+    name = text.split(" ", 1)[0]
+    with pytest.raises(BadInput) as err:
+        Settings.load(config=config)
+    assert err.value.code == code, err.value.message
+    assert err.value.message.startswith(f"{name} = ") and f" in {config}: " in err.value.message
+    assert said in err.value.message and f"{name}: " in err.value.message
+
+
+def test_a_whole_number_is_a_number_in_the_file(tmp_path: Path) -> None:
+    """A number setting written as a TOML integer is that number."""
+    config = _file(tmp_path, "upkeep_seconds = 30\nprice_notice_hours = 0\n")
+    settings = Settings.load(config=config)
+    assert (settings.upkeep_seconds, settings.price_notice_hours) == (30.0, 0.0)
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("allow_private_providers", "junk"), ("port", "80 80"), ("upkeep_seconds", "soon")],
+)
+def test_an_environment_value_that_is_no_value_is_refused(
+    name: str, value: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The environment is text and read as text (``true``/``false``, digits), but junk is
+    refused naming the variable, its value and the setting."""
+    monkeypatch.setenv(env_name(name), value)
+    with pytest.raises(BadInput) as err:
+        Settings.load()
+    assert err.value.code == "INVALID_SETTING"
+    assert err.value.message.startswith(f"{env_name(name)}={value}: ") and f"{name}: " in (
+        err.value.message
+    )
+
+
+@pytest.mark.parametrize(
     ("text", "said"),
     [
         ("fee_bp = 800\n", "names 'fee_bp', which is no setting (did you mean fee_bps?)"),

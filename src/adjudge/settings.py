@@ -28,7 +28,7 @@ from contextvars import ContextVar
 from datetime import timedelta
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Final
+from typing import Any, Final, get_args
 
 from pydantic import Field, ValidationError, ValidationInfo, field_validator
 from pydantic.fields import FieldInfo
@@ -373,8 +373,9 @@ SETTINGS_BYTES = 1024 * 1024
 
 
 def _read_file(path: Path) -> dict[str, object]:
-    """The settings a TOML file names; refused when unreadable, not TOML, or naming what is
-    no setting."""
+    """The settings a TOML file names; refused when unreadable, not TOML, naming what is no
+    setting, or giving a setting a value of another TOML type than its own (:func:`_is_kind`:
+    the settings' own reading is lax, made for the environment's text)."""
     try:
         text = read_input(path, SETTINGS_BYTES).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -403,7 +404,44 @@ def _read_file(path: Path) -> dict[str, object]:
                 f"the settings file {path} gives {key} a table or a list; it takes one value.",
                 code="CONFIG_FILE_INVALID",
             )
+        wanted = _toml_kind(names[key])
+        if not _is_kind(value, wanted):
+            shown = repr(value)
+            shown = shown if len(shown) <= 80 else shown[:77] + "..."
+            raise BadInput(
+                f"{key} = {shown} in {path}: this setting is {_KIND_WORDS[wanted]}. "
+                f"{key}: {names[key].description}",
+                code=_CODES.get(key, "INVALID_SETTING"),
+            )
     return values
+
+
+#: What a value of each kind of setting is written as in a settings file.
+_KIND_WORDS: Final = {
+    bool: "a switch: write true or false, unquoted",
+    int: "a whole number: write it unquoted, without a point (like 8000)",
+    float: "a number: write it unquoted (like 30 or 2.5)",
+    str: "text: write it in quotes",
+}
+
+
+def _toml_kind(field: FieldInfo) -> type:
+    """The TOML type a setting is written as in a file: ``bool``, ``int``, ``float`` or
+    ``str`` (a path is text)."""
+    kinds = [k for k in (field.annotation, *get_args(field.annotation)) if k in _KIND_WORDS]
+    return kinds[0] if kinds else str
+
+
+def _is_kind(value: object, kind: type) -> bool:
+    """Whether a TOML value is written as a setting of ``kind`` is: a switch only ``true`` or
+    ``false`` (the settings' reading took ``"yes"`` and ``1`` as on), a whole number only an
+    integer (it took ``"8000"`` and ``8000.0``), a number an integer or a float (it took
+    ``"30"``), text only a string."""
+    if isinstance(value, bool) or kind is bool:
+        return isinstance(value, bool) and kind is bool
+    if kind is float:
+        return isinstance(value, int | float)
+    return isinstance(value, kind)
 
 
 def _refusal(exc: ValidationError, where: Mapping[str, str]) -> BadInput:
