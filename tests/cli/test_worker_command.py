@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
 from adjudge.cli import app
@@ -70,3 +71,22 @@ def test_the_worker_is_a_client_that_needs_the_verifiers_key(
     assert view["ending"] == "paid_on_pass"
     signed = view["verdicts"][0]["verification_result"]["verifier_signature"]
     assert signed["public_key"] == h.signers["vera"].public_key.to_base64()
+
+
+@pytest.mark.parametrize("option", ["--poll", "--timeout"])
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "0", "-5", "1e300", "soon"])
+def test_a_wait_that_is_no_number_of_seconds_exits_2_naming_its_option(
+    option: str, value: str
+) -> None:
+    """``--poll`` and ``--timeout`` are seconds above 0, finite, at most a day: anything else
+    exits 2 naming the option before anything is read or called (``--poll nan`` crashed the
+    worker in ``time.sleep`` after its first round, ``--poll 0`` polled without pause)."""
+    r = CliRunner().invoke(app, ["worker", "--model", "m", "--key", "k", f"{option}={value}"])
+    assert r.exit_code == 2 and isinstance(r.exception, SystemExit), r.output
+    assert f"'{option}'" in r.stderr and "number of seconds" in r.stderr, r.stderr
+
+
+def test_a_wait_in_seconds_is_read_as_a_number() -> None:
+    """A fraction of a second is a wait: the command goes on to its next question."""
+    r = CliRunner().invoke(app, ["worker", "--model", "m", "--key", "k", "--poll", "0.5"])
+    assert r.exit_code == 2 and "--verifier-key" in r.stderr, r.stderr

@@ -250,6 +250,30 @@ def say_if_empty(page: Mapping[str, Any], items: str, *, first: bool, later: str
         typer.echo(f"No {items}." if first else f"No more {items}.")
 
 
+#: The longest a command waits between two rounds or for an answer: a day (past it a number
+#: of seconds is a mistake, and past about 1e11 ``time.sleep`` itself refuses it).
+MOST_SECONDS = 86_400.0
+
+
+def seconds(text: str) -> float:
+    """A float option that is a number of seconds, as typer's ``parser``: above 0, at most
+    :data:`MOST_SECONDS`, and finite (a float option reads ``nan`` and ``inf``, and a worker
+    told ``--poll nan`` crashed in ``time.sleep``, one told ``--poll 0`` polled without
+    pause). Otherwise the command exits 2 naming the option and what to write."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise typer.BadParameter(
+            f"{text[:40]!r} is not a number of seconds (like 5 or 0.5)."
+        ) from None
+    if not 0 < value <= MOST_SECONDS:  # NaN is neither
+        raise typer.BadParameter(
+            f"{text[:40]} is not a number of seconds above 0 and at most {MOST_SECONDS:g} "
+            "(like 5 or 0.5)."
+        )
+    return value
+
+
 def stop(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
     """Print ``message`` on stderr and exit with ``code``."""
     typer.echo(message, err=True)

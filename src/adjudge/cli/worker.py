@@ -12,6 +12,7 @@ from typing import Annotated, NoReturn
 
 import typer
 
+from adjudge.cli._common import seconds
 from adjudge.errors import Error
 
 
@@ -44,9 +45,14 @@ def worker(
     api_key: Annotated[
         str | None, typer.Option(envvar="ADJUDGE_MODEL_API_KEY", help="The model endpoint's key.")
     ] = None,
-    poll: Annotated[float, typer.Option(help="Seconds between polls.")] = 5.0,
+    poll: Annotated[
+        float, typer.Option(parser=seconds, metavar="SECONDS", help="Seconds between polls.")
+    ] = 5.0,
     once: Annotated[bool, typer.Option(help="Poll once and exit.")] = False,
-    timeout: Annotated[float, typer.Option(help="Seconds to wait for the model.")] = 60.0,
+    timeout: Annotated[
+        float,
+        typer.Option(parser=seconds, metavar="SECONDS", help="Seconds to wait for the model."),
+    ] = 60.0,
 ) -> None:
     """Lease the results awaiting this verifier, judge each with the model, post the verdicts."""
     from adjudge.cli import keyfiles  # noqa: PLC0415
