@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
+import re
 import socket
 import struct
 import time
@@ -170,6 +171,46 @@ def test_a_redirect_is_not_followed(raw_peer: Peer, status: str) -> None:
     outcome = failed(forward(request_to(peer)), FailureKind.REDIRECT)
     assert target.url in outcome.message
     assert target.requests == []
+
+
+@pytest.mark.parametrize(
+    ("location", "quoted"),
+    [
+        (b"https://elsewhere.example/a?b=1&c=%20#d", "https://elsewhere.example/a?b=1&c=%20#d"),
+        (b"http://x/\x1b[2J\x1b[31mpaid\x07", "http://x/%1B[2J%1B[31mpaid%07"),
+        (b"http://x/\x7f\tmore text", "http://x/%7F%09more%20text"),
+        ("http://x/\u202eexe.pdf".encode(), "http://x/%E2%80%AEexe.pdf"),
+        (b'http://x/"<b>\\', "http://x/%22%3Cb%3E%5C"),
+    ],
+)
+def test_a_redirect_quotes_its_location_escaped(
+    raw_peer: Peer, location: bytes, quoted: str
+) -> None:
+    """A ``Location`` is quoted in printable ASCII: a control character, a space, a quote or a
+    character past ASCII percent-encoded, as a URL writes it (it was quoted as it came, so an
+    escape sequence or a right-to-left mark reached whoever reads the call's failure)."""
+    head = b"HTTP/1.1 302 Found\r\ncontent-length: 0\r\nlocation: " + location + b"\r\n\r\n"
+    outcome = failed(forward(request_to(raw_peer(reply(head)))), FailureKind.REDIRECT)
+    assert (
+        outcome.message == f"the provider redirected (302 to {quoted}); redirects are not followed"
+    )
+    assert outcome.message.isascii() and outcome.message.isprintable()
+
+
+@pytest.mark.parametrize("unit", ["a", "\x1b"])
+def test_a_long_redirect_location_is_quoted_cut_saying_so(raw_peer: Peer, unit: str) -> None:
+    """An 8 KB ``Location`` (the most aiohttp reads of a header) is quoted to 200 characters
+    and said to be cut, never an escape cut in two (it was quoted whole, 8 KB in a message);
+    the outcome is still the redirect's."""
+    location = "http://x/" + unit * 8000
+    head = f"HTTP/1.1 301 Moved\r\ncontent-length: 0\r\nlocation: {location}\r\n\r\n"
+    outcome = failed(forward(request_to(raw_peer(reply(head.encode())))), FailureKind.REDIRECT)
+    assert f"... [cut from {len(location)} characters]); redirects are not" in outcome.message
+    shown = outcome.message.split(" to ", 1)[1].split("... [cut", 1)[0]
+    assert len(shown) <= 200 and shown.startswith("http://x/")
+    assert re.fullmatch(r"http://x/(a+|(%1B)+)", shown), shown
+    assert outcome.message.isprintable() and len(outcome.message) < 320
+    assert provider_response(outcome).status == "request_error"
 
 
 @pytest.mark.parametrize(("status", "retryable"), [("500 Oops", False), ("503 Busy", True)])

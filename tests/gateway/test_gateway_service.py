@@ -76,6 +76,25 @@ def test_the_verdict_decides_the_charge(
     assert got["receiptId"]
 
 
+def test_a_redirect_is_refunded_with_its_location_quoted_short(world: World) -> None:
+    """A provider answering a paid call with a redirect to an 8 KB address: the call is
+    refunded with its receipt, and its error quotes at most 200 characters of the address,
+    saying it was cut (the whole header reached the caller and the call's record)."""
+    world.script.answer = "redirect"
+    world.script.location = "https://elsewhere.example/" + "x" * 8000
+    r = world.call({"city": "berlin"})
+    assert r.status_code == 200, r.text
+    got = r.json()
+    assert (got["status"], got["verdict"]) == ("refunded", None), got
+    assert got["error"]["kind"] == "request_error" and got["receiptId"]
+    message = got["error"]["message"]
+    assert "https://elsewhere.example/xxx" in message and "[cut from 8026 characters]" in message
+    assert len(message) < 400, message
+    assert world.h.balance("wallet:ann") == FUNDS
+    stored = world.h.ok("ann", "GET", f"/gateway/calls/{got['intentId']}")
+    assert "x" * 300 not in json.dumps(stored)
+
+
 def test_a_retry_replays_without_calling_the_provider(world: World) -> None:
     """The same Idempotency-Key: the stored answer, the provider called once, charged once;
     the key for other arguments is IDEMPOTENCY_KEY_REUSED."""

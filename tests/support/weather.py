@@ -54,6 +54,8 @@ class Script:
     #: What happens while the provider works on a call, before it answers (a test's clock
     #: moved on while the call is out).
     answering: Callable[[], None] | None = None
+    #: Where a "redirect" answer points.
+    location: str = "https://elsewhere.example/v1/forecast"
 
 
 def forecast(script: Script, days: int) -> dict[str, Any]:
@@ -109,6 +111,8 @@ def provider(script: Script) -> Starlette:
             return JSONResponse(forecast(script, 3))
         if kind == "error":
             return JSONResponse({"error": "boom"}, status_code=503)
+        if kind == "redirect":
+            return Response(status_code=302, headers={"location": script.location})
         return Response(b"\x00garbage", media_type="application/octet-stream")
 
     return Starlette(routes=[Route("/v1/forecast/{city}", handle, methods=["GET"])])

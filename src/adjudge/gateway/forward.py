@@ -45,6 +45,7 @@ from collections.abc import Coroutine
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, NamedTuple, TypeVar
+from urllib.parse import quote
 
 import aiohttp
 import aiohttp.abc
@@ -167,6 +168,27 @@ Outcome = ProviderAnswer | ForwardFailure
 _RETRYABLE_STATUS = frozenset({408, 429, 502, 503, 504})
 # What a failure record keeps of a refused answer's body.
 _FAILURE_BODY_BYTES = 4096
+#: The most characters of a redirect's ``Location`` a failure's message quotes.
+_LOCATION_SHOWN = 200
+#: What of a ``Location`` is quoted as it is: the characters a URL writes plainly (RFC 3986's
+#: unreserved and delimiters, and ``%`` of its escapes). Every other one, a control character,
+#: a space, a quote, a character past ASCII (one that turns text right to left too), is
+#: percent-encoded as its UTF-8 bytes, as a browser writes it.
+_LOCATION_SAFE = ":/?#[]@!$&'()*+,;=%"
+
+
+def _quoted_location(location: str) -> str:
+    """A provider's ``Location`` as a failure's message may quote it: at most
+    :data:`_LOCATION_SHOWN` characters of printable ASCII, and said to be cut when it was (the
+    header is the provider's to write, up to 8 KB, control characters and all, and the message
+    reaches the caller and the call's record)."""
+    quoted = quote(location[:_LOCATION_SHOWN], safe=_LOCATION_SAFE, errors="backslashreplace")
+    if len(location) <= _LOCATION_SHOWN and len(quoted) <= _LOCATION_SHOWN:
+        return quoted
+    shown = quoted[:_LOCATION_SHOWN]
+    half = shown.find("%", len(shown) - 2)  # an escape cut in two is left out whole
+    shown = shown if half == -1 else shown[:half]
+    return f"{shown}... [cut from {len(location)} characters]"
 
 
 class _TooLarge(Exception):
@@ -580,10 +602,10 @@ def _classify(
     kept = body[:_FAILURE_BODY_BYTES]
     if 300 <= status < 400:
         location = next((v for k, v in headers if k == "location"), "")
+        where = f" to {_quoted_location(location)}" if location else ""
         return ForwardFailure(
             FailureKind.REDIRECT,
-            f"the provider redirected ({status}{' to ' + location if location else ''}); "
-            "redirects are not followed",
+            f"the provider redirected ({status}{where}); redirects are not followed",
             elapsed,
             status=status,
             body=kept,
