@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from pathlib import Path
@@ -10,6 +11,7 @@ from typing import Any
 from typer.testing import CliRunner
 
 from adjudge.cli import app
+from adjudge.market.proof import criteria_digest
 from adjudge.receipts import SigningKey, verify
 
 runner = CliRunner()
@@ -292,3 +294,31 @@ def test_check_batch_writes_and_opens_the_viewer_page(tmp_path: Path, monkeypatc
     written = Path(opened[0].removeprefix("file://"))
     assert "batch-data" in written.read_text()
     written.unlink()
+
+
+def test_a_signed_check_binds_the_criteria_as_the_service_does(tmp_path: Path) -> None:
+    """The receipt binds the criteria by the digest of their RFC 8785 JSON, as the service's
+    task receipts do: two files writing the same criteria with other spaces and key order (and a
+    number with a point) sign one digest, the service's (the file's bytes were digested: each
+    spelling its own digest, none the service's)."""
+    key, _ = _keys(tmp_path)
+    criteria = {"min_length": 10, "pass_threshold": 60.5}
+    digests = []
+    for i, text in enumerate(
+        (
+            '{"min_length": 10, "pass_threshold": 60.5}',
+            '{ "pass_threshold":60.5,\n"min_length":10 }',
+        )
+    ):
+        crit, log = tmp_path / f"c{i}.json", tmp_path / f"r{i}.jsonl"
+        crit.write_text(text)
+        res = runner.invoke(
+            app,
+            ["check", "-c", str(crit), "--sign", str(key), "--receipt", str(log), "-"],
+            input="long enough to pass the check",
+        )
+        assert res.exit_code == 0, res.output
+        envelope = json.loads(log.read_text().splitlines()[0])
+        statement = json.loads(base64.b64decode(envelope["payload"]))
+        digests.append(statement["predicate"]["criteriaDigest"])
+    assert digests == [criteria_digest(criteria)] * 2

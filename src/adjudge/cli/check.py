@@ -8,7 +8,7 @@ import sys
 import tempfile
 import webbrowser
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,7 +21,6 @@ from rich.table import Table
 
 from adjudge.cli._common import wants_json
 from adjudge.cli.receipts import append_receipt, read_signing_key
-from adjudge.digests import sha256_digest
 from adjudge.errors import CriteriaError
 from adjudge.input_files import read_input
 
@@ -155,13 +154,13 @@ def check(
         )
     from adjudge.autocheck import auto_check  # noqa: PLC0415
 
-    raw_criteria, criteria_bytes = _read_json(criteria, "criteria")
+    raw_criteria, _ = _read_json(criteria, "criteria")
     _validate(raw_criteria)
     value, stored = _read_result(result, result_json)
     # A result read as JSON is the agent's JSON value: a string there is read as its JSON text.
     verdict = auto_check(value, raw_criteria, json_value=result_json or result.endswith(".json"))
     if sign is not None and receipt is not None:
-        _sign_receipt(sign, receipt, stored, verdict, criteria_bytes, supersedes, about)
+        _sign_receipt(sign, receipt, stored, verdict, raw_criteria, supersedes, about)
     if as_json:
         sys.stdout.write(verdict.to_json() + "\n")
     else:
@@ -174,17 +173,20 @@ def _sign_receipt(
     log_path: Path,
     stored: bytes,
     verdict: VerificationResult,
-    criteria: bytes,
+    criteria: Mapping[str, Any],
     supersedes: str | None,
     about: str | None,
 ) -> None:
     """Issue the signed receipt of one standalone check and append it to the receipt log (the
-    clock is read here)."""
+    clock is read here). It binds the criteria as the service's receipts bind a task's: the
+    digest of their RFC 8785 JSON, however the file spaces or orders them (the file's bytes were
+    digested, so the same criteria had one digest here and another on the service)."""
     from adjudge.kernel.adapters import determine_auto_check  # noqa: PLC0415
     from adjudge.kernel.oracle import Record  # noqa: PLC0415
+    from adjudge.market.proof import criteria_digest as digest_of  # noqa: PLC0415
 
     signer = read_signing_key(key)
-    criteria_digest = sha256_digest(criteria)
+    criteria_digest = digest_of(criteria)
     determination = determine_auto_check(
         Record(stored), verdict, now=datetime.now(UTC), criteria_digest=criteria_digest
     )
