@@ -83,6 +83,11 @@ accounts = Table(
     Column("reputation", Integer, nullable=False),
     Column("disputes", Integer, nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
+    # How many extra keys and webhook endpoints the account ever made, revoked and deleted ones
+    # too (each bounded): counted as each is made (revision 0061), where a new one counted all
+    # of the account's rows, up to the bound's 10,000.
+    Column("keys_made", Integer, nullable=False, server_default=text("0")),
+    Column("endpoints_made", Integer, nullable=False, server_default=text("0")),
 )
 
 balances = Table(
