@@ -396,7 +396,8 @@ def test_concurrent_verifications_of_one_call_sign_once(store: Store) -> None:
 
 def test_reporting_a_reported_call_refunds_nothing_and_the_chain_holds(store: Store) -> None:
     """A reported call moved no money through adjudge: upholding its report signs the human
-    FAIL (superseding the call's receipt on one verifying chain) and refunds nothing; a call id
+    FAIL (superseding the call's receipt on one verifying chain), refunds nothing and is no
+    upheld report in the provider's quality view (its answer was the poster's word); a call id
     that cannot name a receipt's subject is refused when the call is reported."""
     h, issuer = _harness(store)
     _register_weather(h)
@@ -415,6 +416,8 @@ def test_reporting_a_reported_call_refunds_nothing_and_the_chain_holds(store: St
     assert receipts[1].predicate["policyDecision"]["strike"] is False
     assert verify_chain(lines, issuer.fingerprint).count == 2
     assert h.ok("pat", "GET", "/calls/wx-1")["report"]["status"] == "upheld"
+    # The answer was the poster's word, which nobody observed: not a mark on the provider.
+    assert h.ok("pat", "GET", "/providers/skycast/quality")["upheld_reports"] == 0
     blank_edged = _call("wx-2 ")
     assert h.refused("pat", "POST", "/calls", blank_edged) == (400, "CALL_INPUT_INVALID")
     assert h.refused("pat", "POST", "/calls/wx-1/report", {"reason": " "}) == (

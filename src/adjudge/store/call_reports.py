@@ -28,6 +28,7 @@ from sqlalchemy.exc import IntegrityError
 
 from adjudge.errors import Conflict, StateError
 from adjudge.store import schema as s
+from adjudge.store.calls import call_records
 from adjudge.store.pages import past
 from adjudge.store.transaction import ConcurrentUpdate, Transaction
 
@@ -183,7 +184,23 @@ def page(
 
 
 def count_upheld(tx: Transaction, provider: str, since: datetime) -> int:
-    """How many reports against a provider were upheld since a time (for its quality view)."""
-    t = call_reports.c
-    q = select(func.count()).where(t.provider == provider, t.status == UPHELD, t.ruled_at >= since)
+    """How many reports against a provider were upheld since a time (for its quality view),
+    of the calls its quality window may count (:func:`~adjudge.calls.quality.enters_window`):
+    calls adjudge forwarded itself, not its own calls of its tool. A reported call's answer is
+    the word of the account that sent it, which an admin's ruling cannot check against anything
+    the service observed; counted here, an invented answer reported and upheld stood on the
+    provider's public record. Each upheld report of the range is joined to its call by the
+    call's key, so the count still costs the provider's upheld reports of the window."""
+    t, c = call_reports.c, call_records.c
+    q = (
+        select(func.count())
+        .select_from(call_reports.join(call_records, c.id == t.call_id))
+        .where(
+            t.provider == provider,
+            t.status == UPHELD,
+            t.ruled_at >= since,
+            c.source == "gateway",
+            c.submitted_by != c.provider,
+        )
+    )
     return int(tx.conn.execute(q).scalar_one())
