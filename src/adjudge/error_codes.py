@@ -203,9 +203,10 @@ _TABLE = (
     Code("WEBHOOK_URL_PRIVATE", BadInput, 400, "A webhook URL names an address that is not public."),
     # --- NotAllowed: not yours to do
     Code("BUNDLE_WITHHELD", NotAllowed, 403, "A replay bundle holds what this account may not read (a withheld output, a hidden answer)."),
-    Code("CONFLICT_OF_INTEREST", NotAllowed, 403, "A call's caller or provider cannot rule on its report, nor judge its meaning."),
+    Code("CONFLICT_OF_INTEREST", NotAllowed, 403, "A call's caller or provider cannot rule on its report, nor judge its meaning (nor its provider's key be named to)."),
     Code("CORROBORATION_PROVIDER_ONLY", NotAllowed, 403, "A policy declaring a corroborator, paid from the tool's provider's wallet, is registered only by that provider itself."),
     Code("IS_VERIFIER", NotAllowed, 403, "A task's verifier cannot also take it."),
+    Code("KEY_JUDGES_PROVIDER_ONLY", NotAllowed, 403, "A policy naming a verifier key as a meaning judge, whose word refunds and strikes the tool's provider, is registered only by that provider itself."),
     Code("NOT_A_PARTY", NotAllowed, 403, "Only a task's (or a call's) parties may read this."),
     Code("NOT_TASK_AGENT", NotAllowed, 403, "Only the agent holding the task may do this."),
     Code("NOT_TASK_POSTER", NotAllowed, 403, "Only the task's poster may do this."),

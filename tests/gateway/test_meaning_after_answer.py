@@ -25,6 +25,7 @@ from test_meaning_judges import fake_models
 from typer.testing import CliRunner
 
 from adjudge.app import App
+from adjudge.app import calls as app_calls
 from adjudge.app.gateway import posthoc
 from adjudge.app.gateway.posthoc import judge_one
 from adjudge.app.maintenance import run_once
@@ -34,7 +35,7 @@ from adjudge.cli import app
 from adjudge.client import Client
 from adjudge.receipts import SigningKey, canonical_bytes, verify, verify_chain
 from adjudge.replay import from_answer, replay
-from adjudge.store import Store, ledger, meaning_queue, receipt_log
+from adjudge.store import Store, ledger, meaning_queue, receipt_log, records
 from adjudge.store.meaning_queue import QueuedJudgment
 from adjudge.workers import ChatCompletionsCallJudge
 from support import http
@@ -827,6 +828,75 @@ def test_a_policy_cannot_name_a_key_nobody_registered(world: Any) -> None:
     }
     code = w.h.refused(PROVIDER, "POST", "/tools/weather_forecast/policies", {"policy": policy})
     assert code == (404, "MEANING_JUDGE_KEY_UNKNOWN")
+
+
+def _key_policy(key: str, version: int = 2) -> dict[str, Any]:
+    """sky's policy judged after the answer by ``key`` alone, its cited conflict a FAIL."""
+    meaning = {"sample_rate": "1", "judges": [key], "quorum": 1, "when": "after_answer"}
+    return copy.deepcopy(POLICY) | {
+        "version": version,
+        "checks": ["schema", "quality_rules", "meaning"],
+        "meaning": meaning,
+    }
+
+
+def test_only_the_provider_names_a_key_to_judge_its_calls(world: Any) -> None:
+    """A key's signed conflict refunds a call from sky's hold and strikes sky: a person's word
+    over sky's money and record, which only sky itself names. An admin naming its own key, or
+    another verifier's, is refused (403 KEY_JUDGES_PROVIDER_ONLY, nothing stored); sky naming a
+    key of its own is refused (403 CONFLICT_OF_INTEREST: its word on its own calls is never
+    heeded); sky naming vic's is registered. (The admin's was stored, and its key alone failed,
+    refunded and struck any call of sky's it liked.)"""
+    w, _, _ = world
+    h = w.h
+    op_signer = SigningKey.generate()
+    made = h.app.accounts.create(
+        None, "op", ["admin", "verifier"], verifier_public_key=op_signer.public_key.to_base64()
+    )
+    h.keys["op"] = made.value["api_key"]
+    path = "/tools/weather_forecast/policies"
+    for admin, signer in (("op", op_signer), ("root", h.signers["vic"])):
+        policy = _key_policy(f"key:{signer.keyid}")
+        assert h.refused(admin, "POST", path, {"policy": policy}) == (
+            403,
+            "KEY_JUDGES_PROVIDER_ONLY",
+        )
+    assert h.ok("ann", "GET", "/tools/weather_forecast")["judged_by"]["version"] == 1
+    own = SigningKey.generate()
+    raw = base64.b64decode(own.public_key.to_base64())
+    h.app.unit.write(lambda tx: records.add_verifier_key(tx, PROVIDER, raw, at=h.clock.now()))
+    code = h.refused(PROVIDER, "POST", path, {"policy": _key_policy(f"key:{own.keyid}")})
+    assert code == (403, "CONFLICT_OF_INTEREST")
+    h.ok(PROVIDER, "POST", path, {"policy": _key_policy(f"key:{h.signers['vic'].keyid}")})
+    assert h.ok("ann", "GET", "/tools/weather_forecast")["judged_by"]["version"] == 2
+
+
+def test_an_admins_key_policy_stored_before_is_not_heeded(
+    world: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A policy naming vic's key that root registered before the refusal: the key is not asked
+    (vic's list is empty, its judgment is not taken), the call is judged at once without it
+    (no waiting for the deadline), and the charge stands."""
+    w, _, _ = world
+    monkeypatch.setattr(app_calls, "_judged_only_on_its_word", lambda *_: None, raising=False)
+    key = f"key:{w.h.signers['vic'].keyid}"
+    w.h.ok("root", "POST", "/tools/weather_forecast/policies", {"policy": _key_policy(key)})
+    call_id = w.answered()["intentId"]
+    assert w.h.ok("vic", "GET", "/meaning/judgments")["judgments"] == []
+    record = w.h.ok("ann", "GET", f"/calls/{call_id}")
+    shown = {
+        "call_id": call_id,
+        "judge_key": key,
+        "response_digest": record["record"]["response_digest"],
+        "output": record["response"]["output"],
+    }
+    body = _signed(w.h.signers["vic"], shown)
+    path = f"/meaning/judgments/{call_id}"
+    assert w.h.refused("vic", "POST", path, body) == (404, "MEANING_JUDGMENT_NOT_FOUND")
+    assert w.h.app.gateway.judge_pending() == 1
+    view = w.h.ok("ann", "GET", f"/gateway/calls/{call_id}")
+    assert view["status"] == "settled" and view["meaning"]["outcome"] == "unavailable"
+    assert w.h.balance("wallet:ann") == FUNDS - PRICE
 
 
 def test_a_call_judged_after_its_answer_replays_from_its_bundle(world: Any) -> None:

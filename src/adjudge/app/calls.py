@@ -464,7 +464,9 @@ class Calls:
         the operator's, never a stranger's). A policy that declares a corroborator, paid from
         the provider's wallet on each empty answer, is the provider's own alone
         (``CORROBORATION_PROVIDER_ONLY`` for an admin: money moves on the word of the party it
-        binds)."""
+        binds). So is one naming a verifier key as a meaning judge, whose signed word refunds
+        the provider's charges and strikes it (``KEY_JUDGES_PROVIDER_ONLY``); a key the
+        provider holds judges none of its calls (``CONFLICT_OF_INTEREST``)."""
         _need_any(who, {"provider", "admin"}, "registers a decision policy")
         need_primary(who, "registers a decision policy")  # it settles or refunds every call
         registrable(policy, "A policy", "POLICY_INVALID")
@@ -484,8 +486,9 @@ class Calls:
             parsed = register_policy(policy, _contract(current))
             _storable(parsed.policy_id, "A policy id", 200, "POLICY_INVALID")
             _spends_only_on_its_word(parsed, who, owner)
+            _judged_only_on_its_word(parsed, who, owner)
             _check_corroborator(tx, parsed, owner)
-            _check_key_judges(tx, parsed.judges, self.unit.now())
+            _check_key_judges(tx, parsed.judges, self.unit.now(), owner)
             if parsed.version > MAX_VERSION:
                 raise CriteriaError(
                     f"A policy version is at most {MAX_VERSION}.", code="POLICY_INVALID"
@@ -943,9 +946,12 @@ def parsed_terms(declared: Mapping[str, Any] | None) -> QualityTerms | None:
         return None
 
 
-def _check_key_judges(tx: Transaction, judges: Sequence[str], now: datetime) -> None:
+def _check_key_judges(tx: Transaction, judges: Sequence[str], now: datetime, provider: str) -> None:
     """Each verifier key a policy names as a meaning judge is registered and not revoked
-    (``MEANING_JUDGE_KEY_UNKNOWN``): a key nobody holds would only ever be silent."""
+    (``MEANING_JUDGE_KEY_UNKNOWN``): a key nobody holds would only ever be silent. Nor is it
+    the provider's own (``CONFLICT_OF_INTEREST``): its word on its own calls is refused when
+    given, so the key would only ever be silent too, while callers read an independent judge
+    in the tool's panel and each sampled call's charge waited for it until its deadline."""
     for judge in judges:
         if not judge.startswith("key:"):
             continue
@@ -955,6 +961,13 @@ def _check_key_judges(tx: Transaction, judges: Sequence[str], now: datetime) -> 
                 f"The meaning judge {judge} is not a registered, active verifier key; name a "
                 "key as key:<fingerprint> of a verifier's registered key.",
                 code="MEANING_JUDGE_KEY_UNKNOWN",
+            )
+        if found.account_id == provider:
+            raise NotAllowed(
+                f"The meaning judge {judge} is a key of {provider}, the tool's provider: a "
+                "party's word about its own calls is no judgment of them. Name a key of "
+                "another account. Nothing was stored.",
+                code="CONFLICT_OF_INTEREST",
             )
 
 
@@ -978,6 +991,32 @@ def _spends_only_on_its_word(policy: Policy, who: Account, provider: str) -> Non
         "itself registers a policy that spends its money. Register it without "
         "`empty_result.corroboration`, or ask the provider to register it. Nothing was stored.",
         code="CORROBORATION_PROVIDER_ONLY",
+    )
+
+
+def heeds_key_judges(registered_by: str | None, provider: str) -> bool:
+    """Whether a policy's verifier-key judges are asked and heeded: only when the provider
+    itself registered it (:func:`_judged_only_on_its_word`; one an admin registered before that
+    refusal names keys whose silence is all that is read)."""
+    return registered_by == provider
+
+
+def _judged_only_on_its_word(policy: Policy, who: Account, provider: str) -> None:
+    """A verifier key named as a meaning judge signs judgments that, k of n, fail a provider's
+    calls: each refunds the charge from its hold and strikes it. That is a person's word, not
+    the service's own checks or judges, so only the provider itself puts one over its calls:
+    an admin, who registers the rules that judge a provider, would otherwise name a key of its
+    choosing, its own among them, and decide the provider's money and record alone, where its
+    ruling on a caller's report never strikes."""
+    keys = [j for j in policy.judges if j.startswith("key:")]
+    if not keys or who.id == provider:
+        return
+    raise NotAllowed(
+        f"The policy names {', '.join(keys)} as meaning judges of {policy.tool}: a key's signed "
+        f"judgment refunds {provider}'s charges and strikes it, so only {provider} itself "
+        "registers a policy naming one. Register it with the service's judges only, or ask the "
+        "provider to register it. Nothing was stored.",
+        code="KEY_JUDGES_PROVIDER_ONLY",
     )
 
 

@@ -44,7 +44,13 @@ from typing import Any, TypeVar
 from adjudge.app import metrics, settlement
 from adjudge.app.accounts import need_primary, need_role
 from adjudge.app.at_once import AtOnce
-from adjudge.app.calls import call_view, emit_call_event, emit_call_settled, observe_quality
+from adjudge.app.calls import (
+    call_view,
+    emit_call_event,
+    emit_call_settled,
+    heeds_key_judges,
+    observe_quality,
+)
 from adjudge.app.gateway.corroboration import corroborate
 from adjudge.app.gateway.keyring import DatabaseKeyRing, ensure_key
 from adjudge.app.gateway.parsed import (
@@ -380,7 +386,7 @@ class Gateway:
             # each named key asked for its own.
             judge_later=p.policy is not None and meaning_pending(result),
             key_judges=()
-            if p.policy is None
+            if p.policy is None or not heeds_key_judges(p.policy_by, stored.provider)
             else tuple(j for j in p.policy.judges if is_key_judge(j)),
             tool=p.tool,
         )

@@ -34,7 +34,7 @@ from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from adjudge.app.calls import emit_call_event, requalify
+from adjudge.app.calls import emit_call_event, heeds_key_judges, requalify
 from adjudge.app.gateway.parsed import parsed_policy, parsed_tool
 from adjudge.app.gateway.spending import give_back
 from adjudge.app.gateway.views import money_view
@@ -110,6 +110,9 @@ class _Case:
     signed: dict[str, Judgment]
     #: The policy's registered document (sent with an answer judged apart).
     policy_document: Mapping[str, Any]
+    #: Whether its key judges are heeded: the provider itself registered the policy
+    #: (:func:`adjudge.app.calls.heeds_key_judges`); else they are neither waited for nor read.
+    keys_heeded: bool = True
 
     @property
     def deadline(self) -> datetime:
@@ -117,7 +120,9 @@ class _Case:
         return self.verified_at + self.policy.report_window
 
     def missing(self) -> list[str]:
-        """The policy's key judges that have not signed yet."""
+        """The policy's key judges that have not signed yet (none waited for when unheeded)."""
+        if not self.keys_heeded:
+            return []
         return [j for j in self.policy.judges if is_key_judge(j) and j not in self.signed]
 
 
@@ -158,7 +163,12 @@ def judge_one(gateway: Gateway, row: meaning_queue.QueuedJudgment) -> bool:
         else []
     )
     by_judge = {j.judge: j for j in asked} | case.signed
-    late = "the key signed no judgment before the call's report deadline"
+    late = (
+        "the key signed no judgment before the call's report deadline"
+        if case.keys_heeded
+        else "the policy naming the key was not registered by the tool's provider, so the "
+        "key's word is not asked"
+    )
     judgments = [
         by_judge.get(key)
         or Judgment(row.call_id, row.response_digest, False, reason=late, judge=key)
@@ -231,6 +241,7 @@ def _case(tx: Transaction, row: meaning_queue.QueuedJudgment) -> _Case | None:
         sample_seed=seed if isinstance(seed, str) else None,
     )
     corroboration = evidence.get("corroboration")
+    heeded = heeds_key_judges(found.registered_by, call.provider)
     signed = {
         str(k["judge"]): Judgment(
             row.call_id,
@@ -242,6 +253,7 @@ def _case(tx: Transaction, row: meaning_queue.QueuedJudgment) -> _Case | None:
             judge=str(k["judge"]),
         )
         for k in meaning_queue.key_judgments(tx, row.call_id)
+        if heeded
     }
     return _Case(
         call,
@@ -254,6 +266,7 @@ def _case(tx: Transaction, row: meaning_queue.QueuedJudgment) -> _Case | None:
         None if corroboration is None else parse_corroboration(corroboration),
         signed,
         found.document,
+        heeded,
     )
 
 
@@ -411,7 +424,12 @@ def key_pending(gateway: Gateway, viewer: Account) -> dict[str, Any]:
         found = []
         for row, key in meaning_queue.asked_of(tx, mine, limit=KEY_PAGE):
             case = _case(tx, row)
-            if case is not None and key in case.policy.judges and not _party(viewer, case):
+            if (
+                case is not None
+                and case.keys_heeded
+                and key in case.policy.judges
+                and not _party(viewer, case)
+            ):
                 found.append((row, key, case))
         return found
 
@@ -460,7 +478,7 @@ def submit_key_judgment(
     def run(tx: Transaction) -> dict[str, Any]:
         row = meaning_queue.get(tx, call_id)
         case = None if row is None else _case(tx, row)
-        if row is None or case is None or judge not in case.policy.judges:
+        if row is None or case is None or judge not in case.policy.judges or not case.keys_heeded:
             raise NotFound(
                 f"No meaning judgment of the call {call_id} names the key {judge!r}; list yours "
                 "with GET /meaning/judgments.",
