@@ -1139,24 +1139,24 @@ def test_a_judged_fail_after_an_upheld_report_says_it_refunds_nothing(
     assert any("policyDecision.payment" in d.what for d in stripped.differences)
 
 
-def test_a_judgment_of_a_call_refunded_at_once_says_it_refunds_nothing(world: Any) -> None:
-    """A sampled answer that fails a quality rule is refunded by its first receipt, and its
-    judgment is still queued; the judges then FAIL it too. The superseding receipt moves no
-    money and says so (payment "none"): it said "refund" of the price again, a second refund
-    no ledger line made."""
-    w, base, _ = world
+def test_a_call_refunded_at_once_is_not_sent_to_the_judges(world: Any) -> None:
+    """A sampled answer that fails a quality rule is refunded by its first receipt: nothing of
+    its charge is left for a judgment to move, and a cited conflict would only add a fail vote
+    to a call its own checks failed. Its judgment is not queued, no judge is asked, and its
+    first receipt stays the one in force (it was queued, its judges asked, and a superseding
+    receipt signed that moved nothing). Its bundle replays to that receipt."""
+    w, base, seen = world
     _later(w, base, {"model-a": "strict", "model-b": "strict"}, quorum=2)
     w.script.answer = "hot"
     got = w.answered()
     assert (got["verdict"], got["status"]) == ("FAIL", "refunded")
     assert w.h.balance("wallet:ann") == FUNDS
-    assert w.h.app.gateway.judge_pending() == 1
-    view, receipt = _final(w, got["intentId"])
-    assert receipt.verdict.value == "FAIL" and view["status"] == "refunded"
-    decision = receipt.predicate["policyDecision"]
-    assert (decision["payment"], decision["chargeMinor"]) == ("none", 0)
+    assert w.h.app.gateway.judge_pending() == 0 and seen == []
+    view = w.h.ok("ann", "GET", f"/gateway/calls/{got['intentId']}")
+    assert view["meaning"] is None and view["receipt_id"] == got["receiptId"]
     assert w.h.balance("wallet:ann") == FUNDS
     answer = w.h.ok(PROVIDER, "GET", f"/calls/{got['intentId']}/bundle")
+    assert answer["receipt"]["id"] == got["receiptId"]
     found = replay(from_answer(answer), w.signer.keyid)
     assert found.outcome == "same", [d.describe() for d in found.differences]
 

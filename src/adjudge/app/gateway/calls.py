@@ -1037,7 +1037,11 @@ class Gateway:
                 evidence=evidence,
             )
             emit_call_settled(tx, stored_call, now)
-            if judge_later and policy_digest is not None:
+            # Only a settled call is queued: one its first receipt refunded or voided has no
+            # charge left for a judgment to move, and a cited conflict only adds a fail vote to
+            # a call its own checks already failed. Queued, its judges (models the operator
+            # pays for, people holding keys) were asked about calls whose callers paid nothing.
+            if judge_later and policy_digest is not None and payment == "settle":
                 meaning_queue.add(
                     tx,
                     call_id=call_id,
