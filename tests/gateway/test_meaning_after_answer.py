@@ -143,6 +143,10 @@ def test_a_quorum_of_cited_conflicts_later_refunds_from_the_hold(world: Any) -> 
         == (view["receipt_id"])
     )
     assert w.h.app.gateway.judge_pending() == 0  # nothing left
+    # Refunded since it was answered: nothing was charged for it, so there is nothing to report
+    # (it was refused as past its deadline, days before the deadline).
+    r = w.h.refused("ann", "POST", f"/calls/{got['intentId']}/report", {"reason": "bad"})
+    assert r == (409, "REPORT_NOT_ALLOWED")
 
 
 def _hooked(w: World, store: Store) -> None:

@@ -708,7 +708,11 @@ class Calls:
                 raise NotAllowed(
                     "Only the call's caller may report its result.", code="NOT_A_PARTY"
                 )
-            if not _settled(found):
+            # A forwarded call's status as it stands: a judgment after the answer may have
+            # refunded a call its first record settled (it was then refused as past its
+            # deadline, its hold found refunded, whatever the deadline said).
+            forwarded = gateway_db.call(tx, call_id) if found.source == "gateway" else None
+            if not _settled(found) or (forwarded is not None and forwarded.status != "settled"):
                 raise StateError(
                     "This call was not settled (it was refunded, voided or ended in an error), "
                     "so nothing was charged for its result: there is nothing to report.",
