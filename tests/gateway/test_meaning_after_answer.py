@@ -1165,6 +1165,23 @@ def test_a_call_refunded_at_once_is_not_sent_to_the_judges(world: Any) -> None:
     assert found.outcome == "same", [d.describe() for d in found.differences]
 
 
+def test_a_call_under_a_withdrawn_policy_is_not_sent_to_the_judges(world: Any) -> None:
+    """A policy withdrawn by the call's start cannot penalize: the call is DEGRADED and settles
+    whatever the judges would say. Its judgment is not queued, no judge is asked, and its hold
+    does not wait for one (it was queued, its judges asked, for a verdict nothing could move)."""
+    w, base, seen = world
+    _later(w, base, {"model-a": "strict", "model-b": "strict"}, quorum=2)
+    withdrawn = copy.deepcopy(w.h.ok("ann", "GET", "/tools/weather_forecast")["policy_document"])
+    withdrawn |= {"version": 3, "withdrawn_at": w.h.clock.now().isoformat()}
+    w.h.ok(PROVIDER, "POST", "/tools/weather_forecast/policies", {"policy": withdrawn})
+    got = w.answered()
+    assert (got["verdict"], got["status"]) == ("DEGRADED", "settled")
+    assert w.h.app.gateway.judge_pending() == 0 and seen == []
+    view = w.h.ok("ann", "GET", f"/gateway/calls/{got['intentId']}")
+    assert view["meaning"] is None and view["receipt_id"] == got["receiptId"]
+    assert w.h.balance("wallet:ann") == FUNDS - PRICE
+
+
 @pytest.mark.parametrize("ruled_first", [True, False], ids=["ruling first", "judgment first"])
 def test_a_calls_later_receipt_supersedes_the_one_in_force(world: Any, ruled_first: bool) -> None:
     """A call reported while its judgment is pending gets two receipts after its first: the

@@ -384,7 +384,11 @@ class Gateway:
             judgments=judgments,
             # Judged after the answer: the call settles now and its judgment is queued with it,
             # each named key asked for its own.
-            judge_later=p.policy is not None and meaning_pending(result),
+            # Not under a policy withdrawn by the call's start: its verdict is DEGRADED, settled
+            # and unenforced whatever the judges say, so they would be asked for nothing.
+            judge_later=p.policy is not None
+            and meaning_pending(result)
+            and not p.policy.withdrawn(request.at or now),
             key_judges=()
             if p.policy is None or not heeds_key_judges(p.policy_by, stored.provider)
             else tuple(j for j in p.policy.judges if is_key_judge(j)),
