@@ -885,6 +885,8 @@ def test_an_admins_key_policy_stored_before_is_not_heeded(
     monkeypatch.setattr(app_calls, "_judged_only_on_its_word", lambda *_: None, raising=False)
     key = f"key:{w.h.signers['vic'].keyid}"
     w.h.ok("root", "POST", "/tools/weather_forecast/policies", {"policy": _key_policy(key)})
+    panel = w.h.ok("ann", "GET", "/tools/weather_forecast")["judged_by"]["judges"]
+    assert (panel["keys"], panel["not_asked"]) == ([], [key])  # as the caller reads it
     call_id = w.answered()["intentId"]
     assert w.h.ok("vic", "GET", "/meaning/judgments")["judgments"] == []
     record = w.h.ok("ann", "GET", f"/calls/{call_id}")

@@ -72,19 +72,23 @@ def judge_view(p: calls_db.StoredPolicy, provider: str) -> dict[str, Any]:
         "withdrawn_at": document.get("withdrawn_at"),
         "registered_at": p.registered_at.isoformat(),
         "corroboration": corroboration_view(document) if p.registered_by == provider else None,
-        "judges": judges_view(document),
+        "judges": judges_view(document, keys_heeded=p.registered_by == provider),
     }
 
 
-def judges_view(document: Mapping[str, Any]) -> dict[str, Any] | None:
+def judges_view(document: Mapping[str, Any], *, keys_heeded: bool = True) -> dict[str, Any] | None:
     """A policy's meaning judges as a caller reads them: their keys, the quorum (k of n), the
-    share of calls sampled, and when they judge (before the call settles, or after the answer)."""
+    share of calls sampled, and when they judge (before the call settles, or after the answer).
+    Verifier keys named by a policy the provider did not register are never asked
+    (:func:`adjudge.app.calls.heeds_key_judges`): they are listed apart, as ``not_asked``."""
     meaning = document.get("meaning")
     if not isinstance(meaning, Mapping) or not meaning.get("judges"):
         return None
     judges = list(meaning["judges"])
-    return {
-        "keys": judges,
+    unheeded = [] if keys_heeded else [j for j in judges if str(j).startswith("key:")]
+    shown: dict[str, Any] = {"not_asked": unheeded} if unheeded else {}
+    return shown | {
+        "keys": [j for j in judges if j not in unheeded],
         "quorum": int(meaning.get("quorum", 1)),
         "sample_rate": str(meaning.get("sample_rate")),
         "when": "after the answer" if meaning.get("when") == "after_answer" else "before settling",
