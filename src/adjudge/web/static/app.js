@@ -1192,7 +1192,7 @@ async function toolDetail(name) {
       [
         "Meaning judged by",
         t.judged_by && t.judged_by.judges
-          ? `${t.judged_by.judges.keys.join(", ")} (${t.judged_by.judges.quorum} of ${t.judged_by.judges.keys.length} must cite a conflict); sample rate ${t.judged_by.judges.sample_rate}, ${t.judged_by.judges.when}`
+          ? `${t.judged_by.judges.keys.join(", ")} (${t.judged_by.judges.quorum} of ${t.judged_by.judges.keys.length + (t.judged_by.judges.not_asked || []).length} must cite a conflict); sample rate ${t.judged_by.judges.sample_rate}, ${t.judged_by.judges.when}${(t.judged_by.judges.not_asked || []).length ? `; never asked (named by a policy its provider did not register): ${t.judged_by.judges.not_asked.join(", ")}` : ""}`
           : null,
       ],
       [
