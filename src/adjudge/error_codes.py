@@ -213,6 +213,7 @@ _TABLE = (
     Code("NOT_TASK_VERIFIER", NotAllowed, 403, "Only the task's named verifier may do this."),
     Code("NOT_TOOL_PROVIDER", NotAllowed, 403, "Only a tool's provider (or an admin) may do this."),
     Code("NOT_YOUR_ACCOUNT", NotAllowed, 403, "Only an admin reads another account's ledger lines."),
+    Code("POLICY_ENFORCE_PROVIDER_ONLY", NotAllowed, 403, "An enforcing policy, which refunds and strikes the tool's provider, is registered only by that provider itself; anyone else registers it in shadow mode."),
     Code("POSTER_CANNOT_ACCEPT", NotAllowed, 403, "A poster cannot take its own task."),
     Code("PRIMARY_KEY_REQUIRED", NotAllowed, 403, "Only the account's own key may do this, not an extra key."),
     Code("PROVIDER_ADDRESS_REFUSED", NotAllowed, 400, "The provider's endpoint is not a public address; nothing was charged."),

@@ -88,7 +88,7 @@ def _market(store: Store) -> Iterator[Market]:
     with AsgiServer(provider(script)) as server:
         seller = app.accounts.authenticate(keys[PROVIDER])
         app.tools.register(seller, tool(server.url))
-        app.calls.register_policy(root, "weather_forecast", POLICY)
+        app.calls.register_policy(seller, "weather_forecast", POLICY)
         yield Market(app, script, root, app.accounts.authenticate(keys["ann"]))
         app.close()
 

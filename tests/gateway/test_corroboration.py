@@ -414,8 +414,8 @@ def test_only_the_provider_declares_a_corroborator_its_wallet_pays(store: Store)
             got = world.answered()
             assert (got["verdict"], got["corroboration"]) == ("EMPTY_UNVERIFIED", None), got
             assert outlook.seen == [] and h.balance(f"wallet:{PROVIDER}") == SKY_FUNDS
-            # The rules that judge sky are still the operator's to register, without spending.
-            plain = POLICY | {"version": 2}
+            # The operator may still propose rules for sky, in shadow mode, without spending.
+            plain = POLICY | {"version": 2, "mode": "shadow"}
             r = served(world, "root", "POST", path, {"policy": plain})
             assert r.status_code == 201 and r.json()["registered_by"] == "root", r.text
             # sky's own word: the same declaration is accepted, and sky pays for it.

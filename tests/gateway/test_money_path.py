@@ -144,11 +144,47 @@ def test_a_stranger_cannot_set_the_rules_that_judge_a_provider(world: World) -> 
         assert (answer["status"], answer["verdict"]) == ("settled", "PASS"), answer
     quality = world.h.ok("pat", "GET", f"/providers/{PROVIDER}/quality")
     assert quality["window"]["fail"] == 0
-    # The provider itself, and an admin, may register new versions.
+    # The provider itself may register new versions.
     own = served(world, PROVIDER, "POST", path, {"policy": {**POLICY, "version": 2}})
     assert own.status_code == 201, own.text
-    admin = served(world, "root", "POST", path, {"policy": {**POLICY, "version": 3}})
-    assert admin.status_code == 201, admin.text
+
+
+def test_an_admin_proposes_the_rules_that_judge_a_provider_but_cannot_enforce_them(
+    world: World,
+) -> None:
+    """An enforcing policy refunds a provider's failing calls and strikes it: an admin's is
+    refused (403 POLICY_ENFORCE_PROVIDER_ONLY, nothing stored), so the operator's word alone
+    never takes a provider's pay (before, an admin registered a policy no honest answer passes
+    and every call of the provider was refunded and struck). The same rules in shadow mode are
+    registered: calls are judged by them and recorded FAIL, but settle and strike nobody,
+    until the provider registers them itself."""
+    path = "/tools/weather_forecast/policies"
+    r = served(world, "root", "POST", path, {"policy": strict(2)})
+    assert refusal(r) == (403, "POLICY_ENFORCE_PROVIDER_ONLY")
+    assert PROVIDER in r.json()["error"]["message"]
+    assert (
+        served(world, "ann", "GET", "/tools/weather_forecast").json()["judged_by"]["version"] == 1
+    )
+    shadow = {**strict(2), "mode": "shadow"}
+    assert served(world, "root", "POST", path, {"policy": shadow}).status_code == 201
+    for _ in range(2):
+        answer = world.call({"city": "berlin"}).json()
+        assert answer["status"] == "settled", answer
+        assert (answer["verdict"], answer["payment"], answer["strike"]) == (
+            "FAIL",
+            "settle",
+            False,
+        ), answer
+    quality = world.h.ok("pat", "GET", f"/providers/{PROVIDER}/quality")
+    assert quality["window"]["fail"] == 0
+    # A withdrawal enforces nothing either: an admin may register one.
+    gone = {**POLICY, "version": 3, "withdrawn_at": "2020-01-01T00:00:00Z"}
+    assert served(world, "root", "POST", path, {"policy": gone}).status_code == 201
+    # The provider adopting the strict rules enforces them: its next call is refunded.
+    mine = served(world, PROVIDER, "POST", path, {"policy": strict(4)})
+    assert mine.status_code == 201, mine.text
+    answer = world.call({"city": "berlin"}).json()
+    assert (answer["status"], answer["verdict"]) == ("refunded", "FAIL"), answer
 
 
 def test_a_policy_id_belongs_to_its_tool(world: World) -> None:

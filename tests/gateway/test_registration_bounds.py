@@ -255,7 +255,8 @@ def test_a_tools_versions_are_bounded(h: Harness, monkeypatch: pytest.MonkeyPatc
     r = h.call("sky", "POST", path, {"policy": other})
     assert (r.status_code, r.json()["error"]["code"]) == (409, "POLICY_LIMIT_REACHED")
     assert "at most 2 policy versions" in r.json()["error"]["message"]
-    assert h.refused("root", "POST", path, {"policy": other}) == (409, "POLICY_LIMIT_REACHED")
+    shadow = {**other, "mode": "shadow"}  # what an admin may register over a provider's tool
+    assert h.refused("root", "POST", path, {"policy": shadow}) == (409, "POLICY_LIMIT_REACHED")
     again = h.call("sky", "POST", path, {"policy": WEATHER_POLICY}, Idempotency_Key="p1")
     assert again.headers["Idempotent-Replayed"] == "true" and again.json() == first.json()
     assert h.refused("sky", "POST", path, {"policy": WEATHER_POLICY}) == (409, "POLICY_EXISTS")
@@ -289,7 +290,9 @@ def test_an_extra_key_sets_none_of_the_rules_that_judge_calls(h: Harness) -> Non
     assert refusals == [(403, "PRIMARY_KEY_REQUIRED")] * 6
     assert h.ok("ann", "GET", "/tools/weather_forecast")["policy"]["version"] != 9
     assert h.refused("ann", "GET", "/tools/new") == (404, "TOOL_NOT_FOUND")
-    h.ok("root", "POST", "/tools/weather_forecast/policies", policy)  # the admin's own key
+    # The admin's own key registers what an admin may: the policy in shadow mode.
+    shadow = {"policy": {**policy["policy"], "mode": "shadow"}}
+    h.ok("root", "POST", "/tools/weather_forecast/policies", shadow)
 
 
 def test_a_listing_compiles_no_tool_document(h: Harness, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -44,6 +44,7 @@ from adjudge.app.unit import Answer, Idempotency, UnitOfWork
 from adjudge.app.wiring import call_subject, new_sample_seed
 from adjudge.calls import (
     Contract,
+    Mode,
     Policy,
     ProposalStatus,
     assess_penalty,
@@ -487,6 +488,7 @@ class Calls:
             _storable(parsed.policy_id, "A policy id", 200, "POLICY_INVALID")
             _spends_only_on_its_word(parsed, who, owner)
             _judged_only_on_its_word(parsed, who, owner)
+            _enforced_only_on_its_word(parsed, who, owner, self.unit.now())
             _check_corroborator(tx, parsed, owner)
             _check_key_judges(tx, parsed.judges, self.unit.now(), owner)
             if parsed.version > MAX_VERSION:
@@ -995,6 +997,23 @@ def _spends_only_on_its_word(policy: Policy, who: Account, provider: str) -> Non
         "itself registers a policy that spends its money. Register it without "
         "`empty_result.corroboration`, or ask the provider to register it. Nothing was stored.",
         code="CORROBORATION_PROVIDER_ONLY",
+    )
+
+
+def _enforced_only_on_its_word(policy: Policy, who: Account, provider: str, now: datetime) -> None:
+    """An enforcing policy refunds the provider's calls that fail it and strikes the provider:
+    the rules that judge a provider bind it only on its own word. Anyone else, an admin
+    included, registers a version that cannot: in shadow mode (its verdicts recorded for the
+    provider to read, nothing refunded or struck) or withdrawn (``withdrawn_at`` already past),
+    as an operator proposes rules, or stops them, for the provider to adopt."""
+    if who.id == provider or policy.mode is Mode.SHADOW or policy.withdrawn(now):
+        return
+    raise NotAllowed(
+        f"An enforcing policy refunds {provider}'s failing calls and strikes it, so only "
+        f"{provider} itself registers one over {policy.tool}. Register it with "
+        '"mode": "shadow" (its verdicts are recorded and enforce nothing) for the provider '
+        "to adopt, or ask the provider to register it. Nothing was stored.",
+        code="POLICY_ENFORCE_PROVIDER_ONLY",
     )
 
 

@@ -249,7 +249,8 @@ def seed(app: App, provider_url: str | None = None) -> Seeded:
 
 def _providers(app: App, keys: dict[str, str], provider_url: str) -> str:
     """Play the demo's providers: sky's forecast tool, the credential the gateway calls it with
-    and the marketplace's policy; nimbus's outlook, which sky may name to corroborate its empty
+    and the policy sky enforces over it (the rules that judge a provider are its own); nimbus's
+    outlook, which sky may name to corroborate its empty
     answers (sky pays for each corroboration from its own wallet). The credential."""
     secret = secrets.token_urlsafe(24)
     admin = app.accounts.authenticate(keys["admin"])
@@ -257,10 +258,10 @@ def _providers(app: App, keys: dict[str, str], provider_url: str) -> str:
     app.accounts.deposit(admin, "ann", CALL_FUNDS)
     app.tools.register(sky, weather_tool(provider_url))
     app.tools.set_credential(sky, "X-Api-Key", secret)
-    app.calls.register_policy(admin, "weather_forecast", WEATHER_POLICY)
+    app.calls.register_policy(sky, "weather_forecast", WEATHER_POLICY)
     nimbus = app.accounts.authenticate(keys["nimbus"])
     app.tools.register(nimbus, outlook_tool(provider_url))
     app.tools.set_credential(nimbus, "X-Api-Key", secret)
-    app.calls.register_policy(admin, "nimbus_outlook", OUTLOOK_POLICY)
+    app.calls.register_policy(nimbus, "nimbus_outlook", OUTLOOK_POLICY)
     app.accounts.deposit(admin, "sky", SKY_FUNDS)
     return secret
