@@ -37,6 +37,7 @@ class Market:
     script: Script
     root: Account
     ann: Account
+    seller: Account
 
     def balance(self, account: str) -> int:
         """A ledger account's balance, after checking the ledger adds up to zero."""
@@ -89,7 +90,7 @@ def _market(store: Store) -> Iterator[Market]:
         seller = app.accounts.authenticate(keys[PROVIDER])
         app.tools.register(seller, tool(server.url))
         app.calls.register_policy(seller, "weather_forecast", POLICY)
-        yield Market(app, script, root, app.accounts.authenticate(keys["ann"]))
+        yield Market(app, script, root, app.accounts.authenticate(keys["ann"]), seller)
         app.close()
 
 
@@ -162,7 +163,7 @@ def test_money_is_conserved_when_judged_after_the_answer(
         "checks": ["schema", "quality_rules", "meaning"],
         "meaning": meaning,
     }
-    market.app.calls.register_policy(market.root, "weather_forecast", policy)
+    market.app.calls.register_policy(market.seller, "weather_forecast", policy)
     answer = market.app.gateway.call(market.ann, "weather_forecast", {"city": "berlin"}).value
     assert (answer["status"], answer["verdict"]) == ("settled", "DEGRADED")
     market.conserved()
