@@ -280,6 +280,7 @@ _TABLE = (
     Code("REPORT_WINDOW_CLOSED", StateError, 409, "The filing deadline for reporting the call has passed."),
     Code("REVEAL_NOT_DUE", StateError, 409, "Sealed criteria are revealed once a submission waits to be judged."),
     Code("REVEAL_OVERDUE", StateError, 409, "The time to reveal is over (it was due and passed, or the seal broke); the task escalated."),
+    Code("REVIEW_NOT_AWAITED", StateError, 409, "A review failure report names a submission that no longer awaits the verifier (its verdict or vote is in, or the task moved on); nothing was counted."),
     Code("SEAL_ALREADY_REVEALED", StateError, 409, "A task's sealed criteria are revealed once."),
     Code("SUBMISSION_CHANGED", StateError, 409, "The agent submitted again since the reviewed submission was read; read the latest, then review it."),
     Code("TAKE_LIMIT_REACHED", StateError, 409, "The agent holds the most open takes the service allows."),

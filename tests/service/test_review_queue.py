@@ -382,3 +382,28 @@ def test_a_report_racing_a_claim_counts_under_the_lease_in_force_only(store: Sto
         assert counted is None
     row = _lease_row(store, tid)
     assert row is not None and (row["token"], row["tries"]) == (taken.token, 0)
+
+
+@pytest.mark.parametrize("kind", ["named", "panel"])
+def test_a_judged_job_is_not_reported_failed(store: Store, kind: str) -> None:
+    """On each database: vera claims a submission (the named verifier's, or her panel seat's),
+    posts her verdict, and then reports the job failed with its lease token, still the lease in
+    force: the report is refused (409 REVIEW_NOT_AWAITED), sent again with a key too, and
+    counts nothing: no try, no error, the lease row as it was (before, it counted a failure
+    after the verdict, which moved the submission toward being given up, and ended the lease)."""
+    h = _harness(store)
+    tasks: list[str] = []
+    _apply(h, tasks, ("post", kind))
+    [tid] = tasks
+    [job] = h.ok("vera", "POST", "/reviews/claim", {})["jobs"]
+    h.ok("vera", "POST", f"/tasks/{tid}/verdict", h.signed("vera", tid, False))
+    held = _lease_row(store, tid)
+    assert held is not None and held["token"] == job["lease_token"]
+    body = {"error": "model down", "lease_token": job["lease_token"]}
+    refused = (409, "REVIEW_NOT_AWAITED")
+    assert h.refused("vera", "POST", f"/reviews/{tid}/1/failed", body) == refused
+    r = h.call("vera", "POST", f"/reviews/{tid}/1/failed", body, Idempotency_Key="f-1")
+    assert (r.status_code, r.json()["error"]["code"]) == refused
+    assert "verdict" in r.json()["error"]["message"]
+    assert _lease_row(store, tid) == held
+    assert h.ok("vera", "POST", "/reviews/claim", {})["jobs"] == []

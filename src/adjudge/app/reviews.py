@@ -136,8 +136,11 @@ class Reviews:
         (its answer was lost) is answered as it was and counts once.
 
         Refused, changing nothing: without a token (``LEASE_TOKEN_REQUIRED``: a client from
-        before lease tokens), and with one that is not the lease in force (``LEASE_NOT_HELD``:
-        the lease ran out and another claim took the submission, or a report ended it)."""
+        before lease tokens); once the submission no longer awaits this verifier
+        (``REVIEW_NOT_AWAITED``: its verdict or vote is in, whatever lease it holds, so a
+        verifier cannot vote and then count a failure too, nor one after the task moved on);
+        and with a token that is not the lease in force (``LEASE_NOT_HELD``: the lease ran out
+        and another claim took the submission, or a report ended it)."""
         need_role(verifier, "verifier")
         if lease_token is None:
             raise BadInput(
@@ -171,6 +174,14 @@ class Reviews:
             row = leases.lease(tx, task_id, attempt, verifier.id)
             if row is None:
                 raise StateError("That submission was never claimed.", code="NOT_CLAIMED")
+            if gave_up is None and not leases.awaits(tx, task_id, attempt, verifier.id):
+                raise StateError(
+                    "That submission no longer awaits your judgment: your verdict (or your "
+                    "panel vote) on it is in, or the task moved on (decided, ruled on, "
+                    "submitted again) or your worker gave it up. Nothing was counted; a "
+                    "judged job is not reported failed.",
+                    code="REVIEW_NOT_AWAITED",
+                )
             if gave_up is None:
                 raise StateError(
                     "That lease is no longer in force: it ran out and another claim took the "

@@ -152,14 +152,19 @@ def failed(
     lease for a later poll (its token then names none). True once given up.
 
     None when ``token`` is not the lease in force for that submission and verifier (another
-    claim took it since, a report ended it, or it was never claimed): nothing is written. One
-    statement decides, so on PostgreSQL a claim committed since this transaction read the row
-    is seen where the report writes.
+    claim took it since, a report ended it, or it was never claimed), or when the submission no
+    longer awaits that verifier (it is off the verifier's queue: its verdict or vote is in, its
+    worker gave up, or the task moved on): nothing is written. One statement decides, so on
+    PostgreSQL a claim or a verdict committed since this transaction read the row is seen where
+    the report writes.
     """
-    rl = s.review_leases
+    rl, rq = s.review_leases, s.review_queue
+    awaited = exists().where(
+        rq.c.task_id == task_id, rq.c.attempt == attempt, rq.c.verifier == verifier
+    )
     tried = (
         update(rl)
-        .where(_key(task_id, attempt, verifier), rl.c.token == token)
+        .where(_key(task_id, attempt, verifier), rl.c.token == token, awaited)
         .values(
             tries=rl.c.tries + 1,
             locked_until=now,
@@ -176,6 +181,15 @@ def failed(
     if gave_up:
         records.unqueue_review(tx, task_id, attempt, verifier)
     return gave_up
+
+
+def awaits(tx: Transaction, task_id: str, attempt: int, verifier: str) -> bool:
+    """Whether the submission is on ``verifier``'s review queue (it awaits its judgment)."""
+    rq = s.review_queue
+    q = select(rq.c.task_id).where(
+        rq.c.task_id == task_id, rq.c.attempt == attempt, rq.c.verifier == verifier
+    )
+    return tx.conn.execute(q).first() is not None
 
 
 def lease(tx: Transaction, task_id: str, attempt: int, verifier: str) -> dict[str, Any] | None:
