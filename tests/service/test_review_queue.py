@@ -407,3 +407,34 @@ def test_a_judged_job_is_not_reported_failed(store: Store, kind: str) -> None:
     assert "verdict" in r.json()["error"]["message"]
     assert _lease_row(store, tid) == held
     assert h.ok("vera", "POST", "/reviews/claim", {})["jobs"] == []
+
+
+def test_a_claim_sent_again_after_its_leases_ran_out_is_refused(store: Store) -> None:
+    """On each database: a claim whose answer was lost, sent again with its Idempotency-Key
+    after its leases ran out (another worker of the verifier may hold its jobs now), is refused
+    409 CLAIM_EXPIRED, leases nothing and hands out no token, every time it is sent; the lease
+    another claim took since holds, and a claim under a new key takes the rest. Before its
+    leases run out, a resend answers those still in force only (one a report ended is left
+    out). Before, the resend answered the old leases and tokens as live: the worker judged jobs
+    another worker held, a second model call and review of one submission."""
+    h = _harness(store)
+    one, two = _waiting(h), _waiting(h, RESULT + " Twice.")
+    claim = {"limit": 5, "lease_seconds": 60}
+    jobs = h.ok("vera", "POST", "/reviews/claim", claim, Idempotency_Key="poll-1")["jobs"]
+    assert [j["task_id"] for j in jobs] == [one, two]
+    body = {"error": "model down", "lease_token": jobs[0]["lease_token"]}
+    h.ok("vera", "POST", f"/reviews/{one}/1/failed", body)
+    again = h.call("vera", "POST", "/reviews/claim", claim, Idempotency_Key="poll-1")
+    assert again.status_code == 200 and again.headers["idempotent-replayed"] == "true"
+    assert again.json()["jobs"] == jobs[1:]  # the lease the report ended is not answered
+    h.later(61 / 86_400)  # every lease of poll-1 has run out
+    [other] = h.ok("vera", "POST", "/reviews/claim", {"limit": 1}, Idempotency_Key="poll-2")["jobs"]
+    assert other["task_id"] == one
+    for _ in range(2):
+        refused = h.call("vera", "POST", "/reviews/claim", claim, Idempotency_Key="poll-1")
+        assert (refused.status_code, refused.json()["error"]["code"]) == (409, "CLAIM_EXPIRED")
+        assert "new Idempotency-Key" in refused.json()["error"]["message"]
+        assert jobs[1]["lease_token"] not in refused.text
+    assert _lease_row(store, one)["token"] == other["lease_token"]  # type: ignore[index]
+    [anew] = h.ok("vera", "POST", "/reviews/claim", claim, Idempotency_Key="poll-3")["jobs"]
+    assert anew["task_id"] == two and anew["lease_token"] != jobs[1]["lease_token"]

@@ -372,6 +372,37 @@ def test_a_claim_never_answered_is_sent_again_by_the_next_poll(
     assert set(sent[:4]) == {sent[0]} and sent[4] not in (None, sent[0])
 
 
+def test_a_claim_resent_after_its_leases_ran_out_takes_nothing_another_holds(
+    sqlite_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every answer to worker A's claim is lost; A's lease runs out before its next poll, and
+    worker B of the same verifier claims the submission. A's next poll sends the claim again
+    with its key: the service refuses it (CLAIM_EXPIRED), A claims anew under a new key, gets
+    nothing (B holds the submission) and calls no model; B judges it, once (before, the resend
+    was answered with A's lease as if live, and A judged what B held: two model calls and two
+    reviews of one submission, the first verdict to land counting)."""
+    h = make_harness(sqlite_store)
+    tid = delivered(h, "PASS_ME the work")
+    down = [True]
+    sent = _losing(monkeypatch, "/reviews/claim", lambda n: down[0])
+    with serving(h.app) as service, model_server(by_content) as (url, seen):
+        a = worker(h, service, ChatCompletionsJudge(url, "m"))
+        with pytest.raises(ServiceUnavailable):
+            a.poll()
+        down[0] = False
+        h.later(301 / 86_400)  # past A's five minutes
+        b = worker(h, service, ChatCompletionsJudge(url, "m"))
+        [held] = b.client.claim_reviews()
+        report = a.poll()
+        assert report.judged == [] and seen == []
+        assert a.unanswered is None
+        assert len(sent) == 3 + 1 + 1 + 1 and sent[4] == sent[0] and sent[5] != sent[0]
+        answer = b.client.review_failed(tid, 1, "model down", lease_token=held["lease_token"])
+        assert answer["lease"]["tries"] == 1
+        assert b.poll().judged == [tid] and len(seen) == 1
+    assert h.ok("pat", "GET", f"/tasks/{tid}")["ending"] == "paid_on_pass"
+
+
 class _Stalls:
     """A judge that stalls past its worker's lease, while ``meanwhile`` runs, then fails."""
 

@@ -19,7 +19,7 @@ the worker's Idempotency-Key per submission, keep a stale worker's from counting
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from adjudge.app.accounts import need_role
@@ -63,9 +63,12 @@ class Reviews:
 
         A claim sent again with its Idempotency-Key (its answer was lost) is answered with the
         same leases and leases nothing more: the key stores the leases (task, attempt, token,
-        end), never the texts, which are read again. A claim that leased nothing stores no
-        answer (an idle worker polls every few seconds; each would be kept 30 days for
-        nothing): sent again, it is decided anew.
+        end), never the texts, which are read again. Only the leases still in force are
+        answered (a report ended the others); once none is, their time run out, the resend is
+        refused (``CLAIM_EXPIRED``: claim anew with a new key), never answered with leases
+        that no longer hold their jobs, which another worker may be judging. A claim that
+        leased nothing stores no answer (an idle worker polls every few seconds; each would be
+        kept 30 days for nothing): sent again, it is decided anew.
         """
         need_role(verifier, "verifier")
         if not 1 <= limit <= MAX_BATCH:
@@ -92,10 +95,22 @@ class Reviews:
         leased = self.unit.once(verifier.id, idem, run, kept=bool)
         if not leased.value:
             return Answer([], leased.replayed)
+        now = self.unit.now()
 
         def read(tx: Transaction) -> list[dict[str, Any]]:
+            held_now = leased.value
+            if leased.replayed:
+                held_now = [h for h in leased.value if _in_force(tx, verifier.id, h, now)]
+                if not held_now:
+                    raise StateError(
+                        "The leases this claim took (it was sent before with this "
+                        "Idempotency-Key) are no longer in force: they ran out, or reports "
+                        "ended them. Their jobs may be another worker's now; nothing was "
+                        "leased. Claim anew with a new Idempotency-Key.",
+                        code="CLAIM_EXPIRED",
+                    )
             jobs = []
-            for held in leased.value:
+            for held in held_now:
                 stored = records.task(tx, held["task_id"])
                 sub = records.submission(tx, held["task_id"], held["attempt"])
                 if stored is None or sub is None:
@@ -197,6 +212,15 @@ class Reviews:
             }
 
         return self.unit.once(verifier.id, idem, run)
+
+
+def _in_force(tx: Transaction, verifier: str, held: dict[str, Any], now: datetime) -> bool:
+    """Whether a lease a claim's stored answer names is still the one in force, unexpired: its
+    token still the lease row's (no report ended it) and its end still ahead."""
+    if datetime.fromisoformat(held["leased_until"]) <= now:
+        return False
+    row = leases.lease(tx, held["task_id"], held["attempt"], verifier)
+    return row is not None and row["token"] == held["lease_token"]
 
 
 def _lease(row: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -42,7 +42,8 @@ class Failure(BaseModel):
 def claim(*, body: Claim, who: Caller, app: Use, key: IdemKey = None) -> JSONResponse:
     """Lease the submissions waiting for the calling verifier, with what judging each needs and
     each lease's token and end. A claim sent again with its Idempotency-Key is answered with
-    the same leases (the texts read again) and leases nothing more."""
+    the same leases still in force (the texts read again) and leases nothing more; once none is
+    (they ran out), it is refused, 409 CLAIM_EXPIRED: claim anew with a new key."""
     lease = timedelta(seconds=body.lease_seconds)
     answer = app.reviews.claim(who, limit=body.limit, lease=lease, key=key)
     return reply(Answer({"jobs": answer.value}, answer.replayed))

@@ -7,7 +7,8 @@ verifier's private key (to sign them). Each poll:
    with the brief, the acceptance note, the result and the lease's token; the claim carries an
    Idempotency-Key, sent again with the claim when its answer is lost (by the client, and by
    the next poll when no answer came at all), so the jobs it leased are answered, not left
-   leased and unseen;
+   leased and unseen; a resend whose leases ran out meanwhile is refused (``CLAIM_EXPIRED``:
+   their jobs may be another worker's now), and the poll claims anew under a new key;
 2. asks the judge about each;
 3. on an answer, finds each excerpt the model quoted in the brief and the result as the job
    holds them, keeps only those found word for word (with their offsets and hashes: the quotes
@@ -88,11 +89,14 @@ class ReviewWorker:
         """Claim, judge and record one batch; see the module's steps."""
         report = PollReport()
         try:
-            jobs = self.client.claim_reviews(
-                limit=self.batch,
-                lease_seconds=self.lease_seconds,
-                idempotency_key=self.unanswered,
-            )
+            try:
+                jobs = self._claim(self.unanswered)
+            except ApiError as exc:
+                if exc.code != "CLAIM_EXPIRED":
+                    raise
+                # The leases of the claim no answer came for ran out before this resend: its
+                # jobs may be another worker's now. A claim of its own, under a new key.
+                jobs = self._claim(None)
         except ServiceUnavailable as exc:  # it may have leased jobs: ask for them again
             self.unanswered = exc.idempotency_key
             raise
@@ -116,6 +120,11 @@ class ReviewWorker:
                 report.why[task_id] = f"{type(exc).__name__}: {exc}"[:500]
                 self._failed(job, report, report.why[task_id])
         return report
+
+    def _claim(self, key: str | None) -> list[dict[str, Any]]:
+        return self.client.claim_reviews(
+            limit=self.batch, lease_seconds=self.lease_seconds, idempotency_key=key
+        )
 
     def _record(
         self,
