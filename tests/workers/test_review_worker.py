@@ -25,8 +25,15 @@ from adjudge.kernel.semantic import Quote
 from adjudge.market.signed_verdicts import verdict_payload
 from adjudge.receipts import SignedReceipts, SigningKey, canonical_bytes, verify
 from adjudge.store import Store, leases
-from adjudge.workers import ChatCompletionsJudge, JudgeError, ReviewWorker, parse_answer
+from adjudge.workers import (
+    ChatCompletionsJudge,
+    JudgeError,
+    PollReport,
+    ReviewWorker,
+    parse_answer,
+)
 from adjudge.workers.judges import PROMPT, Judge, Judgment
+from adjudge.workers.review import REPORT_SENDS
 from support.harness import FUNDS, Harness, make_harness
 from support.live import serving
 from support.model_server import completion, model_server, user_data
@@ -312,6 +319,90 @@ def test_a_failure_whose_answer_is_lost_counts_once(
     with sqlite_store.read() as tx:
         assert leases.lease(tx, tid, 1, "vera")["tries"] == 1  # type: ignore[index]
     assert sent[0] is not None and sent[0] == sent[1]  # one report, sent again under its key
+
+
+def test_a_failure_report_never_answered_is_sent_again_by_the_next_poll(
+    sqlite_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A poll's failure report reaches the service but its answer is lost, and the client's
+    resends reach nothing (the service unreachable): the poll ends without raising, the job
+    unreported, the batch's other jobs judged all the same. The next poll first sends the
+    report again under the same key: it is answered as it was and counts once, its lease ended,
+    so that poll's claim takes the job again and judges it. A report unanswered that many
+    times is dropped, its lease left to run out (before, the poll raised, the batch's other
+    jobs left unjudged and leased, and no poll sent the report again: a report that never
+    reached the service left its job leased and unjudged for the lease's length)."""
+    h = make_harness(sqlite_store)
+    tid = delivered(h, "some work PASS_ME")
+    other = delivered(h, "PASS_ME other work")
+    real = httpx.HTTPTransport.handle_request
+    sent: list[str | None] = []
+    down = [True]
+
+    def unreachable(transport: httpx.HTTPTransport, request: httpx.Request) -> httpx.Response:
+        if request.method == "POST" and request.url.path.endswith("/failed"):
+            sent.append(request.headers.get("idempotency-key"))
+            if len(sent) == 1:  # the service has it; its answer never comes back
+                real(transport, request).close()
+                raise httpx.ReadError("connection reset by peer", request=request)
+            if down[0]:
+                raise httpx.ConnectError("connection refused", request=request)
+        return real(transport, request)
+
+    monkeypatch.setattr(httpx.HTTPTransport, "handle_request", unreachable)
+    calls = itertools.count()
+
+    def first_fails(request: dict[str, Any]) -> tuple[int, str, float]:
+        if "some work" in user_data(request)["result"] and next(calls) == 0:
+            return 500, '{"error": "boom"}', 0.0
+        return by_content(request)
+
+    with serving(h.app) as service, model_server(first_fails) as (url, _):
+        review = worker(h, service, ChatCompletionsJudge(url, "m"))
+        first = review.poll()
+        assert first.unreported == [tid] and first.judged == [other] and first.failed == []
+        assert "sent again next poll" in first.why[tid]
+        down[0] = False
+        second = review.poll()
+        assert second.failed == [tid] and second.judged == [tid]
+        assert review.unreported == {}
+    assert len(sent) == 3 + 1 and sent[0] is not None and set(sent) == {sent[0]}
+    with sqlite_store.read() as tx:
+        assert leases.lease(tx, tid, 1, "vera")["tries"] == 1  # type: ignore[index]
+    assert h.ok("pat", "GET", f"/tasks/{tid}")["ending"] == "paid_on_pass"
+
+
+def test_a_failure_report_is_sent_a_bounded_number_of_times(
+    sqlite_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failure report that never reaches the service is sent by REPORT_SENDS polls at most,
+    each under its one key, then dropped and its job said skipped; the polls meanwhile go on,
+    and once the lease runs out a claim takes the job again."""
+    h = make_harness(sqlite_store)
+    tid = delivered(h, "some work")
+    real = httpx.HTTPTransport.handle_request
+    sent: list[str | None] = []
+
+    def unreachable(transport: httpx.HTTPTransport, request: httpx.Request) -> httpx.Response:
+        if request.method == "POST" and request.url.path.endswith("/failed"):
+            sent.append(request.headers.get("idempotency-key"))
+            raise httpx.ConnectError("connection refused", request=request)
+        return real(transport, request)
+
+    monkeypatch.setattr(httpx.HTTPTransport, "handle_request", unreachable)
+    down = lambda r: (500, '{"error": "boom"}', 0.0)  # noqa: E731
+    with serving(h.app) as service, model_server(down) as (url, seen):
+        review = worker(h, service, ChatCompletionsJudge(url, "m"))
+        reports = [review.poll() for _ in range(REPORT_SENDS + 1)]
+        assert [r.unreported for r in reports[:-2]] == [[tid]] * (REPORT_SENDS - 1)
+        assert reports[-2].skipped == [tid] and review.unreported == {}
+        assert "left to run out" in reports[-2].why[tid]
+        assert reports[-1] == PollReport() and len(seen) == 1
+        assert len(sent) == 3 * REPORT_SENDS and set(sent) == {sent[0]}
+        with sqlite_store.read() as tx:
+            assert leases.lease(tx, tid, 1, "vera")["tries"] == 0  # type: ignore[index]
+        h.later(301 / 86_400)
+        assert [r.unreported for r in [review.poll()]] == [[tid]] and len(seen) == 2
 
 
 def _losing(monkeypatch: pytest.MonkeyPatch, ending: str, lost: Any) -> list[str | None]:

@@ -102,7 +102,7 @@ def worker(
             if once:
                 raise typer.Exit(1) from exc
         else:
-            for name in ("judged", "failed", "gave_up", "skipped"):
+            for name in ("judged", "failed", "gave_up", "skipped", "unreported"):
                 for task_id in getattr(report, name):
                     why = report.why.get(task_id)
                     typer.echo(f"{name:8} {task_id}" + (f"  ({why})" if why else ""))

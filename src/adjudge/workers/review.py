@@ -23,11 +23,16 @@ verifier's private key (to sign them). Each poll:
    later poll, and the other jobs of the batch are judged all the same; after 5 failures the
    service gives the submission up (the work counts as delivered but never judged, and the
    poster's reclaim escalates it). A report whose lease another worker's claim has taken since
-   (this worker stalled past it) is refused and changes nothing; the job is skipped.
+   (this worker stalled past it) is refused and changes nothing; the job is skipped. A report
+   no answer came for (the service unreachable past the client's retries) is kept with its
+   Idempotency-Key and sent again at the start of each poll, before the claim, until an answer
+   comes (counted once however often it is sent), 5 sends at most: then the lease is left to
+   run out, and a later claim takes the job again.
 """
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,16 +44,37 @@ from adjudge.market.signed_verdicts import sign_verdict, verdict_payload
 from adjudge.receipts import Signer
 from adjudge.workers.judges import Judge
 
+#: The most times a failure report is sent when no answer comes (each send the client's, with
+#: its own retries): once, then again at the start of each poll under the same key, until an
+#: answer comes; then it is dropped and its lease left to run out, the job claimed again then.
+REPORT_SENDS = 5
+#: The most failure reports a worker keeps waiting for an answer (the oldest dropped past it).
+MAX_UNANSWERED_REPORTS = 100
+
 
 @dataclass
 class PollReport:
-    """What one poll did, by task id (``why`` holds the reason for each failure or skip)."""
+    """What one poll did, by task id (``why`` holds the reason for each failure or skip;
+    ``unreported``: a failure report no answer came for, sent again by the next poll)."""
 
     judged: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
     gave_up: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    unreported: list[str] = field(default_factory=list)
     why: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class _Report:
+    """A failure report, kept with its Idempotency-Key until an answer comes for it."""
+
+    task_id: str
+    attempt: int
+    error: str
+    lease_token: str
+    key: str = field(default_factory=lambda: uuid.uuid4().hex)
+    sends: int = 0
 
 
 def grounded_quotes(
@@ -84,10 +110,14 @@ class ReviewWorker:
         self.batch = batch
         #: The Idempotency-Key of a claim no answer came for, which the next poll sends again.
         self.unanswered: str | None = None
+        #: The failure reports no answer came for, by key, which each poll sends again first.
+        self.unreported: dict[str, _Report] = {}
 
     def poll(self) -> PollReport:
         """Claim, judge and record one batch; see the module's steps."""
         report = PollReport()
+        for waiting in list(self.unreported.values()):  # (4): their leases end before the claim
+            self._report(waiting, report)
         try:
             try:
                 jobs = self._claim(self.unanswered)
@@ -164,15 +194,44 @@ class ReviewWorker:
             report.why[task_id] = f"{exc.code}: {exc.message}"
 
     def _failed(self, job: dict[str, Any], report: PollReport, error: str) -> None:
-        task_id = str(job["task_id"])
+        sent = _Report(str(job["task_id"]), int(job["attempt"]), error, str(job["lease_token"]))
+        self._report(sent, report)
+
+    def _report(self, sent: _Report, report: PollReport) -> None:
+        """Send a failure report under its key; kept to be sent again with the same key by the
+        next poll while no answer comes, :data:`REPORT_SENDS` times at most (it counts once
+        however often it is sent)."""
+        task_id = sent.task_id
+        sent.sends += 1
         try:
             answer = self.client.review_failed(
-                task_id, int(job["attempt"]), error, lease_token=str(job["lease_token"])
+                task_id,
+                sent.attempt,
+                sent.error,
+                lease_token=sent.lease_token,
+                idempotency_key=sent.key,
             )
         except ApiError as exc:
+            self.unreported.pop(sent.key, None)
             report.skipped.append(task_id)
             report.why[task_id] = f"{exc.code}: {exc.message}"
             return
+        except ServiceUnavailable as exc:
+            if sent.sends >= REPORT_SENDS:
+                self.unreported.pop(sent.key, None)
+                report.skipped.append(task_id)
+                report.why[task_id] = (
+                    f"no answer to its failure report after {sent.sends} sends; its lease is "
+                    f"left to run out ({exc.message})"
+                )
+                return
+            self.unreported[sent.key] = sent
+            while len(self.unreported) > MAX_UNANSWERED_REPORTS:
+                self.unreported.pop(next(iter(self.unreported)))
+            report.unreported.append(task_id)
+            report.why[task_id] = f"failure report unanswered, sent again next poll: {exc.message}"
+            return
+        self.unreported.pop(sent.key, None)
         if answer.get("gave_up"):
             report.gave_up.append(task_id)
         elif task_id not in report.skipped:
