@@ -7,14 +7,16 @@ from __future__ import annotations
 
 import json
 import re
+import threading
+import time
 from dataclasses import replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sqlalchemy import text
+from sqlalchemy import inspect, text
 
 from adjudge.market import Status, Task
 from adjudge.store import ConcurrentUpdate, Store, idempotency, leases, records
@@ -335,36 +337,101 @@ def test_a_claim_sent_again_with_its_key_is_answered_with_the_same_leases(store:
     assert h.ok("vera", "POST", f"/reviews/{first}/1/failed", body)["lease"]["tries"] == 1
 
 
-def test_a_lease_taken_before_0059_is_named_by_no_report(store: Store) -> None:
-    """On each database: a lease taken before lease tokens holds none after 0059, so no report
-    ends it (LEASE_NOT_HELD) and it keeps the submission until it runs out; then a claim takes
-    it under a token, and that lease's report counts. 0059 downgrades keeping each lease's
-    tries."""
-    h = _harness(store)
-    tid = _waiting(h)
-    [job] = h.ok("vera", "POST", "/reviews/claim", {"lease_seconds": 60})["jobs"]
-    downgrade(store, "0058")
-    store.migrate()
-    assert _lease_row(store, tid)["token"] is None  # type: ignore[index]
-    body = {"error": "model down", "lease_token": job["lease_token"]}
-    assert h.refused("vera", "POST", f"/reviews/{tid}/1/failed", body) == (409, "LEASE_NOT_HELD")
-    assert h.ok("vera", "POST", "/reviews/claim", {})["jobs"] == []
-    h.later(61 / 86_400)
-    [again] = h.ok("vera", "POST", "/reviews/claim", {})["jobs"]
-    body["lease_token"] = again["lease_token"]
-    assert h.ok("vera", "POST", f"/reviews/{tid}/1/failed", body)["lease"]["tries"] == 1
-    downgrade(store, "0058")
+def _leases(store: Store) -> dict[str, dict[str, Any]]:
+    """Every lease row by task (vera's), its columns as stored."""
     with store.engine.connect() as conn:
-        kept = conn.execute(text("SELECT task_id, tries FROM review_leases")).all()
-    assert [tuple(row) for row in kept] == [(tid, 1)]
+        rows = conn.execute(text("SELECT * FROM review_leases")).mappings().all()
+    return {row["task_id"]: dict(row) for row in rows}
+
+
+def test_leases_taken_before_0059_are_named_by_no_report(store: Store) -> None:
+    """On each database, leases in every state downgraded to 0058 (no token column) and
+    migrated again: a lease in force, one run out, one its report ended, one given up. The
+    token column is added empty (nullable, no default: every old lease holds no token) and
+    every other column of every lease is as it was; no report names any of them — not the
+    tokens their claims handed out before, nor an empty or a made-up one — and each refusal
+    changes nothing. The run-out and the ended leases are claimed at once under fresh tokens,
+    the given-up one never, the one in force once it runs out, and that claim's report counts.
+    0059 downgrades keeping each lease's tries. (A migration that filled the new column with
+    anything a report could send would let it end and count on leases no worker holds.)"""
+    h = _harness(store)
+    vera = h.account("vera")
+    given_up = _waiting(h)
+    for _ in range(5):
+        [job] = h.ok("vera", "POST", "/reviews/claim", {})["jobs"]
+        body = {"error": "model down", "lease_token": job["lease_token"]}
+        h.ok("vera", "POST", f"/reviews/{given_up}/1/failed", body)
+    ran_out = _waiting(h, RESULT + " 2")
+    [short] = h.ok("vera", "POST", "/reviews/claim", {"lease_seconds": 1})["jobs"]
+    in_force = _waiting(h, RESULT + " 3")
+    [held] = h.ok("vera", "POST", "/reviews/claim", {"lease_seconds": 60})["jobs"]
+    ended = _waiting(h, RESULT + " 4")
+    [done] = h.ok("vera", "POST", "/reviews/claim", {"lease_seconds": 60})["jobs"]
+    body = {"error": "timed out", "lease_token": done["lease_token"]}
+    h.ok("vera", "POST", f"/reviews/{ended}/1/failed", body)
+    assert [j["task_id"] for j in (short, held, done)] == [ran_out, in_force, ended]
+    old_tokens = [job["lease_token"], short["lease_token"], held["lease_token"]]
+    old_tokens.append(done["lease_token"])
+    h.later(2 / 86_400)  # the one-second lease has run out
+    downgrade(store, "0058")
+    before = _leases(store)
+    assert set(before) == {given_up, ran_out, in_force, ended}
+    assert all("token" not in row for row in before.values())
     store.migrate()
+    with store.engine.connect() as conn:
+        [column] = [c for c in inspect(conn).get_columns("review_leases") if c["name"] == "token"]
+    assert column["nullable"] and column.get("default") is None
+    after = _leases(store)
+    assert {t: row.pop("token") for t, row in after.items()} == dict.fromkeys(before)
+    assert after == before
+    for tid in before:
+        for token in [*old_tokens, "", "None", "null", "0", tid]:
+            body = {"error": "model down", "lease_token": token}
+            code = h.refused("vera", "POST", f"/reviews/{tid}/1/failed", body)
+            assert code in ((409, "LEASE_NOT_HELD"), (409, "REVIEW_NOT_AWAITED")), (tid, token)
+    assert {t: row.pop("token") for t, row in _leases(store).items()} == dict.fromkeys(before)
+    taken = h.app.reviews.claim(vera, limit=10).value
+    assert sorted(j["task_id"] for j in taken) == sorted([ran_out, ended])
+    fresh = _leases(store)
+    assert {fresh[j["task_id"]]["token"] for j in taken} == {j["lease_token"] for j in taken}
+    assert not {j["lease_token"] for j in taken} & set(old_tokens)
+    assert fresh[in_force]["token"] is None and fresh[given_up]["token"] is None
+    h.later(61 / 86_400)
+    [again] = h.app.reviews.claim(vera, limit=10).value  # the given-up one stays given up
+    assert again["task_id"] == in_force and again["lease_token"] not in old_tokens
+    body = {"error": "model down", "lease_token": again["lease_token"]}
+    assert h.ok("vera", "POST", f"/reviews/{in_force}/1/failed", body)["lease"]["tries"] == 1
+    downgrade(store, "0058")
+    kept = {t: row["tries"] for t, row in _leases(store).items()}
+    assert kept == {given_up: 5, ran_out: 0, in_force: 1, ended: 1}
+    store.migrate()
+
+
+def _blocked_on_a_lock(store: Store, timeout: float = 10.0) -> bool:
+    """Whether a session of this database waits on a row lock (within ``timeout``)."""
+    until = time.monotonic() + timeout
+    while time.monotonic() < until:
+        with store.engine.connect() as conn:
+            waiting = conn.execute(
+                text(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                    "AND wait_event_type = 'Lock'"
+                )
+            ).scalar_one()
+        if waiting:
+            return True
+        time.sleep(0.01)
+    return False
 
 
 def test_a_report_racing_a_claim_counts_under_the_lease_in_force_only(store: Store) -> None:
-    """PostgreSQL, a stale worker's report and another worker's claim at once on two processes:
-    the report's transaction had read the lease as its own when the claim committed a new
-    token; the report is decided where it writes (its update matches the token), so it counts
-    nothing, and the claim's lease stands with its token."""
+    """PostgreSQL, a stale worker's report and another worker's claim at once on two
+    connections: the report's transaction read the lease as its own; the claim has taken the
+    lease under a new token and not committed yet when the report writes, so the report waits
+    on the lease's row, and is decided when the claim commits, against the row as the claim
+    left it: its update matches no token, it counts nothing, and the claim's lease stands with
+    its token. (A report that read the lease, then wrote it by its key, would read the old
+    token, wait, and end the claim's live lease and count a failure.)"""
     if store.dialect != "postgresql":
         pytest.skip("SQLite has one writer at a time: no claim can commit inside a report")
     h = _harness(store)
@@ -372,16 +439,84 @@ def test_a_report_racing_a_claim_counts_under_the_lease_in_force_only(store: Sto
     [a] = h.ok("vera", "POST", "/reviews/claim", {"lease_seconds": 1})["jobs"]
     h.later(2 / 86_400)
     now = h.clock.now()
-    with store.write() as report:
-        assert leases.lease(report, tid, 1, "vera")["token"] == a["lease_token"]  # type: ignore[index]
-        with store.write() as claim:
-            [taken] = leases.claim(claim, "vera", now=now, lease=timedelta(minutes=5), limit=5)
-        counted = leases.failed(
-            report, tid, 1, "vera", token=a["lease_token"], error="late", now=now, max_tries=5
-        )
-        assert counted is None
+    counted: list[bool | None] = []
+
+    def report() -> None:
+        with store.write() as tx:
+            assert leases.lease(tx, tid, 1, "vera")["token"] == a["lease_token"]  # type: ignore[index]
+            counted.append(
+                leases.failed(
+                    tx, tid, 1, "vera", token=a["lease_token"], error="late", now=now, max_tries=5
+                )
+            )
+
+    with store.write() as claim:
+        [taken] = leases.claim(claim, "vera", now=now, lease=timedelta(minutes=5), limit=5)
+        stale = threading.Thread(target=report)
+        stale.start()
+        assert _blocked_on_a_lock(store)  # the report waits on the row the claim holds
+    stale.join(30)
+    assert counted == [None]
     row = _lease_row(store, tid)
-    assert row is not None and (row["token"], row["tries"]) == (taken.token, 0)
+    assert row is not None and (row["token"], row["tries"], row["last_error"]) == (
+        taken.token,
+        0,
+        None,
+    )
+
+
+def _claims_at_once(store: Store, workers: int, now: datetime) -> list[leases.Taken]:
+    """What ``workers`` claims of vera's, started at once, each in a transaction of its own
+    held open a moment after its claim, took."""
+    ready = threading.Barrier(workers)
+    taken: list[list[leases.Taken]] = [[] for _ in range(workers)]
+    failures: list[BaseException] = []
+
+    def claim(i: int) -> None:
+        try:
+            ready.wait(10)
+            with store.write() as tx:
+                taken[i] = leases.claim(tx, "vera", now=now, lease=timedelta(minutes=5), limit=6)
+                time.sleep(0.05)  # the others claim while this one holds its rows
+        except BaseException as exc:
+            failures.append(exc)
+
+    threads = [threading.Thread(target=claim, args=(i,)) for i in range(workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert failures == []
+    return [got for each in taken for got in each]
+
+
+def test_claims_at_once_never_share_a_job(store: Store) -> None:
+    """PostgreSQL, six workers of one verifier claiming at once, each in a transaction of its
+    own held open a moment, over 24 waiting submissions, twice (the second time every lease
+    has run out, so each claim re-takes existing lease rows): no submission is handed to two
+    claims, each lease row holds the token of the one claim that took it, and every
+    submission whose lease is in force was handed out by one claim (a claim that read a lease
+    as free and wrote it without checking again, or took rows without locking them, hands one
+    submission to two workers, each judging it)."""
+    if store.dialect != "postgresql":
+        pytest.skip("SQLite has one writer at a time: no two claims run at once")
+    h = _harness(store)
+    tids = {_waiting(h, f"{RESULT} {i}") for i in range(24)}
+    start = h.clock.now()
+    seen: set[str] = set()
+    for rounds in range(2):
+        now = start + timedelta(minutes=6 * rounds)  # the second time, every lease ran out
+        handed = [(got.stored.task.id, got.token) for got in _claims_at_once(store, 6, now)]
+        ids = [tid for tid, _ in handed]
+        assert len(ids) == len(set(ids)), "a submission was handed to two claims"
+        assert set(ids) <= tids and len(ids) >= 6
+        assert not {token for _, token in handed} & seen
+        seen |= {token for _, token in handed}
+        with store.read() as tx:
+            rows = {tid: leases.lease(tx, tid, 1, "vera") for tid in tids}
+        live = {t for t, row in rows.items() if row is not None and row["locked_until"] > now}
+        assert live == set(ids)
+        assert {t: rows[t]["token"] for t in ids} == dict(handed)  # type: ignore[index]
 
 
 @pytest.mark.parametrize("kind", ["named", "panel"])
