@@ -894,9 +894,9 @@ class Client:
         """Lease the submissions waiting for the calling verifier: each job with what judging
         it needs, its ``lease_token`` (which a failure report names) and ``leased_until``. Sent
         with an Idempotency-Key and sent again with it when an answer is lost: the resend is
-        answered with the same leases still in force and leases nothing more; once none is
-        (they ran out before the resend), it is refused, :class:`Conflict` ``CLAIM_EXPIRED``:
-        claim anew with a new key (None: the client makes one)."""
+        answered with the same leases still in force and leases nothing more: a lease that ran
+        out (or a report ended) before the resend is no job of its answer, which may then hold
+        none; claim anew with a new key (None: the client makes one) for what waits."""
         body = {"limit": limit, "lease_seconds": lease_seconds}
         answer = self.request("POST", "/reviews/claim", body, idempotency_key=idempotency_key)
         return list(answer["jobs"])

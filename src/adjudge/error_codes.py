@@ -251,7 +251,6 @@ _TABLE = (
     Code("APPEAL_WINDOW_CLOSED", StateError, 409, "The appeal window after a failed verdict has closed."),
     Code("APPEAL_WINDOW_OPEN", StateError, 409, "The agent's appeal window after a failed verdict is still open."),
     Code("BUNDLE_NOT_AVAILABLE", StateError, 409, "This verdict cannot be replayed offline (a human or verifier judged it)."),
-    Code("CLAIM_EXPIRED", StateError, 409, "A review claim sent again with its Idempotency-Key holds no lease in force any more (they ran out or reports ended them); claim anew with a new key."),
     Code("COLLECT_TOO_EARLY", StateError, 409, "An escalated reward is collected only once its wait is over."),
     Code("CONTRACT_LIMIT_REACHED", StateError, 409, "The tool has registered the most contract versions it may."),
     Code("DEADLINE_NOT_REACHED", StateError, 409, "The reward is reclaimed only after the deadline."),

@@ -232,19 +232,19 @@ def test_a_claim_reads_its_jobs_texts_after_its_write(
 
     monkeypatch.setattr(records, "submission", noted)
     with statements(store.engine, "review_queue") as sent:
-        [job] = h.app.reviews.claim(h.account("vera"), limit=50, key="poll-1").value
+        [job] = h.app.reviews.claim(h.account("vera"), limit=50, key="poll-1").value["jobs"]
     assert where == [False]
     assert sent and not any(re.search(r"\btasks\.(brief|criteria)\b", sql) for sql in sent)
     assert (job["task_id"], job["attempt"], job["brief"], job["result"]) == (tid, 1, brief, result)
     assert job["acceptance"] == "Name the revenue."
     assert job["result_digest"] == h.ok("pat", "GET", f"/tasks/{tid}")["result_digest"]
     replayed = h.app.reviews.claim(h.account("vera"), limit=50, key="poll-1")
-    assert replayed.replayed and replayed.value == [job] and where == [False, False]
+    assert replayed.replayed and replayed.value == {"jobs": [job]} and where == [False, False]
     with store.read() as tx:
         seen = idempotency.recalled(tx, "vera", "poll-1")
     assert seen is not None and job["lease_token"] in json.dumps(seen[1])
     assert brief[:40] not in json.dumps(seen[1]) and RESULT not in json.dumps(seen[1])
-    assert h.app.reviews.claim(h.account("vera"), limit=50).value == []  # leased
+    assert h.app.reviews.claim(h.account("vera"), limit=50).value == {"jobs": []}  # leased
 
 
 def _waiting(h: Harness, result: str = RESULT) -> str:
@@ -390,14 +390,14 @@ def test_leases_taken_before_0059_are_named_by_no_report(store: Store) -> None:
             code = h.refused("vera", "POST", f"/reviews/{tid}/1/failed", body)
             assert code in ((409, "LEASE_NOT_HELD"), (409, "REVIEW_NOT_AWAITED")), (tid, token)
     assert {t: row.pop("token") for t, row in _leases(store).items()} == dict.fromkeys(before)
-    taken = h.app.reviews.claim(vera, limit=10).value
+    taken = h.app.reviews.claim(vera, limit=10).value["jobs"]
     assert sorted(j["task_id"] for j in taken) == sorted([ran_out, ended])
     fresh = _leases(store)
     assert {fresh[j["task_id"]]["token"] for j in taken} == {j["lease_token"] for j in taken}
     assert not {j["lease_token"] for j in taken} & set(old_tokens)
     assert fresh[in_force]["token"] is None and fresh[given_up]["token"] is None
     h.later(61 / 86_400)
-    [again] = h.app.reviews.claim(vera, limit=10).value  # the given-up one stays given up
+    [again] = h.app.reviews.claim(vera, limit=10).value["jobs"]  # the given-up one stays given up
     assert again["task_id"] == in_force and again["lease_token"] not in old_tokens
     body = {"error": "model down", "lease_token": again["lease_token"]}
     assert h.ok("vera", "POST", f"/reviews/{in_force}/1/failed", body)["lease"]["tries"] == 1
@@ -544,14 +544,15 @@ def test_a_judged_job_is_not_reported_failed(store: Store, kind: str) -> None:
     assert h.ok("vera", "POST", "/reviews/claim", {})["jobs"] == []
 
 
-def test_a_claim_sent_again_after_its_leases_ran_out_is_refused(store: Store) -> None:
-    """On each database: a claim whose answer was lost, sent again with its Idempotency-Key
-    after its leases ran out (another worker of the verifier may hold its jobs now), is refused
-    409 CLAIM_EXPIRED, leases nothing and hands out no token, every time it is sent; the lease
-    another claim took since holds, and a claim under a new key takes the rest. Before its
-    leases run out, a resend answers those still in force only (one a report ended is left
-    out). Before, the resend answered the old leases and tokens as live: the worker judged jobs
-    another worker held, a second model call and review of one submission."""
+def test_a_claim_sent_again_answers_its_leases_in_force_only(store: Store) -> None:
+    """On each database: a claim whose answer was lost, sent again with its Idempotency-Key,
+    answers as jobs only its leases still in force: one a report ended is named under
+    ``lapsed`` (task and attempt, no token), and after its leases ran out (another worker of the
+    verifier may hold its jobs now) it answers no job, every lease lapsed, leasing nothing,
+    every time it is sent; the lease another claim took since holds, and a claim under a new
+    key takes the rest. Before, the resend answered the old leases and tokens as live: the
+    worker judged jobs another worker held, a second model call and review of one
+    submission."""
     h = _harness(store)
     one, two = _waiting(h), _waiting(h, RESULT + " Twice.")
     claim = {"limit": 5, "lease_seconds": 60}
@@ -561,15 +562,16 @@ def test_a_claim_sent_again_after_its_leases_ran_out_is_refused(store: Store) ->
     h.ok("vera", "POST", f"/reviews/{one}/1/failed", body)
     again = h.call("vera", "POST", "/reviews/claim", claim, Idempotency_Key="poll-1")
     assert again.status_code == 200 and again.headers["idempotent-replayed"] == "true"
-    assert again.json()["jobs"] == jobs[1:]  # the lease the report ended is not answered
+    assert again.json() == {"jobs": jobs[1:], "lapsed": [{"task_id": one, "attempt": 1}]}
     h.later(61 / 86_400)  # every lease of poll-1 has run out
     [other] = h.ok("vera", "POST", "/reviews/claim", {"limit": 1}, Idempotency_Key="poll-2")["jobs"]
     assert other["task_id"] == one
     for _ in range(2):
-        refused = h.call("vera", "POST", "/reviews/claim", claim, Idempotency_Key="poll-1")
-        assert (refused.status_code, refused.json()["error"]["code"]) == (409, "CLAIM_EXPIRED")
-        assert "new Idempotency-Key" in refused.json()["error"]["message"]
-        assert jobs[1]["lease_token"] not in refused.text
+        late = h.call("vera", "POST", "/reviews/claim", claim, Idempotency_Key="poll-1")
+        assert late.status_code == 200 and late.headers["idempotent-replayed"] == "true"
+        lapsed = [{"task_id": one, "attempt": 1}, {"task_id": two, "attempt": 1}]
+        assert late.json() == {"jobs": [], "lapsed": lapsed}
     assert _lease_row(store, one)["token"] == other["lease_token"]  # type: ignore[index]
+    assert _lease_row(store, two)["token"] == jobs[1]["lease_token"]  # type: ignore[index]
     [anew] = h.ok("vera", "POST", "/reviews/claim", claim, Idempotency_Key="poll-3")["jobs"]
     assert anew["task_id"] == two and anew["lease_token"] != jobs[1]["lease_token"]

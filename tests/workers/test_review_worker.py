@@ -248,9 +248,9 @@ def test_leases_taken_before_panels_are_kept_as_their_verifiers(store: Store) ->
     panel = delivered(h, "PASS_ME too", verifier=None, verifiers=["vera", "vic"])
     vera = h.app.accounts.authenticate(h.keys["vera"])
     vic = h.app.accounts.authenticate(h.keys["vic"])
-    jobs = {job["task_id"]: job for job in h.app.reviews.claim(vera).value}
+    jobs = {job["task_id"]: job for job in h.app.reviews.claim(vera).value["jobs"]}
     assert set(jobs) == {tid, panel}
-    assert [job["task_id"] for job in h.app.reviews.claim(vic).value] == [panel]
+    assert [job["task_id"] for job in h.app.reviews.claim(vic).value["jobs"]] == [panel]
     h.app.reviews.failed(vera, tid, 1, "model down", lease_token=jobs[tid]["lease_token"])
     config = Config()
     config.set_main_option("script_location", str(files("adjudge.store") / "migrations"))
@@ -468,10 +468,10 @@ def test_a_claim_resent_after_its_leases_ran_out_takes_nothing_another_holds(
 ) -> None:
     """Every answer to worker A's claim is lost; A's lease runs out before its next poll, and
     worker B of the same verifier claims the submission. A's next poll sends the claim again
-    with its key: the service refuses it (CLAIM_EXPIRED), A claims anew under a new key, gets
-    nothing (B holds the submission) and calls no model; B judges it, once (before, the resend
-    was answered with A's lease as if live, and A judged what B held: two model calls and two
-    reviews of one submission, the first verdict to land counting)."""
+    with its key: the service answers no job (A's lease lapsed), A claims anew under a new key
+    in the same poll, gets nothing (B holds the submission) and calls no model; B judges it,
+    once (before, the resend was answered with A's lease as if live, and A judged what B held:
+    two model calls and two reviews of one submission, the first verdict to land counting)."""
     h = make_harness(sqlite_store)
     tid = delivered(h, "PASS_ME the work")
     down = [True]

@@ -49,10 +49,10 @@ class Reviews:
         limit: int = 10,
         lease: timedelta = LEASE,
         key: str | None = None,
-    ) -> Answer[list[dict[str, Any]]]:
-        """Lease up to ``limit`` submissions waiting for ``verifier``; each with what judging it
-        needs: the task, the attempt and its digest, the brief, the acceptance note, the result
-        and the verifier key the task trusts, and the lease's token and end.
+    ) -> Answer[dict[str, Any]]:
+        """Lease up to ``limit`` submissions waiting for ``verifier``: ``jobs``, each with what
+        judging it needs: the task, the attempt and its digest, the brief, the acceptance note,
+        the result and the verifier key the task trusts, and the lease's token and end.
 
         The write takes the leases only; the jobs' texts are read after it commits. A job holds
         up to 100,000 characters of brief, 200,000 of result and the criteria, a claim up to
@@ -64,9 +64,10 @@ class Reviews:
         A claim sent again with its Idempotency-Key (its answer was lost) is answered with the
         same leases and leases nothing more: the key stores the leases (task, attempt, token,
         end), never the texts, which are read again. Only the leases still in force are
-        answered (a report ended the others); once none is, their time run out, the resend is
-        refused (``CLAIM_EXPIRED``: claim anew with a new key), never answered with leases
-        that no longer hold their jobs, which another worker may be judging. A claim that
+        answered as jobs: one whose time ran out or a report ended is named under ``lapsed``
+        (its task and attempt, no token) and never answered as a job, which another worker
+        may be judging now; once every lease lapsed the answer holds no job, and a claim
+        under a new key takes what waits. A claim that
         leased nothing stores no answer (an idle worker polls every few seconds; each would be
         kept 30 days for nothing): sent again, it is decided anew.
         """
@@ -94,21 +95,18 @@ class Reviews:
 
         leased = self.unit.once(verifier.id, idem, run, kept=bool)
         if not leased.value:
-            return Answer([], leased.replayed)
+            return Answer({"jobs": []}, leased.replayed)
         now = self.unit.now()
 
-        def read(tx: Transaction) -> list[dict[str, Any]]:
-            held_now = leased.value
+        def read(tx: Transaction) -> dict[str, Any]:
+            held_now, lapsed = leased.value, []
             if leased.replayed:
                 held_now = [h for h in leased.value if _in_force(tx, verifier.id, h, now)]
-                if not held_now:
-                    raise StateError(
-                        "The leases this claim took (it was sent before with this "
-                        "Idempotency-Key) are no longer in force: they ran out, or reports "
-                        "ended them. Their jobs may be another worker's now; nothing was "
-                        "leased. Claim anew with a new Idempotency-Key.",
-                        code="CLAIM_EXPIRED",
-                    )
+                lapsed = [
+                    {"task_id": h["task_id"], "attempt": h["attempt"]}
+                    for h in leased.value
+                    if h not in held_now
+                ]
             jobs = []
             for held in held_now:
                 stored = records.task(tx, held["task_id"])
@@ -131,7 +129,7 @@ class Reviews:
                         "leased_until": held["leased_until"],
                     }
                 )
-            return jobs
+            return {"jobs": jobs, "lapsed": lapsed} if lapsed else {"jobs": jobs}
 
         return Answer(self.unit.read(read), leased.replayed)
 

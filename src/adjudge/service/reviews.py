@@ -9,7 +9,6 @@ from fastapi import Path
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field, StrictInt
 
-from adjudge.app import Answer
 from adjudge.service.deps import Caller, IdemKey, Use, WholeNumber, reply, router
 
 routes = router()
@@ -42,11 +41,11 @@ class Failure(BaseModel):
 def claim(*, body: Claim, who: Caller, app: Use, key: IdemKey = None) -> JSONResponse:
     """Lease the submissions waiting for the calling verifier, with what judging each needs and
     each lease's token and end. A claim sent again with its Idempotency-Key is answered with
-    the same leases still in force (the texts read again) and leases nothing more; once none is
-    (they ran out), it is refused, 409 CLAIM_EXPIRED: claim anew with a new key."""
+    the same leases still in force (the texts read again) and leases nothing more; a lease that
+    ran out or a report ended since is not a job of it but named under ``lapsed`` (task and
+    attempt): claim anew with a new key for what waits."""
     lease = timedelta(seconds=body.lease_seconds)
-    answer = app.reviews.claim(who, limit=body.limit, lease=lease, key=key)
-    return reply(Answer({"jobs": answer.value}, answer.replayed))
+    return reply(app.reviews.claim(who, limit=body.limit, lease=lease, key=key))
 
 
 #: A submission's attempt number (a task takes a few; the bound keeps it a database integer).

@@ -7,8 +7,9 @@ verifier's private key (to sign them). Each poll:
    with the brief, the acceptance note, the result and the lease's token; the claim carries an
    Idempotency-Key, sent again with the claim when its answer is lost (by the client, and by
    the next poll when no answer came at all), so the jobs it leased are answered, not left
-   leased and unseen; a resend whose leases ran out meanwhile is refused (``CLAIM_EXPIRED``:
-   their jobs may be another worker's now), and the poll claims anew under a new key;
+   leased and unseen; a resend answers only the leases still in force (one that ran out
+   meanwhile may be another worker's now), and when none is the poll claims anew under a new
+   key;
 2. asks the judge about each;
 3. on an answer, finds each excerpt the model quoted in the brief and the result as the job
    holds them, keeps only those found word for word (with their offsets and hashes: the quotes
@@ -119,13 +120,11 @@ class ReviewWorker:
         for waiting in list(self.unreported.values()):  # (4): their leases end before the claim
             self._report(waiting, report)
         try:
-            try:
-                jobs = self._claim(self.unanswered)
-            except ApiError as exc:
-                if exc.code != "CLAIM_EXPIRED":
-                    raise
-                # The leases of the claim no answer came for ran out before this resend: its
-                # jobs may be another worker's now. A claim of its own, under a new key.
+            resent = self.unanswered
+            jobs = self._claim(resent)
+            if resent is not None and not jobs:
+                # The leases of the claim no answer came for lapsed before this resend (their
+                # jobs may be another worker's now): a claim of its own, under a new key.
                 jobs = self._claim(None)
         except ServiceUnavailable as exc:  # it may have leased jobs: ask for them again
             self.unanswered = exc.idempotency_key
