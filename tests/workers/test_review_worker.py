@@ -405,6 +405,41 @@ def test_a_failure_report_is_sent_a_bounded_number_of_times(
         assert [r.unreported for r in [review.poll()]] == [[tid]] and len(seen) == 2
 
 
+def test_unanswered_failure_reports_wait_while_the_service_is_unreachable(
+    sqlite_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two failure reports that never reached the service: while it stays unreachable, a poll
+    sends the first again and, no answer coming, leaves the other for the next poll as it is
+    (a poll does not spend the client's retries on every waiting report in turn); once it
+    answers, the next poll sends both, each counted once."""
+    h = make_harness(sqlite_store)
+    tids = [delivered(h, "some work"), delivered(h, "more work")]
+    real = httpx.HTTPTransport.handle_request
+    sent: list[str | None] = []
+    down = [True]
+
+    def unreachable(transport: httpx.HTTPTransport, request: httpx.Request) -> httpx.Response:
+        if request.method == "POST" and request.url.path.endswith("/failed"):
+            sent.append(request.headers.get("idempotency-key"))
+            if down[0]:
+                raise httpx.ConnectError("connection refused", request=request)
+        return real(transport, request)
+
+    monkeypatch.setattr(httpx.HTTPTransport, "handle_request", unreachable)
+    fails = lambda r: (500, '{"error": "boom"}', 0.0)  # noqa: E731
+    with serving(h.app) as service, model_server(fails) as (url, seen):
+        review = worker(h, service, ChatCompletionsJudge(url, "m"))
+        assert review.poll().unreported == tids and len(sent) == 3 + 3
+        first, second = sent[0], sent[3]
+        assert review.poll().unreported == tids[:1] and sent[6:] == [first] * 3
+        down[0] = False
+        report = review.poll()
+        assert report.failed[:2] == tids and sent[9:11] == [first, second]
+        assert review.unreported == {} and len(seen) == 2 + 2
+    with sqlite_store.read() as tx:
+        assert [leases.lease(tx, t, 1, "vera")["tries"] for t in tids] == [2, 2]  # type: ignore[index]
+
+
 def _losing(monkeypatch: pytest.MonkeyPatch, ending: str, lost: Any) -> list[str | None]:
     """The Idempotency-Key of each request to a path ending in ``ending``; when ``lost(n)`` says
     so for the n-th, the service gets it but its answer never comes back (a connection reset)."""

@@ -118,7 +118,8 @@ class ReviewWorker:
         """Claim, judge and record one batch; see the module's steps."""
         report = PollReport()
         for waiting in list(self.unreported.values()):  # (4): their leases end before the claim
-            self._report(waiting, report)
+            if not self._report(waiting, report):
+                break  # the service is unreachable: the others wait for the next poll as they are
         try:
             resent = self.unanswered
             jobs = self._claim(resent)
@@ -196,10 +197,10 @@ class ReviewWorker:
         sent = _Report(str(job["task_id"]), int(job["attempt"]), error, str(job["lease_token"]))
         self._report(sent, report)
 
-    def _report(self, sent: _Report, report: PollReport) -> None:
+    def _report(self, sent: _Report, report: PollReport) -> bool:
         """Send a failure report under its key; kept to be sent again with the same key by the
         next poll while no answer comes, :data:`REPORT_SENDS` times at most (it counts once
-        however often it is sent)."""
+        however often it is sent). False when no answer came."""
         task_id = sent.task_id
         sent.sends += 1
         try:
@@ -214,7 +215,7 @@ class ReviewWorker:
             self.unreported.pop(sent.key, None)
             report.skipped.append(task_id)
             report.why[task_id] = f"{exc.code}: {exc.message}"
-            return
+            return True
         except ServiceUnavailable as exc:
             if sent.sends >= REPORT_SENDS:
                 self.unreported.pop(sent.key, None)
@@ -223,15 +224,16 @@ class ReviewWorker:
                     f"no answer to its failure report after {sent.sends} sends; its lease is "
                     f"left to run out ({exc.message})"
                 )
-                return
+                return False
             self.unreported[sent.key] = sent
             while len(self.unreported) > MAX_UNANSWERED_REPORTS:
                 self.unreported.pop(next(iter(self.unreported)))
             report.unreported.append(task_id)
             report.why[task_id] = f"failure report unanswered, sent again next poll: {exc.message}"
-            return
+            return False
         self.unreported.pop(sent.key, None)
         if answer.get("gave_up"):
             report.gave_up.append(task_id)
         elif task_id not in report.skipped:
             report.failed.append(task_id)
+        return True
