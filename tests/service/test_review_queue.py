@@ -575,3 +575,17 @@ def test_a_claim_sent_again_answers_its_leases_in_force_only(store: Store) -> No
     assert _lease_row(store, two)["token"] == jobs[1]["lease_token"]  # type: ignore[index]
     [anew] = h.ok("vera", "POST", "/reviews/claim", claim, Idempotency_Key="poll-3")["jobs"]
     assert anew["task_id"] == two and anew["lease_token"] != jobs[1]["lease_token"]
+
+
+def test_a_claim_sent_again_after_its_job_was_judged_answers_it_lapsed(store: Store) -> None:
+    """On each database: a claim's answer is lost, and the verifier posts its verdict on the
+    job meanwhile (by hand, its lease still in force): the claim sent again with its key names
+    the job under ``lapsed``, not as a job to judge again (before, it answered the job, and the
+    worker called its model on work already judged, its verdict then refused)."""
+    h = _harness(store)
+    tid = _waiting(h)
+    [job] = h.ok("vera", "POST", "/reviews/claim", {}, Idempotency_Key="poll-1")["jobs"]
+    h.ok("vera", "POST", f"/tasks/{tid}/verdict", h.signed("vera", tid, False))
+    again = h.ok("vera", "POST", "/reviews/claim", {}, Idempotency_Key="poll-1")
+    assert again == {"jobs": [], "lapsed": [{"task_id": tid, "attempt": 1}]}
+    assert _lease_row(store, tid)["token"] == job["lease_token"]  # type: ignore[index]

@@ -64,7 +64,8 @@ class Reviews:
         A claim sent again with its Idempotency-Key (its answer was lost) is answered with the
         same leases and leases nothing more: the key stores the leases (task, attempt, token,
         end), never the texts, which are read again. Only the leases still in force are
-        answered as jobs: one whose time ran out or a report ended is named under ``lapsed``
+        answered as jobs: one whose time ran out, that a report ended, or whose submission no
+        longer awaits the verifier (its verdict is in) is named under ``lapsed``
         (its task and attempt, no token) and never answered as a job, which another worker
         may be judging now; once every lease lapsed the answer holds no job, and a claim
         under a new key takes what waits. A claim that
@@ -213,12 +214,17 @@ class Reviews:
 
 
 def _in_force(tx: Transaction, verifier: str, held: dict[str, Any], now: datetime) -> bool:
-    """Whether a lease a claim's stored answer names is still the one in force, unexpired: its
-    token still the lease row's (no report ended it) and its end still ahead."""
+    """Whether a lease a claim's stored answer names is still the one in force on a job still
+    to judge: its end still ahead, its token still the lease row's (no report ended it), and
+    the submission still awaiting the verifier (no verdict or vote of its is in, the task has
+    not moved on)."""
     if datetime.fromisoformat(held["leased_until"]) <= now:
         return False
-    row = leases.lease(tx, held["task_id"], held["attempt"], verifier)
-    return row is not None and row["token"] == held["lease_token"]
+    task_id, attempt = held["task_id"], held["attempt"]
+    row = leases.lease(tx, task_id, attempt, verifier)
+    if row is None or row["token"] != held["lease_token"]:
+        return False
+    return leases.awaits(tx, task_id, attempt, verifier)
 
 
 def _lease(row: dict[str, Any] | None) -> dict[str, Any] | None:
