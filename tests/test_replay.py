@@ -8,6 +8,7 @@ import base64
 import hashlib
 import io
 import json
+import tracemalloc
 import zipfile
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -269,3 +270,59 @@ def test_a_receipt_whose_checks_are_no_list_replays_different() -> None:
     line = envelope.sign(payload, IN_TOTO_PAYLOAD_TYPE, SIGNER).to_bytes() + b"\n"
     found = replay(edited(BUNDLE, "receipt.json", lambda _: line), SIGNER.keyid)
     assert found.outcome != "same"
+
+
+def declaring(files: dict[str, bytes], name: str, data: bytes, method: int, size: int) -> bytes:
+    """The files zipped with ``name`` holding ``data`` compressed with ``method``, its local
+    header and central directory declaring ``size`` bytes (a zip bomb lies about its size)."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as z:
+        for member, content in files.items():
+            z.writestr(member, content)
+        z.writestr(zipfile.ZipInfo(name), data, compress_type=method)
+    zipped = bytearray(out.getvalue())
+    encoded = name.encode()
+    local = zipped.rfind(b"PK\x03\x04", 0, zipped.find(b"PK\x01\x02"))
+    assert zipped[local + 30 : local + 30 + len(encoded)] == encoded
+    zipped[local + 22 : local + 26] = size.to_bytes(4, "little")
+    central = zipped.rfind(b"PK\x01\x02")
+    assert zipped[central + 46 : central + 46 + len(encoded)] == encoded
+    zipped[central + 24 : central + 28] = size.to_bytes(4, "little")
+    return bytes(zipped)
+
+
+def test_a_member_is_never_decompressed_past_the_size_it_declares() -> None:
+    """A zip bomb: a member declaring 10 bytes that deflates to 128 MiB is refused, and reading
+    it never holds more than a piece of it (before: ``ZipFile.read`` decompressed all of it in
+    one call, so a few kilobytes of bzip2 took every byte of memory and crashed the replay
+    with a MemoryError)."""
+    bomb = declaring(
+        members(BUNDLE), "bomb.txt", bytes(128 * 1024 * 1024), zipfile.ZIP_DEFLATED, 10
+    )
+    tracemalloc.start()
+    try:
+        with pytest.raises(Error) as refused:
+            replay(bomb, SIGNER.keyid)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert refused.value.code == "BUNDLE_UNUSABLE" and "bomb.txt" in refused.value.message
+    assert peak < 16 * 1024 * 1024
+
+
+@pytest.mark.parametrize("method", [zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA])
+def test_a_member_compressed_other_than_deflate_is_refused(method: int) -> None:
+    """bzip2 and LZMA, whose decompressors ``zipfile`` cannot bound, are no bundle's: refused
+    by name before a byte is decompressed (a bundle is written deflated)."""
+    files = members(BUNDLE)
+    bundle = declaring(
+        {n: d for n, d in files.items() if n != "result.txt"},
+        "result.txt",
+        files["result.txt"],
+        method,
+        len(files["result.txt"]),
+    )
+    with pytest.raises(Error) as refused:
+        replay(bundle, SIGNER.keyid)
+    assert refused.value.code == "BUNDLE_UNUSABLE"
+    assert "'result.txt' is compressed with method" in refused.value.message

@@ -17,9 +17,10 @@ fixed times and modes, so the same parts always make the same bytes.
 
 Reading refuses (``BUNDLE_UNUSABLE``) anything that is not such a zip: no manifest, another
 format, a file the manifest does not list or one it lists that is missing, a name with a path in
-it, more than :data:`MAX_FILES` files or :data:`MAX_BYTES` bytes. A file whose bytes do not match
-the manifest's sha256 is *read*, and reported by the replay as a difference: what changed is the
-finding.
+it, more than :data:`MAX_FILES` files or :data:`MAX_BYTES` bytes (as declared, and no member
+decompressed past its declared size), a member compressed other than by deflate or not at all.
+A file whose bytes do not match the manifest's sha256 is *read*, and reported by the replay as a
+difference: what changed is the finding.
 """
 
 from __future__ import annotations
@@ -307,8 +308,14 @@ def read(data: bytes) -> Bundle:
         for name in names:
             if "/" in name or "\\" in name or name.startswith("."):
                 raise unusable(f"{name!r} is not a bundle file's name")
+        for member in members:
+            if member.compress_type not in _METHODS:
+                raise unusable(
+                    f"{member.filename!r} is compressed with method {member.compress_type}; a "
+                    "bundle's files are stored or deflated"
+                )
         try:
-            contents = {m.filename: archive.read(m) for m in members}
+            contents = {m.filename: _member(archive, m) for m in members}
         except (  # a damaged stream is its compressor's error (zlib's, lzma's), a cut one EOF
             zipfile.BadZipFile,
             zipfile.LargeZipFile,
@@ -335,6 +342,34 @@ def read(data: bytes) -> Bundle:
     if absent:
         raise unusable(f"a {manifest['kind']} bundle needs {', '.join(absent)}")
     return Bundle(manifest, contents)
+
+
+def _member(archive: zipfile.ZipFile, member: zipfile.ZipInfo) -> bytes:
+    """The bytes of ``member``, read a piece at a time and never past the size it declares.
+
+    The declared sizes are what the limit on a bundle counts, so a member may not outgrow its
+    own: a few kilobytes of zip can decompress to gigabytes, which read whole (as
+    ``ZipFile.read`` does, one call to the decompressor) take all the memory there is before
+    any check can run. Only stored and deflated members are read (:data:`_METHODS`), whose
+    decompressor is bounded by each read's size; bzip2 and LZMA have no such bound in
+    ``zipfile``.
+    """
+    pieces: list[bytes] = []
+    left = member.file_size
+    with archive.open(member) as stream:
+        while piece := stream.read(min(_PIECE, left + 1)):
+            left -= len(piece)
+            if left < 0:
+                raise unusable(f"{member.filename!r} holds more bytes than it declares")
+            pieces.append(piece)
+    return b"".join(pieces)
+
+
+#: The compression methods a bundle's members may use: what :func:`build` writes (deflate),
+#: and none at all.
+_METHODS: Final = frozenset({zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED})
+#: The most bytes decompressed at once while reading a member.
+_PIECE: Final = 1024 * 1024
 
 
 def changed_files(bundle: Bundle) -> list[tuple[str, str, str]]:
