@@ -17,7 +17,7 @@ from adjudge.calls.verify import digest_of
 from adjudge.receipts import SignedReceipts, SigningKey
 from adjudge.replay import from_answer, replay
 from adjudge.store import Store
-from support.bundles import without
+from support.bundles import edited, without
 from support.harness import Harness, make_harness
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "calls"
@@ -105,3 +105,26 @@ def test_a_ruled_call_bundles_its_own_receipt(sqlite_store: Store) -> None:
     assert replay(from_answer(answer), issuer.fingerprint).outcome == "same"
     assert h.refused("bob", "GET", "/calls/search-9/bundle") == (403, "NOT_A_PARTY")
     assert h.refused("pat", "GET", "/calls/nothing/bundle") == (404, "CALL_NOT_FOUND")
+
+
+def test_a_reported_body_the_receipt_does_not_bind_is_said_to(sqlite_store: Store) -> None:
+    """A caller that reports the digest of the bytes it received makes the receipt bind that
+    digest, not the body. While the body digests to it, the body is bound; a body that does not
+    (another one swapped in, here, that the checks read alike) replays the same statement, and
+    the replay says the body is the service's word (before: the same, silently)."""
+    h, issuer = _harness(sqlite_store)
+    call = _judged_call("search-7")
+    del call["judgment"]
+    call["response"]["digest"] = digest_of(call["response"]["body"])
+    h.ok("pat", "POST", "/calls", call)
+    data = from_answer(h.ok("pat", "GET", "/calls/search-7/bundle"))
+    found = replay(data, issuer.fingerprint)
+    assert found.outcome == "same" and not any("not bound" in n for n in found.notes)
+
+    def swapped(held: bytes) -> bytes:
+        response = json.loads(held)
+        response["body"]["web"]["results"][0]["title"] = "Another title altogether"
+        return json.dumps(response).encode()
+
+    forged = replay(edited(data, "response.json", swapped), issuer.fingerprint)
+    assert any("response.json's body is not bound by the receipt" in n for n in forged.notes)

@@ -400,6 +400,8 @@ def _bind_call(bundle: Bundle, signed: dict[str, Any], at: datetime, out: Rerun)
             judged,
             "a changed byte in the response: the receipt judged another response",
         )
+    if "response.bin" not in bundle.files:
+        _bind_reported_body(bundle, out)
     for name, signed_digest in (
         ("contract.json", decision.get("contractDigest")),
         ("policy.json", p.get("criteriaDigest")),
@@ -426,6 +428,30 @@ def _bind_call(bundle: Bundle, signed: dict[str, Any], at: datetime, out: Rerun)
                 f"{name} is bound only through the checks it decided (the receipt signs their "
                 "outcomes, not the document)."
             )
+
+
+def _bind_reported_body(bundle: Bundle, out: Rerun) -> None:
+    """Say so when ``response.json``'s body is not the one the receipt binds: its caller reported
+    a ``digest`` of the bytes it received, which the receipt's subject is, and the body does not
+    digest to it. The receipt then binds the digest, not the body (the service never held the
+    bytes), so another body that the checks read alike re-derives the same statement: that this
+    is the body judged is the service's word."""
+    held = bundle.optional("response.json")
+    if not isinstance(held, dict) or "body" not in held:
+        return
+    declared = held.get("digest")
+    if not isinstance(declared, str) or not declared:
+        return  # the subject is the body's own digest, compared above
+    try:
+        bound = digest_of(held["body"]) == declared
+    except (TypeError, ValueError):
+        bound = False
+    if not bound:
+        out.notes.append(
+            "response.json's body is not bound by the receipt: its subject is the digest the "
+            f"caller reported ({declared}) of bytes the service never held, and the body does "
+            "not digest to it. That this is the body judged is the service's word."
+        )
 
 
 def _compare_stored(bundle: Bundle, name: str, replayed: dict[str, Any], out: Rerun) -> None:
