@@ -320,3 +320,25 @@ def test_a_pending_check_without_a_name_is_read_as_of_now(tmp_path: Path) -> Non
     r = RUNNER.invoke(app, ["receipt", "verify", str(path), "--key", KEY.keyid])
     assert r.exception is None or isinstance(r.exception, SystemExit), r.exception
     assert "(unnamed)" in r.output
+
+
+def test_receipt_verify_shows_a_signed_escape_sequence_as_text(tmp_path: Path) -> None:
+    """A policy decision the checked party chose (a provider's policy id) holding a terminal
+    escape sequence and carriage returns is printed as escapes: it cannot move the cursor up
+    and rewrite the line ``verdict: FAIL`` to read PASS (before: written raw to the terminal)."""
+    text = b"x"
+    checks = [
+        oracle.integrity(oracle.Record(text), sha256_digest(text)),
+        Check("auto-check", Verdict.FAIL, Authority.DETERMINISTIC, (sha256_digest(text),)),
+    ]
+    spoof = "web\x1b[9A\r\x1b[2Kverdict:       PASS\u202e\x1b[9B\rpolicy: web"
+    decided = determine(sha256_digest(text), checks, now=NOW, policy_decision={"policy": spoof})
+    log = ReceiptLog()
+    log.append(decided, KEY, about="call:c\u2028d")
+    path = tmp_path / "receipt.json"
+    path.write_bytes(log.receipts[0].to_bytes())
+    result = RUNNER.invoke(app, ["receipt", "verify", str(path), "--key", KEY.keyid], color=True)
+    assert result.exit_code == 0, result.output
+    assert "verdict:       FAIL" in result.output
+    assert not any(c in result.output for c in "\x1b\r\u202e\u2028")
+    assert "policy: web\\x1b[9A\\x0d\\x1b[2Kverdict:       PASS\\u202e" in result.output

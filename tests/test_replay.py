@@ -12,13 +12,16 @@ import tracemalloc
 import zipfile
 from dataclasses import replace
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from typer.testing import CliRunner
 
 from adjudge.app.wiring import AutoCheck
+from adjudge.cli import app
 from adjudge.errors import Error
 from adjudge.kernel import Determination
 from adjudge.market import Mode, Status, Task, proof
@@ -326,3 +329,21 @@ def test_a_member_compressed_other_than_deflate_is_refused(method: int) -> None:
         replay(bundle, SIGNER.keyid)
     assert refused.value.code == "BUNDLE_UNUSABLE"
     assert "'result.txt' is compressed with method" in refused.value.message
+
+
+def test_the_replay_command_shows_what_the_manifest_says_as_text(tmp_path: Path) -> None:
+    """The manifest is signed by nothing: a subject holding an escape sequence that would
+    rewrite ``DIFFERENT`` as ``SAME``, and a lone surrogate, are printed as escapes (before:
+    written raw to the terminal, and the surrogate crashed the command with a
+    UnicodeEncodeError)."""
+    files = members(BUNDLE)
+    manifest = json.loads(files["manifest.json"])
+    manifest["subject"] = "task:1\x1b[1A\r\x1b[2KSAME: nothing differs\ud800"
+    files["manifest.json"] = json.dumps(manifest).encode()
+    path = tmp_path / "bundle.zip"
+    path.write_bytes(zipped(files))
+    result = CliRunner().invoke(app, ["replay", str(path), "--key", SIGNER.keyid], color=True)
+    assert result.exit_code == 1, result.output
+    assert "DIFFERENT" in result.output
+    assert not any(c in result.output for c in "\x1b\r")
+    assert "task:1\\x1b[1A\\x0d\\x1b[2KSAME: nothing differs\\ud800" in result.output

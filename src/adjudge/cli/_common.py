@@ -228,6 +228,30 @@ def print_table(
         typer.echo(text)
 
 
+def printable(value: object) -> str:
+    """``value`` as text a terminal shows as it is: each character Python does not call
+    printable (controls such as ESC, CR and newline, format characters such as the right-to-left
+    override, separators other than the space, a lone surrogate) written as its escape
+    (``\\x1b``, ``\\u202e``).
+
+    For text a verifier prints that the party it checks chose, signed or not (a receipt's
+    policy decision, a bundle's manifest): printed raw, an escape sequence in it moves the
+    cursor and rewrites a line already printed, so ``verdict: FAIL`` reads PASS, and a lone
+    surrogate cannot be written at all.
+    """
+    text = value if isinstance(value, str) else str(value)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else _escaped(c) for c in text)
+
+
+def _escaped(char: str) -> str:
+    point = ord(char)
+    if point < 0x100:
+        return f"\\x{point:02x}"
+    return f"\\u{point:04x}" if point < 0x10000 else f"\\U{point:08x}"
+
+
 def at_terminal() -> bool:
     """Whether standard output is a terminal (a person reads it) rather than a pipe or file."""
     return sys.stdout.isatty()

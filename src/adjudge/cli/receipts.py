@@ -23,7 +23,7 @@ from typing import Annotated, NoReturn
 import typer
 
 from adjudge.cli import keyfiles, ranges
-from adjudge.cli._common import DEFAULT_URL, KeyOption, Session, UrlOption
+from adjudge.cli._common import DEFAULT_URL, KeyOption, Session, UrlOption, printable
 from adjudge.errors import BadInput, CriteriaError, Error, ReceiptError
 from adjudge.input_files import read_input
 from adjudge.kernel.authority import trust_basis
@@ -377,33 +377,36 @@ def _report(receipt: Receipt, standing: Standing) -> None:
     signed = "" if standing.verdict is standing.signed else f"; signed {standing.signed.value}"
     typer.echo(f"verdict:       {standing.verdict.value} as of {format_time(standing.at)}{signed}")
     for deadline in standing.deadlines:
-        typer.echo(f"deadline:      {deadline.describe()}")
+        typer.echo(f"deadline:      {printable(deadline.describe())}")
     if trusted_key is not None:
-        typer.echo(f"basis:         {trust_basis(trusted_key)}")
+        typer.echo(f"basis:         {printable(trust_basis(trusted_key))}")
     typer.echo(f"subject:       {receipt.subject_digest}")
-    typer.echo(f"decided at:    {p['decidedAt']}")
+    typer.echo(f"decided at:    {printable(p['decidedAt'])}")
     typer.echo(f"signed by key: {receipt.keyid}")
     if receipt.about is not None:
-        typer.echo(f"about:         {receipt.about}")
+        typer.echo(f"about:         {printable(receipt.about)}")
     previous = receipt.previous or "none (first on its log)"
-    typer.echo(f"log position:  sequence {receipt.sequence}, previous {previous}")
+    typer.echo(f"log position:  sequence {receipt.sequence}, previous {printable(previous)}")
     if receipt.supersedes is not None:
-        typer.echo(f"supersedes:    {receipt.supersedes}")
+        typer.echo(f"supersedes:    {printable(receipt.supersedes)}")
     # Read as the kernel does (a policy without verifier keys trusts none; a check need not be
     # named): a receipt that verifies is printed, never a traceback.
     policy = p["trustPolicy"]
     keys = [f"key {k}" for k in policy.get("verifierKeys") or []]
     trusted = ", ".join([*policy.get("authorities", []), *keys])
-    typer.echo(f"trusted:       {trusted or 'nothing'}")
+    typer.echo(f"trusted:       {printable(trusted or 'nothing')}")
     typer.echo("checks:")
     for check in p["checks"]:
         name = check.get("name", "(unnamed)")
-        typer.echo(f"  {check['verdict']:<9} {check['authority']:<14} {name}")
+        typer.echo(
+            f"  {printable(check['verdict']):<9} {printable(check['authority']):<14} "
+            f"{printable(name)}"
+        )
     decision = p.get("policyDecision")
     if decision is not None:
         typer.echo("policy decision (recorded and signed; not part of the verdict above):")
         for name in sorted(decision):
-            typer.echo(f"  {name}: {_scalar(decision[name])}")
+            typer.echo(f"  {printable(name)}: {printable(_scalar(decision[name]))}")
     typer.echo("What this proves:")
     proves = [
         f"the receipt has not been altered since the holder of key {receipt.keyid} signed it;",
@@ -426,7 +429,8 @@ def _report(receipt: Receipt, standing: Standing) -> None:
         _bullets(
             [
                 f"that the work is right by any deterministic or human check: this PASS rests on "
-                f"the poster's trust in verifier key {trusted_key}, a verifier the poster named "
+                f"the poster's trust in verifier key {printable(trusted_key)}, a verifier the "
+                "poster named "
                 "for this task, and on nothing else a model said."
             ]
         )

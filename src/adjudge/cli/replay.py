@@ -19,7 +19,15 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from adjudge.cli._common import DEFAULT_URL, KeyOption, Session, UrlOption, stop, wants_json
+from adjudge.cli._common import (
+    DEFAULT_URL,
+    KeyOption,
+    Session,
+    UrlOption,
+    printable,
+    stop,
+    wants_json,
+)
 from adjudge.cli.receipts import EXIT_BAD_INPUT, pinned_key, read_file
 from adjudge.errors import Error
 
@@ -131,21 +139,23 @@ def replay_bundle(
 def _print(report: Report, pinned: bool) -> None:
     from adjudge.replay.engine import PARTS  # noqa: PLC0415
 
-    typer.echo(f"replay of {report.subject} (receipt {report.receipt_id})")
-    typer.echo(f"key:      {report.keyid}")
+    # Every value but the counts comes from the bundle, whose manifest nothing signs.
+    typer.echo(f"replay of {printable(report.subject)} (receipt {printable(report.receipt_id)})")
+    typer.echo(f"key:      {printable(report.keyid)}")
     if not pinned:
         _wrapped(
             "Compare it with the key the service publishes (GET /api/v1/receipts/head), "
             "obtained through a channel you trust, and pin it with --key: a bundle carries its "
             "own key, so unpinned it proves only that the receipt and its inputs agree."
         )
-    recorded = ", ".join(f"{p} {report.recorded_engine[p]}" for p in PARTS)
+    recorded = printable(", ".join(f"{p} {report.recorded_engine[p]}" for p in PARTS))
     here = ", ".join(f"{p} {report.engine[p]}" for p in PARTS)
     same = "the same here" if recorded == here else f"this replay runs {here}"
     typer.echo(f"engine:   {recorded} (recorded); {same}")
-    typer.echo(f"verdict:  {report.verdict or 'not re-derived'} (signed {report.signed_verdict})")
+    signed = printable(report.signed_verdict)
+    typer.echo(f"verdict:  {report.verdict or 'not re-derived'} (signed {signed})")
     for line in report.lines:
-        typer.echo(f"  {line}")
+        typer.echo(f"  {printable(line)}")
     for note in report.notes:
         _wrapped(f"note: {note}", indent="")
     if not report.differences:
@@ -163,7 +173,7 @@ def _print(report: Report, pinned: bool) -> None:
 def _wrapped(text: str, indent: str = "          ") -> None:
     typer.echo(
         textwrap.fill(
-            text,
+            printable(text),
             width=100,
             initial_indent=indent,
             subsequent_indent=" " * max(len(indent), 4),
