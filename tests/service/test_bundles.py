@@ -128,3 +128,25 @@ def test_a_reported_body_the_receipt_does_not_bind_is_said_to(sqlite_store: Stor
 
     forged = replay(edited(data, "response.json", swapped), issuer.fingerprint)
     assert any("response.json's body is not bound by the receipt" in n for n in forged.notes)
+
+
+def test_a_calls_arguments_are_said_to_be_bound_only_through_its_checks(
+    sqlite_store: Store,
+) -> None:
+    """The receipt signs a call's id, provider, tool and price, not its arguments: a bundle
+    with another query replays the same statement when the checks read it alike, and the replay
+    says the arguments are not signed (before: the same, silently)."""
+    h, issuer = _harness(sqlite_store)
+    call = _judged_call("search-8")
+    del call["judgment"]
+    h.ok("pat", "POST", "/calls", call)
+    data = from_answer(h.ok("pat", "GET", "/calls/search-8/bundle"))
+
+    def asked(held: bytes) -> bytes:
+        request = json.loads(held)
+        request["arguments"]["q"] = "something never asked"
+        return json.dumps(request).encode()
+
+    found = replay(edited(data, "request.json", asked), issuer.fingerprint)
+    assert found.outcome == "same", [d.describe() for d in found.differences]
+    assert any("request.json's arguments are bound only through" in n for n in found.notes)

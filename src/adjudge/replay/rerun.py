@@ -422,6 +422,10 @@ def _bind_call(bundle: Bundle, signed: dict[str, Any], at: datetime, out: Rerun)
             format_time(at),
             "the verification time is not the one the receipt signs",
         )
+    out.notes.append(
+        "request.json's arguments are bound only through the checks that read them (the "
+        "receipt signs the call's id, provider, tool and price, not its arguments)."
+    )
     for name in ("judgment.json", "judgments.json", "corroboration.json"):
         if name in bundle.files:
             out.notes.append(
