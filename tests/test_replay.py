@@ -347,3 +347,30 @@ def test_the_replay_command_shows_what_the_manifest_says_as_text(tmp_path: Path)
     assert "DIFFERENT" in result.output
     assert not any(c in result.output for c in "\x1b\r")
     assert "task:1\\x1b[1A\\x0d\\x1b[2KSAME: nothing differs\\ud800" in result.output
+
+
+@pytest.mark.parametrize(
+    ("name", "lie"),
+    [
+        ("criteria.json", b'{"min_length": 1000, '),
+        ("key.json", b'{"keyid": "' + b"0" * 64 + b'", '),
+        ("verification.json", b'{"passed": false, '),
+    ],
+)
+def test_a_bundle_file_with_a_key_twice_is_no_bundle(name: str, lie: bytes) -> None:
+    """A key written twice, the first value a lie: json reads the last, which the replay binds
+    and finds the same, while a reader that keeps the first (a viewer, another parser) shows an
+    auditor the lie. Refused, BUNDLE_UNUSABLE (before: SAME)."""
+    forged = edited(BUNDLE, name, lambda held: lie + held.lstrip()[1:])
+    with pytest.raises(Error) as refused:
+        replay(forged, SIGNER.keyid)
+    assert refused.value.code == "BUNDLE_UNUSABLE" and "appears twice" in refused.value.message
+
+
+def test_a_manifest_with_a_key_twice_is_no_bundle() -> None:
+    """The manifest too: two subjects, the first another task's."""
+    files = members(BUNDLE)
+    files["manifest.json"] = b'{"subject": "task:other/round:1", ' + files["manifest.json"][1:]
+    with pytest.raises(Error) as refused:
+        replay(zipped(files), SIGNER.keyid)
+    assert refused.value.code == "BUNDLE_UNUSABLE" and "appears twice" in refused.value.message

@@ -18,7 +18,8 @@ fixed times and modes, so the same parts always make the same bytes.
 Reading refuses (``BUNDLE_UNUSABLE``) anything that is not such a zip: no manifest, another
 format, a file the manifest does not list or one it lists that is missing, a name with a path in
 it, more than :data:`MAX_FILES` files or :data:`MAX_BYTES` bytes (as declared, and no member
-decompressed past its declared size), a member compressed other than by deflate or not at all.
+decompressed past its declared size), a member compressed other than by deflate or not at all,
+JSON (the manifest, or a file read) with a key twice in one object.
 A file whose bytes do not match the manifest's sha256 is *read*, and reported by the replay as a
 difference: what changed is the finding.
 """
@@ -41,6 +42,7 @@ from typing import Any, Final
 from adjudge.calls.verify import digest_of
 from adjudge.digests import sha256_digest
 from adjudge.errors import BadInput, Error
+from adjudge.json_text import unique_keys
 from adjudge.receipts.canonical import canonical_bytes
 
 FORMAT: Final = "adjudge.replay-bundle/v1"
@@ -129,7 +131,7 @@ class Bundle:
     def json(self, name: str) -> Any:
         """The JSON value of file ``name`` (``BUNDLE_UNUSABLE`` when it is not JSON)."""
         try:
-            return json.loads(self.files[name].decode("utf-8"))
+            return _loads(self.files[name])
         except (UnicodeDecodeError, ValueError, RecursionError) as exc:
             raise unusable(f"{name} is not JSON ({exc})") from exc
 
@@ -160,7 +162,7 @@ def depends_on(kind: str, files: Mapping[str, bytes]) -> dict[str, str | None]:
 
     def parsed(name: str) -> Any:
         try:
-            return json.loads(files[name].decode("utf-8")) if name in files else None
+            return _loads(files[name]) if name in files else None
         except (UnicodeDecodeError, ValueError, RecursionError):
             return None
 
@@ -198,7 +200,7 @@ def response_digest(files: Mapping[str, bytes]) -> str | None:
     if "response.bin" in files:
         return sha256_digest(files["response.bin"])
     try:
-        response = json.loads(files["response.json"].decode("utf-8"))
+        response = _loads(files["response.json"])
     except (KeyError, UnicodeDecodeError, ValueError, RecursionError):
         return None
     if not isinstance(response, dict) or "body" not in response:
@@ -385,7 +387,7 @@ def changed_files(bundle: Bundle) -> list[tuple[str, str, str]]:
 
 def _manifest(data: bytes) -> dict[str, Any]:
     try:
-        manifest = json.loads(data.decode("utf-8"))
+        manifest = _loads(data)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise unusable(f"{MANIFEST} is not JSON ({exc})") from exc
     if not isinstance(manifest, dict):
@@ -408,6 +410,16 @@ def _manifest(data: bytes) -> dict[str, Any]:
     if not isinstance(manifest.get("subject"), str):
         raise unusable(f"{MANIFEST} names no subject")
     return manifest
+
+
+def _loads(data: bytes) -> Any:
+    """The JSON value of a bundle's file; an object with a key twice is refused (``ValueError``).
+
+    json keeps the last of two values of one key, and the replay binds and judges that one; a
+    reader that keeps the first (a viewer, another language's parser) would show an auditor
+    another expected answer, threshold or subject than the one the replay found the same.
+    """
+    return json.loads(data.decode("utf-8"), object_pairs_hook=unique_keys)
 
 
 def _hex(data: bytes) -> str:
