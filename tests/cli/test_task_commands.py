@@ -232,6 +232,18 @@ def test_a_sealed_task_from_the_terminal(sqlite_store: Store, tmp_path: Path) ->
          "--key", SigningKey.generate().keyid],
     )  # fmt: skip
     assert forged.exit_code == 2 and "RECEIPT_" in forged.stderr
+    # The answer twice, the first a lie that a viewer keeping the first key would show: refused
+    # (before: SEALED, json reading the last).
+    twice = tmp_path / "twice.json"
+    twice.write_text(
+        reveal.read_text().replace(
+            '"expected_answer"', '"expected_answer": "43", "expected_answer"'
+        ),
+        encoding="utf-8",
+    )
+    assert json.loads(twice.read_text())["criteria"] == {"expected_answer": "42"}
+    doubled = runner.invoke(app, [*base, "--reveal", str(twice), "--commitment", commitment])
+    assert doubled.exit_code == 2 and "appears twice" in doubled.stderr, doubled.stdout
 
 
 def test_a_reward_is_typed_in_usdc_and_an_old_minor_units_command_is_refused(

@@ -480,19 +480,21 @@ def verify_seal(
     """
     from adjudge.cli.receipts import pinned_key, read_file  # noqa: PLC0415
     from adjudge.errors import Error  # noqa: PLC0415
+    from adjudge.json_text import unique_keys  # noqa: PLC0415
     from adjudge.replay.seal import verify_seal as check  # noqa: PLC0415
 
     public: dict[str, Any] | None = None
     if criteria is not None:
         try:
-            value = json.loads(_read(criteria[1:]) if criteria.startswith("@") else criteria)
+            text = _read(criteria[1:]) if criteria.startswith("@") else criteria
+            value = json.loads(text, object_pairs_hook=unique_keys)
         except (ValueError, RecursionError) as exc:  # a number past Python's digits, too deep
             stop(f"The criteria are not JSON: {exc}")
         if not isinstance(value, dict):
             stop("The criteria must be a JSON object.")
         public = value
     try:
-        document = json.loads(read_file(reveal_file).decode("utf-8"))
+        document = json.loads(read_file(reveal_file).decode("utf-8"), object_pairs_hook=unique_keys)
         report = check(
             read_file(receipt),
             pinned_key(key),
