@@ -374,3 +374,51 @@ def test_a_manifest_with_a_key_twice_is_no_bundle() -> None:
     with pytest.raises(Error) as refused:
         replay(zipped(files), SIGNER.keyid)
     assert refused.value.code == "BUNDLE_UNUSABLE" and "appears twice" in refused.value.message
+
+
+def _local_records(files: dict[str, bytes]) -> bytes:
+    """The local records of a zip of ``files``, without its directory: what a reader walking
+    the zip from its first byte reads as its files."""
+    data = zipped(files)
+    return data[: data.find(b"PK\x01\x02")]
+
+
+@pytest.mark.parametrize(
+    ("layout", "why"),
+    [
+        (lambda b: _local_records({"result.txt": b"Forged."}) + b, "does not start where"),
+        (lambda b: b + b"trailing bytes", "does not end with its end record"),
+        (lambda b: b[:-2] + b"\x01\x00!", "does not end with its end record"),
+    ],
+    ids=["before", "after", "comment"],
+)
+def test_a_zip_holding_bytes_that_are_none_of_its_files_is_no_bundle(layout: Any, why: str) -> None:
+    """zipfile reads the directory at the end and skips the rest; a streaming unzipper reads
+    the local records from the first byte. A forged result.txt put before the bundle's files
+    (or bytes after its end) is refused, BUNDLE_UNUSABLE (before: SAME on the directory's
+    result, while a streaming reader showed the forged one)."""
+    with pytest.raises(Error) as refused:
+        replay(layout(BUNDLE), SIGNER.keyid)
+    assert refused.value.code == "BUNDLE_UNUSABLE" and why in refused.value.message
+
+
+def test_a_zip_written_as_a_stream_is_a_bundle() -> None:
+    """Sizes written after each file's data (a zip written to a pipe) fill the bytes too."""
+
+    class Pipe(io.RawIOBase):
+        def __init__(self) -> None:
+            self.written = bytearray()
+
+        def writable(self) -> bool:
+            return True
+
+        def write(self, data: Any) -> int:
+            self.written += data
+            return len(data)
+
+    pipe = Pipe()
+    with zipfile.ZipFile(pipe, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, data in members(BUNDLE).items():
+            with z.open(name, "w") as member:
+                member.write(data)
+    assert replay(bytes(pipe.written), SIGNER.keyid).outcome == "same"

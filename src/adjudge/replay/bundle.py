@@ -19,7 +19,8 @@ Reading refuses (``BUNDLE_UNUSABLE``) anything that is not such a zip: no manife
 format, a file the manifest does not list or one it lists that is missing, a name with a path in
 it, more than :data:`MAX_FILES` files or :data:`MAX_BYTES` bytes (as declared, and no member
 decompressed past its declared size), a member compressed other than by deflate or not at all,
-JSON (the manifest, or a file read) with a key twice in one object.
+JSON (the manifest, or a file read) with a key twice in one object, a zip whose files do not
+fill its bytes end to end (:func:`_require_layout`).
 A file whose bytes do not match the manifest's sha256 is *read*, and reported by the replay as a
 difference: what changed is the finding.
 """
@@ -310,6 +311,7 @@ def read(data: bytes) -> Bundle:
         for name in names:
             if "/" in name or "\\" in name or name.startswith("."):
                 raise unusable(f"{name!r} is not a bundle file's name")
+        _require_layout(data, members)
         for member in members:
             if member.compress_type not in _METHODS:
                 raise unusable(
@@ -344,6 +346,41 @@ def read(data: bytes) -> Bundle:
     if absent:
         raise unusable(f"a {manifest['kind']} bundle needs {', '.join(absent)}")
     return Bundle(manifest, contents)
+
+
+def _require_layout(data: bytes, members: list[zipfile.ZipInfo]) -> None:
+    """Refuse a zip whose files do not fill its bytes end to end: each local record right after
+    the one before it (the first at the first byte), the central directory right after the
+    last, then one end record with no comment, and nothing else.
+
+    ``zipfile`` reads the central directory at the end and skips whatever else the bytes hold;
+    a reader that walks the local records from the start (a streaming unzipper) reads those
+    instead. Bytes before the first file could hold another ``result.txt`` such a reader shows,
+    while the replay judges the one the directory names and says SAME.
+    """
+    at = 0
+    for member in sorted(members, key=lambda m: m.header_offset):
+        if member.header_offset != at or data[at : at + 4] != _LOCAL:
+            raise unusable(
+                f"{member.filename!r} does not start where the file before it ends: the zip "
+                "holds bytes that are none of its files"
+            )
+        name_length, extra_length = struct.unpack_from("<HH", data, at + 26)
+        at += 30 + name_length + extra_length + member.compress_size
+        if member.flag_bits & _DESCRIPTOR:  # sizes written after the data: 12 bytes, signed or not
+            at += 16 if data[at : at + 4] == _DESCRIPTOR_SIGNATURE else 12
+    end = len(data) - 22
+    if end < at or data[end : end + 4] != _END or data[end + 20 : end + 22] != b"\0\0":
+        raise unusable("the zip does not end with its end record (bytes follow it, or a comment)")
+    size, offset = struct.unpack_from("<II", data, end + 12)
+    if offset != at or offset + size != end:
+        raise unusable("the zip's directory is not right after its files and right before its end")
+
+
+_LOCAL: Final = b"PK\x03\x04"
+_END: Final = b"PK\x05\x06"
+_DESCRIPTOR: Final = 0x08
+_DESCRIPTOR_SIGNATURE: Final = b"PK\x07\x08"
 
 
 def _member(archive: zipfile.ZipFile, member: zipfile.ZipInfo) -> bytes:
