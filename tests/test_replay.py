@@ -422,3 +422,13 @@ def test_a_zip_written_as_a_stream_is_a_bundle() -> None:
             with z.open(name, "w") as member:
                 member.write(data)
     assert replay(bytes(pipe.written), SIGNER.keyid).outcome == "same"
+
+
+def test_an_unusable_bundle_is_refused_with_its_names_shown_as_text(tmp_path: Path) -> None:
+    """A refusal names what the bundle holds (here a file the manifest does not list, named
+    with an escape sequence): printed as escapes, never raw to the terminal (before: raw)."""
+    path = tmp_path / "bundle.zip"
+    path.write_bytes(zipped({**members(BUNDLE), "x\x1b[1A\x1b[2KSAME.txt": b""}))
+    result = CliRunner().invoke(app, ["replay", str(path), "--key", SIGNER.keyid], color=True)
+    assert result.exit_code == 2
+    assert "\x1b" not in result.output and "x\\x1b[1A\\x1b[2KSAME.txt" in result.output

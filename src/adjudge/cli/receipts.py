@@ -140,7 +140,7 @@ def receipt_verify(
     except BadInput as exc:  # the check could not run: not a verdict on the receipt
         _fail(exc, EXIT_BAD_INPUT)
     except ReceiptError as exc:
-        typer.echo(f"INVALID: {exc}")
+        typer.echo(f"INVALID: {printable(exc)}")
         typer.echo("Nothing in this receipt can be relied on.")
         raise typer.Exit(EXIT_INVALID) from exc
     _report(receipt, as_of(receipt, moment))
@@ -187,7 +187,7 @@ def receipt_verify_chain(
     except BadInput as exc:  # the check could not run: not a verdict on the log
         _fail(exc, EXIT_BAD_INPUT)
     except ReceiptError as exc:
-        typer.echo(f"INVALID: {exc}")
+        typer.echo(f"INVALID: {printable(exc)}")
         raise typer.Exit(EXIT_INVALID) from exc
     fingerprint = pinned.keyid if isinstance(pinned, VerifyingKey) else pinned
     noun = "receipt" if report.count == 1 else "receipts"
@@ -545,5 +545,5 @@ def read_file(path: Path) -> bytes:
 
 
 def _fail(exc: Error, code: int) -> NoReturn:
-    typer.echo(str(exc), err=True)
+    typer.echo(printable(exc), err=True)
     raise typer.Exit(code) from exc

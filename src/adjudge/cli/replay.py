@@ -128,7 +128,7 @@ def replay_bundle(
     try:
         report = replay(data, pinned)
     except Error as exc:
-        stop(str(exc), EXIT_BAD_INPUT)
+        stop(printable(exc), EXIT_BAD_INPUT)  # names what the bundle holds: its text
     if wants_json(ctx, as_json):
         typer.echo(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
     else:
