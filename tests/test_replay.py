@@ -31,7 +31,7 @@ from adjudge.receipts import SignedReceipts, SigningKey, envelope
 from adjudge.receipts.envelope import IN_TOTO_PAYLOAD_TYPE
 from adjudge.receipts.issuer import Place
 from adjudge.replay import FORMAT, build, engine, from_answer, read, replay
-from adjudge.replay.bundle import MAX_FILES
+from adjudge.replay.bundle import MAX_FILES, Bundle, unread
 from adjudge.replay.report import statement_differences
 from support.bundles import edited
 
@@ -432,3 +432,36 @@ def test_an_unusable_bundle_is_refused_with_its_names_shown_as_text(tmp_path: Pa
     result = CliRunner().invoke(app, ["replay", str(path), "--key", SIGNER.keyid], color=True)
     assert result.exit_code == 2
     assert "\x1b" not in result.output and "x\\x1b[1A\\x1b[2KSAME.txt" in result.output
+
+
+@pytest.mark.parametrize(
+    ("name", "data"),
+    [
+        ("request.json", b'{"call_id": "c", "arguments": {"q": "never asked"}}\n'),
+        ("brief.txt", b"A brief no vote quotes.\n"),
+    ],
+)
+def test_a_file_the_replay_does_not_read_is_a_difference(name: str, data: bytes) -> None:
+    """A file the replay of its kind never reads is bound by nothing, yet an auditor reads it
+    as part of the verdict: listed in the manifest (a careful forger), it is a difference
+    (before: SAME, the file unread)."""
+    files = members(BUNDLE)
+    found = replay(rehashed_with(files, name, data), SIGNER.keyid)
+    assert found.outcome == "different"
+    assert [d.what for d in found.differences] == [name]
+
+
+def test_a_reported_response_beside_the_providers_bytes_is_unread() -> None:
+    """A forwarded call is judged on response.bin; a response.json beside it is unread."""
+    held = {"receipt.json": b"", "key.json": b"", "response.bin": b"", "response.json": b""}
+    assert unread(Bundle({"kind": "call"}, held)) == ["response.json"]
+    assert unread(Bundle({"kind": "call"}, {**held, "response.bin": b""})) == ["response.json"]
+    del held["response.bin"]
+    assert unread(Bundle({"kind": "call"}, held)) == []
+
+
+def rehashed_with(files: dict[str, bytes], name: str, data: bytes) -> bytes:
+    """The files with ``name`` added and listed in the manifest with its sha256."""
+    manifest = json.loads(files["manifest.json"])
+    manifest["files"][name] = {"sha256": hashlib.sha256(data).hexdigest(), "what": "added"}
+    return zipped({**files, "manifest.json": json.dumps(manifest).encode(), name: data})

@@ -48,6 +48,15 @@ def replay(data: bytes, pin: VerifyingKey | str | None = None) -> Report:
         )
         for name, listed, actual in format_.changed_files(bundle)  # (2)
     ]
+    differences += [
+        Difference(
+            name,
+            None,
+            None,
+            f"a {bundle.kind} bundle's replay does not read {name}: nothing binds what it says",
+        )
+        for name in format_.unread(bundle)
+    ]
     key = _key(bundle, pin, differences)  # (3)
     signed, payload = _receipt(bundle, key, differences)  # (4)
     p = signed["predicate"]

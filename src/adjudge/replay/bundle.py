@@ -112,6 +112,53 @@ REQUIRED: Final[dict[str, tuple[str, ...]]] = {
     "task": ("receipt.json", "key.json", "result.txt", "criteria.json"),
     "call": ("receipt.json", "key.json", "call.json", "request.json", "contract.json"),
 }
+#: The files a replay of each kind reads; any other the bundle holds is bound by nothing.
+READ: Final[dict[str, frozenset[str]]] = {
+    "task": frozenset(
+        {
+            "receipt.json",
+            "key.json",
+            "result.txt",
+            "criteria.json",
+            "salt.json",
+            "reveal.json",
+            "verification.json",
+            "brief.txt",
+            "votes.json",
+        }
+    ),
+    "call": frozenset(
+        {
+            "receipt.json",
+            "key.json",
+            "call.json",
+            "request.json",
+            "response.bin",
+            "response.json",
+            "contract.json",
+            "policy.json",
+            "judgment.json",
+            "judgments.json",
+            "corroboration.json",
+            "record.json",
+        }
+    ),
+}
+
+
+def unread(bundle: Bundle) -> list[str]:
+    """The files of ``bundle`` its replay never reads, so that nothing binds them: another
+    kind's, ``brief.txt`` without the votes that quote it, and ``response.json`` beside
+    ``response.bin`` (a forwarded call is judged on the bytes its provider answered, and the
+    service's bundle of one holds no reported response)."""
+    read = set(READ[bundle.kind])
+    if "votes.json" not in bundle.files:
+        read.discard("brief.txt")
+    if "response.bin" in bundle.files:
+        read.discard("response.json")
+    return sorted(set(bundle.files) - read)
+
+
 # Fixed member metadata: the same parts make the same bytes on any machine, at any time.
 _EPOCH = (1980, 1, 1, 0, 0, 0)
 _MODE = 0o100644 << 16
