@@ -465,3 +465,15 @@ def rehashed_with(files: dict[str, bytes], name: str, data: bytes) -> bytes:
     manifest = json.loads(files["manifest.json"])
     manifest["files"][name] = {"sha256": hashlib.sha256(data).hexdigest(), "what": "added"}
     return zipped({**files, "manifest.json": json.dumps(manifest).encode(), name: data})
+
+
+@pytest.mark.parametrize(("offset", "value"), [(8, b"\x00\x00"), (18, b"\x01\x00\x00\x00")])
+def test_a_local_record_the_directory_contradicts_is_no_bundle(offset: int, value: bytes) -> None:
+    """The manifest's local record saying stored, or another compressed size, than the
+    directory: a streaming reader would read other bytes as the file (before: read as the
+    directory says, SAME)."""
+    data = bytearray(BUNDLE)
+    data[offset : offset + len(value)] = value
+    with pytest.raises(Error) as refused:
+        replay(bytes(data), SIGNER.keyid)
+    assert refused.value.code == "BUNDLE_UNUSABLE" and "disagree" in refused.value.message

@@ -402,8 +402,9 @@ def _require_layout(data: bytes, members: list[zipfile.ZipInfo]) -> None:
 
     ``zipfile`` reads the central directory at the end and skips whatever else the bytes hold;
     a reader that walks the local records from the start (a streaming unzipper) reads those
-    instead. Bytes before the first file could hold another ``result.txt`` such a reader shows,
-    while the replay judges the one the directory names and says SAME.
+    instead, with the compression and sizes each local record states, which must therefore be
+    the directory's. Bytes before the first file could hold another ``result.txt`` such a
+    reader shows, while the replay judges the one the directory names and says SAME.
     """
     at = 0
     for member in sorted(members, key=lambda m: m.header_offset):
@@ -411,6 +412,16 @@ def _require_layout(data: bytes, members: list[zipfile.ZipInfo]) -> None:
             raise unusable(
                 f"{member.filename!r} does not start where the file before it ends: the zip "
                 "holds bytes that are none of its files"
+            )
+        (method,) = struct.unpack_from("<H", data, at + 8)
+        sizes = struct.unpack_from("<III", data, at + 14)
+        if method != member.compress_type or (
+            not member.flag_bits & _DESCRIPTOR
+            and sizes != (member.CRC, member.compress_size, member.file_size)
+        ):
+            raise unusable(
+                f"the local record of {member.filename!r} and the zip's directory disagree on "
+                "its compression, checksum or sizes"
             )
         name_length, extra_length = struct.unpack_from("<HH", data, at + 26)
         at += 30 + name_length + extra_length + member.compress_size
