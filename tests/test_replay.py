@@ -477,3 +477,19 @@ def test_a_local_record_the_directory_contradicts_is_no_bundle(offset: int, valu
     with pytest.raises(Error) as refused:
         replay(bytes(data), SIGNER.keyid)
     assert refused.value.code == "BUNDLE_UNUSABLE" and "disagree" in refused.value.message
+
+
+def test_the_replay_commands_json_holds_a_lone_surrogate_as_its_escape(tmp_path: Path) -> None:
+    """--json: a manifest's lone surrogate is written as its JSON escape, and the report reads
+    back (before: a UnicodeEncodeError, exit 1, which reads as DIFFERENT)."""
+    files = members(BUNDLE)
+    manifest = json.loads(files["manifest.json"])
+    manifest["subject"] = "task:1\ud800"
+    files["manifest.json"] = json.dumps(manifest).encode()
+    path = tmp_path / "bundle.zip"
+    path.write_bytes(zipped(files))
+    result = CliRunner().invoke(app, ["replay", str(path), "--key", SIGNER.keyid, "--json"])
+    assert result.exit_code == 1
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    report = json.loads(result.stdout)
+    assert report["subject"] == "task:1\ud800" and report["outcome"] == "different"

@@ -130,7 +130,10 @@ def replay_bundle(
     except Error as exc:
         stop(printable(exc), EXIT_BAD_INPUT)  # names what the bundle holds: its text
     if wants_json(ctx, as_json):
-        typer.echo(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
+        text = json.dumps(report.to_dict(), indent=2, ensure_ascii=False)
+        # A lone surrogate (a bundle's manifest may hold one) as its JSON escape: no UTF-8 can
+        # carry it, and writing it raw crashed the command (exit 1, read as DIFFERENT).
+        typer.echo(text.encode("utf-8", "backslashreplace").decode("utf-8"))
     else:
         _print(report, pinned is not None)
     raise typer.Exit(report.exit_status)
