@@ -493,3 +493,14 @@ def test_the_replay_commands_json_holds_a_lone_surrogate_as_its_escape(tmp_path:
     assert result.exception is None or isinstance(result.exception, SystemExit)
     report = json.loads(result.stdout)
     assert report["subject"] == "task:1\ud800" and report["outcome"] == "different"
+
+
+def test_a_zip_of_a_version_zipfile_cannot_read_is_no_bundle() -> None:
+    """A file whose directory entry needs version 11.2 to extract: BUNDLE_UNUSABLE (before:
+    zipfile's NotImplementedError, a traceback)."""
+    data = bytearray(BUNDLE)
+    central = data.find(b"PK\x01\x02")
+    data[central + 6 : central + 8] = (112).to_bytes(2, "little")
+    with pytest.raises(Error) as refused:
+        replay(bytes(data), SIGNER.keyid)
+    assert refused.value.code == "BUNDLE_UNUSABLE" and "not a zip file" in refused.value.message

@@ -344,7 +344,7 @@ def read(data: bytes) -> Bundle:
     """Read and check a bundle's shape (see the module's docstring for what is refused)."""
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
-    except (zipfile.BadZipFile, ValueError) as exc:
+    except (zipfile.BadZipFile, ValueError, NotImplementedError) as exc:  # a version past 6.3
         raise unusable("it is not a zip file") from exc
     with archive:
         members = archive.infolist()
@@ -370,6 +370,7 @@ def read(data: bytes) -> Bundle:
         except (  # a damaged stream is its compressor's error (zlib's, lzma's), a cut one EOF
             zipfile.BadZipFile,
             zipfile.LargeZipFile,
+            NotImplementedError,
             OSError,
             RuntimeError,
             ValueError,
@@ -408,7 +409,7 @@ def _require_layout(data: bytes, members: list[zipfile.ZipInfo]) -> None:
     """
     at = 0
     for member in sorted(members, key=lambda m: m.header_offset):
-        if member.header_offset != at or data[at : at + 4] != _LOCAL:
+        if member.header_offset != at or data[at : at + 4] != _LOCAL or len(data) < at + 30:
             raise unusable(
                 f"{member.filename!r} does not start where the file before it ends: the zip "
                 "holds bytes that are none of its files"
