@@ -439,6 +439,7 @@ def test_an_unusable_bundle_is_refused_with_its_names_shown_as_text(tmp_path: Pa
     [
         ("request.json", b'{"call_id": "c", "arguments": {"q": "never asked"}}\n'),
         ("brief.txt", b"A brief no vote quotes.\n"),
+        ("salt.json", b'"a salt the criteria, hiding no answer, are not digested with"\n'),
     ],
 )
 def test_a_file_the_replay_does_not_read_is_a_difference(name: str, data: bytes) -> None:

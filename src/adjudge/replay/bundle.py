@@ -150,13 +150,29 @@ def unread(bundle: Bundle) -> list[str]:
     """The files of ``bundle`` its replay never reads, so that nothing binds them: another
     kind's, ``brief.txt`` without the votes that quote it, and ``response.json`` beside
     ``response.bin`` (a forwarded call is judged on the bytes its provider answered, and the
-    service's bundle of one holds no reported response)."""
+    service's bundle of one holds no reported response), and ``salt.json`` where the criteria
+    are not digested with it (they hide no answer, or a reveal brings its own salt)."""
     read = set(READ[bundle.kind])
     if "votes.json" not in bundle.files:
         read.discard("brief.txt")
+    if "salt.json" in bundle.files and not _salted(bundle):
+        read.discard("salt.json")
     if "response.bin" in bundle.files:
         read.discard("response.json")
     return sorted(set(bundle.files) - read)
+
+
+def _salted(bundle: Bundle) -> bool:
+    """Whether the replay digests the criteria with ``salt.json``: criteria hiding an answer,
+    and no reveal (whose own salt a sealed task's criteria are digested with). Criteria that are
+    not JSON count as salted here: the replay refuses them, saying why."""
+    if "reveal.json" in bundle.files:
+        return False
+    try:
+        criteria = bundle.json("criteria.json")
+    except Error:
+        return True
+    return not isinstance(criteria, dict) or "expected_answer" in criteria
 
 
 # Fixed member metadata: the same parts make the same bytes on any machine, at any time.
