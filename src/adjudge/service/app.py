@@ -37,6 +37,7 @@ from adjudge.service import (
     receipts,
     reviews,
     tasks,
+    turns,
     webhooks,
 )
 from adjudge.service.access import RequestLog
@@ -171,6 +172,7 @@ def create_app(use_cases: App, *, threads: int | None = None, lanes: bool = True
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         if threads is not None:
             anyio.to_thread.current_default_thread_limiter().total_tokens = threads
+        turns.install()
         yield
         await use_cases.gateway.aclose()  # this loop's connections to providers
 

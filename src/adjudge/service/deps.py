@@ -21,6 +21,7 @@ from adjudge import json_text
 from adjudge.app import Account, Answer, App
 from adjudge.autocheck import jsregex
 from adjudge.errors import BadInput, Unavailable
+from adjudge.service import turns
 from adjudge.service.errors import RESPONSES
 from adjudge.service.ingress import StrictRoute
 
@@ -128,6 +129,7 @@ async def _caller(
         account = app.accounts.authenticate(creds.credentials if creds else None)
     # For the access log line (adjudge.service.access), which reads the request's state.
     request.state.account_id = account.id
+    turns.serve_as(account.id)  # its threads in its turn
     return account
 
 
@@ -163,6 +165,7 @@ class KeyedRoute(StrictRoute):
             request.state.caller = app.accounts.authenticate(
                 bearer(request.headers.get("authorization"))
             )
+            turns.serve_as(request.state.caller.id)
             return await handler(request)
 
         return keyed

@@ -25,7 +25,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from adjudge.app import App
 from adjudge.errors import Error
-from adjudge.service import errors
+from adjudge.service import errors, turns
 from adjudge.service.access import ACCOUNT_KEY
 from adjudge.service.deps import bearer
 from adjudge.service.tasks import finalized
@@ -96,6 +96,7 @@ async def finalize(scope: Scope, receive: Receive, send: Send) -> None:
     try:
         who = app.accounts.authenticate(bearer(authorization))
         scope.setdefault("state", {})[ACCOUNT_KEY] = who.id  # for the access log line
+        turns.serve_as(who.id)
         response = await finalized(app, who, scope["path_params"]["task_id"], key)
     except Error as exc:
         response = errors.reply(exc)

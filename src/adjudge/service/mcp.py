@@ -62,6 +62,7 @@ from adjudge.app.gateway import META_TOOLS
 from adjudge.app.timing import stage
 from adjudge.errors import BadInput, Error, NotFound, RateLimited, Unavailable, kind_of
 from adjudge.market.money import LEDGER_CURRENCY
+from adjudge.service import turns
 from adjudge.service.deps import bearer
 from adjudge.service.ingress import WireError, parse_async
 
@@ -661,6 +662,7 @@ class McpEndpoint:
         )
         try:
             caller = app.accounts.authenticate(bearer(authorization))
+            turns.serve_as(caller.id)
         except Error as exc:
             await _respond(
                 send,

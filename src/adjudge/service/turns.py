@@ -1,0 +1,151 @@
+"""The request threads, taken in turn by account.
+
+Every blocking route (and every use case a route hands to a thread) runs on the event loop's
+default thread limiter: 8 threads on SQLite, 40 on PostgreSQL. That limiter serves whoever
+asked first, so one account keeping hundreds of requests in flight queued every other
+account's request behind all of its own (SQLite, 300 of one account's ``GET /tasks`` at once:
+another account's ``GET /accounts/me`` took 668 ms at the median and 1.2 s at worst, against
+3 ms). Here, while the threads are all busy, each account waits in a line of its own and a
+freed thread goes to the waiting account given one longest ago (or never), not to the oldest
+request: an account with a request waiting gets a thread before any account served since it
+was last, so after at most one request of each other account waiting, however many each has
+queued.
+
+The account is the one the request was authenticated as (:func:`serve_as`, set where each door
+finds its caller); work with none (a request without a key, the service's own) takes its turn
+as one more account.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import weakref
+from collections import deque
+from types import TracebackType
+from typing import Any
+
+import anyio.to_thread
+
+#: The account whose request runs in this context, if one was found.
+_OWNER: contextvars.ContextVar[str] = contextvars.ContextVar("adjudge_thread_owner", default="")
+
+
+def serve_as(account_id: str) -> None:
+    """Take this request's threads in ``account_id``'s turn (see the module)."""
+    _OWNER.set(account_id)
+
+
+class _Turns:
+    """Who holds a thread and who waits, of one limiter."""
+
+    def __init__(self) -> None:
+        self.admitted = 0
+        #: Each waiting account's waiters, oldest first.
+        self.waiting: dict[str, deque[asyncio.Future[None]]] = {}
+        #: Each account holding or waiting for a thread: its threads held, and when it was
+        #: last given one (a count of the threads given).
+        self.holding: dict[str, int] = {}
+        self.last: dict[str, int] = {}
+        self.given = 0
+        #: The account each task holding a thread holds it for.
+        self.borrowers: dict[asyncio.Task[Any] | None, str] = {}
+
+    def _admit(self, owner: str) -> None:
+        self.admitted += 1
+        self.holding[owner] = self.holding.get(owner, 0) + 1
+        self.given += 1
+        self.last[owner] = self.given
+
+    def _forget(self, owner: str) -> None:
+        if not self.holding.get(owner) and owner not in self.waiting:
+            self.holding.pop(owner, None)
+            self.last.pop(owner, None)
+
+    async def take(self, owner: str, capacity: float) -> None:
+        if self.admitted < capacity and not self.waiting:
+            self._admit(owner)
+            return
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.waiting.setdefault(owner, deque()).append(future)
+        try:
+            await future
+        except BaseException:
+            if future.done() and not future.cancelled():
+                self.give(owner, capacity)  # granted as it was cancelled: pass it on
+            else:
+                line = self.waiting.get(owner)
+                if line is not None and future in line:
+                    line.remove(future)
+                    if not line:
+                        del self.waiting[owner]
+                self._forget(owner)
+            raise
+
+    def give(self, owner: str, capacity: float) -> None:
+        self.admitted -= 1
+        self.holding[owner] -= 1
+        self._forget(owner)
+        while self.admitted < capacity and self.waiting:
+            # The waiting account given a thread longest ago (or never) goes next.
+            turn = min(self.waiting, key=lambda name: self.last.get(name, 0))
+            line = self.waiting[turn]
+            future = line.popleft()
+            if not line:
+                del self.waiting[turn]
+            if future.done():
+                self._forget(turn)
+            else:
+                future.set_result(None)
+                self._admit(turn)
+
+
+_FAIR: dict[type, type] = {}
+
+
+def _fair_class(base: type) -> type:
+    """``base`` (the backend's limiter class), its threads taken in turn by account."""
+    found = _FAIR.get(base)
+    if found is not None:
+        return found
+
+    class FairLimiter(base):  # type: ignore[misc]
+        __slots__ = ()
+
+        async def __aenter__(self) -> None:
+            turns = _TURNS.setdefault(asyncio.get_running_loop(), _Turns())
+            owner = _OWNER.get()
+            await turns.take(owner, self.total_tokens)
+            try:
+                await self.acquire()
+            except BaseException:
+                turns.give(owner, self.total_tokens)
+                raise
+            turns.borrowers[asyncio.current_task()] = owner
+
+        async def __aexit__(
+            self,
+            exc_type: type[BaseException] | None,
+            exc_val: BaseException | None,
+            exc_tb: TracebackType | None,
+        ) -> None:
+            self.release()
+            turns = _TURNS[asyncio.get_running_loop()]
+            turns.give(turns.borrowers.pop(asyncio.current_task()), self.total_tokens)
+
+    found = _FAIR[base] = FairLimiter
+    return found
+
+
+#: The default limiter's turns, by event loop (the limiter is the loop's; it has slots and no
+#: room for them).
+_TURNS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Turns] = weakref.WeakKeyDictionary()
+
+
+def install() -> None:
+    """Make this event loop's default thread limiter serve accounts in turn. The limiter is
+    the backend's own object (every thread handoff without a limiter of its own takes it), so
+    its class is swapped for a subclass that adds only the turns."""
+    limiter = anyio.to_thread.current_default_thread_limiter()
+    if type(limiter) not in _FAIR.values():
+        limiter.__class__ = _fair_class(type(limiter))

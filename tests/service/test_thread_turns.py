@@ -1,0 +1,95 @@
+"""The request threads are taken in turn by account: one account's flood of requests queues
+behind itself, and another account's request is answered after at most one of the flood's."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+
+from adjudge.service import turns
+from adjudge.service.app import create_app
+from support.harness import Harness
+
+
+def test_a_flood_of_one_account_does_not_queue_another_behind_it(
+    h: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One thread; the flood's first request holds it and nine more wait; another account's
+    request, sent after them, is the next one served (first come, first served, it was the
+    eleventh: behind every request of the flood)."""
+    gate = threading.Event()
+    served: list[str] = []
+    me = h.app.accounts.me
+    names = {h.account(name).id: name for name in ("ann", "bob")}
+
+    def blocking(who: Any) -> Any:
+        served.append(names[who.id])
+        if len(served) == 1:
+            gate.wait(10)
+        return me(who)
+
+    monkeypatch.setattr(h.app.accounts, "me", blocking)
+    api = create_app(h.app, threads=1)
+
+    async def main() -> None:
+        transport = httpx.ASGITransport(app=api)
+        async with (
+            api.router.lifespan_context(api),
+            httpx.AsyncClient(transport=transport, base_url="http://adjudge") as client,
+        ):
+
+            async def get(who: str) -> None:
+                headers = {"Authorization": f"Bearer {h.keys[who]}"}
+                r = await client.get("/api/v1/accounts/me", headers=headers)
+                assert r.status_code == 200, r.text
+
+            async with anyio.create_task_group() as group:
+                for _ in range(10):
+                    group.start_soon(get, "bob")
+                with anyio.fail_after(5):
+                    while not served:
+                        await anyio.sleep(0.005)
+                await anyio.sleep(0.05)  # the other nine wait for the thread
+                group.start_soon(get, "ann")
+                await anyio.sleep(0.05)
+                gate.set()
+        assert served[:2] == ["bob", "ann"], served
+        assert len(served) == 11
+
+    anyio.run(main)
+
+
+def test_a_waiter_given_up_leaves_no_turn_behind() -> None:
+    """A request cancelled while it waits for a thread takes no turn with it: the next one
+    still gets the thread, and every turn is given back."""
+    gate = threading.Event()
+
+    async def main() -> None:
+        limiter = anyio.to_thread.current_default_thread_limiter()
+        limiter.total_tokens = 1
+        turns.install()
+
+        async def run(owner: str, fn: Any) -> Any:
+            turns.serve_as(owner)
+            return await anyio.to_thread.run_sync(fn)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(run, "a", lambda: gate.wait(10))
+            await anyio.sleep(0.02)
+            with anyio.move_on_after(0.05):
+                await run("b", lambda: None)  # waits, then gives up
+            gate.set()
+            with anyio.fail_after(5):
+                assert await run("c", lambda: "answered") == "answered"
+        assert limiter.borrowed_tokens == 0
+        found = turns._TURNS[asyncio.get_running_loop()]
+        assert found.admitted == 0
+        assert not found.waiting
+        assert found.holding == found.last == found.borrowers == {}
+
+    anyio.run(main)
