@@ -37,6 +37,7 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from adjudge.json_text import JSON_DEPTH
+from adjudge.service import turns
 
 #: The deepest nesting of arrays and objects a body may have.
 MAX_DEPTH = JSON_DEPTH
@@ -164,7 +165,10 @@ def _parsers() -> anyio.CapacityLimiter:
     loop = asyncio.get_running_loop()
     found = _PARSERS.get(loop)
     if found is None:
-        found = _PARSERS[loop] = anyio.CapacityLimiter(2)
+        # Taken in turn by account, one of the two at most each (turns.fair): one account's
+        # stream of 4 MiB bodies held both, and every other account's large body waited
+        # behind all of them.
+        found = _PARSERS[loop] = turns.fair(anyio.CapacityLimiter(2))
     return found
 
 

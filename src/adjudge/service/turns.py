@@ -9,7 +9,12 @@ another account's ``GET /accounts/me`` took 668 ms at the median and 1.2 s at wo
 freed thread goes to the waiting account given one longest ago (or never), not to the oldest
 request: an account with a request waiting gets a thread before any account served since it
 was last, so after at most one request of each other account waiting, however many each has
-queued.
+queued. And one account holds all the threads but one at most, so while one account floods,
+another's request finds a thread free.
+
+The lane that parses large bodies (:mod:`adjudge.service.ingress`, two threads) is taken so too:
+one account's stream of 4 MiB bodies (1.6 s of parsing each) held both, and another account's
+100 KB body waited 25-45 s behind them (40 at once), 3 ms alone; 0.1 s now.
 
 The account is the one the request was authenticated as (:func:`serve_as`, set where each door
 finds its caller); work with none (a request without a key, the service's own) takes its turn
@@ -57,14 +62,23 @@ class _Turns:
         self.given += 1
         self.last[owner] = self.given
 
+    def _may_hold(self, owner: str, capacity: float) -> bool:
+        """Whether ``owner`` may take one more: one account holds all but one at most, so
+        another account's request finds a thread free however many the first keeps sent."""
+        return self.holding.get(owner, 0) < max(1, capacity - 1)
+
     def _forget(self, owner: str) -> None:
         if not self.holding.get(owner) and owner not in self.waiting:
             self.holding.pop(owner, None)
             self.last.pop(owner, None)
 
     async def take(self, owner: str, capacity: float) -> None:
-        if self.admitted < capacity and not self.waiting:
-            self._admit(owner)
+        if (
+            self.admitted < capacity
+            and self._may_hold(owner, capacity)
+            and not any(self._may_hold(name, capacity) for name in self.waiting)
+        ):
+            self._admit(owner)  # a thread free, and no one else's turn to take it
             return
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.waiting.setdefault(owner, deque()).append(future)
@@ -86,9 +100,12 @@ class _Turns:
         self.admitted -= 1
         self.holding[owner] -= 1
         self._forget(owner)
-        while self.admitted < capacity and self.waiting:
+        while self.admitted < capacity:
             # The waiting account given a thread longest ago (or never) goes next.
-            turn = min(self.waiting, key=lambda name: self.last.get(name, 0))
+            ready = [name for name in self.waiting if self._may_hold(name, capacity)]
+            if not ready:
+                return
+            turn = min(ready, key=lambda name: self.last.get(name, 0))
             line = self.waiting[turn]
             future = line.popleft()
             if not line:
@@ -113,7 +130,7 @@ def _fair_class(base: type) -> type:
         __slots__ = ()
 
         async def __aenter__(self) -> None:
-            turns = _TURNS.setdefault(asyncio.get_running_loop(), _Turns())
+            turns = _turns(self)
             owner = _OWNER.get()
             await turns.take(owner, self.total_tokens)
             try:
@@ -130,22 +147,37 @@ def _fair_class(base: type) -> type:
             exc_tb: TracebackType | None,
         ) -> None:
             self.release()
-            turns = _TURNS[asyncio.get_running_loop()]
+            turns = _turns(self)
             turns.give(turns.borrowers.pop(asyncio.current_task()), self.total_tokens)
 
     found = _FAIR[base] = FairLimiter
     return found
 
 
-#: The default limiter's turns, by event loop (the limiter is the loop's; it has slots and no
-#: room for them).
-_TURNS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Turns] = weakref.WeakKeyDictionary()
+#: Each fair limiter's turns, by event loop and limiter (a limiter is its loop's; it has slots
+#: and no room for them).
+_TURNS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int, _Turns]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _turns(limiter: object) -> _Turns:
+    found = _TURNS.setdefault(asyncio.get_running_loop(), {})
+    turns = found.get(id(limiter))
+    if turns is None:
+        turns = found[id(limiter)] = _Turns()
+    return turns
+
+
+def fair(limiter: anyio.CapacityLimiter) -> anyio.CapacityLimiter:
+    """``limiter``, made to serve accounts in turn (see the module), in place."""
+    if type(limiter) not in _FAIR.values():
+        limiter.__class__ = _fair_class(type(limiter))
+    return limiter
 
 
 def install() -> None:
     """Make this event loop's default thread limiter serve accounts in turn. The limiter is
     the backend's own object (every thread handoff without a limiter of its own takes it), so
     its class is swapped for a subclass that adds only the turns."""
-    limiter = anyio.to_thread.current_default_thread_limiter()
-    if type(limiter) not in _FAIR.values():
-        limiter.__class__ = _fair_class(type(limiter))
+    fair(anyio.to_thread.current_default_thread_limiter())
