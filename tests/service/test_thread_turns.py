@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+from functools import partial
 from typing import Any
 
 import anyio
@@ -127,5 +128,73 @@ def test_one_account_leaves_a_large_body_parser_free(monkeypatch: pytest.MonkeyP
                 assert (await send("ann"))["who"] == "ann"
             gate.set()
         assert parsed.count("flood") == 6
+
+    anyio.run(main)
+
+
+def test_one_account_reads_a_few_large_bodies_at_once(h: Harness) -> None:
+    """An account's large bodies are read four at a time: its further requests wait before
+    their bodies are read (held whole with their parsed values, 200 of one account's 4 MiB
+    bodies took the process to 1.24 GB), and another account's body is read at once."""
+    api = create_app(h.app)
+    body = json.dumps({"criteria": {}, "pad": "x" * (ingress.PARSE_ON_LOOP + 1)}).encode()
+    reading: list[str] = []
+    never = anyio.Event()
+
+    def scope(who: str, path: str) -> dict[str, Any]:
+        return {
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": "1.1",
+            "method": "POST",
+            "scheme": "http",
+            "path": path,
+            "raw_path": path.encode(),
+            "query_string": b"",
+            "root_path": "",
+            "server": ("adjudge", 80),
+            "client": ("127.0.0.1", 1),
+            "headers": [
+                (b"host", b"adjudge"),
+                (b"authorization", f"Bearer {h.keys[who]}".encode()),
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+
+    async def request(who: str, path: str, *, slow: bool) -> int:
+        sent = False
+        status = 0
+
+        async def receive() -> dict[str, Any]:
+            nonlocal sent
+            if sent:
+                await never.wait()
+                return {"type": "http.disconnect"}
+            reading.append(who)
+            sent = True
+            if slow:
+                await never.wait()  # a sender that never finishes
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        async def send(message: dict[str, Any]) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+
+        await api(scope(who, path), receive, send)
+        return status
+
+    async def main() -> None:
+        async with api.router.lifespan_context(api), anyio.create_task_group() as group:
+            for path in ("/api/v1/criteria/lint", "/"):
+                for _ in range(3):
+                    group.start_soon(partial(request, "bob", path, slow=True))
+            await anyio.sleep(0.1)
+            assert reading == ["bob"] * turns.LARGE_BODIES  # through either door
+            with anyio.fail_after(5):
+                assert await request("ann", "/api/v1/criteria/lint", slow=False) == 200
+            assert reading.count("ann") == 1
+            group.cancel_scope.cancel()
 
     anyio.run(main)

@@ -23,7 +23,7 @@ from adjudge.autocheck import jsregex
 from adjudge.errors import BadInput, Unavailable
 from adjudge.service import turns
 from adjudge.service.errors import RESPONSES
-from adjudge.service.ingress import StrictRoute
+from adjudge.service.ingress import PARSE_ON_LOOP, StrictRoute
 
 #: The largest amount the ledger's 64-bit columns hold.
 MAX_AMOUNT = 2**63 - 1
@@ -166,6 +166,9 @@ class KeyedRoute(StrictRoute):
                 bearer(request.headers.get("authorization"))
             )
             turns.serve_as(request.state.caller.id)
+            if turns.large(request.scope["headers"], PARSE_ON_LOOP):
+                async with turns.large_body(request.state.caller.id):
+                    return await handler(request)
             return await handler(request)
 
         return keyed

@@ -64,7 +64,7 @@ from adjudge.errors import BadInput, Error, NotFound, RateLimited, Unavailable, 
 from adjudge.market.money import LEDGER_CURRENCY
 from adjudge.service import turns
 from adjudge.service.deps import bearer
-from adjudge.service.ingress import WireError, parse_async
+from adjudge.service.ingress import PARSE_ON_LOOP, WireError, parse_async
 
 # --- the protocol's words -----------------------------------------------------------------
 
@@ -671,6 +671,21 @@ class McpEndpoint:
                 [(b"www-authenticate", b'Bearer realm="adjudge"')],
             )
             return
+        if turns.large(scope["headers"], PARSE_ON_LOOP):
+            async with turns.large_body(caller.id):
+                await self._read_and_answer(app, caller, headers, scope, receive, send)
+            return
+        await self._read_and_answer(app, caller, headers, scope, receive, send)
+
+    async def _read_and_answer(
+        self,
+        app: App,
+        caller: Account,
+        headers: Mapping[str, str],
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+    ) -> None:
         body = await _body(receive)
         status, answer, extra = await self._answer(app, caller, headers, scope["headers"], body)
         with stage("mcp.answer"):
