@@ -14,6 +14,7 @@ import pytest
 
 from adjudge.service import ingress, turns
 from adjudge.service.app import create_app
+from adjudge.store import records
 from support.harness import Harness
 
 
@@ -196,5 +197,50 @@ def test_one_account_reads_a_few_large_bodies_at_once(h: Harness) -> None:
                 assert await request("ann", "/api/v1/criteria/lint", slow=False) == 200
             assert reading.count("ann") == 1
             group.cancel_scope.cancel()
+
+    anyio.run(main)
+
+
+def test_a_key_the_service_does_not_know_is_looked_up_off_the_event_loop(
+    h: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Wrong keys are looked up on threads of their own: while their reads are slow, an
+    account whose key the service knows is answered (before, each wrong key's reads ran on the
+    event loop, which answered nothing else meanwhile)."""
+    gate = threading.Event()
+    real = records.account_by_key
+
+    def slow(tx: Any, api_key: str) -> Any:
+        if api_key.startswith("adj_wrong"):
+            gate.wait(2)
+        return real(tx, api_key)
+
+    api = create_app(h.app)
+    done: list[str] = []
+
+    async def main() -> None:
+        transport = httpx.ASGITransport(app=api)
+        async with (
+            api.router.lifespan_context(api),
+            httpx.AsyncClient(transport=transport, base_url="http://adjudge") as client,
+        ):
+
+            async def get(who: str, key: str, status: int) -> None:
+                headers = {"Authorization": f"Bearer {key}"}
+                r = await client.get("/api/v1/accounts/me", headers=headers)
+                assert r.status_code == status, r.text
+                done.append(who)
+
+            await get("ann", h.keys["ann"], 200)  # the service knows ann's key now
+            monkeypatch.setattr(records, "account_by_key", slow)
+            async with anyio.create_task_group() as group:
+                for n in range(3):
+                    group.start_soon(get, "wrong", f"adj_wrong{n}", 401)
+                await anyio.sleep(0.05)
+                started = anyio.current_time()
+                await get("ann", h.keys["ann"], 200)
+                assert anyio.current_time() - started < 1
+                gate.set()
+        assert done == ["ann", "ann", "wrong", "wrong", "wrong"]
 
     anyio.run(main)

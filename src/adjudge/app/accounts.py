@@ -83,6 +83,12 @@ class Accounts:
         #: Moves each time the remembered keys are forgotten (a key revoked or reissued).
         self._generation = 0
 
+    def remembered(self, api_key: str | None) -> Account | None:
+        """The account of a key :meth:`authenticate` knows without reading the store (seen
+        within :data:`AUTH_CACHE_SECONDS`), or None."""
+        cached = self._keys.get(api_key) if api_key else None
+        return cached[0] if cached is not None and cached[1] > time.monotonic() else None
+
     def authenticate(self, api_key: str | None) -> Account:
         """The account an API key belongs to; ``UNAUTHORIZED`` otherwise.
 

@@ -27,7 +27,7 @@ from adjudge.app import App
 from adjudge.errors import Error
 from adjudge.service import errors, turns
 from adjudge.service.access import ACCOUNT_KEY
-from adjudge.service.deps import bearer
+from adjudge.service.deps import authenticate, bearer
 from adjudge.service.tasks import finalized
 
 #: A finalize's path, around its task id.
@@ -94,7 +94,7 @@ async def finalize(scope: Scope, receive: Receive, send: Send) -> None:
         elif name == b"idempotency-key" and key is None:
             key = value.decode("latin-1")
     try:
-        who = app.accounts.authenticate(bearer(authorization))
+        who = await authenticate(app, bearer(authorization), scope.get("client"))
         scope.setdefault("state", {})[ACCOUNT_KEY] = who.id  # for the access log line
         turns.serve_as(who.id)
         response = await finalized(app, who, scope["path_params"]["task_id"], key)

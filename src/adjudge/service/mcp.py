@@ -63,7 +63,7 @@ from adjudge.app.timing import stage
 from adjudge.errors import BadInput, Error, NotFound, RateLimited, Unavailable, kind_of
 from adjudge.market.money import LEDGER_CURRENCY
 from adjudge.service import turns
-from adjudge.service.deps import bearer
+from adjudge.service.deps import authenticate, bearer
 from adjudge.service.ingress import PARSE_ON_LOOP, WireError, parse_async
 
 # --- the protocol's words -----------------------------------------------------------------
@@ -661,7 +661,7 @@ class McpEndpoint:
             (v.decode("latin-1") for n, v in scope["headers"] if n == b"authorization"), None
         )
         try:
-            caller = app.accounts.authenticate(bearer(authorization))
+            caller = await authenticate(app, bearer(authorization), scope.get("client"))
             turns.serve_as(caller.id)
         except Error as exc:
             await _respond(
