@@ -398,3 +398,49 @@ def test_a_refused_form_is_sent_again_under_its_key(browser: Browser, sent: Sent
     keys = [k for p, k in sent.requests if p == "/api/v1/tasks"]
     assert len(keys) == 3 and keys[0] == keys[1] != keys[2], keys
     _posted_once(h, "Too dear")
+
+
+def test_a_task_posted_again_after_a_reload_is_posted_once(browser: Browser, sent: Sent) -> None:
+    """ "Post and fund" whose answer never reaches the page (the service posted and funded the
+    task; the connection dropped), then the page reloaded and the same task posted again: the
+    second request carries the first's key, the service answers it from its record, and the
+    reward left the wallet once (a reload made a new key: two tasks, two rewards taken). A
+    success forgets the key: the same inputs posted again after it are a new task."""
+    b, h, page = browser, browser.h, browser.page
+    title = "Posted, answer lost"
+    before = h.ledger()
+
+    def lost(route: Any) -> None:
+        if route.request.method == "POST":
+            route.fetch()  # the service posts and funds it
+            route.abort("connectionreset")  # and the page never hears
+        else:
+            route.continue_()
+
+    def post() -> None:
+        b.open("post")
+        page.get_by_label("Title").fill(title)
+        page.get_by_label("Reward (USDC)").fill("2")
+        page.get_by_label("Mode").select_option("manual")
+        page.get_by_role("button", name="Post and fund", exact=True).click()
+
+    b.sign_in("pat")
+    page.route("**/api/v1/tasks", lost)
+    post()
+    page.get_by_role("alert").wait_for()  # the page says the request failed
+    page.unroute("**/api/v1/tasks")
+    page.reload()
+    b.sign_in("pat")
+    post()
+    page.wait_for_url("**/#/tasks/task_*")
+    page.locator("h2", has_text=title).wait_for()
+    posts = [k for p, k in sent.requests if p.endswith("/api/v1/tasks")]
+    assert len(posts) == 2 and posts[0] == posts[1] and posts[0], posts
+    assert _moved(before, h.ledger()) == {"wallet:pat": -REWARD}
+    _posted_once(h, title)
+    post()  # after a success: another task
+    page.wait_for_url("**/#/tasks/task_*")
+    page.wait_for_timeout(300)
+    posts = [k for p, k in sent.requests if p.endswith("/api/v1/tasks")]
+    assert len(posts) == 3 and posts[2] != posts[0], posts
+    assert _moved(before, h.ledger()) == {"wallet:pat": -2 * REWARD}

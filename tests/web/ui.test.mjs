@@ -361,6 +361,31 @@ test("a form keeps one Idempotency-Key per submission", () => {
   assert.equal(made, 5);
 });
 
+test("a form's key kept in the session outlives a reload until a success", () => {
+  const session = new Map();
+  const store = {
+    getItem: (k) => (session.has(k) ? session.get(k) : null),
+    setItem: (k, v) => session.set(k, String(v)),
+    removeItem: (k) => session.delete(k),
+  };
+  let made = 0;
+  const fresh = () => `k${++made}`;
+  const body = { title: "T", reward: "2000000" };
+  assert.equal(onceKey(fresh, store, "post").for(body), "k1"); // sent; its answer lost
+  const reloaded = onceKey(fresh, store, "post"); // the page loaded again
+  assert.equal(reloaded.for(body), "k1"); // the same inputs: the same request
+  assert.equal(onceKey(fresh, store, "other").for(body), "k2"); // another form's own
+  reloaded.done(); // a success: forgotten
+  assert.equal(onceKey(fresh, store, "post").for(body), "k3");
+  assert.equal(onceKey(fresh, store, "post").for({ title: "U" }), "k4"); // other inputs
+  session.set("adjudge.once.post", "not json");
+  assert.equal(onceKey(fresh, store, "post").for(body), "k5");
+  const refusing = { getItem: () => { throw new Error("denied"); }, setItem: () => { throw new Error("full"); }, removeItem: () => {} };
+  const keys = onceKey(fresh, refusing, "post");
+  assert.equal(keys.for(body), "k6");
+  assert.equal(keys.for(body), "k6"); // kept for the page all the same
+});
+
 test("the criteria lint as the post form shows it", () => {
   const answer = {
     findings: [

@@ -167,8 +167,10 @@ function failure(err) {
  * After a success they stay disabled — the page is being shown anew, and a click meanwhile
  * would be a second submission — unless `{ stays: true }` says the form remains (a dry run).
  */
-function sending(buttons, status) {
-  const keys = onceKey(() => crypto.randomUUID());
+function sending(buttons, status, name = null) {
+  // A form that is not bound to a task's state (posting one, adding an endpoint) keeps its
+  // key in the tab's session under `name`: sent again after a reload, it is the same request.
+  const keys = onceKey(() => crypto.randomUUID(), name ? window.sessionStorage : null, name ?? "");
   let busy = false;
   const release = () => {
     busy = false;
@@ -721,7 +723,7 @@ async function postForm() {
   const status = h("p", { class: "status-line" });
   const label = (text, input) => h("label", {}, h("span", {}, text), input);
   const button = h("button", { type: "submit" }, "Post and fund");
-  const send = sending(() => [button], status);
+  const send = sending(() => [button], status, "post-task");
   const advice = h("section", { class: "lint", "aria-live": "polite", "aria-label": "Criteria advice" });
   const lintButton = h("button", { type: "button", onclick: () => lintCriteria() }, "Check these criteria");
   // Advice before funding: the service's lint of the criteria (and the brief an agent could
@@ -1587,7 +1589,7 @@ async function webhooksPage(query, notice, cursor, goneCursor) {
   const description = h("input", { type: "text", name: "description", maxlength: 200, "aria-label": "Description" });
   const made = h("p", { class: "status-line" });
   const add = h("button", { type: "submit" }, "Add endpoint");
-  const sendEndpoint = sending(() => [add], made);
+  const sendEndpoint = sending(() => [add], made, "add-endpoint");
   const endpointFilter = h(
     "select",
     { name: "endpoint", "aria-label": "Endpoint filter" },

@@ -427,22 +427,51 @@ export function eventTypes(text) {
  * a retry after a refusal or a lost connection, which the service then answers from its
  * record instead of acting twice), a new one once the inputs change (the service refuses a
  * key reused for other inputs) or after a success (`done`). `fresh` makes a key.
+ *
+ * With `store` (the tab's `sessionStorage`) and a `name`, the key outlives the page: a form
+ * sent, its answer lost, and sent again with the same inputs after a reload carries the first
+ * key, so the service answers it from its record (before, a reload made a new key, and a task
+ * posted whose answer was lost was posted and funded again). A success forgets it.
  */
-export function onceKey(fresh) {
+export function onceKey(fresh, store = null, name = "") {
+  const slot = `adjudge.once.${name}`;
   let key = null;
   let sent = null;
+  const kept = () => {
+    try {
+      const found = store ? JSON.parse(store.getItem(slot) ?? "null") : null;
+      return found && typeof found.key === "string" && typeof found.sent === "string" ? found : null;
+    } catch {
+      return null; // storage refused, or not what this wrote: a new key
+    }
+  };
+  const keep = (value) => {
+    try {
+      if (!store) return;
+      if (value) store.setItem(slot, JSON.stringify(value));
+      else store.removeItem(slot);
+    } catch {
+      // storage full or refused: the key lives as long as the page, as without a store
+    }
+  };
   return {
     for(inputs) {
       const text = JSON.stringify(inputs ?? null);
+      if (key === null) {
+        const found = kept();
+        if (found && found.sent === text) [key, sent] = [found.key, found.sent];
+      }
       if (key === null || text !== sent) {
         key = fresh();
         sent = text;
+        keep({ key, sent });
       }
       return key;
     },
     done() {
       key = null;
       sent = null;
+      keep(null);
     },
   };
 }
