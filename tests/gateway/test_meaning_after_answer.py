@@ -882,8 +882,7 @@ def test_an_admins_key_policy_stored_before_is_not_heeded(
     (vic's list is empty, its judgment is not taken), the call is judged at once without it
     (no waiting for the deadline), and the charge stands."""
     w, _, _ = world
-    monkeypatch.setattr(app_calls, "_judged_only_on_its_word", lambda *_: None, raising=False)
-    monkeypatch.setattr(app_calls, "_enforced_only_on_its_word", lambda *_: None, raising=False)
+    monkeypatch.setattr(app_calls, "_on_the_providers_word", lambda *_: None, raising=False)
     key = f"key:{w.h.signers['vic'].keyid}"
     w.h.ok("root", "POST", "/tools/weather_forecast/policies", {"policy": _key_policy(key)})
     panel = w.h.ok("ann", "GET", "/tools/weather_forecast")["judged_by"]["judges"]

@@ -486,9 +486,7 @@ class Calls:
                 )
             parsed = register_policy(policy, _contract(current))
             _storable(parsed.policy_id, "A policy id", 200, "POLICY_INVALID")
-            _spends_only_on_its_word(parsed, who, owner)
-            _judged_only_on_its_word(parsed, who, owner)
-            _enforced_only_on_its_word(parsed, who, owner, self.unit.now())
+            _on_the_providers_word(parsed, who, owner, self.unit.now())
             _check_corroborator(tx, parsed, owner)
             _check_key_judges(tx, parsed.judges, self.unit.now(), owner)
             if parsed.version > MAX_VERSION:
@@ -984,63 +982,56 @@ def _evidence(**inputs: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return kept or None
 
 
-def _spends_only_on_its_word(policy: Policy, who: Account, provider: str) -> None:
-    """A declared corroborator is paid from the provider's own wallet on every empty answer, so
-    only the provider itself declares one: an admin may register the rules that judge a
-    provider, never spend its money (a tool of its own choosing, at a bound of its own)."""
+def _on_the_providers_word(policy: Policy, who: Account, provider: str, now: datetime) -> None:
+    """What only the tool's provider itself puts in a policy over its calls; anyone else, an
+    admin included, is refused it, nothing stored. An admin may register the rules that judge
+    a provider as a proposal, never make them move the provider's money or record:
+
+    - a declared corroborator is paid from the provider's wallet on every empty answer (a tool
+      of the admin's choosing, at a bound of its own: ``CORROBORATION_PROVIDER_ONLY``);
+    - a verifier key named as a meaning judge signs judgments that, k of n, refund the
+      provider's charges and strike it: a person's word, not the service's checks, where an
+      admin's ruling on a caller's report never strikes (``KEY_JUDGES_PROVIDER_ONLY``);
+    - an enforcing policy refunds the calls that fail it and strikes the provider; another
+      account registers it in shadow mode (its verdicts recorded, nothing refunded or struck)
+      or withdrawn, for the provider to adopt (``POLICY_ENFORCE_PROVIDER_ONLY``).
+    """
+    if who.id == provider:
+        return
     rule = policy.empty_result
-    if rule is None or rule.corroborator is None or who.id == provider:
-        return
-    raise NotAllowed(
-        f"The policy declares {rule.corroborator.tool} as the corroborator of "
-        f"{policy.tool}'s empty answers, paid from {provider}'s wallet on each: only {provider} "
-        "itself registers a policy that spends its money. Register it without "
-        "`empty_result.corroboration`, or ask the provider to register it. Nothing was stored.",
-        code="CORROBORATION_PROVIDER_ONLY",
-    )
-
-
-def _enforced_only_on_its_word(policy: Policy, who: Account, provider: str, now: datetime) -> None:
-    """An enforcing policy refunds the provider's calls that fail it and strikes the provider:
-    the rules that judge a provider bind it only on its own word. Anyone else, an admin
-    included, registers a version that cannot: in shadow mode (its verdicts recorded for the
-    provider to read, nothing refunded or struck) or withdrawn (``withdrawn_at`` already past),
-    as an operator proposes rules, or stops them, for the provider to adopt."""
-    if who.id == provider or policy.mode is Mode.SHADOW or policy.withdrawn(now):
-        return
-    raise NotAllowed(
-        f"An enforcing policy refunds {provider}'s failing calls and strikes it, so only "
-        f"{provider} itself registers one over {policy.tool}. Register it with "
-        '"mode": "shadow" (its verdicts are recorded and enforce nothing) for the provider '
-        "to adopt, or ask the provider to register it. Nothing was stored.",
-        code="POLICY_ENFORCE_PROVIDER_ONLY",
-    )
+    if rule is not None and rule.corroborator is not None:
+        raise NotAllowed(
+            f"The policy declares {rule.corroborator.tool} as the corroborator of "
+            f"{policy.tool}'s empty answers, paid from {provider}'s wallet on each: only "
+            f"{provider} itself registers a policy that spends its money. Register it without "
+            "`empty_result.corroboration`, or ask the provider to register it. Nothing was "
+            "stored.",
+            code="CORROBORATION_PROVIDER_ONLY",
+        )
+    keys = [j for j in policy.judges if j.startswith("key:")]
+    if keys:
+        raise NotAllowed(
+            f"The policy names {', '.join(keys)} as meaning judges of {policy.tool}: a key's "
+            f"signed judgment refunds {provider}'s charges and strikes it, so only {provider} "
+            "itself registers a policy naming one. Register it with the service's judges only, "
+            "or ask the provider to register it. Nothing was stored.",
+            code="KEY_JUDGES_PROVIDER_ONLY",
+        )
+    if policy.mode is not Mode.SHADOW and not policy.withdrawn(now):
+        raise NotAllowed(
+            f"An enforcing policy refunds {provider}'s failing calls and strikes it, so only "
+            f"{provider} itself registers one over {policy.tool}. Register it with "
+            '"mode": "shadow" (its verdicts are recorded and enforce nothing) for the provider '
+            "to adopt, or ask the provider to register it. Nothing was stored.",
+            code="POLICY_ENFORCE_PROVIDER_ONLY",
+        )
 
 
 def heeds_key_judges(registered_by: str | None, provider: str) -> bool:
     """Whether a policy's verifier-key judges are asked and heeded: only when the provider
-    itself registered it (:func:`_judged_only_on_its_word`; one an admin registered before that
+    itself registered it (:func:`_on_the_providers_word`; one an admin registered before that
     refusal names keys whose silence is all that is read)."""
     return registered_by == provider
-
-
-def _judged_only_on_its_word(policy: Policy, who: Account, provider: str) -> None:
-    """A verifier key named as a meaning judge signs judgments that, k of n, fail a provider's
-    calls: each refunds the charge from its hold and strikes it. That is a person's word, not
-    the service's own checks or judges, so only the provider itself puts one over its calls:
-    an admin, who registers the rules that judge a provider, would otherwise name a key of its
-    choosing, its own among them, and decide the provider's money and record alone, where its
-    ruling on a caller's report never strikes."""
-    keys = [j for j in policy.judges if j.startswith("key:")]
-    if not keys or who.id == provider:
-        return
-    raise NotAllowed(
-        f"The policy names {', '.join(keys)} as meaning judges of {policy.tool}: a key's signed "
-        f"judgment refunds {provider}'s charges and strikes it, so only {provider} itself "
-        "registers a policy naming one. Register it with the service's judges only, or ask the "
-        "provider to register it. Nothing was stored.",
-        code="KEY_JUDGES_PROVIDER_ONLY",
-    )
 
 
 def _check_corroborator(tx: Transaction, policy: Policy, provider: str) -> None:
