@@ -22,41 +22,35 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from dashboards import fresh_store, sized_run
-from maturity import AMOUNT, BATCH, PROVIDERS, _issue, grow
+from maturity import BATCH, PROVIDERS, grow
 
 from adjudge.app import App
-from adjudge.market import WORLD, Transfer, provider_hold_account
-from adjudge.store import Store, holds, ledger, meaning_queue, receipt_log, records
+from adjudge.store import Store, holds, meaning_queue, records
 
 DUE = 100
+#: Where the waiting holds' numbers start (the due holds' start at 0).
+WAITING = 10**8
 
 
 def wait(store: Store, start: int, stop: int, at: datetime) -> None:
     """Holds ``start`` to ``stop`` (exclusive), past their deadlines at ``at``, each call's
-    judgment queued and never given."""
-    for first in range(start, stop, BATCH):
+    judgment queued and never given (held as :func:`maturity.grow` holds its own, under numbers
+    of their own)."""
+    first, last = WAITING + start, WAITING + stop
+    grow(store, first, last, at)
+    for batch in range(first, last, BATCH):
         with store.write() as tx:
-            for n in range(first, min(first + BATCH, stop)):
-                provider, call_id = f"prov{n % PROVIDERS:03d}", f"wait-{n:09d}"
-                receipt = receipt_log.append(tx, _issue(10**9 + n), task_id=None, at=at)
-                charge = [Transfer(WORLD, provider_hold_account(provider), AMOUNT, "charge")]
-                ledger.transfer(tx, charge, task_id=None, at=at)
-                holds.add(
-                    tx,
-                    call_id=call_id,
-                    provider=provider,
-                    caller="ann",
-                    amount=AMOUNT,
-                    receipt_id=receipt.id,
-                    matures_at=at,
-                )
+            for n in range(batch, min(batch + BATCH, last)):
+                call_id = f"call-{n:09d}"
+                held = holds.get(tx, call_id)
+                assert held is not None
                 meaning_queue.add(
                     tx,
                     call_id=call_id,
-                    provider=provider,
+                    provider=held.provider,
                     policy_digest="sha256:" + "0" * 64,
                     response_digest="sha256:" + "1" * 64,
-                    receipt_id=receipt.id,
+                    receipt_id=held.receipt_id,
                     at=at,
                 )
 
