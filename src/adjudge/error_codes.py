@@ -316,6 +316,7 @@ _TABLE = (
     Code("CONCURRENT_UPDATE", Unavailable, 409, "Another transaction changed the same rows first; send the request again."),
     Code("CONNECTIONS_AT_ONCE_EXCEEDED", Unavailable, 429, "The client's address holds the most connections open at once that it may; the new one is closed."),
     Code("DRY_RUN_QUOTA_EXCEEDED", Unavailable, 429, "The task's dry runs for this hour are used up (Retry-After says when)."),
+    Code("IDEMPOTENCY_KEYS_QUOTA_EXCEEDED", Unavailable, 429, "The account's state changes with a new Idempotency-Key for this hour are used up (Retry-After says when); a key already answered still replays."),
     Code("IDEMPOTENCY_IN_PROGRESS", Unavailable, 429, "The first request with this Idempotency-Key has not ended; send it again later."),
     Code("JUDGE_FAILED", Unavailable, 400, "The judge gave no usable answer; no verdict was posted."),
     Code("LINT_QUOTA_EXCEEDED", Unavailable, 429, "The account's criteria lints for this hour are used up (Retry-After says when)."),

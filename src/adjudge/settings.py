@@ -227,6 +227,15 @@ class Settings(BaseSettings):
         "for the benchmarks (unset: not timed).",
         json_schema_extra=_NO_FLAG,
     )
+    idempotency_keys_per_hour: int = Field(
+        10_000,
+        ge=1,
+        le=10_000_000,
+        description="State changes one account may make with a new Idempotency-Key in an hour "
+        "(each stores its answer for 30 days; past it `429 IDEMPOTENCY_KEYS_QUOTA_EXCEEDED`, "
+        "and a key already answered still replays).",
+        json_schema_extra=_NO_FLAG,
+    )
     webhooks_max_endpoints: int = Field(
         10,
         ge=1,

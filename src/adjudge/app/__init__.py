@@ -77,10 +77,12 @@ class App:
         serve --server-key``); without one a fresh key lives as long as this object, so secrets
         sealed now cannot be opened by another process or after a restart."""
         self.store = store
-        self.unit = UnitOfWork(store, clock or SystemClock())
+        self.settings = settings or Settings()
+        self.unit = UnitOfWork(
+            store, clock or SystemClock(), keys_per_hour=self.settings.idempotency_keys_per_hour
+        )
         self.checker = checker or default_checker()
         self.issuer = issuer or default_issuer()
-        self.settings = settings or Settings()
         self.accounts = Accounts(self.unit)
         self.keys = Keys(self.unit, self.accounts)
         at_once = AtOnce()  # an account's dry runs and lints count together

@@ -17,7 +17,8 @@
   since this process's last one (:meth:`adjudge.app.receipts.Receipts.tick`);
 - the answers stored under Idempotency-Keys older than :data:`IDEMPOTENCY_RETENTION` are
   forgotten, a batch at a time, oldest first (kept for good, every request with a new key grew
-  the table with the service's history).
+  the table with the service's history); so are the counters of quota windows that ended
+  (:data:`adjudge.store.quotas.LONGEST_WINDOW`).
 
 Each pass is idempotent and safe to run from every ``serve`` process at once: each step is a
 conditional write that only one process wins. A step that fails is logged and tried again at the
@@ -39,7 +40,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from adjudge.store import idempotency
+from adjudge.store import idempotency, quotas
 
 if TYPE_CHECKING:
     from adjudge.app import App
@@ -70,8 +71,11 @@ def run_once(app: App) -> dict[str, int]:
 
         return run
 
-    # The Idempotency-Key answers past their retention, a batch a write.
-    forget_before = app.unit.now() - IDEMPOTENCY_RETENTION
+    # The Idempotency-Key answers past their retention and the quota windows that ended, a
+    # batch a write.
+    now = app.unit.now()
+    forget_before = now - IDEMPOTENCY_RETENTION
+    ended_before = now - quotas.LONGEST_WINDOW
 
     steps: dict[str, Callable[[], int]] = {
         "recovered": app.gateway.recover,
@@ -82,6 +86,10 @@ def run_once(app: App) -> dict[str, int]:
         "checkpointed": lambda: int(app.receipts.tick()),
         "forgotten": drained(
             lambda: app.unit.write(lambda tx: idempotency.prune(tx, forget_before, PRUNE_BATCH)),
+            PRUNE_BATCH,
+        ),
+        "windows_forgotten": drained(
+            lambda: app.unit.write(lambda tx: quotas.prune(tx, ended_before, PRUNE_BATCH)),
             PRUNE_BATCH,
         ),
     }

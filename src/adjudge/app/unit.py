@@ -6,7 +6,10 @@ A state change runs as:
    (the same key for another request is ``IDEMPOTENCY_KEY_REUSED``);
 2. run the use case, which reads, asks the pure core, and writes its effects;
 3. store the answer under the key and commit: the answer and the effects land together or not
-   at all.
+   at all. Each answer stored is counted in its account's hour: past the deployment's
+   ``idempotency_keys_per_hour`` the change is refused (``IDEMPOTENCY_KEYS_QUOTA_EXCEEDED``)
+   and rolled back, so one account's requests, each with a new key, grow the table at a
+   bounded rate (an answer is kept 30 days).
 
 A lost race (:class:`adjudge.store.ConcurrentUpdate`) re-runs the whole thing from step 1, so the
 loser sees the winner's state. Refusals are not stored: nothing happened, so a retry is decided
@@ -26,7 +29,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import partial
 from typing import Any, Generic, TypeVar
 
@@ -36,7 +39,7 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from adjudge.app.clock import Clock
 from adjudge.digests import sha256_digest
-from adjudge.errors import BadInput, Conflict, Error
+from adjudge.errors import BadInput, Conflict, Error, RateLimited
 from adjudge.receipts.canonical import canonical_json
 from adjudge.store import (
     ConcurrentUpdate,
@@ -44,6 +47,7 @@ from adjudge.store import (
     Transaction,
     hot_rows,
     idempotency,
+    quotas,
     receipt_log,
     store_error,
 )
@@ -60,6 +64,8 @@ LOOP_TRIES = 50
 LOOP_RETRY = 0.001
 #: The longest Idempotency-Key (printable ASCII).
 MAX_KEY = 255
+#: The window an account's stored answers are counted over (``idempotency_keys_per_hour``).
+KEYS_WINDOW = timedelta(hours=1)
 
 
 @dataclass(frozen=True)
@@ -96,9 +102,13 @@ class Answer(Generic[T]):
 class UnitOfWork:
     """Runs use cases against one store with one clock."""
 
-    def __init__(self, store: Store, clock: Clock, *, group: bool = True) -> None:
+    def __init__(
+        self, store: Store, clock: Clock, *, keys_per_hour: int, group: bool = True
+    ) -> None:
         self.store = store
         self.clock = clock
+        #: The answers one account may store under new Idempotency-Keys in an hour.
+        self.keys_per_hour = keys_per_hour
         #: Writes committed several to a transaction (:class:`GroupCommit`); None: one each.
         self.commits = GroupCommit(store) if group else None
 
@@ -229,6 +239,7 @@ class UnitOfWork:
                     return _replay(seen, idem, account_id)
             value = fn(tx)  # (2)
             if idem is not None and (kept is None or kept(value)):  # (3)
+                self._count_key(tx, account_id)
                 stored: Any = _seal(value, idem.key, account_id) if seal else value
                 idempotency.remember(
                     tx,
@@ -241,6 +252,21 @@ class UnitOfWork:
             return Answer(value)
 
         return attempt
+
+    def _count_key(self, tx: Transaction, account_id: str) -> None:
+        """Count an answer stored under a new key in its account's hour, as the transaction
+        that stores it commits (a refused change counts nothing); past :attr:`keys_per_hour`
+        the refusal rolls the change back with the count."""
+        start, wait = quotas.window(self.clock.now(), KEYS_WINDOW)
+        scope = f"idempotency:{account_id}"
+        if quotas.count_at_commit(tx, scope, start) >= self.keys_per_hour:
+            raise RateLimited(
+                f"An account may make {self.keys_per_hour} state changes with a new "
+                f"Idempotency-Key an hour; nothing was changed. Try again in {wait} s (a "
+                "request sent again with a key already answered is answered as before).",
+                retry_after=wait,
+                code="IDEMPOTENCY_KEYS_QUOTA_EXCEEDED",
+            )
 
     def _replayed_after_refusal(
         self, account_id: str, idem: Idempotency | None

@@ -26,7 +26,7 @@ from sqlalchemy.exc import (
 from adjudge import json_text
 from adjudge.errors import StorageError
 from adjudge.receipts.checkpoints import MAX_LANES
-from adjudge.store import day_counts, held_days, ledger, receipt_log
+from adjudge.store import day_counts, held_days, ledger, quotas, receipt_log
 from adjudge.store import schema as s
 from adjudge.store.transaction import ConcurrentUpdate, Transaction, written_in_a_read
 
@@ -423,6 +423,7 @@ class Store:
                             held_days.flush(tx)  # on the same lane, as locked
                             day_counts.flush(tx)  # and so the dashboards' counts
                             ledger.flush(tx)  # credits last: a shared balance waits the least
+                            quotas.flush(tx)  # then counters, waiting for no other row
                             tx.send(commit=True)  # and what is held, checks before the commit
                         else:
                             outer.rollback()

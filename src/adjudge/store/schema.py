@@ -397,6 +397,8 @@ quotas = Table(
     Column("scope", String(200), primary_key=True),  # e.g. dry-run:<task>:<account>
     Column("window", UTCDateTime, primary_key=True),  # the start of the counting window
     Column("used", Integer, nullable=False),
+    # The upkeep forgets windows long ended, oldest first (:func:`adjudge.store.quotas.prune`).
+    Index("ix_quotas_window", "window"),
 )
 
 Index("ix_tasks_status_verifier", tasks.c.status, tasks.c.verifier)

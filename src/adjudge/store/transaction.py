@@ -175,6 +175,7 @@ class _Mark:
     held_moves: dict[tuple[str, str], int]
     day_counts: dict[tuple[str, str, str, str], int]
     credits_due: dict[str, int]
+    uses_due: dict[tuple[str, datetime], int]
     lane_head: dict[str, Any] | None
     refused: Exception | None
 
@@ -215,6 +216,11 @@ class Transaction:
         #: commits (adjudge.store.ledger), so a balance every transaction credits is locked
         #: for the commit's last step only.
         self.credits_due: dict[str, int] = {}
+        #: Uses of bounded actions not yet added to their counters, by (scope, window): added
+        #: as the transaction commits, after its credits (adjudge.store.quotas), so a counter
+        #: one account's every change adds to is locked for the commit alone, waiting for no
+        #: other row.
+        self.uses_due: dict[tuple[str, datetime], int] = {}
         #: What to do once this transaction has committed (counting what it did, say); a
         #: unit of work rolled back to its savepoint takes its own out again.
         self.committed: list[Callable[[], None]] = []
@@ -271,6 +277,7 @@ class Transaction:
             dict(self.held_moves),
             dict(self.day_counts),
             dict(self.credits_due),
+            dict(self.uses_due),
             self.lane_head,
             self.refused,
         )
@@ -303,6 +310,7 @@ class Transaction:
         self.held_moves = mark.held_moves
         self.day_counts = mark.day_counts
         self.credits_due = mark.credits_due
+        self.uses_due = mark.uses_due
         self.lane_head = mark.lane_head
         self.refused = mark.refused
         self.cache.clear()
