@@ -26,11 +26,14 @@ class Http:
         self.free: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
         self.opened: list[asyncio.StreamWriter] = []
 
-    async def request(self, method: str, path: str, body: bytes = b"") -> tuple[int, bytes]:
-        """One request; returns the status and the body."""
+    async def request(
+        self, method: str, path: str, body: bytes = b"", headers: dict[str, str] | None = None
+    ) -> tuple[int, bytes]:
+        """One request (with ``headers`` beside the connection's); returns the status and the
+        body."""
+        head = self.head + "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
         request = (
-            f"{method} {path} HTTP/1.1\r\n{self.head}Content-Length: {len(body)}\r\n\r\n".encode()
-            + body
+            f"{method} {path} HTTP/1.1\r\n{head}Content-Length: {len(body)}\r\n\r\n".encode() + body
         )
         line = b""
         if self.free:

@@ -30,6 +30,9 @@ Beside the server's CPU per finalize, two floors from the same run: the bare aut
 benchmark's result, and the bare work of a finalize (one auto check, one Ed25519 signature and
 one commit on the same kind of database: :func:`work_floor_us`), and the ratio to each.
 
+``--keyed`` sends each finalize with an Idempotency-Key of its own, as a client that retries
+safely does: its answer is then stored with it and counted in the poster's hour.
+
 A PostgreSQL database is emptied (its tables dropped) before seeding.
 """
 
@@ -126,7 +129,12 @@ def submitted_tasks(app: App, admin: Account, agent: str, count: int) -> list[st
 
 
 async def drive(
-    base: str, key: str, ids: list[str], clients: int, rate: float | None = None
+    base: str,
+    key: str,
+    ids: list[str],
+    clients: int,
+    rate: float | None = None,
+    keyed: bool = False,
 ) -> list[float]:
     """Finalize every task once with ``clients`` concurrent clients; returns latencies (s).
 
@@ -145,7 +153,10 @@ async def drive(
 
     async def one(task_id: str, due: float | None = None) -> None:
         started = due if due is not None else time.perf_counter()
-        status, body = await http.request("POST", f"/api/v1/tasks/{task_id}/finalize")
+        headers = {"Idempotency-Key": f"finalize-{task_id}"} if keyed else None
+        status, body = await http.request(
+            "POST", f"/api/v1/tasks/{task_id}/finalize", headers=headers
+        )
         latencies.append(time.perf_counter() - started)
         if status != 200 or json.loads(body)["status"] != "completed":
             failures.append(f"{task_id}: {status} {body[:200]!r}")
@@ -269,14 +280,19 @@ def _serve(url: str, directory: Path, args: argparse.Namespace, env: dict[str, s
 
 
 async def _drive_all(
-    bases: list[str], key: str, ids: list[str], clients: int, rate: float | None
+    bases: list[str],
+    key: str,
+    ids: list[str],
+    clients: int,
+    rate: float | None,
+    keyed: bool = False,
 ) -> list[float]:
     """The tasks split over the processes, each driven by its share of the clients."""
     shares = [ids[i :: len(bases)] for i in range(len(bases))]
     each = max(1, clients // len(bases))
     per = None if rate is None else rate / len(bases)
     runs = await asyncio.gather(
-        *(drive(b, key, share, each, per) for b, share in zip(bases, shares, strict=True))
+        *(drive(b, key, share, each, per, keyed) for b, share in zip(bases, shares, strict=True))
     )
     return [x for run in runs for x in run]
 
@@ -330,12 +346,14 @@ def run(args: argparse.Namespace, processes: int) -> dict[str, Any]:
     bases = [base for _, base in servers]
     pids = [server.pid for server, _ in servers]
     try:
-        asyncio.run(_drive_all(bases, key, ids[: args.warmup], args.clients, None))
+        asyncio.run(_drive_all(bases, key, ids[: args.warmup], args.clients, None, args.keyed))
         cpu_before = [_cpu_seconds(pid) for pid in pids]
         machine_before = machine_cpu()
         client_before = time.process_time()
         started = time.perf_counter()
-        latencies = asyncio.run(_drive_all(bases, key, ids[args.warmup :], args.clients, args.rate))
+        latencies = asyncio.run(
+            _drive_all(bases, key, ids[args.warmup :], args.clients, args.rate, args.keyed)
+        )
         elapsed = time.perf_counter() - started
         client_cpu = time.process_time() - client_before
         cpu_after = [_cpu_seconds(pid) for pid in pids]
@@ -367,6 +385,7 @@ def run(args: argparse.Namespace, processes: int) -> dict[str, Any]:
         "lanes": args.lanes if args.lanes is not None else "default",
         "finalizes": len(ms),
         "clients": args.clients,
+        "keyed": args.keyed,
         "offered_per_second": args.rate or "as fast as answered",
         "per_second": round(len(ms) / elapsed, 1),
         "p50_ms": round(statistics.median(ms), 1),
@@ -468,6 +487,12 @@ def main() -> None:
         help="Serve without the per-request access log line (to measure what it costs).",
     )
     parser.add_argument("--stages", action="store_true", help="Time each stage (one process).")
+    parser.add_argument(
+        "--keyed",
+        action="store_true",
+        help="Send each finalize with an Idempotency-Key of its own (its answer stored and "
+        "counted in the poster's hour, as a client that retries safely sends it).",
+    )
     parser.add_argument("--json", action="store_true", help="Print the figures as JSON.")
     args = parser.parse_args()
     figures = scale(args) if args.scale else run(args, args.processes)
