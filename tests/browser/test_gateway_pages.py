@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import pytest
 from playwright.sync_api import expect
+from sqlalchemy import update
 
+from adjudge.store import calls
 from adjudge.webhooks import Sender
 from support.browser import Browser
 from support.receiver import Receiver, drain, endpoint
@@ -63,6 +65,21 @@ def test_the_tools_page_lists_the_tool_and_shows_its_schemas(
     page.locator("dd a.provider-link").click()
     page.locator(".failure-rate", has_text="no observations").wait_for()
     page.get_by_text("This provider declared no quality terms").wait_for()
+
+
+def test_a_policy_registered_in_the_providers_stead_reads_as_acting_as_shadow(
+    world_browser: Browser, world: World
+) -> None:
+    """The tool's page says an enforcing policy another account registered in its provider's
+    stead (before that was refused) acts as shadow, and who registered it."""
+    b, page = world_browser, world_browser.page
+    with world.h.app.store.write() as tx:
+        tx.conn.execute(update(calls.call_policies).values(registered_by="root"))
+    b.sign_in("ann")
+    b.open("tools/weather_forecast")
+    page.locator("code.endpoint").wait_for()
+    facts = page.locator("dl.facts").first.inner_text()
+    assert "weather-standard version 1 (enforce, acting as shadow: registered by root" in facts
 
 
 def test_calls_are_listed_filtered_and_read_check_by_check(

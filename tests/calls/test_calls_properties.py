@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from fractions import Fraction
 from typing import Any
@@ -36,23 +37,23 @@ from adjudge.calls.contract import (
     ExpressionError,
     compile_expression,
 )
+from adjudge.calls.judging import JudgingJob, judge
 from adjudge.calls.quality import EXACT_BITS, Observation, _exact_tail_test
 from adjudge.calls.verify import digested_bytes
 from adjudge.kernel import Verdict
 
 AT = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 
-CONTRACT = register_contract(
-    {
-        "tool": "t",
-        "version": "1",
-        "response_mapping": {"items": "data.items", "meta": "meta"},
-        "output_schema": {
-            "type": "object",
-            "properties": {"items": {"type": "array", "items": {"type": "object"}}},
-        },
-    }
-)
+CONTRACT_DOCUMENT: dict[str, Any] = {
+    "tool": "t",
+    "version": "1",
+    "response_mapping": {"items": "data.items", "meta": "meta"},
+    "output_schema": {
+        "type": "object",
+        "properties": {"items": {"type": "array", "items": {"type": "object"}}},
+    },
+}
+CONTRACT = register_contract(CONTRACT_DOCUMENT)
 
 # Rules that can pass, fail, not apply or be misapplied, depending on the generated data.
 RULES: list[dict[str, Any]] = [
@@ -177,6 +178,57 @@ def test_a_shadow_policy_never_strikes(call: dict[str, Any]) -> None:
     assert result.effect.strike is False
     assert result.effect.payment is Payment.SETTLE
     assert result.effect.enforced is False
+
+
+@settings(max_examples=200, deadline=None)
+@given(calls(), st.sampled_from(["root", "other", "prov ", "Prov"]))
+def test_a_policy_not_on_the_providers_word_judges_as_shadow(
+    call: dict[str, Any], registrant: str
+) -> None:
+    """An enforcing policy another account registered over the provider's tool records the
+    verdict, rows and what it would have carried that the provider's own gives, but settles and
+    never strikes; the record says it acted as shadow, and who registered it. Registered by the
+    provider itself, it acts as when no registrant is named."""
+    policy = register_policy(call["policy"], CONTRACT)
+    request = parse_request(call["request"])
+    response = parse_response({"status": "ok", "body": call["body"]})
+    own = verify_call(CONTRACT, policy, request, response, AT, registered_by="prov")
+    assert own.to_dict() == _verify(call).to_dict()
+    stead = verify_call(CONTRACT, policy, request, response, AT, registered_by=registrant)
+    assert (stead.verdict, stead.rows, stead.decided_by) == (own.verdict, own.rows, own.decided_by)
+    assert (stead.effect.payment, stead.effect.strike, stead.effect.enforced) == (
+        Payment.SETTLE,
+        False,
+        False,
+    )
+    assert (stead.effect.table_payment, stead.effect.table_strike) == (
+        own.effect.payment,
+        own.effect.strike,
+    )
+    named = stead.to_dict()["policy"]
+    assert (named["mode"], named["acts_as"], named["registered_by"]) == (
+        "enforce",
+        "shadow",
+        registrant,
+    )
+
+
+@settings(max_examples=50, deadline=None)
+@given(calls(), st.sampled_from(["root", "prov"]))
+def test_a_judging_worker_reads_who_registered_the_policy(
+    call: dict[str, Any], registrant: str
+) -> None:
+    """An answer judged apart, from the documents a worker is sent, acts on who registered the
+    policy as when judged in the service's own process."""
+    policy = register_policy(call["policy"], CONTRACT)
+    request = parse_request(call["request"])
+    response = parse_response({"status": "ok", "body": call["body"]})
+    here = verify_call(CONTRACT, policy, request, response, AT, registered_by=registrant)
+    job = JudgingJob(
+        CONTRACT_DOCUMENT, call["policy"], request, response, AT, registered_by=registrant
+    )
+    apart, _shape = judge(job)
+    assert replace(apart, policy=policy).to_dict() == here.to_dict()
 
 
 @settings(max_examples=100, deadline=None)

@@ -11,11 +11,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+from sqlalchemy import update
 from typer.testing import CliRunner
 
 from adjudge.cli import app
 from adjudge.client import Client
 from adjudge.store import Store
+from adjudge.store import calls as calls_db
 from support.audit import audit
 from support.harness import FUNDS
 from support.weather import PRICE, PROVIDER, World, weather_world
@@ -56,6 +58,13 @@ def test_tools_are_listed_shown_and_imported(world: World, tmp_path: Path) -> No
     code, out, _ = run(world, "ann", "tools", "show", "weather_forecast")
     assert code == 0 and "price: 0.25 USDC a call" in out and '"minLength": 1' in out
     assert "input schema:" in out and "output schema:" in out
+
+    assert "acts as" not in out
+    with world.h.app.store.write() as tx:  # as a registration in sky's stead stored it
+        tx.conn.execute(update(calls_db.call_policies).values(registered_by="root"))
+    code, out, _ = run(world, "ann", "tools", "show", "weather_forecast")
+    assert code == 0 and "enforce; bad results" in out
+    assert "acts as shadow: registered by root, not the provider" in out, out
 
     document = tmp_path / "skycast.yaml"
     document.write_text(yaml.safe_dump(json.loads((FIXTURES / "weather-3.0.json").read_text())))

@@ -36,6 +36,7 @@ from adjudge.client import Client
 from adjudge.receipts import SigningKey, canonical_bytes, verify, verify_chain
 from adjudge.replay import from_answer, replay
 from adjudge.store import Store, ledger, meaning_queue, receipt_log, records
+from adjudge.store import calls as calls_db
 from adjudge.store.meaning_queue import QueuedJudgment
 from adjudge.workers import ChatCompletionsCallJudge
 from support import http
@@ -903,6 +904,40 @@ def test_an_admins_key_policy_stored_before_is_not_heeded(
     view = w.h.ok("ann", "GET", f"/gateway/calls/{call_id}")
     assert view["status"] == "settled" and view["meaning"]["outcome"] == "unavailable"
     assert w.h.balance("wallet:ann") == FUNDS - PRICE
+
+
+def test_a_judgment_later_under_a_policy_in_the_providers_stead_refunds_nothing(
+    world: Any, store: Store
+) -> None:
+    """Sky's enforcing policy judging after the answer, its row rewritten as root's (registered
+    in sky's stead before that was refused): 2 of 2 cited conflicts judge the call FAIL later,
+    but it acts as shadow: the charge stands, nothing is struck, the superseding receipt signs
+    `enforced: false`, and the bundle replays the same. (It was refunded from sky's hold.)"""
+    w, base, _ = world
+    _later(w, base, {"model-a": "strict", "model-b": "strict"}, quorum=2)
+    with store.write() as tx:
+        tx.conn.execute(
+            update(calls_db.call_policies)
+            .where(calls_db.call_policies.c.tool == "weather_forecast")
+            .where(calls_db.call_policies.c.version == 2)
+            .values(registered_by="root")
+        )
+    got = w.answered()
+    assert w.h.app.gateway.judge_pending() == 1
+    view, receipt = _final(w, got["intentId"])
+    assert (view["verdict"], view["status"]) == ("FAIL", "settled"), view
+    decision = receipt.predicate["policyDecision"]
+    assert (decision["payment"], decision["strike"], decision["enforced"]) == (
+        "settle",
+        False,
+        False,
+    )
+    assert w.h.balance("wallet:ann") == FUNDS - PRICE
+    assert w.h.balance(f"held:{PROVIDER}") == PRICE
+    assert w.h.ok("pat", "GET", f"/providers/{PROVIDER}/quality")["window"]["fail"] == 0
+    found = replay(from_answer(w.h.ok("ann", "GET", f"/calls/{got['intentId']}/bundle")))
+    assert found.outcome == "same", [d.describe() for d in found.differences]
+    assert found.detail == {"call_verdict": "FAIL", "payment": "settle"}
 
 
 def test_a_call_judged_after_its_answer_replays_from_its_bundle(world: Any) -> None:

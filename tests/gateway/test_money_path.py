@@ -19,6 +19,7 @@ from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy import update
 
 from adjudge.app import settlement
 from adjudge.app.gateway import parsed
@@ -185,6 +186,91 @@ def test_an_admin_proposes_the_rules_that_judge_a_provider_but_cannot_enforce_th
     assert mine.status_code == 201, mine.text
     answer = world.call({"city": "berlin"}).json()
     assert (answer["status"], answer["verdict"]) == ("refunded", "FAIL"), answer
+
+
+def _registered_by(store: Store, version: int, account: str) -> None:
+    """Who registered the weather policy's ``version``, rewritten to ``account``: as a
+    registration in the provider's stead stored it, before such a registration was refused."""
+    with store.write() as tx:
+        tx.conn.execute(
+            update(calls.call_policies)
+            .where(
+                calls.call_policies.c.tool == "weather_forecast",
+                calls.call_policies.c.version == version,
+            )
+            .values(registered_by=account)
+        )
+
+
+def test_an_enforcing_policy_stored_in_the_providers_stead_acts_as_shadow(
+    world: World, store: Store
+) -> None:
+    """An enforcing policy an admin registered over sky's tool before that was refused (its row
+    names the admin) moves none of sky's money: a call failing it is recorded FAIL and settles,
+    nothing refunded or struck, its receipt signing `enforced: false`, and the tool's view says
+    the policy acts as shadow and who registered it; its bundle replays the same. The same
+    policy on sky's own word refunds and strikes. (The admin's policy refunded and struck.)"""
+    path = "/tools/weather_forecast/policies"
+    assert served(world, PROVIDER, "POST", path, {"policy": strict(2)}).status_code == 201
+    _registered_by(store, 2, "root")
+    judged = served(world, "ann", "GET", "/tools/weather_forecast").json()["judged_by"]
+    assert (judged["version"], judged["mode"]) == (2, "enforce")
+    assert (judged["acts_as"], judged["registered_by"]) == ("shadow", "root"), judged
+    listed = mcp(world, "tools/list", {})
+    [forecast] = [t for t in listed["tools"] if t["name"] == "weather_forecast"]
+    assert forecast["_meta"]["adjudge/policy"] == judged
+    answer = world.call({"city": "berlin"}).json()
+    assert (answer["status"], answer["verdict"], answer["payment"], answer["strike"]) == (
+        "settled",
+        "FAIL",
+        "settle",
+        False,
+    ), answer
+    assert world.h.balance("wallet:ann") == FUNDS - PRICE
+    quality = world.h.ok("pat", "GET", f"/providers/{PROVIDER}/quality")
+    assert quality["window"]["fail"] == 0
+    record = served(world, "ann", "GET", f"/calls/{answer['intentId']}").json()["record"]
+    assert record["policy"] == {
+        "policy": POLICY["policy"],
+        "version": 2,
+        "mode": "enforce",
+        "acts_as": "shadow",
+        "registered_by": "root",
+    }
+    assert record["effect"] == {
+        "payment": "settle",
+        "strike": False,
+        "enforced": False,
+        "table_payment": "refund",
+        "table_strike": True,
+    }
+    signed = verify(canonical_bytes(answer["receipt"]), world.signer.keyid)
+    decision = signed.predicate["policyDecision"]
+    assert (decision["mode"], decision["payment"], decision["enforced"]) == (
+        "enforce",
+        "settle",
+        False,
+    )
+    asked = served(world, PROVIDER, "GET", f"/calls/{answer['intentId']}/bundle")
+    bundle = from_answer(asked.json())
+    assert replay(bundle, world.signer.keyid).outcome == "same"
+
+    def unnamed(data: bytes) -> bytes:
+        how = json.loads(data)
+        assert how.pop("policy_registered_by") == "root"
+        return json.dumps(how).encode()
+
+    # A bundle that hides who registered the policy re-derives a refund the receipt never signed.
+    assert replay(edited(bundle, "call.json", unnamed), world.signer.keyid).outcome != "same"
+    # On sky's own word the same policy enforces.
+    _registered_by(store, 2, PROVIDER)
+    judged = served(world, "ann", "GET", "/tools/weather_forecast").json()["judged_by"]
+    assert "acts_as" not in judged and "registered_by" not in judged
+    answer = world.call({"city": "berlin"}).json()
+    assert (answer["status"], answer["verdict"], answer["strike"]) == ("refunded", "FAIL", True)
+    assert world.h.balance("wallet:ann") == FUNDS - PRICE
+    quality = world.h.ok("pat", "GET", f"/providers/{PROVIDER}/quality")
+    assert quality["window"]["fail"] == 1
 
 
 def test_a_policy_id_belongs_to_its_tool(world: World) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import update
 
 from adjudge.app import calls as app_calls
 from adjudge.calls import register_contract
@@ -17,6 +18,7 @@ from adjudge.calls.verify import digest_of
 from adjudge.receipts import SignedReceipts, SigningKey
 from adjudge.replay import from_answer, replay
 from adjudge.store import Store
+from adjudge.store import calls as calls_db
 from support.bundles import edited, without
 from support.harness import Harness, make_harness
 
@@ -88,6 +90,40 @@ def test_a_judged_call_replays_with_its_judgment(sqlite_store: Store) -> None:
     assert differences["predicate.policyDecision.verdict"].recorded == "FAIL"
     assert "manifest depends_on.judgment" in differences
     assert differences["record.json.checks[8] (meaning).outcome"].replayed == "unavailable"
+
+
+def test_a_reported_call_under_a_policy_in_the_providers_stead_replays_as_shadow(
+    sqlite_store: Store,
+) -> None:
+    """findly's enforcing policy, its row rewritten as root's (registered in findly's stead
+    before that was refused): a reported call it fails is recorded FAIL, settled and unstruck,
+    the record saying it acted as shadow and who registered it; its bundle names the
+    registrant and replays the same, and without it replays a refund the receipt never signed.
+    (The record and receipt said refund and strike, on root's word.)"""
+    h, issuer = _harness(sqlite_store)
+    with sqlite_store.write() as tx:
+        tx.conn.execute(update(calls_db.call_policies).values(registered_by="root"))
+    made = h.ok("pat", "POST", "/calls", _judged_call(SAMPLED))["record"]
+    assert (made["verdict"], made["payment"], made["strike"]) == ("FAIL", "settle", False)
+    assert (made["policy"]["mode"], made["policy"]["acts_as"]) == ("enforce", "shadow")
+    assert made["policy"]["registered_by"] == "root"
+    assert made["effect"]["enforced"] is False and made["effect"]["table_payment"] == "refund"
+    answer = h.ok("findly", "GET", f"/calls/{SAMPLED}/bundle")
+    assert answer["policy_registered_by"] == "root"
+    data = from_answer(answer)
+    found = replay(data, issuer.fingerprint)
+    assert found.outcome == "same", [d.describe() for d in found.differences]
+    assert found.detail == {"call_verdict": "FAIL", "payment": "settle"}
+    assert any("registered by root" in n for n in found.notes)
+
+    def unnamed(held: bytes) -> bytes:
+        how = json.loads(held)
+        del how["policy_registered_by"]
+        return json.dumps(how).encode()
+
+    forged = replay(edited(data, "call.json", unnamed), issuer.fingerprint)
+    differences = {d.what: d for d in forged.differences}
+    assert differences["predicate.policyDecision.payment"].replayed == "refund"
 
 
 def test_a_ruled_call_bundles_its_own_receipt(sqlite_store: Store) -> None:

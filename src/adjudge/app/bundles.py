@@ -186,6 +186,11 @@ class Bundles:
                 "corroboration": evidence.get("corroboration"),
                 "record": dict(found.record if final is None else final["record"]),
             }
+            judged = parts["record"].get("policy")
+            if isinstance(judged, dict) and judged.get("registered_by") is not None:
+                # An enforcing policy not the provider's own acted as shadow: the replay reads
+                # who registered it, as the verification did.
+                parts["policy_registered_by"] = judged["registered_by"]
             if found.source == "gateway":
                 parts["caller"] = found.submitted_by  # whose money the receipt moves
                 if final is not None and final.get("payment") == "none":

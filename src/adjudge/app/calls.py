@@ -61,6 +61,7 @@ from adjudge.calls.bounds import plain_selection
 from adjudge.calls.judging import JudgingJob
 from adjudge.calls.kept import Kept
 from adjudge.calls.kernel_rows import determine_upheld_report
+from adjudge.calls.policy import providers_own
 from adjudge.calls.quality import PenaltyProposal, QualityTerms, QualityWindow, parse_terms
 from adjudge.calls.verify import (
     CallRequest,
@@ -659,6 +660,7 @@ class Calls:
             now,
             judgment=judgment,
             corroboration=corroboration,
+            registered_by=None if governing is None else governing.registered_by,
         )
         try:
             return self.isolation.judge_blocking(
@@ -995,8 +997,12 @@ def _on_the_providers_word(policy: Policy, who: Account, provider: str, now: dat
     - an enforcing policy refunds the calls that fail it and strikes the provider; another
       account registers it in shadow mode (its verdicts recorded, nothing refunded or struck)
       or withdrawn, for the provider to adopt (``POLICY_ENFORCE_PROVIDER_ONLY``).
+
+    A policy stored before these refusals is read by the same rule when a call is judged
+    (:func:`adjudge.calls.policy.providers_own`): it acts as shadow, corroborates nothing and
+    asks no key.
     """
-    if who.id == provider:
+    if providers_own(who.id, provider):
         return
     rule = policy.empty_result
     if rule is not None and rule.corroborator is not None:
@@ -1025,13 +1031,6 @@ def _on_the_providers_word(policy: Policy, who: Account, provider: str, now: dat
             "to adopt, or ask the provider to register it. Nothing was stored.",
             code="POLICY_ENFORCE_PROVIDER_ONLY",
         )
-
-
-def heeds_key_judges(registered_by: str | None, provider: str) -> bool:
-    """Whether a policy's verifier-key judges are asked and heeded: only when the provider
-    itself registered it (:func:`_on_the_providers_word`; one an admin registered before that
-    refusal names keys whose silence is all that is read)."""
-    return registered_by == provider
 
 
 def _check_corroborator(tx: Transaction, policy: Policy, provider: str) -> None:

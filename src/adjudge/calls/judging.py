@@ -47,6 +47,8 @@ class JudgingJob:
     judgment: Judgment | None = None
     corroboration: Corroboration | None = None
     judgments: tuple[Judgment, ...] = ()
+    #: The account that registered the policy (``verify_call``'s ``registered_by``).
+    registered_by: str | None = None
 
 
 def judge(job: JudgingJob) -> tuple[CallResult, ShapeCheck | None]:
@@ -74,6 +76,7 @@ def judged_with(
         judgment=job.judgment,
         corroboration=job.corroboration,
         judgments=job.judgments,
+        registered_by=job.registered_by,
     )
     shape = map_response(contract, job.response.body) if job.response.status == "ok" else None
     return result, shape

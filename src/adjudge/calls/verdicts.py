@@ -15,7 +15,8 @@ SKIPPED            settle      no
 UNVERIFIED         settle      no     (no policy at all: settles without claiming a pass)
 =================  ==========  ======
 
-A policy in shadow mode computes and records its verdict but its effect is settle, no strike.
+A policy in shadow mode computes and records its verdict but its effect is settle, no strike;
+so does an enforcing one that is not its provider's own word (``policy.providers_own``).
 A withdrawn policy cannot penalize: its calls are DEGRADED. "Settle" means the call may be
 charged and proceed to payment collection, not that the provider has the money.
 """
@@ -71,8 +72,9 @@ EFFECTS: dict[CallVerdict, tuple[Payment, bool]] = {
 class Effect:
     """The payment decision and strike a call's verdict carries.
 
-    ``enforced`` is False for a shadow policy, a withdrawn policy and a call with no policy:
-    such a call never refunds on its verdict, never strikes, and never enters a quality window.
+    ``enforced`` is False for a shadow policy, one acting as shadow, a withdrawn policy and a
+    call with no policy: such a call never refunds on its verdict, never strikes, and never
+    enters a quality window.
     ``table_payment`` / ``table_strike`` are what the verdict would carry under an enforcing
     policy, recorded so a shadow policy can be evaluated.
     """
@@ -94,10 +96,13 @@ class Effect:
         }
 
 
-def effect_of(verdict: CallVerdict, policy: Policy | None, *, withdrawn: bool) -> Effect:
-    """The effect of ``verdict`` under ``policy`` (``None``: no policy, UNVERIFIED)."""
+def effect_of(
+    verdict: CallVerdict, policy: Policy | None, *, withdrawn: bool, as_shadow: bool = False
+) -> Effect:
+    """The effect of ``verdict`` under ``policy`` (``None``: no policy, UNVERIFIED);
+    ``as_shadow``: the policy acts as shadow whatever its mode (not its provider's own word)."""
     payment, strike = EFFECTS[verdict]
-    if policy is None or withdrawn or policy.mode is Mode.SHADOW:
+    if policy is None or withdrawn or as_shadow or policy.mode is Mode.SHADOW:
         # Shadow policies record but never refund or strike; withdrawn ones cannot penalize.
         return Effect(Payment.SETTLE, False, False, payment, strike)
     return Effect(payment, strike, True, payment, strike)

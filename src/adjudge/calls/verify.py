@@ -16,7 +16,9 @@ Pure: the call's time, the model's judgment and any corroboration arrive as inpu
 (7) The meaning check, if declared: skipped unless sampled; unavailable without a grounded
     judgment; a FAIL vote only for a conflict citing the response; never a PASS vote.
 (8) The clauses decide; a withdrawn policy turns any verdict into DEGRADED.
-(9) The verdict's payment decision and strike under the policy's mode.
+(9) The verdict's payment decision and strike under the policy's mode; an enforcing policy that
+    is not its provider's own word (registered by another account, before that was refused)
+    acts as shadow.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from adjudge.calls.bounds import dotted_names, in_process, weight
 from adjudge.calls.contract import Contract, ExpressionError, ShapeCheck, map_response
 from adjudge.calls.outcomes import DETERMINISTIC, IMPORTED, SEMANTIC, CheckRow, Outcome
 from adjudge.calls.pointers import is_pointer, pointer, resolve
-from adjudge.calls.policy import DEFAULT_REPORT_WINDOW, Policy, parse_time
+from adjudge.calls.policy import DEFAULT_REPORT_WINDOW, Mode, Policy, parse_time, providers_own
 from adjudge.calls.rules import RulesStage, evaluate_rules
 from adjudge.calls.verdicts import CallVerdict, Effect, Payment, apply_clauses, effect_of
 from adjudge.digests import is_digest, sha256_digest
@@ -221,6 +223,9 @@ class CallResult:
     #: True when the policy's judges split (some cited a conflict, fewer than its quorum): the
     #: call goes to a person, and the meaning check casts no vote meanwhile.
     needs_review: bool = False
+    #: The account that registered an enforcing policy in the provider's stead: the policy
+    #: acted as shadow (None: it acted as its mode says).
+    registered_by: str | None = None
 
     @property
     def report_deadline(self) -> datetime | None:
@@ -245,9 +250,7 @@ class CallResult:
             "provider": self.provider,
             "tool": self.tool,
             "at": self.at.isoformat(),
-            "policy": None
-            if policy is None
-            else {"policy": policy.policy_id, "version": policy.version, "mode": policy.mode.value},
+            "policy": None if policy is None else self._policy_dict(policy),
             "verdict": None if self.verdict is None else self.verdict.value,
             "policy_verdict": None if self.policy_verdict is None else self.policy_verdict.value,
             "decided_by": self.decided_by,
@@ -266,6 +269,13 @@ class CallResult:
             "corroboration": None if self.corroboration is None else self.corroboration.to_dict(),
             "needs_review": self.needs_review,
         }
+
+    def _policy_dict(self, policy: Policy) -> dict[str, Any]:
+        """The judging policy as the record names it, and how it acted when not as its mode."""
+        named = {"policy": policy.policy_id, "version": policy.version, "mode": policy.mode.value}
+        if self.registered_by is not None:
+            named |= {"acts_as": Mode.SHADOW.value, "registered_by": self.registered_by}
+        return named
 
 
 # ----------------------------------------------------------------------------- parsing inputs
@@ -855,12 +865,17 @@ def verify_call(
     judgment: Judgment | None = None,
     corroboration: Corroboration | None = None,
     judgments: Sequence[Judgment] = (),
+    registered_by: str | None = None,
 ) -> CallResult:
     """Verify one call at time ``at``; never raises for bad *data*, only for unusable inputs.
 
     ``judgment`` is the meaning check's judgment handed in whole; ``judgments`` are the named
     judges' (each with its ``judge`` key) for a policy that names them (k of n). Whether the
     policy was withdrawn is read at the call's start (``request.at``), ``at`` if it has none.
+    ``registered_by`` is the account that registered the policy (None: not known, the policy
+    acts as its mode says): an enforcing one that is not the provider's own word
+    (:func:`~adjudge.calls.policy.providers_own`) acts as shadow, its verdict recorded,
+    nothing refunded or struck on it.
 
     Raises ``CriteriaError`` (``CALL_INPUT_INVALID``) when the request or the policy names
     another tool than the contract, or ``at`` has no UTC offset.
@@ -945,7 +960,16 @@ def verify_call(
     policy_verdict = verdict
     if withdrawn:  # (8)
         verdict, decided = CallVerdict.DEGRADED, f"the policy was withdrawn ({decided})"
-    effect = effect_of(verdict, policy, withdrawn=withdrawn)  # (9)
+    # (9) Money moves only on the word of the party it binds: an enforcing policy another
+    # account registered over the provider's tool (an admin, before that was refused) is shadow.
+    stead = (
+        registered_by
+        if registered_by is not None
+        and policy.mode is not Mode.SHADOW
+        and not providers_own(registered_by, request.provider)
+        else None
+    )
+    effect = effect_of(verdict, policy, withdrawn=withdrawn, as_shadow=stead is not None)
     return result(
         verdict,
         decided,
@@ -956,6 +980,7 @@ def verify_call(
         score=score,
         corroboration=used,
         needs_review=any(r.stage == "meaning" and r.reason.startswith("split:") for r in rows),
+        registered_by=stead,
     )
 
 

@@ -237,6 +237,11 @@ def _show_tool(t: dict[str, Any]) -> None:
             f"  judged by: policy {judged['id']} version {judged['version']}{pinned}, "
             f"{judged['mode']}; bad results reportable for {judged['report_window_hours']} h"
         )
+        if judged.get("acts_as"):
+            typer.echo(
+                f"  acts as {judged['acts_as']}: registered by {judged.get('registered_by')}, "
+                "not the provider, so it refunds and strikes nothing"
+            )
         panel = judged.get("judges")
         if panel:
             typer.echo(

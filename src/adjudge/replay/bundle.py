@@ -84,10 +84,12 @@ FILES: Final[dict[str, str]] = {
         "each vote's signature is re-verified and its quotes re-grounded"
     ),
     "call.json": (
-        "how the call was verified: {source, at[, caller][, payment]} (at: the verification "
-        "time; caller: the account a forwarded call's money settles for or returns to; payment: "
-        "none when the receipt, a judgment superseding the call's, moved no money because the "
-        "call's charge had gone back before it)"
+        "how the call was verified: {source, at[, caller][, payment][, policy_registered_by]} "
+        "(at: the verification time; caller: the account a forwarded call's money settles for "
+        "or returns to; payment: none when the receipt, a judgment superseding the call's, "
+        "moved no money because the call's charge had gone back before it; "
+        "policy_registered_by: the account that registered an enforcing policy in the "
+        "provider's stead, which then acted as shadow)"
     ),
     "request.json": "the call's request: call id, provider, tool, arguments, price",
     "response.json": "the response as its caller reported it: {status, body[, digest]}",
@@ -331,7 +333,7 @@ def from_answer(answer: Mapping[str, Any]) -> bytes:
                 files["votes.json"] = json_file(answer["votes"])
         elif kind == "call":
             how = {"source": answer["source"], "at": answer["at"]}
-            for name in ("caller", "payment"):
+            for name in ("caller", "payment", "policy_registered_by"):
                 if answer.get(name) is not None:
                     how[name] = answer[name]
             files["call.json"] = json_file(how)

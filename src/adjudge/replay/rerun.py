@@ -295,6 +295,7 @@ def call(bundle: Bundle, signed: dict[str, Any]) -> Rerun:
     if "response.bin" not in bundle.files and "response.json" not in bundle.files:
         raise unusable("a call bundle needs response.bin or response.json")
     _bind_call(bundle, signed, at, out)
+    registered_by = _registrant(how, out)
     contract_doc = bundle.json("contract.json")
     policy_doc = bundle.optional("policy.json")
     try:
@@ -323,6 +324,7 @@ def call(bundle: Bundle, signed: dict[str, Any]) -> Rerun:
             judgment=None if judgment is None else parse_judgment(judgment),
             corroboration=None if corroboration is None else parse_corroboration(corroboration),
             judgments=[parse_judgment(j) for j in judged or []],
+            registered_by=registered_by,
         )
     except Error as exc:
         out.differ("verification", None, None, f"it cannot be re-run on these inputs: {exc}")
@@ -366,6 +368,23 @@ def _caller(how: dict[str, Any], predicate: dict[str, Any]) -> str | None:
         return None
     caller = how.get("caller")
     return caller if isinstance(caller, str) else None
+
+
+def _registrant(how: dict[str, Any], out: Rerun) -> str | None:
+    """The account the bundle says registered the call's policy, when not its provider (an
+    enforcing policy then acted as shadow: its verdict recorded, nothing refunded or struck);
+    the service's word, said so. A bundle that leaves it out, or names the provider, re-derives
+    the refund and strike the receipt does not sign."""
+    found = how.get("policy_registered_by")
+    if found is None:
+        return None
+    if not isinstance(found, str):
+        raise unusable("call.json's policy_registered_by, when given, is a string")
+    out.notes.append(
+        f"The policy was registered by {found} (call.json says so, the service's word): an "
+        "enforcing policy its provider did not register itself acts as shadow."
+    )
+    return found
 
 
 def _moved(how: dict[str, Any], out: Rerun) -> Literal["none"] | None:

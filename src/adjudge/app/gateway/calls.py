@@ -48,7 +48,6 @@ from adjudge.app.calls import (
     call_view,
     emit_call_event,
     emit_call_settled,
-    heeds_key_judges,
     observe_quality,
 )
 from adjudge.app.gateway.corroboration import corroborate
@@ -77,6 +76,7 @@ from adjudge.calls.contract import ShapeCheck, map_response
 from adjudge.calls.judging import JudgingJob, built_request
 from adjudge.calls.kernel_rows import call_decision
 from adjudge.calls.meaning import is_key_judge
+from adjudge.calls.policy import providers_own
 from adjudge.calls.quality import counted_as, enters_window
 from adjudge.calls.tools import BuiltRequest, build_request
 from adjudge.calls.verify import (
@@ -390,7 +390,9 @@ class Gateway:
             and meaning_pending(result)
             and not p.policy.withdrawn(request.at or now),
             key_judges=()
-            if p.policy is None or not heeds_key_judges(p.policy_by, stored.provider)
+            if p.policy is None
+            or p.policy_by is None
+            or not providers_own(p.policy_by, stored.provider)
             else tuple(j for j in p.policy.judges if is_key_judge(j)),
             tool=p.tool,
         )
@@ -458,6 +460,7 @@ class Gateway:
                     verified_at,
                     corroboration=corroboration,
                     judgments=tuple(judgments),
+                    registered_by=p.policy_by,
                 )
                 with stage("gateway.verify.apart"):
                     return await self.isolation.judge(request.provider, job, p.policy)
@@ -470,6 +473,7 @@ class Gateway:
                     verified_at,
                     corroboration=corroboration,
                     judgments=judgments,
+                    registered_by=p.policy_by,
                 )
             return result, None
 
@@ -1299,8 +1303,8 @@ class _Prepared:
     tool: Tool
     policy: Policy | None
     #: The policy as stored: its digest, its document (sent with an answer judged apart) and
-    #: the account that registered it (its declared corroborator is paid only when that is the
-    #: provider, whose wallet pays it).
+    #: the account that registered it (only the provider's own enforces, pays its declared
+    #: corroborator and asks its key judges: ``calls.policy.providers_own``).
     judging: calls_db.StoredPolicy | None
     credential: tuple[str, str] | None
     #: None until checked apart (arguments whose check has no bound).

@@ -36,6 +36,7 @@ from adjudge.app.unit import Answer
 from adjudge.calls import Policy
 from adjudge.calls.bounds import in_process, plain_selection
 from adjudge.calls.contract import ExpressionError
+from adjudge.calls.policy import providers_own
 from adjudge.calls.verify import Corroboration
 from adjudge.errors import Error
 from adjudge.json_text import dumps_utf8
@@ -93,7 +94,7 @@ async def corroborate(
             source=source, empty=False, reason=reason, tool=spec.tool, available=False, **found
         )
 
-    if declared_by != provider:
+    if declared_by is None or not providers_own(declared_by, provider):
         # The provider's money moves only on its own word: not on a policy another account
         # (an operator) registered for its tool, naming a tool and a bound of its choosing.
         return unavailable(

@@ -34,7 +34,7 @@ from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from adjudge.app.calls import emit_call_event, heeds_key_judges, requalify
+from adjudge.app.calls import emit_call_event, requalify
 from adjudge.app.gateway.parsed import parsed_policy, parsed_tool
 from adjudge.app.gateway.spending import give_back
 from adjudge.app.gateway.views import money_view
@@ -45,6 +45,7 @@ from adjudge.app.wiring import call_subject
 from adjudge.calls import CallRequest, Contract, Policy, Tool, determine_call
 from adjudge.calls.judging import JudgingJob
 from adjudge.calls.meaning import is_key_judge, judgment_payload
+from adjudge.calls.policy import providers_own
 from adjudge.calls.verify import (
     CallResult,
     Citation,
@@ -110,9 +111,15 @@ class _Case:
     signed: dict[str, Judgment]
     #: The policy's registered document (sent with an answer judged apart).
     policy_document: Mapping[str, Any]
-    #: Whether its key judges are heeded: the provider itself registered the policy
-    #: (:func:`adjudge.app.calls.heeds_key_judges`); else they are neither waited for nor read.
-    keys_heeded: bool = True
+    #: The account that registered the policy: unless it is the provider
+    #: (:func:`adjudge.calls.policy.providers_own`), the policy acts as shadow and its key
+    #: judges are neither waited for nor read.
+    registered_by: str
+
+    @property
+    def keys_heeded(self) -> bool:
+        """Whether the policy's key judges are asked and heeded (its provider's own word)."""
+        return providers_own(self.registered_by, self.call.provider)
 
     @property
     def deadline(self) -> datetime:
@@ -197,6 +204,7 @@ def _judged(gateway: Gateway, case: _Case, judgments: Sequence[Judgment]) -> tup
         case.verified_at,
         corroboration=case.corroboration,
         judgments=tuple(judgments),
+        registered_by=case.registered_by,
     )
     here = judged_here(weight, case.contract, response.body, size)
     result, shape = gateway.isolation.judge_blocking(
@@ -241,7 +249,7 @@ def _case(tx: Transaction, row: meaning_queue.QueuedJudgment) -> _Case | None:
         sample_seed=seed if isinstance(seed, str) else None,
     )
     corroboration = evidence.get("corroboration")
-    heeded = heeds_key_judges(found.registered_by, call.provider)
+    heeded = providers_own(found.registered_by, call.provider)
     signed = {
         str(k["judge"]): Judgment(
             row.call_id,
@@ -266,7 +274,7 @@ def _case(tx: Transaction, row: meaning_queue.QueuedJudgment) -> _Case | None:
         None if corroboration is None else parse_corroboration(corroboration),
         signed,
         found.document,
-        heeded,
+        found.registered_by,
     )
 
 

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from adjudge.calls.policy import Mode, providers_own
 from adjudge.calls.tools import DECIMALS, Listed, listed
 from adjudge.calls.verify import CallResult
 from adjudge.market.money import LEDGER_CURRENCY
@@ -59,20 +60,27 @@ def tool_view(
 
 def judge_view(p: calls_db.StoredPolicy, provider: str) -> dict[str, Any]:
     """The policy version that judges a tool's calls: its id, version, digest, mode, report
-    window and withdrawal (a caller sees what it agrees to before it pays). Its corroborator
-    is shown only where ``provider``, whose wallet pays for it, registered the policy: another
-    account's declaration corroborates nothing."""
+    window and withdrawal (a caller sees what it agrees to before it pays). A policy
+    ``provider`` did not register itself (:func:`adjudge.calls.policy.providers_own`) moves
+    none of its money: an enforcing one says it acts as shadow (``acts_as``, with who
+    registered it), and its corroborator is not shown, as it corroborates nothing."""
     document = p.document
-    return {
+    mode = str(document.get("mode", "enforce"))
+    own = providers_own(p.registered_by, provider)
+    shown = {
         "id": p.policy_id,
         "version": p.version,
         "digest": p.digest,
-        "mode": str(document.get("mode", "enforce")),
+        "mode": mode,
+    }
+    if not own and mode != Mode.SHADOW:
+        shown |= {"acts_as": Mode.SHADOW.value, "registered_by": p.registered_by}
+    return shown | {
         "report_window_hours": int(document.get("report_window_hours", 72)),
         "withdrawn_at": document.get("withdrawn_at"),
         "registered_at": p.registered_at.isoformat(),
-        "corroboration": corroboration_view(document) if p.registered_by == provider else None,
-        "judges": judges_view(document, keys_heeded=p.registered_by == provider),
+        "corroboration": corroboration_view(document) if own else None,
+        "judges": judges_view(document, keys_heeded=own),
     }
 
 
@@ -80,7 +88,7 @@ def judges_view(document: Mapping[str, Any], *, keys_heeded: bool = True) -> dic
     """A policy's meaning judges as a caller reads them: their keys, the quorum (k of n), the
     share of calls sampled, and when they judge (before the call settles, or after the answer).
     Verifier keys named by a policy the provider did not register are never asked
-    (:func:`adjudge.app.calls.heeds_key_judges`): they are listed apart, as ``not_asked``."""
+    (:func:`adjudge.calls.policy.providers_own`): they are listed apart, as ``not_asked``."""
     meaning = document.get("meaning")
     if not isinstance(meaning, Mapping) or not meaning.get("judges"):
         return None

@@ -1188,7 +1188,7 @@ async function toolDetail(name) {
       [
         "Judged by",
         t.judged_by
-          ? `${t.judged_by.id} version ${t.judged_by.version} (${words(t.judged_by.mode)}); bad results reportable for ${t.judged_by.report_window_hours} h`
+          ? `${t.judged_by.id} version ${t.judged_by.version} (${words(t.judged_by.mode)}${t.judged_by.acts_as ? `, acting as ${words(t.judged_by.acts_as)}: registered by ${t.judged_by.registered_by}, not its provider, so it refunds and strikes nothing` : ""}); bad results reportable for ${t.judged_by.report_window_hours} h`
           : null,
       ],
       [
