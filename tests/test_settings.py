@@ -233,6 +233,79 @@ def test_an_environment_value_that_is_no_value_is_refused(
 
 
 @pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        *[("port", t) for t in ("8_000", " 8000", "8000 ", "8000.0", "+8000", "0x1f40")],
+        ("port", "８０００"),
+        *[("regex_workers", t) for t in ("3.0", "3_0", "three", "null")],
+        *[("fee_bps", t) for t in ("1e3", "800\n")],
+        *[("upkeep_seconds", t) for t in ("nan", "inf", "-inf", "1_0.5", " 30", "30.", ".5")],
+        *[("upkeep_seconds", t) for t in ("0x1e", "30s", "1e", "٣٠")],
+        *[("webhooks", t) for t in ("yes", "no", "on", "off", "1", "0", "y", "t", "True")],
+        *[("allow_private_providers", t) for t in ("FALSE", " true", "true\n")],
+    ],
+)
+def test_an_environment_value_read_laxly_before_is_refused(
+    name: str, text: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A whole number is digits (a ``-`` first at most), a number digits with an optional
+    fraction and exponent, a switch ``true`` or ``false``: ``8_000``, `` 8000``, ``8000.0``,
+    ``nan``, ``yes`` and ``1`` were read as Python reads them, and are refused naming the
+    variable, its text and what the setting is written as."""
+    monkeypatch.setenv(env_name(name), text)
+    with pytest.raises(BadInput) as err:
+        Settings.load()
+    code = {"fee_bps": "INVALID_FEE"}.get(name, "INVALID_SETTING")
+    assert err.value.code == code, err.value.message
+    shown = text if text.isprintable() and text == text.strip() else repr(text)
+    assert err.value.message.startswith(f"{env_name(name)}={shown}: this setting is a ")
+    assert f". {name}: {Settings.model_fields[name].description}" in err.value.message
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "value"),
+    [
+        ("port", "8001", 8001),
+        ("port", "08001", 8001),
+        ("regex_workers", "4", 4),
+        ("fee_bps", "0", 0),
+        ("upkeep_seconds", "45", 45.0),
+        ("upkeep_seconds", "2.5e1", 25.0),
+        ("upkeep_seconds", "1E2", 100.0),
+        ("price_notice_hours", "0.5", 0.5),
+        ("webhooks", "false", False),
+        ("allow_private_providers", "true", True),
+        ("host", " 0.0.0.0", " 0.0.0.0"),
+        ("signing_key", "keys/k 1.pem", Path("keys/k 1.pem")),
+        ("stage_times", "stages.json", Path("stages.json")),
+    ],
+)
+def test_an_environment_value_written_as_its_kind_is_read(
+    name: str, text: str, value: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Digits, a plain decimal and ``true``/``false`` are read as their setting's kind; text
+    and paths are taken as written."""
+    monkeypatch.setenv(env_name(name), text)
+    assert getattr(Settings.load(), name) == value
+
+
+def test_an_environment_number_out_of_any_range_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """More digits than a whole number is read from, or a number past what a float holds, is
+    refused as any value out of range is, not raised as Python's own error."""
+    monkeypatch.setenv("ADJUDGE_PORT", "9" * 5000)
+    with pytest.raises(BadInput) as err:
+        Settings.load()
+    assert err.value.message.startswith("ADJUDGE_PORT=999") and "..." in err.value.message
+    monkeypatch.delenv("ADJUDGE_PORT")
+    monkeypatch.setenv("ADJUDGE_UPKEEP_SECONDS", "1e400")
+    with pytest.raises(BadInput) as err:
+        Settings.load()
+    assert err.value.message.startswith("ADJUDGE_UPKEEP_SECONDS=1e400: input should be a finite")
+
+
+@pytest.mark.parametrize(
     ("text", "said"),
     [
         ("fee_bp = 800\n", "names 'fee_bp', which is no setting (did you mean fee_bps?)"),

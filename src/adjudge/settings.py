@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import difflib
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from datetime import timedelta
 from pathlib import Path
@@ -43,6 +43,7 @@ from adjudge.calls.pricing import DEFAULT_PRICE_NOTICE, MAX_PRICE_NOTICE
 from adjudge.errors import BadInput
 from adjudge.input_files import read_input
 from adjudge.market import DEFAULT_FEE_BPS, DEFAULT_TAKE_LIMIT, MAX_FEE_BPS, MAX_TAKE_LIMIT
+from adjudge.numerals import read_decimal, read_whole
 
 __all__ = ["ENV_PREFIX", "Settings", "env_name", "flag_name", "has_flag"]
 
@@ -330,16 +331,19 @@ class Settings(BaseSettings):
 
         Refused (:class:`adjudge.errors.BadInput`): a file that cannot be read
         (``FILE_UNREADABLE``), is not TOML or names what is no setting
-        (``CONFIG_FILE_INVALID``), and a value out of its setting's bounds, with the code
-        :class:`Settings` gives it and a message naming where the value came from.
+        (``CONFIG_FILE_INVALID``), a value not written as its setting's kind is (in the file
+        its TOML type, in the environment :data:`_ENV_READERS`) and a value out of its setting's
+        bounds, with the code :class:`Settings` gives it and a message naming where the value
+        came from.
         """
         # Each layer: its values, and where each came from (for a refusal's message).
         layers: list[tuple[Mapping[str, object], Mapping[str, str]]] = []
         if config is not None:
             found = _read_file(config)
             layers.append((found, {k: f"{k} = {v!r} in {config}" for k, v in found.items()}))
-        env = EnvSettingsSource(cls)()
-        layers.append((env, {k: f"{env_name(k)}={v}" for k, v in env.items()}))
+        texts = EnvSettingsSource(cls)()
+        env = {k: _env_value(k, v) for k, v in texts.items()}
+        layers.append((env, {k: f"{env_name(k)}={_shown(v)}" for k, v in texts.items()}))
         given = {k: v for k, v in (flags or {}).items() if v is not None}
         layers.append((given, {k: _flag_given(k, v) for k, v in given.items()}))
         merged: dict[str, object] = {}
@@ -384,7 +388,7 @@ SETTINGS_BYTES = 1024 * 1024
 def _read_file(path: Path) -> dict[str, object]:
     """The settings a TOML file names; refused when unreadable, not TOML, naming what is no
     setting, or giving a setting a value of another TOML type than its own (:func:`_is_kind`:
-    the settings' own reading is lax, made for the environment's text)."""
+    pydantic's own reading of a value is lax)."""
     try:
         text = read_input(path, SETTINGS_BYTES).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -415,10 +419,8 @@ def _read_file(path: Path) -> dict[str, object]:
             )
         wanted = _toml_kind(names[key])
         if not _is_kind(value, wanted):
-            shown = repr(value)
-            shown = shown if len(shown) <= 80 else shown[:77] + "..."
             raise BadInput(
-                f"{key} = {shown} in {path}: this setting is {_KIND_WORDS[wanted]}. "
+                f"{key} = {_cut(repr(value))} in {path}: this setting is {_KIND_WORDS[wanted]}. "
                 f"{key}: {names[key].description}",
                 code=_CODES.get(key, "INVALID_SETTING"),
             )
@@ -451,6 +453,50 @@ def _is_kind(value: object, kind: type) -> bool:
     if kind is float:
         return isinstance(value, int | float)
     return isinstance(value, kind)
+
+
+#: How a setting's environment variable is read, by the setting's kind: the whole text, ASCII
+#: only (Python's own reading took ``8_000``, `` 8000 `` and ``8000.0`` as port 8000, ``yes``,
+#: ``on`` and ``1`` as a switch on, and ``nan`` and ``1_0.5`` as numbers); None is not a value
+#: of the kind. Text (a path too) is taken as written.
+_ENV_READERS: Final[Mapping[type, Callable[[str], object]]] = {
+    bool: {"true": True, "false": False}.get,
+    int: read_whole,
+    float: read_decimal,
+}
+#: What a value of each kind of setting is written as in the environment.
+_ENV_WORDS: Final = {
+    bool: "a switch: write true or false, in lower case",
+    int: "a whole number: write digits only, with no point, space or underscore (like 8000)",
+    float: "a number: write digits, with an optional point and exponent (like 30, 2.5 or 1e3)",
+}
+
+
+def _env_value(name: str, text: str) -> object:
+    """Setting ``name``'s value from its environment variable's ``text``, of the setting's kind;
+    refused naming the variable when the text is not one (:data:`_ENV_READERS`)."""
+    field = Settings.model_fields[name]
+    kind = _toml_kind(field)
+    read = _ENV_READERS.get(kind)
+    value = text if read is None else read(text)
+    if value is None:
+        raise BadInput(
+            f"{env_name(name)}={_shown(text)}: this setting is {_ENV_WORDS[kind]}. "
+            f"{name}: {field.description}",
+            code=_CODES.get(name, "INVALID_SETTING"),
+        )
+    return value
+
+
+def _shown(text: str) -> str:
+    """An environment value as a refusal shows it: as written, quoted with its escapes if it
+    holds a space at an end or what does not print (``' 8000 '`` is not ``8000``)."""
+    return _cut(text if text.isprintable() and text == text.strip() else repr(text))
+
+
+def _cut(shown: str) -> str:
+    """``shown`` cut to 80 characters (a refusal names a value, it need not repeat a long one)."""
+    return shown if len(shown) <= 80 else shown[:77] + "..."
 
 
 def _refusal(exc: ValidationError, where: Mapping[str, str]) -> BadInput:
