@@ -9,6 +9,7 @@ place sets one flag in the Click context's ``meta``, which every nested context 
 from __future__ import annotations
 
 import json
+import math
 import re
 import sys
 from collections.abc import Callable, Container, Mapping, Sequence
@@ -20,6 +21,7 @@ import typer
 
 from adjudge.errors import BadInput
 from adjudge.json_text import finite_float, no_constant, unique_keys
+from adjudge.numerals import read_decimal, read_whole
 
 if TYPE_CHECKING:
     from adjudge.client import Client
@@ -274,28 +276,98 @@ def say_if_empty(page: Mapping[str, Any], items: str, *, first: bool, later: str
         typer.echo(f"No {items}." if first else f"No more {items}.")
 
 
+@dataclass(frozen=True)
+class Whole:
+    """A whole-number option's reading, as typer's ``parser``: ASCII digits with at most a
+    ``-`` first (:func:`~adjudge.numerals.read_whole`), from ``least`` to ``most`` (None: no
+    bound here, the service's or the setting's apply). typer's own reading took ``8_000`` as
+    8000, `` 5`` as 5 and ``5.0`` as 5. Otherwise the command exits 2 naming the option."""
+
+    least: int | None = None
+    most: int | None = None
+
+    def __call__(self, given: str | int) -> int:
+        """``given``'s number (a default comes as one, an argument as text); refused as above."""
+        text = str(given)
+        value = read_whole(text)
+        if value is None:
+            raise typer.BadParameter(
+                f"{text[:40]!r} is not a whole number: write digits only, with no point, space "
+                "or underscore."
+            )
+        least, most = self.least, self.most
+        if (least is not None and value < least) or (most is not None and value > most):
+            raise typer.BadParameter(f"{text[:40]} is not a whole number {_span(least, most)}.")
+        return value
+
+
+@dataclass(frozen=True)
+class Number:
+    """A number option's reading, as typer's ``parser``: a plain decimal
+    (:func:`~adjudge.numerals.read_decimal`), finite, from ``least`` (``above``: past it) to
+    ``most`` (None: no bound here, the service's or the setting's apply). typer's own reading
+    took ``nan``, ``inf`` and ``1_0.5``. Otherwise the command exits 2 naming the option and
+    ``what`` it takes."""
+
+    least: float | None = None
+    most: float | None = None
+    above: bool = False
+    what: str = "a number"
+
+    def __call__(self, given: str | float) -> float:
+        """``given``'s number (a default comes as one, an argument as text); refused as above."""
+        text = str(given)
+        value = read_decimal(text)
+        if value is None:
+            raise typer.BadParameter(
+                f"{text[:40]!r} is not {self.what}: write digits, with an optional point and "
+                "exponent (like 5 or 0.5)."
+            )
+        if not math.isfinite(value):  # past the largest float: 1e400
+            raise typer.BadParameter(f"{text[:40]} is too large to be {self.what}.")
+        low, most = self.least, self.most
+        if (low is not None and (value <= low if self.above else value < low)) or (
+            most is not None and value > most
+        ):
+            bounds = _bounds(low, most, above=self.above)
+            raise typer.BadParameter(f"{text[:40]} is not {self.what} {bounds} (like 5 or 0.5).")
+        return value
+
+
+def _span(least: int | None, most: int | None) -> str:
+    """A whole number's range in words: ``from 1 to 200``, ``of at least 1``."""
+    if least is not None and most is not None:
+        return f"from {least} to {most}"
+    return f"of at least {least}" if most is None else f"of at most {most}"
+
+
+def _bounds(least: float | None, most: float | None, *, above: bool) -> str:
+    """A number's range in words: ``above 0 and at most 86400``."""
+    words = [] if least is None else [f"{'above' if above else 'at least'} {least:g}"]
+    words += [] if most is None else [f"at most {most:g}"]
+    return " and ".join(words)
+
+
+def whole_option(
+    *flags: str, least: int | None = None, most: int | None = None, **rest: Any
+) -> Any:
+    """A ``typer.Option`` read by :class:`Whole`, whose help shows its range."""
+    return typer.Option(*flags, parser=Whole(least, most), min=least, max=most, **rest)
+
+
+def number_option(
+    *flags: str, least: float | None = None, most: float | None = None, **rest: Any
+) -> Any:
+    """A ``typer.Option`` read by :class:`Number`, whose help shows its range."""
+    return typer.Option(*flags, parser=Number(least, most), min=least, max=most, **rest)
+
+
 #: The longest a command waits between two rounds or for an answer: a day (past it a number
 #: of seconds is a mistake, and past about 1e11 ``time.sleep`` itself refuses it).
 MOST_SECONDS = 86_400.0
-
-
-def seconds(text: str) -> float:
-    """A float option that is a number of seconds, as typer's ``parser``: above 0, at most
-    :data:`MOST_SECONDS`, and finite (a float option reads ``nan`` and ``inf``, and a worker
-    told ``--poll nan`` crashed in ``time.sleep``, one told ``--poll 0`` polled without
-    pause). Otherwise the command exits 2 naming the option and what to write."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise typer.BadParameter(
-            f"{text[:40]!r} is not a number of seconds (like 5 or 0.5)."
-        ) from None
-    if not 0 < value <= MOST_SECONDS:  # NaN is neither
-        raise typer.BadParameter(
-            f"{text[:40]} is not a number of seconds above 0 and at most {MOST_SECONDS:g} "
-            "(like 5 or 0.5)."
-        )
-    return value
+#: A float option that is a number of seconds: above 0, at most :data:`MOST_SECONDS` (a worker
+#: told ``--poll nan`` crashed in ``time.sleep``, one told ``--poll 0`` polled without pause).
+seconds = Number(0, MOST_SECONDS, above=True, what="a number of seconds")
 
 
 def stop(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:

@@ -22,6 +22,7 @@ from adjudge.cli._common import (
     print_json,
     remember_json,
     wants_json,
+    whole_option,
 )
 
 keys_app = typer.Typer(
@@ -109,7 +110,8 @@ def list_keys(
         bool, typer.Option("--revoked", help="The keys you revoked, newest first, by page.")
     ] = False,
     limit: Annotated[
-        int | None, typer.Option(min=1, max=100, help="With --revoked: how many on one page (50).")
+        int | None,
+        whole_option(least=1, most=100, help="With --revoked: how many on one page (50)."),
     ] = None,
     cursor: Annotated[
         str | None, typer.Option(help="With --revoked: the page to read (printed under one).")

@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from adjudge.cli._common import wants_json
+from adjudge.cli._common import wants_json, whole_option
 from adjudge.cli.receipts import append_receipt, read_signing_key
 from adjudge.errors import CriteriaError
 from adjudge.input_files import read_input
@@ -264,7 +264,12 @@ def check_batch(
     output: Annotated[
         Path | None, typer.Option("--out", "-o", help="Write verdicts as JSONL here.")
     ] = None,
-    workers: Annotated[int, typer.Option(help="Processes (default: every core).")] = 0,
+    workers: Annotated[
+        int,
+        whole_option(
+            least=0, most=256, help="Processes, at most 256 (0, the default: every core)."
+        ),
+    ] = 0,
     html: Annotated[
         Path | None,
         typer.Option("--html", help="Also write the results as a self-contained viewer page."),

@@ -35,6 +35,7 @@ from adjudge.cli._common import (
     say_if_empty,
     stop,
     wants_json,
+    whole_option,
     wire_json,
     words,
 )
@@ -51,7 +52,7 @@ calls_app = typer.Typer(
     no_args_is_help=True,
 )
 
-LimitOption = Annotated[int, typer.Option(min=1, max=200, help="How many on one page.")]
+LimitOption = Annotated[int, whole_option(least=1, most=200, help="How many on one page.")]
 CursorOption = Annotated[
     str | None, typer.Option(help="The page to read (the `next_cursor` a list printed).")
 ]
@@ -825,7 +826,7 @@ def quality(
     provider: str,
     window_days: Annotated[
         int | None,
-        typer.Option(min=1, max=3650, help="The window (default: the provider's terms)."),
+        whole_option(least=1, most=3650, help="The window (default: the provider's terms)."),
     ] = None,
     as_json: JsonFlag = False,
 ) -> None:

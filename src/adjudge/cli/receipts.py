@@ -23,7 +23,7 @@ from typing import Annotated, NoReturn
 import typer
 
 from adjudge.cli import keyfiles, ranges
-from adjudge.cli._common import DEFAULT_URL, KeyOption, Session, UrlOption, printable
+from adjudge.cli._common import DEFAULT_URL, KeyOption, Session, UrlOption, printable, whole_option
 from adjudge.errors import BadInput, CriteriaError, Error, ReceiptError
 from adjudge.input_files import read_input
 from adjudge.kernel.authority import trust_basis
@@ -166,11 +166,12 @@ def receipt_verify_chain(
     ] = None,
     jobs: Annotated[
         int | None,
-        typer.Option(
+        whole_option(
             "--jobs",
-            min=1,
-            help="Processes verifying ranges of the log at once (default: one a core, and "
-            f"none with fewer than {ranges.LINES_PER_JOB:,} lines; 1: one pass).",
+            least=1,
+            most=256,
+            help="Processes verifying ranges of the log at once, at most 256 (default: one a "
+            f"core, and none with fewer than {ranges.LINES_PER_JOB:,} lines; 1: one pass).",
         ),
     ] = None,
 ) -> None:
@@ -296,7 +297,8 @@ def receipt_export(
     key: KeyOption = None,
     after: Annotated[
         int | None,
-        typer.Option(
+        whole_option(
+            least=0,
             metavar="POSITION",
             help="Only the receipts after this position (the first receipt is 0; on a log of "
             "one lane, a receipt's position is its sequence).",

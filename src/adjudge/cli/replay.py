@@ -27,6 +27,7 @@ from adjudge.cli._common import (
     printable,
     stop,
     wants_json,
+    whole_option,
 )
 from adjudge.cli.receipts import EXIT_BAD_INPUT, pinned_key, read_file
 from adjudge.errors import Error
@@ -58,7 +59,9 @@ def receipt_bundle(
     ] = None,
     attempt: Annotated[
         int | None,
-        typer.Option(metavar="ROUND", help="With --task: the verdict of this round (the latest)."),
+        whole_option(
+            least=1, metavar="ROUND", help="With --task: the verdict of this round (the latest)."
+        ),
     ] = None,
     url: UrlOption = DEFAULT_URL,
     key: KeyOption = None,

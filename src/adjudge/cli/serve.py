@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from adjudge.cli._common import number_option, whole_option
 from adjudge.cli._settings import ConfigOption, SettingsCommand, load_settings
 from adjudge.errors import BadInput, Error
 
@@ -28,16 +29,16 @@ def serve(
     config: ConfigOption = None,
     db: Annotated[str | None, typer.Option()] = None,
     host: Annotated[str | None, typer.Option()] = None,
-    port: Annotated[int | None, typer.Option()] = None,
-    fee_bps: Annotated[int | None, typer.Option()] = None,
-    price_notice_hours: Annotated[float | None, typer.Option()] = None,
-    upkeep_seconds: Annotated[float | None, typer.Option()] = None,
-    take_limit: Annotated[int | None, typer.Option()] = None,
+    port: Annotated[int | None, whole_option()] = None,
+    fee_bps: Annotated[int | None, whole_option()] = None,
+    price_notice_hours: Annotated[float | None, number_option()] = None,
+    upkeep_seconds: Annotated[float | None, number_option()] = None,
+    take_limit: Annotated[int | None, whole_option()] = None,
     signing_key: Annotated[Path | None, typer.Option()] = None,
     server_key: Annotated[Path | None, typer.Option()] = None,
     allow_private_providers: Annotated[bool | None, typer.Option()] = None,
-    threads: Annotated[int | None, typer.Option()] = None,
-    connections_per_address: Annotated[int | None, typer.Option()] = None,
+    threads: Annotated[int | None, whole_option()] = None,
+    connections_per_address: Annotated[int | None, whole_option()] = None,
     demo: Annotated[
         bool,
         typer.Option(

@@ -11,7 +11,6 @@ input or no service.
 from __future__ import annotations
 
 import json
-import math
 import os
 from enum import StrEnum
 from pathlib import Path
@@ -31,6 +30,7 @@ from adjudge.cli._common import (
     Session,
     UrlOption,
     money,
+    number_option,
     print_json,
     print_table,
     remember_json,
@@ -38,6 +38,7 @@ from adjudge.cli._common import (
     stop,
     units_of,
     wants_json,
+    whole_option,
     wire_json,
     words,
 )
@@ -282,7 +283,7 @@ def post(
     ] = None,
     reward_minor: Annotated[
         int | None,
-        typer.Option(
+        whole_option(
             metavar="MINOR_UNITS",
             help="The reward in integer minor units instead: 2000000 is 2 USDC.",
         ),
@@ -291,7 +292,7 @@ def post(
         str, typer.Option(metavar="TEXT", help="The brief, or @FILE to read it from a file.")
     ] = "",
     hours: Annotated[
-        float, typer.Option(metavar="HOURS", help="The deadline, in hours from now (1 to 2160).")
+        float, number_option(metavar="HOURS", help="The deadline, in hours from now (1 to 2160).")
     ] = 24.0,
     mode: Annotated[
         ModeChoice,
@@ -313,7 +314,7 @@ def post(
     ] = None,
     quorum: Annotated[
         int | None,
-        typer.Option(
+        whole_option(
             metavar="K",
             help="With several --verifier: how many must agree (1 to their number; a majority "
             "by default). K PASS votes and no dissent pay; K FAIL votes fail; a split goes to "
@@ -333,7 +334,7 @@ def post(
     ] = False,
     take_window_hours: Annotated[
         int | None,
-        typer.Option(
+        whole_option(
             metavar="HOURS",
             help="Hours an agent may hold the task without submitting; then its take lapses "
             "and the task is open again (whole hours, shorter than the deadline). Without it "
@@ -354,8 +355,6 @@ def post(
     """Post a task and fund it from your wallet (once for one --idempotency-key)."""
     session = _session(ctx, as_json)
     minor = _reward(reward, reward_minor)
-    if not math.isfinite(hours):
-        stop(f"INVALID_DEADLINE: --hours {hours}: the deadline is 1 to 2160 hours from now.")
     named = list(verifier or ())
     commitment = None if seal is None else _reveal_file(seal)[0]
     parsed: dict[str, Any] = {}
@@ -540,7 +539,7 @@ def list_(
     ] = False,
     limit: Annotated[
         int,
-        typer.Option(min=1, max=200, metavar="N", help="How many tasks per page (1 to 200)."),
+        whole_option(least=1, most=200, metavar="N", help="How many tasks per page (1 to 200)."),
     ] = 50,
     cursor: Annotated[
         str | None,
@@ -660,8 +659,8 @@ def review(
     ] = None,
     attempt: Annotated[
         int | None,
-        typer.Option(
-            min=1,
+        whole_option(
+            least=1,
             help="The attempt you read (`adjudge task show`): refused if the agent has "
             "submitted again since.",
         ),

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 
 from adjudge.cli import keyfiles
-from adjudge.cli._common import say_if_empty
+from adjudge.cli._common import say_if_empty, whole_option
 from adjudge.cli._settings import ConfigOption, SettingsCommand, load_settings
 from adjudge.errors import Error
 
@@ -131,7 +131,8 @@ def list_endpoints(
         bool, typer.Option("--disabled", help="The endpoints you deleted, newest first, by page.")
     ] = False,
     limit: Annotated[
-        int | None, typer.Option(min=1, max=100, help="With --disabled: how many on one page (50).")
+        int | None,
+        whole_option(least=1, most=100, help="With --disabled: how many on one page (50)."),
     ] = None,
     cursor: Annotated[
         str | None, typer.Option(help="With --disabled: the page to read (printed under one).")
@@ -177,7 +178,7 @@ def deliveries(
     ctx: typer.Context,
     endpoint: Annotated[str | None, typer.Option(help="One endpoint's deliveries only.")] = None,
     status: Annotated[str | None, typer.Option(help="pending, delivered or failed.")] = None,
-    limit: Annotated[int, typer.Option(min=1, max=200, help="How many, newest first.")] = 50,
+    limit: Annotated[int, whole_option(least=1, most=200, help="How many, newest first.")] = 50,
     cursor: Annotated[str | None, typer.Option(help="The next page's cursor.")] = None,
 ) -> None:
     """Your delivery log: status, attempts, the last answer or error, the next attempt."""
