@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import threading
 from datetime import UTC, datetime
 from pathlib import Path
@@ -283,6 +284,67 @@ def test_names_the_store_cannot_hold_are_refused_not_crashed(store: Store) -> No
     odd["response"]["body"]["timezone"] = "Europe\x00Berlin"
     assert h.refused("pat", "POST", "/calls", odd) == (400, "INVALID_JSON")
     assert h.refused("pat", "GET", "/calls/wx-nul") == (404, "CALL_NOT_FOUND")
+
+
+@pytest.mark.parametrize(
+    "policy_id",
+    [
+        "web\x1b[2Kverdict: PASS",
+        "web\rstandard",
+        "tab\tid",
+        "line\nid",
+        "\u202edrawkcab",
+        "caf\u00e9",
+        "web standard",
+        "a/b",
+        "x" * 129,
+    ],
+    ids=ascii,
+)
+def test_a_policy_id_that_is_no_identifier_is_refused(sqlite_store: Store, policy_id: str) -> None:
+    """A policy id is 1 to 128 letters, digits and ``._:-``: a control character, a
+    right-to-left mark, a space or a letter beyond ASCII is refused at registration with
+    ``POLICY_INVALID``, naming the id escaped, and nothing is stored (a verifier printed such an
+    id escaped, but it named the policy)."""
+    h, _ = _harness(sqlite_store)
+    h.ok("skycast", "POST", "/tools", {"contract": _example("weather.contract.json")})
+    policy = {**_example("weather.policy.json"), "policy": policy_id}
+    path = "/tools/weather.forecast/policies"
+    r = h.call("skycast", "POST", path, {"policy": policy})
+    assert (r.status_code, r.json()["error"]["code"]) == (400, "POLICY_INVALID")
+    message = r.json()["error"]["message"]
+    assert message.startswith("A policy id is 1 to 128 letters") and message.isprintable()
+    assert ascii(policy_id[:40]) in message
+    missing = _call("wx-1", policy={"id": policy_id})
+    assert h.refused("pat", "POST", "/calls", missing) == (404, "POLICY_NOT_FOUND")
+
+
+@pytest.mark.parametrize("policy_id", ["weather-standard", "P1", "a.b:c_d-1", "x" * 128])
+def test_a_policy_id_of_the_identifier_form_is_registered(
+    sqlite_store: Store, policy_id: str
+) -> None:
+    """Letters, digits, dots, underscores, colons and hyphens, up to 128, are a policy id."""
+    h, _ = _harness(sqlite_store)
+    h.ok("skycast", "POST", "/tools", {"contract": _example("weather.contract.json")})
+    policy = {**_example("weather.policy.json"), "policy": policy_id}
+    made = h.ok("skycast", "POST", "/tools/weather.forecast/policies", {"policy": policy})
+    assert made["policy"] == policy_id
+
+
+def test_a_policy_stored_under_another_id_is_still_read(
+    sqlite_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The id's form is checked when a policy is registered, never when it is read: a policy
+    stored before (here, registered past the check) still judges the calls that name it."""
+    h, _ = _harness(sqlite_store)
+    h.ok("skycast", "POST", "/tools", {"contract": _example("weather.contract.json")})
+    odd = "web\x1bstandard"
+    monkeypatch.setattr("adjudge.app.calls.POLICY_ID", re.compile(r".+", re.DOTALL))
+    policy = {**_example("weather.policy.json"), "policy": odd}
+    h.ok("skycast", "POST", "/tools/weather.forecast/policies", {"policy": policy})
+    monkeypatch.undo()
+    judged = h.ok("pat", "POST", "/calls", _call("wx-1", "bad", policy={"id": odd, "version": 1}))
+    assert judged["record"]["policy"]["policy"] == odd and judged["record"]["verdict"] == "FAIL"
 
 
 @pytest.mark.parametrize("odd", [[], ["ok"], {}, {"ok": 1}])

@@ -43,6 +43,7 @@ from adjudge.app.isolation import Isolation, JudgingFailed
 from adjudge.app.unit import Answer, Idempotency, UnitOfWork
 from adjudge.app.wiring import call_subject, new_sample_seed
 from adjudge.calls import (
+    POLICY_ID,
     Contract,
     Mode,
     Policy,
@@ -486,7 +487,12 @@ class Calls:
                     code="NOT_TOOL_PROVIDER",
                 )
             parsed = register_policy(policy, _contract(current))
-            _storable(parsed.policy_id, "A policy id", 200, "POLICY_INVALID")
+            if not POLICY_ID.fullmatch(parsed.policy_id):
+                raise CriteriaError(
+                    "A policy id is 1 to 128 letters, digits, dots, underscores, colons and "
+                    f"hyphens (like weather-standard), not {parsed.policy_id[:40]!a}.",
+                    code="POLICY_INVALID",
+                )
             _on_the_providers_word(parsed, who, owner, self.unit.now())
             _check_corroborator(tx, parsed, owner)
             _check_key_judges(tx, parsed.judges, self.unit.now(), owner)

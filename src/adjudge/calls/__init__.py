@@ -23,7 +23,14 @@ from adjudge.calls.openapi import (
     openapi_tool_document,
 )
 from adjudge.calls.outcomes import CheckRow, Outcome
-from adjudge.calls.policy import DEFAULT_REPORT_WINDOW, Mode, Policy, register_policy, sampled
+from adjudge.calls.policy import (
+    DEFAULT_REPORT_WINDOW,
+    POLICY_ID,
+    Mode,
+    Policy,
+    register_policy,
+    sampled,
+)
 from adjudge.calls.quality import (
     PenaltyAssessment,
     PenaltyProposal,
@@ -67,6 +74,7 @@ from adjudge.calls.verify import (
 __all__ = [
     "DEFAULT_REPORT_WINDOW",
     "EFFECTS",
+    "POLICY_ID",
     "ArgumentProblem",
     "ArgumentsInvalid",
     "BuiltRequest",

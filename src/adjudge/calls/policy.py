@@ -29,6 +29,7 @@ from __future__ import annotations
 import enum
 import hashlib
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -46,6 +47,7 @@ __all__ = [
     "CORROBORATION_PAYERS",
     "DEFAULT_REPORT_WINDOW",
     "MAX_REPORT_WINDOW",
+    "POLICY_ID",
     "Clause",
     "Corroborator",
     "EmptyResultRule",
@@ -69,6 +71,11 @@ _MATCHES = ("veto", "failures_at_least", "failure_fraction_at_least", "votes_few
 DEFAULT_REPORT_WINDOW: Final = timedelta(hours=72)
 #: The longest report window a policy may set.
 MAX_REPORT_WINDOW: Final = timedelta(days=365)
+#: A policy id a provider registers: the form of a provider id (letters, digits and ``._:-``,
+#: 1 to 128), so the id a verifier prints is the id registered (one holding a control character
+#: or a right-to-left mark printed escaped, yet named the policy). Checked at registration only:
+#: a policy stored under another id is still read.
+POLICY_ID: Final = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 
 
 class Mode(enum.StrEnum):
