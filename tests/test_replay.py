@@ -505,3 +505,29 @@ def test_a_zip_of_a_version_zipfile_cannot_read_is_no_bundle() -> None:
     with pytest.raises(Error) as refused:
         replay(bytes(data), SIGNER.keyid)
     assert refused.value.code == "BUNDLE_UNUSABLE" and "not a zip file" in refused.value.message
+
+
+def test_the_receipt_is_named_by_its_signed_statement_not_the_manifest(tmp_path: Path) -> None:
+    """The header names the receipt by the sha256 of the statement its key signed; the
+    service's ``rcpt_`` id, which only the manifest holds and nothing signs, is shown apart and
+    said to be unsigned (before: the header showed the manifest's id as the receipt's, so a
+    bundle could name any receipt and still replay the same)."""
+    files = members(BUNDLE)
+    manifest = json.loads(files["manifest.json"])
+    digest = manifest["receipt"]["digest"]
+    manifest["receipt"]["id"] = "rcpt_forged"
+    files["manifest.json"] = json.dumps(manifest).encode()
+    path = tmp_path / "bundle.zip"
+    path.write_bytes(zipped(files))
+    result = CliRunner().invoke(app, ["replay", str(path), "--key", SIGNER.keyid])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0] == f"replay of {manifest['subject']} (receipt {digest})"
+    labelled = [line for line in lines if "rcpt_forged" in line]
+    assert labelled == ["label:    rcpt_forged (the service's id, as the manifest says: unsigned)"]
+    found = replay(path.read_bytes(), SIGNER.keyid)
+    assert found.outcome == "same"
+    assert (found.receipt_id, found.receipt_label) == (digest, "rcpt_forged")
+    result = CliRunner().invoke(app, ["replay", str(path), "--key", SIGNER.keyid, "--json"])
+    report = json.loads(result.stdout)
+    assert (report["receipt"], report["receipt_label"]) == (digest, "rcpt_forged")

@@ -145,8 +145,13 @@ def replay_bundle(
 def _print(report: Report, pinned: bool) -> None:
     from adjudge.replay.engine import PARTS  # noqa: PLC0415
 
-    # Every value but the counts comes from the bundle, whose manifest nothing signs.
-    typer.echo(f"replay of {printable(report.subject)} (receipt {printable(report.receipt_id)})")
+    # Every value but the counts comes from the bundle, whose manifest nothing signs; the
+    # receipt is named by its signed statement's digest, and the manifest's id is said to be
+    # unsigned.
+    typer.echo(f"replay of {printable(report.subject)} (receipt {report.receipt_id})")
+    if report.receipt_label is not None:
+        label = printable(report.receipt_label)
+        typer.echo(f"label:    {label} (the service's id, as the manifest says: unsigned)")
     typer.echo(f"key:      {printable(report.keyid)}")
     if not pinned:
         _wrapped(

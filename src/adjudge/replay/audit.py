@@ -88,7 +88,8 @@ def replay(data: bytes, pin: VerifyingKey | str | None = None) -> Report:
     return Report(
         kind=bundle.kind,
         subject=str(bundle.manifest["subject"]),
-        receipt_id=str(bundle.manifest["receipt"].get("id")),
+        receipt_id=receipt_id(payload),
+        receipt_label=_str(bundle.manifest["receipt"].get("id")),
         keyid=None if key is None else key.keyid,
         recorded_engine=recorded,
         engine=here,

@@ -52,6 +52,7 @@ class Report:
 
     kind: str
     subject: str
+    #: The receipt's id: the sha256 of the statement in its envelope, the bytes its key signs.
     receipt_id: str
     keyid: str | None
     recorded_engine: dict[str, str]
@@ -68,6 +69,8 @@ class Report:
     #: The re-derived statement's digest when it is byte for byte the signed one.
     statement_digest: str | None = None
     detail: dict[str, Any] = field(default_factory=dict)
+    #: The service's id of the receipt (``rcpt_…``), as the manifest says: nothing signs it.
+    receipt_label: str | None = None
 
     @property
     def outcome(self) -> str:
@@ -86,6 +89,7 @@ class Report:
             "kind": self.kind,
             "subject": self.subject,
             "receipt": self.receipt_id,
+            "receipt_label": self.receipt_label,
             "keyid": self.keyid,
             "engine": {"recorded": self.recorded_engine, "replay": self.engine},
             "signed_verdict": self.signed_verdict,
