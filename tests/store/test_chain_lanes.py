@@ -12,10 +12,12 @@ import pytest
 
 from adjudge.app.receipts import ABOUT, checkpoint_of
 from adjudge.digests import sha256_digest as content_digest
+from adjudge.errors import StorageError
 from adjudge.kernel import Authority, Check, Verdict, determine, oracle
 from adjudge.receipts import SignedReceipts, SigningKey, canonical_bytes, verify_chain
 from adjudge.receipts.checkpoints import named_heads
 from adjudge.store import Store, receipt_log
+from adjudge.store.database import DEFAULT_PG_LANES, _lanes
 from support.audit import audit
 from support.plans import sqlite_plans
 
@@ -146,3 +148,22 @@ def _subject(found: receipt_log.StoredReceipt) -> str:
 
     statement = json.loads(base64.b64decode(found.body["envelope"]["payload"]))
     return "sha256:" + str(statement["subject"][0]["digest"]["sha256"])
+
+
+@pytest.mark.parametrize("text", ["4_0", " 4", "4 ", "4.0", "+4", "٤", "four"])
+def test_a_lane_count_not_in_digits_is_refused(text: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``ADJUDGE_CHAIN_LANES`` is read as every setting's variable is, digits only: ``4_0`` was
+    40 lanes and `` 4`` was 4; each is refused naming the variable."""
+    monkeypatch.setenv("ADJUDGE_CHAIN_LANES", text)
+    with pytest.raises(StorageError) as refused:
+        _lanes("postgresql", None)
+    assert "ADJUDGE_CHAIN_LANES is a whole number of lanes in digits" in refused.value.message
+
+
+@pytest.mark.parametrize(("text", "lanes"), [("", DEFAULT_PG_LANES), ("8", 8), ("08", 8)])
+def test_a_lane_count_in_digits_is_read(
+    text: str, lanes: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Digits are the count; an empty variable is unset (the default)."""
+    monkeypatch.setenv("ADJUDGE_CHAIN_LANES", text)
+    assert _lanes("postgresql", None) == lanes

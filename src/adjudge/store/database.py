@@ -25,6 +25,7 @@ from sqlalchemy.exc import (
 
 from adjudge import json_text
 from adjudge.errors import StorageError
+from adjudge.numerals import read_whole
 from adjudge.receipts.checkpoints import MAX_LANES
 from adjudge.store import day_counts, held_days, ledger, quotas, receipt_log
 from adjudge.store import schema as s
@@ -282,17 +283,19 @@ class _Checkpoints:
 
 def _lanes(dialect: str, lanes: int | None) -> int:
     """The lanes a store chains receipts on: one on SQLite (writes are serial there); on
-    PostgreSQL ``lanes``, else ``ADJUDGE_CHAIN_LANES``, else :data:`DEFAULT_PG_LANES`."""
+    PostgreSQL ``lanes``, else ``ADJUDGE_CHAIN_LANES`` (digits only, as every setting's
+    variable: ``4_0`` or `` 4`` is refused, not read as 40 and 4), else
+    :data:`DEFAULT_PG_LANES`."""
     if dialect == "sqlite":
         return 1
     if lanes is None:
-        text = os.environ.get("ADJUDGE_CHAIN_LANES", "").strip()
-        try:
-            lanes = int(text) if text else DEFAULT_PG_LANES
-        except ValueError:
+        text = os.environ.get("ADJUDGE_CHAIN_LANES", "")
+        found = read_whole(text) if text else DEFAULT_PG_LANES
+        if found is None:
             raise StorageError(
-                f"ADJUDGE_CHAIN_LANES is a whole number of lanes, not {text!r}."
-            ) from None
+                f"ADJUDGE_CHAIN_LANES is a whole number of lanes in digits, not {text[:40]!r}."
+            )
+        lanes = found
     if not 1 <= lanes <= MAX_LANES:
         raise StorageError(f"The receipt log has 1 to {MAX_LANES} lanes, not {lanes}.")
     return lanes
