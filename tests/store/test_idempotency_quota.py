@@ -12,6 +12,7 @@ import pytest
 from sqlalchemy import func, select
 
 from adjudge.app import maintenance
+from adjudge.errors import Error
 from adjudge.settings import Settings
 from adjudge.store import Store, quotas
 from adjudge.store import schema as s
@@ -121,3 +122,12 @@ def test_a_counter_is_written_at_the_commit_holding_nothing_before(store: Store)
             )
     with store.read() as tx:
         assert quotas.count(tx, "idempotency:pat", start) == 3
+
+
+def test_no_quota_window_is_longer_than_the_counters_are_kept() -> None:
+    """The longest window a setting may give (the webhooks' test window) fits in
+    :data:`quotas.LONGEST_WINDOW`: the upkeep never forgets a counter whose window still runs."""
+    longest = Settings(webhooks_test_window_hours=24 * 7).webhooks_test_window
+    assert longest <= quotas.LONGEST_WINDOW
+    with pytest.raises(Error, match="webhooks_test_window_hours"):
+        Settings(webhooks_test_window_hours=24 * 7 + 1)
