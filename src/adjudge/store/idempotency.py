@@ -9,12 +9,20 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, delete, insert, select, tuple_
+from sqlalchemy import and_, bindparam, delete, insert, select, tuple_
 from sqlalchemy.exc import IntegrityError
 
 from adjudge.digests import sha256_digest
 from adjudge.store import schema as s
 from adjudge.store.transaction import ConcurrentUpdate, Transaction
+
+#: The stored answer under a key, read on the hot path (built once: every keyed change reads it).
+_RECALL = select(s.idempotency.c.fingerprint, s.idempotency.c.body).where(
+    and_(
+        s.idempotency.c.account_id == bindparam("k_account"),
+        s.idempotency.c.key == bindparam("k_key"),
+    )
+)
 
 
 def _hashed(key: str) -> str:
@@ -23,13 +31,8 @@ def _hashed(key: str) -> str:
 
 def recalled(tx: Transaction, account_id: str, key: str) -> tuple[str, Any] | None:
     """The fingerprint and answer stored under an idempotency key, or None."""
-    i = s.idempotency
-    row = tx.conn.execute(
-        select(i.c.fingerprint, i.c.body).where(
-            and_(i.c.account_id == account_id, i.c.key == _hashed(key))
-        )
-    ).first()
-    return (row.fingerprint, row.body) if row else None
+    rows = tx.rows(_RECALL, {"k_account": account_id, "k_key": _hashed(key)})
+    return (rows[0]["fingerprint"], rows[0]["body"]) if rows else None
 
 
 def remember(
