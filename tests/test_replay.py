@@ -331,17 +331,23 @@ def test_a_member_compressed_other_than_deflate_is_refused(method: int) -> None:
     assert "'result.txt' is compressed with method" in refused.value.message
 
 
+def _with_subject(tmp_path: Path, subject: str) -> Path:
+    """The bundle written to a file with its (unsigned) manifest naming ``subject``."""
+    files = members(BUNDLE)
+    manifest = json.loads(files["manifest.json"])
+    manifest["subject"] = subject
+    files["manifest.json"] = json.dumps(manifest).encode()
+    path = tmp_path / "bundle.zip"
+    path.write_bytes(zipped(files))
+    return path
+
+
 def test_the_replay_command_shows_what_the_manifest_says_as_text(tmp_path: Path) -> None:
     """The manifest is signed by nothing: a subject holding an escape sequence that would
     rewrite ``DIFFERENT`` as ``SAME``, and a lone surrogate, are printed as escapes (before:
     written raw to the terminal, and the surrogate crashed the command with a
     UnicodeEncodeError)."""
-    files = members(BUNDLE)
-    manifest = json.loads(files["manifest.json"])
-    manifest["subject"] = "task:1\x1b[1A\r\x1b[2KSAME: nothing differs\ud800"
-    files["manifest.json"] = json.dumps(manifest).encode()
-    path = tmp_path / "bundle.zip"
-    path.write_bytes(zipped(files))
+    path = _with_subject(tmp_path, "task:1\x1b[1A\r\x1b[2KSAME: nothing differs\ud800")
     result = CliRunner().invoke(app, ["replay", str(path), "--key", SIGNER.keyid], color=True)
     assert result.exit_code == 1, result.output
     assert "DIFFERENT" in result.output
@@ -483,12 +489,7 @@ def test_a_local_record_the_directory_contradicts_is_no_bundle(offset: int, valu
 def test_the_replay_commands_json_holds_a_lone_surrogate_as_its_escape(tmp_path: Path) -> None:
     """--json: a manifest's lone surrogate is written as its JSON escape, and the report reads
     back (before: a UnicodeEncodeError, exit 1, which reads as DIFFERENT)."""
-    files = members(BUNDLE)
-    manifest = json.loads(files["manifest.json"])
-    manifest["subject"] = "task:1\ud800"
-    files["manifest.json"] = json.dumps(manifest).encode()
-    path = tmp_path / "bundle.zip"
-    path.write_bytes(zipped(files))
+    path = _with_subject(tmp_path, "task:1\ud800")
     result = CliRunner().invoke(app, ["replay", str(path), "--key", SIGNER.keyid, "--json"])
     assert result.exit_code == 1
     assert result.exception is None or isinstance(result.exception, SystemExit)

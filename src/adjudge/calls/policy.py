@@ -217,13 +217,14 @@ class Policy:
         return called_at <= at <= self.report_deadline(called_at)
 
 
-def providers_own(registered_by: str, provider: str) -> bool:
+def providers_own(registered_by: str | None, provider: str) -> bool:
     """Whether a policy ``registered_by`` registered over ``provider``'s tool is the provider's
     own word: only then does it move the provider's money or record. An enforcing policy then
     refunds failing calls and strikes, a declared corroborator is paid from the provider's
     wallet, and named verifier keys are asked. Registration refuses all three to anyone else;
     one stored before those refusals acts as shadow (its verdicts recorded, nothing refunded or
-    struck), corroborates nothing and asks no key."""
+    struck), corroborates nothing and asks no key. A registrant not known (None) is not the
+    provider's word."""
     return registered_by == provider
 
 

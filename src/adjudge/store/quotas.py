@@ -30,11 +30,8 @@ def window(now: datetime, span: timedelta) -> tuple[datetime, int]:
 
 def count(tx: Transaction, scope: str, window: datetime) -> int:
     """How many times ``scope`` was used in the window starting at ``window``."""
-    q = s.quotas
-    found = tx.conn.execute(
-        select(q.c.used).where(and_(q.c.scope == scope, q.c.window == window))
-    ).scalar_one_or_none()
-    return int(found or 0)
+    found = tx.rows(_COUNT, {"k_scope": scope, "k_window": window})
+    return int(found[0]["used"]) if found else 0
 
 
 def use(tx: Transaction, scope: str, window: datetime) -> int:
@@ -59,8 +56,7 @@ def count_at_commit(tx: Transaction, scope: str, window: datetime) -> int:
     once both read the count before either adds: the bound may be passed by the changes in
     flight at once, never more."""
     key = (scope, window)
-    found = tx.rows(_COUNT, {"k_scope": scope, "k_window": window})
-    before = (int(found[0]["used"]) if found else 0) + tx.uses_due.get(key, 0)
+    before = count(tx, scope, window) + tx.uses_due.get(key, 0)
     tx.uses_due[key] = tx.uses_due.get(key, 0) + 1
     return before
 
@@ -87,7 +83,7 @@ def _add(dialect: str) -> Any:
 
 
 _ADD = {dialect: _add(dialect) for dialect in ("sqlite", "postgresql")}
-#: A counter's count, read on the hot path (built once: a keyed change reads it each time).
+#: A counter's count, read on the hot path (built once: every keyed change reads it).
 _COUNT = select(s.quotas.c.used).where(
     and_(s.quotas.c.scope == bindparam("k_scope"), s.quotas.c.window == bindparam("k_window"))
 )

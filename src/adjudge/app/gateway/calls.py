@@ -390,9 +390,7 @@ class Gateway:
             and meaning_pending(result)
             and not p.policy.withdrawn(request.at or now),
             key_judges=()
-            if p.policy is None
-            or p.policy_by is None
-            or not providers_own(p.policy_by, stored.provider)
+            if p.policy is None or not providers_own(p.policy_by, stored.provider)
             else tuple(j for j in p.policy.judges if is_key_judge(j)),
             tool=p.tool,
         )

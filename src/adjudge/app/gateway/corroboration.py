@@ -94,7 +94,7 @@ async def corroborate(
             source=source, empty=False, reason=reason, tool=spec.tool, available=False, **found
         )
 
-    if declared_by is None or not providers_own(declared_by, provider):
+    if not providers_own(declared_by, provider):
         # The provider's money moves only on its own word: not on a policy another account
         # (an operator) registered for its tool, naming a tool and a bound of its choosing.
         return unavailable(
